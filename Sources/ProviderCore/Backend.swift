@@ -1,0 +1,153 @@
+import Foundation
+
+/// Reports transfer progress: bytes done so far and the total when known.
+public typealias ProgressHandler = @Sendable (_ completed: Int64, _ total: Int64?) -> Void
+
+/// A remote store, as seen by the engine: the part of Apple's `NSFileProviderReplicatedExtension`
+/// that talks to the store.
+///
+/// Every method is `async` and may be called concurrently from several tasks. A backend that
+/// wraps blocking C calls runs them on threads of its own, never on Swift's cooperative pool.
+/// Every method throws only ``FileProviderError``; besides the codes named on each method, any
+/// of them may throw `serverUnreachable` (the store cannot be reached), `notAuthenticated`
+/// (credentials refused), `permissionDenied` (the store denied access to a path) and `cancelled`
+/// (the calling task was cancelled).
+public protocol Backend: Sendable {
+    /// What this backend can do; the engine and the conformance suite read it instead of
+    /// calling methods that would throw `notSupported`.
+    var capabilities: BackendCapabilities { get }
+
+    /// Returns the current metadata of one item.
+    ///
+    /// - Throws: `noSuchItem` when no item has that identifier.
+    func item(for identifier: ItemIdentifier) async throws(FileProviderError) -> Item
+
+    /// Returns one page of the items directly inside a folder.
+    ///
+    /// Start with `Page.initialPageSortedByName`; pass each returned `nextPage` back until it is
+    /// `nil`. Items whose names are unsafe (see ``Filename/validate(_:)``) are never returned.
+    /// - Throws: `noSuchItem` when the folder does not exist; `pageExpired` when `page` is no
+    ///   longer valid (the engine starts the listing again); `invalidArgument` when the
+    ///   identifier is not a folder.
+    func enumerateItems(in container: ItemIdentifier, startingAt page: Page)
+        async throws(FileProviderError) -> ItemPage
+
+    /// Returns the anchor that marks "now" in the change feed of a folder (or of
+    /// `.workingSet` for the whole domain).
+    ///
+    /// - Throws: `notSupported` when `capabilities.hasChangeFeed` is false; `noSuchItem` when
+    ///   the folder does not exist.
+    func currentSyncAnchor(for container: ItemIdentifier) async throws(FileProviderError) -> SyncAnchor
+
+    /// Returns what changed in a folder (or in the whole domain for `.workingSet`) since an
+    /// anchor.
+    ///
+    /// - Throws: `notSupported` when `capabilities.hasChangeFeed` is false; `syncAnchorExpired`
+    ///   when the feed no longer knows the anchor (the engine then enumerates from scratch).
+    func enumerateChanges(in container: ItemIdentifier, from anchor: SyncAnchor)
+        async throws(FileProviderError) -> ChangeSet
+
+    /// Streams the contents of a file into `destination`, which the engine has created.
+    ///
+    /// With `offset` greater than 0 the backend resumes an interrupted transfer: the first
+    /// `offset` bytes are already in `destination`, and the backend appends the rest. A backend
+    /// without `supportsRangedReads` ignores `offset`, truncates the file and writes it all.
+    /// Returns the item whose contents were written (its version is the one downloaded).
+    /// - Throws: `noSuchItem` when the item is gone; `versionNoLongerAvailable` when `version`
+    ///   is given and the store no longer has it; `invalidArgument` for a folder;
+    ///   `localIOFailure` when `destination` cannot be written (disk full).
+    func fetchContents(
+        for identifier: ItemIdentifier, version: ItemVersion?, to destination: URL, offset: Int64,
+        progress: ProgressHandler?
+    ) async throws(FileProviderError) -> Item
+
+    /// Creates an item in the store from a template.
+    ///
+    /// The template's identifier is a temporary one chosen by the engine; the returned item
+    /// carries the store's identifier. `contents` is a file to upload for a file, `nil` for a
+    /// folder or a symlink (whose target is `template.symlinkTargetPath`).
+    /// - Throws: `filenameCollision` when an item with that name exists and `options` does not
+    ///   contain `mayAlreadyExist` (with it, the existing item is returned when it is of the same
+    ///   kind — a replay never creates a duplicate); `noSuchItem` when the parent does not
+    ///   exist; `invalidFilename` for an unsafe name; `insufficientQuota` when the store is full;
+    ///   `notSupported` for a kind the store cannot hold.
+    func createItem(basedOn template: Item, fields: ItemFields, contents: URL?, options: CreateOptions)
+        async throws(FileProviderError) -> ItemResult
+
+    /// Changes an item: its contents, its name, its parent (a move) or its dates.
+    ///
+    /// `baseVersion` is the version the change was made against; the store must still have it.
+    /// `item` carries the new values of the fields named in `changedFields`. A rename or move
+    /// in a path-addressed store returns an item with a new identifier.
+    /// - Throws: `noSuchItem` when the item is gone; `versionOutOfDate` when the store's version
+    ///   is not `baseVersion` (nothing is changed); `filenameCollision` when the new name is
+    ///   taken; `invalidFilename` for an unsafe name; `insufficientQuota` when the store is full;
+    ///   `notSupported` for a change the store cannot make (see capabilities).
+    func modifyItem(
+        _ item: Item, baseVersion: ItemVersion, changedFields: ItemFields, contents: URL?,
+        options: ModifyOptions
+    ) async throws(FileProviderError) -> ItemResult
+
+    /// Deletes an item.
+    ///
+    /// `baseVersion` is the version the deletion was decided against, or `nil` to delete
+    /// whatever is there.
+    /// - Throws: `noSuchItem` when the item is gone; `versionOutOfDate` when the store's
+    ///   version is not `baseVersion`; `directoryNotEmpty` for a non-empty folder without
+    ///   `recursive`; `deletionRejected` when the store refuses.
+    func deleteItem(identifier: ItemIdentifier, baseVersion: ItemVersion?, options: DeleteOptions)
+        async throws(FileProviderError)
+
+    /// Returns a JPEG thumbnail of at most `size`×`size` pixels.
+    ///
+    /// - Throws: `notSupported` when `capabilities.supportsThumbnails` is false or the item is
+    ///   not an image; `noSuchItem` when the item is gone.
+    func fetchThumbnail(for identifier: ItemIdentifier, size: Int) async throws(FileProviderError) -> Data
+
+    /// Closes connections and releases resources. The backend is not used afterwards.
+    func close() async
+}
+
+extension Backend {
+    public func currentSyncAnchor(for container: ItemIdentifier) async throws(FileProviderError)
+        -> SyncAnchor
+    {
+        throw FileProviderError(.notSupported, "this store has no change feed")
+    }
+
+    public func enumerateChanges(in container: ItemIdentifier, from anchor: SyncAnchor)
+        async throws(FileProviderError) -> ChangeSet
+    {
+        throw FileProviderError(.notSupported, "this store has no change feed")
+    }
+
+    public func fetchThumbnail(for identifier: ItemIdentifier, size: Int) async throws(FileProviderError)
+        -> Data
+    {
+        throw FileProviderError(.notSupported, "this store has no thumbnails")
+    }
+
+    public func close() async {}
+
+    /// Lists every item directly inside a folder, following pages.
+    ///
+    /// - Throws: what ``enumerateItems(in:startingAt:)`` throws; after a `pageExpired` the
+    ///   listing starts again once.
+    public func enumerateAllItems(in container: ItemIdentifier) async throws(FileProviderError) -> [Item] {
+        var restarted = false
+        while true {
+            var items: [Item] = []
+            var page: Page? = .initialPageSortedByName
+            do {
+                while let current = page {
+                    let result = try await enumerateItems(in: container, startingAt: current)
+                    items.append(contentsOf: result.items)
+                    page = result.nextPage
+                }
+                return items
+            } catch where error.code == .pageExpired && !restarted {
+                restarted = true
+            }
+        }
+    }
+}

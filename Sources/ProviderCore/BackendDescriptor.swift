@@ -1,0 +1,179 @@
+import Foundation
+
+/// One option of a backend: the CLI's flags, its help, validation and the docs come from it.
+public struct BackendOption: Hashable, Sendable {
+    /// The type of an option's value.
+    public enum ValueType: String, Hashable, Sendable {
+        case string, integer, boolean, path, url
+    }
+
+    /// The name, in kebab case (`root`, `known-hosts`); the CLI flag is `--NAME`.
+    public var name: String
+    public var help: String
+    public var type: ValueType
+    public var defaultValue: String?
+    public var isRequired: Bool
+    /// The value is sensitive: it is never written to the database or a log. Built-in backends
+    /// take secrets only indirectly (the name of an environment variable, a key file), so this
+    /// marks options whose *value* must still be redacted in output.
+    public var isSecret: Bool
+
+    public init(
+        name: String, help: String, type: ValueType = .string, defaultValue: String? = nil,
+        isRequired: Bool = false, isSecret: Bool = false
+    ) {
+        self.name = name
+        self.help = help
+        self.type = type
+        self.defaultValue = defaultValue
+        self.isRequired = isRequired
+        self.isSecret = isSecret
+    }
+}
+
+/// The validated option values of one domain.
+public struct BackendConfiguration: Hashable, Sendable, Codable {
+    public var values: [String: String]
+
+    public init(_ values: [String: String] = [:]) { self.values = values }
+
+    public subscript(name: String) -> String? { values[name] }
+
+    /// The value of a string option.
+    /// - Throws: `invalidArgument` when it is missing.
+    public func string(_ name: String) throws(FileProviderError) -> String {
+        guard let value = values[name] else {
+            throw FileProviderError(.invalidArgument, "option --\(name) is required")
+        }
+        return value
+    }
+
+    /// The value of an integer option, or `nil` when it is not set.
+    /// - Throws: `invalidArgument` when it is not a whole number.
+    public func integer(_ name: String) throws(FileProviderError) -> Int? {
+        guard let value = values[name] else { return nil }
+        guard let number = Int(value) else {
+            throw FileProviderError(.invalidArgument, "option --\(name) takes a whole number, not '\(value)'")
+        }
+        return number
+    }
+
+    /// The value of a boolean option (`true`/`false`/`yes`/`no`/`1`/`0`); `false` when not set.
+    public func boolean(_ name: String) -> Bool {
+        guard let value = values[name]?.lowercased() else { return false }
+        return ["true", "yes", "1", "on"].contains(value)
+    }
+}
+
+/// Describes one kind of backend: its name, its options and how to make one.
+public struct BackendDescriptor: Sendable {
+    /// Makes a backend from validated options. Throws `FileProviderError`.
+    public typealias Factory = @Sendable (BackendConfiguration) async throws -> any Backend
+
+    /// The kind name users type (`local`, `sftp`, `media`).
+    public var kind: String
+    /// One line saying what the backend talks to.
+    public var summary: String
+    public var options: [BackendOption]
+    public var factory: Factory
+
+    public init(kind: String, summary: String, options: [BackendOption], factory: @escaping Factory) {
+        self.kind = kind
+        self.summary = summary
+        self.options = options
+        self.factory = factory
+    }
+
+    /// Checks option values against the descriptor and fills in defaults.
+    ///
+    /// - Throws: `invalidArgument` naming the option for an unknown option, a missing required
+    ///   option, or a value of the wrong type.
+    public func validate(_ values: [String: String]) throws(FileProviderError) -> BackendConfiguration {
+        var result: [String: String] = [:]
+        let known = Dictionary(uniqueKeysWithValues: options.map { ($0.name, $0) })
+        for (name, value) in values {
+            guard let option = known[name] else {
+                let list = options.map { "--\($0.name)" }.joined(separator: ", ")
+                throw FileProviderError(
+                    .invalidArgument, "the \(kind) backend has no option --\(name); its options are \(list)")
+            }
+            try Self.check(value, of: option)
+            result[name] = value
+        }
+        for option in options where result[option.name] == nil {
+            if let value = option.defaultValue {
+                result[option.name] = value
+            } else if option.isRequired {
+                throw FileProviderError(
+                    .invalidArgument, "the \(kind) backend needs --\(option.name): \(option.help)")
+            }
+        }
+        return BackendConfiguration(result)
+    }
+
+    /// The configuration with secret values replaced, for storing and printing.
+    public func redacted(_ configuration: BackendConfiguration) -> BackendConfiguration {
+        var values = configuration.values
+        for option in options where option.isSecret && values[option.name] != nil {
+            values[option.name] = "<redacted>"
+        }
+        return BackendConfiguration(values)
+    }
+
+    private static func check(_ value: String, of option: BackendOption) throws(FileProviderError) {
+        switch option.type {
+        case .integer where Int(value) == nil:
+            throw FileProviderError(.invalidArgument, "option --\(option.name) takes a whole number, not '\(value)'")
+        case .boolean where !["true", "false", "yes", "no", "1", "0", "on", "off"].contains(value.lowercased()):
+            throw FileProviderError(.invalidArgument, "option --\(option.name) takes true or false, not '\(value)'")
+        case .url where URL(string: value)?.scheme == nil:
+            throw FileProviderError(.invalidArgument, "option --\(option.name) takes a URL, not '\(value)'")
+        case .path where value.isEmpty:
+            throw FileProviderError(.invalidArgument, "option --\(option.name) takes a path")
+        default:
+            break
+        }
+    }
+}
+
+/// The backends a program knows, by kind name.
+public struct BackendRegistry: Sendable {
+    public private(set) var descriptors: [String: BackendDescriptor] = [:]
+
+    public init(_ descriptors: [BackendDescriptor] = []) {
+        for descriptor in descriptors { register(descriptor) }
+    }
+
+    /// Adds a backend kind; a later registration of the same kind replaces the earlier one.
+    public mutating func register(_ descriptor: BackendDescriptor) {
+        descriptors[descriptor.kind] = descriptor
+    }
+
+    /// The kinds, sorted.
+    public var kinds: [String] { descriptors.keys.sorted() }
+
+    /// The descriptor of a kind.
+    /// - Throws: `invalidArgument` listing the known kinds when `kind` is not one of them.
+    public func descriptor(for kind: String) throws(FileProviderError) -> BackendDescriptor {
+        guard let descriptor = descriptors[kind] else {
+            throw FileProviderError(
+                .invalidArgument, "unknown backend '\(kind)'; known backends: \(kinds.joined(separator: ", "))")
+        }
+        return descriptor
+    }
+
+    /// Makes a backend of a kind from raw option values.
+    /// - Throws: what ``BackendDescriptor/validate(_:)`` and the factory throw, as
+    ///   `FileProviderError`.
+    public func makeBackend(kind: String, values: [String: String]) async throws(FileProviderError)
+        -> any Backend
+    {
+        let descriptor = try descriptor(for: kind)
+        let configuration = try descriptor.validate(values)
+        do {
+            return try await descriptor.factory(configuration)
+        } catch {
+            throw FileProviderError.wrap(error, as: .invalidArgument)
+        }
+    }
+}

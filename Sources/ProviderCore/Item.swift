@@ -1,0 +1,126 @@
+import Foundation
+
+/// What an item is.
+public enum ItemKind: String, Hashable, Sendable, Codable, CaseIterable {
+    case file
+    case folder
+    case symlink
+}
+
+/// The metadata of one item of a domain, as in Apple's `NSFileProviderItem`.
+public struct Item: Hashable, Sendable, Codable {
+    public var identifier: ItemIdentifier
+    public var parentIdentifier: ItemIdentifier
+    /// The item's name in its folder. Never trusted as-is: see ``Filename/validate(_:)``.
+    public var filename: String
+    public var kind: ItemKind
+    /// A uniform type identifier such as `public.jpeg`, `public.folder` or `public.data`.
+    public var contentType: String
+    /// The size of the contents in bytes (0 for folders, the target's length for symlinks).
+    public var size: Int64
+    public var creationDate: Date?
+    public var contentModificationDate: Date?
+    public var version: ItemVersion
+    public var capabilities: ItemCapabilities
+    /// The target of a symlink, exactly as the store reports it; never followed by the engine.
+    public var symlinkTargetPath: String?
+    /// A hash of the contents in the form `algorithm:hex` (for example `sha256:…`), where the
+    /// backend has one; the engine checks downloads against it.
+    public var contentHash: String?
+
+    public init(
+        identifier: ItemIdentifier,
+        parentIdentifier: ItemIdentifier,
+        filename: String,
+        kind: ItemKind,
+        contentType: String? = nil,
+        size: Int64 = 0,
+        creationDate: Date? = nil,
+        contentModificationDate: Date? = nil,
+        version: ItemVersion = .empty,
+        capabilities: ItemCapabilities? = nil,
+        symlinkTargetPath: String? = nil,
+        contentHash: String? = nil
+    ) {
+        self.identifier = identifier
+        self.parentIdentifier = parentIdentifier
+        self.filename = filename
+        self.kind = kind
+        self.contentType = contentType ?? ContentType.guess(filename: filename, kind: kind)
+        self.size = size
+        self.creationDate = creationDate
+        self.contentModificationDate = contentModificationDate
+        self.version = version
+        self.capabilities = capabilities ?? (kind == .folder ? .folder : .file)
+        self.symlinkTargetPath = symlinkTargetPath
+        self.contentHash = contentHash
+    }
+
+    /// A template for `Backend.createItem`: a temporary identifier chosen by the engine, the
+    /// parent and the name.
+    public static func template(
+        identifier: ItemIdentifier, parent: ItemIdentifier, filename: String, kind: ItemKind,
+        size: Int64 = 0, contentModificationDate: Date? = nil, symlinkTargetPath: String? = nil
+    ) -> Item {
+        Item(
+            identifier: identifier, parentIdentifier: parent, filename: filename, kind: kind,
+            size: size, contentModificationDate: contentModificationDate,
+            symlinkTargetPath: symlinkTargetPath)
+    }
+}
+
+/// Uniform type identifiers guessed from a file name.
+public enum ContentType {
+    public static let folder = "public.folder"
+    public static let symlink = "public.symlink"
+    public static let data = "public.data"
+
+    private static let byExtension: [String: String] = [
+        "jpg": "public.jpeg", "jpeg": "public.jpeg", "png": "public.png", "gif": "com.compuserve.gif",
+        "heic": "public.heic", "txt": "public.plain-text", "md": "net.daringfireball.markdown",
+        "json": "public.json", "pdf": "com.adobe.pdf", "html": "public.html", "zip": "public.zip-archive",
+        "mp4": "public.mpeg-4", "mov": "com.apple.quicktime-movie", "mp3": "public.mp3",
+        "swift": "public.swift-source", "c": "public.c-source", "h": "public.c-header",
+    ]
+
+    /// The type of an item from its kind and the extension of its name.
+    public static func guess(filename: String, kind: ItemKind) -> String {
+        switch kind {
+        case .folder: return folder
+        case .symlink: return symlink
+        case .file:
+            guard let dot = filename.lastIndex(of: "."), dot != filename.startIndex else { return data }
+            let ext = filename[filename.index(after: dot)...].lowercased()
+            return byExtension[ext] ?? data
+        }
+    }
+}
+
+/// One page of a folder listing.
+public struct ItemPage: Sendable {
+    public var items: [Item]
+    /// Where the next page starts, or `nil` when this was the last page.
+    public var nextPage: Page?
+
+    public init(items: [Item], nextPage: Page?) {
+        self.items = items
+        self.nextPage = nextPage
+    }
+}
+
+/// What `Backend.createItem` and `Backend.modifyItem` return.
+public struct ItemResult: Sendable {
+    /// The item as the store now has it (a new identifier after a rename in a path-addressed store).
+    public var item: Item
+    /// Fields the backend could not apply yet; the engine sends them again later.
+    public var stillPendingFields: ItemFields
+    /// The store changed the contents on its side (for example a converted upload): the engine
+    /// must download them again.
+    public var shouldFetchContent: Bool
+
+    public init(item: Item, stillPendingFields: ItemFields = [], shouldFetchContent: Bool = false) {
+        self.item = item
+        self.stillPendingFields = stillPendingFields
+        self.shouldFetchContent = shouldFetchContent
+    }
+}

@@ -1,0 +1,36 @@
+/// An opaque, string-backed identifier of an item, owned by the backend.
+///
+/// Backends choose identifiers. Path-addressed stores may derive them from the item's path; a
+/// rename or move then returns an item with a new identifier and the engine re-keys the item
+/// (and, for a folder, its descendants).
+public struct ItemIdentifier: RawRepresentable, Hashable, Comparable, Sendable, Codable,
+    CustomStringConvertible, ExpressibleByStringLiteral
+{
+    public let rawValue: String
+
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+    public init(stringLiteral value: String) { self.rawValue = value }
+
+    public init(from decoder: any Decoder) throws {
+        rawValue = try decoder.singleValueContainer().decode(String.self)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+
+    /// The root folder of a domain.
+    public static let rootContainer = ItemIdentifier("NSFileProviderRootContainerItemIdentifier")
+    /// The trash of a domain, for backends that have one.
+    public static let trashContainer = ItemIdentifier("NSFileProviderTrashContainerItemIdentifier")
+    /// The working set: every item the system should keep up to date.
+    public static let workingSet = ItemIdentifier("NSFileProviderWorkingSetContainerItemIdentifier")
+
+    public var description: String { rawValue }
+
+    public static func < (lhs: ItemIdentifier, rhs: ItemIdentifier) -> Bool {
+        lhs.rawValue < rhs.rawValue
+    }
+}
