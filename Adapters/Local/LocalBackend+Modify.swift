@@ -1,0 +1,100 @@
+import Foundation
+import ProviderCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension LocalBackend {
+    /// Changes a file's contents or modification date, renames or moves an item.
+    ///
+    /// New contents go to a staging file in the item's folder; the version is checked again
+    /// just before the staging file is renamed over the item. A rename or move never replaces an
+    /// existing item and returns the item with its new path-derived identifier. Other fields are
+    /// accepted and ignored.
+    /// - Throws: `noSuchItem` when the item or the new parent is gone; `versionOutOfDate` when
+    ///   the item's version is not `baseVersion` (nothing is changed); `filenameCollision` when
+    ///   the new name is taken; `invalidFilename` for an unsafe new name; `invalidArgument` for
+    ///   new contents on a folder or symlink, renaming the root, or moving a folder into itself.
+    public func modifyItem(
+        _ item: Item, baseVersion: ItemVersion, changedFields: ItemFields, contents: URL?,
+        options: ModifyOptions
+    ) async throws(FileProviderError) -> ItemResult {
+        let path = try LocalPath(item.identifier)
+        let renames = changedFields.contains(.filename) || changedFields.contains(.parentItemIdentifier)
+        if renames {
+            if path.isRoot { throw FileProviderError(.invalidArgument, "the root cannot be renamed or moved") }
+            try Filename.validate(item.filename)
+        }
+        let flag = CancellationFlag()
+        return try await withCancellationFlag(flag) { () async throws(FileProviderError) -> ItemResult in
+            try await self.io { () throws(FileProviderError) -> ItemResult in
+                var located = try self.currentItem(at: path)
+                try Self.check(located.item, against: baseVersion)
+                if changedFields.contains(.contents) {
+                    located = try self.replaceContents(
+                        of: located, with: contents, date: item.contentModificationDate, base: baseVersion,
+                        cancellation: flag)
+                } else if changedFields.contains(.contentModificationDate), let date = item.contentModificationDate {
+                    try located.parent.setModificationDate(date, of: path.name, displayPath: path.display)
+                    located = try self.currentItem(at: path)
+                }
+                if renames {
+                    let name = changedFields.contains(.filename) ? item.filename : path.name
+                    let parent = changedFields.contains(.parentItemIdentifier)
+                        ? item.parentIdentifier : located.item.parentIdentifier
+                    located = try self.move(located, toName: name, in: parent)
+                }
+                return ItemResult(item: located.item)
+            }
+        }
+    }
+
+    private func replaceContents(
+        of located: LocatedItem, with contents: URL?, date: Date?, base: ItemVersion,
+        cancellation: CancellationFlag
+    ) throws(FileProviderError) -> LocatedItem {
+        let path = located.path
+        guard located.item.kind == .file else {
+            throw FileProviderError(.invalidArgument, "\(path.display) is not a file; its contents cannot be set")
+        }
+        let staging = try stage(
+            contents, in: located.parent, folderPath: path.parent, modificationDate: date,
+            cancellation: cancellation)
+        do {
+            // The last check before the rename: nothing is overwritten if the item changed.
+            let now = try currentItem(at: path)
+            try Self.check(now.item, against: base)
+            try Rename.replacing(from: located.parent, staging, to: located.parent, path.name, displayPath: path.display)
+        } catch {
+            located.parent.removeQuietly(staging)
+            throw error
+        }
+        return try currentItem(at: path)
+    }
+
+    private func move(_ located: LocatedItem, toName name: String, in parent: ItemIdentifier)
+        throws(FileProviderError) -> LocatedItem
+    {
+        let path = located.path
+        if name.hasSameBytes(as: path.name) && parent.hasSameBytes(as: located.item.parentIdentifier) {
+            return located
+        }
+        let parentPath = try LocalPath(parent)
+        guard parentPath.allowsChild(named: name) else {
+            throw FileProviderError(.invalidFilename, "the name \(name.debugDescription) is reserved")
+        }
+        let (destination, _) = try openContainer(parent)
+        let target = parentPath.appending(name)
+        // The last check before the rename.
+        let now = try currentItem(at: path)
+        try Self.check(now.item, against: located.item.version)
+        do throws(FileProviderError) {
+            try Rename.noReplace(from: located.parent, path.name, to: destination, name, displayPath: target.display)
+        } catch where error.code == .filenameCollision {
+            throw FileProviderError(
+                .filenameCollision, "an item named \(name.debugDescription) already exists in \(parentPath.display)")
+        }
+        return try currentItem(at: target)
+    }
+}

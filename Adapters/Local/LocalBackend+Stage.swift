@@ -1,0 +1,86 @@
+import Foundation
+import ProviderCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension LocalBackend {
+    /// Copies `contents` (nothing for an empty file) into a new staging file in `folder` and
+    /// returns the staging file's name; the caller renames it into place or removes it.
+    ///
+    /// - Throws: `localIOFailure` when `contents` cannot be read; what writing in `folder`
+    ///   throws (`insufficientQuota`, `permissionDenied`); `cancelled`.
+    func stage(
+        _ contents: URL?, in folder: FileHandleFD, folderPath: LocalPath, modificationDate: Date?,
+        cancellation: CancellationFlag
+    ) throws(FileProviderError) -> String {
+        let name = LocalPath.stagingName()
+        let display = folderPath.appending(name).display
+        let output = try folder.createExclusive(name, displayPath: display)
+        do {
+            if let contents {
+                let input = try FileHandleFD.open(path: contents.path, flags: O_RDONLY)
+                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
+                defer { buffer.deallocate() }
+                while true {
+                    try cancellation.check()
+                    let count = try input.read(into: buffer, displayPath: contents.path)
+                    if count == 0 { break }
+                    try output.writeAll(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), displayPath: display)
+                }
+            }
+            if let modificationDate { try output.setModificationDate(modificationDate, displayPath: display) }
+        } catch {
+            folder.removeQuietly(name)
+            throw error
+        }
+        return name
+    }
+
+    /// Whether the file `name` in `folder` holds exactly the bytes of `contents`.
+    func file(
+        _ name: String, in folder: FileHandleFD, displayPath: String, hasContentsOf contents: URL?
+    ) throws(FileProviderError) -> Bool {
+        let existing = try folder.openFileForReading(name, displayPath: displayPath)
+        let existingSize = try existing.stat().st_size
+        guard let contents else { return existingSize == 0 }
+        let input = try FileHandleFD.open(path: contents.path, flags: O_RDONLY)
+        guard try input.stat().st_size == existingSize else { return false }
+        let left = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
+        let right = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
+        defer {
+            left.deallocate()
+            right.deallocate()
+        }
+        while true {
+            let count = try Self.readFully(input, into: left, displayPath: contents.path)
+            let other = try Self.readFully(existing, into: right, displayPath: displayPath)
+            if count != other { return false }
+            if count == 0 { return true }
+            if memcmp(left.baseAddress!, right.baseAddress!, count) != 0 { return false }
+        }
+    }
+
+    private static func readFully(
+        _ file: FileHandleFD, into buffer: UnsafeMutableRawBufferPointer, displayPath: String
+    ) throws(FileProviderError) -> Int {
+        var total = 0
+        while total < buffer.count {
+            let count = try file.read(
+                into: UnsafeMutableRawBufferPointer(rebasing: buffer[total...]), displayPath: displayPath)
+            if count == 0 { break }
+            total += count
+        }
+        return total
+    }
+}
+
+extension String {
+    /// Equality of the exact bytes: NFC and NFD spellings of a name are different names on disk.
+    func hasSameBytes(as other: String) -> Bool { utf8.elementsEqual(other.utf8) }
+}
+
+extension ItemIdentifier {
+    func hasSameBytes(as other: ItemIdentifier) -> Bool { rawValue.hasSameBytes(as: other.rawValue) }
+}

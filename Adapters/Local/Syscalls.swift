@@ -1,0 +1,296 @@
+import Foundation
+import ProviderCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// An open file descriptor, closed when the handle goes away.
+///
+/// Every libc call of the adapter goes through this file: the rest of the adapter never sees a
+/// raw return code.
+final class FileHandleFD: @unchecked Sendable {
+    let fd: Int32
+
+    init(_ fd: Int32) { self.fd = fd }
+
+    deinit { Glibc.close(fd) }
+
+    /// Opens `name` inside this folder as a folder, never following a symlink.
+    func openFolder(_ name: String, displayPath: String) throws(FileProviderError) -> FileHandleFD {
+        let fd = Glibc.openat(self.fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        if fd == -1 {
+            let code = errno
+            // A symlink where a folder was expected: the folder does not exist, as far as we go.
+            if code == ELOOP || code == ENOTDIR {
+                throw FileProviderError(.noSuchItem, "\(displayPath) is not a folder")
+            }
+            throw POSIXError.error("open", path: displayPath, errno: code)
+        }
+        return FileHandleFD(fd)
+    }
+
+    /// Opens `name` inside this folder for reading, never following a symlink.
+    func openFileForReading(_ name: String, displayPath: String) throws(FileProviderError) -> FileHandleFD {
+        let fd = Glibc.openat(self.fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+        if fd == -1 {
+            let code = errno
+            if code == ELOOP {
+                throw FileProviderError(.invalidArgument, "\(displayPath) is a symlink; it has no contents to fetch")
+            }
+            throw POSIXError.error("open", path: displayPath, errno: code)
+        }
+        return FileHandleFD(fd)
+    }
+
+    /// Creates a new file `name` in this folder; fails when it exists.
+    func createExclusive(_ name: String, mode: mode_t = 0o644, displayPath: String) throws(FileProviderError)
+        -> FileHandleFD
+    {
+        let fd = Glibc.openat(self.fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+        if fd == -1 { throw POSIXError.error("create", path: displayPath) }
+        return FileHandleFD(fd)
+    }
+
+    /// The status of `name` inside this folder, not following a symlink; `nil` when it does not exist.
+    func statEntry(_ name: String, displayPath: String) throws(FileProviderError) -> Glibc.stat? {
+        var info = Glibc.stat()
+        if Glibc.fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == -1 {
+            let code = errno
+            if code == ENOENT { return nil }
+            throw POSIXError.error("stat", path: displayPath, errno: code)
+        }
+        return info
+    }
+
+    /// The status of this descriptor.
+    func stat() throws(FileProviderError) -> Glibc.stat {
+        var info = Glibc.stat()
+        if Glibc.fstat(fd, &info) == -1 { throw POSIXError.error("stat", path: "descriptor \(fd)") }
+        return info
+    }
+
+    /// The target of the symlink `name` in this folder, as raw text.
+    func readLink(_ name: String, displayPath: String) throws(FileProviderError) -> String {
+        var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = buffer.withUnsafeMutableBufferPointer { pointer in
+            pointer.withMemoryRebound(to: CChar.self) { Glibc.readlinkat(fd, name, $0.baseAddress!, $0.count) }
+        }
+        if count == -1 { throw POSIXError.error("readlink", path: displayPath) }
+        return String(decoding: buffer[0..<count], as: UTF8.self)
+    }
+
+    /// The raw names in this folder, without `.` and `..`.
+    func entryNames(displayPath: String) throws(FileProviderError) -> [[UInt8]] {
+        let copy = Glibc.dup(fd)
+        if copy == -1 { throw POSIXError.error("dup", path: displayPath) }
+        guard let dir = Glibc.fdopendir(copy) else {
+            let error = POSIXError.error("opendir", path: displayPath)
+            Glibc.close(copy)
+            throw error
+        }
+        defer { Glibc.closedir(dir) }
+        Glibc.rewinddir(dir)
+        var names: [[UInt8]] = []
+        while true {
+            errno = 0
+            guard let entry = Glibc.readdir(dir) else {
+                if errno != 0 { throw POSIXError.error("readdir", path: displayPath) }
+                break
+            }
+            let name: [UInt8] = withUnsafeBytes(of: &entry.pointee.d_name) { raw in
+                let bytes = raw.bindMemory(to: UInt8.self)
+                let length = bytes.firstIndex(of: 0) ?? bytes.count
+                return Array(bytes[0..<length])
+            }
+            if name == [0x2e] || name == [0x2e, 0x2e] { continue }
+            names.append(name)
+        }
+        return names
+    }
+
+    /// Creates the folder `name` inside this folder.
+    func makeFolder(_ name: String, displayPath: String) throws(FileProviderError) {
+        if Glibc.mkdirat(fd, name, 0o755) == -1 { throw POSIXError.error("mkdir", path: displayPath) }
+    }
+
+    /// Creates the symlink `name` pointing at `target` inside this folder.
+    func makeSymlink(_ name: String, target: String, displayPath: String) throws(FileProviderError) {
+        if Glibc.symlinkat(target, fd, name) == -1 { throw POSIXError.error("symlink", path: displayPath) }
+    }
+
+    /// Removes the file or symlink (or, with `folder`, the empty folder) `name` inside this folder.
+    func remove(_ name: String, folder: Bool, displayPath: String) throws(FileProviderError) {
+        if Glibc.unlinkat(fd, name, folder ? AT_REMOVEDIR : 0) == -1 {
+            throw POSIXError.error("remove", path: displayPath)
+        }
+    }
+
+    /// Removes `name` without reporting failure (for cleaning up staging files).
+    func removeQuietly(_ name: String) {
+        _ = Glibc.unlinkat(fd, name, 0)
+    }
+
+    /// Sets the modification date of `name` inside this folder, not following a symlink.
+    func setModificationDate(_ date: Date, of name: String, displayPath: String) throws(FileProviderError) {
+        var times = [timespec(tv_sec: 0, tv_nsec: utimeOmit), timespec(date)]
+        if Glibc.utimensat(fd, name, &times, AT_SYMLINK_NOFOLLOW) == -1 {
+            throw POSIXError.error("set the date of", path: displayPath)
+        }
+    }
+
+    /// Sets the modification date of this open file.
+    func setModificationDate(_ date: Date, displayPath: String) throws(FileProviderError) {
+        var times = [timespec(tv_sec: 0, tv_nsec: utimeOmit), timespec(date)]
+        if Glibc.futimens(fd, &times) == -1 { throw POSIXError.error("set the date of", path: displayPath) }
+    }
+
+    /// Reads up to `count` bytes into `buffer`; 0 at the end of the file.
+    func read(into buffer: UnsafeMutableRawBufferPointer, displayPath: String) throws(FileProviderError) -> Int {
+        while true {
+            let count = Glibc.read(fd, buffer.baseAddress, buffer.count)
+            if count >= 0 { return count }
+            if errno == EINTR { continue }
+            throw POSIXError.error("read", path: displayPath)
+        }
+    }
+
+    /// Writes all of `bytes`.
+    func writeAll(_ bytes: UnsafeRawBufferPointer, displayPath: String) throws(FileProviderError) {
+        var done = 0
+        while done < bytes.count {
+            let count = Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done)
+            if count < 0 {
+                if errno == EINTR { continue }
+                let error = POSIXError.error("write", path: displayPath)
+                // A destination that cannot be written is a local failure, whatever errno says.
+                throw error.code == .insufficientQuota ? error : FileProviderError(.localIOFailure, error.message)
+            }
+            done += count
+        }
+    }
+
+    /// Moves the read/write position to `offset` from the start.
+    func seek(to offset: Int64, displayPath: String) throws(FileProviderError) {
+        if Glibc.lseek(fd, off_t(offset), SEEK_SET) == -1 { throw POSIXError.error("seek", path: displayPath) }
+    }
+
+    /// Cuts the file to `length` bytes.
+    func truncate(to length: Int64, displayPath: String) throws(FileProviderError) {
+        if Glibc.ftruncate(fd, off_t(length)) == -1 { throw POSIXError.error("truncate", path: displayPath) }
+    }
+
+    /// Opens a path outside the store (the engine's own files); follows symlinks as usual.
+    static func open(path: String, flags: Int32, mode: mode_t = 0o644) throws(FileProviderError) -> FileHandleFD {
+        let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
+        if fd == -1 {
+            let error = POSIXError.error("open", path: path)
+            throw error.code == .noSuchItem ? FileProviderError(.localIOFailure, error.message) : error
+        }
+        return FileHandleFD(fd)
+    }
+}
+
+/// `UTIME_OMIT` from `<sys/stat.h>`, which Swift does not import.
+private let utimeOmit = (1 << 30) - 2
+
+/// Renames between folders, with `RENAME_NOREPLACE` where the system has it.
+enum Rename {
+    private typealias RenameAt2 = @convention(c) (
+        Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32
+    ) -> Int32
+
+    private static let renameat2: RenameAt2? = {
+        guard let symbol = dlsym(nil, "renameat2") else { return nil }
+        return unsafeBitCast(symbol, to: RenameAt2.self)
+    }()
+
+    /// Renames, replacing whatever is at the destination (atomically).
+    static func replacing(
+        from source: FileHandleFD, _ sourceName: String, to destination: FileHandleFD, _ destinationName: String,
+        displayPath: String
+    ) throws(FileProviderError) {
+        if Glibc.renameat(source.fd, sourceName, destination.fd, destinationName) == -1 {
+            let code = errno
+            if code == EINVAL {
+                throw FileProviderError(.invalidArgument, "cannot move \(displayPath) into itself")
+            }
+            throw POSIXError.error("rename", path: displayPath, errno: code)
+        }
+    }
+
+    /// Renames, failing with `filenameCollision` when the destination exists.
+    static func noReplace(
+        from source: FileHandleFD, _ sourceName: String, to destination: FileHandleFD, _ destinationName: String,
+        displayPath: String
+    ) throws(FileProviderError) {
+        if let renameat2 {
+            if renameat2(source.fd, sourceName, destination.fd, destinationName, 1) == 0 { return }
+            let code = errno
+            // EINVAL: the file system lacks the flag, or a folder would move into itself; the
+            // fallback below tells them apart.
+            if code != EINVAL && code != ENOSYS {
+                throw POSIXError.error("rename", path: displayPath, errno: code)
+            }
+        }
+        // Fallback for file systems without RENAME_NOREPLACE: check, then rename (racy).
+        if try destination.statEntry(destinationName, displayPath: displayPath) != nil {
+            throw FileProviderError(.filenameCollision, "\(displayPath) already exists")
+        }
+        try replacing(from: source, sourceName, to: destination, destinationName, displayPath: displayPath)
+    }
+}
+
+extension timespec {
+    init(_ date: Date) {
+        let interval = date.timeIntervalSince1970
+        var seconds = interval.rounded(.down)
+        var nanoseconds = ((interval - seconds) * 1_000_000_000).rounded()
+        if nanoseconds >= 1_000_000_000 {
+            seconds += 1
+            nanoseconds -= 1_000_000_000
+        }
+        self.init(tv_sec: Int(seconds), tv_nsec: Int(nanoseconds))
+    }
+
+    var date: Date { Date(timeIntervalSince1970: Double(tv_sec) + Double(tv_nsec) / 1_000_000_000) }
+
+    var nanoseconds: Int64 { Int64(tv_sec) &* 1_000_000_000 &+ Int64(tv_nsec) }
+}
+
+extension FileHandleFD {
+    /// Removes the folder `name` inside this folder with everything in it, never following a
+    /// symlink. Works on raw names, so entries whose names are not UTF-8 go too.
+    func removeTree(_ name: [UInt8], displayPath: String) throws(FileProviderError) {
+        let cName = name + [0]
+        let result: Result<Void, FileProviderError> = cName.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { pointer in
+                let path = pointer.baseAddress!
+                let fd = Glibc.openat(self.fd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                if fd == -1 {
+                    // Not a folder (or a symlink): remove the entry itself.
+                    if errno == ENOTDIR || errno == ELOOP {
+                        if Glibc.unlinkat(self.fd, path, 0) == -1 {
+                            return .failure(POSIXError.error("remove", path: displayPath))
+                        }
+                        return .success(())
+                    }
+                    return .failure(POSIXError.error("open", path: displayPath))
+                }
+                let folder = FileHandleFD(fd)
+                do throws(FileProviderError) {
+                    for entry in try folder.entryNames(displayPath: displayPath) {
+                        try folder.removeTree(entry, displayPath: displayPath + "/" + String(decoding: entry, as: UTF8.self))
+                    }
+                } catch {
+                    return .failure(error)
+                }
+                if Glibc.unlinkat(self.fd, path, AT_REMOVEDIR) == -1 {
+                    return .failure(POSIXError.error("remove", path: displayPath))
+                }
+                return .success(())
+            }
+        }
+        try result.get()
+    }
+}
