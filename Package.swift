@@ -19,6 +19,7 @@ let package = Package(
     ],
     targets: [
         .target(name: "ProviderCore"),
+        .target(name: "CSystemShims"),
         .target(
             name: "ProviderStore",
             dependencies: ["ProviderCore", .product(name: "GRDB", package: "GRDB.swift")]
@@ -26,7 +27,8 @@ let package = Package(
         .target(
             name: "ProviderEngine",
             dependencies: [
-                "ProviderCore", "ProviderStore", .product(name: "Logging", package: "swift-log"),
+                "ProviderCore", "ProviderStore", "CSystemShims",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(name: "ProviderTesting", dependencies: ["ProviderCore"]),

@@ -1,0 +1,113 @@
+import Foundation
+import ProviderCore
+import ProviderStore
+
+extension DomainController {
+    /// Drops downloaded contents (`stopProvidingItem`): each materialized file is swapped for its
+    /// placeholder atomically. Folders stand for the files below them.
+    ///
+    /// Refuses, per item, with `nonEvictable` for pinned items (or items in a pinned folder)
+    /// and `unsyncedEdits` for files changed locally; never throws.
+    public func evict(paths: [String], recursive: Bool) async -> [ItemOutcome] {
+        var outcomes: [ItemOutcome] = []
+        var updated: [ItemRecord] = []
+        for path in paths {
+            do {
+                let target = try record(at: path)
+                if try isEffectivelyPinned(target) {
+                    throw FileProviderError(.nonEvictable, "\(display(path)) is pinned; unpin it first with 'fileproviderctl unpin \(display(path))'")
+                }
+                var files = [target]
+                if target.kind == .folder {
+                    files = (recursive ? try store.descendants(domainID: domainID, of: path) : try store.children(domainID: domainID, parent: target.identifier))
+                        .filter { $0.kind == .file }
+                }
+                for file in files where file.state == .materialized {
+                    do {
+                        if file.isPinned { throw FileProviderError(.nonEvictable, "\(display(file.path)) is pinned; unpin it first") }
+                        updated.append(try await evictFile(file))
+                        outcomes.append(ItemOutcome(path: display(file.path), error: nil))
+                    } catch {
+                        outcomes.append(ItemOutcome(path: display(file.path), error: FileProviderError.wrap(error)))
+                    }
+                }
+                if target.kind == .file && target.state != .materialized {
+                    outcomes.append(ItemOutcome(path: display(path), error: nil))
+                }
+            } catch {
+                outcomes.append(ItemOutcome(path: display(path), error: error))
+            }
+        }
+        do {
+            try store.apply(domainID: domainID, upserts: updated, deletions: [])
+        } catch {
+            outcomes.append(ItemOutcome(path: display(""), error: error))
+        }
+        return outcomes
+    }
+
+    private func evictFile(_ record: ItemRecord) async throws(FileProviderError) -> ItemRecord {
+        var updated = record
+        updated.state = .placeholder
+        updated.localContentVersion = nil
+        updated.localSize = nil
+        updated.localModificationNanos = nil
+        updated.localInode = nil
+        let metadata = PlaceholderMetadata(domain: domain.name, record: updated)
+        let replica = self.replica
+        try await executor.run { [self] () throws(FileProviderError) in
+            let path = replica.path(record.path)
+            if let print = replica.fingerprint(atPath: path) {
+                if hasLocalChanges(record, print) {
+                    throw FileProviderError(
+                        .unsyncedEdits, "\(display(record.path)) has local changes that are not uploaded; nothing was evicted")
+                }
+            }
+            try replica.writePlaceholder(record.path, metadata)
+            try replica.removeFile(atPath: path)
+        }
+        return updated
+    }
+
+    /// Pins items (keeps them downloaded, as Apple's "keep downloaded"): sets the pin and
+    /// materializes the files, for a folder every file below it, now and after later syncs.
+    public func pin(paths: [String], events: EventHandler? = nil) async -> [ItemOutcome] {
+        var outcomes: [ItemOutcome] = []
+        var toMaterialize: [String] = []
+        for path in paths {
+            do {
+                var target = try record(at: path)
+                target.isPinned = true
+                try store.save(target)
+                if target.kind != .symlink { toMaterialize.append(path) }
+            } catch {
+                outcomes.append(ItemOutcome(path: display(path), error: error))
+            }
+        }
+        return outcomes + (await materialize(paths: toMaterialize, recursive: true, events: events))
+    }
+
+    /// Removes pins from items and everything below them; contents stay until evicted.
+    public func unpin(paths: [String]) -> [ItemOutcome] {
+        var outcomes: [ItemOutcome] = []
+        for path in paths {
+            do {
+                let target = try record(at: path)
+                var changed = [target] + (target.kind == .folder ? try store.descendants(domainID: domainID, of: path) : [])
+                changed = changed.filter(\.isPinned).map { record in
+                    var record = record
+                    record.isPinned = false
+                    return record
+                }
+                try store.apply(domainID: domainID, upserts: changed, deletions: [])
+                outcomes.append(ItemOutcome(path: display(path), error: nil))
+            } catch {
+                outcomes.append(ItemOutcome(path: display(path), error: error))
+            }
+        }
+        return outcomes
+    }
+
+    /// Counts of the domain's items by state.
+    public func summary() throws(FileProviderError) -> ItemSummary { try store.summary(domainID: domainID) }
+}

@@ -1,0 +1,196 @@
+import Foundation
+import ProviderCore
+import ProviderStore
+
+extension DomainController {
+    /// Downloads files (`startProvidingItem`): each into a staging file, checked for size, dated,
+    /// renamed into place; the placeholder is removed and the new state recorded. Folders stand
+    /// for the files directly in them, or below them with `recursive`.
+    ///
+    /// Never throws: each item's outcome says whether it worked.
+    public func materialize(paths: [String], recursive: Bool, events: EventHandler? = nil) async -> [ItemOutcome] {
+        var outcomes: [ItemOutcome] = []
+        var files: [ItemRecord] = []
+        for path in paths {
+            do {
+                let target = try record(at: path)
+                if target.kind == .folder {
+                    let inside = recursive ? try store.descendants(domainID: domainID, of: path) : try store.children(domainID: domainID, parent: target.identifier)
+                    files += inside.filter { $0.kind == .file }
+                } else if target.kind == .symlink {
+                    outcomes.append(ItemOutcome(path: display(path), error: FileProviderError(.notSupported, "\(display(path)) is a symlink to \(target.symlinkTarget ?? "?"); symlinks stay placeholders and are never followed")))
+                } else {
+                    files.append(target)
+                }
+            } catch {
+                outcomes.append(ItemOutcome(path: display(path), error: error))
+            }
+        }
+        return outcomes + (await download(files, events: events))
+    }
+
+    /// Downloads files that are not materialized or are outdated, `downloadDepth` at a time, and
+    /// records them in batches.
+    func download(_ records: [ItemRecord], events: EventHandler?) async -> [ItemOutcome] {
+        let pending = records.filter { $0.state != .materialized || $0.isOutdated }
+        if pending.isEmpty { return [] }
+        let totalBytes = pending.reduce(Int64(0)) { $0 + $1.size }
+        let counters = Mutex((bytes: Int64(0), items: 0))
+        let checkpoints = (try? store.checkpoints(domainID: domainID)) ?? [:]
+        let report: @Sendable (Int64, Bool) -> Void = { delta, finished in
+            let now = counters.withLock { value -> (Int64, Int) in
+                value.bytes += delta
+                if finished { value.items += 1 }
+                return (value.bytes, value.items)
+            }
+            events?(.transfer(completedBytes: now.0, totalBytes: totalBytes, completedItems: now.1, totalItems: pending.count))
+        }
+        var outcomes: [ItemOutcome] = []
+        var finished: [ItemRecord] = []
+        await withTaskGroup(of: (ItemRecord, Result<ItemRecord, FileProviderError>).self) { group in
+            var iterator = pending.makeIterator()
+            var running = 0
+            func startNext() -> Bool {
+                guard let record = iterator.next() else { return false }
+                group.addTask { [self] in
+                    do {
+                        return (record, .success(try await self.downloadShared(record, checkpoint: checkpoints[record.identifier], report: report)))
+                    } catch {
+                        return (record, .failure(FileProviderError.wrap(error)))
+                    }
+                }
+                return true
+            }
+            while running < downloadDepth, startNext() { running += 1 }
+            while let (record, result) = await group.next() {
+                running -= 1
+                switch result {
+                case .success(let updated):
+                    finished.append(updated)
+                    outcomes.append(ItemOutcome(path: display(record.path), error: nil))
+                case .failure(let error):
+                    outcomes.append(ItemOutcome(path: display(record.path), error: error))
+                }
+                if finished.count >= 500 {
+                    if let error = flush(&finished) { outcomes.append(ItemOutcome(path: display(""), error: error)) }
+                }
+                if startNext() { running += 1 }
+            }
+        }
+        if let error = flush(&finished) { outcomes.append(ItemOutcome(path: display(""), error: error)) }
+        return outcomes
+    }
+
+    private func flush(_ records: inout [ItemRecord]) -> FileProviderError? {
+        defer { records.removeAll(keepingCapacity: true) }
+        do {
+            try store.apply(domainID: domainID, upserts: records, deletions: [])
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// Downloads one file; concurrent requests for the same item share one download.
+    func downloadShared(_ record: ItemRecord, checkpoint: TransferCheckpoint?, report: @escaping @Sendable (Int64, Bool) -> Void)
+        async throws -> ItemRecord
+    {
+        let task = downloads.withLock { map -> Task<ItemRecord, any Error> in
+            if let running = map[record.identifier] { return running }
+            let task = Task { [self] in try await self.performDownload(record, checkpoint: checkpoint, report: report) }
+            map[record.identifier] = task
+            return task
+        }
+        defer { _ = downloads.withLock { $0.removeValue(forKey: record.identifier) } }
+        return try await withTaskCancellationHandler {
+            try await task.value
+        } onCancel: {
+            task.cancel()
+        }
+    }
+
+    /// The name of an item's staging file.
+    func stagingName(for identifier: ItemIdentifier) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in identifier.rawValue.utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+        }
+        return String(hash, radix: 16) + ".part"
+    }
+
+    private func performDownload(_ record: ItemRecord, checkpoint: TransferCheckpoint?, report: @escaping @Sendable (Int64, Bool) -> Void)
+        async throws(FileProviderError) -> ItemRecord
+    {
+        let replica = self.replica
+        let staging = replica.staging.path + "/" + stagingName(for: record.identifier)
+        var offset: Int64 = 0
+        if let checkpoint, checkpoint.contentVersion == record.contentVersion, backend.capabilities.supportsRangedReads {
+            offset = replica.fileSize(atPath: staging) ?? 0
+        }
+        let resumeFrom = offset
+        _ = try await executor.run { try replica.prepareStagingFile(named: staging.split(separator: "/").last.map(String.init) ?? "", truncate: resumeFrom == 0) }
+        let progressBase = Mutex(Int64(0))
+        let item: Item
+        do {
+            item = try await backend.fetchContents(
+                for: record.identifier, version: nil, to: URL(fileURLWithPath: staging), offset: offset,
+                progress: { completed, _ in
+                    let delta = progressBase.withLock { last -> Int64 in
+                        defer { last = completed }
+                        return completed - last
+                    }
+                    if delta > 0 { report(delta, false) }
+                })
+        } catch {
+            let done = replica.fileSize(atPath: staging) ?? 0
+            if done > 0 && backend.capabilities.supportsRangedReads {
+                try? store.saveCheckpoint(
+                    TransferCheckpoint(
+                        domainID: domainID, identifier: record.identifier.rawValue, contentVersion: record.contentVersion,
+                        stagingPath: staging, bytesTransferred: done, totalBytes: record.size))
+            } else {
+                try? replica.removeFile(atPath: staging)
+            }
+            throw error
+        }
+        var updated = record
+        let path = record.path
+        updated.update(from: item, path: path)
+        let expected = item.size
+        let stored = record
+        let print = try await executor.run { [self] () throws(FileProviderError) -> FileFingerprint in
+            guard let size = replica.fileSize(atPath: staging), size == expected else {
+                try? replica.removeFile(atPath: staging)
+                throw FileProviderError(.corruptData, "the download of \(display(path)) was \(replica.fileSize(atPath: staging) ?? 0) bytes, expected \(expected); try again")
+            }
+            if let date = item.contentModificationDate { try replica.setModificationDate(date, atPath: staging) }
+            let target = replica.path(path)
+            if let existing = replica.fingerprint(atPath: target) {
+                let ours = stored.state == .materialized && !hasLocalChanges(stored, existing)
+                let sameAsDownload = existing.isRegularFile && existing.size == expected
+                    && item.contentModificationDate.map { Int64(($0.timeIntervalSince1970 * 1e9).rounded()) / 1000 == existing.modificationNanos / 1000 } == true
+                guard ours || sameAsDownload else {
+                    try? replica.removeFile(atPath: staging)
+                    throw FileProviderError(.cannotSynchronize, "a local file is in the way at \(target); move it elsewhere and materialize again")
+                }
+                try replica.replace(fromPath: staging, toPath: target)
+            } else {
+                try replica.move(fromPath: staging, toPath: target)
+            }
+            try replica.removeFile(atPath: replica.placeholderPath(path))
+            guard let print = replica.fingerprint(atPath: target) else {
+                throw FileProviderError(.localIOFailure, "\(target) vanished right after it was written")
+            }
+            return print
+        }
+        if checkpoint != nil || resumeFrom > 0 { try? store.removeCheckpoint(domainID: domainID, identifier: record.identifier) }
+        updated.state = .materialized
+        updated.localContentVersion = item.version.content
+        updated.localSize = print.size
+        updated.localModificationNanos = print.modificationNanos
+        updated.localInode = print.inode
+        updated.lastError = nil
+        report(0, true)
+        return updated
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+import Logging
+import ProviderCore
+import ProviderStore
+
+/// Runs one domain: sync down, materialize, evict, pin. Safe to use from many tasks at once;
+/// requests to materialize the same item share one download.
+public final class DomainController: Sendable {
+    public let domain: DomainRecord
+    public let domainID: Int64
+    public let backend: any Backend
+    public let replica: Replica
+    let store: MetadataStore
+    let executor: BlockingExecutor
+    let logger: Logger
+    let downloads = Mutex<[ItemIdentifier: Task<ItemRecord, any Error>]>([:])
+    /// How many downloads run at once in a batch.
+    public let downloadDepth: Int
+
+    init(domain: DomainRecord, backend: any Backend, manager: ProviderManager, downloadDepth: Int = 8) throws(FileProviderError) {
+        guard let id = domain.id else { throw FileProviderError(.providerDomainNotFound, "domain \(domain.name) has no id") }
+        self.domain = domain
+        domainID = id
+        self.backend = backend
+        store = manager.store
+        executor = manager.executor
+        logger = manager.logger
+        self.downloadDepth = downloadDepth
+        let replicaRoot = URL(fileURLWithPath: domain.replicaPath)
+        var staging = manager.home.appendingPathComponent("staging/\(id)")
+        if !Self.sameDevice(manager.home.path, domain.replicaPath) {
+            staging = replicaRoot.appendingPathComponent(".fileprovider-staging")
+        }
+        do {
+            try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: true)
+        } catch {
+            throw FileProviderError(.localIOFailure, "cannot create the staging folder \(staging.path): \(error.localizedDescription)")
+        }
+        replica = Replica(root: replicaRoot, staging: staging)
+    }
+
+    private static func sameDevice(_ a: String, _ b: String) -> Bool {
+        var first = stat()
+        var second = stat()
+        guard stat(a, &first) == 0, stat(b, &second) == 0 else { return false }
+        return first.st_dev == second.st_dev
+    }
+
+    func close() async {
+        await backend.close()
+    }
+
+    /// `DOMAIN:/path` of a relative path.
+    func display(_ path: String) -> String { "\(domain.name):/\(path)" }
+
+    /// The stored item at a path.
+    /// - Throws: `noSuchItem` saying how to refresh.
+    public func record(at path: String) throws(FileProviderError) -> ItemRecord {
+        guard let record = try store.item(domainID: domainID, path: path) else {
+            throw FileProviderError(.noSuchItem, "no item at \(display(path)); run 'fileproviderctl sync \(domain.name)' to refresh")
+        }
+        return record
+    }
+
+    /// The items directly inside a folder, or the item itself when it is not a folder.
+    public func list(at path: String, recursive: Bool) throws(FileProviderError) -> [ItemRecord] {
+        let target = try record(at: path)
+        guard target.kind == .folder else { return [target] }
+        if recursive { return try store.descendants(domainID: domainID, of: path) }
+        return try store.children(domainID: domainID, parent: target.identifier)
+    }
+
+    /// Whether an item or one of its ancestor folders is pinned.
+    public func isEffectivelyPinned(_ record: ItemRecord) throws(FileProviderError) -> Bool {
+        if record.isPinned { return true }
+        var path = record.path
+        while let slash = path.lastIndex(of: "/") {
+            path = String(path[..<slash])
+            if try store.item(domainID: domainID, path: path)?.isPinned == true { return true }
+        }
+        return false
+    }
+
+    /// `persistentIdentifierForItem(at:)`: the identifier of the item at a replica URL (its real
+    /// name or its placeholder), or `nil`.
+    public func persistentIdentifierForItem(at url: URL) throws(FileProviderError) -> ItemIdentifier? {
+        let root = replica.root.standardizedFileURL.path
+        var path = url.standardizedFileURL.path
+        guard path == root || path.hasPrefix(root + "/") else { return nil }
+        path = path == root ? "" : String(path.dropFirst(root.count + 1))
+        if let record = try store.item(domainID: domainID, path: path) { return record.identifier }
+        if path.hasSuffix(Replica.placeholderSuffix) {
+            path.removeLast(Replica.placeholderSuffix.count)
+            return try store.item(domainID: domainID, path: path)?.identifier
+        }
+        return nil
+    }
+
+    /// `urlForItem(withPersistentIdentifier:)`: where an item lives in the replica (its real
+    /// name; see ``placeholderURL(for:)`` for placeholders), or `nil` for an unknown identifier.
+    public func urlForItem(withPersistentIdentifier identifier: ItemIdentifier) throws(FileProviderError) -> URL? {
+        try store.item(domainID: domainID, identifier: identifier).map { replica.url($0.path) }
+    }
+
+    /// `placeholderURL(for:)`: the placeholder sibling of an item URL.
+    public func placeholderURL(for url: URL) -> URL {
+        url.deletingLastPathComponent().appendingPathComponent(url.lastPathComponent + Replica.placeholderSuffix)
+    }
+}

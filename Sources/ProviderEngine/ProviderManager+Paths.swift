@@ -1,0 +1,59 @@
+import Foundation
+import ProviderCore
+import ProviderStore
+
+/// An item addressed by the user: a domain and a path relative to its replica root.
+public struct ItemLocation: Hashable, Sendable {
+    public var domain: String
+    /// "" for the root, else `a/b/c`.
+    public var path: String
+
+    public init(domain: String, path: String) {
+        self.domain = domain
+        self.path = path
+    }
+
+    /// `DOMAIN:/path`.
+    public var description: String { "\(domain):/\(path)" }
+}
+
+extension ProviderManager {
+    /// Resolves `DOMAIN:/path`, `DOMAIN:path`, `DOMAIN:` or a file system path inside a replica
+    /// (a `.placeholder` file stands for its item).
+    ///
+    /// - Throws: `providerDomainNotFound` for an unknown domain; `invalidArgument` for a path
+    ///   outside every replica or with `..`.
+    public func resolve(_ argument: String) throws(FileProviderError) -> ItemLocation {
+        if let colon = argument.firstIndex(of: ":"), !argument[..<colon].contains("/") {
+            let name = String(argument[..<colon])
+            _ = try domain(named: name)
+            return ItemLocation(domain: name, path: try Self.normalize(String(argument[argument.index(after: colon)...])))
+        }
+        let absolute = URL(fileURLWithPath: argument).standardizedFileURL.path
+        for domain in try domains() {
+            let root = domain.replicaPath
+            if absolute == root { return ItemLocation(domain: domain.name, path: "") }
+            if absolute.hasPrefix(root + "/") {
+                var relative = String(absolute.dropFirst(root.count + 1))
+                if relative.hasSuffix(Replica.placeholderSuffix), let id = domain.id,
+                    try store.item(domainID: id, path: relative) == nil
+                {
+                    relative.removeLast(Replica.placeholderSuffix.count)
+                }
+                return ItemLocation(domain: domain.name, path: try Self.normalize(relative))
+            }
+        }
+        throw FileProviderError(
+            .invalidArgument,
+            "\(argument) is not inside any domain's replica; use DOMAIN:/path or a path under a replica folder (see 'fileproviderctl domain list')")
+    }
+
+    /// Turns `/a//b/` into `a/b`; refuses `.` and `..` components.
+    static func normalize(_ path: String) throws(FileProviderError) -> String {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: true)
+        for part in parts where part == "." || part == ".." {
+            throw FileProviderError(.invalidArgument, "'.' and '..' are not allowed in item paths: \(path)")
+        }
+        return parts.joined(separator: "/")
+    }
+}

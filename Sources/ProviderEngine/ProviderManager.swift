@@ -1,0 +1,202 @@
+import Foundation
+import Logging
+import ProviderCore
+import ProviderStore
+
+/// The "system" side of FileProviderKit, as Apple's `NSFileProviderManager`: adds, lists and
+/// removes domains and hands out one ``DomainController`` per domain. Many domains live side by
+/// side in one process and one database.
+public final class ProviderManager: Sendable {
+    /// The state folder: the database, default replicas, staging files.
+    public let home: URL
+    public let store: MetadataStore
+    public let registry: BackendRegistry
+    let executor: BlockingExecutor
+    let logger: Logger
+    private let controllers = Mutex<[String: DomainController]>([:])
+
+    /// Opens the state folder `home`, creating it and the database when needed.
+    /// - Throws: `localIOFailure` when the folder or the database cannot be opened.
+    public init(home: URL, registry: BackendRegistry, logger: Logger = Logger(label: "fileprovider.engine")) throws(FileProviderError) {
+        self.home = home.standardizedFileURL
+        do {
+            try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        } catch {
+            throw FileProviderError(.localIOFailure, "cannot create the state folder \(home.path): \(error.localizedDescription)")
+        }
+        store = try MetadataStore(url: home.appendingPathComponent("metadata.sqlite"))
+        self.registry = registry
+        self.logger = logger
+        executor = BlockingExecutor(name: "fileprovider-engine", threads: 4)
+    }
+
+    /// The default state folder: `$FILEPROVIDER_HOME`, else `$XDG_DATA_HOME/fileprovider`, else
+    /// `~/.local/share/fileprovider`.
+    public static func defaultHome(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+        if let home = environment["FILEPROVIDER_HOME"], !home.isEmpty { return URL(fileURLWithPath: home) }
+        if let data = environment["XDG_DATA_HOME"], !data.isEmpty {
+            return URL(fileURLWithPath: data).appendingPathComponent("fileprovider")
+        }
+        return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share/fileprovider")
+    }
+
+    /// Checks a domain name: 1 to 64 characters, no `/`, `:`, whitespace or control characters, not
+    /// starting with `.` or `-`.
+    /// - Throws: `invalidArgument` saying what is wrong.
+    public static func validateDomainName(_ name: String) throws(FileProviderError) {
+        func fail(_ why: String) -> FileProviderError {
+            FileProviderError(.invalidArgument, "invalid domain name \(name.debugDescription): \(why)")
+        }
+        if name.isEmpty { throw fail("it is empty") }
+        if name.count > 64 { throw fail("it is longer than 64 characters") }
+        if name.hasPrefix(".") || name.hasPrefix("-") { throw fail("it may not start with '.' or '-'") }
+        for scalar in name.unicodeScalars {
+            if scalar == "/" || scalar == ":" { throw fail("it may not contain '/' or ':'") }
+            if scalar.properties.isWhitespace || scalar.value < 0x20 || scalar.value == 0x7f {
+                throw fail("it may not contain spaces or control characters")
+            }
+        }
+    }
+
+    // MARK: Domains
+
+    /// Adds a domain: checks the name and options, connects once to check the store, creates the
+    /// replica folder and records the domain with its root.
+    ///
+    /// - Throws: `invalidArgument` for a bad name, unknown backend, bad options, a replica folder
+    ///   that is not empty or overlaps a store path or another replica; `filenameCollision` when
+    ///   the name is taken; what the backend throws when the store cannot be reached.
+    @discardableResult
+    public func addDomain(name: String, kind: String, options: [String: String], replicaPath: String? = nil)
+        async throws(FileProviderError) -> DomainRecord
+    {
+        try Self.validateDomainName(name)
+        if try store.domain(named: name) != nil {
+            throw FileProviderError(.filenameCollision, "a domain named '\(name)' exists already; pick another name or remove it first")
+        }
+        let descriptor = try registry.descriptor(for: kind)
+        let configuration = try descriptor.validate(options)
+        let replica = URL(fileURLWithPath: replicaPath ?? home.appendingPathComponent("domains/\(name)").path)
+            .standardizedFileURL.resolvingSymlinksInPath()
+        try checkReplicaLocation(replica, descriptor: descriptor, configuration: configuration)
+
+        let backend: any Backend
+        do {
+            backend = try await descriptor.factory(configuration)
+        } catch {
+            throw FileProviderError.wrap(error, as: .invalidArgument)
+        }
+        let root: Item
+        do {
+            root = try await backend.item(for: .rootContainer)
+        } catch {
+            await backend.close()
+            throw FileProviderError(error.code, "cannot reach the store of '\(name)': \(error.message)")
+        }
+        await backend.close()
+
+        do {
+            try FileManager.default.createDirectory(at: replica, withIntermediateDirectories: true)
+        } catch {
+            throw FileProviderError(.localIOFailure, "cannot create the replica folder \(replica.path): \(error.localizedDescription)")
+        }
+        let stored = descriptor.redacted(configuration).values.filter { key, _ in
+            descriptor.options.first { $0.name == key }?.isSecret != true
+        }
+        var record = DomainRecord(name: name, backendKind: kind, configuration: stored, replicaPath: replica.path)
+        record = try store.insertDomain(record)
+        guard let domainID = record.id else { throw FileProviderError(.localIOFailure, "the domain was not saved") }
+        var rootRecord = ItemRecord(domainID: domainID, item: root, path: "")
+        rootRecord.identifier = .rootContainer
+        rootRecord.parentIdentifier = .rootContainer
+        try store.save(rootRecord)
+        return record
+    }
+
+    private func checkReplicaLocation(_ replica: URL, descriptor: BackendDescriptor, configuration: BackendConfiguration)
+        throws(FileProviderError)
+    {
+        let path = replica.path
+        func overlaps(_ a: String, _ b: String) -> Bool {
+            a == b || a.hasPrefix(b.hasSuffix("/") ? b : b + "/") || b.hasPrefix(a.hasSuffix("/") ? a : a + "/")
+        }
+        for option in descriptor.options where option.type == .path {
+            guard let value = configuration[option.name], descriptor.kind == "local" || option.name == "root" else { continue }
+            let other = URL(fileURLWithPath: value).standardizedFileURL.resolvingSymlinksInPath().path
+            if overlaps(path, other) {
+                throw FileProviderError(
+                    .invalidArgument,
+                    "the replica folder \(path) overlaps --\(option.name) \(other); choose a replica outside it with --replica")
+            }
+        }
+        for domain in try store.domains() where overlaps(path, domain.replicaPath) {
+            throw FileProviderError(
+                .invalidArgument, "the replica folder \(path) overlaps the replica of domain '\(domain.name)'; choose another with --replica")
+        }
+        if let contents = try? FileManager.default.contentsOfDirectory(atPath: path), !contents.isEmpty {
+            throw FileProviderError(.invalidArgument, "the replica folder \(path) is not empty; choose an empty or new folder with --replica")
+        }
+    }
+
+    /// Every domain, by name.
+    public func domains() throws(FileProviderError) -> [DomainRecord] { try store.domains() }
+
+    /// The domain of that name.
+    /// - Throws: `providerDomainNotFound` naming the known domains.
+    public func domain(named name: String) throws(FileProviderError) -> DomainRecord {
+        if let domain = try store.domain(named: name) { return domain }
+        let names = try store.domains().map(\.name)
+        let known = names.isEmpty ? "no domains exist yet; add one with 'fileproviderctl domain add'" : "known domains: \(names.joined(separator: ", "))"
+        throw FileProviderError(.providerDomainNotFound, "no domain named '\(name)'; \(known)")
+    }
+
+    /// Removes a domain and its metadata; deletes its replica folder unless `keepReplica`.
+    /// Placeholders are removed from a kept replica; materialized files stay.
+    /// - Throws: `providerDomainNotFound` for an unknown domain.
+    public func removeDomain(named name: String, keepReplica: Bool) async throws(FileProviderError) {
+        let domain = try domain(named: name)
+        if let controller = controllers.withLock({ $0.removeValue(forKey: name) }) {
+            await controller.close()
+        }
+        guard let id = domain.id else { return }
+        let records = keepReplica ? try store.allItems(domainID: id) : []
+        try store.deleteDomain(id: id)
+        let replica = URL(fileURLWithPath: domain.replicaPath)
+        let staging = home.appendingPathComponent("staging/\(id)")
+        try await executor.run {
+            try? FileManager.default.removeItem(at: staging)
+            if keepReplica {
+                let layout = Replica(root: replica, staging: staging)
+                for record in records where record.state == .placeholder || record.state == .symlink {
+                    try? layout.removeFile(atPath: layout.placeholderPath(record.path))
+                }
+            } else {
+                try? FileManager.default.removeItem(at: replica)
+            }
+        }
+    }
+
+    /// The controller of a domain, made on first use and kept.
+    /// - Throws: `providerDomainNotFound`; what the backend's factory throws.
+    public func controller(for name: String) async throws(FileProviderError) -> DomainController {
+        if let existing = controllers.withLock({ $0[name] }) { return existing }
+        let domain = try domain(named: name)
+        let backend = try await registry.makeBackend(kind: domain.backendKind, values: domain.options)
+        let controller = try DomainController(domain: domain, backend: backend, manager: self)
+        return controllers.withLock { map in
+            if let existing = map[name] { return existing }
+            map[name] = controller
+            return controller
+        }
+    }
+
+    /// Closes every controller and its backend.
+    public func close() async {
+        let all = controllers.withLock { map in
+            defer { map.removeAll() }
+            return Array(map.values)
+        }
+        for controller in all { await controller.close() }
+        executor.shutDown()
+    }
+}

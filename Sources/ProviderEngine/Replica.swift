@@ -1,0 +1,172 @@
+import Foundation
+import CSystemShims
+import ProviderCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Size, modification time and inode of a file in the replica: how the engine tells that a
+/// materialized file was changed by someone else.
+public struct FileFingerprint: Hashable, Sendable {
+    public var size: Int64
+    public var modificationNanos: Int64
+    public var inode: Int64
+    public var isRegularFile: Bool
+    public var isDirectory: Bool
+}
+
+/// The replica folder of one domain: real folders, materialized files under their real names,
+/// and `<name>.placeholder` files for the rest. All methods are blocking and run on the engine's
+/// `BlockingExecutor`; each throws `FileProviderError` naming the path on failure.
+public struct Replica: Sendable {
+    /// The suffix of placeholder files.
+    public static let placeholderSuffix = ".placeholder"
+
+    public let root: URL
+    /// A folder on the same file system for downloads in progress.
+    public let staging: URL
+
+    public init(root: URL, staging: URL) {
+        self.root = root
+        self.staging = staging
+    }
+
+    /// The absolute path of an item at a relative path.
+    public func path(_ relative: String) -> String {
+        relative.isEmpty ? root.path : root.path + "/" + relative
+    }
+
+    /// The URL of an item at a relative path.
+    public func url(_ relative: String) -> URL { URL(fileURLWithPath: path(relative)) }
+
+    /// The placeholder path of a relative path, as Apple's `placeholderURL(for:)`.
+    public func placeholderPath(_ relative: String) -> String { path(relative) + Self.placeholderSuffix }
+
+    /// Creates a folder; an existing folder is fine.
+    public func makeFolder(_ relative: String) throws(FileProviderError) {
+        let target = path(relative)
+        if mkdir(target, 0o755) == 0 { return }
+        let code = errno
+        if code == EEXIST, let print = fingerprint(atPath: target), print.isDirectory { return }
+        throw POSIXError.error("cannot create folder", path: target, errno: code)
+    }
+
+    /// Writes the placeholder of a new item: created exclusively, so nothing is overwritten; an
+    /// existing placeholder (left by an interrupted sync) is replaced atomically.
+    public func createPlaceholder(_ relative: String, _ metadata: PlaceholderMetadata) throws(FileProviderError) {
+        let target = placeholderPath(relative)
+        let bytes = metadata.encoded
+        let fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        if fd < 0 {
+            if errno == EEXIST { return try writePlaceholder(relative, metadata) }
+            throw POSIXError.error("cannot create placeholder", path: target)
+        }
+        defer { close(fd) }
+        try writeAll(fd, bytes, path: target)
+    }
+
+    /// Writes a placeholder atomically (a temporary file renamed into place), as Apple's
+    /// `writePlaceholder(at:withMetadata:)`.
+    public func writePlaceholder(_ relative: String, _ metadata: PlaceholderMetadata) throws(FileProviderError) {
+        let target = placeholderPath(relative)
+        try atomicWrite(metadata.encoded, to: target)
+    }
+
+    /// Writes bytes to a temporary sibling, then renames it over `target`.
+    public func atomicWrite(_ bytes: [UInt8], to target: String) throws(FileProviderError) {
+        let slash = target.lastIndex(of: "/").map { target.index(after: $0) } ?? target.startIndex
+        let temporary = target[..<slash] + ".fp-tmp-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        if fd < 0 { throw POSIXError.error("cannot write", path: String(temporary)) }
+        do {
+            try writeAll(fd, bytes, path: String(temporary))
+            close(fd)
+            try POSIXError.check(rename(temporary, target), "cannot rename into place", path: target)
+        } catch {
+            close(fd)
+            unlink(temporary)
+            throw error
+        }
+    }
+
+    /// Reads a placeholder file.
+    public func readPlaceholder(_ relative: String) throws(FileProviderError) -> PlaceholderMetadata {
+        let target = placeholderPath(relative)
+        guard let data = FileManager.default.contents(atPath: target) else {
+            throw FileProviderError(.noSuchItem, "no placeholder at \(target)")
+        }
+        return try PlaceholderMetadata.read(from: data)
+    }
+
+    /// Removes a file; a missing file is fine.
+    public func removeFile(atPath target: String) throws(FileProviderError) {
+        if unlink(target) == 0 || errno == ENOENT { return }
+        throw POSIXError.error("cannot remove", path: target)
+    }
+
+    /// Removes an empty folder. Returns false when it holds something (nothing is removed).
+    public func removeFolderIfEmpty(_ relative: String) throws(FileProviderError) -> Bool {
+        let target = path(relative)
+        if rmdir(target) == 0 || errno == ENOENT { return true }
+        if errno == ENOTEMPTY || errno == EEXIST { return false }
+        throw POSIXError.error("cannot remove folder", path: target)
+    }
+
+    /// Renames within the replica, refusing to replace an existing target.
+    /// - Throws: `filenameCollision` when the target exists.
+    public func move(fromPath source: String, toPath target: String) throws(FileProviderError) {
+        if fp_rename_noreplace(source, target) != 0 { throw POSIXError.error("cannot move \(source) to", path: target) }
+    }
+
+    /// Renames, replacing the target.
+    public func replace(fromPath source: String, toPath target: String) throws(FileProviderError) {
+        try POSIXError.check(rename(source, target), "cannot move \(source) to", path: target)
+    }
+
+    /// The fingerprint of a path (not following a final symlink), or `nil` when nothing is there.
+    public func fingerprint(atPath target: String) -> FileFingerprint? {
+        var info = stat()
+        guard lstat(target, &info) == 0 else { return nil }
+        return FileFingerprint(
+            size: Int64(info.st_size),
+            modificationNanos: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec),
+            inode: Int64(info.st_ino),
+            isRegularFile: (info.st_mode & S_IFMT) == S_IFREG,
+            isDirectory: (info.st_mode & S_IFMT) == S_IFDIR)
+    }
+
+    /// Sets a file's modification date.
+    public func setModificationDate(_ date: Date, atPath target: String) throws(FileProviderError) {
+        let seconds = date.timeIntervalSince1970.rounded(.down)
+        let nanos = Int((date.timeIntervalSince1970 - seconds) * 1e9)
+        var times = [timespec(tv_sec: Int(seconds), tv_nsec: nanos), timespec(tv_sec: Int(seconds), tv_nsec: nanos)]
+        times[0].tv_nsec = fp_utime_omit()
+        try POSIXError.check(utimensat(AT_FDCWD, target, &times, AT_SYMLINK_NOFOLLOW), "cannot set the date of", path: target)
+    }
+
+    /// The size of a file, or `nil` when it does not exist.
+    public func fileSize(atPath target: String) -> Int64? { fingerprint(atPath: target)?.size }
+
+    /// Creates (or truncates, with `truncate`) a staging file and returns its path.
+    public func prepareStagingFile(named name: String, truncate: Bool) throws(FileProviderError) -> String {
+        let target = staging.path + "/" + name
+        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : 0)
+        let fd = open(target, flags, 0o600)
+        if fd < 0 { throw POSIXError.error("cannot create staging file", path: target) }
+        close(fd)
+        return target
+    }
+
+    private func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String) throws(FileProviderError) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw POSIXError.error("cannot write", path: path)
+            }
+            offset += written
+        }
+    }
+}

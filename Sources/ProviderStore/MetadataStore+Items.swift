@@ -1,0 +1,124 @@
+import Foundation
+import GRDB
+import ProviderCore
+
+extension MetadataStore {
+    private static let selectByIdentifier = "SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ? AND identifier = ?"
+    private static let selectByPath = "SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ? AND path = ?"
+    private static let selectChildren =
+        "SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ? AND parentIdentifier = ? ORDER BY filename"
+    private static let selectAll = "SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ?"
+    private static let selectDescendants = """
+        SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ? AND path >= ? AND path < ? ORDER BY path
+        """
+    private static let upsert = "INSERT OR REPLACE INTO item (\(ItemRecord.columnList)) VALUES (\(ItemRecord.placeholders))"
+    private static let deleteOne = "DELETE FROM item WHERE domainID = ? AND identifier = ?"
+
+    /// The item with that identifier, or `nil`.
+    public func item(domainID: Int64, identifier: ItemIdentifier) throws(FileProviderError) -> ItemRecord? {
+        try read { db in
+            try Row.fetchOne(db.cachedStatement(sql: Self.selectByIdentifier), arguments: [domainID, identifier.rawValue])
+                .map(ItemRecord.init(row:))
+        }
+    }
+
+    /// The item at a path relative to the replica root ("" is the root), or `nil`.
+    public func item(domainID: Int64, path: String) throws(FileProviderError) -> ItemRecord? {
+        try read { db in
+            try Row.fetchOne(db.cachedStatement(sql: Self.selectByPath), arguments: [domainID, path])
+                .map(ItemRecord.init(row:))
+        }
+    }
+
+    /// The items directly inside a folder, by name.
+    public func children(domainID: Int64, parent: ItemIdentifier) throws(FileProviderError) -> [ItemRecord] {
+        try read { db in
+            try Row.fetchCursor(db.cachedStatement(sql: Self.selectChildren), arguments: [domainID, parent.rawValue])
+                .map(ItemRecord.init(row:)).reduce(into: []) { $0.append($1) }
+        }
+    }
+
+    /// Every item below a folder path (not the folder itself), ordered by path; every item of
+    /// the domain when `path` is "".
+    public func descendants(domainID: Int64, of path: String) throws(FileProviderError) -> [ItemRecord] {
+        if path.isEmpty {
+            return try read { db in
+                try Row.fetchCursor(db.cachedStatement(sql: Self.selectAll + " AND path <> '' ORDER BY path"), arguments: [domainID])
+                    .map(ItemRecord.init(row:)).reduce(into: []) { $0.append($1) }
+            }
+        }
+        // Every path that starts with "path/": "/" is 0x2F, the next byte is "0".
+        let low = path + "/"
+        let high = path + "0"
+        return try read { db in
+            try Row.fetchCursor(db.cachedStatement(sql: Self.selectDescendants), arguments: [domainID, low, high])
+                .map(ItemRecord.init(row:)).reduce(into: []) { $0.append($1) }
+        }
+    }
+
+    /// Every item of a domain, the root included, in no particular order.
+    public func allItems(domainID: Int64) throws(FileProviderError) -> [ItemRecord] {
+        try read { db in
+            try Row.fetchCursor(db.cachedStatement(sql: Self.selectAll), arguments: [domainID])
+                .map(ItemRecord.init(row:)).reduce(into: []) { $0.append($1) }
+        }
+    }
+
+    /// Writes items and removes others, all in one transaction: deletions first, then upserts.
+    public func apply(domainID: Int64, upserts: [ItemRecord], deletions: [ItemIdentifier]) throws(FileProviderError) {
+        if upserts.isEmpty && deletions.isEmpty { return }
+        try write { db in
+            if !deletions.isEmpty {
+                let delete = try db.cachedStatement(sql: Self.deleteOne)
+                for identifier in deletions {
+                    try delete.execute(arguments: [domainID, identifier.rawValue])
+                }
+            }
+            let insert = try db.cachedStatement(sql: Self.upsert)
+            for record in upserts {
+                try insert.execute(arguments: record.arguments)
+            }
+        }
+    }
+
+    /// Writes one item.
+    public func save(_ record: ItemRecord) throws(FileProviderError) {
+        try apply(domainID: record.domainID, upserts: [record], deletions: [])
+    }
+
+    /// How many items of each state a domain has, and how many are pinned.
+    public func summary(domainID: Int64) throws(FileProviderError) -> ItemSummary {
+        try read { db in
+            var summary = ItemSummary()
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT state, COUNT(*), SUM(isPinned), SUM(CASE WHEN state = 'materialized' THEN size ELSE 0 END) FROM item WHERE domainID = ? AND path <> '' GROUP BY state",
+                arguments: [domainID])
+            for row in rows {
+                let count: Int = row[1]
+                switch ContentState(rawValue: row[0] as String) {
+                case .placeholder: summary.placeholders = count
+                case .materialized:
+                    summary.materialized = count
+                    summary.materializedBytes = row[3] ?? 0
+                case .folder: summary.folders = count
+                case .symlink: summary.symlinks = count
+                case nil: break
+                }
+                summary.pinned += row[2] ?? 0
+            }
+            return summary
+        }
+    }
+}
+
+/// Counts of a domain's items by state.
+public struct ItemSummary: Codable, Hashable, Sendable {
+    public var folders = 0
+    public var placeholders = 0
+    public var materialized = 0
+    public var symlinks = 0
+    public var pinned = 0
+    public var materializedBytes: Int64 = 0
+    public var total: Int { folders + placeholders + materialized + symlinks }
+    public init() {}
+}

@@ -1,0 +1,73 @@
+import Foundation
+import GRDB
+import ProviderCore
+
+/// The shared metadata database of all domains: one SQLite file in WAL mode that the CLI, a
+/// running `serve` process and other tools use at the same time.
+///
+/// Methods are synchronous and short; they block the calling thread while SQLite works. Every
+/// method throws `FileProviderError` with code `localIOFailure` when the database fails (full
+/// disk, corrupt file), with a message naming the database.
+public final class MetadataStore: Sendable {
+    /// The database file.
+    public let url: URL
+    let pool: DatabasePool
+
+    /// Opens (creating when needed) the database at `url` and runs pending migrations.
+    ///
+    /// - Throws: `localIOFailure` when the file cannot be opened or migrated.
+    public init(url: URL) throws(FileProviderError) {
+        self.url = url
+        do {
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(10)
+            configuration.prepareDatabase { db in
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            }
+            pool = try DatabasePool(path: url.path, configuration: configuration)
+            try Migrations.migrator.migrate(pool)
+        } catch {
+            throw FileProviderError(.localIOFailure, "cannot open the metadata database \(url.path): \(error)")
+        }
+    }
+
+    /// Runs `body` in a read transaction, turning database errors into `FileProviderError`.
+    func read<T>(_ body: (Database) throws -> T) throws(FileProviderError) -> T {
+        do {
+            return try pool.read(body)
+        } catch {
+            throw wrap(error)
+        }
+    }
+
+    /// Runs `body` in a write transaction, turning database errors into `FileProviderError`.
+    func write<T>(_ body: (Database) throws -> T) throws(FileProviderError) -> T {
+        do {
+            return try pool.write(body)
+        } catch {
+            throw wrap(error)
+        }
+    }
+
+    func wrap(_ error: any Error) -> FileProviderError {
+        if let error = error as? FileProviderError { return error }
+        if let error = error as? DatabaseError, error.resultCode == .SQLITE_FULL {
+            return FileProviderError(.localIOFailure, "the disk holding \(url.path) is full: free some space and try again")
+        }
+        return FileProviderError(.localIOFailure, "metadata database \(url.path): \(error)")
+    }
+
+    /// Runs `PRAGMA integrity_check`; returns `ok` or SQLite's list of problems.
+    public func integrityCheck() throws(FileProviderError) -> String {
+        try read { db in
+            try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "\n")
+        }
+    }
+
+    /// The names of the migrations applied, in order.
+    public func appliedMigrations() throws(FileProviderError) -> [String] {
+        try read { db in try Migrations.migrator.appliedMigrations(db) }
+    }
+}

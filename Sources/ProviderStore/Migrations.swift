@@ -1,0 +1,90 @@
+import GRDB
+
+/// The named, forward-only migrations of the metadata database. Never edit a shipped one: add a
+/// new one at the end.
+enum Migrations {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: domains, items, anchors, journal, checkpoints, thumbnails") { db in
+            try db.create(table: "domain") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.column("name", .text).notNull().unique()
+                t.column("backendKind", .text).notNull()
+                t.column("configuration", .text).notNull()
+                t.column("replicaPath", .text).notNull()
+                t.column("createdAt", .datetime).notNull()
+                t.column("isConnected", .boolean).notNull().defaults(to: true)
+                t.column("lastSyncAt", .datetime)
+                t.column("lastError", .text)
+            }
+            try db.create(table: "item", options: [.withoutRowID]) { t in
+                t.column("domainID", .integer).notNull().references("domain", onDelete: .cascade)
+                t.column("identifier", .text).notNull()
+                t.column("parentIdentifier", .text).notNull()
+                t.column("filename", .text).notNull()
+                t.column("path", .text).notNull()
+                t.column("kind", .text).notNull()
+                t.column("contentType", .text).notNull()
+                t.column("size", .integer).notNull()
+                t.column("creationDate", .double)
+                t.column("modificationDate", .double)
+                t.column("contentVersion", .blob).notNull()
+                t.column("metadataVersion", .blob).notNull()
+                t.column("capabilities", .integer).notNull()
+                t.column("symlinkTarget", .text)
+                t.column("contentHash", .text)
+                t.column("state", .text).notNull()
+                t.column("isPinned", .boolean).notNull().defaults(to: false)
+                t.column("localContentVersion", .blob)
+                t.column("localSize", .integer)
+                t.column("localModificationNanos", .integer)
+                t.column("localInode", .integer)
+                t.column("lastError", .text)
+                t.primaryKey(["domainID", "identifier"])
+            }
+            try db.create(index: "item_parent", on: "item", columns: ["domainID", "parentIdentifier"])
+            try db.create(index: "item_path", on: "item", columns: ["domainID", "path"], unique: true)
+            try db.create(table: "syncAnchor") { t in
+                t.column("domainID", .integer).notNull().references("domain", onDelete: .cascade)
+                t.column("container", .text).notNull()
+                t.column("anchor", .blob).notNull()
+                t.column("updatedAt", .datetime).notNull()
+                t.primaryKey(["domainID", "container"])
+            }
+            try db.create(table: "journal") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.column("domainID", .integer).notNull().references("domain", onDelete: .cascade)
+                t.column("templateIdentifier", .text).notNull()
+                t.column("operation", .text).notNull()
+                t.column("payload", .text).notNull()
+                t.column("state", .text).notNull()
+                t.column("attempts", .integer).notNull().defaults(to: 0)
+                t.column("lastError", .text)
+                t.column("nextAttemptAt", .datetime)
+                t.column("createdAt", .datetime).notNull()
+                t.column("updatedAt", .datetime).notNull()
+            }
+            try db.create(index: "journal_domain_state", on: "journal", columns: ["domainID", "state"])
+            try db.create(table: "transferCheckpoint") { t in
+                t.column("domainID", .integer).notNull().references("domain", onDelete: .cascade)
+                t.column("identifier", .text).notNull()
+                t.column("contentVersion", .blob).notNull()
+                t.column("stagingPath", .text).notNull()
+                t.column("bytesTransferred", .integer).notNull()
+                t.column("totalBytes", .integer)
+                t.column("updatedAt", .datetime).notNull()
+                t.primaryKey(["domainID", "identifier"])
+            }
+            try db.create(table: "thumbnail") { t in
+                t.column("domainID", .integer).notNull().references("domain", onDelete: .cascade)
+                t.column("identifier", .text).notNull()
+                t.column("contentVersion", .blob).notNull()
+                t.column("size", .integer).notNull()
+                t.column("data", .blob).notNull()
+                t.column("createdAt", .datetime).notNull()
+                t.primaryKey(["domainID", "identifier", "size"])
+            }
+        }
+        return migrator
+    }
+}

@@ -1,0 +1,241 @@
+import Foundation
+import GRDB
+import ProviderCore
+
+/// One configured domain: a backend kind with its options and a replica folder.
+public struct DomainRecord: Codable, Hashable, Sendable, FetchableRecord, MutablePersistableRecord {
+    public static let databaseTableName = "domain"
+
+    public var id: Int64?
+    /// The name users type; no `/`, `:` or control characters.
+    public var name: String
+    public var backendKind: String
+    /// The backend options as JSON; secret values are never stored.
+    public var configuration: String
+    /// The absolute path of the replica folder.
+    public var replicaPath: String
+    public var createdAt: Date
+    /// False after `disconnect`: the domain is kept but not synced.
+    public var isConnected: Bool
+    public var lastSyncAt: Date?
+    /// The last error of the domain as a whole (for example the store was unreachable).
+    public var lastError: String?
+
+    public enum Columns {
+        public static let id = Column(CodingKeys.id)
+        public static let name = Column(CodingKeys.name)
+    }
+
+    public init(
+        name: String, backendKind: String, configuration: [String: String], replicaPath: String,
+        createdAt: Date = Date()
+    ) {
+        self.name = name
+        self.backendKind = backendKind
+        let data = (try? JSONSerialization.data(withJSONObject: configuration, options: [.sortedKeys])) ?? Data("{}".utf8)
+        self.configuration = String(decoding: data, as: UTF8.self)
+        self.replicaPath = replicaPath
+        self.createdAt = createdAt
+        self.isConnected = true
+    }
+
+    /// The backend options decoded from ``configuration``.
+    public var options: [String: String] {
+        (try? JSONSerialization.jsonObject(with: Data(configuration.utf8)) as? [String: String]) ?? [:]
+    }
+
+    public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+}
+
+/// Where an item's contents are in the replica.
+public enum ContentState: String, Codable, Hashable, Sendable {
+    /// A file whose contents are not downloaded: the replica holds `<name>.placeholder`.
+    case placeholder
+    /// A file whose contents are downloaded under its real name.
+    case materialized
+    /// A folder (always a real folder in the replica).
+    case folder
+    /// A symlink, kept as a placeholder; never followed.
+    case symlink
+}
+
+/// One item of one domain, as last seen in the store, with its state in the replica.
+public struct ItemRecord: Codable, Hashable, Sendable {
+    public var domainID: Int64
+    public var identifier: ItemIdentifier
+    public var parentIdentifier: ItemIdentifier
+    public var filename: String
+    /// The path relative to the replica root, `/`-separated, without a leading `/`; "" for the root.
+    public var path: String
+    public var kind: ItemKind
+    public var contentType: String
+    public var size: Int64
+    public var creationDate: Date?
+    public var modificationDate: Date?
+    public var contentVersion: Data
+    public var metadataVersion: Data
+    public var capabilities: Int
+    public var symlinkTarget: String?
+    public var contentHash: String?
+    public var state: ContentState
+    public var isPinned: Bool
+    /// The content version of the downloaded file, when materialized.
+    public var localContentVersion: Data?
+    /// Size, modification time (ns) and inode of the materialized file as written by the engine;
+    /// a file that no longer matches has local edits.
+    public var localSize: Int64?
+    public var localModificationNanos: Int64?
+    public var localInode: Int64?
+    public var lastError: String?
+
+    /// A record for an item seen in the store; not materialized, not pinned.
+    public init(domainID: Int64, item: Item, path: String) {
+        self.domainID = domainID
+        self.identifier = item.identifier
+        self.parentIdentifier = item.parentIdentifier
+        self.filename = item.filename
+        self.path = path
+        self.kind = item.kind
+        self.contentType = item.contentType
+        self.size = item.size
+        self.creationDate = item.creationDate
+        self.modificationDate = item.contentModificationDate
+        self.contentVersion = item.version.content
+        self.metadataVersion = item.version.metadata
+        self.capabilities = item.capabilities.rawValue
+        self.symlinkTarget = item.symlinkTargetPath
+        self.contentHash = item.contentHash
+        switch item.kind {
+        case .folder: state = .folder
+        case .symlink: state = .symlink
+        case .file: state = .placeholder
+        }
+        self.isPinned = false
+    }
+
+    /// The item as the backend described it.
+    public var item: Item {
+        Item(
+            identifier: identifier, parentIdentifier: parentIdentifier, filename: filename, kind: kind,
+            contentType: contentType, size: size, creationDate: creationDate,
+            contentModificationDate: modificationDate,
+            version: ItemVersion(content: contentVersion, metadata: metadataVersion),
+            capabilities: ItemCapabilities(rawValue: capabilities), symlinkTargetPath: symlinkTarget,
+            contentHash: contentHash)
+    }
+
+    public var version: ItemVersion { ItemVersion(content: contentVersion, metadata: metadataVersion) }
+
+    /// Takes the store's metadata of `item`, keeping the replica state.
+    public mutating func update(from item: Item, path: String) {
+        identifier = item.identifier
+        parentIdentifier = item.parentIdentifier
+        filename = item.filename
+        self.path = path
+        kind = item.kind
+        contentType = item.contentType
+        size = item.size
+        creationDate = item.creationDate
+        modificationDate = item.contentModificationDate
+        contentVersion = item.version.content
+        metadataVersion = item.version.metadata
+        capabilities = item.capabilities.rawValue
+        symlinkTarget = item.symlinkTargetPath
+        contentHash = item.contentHash
+    }
+
+    /// Whether the materialized file holds an older content version than the store's.
+    public var isOutdated: Bool { state == .materialized && localContentVersion != contentVersion }
+}
+
+/// The last anchor of a container's change feed.
+public struct SyncAnchorRecord: Codable, Hashable, Sendable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "syncAnchor"
+    public var domainID: Int64
+    public var container: String
+    public var anchor: Data
+    public var updatedAt: Date
+}
+
+/// The state of a journalled operation.
+public enum JournalState: String, Codable, Hashable, Sendable {
+    case pending, running, done, failed
+}
+
+/// One operation on the store, written before it runs and marked done after, so a crash can be
+/// replayed (with `mayAlreadyExist`) without doing it twice.
+public struct JournalEntry: Codable, Hashable, Sendable, FetchableRecord, MutablePersistableRecord {
+    public static let databaseTableName = "journal"
+    public var id: Int64?
+    public var domainID: Int64
+    /// The template identifier the operation is keyed by.
+    public var templateIdentifier: String
+    /// `create`, `modify` or `delete`.
+    public var operation: String
+    /// The operation's arguments as JSON.
+    public var payload: String
+    public var state: JournalState
+    public var attempts: Int
+    public var lastError: String?
+    public var nextAttemptAt: Date?
+    public var createdAt: Date
+    public var updatedAt: Date
+
+    public init(domainID: Int64, templateIdentifier: String, operation: String, payload: String, now: Date = Date()) {
+        self.domainID = domainID
+        self.templateIdentifier = templateIdentifier
+        self.operation = operation
+        self.payload = payload
+        self.state = .pending
+        self.attempts = 0
+        self.createdAt = now
+        self.updatedAt = now
+    }
+
+    public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+}
+
+/// Where an interrupted download stands, so the next attempt resumes instead of starting over.
+public struct TransferCheckpoint: Codable, Hashable, Sendable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "transferCheckpoint"
+    public var domainID: Int64
+    public var identifier: String
+    public var contentVersion: Data
+    public var stagingPath: String
+    public var bytesTransferred: Int64
+    public var totalBytes: Int64?
+    public var updatedAt: Date
+
+    public init(
+        domainID: Int64, identifier: String, contentVersion: Data, stagingPath: String,
+        bytesTransferred: Int64, totalBytes: Int64?, updatedAt: Date = Date()
+    ) {
+        self.domainID = domainID
+        self.identifier = identifier
+        self.contentVersion = contentVersion
+        self.stagingPath = stagingPath
+        self.bytesTransferred = bytesTransferred
+        self.totalBytes = totalBytes
+        self.updatedAt = updatedAt
+    }
+}
+
+/// A cached thumbnail, keyed by content version.
+public struct ThumbnailRecord: Codable, Hashable, Sendable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "thumbnail"
+    public var domainID: Int64
+    public var identifier: String
+    public var contentVersion: Data
+    public var size: Int
+    public var data: Data
+    public var createdAt: Date
+
+    public init(domainID: Int64, identifier: String, contentVersion: Data, size: Int, data: Data, createdAt: Date = Date()) {
+        self.domainID = domainID
+        self.identifier = identifier
+        self.contentVersion = contentVersion
+        self.size = size
+        self.data = data
+        self.createdAt = createdAt
+    }
+}
