@@ -35,7 +35,7 @@ extension DomainController {
                     outcomes.append(ItemOutcome(path: display(path), error: nil))
                 }
             } catch {
-                outcomes.append(ItemOutcome(path: display(path), error: error))
+                outcomes.append(ItemOutcome(path: display(path), error: FileProviderError.wrap(error)))
             }
         }
         do {
