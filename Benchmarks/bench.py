@@ -1,0 +1,523 @@
+#!/usr/bin/env python3
+"""Benchmarks for fileproviderctl against its peers (rclone, find, cp, ls).
+
+Run with `make bench`, or directly:
+
+    python3 Benchmarks/bench.py [--only NAME ...] [--runs N] [--warmup N] [--no-doc]
+
+Datasets are generated under Benchmarks/data/ from a seeded RNG and reused while their version
+stamp matches. Every run gets a fresh home and destination under Benchmarks/data/runs/ (same
+file system as the data). The page cache is never dropped: all numbers are warm-cache numbers.
+
+Each tool is timed with time.perf_counter around its command(s); peak RSS comes from the
+child's rusage (os.wait4). The Markdown table is printed and, unless --no-doc, written into
+Docs/Performance.md between the bench markers.
+
+To add a benchmark, add a Dataset to DATASETS if needed and a Benchmark to BENCHMARKS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "Benchmarks" / "data"
+RUNS = DATA / "runs"
+RESULTS = REPO / "Benchmarks" / "results"
+PERF_DOC = REPO / "Docs" / "Performance.md"
+BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+FPCTL = Path(os.environ.get("FILEPROVIDERCTL", REPO / ".build" / "release" / "fileproviderctl"))
+DOMAIN = "t"
+
+
+# --- Datasets -------------------------------------------------------------------------------
+
+
+def write_files(folder: Path, count: int, size: Callable[[random.Random], int], rng: random.Random) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(count):
+        (folder / f"file{i:05d}.bin").write_bytes(rng.randbytes(size(rng)))
+
+
+def make_tree100k(root: Path) -> None:
+    """10 x 10 x 10 folders, 100 files of 100-2000 bytes in each leaf: 100,000 files."""
+    rng = random.Random(100_000)
+    for a in range(10):
+        for b in range(10):
+            for c in range(10):
+                write_files(root / f"d{a}" / f"d{b}" / f"d{c}", 100, lambda r: r.randint(100, 2000), rng)
+
+
+def make_small10k(root: Path) -> None:
+    """10 folders of 1,000 files of 4 KiB each."""
+    rng = random.Random(10_000)
+    for a in range(10):
+        write_files(root / f"d{a}", 1000, lambda r: 4096, rng)
+
+
+def make_flat10k(root: Path) -> None:
+    """One folder with 10,000 tiny files."""
+    root.mkdir(parents=True)
+    for i in range(10_000):
+        (root / f"file{i:05d}.txt").write_text(f"{i}\n")
+
+
+def make_big1g(root: Path) -> None:
+    """One 1 GiB file of seeded random bytes."""
+    rng = random.Random(1 << 30)
+    root.mkdir(parents=True)
+    with open(root / "big.bin", "wb") as f:
+        for _ in range(1024):
+            f.write(rng.randbytes(1 << 20))
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    version: int  # bump when `make` changes, so stale copies are rebuilt
+    make: Callable[[Path], None]
+
+    @property
+    def path(self) -> Path:
+        return DATA / self.name
+
+    @property
+    def stamp(self) -> Path:  # beside the tree, so it never shows up in a listing
+        return DATA / f"{self.name}.stamp"
+
+    def ensure(self) -> Path:
+        """Returns the dataset's folder, building it first if missing or stale."""
+        wanted = f"{self.name} v{self.version}\n"
+        if self.path.is_dir() and self.stamp.is_file() and self.stamp.read_text() == wanted:
+            return self.path
+        print(f"building dataset {self.name} ...", file=sys.stderr, flush=True)
+        partial = DATA / f"{self.name}.partial"
+        for stale in (partial, self.path):
+            shutil.rmtree(stale, ignore_errors=True)
+        self.make(partial)
+        partial.rename(self.path)
+        self.stamp.write_text(wanted)
+        return self.path
+
+
+DATASETS = {
+    d.name: d
+    for d in [
+        Dataset("tree100k", 1, make_tree100k),
+        Dataset("small10k", 1, make_small10k),
+        Dataset("flat10k", 1, make_flat10k),
+        Dataset("big1g", 1, make_big1g),
+    ]
+}
+
+
+# --- Benchmark definitions ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Run:
+    """One iteration: the dataset and a fresh, empty work folder."""
+
+    data: Path
+    work: Path
+
+    @property
+    def home(self) -> Path:
+        return self.work / "home"
+
+    @property
+    def dest(self) -> Path:  # not created: cp -r and rclone copy create it
+        return self.work / "dest"
+
+    def fpctl(self, *args: str) -> list[str]:
+        return [str(FPCTL), "--home", str(self.home), *args]
+
+    def rclone(self, *args: str) -> list[str]:
+        return ["rclone", "--config", "/dev/null", *args]
+
+    def add_and_sync(self) -> list[list[str]]:
+        return [
+            self.fpctl("domain", "add", DOMAIN, "--backend", "local", "--root", str(self.data)),
+            self.fpctl("sync", DOMAIN),
+        ]
+
+
+Commands = Callable[[Run], list[list[str]]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    timed: Commands  # run in order; wall times add up, peak RSS is the largest
+    setup: Commands = lambda run: []  # untimed, before `timed`
+    ours: bool = False
+
+
+@dataclass(frozen=True)
+class Target:
+    """What our median must achieve; `reference` is the median of the benchmark's reference tool."""
+
+    text: str
+    met: Callable[[float, float | None], bool]
+
+
+def at_most_times(factor: float, peer: str) -> Target:
+    return Target(f"≤ {factor:g}× {peer}", lambda ours, ref: ref is not None and ours <= factor * ref)
+
+
+def faster_than(peer: str) -> Target:
+    return Target(f"< {peer}", lambda ours, ref: ref is not None and ours < ref)
+
+
+def under_seconds(limit: float) -> Target:
+    return Target(f"< {limit * 1000:g} ms", lambda ours, ref: ours < limit)
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    dataset: str
+    tools: list[Tool]
+    reference: str  # the tool the ratio column divides by
+    target: Target  # applies to every `ours` tool
+
+
+def ours(name: str, timed: Commands, setup: Commands = lambda run: []) -> Tool:
+    return Tool(name, timed, setup, ours=True)
+
+
+BENCHMARKS = [
+    Benchmark(
+        "first-sync-100k",
+        "tree100k",
+        [
+            ours("fileproviderctl domain add + sync", Run.add_and_sync),
+            Tool("rclone lsjson -R", lambda r: [r.rclone("lsjson", "-R", str(r.data))]),
+            Tool("find", lambda r: [["find", str(r.data)]]),
+        ],
+        reference="rclone lsjson -R",
+        target=at_most_times(1.5, "rclone lsjson"),
+    ),
+    Benchmark(
+        "materialize-10k",
+        "small10k",
+        [
+            ours(
+                "fileproviderctl materialize -R",
+                lambda r: [r.fpctl("materialize", "-R", f"{DOMAIN}:/")],
+                setup=Run.add_and_sync,
+            ),
+            Tool("rclone copy", lambda r: [r.rclone("copy", str(r.data), str(r.dest))]),
+            Tool("cp -r", lambda r: [["cp", "-r", str(r.data), str(r.dest)]]),
+        ],
+        reference="rclone copy",
+        target=faster_than("rclone copy"),
+    ),
+    Benchmark(
+        "ls-10k",
+        "flat10k",
+        [
+            ours("fileproviderctl ls", lambda r: [r.fpctl("ls", f"{DOMAIN}:/")], setup=Run.add_and_sync),
+            ours(
+                "fileproviderctl ls --json",
+                lambda r: [r.fpctl("ls", f"{DOMAIN}:/", "--json")],
+                setup=Run.add_and_sync,
+            ),
+            Tool("ls -la", lambda r: [["ls", "-la", str(r.data)]]),
+        ],
+        reference="ls -la",
+        target=under_seconds(0.100),
+    ),
+]
+
+
+# --- Measuring ------------------------------------------------------------------------------
+
+
+class CommandFailed(Exception):
+    def __init__(self, argv: list[str], status: int, stderr: str):
+        super().__init__(f"{' '.join(argv)} exited with {status}\n{stderr.rstrip()}")
+
+
+@dataclass
+class Sample:
+    seconds: float
+    peak_mib: float
+
+
+def measure(argv: list[str]) -> Sample:
+    """Runs argv with stdout to /dev/null; returns wall time and the child's peak RSS."""
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        try:
+            child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+        except OSError as e:
+            raise CommandFailed(argv, -1, str(e)) from None
+        _, status, usage = os.wait4(child.pid, 0)
+        seconds = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)  # keeps Popen from reaping again
+        if child.returncode != 0:
+            err.seek(0)
+            raise CommandFailed(argv, child.returncode, err.read().decode(errors="replace"))
+    return Sample(seconds, usage.ru_maxrss / 1024)  # ru_maxrss is KiB on Linux
+
+
+def run_untimed(argv: list[str]) -> None:
+    done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if done.returncode != 0:
+        raise CommandFailed(argv, done.returncode, done.stderr.decode(errors="replace"))
+
+
+def iterate(tool: Tool, data: Path) -> Sample:
+    """One fresh-work-folder iteration of a tool: setup untimed, then the timed commands."""
+    RUNS.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="run-", dir=RUNS))
+    try:
+        run = Run(data, work)
+        run.home.mkdir()
+        for argv in tool.setup(run):
+            run_untimed(argv)
+        samples = [measure(argv) for argv in tool.timed(run)]
+        return Sample(sum(s.seconds for s in samples), max(s.peak_mib for s in samples))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@dataclass
+class Result:
+    benchmark: str
+    tool: str
+    ours: bool
+    samples: list[Sample] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def median(self) -> float:
+        return statistics.median(s.seconds for s in self.samples)
+
+    @property
+    def fastest(self) -> float:
+        return min(s.seconds for s in self.samples)
+
+    @property
+    def peak_mib(self) -> float:
+        return max(s.peak_mib for s in self.samples)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and bool(self.samples)
+
+
+def run_tool(bench: Benchmark, tool: Tool, data: Path, runs: int, warmup: int) -> Result:
+    result = Result(bench.name, tool.name, tool.ours)
+    print(f"  {tool.name}: ", end="", file=sys.stderr, flush=True)
+    try:
+        if tool.ours and not os.access(FPCTL, os.X_OK):
+            raise CommandFailed([str(FPCTL)], -1, "binary not found; build it or set FILEPROVIDERCTL")
+        for _ in range(warmup):
+            iterate(tool, data)
+        for _ in range(runs):
+            result.samples.append(iterate(tool, data))
+            print(f"{result.samples[-1].seconds:.3f}s ", end="", file=sys.stderr, flush=True)
+        print(file=sys.stderr)
+    except CommandFailed as e:
+        result.error = str(e)
+        print(f"FAILED\n{e}", file=sys.stderr)
+    return result
+
+
+def run_benchmark(bench: Benchmark, runs: int, warmup: int) -> list[Result]:
+    print(f"{bench.name} ({bench.dataset})", file=sys.stderr)
+    data = DATASETS[bench.dataset].ensure()
+    return [run_tool(bench, tool, data, runs, warmup) for tool in bench.tools]
+
+
+# --- Reporting ------------------------------------------------------------------------------
+
+
+def table_rows(bench: Benchmark, results: list[Result]) -> list[list[str]]:
+    ref = next((r for r in results if r.tool == bench.reference and r.ok), None)
+    ref_median = ref.median if ref else None
+    rows = []
+    for r in results:
+        if not r.ok:
+            rows.append([bench.name, r.tool, "FAILED", "", "", "", bench.target.text if r.ours else "", "FAILED"])
+            continue
+        ratio = f"{r.median / ref_median:.2f}×" if ref_median else "—"
+        met = ("yes" if bench.target.met(r.median, ref_median) else "no") if r.ours else ""
+        rows.append(
+            [
+                bench.name,
+                r.tool,
+                f"{r.median:.3f}",
+                f"{r.fastest:.3f}",
+                f"{r.peak_mib:.1f}",
+                ratio,
+                bench.target.text if r.ours else "",
+                met,
+            ]
+        )
+    return rows
+
+
+def markdown_table(rows: list[list[str]]) -> str:
+    header = ["benchmark", "tool", "median s", "min s", "peak MiB", "ratio vs reference", "target", "met?"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def first_line(argv: list[str]) -> str:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True)
+    except OSError:
+        return "not installed"
+    return next((line for line in (done.stdout + done.stderr).splitlines() if line.strip()), "unknown")
+
+
+def memory_gib() -> str:
+    with open("/proc/meminfo") as f:
+        kib = int(next(line for line in f if line.startswith("MemTotal:")).split()[1])
+    return f"{kib / (1 << 20):.1f} GiB"
+
+
+def machine_info() -> dict[str, str]:
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": first_line(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"]),
+        "cpus (nproc)": str(os.cpu_count()),
+        "memory": memory_gib(),
+        "kernel": f"{platform.system()} {platform.release()}",
+        "rclone": first_line(["rclone", "--version"]),
+        "swift": first_line(["swift", "--version"]),
+    }
+
+
+def report(table: str, info: dict[str, str], runs: int, warmup: int) -> str:
+    facts = "\n".join(f"- {key}: {value}" for key, value in info.items())
+    return (
+        f"{facts}\n- runs: {runs} per tool (median and min reported), {warmup} warm-up; "
+        "warm page cache\n\n"
+        f"{table}\n"
+    )
+
+
+DOC_INTRO = """# Performance
+
+`make bench` runs `Benchmarks/bench.py`, which compares `fileproviderctl` with tools that do
+comparable work on the same data: `rclone` (the closest peer), `find`, `cp` and `ls`.
+
+Method:
+- Datasets are generated under `Benchmarks/data/` from a seeded RNG and reused between runs
+  (`tree100k`: 100,000 files of 100–2000 bytes in 10×10×10 folders; `small10k`: 10,000 files of
+  4 KiB in 10 folders; `flat10k`: 10,000 tiny files in one folder; `big1g`: one 1 GiB file).
+- Every run starts from a fresh, empty home and destination on the same file system as the data.
+  Untimed setup (adding the domain and syncing, where a benchmark measures a later step) runs
+  first.
+- Wall time is measured around the process with `time.perf_counter`; peak memory is the child's
+  maximum resident set size from `wait4`. Where a tool runs two commands, times add up and the
+  larger peak is shown.
+- The page cache is not dropped: all numbers are **warm-cache** numbers.
+- Write-heavy benchmarks (`materialize-10k`) depend on the disk: on virtual machines with
+  slow block devices single runs vary several-fold, so compare with `cp -r` and `rclone copy`
+  from the same run rather than across machines.
+- Each tool runs N times (default 5) after a warm-up run; the table shows the median and the
+  minimum. The ratio divides each median by the benchmark's reference tool's median.
+
+Run one benchmark with `python3 Benchmarks/bench.py --only ls-10k --runs 3`.
+
+## Latest results
+
+"""
+
+
+def write_doc(body: str) -> None:
+    section = f"{BEGIN}\n{body}{END}"
+    text = PERF_DOC.read_text() if PERF_DOC.exists() else DOC_INTRO + f"{BEGIN}\n{END}\n"
+    start, end = text.find(BEGIN), text.find(END)
+    if start == -1 or end < start:
+        text = text.rstrip("\n") + f"\n\n{section}\n"
+    else:
+        text = text[:start] + section + text[end + len(END) :]
+    PERF_DOC.parent.mkdir(parents=True, exist_ok=True)
+    PERF_DOC.write_text(text)
+
+
+def save_raw(results: list[Result], info: dict[str, str]) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / "latest.json"
+    raw = {
+        "machine": info,
+        "results": [
+            {
+                "benchmark": r.benchmark,
+                "tool": r.tool,
+                "ours": r.ours,
+                "seconds": [s.seconds for s in r.samples],
+                "peak_mib": [s.peak_mib for s in r.samples],
+                "error": r.error,
+            }
+            for r in results
+        ],
+    }
+    path.write_text(json.dumps(raw, indent=2) + "\n")
+    return path
+
+
+# --- Main -----------------------------------------------------------------------------------
+
+
+def parse_args() -> argparse.Namespace:
+    names = [b.name for b in BENCHMARKS]
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--only", action="append", choices=names, metavar="NAME", help=f"one of {', '.join(names)}; repeatable")
+    p.add_argument("--runs", type=int, default=5, help="timed runs per tool (default 5)")
+    p.add_argument("--warmup", type=int, default=1, help="untimed runs per tool first (default 1)")
+    p.add_argument(
+        "--doc",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="write Docs/Performance.md (default: only when every benchmark ran)",
+    )
+    args = p.parse_args()
+    if args.runs < 1 or args.warmup < 0:
+        p.error("--runs must be at least 1 and --warmup at least 0")
+    return args
+
+
+def main() -> int:
+    args = parse_args()
+    selected = [b for b in BENCHMARKS if not args.only or b.name in args.only]
+    results: list[Result] = []
+    rows: list[list[str]] = []
+    for bench in selected:
+        bench_results = run_benchmark(bench, args.runs, args.warmup)
+        results += bench_results
+        rows += table_rows(bench, bench_results)
+
+    table = markdown_table(rows)
+    info = machine_info()
+    print(table)
+    print(f"raw timings: {save_raw(results, info).relative_to(REPO)}", file=sys.stderr)
+    if args.doc if args.doc is not None else not args.only:
+        write_doc(report(table, info, args.runs, args.warmup))
+        print(f"updated {PERF_DOC.relative_to(REPO)}", file=sys.stderr)
+    return 0 if all(r.ok for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+# FileProviderKit — developer entry points. `make help` lists them.
+# Every target that needs system packages runs `deps` first; it is idempotent and quiet.
+
+SWIFT          ?= swift
+PYTHON         ?= python3
+RELEASE_FLAGS  ?= -c release --product fileproviderctl
+FILEPROVIDERCTL ?= $(CURDIR)/.build/release/fileproviderctl
+export FILEPROVIDERCTL
+
+.DEFAULT_GOAL := help
+.PHONY: help deps build release test demo bench format clean
+
+help: ## List the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+deps: ## Install missing apt packages (idempotent)
+	@scripts/install-deps.sh
+
+build: ## Debug build of every target
+	$(SWIFT) build
+
+release: deps ## Release build of fileproviderctl
+	$(SWIFT) build $(RELEASE_FLAGS)
+
+test: deps ## Build and run all tests, then scripts/test-*.sh in order
+	$(SWIFT) build --build-tests
+	$(SWIFT) test
+	@set -e; for t in $$(ls scripts/test-*.sh 2>/dev/null | LC_ALL=C sort); do \
+		echo "==> $$t"; bash "$$t"; \
+	done
+
+demo: release ## Run scripts/demo.sh against a throwaway home
+	scripts/demo.sh
+
+bench: release ## Run the benchmarks and update Docs/Performance.md
+	$(PYTHON) Benchmarks/bench.py $(BENCH_ARGS)
+
+format: ## swift format Sources, Adapters and Tests in place
+	$(SWIFT) format -i -r Sources Adapters Tests
+
+clean: ## Remove build products and the demo home (keeps Benchmarks/data)
+	rm -rf .build demo-home
