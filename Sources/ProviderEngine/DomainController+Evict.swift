@@ -55,7 +55,7 @@ extension DomainController {
         updated.localInode = nil
         let metadata = PlaceholderMetadata(domain: domain.name, record: updated)
         let replica = self.replica
-        try await executor.run { [self] () throws(FileProviderError) in
+        try await executor.run { [self] in
             let path = replica.path(record.path)
             if let print = replica.fingerprint(atPath: path) {
                 if hasLocalChanges(record, print) {

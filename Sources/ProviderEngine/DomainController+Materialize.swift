@@ -158,7 +158,7 @@ extension DomainController {
         updated.update(from: item, path: path)
         let expected = item.size
         let stored = record
-        let print = try await executor.run { [self] () throws(FileProviderError) -> FileFingerprint in
+        let print = try await executor.run { [self] () throws -> FileFingerprint in
             guard let size = replica.fileSize(atPath: staging), size == expected else {
                 try? replica.removeFile(atPath: staging)
                 throw FileProviderError(.corruptData, "the download of \(display(path)) was \(replica.fileSize(atPath: staging) ?? 0) bytes, expected \(expected); try again")
