@@ -152,7 +152,7 @@ public struct Replica: Sendable {
     public func prepareStagingFile(named name: String, truncate: Bool) throws(FileProviderError) -> String {
         let target = staging.path + "/" + name
         let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : 0)
-        let fd = open(target, flags, 0o600)
+        let fd = open(target, flags, 0o644)
         if fd < 0 { throw POSIXError.error("cannot create staging file", path: target) }
         close(fd)
         return target

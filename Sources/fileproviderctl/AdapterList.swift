@@ -1,0 +1,11 @@
+import LocalAdapter
+import ProviderCore
+
+/// The one list of built-in adapters. A new backend adds its descriptor here.
+enum AdapterList {
+    static let descriptors: [BackendDescriptor] = [
+        LocalBackend.descriptor
+    ]
+
+    static var registry: BackendRegistry { BackendRegistry(descriptors) }
+}

@@ -1,0 +1,88 @@
+import ArgumentParser
+import Foundation
+import ProviderCore
+import ProviderEngine
+
+struct DomainAddCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "add",
+        abstract: "Add a domain: a store whose items appear in a replica folder.",
+        discussion: """
+            Backend options follow --backend as --NAME VALUE (or --NAME=VALUE).
+
+            \(AdapterList.descriptors.map(Self.describe).joined(separator: "\n\n"))
+
+            Example:
+              fileproviderctl domain add photos --backend local --root ~/Pictures
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: OutputOptions
+
+    @Argument(help: "The domain's name: letters, digits, '-', '_', '.'; no '/', ':' or spaces.")
+    var name: String
+
+    @Option(help: ArgumentHelp("The backend kind: \(AdapterList.descriptors.map(\.kind).joined(separator: ", ")).", valueName: "kind"))
+    var backend: String
+
+    @Option(help: ArgumentHelp("The replica folder (default: <home>/domains/<name>); must be empty or new.", valueName: "dir"))
+    var replica: String?
+
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Backend options (--root DIR, ...).", visibility: .hidden))
+    var backendOptions: [String] = []
+
+    static func describe(_ descriptor: BackendDescriptor) -> String {
+        var lines = ["Backend '\(descriptor.kind)': \(descriptor.summary)"]
+        for option in descriptor.options {
+            var text = "  --\(option.name) <\(option.type.rawValue)>  \(option.help)"
+            if option.isRequired { text += " (required)" }
+            if let value = option.defaultValue { text += " (default: \(value))" }
+            lines.append(text)
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// Parses `--name value` and `--name=value` pairs.
+    static func parse(_ arguments: [String]) throws(FileProviderError) -> [String: String] {
+        var values: [String: String] = [:]
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            guard argument.hasPrefix("--"), argument.count > 2 else {
+                throw FileProviderError(.invalidArgument, "unexpected argument '\(argument)'; backend options look like --root DIR")
+            }
+            let body = argument.dropFirst(2)
+            if let equals = body.firstIndex(of: "=") {
+                values[String(body[..<equals])] = String(body[body.index(after: equals)...])
+            } else if index + 1 < arguments.count, !arguments[index + 1].hasPrefix("--") {
+                values[String(body)] = arguments[index + 1]
+                index += 1
+            } else {
+                values[String(body)] = "true"
+            }
+            index += 1
+        }
+        return values
+    }
+
+    func run() async throws {
+        let manager = try global.manager()
+        var options = try Self.parse(backendOptions)
+        let descriptor = try manager.registry.descriptor(for: backend)
+        for option in descriptor.options where option.type == .path {
+            if let value = options[option.name] {
+                options[option.name] = URL(fileURLWithPath: (value as NSString).expandingTildeInPath).standardizedFileURL.path
+            }
+        }
+        let replicaPath = replica.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath).standardizedFileURL.path }
+        let record = try await manager.addDomain(name: name, kind: backend, options: options, replicaPath: replicaPath)
+        await manager.close()
+        if output.json {
+            try Output.json(DomainJSON(record, summary: nil))
+        } else {
+            print("added domain '\(record.name)' (\(record.backendKind)); replica: \(record.replicaPath)")
+            print("next: fileproviderctl sync \(record.name)")
+        }
+    }
+}

@@ -1,0 +1,9 @@
+import ArgumentParser
+
+struct DomainCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "domain",
+        abstract: "Add, list, show and remove domains.",
+        subcommands: [DomainAddCommand.self, DomainListCommand.self, DomainShowCommand.self, DomainRemoveCommand.self]
+    )
+}

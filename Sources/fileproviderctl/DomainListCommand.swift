@@ -1,0 +1,55 @@
+import ArgumentParser
+import Foundation
+import ProviderEngine
+import ProviderStore
+
+struct DomainListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List the domains.")
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        let manager = try global.manager()
+        let domains = try manager.domains()
+        if output.json {
+            try Output.json(try domains.map { DomainJSON($0, summary: try manager.store.summary(domainID: $0.id ?? 0)) })
+            return
+        }
+        if domains.isEmpty {
+            print("no domains; add one with: fileproviderctl domain add NAME --backend local --root DIR")
+            return
+        }
+        var text = "NAME\tBACKEND\tITEMS\tLAST SYNC\tREPLICA\n"
+        for domain in domains {
+            let summary = try manager.store.summary(domainID: domain.id ?? 0)
+            text += "\(domain.name)\t\(domain.backendKind)\t\(summary.total)\t\(Output.date(domain.lastSyncAt))\t\(domain.replicaPath)\n"
+        }
+        Output.write(text)
+    }
+}
+
+/// A domain as `--json` prints it.
+struct DomainJSON: Encodable {
+    var name: String
+    var backend: String
+    var options: [String: String]
+    var replica: String
+    var createdAt: Date
+    var lastSyncAt: Date?
+    var lastError: String?
+    var connected: Bool
+    var items: ItemSummary?
+
+    init(_ record: DomainRecord, summary: ItemSummary?) {
+        name = record.name
+        backend = record.backendKind
+        options = record.options
+        replica = record.replicaPath
+        createdAt = record.createdAt
+        lastSyncAt = record.lastSyncAt
+        lastError = record.lastError
+        connected = record.isConnected
+        items = summary
+    }
+}

@@ -1,0 +1,38 @@
+import ArgumentParser
+import ProviderEngine
+
+struct DomainShowCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "show", abstract: "Show one domain's settings and state.")
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: OutputOptions
+
+    @Argument(help: "The domain's name.")
+    var name: String
+
+    func run() async throws {
+        let manager = try global.manager()
+        let domain = try manager.domain(named: name)
+        let summary = try manager.store.summary(domainID: domain.id ?? 0)
+        if output.json {
+            try Output.json(DomainJSON(domain, summary: summary))
+            return
+        }
+        var lines = [
+            "name:         \(domain.name)",
+            "backend:      \(domain.backendKind)",
+        ]
+        for (key, value) in domain.options.sorted(by: { $0.key < $1.key }) {
+            lines.append("  --\(key) \(value)")
+        }
+        lines += [
+            "replica:      \(domain.replicaPath)",
+            "created:      \(Output.date(domain.createdAt))",
+            "last sync:    \(Output.date(domain.lastSyncAt))",
+            "items:        \(summary.total) (\(summary.folders) folders, \(summary.placeholders) placeholders, \(summary.materialized) materialized, \(summary.pinned) pinned)",
+            "downloaded:   \(Output.bytes(summary.materializedBytes))",
+        ]
+        if let error = domain.lastError { lines.append("last error:   \(error)") }
+        print(lines.joined(separator: "\n"))
+    }
+}

@@ -1,0 +1,28 @@
+import ArgumentParser
+import ProviderEngine
+
+struct EvictCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "evict",
+        abstract: "Drop downloaded contents; items stay as placeholders.",
+        discussion: "Refuses pinned items and files with local changes that are not uploaded. A folder stands for the files directly in it, or everything below it with -R."
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: OutputOptions
+    @OptionGroup var items: ItemArguments
+
+    @Flag(name: [.customShort("R"), .long], help: "Include everything below folders.")
+    var recursive = false
+
+    func run() async throws {
+        let manager = try global.manager()
+        var outcomes: [ItemOutcome] = []
+        for (domain, paths) in try items.grouped(manager) {
+            let controller = try await manager.controller(for: domain)
+            outcomes += await controller.evict(paths: paths, recursive: recursive)
+        }
+        await manager.close()
+        try Output.finish(outcomes, verb: "evicted", json: output.json)
+    }
+}

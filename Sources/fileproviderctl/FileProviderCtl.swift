@@ -1,0 +1,66 @@
+import ArgumentParser
+import Foundation
+import ProviderCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+@main
+struct FileProviderCtl: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fileproviderctl",
+        abstract: "Manage File Provider domains: remote stores replicated into local folders.",
+        discussion: """
+            A domain is one configured store (a local folder, an SFTP account, an HTTP media \
+            service). Its items appear in a replica folder as placeholders (<name>.placeholder) \
+            until you materialize them; evict drops the contents again. All domains share one \
+            metadata database in the state folder (--home, $FILEPROVIDER_HOME, default \
+            $XDG_DATA_HOME/fileprovider).
+
+            Paths are DOMAIN:/path, or a path inside a replica folder.
+            Exit codes: 0 success, 1 failure, 2 usage error.
+            """,
+        subcommands: [
+            DomainCommand.self, SyncCommand.self, ListCommand.self, MaterializeCommand.self,
+            EvictCommand.self, PinCommand.self, UnpinCommand.self, StatusCommand.self, DumpCommand.self,
+        ]
+    )
+
+    /// Runs the command, with exit codes 0 (success), 1 (failure) and 2 (usage).
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var async = command as? any AsyncParsableCommand {
+                try await async.run()
+            } else {
+                try command.run()
+            }
+        } catch let error as FileProviderError {
+            Output.error(error.message)
+            Glibc.exit(usageCodes.contains(error.code) ? 2 : 1)
+        } catch let error as CommandFailure {
+            if !error.message.isEmpty { Output.error(error.message) }
+            Glibc.exit(1)
+        } catch {
+            let code = exitCode(for: error)
+            if code == ExitCode.success || code == ExitCode(64) || code == ExitCode.validationFailure {
+                let message = fullMessage(for: error)
+                if code == .success {
+                    print(message)
+                    Glibc.exit(0)
+                }
+                FileHandle.standardError.write(Data((message + "\n").utf8))
+                Glibc.exit(2)
+            }
+            exit(withError: error)
+        }
+    }
+
+    static let usageCodes: Set<FileProviderError.Code> = [.invalidArgument, .providerDomainNotFound]
+}
+
+/// A command failed after printing what went wrong; exit 1.
+struct CommandFailure: Error {
+    var message: String = ""
+}

@@ -1,0 +1,21 @@
+import ArgumentParser
+import ProviderCore
+import ProviderEngine
+
+/// Item paths given on the command line, resolved and grouped by domain.
+struct ItemArguments: ParsableArguments {
+    @Argument(help: ArgumentHelp("Items: DOMAIN:/path or a path inside a replica folder.", valueName: "path"))
+    var paths: [String]
+
+    /// The paths by domain, in the order the domains first appear.
+    func grouped(_ manager: ProviderManager) throws(FileProviderError) -> [(domain: String, paths: [String])] {
+        var order: [String] = []
+        var byDomain: [String: [String]] = [:]
+        for argument in paths {
+            let location = try manager.resolve(argument)
+            if byDomain[location.domain] == nil { order.append(location.domain) }
+            byDomain[location.domain, default: []].append(location.path)
+        }
+        return order.map { ($0, byDomain[$0] ?? []) }
+    }
+}

@@ -1,0 +1,103 @@
+import ArgumentParser
+import Foundation
+import ProviderCore
+import ProviderEngine
+import ProviderStore
+
+struct ListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ls",
+        abstract: "List items from the database, offline.",
+        discussion: "STATE is folder, placeholder, materialized (outdated when the store has newer contents) or symlink, with ',pinned' for pinned items."
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: OutputOptions
+
+    @Argument(help: ArgumentHelp("A folder or item: DOMAIN:/path or a path inside a replica.", valueName: "path"))
+    var path: String
+
+    @Flag(name: [.customShort("R"), .long], help: "List everything below the folder.")
+    var recursive = false
+
+    func run() async throws {
+        let manager = try global.manager()
+        let location = try manager.resolve(path)
+        let domain = try manager.domain(named: location.domain)
+        guard let id = domain.id, let target = try manager.store.item(domainID: id, path: location.path) else {
+            throw FileProviderError(.noSuchItem, "no item at \(location.description); run 'fileproviderctl sync \(location.domain)' to refresh")
+        }
+        let records: [ItemRecord]
+        if target.kind != .folder {
+            records = [target]
+        } else if recursive {
+            records = try manager.store.descendants(domainID: id, of: location.path)
+        } else {
+            records = try manager.store.children(domainID: id, parent: target.identifier)
+        }
+        if output.json {
+            Output.write(ItemJSON.encode(records, domain: location.domain))
+            return
+        }
+        var text = ""
+        text.reserveCapacity(records.count * 80)
+        let base = location.path.isEmpty ? 0 : location.path.count + 1
+        for record in records {
+            let shown = recursive && target.kind == .folder ? String(record.path.dropFirst(base)) : record.filename
+            let size = record.kind == .folder ? "-" : Output.bytes(record.size)
+            let state = record.stateLabel
+            text += state.padding(toLength: 22, withPad: " ", startingAt: 0)
+            text += String(repeating: " ", count: max(0, 10 - size.count)) + size + "  "
+            text += Output.date(record.modificationDate) + "  " + shown + (record.kind == .folder ? "/" : "") + "\n"
+        }
+        Output.write(text)
+    }
+}
+
+/// Items as `ls --json` and `dump --json` print them: written by hand, fast for 10,000 rows.
+enum ItemJSON {
+    static func encode(_ records: [ItemRecord], domain: String, full: Bool = false) -> String {
+        var out = "["
+        out.reserveCapacity(records.count * 200)
+        for (index, record) in records.enumerated() {
+            if index > 0 { out += "," }
+            out += "\n{\"domain\":" + quote(domain) + ",\"path\":" + quote("/" + record.path)
+            out += ",\"name\":" + quote(record.filename) + ",\"identifier\":" + quote(record.identifier.rawValue)
+            out += ",\"kind\":\"\(record.kind.rawValue)\",\"state\":\"\(record.state.rawValue)\""
+            out += ",\"pinned\":\(record.isPinned),\"size\":\(record.size)"
+            out += ",\"contentType\":" + quote(record.contentType)
+            if let date = record.modificationDate { out += ",\"modified\":\(date.timeIntervalSince1970)" }
+            if record.state == .materialized { out += ",\"outdated\":\(record.isOutdated)" }
+            if let target = record.symlinkTarget { out += ",\"symlinkTarget\":" + quote(target) }
+            if full {
+                out += ",\"parentIdentifier\":" + quote(record.parentIdentifier.rawValue)
+                out += ",\"contentVersion\":\"\(record.contentVersion.hexString)\",\"metadataVersion\":\"\(record.metadataVersion.hexString)\""
+                if let version = record.localContentVersion { out += ",\"localContentVersion\":\"\(version.hexString)\"" }
+                if let error = record.lastError { out += ",\"lastError\":" + quote(error) }
+            }
+            out += "}"
+        }
+        out += records.isEmpty ? "]\n" : "\n]\n"
+        return out
+    }
+
+    static func quote(_ string: String) -> String {
+        var out = "\""
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if scalar.value < 0x20 {
+                    out += String(format: "\\u%04x", scalar.value)
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+}

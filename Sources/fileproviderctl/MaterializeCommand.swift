@@ -1,0 +1,30 @@
+import ArgumentParser
+import ProviderEngine
+
+struct MaterializeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "materialize",
+        abstract: "Download items so their contents are in the replica.",
+        discussion: "A folder stands for the files directly in it, or everything below it with -R. Each file is downloaded to a staging file, checked, and renamed into place; its placeholder is removed."
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: OutputOptions
+    @OptionGroup var items: ItemArguments
+
+    @Flag(name: [.customShort("R"), .long], help: "Include everything below folders.")
+    var recursive = false
+
+    func run() async throws {
+        let manager = try global.manager()
+        var outcomes: [ItemOutcome] = []
+        for (domain, paths) in try items.grouped(manager) {
+            let controller = try await manager.controller(for: domain)
+            let bar = ProgressBar(label: "materialize \(domain)")
+            outcomes += await controller.materialize(paths: paths, recursive: recursive, events: bar.handler)
+            bar.finish()
+        }
+        await manager.close()
+        try Output.finish(outcomes, verb: "materialized", json: output.json)
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import ProviderCore
+import ProviderEngine
+import ProviderStore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Printing helpers shared by the commands.
+enum Output {
+    static let isTerminal = isatty(STDERR_FILENO) == 1
+
+    static func error(_ message: String) {
+        FileHandle.standardError.write(Data("error: \(message)\n".utf8))
+    }
+
+    static func warning(_ message: String) {
+        FileHandle.standardError.write(Data("warning: \(message)\n".utf8))
+    }
+
+    /// Writes to standard output in one call.
+    static func write(_ text: String) {
+        FileHandle.standardOutput.write(Data(text.utf8))
+    }
+
+    /// Prints a value as JSON.
+    static func json<T: Encodable>(_ value: T) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        var data = try encoder.encode(value)
+        data.append(0x0a)
+        FileHandle.standardOutput.write(data)
+    }
+
+    /// `1.5 KiB`, `3.0 MiB`.
+    static func bytes(_ count: Int64) -> String {
+        if count < 1024 { return "\(count) B" }
+        var value = Double(count) / 1024
+        for unit in ["KiB", "MiB", "GiB", "TiB"] {
+            if value < 1024 { return String(format: "%.1f %@", value, unit) }
+            value /= 1024
+        }
+        return String(format: "%.1f PiB", value)
+    }
+
+    /// `2026-11-21 14:03` in local time, without DateFormatter (slow for many rows).
+    static func date(_ date: Date?) -> String {
+        guard let date else { return "-" }
+        var seconds = time_t(date.timeIntervalSince1970)
+        var parts = tm()
+        localtime_r(&seconds, &parts)
+        var buffer = [CChar](repeating: 0, count: 32)
+        let count = strftime(&buffer, buffer.count, "%Y-%m-%d %H:%M", &parts)
+        return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Prints failed outcomes; throws `CommandFailure` when any failed.
+    static func finish(_ outcomes: [ItemOutcome], verb: String, json: Bool) throws {
+        let failed = outcomes.filter { $0.error != nil }
+        if json {
+            try Output.json(outcomes.map { OutcomeJSON(path: $0.path, ok: $0.error == nil, error: $0.error?.message, code: $0.error?.code.name) })
+        } else {
+            for outcome in failed { error("\(outcome.path): \(outcome.error!.message)") }
+            let done = outcomes.count - failed.count
+            if !isTerminal || done > 0 || failed.isEmpty {
+                print("\(verb) \(done) item\(done == 1 ? "" : "s")\(failed.isEmpty ? "" : ", \(failed.count) failed")")
+            }
+        }
+        if !failed.isEmpty { throw CommandFailure() }
+    }
+}
+
+struct OutcomeJSON: Encodable {
+    var path: String
+    var ok: Bool
+    var error: String?
+    var code: String?
+}
+
+/// The state of an item as the CLI shows it.
+extension ItemRecord {
+    var stateLabel: String {
+        switch state {
+        case .folder: return isPinned ? "folder,pinned" : "folder"
+        case .symlink: return "symlink"
+        case .placeholder: return isPinned ? "placeholder,pinned" : "placeholder"
+        case .materialized: return isPinned ? "materialized,pinned" : (isOutdated ? "materialized,outdated" : "materialized")
+        }
+    }
+}

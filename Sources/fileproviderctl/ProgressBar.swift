@@ -1,0 +1,53 @@
+import Foundation
+import ProviderEngine
+
+/// Draws engine progress on a terminal (standard error); silent when it is not a terminal.
+final class ProgressBar: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lastDraw = Date.distantPast
+    private let started = Date()
+    private var drew = false
+    private let label: String
+
+    init(label: String) { self.label = label }
+
+    /// The handler to pass to the engine, or `nil` when standard error is not a terminal.
+    var handler: EventHandler? {
+        guard Output.isTerminal else { return nil }
+        return { [self] event in self.draw(event) }
+    }
+
+    private func draw(_ event: EngineEvent) {
+        lock.lock()
+        defer { lock.unlock() }
+        let now = Date()
+        var final = false
+        if case .transfer(_, _, let items, let total) = event, items == total { final = true }
+        guard final || now.timeIntervalSince(lastDraw) > 0.1 else { return }
+        lastDraw = now
+        let line: String
+        switch event {
+        case .listing(let folders, let items):
+            line = "\(label): listing… \(folders) folders, \(items) items"
+        case .transfer(let bytes, let totalBytes, let items, let totalItems):
+            let fraction = totalBytes > 0 ? Double(bytes) / Double(totalBytes) : Double(items) / Double(max(totalItems, 1))
+            let width = 24
+            let filled = min(width, Int(fraction * Double(width)))
+            let rate = Double(bytes) / max(now.timeIntervalSince(started), 0.001)
+            line = "\(label) [\(String(repeating: "#", count: filled))\(String(repeating: " ", count: width - filled))] "
+                + "\(Int(fraction * 100))% \(items)/\(totalItems) files \(Output.bytes(bytes))/\(Output.bytes(totalBytes)) \(Output.bytes(Int64(rate)))/s"
+        case .notice:
+            return
+        }
+        FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
+        drew = true
+    }
+
+    /// Ends the progress line.
+    func finish() {
+        lock.lock()
+        defer { lock.unlock() }
+        if drew { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        drew = false
+    }
+}

@@ -1,0 +1,35 @@
+import ArgumentParser
+import ProviderEngine
+
+struct StatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show every domain's state: items, downloads, pins, last sync, errors."
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: OutputOptions
+
+    @Argument(help: "Domains to show (default: all).")
+    var names: [String] = []
+
+    func run() async throws {
+        let manager = try global.manager()
+        let domains = names.isEmpty ? try manager.domains() : try names.map { try manager.domain(named: $0) }
+        let rows = try domains.map { ($0, try manager.store.summary(domainID: $0.id ?? 0)) }
+        if output.json {
+            try Output.json(rows.map { DomainJSON($0.0, summary: $0.1) })
+            return
+        }
+        if rows.isEmpty {
+            print("no domains; add one with: fileproviderctl domain add NAME --backend local --root DIR")
+            return
+        }
+        for (domain, summary) in rows {
+            var line = "\(domain.name) (\(domain.backendKind)): \(summary.total) items, \(summary.materialized) materialized (\(Output.bytes(summary.materializedBytes))), \(summary.placeholders) placeholders, \(summary.pinned) pinned; last sync \(Output.date(domain.lastSyncAt))"
+            if !domain.isConnected { line += "; disconnected" }
+            print(line)
+            if let error = domain.lastError { print("  last error: \(error)") }
+        }
+    }
+}

@@ -1,0 +1,65 @@
+import ArgumentParser
+import ProviderCore
+import ProviderEngine
+
+struct SyncCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync",
+        abstract: "Bring replicas up to date with their stores.",
+        discussion: """
+            Lists each store and compares it with the database: new items become placeholders, \
+            changed items are updated (downloaded files whose contents changed are downloaded \
+            again), moved items are moved, deleted items are removed; pinned items are downloaded. \
+            A downloaded file with local changes is never removed. Without names, every connected \
+            domain is synced.
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: OutputOptions
+
+    @Argument(help: "Domains to sync (default: all).")
+    var names: [String] = []
+
+    func run() async throws {
+        let manager = try global.manager()
+        let domains = names.isEmpty ? try manager.domains().filter(\.isConnected).map(\.name) : names
+        for name in domains { _ = try manager.domain(named: name) }
+        var reports: [SyncReport] = []
+        var failures: [SyncFailure] = []
+        for name in domains {
+            let bar = ProgressBar(label: name)
+            do {
+                let controller = try await manager.controller(for: name)
+                let report = try await controller.sync(events: bar.handler)
+                bar.finish()
+                reports.append(report)
+                if !output.json {
+                    print(
+                        "\(name): \(report.listedItems) items listed, \(report.added) added, \(report.updated) updated, "
+                            + "\(report.moved) moved, \(report.deleted) deleted, \(report.downloaded) downloaded in \(String(format: "%.2f", report.seconds)) s")
+                    for notice in report.notices { Output.warning(notice) }
+                }
+            } catch {
+                bar.finish()
+                let wrapped = FileProviderError.wrap(error)
+                failures.append(SyncFailure(domain: name, error: wrapped.message, code: wrapped.code.name))
+                if !output.json { Output.error("\(name): \(wrapped.message)") }
+            }
+        }
+        await manager.close()
+        if output.json { try Output.json(SyncJSON(reports: reports, failures: failures)) }
+        if !failures.isEmpty { throw CommandFailure() }
+    }
+}
+
+struct SyncFailure: Encodable {
+    var domain: String
+    var error: String
+    var code: String
+}
+
+struct SyncJSON: Encodable {
+    var reports: [SyncReport]
+    var failures: [SyncFailure]
+}
