@@ -354,23 +354,14 @@ def table_rows(bench: Benchmark, results: list[Result]) -> list[list[str]]:
     ref_median = ref.median if ref else None
     rows = []
     for r in results:
+        target = bench.target.text if r.ours else ""
         if not r.ok:
-            rows.append([bench.name, r.tool, "FAILED", "", "", "", bench.target.text if r.ours else "", "FAILED"])
+            rows.append([bench.name, r.tool, "FAILED", "", "", "", target, "FAILED"])
             continue
         ratio = f"{r.median / ref_median:.2f}×" if ref_median else "—"
         met = ("yes" if bench.target.met(r.median, ref_median) else "no") if r.ours else ""
-        rows.append(
-            [
-                bench.name,
-                r.tool,
-                f"{r.median:.3f}",
-                f"{r.fastest:.3f}",
-                f"{r.peak_mib:.1f}",
-                ratio,
-                bench.target.text if r.ours else "",
-                met,
-            ]
-        )
+        stats = [f"{r.median:.3f}", f"{r.fastest:.3f}", f"{r.peak_mib:.1f}"]
+        rows.append([bench.name, r.tool, *stats, ratio, target, met])
     return rows
 
 
@@ -501,6 +492,7 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> int:
     args = parse_args()
+    shutil.rmtree(RUNS, ignore_errors=True)  # work folders left by an interrupted run
     selected = [b for b in BENCHMARKS if not args.only or b.name in args.only]
     results: list[Result] = []
     rows: list[list[str]] = []
