@@ -1,0 +1,159 @@
+import Foundation
+import ProviderCore
+
+/// Progress reports collected from a transfer.
+final class ProgressLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var reports: [(Int64, Int64?)] = []
+
+    func add(_ completed: Int64, _ total: Int64?) { lock.withLock { reports.append((completed, total)) } }
+    var all: [(Int64, Int64?)] { lock.withLock { reports } }
+}
+
+extension BackendConformance {
+    static func roundTrip(_ c: ConformanceContext, _ name: String, _ data: Data) async throws {
+        let item = try await c.createFile(name, data)
+        try c.expect(item.size == Int64(data.count), "\(name): size \(item.size), uploaded \(data.count) bytes")
+        let fetched = try await c.fetch(item.identifier)
+        try c.expect(fetched.count == data.count, "\(name): fetched \(fetched.count) bytes, uploaded \(data.count)")
+        try c.expect(fetched == data, "\(name): fetched bytes differ from the uploaded ones")
+    }
+
+    static let contentChecks: [Check] = [
+        ("roundTripEmptyFile", { c in try await roundTrip(c, "empty", Data()) }),
+        ("roundTripOneByte", { c in try await roundTrip(c, "one-byte", Data([0x2a])) }),
+        ("roundTripSeveralMiB", { c in
+            try await roundTrip(c, "large.bin", ConformanceContext.pattern(5 * (1 << 20) + 7, seed: 1))
+        }),
+        ("roundTripAllByteValues", { c in
+            let bytes = (0..<4).flatMap { _ in (0...255).map { UInt8($0) } } + (0...255).reversed().map { UInt8($0) }
+            try await roundTrip(c, "all-bytes.bin", Data(bytes))
+        }),
+        ("sizeIsReported", { c in
+            let item = try await c.createFile("sized", ConformanceContext.pattern(1234))
+            let listed = try await c.child("sized")
+            try c.expect(item.size == 1234, "createItem reports size \(item.size)")
+            try c.expect(listed?.size == 1234, "the listing reports size \(String(describing: listed?.size))")
+        }),
+        ("fetchWithOffsetResumes", { c in
+            let data = ConformanceContext.pattern(3 * (1 << 20) + 11, seed: 2)
+            let item = try await c.createFile("resume.bin", data)
+            let offset = 1_500_001
+            let url = try c.destination()
+            // What an interrupted transfer left behind: the first `offset` bytes.
+            try data.prefix(offset).write(to: url)
+            _ = try await c.backend.fetchContents(
+                for: item.identifier, version: nil, to: url, offset: Int64(offset), progress: nil)
+            let result = try Data(contentsOf: url)
+            try c.expect(result.count == data.count, "after resuming the file has \(result.count) bytes, not \(data.count)")
+            // With ranged reads the backend appends; without, it rewrites the whole file.
+            // Either way the result is the whole file.
+            try c.expect(result == data, "after resuming the bytes differ")
+        }),
+        ("fetchReportsProgress", { c in
+            let data = ConformanceContext.pattern(2 * (1 << 20) + 3, seed: 3)
+            let item = try await c.createFile("progress.bin", data)
+            let log = ProgressLog()
+            let url = try c.destination()
+            _ = try await c.backend.fetchContents(
+                for: item.identifier, version: nil, to: url, offset: 0, progress: { log.add($0, $1) })
+            let reports = log.all
+            try c.expect(!reports.isEmpty, "no progress reported for a 2 MiB download")
+            try c.expect(reports.last?.0 == Int64(data.count), "the last progress report is \(String(describing: reports.last?.0)), not \(data.count)")
+            let completed = reports.map(\.0)
+            try c.expect(completed == completed.sorted(), "progress went backwards: \(completed)")
+        }),
+        ("fetchWithCurrentVersion", { c in
+            let item = try await c.createFile("versioned", Data("v1".utf8))
+            let url = try c.destination()
+            let fetched = try await c.backend.fetchContents(
+                for: item.identifier, version: item.version, to: url, offset: 0, progress: nil)
+            try c.expect(fetched.version.content == item.version.content, "fetch returned another content version")
+            try c.expect(try Data(contentsOf: url) == Data("v1".utf8), "fetched bytes differ")
+        }),
+        ("fetchWithStaleVersion", { c in
+            let item = try await c.createFile("changing", Data("old".utf8))
+            _ = try await c.setContents(item, Data("new contents".utf8))
+            let url = try c.destination()
+            do {
+                let fetched = try await c.backend.fetchContents(
+                    for: item.identifier, version: item.version, to: url, offset: 0, progress: nil)
+                // A store that keeps old versions may serve the one asked for.
+                try c.expect(fetched.version.content == item.version.content, "asked for an old version, got another one")
+                try c.expect(try Data(contentsOf: url) == Data("old".utf8), "asked for an old version, got other bytes")
+            } catch let error as FileProviderError {
+                try c.expect(error.code == .versionNoLongerAvailable, "fetching a replaced version threw \(error.code.name), not versionNoLongerAvailable")
+            }
+        }),
+        ("fetchMissingThrowsNoSuchItem", { c in
+            let file = try await c.createFile("gone")
+            try await c.backend.deleteItem(identifier: file.identifier, baseVersion: nil, options: [])
+            try await c.expectError(.noSuchItem, "fetching a deleted file") { try await c.fetch(file.identifier) }
+        }),
+        ("fetchFolderThrowsInvalidArgument", { c in
+            let folder = try await c.createFolder("not-a-file")
+            try await c.expectError(.invalidArgument, "fetching a folder") { try await c.fetch(folder.identifier) }
+        }),
+        ("concurrentFetchesOfDifferentItems", { c in
+            var items: [(Item, Data)] = []
+            for index in 0..<8 {
+                let data = ConformanceContext.pattern(256 * 1024 + index, seed: 10 + index)
+                items.append((try await c.createFile("parallel-\(index)", data), data))
+            }
+            let destinations = try items.map { _ in try c.destination() }
+            let backend = c.backend
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for (index, (item, _)) in items.enumerated() {
+                    let url = destinations[index]
+                    let identifier = item.identifier
+                    group.addTask {
+                        _ = try await backend.fetchContents(for: identifier, version: nil, to: url, offset: 0, progress: nil)
+                    }
+                }
+                try await group.waitForAll()
+            }
+            for (index, (_, data)) in items.enumerated() {
+                try c.expect(try Data(contentsOf: destinations[index]) == data, "concurrent fetch \(index) got other bytes")
+            }
+        }),
+        ("contentHashIsWellFormed", { c in
+            let item = try await c.createFile("hashed", Data("hash me".utf8))
+            let found = try await c.backend.item(for: item.identifier)
+            guard let algorithm = c.capabilities.contentHashAlgorithm else {
+                try c.expect(found.contentHash == nil, "no hash algorithm declared, yet items carry \(found.contentHash ?? "")")
+                return
+            }
+            guard let hash = found.contentHash else { return }  // a store may not know every hash
+            let parts = hash.split(separator: ":", maxSplits: 1)
+            try c.expect(parts.count == 2 && parts[0] == algorithm, "hash \(hash) is not '\(algorithm):hex'")
+            try c.expect(parts[1].allSatisfy { $0.isHexDigit && !$0.isUppercase }, "hash \(hash) is not lowercase hex")
+        }),
+    ]
+
+    static let versionChecks: [Check] = [
+        ("versionIsStableWithoutChanges", { c in
+            let item = try await c.createFile("steady", Data("same".utf8))
+            let first = try await c.backend.item(for: item.identifier)
+            _ = try await c.fetch(item.identifier)
+            let second = try await c.backend.item(for: item.identifier)
+            let listed = try await c.child("steady")
+            try c.expect(first.version == item.version, "version changed between createItem and item(for:)")
+            try c.expect(second.version == first.version, "version changed after a fetch")
+            try c.expect(listed?.version == first.version, "the listing reports another version")
+        }),
+        ("contentVersionChangesWithContents", { c in
+            let item = try await c.createFile("edited", Data("first".utf8))
+            let modified = try await c.setContents(item, Data("second".utf8))
+            try c.expect(modified.version.content != item.version.content, "content version did not change with the contents")
+            let again = try await c.setContents(modified, Data("third!".utf8))
+            try c.expect(again.version.content != modified.version.content, "content version did not change on a same-size edit")
+            let found = try await c.backend.item(for: again.identifier)
+            try c.expect(found.version == again.version, "item(for:) reports another version than modifyItem returned")
+        }),
+        ("contentVersionSurvivesRename", { c in
+            let item = try await c.createFile("before", Data("contents".utf8))
+            let renamed = try await c.rename(item, to: "after")
+            try c.expect(renamed.version.content == item.version.content, "a rename changed the content version")
+        }),
+    ]
+}

@@ -1,0 +1,115 @@
+import Foundation
+import ProviderCore
+
+extension BackendConformance {
+    static let modifyChecks: [Check] = [
+        ("modifyContentsWithBaseVersion", { c in
+            let file = try await c.createFile("doc.txt", Data("draft".utf8))
+            let final = Data("final version, longer".utf8)
+            let modified = try await c.setContents(file, final)
+            try c.expect(modified.size == Int64(final.count), "modifyItem reports size \(modified.size)")
+            try c.expect(try await c.fetch(modified.identifier) == final, "fetched bytes are not the new contents")
+            let count = try await c.list().count
+            try c.expect(count == 1, "modifying left \(count) items")
+        }),
+        ("modifyWithStaleBaseVersionThrowsVersionOutOfDate", { c in
+            let file = try await c.createFile("shared.txt", Data("base".utf8))
+            let theirs = Data("their edit".utf8)
+            let current = try await c.setContents(file, theirs)
+            try await c.expectError(.versionOutOfDate, "writing with a stale base version") {
+                try await c.setContents(file, Data("my edit".utf8), base: file.version)
+            }
+            try c.expect(try await c.fetch(current.identifier) == theirs, "a refused write overwrote the contents")
+            let found = try await c.backend.item(for: current.identifier)
+            try c.expect(found.version == current.version, "a refused write changed the version")
+        }),
+        ("modifyMissingThrowsNoSuchItem", { c in
+            let file = try await c.createFile("vanishing")
+            try await c.backend.deleteItem(identifier: file.identifier, baseVersion: nil, options: [])
+            try await c.expectError(.noSuchItem, "writing a deleted file") {
+                try await c.setContents(file, Data("late".utf8))
+            }
+            try await c.expectError(.noSuchItem, "renaming a deleted file") { try await c.rename(file, to: "other") }
+        }),
+        ("renameFile", { c in
+            let file = try await c.createFile("old-name.txt", Data("moving".utf8))
+            let renamed = try await c.rename(file, to: "new-name.txt")
+            try c.expect(renamed.filename == "new-name.txt", "the renamed item is named \(renamed.filename)")
+            try c.expect(try await c.list().map(\.filename) == ["new-name.txt"], "the listing after a rename")
+            try c.expect(try await c.fetch(renamed.identifier) == Data("moving".utf8), "a rename changed the bytes")
+        }),
+        ("renameChangesPathDerivedIdentifier", { c in
+            let file = try await c.createFile("first")
+            let renamed = try await c.rename(file, to: "second")
+            if c.capabilities.identifiersArePathDerived {
+                try c.expect(!renamed.identifier.isExactly(file.identifier), "a path-derived identifier did not change on rename")
+                try await c.expectError(.noSuchItem, "item(for:) of the identifier before the rename") {
+                    try await c.backend.item(for: file.identifier)
+                }
+            } else {
+                try c.expect(renamed.identifier.isExactly(file.identifier), "a stable identifier changed on rename")
+            }
+            try c.expectSame(try await c.backend.item(for: renamed.identifier), renamed, "item(for:) after a rename")
+        }),
+        ("renameOntoExistingThrowsFilenameCollision", { c in
+            let a = try await c.createFile("a", Data("A".utf8))
+            let b = try await c.createFile("b", Data("B".utf8))
+            try await c.expectError(.filenameCollision, "renaming onto an existing name") { try await c.rename(a, to: "b") }
+            try c.expect(try await c.fetch(a.identifier) == Data("A".utf8), "a refused rename changed the source")
+            try c.expect(try await c.fetch(b.identifier) == Data("B".utf8), "a refused rename overwrote the target")
+        }),
+        ("renameWithStaleBaseVersionThrowsVersionOutOfDate", { c in
+            let file = try await c.createFile("stale-rename", Data("one".utf8))
+            let newer = try await c.setContents(file, Data("two, changed".utf8))
+            var changed = newer
+            changed.filename = "renamed"
+            try await c.expectError(.versionOutOfDate, "renaming with a stale base version") {
+                try await c.backend.modifyItem(
+                    changed, baseVersion: file.version, changedFields: [.filename], contents: nil, options: [])
+            }
+            try c.expect(try await c.list().map(\.filename) == ["stale-rename"], "a refused rename renamed")
+        }),
+        ("moveFileAcrossFolders", { c in
+            let source = try await c.createFolder("from")
+            let target = try await c.createFolder("to")
+            let file = try await c.createFile("travel.txt", in: source.identifier, Data("trip".utf8))
+            let moved = try await c.move(file, to: target.identifier)
+            try c.expect(moved.parentIdentifier.isExactly(target.identifier), "the moved item's parent is \(moved.parentIdentifier)")
+            try c.expect(try await c.list(source.identifier).isEmpty, "the source folder still lists the moved file")
+            try c.expect(try await c.list(target.identifier).map(\.filename) == ["travel.txt"], "the target folder does not list it")
+            try c.expect(try await c.fetch(moved.identifier) == Data("trip".utf8), "a move changed the bytes")
+        }),
+        ("moveFolderWithChildren", { c in
+            let box = try await c.createFolder("box")
+            let sub = try await c.createFolder("sub", in: box.identifier)
+            try await c.createFile("note.txt", in: sub.identifier, Data("inside".utf8))
+            let shelf = try await c.createFolder("shelf")
+            let moved = try await c.move(box, to: shelf.identifier)
+            try c.expect(try await c.list().map(\.filename) == ["shelf"], "the root after moving a folder")
+            guard let movedSub = try await c.child("sub", in: moved.identifier) else {
+                throw c.failure("the moved folder no longer lists its subfolder")
+            }
+            guard let note = try await c.child("note.txt", in: movedSub.identifier) else {
+                throw c.failure("the moved folder's subfolder no longer lists its file")
+            }
+            try c.expect(try await c.fetch(note.identifier) == Data("inside".utf8), "a folder move changed a child's bytes")
+            try c.expect(
+                try await c.backend.item(for: note.identifier).parentIdentifier.isExactly(movedSub.identifier),
+                "a child of a moved folder reports another parent")
+        }),
+        ("moveIntoMissingFolderThrowsNoSuchItem", { c in
+            let file = try await c.createFile("homeless")
+            let folder = try await c.createFolder("removed")
+            try await c.backend.deleteItem(identifier: folder.identifier, baseVersion: nil, options: [])
+            try await c.expectError(.noSuchItem, "moving into a deleted folder") { try await c.move(file, to: folder.identifier) }
+            try c.expect(try await c.list().map(\.filename) == ["homeless"], "a refused move moved")
+        }),
+        ("moveFolderIntoItselfFails", { c in
+            let outer = try await c.createFolder("outer")
+            let inner = try await c.createFolder("inner", in: outer.identifier)
+            try await c.expectFailure("moving a folder into its own subfolder") { try await c.move(outer, to: inner.identifier) }
+            try c.expect(try await c.list().map(\.filename) == ["outer"], "a refused move changed the root")
+            try c.expect(try await c.list(outer.identifier).map(\.filename) == ["inner"], "a refused move changed the folder")
+        }),
+    ]
+}
