@@ -1,9 +1,12 @@
 # FileProviderKit — developer entry points. `make help` lists them.
 # Every target that needs system packages runs `deps` first; it is idempotent and quiet.
 
-SWIFT          ?= swift
-PYTHON         ?= python3
-RELEASE_FLAGS  ?= -c release --product fileproviderctl
+SWIFT           ?= swift
+PYTHON          ?= python3
+# Extra flags for every swift build/test. With another scratch path, point FILEPROVIDERCTL at
+# it too: make demo SWIFTPM_FLAGS="--scratch-path /tmp/b" FILEPROVIDERCTL=/tmp/b/release/fileproviderctl
+SWIFTPM_FLAGS   ?=
+RELEASE_FLAGS   ?= -c release --product fileproviderctl
 FILEPROVIDERCTL ?= $(CURDIR)/.build/release/fileproviderctl
 export FILEPROVIDERCTL
 
@@ -17,14 +20,14 @@ deps: ## Install missing apt packages (idempotent)
 	@scripts/install-deps.sh
 
 build: ## Debug build of every target
-	$(SWIFT) build
+	$(SWIFT) build $(SWIFTPM_FLAGS)
 
 release: deps ## Release build of fileproviderctl
-	$(SWIFT) build $(RELEASE_FLAGS)
+	$(SWIFT) build $(SWIFTPM_FLAGS) $(RELEASE_FLAGS)
 
 test: deps ## Build and run all tests, then scripts/test-*.sh in order
-	$(SWIFT) build --build-tests
-	$(SWIFT) test
+	$(SWIFT) build $(SWIFTPM_FLAGS) --build-tests
+	$(SWIFT) test $(SWIFTPM_FLAGS)
 	@set -e; for t in $$(ls scripts/test-*.sh 2>/dev/null | LC_ALL=C sort); do \
 		echo "==> $$t"; bash "$$t"; \
 	done

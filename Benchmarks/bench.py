@@ -144,7 +144,8 @@ class Run:
         return self.work / "dest"
 
     def fpctl(self, *args: str) -> list[str]:
-        return [str(FPCTL), "--home", str(self.home), *args]
+        # --home goes last: it is a subcommand option, not accepted before the subcommand
+        return [str(FPCTL), *args, "--home", str(self.home)]
 
     def rclone(self, *args: str) -> list[str]:
         return ["rclone", "--config", "/dev/null", *args]
