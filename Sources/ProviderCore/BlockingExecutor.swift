@@ -10,11 +10,51 @@ import Foundation
 /// Each executor owns a fixed number of threads that take jobs in order. An adapter that needs a
 /// blocking session per thread (libssh2, libcurl) makes an executor with one thread per session.
 public final class BlockingExecutor: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var jobs: [@Sendable () -> Void] = []
-    private var jobsHead = 0
-    private var isShutDown = false
-    private var threads: [Thread] = []
+    /// The queue the threads share. Threads hold it strongly, never the executor, so an executor
+    /// can be freed while its threads finish.
+    private final class JobQueue: @unchecked Sendable {
+        let condition = NSCondition()
+        var jobs: [@Sendable () -> Void] = []
+        var head = 0
+        var isShutDown = false
+
+        func loop() {
+            while true {
+                condition.lock()
+                while head == jobs.count && !isShutDown { condition.wait() }
+                if head == jobs.count && isShutDown {
+                    condition.unlock()
+                    return
+                }
+                let job = jobs[head]
+                head += 1
+                if head > 1024 && head * 2 > jobs.count {
+                    jobs.removeFirst(head)
+                    head = 0
+                }
+                condition.unlock()
+                job()
+            }
+        }
+
+        func enqueue(_ job: @escaping @Sendable () -> Void) -> Bool {
+            condition.lock()
+            defer { condition.unlock() }
+            if isShutDown { return false }
+            jobs.append(job)
+            condition.signal()
+            return true
+        }
+
+        func shutDown() {
+            condition.lock()
+            isShutDown = true
+            condition.broadcast()
+            condition.unlock()
+        }
+    }
+
+    private let queue = JobQueue()
     public let threadCount: Int
 
     /// Starts `threads` threads named `name-N`.
@@ -22,56 +62,20 @@ public final class BlockingExecutor: @unchecked Sendable {
         precondition(threads > 0)
         threadCount = threads
         for index in 0..<threads {
-            let thread = Thread { [unowned self] in self.loop() }
+            let queue = self.queue
+            let thread = Thread { queue.loop() }
             thread.name = "\(name)-\(index)"
             thread.stackSize = 1 << 20
-            self.threads.append(thread)
             thread.start()
         }
     }
 
-    deinit {
-        condition.lock()
-        isShutDown = true
-        condition.broadcast()
-        condition.unlock()
-    }
+    deinit { queue.shutDown() }
 
     /// Stops the threads once the queued jobs have run. Later `run` calls throw `cancelled`.
-    public func shutDown() {
-        condition.lock()
-        isShutDown = true
-        condition.broadcast()
-        condition.unlock()
-    }
+    public func shutDown() { queue.shutDown() }
 
-    private func loop() {
-        while true {
-            condition.lock()
-            while jobsHead == jobs.count && !isShutDown { condition.wait() }
-            if jobsHead == jobs.count && isShutDown {
-                condition.unlock()
-                return
-            }
-            let job = jobs[jobsHead]
-            jobsHead += 1
-            if jobsHead > 1024 && jobsHead * 2 > jobs.count {
-                jobs.removeFirst(jobsHead)
-                jobsHead = 0
-            }
-            condition.unlock()
-            job()
-        }
-    }
-
-    private func enqueue(_ job: @escaping @Sendable () -> Void) -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        if isShutDown { return false }
-        jobs.append(job)
-        condition.signal()
-        return true
-    }
+    private func enqueue(_ job: @escaping @Sendable () -> Void) -> Bool { queue.enqueue(job) }
 
     /// Runs `body` on one of the executor's threads and returns its result.
     ///

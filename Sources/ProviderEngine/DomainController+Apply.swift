@@ -128,8 +128,7 @@ extension DomainController {
 
     /// Paths of pinned folders.
     func pinnedFolderPaths() throws(FileProviderError) -> [String] {
-        // Pinned folders are few; the full scan happens only when some exist.
-        try store.allItems(domainID: domainID).filter { $0.isPinned && $0.kind == .folder }.map(\.path)
+        try store.pinnedFolderPaths(domainID: domainID)
     }
 
     /// Writes placeholders on several threads; returns the errors by index.

@@ -22,9 +22,10 @@ extension DomainController {
                     files = (recursive ? try store.descendants(domainID: domainID, of: path) : try store.children(domainID: domainID, parent: target.identifier))
                         .filter { $0.kind == .file }
                 }
+                let pinnedFolders = target.kind == .folder ? try pinnedFolderPaths() : []
                 for file in files where file.state == .materialized {
                     do {
-                        if file.isPinned { throw FileProviderError(.nonEvictable, "\(display(file.path)) is pinned; unpin it first") }
+                        if file.isPinned || pinnedFolders.contains(where: { file.path.hasPrefix($0 + "/") }) { throw FileProviderError(.nonEvictable, "\(display(file.path)) is pinned; unpin it first") }
                         updated.append(try await evictFile(file))
                         outcomes.append(ItemOutcome(path: display(file.path), error: nil))
                     } catch {

@@ -32,7 +32,12 @@ extension DomainController {
     /// Downloads files that are not materialized or are outdated, `downloadDepth` at a time, and
     /// records them in batches.
     func download(_ records: [ItemRecord], events: EventHandler?) async -> [ItemOutcome] {
-        let pending = records.filter { $0.state != .materialized || $0.isOutdated }
+        let replica = self.replica
+        // A file recorded as materialized but missing (an evict interrupted after the file went)
+        // is downloaded again.
+        let pending = (try? await executor.run {
+            records.filter { $0.state != .materialized || $0.isOutdated || replica.fingerprint(atPath: replica.path($0.path)) == nil }
+        }) ?? records
         if pending.isEmpty { return [] }
         let totalBytes = pending.reduce(Int64(0)) { $0 + $1.size }
         let counters = Mutex((bytes: Int64(0), items: 0))
@@ -109,6 +114,9 @@ extension DomainController {
         }
     }
 
+    /// Files at least this large get a checkpoint before their download starts.
+    static let checkpointThreshold: Int64 = 4 << 20
+
     /// The name of an item's staging file.
     func stagingName(for identifier: ItemIdentifier) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
@@ -128,6 +136,13 @@ extension DomainController {
             offset = replica.fileSize(atPath: staging) ?? 0
         }
         let resumeFrom = offset
+        // Large downloads leave a checkpoint first, so even a killed process resumes.
+        if checkpoint == nil, backend.capabilities.supportsRangedReads, record.size >= Self.checkpointThreshold {
+            try store.saveCheckpoint(
+                TransferCheckpoint(
+                    domainID: domainID, identifier: record.identifier.rawValue, contentVersion: record.contentVersion,
+                    stagingPath: staging, bytesTransferred: 0, totalBytes: record.size))
+        }
         _ = try await executor.run { try replica.prepareStagingFile(named: staging.split(separator: "/").last.map(String.init) ?? "", truncate: resumeFrom == 0) }
         let progressBase = Mutex(Int64(0))
         let item: Item
@@ -183,7 +198,7 @@ extension DomainController {
             }
             return print
         }
-        if checkpoint != nil || resumeFrom > 0 { try? store.removeCheckpoint(domainID: domainID, identifier: record.identifier) }
+        if checkpoint != nil || resumeFrom > 0 || record.size >= Self.checkpointThreshold { try? store.removeCheckpoint(domainID: domainID, identifier: record.identifier) }
         updated.state = .materialized
         updated.localContentVersion = item.version.content
         updated.localSize = print.size

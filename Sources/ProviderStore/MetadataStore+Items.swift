@@ -6,7 +6,7 @@ extension MetadataStore {
     private static let selectByIdentifier = "SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ? AND identifier = ?"
     private static let selectByPath = "SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ? AND path = ?"
     private static let selectChildren =
-        "SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ? AND parentIdentifier = ? ORDER BY filename"
+        "SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ? AND parentIdentifier = ? AND path <> '' ORDER BY filename"
     private static let selectAll = "SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ?"
     private static let selectDescendants = """
         SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ? AND path >= ? AND path < ? ORDER BY path
@@ -78,6 +78,15 @@ extension MetadataStore {
             for record in upserts {
                 try insert.execute(arguments: record.arguments)
             }
+        }
+    }
+
+    /// The paths of a domain's pinned folders.
+    public func pinnedFolderPaths(domainID: Int64) throws(FileProviderError) -> [String] {
+        try read { db in
+            try String.fetchAll(
+                db.cachedStatement(sql: "SELECT path FROM item WHERE domainID = ? AND isPinned AND kind = 'folder'"),
+                arguments: [domainID])
         }
     }
 

@@ -1,0 +1,80 @@
+import Foundation
+
+/// Runs the built `fileproviderctl` binary against a temporary home.
+struct CLIRunner {
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    let home: URL
+    let binary: URL
+
+    /// The binary: `$FILEPROVIDERCTL`, else `.build/debug/fileproviderctl` of this package.
+    static func locateBinary() -> URL {
+        if let path = ProcessInfo.processInfo.environment["FILEPROVIDERCTL"], !path.isEmpty {
+            return URL(fileURLWithPath: path)
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return root.appendingPathComponent(".build/debug/fileproviderctl")
+    }
+
+    init(home: URL) {
+        self.home = home
+        binary = Self.locateBinary()
+    }
+
+    /// Runs the binary with `--home` added after the subcommand words.
+    @discardableResult
+    func run(_ arguments: [String], withHome: Bool = true) throws -> Result {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments + (withHome ? ["--home", home.path] : [])
+        var environment = ProcessInfo.processInfo.environment
+        environment.removeValue(forKey: "FILEPROVIDER_HOME")
+        process.environment = environment
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(
+            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+            stderr: String(decoding: errData, as: UTF8.self))
+    }
+
+    /// Runs and decodes standard output as JSON.
+    func json(_ arguments: [String]) throws -> Any {
+        let result = try run(arguments + ["--json"])
+        guard result.status == 0 else { throw CLIError(result: result) }
+        return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8))
+    }
+}
+
+struct CLIError: Error, CustomStringConvertible {
+    var result: CLIRunner.Result
+    var description: String { "exit \(result.status): \(result.stderr)" }
+}
+
+/// A temporary folder removed at the end of a test.
+final class TemporaryFolder {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+
+    /// Writes a file, creating folders.
+    func write(_ relative: String, _ data: Data) throws {
+        let target = url.appendingPathComponent(relative)
+        try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try data.write(to: target)
+    }
+}
