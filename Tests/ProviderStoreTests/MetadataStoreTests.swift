@@ -225,18 +225,6 @@ import Testing
         }
     }
 
-    @Test func twoItemsMayNotShareAPath() throws {
-        try withStore { store, _ in
-            let id = try makeDomain(store)
-            try store.save(record(id, "same"))
-            var twin = record(id, "same")
-            twin.identifier = "other"
-            expectCode(.localIOFailure) { try store.save(twin) }
-            // The failed transaction left nothing behind.
-            #expect(try store.item(domainID: id, identifier: "other") == nil)
-        }
-    }
-
     @Test func itemsOfDomainsAreSeparate() throws {
         try withStore { store, _ in
             let one = try makeDomain(store, "one")

@@ -98,7 +98,7 @@ private func makeLocalStore(at root: URL, prefix: String, folders: Int, filesPer
             expected[name] = try makeLocalStore(at: root, prefix: name, folders: 6, filesPerFolder: 40)
         }
 
-        let script = #""$1" --home "$2" domain add "$3" --backend local --root "$4" && "$1" --home "$2" sync "$3""#
+        let script = #""$1" domain add --home "$2" "$3" --backend local --root "$4" && "$1" sync --home "$2" "$3""#
         let results = try await withThrowingTaskGroup(of: (String, ControlTool.Result).self) { group in
             for name in names {
                 let arguments = ["-c", script, "sh", tool.path, home.path, name, folder.path("store-\(name)").path]
@@ -148,7 +148,7 @@ private func makeLocalStore(at root: URL, prefix: String, folders: Int, filesPer
             let home = folder.path("home")
             let results = try await withThrowingTaskGroup(of: ControlTool.Result.self) { group in
                 for _ in 0..<6 {
-                    group.addTask { try await ControlTool.run(tool, ["--home", home.path, "domain", "list"], logIn: folder.url) }
+                    group.addTask { try await ControlTool.run(tool, ["domain", "list", "--home", home.path], logIn: folder.url) }
                 }
                 var all: [ControlTool.Result] = []
                 for try await result in group { all.append(result) }
