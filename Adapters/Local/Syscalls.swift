@@ -184,8 +184,9 @@ final class FileHandleFD: @unchecked Sendable {
     static func open(path: String, flags: Int32, mode: mode_t = 0o644) throws(FileProviderError) -> FileHandleFD {
         let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
         if fd == -1 {
+            // The engine's own file: any failure but a full disk is a local I/O failure.
             let error = POSIXError.error("open", path: path)
-            throw error.code == .noSuchItem ? FileProviderError(.localIOFailure, error.message) : error
+            throw error.code == .insufficientQuota ? error : FileProviderError(.localIOFailure, error.message)
         }
         return FileHandleFD(fd)
     }
