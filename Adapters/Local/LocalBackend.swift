@@ -55,7 +55,7 @@ public final class LocalBackend: Backend {
         self.rootPath = rootPath
         self.pageSize = pageSize
         self.root = FileHandleFD(fd)
-        self.executor = ExecutorKeepAlive.make(name: "local-backend", threads: max(1, threads))
+        self.executor = BlockingExecutor(name: "local-backend", threads: max(1, threads))
     }
 
     deinit { executor.shutDown() }

@@ -31,7 +31,7 @@ public final class MemoryBackend: Backend, @unchecked Sendable {
     private var calls: [Operation: Int] = [:]
     /// Tells anchors of this store apart from anchors of another store.
     let epoch = UUID()
-    let executor = ExecutorKeepAlive.make(name: "memory-backend", threads: 2)
+    let executor = BlockingExecutor(name: "memory-backend", threads: 2)
 
     /// Makes an empty store.
     ///
