@@ -7,8 +7,8 @@ PYTHON          ?= python3
 # it too: make demo SWIFTPM_FLAGS="--scratch-path /tmp/b" FILEPROVIDERCTL=/tmp/b/release/fileproviderctl
 SWIFTPM_FLAGS   ?=
 RELEASE_FLAGS   ?= -c release --product fileproviderctl
+# The binary demo and bench run (not exported: CLI tests default to the debug build).
 FILEPROVIDERCTL ?= $(CURDIR)/.build/release/fileproviderctl
-export FILEPROVIDERCTL
 
 .DEFAULT_GOAL := help
 .PHONY: help deps build release test demo bench format clean
@@ -33,10 +33,10 @@ test: deps ## Build and run all tests, then scripts/test-*.sh in order
 	done
 
 demo: release ## Run scripts/demo.sh against a throwaway home
-	scripts/demo.sh
+	FILEPROVIDERCTL="$(FILEPROVIDERCTL)" scripts/demo.sh
 
 bench: release ## Run the benchmarks and update Docs/Performance.md
-	$(PYTHON) Benchmarks/bench.py $(BENCH_ARGS)
+	FILEPROVIDERCTL="$(FILEPROVIDERCTL)" $(PYTHON) Benchmarks/bench.py $(BENCH_ARGS)
 
 format: ## swift format Sources, Adapters and Tests in place
 	$(SWIFT) format -i -r Sources Adapters Tests
