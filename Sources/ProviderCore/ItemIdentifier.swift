@@ -30,7 +30,19 @@ public struct ItemIdentifier: RawRepresentable, Hashable, Comparable, Sendable, 
 
     public var description: String { rawValue }
 
+    /// Identifiers are equal when their UTF-8 bytes are: file systems keep NFC and NFD
+    /// spellings of a name apart, and so do identifiers (Swift's `String ==` would merge them).
+    public static func == (lhs: ItemIdentifier, rhs: ItemIdentifier) -> Bool {
+        lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        for byte in rawValue.utf8 { hasher.combine(byte) }
+        hasher.combine(0xff as UInt8)
+    }
+
+    /// Orders by UTF-8 bytes, as SQLite and the backends do.
     public static func < (lhs: ItemIdentifier, rhs: ItemIdentifier) -> Bool {
-        lhs.rawValue < rhs.rawValue
+        lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8)
     }
 }

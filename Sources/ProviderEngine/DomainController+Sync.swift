@@ -101,14 +101,14 @@ extension DomainController {
                     failed.append(listing.folderPath)
                     notices.append("\(display(listing.folderPath)): not listed: \(error.message)")
                 case .success(let items):
-                    var seen = Set<String>()
+                    var seen = Set<[UInt8]>()
                     for var item in items {
                         let name = item.filename
                         if let problem = Self.problem(withRemoteName: name, inRoot: listing.folderPath.isEmpty) {
                             notices.append("\(display(listing.folderPath)): skipped an item: \(problem)")
                             continue
                         }
-                        if !seen.insert(name).inserted {
+                        if !seen.insert(Array(name.utf8)).inserted {
                             notices.append("\(display(listing.folderPath)): skipped a second item named \(name.debugDescription)")
                             continue
                         }

@@ -61,3 +61,13 @@ import Testing
         #expect(FileProviderError.Code.pageExpired == .syncAnchorExpired)
     }
 }
+
+@Suite struct ItemIdentifierTests {
+    @Test func nfcAndNfdSpellingsStayDistinct() {
+        let nfc = ItemIdentifier("caf\u{e9}")
+        let nfd = ItemIdentifier("cafe\u{301}")
+        #expect(nfc != nfd)
+        #expect(Set([nfc, nfd]).count == 2)
+        #expect(nfc == ItemIdentifier("caf\u{e9}"))
+    }
+}
