@@ -29,6 +29,9 @@ extension ProviderManager {
             _ = try domain(named: name)
             return ItemLocation(domain: name, path: try Self.normalize(String(argument[argument.index(after: colon)...])))
         }
+        for part in argument.split(separator: "/") where part == ".." {
+            throw FileProviderError(.invalidArgument, "'..' is not allowed in item paths: \(argument)")
+        }
         let absolute = URL(fileURLWithPath: argument).standardizedFileURL.path
         for domain in try domains() {
             let root = domain.replicaPath

@@ -2,6 +2,10 @@ import Foundation
 import GRDB
 import ProviderCore
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The shared metadata database of all domains: one SQLite file in WAL mode that the CLI, a
 /// running `serve` process and other tools use at the same time.
 ///
@@ -25,12 +29,30 @@ public final class MetadataStore: Sendable {
             configuration.busyMode = .timeout(10)
             configuration.prepareDatabase { db in
                 try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                // A first sync writes 100,000 rows in one transaction: a small page cache spills
+                // to the WAL again and again (ten writes a row). 64 MiB keeps it in memory.
+                try db.execute(sql: "PRAGMA cache_size = -65536")
+                // Statement journals (one per INSERT OR REPLACE) stay in memory, not in temp files.
+                try db.execute(sql: "PRAGMA temp_store = MEMORY")
             }
             pool = try DatabasePool(path: url.path, configuration: configuration)
-            try Migrations.migrator.migrate(pool)
+            try Self.migrateExclusively(pool, lockPath: url.path + ".lock")
         } catch {
             throw FileProviderError(.localIOFailure, "cannot open the metadata database \(url.path): \(error)")
         }
+    }
+
+    /// Runs the migrations while holding an exclusive lock on `lockPath`, so two processes opening
+    /// a new database at once do not both run them.
+    private static func migrateExclusively(_ pool: DatabasePool, lockPath: String) throws {
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        if fd < 0 { throw POSIXError.error("cannot open the lock file", path: lockPath) }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            if errno != EINTR { throw POSIXError.error("cannot lock", path: lockPath) }
+        }
+        defer { flock(fd, LOCK_UN) }
+        try Migrations.migrator.migrate(pool)
     }
 
     /// Runs `body` in a read transaction, turning database errors into `FileProviderError`.
