@@ -8,6 +8,7 @@ extension DomainController {
     /// Replica changes come first: after a crash the database still holds the old state, the
     /// next sync computes the same plan, and every step tolerates having been done already.
     func apply(_ plan: inout SyncPlan, report: inout SyncReport, events: EventHandler?) async throws(FileProviderError) {
+        let replicaStarted = Date()
         var upserts: [ItemRecord] = []
         var deletions: [ItemIdentifier] = []
         var notices: [String] = []
@@ -114,11 +115,16 @@ extension DomainController {
             }
         }
 
+        report.phases.replica = Date().timeIntervalSince(replicaStarted)
+        let databaseStarted = Date()
         try store.apply(domainID: domainID, upserts: upserts, deletions: deletions)
+        report.phases.database = Date().timeIntervalSince(databaseStarted)
         report.notices.append(contentsOf: notices)
 
         // 6. Downloads: outdated materialized files and new files in pinned folders.
         if !redownload.isEmpty {
+            let downloadsStarted = Date()
+            defer { report.phases.downloads = Date().timeIntervalSince(downloadsStarted) }
             let outcomes = await download(redownload, events: events)
             for outcome in outcomes {
                 if let error = outcome.error { report.notices.append("\(outcome.path): not downloaded: \(error.message)") } else { report.downloaded += 1 }

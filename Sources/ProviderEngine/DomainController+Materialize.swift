@@ -18,7 +18,7 @@ extension DomainController {
                     let inside = recursive ? try store.descendants(domainID: domainID, of: path) : try store.children(domainID: domainID, parent: target.identifier)
                     files += inside.filter { $0.kind == .file }
                 } else if target.kind == .symlink {
-                    outcomes.append(ItemOutcome(path: display(path), error: FileProviderError(.notSupported, "\(display(path)) is a symlink to \(target.symlinkTarget ?? "?"); symlinks stay placeholders and are never followed")))
+                    outcomes.append(ItemOutcome(path: display(path), error: FileProviderError(.notSupported, "a symlink to \(target.symlinkTarget ?? "?"); symlinks stay placeholders and are never followed")))
                 } else {
                     files.append(target)
                 }
@@ -186,6 +186,10 @@ extension DomainController {
                     && item.contentModificationDate.map { Int64(($0.timeIntervalSince1970 * 1e9).rounded()) / 1000 == existing.modificationNanos / 1000 } == true
                 guard ours || sameAsDownload else {
                     try? replica.removeFile(atPath: staging)
+                    if stored.state == .materialized {
+                        throw FileProviderError(
+                            .unsyncedEdits, "\(target) has local changes, so the store's newer version was not downloaded over it; nothing was lost")
+                    }
                     throw FileProviderError(.cannotSynchronize, "a local file is in the way at \(target); move it elsewhere and materialize again")
                 }
                 try replica.replace(fromPath: staging, toPath: target)

@@ -2,6 +2,15 @@ import Foundation
 import ProviderCore
 import ProviderStore
 
+/// Where a sync's time went, in seconds.
+public struct SyncPhases: Codable, Sendable {
+    public var listing = 0.0
+    public var replica = 0.0
+    public var database = 0.0
+    public var downloads = 0.0
+    public init() {}
+}
+
 /// What a sync did.
 public struct SyncReport: Codable, Sendable {
     public var domain: String
@@ -14,6 +23,8 @@ public struct SyncReport: Codable, Sendable {
     /// Items left as they were, with why (an unsafe name, local changes kept, an error).
     public var notices: [String] = []
     public var seconds = 0.0
+    /// Time spent listing the store, changing the replica, and writing the database.
+    public var phases = SyncPhases()
 
     public init(domain: String) { self.domain = domain }
 }
@@ -55,6 +66,7 @@ extension DomainController {
             throw error
         }
         report.listedItems = walk.entries.count
+        report.phases.listing = Date().timeIntervalSince(started)
         var plan = SyncPlan(existing: existing, remote: walk.entries, failedFolders: walk.failed)
         plan.matchMoves()
         try await apply(&plan, report: &report, events: events)

@@ -181,7 +181,15 @@ public final class ProviderManager: Sendable {
     public func controller(for name: String) async throws(FileProviderError) -> DomainController {
         if let existing = controllers.withLock({ $0[name] }) { return existing }
         let domain = try domain(named: name)
-        let backend = try await registry.makeBackend(kind: domain.backendKind, values: domain.options)
+        let backend: any Backend
+        do {
+            backend = try await registry.makeBackend(kind: domain.backendKind, values: domain.options)
+        } catch {
+            var failed = domain
+            failed.lastError = error.message
+            try? store.updateDomain(failed)
+            throw error
+        }
         let controller = try DomainController(domain: domain, backend: backend, manager: self)
         return controllers.withLock { map in
             if let existing = map[name] { return existing }

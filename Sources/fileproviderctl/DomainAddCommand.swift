@@ -20,7 +20,7 @@ struct DomainAddCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
 
-    @Argument(help: "The domain's name: letters, digits, '-', '_', '.'; no '/', ':' or spaces.")
+    @Argument(help: "The domain's name: up to 64 characters; no '/', ':', spaces or control characters; not starting with '.' or '-'.")
     var name: String
 
     @Option(help: ArgumentHelp("The backend kind: \(AdapterList.descriptors.map(\.kind).joined(separator: ", ")).", valueName: "kind"))
