@@ -16,13 +16,9 @@ struct EvictCommand: AsyncParsableCommand {
     var recursive = false
 
     func run() async throws {
-        let manager = try global.manager()
-        var outcomes: [ItemOutcome] = []
-        for (domain, paths) in try items.grouped(manager) {
-            let controller = try await manager.controller(for: domain)
-            outcomes += await controller.evict(paths: paths, recursive: recursive)
+        let outcomes = try await items.forEachDomain(try global.manager()) { controller, _, paths in
+            await controller.evict(paths: paths, recursive: recursive)
         }
-        await manager.close()
         try Output.finish(outcomes, verb: "evicted", json: output.json)
     }
 }

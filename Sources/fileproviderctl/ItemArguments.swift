@@ -18,4 +18,18 @@ struct ItemArguments: ParsableArguments {
         }
         return order.map { ($0, byDomain[$0] ?? []) }
     }
+
+    /// Runs `body` once per domain with that domain's paths, closes the manager, and returns
+    /// every outcome.
+    func forEachDomain(
+        _ manager: ProviderManager, _ body: (DomainController, String, [String]) async -> [ItemOutcome]
+    ) async throws -> [ItemOutcome] {
+        var outcomes: [ItemOutcome] = []
+        for (domain, paths) in try grouped(manager) {
+            let controller = try await manager.controller(for: domain)
+            outcomes += await body(controller, domain, paths)
+        }
+        await manager.close()
+        return outcomes
+    }
 }

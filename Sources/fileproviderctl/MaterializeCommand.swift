@@ -16,15 +16,11 @@ struct MaterializeCommand: AsyncParsableCommand {
     var recursive = false
 
     func run() async throws {
-        let manager = try global.manager()
-        var outcomes: [ItemOutcome] = []
-        for (domain, paths) in try items.grouped(manager) {
-            let controller = try await manager.controller(for: domain)
+        let outcomes = try await items.forEachDomain(try global.manager()) { controller, domain, paths in
             let bar = ProgressBar(label: "materialize \(domain)")
-            outcomes += await controller.materialize(paths: paths, recursive: recursive, events: bar.handler)
-            bar.finish()
+            defer { bar.finish() }
+            return await controller.materialize(paths: paths, recursive: recursive, events: bar.handler)
         }
-        await manager.close()
         try Output.finish(outcomes, verb: "materialized", json: output.json)
     }
 }

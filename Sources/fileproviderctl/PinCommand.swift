@@ -13,15 +13,11 @@ struct PinCommand: AsyncParsableCommand {
     @OptionGroup var items: ItemArguments
 
     func run() async throws {
-        let manager = try global.manager()
-        var outcomes: [ItemOutcome] = []
-        for (domain, paths) in try items.grouped(manager) {
-            let controller = try await manager.controller(for: domain)
+        let outcomes = try await items.forEachDomain(try global.manager()) { controller, domain, paths in
             let bar = ProgressBar(label: "pin \(domain)")
-            outcomes += await controller.pin(paths: paths, events: bar.handler)
-            bar.finish()
+            defer { bar.finish() }
+            return await controller.pin(paths: paths, events: bar.handler)
         }
-        await manager.close()
         try Output.finish(outcomes, verb: "pinned and materialized", json: output.json)
     }
 }

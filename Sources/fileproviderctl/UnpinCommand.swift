@@ -12,13 +12,9 @@ struct UnpinCommand: AsyncParsableCommand {
     @OptionGroup var items: ItemArguments
 
     func run() async throws {
-        let manager = try global.manager()
-        var outcomes: [ItemOutcome] = []
-        for (domain, paths) in try items.grouped(manager) {
-            let controller = try await manager.controller(for: domain)
-            outcomes += controller.unpin(paths: paths)
+        let outcomes = try await items.forEachDomain(try global.manager()) { controller, _, paths in
+            controller.unpin(paths: paths)
         }
-        await manager.close()
         try Output.finish(outcomes, verb: "unpinned", json: output.json)
     }
 }
