@@ -10,12 +10,17 @@ let package = Package(
         .library(name: "ProviderEngine", targets: ["ProviderEngine"]),
         .library(name: "ProviderTesting", targets: ["ProviderTesting"]),
         .library(name: "LocalAdapter", targets: ["LocalAdapter"]),
+        .library(name: "SFTPAdapter", targets: ["SFTPAdapter"]),
+        .library(name: "MediaAPIAdapter", targets: ["MediaAPIAdapter"]),
+        .library(name: "Thumbnails", targets: ["Thumbnails"]),
+        .executable(name: "media-server", targets: ["media-server"]),
         .executable(name: "fileproviderctl", targets: ["fileproviderctl"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
     ],
     targets: [
         .target(name: "ProviderCore"),
@@ -33,10 +38,26 @@ let package = Package(
         ),
         .target(name: "ProviderTesting", dependencies: ["ProviderCore"]),
         .target(name: "LocalAdapter", dependencies: ["ProviderCore"], path: "Adapters/Local"),
+        .systemLibrary(
+            name: "CLibSSH2", path: "Adapters/CLibSSH2", pkgConfig: "libssh2", providers: [.apt(["libssh2-1-dev"])]),
+        .target(name: "SFTPAdapter", dependencies: ["ProviderCore", "CLibSSH2"], path: "Adapters/SFTP"),
+        .systemLibrary(
+            name: "CCurl", path: "Adapters/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .target(name: "MediaAPIAdapter", dependencies: ["ProviderCore", "CCurl"], path: "Adapters/MediaAPI"),
+        .systemLibrary(name: "CGD", providers: [.apt(["libgd-dev"])]),
+        .target(name: "Thumbnails", dependencies: ["ProviderCore", "CGD"]),
+        .executableTarget(
+            name: "media-server",
+            dependencies: [
+                "Thumbnails", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .executableTarget(
             name: "fileproviderctl",
             dependencies: [
-                "ProviderCore", "ProviderStore", "ProviderEngine", "LocalAdapter",
+                "ProviderCore", "ProviderStore", "ProviderEngine", "LocalAdapter", "SFTPAdapter",
+                "MediaAPIAdapter",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -51,6 +72,13 @@ let package = Package(
             name: "LocalAdapterTests", dependencies: ["LocalAdapter", "ProviderCore", "ProviderTesting"]
         ),
         .testTarget(name: "CLITests", dependencies: ["ProviderCore"]),
+        .testTarget(
+            name: "SFTPAdapterTests", dependencies: ["SFTPAdapter", "ProviderCore", "ProviderTesting"]
+        ),
+        .testTarget(
+            name: "MediaAPIAdapterTests",
+            dependencies: ["MediaAPIAdapter", "ProviderCore", "ProviderTesting", "Thumbnails"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -473,6 +473,21 @@ def save_raw(results: list[Result], info: dict[str, str]) -> Path:
 # --- Main -----------------------------------------------------------------------------------
 
 
+def load_extensions() -> None:
+    """Adds the datasets and benchmarks of every Benchmarks/bench_*.py module (one per adapter).
+
+    Such a module defines `register(bench)`, called with this module, which appends to
+    bench.DATASETS and bench.BENCHMARKS."""
+    import importlib.util
+
+    for path in sorted(Path(__file__).resolve().parent.glob("bench_*.py")):
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        assert spec.loader is not None
+        spec.loader.exec_module(module)
+        module.register(sys.modules[__name__])
+
+
 def parse_args() -> argparse.Namespace:
     names = [b.name for b in BENCHMARKS]
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -492,6 +507,7 @@ def parse_args() -> argparse.Namespace:
 
 
 def main() -> int:
+    load_extensions()
     args = parse_args()
     shutil.rmtree(RUNS, ignore_errors=True)  # work folders left by an interrupted run
     selected = [b for b in BENCHMARKS if not args.only or b.name in args.only]

@@ -64,4 +64,14 @@ run pin docs:/readme.txt
 run evict photos:/2023/summer/beach.jpg
 run status
 
+# Each adapter that needs a server adds scripts/demo-<name>.sh: it starts its server on
+# loopback, adds a domain beside the ones above, shows it working, and stops the server.
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+for extra in "$here"/demo-*.sh; do
+    [ -e "$extra" ] || continue
+    step "$(basename "$extra")"
+    FILEPROVIDERCTL="$fpctl" DEMO_ROOT="$demo" bash "$extra"
+done
+run status
+
 step "done — everything is under $demo"

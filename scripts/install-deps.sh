@@ -8,6 +8,8 @@ PACKAGES=(
     libsqlite3-dev       # ProviderStore (GRDB links the system SQLite)
     libssh2-1-dev        # Adapters/SFTP via CLibSSH2
     libcurl4-openssl-dev # Adapters/MediaAPI via CCurl
+    libgd-dev            # Thumbnails via CGD (media-server, engine thumbnails)
+    pkg-config           # system library targets
     openssh-server       # loopback sshd for the SFTP adapter tests
     rclone               # benchmark peer
     hyperfine            # ad-hoc benchmarking

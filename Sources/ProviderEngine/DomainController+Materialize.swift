@@ -35,9 +35,11 @@ extension DomainController {
         let replica = self.replica
         // A file recorded as materialized but missing (an evict interrupted after the file went)
         // is downloaded again.
+        var seen = Set<ItemIdentifier>()
+        let unique = records.filter { seen.insert($0.identifier).inserted }
         let pending = (try? await executor.run {
-            records.filter { $0.state != .materialized || $0.isOutdated || replica.fingerprint(atPath: replica.path($0.path)) == nil }
-        }) ?? records
+            unique.filter { $0.state != .materialized || $0.isOutdated || replica.fingerprint(atPath: replica.path($0.path)) == nil }
+        }) ?? unique
         if pending.isEmpty { return [] }
         let totalBytes = pending.reduce(Int64(0)) { $0 + $1.size }
         let counters = Mutex((bytes: Int64(0), items: 0))
@@ -90,23 +92,46 @@ extension DomainController {
         defer { records.removeAll(keepingCapacity: true) }
         do {
             try store.apply(domainID: domainID, upserts: records, deletions: [])
-            return nil
         } catch {
             return error
         }
+        // Now that the database says materialized, later requests need no shared task.
+        let done = records.map(\.identifier)
+        downloads.withLock { map in
+            for identifier in done { map.removeValue(forKey: identifier) }
+        }
+        return nil
     }
 
     /// Downloads one file; concurrent requests for the same item share one download.
     func downloadShared(_ record: ItemRecord, checkpoint: TransferCheckpoint?, report: @escaping @Sendable (Int64, Bool) -> Void)
         async throws -> ItemRecord
     {
-        let task = downloads.withLock { map -> Task<ItemRecord, any Error> in
-            if let running = map[record.identifier] { return running }
-            let task = Task { [self] in try await self.performDownload(record, checkpoint: checkpoint, report: report) }
-            map[record.identifier] = task
-            return task
+        // A download that finished stays in `downloads` until its batch is recorded, so no request
+        // can fall between the two and download the item again.
+        var task = downloads.withLock { $0[record.identifier] }
+        if task == nil {
+            if let current = try store.item(domainID: domainID, identifier: record.identifier), current.state == .materialized,
+                !current.isOutdated, replica.fingerprint(atPath: replica.path(current.path)) != nil
+            {
+                return current
+            }
+            task = downloads.withLock { map -> Task<ItemRecord, any Error> in
+                if let running = map[record.identifier] { return running }
+                let identifier = record.identifier
+                let task = Task { [self] in
+                    do {
+                        return try await self.performDownload(record, checkpoint: checkpoint, report: report)
+                    } catch {
+                        _ = self.downloads.withLock { $0.removeValue(forKey: identifier) }
+                        throw error
+                    }
+                }
+                map[identifier] = task
+                return task
+            }
         }
-        defer { _ = downloads.withLock { $0.removeValue(forKey: record.identifier) } }
+        guard let task else { throw FileProviderError(.localIOFailure, "no download task") }
         return try await withTaskCancellationHandler {
             try await task.value
         } onCancel: {

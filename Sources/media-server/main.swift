@@ -1,0 +1,1 @@
+print("media-server: not built yet")
