@@ -1,1 +1,0 @@
-print("media-server: not built yet")
