@@ -1,0 +1,116 @@
+import Foundation
+import ProviderCore
+
+/// A fixed number of SFTP connections, each living on a thread of its own, never on Swift's
+/// cooperative pool.
+///
+/// Connections are opened on first use and kept for later operations. An operation waits for a
+/// free connection; one whose connection was dropped by the server gets a new connection, and
+/// an operation that failed because the connection had died before it did anything runs once
+/// more on a fresh connection.
+final class ConnectionPool: @unchecked Sendable {
+    /// One connection and the thread it lives on. `connection` is only touched on that thread.
+    final class Slot: @unchecked Sendable {
+        let executor: BlockingExecutor
+        var connection: SFTPConnection?
+
+        init(name: String) { executor = BlockingExecutor(name: name, threads: 1) }
+    }
+
+    let settings: ConnectionSettings
+    private let slots: [Slot]
+    private let lock = NSLock()
+    /// Free slots; the most recently used last, so sequential work reuses one connection.
+    private var free: [Slot]
+    private var waiters: [CheckedContinuation<Slot, Never>] = []
+
+    init(settings: ConnectionSettings, size: Int) {
+        self.settings = settings
+        slots = (0..<max(1, size)).map { Slot(name: "sftp-\(settings.host)-\($0)") }
+        free = slots.reversed()
+    }
+
+    deinit {
+        for slot in slots { slot.executor.shutDown() }
+    }
+
+    private func acquire() async -> Slot {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Slot, Never>) in
+            lock.lock()
+            if let slot = free.popLast() {
+                lock.unlock()
+                continuation.resume(returning: slot)
+            } else {
+                waiters.append(continuation)
+                lock.unlock()
+            }
+        }
+    }
+
+    private func release(_ slot: Slot) {
+        lock.lock()
+        if waiters.isEmpty {
+            free.append(slot)
+            lock.unlock()
+        } else {
+            let waiter = waiters.removeFirst()
+            lock.unlock()
+            waiter.resume(returning: slot)
+        }
+    }
+
+    /// Runs `body` with a connection, on that connection's thread.
+    ///
+    /// - Throws: what `body` throws; what connecting throws (`serverUnreachable`,
+    ///   `notAuthenticated`, …); `cancelled` when the task is cancelled before it starts.
+    func run<T: Sendable>(_ body: @escaping @Sendable (SFTPConnection) throws(FileProviderError) -> T)
+        async throws(FileProviderError) -> T
+    {
+        if Task.isCancelled { throw FileProviderError(.cancelled, "cancelled") }
+        let slot = await acquire()
+        defer { release(slot) }
+        let settings = self.settings
+        return try await slot.executor.run { () throws -> T in
+            try Self.perform(body, in: slot, settings: settings)
+        }
+    }
+
+    private static func perform<T>(
+        _ body: (SFTPConnection) throws(FileProviderError) -> T, in slot: Slot, settings: ConnectionSettings
+    ) throws(FileProviderError) -> T {
+        let connection: SFTPConnection
+        if let existing = slot.connection, !existing.isDead {
+            connection = existing
+        } else {
+            slot.connection = nil
+            connection = try SFTPConnection(settings: settings)
+            slot.connection = connection
+        }
+        connection.beginOperation()
+        do throws(FileProviderError) {
+            return try body(connection)
+        } catch {
+            guard connection.isDead else { throw error }
+            slot.connection = nil
+            guard connection.diedBeforeDoingAnything else { throw error }
+            // The server dropped an idle connection: nothing of this operation reached it.
+            let fresh = try SFTPConnection(settings: settings)
+            slot.connection = fresh
+            fresh.beginOperation()
+            do throws(FileProviderError) {
+                return try body(fresh)
+            } catch {
+                if fresh.isDead { slot.connection = nil }
+                throw error
+            }
+        }
+    }
+
+    /// Closes every connection and stops the threads.
+    func close() async {
+        for slot in slots {
+            _ = try? await slot.executor.run { slot.connection = nil }
+            slot.executor.shutDown()
+        }
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import ProviderCore
+
+extension SFTPBackend {
+    /// Creates a file, folder or symlink from a template.
+    ///
+    /// A file's contents are uploaded to a staging file in the target folder and renamed into
+    /// place with SFTP's rename, which never replaces an existing item, so nobody sees a
+    /// half-written file under the real name. With `mayAlreadyExist`, an existing item of the
+    /// same kind is returned; an existing file whose bytes differ from `contents` is atomically
+    /// replaced, so a replay ends with the template's contents and never makes a duplicate.
+    /// - Throws: `invalidFilename` for an unsafe name; `noSuchItem` when the parent does not
+    ///   exist; `invalidArgument` when the parent is not a folder or a symlink template has no
+    ///   target; `filenameCollision` when the name is taken (without `mayAlreadyExist`, or by an
+    ///   item of another kind); `insufficientQuota` when the server is out of space;
+    ///   `permissionDenied` naming the path; `localIOFailure` when `contents` cannot be read.
+    public func createItem(basedOn template: Item, fields: ItemFields, contents: URL?, options: CreateOptions)
+        async throws(FileProviderError) -> ItemResult
+    {
+        try Filename.validate(template.filename)
+        let parentPath = try SFTPPath(template.parentIdentifier)
+        guard parentPath.allowsChild(named: template.filename) else {
+            throw FileProviderError(.invalidFilename, "the name \(template.filename.debugDescription) is reserved")
+        }
+        if template.kind == .symlink {
+            guard let target = template.symlinkTargetPath, !target.isEmpty, !target.utf8.contains(0) else {
+                throw FileProviderError(.invalidArgument, "a symlink needs a target path")
+            }
+        }
+        let flag = CancellationFlag()
+        return try await withConnection(flag) { connection throws(FileProviderError) -> ItemResult in
+            let folder = try self.container(parentPath, on: connection)
+            let path = parentPath.appending(template.filename)
+            let remote = path.remote(under: connection.rootPath)
+            let replay = options.contains(.mayAlreadyExist)
+            switch template.kind {
+            case .folder:
+                try self.createFolder(path, remote: remote, replay: replay, on: connection)
+            case .symlink:
+                try self.createSymlink(
+                    path, remote: remote, folder: folder, target: template.symlinkTargetPath ?? "", replay: replay,
+                    on: connection)
+            case .file:
+                try self.createFile(
+                    path, remote: remote, folder: folder, contents: contents, date: template.contentModificationDate,
+                    replay: replay, cancellation: flag, on: connection)
+            }
+            return ItemResult(item: try self.locate(path, on: connection).item)
+        }
+    }
+
+    private func collision(_ path: SFTPPath) -> FileProviderError {
+        FileProviderError(
+            .filenameCollision, "an item named \(path.name.debugDescription) already exists in \(path.parent.display)")
+    }
+
+    /// After a failed creation: throws `filenameCollision` unless this is a replay and an item
+    /// of `kind` is at `path`; rethrows `error` when nothing is there.
+    private func checkReplay(
+        _ path: SFTPPath, remote: String, kind: ItemKind, replay: Bool, error: FileProviderError,
+        on connection: SFTPConnection
+    ) throws(FileProviderError) -> RemoteAttributes {
+        guard let existing = try connection.lstatIfPresent(remote) else { throw error }
+        guard replay, existing.kind == kind else { throw collision(path) }
+        return existing
+    }
+
+    private func createFolder(_ path: SFTPPath, remote: String, replay: Bool, on connection: SFTPConnection)
+        throws(FileProviderError)
+    {
+        do throws(FileProviderError) {
+            try connection.mkdir(remote)
+        } catch {
+            if connection.isDead { throw error }
+            _ = try checkReplay(path, remote: remote, kind: .folder, replay: replay, error: error, on: connection)
+        }
+    }
+
+    private func createSymlink(
+        _ path: SFTPPath, remote: String, folder: String, target: String, replay: Bool, on connection: SFTPConnection
+    ) throws(FileProviderError) {
+        do throws(FileProviderError) {
+            try connection.symlink(remote, target: target)
+        } catch {
+            if connection.isDead { throw error }
+            _ = try checkReplay(path, remote: remote, kind: .symlink, replay: replay, error: error, on: connection)
+            if try connection.readlink(remote).hasSameBytes(as: target) { return }
+            let staging = (folder == "/" ? "" : folder) + "/" + SFTPPath.stagingName()
+            try connection.symlink(staging, target: target)
+            do throws(FileProviderError) {
+                try replace(remote, with: staging, on: connection)
+            } catch {
+                try? connection.unlink(staging)
+                throw error
+            }
+        }
+    }
+
+    private func createFile(
+        _ path: SFTPPath, remote: String, folder: String, contents: URL?, date: Date?, replay: Bool,
+        cancellation: CancellationFlag, on connection: SFTPConnection
+    ) throws(FileProviderError) {
+        if replay, let existing = try connection.lstatIfPresent(remote) {
+            guard existing.kind == .file else { throw collision(path) }
+            if try remoteFile(remote, size: existing.size, matches: contents, on: connection) { return }
+            let staging = try stage(contents, in: folder, on: connection, cancellation: cancellation)
+            do throws(FileProviderError) {
+                try stamp(staging, current: existing, explicit: date, on: connection)
+                try replace(remote, with: staging, on: connection)
+            } catch {
+                if !connection.isDead { try? connection.unlink(staging) }
+                throw error
+            }
+            return
+        }
+        let staging = try stage(contents, in: folder, on: connection, cancellation: cancellation)
+        do throws(FileProviderError) {
+            if date != nil { try stamp(staging, current: nil, explicit: date, on: connection) }
+            try connection.rename(staging, to: remote)
+        } catch {
+            if connection.isDead { throw error }
+            try? connection.unlink(staging)
+            guard try connection.lstatIfPresent(remote) != nil else { throw error }
+            // Created by someone else meanwhile: a replay may still take it.
+            if replay {
+                try createFile(
+                    path, remote: remote, folder: folder, contents: contents, date: date, replay: replay,
+                    cancellation: cancellation, on: connection)
+                return
+            }
+            throw collision(path)
+        }
+    }
+}

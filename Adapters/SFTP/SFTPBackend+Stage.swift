@@ -1,0 +1,104 @@
+import Foundation
+import ProviderCore
+
+extension SFTPBackend {
+    /// The size of one write: libssh2 sends it as several pipelined requests.
+    static let writeSize = 2 * 1024 * 1024
+
+    /// Uploads `contents` (nothing for an empty file) to a new staging file in `folder` and
+    /// returns the staging file's absolute path; the caller renames it into place or removes it.
+    ///
+    /// - Throws: `localIOFailure` when `contents` cannot be read; `insufficientQuota` when the
+    ///   server is out of space; `permissionDenied`; `cancelled`.
+    func stage(_ contents: URL?, in folder: String, on connection: SFTPConnection, cancellation: CancellationFlag)
+        throws(FileProviderError) -> String
+    {
+        let staging = (folder == "/" ? "" : folder) + "/" + SFTPPath.stagingName()
+        let output = try connection.createExclusive(staging)
+        do throws(FileProviderError) {
+            if let contents {
+                let input = try LocalFile.openForReading(contents.path)
+                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.writeSize, alignment: 16)
+                defer { buffer.deallocate() }
+                while true {
+                    try cancellation.check()
+                    let count = try input.read(into: buffer)
+                    if count == 0 { break }
+                    try output.write(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+                }
+            }
+            try output.close()
+        } catch {
+            if connection.isDead { throw error }
+            try? output.close()
+            try? connection.unlink(staging)
+            throw quotaAware(error, folder: folder, on: connection)
+        }
+        return staging
+    }
+
+    /// OpenSSH reports a full disk as a plain failure; ask the server how much space is left.
+    func quotaAware(_ error: FileProviderError, folder: String, on connection: SFTPConnection) -> FileProviderError {
+        guard error.code == .cannotSynchronize, let free = connection.freeBytes(folder), free < UInt64(Self.writeSize)
+        else { return error }
+        return FileProviderError(
+            .insufficientQuota, "the server \(settings.endpoint) is out of space in \(folder) (\(error.message))")
+    }
+
+    /// Moves a staging file over `target`, replacing it atomically with posix-rename where the
+    /// server offers it; otherwise the old file is moved aside first and removed after.
+    func replace(_ target: String, with staging: String, on connection: SFTPConnection) throws(FileProviderError) {
+        if try connection.posixRename(staging, to: target) { return }
+        let aside = (target as NSString).deletingLastPathComponent + "/" + SFTPPath.stagingName()
+        try connection.rename(target, to: aside)
+        do throws(FileProviderError) {
+            try connection.rename(staging, to: target)
+        } catch {
+            try? connection.rename(aside, to: target)
+            throw error
+        }
+        try? connection.unlink(aside)
+    }
+
+    /// Sets a staged file's modification time so the new version differs from `current`.
+    func stamp(
+        _ staging: String, current: RemoteAttributes?, explicit: Date?, on connection: SFTPConnection
+    ) throws(FileProviderError) {
+        let explicitSeconds = explicit.map { Int64($0.timeIntervalSince1970.rounded(.down)) }
+        guard current != nil || explicitSeconds != nil else { return }
+        let staged = try connection.lstat(staging)
+        let time = current.map { Self.modificationTime(for: staged, current: $0, explicit: explicitSeconds) }
+            ?? explicitSeconds!
+        if time != staged.modificationTime {
+            try connection.setTimes(staging, modification: time, access: staged.accessTime)
+        }
+    }
+
+    /// Whether the remote file holds exactly the bytes of `contents`.
+    func remoteFile(_ remote: String, size: Int64, matches contents: URL?, on connection: SFTPConnection)
+        throws(FileProviderError) -> Bool
+    {
+        guard let contents else { return size == 0 }
+        let input = try LocalFile.openForReading(contents.path)
+        guard try input.size() == size else { return false }
+        let file = try connection.openForReading(remote)
+        let left = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.readSize, alignment: 16)
+        let right = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.readSize, alignment: 16)
+        defer {
+            left.deallocate()
+            right.deallocate()
+        }
+        while true {
+            var count = 0
+            while count < right.count {
+                let got = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: right[count...]))
+                if got == 0 { break }
+                count += got
+            }
+            let wanted = max(count, 1)
+            let local = try input.read(into: UnsafeMutableRawBufferPointer(rebasing: left[0..<wanted]))
+            if count == 0 { return local == 0 }
+            if local != count || memcmp(left.baseAddress!, right.baseAddress!, count) != 0 { return false }
+        }
+    }
+}

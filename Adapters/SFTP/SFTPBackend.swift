@@ -1,0 +1,78 @@
+import Foundation
+import ProviderCore
+
+/// A backend over a folder on an SFTP server (any OpenSSH-compatible server), through libssh2.
+///
+/// Identifiers are paths relative to the root folder (`docs/a.txt`); the root folder is
+/// ``ItemIdentifier/rootContainer``. Symlinks on the server are reported as symlinks and never
+/// followed: items are looked up with `lstat`, and a folder below the root is used only when its
+/// resolved path is exactly the path asked for, so nothing outside the root is reachable.
+/// The server's host key is checked against known_hosts before any credential is sent.
+///
+/// libssh2 is blocking: each connection of the pool (``connections``, default 4) lives on a
+/// thread of its own and serves one operation at a time; parallel operations use parallel
+/// connections. Connections are opened on first use, reused, and re-opened after the server
+/// drops them.
+public final class SFTPBackend: Backend {
+    /// The most items one page of a listing holds.
+    public let pageSize: Int
+    /// How many connections (and threads) serve operations at once.
+    public let connections: Int
+
+    let settings: ConnectionSettings
+    let pool: ConnectionPool
+    let listings = ListingCache()
+
+    public let capabilities = BackendCapabilities(
+        hasChangeFeed: false, supportsThumbnails: false, supportsRangedReads: true,
+        supportsServerSideMove: true, supportsConditionalWrites: false, supportsSymlinks: true,
+        creatableKinds: [.file, .folder, .symlink], identifiersArePathDerived: true)
+
+    /// Makes a backend for a server; nothing is connected until the first operation.
+    ///
+    /// - Parameters:
+    ///   - settings: where and how to connect (see ``SFTPBackend/descriptor`` for the options
+    ///     that produce them).
+    ///   - connections: the most connections used at once, 1 to 64.
+    ///   - pageSize: the most items per listing page, at least 1.
+    /// - Throws: `invalidArgument` when `connections` or `pageSize` is out of range.
+    init(settings: ConnectionSettings, connections: Int = 4, pageSize: Int = 2000) throws(FileProviderError) {
+        guard (1...64).contains(connections) else {
+            throw FileProviderError(.invalidArgument, "--connections takes 1 to 64, not \(connections)")
+        }
+        guard pageSize >= 1 else {
+            throw FileProviderError(.invalidArgument, "the page size must be at least 1, not \(pageSize)")
+        }
+        self.settings = settings
+        self.connections = connections
+        self.pageSize = pageSize
+        pool = ConnectionPool(settings: settings, size: connections)
+    }
+
+    /// Closes the connections and stops their threads.
+    public func close() async { await pool.close() }
+
+    /// Runs `body` on a pooled connection's thread; sets `flag` if the task is cancelled.
+    func withConnection<T: Sendable>(
+        _ flag: CancellationFlag? = nil, _ body: @escaping @Sendable (SFTPConnection) throws(FileProviderError) -> T
+    ) async throws(FileProviderError) -> T {
+        guard let flag else { return try await pool.run(body) }
+        return try await withCancellationFlag(flag) { () async throws(FileProviderError) -> T in
+            try await self.pool.run(body)
+        }
+    }
+
+    // MARK: Backend
+
+    /// Returns the current metadata of one item.
+    ///
+    /// - Throws: `noSuchItem` when nothing is at the identifier's path, or a folder on the way
+    ///   is a symlink; `serverUnreachable` / `notAuthenticated` when the server cannot be used
+    ///   (including an unknown or changed host key).
+    public func item(for identifier: ItemIdentifier) async throws(FileProviderError) -> Item {
+        let path = try SFTPPath(identifier)
+        return try await withConnection { connection throws(FileProviderError) -> Item in
+            try self.locate(path, on: connection).item
+        }
+    }
+}

@@ -1,0 +1,582 @@
+import CLibSSH2
+import Foundation
+import ProviderCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+// The SFTP half of the libssh2 layer (see SSHSession.swift): every libssh2_sftp_* call, and
+// the mapping of SFTP status codes to FileProviderError.
+
+/// The attributes of a remote file, as SFTP version 3 gives them (whole seconds, no inode).
+struct RemoteAttributes: Sendable, Hashable {
+    var size: Int64
+    var permissions: UInt32
+    var uid: UInt32
+    var gid: UInt32
+    /// Modification time in seconds since 1970.
+    var modificationTime: Int64
+    var accessTime: Int64
+
+    init(
+        size: Int64 = 0, permissions: UInt32 = 0, uid: UInt32 = 0, gid: UInt32 = 0, modificationTime: Int64 = 0,
+        accessTime: Int64 = 0
+    ) {
+        self.size = size
+        self.permissions = permissions
+        self.uid = uid
+        self.gid = gid
+        self.modificationTime = modificationTime
+        self.accessTime = accessTime
+    }
+
+    init(_ raw: LIBSSH2_SFTP_ATTRIBUTES) {
+        let flags = raw.flags
+        size = flags & UInt(LIBSSH2_SFTP_ATTR_SIZE) != 0 ? Int64(truncatingIfNeeded: raw.filesize) : 0
+        permissions =
+            flags & UInt(LIBSSH2_SFTP_ATTR_PERMISSIONS) != 0 ? UInt32(truncatingIfNeeded: raw.permissions) : 0
+        let hasOwner = flags & UInt(LIBSSH2_SFTP_ATTR_UIDGID) != 0
+        uid = hasOwner ? UInt32(truncatingIfNeeded: raw.uid) : 0
+        gid = hasOwner ? UInt32(truncatingIfNeeded: raw.gid) : 0
+        let hasTimes = flags & UInt(LIBSSH2_SFTP_ATTR_ACMODTIME) != 0
+        modificationTime = hasTimes ? Int64(truncatingIfNeeded: raw.mtime) : 0
+        accessTime = hasTimes ? Int64(truncatingIfNeeded: raw.atime) : 0
+    }
+
+    /// The kind of item, or `nil` for sockets, FIFOs and devices.
+    var kind: ItemKind? {
+        switch permissions & UInt32(LIBSSH2_SFTP_S_IFMT) {
+        case UInt32(LIBSSH2_SFTP_S_IFREG): return .file
+        case UInt32(LIBSSH2_SFTP_S_IFDIR): return .folder
+        case UInt32(LIBSSH2_SFTP_S_IFLNK): return .symlink
+        default: return nil
+        }
+    }
+}
+
+/// Maps SFTP status codes to errors; separate so it can be tested without a server.
+enum SFTPStatus {
+    /// The error for an SFTP status code after `operation` on `path`.
+    static func error(_ status: UInt, operation: String, path: String) -> FileProviderError {
+        let text = "\(operation) \(path)"
+        switch status {
+        case UInt(LIBSSH2_FX_NO_SUCH_FILE), UInt(LIBSSH2_FX_NO_SUCH_PATH):
+            return FileProviderError(.noSuchItem, "\(text): no such file")
+        case UInt(LIBSSH2_FX_PERMISSION_DENIED), UInt(LIBSSH2_FX_WRITE_PROTECT):
+            return FileProviderError(.permissionDenied, "\(text): permission denied by the server")
+        case UInt(LIBSSH2_FX_NO_SPACE_ON_FILESYSTEM), UInt(LIBSSH2_FX_QUOTA_EXCEEDED):
+            return FileProviderError(.insufficientQuota, "\(text): the server is out of space")
+        case UInt(LIBSSH2_FX_FILE_ALREADY_EXISTS):
+            return FileProviderError(.filenameCollision, "\(text): it already exists")
+        case UInt(LIBSSH2_FX_DIR_NOT_EMPTY):
+            return FileProviderError(.directoryNotEmpty, "\(text): the folder is not empty")
+        case UInt(LIBSSH2_FX_NOT_A_DIRECTORY):
+            return FileProviderError(.noSuchItem, "\(text): a component is not a folder")
+        case UInt(LIBSSH2_FX_INVALID_FILENAME):
+            return FileProviderError(.invalidFilename, "\(text): the server refused the name")
+        case UInt(LIBSSH2_FX_OP_UNSUPPORTED):
+            return FileProviderError(.notSupported, "\(text): the server does not support this")
+        case UInt(LIBSSH2_FX_NO_CONNECTION), UInt(LIBSSH2_FX_CONNECTION_LOST):
+            return FileProviderError(.serverUnreachable, "\(text): the connection was lost")
+        case UInt(LIBSSH2_FX_BAD_MESSAGE):
+            return FileProviderError(.invalidArgument, "\(text): the server rejected the request")
+        default:
+            return FileProviderError(
+                .cannotSynchronize, "\(text): the server reported a failure (SFTP status \(status))")
+        }
+    }
+}
+
+/// One SFTP connection: an SSH session with its SFTP channel. Used by one thread at a time.
+final class SFTPConnection: @unchecked Sendable {
+    let session: SSHSession
+    private let sftp: OpaquePointer
+    /// The absolute path of the root on the server, symlinks resolved.
+    private(set) var rootPath: String = "/"
+    /// The connection failed at the transport level; the pool drops it.
+    private(set) var isDead = false
+    /// libssh2 calls made since the current operation began.
+    private(set) var callsInOperation = 0
+    /// Whether the connection has run an operation before the current one.
+    private(set) var hasBeenUsed = false
+    /// OpenSSH's sftp-server takes SSH_FXP_SYMLINK's two paths in reverse order.
+    let symlinkArgumentsReversed: Bool
+    private var extensions: ExtensionChannel?
+    private var extensionsFailed = false
+
+    /// Connects, authenticates, starts SFTP and resolves the root folder.
+    ///
+    /// - Throws: what ``SSHSession/init(settings:)`` throws; `serverUnreachable` when the server
+    ///   offers no SFTP; `noSuchItem` when the root folder does not exist on the server;
+    ///   `invalidArgument` when it is not a folder.
+    init(settings: ConnectionSettings) throws(FileProviderError) {
+        session = try SSHSession(settings: settings)
+        guard let sftp = libssh2_sftp_init(session.raw) else {
+            throw SSHSession.transportError(session.raw, session.lastErrorCode, "starting SFTP on \(settings.endpoint)")
+        }
+        self.sftp = sftp
+        symlinkArgumentsReversed = session.banner.contains("OpenSSH")
+        let root = try realpath(settings.rootPath)
+        let attributes = try stat(root)
+        guard attributes.kind == .folder else {
+            throw FileProviderError(.invalidArgument, "the root \(settings.rootPath) on \(settings.endpoint) is not a folder")
+        }
+        rootPath = root
+        callsInOperation = 0
+    }
+
+    deinit {
+        extensions?.sessionIsDead = isDead
+        extensions = nil
+        if !isDead { libssh2_sftp_shutdown(sftp) }
+    }
+
+    /// Marks the start of an operation (for the pool's retry rule).
+    func beginOperation() {
+        if callsInOperation > 0 { hasBeenUsed = true }
+        callsInOperation = 0
+    }
+
+    /// Whether the connection died on the first call of the current operation, on a connection
+    /// that had worked before: nothing reached the server, the operation may run again.
+    var diedBeforeDoingAnything: Bool { isDead && hasBeenUsed && callsInOperation <= 1 }
+
+    fileprivate func count() { callsInOperation += 1 }
+
+    /// The error for the last failed call, marking the connection dead for transport errors.
+    func failure(_ operation: String, path: String) -> FileProviderError {
+        let code = session.lastErrorCode
+        if code == LIBSSH2_ERROR_SFTP_PROTOCOL {
+            return SFTPStatus.error(libssh2_sftp_last_error(sftp), operation: operation, path: path)
+        }
+        isDead = true
+        return SSHSession.transportError(session.raw, code, "\(operation) \(path) on \(session.settings.endpoint)")
+    }
+
+    // MARK: Paths
+
+    private func withPath<T>(_ path: String, _ body: (UnsafePointer<CChar>, UInt32) -> T) -> T {
+        path.withCString { body($0, UInt32(path.utf8.count)) }
+    }
+
+    private static func text(_ buffer: [CChar], _ length: Int32) -> String {
+        String(decoding: buffer.prefix(Int(length)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The absolute path with symlinks resolved.
+    func realpath(_ path: String) throws(FileProviderError) -> String {
+        count()
+        var buffer = [CChar](repeating: 0, count: 8192)
+        let length = withPath(path) { pointer, length in
+            libssh2_sftp_symlink_ex(sftp, pointer, length, &buffer, UInt32(buffer.count), LIBSSH2_SFTP_REALPATH)
+        }
+        if length < 0 { throw failure("resolve", path: path) }
+        return Self.text(buffer, length)
+    }
+
+    /// The target of a symlink (bytes that are not UTF-8 are replaced).
+    func readlink(_ path: String) throws(FileProviderError) -> String {
+        count()
+        var buffer = [CChar](repeating: 0, count: 8192)
+        let length = withPath(path) { pointer, length in
+            libssh2_sftp_symlink_ex(sftp, pointer, length, &buffer, UInt32(buffer.count), LIBSSH2_SFTP_READLINK)
+        }
+        if length < 0 { throw failure("read the link", path: path) }
+        return Self.text(buffer, length)
+    }
+
+    /// Makes a symlink at `path` pointing to `target`.
+    func symlink(_ path: String, target: String) throws(FileProviderError) {
+        count()
+        let (first, second) = symlinkArgumentsReversed ? (target, path) : (path, target)
+        let rc = first.withCString { a in
+            second.withCString { b in
+                libssh2_sftp_symlink_ex(
+                    sftp, a, UInt32(first.utf8.count), UnsafeMutablePointer(mutating: b), UInt32(second.utf8.count),
+                    LIBSSH2_SFTP_SYMLINK)
+            }
+        }
+        if rc < 0 { throw failure("make the link", path: path) }
+    }
+
+    private func stat(_ path: String, type: Int32) throws(FileProviderError) -> RemoteAttributes {
+        count()
+        var attributes = LIBSSH2_SFTP_ATTRIBUTES()
+        let rc = withPath(path) { pointer, length in libssh2_sftp_stat_ex(sftp, pointer, length, type, &attributes) }
+        if rc != 0 { throw failure("stat", path: path) }
+        return RemoteAttributes(attributes)
+    }
+
+    /// The attributes of `path`, following a final symlink.
+    func stat(_ path: String) throws(FileProviderError) -> RemoteAttributes { try stat(path, type: LIBSSH2_SFTP_STAT) }
+
+    /// The attributes of `path` itself, never following a final symlink.
+    func lstat(_ path: String) throws(FileProviderError) -> RemoteAttributes { try stat(path, type: LIBSSH2_SFTP_LSTAT) }
+
+    /// The attributes of `path`, or `nil` when nothing is there.
+    func lstatIfPresent(_ path: String) throws(FileProviderError) -> RemoteAttributes? {
+        do throws(FileProviderError) {
+            return try lstat(path)
+        } catch where error.code == .noSuchItem {
+            return nil
+        }
+    }
+
+    /// Sets the access and modification times of `path`.
+    func setTimes(_ path: String, modification: Int64, access: Int64) throws(FileProviderError) {
+        count()
+        var attributes = LIBSSH2_SFTP_ATTRIBUTES()
+        attributes.flags = UInt(LIBSSH2_SFTP_ATTR_ACMODTIME)
+        attributes.mtime = UInt(truncatingIfNeeded: modification)
+        attributes.atime = UInt(truncatingIfNeeded: access)
+        let rc = withPath(path) { pointer, length in
+            libssh2_sftp_stat_ex(sftp, pointer, length, LIBSSH2_SFTP_SETSTAT, &attributes)
+        }
+        if rc != 0 { throw failure("set the dates of", path: path) }
+    }
+
+    func mkdir(_ path: String, mode: Int = 0o755) throws(FileProviderError) {
+        count()
+        let rc = withPath(path) { pointer, length in libssh2_sftp_mkdir_ex(sftp, pointer, length, mode) }
+        if rc != 0 { throw failure("make the folder", path: path) }
+    }
+
+    func rmdir(_ path: String) throws(FileProviderError) {
+        count()
+        let rc = withPath(path) { pointer, length in libssh2_sftp_rmdir_ex(sftp, pointer, length) }
+        if rc != 0 { throw failure("remove the folder", path: path) }
+    }
+
+    func unlink(_ path: String) throws(FileProviderError) {
+        count()
+        let rc = withPath(path) { pointer, length in libssh2_sftp_unlink_ex(sftp, pointer, length) }
+        if rc != 0 { throw failure("remove", path: path) }
+    }
+
+    /// Renames with SFTP's plain rename, which never replaces an existing item on OpenSSH.
+    func rename(_ source: String, to target: String) throws(FileProviderError) {
+        count()
+        let flags = LIBSSH2_SFTP_RENAME_ATOMIC | LIBSSH2_SFTP_RENAME_NATIVE
+        let rc = source.withCString { a in
+            target.withCString { b in
+                libssh2_sftp_rename_ex(sftp, a, UInt32(source.utf8.count), b, UInt32(target.utf8.count), Int(flags))
+            }
+        }
+        if rc != 0 { throw failure("rename \(source) to", path: target) }
+    }
+
+    /// Renames over an existing file atomically with `posix-rename@openssh.com`; `false` when
+    /// the server does not offer it.
+    func posixRename(_ source: String, to target: String) throws(FileProviderError) -> Bool {
+        guard let channel = try extensionChannel(), channel.offers("posix-rename@openssh.com") else { return false }
+        count()
+        let status = try channel.request(
+            "posix-rename@openssh.com", [Array(source.utf8), Array(target.utf8)], on: self)
+        if status != 0 { throw SFTPStatus.error(UInt(status), operation: "rename \(source) to", path: target) }
+        return true
+    }
+
+    private func extensionChannel() throws(FileProviderError) -> ExtensionChannel? {
+        if let extensions { return extensions }
+        if extensionsFailed { return nil }
+        do throws(FileProviderError) {
+            extensions = try ExtensionChannel(connection: self)
+        } catch {
+            if isDead { throw error }
+            extensionsFailed = true
+        }
+        return extensions
+    }
+
+    /// Free bytes on the file system holding `path`, where the server tells.
+    func freeBytes(_ path: String) -> UInt64? {
+        var info = LIBSSH2_SFTP_STATVFS()
+        let rc = withPath(path) { pointer, length in libssh2_sftp_statvfs(sftp, pointer, Int(length), &info) }
+        if rc != 0 { return nil }
+        return UInt64(info.f_bavail) * UInt64(info.f_frsize)
+    }
+
+    // MARK: Handles
+
+    /// Opens a file for reading.
+    func openForReading(_ path: String) throws(FileProviderError) -> SFTPFile {
+        try open(path, flags: UInt(LIBSSH2_FXF_READ), mode: 0, kind: LIBSSH2_SFTP_OPENFILE)
+    }
+
+    /// Creates a new file for writing; fails when something is at `path`.
+    func createExclusive(_ path: String, mode: Int = 0o644) throws(FileProviderError) -> SFTPFile {
+        try open(
+            path, flags: UInt(LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_EXCL | LIBSSH2_FXF_TRUNC), mode: mode,
+            kind: LIBSSH2_SFTP_OPENFILE)
+    }
+
+    /// Opens a folder for listing.
+    func openDirectory(_ path: String) throws(FileProviderError) -> SFTPFile {
+        try open(path, flags: 0, mode: 0, kind: LIBSSH2_SFTP_OPENDIR)
+    }
+
+    private func open(_ path: String, flags: UInt, mode: Int, kind: Int32) throws(FileProviderError) -> SFTPFile {
+        count()
+        let handle = withPath(path) { pointer, length in libssh2_sftp_open_ex(sftp, pointer, length, flags, mode, kind) }
+        guard let handle else { throw failure(kind == LIBSSH2_SFTP_OPENDIR ? "list" : "open", path: path) }
+        return SFTPFile(handle: handle, connection: self, path: path)
+    }
+}
+
+/// An open remote file or folder, closed in `deinit` (or earlier with ``close()``).
+final class SFTPFile {
+    private var handle: OpaquePointer?
+    private let connection: SFTPConnection
+    let path: String
+
+    fileprivate init(handle: OpaquePointer, connection: SFTPConnection, path: String) {
+        self.handle = handle
+        self.connection = connection
+        self.path = path
+    }
+
+    deinit {
+        if let handle, !connection.isDead { libssh2_sftp_close_handle(handle) }
+    }
+
+    /// Closes the handle, reporting errors (a server may report a failed write only here).
+    func close() throws(FileProviderError) {
+        guard let handle else { return }
+        self.handle = nil
+        connection.count()
+        if libssh2_sftp_close_handle(handle) != 0 { throw connection.failure("close", path: path) }
+    }
+
+    /// The attributes of the open file.
+    func attributes() throws(FileProviderError) -> RemoteAttributes {
+        connection.count()
+        var attributes = LIBSSH2_SFTP_ATTRIBUTES()
+        if libssh2_sftp_fstat_ex(handle, &attributes, 0) != 0 { throw connection.failure("stat", path: path) }
+        return RemoteAttributes(attributes)
+    }
+
+    /// Moves the read position.
+    func seek(to offset: Int64) { libssh2_sftp_seek64(handle, UInt64(offset)) }
+
+    /// Reads up to `buffer.count` bytes; 0 at the end of the file. libssh2 keeps several read
+    /// requests in flight for a large buffer.
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws(FileProviderError) -> Int {
+        connection.count()
+        let count = libssh2_sftp_read(handle, buffer.baseAddress!.assumingMemoryBound(to: CChar.self), buffer.count)
+        if count < 0 { throw connection.failure("read", path: path) }
+        return count
+    }
+
+    /// Writes all of `buffer`. libssh2 sends a large buffer as several pipelined requests.
+    func write(_ buffer: UnsafeRawBufferPointer) throws(FileProviderError) {
+        var done = 0
+        while done < buffer.count {
+            connection.count()
+            let count = libssh2_sftp_write(
+                handle, buffer.baseAddress!.advanced(by: done).assumingMemoryBound(to: CChar.self), buffer.count - done)
+            if count < 0 { throw connection.failure("write", path: path) }
+            done += count
+        }
+    }
+
+    /// The next entry of a folder as raw name bytes and attributes; `nil` at the end.
+    func nextEntry() throws(FileProviderError) -> (name: [UInt8], attributes: RemoteAttributes)? {
+        connection.count()
+        var buffer = [CChar](repeating: 0, count: 4096)
+        var attributes = LIBSSH2_SFTP_ATTRIBUTES()
+        let length = libssh2_sftp_readdir_ex(handle, &buffer, buffer.count, nil, 0, &attributes)
+        if length < 0 { throw connection.failure("list", path: path) }
+        if length == 0 { return nil }
+        return (buffer.prefix(Int(length)).map { UInt8(bitPattern: $0) }, RemoteAttributes(attributes))
+    }
+}
+
+/// A second SFTP channel on the same session, spoken to directly, for the OpenSSH extensions
+/// libssh2 1.10 does not expose (`posix-rename@openssh.com`). Knows which extensions the server
+/// offers from its VERSION reply.
+final class ExtensionChannel {
+    private let channel: OpaquePointer
+    private var extensionNames: Set<String> = []
+    private var nextID: UInt32 = 1
+    /// Set when the session died: closing the channel would only wait for the timeout.
+    var sessionIsDead = false
+
+    init(connection: SFTPConnection) throws(FileProviderError) {
+        guard let channel = shim_libssh2_channel_open_session(connection.session.raw) else {
+            throw connection.failure("open an SFTP channel", path: "")
+        }
+        self.channel = channel
+        do throws(FileProviderError) {
+            if shim_libssh2_channel_subsystem(channel, "sftp") != 0 {
+                throw connection.failure("start the SFTP subsystem", path: "")
+            }
+            // SSH_FXP_INIT, version 3.
+            try send([1] + Self.u32(3), on: connection)
+            let reply = try receive(on: connection)
+            guard reply.first == 2, reply.count >= 5 else {
+                throw FileProviderError(.serverUnreachable, "the server's SFTP VERSION reply is malformed")
+            }
+            var index = 5
+            while let name = Self.string(reply, &index), Self.string(reply, &index) != nil {
+                extensionNames.insert(String(decoding: name, as: UTF8.self))
+            }
+        } catch {
+            sessionIsDead = connection.isDead
+            throw error
+        }
+    }
+
+    deinit {
+        if !sessionIsDead {
+            libssh2_channel_close(channel)
+            libssh2_channel_free(channel)
+        }
+    }
+
+    func offers(_ name: String) -> Bool { extensionNames.contains(name) }
+
+    /// Sends an SSH_FXP_EXTENDED request and returns the status code of the reply.
+    func request(_ name: String, _ arguments: [[UInt8]], on connection: SFTPConnection) throws(FileProviderError)
+        -> UInt32
+    {
+        let id = nextID
+        nextID &+= 1
+        var body: [UInt8] = [200] + Self.u32(id) + Self.u32(UInt32(name.utf8.count)) + Array(name.utf8)
+        for argument in arguments { body += Self.u32(UInt32(argument.count)) + argument }
+        try send(body, on: connection)
+        let reply = try receive(on: connection)
+        // SSH_FXP_STATUS: type 101, id, code.
+        guard reply.count >= 9, reply[0] == 101, Self.readU32(reply, 1) == id else {
+            throw FileProviderError(.serverUnreachable, "unexpected reply to \(name)")
+        }
+        return Self.readU32(reply, 5)
+    }
+
+    private func send(_ body: [UInt8], on connection: SFTPConnection) throws(FileProviderError) {
+        let packet = Self.u32(UInt32(body.count)) + body
+        var done = 0
+        while done < packet.count {
+            let count = packet.withUnsafeBytes { bytes in
+                shim_libssh2_channel_write(
+                    channel, bytes.baseAddress!.advanced(by: done).assumingMemoryBound(to: CChar.self),
+                    packet.count - done)
+            }
+            if count < 0 { throw connection.failure("send an SFTP request", path: "") }
+            done += count
+        }
+    }
+
+    private func receive(on connection: SFTPConnection) throws(FileProviderError) -> [UInt8] {
+        let header = try readExactly(4, on: connection)
+        let length = Int(Self.readU32(header, 0))
+        guard length > 0, length < 1 << 20 else {
+            throw FileProviderError(.serverUnreachable, "an SFTP reply of \(length) bytes")
+        }
+        return try readExactly(length, on: connection)
+    }
+
+    private func readExactly(_ count: Int, on connection: SFTPConnection) throws(FileProviderError) -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let got = buffer.withUnsafeMutableBytes { bytes in
+                shim_libssh2_channel_read(
+                    channel, bytes.baseAddress!.advanced(by: done).assumingMemoryBound(to: CChar.self), count - done)
+            }
+            if got < 0 { throw connection.failure("read an SFTP reply", path: "") }
+            if got == 0 { throw FileProviderError(.serverUnreachable, "the SFTP channel closed") }
+            done += got
+        }
+        return buffer
+    }
+
+    private static func u32(_ value: UInt32) -> [UInt8] {
+        [UInt8(value >> 24), UInt8(value >> 16 & 0xff), UInt8(value >> 8 & 0xff), UInt8(value & 0xff)]
+    }
+
+    private static func readU32(_ bytes: [UInt8], _ at: Int) -> UInt32 {
+        UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8 | UInt32(bytes[at + 3])
+    }
+
+    private static func string(_ bytes: [UInt8], _ index: inout Int) -> [UInt8]? {
+        guard index + 4 <= bytes.count else { return nil }
+        let length = Int(readU32(bytes, index))
+        guard index + 4 + length <= bytes.count else { return nil }
+        defer { index += 4 + length }
+        return Array(bytes[(index + 4)..<(index + 4 + length)])
+    }
+}
+
+/// A local file the adapter reads uploads from or writes downloads to, closed in `deinit`.
+final class LocalFile {
+    let fd: Int32
+    let path: String
+
+    private init(fd: Int32, path: String) {
+        self.fd = fd
+        self.path = path
+    }
+
+    deinit { Glibc.close(fd) }
+
+    /// Opens a file for reading.
+    /// - Throws: `localIOFailure` naming the path.
+    static func openForReading(_ path: String) throws(FileProviderError) -> LocalFile {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        if fd == -1 { throw localError("open", path) }
+        return LocalFile(fd: fd, path: path)
+    }
+
+    /// Opens the engine's destination file for writing, truncated to `offset` bytes and
+    /// positioned there.
+    /// - Throws: `localIOFailure` naming the path.
+    static func openDestination(_ path: String, keeping offset: Int64) throws(FileProviderError) -> LocalFile {
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        if fd == -1 { throw localError("open", path) }
+        let file = LocalFile(fd: fd, path: path)
+        if ftruncate(fd, off_t(offset)) == -1 { throw localError("truncate", path) }
+        if lseek(fd, off_t(offset), SEEK_SET) == -1 { throw localError("seek in", path) }
+        return file
+    }
+
+    /// The size of the open file.
+    func size() throws(FileProviderError) -> Int64 {
+        var info = stat()
+        if fstat(fd, &info) == -1 { throw Self.localError("stat", path) }
+        return Int64(info.st_size)
+    }
+
+    /// Reads until `buffer` is full or the file ends; returns the bytes read.
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws(FileProviderError) -> Int {
+        var total = 0
+        while total < buffer.count {
+            let count = Glibc.read(fd, buffer.baseAddress!.advanced(by: total), buffer.count - total)
+            if count == -1 {
+                if errno == EINTR { continue }
+                throw Self.localError("read", path)
+            }
+            if count == 0 { break }
+            total += count
+        }
+        return total
+    }
+
+    func writeAll(_ buffer: UnsafeRawBufferPointer) throws(FileProviderError) {
+        var done = 0
+        while done < buffer.count {
+            let count = Glibc.write(fd, buffer.baseAddress!.advanced(by: done), buffer.count - done)
+            if count == -1 {
+                if errno == EINTR { continue }
+                throw Self.localError("write", path)
+            }
+            done += count
+        }
+    }
+
+    /// Local failures are `localIOFailure` whatever the errno: the store is not at fault.
+    private static func localError(_ operation: String, _ path: String) -> FileProviderError {
+        let reason = String(cString: strerror(errno))
+        return FileProviderError(.localIOFailure, "\(operation) \(path): \(reason)")
+    }
+}
