@@ -23,12 +23,18 @@ extension DomainController {
         let newFiles = plan.newItems.filter { $0.item.kind != .folder }
         let replica = self.replica
         let folderPaths = newFolders.map(\.path)
-        let folderErrors = try await executor.run { () -> [Int: FileProviderError] in
+        let (folderErrors, folderInodes) = try await executor.run { () -> ([Int: FileProviderError], [Int: Int64]) in
             var errors: [Int: FileProviderError] = [:]
+            var inodes: [Int: Int64] = [:]
             for (index, path) in folderPaths.enumerated() {
-                do { try replica.makeFolder(path) } catch { errors[index] = FileProviderError.wrap(error) }
+                do {
+                    try replica.makeFolder(path)
+                    inodes[index] = replica.fingerprint(atPath: replica.path(path))?.inode
+                } catch {
+                    errors[index] = FileProviderError.wrap(error)
+                }
             }
-            return errors
+            return (errors, inodes)
         }
         var failedFolders: [String] = []
         for (index, entry) in newFolders.enumerated() {
@@ -36,7 +42,9 @@ extension DomainController {
                 notices.append("\(display(entry.path)): \(error.message)")
                 failedFolders.append(entry.path)
             } else {
-                upserts.append(ItemRecord(domainID: domainID, item: entry.item, path: entry.path))
+                var record = ItemRecord(domainID: domainID, item: entry.item, path: entry.path)
+                record.localInode = folderInodes[index]
+                upserts.append(record)
             }
         }
 

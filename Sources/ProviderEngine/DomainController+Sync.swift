@@ -8,6 +8,7 @@ public struct SyncPhases: Codable, Sendable {
     public var replica = 0.0
     public var database = 0.0
     public var downloads = 0.0
+    public var upload = 0.0
     public init() {}
 }
 
@@ -20,6 +21,12 @@ public struct SyncReport: Codable, Sendable {
     public var moved = 0
     public var deleted = 0
     public var downloaded = 0
+    /// Local creations, edits, moves and deletions sent to the store.
+    public var uploaded = 0
+    /// Conflicts resolved by keeping both versions (see `fileproviderctl conflicts`).
+    public var conflicts = 0
+    /// Local files still being written, left for the next sync.
+    public var pendingLocal: [String] = []
     /// Items left as they were, with why (an unsafe name, local changes kept, an error).
     public var notices: [String] = []
     public var seconds = 0.0
@@ -52,9 +59,20 @@ extension DomainController {
     /// - Throws: what the backend throws when the root cannot be listed (for example
     ///   `serverUnreachable`), and `localIOFailure` when the database fails.
     @discardableResult
-    public func sync(events: EventHandler? = nil) async throws(FileProviderError) -> SyncReport {
+    public func sync(events: EventHandler? = nil, upload: Bool = true, settleSeconds: Double = 0) async throws(FileProviderError) -> SyncReport {
         let started = Date()
         var report = SyncReport(domain: domain.name)
+        if upload {
+            do {
+                try await push(report: &report, settleSeconds: settleSeconds)
+            } catch {
+                var record = domain
+                record.lastError = error.message
+                try? store.updateDomain(record)
+                throw error
+            }
+        }
+        let listingStarted = Date()
         let existing = try store.allItems(domainID: domainID)
         let walk: (entries: [RemoteEntry], failed: [String])
         do {
@@ -66,7 +84,7 @@ extension DomainController {
             throw error
         }
         report.listedItems = walk.entries.count
-        report.phases.listing = Date().timeIntervalSince(started)
+        report.phases.listing = Date().timeIntervalSince(listingStarted)
         var plan = SyncPlan(existing: existing, remote: walk.entries, failedFolders: walk.failed)
         plan.matchMoves()
         try await apply(&plan, report: &report, events: events)

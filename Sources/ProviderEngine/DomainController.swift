@@ -14,6 +14,8 @@ public final class DomainController: Sendable {
     let executor: BlockingExecutor
     let logger: Logger
     let downloads = Mutex<[ItemIdentifier: Task<ItemRecord, any Error>]>([:])
+    /// Names never uploaded from this domain's replica.
+    public let ignoreRules: IgnoreRules
     /// How many downloads run at once in a batch.
     public let downloadDepth: Int
 
@@ -26,6 +28,7 @@ public final class DomainController: Sendable {
         executor = manager.executor
         logger = manager.logger
         self.downloadDepth = downloadDepth
+        ignoreRules = IgnoreRules(extra: domain.ignoreList)
         let replicaRoot = URL(fileURLWithPath: domain.replicaPath)
         var staging = manager.home.appendingPathComponent("staging/\(id)")
         if !Self.sameDevice(manager.home.path, domain.replicaPath) {

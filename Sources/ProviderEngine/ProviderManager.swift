@@ -67,8 +67,9 @@ public final class ProviderManager: Sendable {
     ///   that is not empty or overlaps a store path or another replica; `filenameCollision` when
     ///   the name is taken; what the backend throws when the store cannot be reached.
     @discardableResult
-    public func addDomain(name: String, kind: String, options: [String: String], replicaPath: String? = nil)
-        async throws(FileProviderError) -> DomainRecord
+    public func addDomain(
+        name: String, kind: String, options: [String: String], replicaPath: String? = nil, ignorePatterns: [String] = []
+    ) async throws(FileProviderError) -> DomainRecord
     {
         try Self.validateDomainName(name)
         if try store.domain(named: name) != nil {
@@ -104,6 +105,7 @@ public final class ProviderManager: Sendable {
             descriptor.options.first { $0.name == key }?.isSecret != true
         }
         var record = DomainRecord(name: name, backendKind: kind, configuration: stored, replicaPath: replica.path)
+        record.ignorePatterns = ignorePatterns.joined(separator: "\n")
         record = try store.insertDomain(record)
         guard let domainID = record.id else { throw FileProviderError(.localIOFailure, "the domain was not saved") }
         var rootRecord = ItemRecord(domainID: domainID, item: root, path: "")

@@ -85,6 +85,21 @@ enum Migrations {
                 t.primaryKey(["domainID", "identifier", "size"])
             }
         }
+        migrator.registerMigration("v2: conflicts, ignore patterns") { db in
+            try db.alter(table: "domain") { t in
+                t.add(column: "ignorePatterns", .text).notNull().defaults(to: "")
+            }
+            try db.create(table: "conflict") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.column("domainID", .integer).notNull().references("domain", onDelete: .cascade)
+                t.column("path", .text).notNull()
+                t.column("keptPath", .text)
+                t.column("kind", .text).notNull()
+                t.column("details", .text).notNull()
+                t.column("createdAt", .datetime).notNull()
+            }
+            try db.create(index: "conflict_domain", on: "conflict", columns: ["domainID", "createdAt"])
+        }
         return migrator
     }
 }

@@ -20,6 +20,9 @@ public struct DomainRecord: Codable, Hashable, Sendable, FetchableRecord, Mutabl
     public var lastSyncAt: Date?
     /// The last error of the domain as a whole (for example the store was unreachable).
     public var lastError: String?
+    /// The domain's own ignore patterns (`*`/`?` wildcards), one per line: local names that
+    /// match are never uploaded.
+    public var ignorePatterns: String = ""
 
     public enum Columns {
         public static let id = Column(CodingKeys.id)
@@ -237,5 +240,38 @@ public struct ThumbnailRecord: Codable, Hashable, Sendable, FetchableRecord, Per
         self.size = size
         self.data = data
         self.createdAt = createdAt
+    }
+}
+
+/// A conflict the engine resolved by keeping both versions (or bringing one back).
+public struct ConflictRecord: Codable, Hashable, Sendable, FetchableRecord, MutablePersistableRecord {
+    public static let databaseTableName = "conflict"
+    public var id: Int64?
+    public var domainID: Int64
+    /// The item's path (relative to the replica root).
+    public var path: String
+    /// Where the other version was kept (a conflicted copy), when one was made.
+    public var keptPath: String?
+    /// `bothEdited`, `editedAndDeleted`, `deletedAndEdited` or `nameCollision`.
+    public var kind: String
+    public var details: String
+    public var createdAt: Date
+
+    public init(domainID: Int64, path: String, keptPath: String?, kind: String, details: String, createdAt: Date = Date()) {
+        self.domainID = domainID
+        self.path = path
+        self.keptPath = keptPath
+        self.kind = kind
+        self.details = details
+        self.createdAt = createdAt
+    }
+
+    public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+}
+
+extension DomainRecord {
+    /// ``ignorePatterns`` as a list.
+    public var ignoreList: [String] {
+        ignorePatterns.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 }

@@ -29,6 +29,9 @@ struct DomainAddCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The replica folder (default: <home>/domains/<name>); must be empty or new.", valueName: "dir"))
     var replica: String?
 
+    @Option(help: ArgumentHelp("A name pattern (* and ? wildcards) never uploaded from the replica; repeatable.", valueName: "pattern"))
+    var ignore: [String] = []
+
     @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Backend options (--root DIR, ...).", visibility: .hidden))
     var backendOptions: [String] = []
 
@@ -76,7 +79,8 @@ struct DomainAddCommand: AsyncParsableCommand {
             }
         }
         let replicaPath = replica.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath).standardizedFileURL.path }
-        let record = try await manager.addDomain(name: name, kind: backend, options: options, replicaPath: replicaPath)
+        let record = try await manager.addDomain(
+            name: name, kind: backend, options: options, replicaPath: replicaPath, ignorePatterns: ignore)
         await manager.close()
         if output.json {
             try Output.json(DomainJSON(record, summary: nil))

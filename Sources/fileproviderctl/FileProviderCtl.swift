@@ -23,7 +23,8 @@ struct FileProviderCtl: AsyncParsableCommand {
             """,
         subcommands: [
             DomainCommand.self, SyncCommand.self, ListCommand.self, MaterializeCommand.self,
-            EvictCommand.self, PinCommand.self, UnpinCommand.self, StatusCommand.self, DumpCommand.self,
+            EvictCommand.self, PinCommand.self, UnpinCommand.self, StatusCommand.self, ConflictsCommand.self,
+            PendingCommand.self, DumpCommand.self,
         ]
     )
 

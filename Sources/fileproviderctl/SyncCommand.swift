@@ -5,9 +5,12 @@ import ProviderEngine
 struct SyncCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sync",
-        abstract: "Bring replicas up to date with their stores.",
+        abstract: "Send local changes up and bring replicas up to date with their stores.",
         discussion: """
-            Lists each store and compares it with the database: new items become placeholders, \
+            First scans each replica for local changes (new, edited, moved, renamed and deleted \
+            files and folders) and sends them to the store with the version they were based on; \
+            when both sides changed, both versions are kept (see 'fileproviderctl conflicts'). \
+            Then lists each store and compares it with the database: new items become placeholders, \
             changed items are updated (downloaded files whose contents changed are downloaded \
             again), moved items are moved, deleted items are removed; pinned items are downloaded. \
             A downloaded file with local changes is never removed. Without names, every connected \
@@ -21,6 +24,9 @@ struct SyncCommand: AsyncParsableCommand {
     @Argument(help: "Domains to sync (default: all).")
     var names: [String] = []
 
+    @Flag(help: "Only bring remote changes down; leave local changes for later.")
+    var downloadOnly = false
+
     func run() async throws {
         let manager = try global.manager()
         let domains = names.isEmpty ? try manager.domains().filter(\.isConnected).map(\.name) : names
@@ -31,13 +37,14 @@ struct SyncCommand: AsyncParsableCommand {
             let bar = ProgressBar(label: name)
             do {
                 let controller = try await manager.controller(for: name)
-                let report = try await controller.sync(events: bar.handler)
+                let report = try await controller.sync(events: bar.handler, upload: !downloadOnly)
                 bar.finish()
                 reports.append(report)
                 if !output.json {
                     print(
-                        "\(name): \(report.listedItems) items listed, \(report.added) added, \(report.updated) updated, "
-                            + "\(report.moved) moved, \(report.deleted) deleted, \(report.downloaded) downloaded in \(String(format: "%.2f", report.seconds)) s")
+                        "\(name): \(report.uploaded) local changes sent, \(report.conflicts) conflicts; \(report.listedItems) items listed, "
+                            + "\(report.added) added, \(report.updated) updated, \(report.moved) moved, \(report.deleted) deleted, "
+                            + "\(report.downloaded) downloaded in \(String(format: "%.2f", report.seconds)) s")
                     for notice in report.notices { Output.warning(notice) }
                 }
             } catch {

@@ -163,7 +163,8 @@ import Testing
             let local = Data("my local edit, longer".utf8)
             try local.write(to: f.url(controller, "d/notes.txt"))
             try f.memory.remove(path: "d/notes.txt")
-            let report = try await controller.sync()
+            // Download only: the edit is not sent, and sync down must still not remove it.
+            let report = try await controller.sync(upload: false)
             #expect(try Data(contentsOf: f.url(controller, "d/notes.txt")) == local)
             #expect(report.notices.contains { $0.contains("d/notes.txt") && $0.contains("kept") }, "\(report.notices)")
             // The folder holding the kept file stays too.

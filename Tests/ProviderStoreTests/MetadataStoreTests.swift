@@ -4,7 +4,7 @@ import ProviderStore
 import Testing
 
 @Suite struct MigrationTests {
-    static let expected = ["v1: domains, items, anchors, journal, checkpoints, thumbnails"]
+    static let expected = ["v1: domains, items, anchors, journal, checkpoints, thumbnails", "v2: conflicts, ignore patterns"]
 
     @Test func migrationsApplyAndAreListedByName() throws {
         try withStore { store, _ in

@@ -1,0 +1,176 @@
+import Foundation
+import ProviderCore
+import ProviderStore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A change someone made in the replica folder, found by comparing it with the database.
+enum LocalChange: Sendable {
+    /// A new file or folder at a path the database does not know.
+    case created(path: String, kind: ItemKind, fingerprint: FileFingerprint)
+    /// The contents of a file changed (or a placeholder was replaced by a real file).
+    case modified(record: ItemRecord, fingerprint: FileFingerprint)
+    /// An item moved or was renamed (recognised by inode, or by a placeholder's identifier).
+    case moved(record: ItemRecord, to: String, fingerprint: FileFingerprint?)
+    /// An item is gone from the replica.
+    case deleted(record: ItemRecord)
+
+    var path: String {
+        switch self {
+        case .created(let path, _, _): return path
+        case .modified(let record, _), .deleted(let record): return record.path
+        case .moved(_, let to, _): return to
+        }
+    }
+}
+
+/// Which local names are never uploaded: editors' temporary files, our own files, and a domain's
+/// own patterns (`*` and `?` wildcards, matched against the name).
+public struct IgnoreRules: Sendable {
+    public static let builtIn = ["*.swp", "*.swx", ".#*", "~$*", "*.tmp", "*~", ".fp-tmp-*", ".fileprovider-staging*", ".DS_Store"]
+    public var patterns: [String]
+
+    public init(extra: [String] = []) { patterns = Self.builtIn + extra }
+
+    public func ignores(_ name: String) -> Bool {
+        if name.hasSuffix(Replica.placeholderSuffix) { return true }
+        return patterns.contains { fnmatch($0, name, 0) == 0 }
+    }
+}
+
+/// Compares the replica with the database. Blocking; runs on the engine's executor.
+struct LocalScanner {
+    let replica: Replica
+    let ignore: IgnoreRules
+    /// Files changed more recently than this are left for a later scan (still being written).
+    let settleNanos: Int64
+
+    private struct Seen {
+        var fingerprint: FileFingerprint
+        var kind: ItemKind
+    }
+
+    func scan(records: [ItemRecord], now: Date = Date()) -> (changes: [LocalChange], unsettled: [String]) {
+        var seen: [String: Seen] = [:]
+        var placeholders = Set<String>()
+        var strayPlaceholders: [String: String] = [:]  // identifier -> path of a placeholder the database does not know
+        let byPath = Dictionary(records.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
+        walk("", byPath: byPath, seen: &seen, placeholders: &placeholders, stray: &strayPlaceholders)
+
+        let nowNanos = Int64(now.timeIntervalSince1970 * 1e9)
+        var unsettled: [String] = []
+        func settled(_ print: FileFingerprint) -> Bool { settleNanos <= 0 || nowNanos - print.modificationNanos >= settleNanos }
+
+        var changes: [LocalChange] = []
+        var missing: [ItemRecord] = []
+        for record in records where !record.path.isEmpty {
+            let here = seen[record.path]
+            switch record.state {
+            case .folder:
+                if here?.kind == .folder { continue }
+                missing.append(record)
+            case .materialized:
+                if let here, here.kind == .file {
+                    let print = here.fingerprint
+                    if print.size != record.localSize || print.modificationNanos != record.localModificationNanos || print.inode != record.localInode {
+                        if settled(print) { changes.append(.modified(record: record, fingerprint: print)) } else { unsettled.append(record.path) }
+                    }
+                    continue
+                }
+                missing.append(record)
+            case .placeholder, .symlink:
+                if let here, here.kind == .file, record.state == .placeholder {
+                    if settled(here.fingerprint) { changes.append(.modified(record: record, fingerprint: here.fingerprint)) } else { unsettled.append(record.path) }
+                    continue
+                }
+                if placeholders.contains(record.path) { continue }
+                missing.append(record)
+            }
+        }
+
+        // New paths, parents first.
+        var created = seen.filter { byPath[$0.key] == nil }.sorted { $0.key < $1.key }
+        // Moves: a missing item whose inode (or placeholder identifier) turns up at a new path.
+        var createdByInode: [Int64: Int] = [:]
+        for (index, entry) in created.enumerated() { createdByInode[entry.value.fingerprint.inode] = index }
+        var movedAway = Set<Int>()
+        var movedFolders: [String] = []
+        var remainingMissing: [ItemRecord] = []
+        for record in missing.sorted(by: { $0.path < $1.path }) {
+            if movedFolders.contains(where: { record.path.hasPrefix($0 + "/") }) { continue }
+            if let inode = record.localInode, let index = createdByInode[inode], !movedAway.contains(index),
+                created[index].value.kind == (record.kind == .folder ? .folder : .file)
+            {
+                movedAway.insert(index)
+                changes.append(.moved(record: record, to: created[index].key, fingerprint: created[index].value.fingerprint))
+                if record.kind == .folder { movedFolders.append(record.path) }
+                continue
+            }
+            if record.state == .placeholder || record.state == .symlink, let target = strayPlaceholders[record.identifier.rawValue] {
+                changes.append(.moved(record: record, to: target, fingerprint: nil))
+                continue
+            }
+            remainingMissing.append(record)
+        }
+        let movedTargets = movedAway.map { created[$0].key }
+        created = created.enumerated().filter { !movedAway.contains($0.offset) }.map(\.element)
+            .filter { entry in !movedTargets.contains { entry.key.hasPrefix($0 + "/") } }
+        for (path, entry) in created {
+            if entry.kind == .file && !settled(entry.fingerprint) {
+                unsettled.append(path)
+                continue
+            }
+            changes.append(.created(path: path, kind: entry.kind, fingerprint: entry.fingerprint))
+        }
+        // Deletions; a deleted folder covers everything below it.
+        var deletedFolders: [String] = []
+        for record in remainingMissing.sorted(by: { $0.path < $1.path }) {
+            if deletedFolders.contains(where: { record.path.hasPrefix($0 + "/") }) { continue }
+            if movedFolders.contains(where: { record.path.hasPrefix($0 + "/") }) { continue }
+            changes.append(.deleted(record: record))
+            if record.kind == .folder { deletedFolders.append(record.path) }
+        }
+        return (changes, unsettled)
+    }
+
+    private func walk(
+        _ relative: String, byPath: [String: ItemRecord], seen: inout [String: Seen], placeholders: inout Set<String>,
+        stray: inout [String: String]
+    ) {
+        let folder = replica.path(relative)
+        guard let directory = opendir(folder) else { return }
+        defer { closedir(directory) }
+        var subfolders: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw -> String? in
+                let bytes = raw.bindMemory(to: UInt8.self)
+                let length = bytes.firstIndex(of: 0) ?? bytes.count
+                return Filename.decode(bytes[..<length])
+            }
+            guard let name, name != ".", name != ".." else { continue }
+            let path = relative.isEmpty ? name : relative + "/" + name
+            if name.hasSuffix(Replica.placeholderSuffix) {
+                let base = String(path.dropLast(Replica.placeholderSuffix.count))
+                placeholders.insert(base)
+                if byPath[base] == nil, let metadata = try? replica.readPlaceholder(base) {
+                    stray[metadata.identifier] = base
+                }
+                continue
+            }
+            if ignore.ignores(name) || !Filename.isValid(name) { continue }
+            if relative.isEmpty && replica.path(name) == replica.staging.path { continue }
+            guard let print = replica.fingerprint(atPath: replica.path(path)) else { continue }
+            if print.isDirectory {
+                seen[path] = Seen(fingerprint: print, kind: .folder)
+                subfolders.append(path)
+            } else if print.isRegularFile {
+                seen[path] = Seen(fingerprint: print, kind: .file)
+            }
+        }
+        for subfolder in subfolders {
+            walk(subfolder, byPath: byPath, seen: &seen, placeholders: &placeholders, stray: &stray)
+        }
+    }
+}

@@ -1,0 +1,39 @@
+import Foundation
+import GRDB
+import ProviderCore
+
+extension MetadataStore {
+    /// Logs a resolved conflict.
+    public func recordConflict(_ conflict: ConflictRecord) throws(FileProviderError) {
+        var conflict = conflict
+        try write { db in try conflict.insert(db) }
+    }
+
+    /// The conflicts of a domain (or of all domains), newest first.
+    public func conflicts(domainID: Int64?) throws(FileProviderError) -> [ConflictRecord] {
+        try read { db in
+            var request = ConflictRecord.order(Column("createdAt").desc, Column("id").desc)
+            if let domainID { request = request.filter(Column("domainID") == domainID) }
+            return try request.fetchAll(db)
+        }
+    }
+
+    /// Deletes the records of an item and everything below it.
+    public func deleteSubtree(domainID: Int64, path: String) throws(FileProviderError) {
+        try write { db in
+            try db.execute(
+                sql: "DELETE FROM item WHERE domainID = ? AND (path = ? OR (path >= ? AND path < ?))",
+                arguments: [domainID, path, path + "/", path + "0"])
+        }
+    }
+
+    /// The unfinished journal entry of an operation on a path, if any.
+    public func unfinishedOperation(domainID: Int64, templateIdentifier: String) throws(FileProviderError) -> JournalEntry? {
+        try read { db in
+            try JournalEntry.filter(
+                Column("domainID") == domainID && Column("templateIdentifier") == templateIdentifier
+                    && Column("state") != JournalState.done.rawValue
+            ).fetchOne(db)
+        }
+    }
+}

@@ -1,0 +1,259 @@
+import Foundation
+import ProviderCore
+import ProviderEngine
+import ProviderStore
+import ProviderTesting
+import Testing
+
+/// Local changes go up, conflicts keep both, errors back off: one scenario per row of the
+/// two-way sync table, over MemoryBackend.
+@Suite struct TwoWaySyncTests {
+    func write(_ data: Data, _ f: Fixture, _ controller: DomainController, _ path: String) throws {
+        let url = f.url(controller, path)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try data.write(to: url, options: .atomic)
+    }
+
+    func exists(_ f: Fixture, _ controller: DomainController, _ path: String) -> Bool {
+        FileManager.default.fileExists(atPath: f.url(controller, path).path)
+    }
+
+    @Test func localCreationsAreUploadedOnce() async throws {
+        try await Fixture.with { f in
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            try write(Data("new".utf8), f, controller, "docs/new.txt")
+            try write(Data("deep".utf8), f, controller, "docs/sub/deep.bin")
+            let report = try await controller.sync()
+            #expect(report.uploaded == 4)
+            #expect(f.memory.contents(of: "docs/new.txt") == Data("new".utf8))
+            #expect(f.memory.contents(of: "docs/sub/deep.bin") == Data("deep".utf8))
+            #expect(try controller.record(at: "docs/new.txt").state == .materialized)
+            let again = try await controller.sync()
+            #expect(again.uploaded == 0)
+            #expect(again.added == 0 && again.updated == 0 && again.deleted == 0)
+            #expect(f.memory.callCount(.createItem) == 4)
+        }
+    }
+
+    @Test func localEditsAreUploadedWithTheirBaseVersion() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "a.txt", data: Data("one".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            _ = await controller.materialize(paths: ["a.txt"], recursive: false)
+            try write(Data("two!".utf8), f, controller, "a.txt")
+            let report = try await controller.sync()
+            #expect(report.uploaded == 1)
+            #expect(report.conflicts == 0)
+            #expect(f.memory.contents(of: "a.txt") == Data("two!".utf8))
+            let record = try controller.record(at: "a.txt")
+            #expect(record.state == .materialized && !record.isOutdated)
+            // Evicting is allowed again: nothing unsynced.
+            #expect(codes(await controller.evict(paths: ["a.txt"], recursive: false)) == [nil])
+        }
+    }
+
+    @Test func aFileWrittenOverAPlaceholderIsAnEdit() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "p.txt", data: Data("remote".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            try write(Data("local".utf8), f, controller, "p.txt")
+            try await controller.sync()
+            #expect(f.memory.contents(of: "p.txt") == Data("local".utf8))
+            #expect(!FileManager.default.fileExists(atPath: f.placeholderURL(controller, "p.txt").path))
+            #expect(try controller.record(at: "p.txt").state == .materialized)
+        }
+    }
+
+    @Test func renamesAndMovesAreRecognisedByInode() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "a/file.txt", data: Data("content".utf8))
+            _ = try f.memory.write(path: "a/other.txt", data: Data("other".utf8))
+            _ = try f.memory.mkdir(path: "b")
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            _ = await controller.materialize(paths: ["a/file.txt"], recursive: false)
+            try FileManager.default.moveItem(at: f.url(controller, "a/file.txt"), to: f.url(controller, "b/renamed.txt"))
+            let report = try await controller.sync()
+            #expect(report.uploaded == 1)
+            #expect(f.memory.contents(of: "a/file.txt") == nil)
+            #expect(f.memory.contents(of: "b/renamed.txt") == Data("content".utf8))
+            #expect(f.memory.callCount(.createItem) == 0, "a move must not upload the contents again")
+            let moved = try controller.record(at: "b/renamed.txt")
+            #expect(moved.state == .materialized)
+            #expect(try await controller.sync().uploaded == 0)
+
+            // A folder moved with a placeholder and a materialized file inside.
+            try FileManager.default.moveItem(at: f.url(controller, "a"), to: f.url(controller, "b/a-moved"))
+            try await controller.sync()
+            #expect(f.memory.contents(of: "b/a-moved/other.txt") == Data("other".utf8))
+            #expect(try controller.record(at: "b/a-moved/other.txt").state == .placeholder)
+            #expect(try await controller.sync().uploaded == 0)
+        }
+    }
+
+    @Test func aMovedPlaceholderMovesTheItem() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "x.txt", data: Data("x".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            try FileManager.default.moveItem(at: f.placeholderURL(controller, "x.txt"), to: f.placeholderURL(controller, "y.txt"))
+            try await controller.sync()
+            #expect(f.memory.contents(of: "x.txt") == nil)
+            #expect(f.memory.contents(of: "y.txt") == Data("x".utf8), "moving a placeholder must never delete the item")
+        }
+    }
+
+    @Test func localDeletionsReachTheStore() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "gone.txt", data: Data("1".utf8))
+            _ = try f.memory.write(path: "placeholder.txt", data: Data("2".utf8))
+            _ = try f.memory.write(path: "dir/inside.txt", data: Data("3".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            _ = await controller.materialize(paths: ["gone.txt"], recursive: false)
+            try FileManager.default.removeItem(at: f.url(controller, "gone.txt"))
+            try FileManager.default.removeItem(at: f.placeholderURL(controller, "placeholder.txt"))
+            try FileManager.default.removeItem(at: f.url(controller, "dir"))
+            try await controller.sync()
+            #expect(f.memory.contents(of: "gone.txt") == nil)
+            #expect(f.memory.contents(of: "placeholder.txt") == nil)
+            #expect(f.memory.contents(of: "dir/inside.txt") == nil)
+            #expect(try controller.list(at: "", recursive: true).isEmpty)
+        }
+    }
+
+    @Test func bothEditedKeepsBothVersions() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "doc.txt", data: Data("base".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            _ = await controller.materialize(paths: ["doc.txt"], recursive: false)
+            _ = try f.memory.write(path: "doc.txt", data: Data("remote edit".utf8))
+            try write(Data("local edit".utf8), f, controller, "doc.txt")
+            let report = try await controller.sync()
+            #expect(report.conflicts == 1)
+            #expect(try Data(contentsOf: f.url(controller, "doc.txt")) == Data("remote edit".utf8))
+            let names = try FileManager.default.contentsOfDirectory(atPath: controller.replica.root.path)
+            let copy = try #require(names.first { $0.hasPrefix("doc (conflicted copy ") && $0.hasSuffix(".txt") })
+            #expect(try Data(contentsOf: f.url(controller, copy)) == Data("local edit".utf8))
+            #expect(f.memory.contents(of: copy) == Data("local edit".utf8), "the conflicted copy is uploaded")
+            #expect(f.memory.contents(of: "doc.txt") == Data("remote edit".utf8))
+            let logged = try f.manager.store.conflicts(domainID: controller.domainID)
+            #expect(logged.map(\.kind) == ["bothEdited"])
+            #expect(try await controller.sync().conflicts == 0)
+        }
+    }
+
+    @Test func editedHereDeletedThereIsUploadedAgain() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "e.txt", data: Data("base".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            _ = await controller.materialize(paths: ["e.txt"], recursive: false)
+            try f.memory.remove(path: "e.txt")
+            try write(Data("kept".utf8), f, controller, "e.txt")
+            try await controller.sync()
+            #expect(f.memory.contents(of: "e.txt") == Data("kept".utf8))
+            #expect(try Data(contentsOf: f.url(controller, "e.txt")) == Data("kept".utf8))
+        }
+    }
+
+    @Test func deletedHereEditedThereComesBack() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "d.txt", data: Data("base".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            try FileManager.default.removeItem(at: f.placeholderURL(controller, "d.txt"))
+            _ = try f.memory.write(path: "d.txt", data: Data("edited there".utf8))
+            try await controller.sync()
+            #expect(f.memory.contents(of: "d.txt") == Data("edited there".utf8))
+            let metadata = try placeholder(at: f.placeholderURL(controller, "d.txt"))
+            #expect(metadata.size == Int64("edited there".utf8.count))
+        }
+    }
+
+    @Test func aNameTakenInTheStoreGetsANumber() async throws {
+        try await Fixture.with { f in
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            _ = try f.memory.write(path: "same.txt", data: Data("theirs".utf8))
+            try write(Data("mine".utf8), f, controller, "same.txt")
+            try await controller.sync()
+            #expect(f.memory.contents(of: "same.txt") == Data("theirs".utf8))
+            #expect(f.memory.contents(of: "same 2.txt") == Data("mine".utf8))
+            #expect(try Data(contentsOf: f.url(controller, "same 2.txt")) == Data("mine".utf8))
+            #expect(try f.manager.store.conflicts(domainID: controller.domainID).map(\.kind) == ["nameCollision"])
+        }
+    }
+
+    @Test func editorTemporaryFilesAndIgnoredNamesStayLocal() async throws {
+        try await Fixture.with { f in
+            try await f.manager.addDomain(name: "ig", kind: "memory", options: ["store": f.remoteName], ignorePatterns: ["*.log"])
+            let controller = try await f.manager.controller(for: "ig")
+            try await controller.sync()
+            for name in [".doc.txt.swp", ".#lock", "~$report.docx", "scratch.tmp", "build.log", "backup~"] {
+                try write(Data("x".utf8), f, controller, name)
+            }
+            try write(Data("real".utf8), f, controller, "real.txt")
+            let report = try await controller.sync()
+            #expect(report.uploaded == 1)
+            #expect(f.memory.allIdentifiers.map(\.rawValue).filter { !$0.isEmpty && $0 != ItemIdentifier.rootContainer.rawValue } == ["real.txt"])
+        }
+    }
+
+    @Test func anOutageQueuesChangesAndTheyGoUpAfterwards() async throws {
+        try await Fixture.with { f in
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            try write(Data("during outage".utf8), f, controller, "queued.txt")
+            f.memory.setFailure(FileProviderError(.serverUnreachable, "connection refused"), for: .createItem)
+            await expectCode(.serverUnreachable) { try await controller.sync() }
+            #expect(try f.manager.domain(named: "mem").lastError?.contains("connection refused") == true)
+            #expect(try f.manager.store.unfinishedOperations(domainID: controller.domainID).map(\.operation) == ["create"])
+            #expect(exists(f, controller, "queued.txt"))
+            f.memory.setFailure(nil, for: .createItem)
+            try await controller.sync()
+            #expect(f.memory.contents(of: "queued.txt") == Data("during outage".utf8))
+            #expect(try f.manager.store.unfinishedOperations(domainID: controller.domainID).isEmpty)
+            #expect(try f.manager.domain(named: "mem").lastError == nil)
+        }
+    }
+
+    @Test func aCreateInterruptedAfterTheStoreHadItIsReplayedWithoutDuplicate() async throws {
+        try await Fixture.with { f in
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            try write(Data("payload".utf8), f, controller, "r.txt")
+            // The first attempt reaches the store, then the "process dies" before recording it.
+            f.memory.setHook(for: .createItem) { _ in }
+            f.memory.setFailure(FileProviderError(.serverUnreachable, "connection lost after upload"), for: .createItem, times: 1)
+            _ = try f.memory.write(path: "r.txt", data: Data("payload".utf8))
+            await expectCode(.serverUnreachable) { try await controller.sync() }
+            let pending = try f.manager.store.unfinishedOperations(domainID: controller.domainID)
+            #expect(pending.map(\.templateIdentifier) == ["create:r.txt"])
+            try await controller.sync()
+            #expect(f.memory.contents(of: "r.txt") == Data("payload".utf8))
+            #expect(try controller.record(at: "r.txt").state == .materialized)
+            #expect(!exists(f, controller, "r 2.txt"), "a replay must not be mistaken for a name collision")
+        }
+    }
+
+    @Test func oneBadItemDoesNotStopTheRest() async throws {
+        try await Fixture.with { f in
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            try write(Data("1".utf8), f, controller, "first.txt")
+            try write(Data("2".utf8), f, controller, "second.txt")
+            f.memory.setFailure(FileProviderError(.cannotSynchronize, "refused by the store"), for: .createItem, times: 1)
+            let report = try await controller.sync()
+            #expect(report.uploaded == 1)
+            #expect(report.notices.contains { $0.contains("refused by the store") })
+            try await controller.sync()
+            #expect(f.memory.contents(of: "first.txt") == Data("1".utf8))
+            #expect(f.memory.contents(of: "second.txt") == Data("2".utf8))
+        }
+    }
+}
