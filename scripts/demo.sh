@@ -64,6 +64,20 @@ run pin docs:/readme.txt
 run evict photos:/2023/summer/beach.jpg
 run status
 
+# Two-way sync: a second domain on the same docs folder plays a second machine. An edit made in
+# one replica goes up to the store and comes down into the other.
+replica_of() { "$fpctl" domain show "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["replica"])'; }
+run domain add docs-laptop --backend local --root "$docs"
+run sync docs-laptop
+run materialize docs:/shopping.txt
+step "edit docs:/shopping.txt in the first replica"
+printf 'coffee\n' >> "$(replica_of docs)/shopping.txt"
+run sync docs
+run sync docs-laptop
+run materialize docs-laptop:/shopping.txt
+step "the second replica now has the edit"
+cat "$(replica_of docs-laptop)/shopping.txt"
+
 # Each adapter that needs a server adds scripts/demo-<name>.sh: it starts its server on
 # loopback, adds a domain beside the ones above, shows it working, and stops the server.
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
