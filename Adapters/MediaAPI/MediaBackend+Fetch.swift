@@ -1,0 +1,137 @@
+import Foundation
+import ProviderCore
+
+/// The version a download started with, so a resumed attempt can check it is the same file.
+final class VersionBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var item: Item?
+
+    /// Keeps the first item; throws when a later one has another content version.
+    func check(_ candidate: Item) throws(FileProviderError) {
+        let first: Item = lock.withLock {
+            if item == nil { item = candidate }
+            return item!
+        }
+        if first.version.content != candidate.version.content {
+            throw FileProviderError(.versionNoLongerAvailable, "\(candidate.filename) changed on the server during the download; fetch it again")
+        }
+    }
+
+    var value: Item? { lock.withLock { item } }
+}
+
+extension MediaBackend {
+    /// Streams a file into `destination` with `GET /file`, resuming after `offset` bytes with
+    /// `Range`.
+    ///
+    /// The body goes straight to `destination` as it arrives (constant memory). A transfer that
+    /// breaks off is retried from where it stopped, after checking the file on the server is
+    /// still the same version (its ETag, or with the original API its size and `Last-Modified`).
+    /// With an extended server `version` is checked by the server with `If-Match`.
+    /// - Throws: `noSuchItem` when the file is gone; `versionNoLongerAvailable` when `version`
+    ///   is given and the server has another one, or the file changed during the transfer;
+    ///   `invalidArgument` for a folder; `localIOFailure` when `destination` cannot be
+    ///   written; `serverUnreachable` when the transfer fails after the retries; `cancelled`.
+    public func fetchContents(
+        for identifier: ItemIdentifier, version: ItemVersion?, to destination: URL, offset: Int64,
+        progress: ProgressHandler?
+    ) async throws(FileProviderError) -> Item {
+        let path = try MediaPath(identifier)
+        if path.isRoot { throw FileProviderError(.invalidArgument, "the root is a folder; it has no contents") }
+        let seen = VersionBox()
+        var request = HTTPRequest("GET", "/file", query: itemQuery(path))
+        request.sink = .file(path: destination.path, offset: max(0, offset))
+        request.progress = progress
+        if dialect == .extended, let version, let etag = Self.etag(of: version) {
+            request.headers.append("If-Match: \"\(etag)\"")
+        }
+        let dialect = self.dialect
+        request.validate = { [self] head throws(FileProviderError) in
+            let item = try self.fileItem(path, from: head, dialect: dialect)
+            if let version, item.version.content != version.content {
+                throw FileProviderError(.versionNoLongerAvailable, "\(path.display) changed on the server; the requested version is gone")
+            }
+            try seen.check(item)
+        }
+        var reply = try await send(request)
+        if reply.status == 416 {
+            // The offset is past the end: the file is shorter now; fetch it all.
+            request.sink = .file(path: destination.path, offset: 0)
+            reply = try await send(request)
+        }
+        switch reply.status {
+        case 404:
+            if dialect == .original, try await originalFolderExists(path) {
+                throw FileProviderError(.invalidArgument, "\(path.display) is a folder; it has no contents to fetch")
+            }
+            throw .noSuchItem(identifier)
+        case 400 where dialect == .extended:
+            throw FileProviderError(.invalidArgument, "\(path.display) is a folder; it has no contents to fetch")
+        case 412:
+            throw FileProviderError(.versionNoLongerAvailable, "\(path.display) changed on the server; the requested version is gone")
+        default:
+            try reply.check()
+        }
+        guard let item = seen.value else { throw FileProviderError(.corruptData, "GET /file of \(path.display) gave no headers") }
+        guard reply.fileLength == item.size else {
+            throw FileProviderError(.corruptData, "the download of \(path.display) has \(reply.fileLength) of \(item.size) bytes")
+        }
+        return item
+    }
+
+    /// The item a `GET /file` reply describes.
+    func fileItem(_ path: MediaPath, from head: ReplyHead, dialect: Dialect) throws(FileProviderError) -> Item {
+        guard let size = head.resourceSize else {
+            throw FileProviderError(.corruptData, "the server gave no size for \(path.display)")
+        }
+        switch dialect {
+        case .extended:
+            guard var etag = head["etag"] else { throw FileProviderError(.corruptData, "the server gave no ETag for \(path.display)") }
+            if etag.hasPrefix("W/") { etag.removeFirst(2) }
+            etag = etag.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+            let modified = head["x-media-modified"].flatMap { Int64($0) }
+            return Item(
+                identifier: path.identifier, parentIdentifier: path.parent.identifier, filename: path.name, kind: .file,
+                size: size, contentModificationDate: Self.date(nanoseconds: modified),
+                version: Self.extendedVersion(etag: etag, modified: modified, kind: .file))
+        case .original:
+            return originalFile(path, FileProbe(size: size, modified: head["last-modified"].flatMap(Self.parseHTTPDate)))
+        }
+    }
+
+    /// Returns a JPEG thumbnail from `GET /preview`: the centre square of the image, `size`
+    /// pixels wide on an extended server; the original API makes 120×120 thumbnails only, which
+    /// are returned for any `size` of at least 120.
+    ///
+    /// - Throws: `notSupported` when the item is not an image (or a folder), or, with the
+    ///   original API, for a `size` under 120; `invalidArgument` for a `size` under 1 or over
+    ///   the server's limit; `noSuchItem` when the item is gone.
+    public func fetchThumbnail(for identifier: ItemIdentifier, size: Int) async throws(FileProviderError) -> Data {
+        let path = try MediaPath(identifier)
+        if path.isRoot { throw FileProviderError(.notSupported, "a folder has no thumbnail") }
+        var query = itemQuery(path)
+        switch dialect {
+        case .extended:
+            guard (1...maximumPreviewSize).contains(size) else {
+                throw FileProviderError(.invalidArgument, "a thumbnail is 1 to \(maximumPreviewSize) pixels, not \(size)")
+            }
+            query.append(("size", String(size)))
+        case .original:
+            guard size >= Self.originalPreviewSize else {
+                throw FileProviderError(.notSupported, "the media API makes 120×120 thumbnails only, not \(size)×\(size)")
+            }
+        }
+        var request = HTTPRequest("GET", "/preview", query: query)
+        request.sink = .memory(limit: 16 << 20)
+        let reply = try await send(request)
+        switch reply.status {
+        case 404: throw .noSuchItem(identifier)
+        case 400: throw FileProviderError(.notSupported, "\(path.display) is not an image the server can preview (\(reply.errorText))")
+        default: try reply.check()
+        }
+        guard reply.body.starts(with: [0xFF, 0xD8, 0xFF]) else {
+            throw FileProviderError(.corruptData, "the preview of \(path.display) is not a JPEG")
+        }
+        return reply.body
+    }
+}
