@@ -32,7 +32,7 @@ let package = Package(
         .target(
             name: "ProviderEngine",
             dependencies: [
-                "ProviderCore", "ProviderStore", "CSystemShims",
+                "ProviderCore", "ProviderStore", "CSystemShims", "Thumbnails",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -77,7 +77,10 @@ let package = Package(
         ),
         .testTarget(
             name: "MediaAPIAdapterTests",
-            dependencies: ["MediaAPIAdapter", "ProviderCore", "ProviderTesting", "Thumbnails"]
+            dependencies: [
+                "MediaAPIAdapter", "ProviderCore", "ProviderTesting", "Thumbnails", "ProviderEngine", "ProviderStore",
+                "LocalAdapter",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

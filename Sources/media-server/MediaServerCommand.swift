@@ -4,6 +4,10 @@ import Hummingbird
 import Logging
 import Thumbnails
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// `media-server`: the reference server of the HTTP media API (Docs/MediaAPI.md), for tests,
 /// benchmarks and the demo.
 @main
@@ -40,6 +44,9 @@ struct MediaServerCommand: AsyncParsableCommand {
     @Flag(help: "Log every request.")
     var verbose = false
 
+    @Flag(help: "Exit when standard input reaches its end (a test fixture holds a pipe to it, so the server dies with its parent).")
+    var exitOnStdinEOF = false
+
     func validate() throws {
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: root, isDirectory: &isFolder), isFolder.boolValue else {
@@ -59,6 +66,13 @@ struct MediaServerCommand: AsyncParsableCommand {
                 throw ValidationError("--token-env \(name): the variable is not set")
             }
             token = value
+        }
+        if exitOnStdinEOF {
+            let watcher = Thread {
+                while (try? FileHandle.standardInput.read(upToCount: 4096))??.isEmpty == false {}
+                Glibc.exit(0)
+            }
+            watcher.start()
         }
         let store = MediaStore(root: rootPath, compat: compat)
         let router = Router()

@@ -1,0 +1,211 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A `media-server` process on 127.0.0.1 for tests: started over a folder on a free port
+/// picked at run time, ready once `GET /` answers, stopped by its pid.
+///
+/// The binary is `$MEDIA_SERVER`, else `media-server` next to the test bundle, else
+/// `<package>/.build/debug/media-server`. The server also exits when the test process does (it
+/// watches a pipe from this process), so no server outlives a crashed test run.
+public final class MediaServer: @unchecked Sendable {
+    /// The folder the server serves.
+    public let root: URL
+    /// The TCP port on 127.0.0.1.
+    public let port: Int
+    /// Whether it behaves like the original media API (`--compat`).
+    public let compat: Bool
+    /// The base URL.
+    public var url: String { "http://127.0.0.1:\(port)" }
+    /// The server's process id.
+    public var pid: Int32 { process.processIdentifier }
+
+    private let process: Process
+    private let stdin: Pipe
+    private let removeRoot: Bool
+    private let lock = NSLock()
+    private var stopped = false
+
+    /// Where the binary is.
+    public static func locateBinary() -> URL {
+        let environment = ProcessInfo.processInfo.environment
+        if let path = environment["MEDIA_SERVER"], !path.isEmpty { return URL(fileURLWithPath: path) }
+        var folders = Bundle.allBundles.map { $0.bundleURL.deletingLastPathComponent() }
+        if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            folders.append(URL(fileURLWithPath: executable).deletingLastPathComponent())
+        }
+        for folder in folders {
+            let candidate = folder.appendingPathComponent("media-server")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        }
+        let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        return package.appendingPathComponent(".build/debug/media-server")
+    }
+
+    /// Starts a server and waits until it answers `GET /`.
+    ///
+    /// - Parameters:
+    ///   - root: the folder to serve; `nil` for a new temporary folder, removed by ``stop()``.
+    ///   - compat: start with `--compat` (the original API).
+    ///   - arguments: more arguments for the server.
+    ///   - environment: more environment variables for the server.
+    /// - Throws: ``MediaServerError`` when the binary is missing, the server exits early or
+    ///   does not answer within 20 seconds.
+    public init(root: URL? = nil, compat: Bool = false, arguments: [String] = [], environment: [String: String] = [:]) throws {
+        let folder = root ?? FileManager.default.temporaryDirectory.appendingPathComponent("media-server-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        self.root = folder
+        removeRoot = root == nil
+        self.compat = compat
+        let binary = Self.locateBinary()
+        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+            throw MediaServerError(message: "media-server not found at \(binary.path); build it or set MEDIA_SERVER")
+        }
+        var lastError = MediaServerError(message: "media-server did not start")
+        for _ in 0..<3 {
+            let port = try Self.freePort()
+            let process = Process()
+            process.executableURL = binary
+            process.arguments = ["--root", folder.path, "--port", String(port), "--exit-on-stdin-eof"]
+                + (compat ? ["--compat"] : []) + arguments
+            var merged = ProcessInfo.processInfo.environment
+            for (key, value) in environment { merged[key] = value }
+            process.environment = merged
+            let input = Pipe()
+            process.standardInput = input
+            process.standardOutput = FileHandle.nullDevice
+            let log = folder.deletingLastPathComponent().appendingPathComponent("media-server-\(port).log")
+            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: log)
+            try process.run()
+            if Self.waitUntilReady(port: port, process: process) {
+                self.process = process
+                self.stdin = input
+                self.port = port
+                Self.register(process.processIdentifier)
+                return
+            }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            lastError = MediaServerError(message: "media-server on port \(port) did not become ready: \(text.suffix(2000))")
+        }
+        throw lastError
+    }
+
+    deinit { stop() }
+
+    /// Stops the server (SIGTERM to its pid, then waits) and removes a temporary root.
+    public func stop() {
+        let first: Bool = lock.withLock {
+            defer { stopped = true }
+            return !stopped
+        }
+        guard first else { return }
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        process.waitUntilExit()
+        Self.unregister(process.processIdentifier)
+        try? stdin.fileHandleForWriting.close()
+        if removeRoot { try? FileManager.default.removeItem(at: root) }
+    }
+
+    /// Makes a new empty folder in the served root, for a test that needs a fresh store.
+    public func makeFolder(_ name: String = "store-\(UUID().uuidString)") throws -> String {
+        try FileManager.default.createDirectory(at: root.appendingPathComponent(name), withIntermediateDirectories: true)
+        return name
+    }
+
+    // MARK: Ports and readiness
+
+    /// A TCP port on 127.0.0.1 that was free a moment ago.
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw MediaServerError(message: "socket: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw -> Int32 in
+                guard bind(fd, raw, length) == 0 else { return -1 }
+                return getsockname(fd, raw, &length)
+            }
+        }
+        guard bound == 0 else { throw MediaServerError(message: "bind: \(String(cString: strerror(errno)))") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Polls `GET /` until it answers 200, the process exits, or 20 seconds pass.
+    static func waitUntilReady(port: Int, process: Process) -> Bool {
+        for _ in 0..<400 {
+            if !process.isRunning { return false }
+            if let reply = rawRequest(port: port, "GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"), reply.hasPrefix("HTTP/1.1 200") {
+                return true
+            }
+            usleep(50_000)
+        }
+        return false
+    }
+
+    /// Sends raw bytes to 127.0.0.1:`port` and returns the reply, or `nil` when nothing answers.
+    public static func rawRequest(port: Int, _ text: String) -> String? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else { return nil }
+        var timeout = timeval(tv_sec: 2, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let bytes = Array(text.utf8)
+        guard send(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL)) == bytes.count else { return nil }
+        var reply: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            reply += buffer[0..<count]
+        }
+        return reply.isEmpty ? nil : String(decoding: reply, as: UTF8.self)
+    }
+
+    // MARK: Servers still running when the test process exits
+
+    nonisolated(unsafe) private static var running: Set<Int32> = []
+    private static let runningLock = NSLock()
+    private static let exitHook: Void = {
+        atexit {
+            MediaServer.runningLock.lock()
+            let pids = MediaServer.running
+            MediaServer.runningLock.unlock()
+            for pid in pids { kill(pid, SIGTERM) }
+        }
+    }()
+
+    private static func register(_ pid: Int32) {
+        _ = exitHook
+        runningLock.withLock { _ = running.insert(pid) }
+    }
+
+    private static func unregister(_ pid: Int32) {
+        runningLock.withLock { _ = running.remove(pid) }
+    }
+}
+
+/// A media-server fixture could not start.
+public struct MediaServerError: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}
