@@ -186,6 +186,7 @@ final class MediaStore: Sendable {
 
     /// Creates a folder; with `parents`, the missing folders on the way too.
     func makeFolder(_ names: [String], parents: Bool) throws(MediaError) {
+        if !parents && !parentExists(names) { throw .notFound("the parent folder does not exist") }
         var path = root
         for (index, name) in names.enumerated() {
             path += "/" + name
