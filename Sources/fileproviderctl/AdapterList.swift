@@ -1,10 +1,12 @@
 import LocalAdapter
+import MediaAPIAdapter
 import ProviderCore
 
 /// The one list of built-in adapters. A new backend adds its descriptor here.
 enum AdapterList {
     static let descriptors: [BackendDescriptor] = [
-        LocalBackend.descriptor
+        LocalBackend.descriptor,
+        MediaBackend.descriptor,
     ]
 
     static var registry: BackendRegistry { BackendRegistry(descriptors) }

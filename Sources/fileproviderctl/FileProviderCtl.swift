@@ -25,6 +25,7 @@ struct FileProviderCtl: AsyncParsableCommand {
             DomainCommand.self, SyncCommand.self, ListCommand.self, MaterializeCommand.self,
             EvictCommand.self, PinCommand.self, UnpinCommand.self, StatusCommand.self, ConflictsCommand.self,
             PendingCommand.self, DumpCommand.self,
+            ThumbnailCommand.self,
         ]
     )
 

@@ -1,0 +1,91 @@
+import Foundation
+import ProviderCore
+import ProviderStore
+import Thumbnails
+
+extension DomainController {
+    /// Content types the engine makes thumbnails of itself when the backend cannot.
+    static let imageContentTypes: Set<String> = ["public.jpeg", "public.png", "com.compuserve.gif", "org.webmproject.webp"]
+
+    /// Returns a `size`×`size` JPEG thumbnail of the file at `path` (the centre square of the
+    /// image), cached in the metadata database by content version.
+    ///
+    /// A backend with `supportsThumbnails` makes it (the media API's `/preview`). Otherwise —
+    /// or when that backend declines an image, for example a size its server cannot make — the
+    /// engine makes it from the file in the replica with the ``Thumbnails`` module,
+    /// materializing the file first if needed. A thumbnail of a file with local edits not yet
+    /// uploaded is made from those edits and not cached.
+    /// - Throws: `noSuchItem` when no item is at `path` (or the store lost it);
+    ///   `notSupported` for a folder, a symlink or a file that is not a JPEG, PNG, GIF or WebP
+    ///   image; `invalidArgument` for a `size` outside 1...4096; what materializing throws
+    ///   (`serverUnreachable`, `unsyncedEdits`, …).
+    public func thumbnail(at path: String, size: Int = Thumbnailer.defaultSize) async throws(FileProviderError) -> Data {
+        guard (1...Thumbnailer.maximumSize).contains(size) else {
+            throw FileProviderError(.invalidArgument, "a thumbnail size must be 1 to \(Thumbnailer.maximumSize) pixels, not \(size)")
+        }
+        let target = try record(at: path)
+        guard target.kind == .file else {
+            throw FileProviderError(.notSupported, "\(display(path)) is a \(target.kind.rawValue); only files have thumbnails")
+        }
+        if let cached = try store.thumbnail(
+            domainID: domainID, identifier: target.identifier, contentVersion: target.contentVersion, size: size)
+        {
+            return cached
+        }
+        if backend.capabilities.supportsThumbnails {
+            let fetched = await fetchFromBackend(target, size: size)
+            switch fetched {
+            case .success(let data):
+                try cache(data, of: target, size: size)
+                return data
+            case .failure(let error):
+                // The store may decline an image (a size its server cannot make): make it here.
+                if error.code != .notSupported || !Self.looksLikeImage(target) { throw error }
+            }
+        }
+        return try await localThumbnail(of: target, size: size)
+    }
+
+    private func fetchFromBackend(_ record: ItemRecord, size: Int) async -> Result<Data, FileProviderError> {
+        do {
+            return .success(try await backend.fetchThumbnail(for: record.identifier, size: size))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    static func looksLikeImage(_ record: ItemRecord) -> Bool {
+        imageContentTypes.contains(record.contentType) || record.filename.lowercased().hasSuffix(".webp")
+    }
+
+    private func cache(_ data: Data, of record: ItemRecord, size: Int) throws(FileProviderError) {
+        try store.saveThumbnail(
+            ThumbnailRecord(
+                domainID: domainID, identifier: record.identifier.rawValue, contentVersion: record.contentVersion, size: size,
+                data: data))
+    }
+
+    /// Makes a thumbnail from the replica's copy, materializing it first.
+    private func localThumbnail(of record: ItemRecord, size: Int) async throws(FileProviderError) -> Data {
+        let path = record.path
+        let file = replica.path(path)
+        let present = replica.fingerprint(atPath: file)
+        if record.state != .materialized || record.isOutdated || present == nil {
+            if let failure = await materialize(paths: [path], recursive: false).compactMap(\.error).first {
+                throw failure
+            }
+        }
+        let current = try self.record(at: path)
+        let edited = replica.fingerprint(atPath: file).map { hasLocalChanges(current, $0) } ?? false
+        let label = display(path)
+        let data = try await executor.run { () throws -> Data in
+            let made = Result { () throws(FileProviderError) -> Data in try Thumbnailer.jpeg(fromFileAt: file, size: size) }
+            if case .failure(let error) = made, error.code == .notSupported {
+                throw FileProviderError(.notSupported, "\(label) is not a JPEG, PNG, GIF or WebP image; it has no thumbnail")
+            }
+            return try made.get()
+        }
+        if !edited { try cache(data, of: current, size: size) }
+        return data
+    }
+}
