@@ -1,0 +1,214 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A tiny HTTP/1.1 server on 127.0.0.1 that speaks the original media API for a few files and
+/// injects faults: a status, a body cut short, a connection reset, a stall. It runs on a thread
+/// of its own (blocking POSIX sockets), one connection at a time.
+final class FaultServer: @unchecked Sendable {
+    struct Request {
+        var method: String
+        var path: String
+        var query: [String: String]
+        var headers: [String: String]
+    }
+
+    enum Action {
+        /// A full reply.
+        case reply(status: Int, headers: [String: String], body: Data)
+        /// Headers announcing `body.count` bytes, then only `sent` of them, then close.
+        case truncate(body: Data, sent: Int, status: Int = 200, headers: [String: String] = [:])
+        /// Close with a TCP reset before answering.
+        case reset
+        /// Headers and `sent` bytes, then nothing until the client gives up.
+        case stall(body: Data, sent: Int)
+    }
+
+    let port: Int
+    private let listener: Int32
+    private let lock = NSLock()
+    private var handler: (Request) -> Action
+    private var log: [Request] = []
+
+    init(handler: @escaping (Request) -> Action) throws {
+        self.handler = handler
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var yes: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let result = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw -> Int32 in
+                guard bind(fd, raw, length) == 0, listen(fd, 16) == 0 else { return -1 }
+                return getsockname(fd, raw, &length)
+            }
+        }
+        guard result == 0 else { throw CocoaError(.fileNoSuchFile) }
+        listener = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+        let thread = Thread { [self] in acceptLoop() }
+        thread.start()
+    }
+
+    deinit { stop() }
+
+    var url: String { "http://127.0.0.1:\(port)" }
+
+    func stop() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+
+    /// The requests seen so far.
+    var requests: [Request] { lock.withLock { log } }
+
+    func setHandler(_ handler: @escaping (Request) -> Action) { lock.withLock { self.handler = handler } }
+
+    private func acceptLoop() {
+        while true {
+            let client = accept(listener, nil, nil)
+            if client < 0 { return }
+            serve(client)
+        }
+    }
+
+    private func serve(_ client: Int32) {
+        var buffer: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            // Read one request head.
+            var headEnd: Int?
+            while headEnd == nil {
+                if let range = buffer.firstRange(of: Array("\r\n\r\n".utf8)) {
+                    headEnd = range.upperBound
+                    break
+                }
+                let count = recv(client, &chunk, chunk.count, 0)
+                if count <= 0 {
+                    close(client)
+                    return
+                }
+                buffer += chunk[0..<count]
+            }
+            let head = String(decoding: buffer[0..<headEnd!], as: UTF8.self)
+            buffer.removeFirst(headEnd!)
+            let lines = head.components(separatedBy: "\r\n")
+            let parts = lines[0].split(separator: " ")
+            var headers: [String: String] = [:]
+            for line in lines.dropFirst() {
+                guard let colon = line.firstIndex(of: ":") else { continue }
+                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            }
+            var bodyLength = Int(headers["content-length"] ?? "0") ?? 0
+            while bodyLength > 0 {
+                if !buffer.isEmpty {
+                    let take = min(bodyLength, buffer.count)
+                    buffer.removeFirst(take)
+                    bodyLength -= take
+                    continue
+                }
+                let count = recv(client, &chunk, min(chunk.count, bodyLength), 0)
+                if count <= 0 { break }
+                bodyLength -= count
+            }
+            let target = parts.count > 1 ? String(parts[1]) : "/"
+            let pathPart = target.split(separator: "?", maxSplits: 1)
+            var query: [String: String] = [:]
+            if pathPart.count > 1 {
+                for pair in pathPart[1].split(separator: "&") {
+                    let kv = pair.split(separator: "=", maxSplits: 1)
+                    let value = kv.count > 1 ? String(kv[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? "" : ""
+                    query[String(kv[0])] = value
+                }
+            }
+            let request = Request(
+                method: parts.first.map(String.init) ?? "", path: String(pathPart[0]), query: query, headers: headers)
+            let action: Action = lock.withLock {
+                log.append(request)
+                return handler(request)
+            }
+            switch action {
+            case .reply(let status, let extra, let body):
+                sendHead(client, status: status, headers: extra, length: body.count)
+                sendAll(client, Array(body))
+            case .truncate(let body, let sent, let status, let extra):
+                sendHead(client, status: status, headers: extra, length: body.count)
+                sendAll(client, Array(body.prefix(sent)))
+                close(client)
+                return
+            case .reset:
+                var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+                setsockopt(client, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+                close(client)
+                return
+            case .stall(let body, let sent):
+                sendHead(client, status: 200, headers: [:], length: body.count)
+                sendAll(client, Array(body.prefix(sent)))
+                // Hold the connection until the client gives up and closes it.
+                while recv(client, &chunk, chunk.count, 0) > 0 {}
+                close(client)
+                return
+            }
+        }
+    }
+
+    private func sendHead(_ client: Int32, status: Int, headers: [String: String], length: Int) {
+        var text = "HTTP/1.1 \(status) Status\r\nContent-Length: \(length)\r\n"
+        for (name, value) in headers { text += "\(name): \(value)\r\n" }
+        text += "\r\n"
+        sendAll(client, Array(text.utf8))
+    }
+
+    private func sendAll(_ client: Int32, _ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let count = bytes[offset...].withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if count <= 0 { return }
+            offset += count
+        }
+    }
+}
+
+/// Replies of the original media API for a set of files in its root.
+struct OriginalAPI {
+    var files: [String: Data]
+    var listing: String?
+
+    static let lastModified = "Sat, 01 Jun 2024 10:00:00 GMT"
+
+    /// The normal answer to a request, or `nil` for `GET /file` of a whole file (the
+    /// request a fault applies to).
+    func answer(_ request: FaultServer.Request) -> FaultServer.Action? {
+        switch request.path {
+        case "/":
+            return .reply(status: 200, headers: ["Content-Type": "application/json"], body: Data(#"{"message":"Hello world!"}"#.utf8))
+        case "/media":
+            let body = listing ?? "[" + files.keys.sorted().map { #"{"name":"\#($0)","size":\#(files[$0]!.count)}"# }.joined(separator: ",") + "]"
+            return .reply(status: 200, headers: ["Content-Type": "application/json"], body: Data(body.utf8))
+        case "/file":
+            guard let data = files[request.query["id"] ?? ""] else {
+                return .reply(status: 404, headers: [:], body: Data("404 page not found".utf8))
+            }
+            if let range = request.headers["range"] {
+                let start = Int(range.dropFirst(6).split(separator: "-").first ?? "0") ?? 0
+                let end = range == "bytes=0-0" ? 0 : data.count - 1
+                return .reply(
+                    status: 206,
+                    headers: ["Content-Range": "bytes \(start)-\(end)/\(data.count)", "Last-Modified": Self.lastModified],
+                    body: data.subdata(in: start..<(end + 1)))
+            }
+            return nil
+        default:
+            return .reply(status: 404, headers: [:], body: Data("404 page not found".utf8))
+        }
+    }
+
+    func full(_ request: FaultServer.Request) -> FaultServer.Action {
+        let data = files[request.query["id"] ?? ""] ?? Data()
+        return .reply(status: 200, headers: ["Last-Modified": Self.lastModified], body: data)
+    }
+}
