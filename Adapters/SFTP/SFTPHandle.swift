@@ -187,9 +187,18 @@ final class SFTPConnection: @unchecked Sendable {
     }
 
     /// Makes a symlink at `path` pointing to `target`.
+    ///
+    /// Sent on the raw channel: libssh2 1.10 mixes up the reply of SSH_FXP_SYMLINK after an
+    /// earlier REALPATH on the same channel (it reports a failure for a link it made).
     func symlink(_ path: String, target: String) throws(FileProviderError) {
-        count()
         let (first, second) = symlinkArgumentsReversed ? (target, path) : (path, target)
+        if let channel = try extensionChannel() {
+            count()
+            let status = try channel.request(packetType: 20, [Array(first.utf8), Array(second.utf8)], on: self)
+            if status != 0 { throw SFTPStatus.error(UInt(status), operation: "make the link", path: path) }
+            return
+        }
+        count()
         let rc = first.withCString { a in
             second.withCString { b in
                 libssh2_sftp_symlink_ex(
@@ -271,8 +280,8 @@ final class SFTPConnection: @unchecked Sendable {
     func posixRename(_ source: String, to target: String) throws(FileProviderError) -> Bool {
         guard let channel = try extensionChannel(), channel.offers("posix-rename@openssh.com") else { return false }
         count()
-        let status = try channel.request(
-            "posix-rename@openssh.com", [Array(source.utf8), Array(target.utf8)], on: self)
+        let name = Array("posix-rename@openssh.com".utf8)
+        let status = try channel.request(packetType: 200, [name, Array(source.utf8), Array(target.utf8)], on: self)
         if status != 0 { throw SFTPStatus.error(UInt(status), operation: "rename \(source) to", path: target) }
         return true
     }
@@ -436,19 +445,20 @@ final class ExtensionChannel {
 
     func offers(_ name: String) -> Bool { extensionNames.contains(name) }
 
-    /// Sends an SSH_FXP_EXTENDED request and returns the status code of the reply.
-    func request(_ name: String, _ arguments: [[UInt8]], on connection: SFTPConnection) throws(FileProviderError)
+    /// Sends a request whose arguments are strings (SSH_FXP_SYMLINK = 20, SSH_FXP_EXTENDED = 200
+    /// with the extension's name first) and returns the status code of the reply.
+    func request(packetType: UInt8, _ arguments: [[UInt8]], on connection: SFTPConnection) throws(FileProviderError)
         -> UInt32
     {
         let id = nextID
         nextID &+= 1
-        var body: [UInt8] = [200] + Self.u32(id) + Self.u32(UInt32(name.utf8.count)) + Array(name.utf8)
+        var body: [UInt8] = [packetType] + Self.u32(id)
         for argument in arguments { body += Self.u32(UInt32(argument.count)) + argument }
         try send(body, on: connection)
         let reply = try receive(on: connection)
         // SSH_FXP_STATUS: type 101, id, code.
         guard reply.count >= 9, reply[0] == 101, Self.readU32(reply, 1) == id else {
-            throw FileProviderError(.serverUnreachable, "unexpected reply to \(name)")
+            throw FileProviderError(.serverUnreachable, "unexpected reply to SFTP request \(packetType)")
         }
         return Self.readU32(reply, 5)
     }

@@ -1,0 +1,287 @@
+import Foundation
+import ProviderCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A real OpenSSH `sshd` on 127.0.0.1 for tests, benchmarks and the demo: a free port picked at
+/// start, its own generated ed25519 host key and user key, its own config and folder under the
+/// temporary directory, stopped by pid.
+///
+/// ```swift
+/// let server = try SSHServer.start()
+/// defer { server.stop() }
+/// let root = try server.makeFolder()   // a fresh folder the user may use as a root
+/// ```
+///
+/// Logging in as the current user (root in CI) is allowed. Password authentication is off.
+public final class SSHServer: @unchecked Sendable {
+    /// Where everything lives: keys, config, log and the `data` folder.
+    public let directory: URL
+    /// The port sshd listens on, on 127.0.0.1.
+    public let port: Int
+    /// The private key of the user, for `--identity`.
+    public let userKey: URL
+    /// A known_hosts file holding the server's host key.
+    public let knownHosts: URL
+    /// The user tests log in as (the current user).
+    public let user: String
+    /// `[127.0.0.1]:PORT ssh-ed25519 AAAA…`, the server's known_hosts line.
+    public let knownHostsLine: String
+
+    private let config: URL
+    private let log: URL
+    private let lock = NSLock()
+    private var process: Process?
+
+    /// The sshd binary.
+    public static let sshdPath = "/usr/sbin/sshd"
+
+    /// Whether sshd and ssh-keygen are installed.
+    public static var isAvailable: Bool {
+        FileManager.default.isExecutableFile(atPath: sshdPath) && (try? findTool("ssh-keygen")) != nil
+    }
+
+    private init(directory: URL, port: Int, user: String, knownHostsLine: String) {
+        self.directory = directory
+        self.port = port
+        self.user = user
+        self.knownHostsLine = knownHostsLine
+        userKey = directory.appendingPathComponent("id_ed25519")
+        knownHosts = directory.appendingPathComponent("known_hosts")
+        config = directory.appendingPathComponent("sshd_config")
+        log = directory.appendingPathComponent("sshd.log")
+    }
+
+    deinit { stop() }
+
+    /// Generates keys and a config and starts sshd; returns once it accepts SSH connections.
+    ///
+    /// - Throws: ``SSHServerError`` when sshd or ssh-keygen is missing, a key cannot be made, or
+    ///   sshd does not answer within `timeout` seconds (the message holds its log).
+    public static func start(timeout: TimeInterval = 20) throws -> SSHServer {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "sshd-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: directory.appendingPathComponent("data"), withIntermediateDirectories: true)
+        // sshd needs its privilege separation folder.
+        try? FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true)
+        let hostKey = directory.appendingPathComponent("host_ed25519")
+        try generateKey(at: hostKey)
+        let userKey = directory.appendingPathComponent("id_ed25519")
+        try generateKey(at: userKey)
+        let port = try freePort()
+        let hostPublic = try String(contentsOf: hostKey.appendingPathExtension("pub"), encoding: .utf8)
+        let keyFields = hostPublic.split(separator: " ").prefix(2).joined(separator: " ")
+        let line = "[127.0.0.1]:\(port) \(keyFields)"
+        let server = SSHServer(directory: directory, port: port, user: currentUser(), knownHostsLine: line)
+        try (line + "\n").write(to: server.knownHosts, atomically: true, encoding: .utf8)
+        let settings = """
+            ListenAddress 127.0.0.1
+            Port \(port)
+            HostKey \(hostKey.path)
+            PidFile \(directory.appendingPathComponent("sshd.pid").path)
+            AuthorizedKeysFile \(userKey.path).pub
+            PubkeyAuthentication yes
+            PasswordAuthentication no
+            KbdInteractiveAuthentication no
+            PermitRootLogin yes
+            StrictModes no
+            UsePAM no
+            MaxSessions 64
+            MaxStartups 64:30:128
+            LogLevel ERROR
+            Subsystem sftp internal-sftp
+
+            """
+        try settings.write(to: server.config, atomically: true, encoding: .utf8)
+        try server.launch(timeout: timeout)
+        return server
+    }
+
+    /// Starts sshd again after ``stop()``, on the same port with the same keys.
+    ///
+    /// - Throws: ``SSHServerError`` when it does not answer within `timeout` seconds.
+    public func restart(timeout: TimeInterval = 20) throws {
+        stop()
+        try launch(timeout: timeout)
+    }
+
+    private func launch(timeout: TimeInterval) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.sshdPath)
+        process.arguments = ["-D", "-e", "-f", config.path]
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let output = try FileHandle(forWritingTo: log)
+        output.seekToEndOfFile()
+        process.standardError = output
+        process.standardOutput = output
+        try process.run()
+        lock.withLock { self.process = process }
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if !process.isRunning { break }
+            if Self.answers(port: port) { return }
+            usleep(20_000)  // polling a condition, bounded by the deadline
+        }
+        let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        stop()
+        throw SSHServerError(message: "sshd on port \(port) did not start within \(timeout) s; its log:\n\(text)")
+    }
+
+    /// Stops sshd and every session process it started (all by pid); a no-op when stopped.
+    public func stop() {
+        let running: Process? = lock.withLock {
+            let current = process
+            process = nil
+            return current
+        }
+        guard let running else { return }
+        let pid = running.processIdentifier
+        let victims = Self.descendants(of: pid) + [pid]
+        for victim in victims { kill(victim, SIGKILL) }
+        running.waitUntilExit()
+        // Session processes are reparented once the listener is gone; wait until they are.
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline, victims.contains(where: { $0 != pid && kill($0, 0) == 0 && !Self.isZombie($0) }) {
+            usleep(10_000)
+        }
+    }
+
+    /// Whether sshd is running.
+    public var isRunning: Bool { lock.withLock { process?.isRunning ?? false } }
+
+    /// A fresh empty folder under the server's data folder, as an absolute path.
+    public func makeFolder(_ prefix: String = "root") throws -> String {
+        let url = directory.appendingPathComponent("data").appendingPathComponent("\(prefix)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url.path
+    }
+
+    /// Removes the server's folder (call after ``stop()``).
+    public func removeFiles() { try? FileManager.default.removeItem(at: directory) }
+
+    /// The options of an `sftp` domain on this server, rooted at `root`.
+    public func options(root: String) -> [String: String] {
+        [
+            "host": "127.0.0.1", "port": String(port), "user": user, "identity": userKey.path,
+            "known-hosts": knownHosts.path, "root": root,
+        ]
+    }
+
+    // MARK: Helpers
+
+    /// Generates an ed25519 key pair without a passphrase at `url` (and `url.pub`).
+    ///
+    /// - Throws: ``SSHServerError`` when ssh-keygen fails.
+    public static func generateKey(at url: URL, passphrase: String = "") throws {
+        try? FileManager.default.removeItem(at: url)
+        try? FileManager.default.removeItem(at: url.appendingPathExtension("pub"))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try findTool("ssh-keygen"))
+        process.arguments = ["-q", "-t", "ed25519", "-N", passphrase, "-C", "fileproviderkit-test", "-f", url.path]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw SSHServerError(message: "ssh-keygen failed for \(url.path)")
+        }
+    }
+
+    /// A TCP port on 127.0.0.1 that was free a moment ago.
+    public static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw SSHServerError(message: "socket: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else { throw SSHServerError(message: "bind: \(String(cString: strerror(errno)))") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Whether something on 127.0.0.1:port sends an SSH banner.
+    static func answers(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { return false }
+        var timeout = timeval(tv_sec: 2, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var buffer = [UInt8](repeating: 0, count: 4)
+        let count = recv(fd, &buffer, 4, Int32(MSG_WAITALL))
+        return count == 4 && buffer == Array("SSH-".utf8)
+    }
+
+    /// The processes below `pid`, from /proc.
+    static func descendants(of pid: Int32) -> [Int32] {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
+        var parents: [Int32: [Int32]] = [:]
+        for entry in entries {
+            guard let child = Int32(entry), let parent = parentPID(of: child) else { continue }
+            parents[parent, default: []].append(child)
+        }
+        var result: [Int32] = []
+        var queue = [pid]
+        while let next = queue.popLast() {
+            for child in parents[next] ?? [] {
+                result.append(child)
+                queue.append(child)
+            }
+        }
+        return result
+    }
+
+    private static func statFields(_ pid: Int32) -> [Substring]? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = text.lastIndex(of: ")")
+        else { return nil }
+        return text[text.index(after: close)...].split(separator: " ")
+    }
+
+    private static func parentPID(of pid: Int32) -> Int32? {
+        guard let fields = statFields(pid), fields.count > 1 else { return nil }
+        return Int32(fields[1])
+    }
+
+    private static func isZombie(_ pid: Int32) -> Bool {
+        statFields(pid)?.first == "Z"
+    }
+
+    static func currentUser() -> String {
+        if let entry = getpwuid(geteuid()), let name = entry.pointee.pw_name { return String(cString: name) }
+        return ProcessInfo.processInfo.environment["USER"] ?? "root"
+    }
+
+    static func findTool(_ name: String) throws -> String {
+        for folder in ["/usr/bin", "/bin", "/usr/local/bin"] {
+            let path = folder + "/" + name
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        throw SSHServerError(message: "\(name) is not installed (apt install openssh-client)")
+    }
+}
+
+/// Why the test sshd could not be started.
+public struct SSHServerError: Error, CustomStringConvertible, Sendable {
+    public var message: String
+    public var description: String { message }
+}

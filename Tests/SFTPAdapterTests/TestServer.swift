@@ -1,0 +1,36 @@
+import Foundation
+import ProviderCore
+import ProviderTesting
+@testable import SFTPAdapter
+
+/// The sshd shared by the tests that do not stop or restart it, started on first use.
+enum TestServer {
+    private static let started: Result<SSHServer, any Error> = Result { try SSHServer.start() }
+
+    /// The shared server.
+    /// - Throws: why it could not be started.
+    static func shared() throws -> SSHServer { try started.get() }
+
+    /// A backend over a fresh, empty folder of `server`.
+    static func backend(
+        _ server: SSHServer, root: String? = nil, extra: [String: String] = [:], pageSize: Int = 2000
+    ) throws -> SFTPBackend {
+        var options = server.options(root: try root ?? server.makeFolder())
+        options.merge(extra) { $1 }
+        let configuration = try SFTPBackend.descriptor.validate(options)
+        let backend = try SFTPBackend(configuration: configuration)
+        return try SFTPBackend(settings: backend.settings, connections: backend.connections, pageSize: pageSize)
+    }
+
+    /// A scratch folder on the local disk for one test.
+    static func scratch() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("sftp-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+}
+
+extension SFTPBackend {
+    /// The root folder the backend was made with.
+    var rootFolder: String { settings.rootPath }
+}
