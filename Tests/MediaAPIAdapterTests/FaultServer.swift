@@ -5,8 +5,8 @@ import Foundation
 #endif
 
 /// A tiny HTTP/1.1 server on 127.0.0.1 that speaks the original media API for a few files and
-/// injects faults: a status, a body cut short, a connection reset, a stall. It runs on a thread
-/// of its own (blocking POSIX sockets), one connection at a time.
+/// injects faults: a status, a body cut short, a connection reset, a stall. It runs on threads
+/// of its own (blocking POSIX sockets), one per connection.
 final class FaultServer: @unchecked Sendable {
     struct Request {
         var method: String
@@ -72,7 +72,8 @@ final class FaultServer: @unchecked Sendable {
         while true {
             let client = accept(listener, nil, nil)
             if client < 0 { return }
-            serve(client)
+            let worker = Thread { [self] in self.serve(client) }
+            worker.start()
         }
     }
 
@@ -146,7 +147,7 @@ final class FaultServer: @unchecked Sendable {
                 close(client)
                 return
             case .stall(let body, let sent):
-                sendHead(client, status: 200, headers: [:], length: body.count)
+                sendHead(client, status: 200, headers: ["Last-Modified": OriginalAPI.lastModified], length: body.count)
                 sendAll(client, Array(body.prefix(sent)))
                 // Hold the connection until the client gives up and closes it.
                 while recv(client, &chunk, chunk.count, 0) > 0 {}

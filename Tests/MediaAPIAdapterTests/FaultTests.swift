@@ -43,7 +43,8 @@ struct FaultTests {
     @Test func a500IsRetried() async throws {
         let server = try Self.server([.reply(status: 500, headers: [:], body: Data("boom".utf8)), nil])
         let backend = try await Self.backend(server)
-        let (error, url, _) = try await Self.fetch(backend)
+        let (error, url, scratch) = try await Self.fetch(backend)
+        defer { withExtendedLifetime(scratch) {} }
         #expect(error == nil)
         #expect(try Data(contentsOf: url) == Self.data)
         await backend.close()
@@ -52,7 +53,8 @@ struct FaultTests {
     @Test func a429HonoursRetryAfter() async throws {
         let server = try Self.server([.reply(status: 429, headers: ["Retry-After": "0"], body: Data()), nil])
         let backend = try await Self.backend(server)
-        let (error, url, _) = try await Self.fetch(backend)
+        let (error, url, scratch) = try await Self.fetch(backend)
+        defer { withExtendedLifetime(scratch) {} }
         #expect(error == nil)
         #expect(try Data(contentsOf: url) == Self.data)
         await backend.close()
@@ -61,7 +63,8 @@ struct FaultTests {
     @Test func persistent500sGiveAClearError() async throws {
         let server = try Self.server([.reply(status: 503, headers: [:], body: Data(#"{"error":"overloaded"}"#.utf8))])
         let backend = try await Self.backend(server, retries: 2)
-        let (error, _, _) = try await Self.fetch(backend)
+        let (error, _, scratch) = try await Self.fetch(backend)
+        defer { withExtendedLifetime(scratch) {} }
         #expect(error?.code == .serverUnreachable)
         #expect(error?.message.contains("503") == true)
         #expect(error?.message.contains("overloaded") == true)
@@ -72,7 +75,8 @@ struct FaultTests {
     @Test func aTruncatedBodyResumesWithRange() async throws {
         let server = try Self.server([.truncate(body: Self.data, sent: 40_000, headers: ["Last-Modified": OriginalAPI.lastModified]), nil])
         let backend = try await Self.backend(server)
-        let (error, url, _) = try await Self.fetch(backend)
+        let (error, url, scratch) = try await Self.fetch(backend)
+        defer { withExtendedLifetime(scratch) {} }
         #expect(error == nil)
         #expect(try Data(contentsOf: url) == Self.data)
         let downloads = server.requests.filter { $0.path == "/file" && $0.headers["range"] != "bytes=0-0" }
@@ -84,7 +88,8 @@ struct FaultTests {
     @Test func aConnectionResetIsRetried() async throws {
         let server = try Self.server([.reset, nil])
         let backend = try await Self.backend(server)
-        let (error, url, _) = try await Self.fetch(backend)
+        let (error, url, scratch) = try await Self.fetch(backend)
+        defer { withExtendedLifetime(scratch) {} }
         #expect(error == nil)
         #expect(try Data(contentsOf: url) == Self.data)
         await backend.close()
@@ -93,7 +98,8 @@ struct FaultTests {
     @Test func persistentResetsGiveAClearError() async throws {
         let server = try Self.server([.reset])
         let backend = try await Self.backend(server, retries: 2)
-        let (error, _, _) = try await Self.fetch(backend)
+        let (error, _, scratch) = try await Self.fetch(backend)
+        defer { withExtendedLifetime(scratch) {} }
         #expect(error?.code == .serverUnreachable)
         #expect(error?.message.contains("after 3 attempts") == true)
         await backend.close()
@@ -103,7 +109,8 @@ struct FaultTests {
         let server = try Self.server([.stall(body: Self.data, sent: 10_000), nil])
         let backend = try await Self.backend(server, timeout: 1)
         let start = Date()
-        let (error, url, _) = try await Self.fetch(backend)
+        let (error, url, scratch) = try await Self.fetch(backend)
+        defer { withExtendedLifetime(scratch) {} }
         #expect(error == nil)
         #expect(try Data(contentsOf: url) == Self.data)
         #expect(Date().timeIntervalSince(start) < 15)
@@ -113,7 +120,8 @@ struct FaultTests {
     @Test func aServerThatKeepsStallingGivesAClearError() async throws {
         let server = try Self.server([.stall(body: Self.data, sent: 10_000)])
         let backend = try await Self.backend(server, retries: 1, timeout: 1)
-        let (error, _, _) = try await Self.fetch(backend)
+        let (error, _, scratch) = try await Self.fetch(backend)
+        defer { withExtendedLifetime(scratch) {} }
         #expect(error?.code == .serverUnreachable)
         await backend.close()
     }
@@ -121,7 +129,8 @@ struct FaultTests {
     @Test func refusedTokenIsNotAuthenticated() async throws {
         let server = try Self.server([.reply(status: 401, headers: [:], body: Data(#"{"error":"who are you"}"#.utf8))])
         let backend = try await Self.backend(server)
-        let (error, _, _) = try await Self.fetch(backend)
+        let (error, _, scratch) = try await Self.fetch(backend)
+        defer { withExtendedLifetime(scratch) {} }
         #expect(error?.code == .notAuthenticated)
         #expect(server.requests.filter { $0.path == "/file" }.count == 1)
         await backend.close()
