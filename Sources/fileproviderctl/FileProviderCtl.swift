@@ -24,7 +24,7 @@ struct FileProviderCtl: AsyncParsableCommand {
         subcommands: [
             DomainCommand.self, SyncCommand.self, ListCommand.self, MaterializeCommand.self,
             EvictCommand.self, PinCommand.self, UnpinCommand.self, StatusCommand.self, ConflictsCommand.self,
-            PendingCommand.self, DumpCommand.self,
+            PendingCommand.self, WhyCommand.self, ServeCommand.self, SignalCommand.self, DumpCommand.self,
         ]
     )
 
