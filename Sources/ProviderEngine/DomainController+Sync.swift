@@ -56,8 +56,14 @@ extension DomainController {
     /// (a materialized file with local changes is kept), pinned items are materialized.
     ///
     /// One bad item never stops the rest: it is reported in the notices.
-    /// - Throws: what the backend throws when the root cannot be listed (for example
-    ///   `serverUnreachable`), and `localIOFailure` when the database fails.
+    ///
+    /// A failure of the whole domain is recorded on it (`lastError`); when the failure's code
+    /// backs the domain off (`serverUnreachable`, `notAuthenticated`, `insufficientQuota`), the
+    /// domain's `failureCount` grows and `nextRetryAt` is set (see ``BackoffPolicy``). A success
+    /// clears both. `sync` itself does not wait for `nextRetryAt`: `serve` does.
+    /// - Throws: what the backend throws when the root cannot be listed or an upload fails in a
+    ///   way that backs the domain off (for example `serverUnreachable`), and `localIOFailure`
+    ///   when the database fails.
     @discardableResult
     public func sync(events: EventHandler? = nil, upload: Bool = true, settleSeconds: Double = 0) async throws(FileProviderError) -> SyncReport {
         let started = Date()
@@ -66,9 +72,7 @@ extension DomainController {
             do {
                 try await push(report: &report, settleSeconds: settleSeconds)
             } catch {
-                var record = domain
-                record.lastError = error.message
-                try? store.updateDomain(record)
+                recordSyncOutcome(error)
                 throw error
             }
         }
@@ -78,9 +82,7 @@ extension DomainController {
         do {
             walk = try await walkStore(report: &report, events: events)
         } catch {
-            var record = domain
-            record.lastError = error.message
-            try? store.updateDomain(record)
+            recordSyncOutcome(error)
             throw error
         }
         report.listedItems = walk.entries.count
@@ -89,10 +91,7 @@ extension DomainController {
         plan.matchMoves()
         try await apply(&plan, report: &report, events: events)
 
-        var record = domain
-        record.lastSyncAt = Date()
-        record.lastError = nil
-        try store.updateDomain(record)
+        recordSyncOutcome(nil)
         report.seconds = Date().timeIntervalSince(started)
         return report
     }

@@ -18,6 +18,8 @@ public final class DomainController: Sendable {
     public let ignoreRules: IgnoreRules
     /// How many downloads run at once in a batch.
     public let downloadDepth: Int
+    /// How long the domain waits after failures that back it off.
+    public let backoffPolicy: BackoffPolicy
 
     init(domain: DomainRecord, backend: any Backend, manager: ProviderManager, downloadDepth: Int = 8) throws(FileProviderError) {
         guard let id = domain.id else { throw FileProviderError(.providerDomainNotFound, "domain \(domain.name) has no id") }
@@ -28,6 +30,7 @@ public final class DomainController: Sendable {
         executor = manager.executor
         logger = manager.logger
         self.downloadDepth = downloadDepth
+        backoffPolicy = manager.backoffPolicy
         ignoreRules = IgnoreRules(extra: domain.ignoreList)
         let replicaRoot = URL(fileURLWithPath: domain.replicaPath)
         var staging = manager.home.appendingPathComponent("staging/\(id)")

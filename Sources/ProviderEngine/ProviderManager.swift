@@ -13,11 +13,16 @@ public final class ProviderManager: Sendable {
     public let registry: BackendRegistry
     let executor: BlockingExecutor
     let logger: Logger
+    /// How long a domain waits after failures that back it off (see ``BackoffPolicy``).
+    public let backoffPolicy: BackoffPolicy
     private let controllers = Mutex<[String: DomainController]>([:])
 
     /// Opens the state folder `home`, creating it and the database when needed.
     /// - Throws: `localIOFailure` when the folder or the database cannot be opened.
-    public init(home: URL, registry: BackendRegistry, logger: Logger = Logger(label: "fileprovider.engine")) throws(FileProviderError) {
+    public init(
+        home: URL, registry: BackendRegistry, logger: Logger = Logger(label: "fileprovider.engine"),
+        backoffPolicy: BackoffPolicy = .standard
+    ) throws(FileProviderError) {
         self.home = home.standardizedFileURL
         do {
             try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
@@ -27,6 +32,7 @@ public final class ProviderManager: Sendable {
         store = try MetadataStore(url: home.appendingPathComponent("metadata.sqlite"))
         self.registry = registry
         self.logger = logger
+        self.backoffPolicy = backoffPolicy
         executor = BlockingExecutor(name: "fileprovider-engine", threads: 4)
     }
 
@@ -187,9 +193,8 @@ public final class ProviderManager: Sendable {
         do {
             backend = try await registry.makeBackend(kind: domain.backendKind, values: domain.options)
         } catch {
-            var failed = domain
-            failed.lastError = error.message
-            try? store.updateDomain(failed)
+            // A store that cannot be reached backs the domain off, as a failed sync does.
+            if let id = domain.id { Self.recordOutcome(error, domainID: id, store: store, policy: backoffPolicy) }
             throw error
         }
         let controller = try DomainController(domain: domain, backend: backend, manager: self)

@@ -100,6 +100,12 @@ enum Migrations {
             }
             try db.create(index: "conflict_domain", on: "conflict", columns: ["domainID", "createdAt"])
         }
+        migrator.registerMigration("v3: domain backoff") { db in
+            try db.alter(table: "domain") { t in
+                t.add(column: "failureCount", .integer).notNull().defaults(to: 0)
+                t.add(column: "nextRetryAt", .datetime)
+            }
+        }
         return migrator
     }
 }

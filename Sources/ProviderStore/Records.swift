@@ -23,6 +23,11 @@ public struct DomainRecord: Codable, Hashable, Sendable, FetchableRecord, Mutabl
     /// The domain's own ignore patterns (`*`/`?` wildcards), one per line: local names that
     /// match are never uploaded.
     public var ignorePatterns: String = ""
+    /// How many syncs in a row failed with an error that backs the whole domain off
+    /// (`serverUnreachable`, `notAuthenticated`, `insufficientQuota`); 0 after a success.
+    public var failureCount: Int = 0
+    /// When a backed-off domain may be synced again; `nil` when it is not backing off.
+    public var nextRetryAt: Date?
 
     public enum Columns {
         public static let id = Column(CodingKeys.id)

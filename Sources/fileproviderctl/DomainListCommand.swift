@@ -40,6 +40,8 @@ struct DomainJSON: Encodable {
     var lastError: String?
     var connected: Bool
     var items: ItemSummary?
+    /// Set while the domain backs off after failures.
+    var backoff: BackoffJSON?
 
     init(_ record: DomainRecord, summary: ItemSummary?) {
         name = record.name
@@ -51,5 +53,13 @@ struct DomainJSON: Encodable {
         lastError = record.lastError
         connected = record.isConnected
         items = summary
+        backoff = DomainBackoff(record).map { BackoffJSON(failureCount: $0.failureCount, nextRetryAt: $0.nextRetryAt, error: $0.error) }
     }
+}
+
+/// A domain's backoff as `--json` prints it.
+struct BackoffJSON: Encodable {
+    var failureCount: Int
+    var nextRetryAt: Date
+    var error: String?
 }

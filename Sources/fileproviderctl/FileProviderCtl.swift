@@ -24,8 +24,8 @@ struct FileProviderCtl: AsyncParsableCommand {
         subcommands: [
             DomainCommand.self, SyncCommand.self, ListCommand.self, MaterializeCommand.self,
             EvictCommand.self, PinCommand.self, UnpinCommand.self, StatusCommand.self, ConflictsCommand.self,
-            PendingCommand.self, DumpCommand.self,
-            ThumbnailCommand.self,
+            PendingCommand.self, WhyCommand.self, ServeCommand.self, SignalCommand.self, ThumbnailCommand.self,
+            DumpCommand.self,
         ]
     )
 

@@ -56,6 +56,16 @@ enum Output {
         return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    /// `14:03:05` in local time.
+    static func clock(_ date: Date) -> String {
+        var seconds = time_t(date.timeIntervalSince1970)
+        var parts = tm()
+        localtime_r(&seconds, &parts)
+        var buffer = [CChar](repeating: 0, count: 16)
+        let count = strftime(&buffer, buffer.count, "%H:%M:%S", &parts)
+        return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// Prints failed outcomes; throws `CommandFailure` when any failed.
     static func finish(_ outcomes: [ItemOutcome], verb: String, json: Bool) throws {
         let failed = outcomes.filter { $0.error != nil }

@@ -28,8 +28,15 @@ struct StatusCommand: AsyncParsableCommand {
         for (domain, summary) in rows {
             var line = "\(domain.name) (\(domain.backendKind)): \(summary.total) items, \(summary.materialized) materialized (\(Output.bytes(summary.materializedBytes))), \(summary.placeholders) placeholders, \(summary.pinned) pinned; last sync \(Output.date(domain.lastSyncAt))"
             if !domain.isConnected { line += "; disconnected" }
+            if let holder = DomainLock.holder(home: manager.home, domain: domain.name) { line += "; served by process \(holder)" }
             print(line)
-            if let error = domain.lastError { print("  last error: \(error)") }
+            if let backoff = DomainBackoff(domain) {
+                let failures = "\(backoff.failureCount) failure\(backoff.failureCount == 1 ? "" : "s")"
+                let due = backoff.isWaiting() ? "" : " (retry due)"
+                print("  backing off until \(Output.clock(backoff.nextRetryAt))\(due) after \(failures): \(backoff.error ?? "unknown error")")
+            } else if let error = domain.lastError {
+                print("  last error: \(error)")
+            }
         }
     }
 }

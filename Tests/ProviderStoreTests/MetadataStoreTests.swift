@@ -4,7 +4,9 @@ import ProviderStore
 import Testing
 
 @Suite struct MigrationTests {
-    static let expected = ["v1: domains, items, anchors, journal, checkpoints, thumbnails", "v2: conflicts, ignore patterns"]
+    static let expected = [
+        "v1: domains, items, anchors, journal, checkpoints, thumbnails", "v2: conflicts, ignore patterns", "v3: domain backoff",
+    ]
 
     @Test func migrationsApplyAndAreListedByName() throws {
         try withStore { store, _ in

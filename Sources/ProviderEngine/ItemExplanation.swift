@@ -1,0 +1,228 @@
+import Foundation
+import ProviderCore
+import ProviderStore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Why an item is in its state: everything the database and the replica say about it, for
+/// `fileproviderctl why`.
+public struct ItemExplanation: Sendable, Codable {
+    /// A journalled operation on the item that is not done.
+    public struct Operation: Sendable, Codable {
+        /// `create`, `modify`, `move` or `delete`.
+        public var operation: String
+        /// `pending` (retried by the next sync), `running` (interrupted, replayed with
+        /// `mayAlreadyExist`) or `failed` (parked until the item changes or a sync retries it).
+        public var state: String
+        public var attempts: Int
+        public var lastError: String?
+        public var since: Date
+    }
+
+    /// A conflict logged for the item's path (or kept as this path).
+    public struct Conflict: Sendable, Codable {
+        public var kind: String
+        public var path: String
+        public var keptPath: String?
+        public var details: String
+        public var date: Date
+    }
+
+    public var domain: String
+    /// The item's path, starting with `/`.
+    public var path: String
+    /// Whether the database knows the item (a new local file is not known until uploaded).
+    public var known: Bool
+    /// `file`, `folder` or `symlink`, when known or found in the replica.
+    public var kind: String?
+    /// `placeholder`, `materialized`, `folder` or `symlink` for a known item; `local` for an
+    /// item only in the replica.
+    public var state: String
+    /// Whether the item is pinned, itself or through a folder.
+    public var pinned: Bool
+    /// The pinned item that keeps it downloaded (itself or an ancestor folder), with `/`.
+    public var pinnedBy: String?
+    /// The store has newer contents than the downloaded file.
+    public var outdated: Bool
+    /// A local change not uploaded yet: `edited`, `created`, `deleted`, `overwrotePlaceholder`,
+    /// or `ignored` (a name that is never uploaded).
+    public var localChange: String?
+    public var operations: [Operation]
+    /// The item's last error (an upload or a download that failed).
+    public var lastError: String?
+    public var conflicts: [Conflict]
+    /// Set when the domain is backing off.
+    public var backoff: DomainBackoff?
+    /// The above in sentences, most important first.
+    public var reasons: [String]
+}
+
+extension ProviderManager {
+    /// Explains an item's state from the database and the replica folder, offline (the store is
+    /// not contacted).
+    ///
+    /// - Throws: `providerDomainNotFound` for an unknown domain; `noSuchItem` when neither the
+    ///   database nor the replica has anything at the path; `localIOFailure` when the database
+    ///   fails.
+    public func explain(_ location: ItemLocation) throws(FileProviderError) -> ItemExplanation {
+        let domain = try domain(named: location.domain)
+        guard let domainID = domain.id else { throw FileProviderError(.providerDomainNotFound, "domain \(domain.name) has no id") }
+        let path = location.path
+        let display = "\(domain.name):/\(path)"
+        let replica = Replica(root: URL(fileURLWithPath: domain.replicaPath), staging: home.appendingPathComponent("staging/\(domainID)"))
+        let record = try store.item(domainID: domainID, path: path)
+        let onDisk = replica.fingerprint(atPath: replica.path(path))
+        let placeholderOnDisk = replica.fingerprint(atPath: replica.placeholderPath(path)) != nil
+        if record == nil && onDisk == nil {
+            throw FileProviderError(
+                .noSuchItem, "no item at \(display), neither in the database nor in the replica; run 'fileproviderctl sync \(domain.name)' to refresh")
+        }
+
+        var explanation = ItemExplanation(
+            domain: domain.name, path: "/" + path, known: record != nil,
+            kind: record?.kind.rawValue ?? (onDisk?.isDirectory == true ? "folder" : "file"),
+            state: record?.state.rawValue ?? "local", pinned: false, pinnedBy: nil, outdated: record?.isOutdated ?? false,
+            localChange: nil, operations: [], lastError: record?.lastError, conflicts: [],
+            backoff: DomainBackoff(domain), reasons: [])
+        var reasons: [String] = []
+
+        // State and pins.
+        if let record {
+            var pinPath: String? = record.isPinned ? path : nil
+            var ancestor = path
+            while pinPath == nil, let slash = ancestor.lastIndex(of: "/") {
+                ancestor = String(ancestor[..<slash])
+                if try store.item(domainID: domainID, path: ancestor)?.isPinned == true { pinPath = ancestor }
+            }
+            if pinPath == nil, !path.isEmpty, try store.item(domainID: domainID, path: "")?.isPinned == true { pinPath = "" }
+            explanation.pinned = pinPath != nil
+            explanation.pinnedBy = pinPath.map { "/" + $0 }
+            switch record.state {
+            case .placeholder:
+                reasons.append(
+                    "placeholder: the contents are not downloaded; 'fileproviderctl materialize \(display)' downloads them")
+            case .materialized:
+                reasons.append("materialized: the contents are downloaded")
+            case .folder:
+                reasons.append("folder")
+            case .symlink:
+                reasons.append("symlink: kept as a placeholder, never followed")
+            }
+            if let pinPath {
+                if pinPath == path {
+                    reasons.append("pinned: kept downloaded and never evicted; 'fileproviderctl unpin \(display)' removes the pin")
+                } else {
+                    reasons.append("pinned through \(domain.name):/\(pinPath): kept downloaded and never evicted")
+                }
+                if record.state == .placeholder {
+                    reasons.append("pinned but not downloaded yet: the next sync downloads it")
+                }
+            }
+            if record.isOutdated {
+                reasons.append("outdated: the store has newer contents; the next sync downloads them")
+            }
+        }
+
+        // Local changes not uploaded yet.
+        let name = String(path.split(separator: "/").last ?? "")
+        if let record {
+            switch record.state {
+            case .materialized:
+                if let onDisk, onDisk.isRegularFile {
+                    if onDisk.size != record.localSize || onDisk.modificationNanos != record.localModificationNanos
+                        || onDisk.inode != record.localInode
+                    {
+                        explanation.localChange = "edited"
+                        reasons.append("changed locally since it was downloaded; not uploaded yet (the next sync sends it)")
+                    }
+                } else if onDisk == nil {
+                    explanation.localChange = "deleted"
+                    reasons.append("deleted (or moved) locally; not sent to the store yet (the next sync sends it)")
+                }
+            case .placeholder, .symlink:
+                if let onDisk, onDisk.isRegularFile, record.state == .placeholder {
+                    explanation.localChange = "overwrotePlaceholder"
+                    reasons.append("a file was written in place of the placeholder; not uploaded yet (the next sync sends it)")
+                } else if !placeholderOnDisk {
+                    explanation.localChange = "deleted"
+                    reasons.append("its placeholder was removed (or moved) locally; not sent to the store yet (the next sync sends it)")
+                }
+            case .folder:
+                if onDisk?.isDirectory != true {
+                    explanation.localChange = "deleted"
+                    reasons.append("deleted (or moved) locally; not sent to the store yet (the next sync sends it)")
+                }
+            }
+        } else if let onDisk {
+            let ignore = IgnoreRules(extra: domain.ignoreList)
+            if let pattern = ignore.patterns.first(where: { fnmatch($0, name, 0) == 0 }) {
+                explanation.localChange = "ignored"
+                reasons.append("only in the replica and never uploaded: its name matches the ignore pattern \(pattern.debugDescription)")
+            } else if !onDisk.isRegularFile && !onDisk.isDirectory {
+                explanation.localChange = "ignored"
+                reasons.append("only in the replica and never uploaded: only files and folders are uploaded")
+            } else {
+                explanation.localChange = "created"
+                reasons.append("new in the replica; not uploaded yet (the next sync sends it; a file still being written waits until it stops changing)")
+            }
+        }
+
+        // Journalled operations.
+        var keys: Set<String> = ["create:\(path)"]
+        if let record {
+            for operation in ["modify", "move", "delete"] { keys.insert("\(operation):\(record.identifier.rawValue)") }
+        }
+        for entry in try store.unfinishedOperations(domainID: domainID) where keys.contains(entry.templateIdentifier) {
+            explanation.operations.append(
+                ItemExplanation.Operation(
+                    operation: entry.operation, state: entry.state.rawValue, attempts: entry.attempts, lastError: entry.lastError,
+                    since: entry.createdAt))
+            let what: String
+            switch entry.state {
+            case .failed: what = "failed \(entry.operation) in the journal (parked: retrying will not help until it changes)"
+            case .running: what = "interrupted \(entry.operation) in the journal (replayed by the next sync)"
+            default: what = "pending \(entry.operation) in the journal (retried by the next sync)"
+            }
+            var line = "\(what), \(entry.attempts) attempt\(entry.attempts == 1 ? "" : "s")"
+            if let error = entry.lastError { line += "; last error: \(error)" }
+            reasons.append(line)
+        }
+        if let error = record?.lastError { reasons.append("last error: \(error)") }
+
+        // Conflicts.
+        for conflict in try store.conflicts(domainID: domainID) where conflict.path == path || conflict.keptPath == path {
+            explanation.conflicts.append(
+                ItemExplanation.Conflict(
+                    kind: conflict.kind, path: "/" + conflict.path, keptPath: conflict.keptPath.map { "/" + $0 },
+                    details: conflict.details, date: conflict.createdAt))
+            var line = "conflict (\(conflict.kind)) on \(Self.timestamp(conflict.createdAt)): \(conflict.details)"
+            if let kept = conflict.keptPath {
+                line += kept == path ? "; this is the kept copy of \(domain.name):/\(conflict.path)" : "; the other version is \(domain.name):/\(kept)"
+            }
+            reasons.append(line)
+        }
+
+        // The domain.
+        if let backoff = explanation.backoff {
+            var line = "the domain is backing off until \(Self.timestamp(backoff.nextRetryAt)) after \(backoff.failureCount) failure\(backoff.failureCount == 1 ? "" : "s")"
+            if let error = backoff.error { line += ": \(error)" }
+            reasons.append(line)
+        } else if !domain.isConnected {
+            reasons.append("the domain is disconnected: it is not synced")
+        }
+        if reasons.count == 1 && explanation.localChange == nil && record != nil {
+            reasons.append("in sync with the store as of the last sync (\(domain.lastSyncAt.map(Self.timestamp) ?? "never"))")
+        }
+        explanation.reasons = reasons
+        return explanation
+    }
+
+    /// `2026-11-21 14:03:05` in local time.
+    static func timestamp(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        return formatter.string(from: date)
+    }
+}

@@ -1,0 +1,256 @@
+import Foundation
+import Logging
+import ProviderCore
+import ProviderStore
+
+/// How `serve` runs its domains.
+public struct ServeOptions: Sendable {
+    /// Seconds between polls of a store for remote changes.
+    public var pollInterval: Double
+    /// Poll intervals of single domains, by name (override ``pollInterval``).
+    public var pollIntervals: [String: Double]
+    /// A file changed more recently than this many seconds is still being written: it is
+    /// uploaded by a later sync, scheduled once this time has passed.
+    public var settleSeconds: Double
+    /// Quiet time after the last local change before a sync starts, in seconds.
+    public var debounceSeconds: Double
+    /// The longest a sync waits for local changes to stop, in seconds.
+    public var maximumDebounceSeconds: Double
+
+    public init(
+        pollInterval: Double = 30, pollIntervals: [String: Double] = [:], settleSeconds: Double = 1, debounceSeconds: Double = 0.2,
+        maximumDebounceSeconds: Double = 2
+    ) {
+        self.pollInterval = pollInterval
+        self.pollIntervals = pollIntervals
+        self.settleSeconds = settleSeconds
+        self.debounceSeconds = debounceSeconds
+        self.maximumDebounceSeconds = maximumDebounceSeconds
+    }
+
+    /// The poll interval of a domain.
+    public func pollInterval(of domain: String) -> Double { pollIntervals[domain] ?? pollInterval }
+}
+
+/// The long-running side of the engine, as Apple's `fileproviderd`: runs many domains in one
+/// process. Per domain: inotify on every folder of the replica, a debounced
+/// `sync(upload: true, settleSeconds:)` after local changes, a poll of the store every poll
+/// interval or when signalled (``ProviderManager/signalServe(domain:)``), a re-check when a
+/// file was still being written, and a pause while the domain backs off (``BackoffPolicy``),
+/// after which it resumes by itself. One sync at a time per domain; domains run side by side.
+///
+/// ``run()`` returns after ``stop(force:)``: a graceful stop lets running syncs finish; a forced
+/// stop cancels them (every store operation is journalled, so nothing is lost).
+public final class Server: Sendable {
+    public let manager: ProviderManager
+    public let domains: [String]
+    public let options: ServeOptions
+    let logger: Logger
+    private let wakeups: [String: Wakeup]
+    private let stopping = Mutex(false)
+    private let work = Mutex<Task<Void, Never>?>(nil)
+    private let syncCount = Mutex(0)
+
+    /// A server for `domains` (names; each must exist).
+    public init(manager: ProviderManager, domains: [String], options: ServeOptions = ServeOptions(), logger: Logger) {
+        self.manager = manager
+        self.domains = domains
+        self.options = options
+        self.logger = logger
+        wakeups = Dictionary(uniqueKeysWithValues: domains.map { ($0, Wakeup()) })
+    }
+
+    /// How many syncs have run (finished or failed) since the server started.
+    public var completedSyncs: Int { syncCount.withLock { $0 } }
+
+    /// Runs every domain until ``stop(force:)``.
+    ///
+    /// - Throws: `providerDomainNotFound` for an unknown domain; `cannotSynchronize` when another
+    ///   process serves one of the domains; `localIOFailure` when the lock files cannot be
+    ///   written. Failures of single syncs are logged, recorded on the domain and retried; they
+    ///   never end `run()`.
+    public func run() async throws(FileProviderError) {
+        var records: [DomainRecord] = []
+        for name in domains { records.append(try manager.domain(named: name)) }
+        var locks: [DomainLock] = []
+        for name in domains { locks.append(try DomainLock.acquire(home: manager.home, domain: name)) }
+        defer { _ = locks }
+
+        let targets = records.map { record in
+            ServeWatcher.Target(
+                domain: record.name, root: URL(fileURLWithPath: record.replicaPath).standardizedFileURL.path,
+                ignore: IgnoreRules(extra: record.ignoreList), wakeup: wakeups[record.name]!)
+        }
+        var watcher: ServeWatcher?
+        do {
+            watcher = try ServeWatcher(targets: targets, signalsFolder: manager.home.appendingPathComponent("signals").path, logger: logger)
+        } catch {
+            logger.warning("\(error.message); local changes are found by polling only")
+        }
+        await watcher?.start()
+        logger.info(
+            "serving \(domains.joined(separator: ", ")): poll every \(Self.seconds(options.pollInterval)), settle \(Self.seconds(options.settleSeconds))"
+        )
+
+        let task = Task { [self] in
+            await withTaskGroup(of: Void.self) { group in
+                for name in domains {
+                    group.addTask { await self.runDomain(name) }
+                }
+            }
+        }
+        let alreadyStopping = work.withLock { work -> Bool in
+            work = task
+            return stopping.withLock { $0 }
+        }
+        if alreadyStopping { signalStop() }
+        await task.value
+        await watcher?.stop()
+        logger.info("stopped")
+    }
+
+    /// Stops serving. Graceful (`force` false): no new sync starts, running ones finish. Forced:
+    /// running syncs are cancelled too. Any thread; may be called more than once.
+    public func stop(force: Bool = false) {
+        stopping.withLock { $0 = true }
+        signalStop()
+        if force { work.withLock { $0 }?.cancel() }
+    }
+
+    private func signalStop() {
+        for wakeup in wakeups.values { wakeup.signal(.stop) }
+    }
+
+    private var isStopping: Bool { stopping.withLock { $0 } }
+
+    // MARK: One domain
+
+    /// The state of one domain's loop.
+    private struct DomainState {
+        var controller: DomainController?
+        var localDirty = true
+        var remoteDue = true
+        var firstLocalChange: Date?
+        var lastLocalChange: Date?
+        var nextPoll = Date()
+        var settleRecheck: Date?
+        var retryNow = false
+    }
+
+    private func runDomain(_ name: String) async {
+        guard let wakeup = wakeups[name] else { return }
+        let interval = max(0.05, options.pollInterval(of: name))
+        var state = DomainState()
+        while !isStopping && !Task.isCancelled {
+            let now = Date()
+            let reasons = wakeup.take()
+            if reasons.contains(.stop) { break }
+            if reasons.contains(.local) || reasons.contains(.overflow) {
+                state.localDirty = true
+                state.lastLocalChange = now
+                if state.firstLocalChange == nil { state.firstLocalChange = now }
+            }
+            if reasons.contains(.remote) {
+                state.remoteDue = true
+                state.retryNow = true
+            }
+            if now >= state.nextPoll { state.remoteDue = true }
+            if let recheck = state.settleRecheck, now >= recheck {
+                state.settleRecheck = nil
+                state.localDirty = true
+            }
+
+            // A backing-off domain waits (a signal retries at once).
+            var backoff: DomainBackoff?
+            do {
+                backoff = try manager.backoff(ofDomain: name)
+            } catch {
+                logger.error("\(name): \(error.message)")
+            }
+            if let backoff, !state.retryNow {
+                if backoff.isWaiting(at: now) {
+                    await wakeup.wait(until: backoff.nextRetryAt)
+                    continue
+                }
+                state.remoteDue = true
+            }
+
+            let debounced: Bool = {
+                guard state.localDirty, let last = state.lastLocalChange, let first = state.firstLocalChange else {
+                    return state.localDirty
+                }
+                return now.timeIntervalSince(last) >= options.debounceSeconds
+                    || now.timeIntervalSince(first) >= options.maximumDebounceSeconds
+            }()
+            if state.remoteDue || (state.localDirty && debounced) {
+                await syncOnce(name, state: &state, interval: interval)
+                continue
+            }
+
+            var deadline = state.nextPoll
+            if let recheck = state.settleRecheck { deadline = min(deadline, recheck) }
+            if state.localDirty, let last = state.lastLocalChange, let first = state.firstLocalChange {
+                deadline = min(
+                    deadline, last.addingTimeInterval(options.debounceSeconds),
+                    first.addingTimeInterval(options.maximumDebounceSeconds))
+            }
+            await wakeup.wait(until: deadline)
+        }
+    }
+
+    private func syncOnce(_ name: String, state: inout DomainState, interval: Double) async {
+        state.localDirty = false
+        state.remoteDue = false
+        state.retryNow = false
+        state.firstLocalChange = nil
+        state.lastLocalChange = nil
+        defer {
+            state.nextPoll = Date().addingTimeInterval(interval)
+            syncCount.withLock { $0 += 1 }
+        }
+        do {
+            let controller: DomainController
+            if let existing = state.controller {
+                controller = existing
+            } else {
+                controller = try await manager.controller(for: name)
+                state.controller = controller
+            }
+            let report = try await controller.sync(upload: true, settleSeconds: options.settleSeconds)
+            logger.info("\(name): \(Self.summary(report))")
+            for notice in report.notices { logger.warning("\(notice)") }
+            if !report.pendingLocal.isEmpty {
+                state.settleRecheck = Date().addingTimeInterval(options.settleSeconds + 0.05)
+                logger.debug("\(name): \(report.pendingLocal.count) files still being written; checking again in \(Self.seconds(options.settleSeconds))")
+            }
+        } catch {
+            var line = "\(name): sync failed: \(error.message)"
+            if error.code.reaction == .backOffDomain, let backoff = try? manager.backoff(ofDomain: name) {
+                line += "; backing off until \(Self.clock(backoff.nextRetryAt)) after \(backoff.failureCount) failure\(backoff.failureCount == 1 ? "" : "s")"
+            }
+            logger.error("\(line)")
+        }
+    }
+
+    // MARK: Formatting
+
+    /// One log line of counts.
+    static func summary(_ report: SyncReport) -> String {
+        var text = "\(report.uploaded) sent, \(report.conflicts) conflicts; \(report.listedItems) listed, \(report.added) added, "
+        text += "\(report.updated) updated, \(report.moved) moved, \(report.deleted) deleted, \(report.downloaded) downloaded"
+        if !report.pendingLocal.isEmpty { text += ", \(report.pendingLocal.count) still being written" }
+        if !report.notices.isEmpty { text += ", \(report.notices.count) notices" }
+        return text + " in \(String(format: "%.2f", report.seconds)) s"
+    }
+
+    static func seconds(_ value: Double) -> String {
+        value == value.rounded() ? "\(Int(value)) s" : String(format: "%.2g s", value)
+    }
+
+    /// `HH:MM:SS` in local time.
+    static func clock(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.dateFormat = "HH:mm:ss"
+        return formatter.string(from: date)
+    }
+}

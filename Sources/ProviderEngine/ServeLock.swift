@@ -1,0 +1,101 @@
+import Foundation
+import ProviderCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The lock a `serve` process holds on each domain it runs (`<home>/locks/<domain>.lock`, an
+/// `flock(2)` lock with the process id written in the file), so two processes never serve one
+/// domain and `fileproviderctl signal` can tell whether anyone is listening. The kernel drops
+/// the lock when the process ends, even after `kill -9`.
+public final class DomainLock: Sendable {
+    public let path: String
+    private let fd: Int32
+
+    private init(path: String, fd: Int32) {
+        self.path = path
+        self.fd = fd
+    }
+
+    deinit { Glibc.close(fd) }
+
+    /// The lock file of a domain.
+    public static func path(home: URL, domain: String) -> String {
+        home.appendingPathComponent("locks/\(domain).lock").path
+    }
+
+    /// Takes the lock of a domain without waiting.
+    /// - Throws: `cannotSynchronize` naming the process that holds it; `localIOFailure` when the
+    ///   lock file cannot be created.
+    public static func acquire(home: URL, domain: String) throws(FileProviderError) -> DomainLock {
+        let path = path(home: home, domain: domain)
+        do {
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        } catch {
+            throw FileProviderError(.localIOFailure, "cannot create the locks folder for \(path): \(error.localizedDescription)")
+        }
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        if fd < 0 { throw POSIXError.error("cannot open the lock file", path: path) }
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            if errno == EINTR { continue }
+            let code = errno
+            let holder = readPID(fd)
+            Glibc.close(fd)
+            if code == EWOULDBLOCK {
+                let who = holder.map { "process \($0)" } ?? "another process"
+                throw FileProviderError(.cannotSynchronize, "domain '\(domain)' is already served by \(who)")
+            }
+            throw POSIXError.error("cannot lock", path: path, errno: code)
+        }
+        let text = Array("\(getpid())\n".utf8)
+        _ = ftruncate(fd, 0)
+        _ = text.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        return DomainLock(path: path, fd: fd)
+    }
+
+    /// The process id of the `serve` process holding a domain's lock, or `nil` when none does.
+    public static func holder(home: URL, domain: String) -> Int32? {
+        let fd = open(path(home: home, domain: domain), O_RDONLY | O_CLOEXEC)
+        if fd < 0 { return nil }
+        defer { Glibc.close(fd) }
+        if flock(fd, LOCK_SH | LOCK_NB) == 0 {
+            flock(fd, LOCK_UN)
+            return nil
+        }
+        return readPID(fd) ?? 0
+    }
+
+    private static func readPID(_ fd: Int32) -> Int32? {
+        var buffer = [UInt8](repeating: 0, count: 32)
+        let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { return nil }
+        return Int32(String(decoding: buffer[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+}
+
+extension ProviderManager {
+    /// The file `fileproviderctl signal` touches and `serve` watches: `<home>/signals/<domain>`.
+    public func signalURL(forDomain name: String) -> URL {
+        home.appendingPathComponent("signals/\(name)")
+    }
+
+    /// Asks a running `serve` to poll a domain's store now (and to retry now if the domain is
+    /// backing off), by rewriting the domain's signal file.
+    /// - Returns: the process id of the `serve` running the domain, or `nil` when none runs it
+    ///   (the next `serve` syncs the domain when it starts anyway).
+    /// - Throws: `providerDomainNotFound` for an unknown domain; `localIOFailure` when the signal
+    ///   file cannot be written.
+    @discardableResult
+    public func signalServe(domain name: String) throws(FileProviderError) -> Int32? {
+        _ = try domain(named: name)
+        let url = signalURL(forDomain: name)
+        do {
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data("\(Date().timeIntervalSince1970)\n".utf8).write(to: url)
+        } catch {
+            throw FileProviderError(.localIOFailure, "cannot write the signal file \(url.path): \(error.localizedDescription)")
+        }
+        return DomainLock.holder(home: home, domain: name)
+    }
+}

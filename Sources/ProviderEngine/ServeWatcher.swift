@@ -1,0 +1,260 @@
+import Foundation
+import Logging
+import ProviderCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What woke a domain's serve loop; several reasons coalesce into one set.
+struct ServeWake: OptionSet, Sendable, Hashable {
+    let rawValue: Int
+    /// Something changed in the replica.
+    static let local = ServeWake(rawValue: 1)
+    /// `fileproviderctl signal`: poll the store now.
+    static let remote = ServeWake(rawValue: 2)
+    /// The kernel dropped events: scan everything.
+    static let overflow = ServeWake(rawValue: 4)
+    /// A deadline passed (poll interval, settle time, debounce, backoff).
+    static let timer = ServeWake(rawValue: 8)
+    /// Shut down.
+    static let stop = ServeWake(rawValue: 16)
+}
+
+/// A wake-up flag one task waits on and any thread sets.
+final class Wakeup: Sendable {
+    private let state = Mutex<(reasons: ServeWake, waiter: CheckedContinuation<Void, Never>?)>(([], nil))
+
+    /// Adds reasons and resumes the waiting task, if any. Any thread.
+    func signal(_ reasons: ServeWake) {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.reasons.formUnion(reasons)
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Takes the reasons collected so far.
+    func take() -> ServeWake {
+        state.withLock { state in
+            defer { state.reasons = [] }
+            return state.reasons
+        }
+    }
+
+    /// Returns when a reason is pending, `deadline` passed (adding `.timer`) or the task is
+    /// cancelled (adding `.stop`). One task waits at a time.
+    func wait(until deadline: Date?) async {
+        let timer = deadline.map { deadline in
+            Task { [self] in
+                let nanos = max(0, deadline.timeIntervalSinceNow) * 1e9
+                try? await Task.sleep(nanoseconds: UInt64(min(nanos, 1e15)))
+                if !Task.isCancelled { signal(.timer) }
+            }
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready = state.withLock { state -> Bool in
+                    if !state.reasons.isEmpty { return true }
+                    state.waiter = continuation
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+        } onCancel: {
+            signal(.stop)
+        }
+        timer?.cancel()
+    }
+}
+
+/// Watches the replica folders of the served domains (every folder, recursively) and the
+/// signals folder with one inotify descriptor, on a thread of its own, and tells each domain's
+/// loop what happened.
+///
+/// The engine's own files are filtered out as far as practical: `.fp-tmp-*` temporary files,
+/// ignored names, and placeholders being written (a placeholder removed or moved away still
+/// counts: the user may have deleted or moved it). What gets through anyway (a downloaded file
+/// renamed into place) only causes one sync that finds nothing to do.
+final class ServeWatcher: @unchecked Sendable {
+    struct Target: Sendable {
+        var domain: String
+        var root: String
+        var ignore: IgnoreRules
+        var wakeup: Wakeup
+    }
+
+    private let targets: [Target]
+    private let signalsFolder: String
+    private let logger: Logger
+    private let inotify: Inotify
+    private let stopRequested = Mutex(false)
+    private let finished = Mutex<(done: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+    // Confined to the watcher thread.
+    private var watches: [Int32: (target: Int, path: String)] = [:]
+    private var signalsWatch: Int32 = -1
+    private var warnedAboutLimit = false
+
+    /// - Throws: `localIOFailure` when inotify cannot be started.
+    init(targets: [Target], signalsFolder: String, logger: Logger) throws(FileProviderError) {
+        self.targets = targets
+        self.signalsFolder = signalsFolder
+        self.logger = logger
+        inotify = try Inotify()
+    }
+
+    /// Starts the thread; returns once every folder is watched, so a change made after this
+    /// returns is seen.
+    func start() async {
+        await withCheckedContinuation { (ready: CheckedContinuation<Void, Never>) in
+            let thread = Thread { [self] in
+                setUp()
+                ready.resume()
+                loop()
+                let waiter = finished.withLock { state -> CheckedContinuation<Void, Never>? in
+                    state.done = true
+                    defer { state.waiter = nil }
+                    return state.waiter
+                }
+                waiter?.resume()
+            }
+            thread.name = "fileprovider-inotify"
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
+    }
+
+    /// Stops the thread and waits until it has ended.
+    func stop() async {
+        stopRequested.withLock { $0 = true }
+        inotify.wake()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = finished.withLock { state -> Bool in
+                if state.done { return true }
+                state.waiter = continuation
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    // MARK: The thread
+
+    private func setUp() {
+        do {
+            try FileManager.default.createDirectory(atPath: signalsFolder, withIntermediateDirectories: true)
+            signalsWatch = try inotify.addWatch(signalsFolder, mask: UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_ATTRIB | IN_ONLYDIR))
+        } catch {
+            logger.warning("cannot watch the signals folder \(signalsFolder): \(error); 'fileproviderctl signal' will not work")
+        }
+        for index in targets.indices { watchTree(target: index, path: targets[index].root) }
+        logger.debug("watching \(watches.count) folders")
+    }
+
+    private func loop() {
+        while !stopRequested.withLock({ $0 }) {
+            let events: [InotifyEvent]
+            do {
+                events = try inotify.read()
+            } catch {
+                logger.error("inotify failed: \(error.message); local changes are found by polling only")
+                return
+            }
+            var woken: [Int: ServeWake] = [:]
+            for event in events { handle(event, into: &woken) }
+            for (index, reasons) in woken { targets[index].wakeup.signal(reasons) }
+        }
+    }
+
+    private func handle(_ event: InotifyEvent, into woken: inout [Int: ServeWake]) {
+        if event.isOverflow {
+            logger.warning("inotify dropped events; scanning every replica")
+            for index in targets.indices {
+                watchTree(target: index, path: targets[index].root)
+                woken[index, default: []].insert(.overflow)
+            }
+            return
+        }
+        if event.watch == signalsWatch {
+            if let name = event.name, let index = targets.firstIndex(where: { $0.domain == name }) {
+                woken[index, default: []].insert(.remote)
+            }
+            return
+        }
+        if event.has(IN_IGNORED) {
+            watches[event.watch] = nil
+            return
+        }
+        guard let (index, folder) = watches[event.watch] else { return }
+        guard let name = event.name else {
+            // The folder itself was deleted or moved: the parent's event covers it; the root's
+            // own removal still deserves a scan.
+            if folder == targets[index].root { woken[index, default: []].insert(.local) }
+            return
+        }
+        let path = folder + "/" + name
+        if event.isFolder {
+            if event.has(IN_MOVED_FROM) || event.has(IN_DELETE) { unwatchTree(path) }
+            if event.has(IN_CREATE) || event.has(IN_MOVED_TO), !targets[index].ignore.ignores(name) {
+                watchTree(target: index, path: path)
+            }
+        }
+        if Self.isRelevant(event, name: name, ignore: targets[index].ignore) {
+            woken[index, default: []].insert(.local)
+        }
+    }
+
+    /// Whether an event in a replica may be a user's change.
+    static func isRelevant(_ event: InotifyEvent, name: String, ignore: IgnoreRules) -> Bool {
+        if name.hasPrefix(".fp-tmp-") { return false }
+        if name.hasSuffix(Replica.placeholderSuffix) {
+            // The engine writes placeholders (a temporary file renamed into place); a user
+            // deletes or moves them.
+            return event.has(IN_DELETE) || event.has(IN_MOVED_FROM)
+        }
+        return !ignore.ignores(name)
+    }
+
+    /// Watches a folder and every folder below it (not following symlinks); folders already
+    /// watched get their current path.
+    private func watchTree(target: Int, path: String) {
+        var queue = [path]
+        while let folder = queue.popLast() {
+            let watch: Int32
+            do {
+                watch = try inotify.addWatch(folder)
+            } catch {
+                if error.code != .noSuchItem && !warnedAboutLimit {
+                    warnedAboutLimit = true
+                    logger.warning("\(targets[target].domain): \(error.message); changes there are found by polling only")
+                }
+                continue
+            }
+            watches[watch] = (target, folder)
+            guard let directory = opendir(folder) else { continue }
+            defer { closedir(directory) }
+            while let entry = readdir(directory) {
+                guard Int32(entry.pointee.d_type) == Int32(DT_DIR) || Int32(entry.pointee.d_type) == Int32(DT_UNKNOWN) else { continue }
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw -> String? in
+                    let bytes = raw.bindMemory(to: UInt8.self)
+                    return Filename.decode(bytes[..<(bytes.firstIndex(of: 0) ?? bytes.count)])
+                }
+                guard let name, name != ".", name != "..", !targets[target].ignore.ignores(name) else { continue }
+                let child = folder + "/" + name
+                var info = stat()
+                guard lstat(child, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { continue }
+                queue.append(child)
+            }
+        }
+    }
+
+    /// Stops watching a folder that moved away or was deleted, and everything below it.
+    private func unwatchTree(_ path: String) {
+        for (watch, entry) in watches where entry.path == path || entry.path.hasPrefix(path + "/") {
+            inotify.removeWatch(watch)
+            watches[watch] = nil
+        }
+    }
+}

@@ -1,0 +1,135 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Logging
+import ProviderCore
+import ProviderEngine
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Keep domains in sync continuously: watch replicas, poll stores, back off on outages.",
+        discussion: """
+            Runs every connected domain (or the named ones) in one process until SIGTERM or \
+            SIGINT. Local changes are seen with inotify and synced after a short quiet time; a \
+            file still being written is uploaded once it has not changed for --settle seconds. \
+            Each store is polled every --poll-interval seconds, and at once after \
+            'fileproviderctl signal DOMAIN'. When a store cannot be reached, refuses the \
+            credentials or is full, the domain backs off (5 s doubling up to 5 min, with jitter; \
+            see 'fileproviderctl status') and resumes by itself. One sync at a time per domain. \
+            The first SIGTERM/SIGINT lets running syncs finish, a second one cancels them; \
+            the exit status is 0. Logs go to standard error, one line per sync.
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "Domains to serve (default: every connected domain).")
+    var names: [String] = []
+
+    @Option(help: ArgumentHelp("Seconds between polls of each store.", valueName: "seconds"))
+    var pollInterval: Double = 30
+
+    @Option(
+        name: .customLong("domain-poll-interval"),
+        help: ArgumentHelp("A domain's own poll interval, as DOMAIN=SECONDS (repeatable).", valueName: "domain=seconds"))
+    var domainPollIntervals: [String] = []
+
+    @Option(help: ArgumentHelp("Seconds a file must stay unchanged before it is uploaded.", valueName: "seconds"))
+    var settle: Double = 1
+
+    @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical.", valueName: "level"))
+    var logLevel: String = "info"
+
+    func validate() throws {
+        guard pollInterval > 0, pollInterval.isFinite else { throw ValidationError("--poll-interval must be a positive number of seconds") }
+        guard settle >= 0, settle.isFinite else { throw ValidationError("--settle must be 0 or more seconds") }
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
+        }
+        _ = try parsedPollIntervals()
+    }
+
+    func parsedPollIntervals() throws -> [String: Double] {
+        var result: [String: Double] = [:]
+        for value in domainPollIntervals {
+            guard let equals = value.lastIndex(of: "="), let seconds = Double(value[value.index(after: equals)...]), seconds > 0 else {
+                throw ValidationError("--domain-poll-interval takes DOMAIN=SECONDS with a positive number, not '\(value)'")
+            }
+            result[String(value[..<equals])] = seconds
+        }
+        return result
+    }
+
+    func run() async throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let manager = try global.manager()
+        let domains = names.isEmpty ? try manager.domains().filter(\.isConnected).map(\.name) : names
+        for name in domains { _ = try manager.domain(named: name) }
+        let intervals = try parsedPollIntervals()
+        for name in intervals.keys where !domains.contains(name) {
+            throw FileProviderError(.invalidArgument, "--domain-poll-interval names '\(name)', which is not served")
+        }
+        if domains.isEmpty {
+            await manager.close()
+            Output.error("no connected domains to serve; add one with 'fileproviderctl domain add'")
+            throw CommandFailure()
+        }
+        var logger = Logger(label: "fileprovider.serve")
+        logger.logLevel = level
+        let server = Server(
+            manager: manager, domains: domains,
+            options: ServeOptions(pollInterval: pollInterval, pollIntervals: intervals, settleSeconds: settle), logger: logger)
+
+        // SIGTERM/SIGINT: the first stops gracefully, the next cancels running syncs.
+        let signals = SignalCounter()
+        var sources: [any DispatchSourceSignal] = []
+        let queue = DispatchQueue(label: "fileprovider.serve.signals")
+        for number in [SIGTERM, SIGINT] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler {
+                let count = signals.increment()
+                if count == 1 {
+                    logger.info("stopping: letting running syncs finish (send the signal again to cancel them)")
+                } else {
+                    logger.info("stopping now: cancelling running syncs")
+                }
+                server.stop(force: count > 1)
+            }
+            source.resume()
+            sources.append(source)
+        }
+        defer { for source in sources { source.cancel() } }
+
+        do {
+            try await server.run()
+        } catch {
+            await manager.close()
+            throw error
+        }
+        await manager.close()
+    }
+}
+
+/// Counts signals received; called on one serial queue, read from it only.
+private final class SignalCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+
+    func increment() -> Int {
+        lock.withLock {
+            count += 1
+            return count
+        }
+    }
+}

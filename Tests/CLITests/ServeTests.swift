@@ -1,0 +1,211 @@
+import Foundation
+import ProviderStore
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A `fileproviderctl serve` running in the background, its output going to a log file.
+final class ServeProcess {
+    let process = Process()
+    let log: URL
+
+    init(_ cli: CLIRunner, _ arguments: [String], log: URL) throws {
+        self.log = log
+        process.executableURL = cli.binary
+        process.arguments = ["serve"] + arguments + ["--home", cli.home.path]
+        var environment = ProcessInfo.processInfo.environment
+        environment.removeValue(forKey: "FILEPROVIDER_HOME")
+        process.environment = environment
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    var output: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+
+    /// Sends a signal and waits (at most `timeout` seconds) for the process to end; returns its
+    /// exit status, or `nil` when it is still running.
+    func stop(_ signal: Int32 = SIGTERM, timeout: Double = 10) async -> Int32? {
+        kill(process.processIdentifier, signal)
+        guard await waitUntil(timeout: timeout, { !process.isRunning }) else { return nil }
+        return process.terminationStatus
+    }
+}
+
+/// Polls `condition` every 25 ms until it holds or `timeout` seconds pass, without holding a
+/// thread of the cooperative pool.
+func waitUntil(timeout: Double = 10, _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while true {
+        if try await condition() { return true }
+        if Date() >= deadline { return false }
+        try? await Task.sleep(nanoseconds: 25_000_000)
+    }
+}
+
+/// Runs blocking work (a child process) on a thread of its own, so tests running side by side
+/// (and the engine tests' tasks) keep the cooperative pool.
+func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}
+
+extension CLIRunner {
+    /// ``run(_:withHome:)`` off the cooperative pool.
+    func call(_ arguments: [String]) async throws -> Result {
+        try await offPool { [self] in try run(arguments) }
+    }
+
+    /// ``json(_:)`` off the cooperative pool.
+    func jsonCall(_ arguments: [String]) async throws -> Any {
+        let result = try await call(arguments + ["--json"])
+        guard result.status == 0 else { throw CLIError(result: result) }
+        return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8))
+    }
+}
+
+/// `serve`, `signal` and `why` through the real binary.
+@Suite struct ServeTests {
+    @Test func serveUploadsLocalFilesPollsOnSignalAndStopsCleanly() async throws {
+        let temp = try TemporaryFolder()
+        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        try temp.write("src/a.txt", Data("hello".utf8))
+        let src = temp.url.appendingPathComponent("src")
+        #expect(try await cli.call(["domain", "add", "d", "--backend", "local", "--root", src.path]).status == 0)
+        let replica = cli.home.appendingPathComponent("domains/d")
+
+        let serve = try ServeProcess(cli, ["d", "--poll-interval", "3600", "--settle", "0.2"], log: temp.url.appendingPathComponent("serve.log"))
+        // status works while serve runs (same database, WAL); the first sync is recorded.
+        let synced = try await waitUntil {
+            let domains = try await cli.jsonCall(["status"]) as? [[String: Any]]
+            return domains?.first?["lastSyncAt"] != nil
+        }
+        #expect(synced, "\(serve.output)")
+        #expect(FileManager.default.fileExists(atPath: replica.appendingPathComponent("a.txt.placeholder").path))
+
+        // A file written into the replica reaches the store (inotify; no poll is due for an hour).
+        try Data("from the replica".utf8).write(to: replica.appendingPathComponent("new.txt"))
+        let uploaded = await waitUntil { (try? Data(contentsOf: src.appendingPathComponent("new.txt"))) == Data("from the replica".utf8) }
+        #expect(uploaded, "\(serve.output)")
+        // So does a new folder with a file in it.
+        try FileManager.default.createDirectory(at: replica.appendingPathComponent("folder"), withIntermediateDirectories: true)
+        try Data("inside".utf8).write(to: replica.appendingPathComponent("folder/inside.txt"))
+        #expect(await waitUntil { (try? Data(contentsOf: src.appendingPathComponent("folder/inside.txt"))) == Data("inside".utf8) }, "\(serve.output)")
+
+        // A change in the store comes down after 'signal'.
+        try temp.write("src/b.txt", Data("remote".utf8))
+        try temp.write("src/a.txt", Data("hello, changed".utf8))
+        let signalled = try await cli.call(["signal", "d"])
+        #expect(signalled.status == 0, "\(signalled.stderr)")
+        #expect(signalled.stdout.contains("signalled serve (process \(serve.process.processIdentifier))"))
+        #expect(await waitUntil { FileManager.default.fileExists(atPath: replica.appendingPathComponent("b.txt.placeholder").path) }, "\(serve.output)")
+        let changed = await waitUntil {
+            guard let data = try? Data(contentsOf: replica.appendingPathComponent("a.txt.placeholder")),
+                let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+            else { return false }
+            return object["size"] as? Int == 14
+        }
+        #expect(changed, "\(serve.output)")
+
+        // Other commands keep working against the same database.
+        let items = try #require(try await cli.jsonCall(["ls", "d:/"]) as? [[String: Any]])
+        let states = Dictionary(uniqueKeysWithValues: items.compactMap { item in (item["path"] as? String).map { ($0, item["state"] as? String ?? "") } })
+        #expect(states["/new.txt"] == "materialized")
+        #expect(states["/b.txt"] == "placeholder")
+        let status = try await cli.call(["status", "d"])
+        #expect(status.status == 0 && status.stdout.contains("served by process \(serve.process.processIdentifier)"))
+        #expect(try await cli.call(["materialize", "d:/b.txt"]).status == 0)
+        #expect(try String(contentsOf: replica.appendingPathComponent("b.txt"), encoding: .utf8) == "remote")
+        // A second serve of the same domain is refused.
+        let second = try await cli.call(["serve", "d"])
+        #expect(second.status == 1 && second.stderr.contains("already served by process"))
+
+        // SIGTERM: exit 0, lock released, database intact.
+        let status0 = await serve.stop(SIGTERM)
+        #expect(status0 == 0, "\(serve.output)")
+        #expect(serve.output.contains("stopped"))
+        #expect(serve.output.contains("d: 1 sent"))
+        let store = try MetadataStore(url: cli.home.appendingPathComponent("metadata.sqlite"))
+        #expect(try store.integrityCheck() == "ok")
+        let late = try await cli.call(["signal", "d"])
+        #expect(late.status == 0 && late.stderr.contains("no serve process runs this domain"))
+    }
+
+    @Test func serveRefusesBadOptions() async throws {
+        let temp = try TemporaryFolder()
+        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        #expect(try await cli.call(["serve", "nope"]).status == 2)
+        #expect(try await cli.call(["serve", "--poll-interval", "0"]).status == 2)
+        let none = try await cli.call(["serve"])
+        #expect(none.status == 1 && none.stderr.contains("no connected domains"))
+    }
+
+    @Test func whyExplainsPendingPinnedAndConflictedItems() async throws {
+        let temp = try TemporaryFolder()
+        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        try temp.write("src/docs/a.txt", Data("one".utf8))
+        try temp.write("src/docs/b.txt", Data("base".utf8))
+        try temp.write("src/p/pinned.txt", Data("keep".utf8))
+        let src = temp.url.appendingPathComponent("src")
+        _ = try await cli.call(["domain", "add", "d", "--backend", "local", "--root", src.path])
+        _ = try await cli.call(["sync", "d"])
+        let replica = cli.home.appendingPathComponent("domains/d")
+
+        // Pinned through its folder.
+        #expect(try await cli.call(["pin", "d:/p"]).status == 0)
+        let pinned = try #require(try await cli.jsonCall(["why", "d:/p/pinned.txt"]) as? [String: Any])
+        #expect(pinned["pinned"] as? Bool == true && pinned["pinnedBy"] as? String == "/p" && pinned["state"] as? String == "materialized")
+        let pinnedText = try await cli.call(["why", replica.appendingPathComponent("p/pinned.txt").path])
+        #expect(pinnedText.status == 0)
+        #expect(pinnedText.stdout.hasPrefix("d:/p/pinned.txt\n"))
+        #expect(pinnedText.stdout.contains("  - pinned through d:/p: kept downloaded"))
+
+        // Pending: edited locally, and a new local file, neither uploaded yet.
+        #expect(try await cli.call(["materialize", "d:/docs/a.txt"]).status == 0)
+        try Data("one, edited".utf8).write(to: replica.appendingPathComponent("docs/a.txt"))
+        try Data("new".utf8).write(to: replica.appendingPathComponent("docs/new.txt"))
+        let edited = try #require(try await cli.jsonCall(["why", "d:/docs/a.txt"]) as? [String: Any])
+        #expect(edited["localChange"] as? String == "edited" && edited["known"] as? Bool == true)
+        #expect(try await cli.call(["why", "d:/docs/a.txt"]).stdout.contains("changed locally since it was downloaded; not uploaded yet"))
+        let created = try #require(try await cli.jsonCall(["why", "d:/docs/new.txt"]) as? [String: Any])
+        #expect(created["localChange"] as? String == "created" && created["known"] as? Bool == false && created["state"] as? String == "local")
+        let swap = replica.appendingPathComponent("docs/.a.txt.swp")
+        try Data("x".utf8).write(to: swap)
+        let ignored = try #require(try await cli.jsonCall(["why", swap.path]) as? [String: Any])
+        #expect(ignored["localChange"] as? String == "ignored")
+        #expect(try await cli.call(["sync", "d"]).status == 0)
+        let clean = try #require(try await cli.jsonCall(["why", "d:/docs/a.txt"]) as? [String: Any])
+        #expect(clean["localChange"] == nil && (clean["operations"] as? [Any])?.isEmpty == true)
+
+        // Conflicted: edited on both sides.
+        #expect(try await cli.call(["materialize", "d:/docs/b.txt"]).status == 0)
+        try Data("local edit".utf8).write(to: replica.appendingPathComponent("docs/b.txt"))
+        try temp.write("src/docs/b.txt", Data("remote edit, longer".utf8))
+        #expect(try await cli.call(["sync", "d"]).status == 0)
+        let conflicted = try #require(try await cli.jsonCall(["why", "d:/docs/b.txt"]) as? [String: Any])
+        let conflicts = try #require(conflicted["conflicts"] as? [[String: Any]])
+        #expect(conflicts.first?["kind"] as? String == "bothEdited")
+        let kept = try #require(conflicts.first?["keptPath"] as? String)
+        #expect(kept.hasPrefix("/docs/b (conflicted copy "))
+        let conflictText = try await cli.call(["why", "d:/docs/b.txt"])
+        #expect(conflictText.stdout.contains("conflict (bothEdited)"))
+        #expect(conflictText.stdout.contains("the other version is d:\(kept)"))
+        let copy = try #require(try await cli.jsonCall(["why", "d:" + kept]) as? [String: Any])
+        #expect((copy["conflicts"] as? [[String: Any]])?.count == 1)
+
+        let missing = try await cli.call(["why", "d:/nothing"])
+        #expect(missing.status == 1 && missing.stderr.contains("no item at d:/nothing"))
+    }
+}
