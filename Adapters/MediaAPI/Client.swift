@@ -438,6 +438,7 @@ final class Connection: @unchecked Sendable {
         }
 
         let code = curl_easy_perform(handle)
+        transfer.flush()
         let stored = transfer.storedLength
         if let failure = transfer.failure { return .failure(failure, retryable: false, stored: stored) }
         if code != CURLE_OK {
@@ -495,6 +496,7 @@ final class Transfer {
     private var headStarted = false
     private var accepted = false
     private var sinkFile: Int32 = -1
+    private var pending: [UInt8] = []
     private var uploadFile: Int32 = -1
     private(set) var storedLength: Int64
     private var total: Int64?
@@ -508,6 +510,7 @@ final class Transfer {
 
     func openFiles() -> FileProviderError? {
         if case .file(let path, _) = request.sink {
+            pending.reserveCapacity(Self.blockSize + 64 * 1024)
             sinkFile = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
             if sinkFile < 0 { return POSIXError.error("open", path: path) }
         }
@@ -592,21 +595,41 @@ final class Transfer {
             }
             body.append(contentsOf: bytes)
         case .file:
+            // libcurl hands over at most 16 KiB at a time; write in 1 MiB blocks.
+            pending.append(contentsOf: bytes)
+            if pending.count >= Self.blockSize && !flush() { return 0 }
+        }
+        return bytes.count
+    }
+
+    static let blockSize = 1 << 20
+
+    /// Writes the buffered body bytes to the sink file; false (with `failure` set) when it
+    /// cannot.
+    @discardableResult
+    func flush() -> Bool {
+        guard !pending.isEmpty, sinkFile >= 0 else { return true }
+        defer { pending.removeAll(keepingCapacity: true) }
+        let ok = pending.withUnsafeBytes { raw -> Bool in
             var offset = 0
-            while offset < bytes.count {
-                let count = write(sinkFile, bytes.baseAddress! + offset, bytes.count - offset)
+            while offset < raw.count {
+                let count = write(sinkFile, raw.baseAddress! + offset, raw.count - offset)
                 if count < 0 {
                     if errno == EINTR { continue }
-                    failure = POSIXError.error("write", path: "the download file")
-                    if failure?.code != .insufficientQuota { failure?.code = .localIOFailure }
-                    return 0
+                    return false
                 }
                 offset += count
             }
-            storedLength += Int64(bytes.count)
-            request.progress?(storedLength, total)
+            return true
         }
-        return bytes.count
+        guard ok else {
+            failure = POSIXError.error("write", path: "the download file")
+            if failure?.code != .insufficientQuota { failure?.code = .localIOFailure }
+            return false
+        }
+        storedLength += Int64(pending.count)
+        request.progress?(storedLength, total)
+        return true
     }
 
     /// Body bytes to upload; returns how many were written into `buffer`.
