@@ -39,8 +39,18 @@ struct CLIRunner {
         process.standardOutput = out
         process.standardError = err
         try process.run()
+        // Standard error is drained on its own thread while standard output is read here, so a
+        // child that writes a lot to one pipe never blocks on it while we wait on the other.
+        let errBox = DataBox()
+        let errDone = DispatchSemaphore(value: 0)
+        let errHandle = err.fileHandleForReading
+        Thread {
+            errBox.data = errHandle.readDataToEndOfFile()
+            errDone.signal()
+        }.start()
         let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        errDone.wait()
+        let errData = errBox.data
         process.waitUntilExit()
         return Result(
             status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
@@ -53,6 +63,11 @@ struct CLIRunner {
         guard result.status == 0 else { throw CLIError(result: result) }
         return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8))
     }
+}
+
+/// Bytes handed from the thread that read them.
+final class DataBox: @unchecked Sendable {
+    var data = Data()
 }
 
 struct CLIError: Error, CustomStringConvertible {

@@ -143,6 +143,7 @@ import Testing
             #expect(f.memory.contents(of: "doc.txt") == Data("remote edit".utf8))
             let logged = try f.manager.store.conflicts(domainID: controller.domainID)
             #expect(logged.map(\.kind) == ["bothEdited"])
+            #expect(try f.manager.store.unfinishedOperations(domainID: controller.domainID).isEmpty, "a resolved conflict leaves nothing pending")
             #expect(try await controller.sync().conflicts == 0)
         }
     }
@@ -186,6 +187,7 @@ import Testing
             #expect(f.memory.contents(of: "same 2.txt") == Data("mine".utf8))
             #expect(try Data(contentsOf: f.url(controller, "same 2.txt")) == Data("mine".utf8))
             #expect(try f.manager.store.conflicts(domainID: controller.domainID).map(\.kind) == ["nameCollision"])
+            #expect(try f.manager.store.unfinishedOperations(domainID: controller.domainID).isEmpty)
         }
     }
 
