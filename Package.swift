@@ -66,12 +66,12 @@ let package = Package(
         .testTarget(name: "ProviderStoreTests", dependencies: ["ProviderStore", "ProviderCore"]),
         .testTarget(
             name: "ProviderEngineTests",
-            dependencies: ["ProviderEngine", "ProviderStore", "ProviderCore", "ProviderTesting"]
+            dependencies: ["ProviderEngine", "ProviderStore", "ProviderCore", "ProviderTesting", "LocalAdapter"]
         ),
         .testTarget(
             name: "LocalAdapterTests", dependencies: ["LocalAdapter", "ProviderCore", "ProviderTesting"]
         ),
-        .testTarget(name: "CLITests", dependencies: ["ProviderCore"]),
+        .testTarget(name: "CLITests", dependencies: ["ProviderCore", "ProviderStore"]),
         .testTarget(
             name: "SFTPAdapterTests", dependencies: ["SFTPAdapter", "ProviderCore", "ProviderTesting"]
         ),
