@@ -136,7 +136,10 @@ extension DomainController {
 
     // MARK: Creations
 
-    private func uploadCreation(path: String, kind: ItemKind, fingerprint: FileFingerprint, report: inout SyncReport)
+    /// - Parameter adopting: the item may already be in the store as our own (a folder merges
+    ///   with a folder of the same name; a replayed move finds its file already there), so the
+    ///   create runs with `mayAlreadyExist`.
+    private func uploadCreation(path: String, kind: ItemKind, fingerprint: FileFingerprint, adopting: Bool = false, report: inout SyncReport)
         async throws(FileProviderError)
     {
         let (parentPath, name) = Self.split(path)
@@ -153,8 +156,13 @@ extension DomainController {
             result = try await journalled("create", path, payload: ["path": path, "kind": kind.rawValue], handled: [.filenameCollision]) { replay in
                 try await backend.createItem(
                     basedOn: template, fields: [.contents, .filename, .parentItemIdentifier, .contentModificationDate],
-                    contents: contents, options: replay ? [.mayAlreadyExist] : [])
+                    contents: contents, options: replay || adopting ? [.mayAlreadyExist] : [])
             }
+        } catch where error.code == .filenameCollision && kind == .folder && !adopting {
+            // A folder of that name is in the store already (made elsewhere, or by this replica
+            // before a crash): the two merge, and their items are synced one by one.
+            try await uploadCreation(path: path, kind: kind, fingerprint: fingerprint, adopting: true, report: &report)
+            return
         } catch where error.code == .filenameCollision {
             // The name is taken in the store: the later item gets `name 2.ext`.
             let renamed = try await renameLocally(path, kind: kind) { ConflictName.numbered(name, $0) }
@@ -192,7 +200,12 @@ extension DomainController {
                 if replica.fingerprint(atPath: replica.path(candidate)) != nil { continue }
                 if replica.fingerprint(atPath: replica.placeholderPath(candidate)) != nil { continue }
                 if try store.item(domainID: domainID, path: candidate) != nil { continue }
-                try replica.move(fromPath: replica.path(path), toPath: replica.path(candidate))
+                if replica.fingerprint(atPath: replica.path(path)) == nil, replica.fingerprint(atPath: replica.placeholderPath(path)) != nil {
+                    // A moved placeholder: its file carries the name.
+                    try replica.move(fromPath: replica.placeholderPath(path), toPath: replica.placeholderPath(candidate))
+                } else {
+                    try replica.move(fromPath: replica.path(path), toPath: replica.path(candidate))
+                }
                 return candidate
             }
             throw FileProviderError(.filenameCollision, "no free name for \(path)")
@@ -207,13 +220,33 @@ extension DomainController {
         item.contentModificationDate = Date(timeIntervalSince1970: Double(fingerprint.modificationNanos) / 1e9)
         let contents = replica.url(record.path)
         let result: ItemResult
+        var replayed = false
         do {
             result = try await journalled("modify", record.identifier.rawValue, payload: ["path": record.path], handled: [.versionOutOfDate, .noSuchItem]) { replay in
-                try await backend.modifyItem(
+                replayed = replay
+                return try await backend.modifyItem(
                     item, baseVersion: record.version, changedFields: [.contents, .contentModificationDate], contents: contents,
                     options: replay ? [.mayAlreadyExist] : [])
             }
         } catch where error.code == .versionOutOfDate {
+            // A replay whose first attempt reached the store before the process died finds the
+            // store already holding exactly these bytes: that is no conflict.
+            if replayed, let current = try await storeHoldsSameContents(record, as: contents) {
+                var updated = record
+                updated.update(from: current, path: record.path)
+                updated.state = .materialized
+                updated.localContentVersion = current.version.content
+                updated.localSize = fingerprint.size
+                updated.localModificationNanos = fingerprint.modificationNanos
+                updated.localInode = fingerprint.inode
+                updated.lastError = nil
+                if record.state == .placeholder {
+                    try await executor.run { [replica] in try replica.removeFile(atPath: replica.placeholderPath(record.path)) }
+                }
+                try store.save(updated)
+                report.uploaded += 1
+                return
+            }
             try await keepBoth(record, report: &report)
             return
         } catch where error.code == .noSuchItem {
@@ -239,6 +272,26 @@ extension DomainController {
         }
         try store.save(updated)
         report.uploaded += 1
+    }
+
+    /// The store's current item when its contents are byte for byte the local file's, else `nil`.
+    /// Downloads the store's version to a staging file to compare; used only for replays.
+    private func storeHoldsSameContents(_ record: ItemRecord, as local: URL) async throws(FileProviderError) -> Item? {
+        let replica = self.replica
+        let staging = replica.staging.path + "/" + stagingName(for: record.identifier) + ".compare"
+        defer { try? replica.removeFile(atPath: staging) }
+        let current: Item
+        do {
+            _ = try await executor.run { try replica.prepareStagingFile(named: String(staging.split(separator: "/").last!), truncate: true) }
+            current = try await backend.fetchContents(for: record.identifier, version: nil, to: URL(fileURLWithPath: staging), offset: 0, progress: nil)
+        } catch where error.code == .noSuchItem {
+            return nil
+        }
+        let same = try await executor.run { () -> Bool in
+            guard let a = FileManager.default.contents(atPath: staging), let b = FileManager.default.contents(atPath: local.path) else { return false }
+            return a == b
+        }
+        return same ? current : nil
     }
 
     /// Both sides edited a file: the store's version takes the name, the local one becomes a
@@ -287,11 +340,23 @@ extension DomainController {
         item.filename = name
         item.parentIdentifier = parent.identifier
         let result: ItemResult
+        var replayed = false
         do {
-            result = try await journalled("move", record.identifier.rawValue, payload: ["from": record.path, "to": path], handled: [.noSuchItem, .versionOutOfDate]) { _ in
-                try await backend.modifyItem(
+            result = try await journalled("move", record.identifier.rawValue, payload: ["from": record.path, "to": path], handled: [.noSuchItem, .versionOutOfDate, .filenameCollision]) { replay in
+                replayed = replay
+                return try await backend.modifyItem(
                     item, baseVersion: record.version, changedFields: [.filename, .parentItemIdentifier], contents: nil, options: [])
             }
+        } catch where error.code == .filenameCollision {
+            // The new name is taken in the store: the later item gets `name 2.ext` and moves there.
+            let renamed = try await renameLocally(path, kind: record.kind == .folder ? .folder : .file) { ConflictName.numbered(name, $0) }
+            try store.recordConflict(
+                ConflictRecord(domainID: domainID, path: path, keptPath: renamed, kind: "nameCollision",
+                               details: "a local item was moved to a name the store already had; it was renamed"))
+            report.conflicts += 1
+            report.notices.append("\(display(path)): the name was taken in the store; moved to \(display(renamed)) instead")
+            try await uploadMove(record, to: renamed, fingerprint: fingerprint, report: &report)
+            return
         } catch where error.code == .versionOutOfDate {
             // Moved here, changed in the store: keep both. The store's version stays where it
             // is and comes back with this sync's listing; a moved local file is uploaded as a new
@@ -321,7 +386,11 @@ extension DomainController {
                 return
             }
             if let fingerprint {
-                try await uploadCreation(path: path, kind: record.kind == .folder ? .folder : .file, fingerprint: fingerprint, report: &report)
+                // A replayed move whose first attempt reached the store finds the item already at
+                // its new place: created with mayAlreadyExist, it is adopted, not duplicated.
+                try await uploadCreation(
+                    path: path, kind: record.kind == .folder ? .folder : .file, fingerprint: fingerprint, adopting: replayed,
+                    report: &report)
             }
             return
         }
