@@ -241,10 +241,10 @@ final class ChaosWorld {
             note("\(step) \(actor) create \(path) \(describe(data))")
         case 1:
             guard let target = files.randomElement(using: &rng) else { return }
+            if target.kind == .placeholder, entry(at: url(actor, target.path, .file)) != .none { return }
             let old = seenContents(actor, target.path, target.kind)
             let data = newContents(actor, step, target.path)
             let atomically = target.kind == .placeholder || rng.chance(60)
-            if target.kind == .placeholder, entry(at: url(actor, target.path, .file)) != .none { return }
             try write(data, to: url(actor, target.path, .file), atomically: atomically)
             discarded.formUnion(old)
             note("\(step) \(actor) overwrite \(target.path) (\(target.kind)\(atomically ? ", atomic" : "")) \(describe(data)) replacing \(old.map(describe))")
