@@ -66,7 +66,7 @@ let package = Package(
         .testTarget(name: "ProviderStoreTests", dependencies: ["ProviderStore", "ProviderCore"]),
         .testTarget(
             name: "ProviderEngineTests",
-            dependencies: ["ProviderEngine", "ProviderStore", "ProviderCore", "ProviderTesting"]
+            dependencies: ["ProviderEngine", "ProviderStore", "ProviderCore", "ProviderTesting", "LocalAdapter"]
         ),
         .testTarget(
             name: "LocalAdapterTests", dependencies: ["LocalAdapter", "ProviderCore", "ProviderTesting"]

@@ -97,8 +97,9 @@ extension LocalBackend {
         if replay, try folder.statEntry(path.name, displayPath: path.display) != nil {
             try checkReplay(at: path, in: folder, kind: .file, replay: replay)
             if try file(path.name, in: folder, displayPath: path.display, hasContentsOf: contents) { return }
-            let staging = try stage(
+            let (staging, lock) = try stage(
                 contents, in: folder, folderPath: path.parent, modificationDate: date, cancellation: cancellation)
+            defer { withExtendedLifetime(lock) {} }
             do {
                 try Rename.replacing(from: folder, staging, to: folder, path.name, displayPath: path.display)
             } catch {
@@ -107,8 +108,9 @@ extension LocalBackend {
             }
             return
         }
-        let staging = try stage(
+        let (staging, lock) = try stage(
             contents, in: folder, folderPath: path.parent, modificationDate: date, cancellation: cancellation)
+        defer { withExtendedLifetime(lock) {} }
         do {
             try Rename.noReplace(from: folder, staging, to: folder, path.name, displayPath: path.display)
         } catch {

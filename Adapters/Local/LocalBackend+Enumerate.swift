@@ -45,7 +45,10 @@ extension LocalBackend {
             let raw = names[index]
             index += 1
             lastName = raw
-            guard let name = Filename.decode(raw), path.allowsChild(named: name) else { continue }
+            guard let name = Filename.decode(raw), path.allowsChild(named: name) else {
+                if raw.starts(with: LocalPath.stagingPrefix.utf8) { reapStagingFile(String(decoding: raw, as: UTF8.self), in: folder) }
+                continue
+            }
             let child = path.appending(name)
             do throws(FileProviderError) {
                 guard let info = try folder.statEntry(name, displayPath: child.display),

@@ -58,9 +58,10 @@ extension LocalBackend {
         guard located.item.kind == .file else {
             throw FileProviderError(.invalidArgument, "\(path.display) is not a file; its contents cannot be set")
         }
-        let staging = try stage(
+        let (staging, lock) = try stage(
             contents, in: located.parent, folderPath: path.parent, modificationDate: date,
             cancellation: cancellation)
+        defer { withExtendedLifetime(lock) {} }
         do {
             // The last check before the rename: nothing is overwritten if the item changed.
             let now = try currentItem(at: path)

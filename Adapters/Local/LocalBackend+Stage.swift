@@ -9,15 +9,20 @@ extension LocalBackend {
     /// Copies `contents` (nothing for an empty file) into a new staging file in `folder` and
     /// returns the staging file's name; the caller renames it into place or removes it.
     ///
+    /// The staging file is locked (`flock`) while the returned handle lives: keep it until the
+    /// rename. A staging file nobody holds a lock on was left by a process that died, and
+    /// listings remove it (see ``reapStagingFile(_:in:)``).
+    ///
     /// - Throws: `localIOFailure` when `contents` cannot be read; what writing in `folder`
     ///   throws (`insufficientQuota`, `permissionDenied`); `cancelled`.
     func stage(
         _ contents: URL?, in folder: FileHandleFD, folderPath: LocalPath, modificationDate: Date?,
         cancellation: CancellationFlag
-    ) throws(FileProviderError) -> String {
+    ) throws(FileProviderError) -> (name: String, lock: FileHandleFD) {
         let name = LocalPath.stagingName()
         let display = folderPath.appending(name).display
         let output = try folder.createExclusive(name, displayPath: display)
+        _ = lockFile(output.fd, 0)
         do {
             if let contents {
                 let input = try FileHandleFD.open(path: contents.path, flags: O_RDONLY)
@@ -35,7 +40,21 @@ extension LocalBackend {
             folder.removeQuietly(name)
             throw error
         }
-        return name
+        return (name, output)
+    }
+
+    /// Removes a staging file left by a process that died while writing it: nobody holds its
+    /// lock and it has not changed for a second (a live writer locks it right after creating it).
+    func reapStagingFile(_ name: String, in folder: FileHandleFD) {
+        let fd = Glibc.openat(folder.fd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        defer { Glibc.close(fd) }
+        var info = Glibc.stat()
+        guard Glibc.fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
+            Date().timeIntervalSince1970 - Double(info.st_mtim.tv_sec) > 1,
+            lockFile(fd, 0) == 0
+        else { return }
+        _ = Glibc.unlinkat(folder.fd, name, 0)
     }
 
     /// Whether the file `name` in `folder` holds exactly the bytes of `contents`.
@@ -83,4 +102,18 @@ extension String {
 
 extension ItemIdentifier {
     func hasSameBytes(as other: ItemIdentifier) -> Bool { rawValue.hasSameBytes(as: other.rawValue) }
+}
+
+/// Takes an exclusive open-file-description lock on a whole file without waiting (Linux
+/// `F_OFD_SETLK`: held until every descriptor of that open file is closed, so it goes away when
+/// its process dies, and other descriptors in the same process do not release it). Returns 0 when
+/// locked.
+private func lockFile(_ fd: Int32, _: Int32) -> Int32 {
+    var lock = Glibc.flock()
+    lock.l_type = Int16(F_WRLCK)
+    lock.l_whence = Int16(SEEK_SET)
+    lock.l_start = 0
+    lock.l_len = 0
+    let ofdSetLock: Int32 = 37  // F_OFD_SETLK
+    return Glibc.fcntl(fd, ofdSetLock, &lock)
 }

@@ -205,10 +205,15 @@ extension DomainController {
             }
             if let date = item.contentModificationDate { try replica.setModificationDate(date, atPath: staging) }
             let target = replica.path(path)
+            // From here on, whatever fails, the staging file does not stay behind.
+            defer { try? replica.removeFile(atPath: staging) }
             if let existing = replica.fingerprint(atPath: target) {
                 let ours = stored.state == .materialized && !hasLocalChanges(stored, existing)
+                // A download renamed into place by a process that died before recording it: same
+                // size and exactly the date this download just gave its staging file.
+                let dated = item.contentModificationDate != nil ? replica.fingerprint(atPath: staging) : nil
                 let sameAsDownload = existing.isRegularFile && existing.size == expected
-                    && item.contentModificationDate.map { Int64(($0.timeIntervalSince1970 * 1e9).rounded()) / 1000 == existing.modificationNanos / 1000 } == true
+                    && dated.map { $0.modificationNanos == existing.modificationNanos } == true
                 guard ours || sameAsDownload else {
                     try? replica.removeFile(atPath: staging)
                     if stored.state == .materialized {

@@ -19,15 +19,24 @@ extension DomainController {
     func push(report: inout SyncReport, settleSeconds: Double) async throws(FileProviderError) {
         let started = Date()
         defer { report.phases.upload += Date().timeIntervalSince(started) }
-        for _ in 0..<3 {
+        // Passes: a folder move ends a pass (see below); what is left waits for the next sync.
+        for _ in 0..<8 {
             let records = try store.allItems(domainID: domainID)
             let scanner = LocalScanner(replica: replica, ignore: ignoreRules, settleNanos: Int64(settleSeconds * 1e9))
             let result = try await executor.run { scanner.scan(records: records) }
             report.pendingLocal = result.unsettled
-            if result.changes.isEmpty { break }
+            if result.changes.isEmpty {
+                // Nothing left to send: an unfinished entry can no longer be replayed.
+                if result.unsettled.isEmpty { try closeStaleJournalEntries() }
+                break
+            }
             let ordered = Self.order(result.changes)
             var changedFolderTree = false
             for change in ordered {
+                // After a folder moved, the records below it have new paths and identifiers: the
+                // rest is computed again by the next scan, against the re-keyed records (a stale
+                // record would send a move or deletion to an identifier that no longer exists).
+                if changedFolderTree { break }
                 do {
                     try await upload(change, report: &report)
                     if case .moved(let record, _, _) = change, record.kind == .folder { changedFolderTree = true }
@@ -81,9 +90,14 @@ extension DomainController {
 
     // MARK: Journal
 
-    private func journalled<T>(_ operation: String, _ key: String, payload: [String: String], _ body: (Bool) async throws -> T)
-        async throws(FileProviderError) -> T
-    {
+    /// Runs `body` as a journalled operation. An error whose code is in `handled` is resolved by
+    /// the caller (a conflict kept both versions, the item was already gone), so its entry is
+    /// closed: a stale unfinished entry would turn a later, unrelated operation with the same
+    /// key into a replay.
+    private func journalled<T>(
+        _ operation: String, _ key: String, payload: [String: String], handled: Set<FileProviderError.Code> = [],
+        _ body: (Bool) async throws -> T
+    ) async throws(FileProviderError) -> T {
         let template = "\(operation):\(key)"
         let replay = try store.unfinishedOperation(domainID: domainID, templateIdentifier: template)
         var entry = replay ?? JournalEntry(domainID: domainID, templateIdentifier: template, operation: operation, payload: Self.json(payload))
@@ -98,11 +112,21 @@ extension DomainController {
             return value
         } catch {
             let error = FileProviderError.wrap(error)
-            entry.state = error.code.reaction == .reportToUser ? .failed : .pending
+            entry.state = handled.contains(error.code) ? .done : error.code.reaction == .reportToUser ? .failed : .pending
             entry.lastError = error.message
             try? store.updateJournal(entry)
             throw error
         }
+    }
+
+    /// Marks every unfinished journal entry done (used when the replica has no local changes).
+    private func closeStaleJournalEntries() throws(FileProviderError) {
+        for var entry in try store.unfinishedOperations(domainID: domainID) {
+            entry.state = .done
+            entry.lastError = "superseded: the replica had no local change left for it"
+            try store.updateJournal(entry)
+        }
+        try store.pruneJournal(domainID: domainID)
     }
 
     private static func json(_ payload: [String: String]) -> String {
@@ -112,7 +136,10 @@ extension DomainController {
 
     // MARK: Creations
 
-    private func uploadCreation(path: String, kind: ItemKind, fingerprint: FileFingerprint, report: inout SyncReport)
+    /// - Parameter adopting: the item may already be in the store as our own (a folder merges
+    ///   with a folder of the same name; a replayed move finds its file already there), so the
+    ///   create runs with `mayAlreadyExist`.
+    private func uploadCreation(path: String, kind: ItemKind, fingerprint: FileFingerprint, adopting: Bool = false, report: inout SyncReport)
         async throws(FileProviderError)
     {
         let (parentPath, name) = Self.split(path)
@@ -126,11 +153,16 @@ extension DomainController {
         let contents = kind == .file ? replica.url(path) : nil
         let result: ItemResult
         do {
-            result = try await journalled("create", path, payload: ["path": path, "kind": kind.rawValue]) { replay in
+            result = try await journalled("create", path, payload: ["path": path, "kind": kind.rawValue], handled: [.filenameCollision]) { replay in
                 try await backend.createItem(
                     basedOn: template, fields: [.contents, .filename, .parentItemIdentifier, .contentModificationDate],
-                    contents: contents, options: replay ? [.mayAlreadyExist] : [])
+                    contents: contents, options: replay || adopting ? [.mayAlreadyExist] : [])
             }
+        } catch where error.code == .filenameCollision && kind == .folder && !adopting {
+            // A folder of that name is in the store already (made elsewhere, or by this replica
+            // before a crash): the two merge, and their items are synced one by one.
+            try await uploadCreation(path: path, kind: kind, fingerprint: fingerprint, adopting: true, report: &report)
+            return
         } catch where error.code == .filenameCollision {
             // The name is taken in the store: the later item gets `name 2.ext`.
             let renamed = try await renameLocally(path, kind: kind) { ConflictName.numbered(name, $0) }
@@ -168,7 +200,12 @@ extension DomainController {
                 if replica.fingerprint(atPath: replica.path(candidate)) != nil { continue }
                 if replica.fingerprint(atPath: replica.placeholderPath(candidate)) != nil { continue }
                 if try store.item(domainID: domainID, path: candidate) != nil { continue }
-                try replica.move(fromPath: replica.path(path), toPath: replica.path(candidate))
+                if replica.fingerprint(atPath: replica.path(path)) == nil, replica.fingerprint(atPath: replica.placeholderPath(path)) != nil {
+                    // A moved placeholder: its file carries the name.
+                    try replica.move(fromPath: replica.placeholderPath(path), toPath: replica.placeholderPath(candidate))
+                } else {
+                    try replica.move(fromPath: replica.path(path), toPath: replica.path(candidate))
+                }
                 return candidate
             }
             throw FileProviderError(.filenameCollision, "no free name for \(path)")
@@ -183,13 +220,33 @@ extension DomainController {
         item.contentModificationDate = Date(timeIntervalSince1970: Double(fingerprint.modificationNanos) / 1e9)
         let contents = replica.url(record.path)
         let result: ItemResult
+        var replayed = false
         do {
-            result = try await journalled("modify", record.identifier.rawValue, payload: ["path": record.path]) { replay in
-                try await backend.modifyItem(
+            result = try await journalled("modify", record.identifier.rawValue, payload: ["path": record.path], handled: [.versionOutOfDate, .noSuchItem]) { replay in
+                replayed = replay
+                return try await backend.modifyItem(
                     item, baseVersion: record.version, changedFields: [.contents, .contentModificationDate], contents: contents,
                     options: replay ? [.mayAlreadyExist] : [])
             }
         } catch where error.code == .versionOutOfDate {
+            // A replay whose first attempt reached the store before the process died finds the
+            // store already holding exactly these bytes: that is no conflict.
+            if replayed, let current = try await storeHoldsSameContents(record, as: contents) {
+                var updated = record
+                updated.update(from: current, path: record.path)
+                updated.state = .materialized
+                updated.localContentVersion = current.version.content
+                updated.localSize = fingerprint.size
+                updated.localModificationNanos = fingerprint.modificationNanos
+                updated.localInode = fingerprint.inode
+                updated.lastError = nil
+                if record.state == .placeholder {
+                    try await executor.run { [replica] in try replica.removeFile(atPath: replica.placeholderPath(record.path)) }
+                }
+                try store.save(updated)
+                report.uploaded += 1
+                return
+            }
             try await keepBoth(record, report: &report)
             return
         } catch where error.code == .noSuchItem {
@@ -215,6 +272,26 @@ extension DomainController {
         }
         try store.save(updated)
         report.uploaded += 1
+    }
+
+    /// The store's current item when its contents are byte for byte the local file's, else `nil`.
+    /// Downloads the store's version to a staging file to compare; used only for replays.
+    private func storeHoldsSameContents(_ record: ItemRecord, as local: URL) async throws(FileProviderError) -> Item? {
+        let replica = self.replica
+        let staging = replica.staging.path + "/" + stagingName(for: record.identifier) + ".compare"
+        defer { try? replica.removeFile(atPath: staging) }
+        let current: Item
+        do {
+            _ = try await executor.run { try replica.prepareStagingFile(named: String(staging.split(separator: "/").last!), truncate: true) }
+            current = try await backend.fetchContents(for: record.identifier, version: nil, to: URL(fileURLWithPath: staging), offset: 0, progress: nil)
+        } catch where error.code == .noSuchItem {
+            return nil
+        }
+        let same = try await executor.run { () -> Bool in
+            guard let a = FileManager.default.contents(atPath: staging), let b = FileManager.default.contents(atPath: local.path) else { return false }
+            return a == b
+        }
+        return same ? current : nil
     }
 
     /// Both sides edited a file: the store's version takes the name, the local one becomes a
@@ -263,12 +340,45 @@ extension DomainController {
         item.filename = name
         item.parentIdentifier = parent.identifier
         let result: ItemResult
+        var replayed = false
         do {
-            result = try await journalled("move", record.identifier.rawValue, payload: ["from": record.path, "to": path]) { _ in
-                try await backend.modifyItem(
+            result = try await journalled("move", record.identifier.rawValue, payload: ["from": record.path, "to": path], handled: [.noSuchItem, .versionOutOfDate, .filenameCollision]) { replay in
+                replayed = replay
+                return try await backend.modifyItem(
                     item, baseVersion: record.version, changedFields: [.filename, .parentItemIdentifier], contents: nil, options: [])
             }
+        } catch where error.code == .filenameCollision {
+            // The new name is taken in the store: the later item gets `name 2.ext` and moves there.
+            let renamed = try await renameLocally(path, kind: record.kind == .folder ? .folder : .file) { ConflictName.numbered(name, $0) }
+            try store.recordConflict(
+                ConflictRecord(domainID: domainID, path: path, keptPath: renamed, kind: "nameCollision",
+                               details: "a local item was moved to a name the store already had; it was renamed"))
+            report.conflicts += 1
+            report.notices.append("\(display(path)): the name was taken in the store; moved to \(display(renamed)) instead")
+            try await uploadMove(record, to: renamed, fingerprint: fingerprint, report: &report)
+            return
+        } catch where error.code == .versionOutOfDate {
+            // Moved here, changed in the store: keep both. The store's version stays where it
+            // is and comes back with this sync's listing; a moved local file is uploaded as a new
+            // item at its new place, a moved placeholder (no contents of its own) is dropped.
+            try store.deleteSubtree(domainID: domainID, path: record.path)
+            try store.recordConflict(
+                ConflictRecord(domainID: domainID, path: record.path, keptPath: path, kind: "movedAndEdited",
+                               details: "moved here and changed in the store; the store's version stayed at the old place"))
+            report.conflicts += 1
+            if record.state == .placeholder || record.state == .symlink {
+                try await executor.run { [replica] in try replica.removeFile(atPath: replica.placeholderPath(path)) }
+                return
+            }
+            if let fingerprint {
+                try await uploadCreation(path: path, kind: record.kind == .folder ? .folder : .file, fingerprint: fingerprint, report: &report)
+            }
+            return
         } catch where error.code == .noSuchItem {
+            // Either the item or its new folder is gone from the store. Only the first is
+            // "moved here, deleted there"; a vanished destination is retried once sync down has
+            // settled the folders (the local folder holding the item is uploaded again first).
+            if try await storeStillHas(record.identifier) { throw error }
             // Moved here, deleted in the store.
             try store.deleteSubtree(domainID: domainID, path: record.path)
             if record.state == .placeholder || record.state == .symlink {
@@ -276,7 +386,11 @@ extension DomainController {
                 return
             }
             if let fingerprint {
-                try await uploadCreation(path: path, kind: record.kind == .folder ? .folder : .file, fingerprint: fingerprint, report: &report)
+                // A replayed move whose first attempt reached the store finds the item already at
+                // its new place: created with mayAlreadyExist, it is adopted, not duplicated.
+                try await uploadCreation(
+                    path: path, kind: record.kind == .folder ? .folder : .file, fingerprint: fingerprint, adopting: replayed,
+                    report: &report)
             }
             return
         }
@@ -294,6 +408,16 @@ extension DomainController {
             }
         }
         report.uploaded += 1
+    }
+
+    /// Whether the store still has an item (`false` only for `noSuchItem`).
+    private func storeStillHas(_ identifier: ItemIdentifier) async throws(FileProviderError) -> Bool {
+        do {
+            _ = try await backend.item(for: identifier)
+            return true
+        } catch where error.code == .noSuchItem {
+            return false
+        }
     }
 
     /// After a folder moved, lists it again in the store and gives every record below it its new
@@ -315,11 +439,29 @@ extension DomainController {
                 item.parentIdentifier = identifier
                 let childRelative = relative.isEmpty ? item.filename : relative + "/" + item.filename
                 let childPath = newPath + "/" + childRelative
-                var record = byRelative[childRelative] ?? ItemRecord(domainID: domainID, item: item, path: childPath)
+                // Only items this replica knew are re-keyed. Items someone else added to the
+                // folder are not recorded here: they have no placeholder yet, so the next scan
+                // would take them for local deletions. Sync down adds them as new items.
+                guard var record = byRelative[childRelative], record.kind == item.kind else { continue }
+                byRelative[childRelative] = nil
+                // The known version stays, so sync down still sees a change made in the store
+                // meanwhile (and downloads it again or rewrites the placeholder).
+                let (contentVersion, metadataVersion) = (record.contentVersion, record.metadataVersion)
                 record.update(from: item, path: childPath)
+                record.contentVersion = contentVersion
+                record.metadataVersion = metadataVersion
                 upserts.append(record)
                 if item.kind == .folder { queue.append((item.identifier, childRelative)) }
             }
+        }
+        // Known items the store no longer has below the folder (deleted or replaced meanwhile)
+        // move along under an identifier no store uses, so sync down sees them gone and
+        // removes their local copies as for any deletion in the store (keeping local edits).
+        for (relative, record) in byRelative {
+            var gone = record
+            gone.path = newPath + "/" + relative
+            gone.identifier = ItemIdentifier("fileprovider-gone:" + UUID().uuidString)
+            upserts.append(gone)
         }
         try store.deleteSubtree(domainID: domainID, path: oldPath)
         try store.apply(domainID: domainID, upserts: upserts, deletions: [])
@@ -328,11 +470,13 @@ extension DomainController {
     // MARK: Deletions
 
     private func uploadDeletion(_ record: ItemRecord, report: inout SyncReport) async throws(FileProviderError) {
+        if record.kind == .folder {
+            try await uploadFolderDeletion(record, report: &report)
+            return
+        }
         do {
-            try await journalled("delete", record.identifier.rawValue, payload: ["path": record.path]) { _ in
-                try await backend.deleteItem(
-                    identifier: record.identifier, baseVersion: record.kind == .folder ? nil : record.version,
-                    options: record.kind == .folder ? [.recursive] : [])
+            try await journalled("delete", record.identifier.rawValue, payload: ["path": record.path], handled: [.noSuchItem, .versionOutOfDate]) { _ in
+                try await backend.deleteItem(identifier: record.identifier, baseVersion: record.version, options: [])
             }
         } catch where error.code == .noSuchItem {
             // Already gone from the store.
@@ -356,6 +500,46 @@ extension DomainController {
             return
         }
         try store.deleteSubtree(domainID: domainID, path: record.path)
+        report.uploaded += 1
+    }
+
+    /// A folder deleted here: what this replica knew below it is deleted bottom-up, each file
+    /// with its base version, then each folder without `recursive`. A file edited in the store
+    /// (`versionOutOfDate`) and a folder that still holds items this replica never saw
+    /// (`directoryNotEmpty`) stay in the store and come back with the next listing: deleting a
+    /// folder never deletes what its user did not see.
+    private func uploadFolderDeletion(_ record: ItemRecord, report: inout SyncReport) async throws(FileProviderError) {
+        func depth(_ path: String) -> Int { path.utf8.reduce(0) { $0 + ($1 == UInt8(ascii: "/") ? 1 : 0) } }
+        let below = try store.descendants(domainID: domainID, of: record.path)
+        let ordered = (below + [record]).enumerated().sorted { a, b in
+            let (da, db) = (depth(a.element.path), depth(b.element.path))
+            return da != db ? da > db : a.offset < b.offset
+        }.map(\.element)
+        var kept: [String] = []
+        for item in ordered {
+            do {
+                try await journalled(
+                    "delete", item.identifier.rawValue, payload: ["path": item.path],
+                    handled: [.noSuchItem, .versionOutOfDate, .directoryNotEmpty]
+                ) { _ in
+                    try await backend.deleteItem(
+                        identifier: item.identifier, baseVersion: item.kind == .folder ? nil : item.version, options: [])
+                }
+            } catch where error.code == .noSuchItem {
+                // Already gone from the store.
+            } catch where error.code == .versionOutOfDate || error.code == .directoryNotEmpty {
+                kept.append(item.path)
+            }
+        }
+        // Forget the subtree: what the store kept comes back as new items with this sync's listing.
+        try store.deleteSubtree(domainID: domainID, path: record.path)
+        if !kept.isEmpty {
+            try store.recordConflict(
+                ConflictRecord(domainID: domainID, path: record.path, keptPath: nil, kind: "deletedAndEdited",
+                               details: "deleted here while the store had changes or new items in it; those came back"))
+            report.conflicts += 1
+            report.notices.append("\(display(record.path)): deleted here, but the store had changes in it; they came back")
+        }
         report.uploaded += 1
     }
 }

@@ -1,0 +1,237 @@
+import Foundation
+import ProviderStore
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// kill -9 of the real `fileproviderctl sync` and `materialize -R` at seeded random moments
+/// during large upload and download sets; after restarts the state converges with nothing
+/// duplicated or lost and an intact database.
+@Suite struct CrashTests {
+    struct Generator: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9e37_79b9_7f4a_7c15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+            z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+            return z ^ (z >> 31)
+        }
+    }
+
+    /// One run of the binary that may be killed.
+    struct Attempt {
+        var killed: Bool
+        var status: Int32
+        var stderr: String
+        var seconds: Double
+    }
+
+    static let seed: UInt64 = ProcessInfo.processInfo.environment["CRASH_SEED"].flatMap { UInt64($0) } ?? 20_261_121
+
+    @Test func killNineDuringLargeUploadsAndDownloadsLosesAndDuplicatesNothing() async throws {
+        let seed = Self.seed
+        var rng = Generator(state: seed)
+        let temp = try TemporaryFolder()
+        let store = temp.url.appendingPathComponent("store")
+        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let replica = cli.home.appendingPathComponent("domains/crash")
+        /// What the store must hold at the end, by path.
+        var expected: [String: Data] = [:]
+        var serial = 0
+        func contents(_ path: String, large: Bool) -> Data {
+            serial += 1
+            let size = large ? Int.random(in: 1_000_000...2_500_000, using: &rng) : Int.random(in: 0...20_000, using: &rng)
+            var bytes = [UInt8](repeating: 0, count: size)
+            var word = rng.next()
+            for index in 0..<size {
+                if index % 8 == 0 { word = rng.next() }
+                bytes[index] = UInt8(truncatingIfNeeded: word >> ((index % 8) * 8))
+            }
+            return Data("\(serial) \(path)\n".utf8) + Data(bytes)
+        }
+        func write(_ root: URL, _ path: String, _ data: Data) throws {
+            let url = root.appendingPathComponent(path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try data.write(to: url)
+        }
+
+        try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
+        let added = try cli.run(["domain", "add", "crash", "--backend", "local", "--root", store.path])
+        #expect(added.status == 0, "\(added.stderr)")
+
+        var kills = 0
+        var attempts = 0
+        var log: [String] = []
+        let started = Date()
+
+        /// Runs `arguments` again and again, killing each run after a seeded delay, until a run
+        /// finishes by itself; returns the kills.
+        func killLoop(_ arguments: [String], label: String) async throws -> Int {
+            var killedHere = 0
+            for _ in 0..<60 {
+                attempts += 1
+                let delay = Double(Int.random(in: 10...400, using: &rng)) / 1000
+                // After a dozen kills in a row the run is let finish, so every phase completes.
+                let attempt = try await runAndMaybeKill(cli, arguments, after: killedHere >= 12 ? 600 : delay)
+                log.append("\(label): \(attempt.killed ? "killed" : "exit \(attempt.status)") after \(String(format: "%.3f", attempt.seconds)) s")
+                if attempt.killed {
+                    killedHere += 1
+                    continue
+                }
+                if attempt.status != 0 { log.append("  stderr: \(attempt.stderr)") }
+                #expect(attempt.status == 0, "seed \(seed): \(label) failed after restarts: \(attempt.stderr)")
+                return killedHere
+            }
+            Issue.record("seed \(seed): \(label) never finished in 60 attempts")
+            return killedHere
+        }
+
+        var round = 0
+        while round < 2 || (kills < 30 && round < 6) {
+            round += 1
+            // Downloads: new files in the store, materialized with -R.
+            for index in 0..<300 {
+                let path = "down\(round)/d\(index % 7)/file \(index) ü.bin"
+                let data = contents(path, large: index % 60 == 0)
+                try write(store, path, data)
+                expected[path] = data
+            }
+            // Uploads: new files in the replica, edits and renames of earlier ones.
+            for index in 0..<300 {
+                let path = "up\(round)/u\(index % 5)/new \(index).dat"
+                let data = contents(path, large: index % 60 == 0)
+                try write(replica, path, data)
+                expected[path] = data
+            }
+            let earlier = expected.keys.filter { $0.hasPrefix("up") && !$0.hasPrefix("up\(round)/") }.sorted()
+            for path in earlier.shuffled(using: &rng).prefix(20) {
+                let data = contents(path, large: false)
+                try write(replica, path, data)
+                expected[path] = data
+            }
+            for path in earlier.shuffled(using: &rng).prefix(10) where FileManager.default.fileExists(atPath: replica.appendingPathComponent(path).path) {
+                let renamed = (path as NSString).deletingLastPathComponent + "/renamed \(round) " + (path as NSString).lastPathComponent
+                guard expected[renamed] == nil else { continue }
+                try FileManager.default.moveItem(at: replica.appendingPathComponent(path), to: replica.appendingPathComponent(renamed))
+                expected[renamed] = expected.removeValue(forKey: path)
+            }
+            if round > 1 {
+                // A folder renamed with everything in it.
+                let from = "up\(round - 1)/u\(round % 5)"
+                let to = "up\(round - 1)/moved \(round)"
+                try FileManager.default.moveItem(at: replica.appendingPathComponent(from), to: replica.appendingPathComponent(to))
+                for key in expected.keys where key.hasPrefix(from + "/") {
+                    expected[to + key.dropFirst(from.count)] = expected.removeValue(forKey: key)
+                }
+            }
+            kills += try await killLoop(["sync", "crash"], label: "round \(round) sync")
+            kills += try await killLoop(["materialize", "-R", "crash:/down\(round)"], label: "round \(round) materialize")
+        }
+
+        // A final clean sync, everything materialized, and a last sync that must change nothing.
+        let final = try cli.run(["sync", "crash"])
+        #expect(final.status == 0, "seed \(seed): \(final.stderr)")
+        let everything = try cli.run(["materialize", "-R", "crash:/"])
+        #expect(everything.status == 0, "seed \(seed): \(everything.stderr)")
+        let quiet = try #require(try cli.json(["sync", "crash"]) as? [String: Any])
+        let report = try #require((quiet["reports"] as? [[String: Any]])?.first)
+        for key in ["uploaded", "conflicts", "added", "updated", "moved", "deleted", "downloaded"] {
+            #expect(report[key] as? Int == 0, "seed \(seed): the last sync still had \(key) = \(report[key] ?? "nil")")
+        }
+
+        let storeFiles = files(in: store)
+        let replicaFiles = files(in: replica)
+        let missing = Set(expected.keys).subtracting(storeFiles.keys).sorted()
+        let extra = Set(storeFiles.keys).subtracting(expected.keys).sorted()
+        let wrong = expected.keys.filter { storeFiles[$0] != nil && storeFiles[$0] != expected[$0] }.sorted()
+        #expect(missing.isEmpty, "seed \(seed): lost in the store: \(missing)\n\(log.joined(separator: "\n"))")
+        if !extra.isEmpty { print("conflicts log:\n" + ((try? cli.run(["conflicts", "crash"]).stdout) ?? "")) }
+        #expect(extra.isEmpty, "seed \(seed): duplicated or stray in the store: \(extra)\n\(log.joined(separator: "\n"))")
+        #expect(wrong.isEmpty, "seed \(seed): wrong contents in the store: \(wrong)")
+        #expect(replicaFiles == storeFiles, "seed \(seed): the replica differs from the store: \(Set(replicaFiles.keys).symmetricDifference(storeFiles.keys).sorted())")
+        let staging = cli.home.appendingPathComponent("staging")
+        #expect(files(in: staging).isEmpty, "seed \(seed): staging files left: \(files(in: staging).keys.sorted())")
+
+        let database = try MetadataStore(url: cli.home.appendingPathComponent("metadata.sqlite"))
+        #expect(try database.integrityCheck() == "ok", "seed \(seed)")
+        let domain = try #require(try database.domain(named: "crash"))
+        #expect(try database.unfinishedOperations(domainID: domain.id!).isEmpty, "seed \(seed): unfinished journal entries")
+        #expect(kills >= 30, "seed \(seed): only \(kills) kills landed during work")
+        print(log.joined(separator: "\n"))
+        print("crash seed \(seed): \(kills) kills in \(attempts) runs over \(round) rounds, \(expected.count) files, \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+    }
+
+    /// Every file below `root` (hidden ones too), by relative path, with its bytes; placeholders
+    /// are listed under their own names, so a leftover placeholder shows up as a difference.
+    func files(in root: URL) -> [String: Data] {
+        var result: [String: Data] = [:]
+        guard let walker = FileManager.default.enumerator(atPath: root.path) else { return result }
+        while let relative = walker.nextObject() as? String {
+            let url = root.appendingPathComponent(relative)
+            var info = stat()
+            guard lstat(url.path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
+            result[relative] = (try? Data(contentsOf: url)) ?? Data()
+        }
+        return result
+    }
+
+    /// Starts the binary and sends SIGKILL after `delay` seconds unless it ended before.
+    func runAndMaybeKill(_ cli: CLIRunner, _ arguments: [String], after delay: Double) async throws -> Attempt {
+        let process = Process()
+        process.executableURL = cli.binary
+        process.arguments = arguments + ["--home", cli.home.path]
+        var environment = ProcessInfo.processInfo.environment
+        environment.removeValue(forKey: "FILEPROVIDER_HOME")
+        process.environment = environment
+        let errors = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-crash-stderr-\(UUID().uuidString)")
+        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: errors) }
+        let errorHandle = try FileHandle(forWritingTo: errors)
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = errorHandle
+        let exited = ExitSignal()
+        process.terminationHandler = { _ in exited.fire() }
+        let start = Date()
+        try process.run()
+        // The delay is the experiment (when the process dies), not a wait for a result.
+        let killed = await exited.wait(upTo: delay) == false
+        if killed { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        try errorHandle.close()
+        let seconds = Date().timeIntervalSince(start)
+        let stderr = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
+        return Attempt(
+            killed: killed && process.terminationReason == .uncaughtSignal, status: process.terminationStatus, stderr: stderr,
+            seconds: seconds)
+    }
+}
+
+/// Fires once when a process ends; `wait(upTo:)` returns early when it does.
+final class ExitSignal: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var fired = false
+
+    func fire() {
+        condition.lock()
+        fired = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Whether the process ended within `seconds`.
+    func wait(upTo seconds: Double) async -> Bool {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread { [self] in
+                condition.lock()
+                let deadline = Date(timeIntervalSinceNow: seconds)
+                while !fired && condition.wait(until: deadline) {}
+                let result = fired
+                condition.unlock()
+                continuation.resume(returning: result)
+            }
+        }
+    }
+}
