@@ -71,7 +71,7 @@ let package = Package(
         .testTarget(
             name: "LocalAdapterTests", dependencies: ["LocalAdapter", "ProviderCore", "ProviderTesting"]
         ),
-        .testTarget(name: "CLITests", dependencies: ["ProviderCore", "ProviderStore"]),
+        .testTarget(name: "CLITests", dependencies: ["ProviderCore", "ProviderStore", "ProviderTesting"]),
         .testTarget(
             name: "SFTPAdapterTests", dependencies: ["SFTPAdapter", "ProviderCore", "ProviderTesting"]
         ),

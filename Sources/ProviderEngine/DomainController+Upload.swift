@@ -151,12 +151,26 @@ extension DomainController {
             size: kind == .file ? fingerprint.size : 0,
             contentModificationDate: Date(timeIntervalSince1970: Double(fingerprint.modificationNanos) / 1e9))
         let contents = kind == .file ? replica.url(path) : nil
-        let result: ItemResult
+        let domainID = self.domainID
+        let store = self.store
         do {
-            result = try await journalled("create", path, payload: ["path": path, "kind": kind.rawValue], handled: [.filenameCollision]) { replay in
-                try await backend.createItem(
+            // The record is saved inside the journalled step: the entry is marked done only once
+            // the database knows the item, so a crash in between replays with mayAlreadyExist
+            // instead of meeting its own upload as a name collision.
+            try await journalled("create", path, payload: ["path": path, "kind": kind.rawValue], handled: [.filenameCollision]) { replay in
+                let result = try await backend.createItem(
                     basedOn: template, fields: [.contents, .filename, .parentItemIdentifier, .contentModificationDate],
                     contents: contents, options: replay || adopting ? [.mayAlreadyExist] : [])
+                var record = ItemRecord(domainID: domainID, item: result.item, path: path)
+                record.parentIdentifier = parent.identifier
+                record.localInode = fingerprint.inode
+                if kind == .file {
+                    record.state = .materialized
+                    record.localContentVersion = result.shouldFetchContent ? nil : result.item.version.content
+                    record.localSize = fingerprint.size
+                    record.localModificationNanos = fingerprint.modificationNanos
+                }
+                try store.save(record)
             }
         } catch where error.code == .filenameCollision && kind == .folder && !adopting {
             // A folder of that name is in the store already (made elsewhere, or by this replica
@@ -175,16 +189,6 @@ extension DomainController {
             try await uploadCreation(path: renamed, kind: kind, fingerprint: print, report: &report)
             return
         }
-        var record = ItemRecord(domainID: domainID, item: result.item, path: path)
-        record.parentIdentifier = parent.identifier
-        record.localInode = fingerprint.inode
-        if kind == .file {
-            record.state = .materialized
-            record.localContentVersion = result.shouldFetchContent ? nil : result.item.version.content
-            record.localSize = fingerprint.size
-            record.localModificationNanos = fingerprint.modificationNanos
-        }
-        try store.save(record)
         report.uploaded += 1
     }
 

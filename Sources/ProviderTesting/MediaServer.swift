@@ -23,6 +23,7 @@ public final class MediaServer: @unchecked Sendable {
     public var pid: Int32 { process.processIdentifier }
 
     private let process: Process
+    private let exit: ProcessExit
     private let stdin: Pipe
     private let removeRoot: Bool
     private let lock = NSLock()
@@ -80,8 +81,10 @@ public final class MediaServer: @unchecked Sendable {
             let log = folder.deletingLastPathComponent().appendingPathComponent("media-server-\(port).log")
             _ = FileManager.default.createFile(atPath: log.path, contents: nil)
             process.standardError = try FileHandle(forWritingTo: log)
+            let exit = ProcessExit(process)
             try process.run()
             if Self.waitUntilReady(port: port, process: process) {
+                self.exit = exit
                 self.process = process
                 self.stdin = input
                 self.port = port
@@ -89,7 +92,7 @@ public final class MediaServer: @unchecked Sendable {
                 return
             }
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
+            exit.wait()
             let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
             lastError = MediaServerError(message: "media-server on port \(port) did not become ready: \(text.suffix(2000))")
         }
@@ -106,7 +109,7 @@ public final class MediaServer: @unchecked Sendable {
         }
         guard first else { return }
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
-        process.waitUntilExit()
+        exit.wait()
         Self.unregister(process.processIdentifier)
         try? stdin.fileHandleForWriting.close()
         if removeRoot { try? FileManager.default.removeItem(at: root) }

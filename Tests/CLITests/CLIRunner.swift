@@ -1,4 +1,5 @@
 import Foundation
+import ProviderTesting
 
 /// Runs the built `fileproviderctl` binary against a temporary home.
 struct CLIRunner {
@@ -38,6 +39,7 @@ struct CLIRunner {
         let err = Pipe()
         process.standardOutput = out
         process.standardError = err
+        let exit = ProcessExit(process)
         try process.run()
         // Standard error is drained on its own thread while standard output is read here, so a
         // child that writes a lot to one pipe never blocks on it while we wait on the other.
@@ -51,7 +53,7 @@ struct CLIRunner {
         let outData = out.fileHandleForReading.readDataToEndOfFile()
         errDone.wait()
         let errData = errBox.data
-        process.waitUntilExit()
+        exit.wait()
         return Result(
             status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
             stderr: String(decoding: errData, as: UTF8.self))

@@ -1,4 +1,5 @@
 import Foundation
+import ProviderTesting
 import ProviderStore
 import Testing
 
@@ -192,14 +193,15 @@ import Testing
         let errorHandle = try FileHandle(forWritingTo: errors)
         process.standardOutput = FileHandle.nullDevice
         process.standardError = errorHandle
-        let exited = ExitSignal()
-        process.terminationHandler = { _ in exited.fire() }
+        let exited = ProcessExit(process)
         let start = Date()
         try process.run()
         // The delay is the experiment (when the process dies), not a wait for a result.
-        let killed = await exited.wait(upTo: delay) == false
-        if killed { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        let killed = await Self.wait(exited, upTo: delay) == false
+        if killed {
+            kill(process.processIdentifier, SIGKILL)
+            _ = await Self.wait(exited, upTo: 60)
+        }
         try errorHandle.close()
         let seconds = Date().timeIntervalSince(start)
         let stderr = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
@@ -209,29 +211,11 @@ import Testing
     }
 }
 
-/// Fires once when a process ends; `wait(upTo:)` returns early when it does.
-final class ExitSignal: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var fired = false
-
-    func fire() {
-        condition.lock()
-        fired = true
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    /// Whether the process ended within `seconds`.
-    func wait(upTo seconds: Double) async -> Bool {
+extension CrashTests {
+    /// Whether the process ended within `seconds`, waited for on a thread of its own.
+    static func wait(_ exit: ProcessExit, upTo seconds: Double) async -> Bool {
         await withCheckedContinuation { continuation in
-            Thread.detachNewThread { [self] in
-                condition.lock()
-                let deadline = Date(timeIntervalSinceNow: seconds)
-                while !fired && condition.wait(until: deadline) {}
-                let result = fired
-                condition.unlock()
-                continuation.resume(returning: result)
-            }
+            Thread.detachNewThread { continuation.resume(returning: exit.wait(seconds: seconds)) }
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import ProviderStore
+import ProviderTesting
 import Testing
 
 #if canImport(Glibc)
@@ -9,6 +10,7 @@ import Testing
 /// A `fileproviderctl serve` running in the background, its output going to a log file.
 final class ServeProcess {
     let process = Process()
+    let exit: ProcessExit
     let log: URL
 
     init(_ cli: CLIRunner, _ arguments: [String], log: URL) throws {
@@ -22,13 +24,14 @@ final class ServeProcess {
         let handle = try FileHandle(forWritingTo: log)
         process.standardOutput = handle
         process.standardError = handle
+        exit = ProcessExit(process)
         try process.run()
     }
 
     deinit {
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            exit.wait()
         }
     }
 

@@ -1,0 +1,59 @@
+import Foundation
+
+/// Waits for a child process to exit without `Process.waitUntilExit()`, which on Linux can miss
+/// its wake-up when many processes run at once and then waits forever for a child that is gone.
+///
+/// Create it before `run()`: it installs the process's `terminationHandler`.
+public final class ProcessExit: @unchecked Sendable {
+    private let semaphore = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private var exited = false
+    private let process: Process
+
+    /// Installs the termination handler on `process` (which must not be running yet).
+    public init(_ process: Process) {
+        self.process = process
+        process.terminationHandler = { [self] _ in
+            lock.lock()
+            exited = true
+            lock.unlock()
+            semaphore.signal()
+        }
+    }
+
+    /// Blocks the calling thread until the process exited. Call it off Swift's cooperative pool
+    /// when other tasks must go on meanwhile.
+    public func wait() {
+        lock.lock()
+        let done = exited
+        lock.unlock()
+        if !done {
+            semaphore.wait()
+            semaphore.signal()
+        }
+        settle()
+    }
+
+    /// Foundation may call the termination handler before it records the exit status: wait (a
+    /// bounded spin) until `isRunning` says so too, so `terminationStatus` can be read.
+    private func settle() {
+        var spins = 0
+        while process.isRunning && spins < 100_000 {
+            sched_yield()
+            spins += 1
+        }
+    }
+
+    /// Waits at most `seconds`; returns whether the process exited.
+    public func wait(seconds: Double) -> Bool {
+        lock.lock()
+        let done = exited
+        lock.unlock()
+        if !done {
+            if semaphore.wait(timeout: .now() + seconds) == .timedOut { return false }
+            semaphore.signal()
+        }
+        settle()
+        return true
+    }
+}
