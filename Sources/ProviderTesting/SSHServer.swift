@@ -33,7 +33,8 @@ public final class SSHServer: @unchecked Sendable {
     private let config: URL
     private let log: URL
     private let lock = NSLock()
-    private var process: Process?
+    /// The pid of the running sshd listener, 0 when stopped.
+    private var pid: pid_t = 0
 
     /// The sshd binary.
     public static let sshdPath = "/usr/sbin/sshd"
@@ -110,19 +111,14 @@ public final class SSHServer: @unchecked Sendable {
     }
 
     private func launch(timeout: TimeInterval) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.sshdPath)
-        process.arguments = ["-D", "-e", "-f", config.path]
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let output = try FileHandle(forWritingTo: log)
-        output.seekToEndOfFile()
-        process.standardError = output
-        process.standardOutput = output
-        try process.run()
-        lock.withLock { self.process = process }
+        // Foundation's Process is not used: with a long-running child and short-lived ones
+        // started from parallel tests, its exit monitor can block on the wrong pid.
+        let started = try Self.spawn(Self.sshdPath, ["-D", "-e", "-f", config.path], output: log.path)
+        lock.withLock { pid = started }
+        Self.register(self)
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            if !process.isRunning { break }
+            if Self.hasExited(started) { break }
             if Self.answers(port: port) { return }
             usleep(20_000)  // polling a condition, bounded by the deadline
         }
@@ -131,27 +127,51 @@ public final class SSHServer: @unchecked Sendable {
         throw SSHServerError(message: "sshd on port \(port) did not start within \(timeout) s; its log:\n\(text)")
     }
 
+    // Servers still running when the process exits are stopped then (a test run that ends,
+    // or a failed test that never reached its `stop()`), so no sshd outlives its tests.
+    private static let registryLock = NSLock()
+    nonisolated(unsafe) private static var running: [ObjectIdentifier: Weak] = [:]
+    nonisolated(unsafe) private static var exitHookInstalled = false
+
+    private struct Weak { weak var server: SSHServer? }
+
+    private static func register(_ server: SSHServer) {
+        registryLock.withLock {
+            running[ObjectIdentifier(server)] = Weak(server: server)
+            if !exitHookInstalled {
+                exitHookInstalled = true
+                atexit { SSHServer.stopAll() }
+            }
+        }
+    }
+
+    /// Stops every server this process started and has not stopped yet.
+    public static func stopAll() {
+        let servers = registryLock.withLock { running.values.compactMap(\.server) }
+        for server in servers { server.stop() }
+    }
+
     /// Stops sshd and every session process it started (all by pid); a no-op when stopped.
     public func stop() {
-        let running: Process? = lock.withLock {
-            let current = process
-            process = nil
+        let listener: pid_t = lock.withLock {
+            let current = pid
+            pid = 0
             return current
         }
-        guard let running else { return }
-        let pid = running.processIdentifier
-        let victims = Self.descendants(of: pid) + [pid]
+        guard listener > 0 else { return }
+        let victims = Self.descendants(of: listener) + [listener]
         for victim in victims { kill(victim, SIGKILL) }
-        running.waitUntilExit()
-        // Session processes are reparented once the listener is gone; wait until they are.
+        var status: Int32 = 0
+        _ = waitpid(listener, &status, 0)
+        // Session processes are reparented once the listener is gone; wait until they are gone.
         let deadline = Date().addingTimeInterval(5)
-        while Date() < deadline, victims.contains(where: { $0 != pid && kill($0, 0) == 0 && !Self.isZombie($0) }) {
+        while Date() < deadline, victims.contains(where: { $0 != listener && kill($0, 0) == 0 && !Self.isZombie($0) }) {
             usleep(10_000)
         }
     }
 
     /// Whether sshd is running.
-    public var isRunning: Bool { lock.withLock { process?.isRunning ?? false } }
+    public var isRunning: Bool { lock.withLock { pid > 0 } }
 
     /// A fresh empty folder under the server's data folder, as an absolute path.
     public func makeFolder(_ prefix: String = "root") throws -> String {
@@ -179,16 +199,61 @@ public final class SSHServer: @unchecked Sendable {
     public static func generateKey(at url: URL, passphrase: String = "") throws {
         try? FileManager.default.removeItem(at: url)
         try? FileManager.default.removeItem(at: url.appendingPathExtension("pub"))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try findTool("ssh-keygen"))
-        process.arguments = ["-q", "-t", "ed25519", "-N", passphrase, "-C", "fileproviderkit-test", "-f", url.path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw SSHServerError(message: "ssh-keygen failed for \(url.path)")
+        let status = try run(
+            try findTool("ssh-keygen"),
+            ["-q", "-t", "ed25519", "-N", passphrase, "-C", "fileproviderkit-test", "-f", url.path])
+        guard status == 0 else { throw SSHServerError(message: "ssh-keygen failed for \(url.path)") }
+    }
+
+    /// The SHA256 fingerprint of the server's host key, as `ssh-keygen -l` prints it.
+    public func hostKeyFingerprint() throws -> String {
+        let output = directory.appendingPathComponent("fingerprint-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: output) }
+        let status = try Self.run(
+            try Self.findTool("ssh-keygen"),
+            ["-l", "-E", "sha256", "-f", directory.appendingPathComponent("host_ed25519.pub").path], output: output.path)
+        let text = try String(contentsOf: output, encoding: .utf8)
+        let fields = text.split(separator: " ")
+        guard status == 0, fields.count > 1 else { throw SSHServerError(message: "ssh-keygen -l failed: \(text)") }
+        return String(fields[1])
+    }
+
+    /// Starts a program with stdin from /dev/null, stdout and stderr to `output` (or /dev/null)
+    /// and no other inherited descriptor; returns its pid.
+    static func spawn(_ path: String, _ arguments: [String], output: String? = nil) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // glibc's closefrom action is not imported into Swift; look it up.
+        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") {
+            typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+            _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
         }
+        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, path, &actions, nil, argv, environ)
+        guard result == 0 else {
+            throw SSHServerError(message: "cannot start \(path): \(String(cString: strerror(result)))")
+        }
+        return pid
+    }
+
+    /// Runs a program to its end; returns its exit status.
+    static func run(_ path: String, _ arguments: [String], output: String? = nil) throws -> Int32 {
+        let pid = try spawn(path, arguments, output: output)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : -1
+    }
+
+    /// Whether a child has exited (reaping it).
+    static func hasExited(_ pid: pid_t) -> Bool {
+        var status: Int32 = 0
+        return waitpid(pid, &status, WNOHANG) == pid
     }
 
     /// A TCP port on 127.0.0.1 that was free a moment ago.
