@@ -88,7 +88,7 @@ Subsystem sftp internal-sftp
     def rclone_remote(self, path: Path | str) -> str:
         return (
             f":sftp,host=127.0.0.1,port={self.port},user={self.user},key_file={self.key},"
-            f"known_hosts_file={self.known_hosts}:{path}"
+            f"known_hosts_file={self.known_hosts},disable_hashcheck=true:{path}"
         )
 
 

@@ -50,12 +50,17 @@ extension SFTPBackend {
         if start > 0 { file.seek(to: start) }
         progress?(start, item.size)
 
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.readSize, alignment: 16)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(
+            byteCount: Int(max(1, min(Int64(Self.readSize), item.size - start))), alignment: 16)
         defer { buffer.deallocate() }
         var completed = start
-        while true {
+        while completed < item.size {
             try cancellation.check()
-            let count = try file.read(into: buffer)
+            // Never ask for more than the listed size: libssh2 sends read-ahead requests to fill
+            // the buffer, and for a small file those (and a last read for the end) cost a round
+            // trip each.
+            let wanted = Int(min(Int64(Self.readSize), item.size - completed))
+            let count = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<wanted]))
             if count == 0 { break }
             try output.writeAll(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
             completed += Int64(count)
