@@ -159,6 +159,10 @@ struct LocalScanner {
                 }
                 continue
             }
+            if Replica.isTemporary(name) {
+                replica.removeAbandonedTemporary(atPath: replica.path(path))
+                continue
+            }
             if ignore.ignores(name) || !Filename.isValid(name) { continue }
             if relative.isEmpty && replica.path(name) == replica.staging.path { continue }
             guard let print = replica.fingerprint(atPath: replica.path(path)) else { continue }

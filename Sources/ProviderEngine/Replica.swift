@@ -79,15 +79,32 @@ public struct Replica: Sendable {
         let temporary = target[..<slash] + ".fp-tmp-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         if fd < 0 { throw POSIXError.error("cannot write", path: String(temporary)) }
+        // Locked until renamed: a temporary file nobody holds a lock on was left by a process
+        // that died, and ``removeAbandonedTemporary(atPath:)`` may delete it.
+        _ = flock(fd, LOCK_EX)
         do {
             try writeAll(fd, bytes, path: String(temporary))
-            close(fd)
             try POSIXError.check(rename(temporary, target), "cannot rename into place", path: target)
+            close(fd)
         } catch {
             close(fd)
             unlink(temporary)
             throw error
         }
+    }
+
+    /// Whether a name is one of ``atomicWrite(_:to:)``'s temporary files.
+    public static func isTemporary(_ name: String) -> Bool { name.hasPrefix(".fp-tmp-") }
+
+    /// Deletes a temporary file left by a process that died mid-write (nobody holds its lock).
+    /// Returns whether it was deleted.
+    @discardableResult
+    public func removeAbandonedTemporary(atPath path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        if fd < 0 { return false }
+        defer { close(fd) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return false }
+        return unlink(path) == 0
     }
 
     /// Reads a placeholder file.

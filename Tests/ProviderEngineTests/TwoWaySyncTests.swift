@@ -206,6 +206,18 @@ import Testing
         }
     }
 
+    @Test func temporaryFilesOfADeadProcessAreRemovedAndNeverUploaded() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "d/a.txt", data: Data("a".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            try write(Data("half a placeholder".utf8), f, controller, "d/.fp-tmp-abandoned")
+            try await controller.sync()
+            #expect(!exists(f, controller, "d/.fp-tmp-abandoned"))
+            #expect(f.memory.contents(of: "d/.fp-tmp-abandoned") == nil)
+        }
+    }
+
     @Test func anOutageQueuesChangesAndTheyGoUpAfterwards() async throws {
         try await Fixture.with { f in
             let controller = try await f.addDomain()
