@@ -44,14 +44,14 @@ extension LocalBackend {
     }
 
     /// Removes a staging file left by a process that died while writing it: nobody holds its
-    /// lock and it has not changed for a second (a live writer locks it right after creating it).
+    /// lock. (A live writer locks it right after creating it; should a listing slip into that
+    /// instant, the writer's rename fails and the upload is retried — its source is untouched.)
     func reapStagingFile(_ name: String, in folder: FileHandleFD) {
         let fd = Glibc.openat(folder.fd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { return }
         defer { Glibc.close(fd) }
         var info = Glibc.stat()
         guard Glibc.fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
-            Date().timeIntervalSince1970 - Double(info.st_mtim.tv_sec) > 1,
             lockFile(fd, 0) == 0
         else { return }
         _ = Glibc.unlinkat(folder.fd, name, 0)
