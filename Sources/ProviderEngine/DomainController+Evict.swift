@@ -49,11 +49,7 @@ extension DomainController {
 
     private func evictFile(_ record: ItemRecord) async throws(FileProviderError) -> ItemRecord {
         var updated = record
-        updated.state = .placeholder
-        updated.localContentVersion = nil
-        updated.localSize = nil
-        updated.localModificationNanos = nil
-        updated.localInode = nil
+        updated.markPlaceholder()
         let metadata = PlaceholderMetadata(domain: domain.name, record: updated)
         let replica = self.replica
         try await executor.run { [self] in

@@ -233,11 +233,7 @@ extension DomainController {
             return print
         }
         if checkpoint != nil || resumeFrom > 0 || record.size >= Self.checkpointThreshold { try? store.removeCheckpoint(domainID: domainID, identifier: record.identifier) }
-        updated.state = .materialized
-        updated.localContentVersion = item.version.content
-        updated.localSize = print.size
-        updated.localModificationNanos = print.modificationNanos
-        updated.localInode = print.inode
+        updated.markMaterialized(contentVersion: item.version.content, fingerprint: print)
         updated.lastError = nil
         report(0, true)
         return updated
