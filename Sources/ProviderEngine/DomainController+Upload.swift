@@ -165,10 +165,8 @@ extension DomainController {
                 record.parentIdentifier = parent.identifier
                 record.localInode = fingerprint.inode
                 if kind == .file {
-                    record.state = .materialized
-                    record.localContentVersion = result.shouldFetchContent ? nil : result.item.version.content
-                    record.localSize = fingerprint.size
-                    record.localModificationNanos = fingerprint.modificationNanos
+                    record.markMaterialized(
+                        contentVersion: result.shouldFetchContent ? nil : result.item.version.content, fingerprint: fingerprint)
                 }
                 try store.save(record)
             }
@@ -223,31 +221,25 @@ extension DomainController {
         item.size = fingerprint.size
         item.contentModificationDate = Date(timeIntervalSince1970: Double(fingerprint.modificationNanos) / 1e9)
         let contents = replica.url(record.path)
-        let result: ItemResult
         var replayed = false
         do {
-            result = try await journalled("modify", record.identifier.rawValue, payload: ["path": record.path], handled: [.versionOutOfDate, .noSuchItem]) { replay in
+            // The edit is recorded inside the journalled step: the entry is marked done only once
+            // the database knows it, so a crash in between replays instead of meeting its own
+            // upload as a conflict.
+            try await journalled("modify", record.identifier.rawValue, payload: ["path": record.path], handled: [.versionOutOfDate, .noSuchItem]) { replay in
                 replayed = replay
-                return try await backend.modifyItem(
+                let result = try await backend.modifyItem(
                     item, baseVersion: record.version, changedFields: [.contents, .contentModificationDate], contents: contents,
                     options: replay ? [.mayAlreadyExist] : [])
+                try await recordUploadedEdit(
+                    record, now: result.item, contentVersion: result.shouldFetchContent ? nil : result.item.version.content,
+                    fingerprint: fingerprint)
             }
         } catch where error.code == .versionOutOfDate {
             // A replay whose first attempt reached the store before the process died finds the
             // store already holding exactly these bytes: that is no conflict.
             if replayed, let current = try await storeHoldsSameContents(record, as: contents) {
-                var updated = record
-                updated.update(from: current, path: record.path)
-                updated.state = .materialized
-                updated.localContentVersion = current.version.content
-                updated.localSize = fingerprint.size
-                updated.localModificationNanos = fingerprint.modificationNanos
-                updated.localInode = fingerprint.inode
-                updated.lastError = nil
-                if record.state == .placeholder {
-                    try await executor.run { [replica] in try replica.removeFile(atPath: replica.placeholderPath(record.path)) }
-                }
-                try store.save(updated)
+                try await recordUploadedEdit(record, now: current, contentVersion: current.version.content, fingerprint: fingerprint)
                 report.uploaded += 1
                 return
             }
@@ -263,19 +255,22 @@ extension DomainController {
             try await uploadCreation(path: record.path, kind: .file, fingerprint: fingerprint, report: &report)
             return
         }
+        report.uploaded += 1
+    }
+
+    /// Records an edit the store now holds: the item as the store has it, the local file as
+    /// uploaded; a placeholder the real file replaced is removed.
+    private func recordUploadedEdit(_ record: ItemRecord, now item: Item, contentVersion: Data?, fingerprint: FileFingerprint)
+        async throws(FileProviderError)
+    {
         var updated = record
-        updated.update(from: result.item, path: record.path)
-        updated.state = .materialized
-        updated.localContentVersion = result.shouldFetchContent ? nil : result.item.version.content
-        updated.localSize = fingerprint.size
-        updated.localModificationNanos = fingerprint.modificationNanos
-        updated.localInode = fingerprint.inode
+        updated.update(from: item, path: record.path)
+        updated.markMaterialized(contentVersion: contentVersion, fingerprint: fingerprint)
         updated.lastError = nil
         if record.state == .placeholder {
             try await executor.run { [replica] in try replica.removeFile(atPath: replica.placeholderPath(record.path)) }
         }
         try store.save(updated)
-        report.uploaded += 1
     }
 
     /// The store's current item when its contents are byte for byte the local file's, else `nil`.
@@ -315,11 +310,7 @@ extension DomainController {
         let current = try await backend.item(for: record.identifier)
         var original = record
         original.update(from: current, path: record.path)
-        original.state = .placeholder
-        original.localContentVersion = nil
-        original.localSize = nil
-        original.localModificationNanos = nil
-        original.localInode = nil
+        original.markPlaceholder()
         let metadata = PlaceholderMetadata(domain: domain.name, record: original)
         try await executor.run { [replica, original] in try replica.writePlaceholder(original.path, metadata) }
         try store.save(original)
@@ -489,11 +480,7 @@ extension DomainController {
             let current = try await backend.item(for: record.identifier)
             var restored = record
             restored.update(from: current, path: record.path)
-            restored.state = .placeholder
-            restored.localContentVersion = nil
-            restored.localSize = nil
-            restored.localModificationNanos = nil
-            restored.localInode = nil
+            restored.markPlaceholder()
             let metadata = PlaceholderMetadata(domain: domain.name, record: restored)
             try await executor.run { [replica] in try replica.writePlaceholder(record.path, metadata) }
             try store.save(restored)
