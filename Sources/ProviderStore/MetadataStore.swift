@@ -35,16 +35,16 @@ public final class MetadataStore: Sendable {
                 // Statement journals (one per INSERT OR REPLACE) stay in memory, not in temp files.
                 try db.execute(sql: "PRAGMA temp_store = MEMORY")
             }
-            pool = try DatabasePool(path: url.path, configuration: configuration)
-            try Self.migrateExclusively(pool, lockPath: url.path + ".lock")
+            pool = try Self.openExclusively(url.path, configuration: configuration, lockPath: url.path + ".lock")
         } catch {
             throw FileProviderError(.localIOFailure, "cannot open the metadata database \(url.path): \(error)")
         }
     }
 
-    /// Runs the migrations while holding an exclusive lock on `lockPath`, so two processes opening
-    /// a new database at once do not both run them.
-    private static func migrateExclusively(_ pool: DatabasePool, lockPath: String) throws {
+    /// Opens the pool and runs the migrations while holding an exclusive lock on `lockPath`, so
+    /// processes opening a new database at once neither race to switch it to WAL (which fails
+    /// with SQLITE_BUSY at once) nor both run the migrations.
+    private static func openExclusively(_ path: String, configuration: Configuration, lockPath: String) throws -> DatabasePool {
         let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         if fd < 0 { throw POSIXError.error("cannot open the lock file", path: lockPath) }
         defer { close(fd) }
@@ -52,7 +52,9 @@ public final class MetadataStore: Sendable {
             if errno != EINTR { throw POSIXError.error("cannot lock", path: lockPath) }
         }
         defer { flock(fd, LOCK_UN) }
+        let pool = try DatabasePool(path: path, configuration: configuration)
         try Migrations.migrator.migrate(pool)
+        return pool
     }
 
     /// Runs `body` in a read transaction, turning database errors into `FileProviderError`.
