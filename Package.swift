@@ -27,7 +27,10 @@ let package = Package(
         .target(name: "CSystemShims"),
         .target(
             name: "ProviderStore",
-            dependencies: ["ProviderCore", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "ProviderCore", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ]
         ),
         .target(
             name: "ProviderEngine",

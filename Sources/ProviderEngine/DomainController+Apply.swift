@@ -3,141 +3,126 @@ import ProviderCore
 import ProviderStore
 
 extension DomainController {
-    /// Applies a sync plan to the replica, then records the result in one transaction.
-    ///
-    /// Replica changes come first: after a crash the database still holds the old state, the
-    /// next sync computes the same plan, and every step tolerates having been done already.
-    func apply(_ plan: inout SyncPlan, report: inout SyncReport, events: EventHandler?) async throws(FileProviderError) {
-        let replicaStarted = Date()
+    /// The end of sync down: items the walk did not find again are settled. A stored file gone
+    /// from its place while a new one with the same content version appeared is a move (its
+    /// local copy and pin follow it); the rest were deleted in the store, and their local
+    /// copies go too (files first, then folders deepest first), except a materialized file with
+    /// local changes, which is kept. Records change in one transaction after the replica.
+    func settle(_ pass: inout PullPass, report: inout SyncReport) async throws(FileProviderError) {
+        var gone = pass.gone.filter { !pass.movedIn.contains($0.identifier) }
+        if pass.hadItems {
+            // What the walk never reached: the contents of folders that went away, and records
+            // whose parent is no longer in the store.
+            var known = Set(gone.map(\.identifier))
+            for record in try store.items(domainID: domainID, outside: pass.listedFolders) {
+                if pass.movedIn.contains(record.identifier) || !known.insert(record.identifier).inserted {
+                    continue
+                }
+                if pass.failedFolders.contains(where: {
+                    record.path == $0 || record.path.hasPrefix($0 + "/")
+                }) {
+                    continue
+                }
+                gone.append(record)
+            }
+        }
+        if gone.isEmpty { return }
         var upserts: [ItemRecord] = []
         var deletions: [ItemIdentifier] = []
         var notices: [String] = []
-        var redownload: [ItemRecord] = []
-        let pinnedFolders = try pinnedFolderPaths()
-        func underPinnedFolder(_ path: String) -> Bool {
-            pinnedFolders.contains { path.hasPrefix($0 + "/") }
-        }
 
-        // 1. New folders, parents first.
-        let newFolders = plan.newItems.filter { $0.item.kind == .folder }.sorted { $0.path < $1.path }
-        let newFiles = plan.newItems.filter { $0.item.kind != .folder }
-        let replica = self.replica
-        let folderPaths = newFolders.map(\.path)
-        let (folderErrors, folderInodes) = try await executor.run { () -> ([Int: FileProviderError], [Int: Int64]) in
-            var errors: [Int: FileProviderError] = [:]
-            var inodes: [Int: Int64] = [:]
-            for (index, path) in folderPaths.enumerated() {
+        // 1. Moves of files found by content version.
+        if var candidates = pass.newFilesByVersion, !candidates.isEmpty {
+            var remaining: [ItemRecord] = []
+            for old in gone {
+                guard old.kind == .file, !old.contentVersion.isEmpty,
+                    var list = candidates[old.contentVersion],
+                    let identifier = list.popLast(),
+                    var record = try store.item(domainID: domainID, identifier: identifier)
+                else {
+                    remaining.append(old)
+                    continue
+                }
+                candidates[old.contentVersion] = list
                 do {
-                    try replica.makeFolder(path)
-                    inodes[index] = replica.fingerprint(atPath: replica.path(path))?.inode
+                    try await adoptLocalCopy(of: old, into: &record)
+                    upserts.append(record)
+                    deletions.append(old.identifier)
+                    report.moved += 1
+                    report.added -= 1
+                    if record.isOutdated { pass.redownload.append(record) }
                 } catch {
-                    errors[index] = FileProviderError.wrap(error)
+                    notices.append(
+                        "\(display(record.path)): not moved from \(display(old.path)): \(error.message)")
+                    remaining.append(old)
                 }
             }
-            return (errors, inodes)
-        }
-        var failedFolders: [String] = []
-        for (index, entry) in newFolders.enumerated() {
-            if let error = folderErrors[index] {
-                notices.append("\(display(entry.path)): \(error.message)")
-                failedFolders.append(entry.path)
-            } else {
-                var record = ItemRecord(domainID: domainID, item: entry.item, path: entry.path)
-                record.localInode = folderInodes[index]
-                upserts.append(record)
-            }
+            gone = remaining
         }
 
-        // 2. Moves of files found by content version.
-        for (old, entry) in plan.moves {
-            var record = old
-            record.update(from: entry.item, path: entry.path)
-            do {
-                try await executor.run { [self, record] in try self.moveLocalCopy(of: old, to: record) }
-                deletions.append(old.identifier)
-                upserts.append(record)
-                report.moved += 1
-                if record.state == .materialized && underPinnedFolder(record.path) == false && record.isOutdated {
-                    redownload.append(record)
-                }
-            } catch {
-                notices.append("\(display(entry.path)): not moved from \(display(old.path)): \(error.message)")
-            }
-        }
-
-        // 3. New files and symlinks: placeholders, written in parallel.
-        let placeholders = newFiles.filter { entry in !failedFolders.contains { entry.path.hasPrefix($0 + "/") } }
-        let records = placeholders.map { ItemRecord(domainID: domainID, item: $0.item, path: $0.path) }
-        let placeholderErrors = await writePlaceholders(records, creating: true)
-        for (index, record) in records.enumerated() {
-            if let error = placeholderErrors[index] {
-                notices.append("\(display(record.path)): \(error.message)")
-            } else {
-                upserts.append(record)
-                if record.kind == .file && underPinnedFolder(record.path) { redownload.append(record) }
-            }
-        }
-        report.added = upserts.count - report.moved
-
-        // 4. Changed items.
-        for (old, entry) in plan.changed {
-            var record = old
-            record.update(from: entry.item, path: entry.path)
-            do {
-                if old.path != record.path {
-                    try await executor.run { [self, record] in try self.moveLocalCopy(of: old, to: record) }
-                } else if record.state == .placeholder || record.state == .symlink {
-                    let metadata = PlaceholderMetadata(domain: domain.name, record: record)
-                    try await executor.run { [record] in try replica.writePlaceholder(record.path, metadata) }
-                }
-                if record.isOutdated { redownload.append(record) }
-                if old.identifier != record.identifier { deletions.append(old.identifier) }
-                upserts.append(record)
-                report.updated += 1
-            } catch {
-                notices.append("\(display(entry.path)): not updated: \(error.message)")
-            }
-        }
-
-        // 5. Deletions: files first, then folders deepest first.
-        let goneFiles = plan.gone.filter { $0.kind != .folder }
-        let goneFolders = plan.gone.filter { $0.kind == .folder }.sorted { $0.path > $1.path }
+        // 2. Deletions: files first, then folders deepest first.
+        let goneFiles = gone.filter { $0.kind != .folder }
+        let goneFolders = gone.filter { $0.kind == .folder }.sorted { $0.path > $1.path }
         for record in goneFiles {
             do {
                 let kept = try await executor.run { [self] in try self.removeLocalCopy(of: record) }
-                if kept { notices.append("\(display(record.path)): deleted in the store; the local copy has changes and was kept") }
+                if kept {
+                    notices.append(
+                        "\(display(record.path)): deleted in the store; the local copy has changes and was kept"
+                    )
+                }
                 deletions.append(record.identifier)
                 report.deleted += 1
             } catch {
                 notices.append("\(display(record.path)): not removed: \(error.message)")
             }
         }
+        let replica = self.replica
         for record in goneFolders {
             do {
                 let removed = try await executor.run { try replica.removeFolderIfEmpty(record.path) }
-                if !removed { notices.append("\(display(record.path)): deleted in the store; kept because it holds local files") }
+                if !removed {
+                    notices.append(
+                        "\(display(record.path)): deleted in the store; kept because it holds local files")
+                }
                 deletions.append(record.identifier)
                 report.deleted += 1
             } catch {
                 notices.append("\(display(record.path)): not removed: \(error.message)")
             }
         }
-
-        report.phases.replica = Date().timeIntervalSince(replicaStarted)
-        let databaseStarted = Date()
         try store.apply(domainID: domainID, upserts: upserts, deletions: deletions)
-        report.phases.database = Date().timeIntervalSince(databaseStarted)
         report.notices.append(contentsOf: notices)
+    }
 
-        // 6. Downloads: outdated materialized files and new files in pinned folders.
-        if !redownload.isEmpty {
-            let downloadsStarted = Date()
-            defer { report.phases.downloads = Date().timeIntervalSince(downloadsStarted) }
-            let outcomes = await download(redownload, events: events)
-            for outcome in outcomes {
-                if let error = outcome.error { report.notices.append("\(outcome.path): not downloaded: \(error.message)") } else { report.downloaded += 1 }
+    /// Gives a new record the local copy and pin of a stored file that moved to it: a
+    /// materialized file is moved into place (its folder populated first) over the new
+    /// placeholder; an old placeholder is removed.
+    private func adoptLocalCopy(
+        of old: ItemRecord, into record: inout ItemRecord
+    )
+        async throws(FileProviderError)
+    {
+        record.isPinned = record.isPinned || old.isPinned
+        let replica = self.replica
+        guard old.state == .materialized, try await executor.run({ [self] in localCopyExists(old) })
+        else {
+            if old.state == .placeholder || old.state == .symlink {
+                try await executor.run { try replica.removeFile(atPath: replica.placeholderPath(old.path)) }
             }
+            return
         }
+        try await populateFolder(Self.split(record.path).parent, ancestors: true)
+        let target = record.path
+        try await executor.run {
+            try replica.move(fromPath: replica.path(old.path), toPath: replica.path(target))
+            try replica.removeFile(atPath: replica.placeholderPath(target))
+        }
+        record.state = .materialized
+        record.localContentVersion = old.localContentVersion
+        record.localSize = old.localSize
+        record.localModificationNanos = old.localModificationNanos
+        record.localInode = old.localInode
     }
 
     /// Paths of pinned folders.
@@ -194,7 +179,9 @@ extension DomainController {
         case .materialized, .folder:
             let source = replica.path(old.path)
             let target = replica.path(new.path)
-            if replica.fingerprint(atPath: source) == nil, replica.fingerprint(atPath: target) != nil { return }
+            if replica.fingerprint(atPath: source) == nil, replica.fingerprint(atPath: target) != nil {
+                return
+            }
             try replica.move(fromPath: source, toPath: target)
         case .placeholder, .symlink:
             try replica.writePlaceholder(new.path, PlaceholderMetadata(domain: domain.name, record: new))

@@ -26,6 +26,11 @@ extension DomainController {
                 outcomes.append(ItemOutcome(path: display(path), error: error))
             }
         }
+        do {
+            try await populateParents(of: files.map(\.path))
+        } catch {
+            return outcomes + files.map { ItemOutcome(path: display($0.path), error: error) }
+        }
         return outcomes + (await download(files, events: events))
     }
 

@@ -37,23 +37,20 @@ public struct SyncReport: Codable, Sendable {
 }
 
 extension DomainController {
-    /// One folder listed during the walk.
-    private struct Listing: Sendable {
-        var folderPath: String
-        var result: Result<[Item], FileProviderError>
-        var folder: ItemIdentifier
-    }
-
-    /// An item seen in the store, with its place in the replica.
-    struct RemoteEntry {
-        var item: Item
-        var path: String
-    }
+    /// How many entries a sync writes at most into folders it found new, before it leaves
+    /// further new folders dataless (populated when first opened or materialized). Folders the
+    /// replica already shows always get their new items.
+    public static let defaultPopulationBudget = 1_000
 
     /// Brings the replica and the database up to date with the store: new items become
     /// placeholders or folders, changed placeholders are rewritten, materialized files whose
     /// contents changed are downloaded again, moved items are moved, deleted items are removed
     /// (a materialized file with local changes is kept), pinned items are materialized.
+    ///
+    /// The database learns every item of the store; the replica shows the items of populated
+    /// folders. New folders are populated while the sync's population budget lasts
+    /// (``defaultPopulationBudget`` entries) and stay dataless after that, as Apple's system
+    /// leaves folders dataless until they are opened.
     ///
     /// One bad item never stops the rest: it is reported in the notices.
     ///
@@ -65,94 +62,24 @@ extension DomainController {
     ///   way that backs the domain off (for example `serverUnreachable`), and `localIOFailure`
     ///   when the database fails.
     @discardableResult
-    public func sync(events: EventHandler? = nil, upload: Bool = true, settleSeconds: Double = 0) async throws(FileProviderError) -> SyncReport {
-        let started = Date()
-        var report = SyncReport(domain: domain.name)
-        if upload {
-            do {
-                try await push(report: &report, settleSeconds: settleSeconds)
+    public func sync(
+        events: EventHandler? = nil, upload: Bool = true, settleSeconds: Double = 0,
+        populationBudget: Int = DomainController.defaultPopulationBudget
+    ) async throws(FileProviderError) -> SyncReport {
+        try await treeLock.withLock { () async throws(FileProviderError) -> SyncReport in
+            let started = Date()
+            var report = SyncReport(domain: domain.name)
+            do throws(FileProviderError) {
+                if upload { try await push(report: &report, settleSeconds: settleSeconds) }
+                try await pull(report: &report, events: events, populationBudget: populationBudget)
             } catch {
                 recordSyncOutcome(error)
                 throw error
             }
+            recordSyncOutcome(nil)
+            report.seconds = Date().timeIntervalSince(started)
+            return report
         }
-        let listingStarted = Date()
-        let existing = try store.allItems(domainID: domainID)
-        let walk: (entries: [RemoteEntry], failed: [String])
-        do {
-            walk = try await walkStore(report: &report, events: events)
-        } catch {
-            recordSyncOutcome(error)
-            throw error
-        }
-        report.listedItems = walk.entries.count
-        report.phases.listing = Date().timeIntervalSince(listingStarted)
-        var plan = SyncPlan(existing: existing, remote: walk.entries, failedFolders: walk.failed)
-        plan.matchMoves()
-        try await apply(&plan, report: &report, events: events)
-
-        recordSyncOutcome(nil)
-        report.seconds = Date().timeIntervalSince(started)
-        return report
-    }
-
-    /// Lists the whole store, several folders at once.
-    private func walkStore(report: inout SyncReport, events: EventHandler?) async throws(FileProviderError)
-        -> (entries: [RemoteEntry], failed: [String])
-    {
-        var entries: [RemoteEntry] = []
-        var failed: [String] = []
-        var queue: [(ItemIdentifier, String)] = [(.rootContainer, "")]
-        var foldersListed = 0
-        let backend = self.backend
-        let depth = max(4, downloadDepth)
-        var rootError: FileProviderError?
-        var notices: [String] = []
-        await withTaskGroup(of: Listing.self) { group in
-            var running = 0
-            while true {
-                while running < depth, let (folder, path) = queue.popLast() {
-                    running += 1
-                    group.addTask {
-                        do {
-                            return Listing(folderPath: path, result: .success(try await backend.enumerateAllItems(in: folder)), folder: folder)
-                        } catch {
-                            return Listing(folderPath: path, result: .failure(FileProviderError.wrap(error)), folder: folder)
-                        }
-                    }
-                }
-                guard let listing = await group.next() else { break }
-                running -= 1
-                foldersListed += 1
-                switch listing.result {
-                case .failure(let error):
-                    if listing.folderPath.isEmpty { rootError = error }
-                    failed.append(listing.folderPath)
-                    notices.append("\(display(listing.folderPath)): not listed: \(error.message)")
-                case .success(let items):
-                    var seen = Set<[UInt8]>()
-                    for var item in items {
-                        let name = item.filename
-                        if let problem = Self.problem(withRemoteName: name, inRoot: listing.folderPath.isEmpty) {
-                            notices.append("\(display(listing.folderPath)): skipped an item: \(problem)")
-                            continue
-                        }
-                        if !seen.insert(Array(name.utf8)).inserted {
-                            notices.append("\(display(listing.folderPath)): skipped a second item named \(name.debugDescription)")
-                            continue
-                        }
-                        item.parentIdentifier = listing.folder
-                        let path = listing.folderPath.isEmpty ? name : listing.folderPath + "/" + name
-                        entries.append(RemoteEntry(item: item, path: path))
-                        if item.kind == .folder { queue.append((item.identifier, path)) }
-                    }
-                }
-                events?(.listing(folders: foldersListed, items: entries.count))
-            }
-        }
-        if let rootError { throw rootError }
-        report.notices.append(contentsOf: notices)
-        return (entries, failed)
     }
 
     /// Why a name from the store cannot be used in the replica, or `nil`.
@@ -169,59 +96,5 @@ extension DomainController {
             return "\(name.debugDescription) is reserved for the engine's temporary files"
         }
         return nil
-    }
-}
-
-/// What sync down will do, computed from the database and a listing of the store.
-struct SyncPlan {
-    var newItems: [DomainController.RemoteEntry] = []
-    /// Stored items whose metadata, version or path changed.
-    var changed: [(old: ItemRecord, entry: DomainController.RemoteEntry)] = []
-    /// Stored items that are no longer in the store.
-    var gone: [ItemRecord] = []
-    /// Path-derived moves: a stored item gone and a new one with the same content version.
-    var moves: [(old: ItemRecord, entry: DomainController.RemoteEntry)] = []
-
-    init(existing: [ItemRecord], remote: [DomainController.RemoteEntry], failedFolders: [String]) {
-        var byID = [ItemIdentifier: ItemRecord](minimumCapacity: existing.count)
-        for record in existing where !record.path.isEmpty { byID[record.identifier] = record }
-        for entry in remote {
-            if let old = byID.removeValue(forKey: entry.item.identifier) {
-                if old.kind != entry.item.kind {
-                    gone.append(old)
-                    newItems.append(entry)
-                } else if old.path != entry.path || old.version != entry.item.version || old.filename != entry.item.filename {
-                    changed.append((old, entry))
-                }
-            } else {
-                newItems.append(entry)
-            }
-        }
-        let failed = failedFolders.filter { !$0.isEmpty }
-        gone += byID.values.filter { record in
-            !failed.contains { record.path == $0 || record.path.hasPrefix($0 + "/") }
-        }
-    }
-
-    /// Pairs gone files with new files of the same content version: those were moved or renamed.
-    mutating func matchMoves() {
-        var candidates: [Data: [Int]] = [:]
-        for (index, record) in gone.enumerated() where record.kind == .file && !record.contentVersion.isEmpty {
-            candidates[record.contentVersion, default: []].append(index)
-        }
-        if candidates.isEmpty { return }
-        var matchedGone = Set<Int>()
-        var remaining: [DomainController.RemoteEntry] = []
-        for entry in newItems {
-            if entry.item.kind == .file, var list = candidates[entry.item.version.content], let index = list.popLast() {
-                candidates[entry.item.version.content] = list
-                matchedGone.insert(index)
-                moves.append((gone[index], entry))
-            } else {
-                remaining.append(entry)
-            }
-        }
-        newItems = remaining
-        gone = gone.enumerated().filter { !matchedGone.contains($0.offset) }.map(\.element)
     }
 }

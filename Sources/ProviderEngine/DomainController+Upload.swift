@@ -24,6 +24,11 @@ extension DomainController {
             let records = try store.allItems(domainID: domainID)
             let scanner = LocalScanner(replica: replica, ignore: ignoreRules, settleNanos: Int64(settleSeconds * 1e9))
             let result = try await executor.run { scanner.scan(records: records) }
+            if !result.occupiedDataless.isEmpty {
+                // Made in folders that were not populated yet: populate them, then compare.
+                for path in result.occupiedDataless { try await populateFolder(path, ancestors: true) }
+                continue
+            }
             report.pendingLocal = result.unsettled
             if result.changes.isEmpty {
                 // Nothing left to send: an unfinished entry can no longer be replayed.
@@ -247,6 +252,10 @@ extension DomainController {
             return
         } catch where error.code == .noSuchItem {
             // Edited here, deleted in the store: the edit wins and the item is created again.
+            // A placeholder the edit replaced would otherwise stay behind beside the file.
+            if record.state == .placeholder {
+                try await executor.run { [replica] in try replica.removeFile(atPath: replica.placeholderPath(record.path)) }
+            }
             try store.apply(domainID: domainID, upserts: [], deletions: [record.identifier])
             try store.recordConflict(
                 ConflictRecord(domainID: domainID, path: record.path, keptPath: nil, kind: "editedAndDeleted",
@@ -458,6 +467,17 @@ extension DomainController {
             gone.identifier = ItemIdentifier("fileprovider-gone:" + UUID().uuidString)
             upserts.append(gone)
         }
+        // Placeholders below carry their item's identifier: rewrite them, or a placeholder moved
+        // later would not be recognised as its item (and the item would look deleted here).
+        let rewritten = upserts.filter { $0.state == .placeholder || $0.state == .symlink }
+            .map { ($0.path, PlaceholderMetadata(domain: domain.name, record: $0)) }
+        if !rewritten.isEmpty {
+            try await executor.run { [replica] in
+                for (path, metadata) in rewritten where replica.fingerprint(atPath: replica.placeholderPath(path)) != nil {
+                    try replica.writePlaceholder(path, metadata)
+                }
+            }
+        }
         try store.deleteSubtree(domainID: domainID, path: oldPath)
         try store.apply(domainID: domainID, upserts: upserts, deletions: [])
     }
@@ -501,7 +521,10 @@ extension DomainController {
     /// folder never deletes what its user did not see.
     private func uploadFolderDeletion(_ record: ItemRecord, report: inout SyncReport) async throws(FileProviderError) {
         func depth(_ path: String) -> Int { path.utf8.reduce(0) { $0 + ($1 == UInt8(ascii: "/") ? 1 : 0) } }
-        let below = try store.descendants(domainID: domainID, of: record.path)
+        // What was in dataless folders was never in the replica: its user did not see it.
+        let all = try store.descendants(domainID: domainID, of: record.path)
+        let dataless = Set((all + [record]).filter(\.isDataless).map(\.path))
+        let below = dataless.isEmpty ? all : all.filter { !dataless.contains(Self.split($0.path).parent) }
         let ordered = (below + [record]).enumerated().sorted { a, b in
             let (da, db) = (depth(a.element.path), depth(b.element.path))
             return da != db ? da > db : a.offset < b.offset

@@ -14,6 +14,9 @@ public final class DomainController: Sendable {
     let executor: BlockingExecutor
     let logger: Logger
     let downloads = Mutex<[ItemIdentifier: Task<ItemRecord, any Error>]>([:])
+    /// Sync and the population of dataless folders take turns: a folder populated while sync
+    /// down decides what to write into it would miss the new items of the listing.
+    let treeLock = AsyncLock()
     /// Names never uploaded from this domain's replica.
     public let ignoreRules: IgnoreRules
     /// How many downloads run at once in a batch.

@@ -52,12 +52,30 @@ struct LocalScanner {
         var kind: ItemKind
     }
 
-    func scan(records: [ItemRecord], now: Date = Date()) -> (changes: [LocalChange], unsettled: [String]) {
+    /// What a scan found.
+    struct Result {
+        var changes: [LocalChange]
+        /// Files still being written, left for a later scan.
+        var unsettled: [String]
+        /// Dataless folders that hold something in the replica (made there before the folder
+        /// was populated): they must be populated before their contents can be compared.
+        var occupiedDataless: [String]
+    }
+
+    func scan(records: [ItemRecord], now: Date = Date()) -> Result {
         var seen: [String: Seen] = [:]
         var placeholders = Set<String>()
         var strayPlaceholders: [String: String] = [:]  // identifier -> path of a placeholder the database does not know
         let byPath = Dictionary(records.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
         walk("", byPath: byPath, seen: &seen, placeholders: &placeholders, stray: &strayPlaceholders)
+        // The items of a dataless folder are not in the replica: they are neither missing nor
+        // compared. Something in such a folder means it must be populated first.
+        let dataless = Set(records.lazy.filter(\.isDataless).map(\.path))
+        if !dataless.isEmpty {
+            let parents = Set((Array(seen.keys) + Array(placeholders)).map { DomainController.split($0).parent })
+            let occupied = parents.intersection(dataless)
+            if !occupied.isEmpty { return Result(changes: [], unsettled: [], occupiedDataless: occupied.sorted()) }
+        }
 
         let nowNanos = Int64(now.timeIntervalSince1970 * 1e9)
         var unsettled: [String] = []
@@ -66,6 +84,7 @@ struct LocalScanner {
         var changes: [LocalChange] = []
         var missing: [ItemRecord] = []
         for record in records where !record.path.isEmpty {
+            if !dataless.isEmpty && dataless.contains(DomainController.split(record.path).parent) { continue }
             let here = seen[record.path]
             switch record.state {
             case .folder:
@@ -132,7 +151,7 @@ struct LocalScanner {
             changes.append(.deleted(record: record))
             if record.kind == .folder { deletedFolders.append(record.path) }
         }
-        return (changes, unsettled)
+        return Result(changes: changes, unsettled: unsettled, occupiedDataless: [])
     }
 
     private func walk(

@@ -1,15 +1,17 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import ProviderCore
 
 extension ItemRecord {
-    /// The columns in the order of ``init(row:)`` and ``arguments``.
+    /// The columns in the order of ``init(row:)`` and ``bind(to:)``.
     static let columnList = """
         domainID, identifier, parentIdentifier, filename, path, kind, contentType, size, creationDate, \
         modificationDate, contentVersion, metadataVersion, capabilities, symlinkTarget, contentHash, state, \
-        isPinned, localContentVersion, localSize, localModificationNanos, localInode, lastError
+        isPinned, localContentVersion, localSize, localModificationNanos, localInode, lastError, isDataless
         """
-    static let placeholders = Array(repeating: "?", count: 22).joined(separator: ", ")
+    static let columnCount: Int32 = 23
+    static let placeholders = Array(repeating: "?", count: Int(columnCount)).joined(separator: ", ")
 
     /// Decodes a row selected with ``columnList``, by position (faster than Codable).
     init(row: Row) {
@@ -35,16 +37,72 @@ extension ItemRecord {
         localModificationNanos = row[19]
         localInode = row[20]
         lastError = row[21]
+        isDataless = row[22]
     }
 
-    /// The values in the order of ``columnList``.
-    var arguments: StatementArguments {
-        let values: [(any DatabaseValueConvertible)?] = [
-            domainID, identifier.rawValue, parentIdentifier.rawValue, filename, path, kind.rawValue,
-            contentType, size, creationDate?.timeIntervalSince1970, modificationDate?.timeIntervalSince1970,
-            contentVersion, metadataVersion, capabilities, symlinkTarget, contentHash, state.rawValue,
-            isPinned, localContentVersion, localSize, localModificationNanos, localInode, lastError,
-        ]
-        return StatementArguments(values)
+    /// Binds the values, in the order of ``columnList``, straight to a prepared SQLite
+    /// statement: a first sync writes 100,000 rows, and building `StatementArguments` (an
+    /// array of existentials per row) costs more than SQLite's own work.
+    /// Returns the first SQLite error code, or `SQLITE_OK`.
+    func bind(to statement: SQLiteStatement) -> Int32 {
+        var code = SQLITE_OK
+        func check(_ result: Int32) { if code == SQLITE_OK { code = result } }
+        func text(_ index: Int32, _ value: String?) {
+            guard var value else { return check(sqlite3_bind_null(statement, index)) }
+            value.withUTF8 { bytes in
+                guard let base = bytes.baseAddress, !bytes.isEmpty else {
+                    return check(sqlite3_bind_text(statement, index, "", 0, Self.transient))
+                }
+                base.withMemoryRebound(to: CChar.self, capacity: bytes.count) { chars in
+                    check(sqlite3_bind_text(statement, index, chars, Int32(bytes.count), Self.transient))
+                }
+            }
+        }
+        func blob(_ index: Int32, _ value: Data?) {
+            guard let value else { return check(sqlite3_bind_null(statement, index)) }
+            value.withUnsafeBytes { bytes in
+                // An empty blob is still a blob (NOT NULL columns): zeroblob(0), not NULL.
+                if bytes.isEmpty { return check(sqlite3_bind_zeroblob(statement, index, 0)) }
+                check(
+                    sqlite3_bind_blob(statement, index, bytes.baseAddress, Int32(bytes.count), Self.transient)
+                )
+            }
+        }
+        func int(_ index: Int32, _ value: Int64?) {
+            guard let value else { return check(sqlite3_bind_null(statement, index)) }
+            check(sqlite3_bind_int64(statement, index, value))
+        }
+        func double(_ index: Int32, _ value: Double?) {
+            guard let value else { return check(sqlite3_bind_null(statement, index)) }
+            check(sqlite3_bind_double(statement, index, value))
+        }
+        int(1, domainID)
+        text(2, identifier.rawValue)
+        text(3, parentIdentifier.rawValue)
+        text(4, filename)
+        text(5, path)
+        text(6, kind.rawValue)
+        text(7, contentType)
+        int(8, size)
+        double(9, creationDate?.timeIntervalSince1970)
+        double(10, modificationDate?.timeIntervalSince1970)
+        blob(11, contentVersion)
+        blob(12, metadataVersion)
+        int(13, Int64(capabilities))
+        text(14, symlinkTarget)
+        text(15, contentHash)
+        text(16, state.rawValue)
+        int(17, isPinned ? 1 : 0)
+        blob(18, localContentVersion)
+        int(19, localSize)
+        int(20, localModificationNanos)
+        int(21, localInode)
+        text(22, lastError)
+        int(23, isDataless ? 1 : 0)
+        return code
     }
+
+    /// SQLite copies the bytes before the bind call returns.
+    private static let transient = unsafeBitCast(
+        OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import ProviderCore
 
 extension MetadataStore {
@@ -76,8 +77,60 @@ extension MetadataStore {
             }
             let insert = try db.cachedStatement(sql: Self.upsert)
             for record in upserts {
-                try insert.execute(arguments: record.arguments)
+                try Self.execute(insert, record, in: db)
             }
+        }
+    }
+
+    /// Runs the upsert statement for one record, bound without `StatementArguments`.
+    private static func execute(_ statement: Statement, _ record: ItemRecord, in db: Database) throws {
+        let raw = statement.sqliteStatement
+        sqlite3_reset(raw)
+        var code = record.bind(to: raw)
+        if code == SQLITE_OK {
+            code = sqlite3_step(raw)
+            if code == SQLITE_DONE { code = SQLITE_OK }
+        }
+        let message = code == SQLITE_OK ? nil : String(cString: sqlite3_errmsg(db.sqliteConnection))
+        sqlite3_reset(raw)
+        sqlite3_clear_bindings(raw)
+        if code != SQLITE_OK {
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: Self.upsert)
+        }
+    }
+
+    /// How many items a domain has, the root included.
+    public func itemCount(domainID: Int64) throws(FileProviderError) -> Int {
+        try read { db in
+            try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM item WHERE domainID = ?"), arguments: [domainID]) ?? 0
+        }
+    }
+
+    /// The items (the root excluded) whose parent is none of `parents`, by their identifiers:
+    /// what a walk of the store that listed exactly those folders did not reach.
+    public func items(domainID: Int64, outside parents: Set<ItemIdentifier>) throws(FileProviderError) -> [ItemRecord] {
+        try read { db in
+            var found: [ItemRecord] = []
+            let links = try Row.fetchCursor(
+                db.cachedStatement(sql: "SELECT identifier, parentIdentifier FROM item WHERE domainID = ? AND path <> ''"),
+                arguments: [domainID])
+            var identifiers: [String] = []
+            while let row = try links.next() {
+                if !parents.contains(ItemIdentifier(row[1] as String)) { identifiers.append(row[0]) }
+            }
+            let select = try db.cachedStatement(sql: Self.selectByIdentifier)
+            for identifier in identifiers {
+                if let row = try Row.fetchOne(select, arguments: [domainID, identifier]) { found.append(ItemRecord(row: row)) }
+            }
+            return found
+        }
+    }
+
+    /// The paths of a domain's dataless folders.
+    public func datalessFolderPaths(domainID: Int64) throws(FileProviderError) -> [String] {
+        try read { db in
+            try String.fetchAll(
+                db.cachedStatement(sql: "SELECT path FROM item WHERE domainID = ? AND isDataless"), arguments: [domainID])
         }
     }
 

@@ -106,6 +106,13 @@ enum Migrations {
                 t.add(column: "nextRetryAt", .datetime)
             }
         }
+        migrator.registerMigration("v4: dataless folders") { db in
+            // A dataless folder's children are known here but not written into the replica
+            // until the folder is first opened or materialized (Apple's dataless directories).
+            try db.alter(table: "item") { t in
+                t.add(column: "isDataless", .boolean).notNull().defaults(to: false)
+            }
+        }
         return migrator
     }
 }

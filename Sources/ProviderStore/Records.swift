@@ -87,6 +87,11 @@ public struct ItemRecord: Codable, Hashable, Sendable {
     public var contentHash: String?
     public var state: ContentState
     public var isPinned: Bool
+    /// A folder whose children are in the database but not in the replica: they are written
+    /// (as placeholders and dataless folders) when the folder is populated, the first time it is
+    /// opened or something below it is materialized. The root is never dataless; a dataless
+    /// folder's subfolders are dataless too.
+    public var isDataless: Bool
     /// The content version of the downloaded file, when materialized.
     public var localContentVersion: Data?
     /// Size, modification time (ns) and inode of the materialized file as written by the engine;
@@ -119,6 +124,7 @@ public struct ItemRecord: Codable, Hashable, Sendable {
         case .file: state = .placeholder
         }
         self.isPinned = false
+        self.isDataless = false
     }
 
     /// The item as the backend described it.

@@ -6,6 +6,7 @@ import Testing
 @Suite struct MigrationTests {
     static let expected = [
         "v1: domains, items, anchors, journal, checkpoints, thumbnails", "v2: conflicts, ignore patterns", "v3: domain backoff",
+        "v4: dataless folders",
     ]
 
     @Test func migrationsApplyAndAreListedByName() throws {

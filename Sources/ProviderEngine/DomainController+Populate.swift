@@ -1,0 +1,126 @@
+import Foundation
+import ProviderCore
+import ProviderStore
+
+extension DomainController {
+    /// Populates dataless folders, as Apple's system enumerates a dataless folder the first time
+    /// it is opened: each folder's items are written into the replica (placeholders for files
+    /// and symlinks, dataless folders for folders) from the database, without asking the store.
+    /// A path inside a dataless folder populates the folders above it; `recursive` populates
+    /// every folder below too.
+    ///
+    /// A local file that took the name of an item of the folder (made before the folder was
+    /// populated) is renamed `name 2.ext` and recorded as a name collision; nothing is lost.
+    /// Never throws: each path's outcome says whether it worked.
+    public func populate(paths: [String], recursive: Bool) async -> [ItemOutcome] {
+        await treeLock.withLock { () async -> [ItemOutcome] in
+            var outcomes: [ItemOutcome] = []
+            for path in paths {
+                do throws(FileProviderError) {
+                    let target = try record(at: path)
+                    try await populateFolder(
+                        target.kind == .folder ? path : Self.split(path).parent, ancestors: true)
+                    if recursive && target.kind == .folder {
+                        for folder in try store.descendants(domainID: domainID, of: path)
+                        where folder.kind == .folder && folder.isDataless {
+                            try await populateFolder(folder.path, ancestors: true)
+                        }
+                    }
+                    outcomes.append(ItemOutcome(path: display(path), error: nil))
+                } catch {
+                    outcomes.append(ItemOutcome(path: display(path), error: error))
+                }
+            }
+            return outcomes
+        }
+    }
+
+    /// Makes sure the folders holding these paths are populated, so their files can be written.
+    /// - Throws: what ``populateFolder(_:ancestors:)`` throws.
+    func populateParents(of paths: [String]) async throws(FileProviderError) {
+        let parents = Set(paths.map { Self.split($0).parent }).sorted()
+        if parents.isEmpty { return }
+        try await treeLock.withLock { () async throws(FileProviderError) in
+            for parent in parents { try await populateFolder(parent, ancestors: true) }
+        }
+    }
+
+    /// Populates one dataless folder (and, with `ancestors`, the dataless folders above it
+    /// first). A populated folder is left as it is. The caller holds ``treeLock``.
+    /// - Throws: `noSuchItem` when the database has no folder at `path`; `localIOFailure` when
+    ///   the replica or the database cannot be written.
+    func populateFolder(_ path: String, ancestors: Bool) async throws(FileProviderError) {
+        guard var folder = try store.item(domainID: domainID, path: path), folder.kind == .folder else {
+            throw FileProviderError(
+                .noSuchItem,
+                "no folder at \(display(path)); run 'fileproviderctl sync \(domain.name)' to refresh")
+        }
+        if !folder.isDataless { return }
+        if ancestors && !path.isEmpty {
+            try await populateFolder(Self.split(path).parent, ancestors: true)
+        }
+        let children = try store.children(domainID: domainID, parent: folder.identifier)
+        let replica = self.replica
+        let folders = children.filter { $0.kind == .folder }
+        let files = children.filter { $0.kind != .folder && $0.state != .materialized }
+        // Folders first, and local files that are in the way moved aside.
+        let taken = Set(children.map(\.path))
+        let (inodes, collisions) = try await executor.run {
+            () throws -> ([Int64?], [(String, String)]) in
+            try replica.makeFolder(path)
+            var collisions: [(String, String)] = []
+            for child in children where child.state != .materialized {
+                guard let print = replica.fingerprint(atPath: replica.path(child.path)) else { continue }
+                if child.kind == .folder && print.isDirectory { continue }
+                collisions.append(
+                    (child.path, try Self.moveAside(child.path, avoiding: taken, in: replica)))
+            }
+            var inodes: [Int64?] = []
+            for child in folders {
+                try replica.makeFolder(child.path)
+                inodes.append(replica.fingerprint(atPath: replica.path(child.path))?.inode)
+            }
+            return (inodes, collisions)
+        }
+        let errors = await writePlaceholders(files, creating: true)
+        if let (index, error) = errors.first {
+            throw FileProviderError(error.code, "\(display(files[index].path)): \(error.message)")
+        }
+        var upserts = folders.enumerated().map { index, child in
+            var child = child
+            child.localInode = inodes[index]
+            return child
+        }
+        folder.isDataless = false
+        upserts.append(folder)
+        try store.apply(domainID: domainID, upserts: upserts, deletions: [])
+        for (path, kept) in collisions {
+            try store.recordConflict(
+                ConflictRecord(
+                    domainID: domainID, path: path, keptPath: kept, kind: "nameCollision",
+                    details:
+                        "a local item had the name of an item of a folder that was not populated yet; it was renamed"
+                ))
+        }
+    }
+
+    /// Renames a local item to the first free `name N.ext` beside it; returns the new path.
+    /// Blocking.
+    private static func moveAside(
+        _ path: String, avoiding taken: Set<String>, in replica: Replica
+    )
+        throws(FileProviderError) -> String
+    {
+        let (parent, name) = split(path)
+        for attempt in 2..<1000 {
+            let candidate = (parent.isEmpty ? "" : parent + "/") + ConflictName.numbered(name, attempt)
+            if taken.contains(candidate) || replica.fingerprint(atPath: replica.path(candidate)) != nil {
+                continue
+            }
+            if replica.fingerprint(atPath: replica.placeholderPath(candidate)) != nil { continue }
+            try replica.move(fromPath: replica.path(path), toPath: replica.path(candidate))
+            return candidate
+        }
+        throw FileProviderError(.filenameCollision, "no free name beside \(replica.path(path))")
+    }
+}

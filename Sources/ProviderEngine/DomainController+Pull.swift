@@ -1,0 +1,381 @@
+import Foundation
+import ProviderCore
+import ProviderStore
+
+/// One folder of the store, reached by sync down's walk.
+struct FolderVisit: Sendable {
+    /// The folder as the database has it (or is about to: a folder new in this sync).
+    var record: ItemRecord
+    /// Whether the folder exists in the replica (its parent is populated, or it is the root).
+    var isOnDisk: Bool
+    /// Whether this sync found the folder.
+    var isNew: Bool
+}
+
+/// The state of one sync down while the walk goes on: what to write, what went away, what to
+/// download. The walk hands it each folder's listing as it arrives, so memory stays bounded by
+/// a few folders' worth of items, not the whole store.
+struct PullPass {
+    /// Records written once this many are waiting.
+    static let batchSize = 4_096
+
+    var upserts: [ItemRecord] = []
+    /// Stored items missing from their folder's listing; settled at the end.
+    var gone: [ItemRecord] = []
+    /// Items that moved to another folder under the same identifier (not gone).
+    var movedIn = Set<ItemIdentifier>()
+    /// New files by content version, to recognise a path-derived move (a stored file gone and
+    /// a new one with the same contents). `nil` during a domain's first sync.
+    var newFilesByVersion: [Data: [ItemIdentifier]]?
+    var listedFolders = Set<ItemIdentifier>()
+    var failedFolders: [String] = []
+    var redownload: [ItemRecord] = []
+    var pinnedFolders: [String]
+    /// Entries this sync may still write into folders it found new.
+    var budget: Int
+    /// Whether the database held items before this sync (then moves are looked for).
+    let hadItems: Bool
+
+    init(pinnedFolders: [String], budget: Int, hadItems: Bool) {
+        self.pinnedFolders = pinnedFolders
+        self.budget = budget
+        self.hadItems = hadItems
+        newFilesByVersion = hadItems ? [:] : nil
+    }
+
+    func isPinned(_ path: String) -> Bool {
+        pinnedFolders.contains { path == $0 || path.hasPrefix($0 + "/") }
+    }
+}
+
+extension DomainController {
+    /// One folder listed during the walk.
+    private struct Listing: Sendable {
+        var visit: FolderVisit
+        var result: Result<[Item], FileProviderError>
+    }
+
+    /// Sync down: lists the whole store, several folders at once, and applies each folder's
+    /// differences with the database as its listing arrives; then settles what went away or
+    /// moved, and downloads what must be. Runs under ``treeLock``.
+    /// - Throws: what the backend throws when the root cannot be listed; `localIOFailure` when
+    ///   the database fails.
+    func pull(
+        report: inout SyncReport, events: EventHandler?, populationBudget: Int
+    )
+        async throws(FileProviderError)
+    {
+        let started = Date()
+        guard let root = try store.item(domainID: domainID, path: "") else {
+            throw FileProviderError(
+                .providerDomainNotFound,
+                "domain \(domain.name) has no root record; remove it and add it again")
+        }
+        var pass = PullPass(
+            pinnedFolders: try pinnedFolderPaths(), budget: populationBudget,
+            hadItems: try store.itemCount(domainID: domainID) > 1)
+        var queue = [FolderVisit(record: root, isOnDisk: true, isNew: false)]
+        var foldersListed = 0
+        var itemsSeen = 0
+        var rootError: FileProviderError?
+        let backend = self.backend
+        let depth = max(4, downloadDepth)
+        var failure: FileProviderError?
+        var listingSeconds = 0.0
+        await withTaskGroup(of: Listing.self) { group in
+            var running = 0
+            while true {
+                while failure == nil, running < depth, let visit = queue.popLast() {
+                    running += 1
+                    group.addTask {
+                        do {
+                            return Listing(
+                                visit: visit,
+                                result: .success(try await backend.enumerateAllItems(in: visit.record.identifier)))
+                        } catch {
+                            return Listing(visit: visit, result: .failure(FileProviderError.wrap(error)))
+                        }
+                    }
+                }
+                let waitStarted = Date()
+                guard let listing = await group.next() else { break }
+                listingSeconds += Date().timeIntervalSince(waitStarted)
+                running -= 1
+                if failure != nil { continue }
+                foldersListed += 1
+                switch listing.result {
+                case .failure(let error):
+                    let path = listing.visit.record.path
+                    if path.isEmpty { rootError = error }
+                    pass.failedFolders.append(path)
+                    report.notices.append("\(display(path)): not listed: \(error.message)")
+                case .success(let items):
+                    itemsSeen += items.count
+                    do throws(FileProviderError) {
+                        queue += try await take(listing.visit, items: items, pass: &pass, report: &report)
+                    } catch {
+                        failure = error
+                    }
+                }
+                events?(.listing(folders: foldersListed, items: itemsSeen))
+            }
+        }
+        if let rootError { throw rootError }
+        if let failure { throw failure }
+        report.listedItems = itemsSeen
+        try flush(&pass)
+        report.phases.listing = listingSeconds
+        report.phases.replica = Date().timeIntervalSince(started) - listingSeconds
+        try await settle(&pass, report: &report)
+        // Settling may have moved or adopted some of them: download what the database says now.
+        var current: [ItemRecord] = []
+        for record in pass.redownload {
+            if let now = try store.item(domainID: domainID, identifier: record.identifier),
+                now.kind == .file
+            {
+                current.append(now)
+            }
+        }
+        pass.redownload = current
+        if !pass.redownload.isEmpty {
+            let downloadsStarted = Date()
+            defer { report.phases.downloads = Date().timeIntervalSince(downloadsStarted) }
+            for outcome in await download(pass.redownload, events: events) {
+                if let error = outcome.error {
+                    report.notices.append("\(outcome.path): not downloaded: \(error.message)")
+                } else {
+                    report.downloaded += 1
+                }
+            }
+        }
+    }
+
+    /// Writes the waiting records.
+    func flush(_ pass: inout PullPass) throws(FileProviderError) {
+        if pass.upserts.isEmpty { return }
+        try store.apply(domainID: domainID, upserts: pass.upserts, deletions: [])
+        pass.upserts.removeAll(keepingCapacity: true)
+    }
+
+    /// Applies one folder's listing: compares it with the folder's stored children, writes what
+    /// changed into the replica (when the folder is populated) and queues the records. Returns
+    /// the subfolders to list next.
+    private func take(
+        _ visit: FolderVisit, items: [Item], pass: inout PullPass, report: inout SyncReport
+    )
+        async throws(FileProviderError) -> [FolderVisit]
+    {
+        var visit = visit
+        var folder = visit.record
+        pass.listedFolders.insert(folder.identifier)
+        let inRoot = folder.path.isEmpty
+        var stored: [ItemIdentifier: ItemRecord] = [:]
+        for child in try store.children(domainID: domainID, parent: folder.identifier) {
+            stored[child.identifier] = child
+        }
+
+        // What the listing holds, matched with what the database knows.
+        var entries: [(item: Item, path: String, old: ItemRecord?)] = []
+        var names = Set<[UInt8]>()
+        for var item in items {
+            let name = item.filename
+            if let problem = Self.problem(withRemoteName: name, inRoot: inRoot) {
+                report.notices.append("\(display(folder.path)): skipped an item: \(problem)")
+                continue
+            }
+            if !names.insert(Array(name.utf8)).inserted {
+                report.notices.append(
+                    "\(display(folder.path)): skipped a second item named \(name.debugDescription)")
+                continue
+            }
+            item.parentIdentifier = folder.identifier
+            let path = inRoot ? name : folder.path + "/" + name
+            var old = stored.removeValue(forKey: item.identifier)
+            if old == nil, pass.hadItems,
+                let elsewhere = try store.item(domainID: domainID, identifier: item.identifier)
+            {
+                // Moved here from another folder under the same identifier.
+                old = elsewhere
+                pass.movedIn.insert(item.identifier)
+            }
+            if let known = old, known.kind != item.kind {
+                pass.gone.append(known)
+                pass.movedIn.remove(item.identifier)
+                old = nil
+            }
+            entries.append((item, path, old))
+        }
+        pass.gone += stored.values
+
+        // Whether this folder's items are in the replica: it is populated, or becomes so now
+        // (a new folder within the budget, a folder in a pinned folder, or a folder that must
+        // receive a downloaded file or a populated folder moved into it).
+        var populated = !folder.isDataless
+        let populatedBefore = populated
+        if !populated {
+            let mustHold = entries.contains { entry in
+                entry.old.map { $0.state == .materialized || ($0.kind == .folder && !$0.isDataless) }
+                    ?? false
+            }
+            let pinned = pass.isPinned(folder.path)
+            let withinBudget = visit.isNew && visit.isOnDisk && pass.budget >= entries.count
+            if mustHold || pinned || withinBudget {
+                if !visit.isOnDisk {
+                    try flush(&pass)
+                    try await populateFolder(Self.split(folder.path).parent, ancestors: true)
+                    visit.isOnDisk = true
+                    folder = try store.item(domainID: domainID, identifier: folder.identifier) ?? folder
+                }
+                if withinBudget && !mustHold && !pinned { pass.budget -= entries.count }
+                populated = true
+                folder.isDataless = false
+                pass.upserts.append(folder)
+            }
+        }
+
+        var subfolders: [FolderVisit] = []
+        var placeholders: [ItemRecord] = []
+        var newFolders: [ItemRecord] = []
+        for (item, path, old) in entries {
+            guard let old else {
+                var record = ItemRecord(domainID: domainID, item: item, path: path)
+                if item.kind == .folder {
+                    record.isDataless = true
+                    if populated {
+                        newFolders.append(record)
+                    } else {
+                        pass.upserts.append(record)
+                        subfolders.append(FolderVisit(record: record, isOnDisk: false, isNew: true))
+                    }
+                } else {
+                    if populated { placeholders.append(record) } else { pass.upserts.append(record) }
+                    if item.kind == .file {
+                        if pass.isPinned(path) { pass.redownload.append(record) }
+                        if !item.version.content.isEmpty {
+                            pass.newFilesByVersion?[item.version.content, default: []].append(item.identifier)
+                        }
+                    }
+                }
+                report.added += 1
+                continue
+            }
+            var record = old
+            record.update(from: item, path: path)
+            let changed =
+                old.path != path || old.version != item.version || old.filename != item.filename
+                || old.parentIdentifier != folder.identifier
+            if changed || !populatedBefore && populated {
+                do {
+                    try await placeLocalCopy(of: old, as: &record, inPopulatedFolder: populated)
+                } catch {
+                    report.notices.append("\(display(path)): not updated: \(error.message)")
+                    if item.kind == .folder { pass.failedFolders.append(old.path) }
+                    continue
+                }
+                if changed { report.updated += 1 }
+                if record.isOutdated { pass.redownload.append(record) }
+                pass.upserts.append(record)
+            }
+            if item.kind == .folder {
+                subfolders.append(FolderVisit(record: record, isOnDisk: populated, isNew: false))
+            }
+        }
+
+        // New folders, then new placeholders, written in parallel.
+        if !newFolders.isEmpty {
+            let replica = self.replica
+            let paths = newFolders.map(\.path)
+            let made = try await executor.run { () -> [Result<Int64?, FileProviderError>] in
+                paths.map { path in
+                    do {
+                        try replica.makeFolder(path)
+                        return .success(replica.fingerprint(atPath: replica.path(path))?.inode)
+                    } catch {
+                        return .failure(FileProviderError.wrap(error))
+                    }
+                }
+            }
+            for (index, var record) in newFolders.enumerated() {
+                switch made[index] {
+                case .success(let inode):
+                    record.localInode = inode
+                    pass.upserts.append(record)
+                    subfolders.append(FolderVisit(record: record, isOnDisk: true, isNew: true))
+                case .failure(let error):
+                    report.added -= 1
+                    report.notices.append("\(display(record.path)): \(error.message)")
+                }
+            }
+        }
+        if !placeholders.isEmpty {
+            let errors = await writePlaceholders(placeholders, creating: true)
+            for (index, record) in placeholders.enumerated() {
+                if let error = errors[index] {
+                    report.added -= 1
+                    report.notices.append("\(display(record.path)): \(error.message)")
+                } else {
+                    pass.upserts.append(record)
+                }
+            }
+        }
+        if pass.upserts.count >= PullPass.batchSize { try flush(&pass) }
+        return subfolders
+    }
+
+    /// Puts an item that changed in the store (renamed, moved, new version) where it now
+    /// belongs in the replica, from wherever its local copy is: moved along when it is on disk
+    /// and its folder is populated, written fresh when only the new place is populated, removed
+    /// when only the old one was. Blocking parts run on the executor.
+    private func placeLocalCopy(
+        of old: ItemRecord, as record: inout ItemRecord, inPopulatedFolder populated: Bool
+    )
+        async throws(FileProviderError)
+    {
+        let replica = self.replica
+        let name = domain.name
+        let oldCopy = try await executor.run { [self] in localCopyExists(old) }
+        switch (oldCopy, populated) {
+        case (true, true):
+            if old.path != record.path {
+                try await executor.run { [self, record] in try moveLocalCopy(of: old, to: record) }
+            } else if record.state == .placeholder || record.state == .symlink {
+                let metadata = PlaceholderMetadata(domain: name, record: record)
+                try await executor.run { [record] in try replica.writePlaceholder(record.path, metadata) }
+            }
+        case (false, true):
+            switch record.kind {
+            case .folder:
+                // Its items were not in the replica: it comes back dataless.
+                let path = record.path
+                let inode = try await executor.run { () throws -> Int64? in
+                    try replica.makeFolder(path)
+                    return replica.fingerprint(atPath: replica.path(path))?.inode
+                }
+                record.localInode = inode
+                record.isDataless = true
+            case .file, .symlink:
+                if record.state == .materialized { record.markPlaceholder() }
+                let metadata = PlaceholderMetadata(domain: name, record: record)
+                try await executor.run { [record] in try replica.writePlaceholder(record.path, metadata) }
+            }
+        case (true, false):
+            // Only placeholders and empty dataless folders get here (see `take`).
+            _ = try await executor.run { [self] in try removeLocalCopy(of: old) }
+            if record.kind == .folder { record.isDataless = true }
+        case (false, false):
+            if record.kind == .folder { record.isDataless = true }
+        }
+    }
+
+    /// Whether an item's local copy (its file, placeholder or folder) is in the replica.
+    /// Blocking.
+    func localCopyExists(_ record: ItemRecord) -> Bool {
+        switch record.state {
+        case .placeholder, .symlink:
+            return replica.fingerprint(atPath: replica.placeholderPath(record.path)) != nil
+        case .materialized:
+            return replica.fingerprint(atPath: replica.path(record.path))?.isRegularFile == true
+        case .folder: return replica.fingerprint(atPath: replica.path(record.path))?.isDirectory == true
+        }
+    }
+}
