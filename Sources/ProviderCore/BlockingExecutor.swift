@@ -17,6 +17,7 @@ public final class BlockingExecutor: @unchecked Sendable {
         var jobs: [@Sendable () -> Void] = []
         var head = 0
         var isShutDown = false
+        static let finished: @Sendable () -> Void = {}
 
         func loop() {
             while true {
@@ -27,6 +28,9 @@ public final class BlockingExecutor: @unchecked Sendable {
                     return
                 }
                 let job = jobs[head]
+                // Drop the queue's reference at once: a job's captures (a batch of records, a
+                // buffer) must not live until the queue is compacted.
+                jobs[head] = JobQueue.finished
                 head += 1
                 if head > 1024 && head * 2 > jobs.count {
                     jobs.removeFirst(head)

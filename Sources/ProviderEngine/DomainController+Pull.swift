@@ -17,9 +17,11 @@ struct FolderVisit: Sendable {
 /// a few folders' worth of items, not the whole store.
 struct PullPass {
     /// Records written once this many are waiting.
-    static let batchSize = 4_096
+    static let batchSize = 16_384
 
     var upserts: [ItemRecord] = []
+    /// The batch the database is writing.
+    var writing: Task<Void, any Error>?
     /// Stored items missing from their folder's listing; settled at the end.
     var gone: [ItemRecord] = []
     /// Items that moved to another folder under the same identifier (not gone).
@@ -123,7 +125,7 @@ extension DomainController {
         if let rootError { throw rootError }
         if let failure { throw failure }
         report.listedItems = itemsSeen
-        try flush(&pass)
+        try await flush(&pass, wait: true)
         report.phases.listing = listingSeconds
         report.phases.replica = Date().timeIntervalSince(started) - listingSeconds
         try await settle(&pass, report: &report)
@@ -150,11 +152,28 @@ extension DomainController {
         }
     }
 
-    /// Writes the waiting records.
-    func flush(_ pass: inout PullPass) throws(FileProviderError) {
+    /// Hands the waiting records to the database on the executor, so the walk goes on while
+    /// SQLite writes. One batch is in flight at a time; with `wait`, returns once everything
+    /// is written (before anything reads what this pass wrote).
+    func flush(_ pass: inout PullPass, wait: Bool = false) async throws(FileProviderError) {
+        if let writing = pass.writing {
+            pass.writing = nil
+            do {
+                try await writing.value
+            } catch {
+                throw FileProviderError.wrap(error)
+            }
+        }
         if pass.upserts.isEmpty { return }
-        try store.apply(domainID: domainID, upserts: pass.upserts, deletions: [])
-        pass.upserts.removeAll(keepingCapacity: true)
+        let batch = pass.upserts
+        pass.upserts = []
+        pass.upserts.reserveCapacity(PullPass.batchSize)
+        let (store, domainID, executor) = (self.store, self.domainID, self.executor)
+        let writing = Task {
+            try await executor.run { try store.apply(domainID: domainID, upserts: batch, deletions: []) }
+        }
+        pass.writing = writing
+        if wait { try await flush(&pass) }
     }
 
     /// Applies one folder's listing: compares it with the folder's stored children, writes what
@@ -170,8 +189,11 @@ extension DomainController {
         pass.listedFolders.insert(folder.identifier)
         let inRoot = folder.path.isEmpty
         var stored: [ItemIdentifier: ItemRecord] = [:]
-        for child in try store.children(domainID: domainID, parent: folder.identifier) {
-            stored[child.identifier] = child
+        // A domain's first sync has nothing stored below the root to compare with.
+        if pass.hadItems || !visit.isNew {
+            for child in try store.children(domainID: domainID, parent: folder.identifier) {
+                stored[child.identifier] = child
+            }
         }
 
         // What the listing holds, matched with what the database knows.
@@ -221,7 +243,7 @@ extension DomainController {
             let withinBudget = visit.isNew && visit.isOnDisk && pass.budget >= entries.count
             if mustHold || pinned || withinBudget {
                 if !visit.isOnDisk {
-                    try flush(&pass)
+                    try await flush(&pass, wait: true)
                     try await populateFolder(Self.split(folder.path).parent, ancestors: true)
                     visit.isOnDisk = true
                     folder = try store.item(domainID: domainID, identifier: folder.identifier) ?? folder
@@ -318,7 +340,7 @@ extension DomainController {
                 }
             }
         }
-        if pass.upserts.count >= PullPass.batchSize { try flush(&pass) }
+        if pass.upserts.count >= PullPass.batchSize { try await flush(&pass) }
         return subfolders
     }
 

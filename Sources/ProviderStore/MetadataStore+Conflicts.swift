@@ -21,9 +21,10 @@ extension MetadataStore {
     /// Deletes the records of an item and everything below it.
     public func deleteSubtree(domainID: Int64, path: String) throws(FileProviderError) {
         try write { db in
-            try db.execute(
-                sql: "DELETE FROM item WHERE domainID = ? AND (path = ? OR (path >= ? AND path < ?))",
-                arguments: [domainID, path, path + "/", path + "0"])
+            // Two statements: with `OR` SQLite scans the whole domain instead of `item_path`.
+            try db.cachedStatement(sql: "DELETE FROM item WHERE domainID = ? AND path = ?").execute(arguments: [domainID, path])
+            try db.cachedStatement(sql: "DELETE FROM item WHERE domainID = ? AND path >= ? AND path < ?")
+                .execute(arguments: [domainID, path + "/", path + "0"])
         }
     }
 

@@ -6,8 +6,10 @@ import ProviderCore
 extension MetadataStore {
     private static let selectByIdentifier = "SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ? AND identifier = ?"
     private static let selectByPath = "SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ? AND path = ?"
+    // Without statistics SQLite's planner prefers the primary key's `domainID` prefix to
+    // `item_parent` (a scan of the whole domain per folder): name the index.
     private static let selectChildren =
-        "SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ? AND parentIdentifier = ? AND path <> '' ORDER BY filename"
+        "SELECT \(ItemRecord.columnList) FROM item INDEXED BY item_parent WHERE domainID = ? AND parentIdentifier = ? AND path <> '' ORDER BY filename"
     private static let selectAll = "SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ?"
     private static let selectDescendants = """
         SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ? AND path >= ? AND path < ? ORDER BY path

@@ -29,9 +29,9 @@ public final class MetadataStore: Sendable {
             configuration.busyMode = .timeout(10)
             configuration.prepareDatabase { db in
                 try db.execute(sql: "PRAGMA synchronous = NORMAL")
-                // A first sync writes 100,000 rows in one transaction: a small page cache spills
-                // to the WAL again and again (ten writes a row). 64 MiB keeps it in memory.
-                try db.execute(sql: "PRAGMA cache_size = -65536")
+                // Sync down writes up to 16,384 rows per transaction: a small page cache spills
+                // to the WAL again and again (ten writes a row). 16 MiB keeps a batch in memory.
+                try db.execute(sql: "PRAGMA cache_size = -16384")
                 // Statement journals (one per INSERT OR REPLACE) stay in memory, not in temp files.
                 try db.execute(sql: "PRAGMA temp_store = MEMORY")
             }
