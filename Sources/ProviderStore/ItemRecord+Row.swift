@@ -43,8 +43,9 @@ extension ItemRecord {
     /// Binds the values, in the order of ``columnList``, straight to a prepared SQLite
     /// statement: a first sync writes 100,000 rows, and building `StatementArguments` (an
     /// array of existentials per row) costs more than SQLite's own work.
-    /// Returns the first SQLite error code, or `SQLITE_OK`.
-    func bind(to statement: SQLiteStatement) -> Int32 {
+    /// The values go to parameters `firstIndex` to `firstIndex + 22` (one row of a
+    /// multi-row statement). Returns the first SQLite error code, or `SQLITE_OK`.
+    func bind(to statement: SQLiteStatement, firstIndex: Int32 = 1) -> Int32 {
         var code = SQLITE_OK
         func check(_ result: Int32) { if code == SQLITE_OK { code = result } }
         func text(_ index: Int32, _ value: String?) {
@@ -76,29 +77,29 @@ extension ItemRecord {
             guard let value else { return check(sqlite3_bind_null(statement, index)) }
             check(sqlite3_bind_double(statement, index, value))
         }
-        int(1, domainID)
-        text(2, identifier.rawValue)
-        text(3, parentIdentifier.rawValue)
-        text(4, filename)
-        text(5, path)
-        text(6, kind.rawValue)
-        text(7, contentType)
-        int(8, size)
-        double(9, creationDate?.timeIntervalSince1970)
-        double(10, modificationDate?.timeIntervalSince1970)
-        blob(11, contentVersion)
-        blob(12, metadataVersion)
-        int(13, Int64(capabilities))
-        text(14, symlinkTarget)
-        text(15, contentHash)
-        text(16, state.rawValue)
-        int(17, isPinned ? 1 : 0)
-        blob(18, localContentVersion)
-        int(19, localSize)
-        int(20, localModificationNanos)
-        int(21, localInode)
-        text(22, lastError)
-        int(23, isDataless ? 1 : 0)
+        int(firstIndex, domainID)
+        text(firstIndex + 1, identifier.rawValue)
+        text(firstIndex + 2, parentIdentifier.rawValue)
+        text(firstIndex + 3, filename)
+        text(firstIndex + 4, path)
+        text(firstIndex + 5, kind.rawValue)
+        text(firstIndex + 6, contentType)
+        int(firstIndex + 7, size)
+        double(firstIndex + 8, creationDate?.timeIntervalSince1970)
+        double(firstIndex + 9, modificationDate?.timeIntervalSince1970)
+        blob(firstIndex + 10, contentVersion)
+        blob(firstIndex + 11, metadataVersion)
+        int(firstIndex + 12, Int64(capabilities))
+        text(firstIndex + 13, symlinkTarget)
+        text(firstIndex + 14, contentHash)
+        text(firstIndex + 15, state.rawValue)
+        int(firstIndex + 16, isPinned ? 1 : 0)
+        blob(firstIndex + 17, localContentVersion)
+        int(firstIndex + 18, localSize)
+        int(firstIndex + 19, localModificationNanos)
+        int(firstIndex + 20, localInode)
+        text(firstIndex + 21, lastError)
+        int(firstIndex + 22, isDataless ? 1 : 0)
         return code
     }
 

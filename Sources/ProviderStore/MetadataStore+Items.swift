@@ -77,18 +77,36 @@ extension MetadataStore {
                     try delete.execute(arguments: [domainID, identifier.rawValue])
                 }
             }
-            let insert = try db.cachedStatement(sql: Self.upsert)
-            for record in upserts {
-                try Self.execute(insert, record, in: db)
+            // Many rows per statement: one step for 32 rows costs a third of 32 steps.
+            var start = upserts.startIndex
+            if upserts.count >= Self.rowsPerUpsert {
+                let many = try db.cachedStatement(sql: Self.upsertMany)
+                while upserts.endIndex - start >= Self.rowsPerUpsert {
+                    try Self.execute(many, upserts[start..<(start + Self.rowsPerUpsert)], in: db)
+                    start += Self.rowsPerUpsert
+                }
+            }
+            if start < upserts.endIndex {
+                let one = try db.cachedStatement(sql: Self.upsert)
+                for index in start..<upserts.endIndex { try Self.execute(one, upserts[index...index], in: db) }
             }
         }
     }
 
-    /// Runs the upsert statement for one record, bound without `StatementArguments`.
-    private static func execute(_ statement: Statement, _ record: ItemRecord, in db: Database) throws {
+    private static let rowsPerUpsert = 32
+    private static let upsertMany =
+        "INSERT OR REPLACE INTO item (\(ItemRecord.columnList)) VALUES "
+        + Array(repeating: "(\(ItemRecord.placeholders))", count: rowsPerUpsert).joined(separator: ", ")
+
+    /// Runs an upsert statement for as many records as it has rows, bound without
+    /// `StatementArguments`.
+    private static func execute(_ statement: Statement, _ records: ArraySlice<ItemRecord>, in db: Database) throws {
         let raw = statement.sqliteStatement
         sqlite3_reset(raw)
-        var code = record.bind(to: raw)
+        var code = SQLITE_OK
+        for (row, record) in records.enumerated() where code == SQLITE_OK {
+            code = record.bind(to: raw, firstIndex: Int32(row) * ItemRecord.columnCount + 1)
+        }
         if code == SQLITE_OK {
             code = sqlite3_step(raw)
             if code == SQLITE_DONE { code = SQLITE_OK }

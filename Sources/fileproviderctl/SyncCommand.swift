@@ -15,6 +15,13 @@ struct SyncCommand: AsyncParsableCommand {
             again), moved items are moved, deleted items are removed; pinned items are downloaded. \
             A downloaded file with local changes is never removed. Without names, every connected \
             domain is synced.
+
+            The database learns every item; the replica shows the items of populated folders. \
+            Folders the replica already shows get their new items; folders new to the replica are \
+            populated up to --populate-limit entries and stay dataless (empty) after that, as \
+            Apple's system leaves folders dataless until they are opened. 'fileproviderctl \
+            populate', 'materialize' and 'pin' populate them, and 'serve' does when a program \
+            opens one.
             """
     )
 
@@ -27,6 +34,13 @@ struct SyncCommand: AsyncParsableCommand {
     @Flag(help: "Only bring remote changes down; leave local changes for later.")
     var downloadOnly = false
 
+    @Option(help: "At most this many entries are written into folders new to the replica; the rest stay dataless.")
+    var populateLimit = DomainController.defaultPopulationBudget
+
+    func validate() throws {
+        if populateLimit < 0 { throw ValidationError("--populate-limit must be 0 or more") }
+    }
+
     func run() async throws {
         let manager = try global.manager()
         let domains = names.isEmpty ? try manager.domains().filter(\.isConnected).map(\.name) : names
@@ -37,7 +51,7 @@ struct SyncCommand: AsyncParsableCommand {
             let bar = ProgressBar(label: name)
             do {
                 let controller = try await manager.controller(for: name)
-                let report = try await controller.sync(events: bar.handler, upload: !downloadOnly)
+                let report = try await controller.sync(events: bar.handler, upload: !downloadOnly, populationBudget: populateLimit)
                 bar.finish()
                 reports.append(report)
                 if !output.json {
