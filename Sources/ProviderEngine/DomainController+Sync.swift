@@ -40,7 +40,7 @@ extension DomainController {
     /// How many entries a sync writes at most into folders it found new, before it leaves
     /// further new folders dataless (populated when first opened or materialized). Folders the
     /// replica already shows always get their new items.
-    public static let defaultPopulationBudget = 1_000
+    public static let defaultPopulationBudget = 250
 
     /// Brings the replica and the database up to date with the store: new items become
     /// placeholders or folders, changed placeholders are rewritten, materialized files whose
