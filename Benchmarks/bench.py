@@ -323,28 +323,31 @@ class Result:
         return self.error is None and bool(self.samples)
 
 
-def run_tool(bench: Benchmark, tool: Tool, data: Path, runs: int, warmup: int) -> Result:
-    result = Result(bench.name, tool.name, tool.ours)
-    print(f"  {tool.name}: ", end="", file=sys.stderr, flush=True)
-    try:
-        if tool.ours and not os.access(FPCTL, os.X_OK):
-            raise CommandFailed([str(FPCTL)], -1, "binary not found; build it or set FILEPROVIDERCTL")
-        for _ in range(warmup):
-            iterate(tool, data)
-        for _ in range(runs):
-            result.samples.append(iterate(tool, data))
-            print(f"{result.samples[-1].seconds:.3f}s ", end="", file=sys.stderr, flush=True)
-        print(file=sys.stderr)
-    except CommandFailed as e:
-        result.error = str(e)
-        print(f"FAILED\n{e}", file=sys.stderr)
-    return result
-
-
 def run_benchmark(bench: Benchmark, runs: int, warmup: int) -> list[Result]:
+    """Runs the tools in turns (one iteration of each, then the next round), so a machine whose
+    load changes during the benchmark slows every tool alike and the ratios stay fair."""
     print(f"{bench.name} ({bench.dataset})", file=sys.stderr)
     data = DATASETS[bench.dataset].ensure()
-    return [run_tool(bench, tool, data, runs, warmup) for tool in bench.tools]
+    results = [Result(bench.name, tool.name, tool.ours) for tool in bench.tools]
+    for tool, result in zip(bench.tools, results):
+        if tool.ours and not os.access(FPCTL, os.X_OK):
+            result.error = str(CommandFailed([str(FPCTL)], -1, "binary not found; build it or set FILEPROVIDERCTL"))
+    for round in range(warmup + runs):
+        for tool, result in zip(bench.tools, results):
+            if result.error is not None:
+                continue
+            try:
+                sample = iterate(tool, data)
+            except CommandFailed as e:
+                result.error = str(e)
+                print(f"  {tool.name}: FAILED\n{e}", file=sys.stderr)
+                continue
+            if round >= warmup:
+                result.samples.append(sample)
+        if round >= warmup:
+            times = ", ".join(f"{r.tool} {r.samples[-1].seconds:.3f}s" for r in results if r.error is None and r.samples)
+            print(f"  run {round - warmup + 1}: {times}", file=sys.stderr)
+    return results
 
 
 # --- Reporting ------------------------------------------------------------------------------

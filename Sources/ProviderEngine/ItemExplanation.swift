@@ -106,7 +106,10 @@ extension ProviderManager {
             case .materialized:
                 reasons.append("materialized: the contents are downloaded")
             case .folder:
-                reasons.append("folder")
+                reasons.append(
+                    record.isDataless
+                        ? "dataless folder: its items are known but not in the replica yet; opening it under 'serve' or 'fileproviderctl populate \(display)' writes them"
+                        : "folder")
             case .symlink:
                 reasons.append("symlink: kept as a placeholder, never followed")
             }
@@ -127,7 +130,12 @@ extension ProviderManager {
 
         // Local changes not uploaded yet.
         let name = String(path.split(separator: "/").last ?? "")
-        if let record {
+        let parentPath = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
+        var inDatalessFolder = false
+        if !path.isEmpty, let parent = try store.item(domainID: domainID, path: parentPath) { inDatalessFolder = parent.isDataless }
+        if inDatalessFolder {
+            reasons.append("in a dataless folder: not in the replica until \(domain.name):/\(parentPath) is populated")
+        } else if let record {
             switch record.state {
             case .materialized:
                 if let onDisk, onDisk.isRegularFile {

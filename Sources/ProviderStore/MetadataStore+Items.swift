@@ -173,7 +173,7 @@ extension MetadataStore {
         try read { db in
             var summary = ItemSummary()
             let rows = try Row.fetchAll(
-                db, sql: "SELECT state, COUNT(*), SUM(isPinned), SUM(CASE WHEN state = 'materialized' THEN size ELSE 0 END) FROM item WHERE domainID = ? AND path <> '' GROUP BY state",
+                db, sql: "SELECT state, COUNT(*), SUM(isPinned), SUM(CASE WHEN state = 'materialized' THEN size ELSE 0 END), SUM(isDataless) FROM item WHERE domainID = ? AND path <> '' GROUP BY state",
                 arguments: [domainID])
             for row in rows {
                 let count: Int = row[1]
@@ -182,7 +182,9 @@ extension MetadataStore {
                 case .materialized:
                     summary.materialized = count
                     summary.materializedBytes = row[3] ?? 0
-                case .folder: summary.folders = count
+                case .folder:
+                    summary.folders = count
+                    summary.datalessFolders = row[4] ?? 0
                 case .symlink: summary.symlinks = count
                 case nil: break
                 }
@@ -196,6 +198,8 @@ extension MetadataStore {
 /// Counts of a domain's items by state.
 public struct ItemSummary: Codable, Hashable, Sendable {
     public var folders = 0
+    /// Folders whose items are not in the replica yet (see ``ItemRecord/isDataless``).
+    public var datalessFolders = 0
     public var placeholders = 0
     public var materialized = 0
     public var symlinks = 0

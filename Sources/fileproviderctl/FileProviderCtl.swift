@@ -22,7 +22,7 @@ struct FileProviderCtl: AsyncParsableCommand {
             Exit codes: 0 success, 1 failure, 2 usage error.
             """,
         subcommands: [
-            DomainCommand.self, SyncCommand.self, ListCommand.self, MaterializeCommand.self,
+            DomainCommand.self, SyncCommand.self, ListCommand.self, PopulateCommand.self, MaterializeCommand.self,
             EvictCommand.self, PinCommand.self, UnpinCommand.self, StatusCommand.self, ConflictsCommand.self,
             PendingCommand.self, WhyCommand.self, ServeCommand.self, SignalCommand.self, ThumbnailCommand.self,
             DumpCommand.self,

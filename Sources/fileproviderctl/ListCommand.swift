@@ -65,6 +65,7 @@ enum ItemJSON {
             out += ",\"name\":" + quote(record.filename) + ",\"identifier\":" + quote(record.identifier.rawValue)
             out += ",\"kind\":\"\(record.kind.rawValue)\",\"state\":\"\(record.state.rawValue)\""
             out += ",\"pinned\":\(record.isPinned),\"size\":\(record.size)"
+            if record.kind == .folder { out += ",\"dataless\":\(record.isDataless)" }
             out += ",\"contentType\":" + quote(record.contentType)
             if let date = record.modificationDate { out += ",\"modified\":\(date.timeIntervalSince1970)" }
             if record.state == .materialized { out += ",\"outdated\":\(record.isOutdated)" }

@@ -26,7 +26,7 @@ struct StatusCommand: AsyncParsableCommand {
             return
         }
         for (domain, summary) in rows {
-            var line = "\(domain.name) (\(domain.backendKind)): \(summary.total) items, \(summary.materialized) materialized (\(Output.bytes(summary.materializedBytes))), \(summary.placeholders) placeholders, \(summary.pinned) pinned; last sync \(Output.date(domain.lastSyncAt))"
+            var line = "\(domain.name) (\(domain.backendKind)): \(summary.total) items, \(summary.materialized) materialized (\(Output.bytes(summary.materializedBytes))), \(summary.placeholders) placeholders, \(summary.pinned) pinned, \(summary.datalessFolders) dataless folders; last sync \(Output.date(domain.lastSyncAt))"
             if !domain.isConnected { line += "; disconnected" }
             if let holder = DomainLock.holder(home: manager.home, domain: domain.name) { line += "; served by process \(holder)" }
             print(line)

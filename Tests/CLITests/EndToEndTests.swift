@@ -87,3 +87,41 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: replica.appendingPathComponent("f1/late.txt").path))
     }
 }
+
+/// Dataless folders through the CLI: a sync with no population budget, then `populate`.
+@Suite struct DatalessCLITests {
+    @Test func populateShowsTheItemsOfADatalessFolder() throws {
+        let temp = try TemporaryFolder()
+        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        for index in 0..<12 { try temp.write("src/albums/a\(index % 3)/photo\(index).jpg", Data("photo \(index)".utf8)) }
+        try temp.write("src/top.txt", Data("top".utf8))
+        try cli.run(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path])
+        let sync = try cli.run(["sync", "d", "--populate-limit", "0"])
+        #expect(sync.status == 0, "\(sync.stderr)")
+        let replica = cli.home.appendingPathComponent("domains/d")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: replica.appendingPathComponent("albums").path).isEmpty)
+
+        // The database lists everything, and says which folders are dataless.
+        let items = try #require(try cli.json(["ls", "-R", "d:/"]) as? [[String: Any]])
+        #expect(items.count == 1 + 3 + 12 + 1)
+        #expect(items.first { $0["path"] as? String == "/albums" }?["dataless"] as? Bool == true)
+        let status = try #require(try cli.json(["status"]) as? [[String: Any]])
+        #expect((status.first?["items"] as? [String: Any])?["datalessFolders"] as? Int == 4)
+        let why = try cli.run(["why", "d:/albums/a1"])
+        #expect(why.stdout.contains("dataless folder"), "\(why.stdout)")
+
+        let populated = try cli.run(["populate", "d:/albums/a1/photo4.jpg"])
+        #expect(populated.status == 0, "\(populated.stderr)")
+        #expect(FileManager.default.fileExists(atPath: replica.appendingPathComponent("albums/a1/photo4.jpg.placeholder").path))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: replica.appendingPathComponent("albums/a0").path).isEmpty)
+        #expect(try cli.run(["populate", "-R", "d:/"]).status == 0)
+        #expect(FileManager.default.fileExists(atPath: replica.appendingPathComponent("albums/a0/photo9.jpg.placeholder").path))
+        let after = try #require(try cli.json(["status"]) as? [[String: Any]])
+        #expect((after.first?["items"] as? [String: Any])?["datalessFolders"] as? Int == 0)
+
+        let missing = try cli.run(["populate", "d:/no/such/folder"])
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("sync"), "\(missing.stderr)")
+        #expect(try cli.run(["sync", "d", "--populate-limit", "-1"]).status == 2)
+    }
+}
