@@ -343,13 +343,17 @@ extension DomainController {
         var item = record.item
         item.filename = name
         item.parentIdentifier = parent.identifier
-        let result: ItemResult
         var replayed = false
         do {
-            result = try await journalled("move", record.identifier.rawValue, payload: ["from": record.path, "to": path], handled: [.noSuchItem, .versionOutOfDate, .filenameCollision]) { replay in
+            // The move is recorded inside the journalled step: were the entry marked done before
+            // the database knew the new place, a process killed in between would send the move
+            // again, find the item gone from its old place and upload it as a duplicate.
+            _ = try await journalled("move", record.identifier.rawValue, payload: ["from": record.path, "to": path], handled: [.noSuchItem, .versionOutOfDate, .filenameCollision]) { replay in
                 replayed = replay
-                return try await backend.modifyItem(
+                let result = try await backend.modifyItem(
                     item, baseVersion: record.version, changedFields: [.filename, .parentItemIdentifier], contents: nil, options: [])
+                try await recordMove(record, to: path, now: result.item, parent: parent.identifier, fingerprint: fingerprint)
+                return result
             }
         } catch where error.code == .filenameCollision {
             // The new name is taken in the store: the later item gets `name 2.ext` and moves there.
@@ -398,20 +402,27 @@ extension DomainController {
             }
             return
         }
-        if record.kind == .folder {
-            try await rekeyFolder(from: record.path, to: path, folder: result.item, parent: parent.identifier, inode: fingerprint?.inode)
-        } else {
-            var moved = record
-            moved.update(from: result.item, path: path)
-            moved.parentIdentifier = parent.identifier
-            if let fingerprint, moved.state == .materialized { moved.localInode = fingerprint.inode }
-            try store.apply(domainID: domainID, upserts: [moved], deletions: record.identifier == moved.identifier ? [] : [record.identifier])
-            if moved.state == .placeholder || moved.state == .symlink {
-                let metadata = PlaceholderMetadata(domain: domain.name, record: moved)
-                try await executor.run { [replica] in try replica.writePlaceholder(path, metadata) }
-            }
-        }
         report.uploaded += 1
+    }
+
+    /// Records a move the store made: a folder's records are re-keyed, a file's record takes
+    /// its new place (and its placeholder the new identifier).
+    private func recordMove(_ record: ItemRecord, to path: String, now item: Item, parent: ItemIdentifier, fingerprint: FileFingerprint?)
+        async throws(FileProviderError)
+    {
+        if record.kind == .folder {
+            try await rekeyFolder(from: record.path, to: path, folder: item, parent: parent, inode: fingerprint?.inode)
+            return
+        }
+        var moved = record
+        moved.update(from: item, path: path)
+        moved.parentIdentifier = parent
+        if let fingerprint, moved.state == .materialized { moved.localInode = fingerprint.inode }
+        if moved.state == .placeholder || moved.state == .symlink {
+            let metadata = PlaceholderMetadata(domain: domain.name, record: moved)
+            try await executor.run { [replica] in try replica.writePlaceholder(path, metadata) }
+        }
+        try store.apply(domainID: domainID, upserts: [moved], deletions: record.identifier == moved.identifier ? [] : [record.identifier])
     }
 
     /// Whether the store still has an item (`false` only for `noSuchItem`).

@@ -1,4 +1,5 @@
 import Foundation
+import LocalAdapter
 import ProviderCore
 import ProviderEngine
 import ProviderStore
@@ -253,6 +254,63 @@ import Testing
             #expect(try controller.record(at: "r.txt").state == .materialized)
             #expect(!exists(f, controller, "r 2.txt"), "a replay must not be mistaken for a name collision")
         }
+    }
+
+    @Test func aMoveInterruptedAfterTheStoreHadItIsAdoptedNotDuplicated() async throws {
+        for kind in ["file", "placeholder", "folder"] {
+            try await Fixture.with { f in
+                _ = try f.memory.write(path: "d/a.txt", data: Data("moved".utf8))
+                _ = try f.memory.write(path: "d/inner/b.txt", data: Data("inner".utf8))
+                _ = try f.memory.mkdir(path: "e")
+                let controller = try await f.addDomain()
+                try await controller.sync()
+                if kind == "file" { #expect(codes(await controller.materialize(paths: ["d/a.txt"], recursive: false)) == [nil]) }
+                let (from, to) = kind == "folder" ? ("d/inner", "e/inner") : ("d/a.txt", "e/a.txt")
+                let local = kind == "placeholder" ? (Replica.placeholderSuffix) : ""
+                try FileManager.default.moveItem(at: URL(fileURLWithPath: f.url(controller, from).path + local), to: URL(fileURLWithPath: f.url(controller, to).path + local))
+                // The first attempt reaches the store, then the "process dies" before recording it.
+                f.memory.setHook(for: .modifyItem) { _ in }
+                f.memory.setFailure(FileProviderError(.serverUnreachable, "connection lost after the move"), for: .modifyItem, times: 1)
+                _ = try f.memory.rename(from: from, to: to)
+                await expectCode(.serverUnreachable) { try await controller.sync() }
+                #expect(try f.manager.store.unfinishedOperations(domainID: controller.domainID).map(\.operation) == ["move"], "\(kind)")
+                let report = try await controller.sync()
+                #expect(report.conflicts == 0, "\(kind): \(report.notices)")
+                #expect(f.memory.allIdentifiers.map(\.rawValue).sorted() == (kind == "folder"
+                    ? ["d", "d/a.txt", "e", "e/inner", "e/inner/b.txt"] : ["d", "d/inner", "d/inner/b.txt", "e", "e/a.txt"]), "\(kind)")
+                #expect(try f.manager.store.conflicts(domainID: controller.domainID).isEmpty, "\(kind)")
+                if kind == "file" { #expect(try controller.record(at: "e/a.txt").state == .materialized) }
+                #expect(try f.manager.store.unfinishedOperations(domainID: controller.domainID).isEmpty, "\(kind)")
+            }
+        }
+    }
+
+    /// The same on a local store, which reports the taken new name before the missing source.
+    @Test func aMoveInterruptedAfterALocalStoreHadItIsAdoptedNotDuplicated() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-replay-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let storeRoot = folder.appendingPathComponent("store")
+        try FileManager.default.createDirectory(at: storeRoot.appendingPathComponent("d/inner"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: storeRoot.appendingPathComponent("e"), withIntermediateDirectories: true)
+        try Data("moved".utf8).write(to: storeRoot.appendingPathComponent("d/a.txt"))
+        let manager = try ProviderManager(home: folder.appendingPathComponent("home"), registry: BackendRegistry([LocalBackend.descriptor]))
+        try await manager.addDomain(name: "local", kind: "local", options: ["root": storeRoot.path])
+        let controller = try await manager.controller(for: "local")
+        try await controller.sync()
+        #expect(codes(await controller.materialize(paths: ["d/a.txt"], recursive: false)) == [nil])
+        let record = try controller.record(at: "d/a.txt")
+        try FileManager.default.moveItem(at: controller.replica.url("d/a.txt"), to: controller.replica.url("e/a.txt"))
+        // The first attempt moved the file in the store, then the process died.
+        try FileManager.default.moveItem(at: storeRoot.appendingPathComponent("d/a.txt"), to: storeRoot.appendingPathComponent("e/a.txt"))
+        var entry = JournalEntry(domainID: controller.domainID, templateIdentifier: "move:\(record.identifier.rawValue)", operation: "move", payload: "{}")
+        entry.state = .running
+        _ = try manager.store.journal(entry)
+        let report = try await controller.sync()
+        #expect(report.conflicts == 0, "\(report.notices)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: storeRoot.appendingPathComponent("e").path) == ["a.txt"])
+        #expect(try controller.record(at: "e/a.txt").state == .materialized)
+        #expect(try manager.store.unfinishedOperations(domainID: controller.domainID).isEmpty)
+        await manager.close()
     }
 
     @Test func oneBadItemDoesNotStopTheRest() async throws {
