@@ -11,7 +11,10 @@ import Testing
 /// files are left, and every byte string a user ever wrote still exists somewhere unless a user
 /// knowingly replaced or deleted it.
 @Suite struct ConvergenceTests {
-    static let seeds = chaosSeeds(default: [1, 2, 3, 4])
+    /// `CHAOS_SEEDS=5,6,7` runs others (`CHAOS_STEPS` sets the steps). 13 and 17 once left
+    /// placeholders no item owned (a placeholder moved away or copied, one left beside a file
+    /// that took over its item) and stay as regression seeds.
+    static let seeds = chaosSeeds(default: [1, 2, 3, 4, 13, 17])
 
     @Test(arguments: seeds)
     func twoDevicesOnALocalStoreConverge(seed: UInt64) async throws {
