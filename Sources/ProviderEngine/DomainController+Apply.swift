@@ -129,7 +129,10 @@ extension DomainController {
         report.phases.database = Date().timeIntervalSince(databaseStarted)
         report.notices.append(contentsOf: notices)
 
-        // 6. Downloads: outdated materialized files and new files in pinned folders.
+        // 6. Downloads: outdated materialized files and new files in pinned folders, and what an
+        // earlier sync left undone (it recorded new versions, then was killed or failed to download).
+        let planned = Set(redownload.map(\.identifier))
+        redownload += try store.dueDownloads(domainID: domainID).filter { !planned.contains($0.identifier) }
         if !redownload.isEmpty {
             let downloadsStarted = Date()
             defer { report.phases.downloads = Date().timeIntervalSince(downloadsStarted) }
