@@ -69,7 +69,7 @@ let package = Package(
         .testTarget(name: "ProviderStoreTests", dependencies: ["ProviderStore", "ProviderCore"]),
         .testTarget(
             name: "ProviderEngineTests",
-            dependencies: ["ProviderEngine", "ProviderStore", "ProviderCore", "ProviderTesting", "LocalAdapter"]
+            dependencies: ["ProviderEngine", "ProviderStore", "ProviderCore", "ProviderTesting", "LocalAdapter", "SFTPAdapter"]
         ),
         .testTarget(
             name: "LocalAdapterTests", dependencies: ["LocalAdapter", "ProviderCore", "ProviderTesting"]

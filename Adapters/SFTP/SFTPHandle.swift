@@ -171,7 +171,13 @@ final class SFTPConnection: @unchecked Sendable {
         let length = withPath(path) { pointer, length in
             libssh2_sftp_symlink_ex(sftp, pointer, length, &buffer, UInt32(buffer.count), LIBSSH2_SFTP_REALPATH)
         }
-        if length < 0 { throw failure("resolve", path: path) }
+        if length < 0 {
+            let error = failure("resolve", path: path)
+            // libssh2 1.10 reports a wrong status for a failed REALPATH (seen: 2, 3, 4, 5, 289,
+            // 399 for one missing folder): lstat says why, and a missing path is `noSuchItem`.
+            if !isDead, error.code != .noSuchItem { _ = try lstat(path) }
+            throw error
+        }
         return Self.text(buffer, length)
     }
 

@@ -130,6 +130,10 @@ extension DomainController {
         report.phases.replica = Date().timeIntervalSince(started) - listingSeconds
         try await settle(&pass, report: &report)
         // Settling may have moved or adopted some of them: download what the database says now.
+        // Also what an earlier sync left undone (it recorded new versions, then was killed or
+        // failed to download).
+        let planned = Set(pass.redownload.map(\.identifier))
+        pass.redownload += try store.dueDownloads(domainID: domainID).filter { !planned.contains($0.identifier) }
         var current: [ItemRecord] = []
         for record in pass.redownload {
             if let now = try store.item(domainID: domainID, identifier: record.identifier),

@@ -58,15 +58,21 @@ extension DomainController {
     /// backs the domain off (`serverUnreachable`, `notAuthenticated`, `insufficientQuota`), the
     /// domain's `failureCount` grows and `nextRetryAt` is set (see ``BackoffPolicy``). A success
     /// clears both. `sync` itself does not wait for `nextRetryAt`: `serve` does.
+    ///
+    /// One sync of a domain runs at a time, across processes: a sync first takes the domain's
+    /// sync lock (``DomainLock``) and waits while another holds it (``EngineEvent/waitingForSync(process:serving:)``).
     /// - Throws: what the backend throws when the root cannot be listed or an upload fails in a
-    ///   way that backs the domain off (for example `serverUnreachable`), and `localIOFailure`
-    ///   when the database fails.
+    ///   way that backs the domain off (for example `serverUnreachable`), `localIOFailure`
+    ///   when the database fails, and `cancelled` when the task is cancelled while waiting for
+    ///   another sync.
     @discardableResult
     public func sync(
         events: EventHandler? = nil, upload: Bool = true, settleSeconds: Double = 0,
         populationBudget: Int = DomainController.defaultPopulationBudget
     ) async throws(FileProviderError) -> SyncReport {
-        try await treeLock.withLock { () async throws(FileProviderError) -> SyncReport in
+        let lock = try await lockForSync(events: events)
+        defer { withExtendedLifetime(lock) {} }
+        return try await treeLock.withLock { () async throws(FileProviderError) -> SyncReport in
             let started = Date()
             var report = SyncReport(domain: domain.name)
             do throws(FileProviderError) {

@@ -19,10 +19,15 @@ extension DomainController {
     func push(report: inout SyncReport, settleSeconds: Double) async throws(FileProviderError) {
         let started = Date()
         defer { report.phases.upload += Date().timeIntervalSince(started) }
+        // Old identifiers of items a folder move re-keyed in an earlier pass, to their new ones: a
+        // placeholder the user moved before the folder move was sent still carries the old one.
+        var renamed: [String: String] = [:]
         // Passes: a folder move ends a pass (see below); what is left waits for the next sync.
         for _ in 0..<8 {
             let records = try store.allItems(domainID: domainID)
-            let scanner = LocalScanner(replica: replica, ignore: ignoreRules, settleNanos: Int64(settleSeconds * 1e9))
+            let scanner = LocalScanner(
+                replica: replica, domain: domain.name, ignore: ignoreRules, settleNanos: Int64(settleSeconds * 1e9),
+                renamedIdentifiers: renamed)
             let result = try await executor.run { scanner.scan(records: records) }
             if !result.occupiedDataless.isEmpty {
                 // Made in folders that were not populated yet: populate them, then compare.
@@ -30,6 +35,7 @@ extension DomainController {
                 continue
             }
             report.pendingLocal = result.unsettled
+            try await tidy(result)
             if result.changes.isEmpty {
                 // Nothing left to send: an unfinished entry can no longer be replayed.
                 if result.unsettled.isEmpty { try closeStaleJournalEntries() }
@@ -43,8 +49,14 @@ extension DomainController {
                 // record would send a move or deletion to an identifier that no longer exists).
                 if changedFolderTree { break }
                 do {
-                    try await upload(change, report: &report)
-                    if case .moved(let record, _, _) = change, record.kind == .folder { changedFolderTree = true }
+                    if case .moved(let record, let to, _) = change, record.kind == .folder {
+                        let before = try store.descendants(domainID: domainID, of: record.path)
+                        try await upload(change, report: &report)
+                        changedFolderTree = true
+                        try noteRenamedIdentifiers(from: [record] + before, oldPath: record.path, newPath: to, into: &renamed)
+                    } else {
+                        try await upload(change, report: &report)
+                    }
                 } catch where error.code.reaction == .backOffDomain {
                     throw error
                 } catch {
@@ -58,6 +70,42 @@ extension DomainController {
             try? store.pruneJournal(domainID: domainID)
             // A moved folder re-keys everything below it: scan again for edits made inside it.
             if !changedFolderTree { break }
+        }
+    }
+
+    /// Adds the identifiers a folder move gave the items below it (matched by path) to `renamed`.
+    private func noteRenamedIdentifiers(from old: [ItemRecord], oldPath: String, newPath: String, into renamed: inout [String: String])
+        throws(FileProviderError)
+    {
+        var now: [String: String] = [:]
+        if let folder = try store.item(domainID: domainID, path: newPath) { now[""] = folder.identifier.rawValue }
+        for record in try store.descendants(domainID: domainID, of: newPath) {
+            now[String(record.path.dropFirst(newPath.count))] = record.identifier.rawValue
+        }
+        var added: [String: String] = [:]
+        for record in old {
+            guard let new = now[String(record.path.dropFirst(oldPath.count))], new != record.identifier.rawValue else { continue }
+            added[record.identifier.rawValue] = new
+        }
+        // Chains of moves within one push: an older alias points at the newest identifier.
+        for (key, value) in renamed { renamed[key] = added[value] ?? value }
+        renamed.merge(added) { _, new in new }
+    }
+
+    /// Records evictions the scan found unrecorded and removes placeholders no item owns.
+    private func tidy(_ result: LocalScanResult) async throws(FileProviderError) {
+        if !result.evicted.isEmpty {
+            try store.apply(domainID: domainID, upserts: result.evicted.map { record in
+                var record = record
+                record.markPlaceholder()
+                return record
+            }, deletions: [])
+        }
+        if !result.strayPlaceholders.isEmpty {
+            let replica = self.replica
+            try await executor.run {
+                for path in result.strayPlaceholders { try replica.removeFile(atPath: replica.placeholderPath(path)) }
+            }
         }
     }
 
@@ -252,7 +300,9 @@ extension DomainController {
             return
         } catch where error.code == .noSuchItem {
             // Edited here, deleted in the store: the edit wins and the item is created again.
-            // A placeholder the edit replaced would otherwise stay behind beside the file.
+            // A real file that replaced a placeholder now carries the item: the placeholder goes
+            // first (a crash before the record is deleted finds the same edit again), else it
+            // would be left beside the re-created file with no record of its own.
             if record.state == .placeholder {
                 try await executor.run { [replica] in try replica.removeFile(atPath: replica.placeholderPath(record.path)) }
             }
@@ -491,6 +541,17 @@ extension DomainController {
         }
         try store.deleteSubtree(domainID: domainID, path: oldPath)
         try store.apply(domainID: domainID, upserts: upserts, deletions: [])
+        // Placeholders below the folder carry the old identifiers: the scan knows a moved
+        // placeholder by its identifier, so each is rewritten (where it still is). A crash
+        // before this leaves old identifiers, as before the move was recorded.
+        let placeholders = upserts.filter { $0.state == .placeholder || $0.state == .symlink }
+        if placeholders.isEmpty { return }
+        let name = domain.name
+        try await executor.run { [replica] in
+            for record in placeholders where replica.fingerprint(atPath: replica.placeholderPath(record.path)) != nil {
+                try? replica.writePlaceholder(record.path, PlaceholderMetadata(domain: name, record: record))
+            }
+        }
     }
 
     // MARK: Deletions

@@ -23,6 +23,9 @@ public final class DomainController: Sendable {
     public let downloadDepth: Int
     /// How long the domain waits after failures that back it off.
     public let backoffPolicy: BackoffPolicy
+    /// The domain's sync lock and serve lock files (see ``DomainLock``).
+    let syncLockPath: String
+    let serveLockPath: String
 
     init(domain: DomainRecord, backend: any Backend, manager: ProviderManager, downloadDepth: Int = 8) throws(FileProviderError) {
         guard let id = domain.id else { throw FileProviderError(.providerDomainNotFound, "domain \(domain.name) has no id") }
@@ -35,6 +38,8 @@ public final class DomainController: Sendable {
         self.downloadDepth = downloadDepth
         backoffPolicy = manager.backoffPolicy
         ignoreRules = IgnoreRules(extra: domain.ignoreList)
+        syncLockPath = DomainLock.syncPath(home: manager.home, domain: domain.name)
+        serveLockPath = DomainLock.path(home: manager.home, domain: domain.name)
         let replicaRoot = URL(fileURLWithPath: domain.replicaPath)
         var staging = manager.home.appendingPathComponent("staging/\(id)")
         if !Self.sameDevice(manager.home.path, domain.replicaPath) {

@@ -6,6 +6,9 @@ public enum EngineEvent: Sendable {
     case transfer(completedBytes: Int64, totalBytes: Int64, completedItems: Int, totalItems: Int)
     /// Something was skipped or kept, and why; the rest of the work goes on.
     case notice(path: String, message: String)
+    /// Another sync of the domain is running (in `process`, when known; `serving` when that
+    /// process is the domain's `serve`): this sync waits for it to finish. Sent once per sync.
+    case waitingForSync(process: Int32?, serving: Bool)
 }
 
 /// Receives engine events; called from many tasks at once.

@@ -40,41 +40,59 @@ public struct IgnoreRules: Sendable {
     }
 }
 
+/// What a scan of the replica found.
+struct LocalScanResult {
+    /// Changes to send to the store.
+    var changes: [LocalChange]
+    /// Files still being written, left for a later scan.
+    var unsettled: [String]
+    /// Placeholder files (relative paths of the items they stand for) that no item owns: a
+    /// copy of another item's placeholder, or one left beside a real file that took over its
+    /// item. They hold no contents, and nothing else would ever remove them.
+    var strayPlaceholders: [String]
+    /// Materialized items whose file is gone and whose own placeholder stands in its place: an
+    /// eviction that has not been recorded yet (still running in another process, or cut short
+    /// by a crash). Not a deletion.
+    var evicted: [ItemRecord]
+    /// Dataless folders that hold something in the replica (made there before the folder was
+    /// populated): they must be populated before their contents can be compared.
+    var occupiedDataless: [String]
+}
+
 /// Compares the replica with the database. Blocking; runs on the engine's executor.
 struct LocalScanner {
     let replica: Replica
+    /// The domain's name: a stray placeholder is removed only when it is one of this domain's.
+    let domain: String
     let ignore: IgnoreRules
     /// Files changed more recently than this are left for a later scan (still being written).
     let settleNanos: Int64
+    /// Identifiers a folder move replaced since the placeholders were written, to the new ones.
+    var renamedIdentifiers: [String: String] = [:]
 
     private struct Seen {
         var fingerprint: FileFingerprint
         var kind: ItemKind
     }
 
-    /// What a scan found.
-    struct Result {
-        var changes: [LocalChange]
-        /// Files still being written, left for a later scan.
-        var unsettled: [String]
-        /// Dataless folders that hold something in the replica (made there before the folder
-        /// was populated): they must be populated before their contents can be compared.
-        var occupiedDataless: [String]
-    }
-
-    func scan(records: [ItemRecord], now: Date = Date()) -> Result {
+    func scan(records: [ItemRecord], now: Date = Date()) -> LocalScanResult {
         var seen: [String: Seen] = [:]
         var placeholders = Set<String>()
-        var strayPlaceholders: [String: String] = [:]  // identifier -> path of a placeholder the database does not know
+        // identifier -> paths of this domain's placeholders the database does not know
+        var strayPlaceholders: [String: [String]] = [:]
         let byPath = Dictionary(records.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
         walk("", byPath: byPath, seen: &seen, placeholders: &placeholders, stray: &strayPlaceholders)
+        for key in strayPlaceholders.keys { strayPlaceholders[key]!.sort() }
         // The items of a dataless folder are not in the replica: they are neither missing nor
         // compared. Something in such a folder means it must be populated first.
         let dataless = Set(records.lazy.filter(\.isDataless).map(\.path))
         if !dataless.isEmpty {
-            let parents = Set((Array(seen.keys) + Array(placeholders)).map { DomainController.split($0).parent })
+            let stray = strayPlaceholders.values.joined()
+            let parents = Set((Array(seen.keys) + Array(placeholders) + stray).map { DomainController.split($0).parent })
             let occupied = parents.intersection(dataless)
-            if !occupied.isEmpty { return Result(changes: [], unsettled: [], occupiedDataless: occupied.sorted()) }
+            if !occupied.isEmpty {
+                return LocalScanResult(changes: [], unsettled: [], strayPlaceholders: [], evicted: [], occupiedDataless: occupied.sorted())
+            }
         }
 
         let nowNanos = Int64(now.timeIntervalSince1970 * 1e9)
@@ -83,6 +101,9 @@ struct LocalScanner {
 
         var changes: [LocalChange] = []
         var missing: [ItemRecord] = []
+        var evicted: [ItemRecord] = []
+        // Paths of placeholders the user moved away and put a new file in their place.
+        var replaced = Set<String>()
         for record in records where !record.path.isEmpty {
             if !dataless.isEmpty && dataless.contains(DomainController.split(record.path).parent) { continue }
             let here = seen[record.path]
@@ -98,9 +119,24 @@ struct LocalScanner {
                     }
                     continue
                 }
+                if here == nil, placeholders.contains(record.path), let metadata = try? replica.readPlaceholder(record.path) {
+                    if owner(of: metadata) == record.identifier.rawValue {
+                        evicted.append(record)
+                        continue
+                    }
+                    // Another item's placeholder moved onto this path.
+                    if metadata.domain == domain { strayPlaceholders[owner(of: metadata), default: []].append(record.path) }
+                }
                 missing.append(record)
             case .placeholder, .symlink:
                 if let here, here.kind == .file, record.state == .placeholder {
+                    // The placeholder moved elsewhere and a new file took its name: a move and a
+                    // creation. (A file written beside its placeholder is an edit of the item.)
+                    if !placeholders.contains(record.path), strayPlaceholders[record.identifier.rawValue]?.isEmpty == false {
+                        missing.append(record)
+                        replaced.insert(record.path)
+                        continue
+                    }
                     if settled(here.fingerprint) { changes.append(.modified(record: record, fingerprint: here.fingerprint)) } else { unsettled.append(record.path) }
                     continue
                 }
@@ -110,7 +146,7 @@ struct LocalScanner {
         }
 
         // New paths, parents first.
-        var created = seen.filter { byPath[$0.key] == nil }.sorted { $0.key < $1.key }
+        var created = seen.filter { byPath[$0.key] == nil || replaced.contains($0.key) }.sorted { $0.key < $1.key }
         // Moves: a missing item whose inode (or placeholder identifier) turns up at a new path.
         var createdByInode: [Int64: Int] = [:]
         for (index, entry) in created.enumerated() { createdByInode[entry.value.fingerprint.inode] = index }
@@ -127,7 +163,11 @@ struct LocalScanner {
                 if record.kind == .folder { movedFolders.append(record.path) }
                 continue
             }
-            if record.state == .placeholder || record.state == .symlink, let target = strayPlaceholders[record.identifier.rawValue] {
+            if record.state == .placeholder || record.state == .symlink, var targets = strayPlaceholders[record.identifier.rawValue],
+                !targets.isEmpty
+            {
+                let target = targets.removeFirst()
+                strayPlaceholders[record.identifier.rawValue] = targets
                 changes.append(.moved(record: record, to: target, fingerprint: nil))
                 continue
             }
@@ -151,12 +191,21 @@ struct LocalScanner {
             changes.append(.deleted(record: record))
             if record.kind == .folder { deletedFolders.append(record.path) }
         }
-        return Result(changes: changes, unsettled: unsettled, occupiedDataless: [])
+        // Placeholders no item owns. One carrying the identifier of a missing item is kept: it
+        // belongs to a move (of the item, or of a folder above it) that this scan saw.
+        let missingIdentifiers = Set(missing.map(\.identifier.rawValue))
+        let unowned = strayPlaceholders.filter { !missingIdentifiers.contains($0.key) }.values.joined().sorted()
+        return LocalScanResult(changes: changes, unsettled: unsettled, strayPlaceholders: unowned, evicted: evicted, occupiedDataless: [])
+    }
+
+    /// The identifier of the item a placeholder stands for now.
+    private func owner(of metadata: PlaceholderMetadata) -> String {
+        renamedIdentifiers[metadata.identifier] ?? metadata.identifier
     }
 
     private func walk(
         _ relative: String, byPath: [String: ItemRecord], seen: inout [String: Seen], placeholders: inout Set<String>,
-        stray: inout [String: String]
+        stray: inout [String: [String]]
     ) {
         let folder = replica.path(relative)
         guard let directory = opendir(folder) else { return }
@@ -173,8 +222,8 @@ struct LocalScanner {
             if name.hasSuffix(Replica.placeholderSuffix) {
                 let base = String(path.dropLast(Replica.placeholderSuffix.count))
                 placeholders.insert(base)
-                if byPath[base] == nil, let metadata = try? replica.readPlaceholder(base) {
-                    stray[metadata.identifier] = base
+                if byPath[base] == nil, let metadata = try? replica.readPlaceholder(base), metadata.domain == domain {
+                    stray[owner(of: metadata), default: []].append(base)
                 }
                 continue
             }

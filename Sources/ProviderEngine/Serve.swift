@@ -216,7 +216,13 @@ public final class Server: Sendable {
                 controller = try await manager.controller(for: name)
                 state.controller = controller
             }
-            let report = try await controller.sync(upload: true, settleSeconds: options.settleSeconds)
+            let logger = self.logger
+            let report = try await controller.sync(
+                events: { event in
+                    if case .waitingForSync(let process, _) = event {
+                        logger.notice("\(name): waiting for \(process.map { "process \($0)" } ?? "another process") to finish its sync")
+                    }
+                }, upload: true, settleSeconds: options.settleSeconds)
             logger.info("\(name): \(Self.summary(report))")
             for notice in report.notices { logger.warning("\(notice)") }
             if !report.pendingLocal.isEmpty {

@@ -5,10 +5,17 @@ import ProviderCore
     import Glibc
 #endif
 
-/// The lock a `serve` process holds on each domain it runs (`<home>/locks/<domain>.lock`, an
-/// `flock(2)` lock with the process id written in the file), so two processes never serve one
-/// domain and `fileproviderctl signal` can tell whether anyone is listening. The kernel drops
-/// the lock when the process ends, even after `kill -9`.
+/// An `flock(2)` lock on a domain with the holder's process id written in the file. The kernel
+/// drops it when the process ends, even after `kill -9`.
+///
+/// Two locks per domain:
+/// - the **serve** lock, `<home>/locks/<domain>.lock`, held by a `serve` process for as long as
+///   it runs the domain, so two processes never serve one domain and `fileproviderctl signal`
+///   can tell whether anyone is listening;
+/// - the **sync** lock, `<home>/locks/sync/<domain>.lock`, held for the length of one
+///   ``DomainController/sync(events:upload:settleSeconds:)`` by whoever runs it (`serve` for
+///   each pass, `fileproviderctl sync`, any program linking the engine), so two syncs of one
+///   domain never run at once: a second one waits for the first.
 public final class DomainLock: Sendable {
     public let path: String
     private let fd: Int32
@@ -20,16 +27,32 @@ public final class DomainLock: Sendable {
 
     deinit { Glibc.close(fd) }
 
-    /// The lock file of a domain.
+    /// The serve lock file of a domain.
     public static func path(home: URL, domain: String) -> String {
         home.appendingPathComponent("locks/\(domain).lock").path
     }
 
-    /// Takes the lock of a domain without waiting.
+    /// The sync lock file of a domain.
+    public static func syncPath(home: URL, domain: String) -> String {
+        home.appendingPathComponent("locks/sync/\(domain).lock").path
+    }
+
+    /// Takes the serve lock of a domain without waiting.
     /// - Throws: `cannotSynchronize` naming the process that holds it; `localIOFailure` when the
     ///   lock file cannot be created.
     public static func acquire(home: URL, domain: String) throws(FileProviderError) -> DomainLock {
         let path = path(home: home, domain: domain)
+        guard let lock = try attempt(path) else {
+            let who = holder(path: path).map { "process \($0)" } ?? "another process"
+            throw FileProviderError(.cannotSynchronize, "domain '\(domain)' is already served by \(who)")
+        }
+        return lock
+    }
+
+    /// Takes the lock at `path` without waiting; `nil` when another holder has it.
+    /// - Throws: `localIOFailure` (or the code of the error) when the lock file cannot be
+    ///   created or locked.
+    static func attempt(_ path: String) throws(FileProviderError) -> DomainLock? {
         do {
             try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         } catch {
@@ -40,12 +63,8 @@ public final class DomainLock: Sendable {
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             if errno == EINTR { continue }
             let code = errno
-            let holder = readPID(fd)
             Glibc.close(fd)
-            if code == EWOULDBLOCK {
-                let who = holder.map { "process \($0)" } ?? "another process"
-                throw FileProviderError(.cannotSynchronize, "domain '\(domain)' is already served by \(who)")
-            }
+            if code == EWOULDBLOCK { return nil }
             throw POSIXError.error("cannot lock", path: path, errno: code)
         }
         let text = Array("\(getpid())\n".utf8)
@@ -56,7 +75,13 @@ public final class DomainLock: Sendable {
 
     /// The process id of the `serve` process holding a domain's lock, or `nil` when none does.
     public static func holder(home: URL, domain: String) -> Int32? {
-        let fd = open(path(home: home, domain: domain), O_RDONLY | O_CLOEXEC)
+        holder(path: path(home: home, domain: domain))
+    }
+
+    /// The process id of the holder of the lock at `path` (0 when it has not written it yet), or
+    /// `nil` when nobody holds it.
+    static func holder(path: String) -> Int32? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 { return nil }
         defer { Glibc.close(fd) }
         if flock(fd, LOCK_SH | LOCK_NB) == 0 {

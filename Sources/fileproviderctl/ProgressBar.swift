@@ -36,7 +36,7 @@ final class ProgressBar: @unchecked Sendable {
             let rate = Double(bytes) / max(now.timeIntervalSince(started), 0.001)
             line = "\(label) [\(String(repeating: "#", count: filled))\(String(repeating: " ", count: width - filled))] "
                 + "\(Int(fraction * 100))% \(items)/\(totalItems) files \(Output.bytes(bytes))/\(Output.bytes(totalBytes)) \(Output.bytes(Int64(rate)))/s"
-        case .notice:
+        case .notice, .waitingForSync:
             return
         }
         FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))

@@ -72,6 +72,29 @@ struct ServeCommand: AsyncParsableCommand {
             handler.logLevel = level
             return handler
         }
+        var logger = Logger(label: "fileprovider.serve")
+        logger.logLevel = level
+
+        // SIGTERM/SIGINT: the first stops gracefully, the next cancels running syncs. Handled from
+        // the start, so a signal while the database opens still ends in a clean exit.
+        let stopper = Stopper()
+        var sources: [any DispatchSourceSignal] = []
+        let queue = DispatchQueue(label: "fileprovider.serve.signals")
+        for number in [SIGTERM, SIGINT] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler {
+                if stopper.signal() == 1 {
+                    logger.info("stopping: letting running syncs finish (send the signal again to cancel them)")
+                } else {
+                    logger.info("stopping now: cancelling running syncs")
+                }
+            }
+            source.resume()
+            sources.append(source)
+        }
+        defer { for source in sources { source.cancel() } }
+
         let manager = try global.manager()
         let domains = names.isEmpty ? try manager.domains().filter(\.isConnected).map(\.name) : names
         for name in domains { _ = try manager.domain(named: name) }
@@ -84,32 +107,10 @@ struct ServeCommand: AsyncParsableCommand {
             Output.error("no connected domains to serve; add one with 'fileproviderctl domain add'")
             throw CommandFailure()
         }
-        var logger = Logger(label: "fileprovider.serve")
-        logger.logLevel = level
         let server = Server(
             manager: manager, domains: domains,
             options: ServeOptions(pollInterval: pollInterval, pollIntervals: intervals, settleSeconds: settle), logger: logger)
-
-        // SIGTERM/SIGINT: the first stops gracefully, the next cancels running syncs.
-        let signals = SignalCounter()
-        var sources: [any DispatchSourceSignal] = []
-        let queue = DispatchQueue(label: "fileprovider.serve.signals")
-        for number in [SIGTERM, SIGINT] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler {
-                let count = signals.increment()
-                if count == 1 {
-                    logger.info("stopping: letting running syncs finish (send the signal again to cancel them)")
-                } else {
-                    logger.info("stopping now: cancelling running syncs")
-                }
-                server.stop(force: count > 1)
-            }
-            source.resume()
-            sources.append(source)
-        }
-        defer { for source in sources { source.cancel() } }
+        stopper.attach(server)
 
         do {
             try await server.run()
@@ -121,15 +122,27 @@ struct ServeCommand: AsyncParsableCommand {
     }
 }
 
-/// Counts signals received; called on one serial queue, read from it only.
-private final class SignalCounter: @unchecked Sendable {
+/// Counts stop signals and passes them to the server, also to one attached after they came.
+private final class Stopper: @unchecked Sendable {
     private let lock = NSLock()
     private var count = 0
+    private var server: Server?
 
-    func increment() -> Int {
+    /// Records a signal and stops the server if there is one (forced from the second signal on);
+    /// returns how many signals came.
+    func signal() -> Int {
         lock.withLock {
             count += 1
+            server?.stop(force: count > 1)
             return count
+        }
+    }
+
+    /// The server to stop; stopped at once when signals came before it existed.
+    func attach(_ server: Server) {
+        lock.withLock {
+            self.server = server
+            if count > 0 { server.stop(force: count > 1) }
         }
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import ProviderCore
 import ProviderEngine
 
@@ -14,7 +15,8 @@ struct SyncCommand: AsyncParsableCommand {
             changed items are updated (downloaded files whose contents changed are downloaded \
             again), moved items are moved, deleted items are removed; pinned items are downloaded. \
             A downloaded file with local changes is never removed. Without names, every connected \
-            domain is synced.
+            domain is synced. One sync of a domain runs at a time: while 'serve' (or another \
+            'sync') is syncing the same domain, this one says so and waits for it to finish.
 
             The database learns every item; the replica shows the items of populated folders. \
             Folders the replica already shows get their new items; folders new to the replica are \
@@ -49,9 +51,17 @@ struct SyncCommand: AsyncParsableCommand {
         var failures: [SyncFailure] = []
         for name in domains {
             let bar = ProgressBar(label: name)
+            let draw = bar.handler
+            let events: EventHandler = { event in
+                if case .waitingForSync(let process, let serving) = event {
+                    bar.finish()
+                    FileHandle.standardError.write(Data("\(name): \(Self.waiting(process, serving))\n".utf8))
+                }
+                draw?(event)
+            }
             do {
                 let controller = try await manager.controller(for: name)
-                let report = try await controller.sync(events: bar.handler, upload: !downloadOnly, populationBudget: populateLimit)
+                let report = try await controller.sync(events: events, upload: !downloadOnly, populationBudget: populateLimit)
                 bar.finish()
                 reports.append(report)
                 if !output.json {
@@ -71,6 +81,17 @@ struct SyncCommand: AsyncParsableCommand {
         await manager.close()
         if output.json { try Output.json(SyncJSON(reports: reports, failures: failures)) }
         if !failures.isEmpty { throw CommandFailure() }
+    }
+}
+
+extension SyncCommand {
+    /// What a sync waits for, in words.
+    static func waiting(_ process: Int32?, _ serving: Bool) -> String {
+        switch (process, serving) {
+        case (let pid?, true): return "waiting for serve (process \(pid)) to finish its sync of this domain"
+        case (let pid?, false): return "waiting for process \(pid) to finish its sync of this domain"
+        case (nil, _): return "waiting for another process to finish its sync of this domain"
+        }
     }
 }
 

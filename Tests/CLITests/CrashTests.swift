@@ -165,6 +165,133 @@ import Testing
         print("crash seed \(seed): \(kills) kills in \(attempts) runs over \(round) rounds, \(expected.count) files, \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
     }
 
+    @Test func killNineOfServeDuringLargeUploadsAndDownloadsLosesAndDuplicatesNothing() async throws {
+        let seed = Self.seed &+ 1
+        var rng = Generator(state: seed)
+        let temp = try TemporaryFolder()
+        let store = temp.url.appendingPathComponent("store")
+        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let replica = cli.home.appendingPathComponent("domains/crash")
+        var expected: [String: Data] = [:]
+        var serial = 0
+        func contents(_ path: String, large: Bool) -> Data {
+            serial += 1
+            let size = large ? Int.random(in: 1_000_000...2_500_000, using: &rng) : Int.random(in: 0...20_000, using: &rng)
+            var bytes = [UInt8](repeating: 0, count: size)
+            var word = rng.next()
+            for index in 0..<size {
+                if index % 8 == 0 { word = rng.next() }
+                bytes[index] = UInt8(truncatingIfNeeded: word >> ((index % 8) * 8))
+            }
+            return Data("\(serial) \(path)\n".utf8) + Data(bytes)
+        }
+        func write(_ root: URL, _ path: String, _ data: Data) throws {
+            let url = root.appendingPathComponent(path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try data.write(to: url)
+        }
+
+        // Files the store gets land below a pinned folder, so serve downloads them by itself.
+        try write(store, "down/pinned.txt", Data("pinned".utf8))
+        expected["down/pinned.txt"] = Data("pinned".utf8)
+        #expect(try await cli.call(["domain", "add", "crash", "--backend", "local", "--root", store.path]).status == 0)
+        #expect(try await cli.call(["sync", "crash"]).status == 0)
+        #expect(try await cli.call(["pin", "crash:/down"]).status == 0)
+
+        let serve = ["serve", "crash", "--poll-interval", "0.3", "--settle", "0"]
+        var kills = 0
+        var log: [String] = []
+        let started = Date()
+        func converged() -> Bool { files(in: store) == expected && files(in: replica) == expected }
+        var round = 0
+        while round < 2 || (kills < 30 && round < 10) {
+            round += 1
+            for index in 0..<300 {
+                let path = "down/r\(round)/d\(index % 7)/file \(index) ü.bin"
+                expected[path] = contents(path, large: index % 60 == 0)
+                try write(store, path, expected[path]!)
+            }
+            let pinnedEarlier = expected.keys.filter { $0.hasPrefix("down/r") && !$0.hasPrefix("down/r\(round)/") }.sorted()
+            for path in pinnedEarlier.shuffled(using: &rng).prefix(20) {
+                expected[path] = contents(path, large: false)
+                try write(store, path, expected[path]!)
+            }
+            for index in 0..<300 {
+                let path = "up\(round)/u\(index % 5)/new \(index).dat"
+                expected[path] = contents(path, large: index % 60 == 0)
+                try write(replica, path, expected[path]!)
+            }
+            let earlier = expected.keys.filter { $0.hasPrefix("up") && !$0.hasPrefix("up\(round)/") }.sorted()
+            for path in earlier.shuffled(using: &rng).prefix(20) {
+                expected[path] = contents(path, large: false)
+                try write(replica, path, expected[path]!)
+            }
+            for path in earlier.shuffled(using: &rng).prefix(10) where FileManager.default.fileExists(atPath: replica.appendingPathComponent(path).path) {
+                let renamed = (path as NSString).deletingLastPathComponent + "/renamed \(round) " + (path as NSString).lastPathComponent
+                guard expected[renamed] == nil else { continue }
+                try FileManager.default.moveItem(at: replica.appendingPathComponent(path), to: replica.appendingPathComponent(renamed))
+                expected[renamed] = expected.removeValue(forKey: path)
+            }
+            if round > 1 {
+                let from = "up\(round - 1)/u\(round % 5)"
+                let to = "up\(round - 1)/moved \(round)"
+                try FileManager.default.moveItem(at: replica.appendingPathComponent(from), to: replica.appendingPathComponent(to))
+                for key in expected.keys where key.hasPrefix(from + "/") {
+                    expected[to + key.dropFirst(from.count)] = expected.removeValue(forKey: key)
+                }
+            }
+            // serve, killed at seeded moments of its work, a dozen times...
+            for _ in 0..<12 where !converged() {
+                let delay = Double(Int.random(in: 10...500, using: &rng)) / 1000
+                let attempt = try await runAndMaybeKill(cli, serve, after: delay)
+                log.append("round \(round) serve: \(attempt.killed ? "killed" : "exit \(attempt.status)") after \(String(format: "%.3f", attempt.seconds)) s")
+                #expect(attempt.killed, "seed \(seed): serve ended by itself: \(attempt.stderr)")
+                if attempt.killed { kills += 1 }
+            }
+            // ...then let run until the round converged, and stopped with SIGTERM.
+            let last = try ServeProcess(cli, Array(serve.dropFirst()), log: temp.url.appendingPathComponent("serve-\(round).log"))
+            let done = await waitUntil(timeout: 60) { converged() }
+            // SIGTERM once serve is up (a signal before the process runs its code kills it).
+            #expect(await waitUntil(timeout: 30) { last.output.contains("serving crash") }, "\(last.output)")
+            #expect(
+                done,
+                "seed \(seed): round \(round) did not converge after restarts: store \(difference(files(in: store), expected)), replica \(difference(files(in: replica), expected))\n\(last.output.suffix(3000))\n\(log.joined(separator: "\n"))"
+            )
+            let status = await last.stop(SIGTERM, timeout: 60)
+            #expect(status == 0, "seed \(seed): serve ended with \(String(describing: status)) after SIGTERM: \(last.output.suffix(2000))")
+            if !done { break }
+        }
+
+        // A clean sync and materialize, and a last sync that must change nothing.
+        #expect(try await cli.call(["sync", "crash"]).status == 0)
+        #expect(try await cli.call(["materialize", "-R", "crash:/"]).status == 0)
+        let quiet = try #require(try await cli.jsonCall(["sync", "crash"]) as? [String: Any])
+        let report = try #require((quiet["reports"] as? [[String: Any]])?.first)
+        for key in ["uploaded", "conflicts", "added", "updated", "moved", "deleted", "downloaded"] {
+            #expect(report[key] as? Int == 0, "seed \(seed): the last sync still had \(key) = \(report[key] ?? "nil")")
+        }
+        let storeFiles = files(in: store)
+        #expect(Set(expected.keys).subtracting(storeFiles.keys).isEmpty, "seed \(seed): lost: \(Set(expected.keys).subtracting(storeFiles.keys).sorted())")
+        #expect(Set(storeFiles.keys).subtracting(expected.keys).isEmpty, "seed \(seed): duplicated or stray: \(Set(storeFiles.keys).subtracting(expected.keys).sorted())")
+        #expect(storeFiles == expected, "seed \(seed): wrong contents in the store")
+        #expect(files(in: replica) == storeFiles, "seed \(seed): the replica differs from the store")
+        #expect(files(in: cli.home.appendingPathComponent("staging")).isEmpty, "seed \(seed): staging files left")
+        let database = try MetadataStore(url: cli.home.appendingPathComponent("metadata.sqlite"))
+        #expect(try database.integrityCheck() == "ok", "seed \(seed)")
+        let domain = try #require(try database.domain(named: "crash"))
+        #expect(try database.unfinishedOperations(domainID: domain.id!).isEmpty, "seed \(seed): unfinished journal entries")
+        #expect(kills >= 30, "seed \(seed): only \(kills) kills of serve")
+        print("serve crash seed \(seed): \(kills) kills over \(round) rounds, \(expected.count) files, \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+    }
+
+    /// What differs between found files and expected ones, in words.
+    func difference(_ found: [String: Data], _ expected: [String: Data]) -> String {
+        let missing = Set(expected.keys).subtracting(found.keys).sorted()
+        let extra = Set(found.keys).subtracting(expected.keys).sorted()
+        let wrong = expected.keys.filter { found[$0] != nil && found[$0] != expected[$0] }.sorted()
+        return "missing \(missing.prefix(20)) (\(missing.count)), extra \(extra.prefix(20)) (\(extra.count)), different \(wrong.prefix(20)) (\(wrong.count))"
+    }
+
     /// Every file below `root` (hidden ones too), by relative path, with its bytes; placeholders
     /// are listed under their own names, so a leftover placeholder shows up as a difference.
     func files(in root: URL) -> [String: Data] {

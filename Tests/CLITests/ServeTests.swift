@@ -7,16 +7,17 @@ import Testing
     import Glibc
 #endif
 
-/// A `fileproviderctl serve` running in the background, its output going to a log file.
+/// A `fileproviderctl serve` (or another command) running in the background, its output going
+/// to a log file.
 final class ServeProcess {
     let process = Process()
     let exit: ProcessExit
     let log: URL
 
-    init(_ cli: CLIRunner, _ arguments: [String], log: URL) throws {
+    init(_ cli: CLIRunner, _ arguments: [String], log: URL, command: String = "serve") throws {
         self.log = log
         process.executableURL = cli.binary
-        process.arguments = ["serve"] + arguments + ["--home", cli.home.path]
+        process.arguments = [command] + arguments + ["--home", cli.home.path]
         var environment = ProcessInfo.processInfo.environment
         environment.removeValue(forKey: "FILEPROVIDER_HOME")
         process.environment = environment
@@ -130,6 +131,9 @@ extension CLIRunner {
         let status = try await cli.call(["status", "d"])
         #expect(status.status == 0 && status.stdout.contains("served by process \(serve.process.processIdentifier)"))
         #expect(try await cli.call(["materialize", "d:/b.txt"]).status == 0)
+        // So does a sync of the same domain: it takes turns with serve's passes.
+        let concurrent = try await cli.call(["sync", "d"])
+        #expect(concurrent.status == 0, "\(concurrent.stderr)")
         #expect(try String(contentsOf: replica.appendingPathComponent("b.txt"), encoding: .utf8) == "remote")
         // A second serve of the same domain is refused.
         let second = try await cli.call(["serve", "d"])
@@ -144,6 +148,33 @@ extension CLIRunner {
         #expect(try store.integrityCheck() == "ok")
         let late = try await cli.call(["signal", "d"])
         #expect(late.status == 0 && late.stderr.contains("no serve process runs this domain"))
+    }
+
+    @Test func syncWaitsWhileAnotherProcessSyncsTheDomain() async throws {
+        let temp = try TemporaryFolder()
+        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        try temp.write("src/a.txt", Data("a".utf8))
+        #expect(try await cli.call(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path]).status == 0)
+
+        // This test process takes the domain's sync lock, as serve does for each pass.
+        let lockPath = cli.home.appendingPathComponent("locks/sync/d.lock").path
+        try FileManager.default.createDirectory(atPath: (lockPath as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        #expect(fd >= 0 && flock(fd, LOCK_EX) == 0)
+        let pid = Array("\(getpid())\n".utf8)
+        _ = pid.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+
+        let output = temp.url.appendingPathComponent("sync.out")
+        let sync = try ServeProcess(cli, ["d"], log: output, command: "sync")
+        let said = "d: waiting for process \(getpid()) to finish its sync of this domain"
+        #expect(await waitUntil { sync.output.contains(said) }, "\(sync.output)")
+        #expect(sync.process.isRunning, "sync did not wait: \(sync.output)")
+        #expect(!FileManager.default.fileExists(atPath: cli.home.appendingPathComponent("domains/d/a.txt.placeholder").path))
+
+        close(fd)
+        #expect(await waitUntil { !sync.process.isRunning }, "\(sync.output)")
+        #expect(sync.process.terminationStatus == 0, "\(sync.output)")
+        #expect(sync.output.contains("d: 0 local changes sent, 0 conflicts; 1 items listed, 1 added"), "\(sync.output)")
     }
 
     @Test func serveRefusesBadOptions() async throws {

@@ -11,7 +11,10 @@ import Testing
 /// files are left, and every byte string a user ever wrote still exists somewhere unless a user
 /// knowingly replaced or deleted it.
 @Suite struct ConvergenceTests {
-    static let seeds = chaosSeeds(default: [1, 2, 3, 4])
+    /// `CHAOS_SEEDS=5,6,7` runs others (`CHAOS_STEPS` sets the steps). 13 and 17 once left
+    /// placeholders no item owned (a placeholder moved away or copied, one left beside a file
+    /// that took over its item) and stay as regression seeds.
+    static let seeds = chaosSeeds(default: [1, 2, 3, 4, 13, 17])
 
     @Test(arguments: seeds)
     func twoDevicesOnALocalStoreConverge(seed: UInt64) async throws {
@@ -23,6 +26,34 @@ import Testing
             Issue.record("seed \(seed): \(error)\n\(world.tail())")
         }
         await world.tearDown()
+    }
+}
+
+/// The store of one experiment: a folder the store actor edits directly, and how the two
+/// devices' domains reach it.
+struct ChaosStore {
+    /// `local`, `sftp`: names the log file.
+    var label: String
+    /// The folder the store serves.
+    var root: URL
+    var kind: String
+    var options: [String: String]
+    var registry: BackendRegistry
+    /// A backend on the store, to read the versions placeholders carry.
+    var backend: any Backend
+    /// The store's versions see only whole seconds and sizes (SFTP version 3 has no inode and
+    /// no sub-second times): a direct edit of the store then gets a modification time later
+    /// than any the file had, as a second edit in the same second would be invisible to any
+    /// size-and-time sync tool.
+    var secondsOnlyVersions = false
+
+    /// A local folder under `folder`, served by the local backend.
+    static func local(in folder: URL) throws -> ChaosStore {
+        let root = folder.appendingPathComponent("store")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        return ChaosStore(
+            label: "local", root: root, kind: "local", options: ["root": root.path], registry: BackendRegistry([LocalBackend.descriptor]),
+            backend: try LocalBackend(rootPath: root.path, threads: 1))
     }
 }
 
@@ -56,15 +87,19 @@ final class ChaosWorld {
     let seed: UInt64
     var rng: SeededGenerator
     let folder: URL
-    let storeRoot: URL
-    let storeBackend: LocalBackend
+    let store: ChaosStore
+    var storeRoot: URL { store.root }
+    var storeBackend: any Backend { store.backend }
+    /// The latest modification time (seconds) given to a direct store edit (``ChaosStore/secondsOnlyVersions``).
+    var storeClock = 0
     var devices: [Device] = []
     /// Every byte string a user wrote, with where and when.
     var written: [Data: String] = [:]
     /// Byte strings a user replaced or deleted while looking at them: these may be gone.
     var discarded = Set<Data>()
-    /// Contents of every file version the store ever listed, by content version (hex), so a
-    /// placeholder's contents are known.
+    /// Contents of every file version the store ever listed, by path and content version (hex)
+    /// and by content version alone, so a placeholder's contents are known. (Versions made of a
+    /// size and a time in seconds are not unique across paths; the path tells them apart.)
     var versions: [String: Data] = [:]
     var log: [String] = []
     /// The first moment each lost byte string vanished from the store and both replicas.
@@ -72,19 +107,18 @@ final class ChaosWorld {
     var writes = 0
     var syncs = 0
 
-    init(seed: UInt64) async throws {
+    /// A world over the store `makeStore` makes in the experiment's folder (default: a local one).
+    init(seed: UInt64, store makeStore: (URL) throws -> ChaosStore = ChaosStore.local(in:)) async throws {
         self.seed = seed
         rng = SeededGenerator(seed: seed)
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-chaos-\(seed)-\(UUID().uuidString)")
             .resolvingSymlinksInPath()
-        storeRoot = folder.appendingPathComponent("store")
-        try FileManager.default.createDirectory(at: storeRoot, withIntermediateDirectories: true)
-        storeBackend = try LocalBackend(rootPath: storeRoot.path, threads: 1)
-        let registry = BackendRegistry([LocalBackend.descriptor])
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        store = try makeStore(folder)
         for name in ["A", "B"] {
             let home = folder.appendingPathComponent("machine-\(name)")
-            let manager = try ProviderManager(home: home, registry: registry)
-            try await manager.addDomain(name: "shared", kind: "local", options: ["root": storeRoot.path])
+            let manager = try ProviderManager(home: home, registry: store.registry)
+            try await manager.addDomain(name: "shared", kind: store.kind, options: store.options)
             let controller = try await manager.controller(for: "shared")
             devices.append(Device(name: name, home: home, manager: manager, controller: controller))
         }
@@ -97,7 +131,7 @@ final class ChaosWorld {
     }
 
     func tail(_ count: Int = 12) -> String {
-        let full = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-chaos-seed-\(seed).log")
+        let full = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-chaos-\(store.label)-seed-\(seed).log")
         try? log.joined(separator: "\n").write(to: full, atomically: true, encoding: .utf8)
         return "full log: \(full.path)\nlast steps of seed \(seed) (replay with CHAOS_SEEDS=\(seed)):\n" + log.suffix(count).joined(separator: "\n")
     }
@@ -172,7 +206,7 @@ final class ChaosWorld {
             return (try? Data(contentsOf: url(actor, path, .file))).map { [$0] } ?? []
         case .placeholder:
             guard let metadata = try? placeholder(at: url(actor, path, .placeholder)) else { return [] }
-            return versions[metadata.contentVersion].map { [$0] } ?? []
+            return (versions[path + "\u{0}" + metadata.contentVersion] ?? versions[metadata.contentVersion]).map { [$0] } ?? []
         case .folder:
             return entries(of: actor).filter { $0.path.hasPrefix(path + "/") && $0.kind != .folder }
                 .flatMap { seenContents(actor, $0.path, $0.kind) }
@@ -223,6 +257,21 @@ final class ChaosWorld {
         }
     }
 
+    /// A file's modification time in whole seconds, or `nil`.
+    func modificationSeconds(_ target: URL) -> Int? {
+        var info = stat()
+        return lstat(target.path, &info) == 0 ? Int(info.st_mtim.tv_sec) : nil
+    }
+
+    /// Gives a direct store edit a modification time later than the file's previous one and
+    /// than every earlier store edit, where the store's versions see only seconds.
+    func stampStoreEdit(_ target: URL, previous: Int?) throws {
+        guard store.secondsOnlyVersions else { return }
+        storeClock = max(storeClock + 1, (previous ?? 0) + 1, Int(Date().timeIntervalSince1970))
+        var times = [timespec(tv_sec: storeClock, tv_nsec: 0), timespec(tv_sec: storeClock, tv_nsec: 0)]
+        guard utimensat(AT_FDCWD, target.path, &times, 0) == 0 else { throw POSIXError(.EIO) }
+    }
+
     func perform(step: Int, actor: Actor) async throws {
         let all = entries(of: actor)
         let files = all.filter { $0.kind != .folder }
@@ -238,6 +287,7 @@ final class ChaosWorld {
             if exists(actor, path) { return }
             let data = newContents(actor, step, path)
             try data.write(to: url(actor, path, .file))
+            if isStore { try stampStoreEdit(url(actor, path, .file), previous: nil) }
             note("\(step) \(actor) create \(path) \(describe(data))")
         case 1:
             guard let target = files.randomElement(using: &rng) else { return }
@@ -245,7 +295,9 @@ final class ChaosWorld {
             let old = seenContents(actor, target.path, target.kind)
             let data = newContents(actor, step, target.path)
             let atomically = target.kind == .placeholder || rng.chance(60)
+            let previous = modificationSeconds(url(actor, target.path, .file))
             try write(data, to: url(actor, target.path, .file), atomically: atomically)
+            if isStore { try stampStoreEdit(url(actor, target.path, .file), previous: previous) }
             discarded.formUnion(old)
             note("\(step) \(actor) overwrite \(target.path) (\(target.kind)\(atomically ? ", atomic" : "")) \(describe(data)) replacing \(old.map(describe))")
         case 2:
@@ -253,10 +305,12 @@ final class ChaosWorld {
             let fileURL = url(actor, target.path, .file)
             let old = try Data(contentsOf: fileURL)
             let extra = randomBytes(Int.random(in: 1...500, using: &rng), using: &rng)
+            let previous = modificationSeconds(fileURL)
             let handle = try FileHandle(forWritingTo: fileURL)
             try handle.seekToEnd()
             try handle.write(contentsOf: extra)
             try handle.close()
+            if isStore { try stampStoreEdit(fileURL, previous: previous) }
             let data = old + extra
             writes += 1
             written[data] = "append w\(writes) by \(actor) at step \(step) to \(target.path)"
@@ -323,6 +377,7 @@ final class ChaosWorld {
             guard let data, !path.split(separator: "/").last!.hasPrefix(".fileprovider-staging") else { continue }
             let item = try await storeBackend.item(for: ItemIdentifier(path))
             versions[item.version.content.hexString] = data
+            versions[path + "\u{0}" + item.version.content.hexString] = data
         }
     }
 

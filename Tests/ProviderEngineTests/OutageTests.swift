@@ -105,6 +105,8 @@ final class CallCounter: @unchecked Sendable {
     private let lock = NSLock()
     private var count = 0
 
+    var value: Int { lock.withLock { count } }
+
     func increment() -> Int {
         lock.withLock {
             count += 1

@@ -107,6 +107,88 @@ import Testing
         }
     }
 
+    @Test func aPlaceholderMovedAwayWithANewFileInItsPlaceIsAMoveAndACreation() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "old.txt", data: Data("remote bytes".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            try FileManager.default.moveItem(at: f.placeholderURL(controller, "old.txt"), to: f.placeholderURL(controller, "kept.txt"))
+            try write(Data("a new file".utf8), f, controller, "old.txt")
+            try await controller.sync()
+            #expect(f.memory.contents(of: "kept.txt") == Data("remote bytes".utf8), "the moved placeholder's item must survive")
+            #expect(f.memory.contents(of: "old.txt") == Data("a new file".utf8))
+            #expect(tree(at: controller.replica.root) == ["kept.txt.placeholder", "old.txt"])
+        }
+    }
+
+    @Test func aPlaceholderMovedBeforeItsFolderMoveWasSentStillMovesItsItem() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "a/x.txt", data: Data("x".utf8))
+            _ = try f.memory.write(path: "a/y.txt", data: Data("y".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            // The folder moves (identifiers below it change), and a placeholder that still names
+            // the old identifier moves out of it before the folder move is sent.
+            try FileManager.default.moveItem(at: f.url(controller, "a"), to: f.url(controller, "b"))
+            try FileManager.default.moveItem(at: f.placeholderURL(controller, "b/x.txt"), to: f.placeholderURL(controller, "x moved.txt"))
+            try await controller.sync()
+            #expect(f.memory.contents(of: "x moved.txt") == Data("x".utf8), "moving a placeholder must never delete the item")
+            #expect(f.memory.contents(of: "b/y.txt") == Data("y".utf8))
+            #expect(try placeholder(at: f.placeholderURL(controller, "b/y.txt")).identifier == "b/y.txt", "re-keyed placeholders carry their new identifiers")
+            #expect(tree(at: controller.replica.root) == ["b/", "b/y.txt.placeholder", "x moved.txt.placeholder"])
+        }
+    }
+
+    @Test func placeholdersNoItemOwnsAreRemovedAndNeverUploaded() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "a.txt", data: Data("a".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            // A copy of a placeholder, and a file named like a placeholder that is not one.
+            try FileManager.default.copyItem(at: f.placeholderURL(controller, "a.txt"), to: f.placeholderURL(controller, "copy.txt"))
+            try write(Data("not json".utf8), f, controller, "mine.placeholder")
+            let report = try await controller.sync()
+            #expect(report.uploaded == 0)
+            #expect(f.memory.contents(of: "a.txt") == Data("a".utf8))
+            #expect(tree(at: controller.replica.root) == ["a.txt.placeholder", "mine.placeholder"], "a user's own file is never removed")
+        }
+    }
+
+    @Test func aPlaceholderEditedHereAndDeletedThereLeavesNoPlaceholderBehind() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "p.txt", data: Data("remote".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            try write(Data("written over the placeholder".utf8), f, controller, "p.txt")
+            try f.memory.remove(path: "p.txt")
+            try await controller.sync()
+            #expect(f.memory.contents(of: "p.txt") == Data("written over the placeholder".utf8))
+            #expect(tree(at: controller.replica.root) == ["p.txt"])
+            #expect(try controller.record(at: "p.txt").state == .materialized)
+        }
+    }
+
+    @Test func anEvictionNotYetRecordedIsNotADeletion() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "e.txt", data: Data("evict me".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            _ = await controller.materialize(paths: ["e.txt"], recursive: false)
+            // What evict leaves between its replica step and its database step (another process
+            // evicting, or one killed right there): the placeholder, no file, a materialized row.
+            let record = try controller.record(at: "e.txt")
+            try FileManager.default.removeItem(at: f.url(controller, "e.txt"))
+            var evicted = record
+            evicted.state = .placeholder
+            try Data(PlaceholderMetadata(domain: controller.domain.name, record: evicted).encoded).write(to: f.placeholderURL(controller, "e.txt"))
+            #expect(try controller.record(at: "e.txt").state == .materialized)
+            let report = try await controller.sync()
+            #expect(report.uploaded == 0)
+            #expect(f.memory.contents(of: "e.txt") == Data("evict me".utf8), "an eviction must never delete the item")
+            #expect(try controller.record(at: "e.txt").state == .placeholder)
+        }
+    }
+
     @Test func localDeletionsReachTheStore() async throws {
         try await Fixture.with { f in
             _ = try f.memory.write(path: "gone.txt", data: Data("1".utf8))

@@ -1,0 +1,37 @@
+import Foundation
+import GRDB
+import ProviderCore
+
+extension MetadataStore {
+    private static let selectOutdated = """
+        SELECT \(ItemRecord.columnList) FROM item
+        WHERE domainID = ? AND state = 'materialized' AND (localContentVersion IS NULL OR localContentVersion <> contentVersion)
+        """
+    private static let selectPinnedPlaceholders = """
+        SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ? AND state = 'placeholder' AND kind = 'file' AND isPinned
+        """
+    private static let selectPlaceholdersBelow = """
+        SELECT \(ItemRecord.columnList) FROM item
+        WHERE domainID = ? AND path >= ? AND path < ? AND state = 'placeholder' AND kind = 'file'
+        """
+
+    /// Files a sync owes the replica: materialized files whose contents are outdated (or of an
+    /// unknown version), and placeholders that are pinned or below a pinned folder. A sync that
+    /// ended between recording new versions and downloading them (killed, or a download that
+    /// failed) leaves such rows; the next sync finds them here.
+    public func dueDownloads(domainID: Int64) throws(FileProviderError) -> [ItemRecord] {
+        let folders = try pinnedFolderPaths(domainID: domainID)
+        return try read { db in
+            var records = try Row.fetchCursor(db.cachedStatement(sql: Self.selectOutdated), arguments: [domainID])
+                .map(ItemRecord.init(row:)).reduce(into: [ItemRecord]()) { $0.append($1) }
+            try Row.fetchCursor(db.cachedStatement(sql: Self.selectPinnedPlaceholders), arguments: [domainID])
+                .forEach { records.append(ItemRecord(row: $0)) }
+            // Every path that starts with "folder/": "/" is 0x2F, the next byte is "0".
+            for folder in folders {
+                try Row.fetchCursor(db.cachedStatement(sql: Self.selectPlaceholdersBelow), arguments: [domainID, folder + "/", folder + "0"])
+                    .forEach { records.append(ItemRecord(row: $0)) }
+            }
+            return records
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import Logging
+import ProviderCore
+import ProviderEngine
+import ProviderStore
+import ProviderTesting
+import Testing
+
+/// Engine events collected from any task.
+final class EventLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var events: [EngineEvent] = []
+
+    var handler: EventHandler { { [self] event in lock.withLock { events.append(event) } } }
+
+    /// The first `waitingForSync` event, as (process, serving).
+    var waiting: (process: Int32?, serving: Bool)? {
+        lock.withLock {
+            for case .waitingForSync(let process, let serving) in events { return (process, serving) }
+            return nil
+        }
+    }
+}
+
+/// One sync of a domain at a time, across processes: `serve` holds the domain's sync lock for
+/// each pass, and any other sync waits for it.
+@Suite struct SyncLockTests {
+    @Test func aSyncWaitsForServesPassAndRunsAfterIt() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "a.txt", data: Data("a".utf8))
+            let controller = try await f.addDomain()
+            // serve on a second manager of the same home, as a separate process would have; its
+            // first pass stops inside the store until the gate opens.
+            let gate = Gate()
+            let listings = CallCounter()
+            f.memory.setHook(for: .enumerateItems) { _ in
+                _ = listings.increment()
+                await gate.wait()
+            }
+            let manager = try ProviderManager(home: f.home, registry: TestRemote.registry)
+            var logger = Logger(label: "test.serve")
+            logger.logLevel = .critical
+            let server = Server(manager: manager, domains: ["mem"], options: ServeOptions(pollInterval: 3600), logger: logger)
+            let serving = Task { try await server.run() }
+            #expect(await eventually { listings.value >= 1 }, "serve's first pass never reached the store")
+
+            // A sync of the same domain (here: another manager, as the CLI would be) waits and says
+            // for whom; it does not touch the store meanwhile.
+            let events = EventLog()
+            let waiting = Task { try await controller.sync(events: events.handler) }
+            #expect(await eventually { events.waiting != nil }, "the second sync did not wait")
+            #expect(events.waiting?.process == getpid())
+            #expect(events.waiting?.serving == true)
+            let listedWhileWaiting = listings.value
+
+            // A waiting sync can be cancelled.
+            let cancelled = Task { try await controller.sync() }
+            let third = EventLog()
+            let observed = Task { try await controller.sync(events: third.handler) }
+            #expect(await eventually { third.waiting != nil })
+            observed.cancel()
+            await expectCode(.cancelled) { try await observed.value }
+            #expect(listings.value == listedWhileWaiting, "a waiting sync listed the store")
+
+            f.memory.setHook(for: .enumerateItems, nil)
+            await gate.open()
+            let report = try await waiting.value
+            #expect(report.listedItems == 1)
+            _ = try await cancelled.value
+            server.stop()
+            try await serving.value
+            #expect(try f.manager.store.integrityCheck() == "ok")
+            await manager.close()
+        }
+    }
+
+    @Test func aSyncWithNobodyElseDoesNotWait() async throws {
+        try await Fixture.with { f in
+            let controller = try await f.addDomain()
+            let events = EventLog()
+            try await controller.sync(events: events.handler)
+            try await controller.sync(events: events.handler)
+            #expect(events.waiting == nil)
+            #expect(FileManager.default.fileExists(atPath: DomainLock.syncPath(home: f.home, domain: "mem")))
+        }
+    }
+}
