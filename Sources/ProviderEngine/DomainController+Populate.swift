@@ -11,9 +11,17 @@ extension DomainController {
     ///
     /// A local file that took the name of an item of the folder (made before the folder was
     /// populated) is renamed `name 2.ext` and recorded as a name collision; nothing is lost.
+    /// Takes the domain's sync lock, so it waits for a sync running in another process (`serve`).
     /// Never throws: each path's outcome says whether it worked.
     public func populate(paths: [String], recursive: Bool) async -> [ItemOutcome] {
-        await treeLock.withLock { () async -> [ItemOutcome] in
+        let lock: DomainLock
+        do throws(FileProviderError) {
+            lock = try await lockForSync(events: nil)
+        } catch {
+            return paths.map { ItemOutcome(path: display($0), error: error) }
+        }
+        defer { withExtendedLifetime(lock) {} }
+        return await treeLock.withLock { () async -> [ItemOutcome] in
             var outcomes: [ItemOutcome] = []
             for path in paths {
                 do throws(FileProviderError) {
@@ -40,8 +48,14 @@ extension DomainController {
     func populateParents(of paths: [String]) async throws(FileProviderError) {
         let parents = Set(paths.map { Self.split($0).parent }).sorted()
         if parents.isEmpty { return }
+        // Nothing to do (the usual case) needs no lock.
+        var dataless: [String] = []
+        for parent in parents where try store.item(domainID: domainID, path: parent)?.isDataless ?? true { dataless.append(parent) }
+        if dataless.isEmpty { return }
+        let lock = try await lockForSync(events: nil)
+        defer { withExtendedLifetime(lock) {} }
         try await treeLock.withLock { () async throws(FileProviderError) in
-            for parent in parents { try await populateFolder(parent, ancestors: true) }
+            for parent in dataless { try await populateFolder(parent, ancestors: true) }
         }
     }
 

@@ -70,6 +70,8 @@ extension DomainController {
         events: EventHandler? = nil, upload: Bool = true, settleSeconds: Double = 0,
         populationBudget: Int = DomainController.defaultPopulationBudget
     ) async throws(FileProviderError) -> SyncReport {
+        // Across processes (and tasks of this one) first, then the tree; populating takes them
+        // in the same order.
         let lock = try await lockForSync(events: events)
         defer { withExtendedLifetime(lock) {} }
         return try await treeLock.withLock { () async throws(FileProviderError) -> SyncReport in

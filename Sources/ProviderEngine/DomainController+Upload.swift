@@ -406,6 +406,10 @@ extension DomainController {
                 return result
             }
         } catch where error.code == .filenameCollision {
+            if replayed, try await adoptReplayedMove(record, to: path, name: name, parent: parent.identifier, fingerprint: fingerprint) {
+                report.uploaded += 1
+                return
+            }
             // The new name is taken in the store: the later item gets `name 2.ext` and moves there.
             let renamed = try await renameLocally(path, kind: record.kind == .folder ? .folder : .file) { ConflictName.numbered(name, $0) }
             try store.recordConflict(
@@ -433,6 +437,11 @@ extension DomainController {
             }
             return
         } catch where error.code == .noSuchItem {
+            // The first attempt of a replayed move reached the store before the process died.
+            if replayed, try await adoptReplayedMove(record, to: path, name: name, parent: parent.identifier, fingerprint: fingerprint) {
+                report.uploaded += 1
+                return
+            }
             // Either the item or its new folder is gone from the store. Only the first is
             // "moved here, deleted there"; a vanished destination is retried once sync down has
             // settled the folders (the local folder holding the item is uploaded again first).
@@ -453,6 +462,21 @@ extension DomainController {
             return
         }
         report.uploaded += 1
+    }
+
+    /// Finishes a replayed move whose first attempt reached the store before the process died:
+    /// the item is gone from its old place and at its new one (a folder by kind, a file with
+    /// the same content version), so it is recorded there. Returns false when the store does not
+    /// look like that.
+    private func adoptReplayedMove(_ record: ItemRecord, to path: String, name: String, parent: ItemIdentifier, fingerprint: FileFingerprint?)
+        async throws(FileProviderError) -> Bool
+    {
+        guard try await !storeStillHas(record.identifier),
+            let moved = try await backend.enumerateAllItems(in: parent).first(where: { $0.filename == name && $0.kind == record.kind }),
+            record.kind == .folder || moved.version.content == record.contentVersion
+        else { return false }
+        try await recordMove(record, to: path, now: moved, parent: parent, fingerprint: fingerprint)
+        return true
     }
 
     /// Records a move the store made: a folder's records are re-keyed, a file's record takes

@@ -50,6 +50,8 @@ public final class Server: Sendable {
     private let stopping = Mutex(false)
     private let work = Mutex<Task<Void, Never>?>(nil)
     private let syncCount = Mutex(0)
+    /// Populates dataless folders when programs open them; `nil` without fanotify.
+    private let datalessWatcher = Mutex<DatalessWatcher?>(nil)
 
     /// A server for `domains` (names; each must exist).
     public init(manager: ProviderManager, domains: [String], options: ServeOptions = ServeOptions(), logger: Logger) {
@@ -88,6 +90,7 @@ public final class Server: Sendable {
             logger.warning("\(error.message); local changes are found by polling only")
         }
         await watcher?.start()
+        startPopulatingOnOpen(records)
         logger.info(
             "serving \(domains.joined(separator: ", ")): poll every \(Self.seconds(options.pollInterval)), settle \(Self.seconds(options.settleSeconds))"
         )
@@ -106,6 +109,7 @@ public final class Server: Sendable {
         if alreadyStopping { signalStop() }
         await task.value
         await watcher?.stop()
+        await datalessWatcher.withLock { $0 }?.stop()
         logger.info("stopped")
     }
 
@@ -224,6 +228,7 @@ public final class Server: Sendable {
                     }
                 }, upload: true, settleSeconds: options.settleSeconds)
             logger.info("\(name): \(Self.summary(report))")
+            watchDatalessFolders(of: controller.domain)
             for notice in report.notices { logger.warning("\(notice)") }
             if !report.pendingLocal.isEmpty {
                 state.settleRecheck = Date().addingTimeInterval(options.settleSeconds + 0.05)
@@ -235,6 +240,39 @@ public final class Server: Sendable {
                 line += "; backing off until \(Self.clock(backoff.nextRetryAt)) after \(backoff.failureCount) failure\(backoff.failureCount == 1 ? "" : "s")"
             }
             logger.error("\(line)")
+        }
+    }
+
+    // MARK: Dataless folders
+
+    /// Starts populating dataless folders when they are opened (see ``DatalessWatcher``).
+    private func startPopulatingOnOpen(_ records: [DomainRecord]) {
+        do {
+            let watcher = try DatalessWatcher(
+                populate: { [self] domain, path in
+                    guard let controller = try? await manager.controller(for: domain) else { return }
+                    for outcome in await controller.populate(paths: [path], recursive: false) {
+                        if let error = outcome.error { logger.warning("\(outcome.path): not populated: \(error.message)") }
+                    }
+                    // Its subfolders are dataless: opening one populates it in turn.
+                    watchDatalessFolders(of: controller.domain)
+                }, logger: logger)
+            watcher.start()
+            datalessWatcher.withLock { $0 = watcher }
+            for record in records { watchDatalessFolders(of: record) }
+        } catch {
+            logger.notice("\(error.message)")
+        }
+    }
+
+    /// Marks a domain's dataless folders, so opening one populates it.
+    private func watchDatalessFolders(of domain: DomainRecord) {
+        guard let watcher = datalessWatcher.withLock({ $0 }), let id = domain.id else { return }
+        do {
+            let folders = try manager.store.datalessFolderPaths(domainID: id)
+            watcher.watch(domain: domain.name, root: domain.replicaPath, datalessFolders: folders)
+        } catch {
+            logger.warning("\(domain.name): \(error.message)")
         }
     }
 

@@ -177,6 +177,28 @@ extension CLIRunner {
         #expect(sync.output.contains("d: 0 local changes sent, 0 conflicts; 1 items listed, 1 added"), "\(sync.output)")
     }
 
+    @Test func serveWritesADatalessFolderWhenAProgramOpensIt() async throws {
+        let temp = try TemporaryFolder()
+        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        for index in 0..<6 { try temp.write("src/albums/a\(index % 2)/photo\(index).jpg", Data("photo \(index)".utf8)) }
+        try temp.write("src/albums/cover.jpg", Data("cover".utf8))
+        #expect(try await cli.call(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path]).status == 0)
+        #expect(try await cli.call(["sync", "d", "--populate-limit", "0"]).status == 0)
+        let replica = cli.home.appendingPathComponent("domains/d")
+        let serve = try ServeProcess(cli, ["d", "--poll-interval", "3600"], log: temp.url.appendingPathComponent("serve.log"))
+        #expect(await waitUntil { serve.output.contains("serving d") }, "\(serve.output)")
+
+        // Listing the dataless folder (opendir in this process) waits until serve wrote its items.
+        let albums = try await offPool { try FileManager.default.contentsOfDirectory(atPath: replica.appendingPathComponent("albums").path) }
+        #expect(albums.sorted() == ["a0", "a1", "cover.jpg.placeholder"], "\(serve.output)")
+        let a1 = try await offPool { try FileManager.default.contentsOfDirectory(atPath: replica.appendingPathComponent("albums/a1").path) }
+        #expect(a1.sorted() == ["photo1.jpg.placeholder", "photo3.jpg.placeholder", "photo5.jpg.placeholder"], "\(serve.output)")
+        let items = try #require(try await cli.jsonCall(["ls", "d:/albums"]) as? [[String: Any]])
+        #expect(items.first { $0["path"] as? String == "/albums/a1" }?["dataless"] as? Bool == false)
+        #expect(items.first { $0["path"] as? String == "/albums/a0" }?["dataless"] as? Bool == true)
+        #expect(await serve.stop(SIGTERM) == 0, "\(serve.output)")
+    }
+
     @Test func serveRefusesBadOptions() async throws {
         let temp = try TemporaryFolder()
         let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))

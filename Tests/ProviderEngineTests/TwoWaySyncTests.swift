@@ -347,6 +347,8 @@ import Testing
                 let controller = try await f.addDomain()
                 try await controller.sync()
                 if kind == "file" { #expect(codes(await controller.materialize(paths: ["d/a.txt"], recursive: false)) == [nil]) }
+                // A downloaded file inside the moved folder must follow it, not come back as a copy.
+                if kind == "folder" { #expect(codes(await controller.materialize(paths: ["d/inner/b.txt"], recursive: false)) == [nil]) }
                 let (from, to) = kind == "folder" ? ("d/inner", "e/inner") : ("d/a.txt", "e/a.txt")
                 let local = kind == "placeholder" ? (Replica.placeholderSuffix) : ""
                 try FileManager.default.moveItem(at: URL(fileURLWithPath: f.url(controller, from).path + local), to: URL(fileURLWithPath: f.url(controller, to).path + local))
@@ -362,6 +364,7 @@ import Testing
                     ? ["d", "d/a.txt", "e", "e/inner", "e/inner/b.txt"] : ["d", "d/inner", "d/inner/b.txt", "e", "e/a.txt"]), "\(kind)")
                 #expect(try f.manager.store.conflicts(domainID: controller.domainID).isEmpty, "\(kind)")
                 if kind == "file" { #expect(try controller.record(at: "e/a.txt").state == .materialized) }
+                if kind == "folder" { #expect(try controller.record(at: "e/inner/b.txt").state == .materialized) }
                 #expect(try f.manager.store.unfinishedOperations(domainID: controller.domainID).isEmpty, "\(kind)")
             }
         }

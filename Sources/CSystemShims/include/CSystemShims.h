@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/fanotify.h>
+#include <unistd.h>
 
 /// Renames `from` to `to`, failing with EEXIST instead of replacing an existing `to`.
 static inline int fp_rename_noreplace(const char *from, const char *to) {
@@ -14,4 +16,45 @@ static inline int fp_rename_noreplace(const char *from, const char *to) {
 
 /// UTIME_OMIT for utimensat.
 static inline long fp_utime_omit(void) { return UTIME_OMIT; }
+
+/// A fanotify descriptor for permission events (`FAN_CLASS_CONTENT`), or -1 with errno.
+static inline int fp_fanotify_open(void) {
+    return fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK, O_RDONLY | O_CLOEXEC | O_LARGEFILE);
+}
+
+/// Asks for a permission event whenever the folder at `path` is opened (`opendir`), or stops.
+static inline int fp_fanotify_mark_folder(int fd, const char *path, int add) {
+    return fanotify_mark(fd, (add ? FAN_MARK_ADD : FAN_MARK_REMOVE) | FAN_MARK_ONLYDIR, FAN_OPEN_PERM | FAN_ONDIR, AT_FDCWD, path);
+}
+
+/// One event read from a fanotify descriptor.
+typedef struct {
+    int fd;
+    int pid;
+} fp_fanotify_event;
+
+/// Reads up to `capacity` events into `events`; returns how many, 0 when none are waiting, or
+/// -1 with errno. Events without a file descriptor (queue overflow) are skipped.
+static inline int fp_fanotify_read(int fd, fp_fanotify_event *events, int capacity) {
+    char buffer[4096] __attribute__((aligned(8)));
+    ssize_t length = read(fd, buffer, sizeof buffer);
+    if (length < 0) return -1;
+    int count = 0;
+    struct fanotify_event_metadata *event = (struct fanotify_event_metadata *)buffer;
+    while (FAN_EVENT_OK(event, length) && count < capacity) {
+        if (event->fd >= 0) {
+            events[count].fd = event->fd;
+            events[count].pid = event->pid;
+            count++;
+        }
+        event = FAN_EVENT_NEXT(event, length);
+    }
+    return count;
+}
+
+/// Lets (or denies) the access an event is about.
+static inline int fp_fanotify_respond(int fd, int eventFD, int allow) {
+    struct fanotify_response response = { .fd = eventFD, .response = allow ? FAN_ALLOW : FAN_DENY };
+    return write(fd, &response, sizeof response) == sizeof response ? 0 : -1;
+}
 #endif

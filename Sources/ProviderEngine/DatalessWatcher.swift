@@ -1,0 +1,171 @@
+import CSystemShims
+import Foundation
+import Logging
+import ProviderCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Populates dataless folders when a program opens them, as Apple's system enumerates a dataless
+/// folder the first time it is opened: each dataless folder of the served replicas carries a
+/// fanotify permission mark (`FAN_OPEN_PERM`), so `opendir` in any other process waits until the
+/// folder's items are written, then goes on and lists them.
+///
+/// Needs `CAP_SYS_ADMIN` (fanotify's permission events); ``init(populate:logger:)`` throws
+/// without it and `serve` goes on without it. The engine's own process is never held (its scans
+/// open every folder), and every event is answered: after the population, after it failed, or
+/// after ``holdLimit`` seconds, the program goes on.
+final class DatalessWatcher: @unchecked Sendable {
+    /// Writes the items of the dataless folder at `path` (relative) of `domain`.
+    typealias Populate = @Sendable (_ domain: String, _ path: String) async -> Void
+
+    /// The longest a program waits for a folder to be populated.
+    static let holdLimit = 30.0
+
+    private let fd: Int32
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+    private let populate: Populate
+    private let logger: Logger
+    /// Replica roots (standardized absolute paths) by domain.
+    private let roots = Mutex<[String: String]>([:])
+    private let stopRequested = Mutex(false)
+    private let finished = Mutex<(done: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+    /// - Throws: `permissionDenied` without `CAP_SYS_ADMIN`; `localIOFailure` when fanotify
+    ///   cannot be started otherwise.
+    init(populate: @escaping Populate, logger: Logger) throws(FileProviderError) {
+        fd = fp_fanotify_open()
+        if fd < 0 {
+            let code = errno
+            throw FileProviderError(
+                code == EPERM ? .permissionDenied : .localIOFailure,
+                "fanotify: \(String(cString: strerror(code))); dataless folders are populated only by 'fileproviderctl populate', 'materialize' and 'pin'"
+                    + (code == EPERM ? " (serve needs CAP_SYS_ADMIN to populate them when opened)" : ""))
+        }
+        var ends: [Int32] = [-1, -1]
+        if pipe(&ends) != 0 {
+            Glibc.close(fd)
+            throw POSIXError.error("cannot create the wake-up pipe for", path: "fanotify")
+        }
+        (wakeRead, wakeWrite) = (ends[0], ends[1])
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        self.populate = populate
+        self.logger = logger
+    }
+
+    deinit {
+        Glibc.close(fd)
+        Glibc.close(wakeRead)
+        Glibc.close(wakeWrite)
+    }
+
+    /// Marks the dataless folders of a domain (relative paths); folders not in the replica are
+    /// skipped. Any thread; marking a folder twice is harmless.
+    func watch(domain: String, root: String, datalessFolders: [String]) {
+        let root = URL(fileURLWithPath: root).standardizedFileURL.path
+        roots.withLock { $0[domain] = root }
+        for path in datalessFolders where !path.isEmpty {
+            if fp_fanotify_mark_folder(fd, root + "/" + path, 1) != 0 && errno != ENOENT && errno != ENOTDIR {
+                logger.debug("\(domain): cannot watch \(path): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    /// Starts the thread that answers events.
+    func start() {
+        let thread = Thread { [self] in
+            loop()
+            let waiter = finished.withLock { state -> CheckedContinuation<Void, Never>? in
+                state.done = true
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume()
+        }
+        thread.name = "fileprovider-dataless"
+        thread.start()
+    }
+
+    /// Stops the thread; returns once it ended (events still queued are allowed).
+    func stop() async {
+        stopRequested.withLock { $0 = true }
+        var byte: UInt8 = 1
+        _ = write(wakeWrite, &byte, 1)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = finished.withLock { state -> Bool in
+                if state.done { return true }
+                state.waiter = continuation
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    // MARK: The thread
+
+    private func loop() {
+        var events = [fp_fanotify_event](repeating: fp_fanotify_event(), count: 256)
+        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+        while true {
+            let stopping = stopRequested.withLock { $0 }
+            let ready = poll(&fds, 2, stopping ? 0 : -1)
+            if ready < 0 && errno == EINTR { continue }
+            let count = fp_fanotify_read(fd, &events, Int32(events.count))
+            if count > 0 {
+                for event in events.prefix(Int(count)) { answer(event) }
+                continue
+            }
+            if stopping || (fds[1].revents & Int16(POLLIN)) != 0 { return }
+        }
+    }
+
+    /// Populates the folder an event is about (unless the engine itself opened it), then lets
+    /// the program go on. Never blocks this thread (the engine's own opens must be answered
+    /// while a population waits for a sync), and never leaves an event unanswered.
+    private func answer(_ event: fp_fanotify_event) {
+        let answered = Mutex(false)
+        let (fd, logger) = (self.fd, self.logger)
+        let allow: @Sendable () -> Bool = {
+            guard answered.withLock({ done in defer { done = true }; return !done }) else { return false }
+            _ = fp_fanotify_respond(fd, event.fd, 1)
+            Glibc.close(event.fd)
+            return true
+        }
+        guard event.pid != getpid(), let path = Self.path(of: event.fd), let (domain, relative) = locate(path) else {
+            _ = allow()
+            return
+        }
+        let populate = self.populate
+        Task {
+            await populate(domain, relative)
+            // Populated: later opens need not wait.
+            _ = fp_fanotify_mark_folder(fd, path, 0)
+            _ = allow()
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + Self.holdLimit) {
+            if allow() {
+                logger.warning("\(domain):/\(relative): not populated within \(Int(Self.holdLimit)) s; the program that opened it goes on")
+            }
+        }
+    }
+
+    /// The domain and relative path of an absolute path in a served replica.
+    private func locate(_ path: String) -> (String, String)? {
+        roots.withLock { roots in
+            for (domain, root) in roots where path.hasPrefix(root + "/") {
+                return (domain, String(path.dropFirst(root.count + 1)))
+            }
+            return nil
+        }
+    }
+
+    /// The path an event's descriptor refers to.
+    private static func path(of descriptor: Int32) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = readlink("/proc/self/fd/\(descriptor)", &buffer, buffer.count - 1)
+        guard length > 0 else { return nil }
+        return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
