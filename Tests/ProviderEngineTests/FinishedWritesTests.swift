@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 import ProviderCore
 import ProviderEngine
 import ProviderStore
@@ -13,12 +12,8 @@ import Testing
         try await Fixture.with { f in
             try await f.addDomain()
             let manager = try ProviderManager(home: f.home, registry: TestRemote.registry)
-            var logger = Logger(label: "test.serve")
-            logger.logLevel = .critical
             // A settle time far longer than the test may take.
-            let server = Server(
-                manager: manager, domains: ["mem"], options: ServeOptions(pollInterval: 3600, settleSeconds: 600, debounceSeconds: 0.05),
-                logger: logger)
+            let server = quietServer(manager, "mem", ServeOptions(pollInterval: 3600, settleSeconds: 600, debounceSeconds: 0.05))
             let running = Task { try await server.run() }
             #expect(try await eventually { try manager.domain(named: "mem").lastSyncAt != nil })
             let replica = URL(fileURLWithPath: try manager.domain(named: "mem").replicaPath)
