@@ -166,6 +166,9 @@ class Tool:
     timed: Commands  # run in order; wall times add up, peak RSS is the largest
     setup: Commands = lambda run: []  # untimed, before `timed`
     ours: bool = False
+    # The timed commands measure themselves: each prints a last line of JSON with "seconds" (and
+    # "peak_mib"), which replaces the wall time (for latencies inside a long-running process).
+    reports: bool = False
 
 
 @dataclass(frozen=True)
@@ -277,6 +280,18 @@ def measure(argv: list[str]) -> Sample:
     return Sample(seconds, usage.ru_maxrss / 1024)  # ru_maxrss is KiB on Linux
 
 
+def measure_reported(argv: list[str]) -> Sample:
+    """Runs argv, which prints its own measurement as a JSON last line on stdout."""
+    done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True)
+    if done.returncode != 0:
+        raise CommandFailed(argv, done.returncode, done.stderr.decode(errors="replace"))
+    try:
+        values = json.loads(done.stdout.decode().strip().splitlines()[-1])
+        return Sample(float(values["seconds"]), float(values.get("peak_mib", 0.0)))
+    except (IndexError, ValueError, KeyError) as e:
+        raise CommandFailed(argv, 0, f"no JSON measurement on the last line of its output ({e})") from None
+
+
 def run_untimed(argv: list[str]) -> None:
     done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     if done.returncode != 0:
@@ -292,7 +307,7 @@ def iterate(tool: Tool, data: Path) -> Sample:
         run.home.mkdir()
         for argv in tool.setup(run):
             run_untimed(argv)
-        samples = [measure(argv) for argv in tool.timed(run)]
+        samples = [(measure_reported if tool.reports else measure)(argv) for argv in tool.timed(run)]
         return Sample(sum(s.seconds for s in samples), max(s.peak_mib for s in samples))
     finally:
         shutil.rmtree(work, ignore_errors=True)

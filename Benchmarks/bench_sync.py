@@ -7,6 +7,9 @@ lives in the run's work folder (--workdir).
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 EDIT = """
 import os, sys
 folder = sys.argv[1]
@@ -15,6 +18,9 @@ for name in names:
     with open(os.path.join(folder, name), "r+b") as f:
         f.write(b"edited by the benchmark")
 """
+
+
+LATENCY = Path(__file__).resolve().parent / "serve_latency.py"
 
 
 def register(bench) -> None:
@@ -73,5 +79,27 @@ def register(bench) -> None:
             ],
             reference="rclone bisync (1,000 edited files)",
             target=bench.faster_than("rclone bisync"),
+        )
+    )
+    # With serve running, a saved file starts uploading within 1 s: the median time from a save
+    # (write and close, or an editor's rename into place) to the file being in the store, over
+    # 10 saves into a replica of 10,000 files (Benchmarks/serve_latency.py measures it).
+    bench.BENCHMARKS.append(
+        Benchmark(
+            "serve-upload-latency",
+            "small10k",
+            [
+                Tool(
+                    "fileproviderctl serve: save → in the store (median of 10)",
+                    lambda r: [
+                        [sys.executable, str(LATENCY), str(bench.FPCTL), str(r.home), DOMAIN, str(replica(r)), str(store(r)), "--saves", "10"]
+                    ],
+                    setup=add_and_sync,
+                    ours=True,
+                    reports=True,
+                ),
+            ],
+            reference="fileproviderctl serve: save → in the store (median of 10)",
+            target=bench.under_seconds(1.0),
         )
     )

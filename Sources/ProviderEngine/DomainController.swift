@@ -23,6 +23,8 @@ public final class DomainController: Sendable {
     public let downloadDepth: Int
     /// How long the domain waits after failures that back it off.
     public let backoffPolicy: BackoffPolicy
+    /// Files a watcher saw finished being written: uploaded without waiting for the settle time.
+    public let finishedWrites = FinishedWrites()
     /// The domain's sync lock and serve lock files (see ``DomainLock``).
     let syncLockPath: String
     let serveLockPath: String

@@ -69,6 +69,9 @@ struct LocalScanner {
     let settleNanos: Int64
     /// Identifiers a folder move replaced since the placeholders were written, to the new ones.
     var renamedIdentifiers: [String: String] = [:]
+    /// Files seen finished being written (``FinishedWrites``): relative path → modification time
+    /// (ns) they had then.
+    var finishedWrites: [String: Int64] = [:]
 
     private struct Seen {
         var fingerprint: FileFingerprint
@@ -97,7 +100,10 @@ struct LocalScanner {
 
         let nowNanos = Int64(now.timeIntervalSince1970 * 1e9)
         var unsettled: [String] = []
-        func settled(_ print: FileFingerprint) -> Bool { settleNanos <= 0 || nowNanos - print.modificationNanos >= settleNanos }
+        // Settled: unchanged for the settle time, or seen finished and not changed since.
+        func settled(_ print: FileFingerprint, _ path: String) -> Bool {
+            settleNanos <= 0 || nowNanos - print.modificationNanos >= settleNanos || finishedWrites[path] == print.modificationNanos
+        }
 
         var changes: [LocalChange] = []
         var missing: [ItemRecord] = []
@@ -115,7 +121,7 @@ struct LocalScanner {
                 if let here, here.kind == .file {
                     let print = here.fingerprint
                     if print.size != record.localSize || print.modificationNanos != record.localModificationNanos || print.inode != record.localInode {
-                        if settled(print) { changes.append(.modified(record: record, fingerprint: print)) } else { unsettled.append(record.path) }
+                        if settled(print, record.path) { changes.append(.modified(record: record, fingerprint: print)) } else { unsettled.append(record.path) }
                     }
                     continue
                 }
@@ -137,7 +143,7 @@ struct LocalScanner {
                         replaced.insert(record.path)
                         continue
                     }
-                    if settled(here.fingerprint) { changes.append(.modified(record: record, fingerprint: here.fingerprint)) } else { unsettled.append(record.path) }
+                    if settled(here.fingerprint, record.path) { changes.append(.modified(record: record, fingerprint: here.fingerprint)) } else { unsettled.append(record.path) }
                     continue
                 }
                 if placeholders.contains(record.path) { continue }
@@ -177,7 +183,7 @@ struct LocalScanner {
         created = created.enumerated().filter { !movedAway.contains($0.offset) }.map(\.element)
             .filter { entry in !movedTargets.contains { entry.key.hasPrefix($0 + "/") } }
         for (path, entry) in created {
-            if entry.kind == .file && !settled(entry.fingerprint) {
+            if entry.kind == .file && !settled(entry.fingerprint, path) {
                 unsettled.append(path)
                 continue
             }

@@ -205,6 +205,11 @@ public final class ProviderManager: Sendable {
         }
     }
 
+    /// The controller of a domain if one was made already, else `nil` (never makes one).
+    func loadedController(for name: String) -> DomainController? {
+        controllers.withLock { $0[name] }
+    }
+
     /// Closes every controller and its backend.
     public func close() async {
         let all = controllers.withLock { map in

@@ -78,10 +78,16 @@ public final class Server: Sendable {
         for name in domains { locks.append(try DomainLock.acquire(home: manager.home, domain: name)) }
         defer { _ = locks }
 
+        let manager = self.manager
         let targets = records.map { record in
-            ServeWatcher.Target(
-                domain: record.name, root: URL(fileURLWithPath: record.replicaPath).standardizedFileURL.path,
-                ignore: IgnoreRules(extra: record.ignoreList), wakeup: wakeups[record.name]!)
+            let name = record.name
+            return ServeWatcher.Target(
+                domain: name, root: URL(fileURLWithPath: record.replicaPath).standardizedFileURL.path,
+                ignore: IgnoreRules(extra: record.ignoreList), wakeup: wakeups[name]!,
+                writes: { path, modificationNanos in
+                    guard let writes = manager.loadedController(for: name)?.finishedWrites else { return }
+                    if let modificationNanos { writes.finished(path, modificationNanos: modificationNanos) } else { writes.writing(path) }
+                })
         }
         var watcher: ServeWatcher?
         do {

@@ -83,6 +83,9 @@ final class ServeWatcher: @unchecked Sendable {
         var root: String
         var ignore: IgnoreRules
         var wakeup: Wakeup
+        /// Told, in the order of the events, when a file (relative path) was closed after writing
+        /// or renamed into place (with its modification time then), or written again (`nil`).
+        var writes: @Sendable (String, Int64?) -> Void = { _, _ in }
     }
 
     private let targets: [Target]
@@ -203,6 +206,18 @@ final class ServeWatcher: @unchecked Sendable {
         }
         if Self.isRelevant(event, name: name, ignore: targets[index].ignore) {
             woken[index, default: []].insert(.local)
+            // A file closed after writing or renamed into place is complete: no settle time.
+            if !event.isFolder, !name.hasSuffix(Replica.placeholderSuffix), path.hasPrefix(targets[index].root + "/") {
+                let relative = String(path.dropFirst(targets[index].root.count + 1))
+                if event.has(IN_CLOSE_WRITE) || event.has(IN_MOVED_TO) {
+                    var info = stat()
+                    if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG {
+                        targets[index].writes(relative, Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
+                    }
+                } else if event.has(IN_MODIFY) || event.has(IN_CREATE) {
+                    targets[index].writes(relative, nil)
+                }
+            }
         }
     }
 

@@ -34,33 +34,12 @@ import Testing
 
     @Test func killNineDuringLargeUploadsAndDownloadsLosesAndDuplicatesNothing() async throws {
         let seed = Self.seed
-        var rng = Generator(state: seed)
         let temp = try TemporaryFolder()
-        let store = temp.url.appendingPathComponent("store")
         let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
-        let replica = cli.home.appendingPathComponent("domains/crash")
-        /// What the store must hold at the end, by path.
-        var expected: [String: Data] = [:]
-        var serial = 0
-        func contents(_ path: String, large: Bool) -> Data {
-            serial += 1
-            let size = large ? Int.random(in: 1_000_000...2_500_000, using: &rng) : Int.random(in: 0...20_000, using: &rng)
-            var bytes = [UInt8](repeating: 0, count: size)
-            var word = rng.next()
-            for index in 0..<size {
-                if index % 8 == 0 { word = rng.next() }
-                bytes[index] = UInt8(truncatingIfNeeded: word >> ((index % 8) * 8))
-            }
-            return Data("\(serial) \(path)\n".utf8) + Data(bytes)
-        }
-        func write(_ root: URL, _ path: String, _ data: Data) throws {
-            let url = root.appendingPathComponent(path)
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try data.write(to: url)
-        }
-
-        try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
-        let added = try cli.run(["domain", "add", "crash", "--backend", "local", "--root", store.path])
+        let work = CrashWorkload(
+            seed: seed, store: temp.url.appendingPathComponent("store"), replica: cli.home.appendingPathComponent("domains/crash"))
+        try FileManager.default.createDirectory(at: work.store, withIntermediateDirectories: true)
+        let added = try await cli.call(["domain", "add", "crash", "--backend", "local", "--root", work.store.path])
         #expect(added.status == 0, "\(added.stderr)")
 
         var kills = 0
@@ -74,7 +53,7 @@ import Testing
             var killedHere = 0
             for _ in 0..<60 {
                 attempts += 1
-                let delay = Double(Int.random(in: 10...400, using: &rng)) / 1000
+                let delay = Double(Int.random(in: 10...400, using: &work.rng)) / 1000
                 // After a dozen kills in a row the run is let finish, so every phase completes.
                 let attempt = try await runAndMaybeKill(cli, arguments, after: killedHere >= 12 ? 600 : delay)
                 log.append("\(label): \(attempt.killed ? "killed" : "exit \(attempt.status)") after \(String(format: "%.3f", attempt.seconds)) s")
@@ -93,107 +72,31 @@ import Testing
         var round = 0
         while round < 2 || (kills < 30 && round < 6) {
             round += 1
-            // Downloads: new files in the store, materialized with -R.
-            for index in 0..<300 {
-                let path = "down\(round)/d\(index % 7)/file \(index) ü.bin"
-                let data = contents(path, large: index % 60 == 0)
-                try write(store, path, data)
-                expected[path] = data
-            }
-            // Uploads: new files in the replica, edits and renames of earlier ones.
-            for index in 0..<300 {
-                let path = "up\(round)/u\(index % 5)/new \(index).dat"
-                let data = contents(path, large: index % 60 == 0)
-                try write(replica, path, data)
-                expected[path] = data
-            }
-            let earlier = expected.keys.filter { $0.hasPrefix("up") && !$0.hasPrefix("up\(round)/") }.sorted()
-            for path in earlier.shuffled(using: &rng).prefix(20) {
-                let data = contents(path, large: false)
-                try write(replica, path, data)
-                expected[path] = data
-            }
-            for path in earlier.shuffled(using: &rng).prefix(10) where FileManager.default.fileExists(atPath: replica.appendingPathComponent(path).path) {
-                let renamed = (path as NSString).deletingLastPathComponent + "/renamed \(round) " + (path as NSString).lastPathComponent
-                guard expected[renamed] == nil else { continue }
-                try FileManager.default.moveItem(at: replica.appendingPathComponent(path), to: replica.appendingPathComponent(renamed))
-                expected[renamed] = expected.removeValue(forKey: path)
-            }
-            if round > 1 {
-                // A folder renamed with everything in it.
-                let from = "up\(round - 1)/u\(round % 5)"
-                let to = "up\(round - 1)/moved \(round)"
-                try FileManager.default.moveItem(at: replica.appendingPathComponent(from), to: replica.appendingPathComponent(to))
-                for key in expected.keys where key.hasPrefix(from + "/") {
-                    expected[to + key.dropFirst(from.count)] = expected.removeValue(forKey: key)
-                }
-            }
+            // Downloads: new files in the store, materialized with -R; uploads: new files in the
+            // replica, edits and renames of earlier ones, a folder renamed.
+            try work.addStoreFiles(below: "down\(round)")
+            try work.addReplicaChanges(round: round)
             kills += try await killLoop(["sync", "crash"], label: "round \(round) sync")
             kills += try await killLoop(["materialize", "-R", "crash:/down\(round)"], label: "round \(round) materialize")
         }
 
-        // A final clean sync, everything materialized, and a last sync that must change nothing.
-        let final = try cli.run(["sync", "crash"])
-        #expect(final.status == 0, "seed \(seed): \(final.stderr)")
-        let everything = try cli.run(["materialize", "-R", "crash:/"])
-        #expect(everything.status == 0, "seed \(seed): \(everything.stderr)")
-        let quiet = try #require(try cli.json(["sync", "crash"]) as? [String: Any])
-        let report = try #require((quiet["reports"] as? [[String: Any]])?.first)
-        for key in ["uploaded", "conflicts", "added", "updated", "moved", "deleted", "downloaded"] {
-            #expect(report[key] as? Int == 0, "seed \(seed): the last sync still had \(key) = \(report[key] ?? "nil")")
-        }
-
-        let storeFiles = files(in: store)
-        let replicaFiles = files(in: replica)
-        let missing = Set(expected.keys).subtracting(storeFiles.keys).sorted()
-        let extra = Set(storeFiles.keys).subtracting(expected.keys).sorted()
-        let wrong = expected.keys.filter { storeFiles[$0] != nil && storeFiles[$0] != expected[$0] }.sorted()
-        #expect(missing.isEmpty, "seed \(seed): lost in the store: \(missing)\n\(log.joined(separator: "\n"))")
-        if !extra.isEmpty { print("conflicts log:\n" + ((try? cli.run(["conflicts", "crash"]).stdout) ?? "")) }
-        #expect(extra.isEmpty, "seed \(seed): duplicated or stray in the store: \(extra)\n\(log.joined(separator: "\n"))")
-        #expect(wrong.isEmpty, "seed \(seed): wrong contents in the store: \(wrong)")
-        #expect(replicaFiles == storeFiles, "seed \(seed): the replica differs from the store: \(Set(replicaFiles.keys).symmetricDifference(storeFiles.keys).sorted())")
-        let staging = cli.home.appendingPathComponent("staging")
-        #expect(files(in: staging).isEmpty, "seed \(seed): staging files left: \(files(in: staging).keys.sorted())")
-
-        let database = try MetadataStore(url: cli.home.appendingPathComponent("metadata.sqlite"))
-        #expect(try database.integrityCheck() == "ok", "seed \(seed)")
-        let domain = try #require(try database.domain(named: "crash"))
-        #expect(try database.unfinishedOperations(domainID: domain.id!).isEmpty, "seed \(seed): unfinished journal entries")
+        try await finalChecks(cli, work, seed: seed, log: log)
         #expect(kills >= 30, "seed \(seed): only \(kills) kills landed during work")
         print(log.joined(separator: "\n"))
-        print("crash seed \(seed): \(kills) kills in \(attempts) runs over \(round) rounds, \(expected.count) files, \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+        print("crash seed \(seed): \(kills) kills in \(attempts) runs over \(round) rounds, \(work.expected.count) files, \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
     }
 
     @Test func killNineOfServeDuringLargeUploadsAndDownloadsLosesAndDuplicatesNothing() async throws {
         let seed = Self.seed &+ 1
-        var rng = Generator(state: seed)
         let temp = try TemporaryFolder()
-        let store = temp.url.appendingPathComponent("store")
         let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
-        let replica = cli.home.appendingPathComponent("domains/crash")
-        var expected: [String: Data] = [:]
-        var serial = 0
-        func contents(_ path: String, large: Bool) -> Data {
-            serial += 1
-            let size = large ? Int.random(in: 1_000_000...2_500_000, using: &rng) : Int.random(in: 0...20_000, using: &rng)
-            var bytes = [UInt8](repeating: 0, count: size)
-            var word = rng.next()
-            for index in 0..<size {
-                if index % 8 == 0 { word = rng.next() }
-                bytes[index] = UInt8(truncatingIfNeeded: word >> ((index % 8) * 8))
-            }
-            return Data("\(serial) \(path)\n".utf8) + Data(bytes)
-        }
-        func write(_ root: URL, _ path: String, _ data: Data) throws {
-            let url = root.appendingPathComponent(path)
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try data.write(to: url)
-        }
+        let work = CrashWorkload(
+            seed: seed, store: temp.url.appendingPathComponent("store"), replica: cli.home.appendingPathComponent("domains/crash"))
+        let (store, replica) = (work.store, work.replica)
 
         // Files the store gets land below a pinned folder, so serve downloads them by itself.
-        try write(store, "down/pinned.txt", Data("pinned".utf8))
-        expected["down/pinned.txt"] = Data("pinned".utf8)
+        try work.write(store, "down/pinned.txt", Data("pinned".utf8))
+        work.expected["down/pinned.txt"] = Data("pinned".utf8)
         #expect(try await cli.call(["domain", "add", "crash", "--backend", "local", "--root", store.path]).status == 0)
         #expect(try await cli.call(["sync", "crash"]).status == 0)
         #expect(try await cli.call(["pin", "crash:/down"]).status == 0)
@@ -202,47 +105,21 @@ import Testing
         var kills = 0
         var log: [String] = []
         let started = Date()
-        func converged() -> Bool { files(in: store) == expected && files(in: replica) == expected }
+        func converged() -> Bool { files(in: store) == work.expected && files(in: replica) == work.expected }
         var round = 0
         while round < 2 || (kills < 30 && round < 10) {
             round += 1
-            for index in 0..<300 {
-                let path = "down/r\(round)/d\(index % 7)/file \(index) ü.bin"
-                expected[path] = contents(path, large: index % 60 == 0)
-                try write(store, path, expected[path]!)
+            try work.addStoreFiles(below: "down/r\(round)")
+            // Edits in the store of files serve downloaded in earlier rounds.
+            let pinnedEarlier = work.expected.keys.filter { $0.hasPrefix("down/r") && !$0.hasPrefix("down/r\(round)/") }.sorted()
+            for path in pinnedEarlier.shuffled(using: &work.rng).prefix(20) {
+                work.expected[path] = work.contents(path, large: false)
+                try work.write(store, path, work.expected[path]!)
             }
-            let pinnedEarlier = expected.keys.filter { $0.hasPrefix("down/r") && !$0.hasPrefix("down/r\(round)/") }.sorted()
-            for path in pinnedEarlier.shuffled(using: &rng).prefix(20) {
-                expected[path] = contents(path, large: false)
-                try write(store, path, expected[path]!)
-            }
-            for index in 0..<300 {
-                let path = "up\(round)/u\(index % 5)/new \(index).dat"
-                expected[path] = contents(path, large: index % 60 == 0)
-                try write(replica, path, expected[path]!)
-            }
-            let earlier = expected.keys.filter { $0.hasPrefix("up") && !$0.hasPrefix("up\(round)/") }.sorted()
-            for path in earlier.shuffled(using: &rng).prefix(20) {
-                expected[path] = contents(path, large: false)
-                try write(replica, path, expected[path]!)
-            }
-            for path in earlier.shuffled(using: &rng).prefix(10) where FileManager.default.fileExists(atPath: replica.appendingPathComponent(path).path) {
-                let renamed = (path as NSString).deletingLastPathComponent + "/renamed \(round) " + (path as NSString).lastPathComponent
-                guard expected[renamed] == nil else { continue }
-                try FileManager.default.moveItem(at: replica.appendingPathComponent(path), to: replica.appendingPathComponent(renamed))
-                expected[renamed] = expected.removeValue(forKey: path)
-            }
-            if round > 1 {
-                let from = "up\(round - 1)/u\(round % 5)"
-                let to = "up\(round - 1)/moved \(round)"
-                try FileManager.default.moveItem(at: replica.appendingPathComponent(from), to: replica.appendingPathComponent(to))
-                for key in expected.keys where key.hasPrefix(from + "/") {
-                    expected[to + key.dropFirst(from.count)] = expected.removeValue(forKey: key)
-                }
-            }
-            // serve, killed at seeded moments of its work, a dozen times...
+            try work.addReplicaChanges(round: round)
+            // serve, killed at seeded moments of its work, up to a dozen times...
             for _ in 0..<12 where !converged() {
-                let delay = Double(Int.random(in: 10...500, using: &rng)) / 1000
+                let delay = Double(Int.random(in: 10...500, using: &work.rng)) / 1000
                 let attempt = try await runAndMaybeKill(cli, serve, after: delay)
                 log.append("round \(round) serve: \(attempt.killed ? "killed" : "exit \(attempt.status)") after \(String(format: "%.3f", attempt.seconds)) s")
                 #expect(attempt.killed, "seed \(seed): serve ended by itself: \(attempt.stderr)")
@@ -255,33 +132,49 @@ import Testing
             #expect(await waitUntil(timeout: 30) { last.output.contains("serving crash") }, "\(last.output)")
             #expect(
                 done,
-                "seed \(seed): round \(round) did not converge after restarts: store \(difference(files(in: store), expected)), replica \(difference(files(in: replica), expected))\n\(last.output.suffix(3000))\n\(log.joined(separator: "\n"))"
+                "seed \(seed): round \(round) did not converge after restarts: store \(difference(files(in: store), work.expected)), replica \(difference(files(in: replica), work.expected))\n\(last.output.suffix(3000))\n\(log.joined(separator: "\n"))"
             )
             let status = await last.stop(SIGTERM, timeout: 60)
             #expect(status == 0, "seed \(seed): serve ended with \(String(describing: status)) after SIGTERM: \(last.output.suffix(2000))")
             if !done { break }
         }
 
-        // A clean sync and materialize, and a last sync that must change nothing.
-        #expect(try await cli.call(["sync", "crash"]).status == 0)
-        #expect(try await cli.call(["materialize", "-R", "crash:/"]).status == 0)
+        try await finalChecks(cli, work, seed: seed, log: log)
+        #expect(kills >= 30, "seed \(seed): only \(kills) kills of serve")
+        print("serve crash seed \(seed): \(kills) kills over \(round) rounds, \(work.expected.count) files, \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+    }
+
+    /// A clean sync, everything materialized, a last sync that must change nothing; then the
+    /// store holds exactly the expected files, the replica equals it, no staging files are left,
+    /// the database is intact and the journal empty.
+    func finalChecks(_ cli: CLIRunner, _ work: CrashWorkload, seed: UInt64, log: [String]) async throws {
+        let final = try await cli.call(["sync", "crash"])
+        #expect(final.status == 0, "seed \(seed): \(final.stderr)")
+        let everything = try await cli.call(["materialize", "-R", "crash:/"])
+        #expect(everything.status == 0, "seed \(seed): \(everything.stderr)")
         let quiet = try #require(try await cli.jsonCall(["sync", "crash"]) as? [String: Any])
         let report = try #require((quiet["reports"] as? [[String: Any]])?.first)
         for key in ["uploaded", "conflicts", "added", "updated", "moved", "deleted", "downloaded"] {
             #expect(report[key] as? Int == 0, "seed \(seed): the last sync still had \(key) = \(report[key] ?? "nil")")
         }
-        let storeFiles = files(in: store)
-        #expect(Set(expected.keys).subtracting(storeFiles.keys).isEmpty, "seed \(seed): lost: \(Set(expected.keys).subtracting(storeFiles.keys).sorted())")
-        #expect(Set(storeFiles.keys).subtracting(expected.keys).isEmpty, "seed \(seed): duplicated or stray: \(Set(storeFiles.keys).subtracting(expected.keys).sorted())")
-        #expect(storeFiles == expected, "seed \(seed): wrong contents in the store")
-        #expect(files(in: replica) == storeFiles, "seed \(seed): the replica differs from the store")
-        #expect(files(in: cli.home.appendingPathComponent("staging")).isEmpty, "seed \(seed): staging files left")
+
+        let storeFiles = files(in: work.store)
+        let replicaFiles = files(in: work.replica)
+        let missing = Set(work.expected.keys).subtracting(storeFiles.keys).sorted()
+        let extra = Set(storeFiles.keys).subtracting(work.expected.keys).sorted()
+        let wrong = work.expected.keys.filter { storeFiles[$0] != nil && storeFiles[$0] != work.expected[$0] }.sorted()
+        #expect(missing.isEmpty, "seed \(seed): lost in the store: \(missing)\n\(log.joined(separator: "\n"))")
+        if !extra.isEmpty { print("conflicts log:\n" + ((try? await cli.call(["conflicts", "crash"]).stdout) ?? "")) }
+        #expect(extra.isEmpty, "seed \(seed): duplicated or stray in the store: \(extra)\n\(log.joined(separator: "\n"))")
+        #expect(wrong.isEmpty, "seed \(seed): wrong contents in the store: \(wrong)")
+        #expect(replicaFiles == storeFiles, "seed \(seed): the replica differs from the store: \(Set(replicaFiles.keys).symmetricDifference(storeFiles.keys).sorted())")
+        let staging = cli.home.appendingPathComponent("staging")
+        #expect(files(in: staging).isEmpty, "seed \(seed): staging files left: \(files(in: staging).keys.sorted())")
+
         let database = try MetadataStore(url: cli.home.appendingPathComponent("metadata.sqlite"))
         #expect(try database.integrityCheck() == "ok", "seed \(seed)")
         let domain = try #require(try database.domain(named: "crash"))
         #expect(try database.unfinishedOperations(domainID: domain.id!).isEmpty, "seed \(seed): unfinished journal entries")
-        #expect(kills >= 30, "seed \(seed): only \(kills) kills of serve")
-        print("serve crash seed \(seed): \(kills) kills over \(round) rounds, \(expected.count) files, \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
     }
 
     /// What differs between found files and expected ones, in words.
@@ -343,6 +236,81 @@ extension CrashTests {
     static func wait(_ exit: ProcessExit, upTo seconds: Double) async -> Bool {
         await withCheckedContinuation { continuation in
             Thread.detachNewThread { continuation.resume(returning: exit.wait(seconds: seconds)) }
+        }
+    }
+}
+
+/// The files of one crash experiment: seeded contents written to the store and the replica,
+/// and what the store must hold at the end.
+final class CrashWorkload {
+    var rng: CrashTests.Generator
+    let store: URL
+    let replica: URL
+    /// What the store must hold at the end, by path.
+    var expected: [String: Data] = [:]
+    private var serial = 0
+
+    init(seed: UInt64, store: URL, replica: URL) {
+        rng = CrashTests.Generator(state: seed)
+        self.store = store
+        self.replica = replica
+    }
+
+    /// Seeded bytes, unique by their first line; 1–2.5 MB when `large`, else up to 20 KB.
+    func contents(_ path: String, large: Bool) -> Data {
+        serial += 1
+        let size = large ? Int.random(in: 1_000_000...2_500_000, using: &rng) : Int.random(in: 0...20_000, using: &rng)
+        var bytes = [UInt8](repeating: 0, count: size)
+        var word = rng.next()
+        for index in 0..<size {
+            if index % 8 == 0 { word = rng.next() }
+            bytes[index] = UInt8(truncatingIfNeeded: word >> ((index % 8) * 8))
+        }
+        return Data("\(serial) \(path)\n".utf8) + Data(bytes)
+    }
+
+    /// Writes a file, making its folders.
+    func write(_ root: URL, _ path: String, _ data: Data) throws {
+        let url = root.appendingPathComponent(path)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try data.write(to: url)
+    }
+
+    /// 300 new files in the store below `folder` (in 7 subfolders, every 60th MB-sized).
+    func addStoreFiles(below folder: String) throws {
+        for index in 0..<300 {
+            let path = "\(folder)/d\(index % 7)/file \(index) ü.bin"
+            expected[path] = contents(path, large: index % 60 == 0)
+            try write(store, path, expected[path]!)
+        }
+    }
+
+    /// 300 new files in the replica below `up<round>`, 20 edits and 10 renames of earlier ones,
+    /// and from the second round on a folder of the previous round renamed with everything in it.
+    func addReplicaChanges(round: Int) throws {
+        for index in 0..<300 {
+            let path = "up\(round)/u\(index % 5)/new \(index).dat"
+            expected[path] = contents(path, large: index % 60 == 0)
+            try write(replica, path, expected[path]!)
+        }
+        let earlier = expected.keys.filter { $0.hasPrefix("up") && !$0.hasPrefix("up\(round)/") }.sorted()
+        for path in earlier.shuffled(using: &rng).prefix(20) {
+            expected[path] = contents(path, large: false)
+            try write(replica, path, expected[path]!)
+        }
+        for path in earlier.shuffled(using: &rng).prefix(10) where FileManager.default.fileExists(atPath: replica.appendingPathComponent(path).path) {
+            let renamed = (path as NSString).deletingLastPathComponent + "/renamed \(round) " + (path as NSString).lastPathComponent
+            guard expected[renamed] == nil else { continue }
+            try FileManager.default.moveItem(at: replica.appendingPathComponent(path), to: replica.appendingPathComponent(renamed))
+            expected[renamed] = expected.removeValue(forKey: path)
+        }
+        if round > 1 {
+            let from = "up\(round - 1)/u\(round % 5)"
+            let to = "up\(round - 1)/moved \(round)"
+            try FileManager.default.moveItem(at: replica.appendingPathComponent(from), to: replica.appendingPathComponent(to))
+            for key in expected.keys where key.hasPrefix(from + "/") {
+                expected[to + key.dropFirst(from.count)] = expected.removeValue(forKey: key)
+            }
         }
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 import ProviderCore
 import ProviderEngine
 import ProviderStore
@@ -143,11 +142,7 @@ func eventually(timeout: Double = 30, _ condition: () throws -> Bool) async reth
             // short backoff times.
             let manager = try ProviderManager(
                 home: f.home, registry: TestRemote.registry, backoffPolicy: BackoffPolicy(base: 0.05, cap: 0.2, jitter: 0))
-            var logger = Logger(label: "test.serve")
-            logger.logLevel = .critical
-            let server = Server(
-                manager: manager, domains: ["mem"],
-                options: ServeOptions(pollInterval: 3600, settleSeconds: 0, debounceSeconds: 0.05), logger: logger)
+            let server = quietServer(manager, "mem", ServeOptions(pollInterval: 3600, settleSeconds: 0, debounceSeconds: 0.05))
             let running = Task { try await server.run() }
 
             #expect(try await eventually { try manager.domain(named: "mem").lastSyncAt != nil })

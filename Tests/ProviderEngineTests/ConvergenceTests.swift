@@ -18,14 +18,7 @@ import Testing
 
     @Test(arguments: seeds)
     func twoDevicesOnALocalStoreConverge(seed: UInt64) async throws {
-        let world = try await ChaosWorld(seed: seed)
-        do {
-            try await world.run(steps: chaosSetting("CHAOS_STEPS", default: 220))
-            try await world.settleAndCheck()
-        } catch {
-            Issue.record("seed \(seed): \(error)\n\(world.tail())")
-        }
-        await world.tearDown()
+        try await ChaosWorld.experiment(seed: seed, steps: chaosSetting("CHAOS_STEPS", default: 220))
     }
 }
 
@@ -122,6 +115,19 @@ final class ChaosWorld {
             let controller = try await manager.controller(for: "shared")
             devices.append(Device(name: name, home: home, manager: manager, controller: controller))
         }
+    }
+
+    /// Runs one seed: the random steps, then the checks; an error is recorded with the seed and
+    /// the last steps.
+    static func experiment(seed: UInt64, steps: Int, store: (URL) throws -> ChaosStore = ChaosStore.local(in:)) async throws {
+        let world = try await ChaosWorld(seed: seed, store: store)
+        do {
+            try await world.run(steps: steps)
+            try await world.settleAndCheck()
+        } catch {
+            Issue.record("seed \(seed): \(error)\n\(world.tail())")
+        }
+        await world.tearDown()
     }
 
     func tearDown() async {

@@ -35,14 +35,7 @@ extension ChaosStore {
 
     @Test(arguments: seeds)
     func twoDevicesOnAnSFTPStoreConverge(seed: UInt64) async throws {
-        let server = try EngineSSHServer.shared()
-        let world = try await ChaosWorld(seed: seed) { try ChaosStore.sftp(server, in: $0) }
-        do {
-            try await world.run(steps: chaosSetting("CHAOS_STEPS", default: 200))
-            try await world.settleAndCheck()
-        } catch {
-            Issue.record("seed \(seed): \(error)\n\(world.tail())")
-        }
-        await world.tearDown()
+        let server = try await offThePool { try EngineSSHServer.shared() }
+        try await ChaosWorld.experiment(seed: seed, steps: chaosSetting("CHAOS_STEPS", default: 200)) { try ChaosStore.sftp(server, in: $0) }
     }
 }

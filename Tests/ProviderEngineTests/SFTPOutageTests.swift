@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 import ProviderCore
 import ProviderEngine
 import ProviderStore
@@ -74,11 +73,7 @@ func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async t
         // serve, on a second manager of the same home as a separate process would have, with
         // short backoff times; its first pass starts uploading at once.
         let serveManager = try ProviderManager(home: home, registry: registry, backoffPolicy: BackoffPolicy(base: 0.1, cap: 0.5, jitter: 0))
-        var logger = Logger(label: "test.serve")
-        logger.logLevel = .critical
-        let serve = Server(
-            manager: serveManager, domains: ["remote"], options: ServeOptions(pollInterval: 3600, settleSeconds: 0, debounceSeconds: 0.05),
-            logger: logger)
+        let serve = quietServer(serveManager, "remote", ServeOptions(pollInterval: 3600, settleSeconds: 0, debounceSeconds: 0.05))
         let serving = Task { try await serve.run() }
 
         // sshd stops (killed with every session) after a seeded number of the new files arrived.

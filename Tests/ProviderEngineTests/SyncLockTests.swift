@@ -6,6 +6,13 @@ import ProviderStore
 import ProviderTesting
 import Testing
 
+/// A serve of one domain that logs only critical lines (tests check state, not logs).
+func quietServer(_ manager: ProviderManager, _ domain: String, _ options: ServeOptions) -> Server {
+    var logger = Logger(label: "test.serve")
+    logger.logLevel = .critical
+    return Server(manager: manager, domains: [domain], options: options, logger: logger)
+}
+
 /// Engine events collected from any task.
 final class EventLog: @unchecked Sendable {
     private let lock = NSLock()
@@ -38,9 +45,7 @@ final class EventLog: @unchecked Sendable {
                 await gate.wait()
             }
             let manager = try ProviderManager(home: f.home, registry: TestRemote.registry)
-            var logger = Logger(label: "test.serve")
-            logger.logLevel = .critical
-            let server = Server(manager: manager, domains: ["mem"], options: ServeOptions(pollInterval: 3600), logger: logger)
+            let server = quietServer(manager, "mem", ServeOptions(pollInterval: 3600))
             let serving = Task { try await server.run() }
             #expect(await eventually { listings.value >= 1 }, "serve's first pass never reached the store")
 

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""How soon a file saved in a replica reaches the store while `fileproviderctl serve` runs.
+
+    python3 Benchmarks/serve_latency.py FILEPROVIDERCTL HOME DOMAIN REPLICA STORE [--saves N]
+
+Starts `serve DOMAIN` (default options: 1 s settle time, 30 s poll interval), waits for its
+first sync, then saves N files of 4 KiB in the replica one after the other, half of them written
+in place (open, write, close) and half the way editors save (a temporary file renamed into
+place). Each latency runs from the moment the save is complete (after close, or after the
+rename) until the file is in the store with all its bytes. Prints one JSON line:
+{"seconds": median, "latencies": [...], "peak_mib": serve's peak RSS}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def wait_for(condition, timeout: float, interval: float = 0.001) -> bool:
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        if condition():
+            return True
+        time.sleep(interval)
+    return condition()
+
+
+def peak_mib(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("fpctl")
+    p.add_argument("home")
+    p.add_argument("domain")
+    p.add_argument("replica", type=Path)
+    p.add_argument("store", type=Path)
+    p.add_argument("--saves", type=int, default=10)
+    args = p.parse_args()
+
+    log_path = Path(args.home) / "serve-latency.log"
+    with open(log_path, "wb") as log:
+        serve = subprocess.Popen(
+            [args.fpctl, "serve", args.domain, "--home", args.home],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+        )
+    try:
+        # The first sync logs one line per domain ("DOMAIN: N sent, ...").
+        if not wait_for(lambda: f"{args.domain}: " in log_path.read_text(errors="replace"), 120, 0.01):
+            print(f"serve did not finish its first sync:\n{log_path.read_text(errors='replace')}", file=sys.stderr)
+            return 1
+        latencies = []
+        payload = os.urandom(4096)
+        for index in range(args.saves):
+            name = f"latency-{index}.bin"
+            target = args.replica / name
+            if index % 2 == 0:
+                with open(target, "wb") as f:
+                    f.write(payload)
+            else:
+                temporary = args.replica / f".{name}.swp"
+                with open(temporary, "wb") as f:
+                    f.write(payload)
+                os.rename(temporary, target)
+            saved = time.perf_counter()
+            landed = args.store / name
+            if not wait_for(lambda: landed.exists() and landed.stat().st_size == len(payload), 30):
+                print(f"{name} did not reach the store in 30 s:\n{log_path.read_text(errors='replace')}", file=sys.stderr)
+                return 1
+            latencies.append(time.perf_counter() - saved)
+            time.sleep(0.5)  # let serve go idle, so each save is measured on its own
+        peak = peak_mib(serve.pid)
+        print(json.dumps({"seconds": statistics.median(latencies), "latencies": latencies, "peak_mib": peak}))
+        return 0
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        try:
+            serve.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            serve.kill()
+            serve.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
