@@ -10,7 +10,16 @@ extension DomainController {
     /// local changes, which is kept. Records change in one transaction after the replica.
     func settle(_ pass: inout PullPass, report: inout SyncReport) async throws(FileProviderError) {
         var gone = pass.gone.filter { !pass.movedIn.contains($0.identifier) }
-        if pass.hadItems {
+        if !pass.sweeps {
+            // A change feed names a deleted folder, not always what was in it.
+            var known = Set(gone.map(\.identifier))
+            for folder in gone where folder.kind == .folder {
+                for record in try store.descendants(domainID: domainID, of: folder.path)
+                where !pass.movedIn.contains(record.identifier) && known.insert(record.identifier).inserted {
+                    gone.append(record)
+                }
+            }
+        } else if pass.hadItems {
             // What the walk never reached: the contents of folders that went away, and records
             // whose parent is no longer in the store.
             var known = Set(gone.map(\.identifier))

@@ -30,6 +30,8 @@ struct PullPass {
     /// a new one with the same contents). `nil` during a domain's first sync.
     var newFilesByVersion: [Data: [ItemIdentifier]]?
     var listedFolders = Set<ItemIdentifier>()
+    /// Folders this pass found new (a change feed may bring their items in a later batch).
+    var newFolders = Set<ItemIdentifier>()
     var failedFolders: [String] = []
     var redownload: [ItemRecord] = []
     var pinnedFolders: [String]
@@ -37,6 +39,9 @@ struct PullPass {
     var budget: Int
     /// Whether the database held items before this sync (then moves are looked for).
     let hadItems: Bool
+    /// A walk of the whole store: what it did not reach went away. A change feed names what
+    /// went away itself.
+    var sweeps = true
 
     init(pinnedFolders: [String], budget: Int, hadItems: Bool) {
         self.pinnedFolders = pinnedFolders
@@ -57,11 +62,13 @@ extension DomainController {
         var result: Result<[Item], FileProviderError>
     }
 
-    /// Sync down: lists the whole store, several folders at once, and applies each folder's
-    /// differences with the database as its listing arrives; then settles what went away or
-    /// moved, and downloads what must be. Runs under ``treeLock``.
-    /// - Throws: what the backend throws when the root cannot be listed; `localIOFailure` when
-    ///   the database fails.
+    /// Sync down. With a change feed and an anchor from an earlier sync, applies what changed
+    /// since (see ``pullChanges(from:pass:report:events:)``); when the feed no longer knows the
+    /// anchor (`syncAnchorExpired`), or without a feed, lists the whole store, several folders
+    /// at once, and applies each folder's differences with the database as its listing
+    /// arrives. Then settles what went away or moved, and downloads what must be.
+    /// - Throws: what the backend throws when the root cannot be listed or the feed fails;
+    ///   `localIOFailure` when the database fails.
     func pull(
         report: inout SyncReport, events: EventHandler?, populationBudget: Int
     )
@@ -76,6 +83,27 @@ extension DomainController {
         var pass = PullPass(
             pinnedFolders: try pinnedFolderPaths(), budget: populationBudget,
             hadItems: try store.itemCount(domainID: domainID) > 1)
+        var anchorAfterWalk: SyncAnchor?
+        if backend.capabilities.hasChangeFeed {
+            if pass.hadItems, let anchor = try store.syncAnchor(domainID: domainID, container: .workingSet) {
+                do {
+                    var feedPass = pass
+                    feedPass.sweeps = false
+                    let newAnchor = try await pullChanges(from: anchor, pass: &feedPass, report: &report, events: events)
+                    try await settle(&feedPass, report: &report)
+                    try store.setSyncAnchor(newAnchor, domainID: domainID, container: .workingSet)
+                    report.phases.replica = Date().timeIntervalSince(started)
+                    try await downloadDue(&feedPass, report: &report, events: events)
+                    return
+                } catch where error.code == .syncAnchorExpired {
+                    // The feed forgot the anchor (or could not place a change): list everything.
+                    report.notices.append("\(display("")): \(error.message); listing the whole store")
+                    try store.setSyncAnchor(nil, domainID: domainID, container: .workingSet)
+                }
+            }
+            // "Now", taken before the walk: what changes during it comes with the next feed.
+            anchorAfterWalk = try await backend.currentSyncAnchor(for: .workingSet)
+        }
         var queue = [FolderVisit(record: root, isOnDisk: true, isNew: false)]
         var foldersListed = 0
         var itemsSeen = 0
@@ -129,9 +157,16 @@ extension DomainController {
         report.phases.listing = listingSeconds
         report.phases.replica = Date().timeIntervalSince(started) - listingSeconds
         try await settle(&pass, report: &report)
+        if let anchorAfterWalk, pass.failedFolders.isEmpty {
+            try store.setSyncAnchor(anchorAfterWalk, domainID: domainID, container: .workingSet)
+        }
+        try await downloadDue(&pass, report: &report, events: events)
+    }
+
+    /// Downloads what this pass found outdated or pinned, and what an earlier sync left undone
+    /// (it recorded new versions, then was killed or failed to download).
+    private func downloadDue(_ pass: inout PullPass, report: inout SyncReport, events: EventHandler?) async throws(FileProviderError) {
         // Settling may have moved or adopted some of them: download what the database says now.
-        // Also what an earlier sync left undone (it recorded new versions, then was killed or
-        // failed to download).
         let planned = Set(pass.redownload.map(\.identifier))
         pass.redownload += try store.dueDownloads(domainID: domainID).filter { !planned.contains($0.identifier) }
         var current: [ItemRecord] = []
@@ -232,12 +267,48 @@ extension DomainController {
             entries.append((item, path, old))
         }
         pass.gone += stored.values
+        return try await place(entries, in: visit, complete: true, pass: &pass, report: &report)
+    }
+
+    /// One item of a folder as the store has it now: its new path and, when the database knew
+    /// it, its record.
+    typealias Entry = (item: Item, path: String, old: ItemRecord?)
+
+    /// Writes a folder's new and changed items into the replica (when the folder is populated)
+    /// and queues their records. `complete` says that `entries` is the folder's whole listing
+    /// (a walk), so a dataless folder can be populated from it; otherwise (a change feed) a
+    /// folder that must be populated is populated from the database first. Returns the
+    /// subfolders.
+    func place(_ entries: [Entry], in visit: FolderVisit, complete: Bool, pass: inout PullPass, report: inout SyncReport)
+        async throws(FileProviderError) -> [FolderVisit]
+    {
+        var visit = visit
+        var folder = visit.record
 
         // Whether this folder's items are in the replica: it is populated, or becomes so now
         // (a new folder within the budget, a folder in a pinned folder, or a folder that must
         // receive a downloaded file or a populated folder moved into it).
         var populated = !folder.isDataless
-        let populatedBefore = populated
+        var populatedBefore = populated
+        if !populated && !complete {
+            let mustHold = entries.contains { entry in
+                entry.old.map { $0.state == .materialized || ($0.kind == .folder && !$0.isDataless) } ?? false
+            }
+            let withinBudget = visit.isNew && visit.isOnDisk && pass.budget >= entries.count
+            if mustHold || pass.isPinned(folder.path) {
+                try await flush(&pass, wait: true)
+                try await populateFolder(folder.path, ancestors: true)
+                folder = try store.item(domainID: domainID, identifier: folder.identifier) ?? folder
+                (populated, populatedBefore) = (true, true)
+            } else if withinBudget {
+                // A new folder: the feed brings all its items.
+                pass.budget -= entries.count
+                populated = true
+                folder.isDataless = false
+                pass.upserts.append(folder)
+                populatedBefore = true
+            }
+        }
         if !populated {
             let mustHold = entries.contains { entry in
                 entry.old.map { $0.state == .materialized || ($0.kind == .folder && !$0.isDataless) }
@@ -267,6 +338,7 @@ extension DomainController {
                 var record = ItemRecord(domainID: domainID, item: item, path: path)
                 if item.kind == .folder {
                     record.isDataless = true
+                    pass.newFolders.insert(item.identifier)
                     if populated {
                         newFolders.append(record)
                     } else {

@@ -426,6 +426,7 @@ extension DomainController {
             // is and comes back with this sync's listing; a moved local file is uploaded as a new
             // item at its new place, a moved placeholder (no contents of its own) is dropped.
             try store.deleteSubtree(domainID: domainID, path: record.path)
+            try relistNextSync()
             try store.recordConflict(
                 ConflictRecord(domainID: domainID, path: record.path, keptPath: path, kind: "movedAndEdited",
                                details: "moved here and changed in the store; the store's version stayed at the old place"))
@@ -501,6 +502,12 @@ extension DomainController {
         try store.apply(domainID: domainID, upserts: [moved], deletions: record.identifier == moved.identifier ? [] : [record.identifier])
     }
 
+    /// Makes the next sync down list the whole store: what the database just forgot (or marked
+    /// gone) comes back, or goes, with a listing, and a change feed would not name it.
+    private func relistNextSync() throws(FileProviderError) {
+        try store.setSyncAnchor(nil, domainID: domainID, container: .workingSet)
+    }
+
     /// Whether the store still has an item (`false` only for `noSuchItem`).
     private func storeStillHas(_ identifier: ItemIdentifier) async throws(FileProviderError) -> Bool {
         do {
@@ -548,6 +555,7 @@ extension DomainController {
         // Known items the store no longer has below the folder (deleted or replaced meanwhile)
         // move along under an identifier no store uses, so sync down sees them gone and
         // removes their local copies as for any deletion in the store (keeping local edits).
+        if !byRelative.isEmpty { try relistNextSync() }
         for (relative, record) in byRelative {
             var gone = record
             gone.path = newPath + "/" + relative
@@ -646,6 +654,7 @@ extension DomainController {
         // Forget the subtree: what the store kept comes back as new items with this sync's listing.
         try store.deleteSubtree(domainID: domainID, path: record.path)
         if !kept.isEmpty {
+            try relistNextSync()
             try store.recordConflict(
                 ConflictRecord(domainID: domainID, path: record.path, keptPath: nil, kind: "deletedAndEdited",
                                details: "deleted here while the store had changes or new items in it; those came back"))

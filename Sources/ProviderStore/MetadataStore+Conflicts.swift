@@ -28,6 +28,15 @@ extension MetadataStore {
         }
     }
 
+    /// Gives everything below the folder path `from` the same place below `to` (the folder's
+    /// own record is not changed).
+    public func renameSubtree(domainID: Int64, from: String, to: String) throws(FileProviderError) {
+        try write { db in
+            try db.cachedStatement(sql: "UPDATE item SET path = ? || substr(path, ?) WHERE domainID = ? AND path >= ? AND path < ?")
+                .execute(arguments: [to, from.unicodeScalars.count + 1, domainID, from + "/", from + "0"])  // substr counts code points
+        }
+    }
+
     /// The unfinished journal entry of an operation on a path, if any.
     public func unfinishedOperation(domainID: Int64, templateIdentifier: String) throws(FileProviderError) -> JournalEntry? {
         try read { db in

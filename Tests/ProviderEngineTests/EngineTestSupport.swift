@@ -13,7 +13,7 @@ final class TestRemote: @unchecked Sendable {
     private var failingFolders: [ItemIdentifier: FileProviderError] = [:]
     private var extraItems: [ItemIdentifier: [Item]] = [:]
 
-    init(memory: MemoryBackend = MemoryBackend(pageSize: 7)) {
+    init(memory: MemoryBackend = MemoryBackend(hasChangeFeed: false, pageSize: 7)) {
         self.memory = memory
     }
 
@@ -127,7 +127,8 @@ struct TestBackend: Backend {
     func close() async {}
 }
 
-/// One engine test: a fresh temporary home, a manager and a registered remote.
+/// One engine test: a fresh temporary home, a manager and a registered remote. The remote has
+/// no change feed unless the test gives one (``ChangeFeedTests``): most tests are about walks.
 struct Fixture: Sendable {
     let folder: URL
     let home: URL
@@ -137,7 +138,7 @@ struct Fixture: Sendable {
 
     var memory: MemoryBackend { remote.memory }
 
-    init(memory: MemoryBackend = MemoryBackend(pageSize: 7)) throws {
+    init(memory: MemoryBackend = MemoryBackend(hasChangeFeed: false, pageSize: 7)) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-engine-\(UUID().uuidString)")
             .resolvingSymlinksInPath()
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -150,7 +151,7 @@ struct Fixture: Sendable {
 
     /// Runs `body` with a fixture, then closes the manager and removes the folder.
     static func with<T: Sendable>(
-        memory: MemoryBackend = MemoryBackend(pageSize: 7), _ body: (Fixture) async throws -> T
+        memory: MemoryBackend = MemoryBackend(hasChangeFeed: false, pageSize: 7), _ body: (Fixture) async throws -> T
     ) async throws -> T {
         let fixture = try Fixture(memory: memory)
         do {

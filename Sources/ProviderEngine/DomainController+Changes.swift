@@ -1,0 +1,114 @@
+import Foundation
+import ProviderCore
+import ProviderStore
+
+extension DomainController {
+    /// Sync down from the store's change feed (`enumerateChanges` of `.workingSet`), batch after
+    /// batch until nothing more is coming: changed and new items are placed folder by folder,
+    /// parents first, as a walk would place them; deleted items go to the pass's gone list and
+    /// are settled with everything else. Returns the anchor to ask from next time; the caller
+    /// stores it only once the changes are settled, so a crash replays them (each step
+    /// tolerates having been done already).
+    /// - Throws: `syncAnchorExpired` when the feed no longer knows `anchor`, or names an item
+    ///   whose folder neither the database nor the feed knows (the caller lists the whole store
+    ///   instead); what the backend throws; `localIOFailure` when the database fails.
+    func pullChanges(from anchor: SyncAnchor, pass: inout PullPass, report: inout SyncReport, events: EventHandler?)
+        async throws(FileProviderError) -> SyncAnchor
+    {
+        var anchor = anchor
+        var seen = 0
+        do {
+            while true {
+                let changes = try await backend.enumerateChanges(in: .workingSet, from: anchor)
+                seen += changes.updatedItems.count + changes.deletedIdentifiers.count
+                try await apply(changes, pass: &pass, report: &report)
+                try await flush(&pass, wait: true)
+                events?(.listing(folders: 0, items: seen))
+                anchor = changes.newAnchor
+                if !changes.moreComing { break }
+            }
+        } catch {
+            // Nothing of this pass may still be writing when the caller lists the store instead.
+            try? await flush(&pass, wait: true)
+            throw error
+        }
+        report.listedItems = seen
+        return anchor
+    }
+
+    /// Places one batch of changes.
+    private func apply(_ changes: ChangeSet, pass: inout PullPass, report: inout SyncReport) async throws(FileProviderError) {
+        let updated = Set(changes.updatedItems.map(\.identifier))
+        for identifier in changes.deletedIdentifiers where !updated.contains(identifier) && identifier != .rootContainer {
+            if let record = try store.item(domainID: domainID, identifier: identifier), !record.path.isEmpty {
+                pass.gone.append(record)
+            }
+        }
+
+        // Folders placed in this batch, with whether they are in the replica and new.
+        var folders: [ItemIdentifier: FolderVisit] = [:]
+        var pending = changes.updatedItems.filter { $0.identifier != .rootContainer }
+        while !pending.isEmpty {
+            var byParent: [ItemIdentifier: [Item]] = [:]
+            for item in pending { byParent[item.parentIdentifier, default: []].append(item) }
+            let pendingFolders = Set(pending.map(\.identifier))
+            var waiting: [Item] = []
+            var placed = false
+            for (parent, items) in byParent {
+                // A folder whose own change waits in this batch (new, or moved) comes first.
+                var visit = folders[parent]
+                if visit == nil { visit = try storedVisit(of: parent, isNew: pass.newFolders.contains(parent)) }
+                guard !pendingFolders.contains(parent), let visit else {
+                    waiting += items
+                    continue
+                }
+                placed = true
+                var entries: [Entry] = []
+                for var item in items {
+                    let inRoot = visit.record.path.isEmpty
+                    if let problem = Self.problem(withRemoteName: item.filename, inRoot: inRoot) {
+                        report.notices.append("\(display(visit.record.path)): skipped an item: \(problem)")
+                        continue
+                    }
+                    item.parentIdentifier = visit.record.identifier
+                    let path = inRoot ? item.filename : visit.record.path + "/" + item.filename
+                    var old = try store.item(domainID: domainID, identifier: item.identifier)
+                    if let known = old, known.parentIdentifier != visit.record.identifier { pass.movedIn.insert(known.identifier) }
+                    if let known = old, known.kind != item.kind {
+                        pass.gone.append(known)
+                        pass.movedIn.remove(known.identifier)
+                        old = nil
+                    }
+                    entries.append((item, path, old))
+                }
+                for subfolder in try await place(entries, in: visit, complete: false, pass: &pass, report: &report) {
+                    folders[subfolder.record.identifier] = subfolder
+                }
+                // A folder that moved under the same identifier takes what is below it along
+                // (a walk would list it; the feed names only the folder).
+                let moved = entries.compactMap { entry in
+                    entry.old.flatMap { $0.kind == .folder && $0.path != entry.path ? ($0.path, entry.path) : nil }
+                }
+                if !moved.isEmpty {
+                    try await flush(&pass, wait: true)
+                    for (from, to) in moved { try store.renameSubtree(domainID: domainID, from: from, to: to) }
+                }
+            }
+            if !placed {
+                let names = waiting.prefix(3).map { $0.identifier.rawValue.debugDescription }.joined(separator: ", ")
+                throw FileProviderError(.syncAnchorExpired, "the change feed named items whose folder is unknown (\(names))")
+            }
+            // What the next round looks up must be in the database.
+            try await flush(&pass, wait: true)
+            pending = waiting
+        }
+    }
+
+    /// A stored folder as a place for items, or `nil` when the database has no such folder.
+    private func storedVisit(of identifier: ItemIdentifier, isNew: Bool) throws(FileProviderError) -> FolderVisit? {
+        guard let record = try store.item(domainID: domainID, identifier: identifier), record.kind == .folder else { return nil }
+        if record.path.isEmpty { return FolderVisit(record: record, isOnDisk: true, isNew: false) }
+        let parent = try store.item(domainID: domainID, path: Self.split(record.path).parent)
+        return FolderVisit(record: record, isOnDisk: parent.map { !$0.isDataless } ?? false, isNew: isNew)
+    }
+}
