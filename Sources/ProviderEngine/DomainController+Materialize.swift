@@ -11,12 +11,17 @@ extension DomainController {
     public func materialize(paths: [String], recursive: Bool, events: EventHandler? = nil) async -> [ItemOutcome] {
         var outcomes: [ItemOutcome] = []
         var files: [ItemRecord] = []
+        // Folders to show in the replica: the folders named and, with `recursive`, every folder
+        // below them (empty ones too), besides the folders of the files.
+        var folders: [String] = []
         for path in paths {
             do {
                 let target = try record(at: path)
                 if target.kind == .folder {
                     let inside = recursive ? try store.descendants(domainID: domainID, of: path) : try store.children(domainID: domainID, parent: target.identifier)
                     files += inside.filter { $0.kind == .file }
+                    folders.append(path)
+                    if recursive { folders += inside.filter { $0.kind == .folder && $0.isDataless }.map(\.path) }
                 } else if target.kind == .symlink {
                     outcomes.append(ItemOutcome(path: display(path), error: FileProviderError(.notSupported, "a symlink to \(target.symlinkTarget ?? "?"); symlinks stay placeholders and are never followed")))
                 } else {
@@ -27,7 +32,7 @@ extension DomainController {
             }
         }
         do {
-            try await populateParents(of: files.map(\.path))
+            try await populateFolders(folders + files.map { Self.split($0.path).parent })
         } catch {
             return outcomes + files.map { ItemOutcome(path: display($0.path), error: error) }
         }

@@ -43,10 +43,11 @@ extension DomainController {
         }
     }
 
-    /// Makes sure the folders holding these paths are populated, so their files can be written.
+    /// Makes sure these folders (relative paths) are populated, so files can be written into
+    /// them.
     /// - Throws: what ``populateFolder(_:ancestors:)`` throws.
-    func populateParents(of paths: [String]) async throws(FileProviderError) {
-        let parents = Set(paths.map { Self.split($0).parent }).sorted()
+    func populateFolders(_ paths: [String]) async throws(FileProviderError) {
+        let parents = Set(paths).sorted()
         if parents.isEmpty { return }
         // Nothing to do (the usual case) needs no lock.
         var dataless: [String] = []

@@ -397,6 +397,12 @@ extension DomainController {
                 switch made[index] {
                 case .success(let inode):
                     record.localInode = inode
+                    // A change feed names a new folder's items only if it has some: an empty
+                    // one is never placed again, so it is populated (empty) now, within the budget.
+                    if !complete && pass.budget > 0 {
+                        record.isDataless = false
+                        pass.budget -= 1
+                    }
                     pass.upserts.append(record)
                     subfolders.append(FolderVisit(record: record, isOnDisk: true, isNew: true))
                 case .failure(let error):
