@@ -17,8 +17,9 @@ import ProviderCore
 /// open every folder), and every event is answered: after the population, after it failed, or
 /// after ``holdLimit`` seconds, the program goes on.
 final class DatalessWatcher: @unchecked Sendable {
-    /// Writes the items of the dataless folder at `path` (relative) of `domain`.
-    typealias Populate = @Sendable (_ domain: String, _ path: String) async -> Void
+    /// Writes the items of the dataless folder at `path` (relative) of `domain`; returns
+    /// whether it worked.
+    typealias Populate = @Sendable (_ domain: String, _ path: String) async -> Bool
 
     /// The longest a program waits for a folder to be populated.
     static let holdLimit = 30.0
@@ -139,9 +140,8 @@ final class DatalessWatcher: @unchecked Sendable {
         }
         let populate = self.populate
         Task {
-            await populate(domain, relative)
-            // Populated: later opens need not wait.
-            _ = fp_fanotify_mark_folder(fd, path, 0)
+            // Populated: later opens need not wait. A failure keeps the mark: the next open tries again.
+            if await populate(domain, relative) { _ = fp_fanotify_mark_folder(fd, path, 0) }
             _ = allow()
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + Self.holdLimit) {

@@ -100,7 +100,9 @@ extension DomainController {
                 notices.append("\(display(record.path)): not removed: \(error.message)")
             }
         }
+        let written = Date()
         try store.apply(domainID: domainID, upserts: upserts, deletions: deletions)
+        pass.databaseSeconds += Date().timeIntervalSince(written)
         report.notices.append(contentsOf: notices)
     }
 

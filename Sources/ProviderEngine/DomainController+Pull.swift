@@ -20,6 +20,8 @@ struct PullPass {
     static let batchSize = 16_384
 
     var upserts: [ItemRecord] = []
+    /// Time spent waiting for the database (the rest of its work overlaps the walk).
+    var databaseSeconds = 0.0
     /// The batch the database is writing.
     var writing: Task<Void, any Error>?
     /// Stored items missing from their folder's listing; settled at the end.
@@ -92,7 +94,8 @@ extension DomainController {
                     let newAnchor = try await pullChanges(from: anchor, pass: &feedPass, report: &report, events: events)
                     try await settle(&feedPass, report: &report)
                     try store.setSyncAnchor(newAnchor, domainID: domainID, container: .workingSet)
-                    report.phases.replica = Date().timeIntervalSince(started)
+                    report.phases.database = feedPass.databaseSeconds
+                    report.phases.replica = Date().timeIntervalSince(started) - feedPass.databaseSeconds
                     try await downloadDue(&feedPass, report: &report, events: events)
                     return
                 } catch where error.code == .syncAnchorExpired {
@@ -155,8 +158,9 @@ extension DomainController {
         report.listedItems = itemsSeen
         try await flush(&pass, wait: true)
         report.phases.listing = listingSeconds
-        report.phases.replica = Date().timeIntervalSince(started) - listingSeconds
         try await settle(&pass, report: &report)
+        report.phases.database = pass.databaseSeconds
+        report.phases.replica = Date().timeIntervalSince(started) - listingSeconds - pass.databaseSeconds
         if let anchorAfterWalk, pass.failedFolders.isEmpty {
             try store.setSyncAnchor(anchorAfterWalk, domainID: domainID, container: .workingSet)
         }
@@ -197,6 +201,8 @@ extension DomainController {
     func flush(_ pass: inout PullPass, wait: Bool = false) async throws(FileProviderError) {
         if let writing = pass.writing {
             pass.writing = nil
+            let waited = Date()
+            defer { pass.databaseSeconds += Date().timeIntervalSince(waited) }
             do {
                 try await writing.value
             } catch {

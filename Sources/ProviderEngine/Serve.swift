@@ -256,12 +256,17 @@ public final class Server: Sendable {
         do {
             let watcher = try DatalessWatcher(
                 populate: { [self] domain, path in
-                    guard let controller = try? await manager.controller(for: domain) else { return }
+                    guard let controller = try? await manager.controller(for: domain) else { return false }
+                    var worked = true
                     for outcome in await controller.populate(paths: [path], recursive: false) {
-                        if let error = outcome.error { logger.warning("\(outcome.path): not populated: \(error.message)") }
+                        if let error = outcome.error {
+                            logger.warning("\(outcome.path): not populated: \(error.message)")
+                            worked = false
+                        }
                     }
                     // Its subfolders are dataless: opening one populates it in turn.
                     watchDatalessFolders(of: controller.domain)
+                    return worked
                 }, logger: logger)
             watcher.start()
             datalessWatcher.withLock { $0 = watcher }

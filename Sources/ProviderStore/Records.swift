@@ -184,7 +184,7 @@ public struct JournalEntry: Codable, Hashable, Sendable, FetchableRecord, Mutabl
     public var domainID: Int64
     /// The template identifier the operation is keyed by.
     public var templateIdentifier: String
-    /// `create`, `modify` or `delete`.
+    /// `create`, `modify`, `move` or `delete`.
     public var operation: String
     /// The operation's arguments as JSON.
     public var payload: String
@@ -263,7 +263,7 @@ public struct ConflictRecord: Codable, Hashable, Sendable, FetchableRecord, Muta
     public var path: String
     /// Where the other version was kept (a conflicted copy), when one was made.
     public var keptPath: String?
-    /// `bothEdited`, `editedAndDeleted`, `deletedAndEdited` or `nameCollision`.
+    /// `bothEdited`, `editedAndDeleted`, `deletedAndEdited`, `movedAndEdited` or `nameCollision`.
     public var kind: String
     public var details: String
     public var createdAt: Date

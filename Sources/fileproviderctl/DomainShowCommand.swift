@@ -29,7 +29,7 @@ struct DomainShowCommand: AsyncParsableCommand {
             "replica:      \(domain.replicaPath)",
             "created:      \(Output.date(domain.createdAt))",
             "last sync:    \(Output.date(domain.lastSyncAt))",
-            "items:        \(summary.total) (\(summary.folders) folders, \(summary.placeholders) placeholders, \(summary.materialized) materialized, \(summary.pinned) pinned)",
+            "items:        \(summary.total) (\(summary.folders) folders (\(summary.datalessFolders) dataless), \(summary.placeholders) placeholders, \(summary.materialized) materialized, \(summary.pinned) pinned)",
             "downloaded:   \(Output.bytes(summary.materializedBytes))",
         ]
         if let error = domain.lastError { lines.append("last error:   \(error)") }

@@ -8,7 +8,7 @@ struct ListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ls",
         abstract: "List items from the database, offline.",
-        discussion: "STATE is folder, placeholder, materialized (outdated when the store has newer contents) or symlink, with ',pinned' for pinned items."
+        discussion: "STATE is folder, placeholder, materialized (outdated when the store has newer contents) or symlink, with ',pinned' for pinned items; a folder whose items are not in the replica yet is 'folder,dataless' (see 'fileproviderctl populate')."
     )
 
     @OptionGroup var global: GlobalOptions

@@ -93,7 +93,7 @@ struct OutcomeJSON: Encodable {
 extension ItemRecord {
     var stateLabel: String {
         switch state {
-        case .folder: return isDataless ? "folder,dataless" : isPinned ? "folder,pinned" : "folder"
+        case .folder: return "folder" + (isDataless ? ",dataless" : "") + (isPinned ? ",pinned" : "")
         case .symlink: return "symlink"
         case .placeholder: return isPinned ? "placeholder,pinned" : "placeholder"
         case .materialized: return isPinned ? "materialized,pinned" : (isOutdated ? "materialized,outdated" : "materialized")

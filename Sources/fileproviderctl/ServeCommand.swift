@@ -22,7 +22,10 @@ struct ServeCommand: AsyncParsableCommand {
             credentials or is full, the domain backs off (5 s doubling up to 5 min, with jitter; \
             see 'fileproviderctl status') and resumes by itself. One sync at a time per domain. \
             The first SIGTERM/SIGINT lets running syncs finish, a second one cancels them; \
-            the exit status is 0. Logs go to standard error, one line per sync.
+            the exit status is 0. Logs go to standard error, one line per sync. \
+            A program that opens a dataless folder waits until serve has written the folder's \
+            items (fanotify; needs root or CAP_SYS_ADMIN, else only 'fileproviderctl populate' \
+            populates folders).
             """
     )
 
