@@ -25,10 +25,11 @@ let package = Package(
     targets: [
         .target(name: "ProviderCore"),
         .target(name: "CSystemShims"),
+        .target(name: "CSQLiteConfig", dependencies: [.product(name: "GRDBSQLite", package: "GRDB.swift")]),
         .target(
             name: "ProviderStore",
             dependencies: [
-                "ProviderCore", .product(name: "GRDB", package: "GRDB.swift"),
+                "ProviderCore", "CSQLiteConfig", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]
         ),

@@ -18,12 +18,17 @@ struct FolderVisit: Sendable {
 struct PullPass {
     /// Records written once this many are waiting.
     static let batchSize = 16_384
+    /// A smaller batch goes when the database is idle.
+    static let idleBatch = 1_024
 
     var upserts: [ItemRecord] = []
     /// Time spent waiting for the database (the rest of its work overlaps the walk).
     var databaseSeconds = 0.0
     /// The batch the database is writing.
     var writing: Task<Void, any Error>?
+    /// Set by the writing task when it is done.
+    var writerDone = Mutex(true)
+    var isWriterIdle: Bool { writerDone.withLock { $0 } }
     /// Stored items missing from their folder's listing; settled at the end.
     var gone: [ItemRecord] = []
     /// Items that moved to another folder under the same identifier (not gone).
@@ -214,7 +219,10 @@ extension DomainController {
         pass.upserts = []
         pass.upserts.reserveCapacity(PullPass.batchSize)
         let (store, domainID, executor) = (self.store, self.domainID, self.executor)
+        let done = pass.writerDone
+        done.withLock { $0 = false }
         let writing = Task {
+            defer { done.withLock { $0 = true } }
             try await executor.run { try store.apply(domainID: domainID, upserts: batch, deletions: []) }
         }
         pass.writing = writing
@@ -229,8 +237,7 @@ extension DomainController {
     )
         async throws(FileProviderError) -> [FolderVisit]
     {
-        var visit = visit
-        var folder = visit.record
+        let folder = visit.record
         pass.listedFolders.insert(folder.identifier)
         let inRoot = folder.path.isEmpty
         var stored: [ItemIdentifier: ItemRecord] = [:]
@@ -243,14 +250,16 @@ extension DomainController {
 
         // What the listing holds, matched with what the database knows.
         var entries: [(item: Item, path: String, old: ItemRecord?)] = []
-        var names = Set<[UInt8]>()
+        var names = Set<String>()
         for var item in items {
             let name = item.filename
             if let problem = Self.problem(withRemoteName: name, inRoot: inRoot) {
                 report.notices.append("\(display(folder.path)): skipped an item: \(problem)")
                 continue
             }
-            if !names.insert(Array(name.utf8)).inserted {
+            // String equality is canonical (NFC and NFD spellings are equal) while names are
+            // bytes: only a name equal by bytes is a second item.
+            if !names.insert(name).inserted, entries.contains(where: { $0.item.filename.utf8.elementsEqual(name.utf8) }) {
                 report.notices.append(
                     "\(display(folder.path)): skipped a second item named \(name.debugDescription)")
                 continue
@@ -428,7 +437,11 @@ extension DomainController {
                 }
             }
         }
-        if pass.upserts.count >= PullPass.batchSize { try await flush(&pass) }
+        // A batch goes as soon as the database is idle (so little is left to write when the
+        // walk ends), or when it is full.
+        if pass.upserts.count >= PullPass.batchSize || (pass.upserts.count >= PullPass.idleBatch && pass.isWriterIdle) {
+            try await flush(&pass)
+        }
         return subfolders
     }
 

@@ -1,3 +1,4 @@
+import CSQLiteConfig
 import Foundation
 import GRDB
 import ProviderCore
@@ -21,6 +22,7 @@ public final class MetadataStore: Sendable {
     ///
     /// - Throws: `localIOFailure` when the file cannot be opened or migrated.
     public init(url: URL) throws(FileProviderError) {
+        _ = Self.sqliteConfigured
         self.url = url
         do {
             try FileManager.default.createDirectory(
@@ -40,6 +42,9 @@ public final class MetadataStore: Sendable {
             throw FileProviderError(.localIOFailure, "cannot open the metadata database \(url.path): \(error)")
         }
     }
+
+    /// SQLite's process-wide settings, made once before the first connection opens.
+    private static let sqliteConfigured: Int32 = fp_sqlite_configure()
 
     /// Opens the pool and runs the migrations while holding an exclusive lock on `lockPath`, so
     /// processes opening a new database at once neither race to switch it to WAL (which fails
