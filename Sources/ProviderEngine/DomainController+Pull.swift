@@ -17,7 +17,7 @@ struct FolderVisit: Sendable {
 /// a few folders' worth of items, not the whole store.
 struct PullPass {
     /// Records written once this many are waiting.
-    static let batchSize = 16_384
+    static let batchSize = 4_096
     /// A smaller batch goes when the database is idle.
     static let idleBatch = 1_024
 
