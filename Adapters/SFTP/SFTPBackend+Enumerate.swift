@@ -35,7 +35,7 @@ extension SFTPBackend {
     private func listPage(of path: SFTPPath, after: [UInt8]?, on connection: SFTPConnection)
         throws(FileProviderError) -> ItemPage
     {
-        let remote = try container(path, on: connection)
+        let remote = try folderToList(path, on: connection)
         let entries: [SFTPListing.Entry]
         if after != nil, let cached = listings.listing(for: remote) {
             entries = cached
@@ -67,7 +67,16 @@ extension SFTPBackend {
     func readFolder(_ remote: String, path: SFTPPath, on connection: SFTPConnection) throws(FileProviderError)
         -> [SFTPListing.Entry]
     {
-        let directory = try connection.openDirectory(remote)
+        let directory: SFTPFile
+        do {
+            directory = try connection.openDirectory(remote)
+        } catch {
+            // Only now ask why (a listing normally needs no stat of the folder).
+            if let attributes = try? connection.lstat(remote), attributes.kind != .folder {
+                throw FileProviderError(.invalidArgument, "\(path.display) is not a folder")
+            }
+            throw error
+        }
         var raw: [(name: [UInt8], attributes: RemoteAttributes)] = []
         while let entry = try directory.nextEntry() { raw.append(entry) }
         try? directory.close()

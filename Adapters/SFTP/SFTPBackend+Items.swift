@@ -56,6 +56,15 @@ extension SFTPBackend {
         return remote
     }
 
+    /// The remote path of a folder to list, in one round trip: its real path is the one asked
+    /// for only when it exists and nothing on the way, the folder included, is a symlink.
+    /// Whether it is a folder, opening it tells (see ``readFolder(_:path:on:)``).
+    /// - Throws: `noSuchItem` when it does not exist or is reached through a symlink.
+    func folderToList(_ path: SFTPPath, on connection: SFTPConnection) throws(FileProviderError) -> String {
+        try verifyFolder(path, on: connection)
+        return path.remote(under: connection.rootPath)
+    }
+
     func rootItem(_ attributes: RemoteAttributes, remote: String) -> Item {
         let name = remote.split(separator: "/").last.map(String.init) ?? "/"
         return Item(
