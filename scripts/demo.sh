@@ -68,7 +68,13 @@ run status
 # one replica goes up to the store and comes down into the other.
 replica_of() { "$fpctl" domain show "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["replica"])'; }
 run domain add docs-laptop --backend local --root "$docs"
-run sync docs-laptop
+# Folders can stay dataless (Apple's dataless folders): the database knows their items, the
+# replica shows them once the folder is populated (by 'populate', 'materialize', or 'serve'
+# when a program opens the folder).
+run sync docs-laptop --populate-limit 0
+run ls docs-laptop:/
+run populate -R docs-laptop:/
+run ls docs-laptop:/
 run materialize docs:/shopping.txt
 step "edit docs:/shopping.txt in the first replica"
 printf 'coffee\n' >> "$(replica_of docs)/shopping.txt"
