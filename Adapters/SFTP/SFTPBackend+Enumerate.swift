@@ -70,8 +70,9 @@ extension SFTPBackend {
         let directory: SFTPFile
         do {
             directory = try connection.openDirectory(remote)
-        } catch {
-            // Only now ask why (a listing normally needs no stat of the folder).
+        } catch where error.code != .serverUnreachable {
+            // Only now ask why (a listing normally needs no stat of the folder). A dead
+            // connection is left alone: the pool replaces it.
             if let attributes = try? connection.lstat(remote), attributes.kind != .folder {
                 throw FileProviderError(.invalidArgument, "\(path.display) is not a folder")
             }

@@ -16,10 +16,11 @@ struct FolderVisit: Sendable {
 /// download. The walk hands it each folder's listing as it arrives, so memory stays bounded by
 /// a few folders' worth of items, not the whole store.
 struct PullPass {
-    /// Records written once this many are waiting.
-    static let batchSize = 4_096
-    /// A smaller batch goes when the database is idle.
-    static let idleBatch = 1_024
+    /// The walk waits for the database once this many records are waiting (it goes on
+    /// listing and placing while fewer wait).
+    static let backlog = 8_192
+    /// Records go to the database as soon as this many wait and it is idle.
+    static let batchSize = 1_024
 
     var upserts: [ItemRecord] = []
     /// Time spent waiting for the database (the rest of its work overlaps the walk).
@@ -438,8 +439,8 @@ extension DomainController {
             }
         }
         // A batch goes as soon as the database is idle (so little is left to write when the
-        // walk ends), or when it is full.
-        if pass.upserts.count >= PullPass.batchSize || (pass.upserts.count >= PullPass.idleBatch && pass.isWriterIdle) {
+        // walk ends); the walk waits for it only when the backlog is full.
+        if pass.upserts.count >= PullPass.backlog || (pass.upserts.count >= PullPass.batchSize && pass.isWriterIdle) {
             try await flush(&pass)
         }
         return subfolders
