@@ -32,7 +32,7 @@ final class DatalessWatcher: @unchecked Sendable {
     /// Replica roots (standardized absolute paths) by domain.
     private let roots = Mutex<[String: String]>([:])
     private let stopRequested = Mutex(false)
-    private let finished = Mutex<(done: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+    private let finished = Latch()
 
     /// - Throws: `permissionDenied` without `CAP_SYS_ADMIN`; `localIOFailure` when fanotify
     ///   cannot be started otherwise.
@@ -78,12 +78,7 @@ final class DatalessWatcher: @unchecked Sendable {
     func start() {
         let thread = Thread { [self] in
             loop()
-            let waiter = finished.withLock { state -> CheckedContinuation<Void, Never>? in
-                state.done = true
-                defer { state.waiter = nil }
-                return state.waiter
-            }
-            waiter?.resume()
+            finished.open()
         }
         thread.name = "fileprovider-dataless"
         thread.start()
@@ -94,14 +89,7 @@ final class DatalessWatcher: @unchecked Sendable {
         stopRequested.withLock { $0 = true }
         var byte: UInt8 = 1
         _ = write(wakeWrite, &byte, 1)
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = finished.withLock { state -> Bool in
-                if state.done { return true }
-                state.waiter = continuation
-                return false
-            }
-            if done { continuation.resume() }
-        }
+        await finished.wait()
     }
 
     // MARK: The thread

@@ -93,7 +93,7 @@ final class ServeWatcher: @unchecked Sendable {
     private let logger: Logger
     private let inotify: Inotify
     private let stopRequested = Mutex(false)
-    private let finished = Mutex<(done: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+    private let finished = Latch()
 
     // Confined to the watcher thread.
     private var watches: [Int32: (target: Int, path: String)] = [:]
@@ -116,12 +116,7 @@ final class ServeWatcher: @unchecked Sendable {
                 setUp()
                 ready.resume()
                 loop()
-                let waiter = finished.withLock { state -> CheckedContinuation<Void, Never>? in
-                    state.done = true
-                    defer { state.waiter = nil }
-                    return state.waiter
-                }
-                waiter?.resume()
+                finished.open()
             }
             thread.name = "fileprovider-inotify"
             thread.stackSize = 1 << 20
@@ -133,14 +128,7 @@ final class ServeWatcher: @unchecked Sendable {
     func stop() async {
         stopRequested.withLock { $0 = true }
         inotify.wake()
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = finished.withLock { state -> Bool in
-                if state.done { return true }
-                state.waiter = continuation
-                return false
-            }
-            if done { continuation.resume() }
-        }
+        await finished.wait()
     }
 
     // MARK: The thread

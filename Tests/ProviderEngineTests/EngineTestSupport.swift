@@ -71,57 +71,71 @@ final class TestRemote: @unchecked Sendable {
     static var registry: BackendRegistry { BackendRegistry([descriptor]) }
 }
 
-/// Forwards to the shared ``MemoryBackend``; `close()` keeps it open (the engine closes the
-/// backend it made for `addDomain`, and the memory backend stops its threads on close).
-struct TestBackend: Backend {
-    let remote: TestRemote
-    var memory: MemoryBackend { remote.memory }
+/// A test backend that hands every call to another backend unless it says otherwise.
+protocol ForwardingBackend: Backend {
+    var forwardee: any Backend { get }
+}
 
-    var capabilities: BackendCapabilities { memory.capabilities }
+extension ForwardingBackend {
+    var capabilities: BackendCapabilities { forwardee.capabilities }
 
     func item(for identifier: ItemIdentifier) async throws(FileProviderError) -> Item {
-        try await memory.item(for: identifier)
+        try await forwardee.item(for: identifier)
     }
 
     func enumerateItems(in container: ItemIdentifier, startingAt page: Page) async throws(FileProviderError) -> ItemPage {
-        if let error = remote.listingFailure(container) { throw error }
-        var result = try await memory.enumerateItems(in: container, startingAt: page)
-        if page.isInitial { result.items += remote.extras(container) }
-        return result
+        try await forwardee.enumerateItems(in: container, startingAt: page)
     }
 
     func currentSyncAnchor(for container: ItemIdentifier) async throws(FileProviderError) -> SyncAnchor {
-        try await memory.currentSyncAnchor(for: container)
+        try await forwardee.currentSyncAnchor(for: container)
     }
 
     func enumerateChanges(in container: ItemIdentifier, from anchor: SyncAnchor) async throws(FileProviderError) -> ChangeSet {
-        try await memory.enumerateChanges(in: container, from: anchor)
+        try await forwardee.enumerateChanges(in: container, from: anchor)
     }
 
     func fetchContents(
         for identifier: ItemIdentifier, version: ItemVersion?, to destination: URL, offset: Int64, progress: ProgressHandler?
     ) async throws(FileProviderError) -> Item {
-        try await memory.fetchContents(for: identifier, version: version, to: destination, offset: offset, progress: progress)
+        try await forwardee.fetchContents(for: identifier, version: version, to: destination, offset: offset, progress: progress)
     }
 
     func createItem(basedOn template: Item, fields: ItemFields, contents: URL?, options: CreateOptions)
         async throws(FileProviderError) -> ItemResult
     {
-        try await memory.createItem(basedOn: template, fields: fields, contents: contents, options: options)
+        try await forwardee.createItem(basedOn: template, fields: fields, contents: contents, options: options)
     }
 
     func modifyItem(_ item: Item, baseVersion: ItemVersion, changedFields: ItemFields, contents: URL?, options: ModifyOptions)
         async throws(FileProviderError) -> ItemResult
     {
-        try await memory.modifyItem(item, baseVersion: baseVersion, changedFields: changedFields, contents: contents, options: options)
+        try await forwardee.modifyItem(item, baseVersion: baseVersion, changedFields: changedFields, contents: contents, options: options)
     }
 
     func deleteItem(identifier: ItemIdentifier, baseVersion: ItemVersion?, options: DeleteOptions) async throws(FileProviderError) {
-        try await memory.deleteItem(identifier: identifier, baseVersion: baseVersion, options: options)
+        try await forwardee.deleteItem(identifier: identifier, baseVersion: baseVersion, options: options)
     }
 
     func fetchThumbnail(for identifier: ItemIdentifier, size: Int) async throws(FileProviderError) -> Data {
-        try await memory.fetchThumbnail(for: identifier, size: size)
+        try await forwardee.fetchThumbnail(for: identifier, size: size)
+    }
+
+    func close() async { await forwardee.close() }
+}
+
+/// Forwards to the shared ``MemoryBackend``, with the remote's injected listing faults;
+/// `close()` keeps it open (the engine closes the backend it made for `addDomain`, and the
+/// memory backend stops its threads on close).
+struct TestBackend: ForwardingBackend {
+    let remote: TestRemote
+    var forwardee: any Backend { remote.memory }
+
+    func enumerateItems(in container: ItemIdentifier, startingAt page: Page) async throws(FileProviderError) -> ItemPage {
+        if let error = remote.listingFailure(container) { throw error }
+        var result = try await remote.memory.enumerateItems(in: container, startingAt: page)
+        if page.isInitial { result.items += remote.extras(container) }
+        return result
     }
 
     func close() async {}

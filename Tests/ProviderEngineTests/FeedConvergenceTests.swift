@@ -8,16 +8,16 @@ import Testing
 /// whole store (taken by walking it), and the changes since an anchor are the differences
 /// between its snapshot and a new one. Only for tests: it lets the chaos suite drive the
 /// engine's change-feed path against a real folder that a third hand edits directly.
-final class SnapshotFeedBackend: Backend, @unchecked Sendable {
-    let base: any Backend
+final class SnapshotFeedBackend: ForwardingBackend, @unchecked Sendable {
+    let forwardee: any Backend
     private let lock = NSLock()
     private var snapshots: [UInt64: [ItemIdentifier: Item]] = [:]
     private var next: UInt64 = 1
 
-    init(base: any Backend) { self.base = base }
+    init(base: any Backend) { forwardee = base }
 
     var capabilities: BackendCapabilities {
-        var capabilities = base.capabilities
+        var capabilities = forwardee.capabilities
         capabilities.hasChangeFeed = true
         return capabilities
     }
@@ -60,7 +60,7 @@ final class SnapshotFeedBackend: Backend, @unchecked Sendable {
         var all: [ItemIdentifier: Item] = [:]
         var queue: [ItemIdentifier] = [.rootContainer]
         while let folder = queue.popLast() {
-            for var item in try await base.enumerateAllItems(in: folder) {
+            for var item in try await forwardee.enumerateAllItems(in: folder) {
                 item.parentIdentifier = folder
                 all[item.identifier] = item
                 if item.kind == .folder { queue.append(item.identifier) }
@@ -68,36 +68,6 @@ final class SnapshotFeedBackend: Backend, @unchecked Sendable {
         }
         return all
     }
-
-    func item(for identifier: ItemIdentifier) async throws(FileProviderError) -> Item { try await base.item(for: identifier) }
-
-    func enumerateItems(in container: ItemIdentifier, startingAt page: Page) async throws(FileProviderError) -> ItemPage {
-        try await base.enumerateItems(in: container, startingAt: page)
-    }
-
-    func fetchContents(
-        for identifier: ItemIdentifier, version: ItemVersion?, to destination: URL, offset: Int64, progress: ProgressHandler?
-    ) async throws(FileProviderError) -> Item {
-        try await base.fetchContents(for: identifier, version: version, to: destination, offset: offset, progress: progress)
-    }
-
-    func createItem(basedOn template: Item, fields: ItemFields, contents: URL?, options: CreateOptions)
-        async throws(FileProviderError) -> ItemResult
-    {
-        try await base.createItem(basedOn: template, fields: fields, contents: contents, options: options)
-    }
-
-    func modifyItem(_ item: Item, baseVersion: ItemVersion, changedFields: ItemFields, contents: URL?, options: ModifyOptions)
-        async throws(FileProviderError) -> ItemResult
-    {
-        try await base.modifyItem(item, baseVersion: baseVersion, changedFields: changedFields, contents: contents, options: options)
-    }
-
-    func deleteItem(identifier: ItemIdentifier, baseVersion: ItemVersion?, options: DeleteOptions) async throws(FileProviderError) {
-        try await base.deleteItem(identifier: identifier, baseVersion: baseVersion, options: options)
-    }
-
-    func close() async { await base.close() }
 }
 
 extension ChaosStore {
