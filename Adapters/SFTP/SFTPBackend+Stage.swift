@@ -1,24 +1,40 @@
 import Foundation
 import ProviderCore
 
+/// A file uploaded to a staging name, not yet renamed into place.
+struct StagedFile {
+    /// The absolute path on the server.
+    var path: String
+    /// Its attributes just before it was closed, when ``SFTPBackend/stage(_:in:modificationTime:describe:on:cancellation:)``
+    /// was asked for them.
+    var attributes: RemoteAttributes?
+}
+
 extension SFTPBackend {
     /// The size of one write: libssh2 sends it as several pipelined requests.
     static let writeSize = 2 * 1024 * 1024
 
     /// Uploads `contents` (nothing for an empty file) to a new staging file in `folder` and
-    /// returns the staging file's absolute path; the caller renames it into place or removes it.
+    /// returns it; the caller renames it into place or removes it.
     ///
+    /// With `modificationTime`, the file's dates are set through the open handle; with
+    /// `describe`, its attributes are read from the handle just before it is closed (a rename
+    /// keeps them), which spares the caller a look-up after the rename.
     /// - Throws: `localIOFailure` when `contents` cannot be read; `insufficientQuota` when the
     ///   server is out of space; `permissionDenied`; `cancelled`.
-    func stage(_ contents: URL?, in folder: String, on connection: SFTPConnection, cancellation: CancellationFlag)
-        throws(FileProviderError) -> String
-    {
+    func stage(
+        _ contents: URL?, in folder: String, modificationTime: Int64? = nil, describe: Bool = false,
+        on connection: SFTPConnection, cancellation: CancellationFlag
+    ) throws(FileProviderError) -> StagedFile {
         let staging = (folder == "/" ? "" : folder) + "/" + SFTPPath.stagingName()
         let output = try connection.createExclusive(staging)
+        var attributes: RemoteAttributes?
         do throws(FileProviderError) {
             if let contents {
                 let input = try LocalFile.openForReading(contents.path)
-                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.writeSize, alignment: 16)
+                // Room for the whole of a small file and the read that finds its end.
+                let capacity = Int(min(Int64(Self.writeSize), try input.size() + 1))
+                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 16)
                 defer { buffer.deallocate() }
                 while true {
                     try cancellation.check()
@@ -27,6 +43,11 @@ extension SFTPBackend {
                     try output.write(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
                 }
             }
+            if let modificationTime {
+                let now = Int64(Date().timeIntervalSince1970.rounded(.down))
+                try output.setTimes(modification: modificationTime, access: now)
+            }
+            if describe { attributes = try output.attributes() }
             try output.close()
         } catch {
             if connection.isDead { throw error }
@@ -34,7 +55,7 @@ extension SFTPBackend {
             try? connection.unlink(staging)
             throw quotaAware(error, folder: folder, on: connection)
         }
-        return staging
+        return StagedFile(path: staging, attributes: attributes)
     }
 
     /// OpenSSH reports a full disk as a plain failure; ask the server how much space is left.

@@ -365,6 +365,16 @@ final class SFTPFile {
         return RemoteAttributes(attributes)
     }
 
+    /// Sets the access and modification times of the open file.
+    func setTimes(modification: Int64, access: Int64) throws(FileProviderError) {
+        connection.count()
+        var attributes = LIBSSH2_SFTP_ATTRIBUTES()
+        attributes.flags = UInt(LIBSSH2_SFTP_ATTR_ACMODTIME)
+        attributes.mtime = UInt(truncatingIfNeeded: modification)
+        attributes.atime = UInt(truncatingIfNeeded: access)
+        if libssh2_sftp_fstat_ex(handle, &attributes, 1) != 0 { throw connection.failure("set the dates of", path: path) }
+    }
+
     /// Moves the read position.
     func seek(to offset: Int64) { libssh2_sftp_seek64(handle, UInt64(offset)) }
 
