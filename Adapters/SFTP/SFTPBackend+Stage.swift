@@ -32,15 +32,20 @@ extension SFTPBackend {
         do throws(FileProviderError) {
             if let contents {
                 let input = try LocalFile.openForReading(contents.path)
-                // Room for the whole of a small file and the read that finds its end.
-                let capacity = Int(min(Int64(Self.writeSize), try input.size() + 1))
-                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 16)
-                defer { buffer.deallocate() }
-                while true {
-                    try cancellation.check()
-                    let count = try input.read(into: buffer)
-                    if count == 0 { break }
-                    try output.write(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+                let size = try input.size()
+                if size >= Self.rangedTransferThreshold && connections > 1 {
+                    try uploadRanges(of: input, size: size, to: output, staging: staging, cancellation: cancellation)
+                } else {
+                    // Room for the whole of a small file and the read that finds its end.
+                    let capacity = Int(min(Int64(Self.writeSize), size + 1))
+                    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 16)
+                    defer { buffer.deallocate() }
+                    while true {
+                        try cancellation.check()
+                        let count = try input.read(into: buffer)
+                        if count == 0 { break }
+                        try output.write(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+                    }
                 }
             }
             if let modificationTime {
@@ -56,6 +61,60 @@ extension SFTPBackend {
             throw quotaAware(error, folder: folder, on: connection)
         }
         return StagedFile(path: staging, attributes: attributes)
+    }
+
+    /// Uploads the first `size` bytes of `input` into the staging file in ranges, on this
+    /// connection (through `output`) and on pool connections that are free now, each with its
+    /// own handle on the staging file. The order does not matter: the staging file is renamed
+    /// into place only once every range is written.
+    /// - Throws: the first error of a range (the others stop); `localIOFailure` when `input`
+    ///   became shorter meanwhile.
+    private func uploadRanges(
+        of input: LocalFile, size: Int64, to output: SFTPFile, staging: String, cancellation: CancellationFlag
+    ) throws(FileProviderError) {
+        let schedule = RangeSchedule(from: 0, to: size, rangeSize: Self.rangeSize)
+        let helpers = pool.lend(upTo: min(connections, Self.connectionsPerTransfer) - 1) {
+            connection throws(FileProviderError) in
+            let file = try connection.openForWriting(staging)
+            Self.writeRanges(from: input, to: file, schedule, cancellation: cancellation)
+            do throws(FileProviderError) {
+                // The server may report a failed write only now.
+                try file.close()
+            } catch {
+                schedule.fail(error)
+            }
+        }
+        Self.writeRanges(from: input, to: output, schedule, cancellation: cancellation)
+        helpers.wait()
+        if let error = schedule.error { throw error }
+    }
+
+    /// Writes the ranges `schedule` hands out, read from `input`, in `writeSize` pieces; stops
+    /// at the first error, which it gives to `schedule` (so the other connections stop too).
+    private static func writeRanges(
+        from input: LocalFile, to file: SFTPFile, _ schedule: RangeSchedule, cancellation: CancellationFlag
+    ) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: writeSize, alignment: 16)
+        defer { buffer.deallocate() }
+        while let range = schedule.take() {
+            do throws(FileProviderError) {
+                var offset = range.lowerBound
+                while offset < range.upperBound {
+                    try cancellation.check()
+                    let wanted = Int(min(Int64(buffer.count), range.upperBound - offset))
+                    let part = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<wanted])
+                    guard try input.read(into: part, at: offset) == wanted else {
+                        throw FileProviderError(
+                            .localIOFailure, "\(input.path) became shorter while it was uploaded; it is sent again later")
+                    }
+                    try file.write(UnsafeRawBufferPointer(part), at: offset)
+                    offset += Int64(wanted)
+                }
+            } catch {
+                schedule.fail(error)
+                return
+            }
+        }
     }
 
     /// OpenSSH reports a full disk as a plain failure; ask the server how much space is left.

@@ -320,6 +320,11 @@ final class SFTPConnection: @unchecked Sendable {
             kind: LIBSSH2_SFTP_OPENFILE)
     }
 
+    /// Opens an existing file for writing at any offset, without truncating it.
+    func openForWriting(_ path: String) throws(FileProviderError) -> SFTPFile {
+        try open(path, flags: UInt(LIBSSH2_FXF_WRITE), mode: 0, kind: LIBSSH2_SFTP_OPENFILE)
+    }
+
     /// Opens a folder for listing.
     func openDirectory(_ path: String) throws(FileProviderError) -> SFTPFile {
         try open(path, flags: 0, mode: 0, kind: LIBSSH2_SFTP_OPENDIR)
@@ -385,6 +390,33 @@ final class SFTPFile {
         let count = libssh2_sftp_read(handle, buffer.baseAddress!.assumingMemoryBound(to: CChar.self), buffer.count)
         if count < 0 { throw connection.failure("read", path: path) }
         return count
+    }
+
+    /// Reads the bytes at `offset` until `buffer` is full or the file ends; returns the count.
+    ///
+    /// libssh2 keeps requests for up to four times the buffer ahead of what it returned, and a
+    /// seek throws away what was asked for beyond: so the buffer passed to it shrinks towards
+    /// the end of the range, and no byte past the range is requested (then sent, decrypted
+    /// and dropped) before the next range's seek.
+    func read(at offset: Int64, into buffer: UnsafeMutableRawBufferPointer, pieceSize: Int) throws(FileProviderError)
+        -> Int
+    {
+        seek(to: offset)
+        var filled = 0
+        while filled < buffer.count {
+            let left = buffer.count - filled
+            let wanted = max(1, min(pieceSize, left / 4))
+            let count = try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled..<(filled + wanted)]))
+            if count == 0 { break }
+            filled += count
+        }
+        return filled
+    }
+
+    /// Writes all of `buffer` at `offset`.
+    func write(_ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(FileProviderError) {
+        seek(to: offset)
+        try write(buffer)
     }
 
     /// Writes all of `buffer`. libssh2 sends a large buffer as several pipelined requests.
@@ -529,7 +561,9 @@ final class ExtensionChannel {
 }
 
 /// A local file the adapter reads uploads from or writes downloads to, closed in `deinit`.
-final class LocalFile {
+///
+/// The positioned reads and writes (`pread`/`pwrite`) may be used by several threads at once.
+final class LocalFile: @unchecked Sendable {
     let fd: Int32
     let path: String
 
@@ -584,6 +618,37 @@ final class LocalFile {
             total += count
         }
         return total
+    }
+
+    /// Reads the bytes at `offset` until `buffer` is full or the file ends; returns the count.
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(FileProviderError) -> Int {
+        var total = 0
+        while total < buffer.count {
+            let count = pread(fd, buffer.baseAddress!.advanced(by: total), buffer.count - total, off_t(offset) + off_t(total))
+            if count == -1 {
+                if errno == EINTR { continue }
+                throw Self.localError("read", path)
+            }
+            if count == 0 { break }
+            total += count
+        }
+        return total
+    }
+
+    /// Writes all of `buffer` at `offset`, at most 256 KiB per call: one 8 MiB `pwrite` into
+    /// the page cache was measured 2–3× slower than the same bytes in 256 KiB calls (the
+    /// kernel then allocates larger folios, which costs more on a fragmented machine).
+    func write(_ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(FileProviderError) {
+        var done = 0
+        while done < buffer.count {
+            let piece = min(buffer.count - done, 256 * 1024)
+            let count = pwrite(fd, buffer.baseAddress!.advanced(by: done), piece, off_t(offset) + off_t(done))
+            if count == -1 {
+                if errno == EINTR { continue }
+                throw Self.localError("write", path)
+            }
+            done += count
+        }
     }
 
     func writeAll(_ buffer: UnsafeRawBufferPointer) throws(FileProviderError) {
