@@ -106,11 +106,15 @@ final class ConnectionPool: @unchecked Sendable {
         }
     }
 
+    /// Whether an operation is waiting for a connection: helpers then give theirs back.
+    var hasWaiters: Bool { lock.withLock { !waiters.isEmpty } }
+
     /// Runs `body` on up to `count` connections that are free now, each on its own thread, and
     /// returns at once; ``HelperGroup/wait()`` blocks until all of them are done.
     ///
     /// For an operation that can share its work (the ranges of a large transfer): it never
-    /// waits for a busy connection, so it takes nothing from operations already running. An
+    /// waits for a busy connection, so it takes nothing from operations already running, and
+    /// `body` should stop once ``hasWaiters`` says another operation wants a connection. An
     /// error thrown by `body` or by connecting is dropped: the helper just stops helping, and
     /// `body` reports what matters through state it shares with the operation.
     func lend(upTo count: Int, _ body: @escaping @Sendable (SFTPConnection) throws(FileProviderError) -> Void)

@@ -1,70 +1,93 @@
 import Foundation
 import ProviderCore
 
-/// Splits one transfer into ranges that several connections take in order, and lets a
-/// download write a range only once every range before it is written, so the destination
-/// always holds a contiguous prefix of the file (what the engine resumes from).
+/// Splits one transfer into ranges that several connections take in order, and follows how
+/// far the bytes are written without a gap from the start (the prefix a download can resume
+/// from), however the ranges' writes interleave.
 ///
 /// Shared by the threads of the connections working on the transfer; every method is
-/// thread-safe. ``waitForTurn(_:)`` blocks the calling thread, which is always a connection's
-/// own thread, never Swift's cooperative pool.
+/// thread-safe.
 final class RangeSchedule: @unchecked Sendable {
     /// The end of the transfer (exclusive).
     let end: Int64
     /// The size of every range but the last.
     let rangeSize: Int64
-    private let condition = NSCondition()
+    private let lock = NSLock()
     private var next: Int64
-    private var written: Int64
+    /// Every byte below this is written; the range starting here (if any) is the oldest one
+    /// still in flight.
+    private var complete: Int64
+    /// The ranges handed out and not complete yet: start → (end, bytes written from the start).
+    private var inFlight: [Int64: (end: Int64, written: Int64)] = [:]
     private var failure: FileProviderError?
+    /// Calls `onAdvance` in order, and never with a smaller prefix than before.
+    private let reportLock = NSLock()
+    private var reported: Int64
+    private let onAdvance: (@Sendable (_ prefix: Int64, _ rangesCompleted: Bool) -> Void)?
 
     /// A schedule for the bytes `start..<end` in ranges of `rangeSize` bytes.
-    init(from start: Int64, to end: Int64, rangeSize: Int64) {
+    ///
+    /// - Parameter onAdvance: called each time the prefix grows, with the new prefix and
+    ///   whether whole ranges were completed by this step; in increasing order, one call at a
+    ///   time.
+    init(
+        from start: Int64, to end: Int64, rangeSize: Int64,
+        onAdvance: (@Sendable (_ prefix: Int64, _ rangesCompleted: Bool) -> Void)? = nil
+    ) {
         precondition(rangeSize > 0 && start <= end)
         self.end = end
         self.rangeSize = rangeSize
+        self.onAdvance = onAdvance
         next = start
-        written = start
+        complete = start
+        reported = start
     }
 
     /// The next range to transfer; `nil` once every range was handed out or the transfer failed.
     func take() -> Range<Int64>? {
-        condition.lock()
-        defer { condition.unlock() }
-        guard failure == nil, next < end else { return nil }
-        let range = next..<min(end, next + rangeSize)
-        next = range.upperBound
-        return range
+        lock.withLock { () -> Range<Int64>? in
+            guard failure == nil, next < end else { return nil }
+            let range = next..<min(end, next + rangeSize)
+            next = range.upperBound
+            inFlight[range.lowerBound] = (range.upperBound, 0)
+            return range
+        }
     }
 
-    /// Blocks until every range before `range` is written; `false` when the transfer failed.
-    func waitForTurn(_ range: Range<Int64>) -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        while failure == nil && written != range.lowerBound { condition.wait() }
-        return failure == nil
+    /// Records that the next `count` bytes of `range` (taken with ``take()``) are written, in
+    /// order within the range; reports the prefix if it grew.
+    func wrote(_ count: Int64, in range: Range<Int64>) {
+        let advanced = lock.withLock { () -> (Int64, Bool)? in
+            let before = (prefix: prefixLocked, complete: complete)
+            inFlight[range.lowerBound]?.written += count
+            while let head = inFlight[complete], complete + head.written == head.end {
+                inFlight[complete] = nil
+                complete = head.end
+            }
+            let after = prefixLocked
+            return after > before.prefix ? (after, complete > before.complete) : nil
+        }
+        guard let (prefix, rangesCompleted) = advanced, let onAdvance else { return }
+        reportLock.withLock {
+            guard prefix > reported else { return }
+            reported = prefix
+            onAdvance(prefix, rangesCompleted)
+        }
     }
 
-    /// Records that `range`, whose turn it was, is written, and wakes the range after it.
-    func wrote(_ range: Range<Int64>) {
-        condition.lock()
-        written = range.upperBound
-        condition.broadcast()
-        condition.unlock()
-    }
+    /// The written prefix; the lock is held.
+    private var prefixLocked: Int64 { complete + (inFlight[complete]?.written ?? 0) }
 
-    /// Ends the transfer: no more ranges are handed out and every waiter wakes. The first
-    /// error is the one kept.
+    /// Ends the transfer: no more ranges are handed out. The first error is the one kept.
     func fail(_ error: FileProviderError) {
-        condition.lock()
-        if failure == nil { failure = error }
-        condition.broadcast()
-        condition.unlock()
+        lock.withLock {
+            if failure == nil { failure = error }
+        }
     }
 
     /// Where the bytes written without a gap from the start end.
-    var writtenPrefix: Int64 { condition.withLock { written } }
+    var writtenPrefix: Int64 { lock.withLock { prefixLocked } }
 
     /// The error that ended the transfer, if one did.
-    var error: FileProviderError? { condition.withLock { failure } }
+    var error: FileProviderError? { lock.withLock { failure } }
 }

@@ -11,18 +11,20 @@ extension SFTPBackend {
     static let rangeSize: Int64 = 8 << 20
     /// The most connections one ranged transfer uses (the operation's own and free ones): one
     /// per processor, at least two. libssh2 decrypts on the calling thread, so a connection
-    /// is bound by one core; more connections than cores only add switching (measured on 2
-    /// cores: 2 connections beat 1 and 4).
+    /// is bound by one core; more connections than cores only add switching.
     static let connectionsPerTransfer = max(2, ProcessInfo.processInfo.activeProcessorCount)
 
     /// Streams a file into `destination` in 256 KiB reads, resuming after `offset` bytes.
     ///
-    /// Reports progress after every read. Memory use does not depend on the file's size.
+    /// Files with 16 MiB or more left go in ranges over several connections (see
+    /// ``transfer(_:opened:from:to:inRanges:progress:cancellation:)``). Reports progress after
+    /// every read. Memory use does not depend on the file's size.
     /// - Throws: `noSuchItem` when the item is gone; `invalidArgument` for a folder or a symlink;
     ///   `versionNoLongerAvailable` when `version` is given and the file's content version is
     ///   another one, or when the file changed while it was read; `localIOFailure` when
     ///   `destination` cannot be written; `serverUnreachable` when the connection breaks (the
-    ///   bytes written so far stay in `destination`, so the engine can resume); `cancelled`.
+    ///   prefix written without a gap stays in `destination`, so the engine can resume);
+    ///   `cancelled`.
     public func fetchContents(
         for identifier: ItemIdentifier, version: ItemVersion?, to destination: URL, offset: Int64,
         progress: ProgressHandler?
@@ -55,56 +57,44 @@ extension SFTPBackend {
         guard opened.kind == .file, Self.version(of: opened, kind: .file).content == item.version.content else {
             throw FileProviderError(.versionNoLongerAvailable, "\(path.display) changed while it was opened; fetch it again")
         }
-        let start = offset > 0 && offset <= item.size ? offset : 0
+        var start = offset > 0 && offset <= item.size ? offset : 0
+        // A ranged download that was killed may have written past the prefix it recorded.
+        if start > 0, let recorded = LocalFile.recordedPrefix(atPath: destination), recorded < start {
+            start = max(0, recorded)
+        }
         let output = try LocalFile.openDestination(destination, keeping: start)
         progress?(start, item.size)
-        if item.size - start >= Self.rangedTransferThreshold && connections > 1 {
-            try downloadRanges(located, opened: file, from: start, to: output, progress: progress, cancellation: cancellation)
-            try? file.close()
-            return item
-        }
-        if start > 0 { file.seek(to: start) }
-
-        let buffer = UnsafeMutableRawBufferPointer.allocate(
-            byteCount: Int(max(1, min(Int64(Self.readSize), item.size - start))), alignment: 16)
-        defer { buffer.deallocate() }
-        var completed = start
-        while completed < item.size {
-            try cancellation.check()
-            // Never ask for more than the listed size: libssh2 sends read-ahead requests to fill
-            // the buffer, and for a small file those (and a last read for the end) cost a round
-            // trip each.
-            let wanted = Int(min(Int64(Self.readSize), item.size - completed))
-            let count = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<wanted]))
-            if count == 0 { break }
-            try output.writeAll(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-            completed += Int64(count)
-            progress?(completed, item.size)
-        }
+        let ranged = item.size - start >= Self.rangedTransferThreshold && connections > 1 && output.recordPrefix(start)
+        try transfer(
+            located, opened: file, from: start, to: output, inRanges: ranged, progress: progress,
+            cancellation: cancellation)
         try? file.close()
-        if completed != item.size {
-            throw FileProviderError(
-                .versionNoLongerAvailable,
-                "\(path.display) changed while it was read (\(completed) bytes, expected \(item.size)); fetch it again")
-        }
         return item
     }
 
-    /// Downloads `start..<size` in ranges, on this connection and on pool connections that are
-    /// free now, each with its own handle.
+    /// Downloads `start..<size`: in one piece on this connection, or `inRanges` on this
+    /// connection and on pool connections that are free now, each with its own handle. Every
+    /// piece is written at its place as soon as it arrives.
     ///
-    /// Each range is read whole into memory and written only after every range before it, so
-    /// the destination always holds a contiguous prefix, even if the process is killed: the
-    /// engine resumes from its size. Memory: one range per connection.
-    /// - Throws: the first error of a range (the others stop); the prefix written so far stays.
-    private func downloadRanges(
-        _ located: LocatedItem, opened file: SFTPFile, from start: Int64, to output: LocalFile,
+    /// Ranges finish out of order, so the file may hold bytes past a gap. What counts is the
+    /// prefix written without a gap: progress reports it, it is recorded on the file (an
+    /// extended attribute, updated as whole ranges complete and removed at the end) so that a
+    /// resume after a kill starts there, and after a failure the file is cut back to it.
+    /// Memory: one 256 KiB buffer per connection.
+    /// - Throws: the first error of a range (the others stop); `versionNoLongerAvailable` when
+    ///   the file ends early.
+    private func transfer(
+        _ located: LocatedItem, opened file: SFTPFile, from start: Int64, to output: LocalFile, inRanges ranged: Bool,
         progress: ProgressHandler?, cancellation: CancellationFlag
     ) throws(FileProviderError) {
         let item = located.item
-        let schedule = RangeSchedule(from: start, to: item.size, rangeSize: Self.rangeSize)
+        let rangeSize = ranged ? Self.rangeSize : max(1, item.size - start)
+        let schedule = RangeSchedule(from: start, to: item.size, rangeSize: rangeSize) { prefix, rangesCompleted in
+            if ranged && rangesCompleted { _ = output.recordPrefix(prefix) }
+            progress?(prefix, item.size)
+        }
         let remote = located.remote
-        let helpers = pool.lend(upTo: min(connections, Self.connectionsPerTransfer) - 1) {
+        let helpers = !ranged ? nil : pool.lend(upTo: min(connections, Self.connectionsPerTransfer) - 1) {
             connection throws(FileProviderError) in
             let file = try connection.openForReading(remote)
             let opened = try file.attributes()
@@ -112,39 +102,59 @@ extension SFTPBackend {
             guard opened.kind == .file, Self.version(of: opened, kind: .file).content == item.version.content else {
                 return
             }
-            Self.readRanges(of: file, schedule, to: output, size: item.size, progress: progress, cancellation: cancellation)
+            Self.readRanges(of: file, schedule, to: output, size: item.size, cancellation: cancellation) {
+                self.pool.hasWaiters
+            }
         }
-        Self.readRanges(of: file, schedule, to: output, size: item.size, progress: progress, cancellation: cancellation)
-        helpers.wait()
-        if let error = schedule.error { throw error }
-        if schedule.writtenPrefix != item.size {
-            throw FileProviderError(
-                .versionNoLongerAvailable, "\(located.path.display) changed while it was read; fetch it again")
+        Self.readRanges(of: file, schedule, to: output, size: item.size, cancellation: cancellation) { false }
+        helpers?.wait()
+        let prefix = schedule.writtenPrefix
+        guard let error = schedule.error ?? (prefix == item.size ? nil : FileProviderError(
+            .versionNoLongerAvailable, "\(located.path.display) changed while it was read; fetch it again"))
+        else {
+            // Also a record left by an earlier, killed download: it must not reach the replica.
+            output.forgetPrefix()
+            return
         }
+        // Keep exactly the prefix: what is past it may have gaps.
+        if ranged {
+            if (try? output.truncate(to: prefix)) != nil { output.forgetPrefix() } else { _ = output.recordPrefix(prefix) }
+        }
+        throw error
     }
 
-    /// Reads the ranges `schedule` hands out and writes each one when its turn comes; stops at
-    /// the first error, which it gives to `schedule` (so the other connections stop too).
+    /// Reads the ranges `schedule` hands out and writes every piece at its place; stops at the
+    /// first error, which it gives to `schedule` (so the other connections stop too), and
+    /// before a new range when `yield` says the connection is wanted elsewhere.
+    ///
+    /// libssh2 keeps requests for up to four times the buffer ahead of what it returned, and a
+    /// seek throws away what was asked for beyond: so the reads shrink towards the end of a
+    /// range, and no byte past it is requested (then sent, decrypted and dropped).
     private static func readRanges(
-        of file: SFTPFile, _ schedule: RangeSchedule, to output: LocalFile, size: Int64, progress: ProgressHandler?,
-        cancellation: CancellationFlag
+        of file: SFTPFile, _ schedule: RangeSchedule, to output: LocalFile, size: Int64, cancellation: CancellationFlag,
+        yield: () -> Bool
     ) {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(schedule.rangeSize), alignment: 16)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(
+            byteCount: Int(min(Int64(readSize), schedule.rangeSize)), alignment: 16)
         defer { buffer.deallocate() }
-        while let range = schedule.take() {
+        while !yield(), let range = schedule.take() {
             do throws(FileProviderError) {
-                try cancellation.check()
-                let part = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<Int(range.count)])
-                let count = try file.read(at: range.lowerBound, into: part, pieceSize: readSize)
-                if count != part.count {
-                    throw FileProviderError(
-                        .versionNoLongerAvailable,
-                        "\(file.path) ended at \(range.lowerBound + Int64(count)) bytes while it was read, expected \(size); fetch it again")
+                file.seek(to: range.lowerBound)
+                var offset = range.lowerBound
+                while offset < range.upperBound {
+                    try cancellation.check()
+                    if schedule.error != nil { return }
+                    let wanted = Int(max(1, min(Int64(readSize), (range.upperBound - offset) / 4)))
+                    let count = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<wanted]))
+                    if count == 0 {
+                        throw FileProviderError(
+                            .versionNoLongerAvailable,
+                            "\(file.path) ended at \(offset) bytes while it was read, expected \(size); fetch it again")
+                    }
+                    try output.write(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), at: offset)
+                    offset += Int64(count)
+                    schedule.wrote(Int64(count), in: range)
                 }
-                guard schedule.waitForTurn(range) else { return }
-                try output.write(UnsafeRawBufferPointer(part), at: range.lowerBound)
-                progress?(range.upperBound, size)
-                schedule.wrote(range)
             } catch {
                 schedule.fail(error)
                 return

@@ -11,8 +11,8 @@ struct StagedFile {
 }
 
 extension SFTPBackend {
-    /// The size of one write: libssh2 sends it as several pipelined requests.
-    static let writeSize = 2 * 1024 * 1024
+    /// The buffer an upload streams through: up to this much is in flight.
+    static let writeSize = 4 * 1024 * 1024
 
     /// Uploads `contents` (nothing for an empty file) to a new staging file in `folder` and
     /// returns it; the caller renames it into place or removes it.
@@ -31,22 +31,7 @@ extension SFTPBackend {
         var attributes: RemoteAttributes?
         do throws(FileProviderError) {
             if let contents {
-                let input = try LocalFile.openForReading(contents.path)
-                let size = try input.size()
-                if size >= Self.rangedTransferThreshold && connections > 1 {
-                    try uploadRanges(of: input, size: size, to: output, staging: staging, cancellation: cancellation)
-                } else {
-                    // Room for the whole of a small file and the read that finds its end.
-                    let capacity = Int(min(Int64(Self.writeSize), size + 1))
-                    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 16)
-                    defer { buffer.deallocate() }
-                    while true {
-                        try cancellation.check()
-                        let count = try input.read(into: buffer)
-                        if count == 0 { break }
-                        try output.write(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-                    }
-                }
+                try upload(LocalFile.openForReading(contents.path), to: output, staging: staging, cancellation: cancellation)
             }
             if let modificationTime {
                 let now = Int64(Date().timeIntervalSince1970.rounded(.down))
@@ -63,20 +48,22 @@ extension SFTPBackend {
         return StagedFile(path: staging, attributes: attributes)
     }
 
-    /// Uploads the first `size` bytes of `input` into the staging file in ranges, on this
-    /// connection (through `output`) and on pool connections that are free now, each with its
-    /// own handle on the staging file. The order does not matter: the staging file is renamed
-    /// into place only once every range is written.
+    /// Uploads `input` (as long as it is now) into the staging file: in one piece through
+    /// `output`, or, from 16 MiB on, in ranges on this connection and on pool connections that
+    /// are free now, each with its own handle on the staging file. The order of the ranges does
+    /// not matter: the staging file is renamed into place only once every range is written.
     /// - Throws: the first error of a range (the others stop); `localIOFailure` when `input`
     ///   became shorter meanwhile.
-    private func uploadRanges(
-        of input: LocalFile, size: Int64, to output: SFTPFile, staging: String, cancellation: CancellationFlag
-    ) throws(FileProviderError) {
-        let schedule = RangeSchedule(from: 0, to: size, rangeSize: Self.rangeSize)
-        let helpers = pool.lend(upTo: min(connections, Self.connectionsPerTransfer) - 1) {
+    private func upload(_ input: LocalFile, to output: SFTPFile, staging: String, cancellation: CancellationFlag)
+        throws(FileProviderError)
+    {
+        let size = try input.size()
+        let ranged = size >= Self.rangedTransferThreshold && connections > 1
+        let schedule = RangeSchedule(from: 0, to: size, rangeSize: ranged ? Self.rangeSize : max(1, size))
+        let helpers = !ranged ? nil : pool.lend(upTo: min(connections, Self.connectionsPerTransfer) - 1) {
             connection throws(FileProviderError) in
             let file = try connection.openForWriting(staging)
-            Self.writeRanges(from: input, to: file, schedule, cancellation: cancellation)
+            Self.writeRanges(from: input, to: file, schedule, cancellation: cancellation) { self.pool.hasWaiters }
             do throws(FileProviderError) {
                 // The server may report a failed write only now.
                 try file.close()
@@ -84,31 +71,30 @@ extension SFTPBackend {
                 schedule.fail(error)
             }
         }
-        Self.writeRanges(from: input, to: output, schedule, cancellation: cancellation)
-        helpers.wait()
+        Self.writeRanges(from: input, to: output, schedule, cancellation: cancellation) { false }
+        helpers?.wait()
         if let error = schedule.error { throw error }
     }
 
-    /// Writes the ranges `schedule` hands out, read from `input`, in `writeSize` pieces; stops
-    /// at the first error, which it gives to `schedule` (so the other connections stop too).
+    /// Writes the ranges `schedule` hands out, read from `input`; stops at the first error,
+    /// which it gives to `schedule` (so the other connections stop too), and before a new range
+    /// when `yield` says the connection is wanted elsewhere.
     private static func writeRanges(
-        from input: LocalFile, to file: SFTPFile, _ schedule: RangeSchedule, cancellation: CancellationFlag
+        from input: LocalFile, to file: SFTPFile, _ schedule: RangeSchedule, cancellation: CancellationFlag,
+        yield: () -> Bool
     ) {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: writeSize, alignment: 16)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(
+            byteCount: Int(min(Int64(writeSize), schedule.rangeSize)), alignment: 16)
         defer { buffer.deallocate() }
-        while let range = schedule.take() {
+        while !yield(), let range = schedule.take() {
             do throws(FileProviderError) {
-                var offset = range.lowerBound
-                while offset < range.upperBound {
+                try file.write(count: Int64(range.count), at: range.lowerBound, through: buffer) {
+                    part, offset throws(FileProviderError) in
                     try cancellation.check()
-                    let wanted = Int(min(Int64(buffer.count), range.upperBound - offset))
-                    let part = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<wanted])
-                    guard try input.read(into: part, at: offset) == wanted else {
+                    guard try input.read(into: part, at: offset) == part.count else {
                         throw FileProviderError(
                             .localIOFailure, "\(input.path) became shorter while it was uploaded; it is sent again later")
                     }
-                    try file.write(UnsafeRawBufferPointer(part), at: offset)
-                    offset += Int64(wanted)
                 }
             } catch {
                 schedule.fail(error)

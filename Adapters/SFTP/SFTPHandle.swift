@@ -392,42 +392,43 @@ final class SFTPFile {
         return count
     }
 
-    /// Reads the bytes at `offset` until `buffer` is full or the file ends; returns the count.
+    /// Writes `count` bytes at `offset`, which `fill` copies into the part of `buffer` it is
+    /// given (all of it, from the file offset it is given), keeping requests in flight all along.
     ///
-    /// libssh2 keeps requests for up to four times the buffer ahead of what it returned, and a
-    /// seek throws away what was asked for beyond: so the buffer passed to it shrinks towards
-    /// the end of the range, and no byte past the range is requested (then sent, decrypted
-    /// and dropped) before the next range's seek.
-    func read(at offset: Int64, into buffer: UnsafeMutableRawBufferPointer, pieceSize: Int) throws(FileProviderError)
-        -> Int
-    {
+    /// libssh2 returns from a write once the server acknowledged part of it, and the bytes not
+    /// acknowledged yet must start the next call's buffer (it sends only what is new). So the
+    /// buffer slides: acknowledged bytes are dropped, new ones appended, and the requests in
+    /// flight never drain before the end. (Whole 2 MiB writes, each waiting for its last
+    /// acknowledgment, left the server idle while we encrypted the next one and us idle while
+    /// it caught up.)
+    func write(
+        count: Int64, at offset: Int64, through buffer: UnsafeMutableRawBufferPointer,
+        fill: (UnsafeMutableRawBufferPointer, Int64) throws(FileProviderError) -> Void
+    ) throws(FileProviderError) {
         seek(to: offset)
+        let base = buffer.baseAddress!
+        var unacknowledged = 0  // buffer[unacknowledged..<filled] is not acknowledged yet
         var filled = 0
-        while filled < buffer.count {
-            let left = buffer.count - filled
-            let wanted = max(1, min(pieceSize, left / 4))
-            let count = try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled..<(filled + wanted)]))
-            if count == 0 { break }
-            filled += count
-        }
-        return filled
-    }
-
-    /// Writes all of `buffer` at `offset`.
-    func write(_ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(FileProviderError) {
-        seek(to: offset)
-        try write(buffer)
-    }
-
-    /// Writes all of `buffer`. libssh2 sends a large buffer as several pipelined requests.
-    func write(_ buffer: UnsafeRawBufferPointer) throws(FileProviderError) {
-        var done = 0
-        while done < buffer.count {
+        var copied: Int64 = 0
+        var acknowledged: Int64 = 0
+        while acknowledged < count {
+            if unacknowledged >= buffer.count / 2 {
+                memmove(base, base + unacknowledged, filled - unacknowledged)
+                filled -= unacknowledged
+                unacknowledged = 0
+            }
+            if filled < buffer.count && copied < count {
+                let more = Int(min(Int64(buffer.count - filled), count - copied))
+                try fill(UnsafeMutableRawBufferPointer(rebasing: buffer[filled..<(filled + more)]), offset + copied)
+                filled += more
+                copied += Int64(more)
+            }
             connection.count()
-            let count = libssh2_sftp_write(
-                handle, buffer.baseAddress!.advanced(by: done).assumingMemoryBound(to: CChar.self), buffer.count - done)
-            if count < 0 { throw connection.failure("write", path: path) }
-            done += count
+            let sent = libssh2_sftp_write(
+                handle, (base + unacknowledged).assumingMemoryBound(to: CChar.self), filled - unacknowledged)
+            if sent < 0 { throw connection.failure("write", path: path) }
+            unacknowledged += sent
+            acknowledged += Int64(sent)
         }
     }
 
@@ -605,11 +606,14 @@ final class LocalFile: @unchecked Sendable {
         return Int64(info.st_size)
     }
 
-    /// Reads until `buffer` is full or the file ends; returns the bytes read.
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws(FileProviderError) -> Int {
+    /// Reads until `buffer` is full or the file ends, at `offset` (`pread`) or else from the
+    /// current position; returns the bytes read.
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64? = nil) throws(FileProviderError) -> Int {
         var total = 0
         while total < buffer.count {
-            let count = Glibc.read(fd, buffer.baseAddress!.advanced(by: total), buffer.count - total)
+            let start = buffer.baseAddress!.advanced(by: total)
+            let left = buffer.count - total
+            let count = offset.map { pread(fd, start, left, off_t($0) + off_t(total)) } ?? Glibc.read(fd, start, left)
             if count == -1 {
                 if errno == EINTR { continue }
                 throw Self.localError("read", path)
@@ -620,29 +624,11 @@ final class LocalFile: @unchecked Sendable {
         return total
     }
 
-    /// Reads the bytes at `offset` until `buffer` is full or the file ends; returns the count.
-    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(FileProviderError) -> Int {
-        var total = 0
-        while total < buffer.count {
-            let count = pread(fd, buffer.baseAddress!.advanced(by: total), buffer.count - total, off_t(offset) + off_t(total))
-            if count == -1 {
-                if errno == EINTR { continue }
-                throw Self.localError("read", path)
-            }
-            if count == 0 { break }
-            total += count
-        }
-        return total
-    }
-
-    /// Writes all of `buffer` at `offset`, at most 256 KiB per call: one 8 MiB `pwrite` into
-    /// the page cache was measured 2–3× slower than the same bytes in 256 KiB calls (the
-    /// kernel then allocates larger folios, which costs more on a fragmented machine).
+    /// Writes all of `buffer` at `offset`.
     func write(_ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(FileProviderError) {
         var done = 0
         while done < buffer.count {
-            let piece = min(buffer.count - done, 256 * 1024)
-            let count = pwrite(fd, buffer.baseAddress!.advanced(by: done), piece, off_t(offset) + off_t(done))
+            let count = pwrite(fd, buffer.baseAddress!.advanced(by: done), buffer.count - done, off_t(offset) + off_t(done))
             if count == -1 {
                 if errno == EINTR { continue }
                 throw Self.localError("write", path)
@@ -651,17 +637,34 @@ final class LocalFile: @unchecked Sendable {
         }
     }
 
-    func writeAll(_ buffer: UnsafeRawBufferPointer) throws(FileProviderError) {
-        var done = 0
-        while done < buffer.count {
-            let count = Glibc.write(fd, buffer.baseAddress!.advanced(by: done), buffer.count - done)
-            if count == -1 {
-                if errno == EINTR { continue }
-                throw Self.localError("write", path)
-            }
-            done += count
-        }
+    /// Cuts the file to `size` bytes.
+    func truncate(to size: Int64) throws(FileProviderError) {
+        if ftruncate(fd, off_t(size)) == -1 { throw Self.localError("truncate", path) }
     }
+
+    // MARK: The prefix a ranged download recorded
+
+    /// The extended attribute in which a download that writes ranges out of order records the
+    /// prefix it has written without a gap, while it runs.
+    static let prefixAttribute = "user.fileprovider.verified-prefix"
+
+    /// The prefix a ranged download recorded on the file at `path`, if one did (bytes past it
+    /// may have gaps: such a download was killed).
+    static func recordedPrefix(atPath path: String) -> Int64? {
+        var buffer = [UInt8](repeating: 0, count: 24)
+        let count = getxattr(path, prefixAttribute, &buffer, buffer.count)
+        guard count > 0 else { return nil }
+        return Int64(String(decoding: buffer.prefix(count), as: UTF8.self))
+    }
+
+    /// Records `prefix` on the file; `false` when the file system keeps no extended attributes.
+    func recordPrefix(_ prefix: Int64) -> Bool {
+        let value = Array(String(prefix).utf8)
+        return fsetxattr(fd, Self.prefixAttribute, value, value.count, 0) == 0
+    }
+
+    /// Removes the recorded prefix (nothing happens when there is none).
+    func forgetPrefix() { _ = fremovexattr(fd, Self.prefixAttribute) }
 
     /// Local failures are `localIOFailure` whatever the errno: the store is not at fault.
     private static func localError(_ operation: String, _ path: String) -> FileProviderError {

@@ -40,47 +40,59 @@ struct RangedTransferTests {
         #expect(RangeSchedule(from: 7, to: 7, rangeSize: 10).take() == nil)
     }
 
-    @Test func aRangeIsWrittenOnlyAfterTheOnesBeforeIt() async {
-        let schedule = RangeSchedule(from: 0, to: 20, rangeSize: 10)
+    @Test func thePrefixGrowsOnlyWithoutGaps() {
+        let reports = Recorded<String>()
+        let schedule = RangeSchedule(from: 0, to: 30, rangeSize: 10) { prefix, rangesCompleted in
+            reports.append("\(prefix)\(rangesCompleted ? "|" : "")")
+        }
         let first = schedule.take()!
         let second = schedule.take()!
-        let order = Recorded<Int64>()
-        let secondIsWaiting = DispatchSemaphore(value: 0)
-        // The second range is ready first: it must wait until the first one is written.
-        async let later: Void = Self.onThread {
-            secondIsWaiting.signal()
-            #expect(schedule.waitForTurn(second))
-            order.append(second.lowerBound)
-            schedule.wrote(second)
-        }
-        await Self.onThread {
-            secondIsWaiting.wait()
-            #expect(schedule.waitForTurn(first))
-            order.append(first.lowerBound)
-            schedule.wrote(first)
-        }
-        await later
-        #expect(order.values == [0, 10])
-        #expect(schedule.writtenPrefix == 20)
-        #expect(schedule.error == nil)
+        let third = schedule.take()!
+        // The later ranges finish first: nothing is reported until the first one has bytes.
+        schedule.wrote(10, in: second)
+        schedule.wrote(4, in: third)
+        #expect(schedule.writtenPrefix == 0)
+        schedule.wrote(3, in: first)
+        #expect(schedule.writtenPrefix == 3)
+        schedule.wrote(7, in: first)
+        #expect(schedule.writtenPrefix == 24)
+        schedule.wrote(6, in: third)
+        #expect(schedule.writtenPrefix == 30)
+        #expect(reports.values == ["3", "24|", "30|"])
+        #expect(schedule.take() == nil)
     }
 
-    @Test func aFailureWakesTheWaitersAndStopsTheHandOut() async {
-        let schedule = RangeSchedule(from: 0, to: 40, rangeSize: 10)
-        _ = schedule.take()
-        let second = schedule.take()!
-        async let waiter: Bool = withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: schedule.waitForTurn(second)) }.start()
+    @Test func reportsComeInOrderFromManyThreads() async {
+        let reports = Recorded<Int64>()
+        let schedule = RangeSchedule(from: 0, to: 64 * 1000, rangeSize: 1000) { prefix, _ in reports.append(prefix) }
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    await Self.onThread {
+                        while let range = schedule.take() {
+                            for _ in 0..<10 { schedule.wrote(100, in: range) }
+                        }
+                    }
+                }
+            }
         }
+        #expect(schedule.writtenPrefix == 64 * 1000)
+        #expect(reports.values == reports.values.sorted() && Set(reports.values).count == reports.values.count)
+        #expect(reports.values.last == Int64(64 * 1000))
+    }
+
+    @Test func aFailureStopsTheHandOut() {
+        let schedule = RangeSchedule(from: 0, to: 40, rangeSize: 10)
+        let first = schedule.take()!
+        schedule.wrote(5, in: first)
         schedule.fail(FileProviderError(.serverUnreachable, "gone"))
         schedule.fail(FileProviderError(.cancelled, "later errors are not kept"))
-        #expect(await waiter == false)
         #expect(schedule.take() == nil)
         #expect(schedule.error?.code == .serverUnreachable)
-        #expect(schedule.writtenPrefix == 0)
+        #expect(schedule.writtenPrefix == 5)
     }
 
-    @Test func aLargeDownloadIsByteIdenticalAndOnDiskAlwaysAPrefix() async throws {
+    @Test func aLargeDownloadIsByteIdenticalAndReportsItsPrefix() async throws {
         let server = try TestServer.shared()
         let root = try server.makeFolder()
         let size = Int(SFTPBackend.rangedTransferThreshold) * 2 + 12_345
@@ -89,27 +101,58 @@ struct RangedTransferTests {
         let backend = try TestServer.backend(server, root: root)
         let staging = try TestServer.scratch().appendingPathComponent("big.bin.staging")
         _ = FileManager.default.createFile(atPath: staging.path, contents: nil)
-        // At every progress report, the file holds exactly the bytes reported: no gap, nothing
-        // beyond (what the engine resumes from after a kill).
+        // At every report, the prefix recorded for a resume is never past the reported one.
         let seen = Recorded<Int64>()
         let path = staging.path
         let item = try await backend.fetchContents(
             for: "big.bin", version: nil, to: staging, offset: 0,
             progress: { done, _ in
-                let onDisk = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64) ?? -1
-                seen.append(done == onDisk ? done : -done)
+                let recorded = LocalFile.recordedPrefix(atPath: path) ?? -1
+                seen.append(recorded >= 0 && recorded <= done ? done : -done)
             })
         #expect(item.size == Int64(size))
         #expect(try Data(contentsOf: staging) == data)
         let reports = seen.values
-        #expect(reports.allSatisfy { $0 >= 0 }, "a report did not match the file's size: \(reports.filter { $0 < 0 })")
+        #expect(reports.allSatisfy { $0 >= 0 }, "recorded past the reported prefix, or not at all: \(reports.filter { $0 < 0 })")
         #expect(reports == reports.sorted())
         #expect(reports.last == Int64(size))
-        // Resuming from the middle of a range writes only what is missing.
-        let cut = Int(SFTPBackend.rangeSize) + 777
-        try data.prefix(cut).write(to: staging)
-        _ = try await backend.fetchContents(for: "big.bin", version: nil, to: staging, offset: Int64(cut), progress: nil)
+        #expect(LocalFile.recordedPrefix(atPath: path) == nil, "the finished file keeps the record")
+        await backend.close()
+    }
+
+    @Test func aResumeAfterAKillStartsAtTheRecordedPrefix() async throws {
+        let server = try TestServer.shared()
+        let root = try server.makeFolder()
+        let size = Int(SFTPBackend.rangedTransferThreshold) * 2 + 7
+        let data = Self.pattern(size, seed: 9)
+        try data.write(to: URL(fileURLWithPath: root + "/big.bin"))
+        let backend = try TestServer.backend(server, root: root)
+        // What a killed ranged download leaves: a verified prefix, then a gap and a range
+        // written ahead of it; the file's size is past the prefix.
+        let staging = try TestServer.scratch().appendingPathComponent("big.bin.staging")
+        let prefix = Int(SFTPBackend.rangeSize) + 100
+        var partial = data.prefix(prefix)
+        partial.append(Data(count: Int(SFTPBackend.rangeSize)))
+        partial.append(data[partial.count..<(partial.count + 5000)])
+        try partial.write(to: staging)
+        let file = try LocalFile.openDestination(staging.path, keeping: Int64(partial.count))
+        #expect(file.recordPrefix(Int64(prefix)))
+        let first = Recorded<Int64>()
+        _ = try await backend.fetchContents(
+            for: "big.bin", version: nil, to: staging, offset: Int64(partial.count),
+            progress: { done, _ in first.append(done) })
+        #expect(first.values.first == Int64(prefix))
         #expect(try Data(contentsOf: staging) == data)
+        // The same when what is left is too small for ranges (the single-connection path).
+        var nearlyDone = data.prefix(size - 5000)
+        nearlyDone.append(Data(repeating: 0xff, count: 4000))
+        try nearlyDone.write(to: staging)
+        let small = try LocalFile.openDestination(staging.path, keeping: Int64(nearlyDone.count))
+        #expect(small.recordPrefix(Int64(size - 5000)))
+        _ = try await backend.fetchContents(
+            for: "big.bin", version: nil, to: staging, offset: Int64(nearlyDone.count), progress: nil)
+        #expect(try Data(contentsOf: staging) == data)
+        #expect(LocalFile.recordedPrefix(atPath: staging.path) == nil)
         await backend.close()
     }
 
