@@ -54,6 +54,19 @@ final class RangeSchedule: @unchecked Sendable {
         }
     }
 
+    /// Runs `body` on ranges taken one after the other until none is left, the transfer failed
+    /// or `yield` says to stop; the first error `body` throws ends the transfer.
+    func work(yielding yield: () -> Bool, _ body: (Range<Int64>) throws(FileProviderError) -> Void) {
+        while !yield(), let range = take() {
+            do throws(FileProviderError) {
+                try body(range)
+            } catch {
+                fail(error)
+                return
+            }
+        }
+    }
+
     /// Records that the next `count` bytes of `range` (taken with ``take()``) are written, in
     /// order within the range; reports the prefix if it grew.
     func wrote(_ count: Int64, in range: Range<Int64>) {

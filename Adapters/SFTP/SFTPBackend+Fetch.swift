@@ -94,20 +94,17 @@ extension SFTPBackend {
             progress?(prefix, item.size)
         }
         let remote = located.remote
-        let helpers = !ranged ? nil : pool.lend(upTo: min(connections, Self.connectionsPerTransfer) - 1) {
-            connection throws(FileProviderError) in
+        sharing(ranged) { connection, yield throws(FileProviderError) in
             let file = try connection.openForReading(remote)
             let opened = try file.attributes()
             // A helper opening another file than the one checked just does not help.
             guard opened.kind == .file, Self.version(of: opened, kind: .file).content == item.version.content else {
                 return
             }
-            Self.readRanges(of: file, schedule, to: output, size: item.size, cancellation: cancellation) {
-                self.pool.hasWaiters
-            }
+            Self.readRanges(of: file, schedule, to: output, size: item.size, cancellation: cancellation, yield: yield)
+        } _: {
+            Self.readRanges(of: file, schedule, to: output, size: item.size, cancellation: cancellation) { false }
         }
-        Self.readRanges(of: file, schedule, to: output, size: item.size, cancellation: cancellation) { false }
-        helpers?.wait()
         let prefix = schedule.writtenPrefix
         guard let error = schedule.error ?? (prefix == item.size ? nil : FileProviderError(
             .versionNoLongerAvailable, "\(located.path.display) changed while it was read; fetch it again"))
@@ -129,7 +126,9 @@ extension SFTPBackend {
     ///
     /// libssh2 keeps requests for up to four times the buffer ahead of what it returned, and a
     /// seek throws away what was asked for beyond: so the reads shrink towards the end of a
-    /// range, and no byte past it is requested (then sent, decrypted and dropped).
+    /// range, and no byte past it is requested (then sent, decrypted and dropped). The last
+    /// range only never asks for more than is left (what is asked past the end of the file
+    /// comes back empty).
     private static func readRanges(
         of file: SFTPFile, _ schedule: RangeSchedule, to output: LocalFile, size: Int64, cancellation: CancellationFlag,
         yield: () -> Bool
@@ -137,27 +136,23 @@ extension SFTPBackend {
         let buffer = UnsafeMutableRawBufferPointer.allocate(
             byteCount: Int(min(Int64(readSize), schedule.rangeSize)), alignment: 16)
         defer { buffer.deallocate() }
-        while !yield(), let range = schedule.take() {
-            do throws(FileProviderError) {
-                file.seek(to: range.lowerBound)
-                var offset = range.lowerBound
-                while offset < range.upperBound {
-                    try cancellation.check()
-                    if schedule.error != nil { return }
-                    let wanted = Int(max(1, min(Int64(readSize), (range.upperBound - offset) / 4)))
-                    let count = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<wanted]))
-                    if count == 0 {
-                        throw FileProviderError(
-                            .versionNoLongerAvailable,
-                            "\(file.path) ended at \(offset) bytes while it was read, expected \(size); fetch it again")
-                    }
-                    try output.write(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), at: offset)
-                    offset += Int64(count)
-                    schedule.wrote(Int64(count), in: range)
+        schedule.work(yielding: yield) { range throws(FileProviderError) in
+            file.seek(to: range.lowerBound)
+            var offset = range.lowerBound
+            while offset < range.upperBound {
+                try cancellation.check()
+                if schedule.error != nil { return }
+                let left = range.upperBound - offset
+                let wanted = Int(min(Int64(readSize), range.upperBound == size ? left : max(1, left / 4)))
+                let count = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<wanted]))
+                if count == 0 {
+                    throw FileProviderError(
+                        .versionNoLongerAvailable,
+                        "\(file.path) ended at \(offset) bytes while it was read, expected \(size); fetch it again")
                 }
-            } catch {
-                schedule.fail(error)
-                return
+                try output.write(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), at: offset)
+                offset += Int64(count)
+                schedule.wrote(Int64(count), in: range)
             }
         }
     }

@@ -61,19 +61,18 @@ extension SFTPBackend {
         let size = try input.size()
         let ranged = size >= Self.rangedTransferThreshold && connections > 1
         let schedule = RangeSchedule(from: 0, to: size, rangeSize: ranged ? Self.rangeSize : max(1, size))
-        let helpers = !ranged ? nil : pool.lend(upTo: min(connections, Self.connectionsPerTransfer) - 1) {
-            connection throws(FileProviderError) in
+        sharing(ranged) { connection, yield throws(FileProviderError) in
             let file = try connection.openForWriting(staging)
-            Self.writeRanges(from: input, to: file, schedule, cancellation: cancellation) { self.pool.hasWaiters }
+            Self.writeRanges(from: input, to: file, schedule, cancellation: cancellation, yield: yield)
             do throws(FileProviderError) {
                 // The server may report a failed write only now.
                 try file.close()
             } catch {
                 schedule.fail(error)
             }
+        } _: {
+            Self.writeRanges(from: input, to: output, schedule, cancellation: cancellation) { false }
         }
-        Self.writeRanges(from: input, to: output, schedule, cancellation: cancellation) { false }
-        helpers?.wait()
         if let error = schedule.error { throw error }
     }
 
@@ -87,19 +86,14 @@ extension SFTPBackend {
         let buffer = UnsafeMutableRawBufferPointer.allocate(
             byteCount: Int(min(Int64(writeSize), schedule.rangeSize)), alignment: 16)
         defer { buffer.deallocate() }
-        while !yield(), let range = schedule.take() {
-            do throws(FileProviderError) {
-                try file.write(count: Int64(range.count), at: range.lowerBound, through: buffer) {
-                    part, offset throws(FileProviderError) in
-                    try cancellation.check()
-                    guard try input.read(into: part, at: offset) == part.count else {
-                        throw FileProviderError(
-                            .localIOFailure, "\(input.path) became shorter while it was uploaded; it is sent again later")
-                    }
+        schedule.work(yielding: yield) { range throws(FileProviderError) in
+            try file.write(count: Int64(range.count), at: range.lowerBound, through: buffer) {
+                part, offset throws(FileProviderError) in
+                try cancellation.check()
+                guard try input.read(into: part, at: offset) == part.count else {
+                    throw FileProviderError(
+                        .localIOFailure, "\(input.path) became shorter while it was uploaded; it is sent again later")
                 }
-            } catch {
-                schedule.fail(error)
-                return
             }
         }
     }

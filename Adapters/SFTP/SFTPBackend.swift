@@ -62,6 +62,23 @@ public final class SFTPBackend: Backend {
         }
     }
 
+    /// Runs `body` on this operation's thread and, when `shared`, lends it the pool's
+    /// connections that are free now (up to ``connectionsPerTransfer`` in all) through `helper`,
+    /// each on its own thread; returns once every helper is done. A helper is told (the
+    /// closure it gets) to stop between two pieces of work when another operation waits for a
+    /// connection.
+    func sharing(
+        _ shared: Bool, helper: @escaping @Sendable (SFTPConnection, _ yield: () -> Bool) throws(FileProviderError) -> Void,
+        _ body: () -> Void
+    ) {
+        let helpers = !shared ? nil : pool.lend(upTo: min(connections, Self.connectionsPerTransfer) - 1) {
+            connection throws(FileProviderError) in
+            try helper(connection) { self.pool.hasWaiters }
+        }
+        body()
+        helpers?.wait()
+    }
+
     // MARK: Backend
 
     /// Returns the current metadata of one item.
