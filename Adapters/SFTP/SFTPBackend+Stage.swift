@@ -51,7 +51,8 @@ extension SFTPBackend {
 
     /// Uploads `input` (as long as it is now) into the staging file: in one piece through
     /// `output`, or, from 16 MiB on, in ranges on this connection and on pool connections that
-    /// are free now, each with its own handle on the staging file. The order of the ranges does
+    /// are free now (see ``connectionsPerTransfer(upload:)``), each with its own handle on the
+    /// staging file. The order of the ranges does
     /// not matter: the staging file is renamed into place only once every range is written.
     /// - Throws: the first error of a range (the others stop); `localIOFailure` when `input`
     ///   became shorter meanwhile.
@@ -59,9 +60,9 @@ extension SFTPBackend {
         throws(FileProviderError)
     {
         let size = try input.size()
-        let ranged = size >= Self.rangedTransferThreshold && connections > 1
-        let schedule = RangeSchedule(from: 0, to: size, rangeSize: ranged ? Self.rangeSize : max(1, size))
-        sharing(ranged) { connection, yield throws(FileProviderError) in
+        let streams = size >= Self.rangedTransferThreshold ? connectionsPerTransfer(upload: true) : 1
+        let schedule = RangeSchedule(from: 0, to: size, rangeSize: streams > 1 ? Self.rangeSize : max(1, size))
+        sharing(streams) { connection, yield throws(FileProviderError) in
             let file = try connection.openForWriting(staging)
             Self.writeRanges(from: input, to: file, schedule, cancellation: cancellation, yield: yield)
             do throws(FileProviderError) {

@@ -92,13 +92,27 @@ struct RangedTransferTests {
         #expect(schedule.writtenPrefix == 5)
     }
 
+    @Test func connectionsPerTransferFollowTheProcessorsAndWhereTheServerIs() throws {
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let local = try TestServer.backend(TestServer.shared(), extra: ["connections": "64"])
+        #expect(local.connectionsPerTransfer(upload: true) == max(1, cores / 2))
+        #expect(local.connectionsPerTransfer(upload: false) == max(2, cores / 2))
+        var settings = local.settings
+        settings.host = "files.example.com"
+        let remote = try SFTPBackend(settings: settings, connections: 64)
+        #expect(remote.connectionsPerTransfer(upload: true) == cores)
+        #expect(remote.connectionsPerTransfer(upload: false) == max(2, cores))
+        let few = try SFTPBackend(settings: settings, connections: 2)
+        #expect(few.connectionsPerTransfer(upload: false) == 2)
+    }
+
     @Test func aLargeDownloadIsByteIdenticalAndReportsItsPrefix() async throws {
         let server = try TestServer.shared()
         let root = try server.makeFolder()
         let size = Int(SFTPBackend.rangedTransferThreshold) * 2 + 12_345
         let data = Self.pattern(size)
         try data.write(to: URL(fileURLWithPath: root + "/big.bin"))
-        let backend = try TestServer.backend(server, root: root)
+        let backend = try TestServer.backend(server, root: root, streamsPerTransfer: 3)
         let staging = try TestServer.scratch().appendingPathComponent("big.bin.staging")
         _ = FileManager.default.createFile(atPath: staging.path, contents: nil)
         // At every report, the prefix recorded for a resume is never past the reported one.
@@ -126,7 +140,7 @@ struct RangedTransferTests {
         let size = Int(SFTPBackend.rangedTransferThreshold) * 2 + 7
         let data = Self.pattern(size, seed: 9)
         try data.write(to: URL(fileURLWithPath: root + "/big.bin"))
-        let backend = try TestServer.backend(server, root: root)
+        let backend = try TestServer.backend(server, root: root, streamsPerTransfer: 3)
         // What a killed ranged download leaves: a verified prefix, then a gap and a range
         // written ahead of it; the file's size is past the prefix.
         let staging = try TestServer.scratch().appendingPathComponent("big.bin.staging")
@@ -172,7 +186,7 @@ struct RangedTransferTests {
     @Test func largeUploadsAreByteIdenticalAndLeaveNoStagingFile() async throws {
         let server = try TestServer.shared()
         let root = try server.makeFolder()
-        let backend = try TestServer.backend(server, root: root)
+        let backend = try TestServer.backend(server, root: root, streamsPerTransfer: 3)
         let scratch = try TestServer.scratch()
         let contents = scratch.appendingPathComponent("up")
         let first = Self.pattern(Int(SFTPBackend.rangedTransferThreshold) * 2 + 999, seed: 1)
