@@ -150,13 +150,7 @@ final class HelperGroup: @unchecked Sendable {
     private let condition = NSCondition()
     private var running: Int
 
-    /// How many connections were lent.
-    let count: Int
-
-    fileprivate init(count: Int) {
-        self.count = count
-        running = count
-    }
+    fileprivate init(count: Int) { running = count }
 
     fileprivate func finished() {
         condition.lock()

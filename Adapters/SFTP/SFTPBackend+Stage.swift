@@ -52,8 +52,8 @@ extension SFTPBackend {
     /// Uploads `input` (as long as it is now) into the staging file: in one piece through
     /// `output`, or, from 16 MiB on, in ranges on this connection and on pool connections that
     /// are free now (see ``connectionsPerTransfer(upload:)``), each with its own handle on the
-    /// staging file. The order of the ranges does
-    /// not matter: the staging file is renamed into place only once every range is written.
+    /// staging file. The order of the ranges does not matter: the staging file is renamed into
+    /// place only once every range is written.
     /// - Throws: the first error of a range (the others stop); `localIOFailure` when `input`
     ///   became shorter meanwhile.
     private func upload(_ input: LocalFile, to output: SFTPFile, staging: String, cancellation: CancellationFlag)
