@@ -3,6 +3,8 @@
 #include <libssh2.h>
 #include <libssh2_sftp.h>
 #include <string.h>
+/* Not in Swift's Glibc module: a ranged download records its verified prefix in an xattr. */
+#include <sys/xattr.h>
 
 /* libssh2's function-like macros are not imported into Swift; these wrap the _ex calls. */
 

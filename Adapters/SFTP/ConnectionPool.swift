@@ -106,11 +106,64 @@ final class ConnectionPool: @unchecked Sendable {
         }
     }
 
+    /// Whether an operation is waiting for a connection: helpers then give theirs back.
+    var hasWaiters: Bool { lock.withLock { !waiters.isEmpty } }
+
+    /// Runs `body` on up to `count` connections that are free now, each on its own thread, and
+    /// returns at once; ``HelperGroup/wait()`` blocks until all of them are done.
+    ///
+    /// For an operation that can share its work (the ranges of a large transfer): it never
+    /// waits for a busy connection, so it takes nothing from operations already running, and
+    /// `body` should stop once ``hasWaiters`` says another operation wants a connection. An
+    /// error thrown by `body` or by connecting is dropped: the helper just stops helping, and
+    /// `body` reports what matters through state it shares with the operation.
+    func lend(upTo count: Int, _ body: @escaping @Sendable (SFTPConnection) throws(FileProviderError) -> Void)
+        -> HelperGroup
+    {
+        var taken: [Slot] = []
+        lock.withLock {
+            while taken.count < count, let slot = free.popLast() { taken.append(slot) }
+        }
+        let group = HelperGroup(count: taken.count)
+        let settings = self.settings
+        for slot in taken {
+            Task.detached {
+                _ = try? await slot.executor.run { () throws in try Self.perform(body, in: slot, settings: settings) }
+                self.release(slot)
+                group.finished()
+            }
+        }
+        return group
+    }
+
     /// Closes every connection and stops the threads.
     func close() async {
         for slot in slots {
             _ = try? await slot.executor.run { slot.connection = nil }
             slot.executor.shutDown()
         }
+    }
+}
+
+/// The helpers ``ConnectionPool/lend(upTo:_:)`` started for one operation.
+final class HelperGroup: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var running: Int
+
+    fileprivate init(count: Int) { running = count }
+
+    fileprivate func finished() {
+        condition.lock()
+        running -= 1
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Blocks the calling thread (a connection's own, never the cooperative pool) until every
+    /// helper is done and its connection is back in the pool.
+    func wait() {
+        condition.lock()
+        while running > 0 { condition.wait() }
+        condition.unlock()
     }
 }

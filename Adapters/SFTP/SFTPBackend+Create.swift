@@ -41,9 +41,10 @@ extension SFTPBackend {
                     path, remote: remote, folder: folder, target: template.symlinkTargetPath ?? "", replay: replay,
                     on: connection)
             case .file:
-                try self.createFile(
+                let created = try self.createFile(
                     path, remote: remote, folder: folder, contents: contents, date: template.contentModificationDate,
                     replay: replay, cancellation: flag, on: connection)
+                if let created { return ItemResult(item: created) }
             }
             return ItemResult(item: try self.locate(path, on: connection).item)
         }
@@ -96,14 +97,16 @@ extension SFTPBackend {
         }
     }
 
+    /// Uploads a new file and renames it into place; returns the new item when its attributes
+    /// are known without looking it up again (`nil` after a replay took an existing file).
     private func createFile(
         _ path: SFTPPath, remote: String, folder: String, contents: URL?, date: Date?, replay: Bool,
         cancellation: CancellationFlag, on connection: SFTPConnection
-    ) throws(FileProviderError) {
+    ) throws(FileProviderError) -> Item? {
         if replay, let existing = try connection.lstatIfPresent(remote) {
             guard existing.kind == .file else { throw collision(path) }
-            if try remoteFile(remote, size: existing.size, matches: contents, on: connection) { return }
-            let staging = try stage(contents, in: folder, on: connection, cancellation: cancellation)
+            if try remoteFile(remote, size: existing.size, matches: contents, on: connection) { return nil }
+            let staging = try stage(contents, in: folder, on: connection, cancellation: cancellation).path
             do throws(FileProviderError) {
                 try stamp(staging, current: existing, explicit: date, on: connection)
                 try replace(remote, with: staging, on: connection)
@@ -111,24 +114,27 @@ extension SFTPBackend {
                 if !connection.isDead { try? connection.unlink(staging) }
                 throw error
             }
-            return
+            return nil
         }
-        let staging = try stage(contents, in: folder, on: connection, cancellation: cancellation)
+        // The dates are set and the attributes read on the open handle: the renamed file has them.
+        let seconds = date.map { Int64($0.timeIntervalSince1970.rounded(.down)) }
+        let staged = try stage(
+            contents, in: folder, modificationTime: seconds, describe: true, on: connection, cancellation: cancellation)
         do throws(FileProviderError) {
-            if date != nil { try stamp(staging, current: nil, explicit: date, on: connection) }
-            try connection.rename(staging, to: remote)
+            try connection.rename(staged.path, to: remote)
         } catch {
             if connection.isDead { throw error }
-            try? connection.unlink(staging)
+            try? connection.unlink(staged.path)
             guard try connection.lstatIfPresent(remote) != nil else { throw error }
             // Created by someone else meanwhile: a replay may still take it.
             if replay {
-                try createFile(
+                return try createFile(
                     path, remote: remote, folder: folder, contents: contents, date: date, replay: replay,
                     cancellation: cancellation, on: connection)
-                return
             }
             throw collision(path)
         }
+        guard let attributes = staged.attributes else { return nil }
+        return try makeItem(path: path, attributes: attributes, on: connection)
     }
 }

@@ -57,7 +57,7 @@ extension SFTPBackend {
             throw FileProviderError(.invalidArgument, "\(path.display) is not a file; its contents cannot be set")
         }
         let folder = path.parent.remote(under: connection.rootPath)
-        let staging = try stage(contents, in: folder, on: connection, cancellation: cancellation)
+        let staging = try stage(contents, in: folder, on: connection, cancellation: cancellation).path
         do throws(FileProviderError) {
             // The last check before the rename: nothing is overwritten if the item changed.
             let now = try locate(path, on: connection)

@@ -19,6 +19,9 @@ public final class SFTPBackend: Backend {
     /// How many connections (and threads) serve operations at once.
     public let connections: Int
 
+    /// Fixes how many connections a ranged transfer uses (tests); `nil`: see
+    /// ``connectionsPerTransfer(upload:)``.
+    let streamsPerTransfer: Int?
     let settings: ConnectionSettings
     let pool: ConnectionPool
     let listings = ListingCache()
@@ -35,8 +38,12 @@ public final class SFTPBackend: Backend {
     ///     that produce them).
     ///   - connections: the most connections used at once, 1 to 64.
     ///   - pageSize: the most items per listing page, at least 1.
+    ///   - streamsPerTransfer: how many connections a ranged transfer uses, instead of what
+    ///     suits the processors (tests).
     /// - Throws: `invalidArgument` when `connections` or `pageSize` is out of range.
-    init(settings: ConnectionSettings, connections: Int = 4, pageSize: Int = 2000) throws(FileProviderError) {
+    init(
+        settings: ConnectionSettings, connections: Int = 4, pageSize: Int = 2000, streamsPerTransfer: Int? = nil
+    ) throws(FileProviderError) {
         guard (1...64).contains(connections) else {
             throw FileProviderError(.invalidArgument, "--connections takes 1 to 64, not \(connections)")
         }
@@ -46,6 +53,7 @@ public final class SFTPBackend: Backend {
         self.settings = settings
         self.connections = connections
         self.pageSize = pageSize
+        self.streamsPerTransfer = streamsPerTransfer
         pool = ConnectionPool(settings: settings, size: connections)
     }
 
@@ -60,6 +68,22 @@ public final class SFTPBackend: Backend {
         return try await withCancellationFlag(flag) { () async throws(FileProviderError) -> T in
             try await self.pool.run(body)
         }
+    }
+
+    /// Runs `body` on this operation's thread and lends `helper` the pool's connections that
+    /// are free now, up to `streams - 1` of them, each on its own thread; returns once every
+    /// helper is done. A helper is told (the closure it gets) to stop between two pieces of work
+    /// when another operation waits for a connection.
+    func sharing(
+        _ streams: Int,
+        helper: @escaping @Sendable (SFTPConnection, _ yield: () -> Bool) throws(FileProviderError) -> Void,
+        _ body: () -> Void
+    ) {
+        let helpers = streams < 2 ? nil : pool.lend(upTo: streams - 1) { connection throws(FileProviderError) in
+            try helper(connection) { self.pool.hasWaiters }
+        }
+        body()
+        helpers?.wait()
     }
 
     // MARK: Backend

@@ -326,6 +326,11 @@ final class SFTPConnection: @unchecked Sendable {
             kind: LIBSSH2_SFTP_OPENFILE)
     }
 
+    /// Opens an existing file for writing at any offset, without truncating it.
+    func openForWriting(_ path: String) throws(FileProviderError) -> SFTPFile {
+        try open(path, flags: UInt(LIBSSH2_FXF_WRITE), mode: 0, kind: LIBSSH2_SFTP_OPENFILE)
+    }
+
     /// Opens a folder for listing.
     func openDirectory(_ path: String) throws(FileProviderError) -> SFTPFile {
         try open(path, flags: 0, mode: 0, kind: LIBSSH2_SFTP_OPENDIR)
@@ -371,6 +376,16 @@ final class SFTPFile {
         return RemoteAttributes(attributes)
     }
 
+    /// Sets the access and modification times of the open file.
+    func setTimes(modification: Int64, access: Int64) throws(FileProviderError) {
+        connection.count()
+        var attributes = LIBSSH2_SFTP_ATTRIBUTES()
+        attributes.flags = UInt(LIBSSH2_SFTP_ATTR_ACMODTIME)
+        attributes.mtime = UInt(truncatingIfNeeded: modification)
+        attributes.atime = UInt(truncatingIfNeeded: access)
+        if libssh2_sftp_fstat_ex(handle, &attributes, 1) != 0 { throw connection.failure("set the dates of", path: path) }
+    }
+
     /// Moves the read position.
     func seek(to offset: Int64) { libssh2_sftp_seek64(handle, UInt64(offset)) }
 
@@ -383,15 +398,43 @@ final class SFTPFile {
         return count
     }
 
-    /// Writes all of `buffer`. libssh2 sends a large buffer as several pipelined requests.
-    func write(_ buffer: UnsafeRawBufferPointer) throws(FileProviderError) {
-        var done = 0
-        while done < buffer.count {
+    /// Writes `count` bytes at `offset`, which `fill` copies into the part of `buffer` it is
+    /// given (all of it, from the file offset it is given), keeping requests in flight all along.
+    ///
+    /// libssh2 returns from a write once the server acknowledged part of it, and the bytes not
+    /// acknowledged yet must start the next call's buffer (it sends only what is new). So the
+    /// buffer slides: acknowledged bytes are dropped, new ones appended, and the requests in
+    /// flight never drain before the end. (Whole 2 MiB writes, each waiting for its last
+    /// acknowledgment, left the server idle while we encrypted the next one and us idle while
+    /// it caught up.)
+    func write(
+        count: Int64, at offset: Int64, through buffer: UnsafeMutableRawBufferPointer,
+        fill: (UnsafeMutableRawBufferPointer, Int64) throws(FileProviderError) -> Void
+    ) throws(FileProviderError) {
+        seek(to: offset)
+        let base = buffer.baseAddress!
+        var unacknowledged = 0  // buffer[unacknowledged..<filled] is not acknowledged yet
+        var filled = 0
+        var copied: Int64 = 0
+        var acknowledged: Int64 = 0
+        while acknowledged < count {
+            if unacknowledged >= buffer.count / 2 {
+                memmove(base, base + unacknowledged, filled - unacknowledged)
+                filled -= unacknowledged
+                unacknowledged = 0
+            }
+            if filled < buffer.count && copied < count {
+                let more = Int(min(Int64(buffer.count - filled), count - copied))
+                try fill(UnsafeMutableRawBufferPointer(rebasing: buffer[filled..<(filled + more)]), offset + copied)
+                filled += more
+                copied += Int64(more)
+            }
             connection.count()
-            let count = libssh2_sftp_write(
-                handle, buffer.baseAddress!.advanced(by: done).assumingMemoryBound(to: CChar.self), buffer.count - done)
-            if count < 0 { throw connection.failure("write", path: path) }
-            done += count
+            let sent = libssh2_sftp_write(
+                handle, (base + unacknowledged).assumingMemoryBound(to: CChar.self), filled - unacknowledged)
+            if sent < 0 { throw connection.failure("write", path: path) }
+            unacknowledged += sent
+            acknowledged += Int64(sent)
         }
     }
 
@@ -525,7 +568,9 @@ final class ExtensionChannel {
 }
 
 /// A local file the adapter reads uploads from or writes downloads to, closed in `deinit`.
-final class LocalFile {
+///
+/// The positioned reads and writes (`pread`/`pwrite`) may be used by several threads at once.
+final class LocalFile: @unchecked Sendable {
     let fd: Int32
     let path: String
 
@@ -546,12 +591,16 @@ final class LocalFile {
 
     /// Opens the engine's destination file for writing, truncated to `offset` bytes and
     /// positioned there.
+    ///
+    /// A file that already has that size is not truncated: on ext4 a truncation to 0 makes the
+    /// last `close` start writing back the whole file (the `auto_da_alloc` heuristic), which
+    /// cost a quarter of a second per GiB in the download's own thread.
     /// - Throws: `localIOFailure` naming the path.
     static func openDestination(_ path: String, keeping offset: Int64) throws(FileProviderError) -> LocalFile {
         let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
         if fd == -1 { throw localError("open", path) }
         let file = LocalFile(fd: fd, path: path)
-        if ftruncate(fd, off_t(offset)) == -1 { throw localError("truncate", path) }
+        if try file.size() != offset, ftruncate(fd, off_t(offset)) == -1 { throw localError("truncate", path) }
         if lseek(fd, off_t(offset), SEEK_SET) == -1 { throw localError("seek in", path) }
         return file
     }
@@ -563,11 +612,14 @@ final class LocalFile {
         return Int64(info.st_size)
     }
 
-    /// Reads until `buffer` is full or the file ends; returns the bytes read.
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws(FileProviderError) -> Int {
+    /// Reads until `buffer` is full or the file ends, at `offset` (`pread`) or else from the
+    /// current position; returns the bytes read.
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64? = nil) throws(FileProviderError) -> Int {
         var total = 0
         while total < buffer.count {
-            let count = Glibc.read(fd, buffer.baseAddress!.advanced(by: total), buffer.count - total)
+            let start = buffer.baseAddress!.advanced(by: total)
+            let left = buffer.count - total
+            let count = offset.map { pread(fd, start, left, off_t($0) + off_t(total)) } ?? Glibc.read(fd, start, left)
             if count == -1 {
                 if errno == EINTR { continue }
                 throw Self.localError("read", path)
@@ -578,10 +630,11 @@ final class LocalFile {
         return total
     }
 
-    func writeAll(_ buffer: UnsafeRawBufferPointer) throws(FileProviderError) {
+    /// Writes all of `buffer` at `offset`.
+    func write(_ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(FileProviderError) {
         var done = 0
         while done < buffer.count {
-            let count = Glibc.write(fd, buffer.baseAddress!.advanced(by: done), buffer.count - done)
+            let count = pwrite(fd, buffer.baseAddress!.advanced(by: done), buffer.count - done, off_t(offset) + off_t(done))
             if count == -1 {
                 if errno == EINTR { continue }
                 throw Self.localError("write", path)
@@ -589,6 +642,35 @@ final class LocalFile {
             done += count
         }
     }
+
+    /// Cuts the file to `size` bytes.
+    func truncate(to size: Int64) throws(FileProviderError) {
+        if ftruncate(fd, off_t(size)) == -1 { throw Self.localError("truncate", path) }
+    }
+
+    // MARK: The prefix a ranged download recorded
+
+    /// The extended attribute in which a download that writes ranges out of order records the
+    /// prefix it has written without a gap, while it runs.
+    static let prefixAttribute = "user.fileprovider.verified-prefix"
+
+    /// The prefix a ranged download recorded on the file at `path`, if one did (bytes past it
+    /// may have gaps: such a download was killed).
+    static func recordedPrefix(atPath path: String) -> Int64? {
+        var buffer = [UInt8](repeating: 0, count: 24)
+        let count = getxattr(path, prefixAttribute, &buffer, buffer.count)
+        guard count > 0 else { return nil }
+        return Int64(String(decoding: buffer.prefix(count), as: UTF8.self))
+    }
+
+    /// Records `prefix` on the file; `false` when the file system keeps no extended attributes.
+    func recordPrefix(_ prefix: Int64) -> Bool {
+        let value = Array(String(prefix).utf8)
+        return fsetxattr(fd, Self.prefixAttribute, value, value.count, 0) == 0
+    }
+
+    /// Removes the recorded prefix (nothing happens when there is none).
+    func forgetPrefix() { _ = fremovexattr(fd, Self.prefixAttribute) }
 
     /// Local failures are `localIOFailure` whatever the errno: the store is not at fault.
     private static func localError(_ operation: String, _ path: String) -> FileProviderError {

@@ -29,6 +29,9 @@ struct ConnectionSettings: Sendable, Hashable {
     /// The root folder on the server, as given (`.` is the login folder).
     var rootPath: String
 
+    /// Whether the server runs on this machine (a loopback address), sharing our processors.
+    var isLocal: Bool { host == "localhost" || host == "::1" || host.hasPrefix("127.") }
+
     /// `host:port` for messages.
     var endpoint: String { port == 22 ? host : "\(host):\(port)" }
 

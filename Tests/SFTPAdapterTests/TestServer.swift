@@ -13,13 +13,16 @@ enum TestServer {
 
     /// A backend over a fresh, empty folder of `server`.
     static func backend(
-        _ server: SSHServer, root: String? = nil, extra: [String: String] = [:], pageSize: Int = 2000
+        _ server: SSHServer, root: String? = nil, extra: [String: String] = [:], pageSize: Int = 2000,
+        streamsPerTransfer: Int? = nil
     ) throws -> SFTPBackend {
         var options = server.options(root: try root ?? server.makeFolder())
         options.merge(extra) { $1 }
         let configuration = try SFTPBackend.descriptor.validate(options)
         let backend = try SFTPBackend(configuration: configuration)
-        return try SFTPBackend(settings: backend.settings, connections: backend.connections, pageSize: pageSize)
+        return try SFTPBackend(
+            settings: backend.settings, connections: backend.connections, pageSize: pageSize,
+            streamsPerTransfer: streamsPerTransfer)
     }
 
     /// A scratch folder on the local disk for one test.

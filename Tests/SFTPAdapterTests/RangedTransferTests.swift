@@ -1,0 +1,215 @@
+import Foundation
+import ProviderCore
+import ProviderTesting
+import Testing
+
+@testable import SFTPAdapter
+
+/// Values appended from several threads.
+final class Recorded<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var list: [T] = []
+    func append(_ value: T) { lock.withLock { list.append(value) } }
+    var values: [T] { lock.withLock { list } }
+}
+
+/// Large files go in ranges over several connections: the schedule on its own, then downloads
+/// and uploads against the shared sshd.
+@Suite("SFTP ranged transfers")
+struct RangedTransferTests {
+    /// Bytes that differ at every offset, so a range written at the wrong place shows.
+    static func pattern(_ count: Int, seed: UInt32 = 0) -> Data {
+        Data((0..<count).map { UInt8(truncatingIfNeeded: (UInt32(truncatingIfNeeded: $0) &+ seed) &* 2_654_435_761 >> 13) })
+    }
+
+    /// Runs `body` on a thread of its own (it blocks) and waits for it without blocking.
+    static func onThread(_ body: @escaping @Sendable () -> Void) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            Thread {
+                body()
+                continuation.resume()
+            }.start()
+        }
+    }
+
+    @Test func rangesAreHandedOutInOrderAndCoverTheTransfer() {
+        let schedule = RangeSchedule(from: 5, to: 30, rangeSize: 10)
+        var ranges: [Range<Int64>] = []
+        while let range = schedule.take() { ranges.append(range) }
+        #expect(ranges == [5..<15, 15..<25, 25..<30])
+        #expect(RangeSchedule(from: 7, to: 7, rangeSize: 10).take() == nil)
+    }
+
+    @Test func thePrefixGrowsOnlyWithoutGaps() {
+        let reports = Recorded<String>()
+        let schedule = RangeSchedule(from: 0, to: 30, rangeSize: 10) { prefix, rangesCompleted in
+            reports.append("\(prefix)\(rangesCompleted ? "|" : "")")
+        }
+        let first = schedule.take()!
+        let second = schedule.take()!
+        let third = schedule.take()!
+        // The later ranges finish first: nothing is reported until the first one has bytes.
+        schedule.wrote(10, in: second)
+        schedule.wrote(4, in: third)
+        #expect(schedule.writtenPrefix == 0)
+        schedule.wrote(3, in: first)
+        #expect(schedule.writtenPrefix == 3)
+        schedule.wrote(7, in: first)
+        #expect(schedule.writtenPrefix == 24)
+        schedule.wrote(6, in: third)
+        #expect(schedule.writtenPrefix == 30)
+        #expect(reports.values == ["3", "24|", "30|"])
+        #expect(schedule.take() == nil)
+    }
+
+    @Test func reportsComeInOrderFromManyThreads() async {
+        let reports = Recorded<Int64>()
+        let schedule = RangeSchedule(from: 0, to: 64 * 1000, rangeSize: 1000) { prefix, _ in reports.append(prefix) }
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    await Self.onThread {
+                        while let range = schedule.take() {
+                            for _ in 0..<10 { schedule.wrote(100, in: range) }
+                        }
+                    }
+                }
+            }
+        }
+        #expect(schedule.writtenPrefix == 64 * 1000)
+        #expect(reports.values == reports.values.sorted() && Set(reports.values).count == reports.values.count)
+        #expect(reports.values.last == Int64(64 * 1000))
+    }
+
+    @Test func aFailureStopsTheHandOut() {
+        let schedule = RangeSchedule(from: 0, to: 40, rangeSize: 10)
+        let first = schedule.take()!
+        schedule.wrote(5, in: first)
+        schedule.fail(FileProviderError(.serverUnreachable, "gone"))
+        schedule.fail(FileProviderError(.cancelled, "later errors are not kept"))
+        #expect(schedule.take() == nil)
+        #expect(schedule.error?.code == .serverUnreachable)
+        #expect(schedule.writtenPrefix == 5)
+    }
+
+    @Test func connectionsPerTransferFollowTheProcessorsAndWhereTheServerIs() throws {
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let local = try TestServer.backend(TestServer.shared(), extra: ["connections": "64"])
+        #expect(local.connectionsPerTransfer(upload: true) == max(1, cores / 2))
+        #expect(local.connectionsPerTransfer(upload: false) == max(2, cores / 2))
+        var settings = local.settings
+        settings.host = "files.example.com"
+        let remote = try SFTPBackend(settings: settings, connections: 64)
+        #expect(remote.connectionsPerTransfer(upload: true) == cores)
+        #expect(remote.connectionsPerTransfer(upload: false) == max(2, cores))
+        let few = try SFTPBackend(settings: settings, connections: 2)
+        #expect(few.connectionsPerTransfer(upload: false) == 2)
+    }
+
+    @Test func aLargeDownloadIsByteIdenticalAndReportsItsPrefix() async throws {
+        let server = try TestServer.shared()
+        let root = try server.makeFolder()
+        let size = Int(SFTPBackend.rangedTransferThreshold) * 2 + 12_345
+        let data = Self.pattern(size)
+        try data.write(to: URL(fileURLWithPath: root + "/big.bin"))
+        let backend = try TestServer.backend(server, root: root, streamsPerTransfer: 3)
+        let staging = try TestServer.scratch().appendingPathComponent("big.bin.staging")
+        _ = FileManager.default.createFile(atPath: staging.path, contents: nil)
+        // At every report, the prefix recorded for a resume is never past the reported one.
+        let seen = Recorded<Int64>()
+        let path = staging.path
+        let item = try await backend.fetchContents(
+            for: "big.bin", version: nil, to: staging, offset: 0,
+            progress: { done, _ in
+                let recorded = LocalFile.recordedPrefix(atPath: path) ?? -1
+                seen.append(recorded >= 0 && recorded <= done ? done : -done)
+            })
+        #expect(item.size == Int64(size))
+        #expect(try Data(contentsOf: staging) == data)
+        let reports = seen.values
+        #expect(reports.allSatisfy { $0 >= 0 }, "recorded past the reported prefix, or not at all: \(reports.filter { $0 < 0 })")
+        #expect(reports == reports.sorted())
+        #expect(reports.last == Int64(size))
+        #expect(LocalFile.recordedPrefix(atPath: path) == nil, "the finished file keeps the record")
+        await backend.close()
+    }
+
+    @Test func aResumeAfterAKillStartsAtTheRecordedPrefix() async throws {
+        let server = try TestServer.shared()
+        let root = try server.makeFolder()
+        let size = Int(SFTPBackend.rangedTransferThreshold) * 2 + 7
+        let data = Self.pattern(size, seed: 9)
+        try data.write(to: URL(fileURLWithPath: root + "/big.bin"))
+        let backend = try TestServer.backend(server, root: root, streamsPerTransfer: 3)
+        // What a killed ranged download leaves: a verified prefix, then a gap and a range
+        // written ahead of it; the file's size is past the prefix.
+        let staging = try TestServer.scratch().appendingPathComponent("big.bin.staging")
+        let prefix = Int(SFTPBackend.rangeSize) + 100
+        var partial = data.prefix(prefix)
+        partial.append(Data(count: Int(SFTPBackend.rangeSize)))
+        partial.append(data[partial.count..<(partial.count + 5000)])
+        try partial.write(to: staging)
+        let file = try LocalFile.openDestination(staging.path, keeping: Int64(partial.count))
+        #expect(file.recordPrefix(Int64(prefix)))
+        let first = Recorded<Int64>()
+        _ = try await backend.fetchContents(
+            for: "big.bin", version: nil, to: staging, offset: Int64(partial.count),
+            progress: { done, _ in first.append(done) })
+        #expect(first.values.first == Int64(prefix))
+        #expect(try Data(contentsOf: staging) == data)
+        // The same when what is left is too small for ranges (the single-connection path).
+        var nearlyDone = data.prefix(size - 5000)
+        nearlyDone.append(Data(repeating: 0xff, count: 4000))
+        try nearlyDone.write(to: staging)
+        let small = try LocalFile.openDestination(staging.path, keeping: Int64(nearlyDone.count))
+        #expect(small.recordPrefix(Int64(size - 5000)))
+        _ = try await backend.fetchContents(
+            for: "big.bin", version: nil, to: staging, offset: Int64(nearlyDone.count), progress: nil)
+        #expect(try Data(contentsOf: staging) == data)
+        #expect(LocalFile.recordedPrefix(atPath: staging.path) == nil)
+        await backend.close()
+    }
+
+    @Test func aDownloadWithOneConnectionStillWorks() async throws {
+        let server = try TestServer.shared()
+        let root = try server.makeFolder()
+        let data = Self.pattern(Int(SFTPBackend.rangedTransferThreshold) + 5, seed: 3)
+        try data.write(to: URL(fileURLWithPath: root + "/big.bin"))
+        let backend = try TestServer.backend(server, root: root, extra: ["connections": "1"])
+        let staging = try TestServer.scratch().appendingPathComponent("x")
+        _ = FileManager.default.createFile(atPath: staging.path, contents: nil)
+        _ = try await backend.fetchContents(for: "big.bin", version: nil, to: staging, offset: 0, progress: nil)
+        #expect(try Data(contentsOf: staging) == data)
+        await backend.close()
+    }
+
+    @Test func largeUploadsAreByteIdenticalAndLeaveNoStagingFile() async throws {
+        let server = try TestServer.shared()
+        let root = try server.makeFolder()
+        let backend = try TestServer.backend(server, root: root, streamsPerTransfer: 3)
+        let scratch = try TestServer.scratch()
+        let contents = scratch.appendingPathComponent("up")
+        let first = Self.pattern(Int(SFTPBackend.rangedTransferThreshold) * 2 + 999, seed: 1)
+        try first.write(to: contents)
+        let created = try await backend.createItem(
+            basedOn: Item.template(identifier: "t", parent: .rootContainer, filename: "big.bin", kind: .file),
+            fields: [.contents], contents: contents, options: [])
+        #expect(created.item.size == Int64(first.count))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: root + "/big.bin")) == first)
+        #expect(try await backend.item(for: "big.bin").version == created.item.version)
+        // A new version of another size, checked against the base version before the rename.
+        let second = Self.pattern(Int(SFTPBackend.rangedTransferThreshold) + 4321, seed: 2)
+        try second.write(to: contents)
+        let modified = try await backend.modifyItem(
+            created.item, baseVersion: created.item.version, changedFields: [.contents], contents: contents, options: [])
+        #expect(modified.item.size == Int64(second.count))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: root + "/big.bin")) == second)
+        await #expect(throws: FileProviderError.self) {
+            _ = try await backend.modifyItem(
+                created.item, baseVersion: created.item.version, changedFields: [.contents], contents: contents,
+                options: [])
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root) == ["big.bin"])
+        await backend.close()
+    }
+}
