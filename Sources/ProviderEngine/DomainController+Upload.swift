@@ -45,28 +45,30 @@ extension DomainController {
             }
             let ordered = Self.order(result.changes)
             var changedFolderTree = false
-            for change in ordered {
+            var index = ordered.startIndex
+            while index < ordered.endIndex {
                 // After a folder moved, the records below it have new paths and identifiers: the
                 // rest is computed again by the next scan, against the re-keyed records (a stale
                 // record would send a move or deletion to an identifier that no longer exists).
                 if changedFolderTree { break }
-                do {
-                    if case .moved(let record, let to, _) = change, record.kind == .folder {
-                        let before = try store.descendants(domainID: domainID, of: record.path)
-                        try await upload(change, report: &report)
+                // New files and edits do not depend on each other: several go at once.
+                var end = index
+                while end < ordered.endIndex && Self.isIndependent(ordered[end]) { end += 1 }
+                if end > index {
+                    try await sendTogether(Array(ordered[index..<end]), report: &report)
+                    index = end
+                    continue
+                }
+                let change = ordered[index]
+                index += 1
+                if case .moved(let record, let to, _) = change, record.kind == .folder {
+                    let before = try store.descendants(domainID: domainID, of: record.path)
+                    if try await send(change, report: &report) {
                         changedFolderTree = true
                         try noteRenamedIdentifiers(from: [record] + before, oldPath: record.path, newPath: to, into: &renamed)
-                    } else {
-                        try await upload(change, report: &report)
                     }
-                } catch where error.code.reaction == .backOffDomain {
-                    throw error
-                } catch {
-                    report.notices.append("\(display(change.path)): not uploaded: \(error.message)")
-                    if var record = try? store.item(domainID: domainID, path: change.path) {
-                        record.lastError = error.message
-                        try? store.save(record)
-                    }
+                } else {
+                    try await send(change, report: &report)
                 }
             }
             try? store.pruneJournal(domainID: domainID)
@@ -109,6 +111,78 @@ extension DomainController {
                 for path in result.strayPlaceholders { try replica.removeFile(atPath: replica.placeholderPath(path)) }
             }
         }
+    }
+
+    /// How many new files and edits go to the store at once.
+    public static let uploadDepth = 4
+
+    /// Whether a change can go beside others of its kind: a new file or an edit (new folders,
+    /// moves and deletions change the tree others rely on and go one by one).
+    static func isIndependent(_ change: LocalChange) -> Bool {
+        switch change {
+        case .created(_, let kind, _): return kind != .folder
+        case .modified: return true
+        case .moved, .deleted: return false
+        }
+    }
+
+    /// Sends one change. A failure that backs the whole domain off is thrown; any other is noted
+    /// on the item, and the next sync tries again. Returns whether it worked.
+    @discardableResult
+    private func send(_ change: LocalChange, report: inout SyncReport) async throws(FileProviderError) -> Bool {
+        do {
+            try await upload(change, report: &report)
+            return true
+        } catch where error.code.reaction == .backOffDomain {
+            throw error
+        } catch {
+            report.notices.append("\(display(change.path)): not uploaded: \(error.message)")
+            if var record = try? store.item(domainID: domainID, path: change.path) {
+                record.lastError = error.message
+                try? store.save(record)
+            }
+            return false
+        }
+    }
+
+    /// Sends independent changes ``uploadDepth`` at a time. The first failure that backs the
+    /// domain off stops what has not started and is thrown once the running ones ended.
+    private func sendTogether(_ changes: [LocalChange], report: inout SyncReport) async throws(FileProviderError) {
+        let outcomes = await withTaskGroup(of: (SyncReport, FileProviderError?).self) { group in
+            var pending = changes.makeIterator()
+            var running = 0
+            var stop = false
+            func startNext() -> Bool {
+                guard !stop, let change = pending.next() else { return false }
+                group.addTask { [self] in
+                    var part = SyncReport(domain: domain.name)
+                    do throws(FileProviderError) {
+                        try await send(change, report: &part)
+                        return (part, nil)
+                    } catch {
+                        return (part, error)
+                    }
+                }
+                return true
+            }
+            while running < Self.uploadDepth, startNext() { running += 1 }
+            var outcomes: [(SyncReport, FileProviderError?)] = []
+            while let outcome = await group.next() {
+                running -= 1
+                outcomes.append(outcome)
+                if outcome.1 != nil { stop = true }
+                if startNext() { running += 1 }
+            }
+            return outcomes
+        }
+        var failure: FileProviderError?
+        for (part, error) in outcomes {
+            report.uploaded += part.uploaded
+            report.conflicts += part.conflicts
+            report.notices += part.notices
+            if failure == nil { failure = error }
+        }
+        if let failure { throw failure }
     }
 
     /// New folders first (parents first), then moves, new files, edits, and deletions.
