@@ -126,6 +126,10 @@ extension DomainController {
         }
     }
 
+    /// Fields of a file's contents: when the store reports one still pending, the contents go
+    /// again with a later sync.
+    static let contentFields: ItemFields = [.contents, .contentModificationDate]
+
     /// Sends one change. A failure that backs the whole domain off is thrown; any other is noted
     /// on the item, and the next sync tries again. Returns whether it worked.
     @discardableResult
@@ -296,6 +300,7 @@ extension DomainController {
                 if kind == .file {
                     record.markMaterialized(
                         contentVersion: result.shouldFetchContent ? nil : result.item.version.content, fingerprint: fingerprint)
+                    if !result.stillPendingFields.isDisjoint(with: Self.contentFields) { record.markContentsPending() }
                 }
                 try store.save(record)
             }
@@ -362,7 +367,7 @@ extension DomainController {
                     options: replay ? [.mayAlreadyExist] : [])
                 try await recordUploadedEdit(
                     record, now: result.item, contentVersion: result.shouldFetchContent ? nil : result.item.version.content,
-                    fingerprint: fingerprint)
+                    fingerprint: fingerprint, pending: result.stillPendingFields)
             }
         } catch where error.code == .versionOutOfDate {
             // A replay whose first attempt reached the store before the process died finds the
@@ -395,12 +400,15 @@ extension DomainController {
 
     /// Records an edit the store now holds: the item as the store has it, the local file as
     /// uploaded; a placeholder the real file replaced is removed.
-    private func recordUploadedEdit(_ record: ItemRecord, now item: Item, contentVersion: Data?, fingerprint: FileFingerprint)
+    private func recordUploadedEdit(
+        _ record: ItemRecord, now item: Item, contentVersion: Data?, fingerprint: FileFingerprint, pending: ItemFields = []
+    )
         async throws(FileProviderError)
     {
         var updated = record
         updated.update(from: item, path: record.path)
         updated.markMaterialized(contentVersion: contentVersion, fingerprint: fingerprint)
+        if !pending.isDisjoint(with: Self.contentFields) { updated.markContentsPending() }
         updated.lastError = nil
         if record.state == .placeholder {
             try await executor.run { [replica] in try replica.removeFile(atPath: replica.placeholderPath(record.path)) }
@@ -478,7 +486,11 @@ extension DomainController {
                 replayed = replay
                 let result = try await backend.modifyItem(
                     item, baseVersion: record.version, changedFields: [.filename, .parentItemIdentifier], contents: nil, options: [])
-                try await recordMove(record, to: path, now: result.item, parent: parent.identifier, fingerprint: fingerprint)
+                // A move the store could not make yet (`stillPendingFields`) is not recorded: the
+                // next scan finds it again and sends it again.
+                if result.stillPendingFields.isDisjoint(with: [.filename, .parentItemIdentifier]) {
+                    try await recordMove(record, to: path, now: result.item, parent: parent.identifier, fingerprint: fingerprint)
+                }
                 return result
             }
         } catch where error.code == .filenameCollision {

@@ -12,6 +12,12 @@ extension ItemRecord {
         localInode = fingerprint.inode
     }
 
+    /// Records that the store has not taken this file's contents yet (`stillPendingFields`):
+    /// the fingerprint no longer matches, so the next scan sends the contents again.
+    mutating func markContentsPending() {
+        localSize = -1
+    }
+
     /// Records that the replica holds only this item's placeholder.
     mutating func markPlaceholder() {
         state = .placeholder

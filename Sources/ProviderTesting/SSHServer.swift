@@ -350,3 +350,48 @@ public struct SSHServerError: Error, CustomStringConvertible, Sendable {
     public var message: String
     public var description: String { message }
 }
+
+extension SSHServer {
+    private static let sharedStartup = Task { try await offThePool { try SSHServer.start() } }
+
+    /// One server for every test of the process that neither stops nor restarts it, started on
+    /// first use off the cooperative pool.
+    ///
+    /// - Throws: ``SSHServerError`` when it could not be started (every caller gets the same).
+    public static func shared() async throws -> SSHServer { try await sharedStartup.value }
+
+    /// ``start(timeout:)`` off the cooperative pool.
+    public static func started(timeout: TimeInterval = 20) async throws -> SSHServer {
+        try await offThePool { try SSHServer.start(timeout: timeout) }
+    }
+
+    /// ``restart(timeout:)`` off the cooperative pool.
+    public func restarted(timeout: TimeInterval = 20) async throws {
+        try await offThePool { try self.restart(timeout: timeout) }
+    }
+
+    /// ``stop()`` off the cooperative pool.
+    public func stopped() async {
+        _ = try? await offThePool { self.stop() }
+    }
+}
+
+extension SSHServer {
+    /// Starts a server of its own for `body`, then stops it and removes its files, whether `body`
+    /// returns or throws; starting and stopping happen off the cooperative pool.
+    ///
+    /// - Throws: ``SSHServerError`` when the server cannot be started; whatever `body` throws.
+    public static func withStarted<T: Sendable>(_ body: (SSHServer) async throws -> T) async throws -> T {
+        let server = try await started()
+        do {
+            let result = try await body(server)
+            await server.stopped()
+            server.removeFiles()
+            return result
+        } catch {
+            await server.stopped()
+            server.removeFiles()
+            throw error
+        }
+    }
+}

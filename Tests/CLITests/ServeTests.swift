@@ -47,29 +47,15 @@ final class ServeProcess {
     }
 }
 
-/// Polls `condition` every 25 ms until it holds or `timeout` seconds pass, without holding a
-/// thread of the cooperative pool.
+/// ``eventually(timeout:every:_:)`` with the CLI tests' shorter default.
 func waitUntil(timeout: Double = 10, _ condition: () async throws -> Bool) async rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while true {
-        if try await condition() { return true }
-        if Date() >= deadline { return false }
-        try? await Task.sleep(nanoseconds: 25_000_000)
-    }
-}
-
-/// Runs blocking work (a child process) on a thread of its own, so tests running side by side
-/// (and the engine tests' tasks) keep the cooperative pool.
-func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
+    try await eventually(timeout: timeout, every: 0.025, condition)
 }
 
 extension CLIRunner {
     /// ``run(_:withHome:)`` off the cooperative pool.
     func call(_ arguments: [String]) async throws -> Result {
-        try await offPool { [self] in try run(arguments) }
+        try await offThePool { [self] in try run(arguments) }
     }
 
     /// ``json(_:)`` off the cooperative pool.
@@ -189,9 +175,9 @@ extension CLIRunner {
         #expect(await waitUntil { serve.output.contains("serving d") }, "\(serve.output)")
 
         // Listing the dataless folder (opendir in this process) waits until serve wrote its items.
-        let albums = try await offPool { try FileManager.default.contentsOfDirectory(atPath: replica.appendingPathComponent("albums").path) }
+        let albums = try await offThePool { try FileManager.default.contentsOfDirectory(atPath: replica.appendingPathComponent("albums").path) }
         #expect(albums.sorted() == ["a0", "a1", "cover.jpg.placeholder"], "\(serve.output)")
-        let a1 = try await offPool { try FileManager.default.contentsOfDirectory(atPath: replica.appendingPathComponent("albums/a1").path) }
+        let a1 = try await offThePool { try FileManager.default.contentsOfDirectory(atPath: replica.appendingPathComponent("albums/a1").path) }
         #expect(a1.sorted() == ["photo1.jpg.placeholder", "photo3.jpg.placeholder", "photo5.jpg.placeholder"], "\(serve.output)")
         let items = try #require(try await cli.jsonCall(["ls", "d:/albums"]) as? [[String: Any]])
         #expect(items.first { $0["path"] as? String == "/albums/a1" }?["dataless"] as? Bool == false)

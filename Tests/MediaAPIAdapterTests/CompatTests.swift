@@ -10,7 +10,9 @@ import Testing
 /// and sizes only, images only, no ETag, a 25 MiB upload limit, no rename.
 @Suite("Original media API (media-server --compat)")
 struct CompatTests {
-    let server = SharedServers.compat
+    let server: MediaServer
+
+    init() async throws { server = try await SharedServers.compat() }
 
     func backend(_ folder: String) async throws -> MediaBackend {
         try await MediaBackend(url: server.url, root: folder)

@@ -4,23 +4,19 @@ import ProviderCore
 import ProviderTesting
 import Testing
 
-/// One media-server (extended) for the conformance checks; each check gets a fresh folder.
+/// The media-servers the suites share, started on first use off the cooperative pool; each check
+/// gets a fresh folder.
 enum SharedServers {
-    static let extended: MediaServer = {
-        do {
-            return try MediaServer()
-        } catch {
-            fatalError("cannot start media-server: \(error)")
-        }
-    }()
+    private static let extendedStartup = Task { try await offThePool { try MediaServer() } }
+    private static let compatStartup = Task { try await offThePool { try MediaServer(compat: true) } }
 
-    static let compat: MediaServer = {
-        do {
-            return try MediaServer(compat: true)
-        } catch {
-            fatalError("cannot start media-server --compat: \(error)")
-        }
-    }()
+    /// The media-server with the extended API.
+    /// - Throws: why it could not be started.
+    static func extended() async throws -> MediaServer { try await extendedStartup.value }
+
+    /// The media-server in `--compat` mode (the original API).
+    /// - Throws: why it could not be started.
+    static func compat() async throws -> MediaServer { try await compatStartup.value }
 }
 
 @Suite("BackendConformance against media-server")
@@ -29,7 +25,7 @@ struct ConformanceTests {
     /// paging is exercised.
     static let media = BackendConformance(
         makeBackend: {
-            let server = SharedServers.extended
+            let server = try await SharedServers.extended()
             let folder = try server.makeFolder()
             return try await MediaBackend(url: server.url, root: folder, pageSize: 64)
         })
@@ -40,7 +36,7 @@ struct ConformanceTests {
     }
 
     @Test func extendedServerIsDiscovered() async throws {
-        let backend = try await MediaBackend(url: SharedServers.extended.url)
+        let backend = try await MediaBackend(url: try await SharedServers.extended().url)
         defer { Task { await backend.close() } }
         #expect(backend.dialect == .extended)
         #expect(backend.capabilities.supportsServerSideMove)

@@ -37,7 +37,7 @@ struct ThumbnailTests {
     }
 
     @Test func mediaDomainThumbnailComesFromPreview() async throws {
-        let server = SharedServers.extended
+        let server = try await SharedServers.extended()
         let folder = try server.makeFolder()
         try server.put("photo.png", try Samples.png(), in: folder)
         let engine = try Engine()

@@ -5,18 +5,6 @@ import ProviderStore
 import ProviderTesting
 import Testing
 
-/// Polls `condition` every 20 ms until it holds or `timeout` seconds pass; returns whether it held.
-/// The default is generous: the whole test bundle runs at once on small machines, and tests that
-/// block the cooperative pool delay everyone's tasks.
-func eventually(timeout: Double = 30, _ condition: () throws -> Bool) async rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while true {
-        if try condition() { return true }
-        if Date() >= deadline { return false }
-        try? await Task.sleep(nanoseconds: 20_000_000)
-    }
-}
-
 /// Domain backoff (Apple's reaction to serverUnreachable and friends), `serve` at the engine
 /// level, and `ProviderManager.explain`.
 @Suite struct BackoffAndServeTests {

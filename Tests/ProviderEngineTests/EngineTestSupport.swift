@@ -12,6 +12,7 @@ final class TestRemote: @unchecked Sendable {
     private let lock = NSLock()
     private var failingFolders: [ItemIdentifier: FileProviderError] = [:]
     private var extraItems: [ItemIdentifier: [Item]] = [:]
+    private var pending: (fields: ItemFields, times: Int) = ([], 0)
 
     init(memory: MemoryBackend = MemoryBackend(hasChangeFeed: false, pageSize: 7)) {
         self.memory = memory
@@ -25,6 +26,21 @@ final class TestRemote: @unchecked Sendable {
     /// Adds items to the first listing page of `folder`, as a broken or hostile server would.
     func inject(_ items: [Item], into folder: ItemIdentifier) {
         lock.withLock { extraItems[folder, default: []] += items }
+    }
+
+    /// Makes the next `times` creates and changes report `fields` as still pending, as a store
+    /// that takes an item but not yet all of it does. A change whose name or folder is pending
+    /// is not made at all.
+    func reportPending(_ fields: ItemFields, times: Int = 1) {
+        lock.withLock { pending = (fields, times) }
+    }
+
+    fileprivate func takePending() -> ItemFields {
+        lock.withLock {
+            guard pending.times > 0 else { return [] }
+            pending.times -= 1
+            return pending.fields
+        }
     }
 
     fileprivate func listingFailure(_ folder: ItemIdentifier) -> FileProviderError? {
@@ -135,6 +151,27 @@ struct TestBackend: ForwardingBackend {
         if let error = remote.listingFailure(container) { throw error }
         var result = try await remote.memory.enumerateItems(in: container, startingAt: page)
         if page.isInitial { result.items += remote.extras(container) }
+        return result
+    }
+
+    func createItem(basedOn template: Item, fields: ItemFields, contents: URL?, options: CreateOptions)
+        async throws(FileProviderError) -> ItemResult
+    {
+        var result = try await remote.memory.createItem(basedOn: template, fields: fields, contents: contents, options: options)
+        result.stillPendingFields = remote.takePending()
+        return result
+    }
+
+    func modifyItem(_ item: Item, baseVersion: ItemVersion, changedFields: ItemFields, contents: URL?, options: ModifyOptions)
+        async throws(FileProviderError) -> ItemResult
+    {
+        let pending = remote.takePending()
+        if !pending.isDisjoint(with: [.filename, .parentItemIdentifier]) {
+            return ItemResult(item: try await remote.memory.item(for: item.identifier), stillPendingFields: pending)
+        }
+        var result = try await remote.memory.modifyItem(
+            item, baseVersion: baseVersion, changedFields: changedFields, contents: contents, options: options)
+        result.stillPendingFields = pending
         return result
     }
 

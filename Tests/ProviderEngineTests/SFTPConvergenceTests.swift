@@ -5,13 +5,6 @@ import ProviderTesting
 import SFTPAdapter
 import Testing
 
-/// The sshd the SFTP engine suites share, started on first use (127.0.0.1, a free port).
-enum EngineSSHServer {
-    private static let started: Result<SSHServer, any Error> = Result { try SSHServer.start() }
-
-    static func shared() throws -> SSHServer { try started.get() }
-}
-
 extension ChaosStore {
     /// A folder under `folder`, served by `server` (a real OpenSSH sshd) and reached by `sftp`
     /// domains.
@@ -35,7 +28,7 @@ extension ChaosStore {
 
     @Test(arguments: seeds)
     func twoDevicesOnAnSFTPStoreConverge(seed: UInt64) async throws {
-        let server = try await offThePool { try EngineSSHServer.shared() }
+        let server = try await SSHServer.shared()
         try await ChaosWorld.experiment(seed: seed, steps: chaosSetting("CHAOS_STEPS", default: 200)) { try ChaosStore.sftp(server, in: $0) }
     }
 }

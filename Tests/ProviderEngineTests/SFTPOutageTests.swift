@@ -6,13 +6,6 @@ import ProviderTesting
 import SFTPAdapter
 import Testing
 
-/// Runs blocking work (starting or stopping sshd) on a thread of its own, off the cooperative pool.
-func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
-}
-
 /// The real sshd goes away in the middle of a `serve` pass that uploads hundreds of files; edits
 /// made while it is down stay queued; once sshd is back on the same port, serve (backing off)
 /// resumes by itself and everything reaches the store, once.
@@ -30,7 +23,7 @@ func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async t
     @Test(arguments: chaosSeeds(default: [7, 8]))
     func sshdStopsMidSyncAndServeUploadsEverythingOnceItIsBack(seed: UInt64) async throws {
         var rng = SeededGenerator(seed: seed)
-        let server = try await offThePool { try SSHServer.start() }
+        let server = try await SSHServer.started()
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-sftp-outage-\(seed)-\(UUID().uuidString)")
             .resolvingSymlinksInPath()
         let root = folder.appendingPathComponent("store")
@@ -80,7 +73,7 @@ func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async t
         let cut = Int.random(in: 20...150, using: &rng)
         func arrived() -> Int { uploads.filter { FileManager.default.fileExists(atPath: root.appendingPathComponent($0).path) }.count }
         #expect(await eventually { arrived() >= cut }, "seed \(seed): serve never uploaded \(cut) files")
-        try await offThePool { server.stop() }
+        await server.stopped()
         let before = arrived()
         #expect(before < uploads.count, "seed \(seed): the pass finished before sshd stopped; nothing was interrupted")
         #expect(try await eventually { try serveManager.domain(named: "remote").failureCount >= 1 }, "seed \(seed): serve did not back off")
@@ -109,7 +102,7 @@ func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async t
         #expect(arrived() == before, "seed \(seed): files reached a stopped server")
 
         // sshd comes back on the same port: no signal, no manual sync.
-        try await offThePool { try server.restart() }
+        try await server.restarted()
         let converged = await eventually(timeout: 60) { Self.storeFiles(root) == expected }
         let store = Self.storeFiles(root)
         #expect(
@@ -135,7 +128,7 @@ func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async t
 
         await manager.close()
         await serveManager.close()
-        try await offThePool { server.stop() }
+        await server.stopped()
         server.removeFiles()
         try? FileManager.default.removeItem(at: folder)
     }

@@ -398,6 +398,32 @@ import Testing
         await manager.close()
     }
 
+    @Test func fieldsTheStoreLeavesPendingAreSentAgainLater() async throws {
+        try await Fixture.with { f in
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            // A new file whose contents the store has not taken yet: the next sync sends them.
+            try write(Data("contents".utf8), f, controller, "new.txt")
+            f.remote.reportPending([.contents])
+            #expect(try await controller.sync().uploaded == 1)
+            let edits = f.memory.callCount(.modifyItem)
+            #expect(try await controller.sync().uploaded == 1)
+            #expect(f.memory.callCount(.modifyItem) == edits + 1, "the pending contents went again")
+            #expect(try await controller.sync().uploaded == 0, "and then nothing is pending")
+
+            // A move the store could not make yet is sent again by the next sync.
+            try FileManager.default.moveItem(at: f.url(controller, "new.txt"), to: f.url(controller, "moved.txt"))
+            f.remote.reportPending([.filename])
+            try await controller.sync()
+            #expect(f.memory.contents(of: "new.txt") != nil, "the store did not move it yet")
+            let report = try await controller.sync()
+            #expect(report.uploaded == 1 && report.conflicts == 0, "\(report)")
+            #expect(f.memory.contents(of: "moved.txt") == Data("contents".utf8))
+            #expect(f.memory.contents(of: "new.txt") == nil)
+            #expect(try controller.record(at: "moved.txt").state == .materialized)
+        }
+    }
+
     @Test func oneBadItemDoesNotStopTheRest() async throws {
         try await Fixture.with { f in
             let controller = try await f.addDomain()

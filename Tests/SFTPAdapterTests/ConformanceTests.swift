@@ -9,7 +9,7 @@ import Testing
 struct ConformanceTests {
     /// A backend over a fresh folder of the shared sshd, with small pages so paging is exercised.
     static let sftp = BackendConformance(
-        makeBackend: { try TestServer.backend(try TestServer.shared(), pageSize: 64) },
+        makeBackend: { try TestServer.backend(try await TestServer.shared(), pageSize: 64) },
         tearDown: { backend in
             if let sftp = backend as? SFTPBackend { try? FileManager.default.removeItem(atPath: sftp.rootFolder) }
         })

@@ -11,7 +11,7 @@ import Testing
 @Suite("SFTP missing folders")
 struct MissingFolderTests {
     @Test func itemsBelowAMissingFolderAreNoSuchItemEveryTime() async throws {
-        let server = try TestServer.shared()
+        let server = try await TestServer.shared()
         let backend = try TestServer.backend(server)
         defer { try? FileManager.default.removeItem(atPath: backend.rootFolder) }
         try FileManager.default.createDirectory(atPath: backend.rootFolder + "/文件夹", withIntermediateDirectories: true)

@@ -92,9 +92,9 @@ struct RangedTransferTests {
         #expect(schedule.writtenPrefix == 5)
     }
 
-    @Test func connectionsPerTransferFollowTheProcessorsAndWhereTheServerIs() throws {
+    @Test func connectionsPerTransferFollowTheProcessorsAndWhereTheServerIs() async throws {
         let cores = ProcessInfo.processInfo.activeProcessorCount
-        let local = try TestServer.backend(TestServer.shared(), extra: ["connections": "64"])
+        let local = try TestServer.backend(try await TestServer.shared(), extra: ["connections": "64"])
         #expect(local.connectionsPerTransfer(upload: true) == max(1, cores / 2))
         #expect(local.connectionsPerTransfer(upload: false) == max(2, cores / 2))
         var settings = local.settings
@@ -107,7 +107,7 @@ struct RangedTransferTests {
     }
 
     @Test func aLargeDownloadIsByteIdenticalAndReportsItsPrefix() async throws {
-        let server = try TestServer.shared()
+        let server = try await TestServer.shared()
         let root = try server.makeFolder()
         let size = Int(SFTPBackend.rangedTransferThreshold) * 2 + 12_345
         let data = Self.pattern(size)
@@ -135,7 +135,7 @@ struct RangedTransferTests {
     }
 
     @Test func aResumeAfterAKillStartsAtTheRecordedPrefix() async throws {
-        let server = try TestServer.shared()
+        let server = try await TestServer.shared()
         let root = try server.makeFolder()
         let size = Int(SFTPBackend.rangedTransferThreshold) * 2 + 7
         let data = Self.pattern(size, seed: 9)
@@ -171,7 +171,7 @@ struct RangedTransferTests {
     }
 
     @Test func aDownloadWithOneConnectionStillWorks() async throws {
-        let server = try TestServer.shared()
+        let server = try await TestServer.shared()
         let root = try server.makeFolder()
         let data = Self.pattern(Int(SFTPBackend.rangedTransferThreshold) + 5, seed: 3)
         try data.write(to: URL(fileURLWithPath: root + "/big.bin"))
@@ -184,7 +184,7 @@ struct RangedTransferTests {
     }
 
     @Test func largeUploadsAreByteIdenticalAndLeaveNoStagingFile() async throws {
-        let server = try TestServer.shared()
+        let server = try await TestServer.shared()
         let root = try server.makeFolder()
         let backend = try TestServer.backend(server, root: root, streamsPerTransfer: 3)
         let scratch = try TestServer.scratch()

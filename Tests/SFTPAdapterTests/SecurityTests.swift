@@ -24,7 +24,7 @@ struct SecurityTests {
     }
 
     @Test func unknownHostKeyIsRefused() async throws {
-        let server = try TestServer.shared()
+        let server = try await TestServer.shared()
         let scratch = try TestServer.scratch()
         let knownHosts = scratch.appendingPathComponent("known_hosts")
         try Data("# nothing pinned\n".utf8).write(to: knownHosts)
@@ -38,7 +38,7 @@ struct SecurityTests {
     }
 
     @Test func missingKnownHostsFileRefusesUnknownKey() async throws {
-        let server = try TestServer.shared()
+        let server = try await TestServer.shared()
         let knownHosts = try TestServer.scratch().appendingPathComponent("absent/known_hosts")
         let backend = try TestServer.backend(server, extra: ["known-hosts": knownHosts.path])
         _ = await Self.expectError(.notAuthenticated) { () async throws(FileProviderError) in _ = try await backend.item(for: .rootContainer) }
@@ -47,7 +47,7 @@ struct SecurityTests {
     }
 
     @Test func changedHostKeyIsRefusedEvenWithAcceptNew() async throws {
-        let server = try TestServer.shared()
+        let server = try await TestServer.shared()
         let scratch = try TestServer.scratch()
         let other = scratch.appendingPathComponent("other_key")
         try SSHServer.generateKey(at: other)
@@ -70,7 +70,7 @@ struct SecurityTests {
     }
 
     @Test func acceptNewPinsTheKeyThenRefusesAnother() async throws {
-        let server = try TestServer.shared()
+        let server = try await TestServer.shared()
         let knownHosts = try TestServer.scratch().appendingPathComponent("ssh/known_hosts")
         // Trust on first use: the key is added, the folder and file are created.
         let first = try TestServer.backend(server, extra: ["known-hosts": knownHosts.path, "accept-new-host-key": "true"])
@@ -88,22 +88,19 @@ struct SecurityTests {
         await again.close()
         #expect(try String(contentsOf: knownHosts, encoding: .utf8) == pinned)
         // Another server (another host key) under the pinned name is refused, accept-new or not.
-        let impostor = try SSHServer.start()
-        defer {
-            impostor.stop()
-            impostor.removeFiles()
+        try await SSHServer.withStarted { impostor in
+            let moved = pinned.replacingOccurrences(of: "[127.0.0.1]:\(server.port)", with: "[127.0.0.1]:\(impostor.port)")
+            try Data(moved.utf8).write(to: knownHosts)
+            let fooled = try TestServer.backend(
+                impostor, extra: ["known-hosts": knownHosts.path, "accept-new-host-key": "true"])
+            let error = await Self.expectError(.notAuthenticated) { () async throws(FileProviderError) in _ = try await fooled.item(for: .rootContainer) }
+            #expect(error?.message.contains("CHANGED") == true)
+            await fooled.close()
         }
-        let moved = pinned.replacingOccurrences(of: "[127.0.0.1]:\(server.port)", with: "[127.0.0.1]:\(impostor.port)")
-        try Data(moved.utf8).write(to: knownHosts)
-        let fooled = try TestServer.backend(
-            impostor, extra: ["known-hosts": knownHosts.path, "accept-new-host-key": "true"])
-        let error = await Self.expectError(.notAuthenticated) { () async throws(FileProviderError) in _ = try await fooled.item(for: .rootContainer) }
-        #expect(error?.message.contains("CHANGED") == true)
-        await fooled.close()
     }
 
     @Test func wrongKeyIsNotAuthenticated() async throws {
-        let server = try TestServer.shared()
+        let server = try await TestServer.shared()
         let stranger = try TestServer.scratch().appendingPathComponent("id_stranger")
         try SSHServer.generateKey(at: stranger)
         let backend = try TestServer.backend(server, extra: ["identity": stranger.path])
@@ -113,7 +110,7 @@ struct SecurityTests {
     }
 
     @Test func wrongPasswordIsNotAuthenticated() async throws {
-        let server = try TestServer.shared()
+        let server = try await TestServer.shared()
         setenv("FPK_SFTP_TEST_PASSWORD", "not the password", 1)
         var options = server.options(root: try server.makeFolder())
         options["identity"] = nil
@@ -126,7 +123,7 @@ struct SecurityTests {
     }
 
     @Test func missingPasswordVariableIsNotAuthenticated() async throws {
-        let server = try TestServer.shared()
+        let server = try await TestServer.shared()
         var options = server.options(root: try server.makeFolder())
         options["identity"] = nil
         options["password-env"] = "FPK_SFTP_TEST_UNSET_\(UUID().uuidString.prefix(6))"
@@ -136,7 +133,7 @@ struct SecurityTests {
     }
 
     @Test func nothingListeningIsServerUnreachable() async throws {
-        let server = try TestServer.shared()
+        let server = try await TestServer.shared()
         var options = server.options(root: "/")
         options["port"] = String(try SSHServer.freePort())
         options["timeout"] = "5"
@@ -146,8 +143,8 @@ struct SecurityTests {
         await backend.close()
     }
 
-    @Test func missingIdentityFileIsInvalidArgument() throws {
-        var options = (try TestServer.shared()).options(root: "/")
+    @Test func missingIdentityFileIsInvalidArgument() async throws {
+        var options = (try await TestServer.shared()).options(root: "/")
         options["identity"] = "/nonexistent/id_ed25519"
         #expect(throws: FileProviderError.self) {
             _ = try SFTPBackend(configuration: try SFTPBackend.descriptor.validate(options))
@@ -155,7 +152,7 @@ struct SecurityTests {
     }
 
     @Test func sshConfigAliasIsResolved() async throws {
-        let server = try TestServer.shared()
+        let server = try await TestServer.shared()
         let scratch = try TestServer.scratch()
         let config = scratch.appendingPathComponent("config")
         let text = """

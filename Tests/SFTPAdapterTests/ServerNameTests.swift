@@ -9,7 +9,7 @@ import Testing
 @Suite("SFTP server-side names and symlinks")
 struct ServerNameTests {
     @Test func oddNamesFromTheServerRoundTripAndBadOnesAreSkipped() async throws {
-        let server = try TestServer.shared()
+        let server = try await TestServer.shared()
         let root = try server.makeFolder()
         let names = ["line\nbreak.txt", "tab\there", "back\\slash", "日本語.txt", "cafe\u{301}", String(repeating: "é", count: 127) + "x", " lead", "trail "]
         for name in names { try Data(name.utf8).write(to: URL(fileURLWithPath: root + "/" + name)) }
@@ -33,7 +33,7 @@ struct ServerNameTests {
     }
 
     @Test func symlinksAreNeverFollowedOutOfTheRoot() async throws {
-        let server = try TestServer.shared()
+        let server = try await TestServer.shared()
         let root = try server.makeFolder()
         let outside = try server.makeFolder("outside")
         try Data("secret".utf8).write(to: URL(fileURLWithPath: outside + "/secret.txt"))

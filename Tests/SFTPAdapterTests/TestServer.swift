@@ -5,11 +5,9 @@ import ProviderTesting
 
 /// The sshd shared by the tests that do not stop or restart it, started on first use.
 enum TestServer {
-    private static let started: Result<SSHServer, any Error> = Result { try SSHServer.start() }
-
     /// The shared server.
     /// - Throws: why it could not be started.
-    static func shared() throws -> SSHServer { try started.get() }
+    static func shared() async throws -> SSHServer { try await SSHServer.shared() }
 
     /// A backend over a fresh, empty folder of `server`.
     static func backend(
