@@ -26,6 +26,8 @@ public final class MediaServer: @unchecked Sendable {
     private let exit: ProcessExit
     private let stdin: Pipe
     private let removeRoot: Bool
+    /// Its log, beside the root (a file in the root would be listed).
+    private let log: URL
     private let lock = NSLock()
     private var stopped = false
 
@@ -66,6 +68,7 @@ public final class MediaServer: @unchecked Sendable {
             throw MediaServerError(message: "media-server not found at \(binary.path); build it or set MEDIA_SERVER")
         }
         var lastError = MediaServerError(message: "media-server did not start")
+        var log = folder
         for _ in 0..<3 {
             let port = try Self.freePort()
             let process = Process()
@@ -78,7 +81,7 @@ public final class MediaServer: @unchecked Sendable {
             let input = Pipe()
             process.standardInput = input
             process.standardOutput = FileHandle.nullDevice
-            let log = folder.deletingLastPathComponent().appendingPathComponent("media-server-\(port).log")
+            log = folder.deletingLastPathComponent().appendingPathComponent("media-server-\(port).log")
             _ = FileManager.default.createFile(atPath: log.path, contents: nil)
             process.standardError = try FileHandle(forWritingTo: log)
             let exit = ProcessExit(process)
@@ -88,13 +91,15 @@ public final class MediaServer: @unchecked Sendable {
                 self.process = process
                 self.stdin = input
                 self.port = port
-                Self.register(process.processIdentifier)
+                self.log = log
+                Self.register(process.processIdentifier, removing: removeRoot ? [folder, log] : [])
                 return
             }
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             exit.wait()
             let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
             lastError = MediaServerError(message: "media-server on port \(port) did not become ready: \(text.suffix(2000))")
+            try? FileManager.default.removeItem(at: log)
         }
         throw lastError
     }
@@ -112,7 +117,10 @@ public final class MediaServer: @unchecked Sendable {
         exit.wait()
         Self.unregister(process.processIdentifier)
         try? stdin.fileHandleForWriting.close()
-        if removeRoot { try? FileManager.default.removeItem(at: root) }
+        if removeRoot {
+            try? FileManager.default.removeItem(at: root)
+            try? FileManager.default.removeItem(at: log)
+        }
     }
 
     /// Makes a new empty folder in the served root, for a test that needs a fresh store.
@@ -186,24 +194,26 @@ public final class MediaServer: @unchecked Sendable {
 
     // MARK: Servers still running when the test process exits
 
-    nonisolated(unsafe) private static var running: Set<Int32> = []
+    /// Running servers by pid, with the temporary files to remove once they are stopped.
+    nonisolated(unsafe) private static var running: [Int32: [URL]] = [:]
     private static let runningLock = NSLock()
     private static let exitHook: Void = {
         atexit {
             MediaServer.runningLock.lock()
-            let pids = MediaServer.running
+            let servers = MediaServer.running
             MediaServer.runningLock.unlock()
-            for pid in pids { kill(pid, SIGTERM) }
+            for pid in servers.keys { kill(pid, SIGTERM) }
+            for url in servers.values.joined() { try? FileManager.default.removeItem(at: url) }
         }
     }()
 
-    private static func register(_ pid: Int32) {
+    private static func register(_ pid: Int32, removing files: [URL]) {
         _ = exitHook
-        runningLock.withLock { _ = running.insert(pid) }
+        runningLock.withLock { running[pid] = files }
     }
 
     private static func unregister(_ pid: Int32) {
-        runningLock.withLock { _ = running.remove(pid) }
+        runningLock.withLock { _ = running.removeValue(forKey: pid) }
     }
 }
 

@@ -145,10 +145,13 @@ public final class SSHServer: @unchecked Sendable {
         }
     }
 
-    /// Stops every server this process started and has not stopped yet.
+    /// Stops every server this process started and has not stopped yet, and removes its files.
     public static func stopAll() {
         let servers = registryLock.withLock { running.values.compactMap(\.server) }
-        for server in servers { server.stop() }
+        for server in servers where server.isRunning {
+            server.stop()
+            server.removeFiles()
+        }
     }
 
     /// Stops sshd and every session process it started (all by pid); a no-op when stopped.

@@ -23,9 +23,16 @@ enum TestServer {
             streamsPerTransfer: streamsPerTransfer)
     }
 
+    /// The folder of this process's scratch folders, removed when the process exits.
+    private static let scratchFolder: URL = {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("sftp-tests-\(getpid())")
+        atexit { try? FileManager.default.removeItem(at: TestServer.scratchFolder) }
+        return url
+    }()
+
     /// A scratch folder on the local disk for one test.
     static func scratch() throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("sftp-tests-\(UUID().uuidString)")
+        let url = scratchFolder.appendingPathComponent(UUID().uuidString)
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
     }
