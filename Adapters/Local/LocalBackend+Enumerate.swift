@@ -41,6 +41,9 @@ extension LocalBackend {
         var items: [Item] = []
         items.reserveCapacity(min(pageSize, names.count - index))
         var lastName: [UInt8]?
+        // Made once for the folder, not once per child.
+        let folderIdentifier = path.identifier
+        let prefix = path.isRoot ? "" : folderIdentifier.rawValue + "/"
         while index < names.count && items.count < pageSize {
             let raw = names[index]
             index += 1
@@ -49,10 +52,11 @@ extension LocalBackend {
                 if raw.starts(with: LocalPath.stagingPrefix.utf8) { reapStagingFile(String(decoding: raw, as: UTF8.self), in: folder) }
                 continue
             }
-            let child = path.appending(name)
             do throws(FileProviderError) {
-                guard let info = try folder.statEntry(name, displayPath: child.display),
-                    let item = try makeItem(path: child, info: info, in: folder)
+                guard let info = try folder.statEntry(name, displayPath: path.appending(name).display),
+                    let item = try makeItem(
+                        name: name, identifier: ItemIdentifier(prefix + name), parentIdentifier: folderIdentifier, info: info,
+                        in: folder, displayPath: path.appending(name).display)
                 else { continue }
                 items.append(item)
             } catch where error.code == .noSuchItem {

@@ -69,6 +69,17 @@ extension LocalBackend {
     /// Builds an item from its status; `nil` for kinds the store does not show (sockets, FIFOs,
     /// devices).
     func makeItem(path: LocalPath, info: stat, in parent: FileHandleFD) throws(FileProviderError) -> Item? {
+        try makeItem(
+            name: path.name, identifier: path.identifier, parentIdentifier: path.parent.identifier, info: info, in: parent,
+            displayPath: path.display)
+    }
+
+    /// ``makeItem(path:info:in:)`` with the identifiers already made (a listing makes its
+    /// folder's once).
+    func makeItem(
+        name: String, identifier: ItemIdentifier, parentIdentifier: ItemIdentifier, info: stat, in parent: FileHandleFD,
+        displayPath: @autoclosure () -> String
+    ) throws(FileProviderError) -> Item? {
         let kind: ItemKind
         var target: String?
         switch info.st_mode & S_IFMT {
@@ -76,11 +87,11 @@ extension LocalBackend {
         case S_IFDIR: kind = .folder
         case S_IFLNK:
             kind = .symlink
-            target = try parent.readLink(path.name, displayPath: path.display)
+            target = try parent.readLink(name, displayPath: displayPath())
         default: return nil
         }
         return Item(
-            identifier: path.identifier, parentIdentifier: path.parent.identifier, filename: path.name,
+            identifier: identifier, parentIdentifier: parentIdentifier, filename: name,
             kind: kind, size: kind == .folder ? 0 : Int64(info.st_size),
             contentModificationDate: info.st_mtim.date, version: Self.version(of: info, kind: kind),
             symlinkTargetPath: target)
@@ -92,35 +103,23 @@ extension LocalBackend {
     /// adding children does not make the folder's version stale). Metadata: change time in
     /// nanoseconds and mode (a folder: mode only), which chmod and rename change.
     static func version(of info: stat, kind: ItemKind) -> ItemVersion {
-        var content = Data()
-        var metadata = Data()
-        content.reserveCapacity(25)
-        metadata.reserveCapacity(13)
         if kind == .folder {
-            content.append(0x64)
-            content.appendLittleEndian(UInt64(info.st_ino))
-            metadata.append(0x64)
-            metadata.appendLittleEndian(UInt32(info.st_mode))
-        } else {
-            content.append(kind == .file ? 0x66 : 0x6c)
-            content.appendLittleEndian(UInt64(bitPattern: Int64(info.st_size)))
-            content.appendLittleEndian(UInt64(bitPattern: info.st_mtim.nanoseconds))
-            content.appendLittleEndian(UInt64(info.st_ino))
-            metadata.append(0x6d)
-            metadata.appendLittleEndian(UInt64(bitPattern: info.st_ctim.nanoseconds))
-            metadata.appendLittleEndian(UInt32(info.st_mode))
+            return ItemVersion(
+                content: VersionBytes(tag: 0x64).appending(UInt64(info.st_ino)).data,
+                metadata: VersionBytes(tag: 0x64).appending(UInt32(info.st_mode)).data)
         }
-        return ItemVersion(content: content, metadata: metadata)
+        let content = VersionBytes(tag: kind == .file ? 0x66 : 0x6c)
+            .appending(UInt64(bitPattern: Int64(info.st_size)))
+            .appending(UInt64(bitPattern: info.st_mtim.nanoseconds))
+            .appending(UInt64(info.st_ino))
+        let metadata = VersionBytes(tag: 0x6d)
+            .appending(UInt64(bitPattern: info.st_ctim.nanoseconds))
+            .appending(UInt32(info.st_mode))
+        return ItemVersion(content: content.data, metadata: metadata.data)
     }
 
     /// Throws `versionOutOfDate` unless the item's version is `base`.
     static func check(_ item: Item, against base: ItemVersion?) throws(FileProviderError) {
         if let base, base != item.version { throw .versionOutOfDate(item.identifier) }
-    }
-}
-
-extension Data {
-    mutating func appendLittleEndian<T: FixedWidthInteger>(_ value: T) {
-        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
     }
 }

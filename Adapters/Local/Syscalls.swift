@@ -53,12 +53,12 @@ final class FileHandleFD: @unchecked Sendable {
     }
 
     /// The status of `name` inside this folder, not following a symlink; `nil` when it does not exist.
-    func statEntry(_ name: String, displayPath: String) throws(FileProviderError) -> Glibc.stat? {
+    func statEntry(_ name: String, displayPath: @autoclosure () -> String) throws(FileProviderError) -> Glibc.stat? {
         var info = Glibc.stat()
         if Glibc.fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == -1 {
             let code = errno
             if code == ENOENT { return nil }
-            throw POSIXError.error("stat", path: displayPath, errno: code)
+            throw POSIXError.error("stat", path: displayPath(), errno: code)
         }
         return info
     }

@@ -18,17 +18,15 @@ extension MediaBackend {
     /// The version of an extended entry: the content part is the ETag (it changes with the
     /// bytes and survives renames); the metadata part is the modification time.
     static func extendedVersion(etag: String, modified: Int64?, kind: ItemKind) -> ItemVersion {
-        var metadata = Data(kind == .folder ? "d".utf8 : "m".utf8)
-        if kind != .folder, let modified { metadata.appendLittleEndian(modified) }
-        return ItemVersion(content: Data("e".utf8) + Data(etag.utf8), metadata: metadata)
+        var metadata = VersionBytes(tag: kind == .folder ? UInt8(ascii: "d") : UInt8(ascii: "m"))
+        if kind != .folder, let modified { metadata = metadata.appending(modified) }
+        return ItemVersion(content: Data("e".utf8) + Data(etag.utf8), metadata: metadata.data)
     }
 
     /// The version of a file of the original API: size and `Last-Modified` (seconds).
     static func originalVersion(_ probe: FileProbe) -> ItemVersion {
-        var content = Data("c".utf8)
-        content.appendLittleEndian(probe.size)
-        content.appendLittleEndian(probe.modified ?? 0)
-        return ItemVersion(content: content, metadata: Data("c".utf8))
+        let content = VersionBytes(tag: UInt8(ascii: "c")).appending(probe.size).appending(probe.modified ?? 0)
+        return ItemVersion(content: content.data, metadata: Data("c".utf8))
     }
 
     /// Folders of the original API have no version the server tells; this one never changes.
@@ -172,11 +170,5 @@ extension MediaBackend {
         fields.tm_min = clock[1]
         fields.tm_sec = clock[2]
         return Int64(timegm(&fields))
-    }
-}
-
-extension Data {
-    mutating func appendLittleEndian<T: FixedWidthInteger>(_ value: T) {
-        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
     }
 }

@@ -96,23 +96,20 @@ extension SFTPBackend {
     /// backend keep modification times increasing (see ``SFTPBackend/modificationTime(for:current:explicit:)``),
     /// so two writes in the same second still give two versions.
     static func version(of attributes: RemoteAttributes, kind: ItemKind) -> ItemVersion {
-        var content = Data()
-        var metadata = Data()
-        content.reserveCapacity(17)
-        metadata.reserveCapacity(13)
+        let content: VersionBytes
         switch kind {
         case .folder:
-            content.append(0x64)
+            content = VersionBytes(tag: 0x64)
         case .file, .symlink:
-            content.append(kind == .file ? 0x66 : 0x6c)
-            content.appendLittleEndian(UInt64(bitPattern: attributes.size))
-            content.appendLittleEndian(UInt64(bitPattern: attributes.modificationTime))
+            content = VersionBytes(tag: kind == .file ? 0x66 : 0x6c)
+                .appending(UInt64(bitPattern: attributes.size))
+                .appending(UInt64(bitPattern: attributes.modificationTime))
         }
-        metadata.append(0x6d)
-        metadata.appendLittleEndian(attributes.permissions)
-        metadata.appendLittleEndian(attributes.uid)
-        metadata.appendLittleEndian(attributes.gid)
-        return ItemVersion(content: content, metadata: metadata)
+        let metadata = VersionBytes(tag: 0x6d)
+            .appending(attributes.permissions)
+            .appending(attributes.uid)
+            .appending(attributes.gid)
+        return ItemVersion(content: content.data, metadata: metadata.data)
     }
 
     /// Throws `versionOutOfDate` unless the item's version is `base`.
@@ -133,12 +130,6 @@ extension SFTPBackend {
         }
         if new.modificationTime <= current.modificationTime { return current.modificationTime + 1 }
         return new.modificationTime
-    }
-}
-
-extension Data {
-    mutating func appendLittleEndian<T: FixedWidthInteger>(_ value: T) {
-        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
     }
 }
 

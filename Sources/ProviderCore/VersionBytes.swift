@@ -1,0 +1,35 @@
+import Foundation
+
+/// The bytes of an ``ItemVersion`` part, built on the stack and copied into `Data` once: a
+/// tag byte, then integers little-endian, at most 32 bytes in all. Listings make two versions
+/// per item; appending to `Data` piece by piece cost more than the `stat` of a local file.
+///
+/// ```swift
+/// let content = VersionBytes(tag: 0x66).appending(size).appending(modificationNanos).data
+/// ```
+public struct VersionBytes: Sendable {
+    private var bytes: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+    private var count = 0
+
+    /// Starts with a tag byte that says what kind of version follows.
+    public init(tag: UInt8) { append(tag) }
+
+    /// Adds an integer, little-endian. At most 32 bytes in all.
+    public func appending<T: FixedWidthInteger>(_ value: T) -> VersionBytes {
+        var copy = self
+        copy.append(value)
+        return copy
+    }
+
+    private mutating func append<T: FixedWidthInteger>(_ value: T) {
+        let size = MemoryLayout<T>.size
+        precondition(count + size <= 32, "a version holds at most 32 bytes")
+        withUnsafeMutableBytes(of: &bytes) { buffer in
+            buffer.storeBytes(of: value.littleEndian, toByteOffset: count, as: T.self)
+        }
+        count += size
+    }
+
+    /// The bytes, as stored in an ``ItemVersion``.
+    public var data: Data { withUnsafeBytes(of: bytes) { Data($0.prefix(count)) } }
+}
