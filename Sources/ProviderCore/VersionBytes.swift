@@ -31,5 +31,5 @@ public struct VersionBytes: Sendable {
     }
 
     /// The bytes, as stored in an ``ItemVersion``.
-    public var data: Data { withUnsafeBytes(of: bytes) { Data($0.prefix(count)) } }
+    public var data: Data { withUnsafeBytes(of: bytes) { Data(bytes: $0.baseAddress!, count: count) } }
 }

@@ -4,11 +4,12 @@ import ProviderCore
 
 extension MetadataStore {
     private static let selectOutdated = """
-        SELECT \(ItemRecord.columnList) FROM item
+        SELECT \(ItemRecord.columnList) FROM item INDEXED BY item_materialized
         WHERE domainID = ? AND state = 'materialized' AND (localContentVersion IS NULL OR localContentVersion <> contentVersion)
         """
     private static let selectPinnedPlaceholders = """
-        SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ? AND state = 'placeholder' AND kind = 'file' AND isPinned
+        SELECT \(ItemRecord.columnList) FROM item INDEXED BY item_pinned
+        WHERE domainID = ? AND isPinned AND state = 'placeholder' AND kind = 'file'
         """
     private static let selectPlaceholdersBelow = """
         SELECT \(ItemRecord.columnList) FROM item

@@ -158,7 +158,7 @@ extension MetadataStore {
     public func pinnedFolderPaths(domainID: Int64) throws(FileProviderError) -> [String] {
         try read { db in
             try String.fetchAll(
-                db.cachedStatement(sql: "SELECT path FROM item WHERE domainID = ? AND isPinned AND kind = 'folder'"),
+                db.cachedStatement(sql: "SELECT path FROM item INDEXED BY item_pinned WHERE domainID = ? AND isPinned AND kind = 'folder'"),
                 arguments: [domainID])
         }
     }
