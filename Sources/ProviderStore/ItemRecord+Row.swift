@@ -40,33 +40,43 @@ extension ItemRecord {
         isDataless = row[22]
     }
 
+    /// The bytes of this row's text and blob values: what ``bind(to:firstIndex:arena:)`` copies
+    /// into its arena.
+    var boundByteCount: Int {
+        identifier.rawValue.utf8.count + parentIdentifier.rawValue.utf8.count + filename.utf8.count + path.utf8.count
+            + kind.rawValue.utf8.count + contentType.utf8.count + contentVersion.count + metadataVersion.count
+            + (symlinkTarget?.utf8.count ?? 0) + (contentHash?.utf8.count ?? 0) + state.rawValue.utf8.count
+            + (localContentVersion?.count ?? 0) + (lastError?.utf8.count ?? 0)
+    }
+
     /// Binds the values, in the order of ``columnList``, straight to a prepared SQLite
     /// statement: a first sync writes 100,000 rows, and building `StatementArguments` (an
     /// array of existentials per row) costs more than SQLite's own work.
     /// The values go to parameters `firstIndex` to `firstIndex + 22` (one row of a
-    /// multi-row statement). Returns the first SQLite error code, or `SQLITE_OK`.
-    func bind(to statement: SQLiteStatement, firstIndex: Int32 = 1) -> Int32 {
+    /// multi-row statement). Text and blobs are copied into `arena` (which must have room for
+    /// ``boundByteCount`` more bytes) and bound from there without another copy. Returns the
+    /// first SQLite error code, or `SQLITE_OK`.
+    func bind(to statement: SQLiteStatement, firstIndex: Int32 = 1, arena: BindArena) -> Int32 {
         var code = SQLITE_OK
         func check(_ result: Int32) { if code == SQLITE_OK { code = result } }
+        // A nil destructor is SQLITE_STATIC: SQLite reads the bytes where they are (in the
+        // arena) until the binding is replaced or cleared.
         func text(_ index: Int32, _ value: String?) {
             guard var value else { return check(sqlite3_bind_null(statement, index)) }
             value.withUTF8 { bytes in
-                guard let base = bytes.baseAddress, !bytes.isEmpty else {
-                    return check(sqlite3_bind_text(statement, index, "", 0, Self.transient))
+                guard let copy = arena.copy(UnsafeRawBufferPointer(bytes)) else {
+                    return check(sqlite3_bind_text(statement, index, "", 0, nil))
                 }
-                base.withMemoryRebound(to: CChar.self, capacity: bytes.count) { chars in
-                    check(sqlite3_bind_text(statement, index, chars, Int32(bytes.count), Self.transient))
-                }
+                check(
+                    sqlite3_bind_text(statement, index, copy.assumingMemoryBound(to: CChar.self), Int32(bytes.count), nil))
             }
         }
         func blob(_ index: Int32, _ value: Data?) {
             guard let value else { return check(sqlite3_bind_null(statement, index)) }
             value.withUnsafeBytes { bytes in
                 // An empty blob is still a blob (NOT NULL columns): zeroblob(0), not NULL.
-                if bytes.isEmpty { return check(sqlite3_bind_zeroblob(statement, index, 0)) }
-                check(
-                    sqlite3_bind_blob(statement, index, bytes.baseAddress, Int32(bytes.count), Self.transient)
-                )
+                guard let copy = arena.copy(bytes) else { return check(sqlite3_bind_zeroblob(statement, index, 0)) }
+                check(sqlite3_bind_blob(statement, index, copy, Int32(bytes.count), nil))
             }
         }
         func int(_ index: Int32, _ value: Int64?) {
@@ -103,7 +113,4 @@ extension ItemRecord {
         return code
     }
 
-    /// SQLite copies the bytes before the bind call returns.
-    private static let transient = unsafeBitCast(
-        OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
 }

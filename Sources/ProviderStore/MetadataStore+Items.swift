@@ -79,16 +79,17 @@ extension MetadataStore {
             }
             // Many rows per statement: one step for 32 rows costs a third of 32 steps.
             var start = upserts.startIndex
+            let arena = BindArena()
             if upserts.count >= Self.rowsPerUpsert {
                 let many = try db.cachedStatement(sql: Self.upsertMany)
                 while upserts.endIndex - start >= Self.rowsPerUpsert {
-                    try Self.execute(many, upserts[start..<(start + Self.rowsPerUpsert)], in: db)
+                    try Self.execute(many, upserts[start..<(start + Self.rowsPerUpsert)], arena: arena, in: db)
                     start += Self.rowsPerUpsert
                 }
             }
             if start < upserts.endIndex {
                 let one = try db.cachedStatement(sql: Self.upsert)
-                for index in start..<upserts.endIndex { try Self.execute(one, upserts[index...index], in: db) }
+                for index in start..<upserts.endIndex { try Self.execute(one, upserts[index...index], arena: arena, in: db) }
             }
         }
     }
@@ -100,12 +101,15 @@ extension MetadataStore {
 
     /// Runs an upsert statement for as many records as it has rows, bound without
     /// `StatementArguments`.
-    private static func execute(_ statement: Statement, _ records: ArraySlice<ItemRecord>, in db: Database) throws {
+    private static func execute(
+        _ statement: Statement, _ records: ArraySlice<ItemRecord>, arena: BindArena, in db: Database
+    ) throws {
         let raw = statement.sqliteStatement
         sqlite3_reset(raw)
+        arena.reset(reserving: records.reduce(0) { $0 + $1.boundByteCount })
         var code = SQLITE_OK
         for (row, record) in records.enumerated() where code == SQLITE_OK {
-            code = record.bind(to: raw, firstIndex: Int32(row) * ItemRecord.columnCount + 1)
+            code = record.bind(to: raw, firstIndex: Int32(row) * ItemRecord.columnCount + 1, arena: arena)
         }
         if code == SQLITE_OK {
             code = sqlite3_step(raw)
