@@ -220,7 +220,8 @@ extension DomainController {
         if pass.upserts.isEmpty { return }
         let batch = pass.upserts
         pass.upserts = []
-        pass.upserts.reserveCapacity(PullPass.batchSize)
+        // Room for a full backlog: growing an array of records copies every record again.
+        pass.upserts.reserveCapacity(PullPass.backlog + PullPass.batchSize)
         let (store, domainID, executor) = (self.store, self.domainID, self.executor)
         let done = pass.writerDone
         done.withLock { $0 = false }
@@ -253,7 +254,8 @@ extension DomainController {
 
         // What the listing holds, matched with what the database knows.
         var entries: [(item: Item, path: String, old: ItemRecord?)] = []
-        var names = Set<String>()
+        entries.reserveCapacity(items.count)
+        var names = Set<String>(minimumCapacity: items.count)
         for var item in items {
             let name = item.filename
             if let problem = Self.problem(withRemoteName: name, inRoot: inRoot) {
