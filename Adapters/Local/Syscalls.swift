@@ -98,13 +98,14 @@ final class FileHandleFD: @unchecked Sendable {
                 if errno != 0 { throw POSIXError.error("readdir", path: displayPath) }
                 break
             }
-            let name: [UInt8] = withUnsafeBytes(of: &entry.pointee.d_name) { raw in
+            let name: [UInt8]? = withUnsafeBytes(of: &entry.pointee.d_name) { raw in
                 let bytes = raw.bindMemory(to: UInt8.self)
                 let length = bytes.firstIndex(of: 0) ?? bytes.count
+                // "." and "..", without making arrays to compare with.
+                if bytes[0] == 0x2E && (length == 1 || (length == 2 && bytes[1] == 0x2E)) { return nil }
                 return Array(bytes[0..<length])
             }
-            if name == [0x2e] || name == [0x2e, 0x2e] { continue }
-            names.append(name)
+            if let name { names.append(name) }
         }
         return names
     }
