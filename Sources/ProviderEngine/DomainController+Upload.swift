@@ -229,7 +229,7 @@ extension DomainController {
     /// key into a replay.
     private func journalled<T>(
         _ operation: String, _ key: String, payload: [String: String], handled: Set<FileProviderError.Code> = [],
-        _ body: (Bool) async throws -> T
+        _ body: (JournalStep) async throws -> T
     ) async throws(FileProviderError) -> T {
         let template = "\(operation):\(key)"
         let replay = try store.unfinishedOperation(domainID: domainID, templateIdentifier: template)
@@ -237,14 +237,19 @@ extension DomainController {
         entry.state = .running
         entry.attempts += 1
         if entry.id == nil { entry = try store.journal(entry) } else { try store.updateJournal(entry) }
+        let step = JournalStep(store: store, entry: entry, replay: replay != nil)
         do {
-            let value = try await body(replay != nil)
-            entry.state = .done
-            entry.lastError = nil
-            try store.updateJournal(entry)
+            let value = try await body(step)
+            if !step.isFinished {
+                entry.state = .done
+                entry.lastError = nil
+                try store.updateJournal(entry)
+            }
             return value
         } catch {
             let error = FileProviderError.wrap(error)
+            // Closed with its result already: nothing to undo.
+            if step.isFinished { throw error }
             entry.state = handled.contains(error.code) ? .done : error.code.reaction == .reportToUser ? .failed : .pending
             entry.lastError = error.message
             try? store.updateJournal(entry)
@@ -290,10 +295,10 @@ extension DomainController {
             // The record is saved inside the journalled step: the entry is marked done only once
             // the database knows the item, so a crash in between replays with mayAlreadyExist
             // instead of meeting its own upload as a name collision.
-            try await journalled("create", path, payload: ["path": path, "kind": kind.rawValue], handled: [.filenameCollision]) { replay in
+            try await journalled("create", path, payload: ["path": path, "kind": kind.rawValue], handled: [.filenameCollision]) { step in
                 let result = try await backend.createItem(
                     basedOn: template, fields: [.contents, .filename, .parentItemIdentifier, .contentModificationDate],
-                    contents: contents, options: replay || adopting ? [.mayAlreadyExist] : [])
+                    contents: contents, options: step.replay || adopting ? [.mayAlreadyExist] : [])
                 var record = ItemRecord(domainID: domainID, item: result.item, path: path)
                 record.parentIdentifier = parent.identifier
                 record.localInode = fingerprint.inode
@@ -302,7 +307,7 @@ extension DomainController {
                         contentVersion: result.shouldFetchContent ? nil : result.item.version.content, fingerprint: fingerprint)
                     if !result.stillPendingFields.isDisjoint(with: Self.contentFields) { record.markContentsPending() }
                 }
-                try store.save(record)
+                try step.finish(saving: record)
             }
         } catch where error.code == .filenameCollision && kind == .folder && !adopting {
             // A folder of that name is in the store already (made elsewhere, or by this replica
@@ -360,14 +365,14 @@ extension DomainController {
             // The edit is recorded inside the journalled step: the entry is marked done only once
             // the database knows it, so a crash in between replays instead of meeting its own
             // upload as a conflict.
-            try await journalled("modify", record.identifier.rawValue, payload: ["path": record.path], handled: [.versionOutOfDate, .noSuchItem]) { replay in
-                replayed = replay
+            try await journalled("modify", record.identifier.rawValue, payload: ["path": record.path], handled: [.versionOutOfDate, .noSuchItem]) { step in
+                replayed = step.replay
                 let result = try await backend.modifyItem(
                     item, baseVersion: record.version, changedFields: [.contents, .contentModificationDate], contents: contents,
-                    options: replay ? [.mayAlreadyExist] : [])
+                    options: step.replay ? [.mayAlreadyExist] : [])
                 try await recordUploadedEdit(
                     record, now: result.item, contentVersion: result.shouldFetchContent ? nil : result.item.version.content,
-                    fingerprint: fingerprint, pending: result.stillPendingFields)
+                    fingerprint: fingerprint, pending: result.stillPendingFields, step: step)
             }
         } catch where error.code == .versionOutOfDate {
             // A replay whose first attempt reached the store before the process died finds the
@@ -401,7 +406,8 @@ extension DomainController {
     /// Records an edit the store now holds: the item as the store has it, the local file as
     /// uploaded; a placeholder the real file replaced is removed.
     private func recordUploadedEdit(
-        _ record: ItemRecord, now item: Item, contentVersion: Data?, fingerprint: FileFingerprint, pending: ItemFields = []
+        _ record: ItemRecord, now item: Item, contentVersion: Data?, fingerprint: FileFingerprint, pending: ItemFields = [],
+        step: JournalStep? = nil
     )
         async throws(FileProviderError)
     {
@@ -413,7 +419,7 @@ extension DomainController {
         if record.state == .placeholder {
             try await executor.run { [replica] in try replica.removeFile(atPath: replica.placeholderPath(record.path)) }
         }
-        try store.save(updated)
+        if let step { try step.finish(saving: updated) } else { try store.save(updated) }
     }
 
     /// The store's current item when its contents are byte for byte the local file's, else `nil`.
@@ -482,8 +488,8 @@ extension DomainController {
             // The move is recorded inside the journalled step: were the entry marked done before
             // the database knew the new place, a process killed in between would send the move
             // again, find the item gone from its old place and upload it as a duplicate.
-            _ = try await journalled("move", record.identifier.rawValue, payload: ["from": record.path, "to": path], handled: [.noSuchItem, .versionOutOfDate, .filenameCollision]) { replay in
-                replayed = replay
+            _ = try await journalled("move", record.identifier.rawValue, payload: ["from": record.path, "to": path], handled: [.noSuchItem, .versionOutOfDate, .filenameCollision]) { step in
+                replayed = step.replay
                 let result = try await backend.modifyItem(
                     item, baseVersion: record.version, changedFields: [.filename, .parentItemIdentifier], contents: nil, options: [])
                 // A move the store could not make yet (`stillPendingFields`) is not recorded: the

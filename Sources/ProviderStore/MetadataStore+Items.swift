@@ -70,27 +70,43 @@ extension MetadataStore {
     /// Writes items and removes others, all in one transaction: deletions first, then upserts.
     public func apply(domainID: Int64, upserts: [ItemRecord], deletions: [ItemIdentifier]) throws(FileProviderError) {
         if upserts.isEmpty && deletions.isEmpty { return }
-        try write { db in
-            if !deletions.isEmpty {
-                let delete = try db.cachedStatement(sql: Self.deleteOne)
-                for identifier in deletions {
-                    try delete.execute(arguments: [domainID, identifier.rawValue])
-                }
+        try write { db in try Self.apply(domainID: domainID, upserts: upserts, deletions: deletions, in: db) }
+    }
+
+    /// ``apply(domainID:upserts:deletions:)`` inside a transaction that is already open.
+    static func apply(domainID: Int64, upserts: [ItemRecord], deletions: [ItemIdentifier], in db: Database) throws {
+        if !deletions.isEmpty {
+            let delete = try db.cachedStatement(sql: Self.deleteOne)
+            for identifier in deletions {
+                try delete.execute(arguments: [domainID, identifier.rawValue])
             }
-            // Many rows per statement: one step for 32 rows costs a third of 32 steps.
-            var start = upserts.startIndex
-            let arena = BindArena()
-            if upserts.count >= Self.rowsPerUpsert {
-                let many = try db.cachedStatement(sql: Self.upsertMany)
-                while upserts.endIndex - start >= Self.rowsPerUpsert {
-                    try Self.execute(many, upserts[start..<(start + Self.rowsPerUpsert)], arena: arena, in: db)
-                    start += Self.rowsPerUpsert
-                }
+        }
+        // Many rows per statement: one step for 32 rows costs a third of 32 steps.
+        var start = upserts.startIndex
+        let arena = BindArena()
+        if upserts.count >= Self.rowsPerUpsert {
+            let many = try db.cachedStatement(sql: Self.upsertMany)
+            while upserts.endIndex - start >= Self.rowsPerUpsert {
+                try Self.execute(many, upserts[start..<(start + Self.rowsPerUpsert)], arena: arena, in: db)
+                start += Self.rowsPerUpsert
             }
-            if start < upserts.endIndex {
-                let one = try db.cachedStatement(sql: Self.upsert)
-                for index in start..<upserts.endIndex { try Self.execute(one, upserts[index...index], arena: arena, in: db) }
-            }
+        }
+        if start < upserts.endIndex {
+            let one = try db.cachedStatement(sql: Self.upsert)
+            for index in start..<upserts.endIndex { try Self.execute(one, upserts[index...index], arena: arena, in: db) }
+        }
+    }
+
+    /// Writes one item and marks the journal entry of the operation that made it done, in one
+    /// transaction: after a crash, either both happened or neither did.
+    public func save(_ record: ItemRecord, finishing entry: JournalEntry) throws(FileProviderError) {
+        var entry = entry
+        entry.state = .done
+        entry.lastError = nil
+        entry.updatedAt = Date()
+        try write { [entry] db in
+            try Self.apply(domainID: record.domainID, upserts: [record], deletions: [], in: db)
+            try entry.update(db)
         }
     }
 

@@ -327,6 +327,27 @@ import Testing
         }
     }
 
+    @Test func savingAnOperationsResultClosesItsEntryInTheSameWrite() throws {
+        try withStore { store, _ in
+            let id = try makeDomain(store)
+            var entry = try store.journal(JournalEntry(domainID: id, templateIdentifier: "create:a.txt", operation: "create", payload: "{}"))
+            entry.state = .running
+            entry.attempts = 1
+            try store.updateJournal(entry)
+            try store.save(record(id, "a.txt", size: 3), finishing: entry)
+            #expect(try store.item(domainID: id, path: "a.txt")?.size == 3)
+            #expect(try store.unfinishedOperations(domainID: id).isEmpty)
+            #expect(try store.unfinishedOperation(domainID: id, templateIdentifier: "create:a.txt") == nil)
+
+            // A record that cannot be written leaves the entry open: the operation is replayed.
+            let second = try store.journal(JournalEntry(domainID: id, templateIdentifier: "create:b.txt", operation: "create", payload: "{}"))
+            var clash = record(id, "b.txt")
+            clash.domainID = 9_999  // no such domain: the foreign key refuses the row
+            #expect(throws: FileProviderError.self) { try store.save(clash, finishing: second) }
+            #expect(try store.unfinishedOperations(domainID: id).map(\.templateIdentifier) == ["create:b.txt"])
+        }
+    }
+
     @Test func checkpointsSaveFetchRemove() throws {
         try withStore { store, _ in
             let id = try makeDomain(store)
