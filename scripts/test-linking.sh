@@ -10,6 +10,10 @@ fixture="$root/Tests/Fixtures/LinkingConsumer"
 scratch="${FPK_LINKING_SCRATCH:-/tmp/fpk-linking-build}"
 
 echo "== building and running linking-consumer (scratch: $scratch)"
+# SwiftPM reuses the build plan of a kept scratch folder and can miss a source file added to a
+# path dependency since the last build; without the plan it makes a new one (the compiled
+# objects stay, so this costs little).
+rm -f "$scratch/debug.yaml"
 set +e
 output="$(swift run --package-path "$fixture" --scratch-path "$scratch" linking-consumer 2>&1)"
 status=$?
