@@ -48,7 +48,9 @@ let package = Package(
         .systemLibrary(
             name: "CCurl", path: "Adapters/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "MediaAPIAdapter", dependencies: ["ProviderCore", "CCurl"], path: "Adapters/MediaAPI"),
-        .systemLibrary(name: "CGD", providers: [.apt(["libgd-dev"])]),
+        // libgd is loaded with dlopen on first use (see Sources/CGD); its headers come from
+        // apt's libgd-dev.
+        .target(name: "CGD", linkerSettings: [.linkedLibrary("dl")]),
         .target(name: "Thumbnails", dependencies: ["ProviderCore", "CGD"]),
         .executableTarget(
             name: "media-server",

@@ -42,18 +42,19 @@ public enum Thumbnailer {
         guard (1...maximumSize).contains(size) else {
             throw FileProviderError(.invalidArgument, "a thumbnail size must be 1 to \(maximumSize) pixels, not \(size)")
         }
+        try loadLibGD()
         let source = try decode(data)
-        defer { gdImageDestroy(source) }
+        defer { fp_gd_destroy(source) }
         let width = fp_gd_width(source)
         let height = fp_gd_height(source)
         let side = min(width, height)
-        guard side > 0, let target = gdImageCreateTrueColor(Int32(size), Int32(size)) else {
+        guard side > 0, let target = fp_gd_create_truecolor(Int32(size), Int32(size)) else {
             throw FileProviderError(.notSupported, "the image has no pixels")
         }
-        defer { gdImageDestroy(target) }
-        gdImageFilledRectangle(target, 0, 0, Int32(size - 1), Int32(size - 1), fp_gd_truecolor(255, 255, 255))
-        gdImageAlphaBlending(target, 1)
-        gdImageCopyResampled(
+        defer { fp_gd_destroy(target) }
+        fp_gd_filled_rectangle(target, 0, 0, Int32(size - 1), Int32(size - 1), fp_gd_truecolor(255, 255, 255))
+        fp_gd_alpha_blending(target, 1)
+        fp_gd_copy_resampled(
             target, source, 0, 0, (width - side) / 2, (height - side) / 2, Int32(size), Int32(size), side, side)
         return try encodeJPEG(target, quality: quality)
     }
@@ -86,8 +87,8 @@ public enum Thumbnailer {
 
     /// The width and height of an image, or `nil` when it cannot be decoded.
     public static func dimensions(of data: Data) -> (width: Int, height: Int)? {
-        guard let image = try? decode(data) else { return nil }
-        defer { gdImageDestroy(image) }
+        guard (try? loadLibGD()) != nil, let image = try? decode(data) else { return nil }
+        defer { fp_gd_destroy(image) }
         return (Int(fp_gd_width(image)), Int(fp_gd_height(image)))
     }
 
@@ -102,26 +103,27 @@ public enum Thumbnailer {
         guard (1...maximumSize).contains(width), (1...maximumSize).contains(height) else {
             throw FileProviderError(.invalidArgument, "a sample image is 1 to \(maximumSize) pixels wide and high")
         }
-        guard let image = gdImageCreateTrueColor(Int32(width), Int32(height)) else {
+        try loadLibGD()
+        guard let image = fp_gd_create_truecolor(Int32(width), Int32(height)) else {
             throw FileProviderError(.localIOFailure, "libgd could not allocate an image")
         }
-        defer { gdImageDestroy(image) }
+        defer { fp_gd_destroy(image) }
         let shift = Int32(truncatingIfNeeded: seed &* 37)
         for y in 0..<Int32(height) {
             for x in 0..<Int32(width) {
                 let red = (x &* 255 / Int32(max(1, width - 1)) &+ shift) & 0xFF
                 let green = (y &* 255 / Int32(max(1, height - 1))) & 0xFF
                 let blue = ((x / 8 + y / 8 + shift) % 2 == 0) ? Int32(200) : Int32(40)
-                gdImageSetPixel(image, x, y, fp_gd_truecolor(red, green, blue))
+                fp_gd_set_pixel(image, x, y, fp_gd_truecolor(red, green, blue))
             }
         }
         switch format {
         case .png:
             var count: Int32 = 0
-            guard let bytes = gdImagePngPtr(image, &count), count > 0 else {
+            guard let bytes = fp_gd_png(image, &count), count > 0 else {
                 throw FileProviderError(.localIOFailure, "libgd could not encode a PNG")
             }
-            defer { gdFree(bytes) }
+            defer { fp_gd_free(bytes) }
             return Data(bytes: bytes, count: Int(count))
         case .jpeg:
             return try encodeJPEG(image, quality: 90)
@@ -131,6 +133,17 @@ public enum Thumbnailer {
     }
 
     // MARK: libgd
+
+    /// Loads libgd on first use (it is not linked: see `Sources/CGD`).
+    /// - Throws: `notSupported` naming the reason and the package to install when it cannot be
+    ///   loaded.
+    private static func loadLibGD() throws(FileProviderError) {
+        if let reason = fp_gd_load_error() {
+            throw FileProviderError(
+                .notSupported,
+                "thumbnails need libgd, which cannot be loaded (\(String(cString: reason))); install it: apt-get install libgd3")
+        }
+    }
 
     private static func decode(_ data: Data) throws(FileProviderError) -> gdImagePtr {
         guard let format = format(of: data) else {
@@ -144,10 +157,10 @@ public enum Thumbnailer {
         let image: gdImagePtr? = bytes.withUnsafeMutableBytes { raw in
             guard let base = raw.baseAddress else { return nil }
             switch format {
-            case .jpeg: return gdImageCreateFromJpegPtr(count, base)
-            case .png: return gdImageCreateFromPngPtr(count, base)
-            case .gif: return gdImageCreateFromGifPtr(count, base)
-            case .webp: return gdImageCreateFromWebpPtr(count, base)
+            case .jpeg: return fp_gd_from_jpeg(count, base)
+            case .png: return fp_gd_from_png(count, base)
+            case .gif: return fp_gd_from_gif(count, base)
+            case .webp: return fp_gd_from_webp(count, base)
             }
         }
         guard let image else {
@@ -158,10 +171,10 @@ public enum Thumbnailer {
 
     private static func encodeJPEG(_ image: gdImagePtr, quality: Int) throws(FileProviderError) -> Data {
         var count: Int32 = 0
-        guard let bytes = gdImageJpegPtr(image, &count, Int32(max(1, min(100, quality)))), count > 0 else {
+        guard let bytes = fp_gd_jpeg(image, &count, Int32(max(1, min(100, quality)))), count > 0 else {
             throw FileProviderError(.localIOFailure, "libgd could not encode a JPEG")
         }
-        defer { gdFree(bytes) }
+        defer { fp_gd_free(bytes) }
         return Data(bytes: bytes, count: Int(count))
     }
 }
