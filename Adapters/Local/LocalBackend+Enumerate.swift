@@ -52,11 +52,13 @@ extension LocalBackend {
                 if raw.starts(with: LocalPath.stagingPrefix.utf8) { reapStagingFile(String(decoding: raw, as: UTF8.self), in: folder) }
                 continue
             }
+            // The child's path for messages, made only when one is needed.
+            func display() -> String { path.appending(name).display }
             do throws(FileProviderError) {
-                guard let info = try folder.statEntry(name, displayPath: path.appending(name).display),
+                guard let info = try folder.statEntry(name, displayPath: display()),
                     let item = try makeItem(
                         name: name, identifier: ItemIdentifier(prefix + name), parentIdentifier: folderIdentifier, info: info,
-                        in: folder, displayPath: path.appending(name).display)
+                        in: folder, displayPath: display())
                 else { continue }
                 items.append(item)
             } catch where error.code == .noSuchItem {

@@ -112,5 +112,4 @@ extension ItemRecord {
         int(firstIndex + 22, isDataless ? 1 : 0)
         return code
     }
-
 }

@@ -377,9 +377,7 @@ extension SSHServer {
     public func stopped() async {
         _ = try? await offThePool { self.stop() }
     }
-}
 
-extension SSHServer {
     /// Starts a server of its own for `body`, then stops it and removes its files, whether `body`
     /// returns or throws; starting and stopping happen off the cooperative pool.
     ///

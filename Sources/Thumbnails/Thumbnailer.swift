@@ -42,7 +42,6 @@ public enum Thumbnailer {
         guard (1...maximumSize).contains(size) else {
             throw FileProviderError(.invalidArgument, "a thumbnail size must be 1 to \(maximumSize) pixels, not \(size)")
         }
-        try loadLibGD()
         let source = try decode(data)
         defer { fp_gd_destroy(source) }
         let width = fp_gd_width(source)
@@ -87,7 +86,7 @@ public enum Thumbnailer {
 
     /// The width and height of an image, or `nil` when it cannot be decoded.
     public static func dimensions(of data: Data) -> (width: Int, height: Int)? {
-        guard (try? loadLibGD()) != nil, let image = try? decode(data) else { return nil }
+        guard let image = try? decode(data) else { return nil }
         defer { fp_gd_destroy(image) }
         return (Int(fp_gd_width(image)), Int(fp_gd_height(image)))
     }
@@ -152,6 +151,7 @@ public enum Thumbnailer {
         guard data.count <= maximumSourceBytes else {
             throw FileProviderError(.notSupported, "the image is \(data.count) bytes; the limit is \(maximumSourceBytes)")
         }
+        try loadLibGD()
         var bytes = data
         let count = Int32(bytes.count)
         let image: gdImagePtr? = bytes.withUnsafeMutableBytes { raw in

@@ -3,14 +3,6 @@ import ProviderCore
 import ProviderTesting
 import Testing
 
-/// Records values from concurrent code.
-final class Recorder<Value: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: [Value] = []
-    func add(_ value: Value) { lock.withLock { stored.append(value) } }
-    var values: [Value] { lock.withLock { stored } }
-}
-
 @Suite("MemoryBackend")
 struct MemoryBackendTests {
     func drain(_ backend: MemoryBackend, from anchor: SyncAnchor, in container: ItemIdentifier = .workingSet)

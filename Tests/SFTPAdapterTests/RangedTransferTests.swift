@@ -5,14 +5,6 @@ import Testing
 
 @testable import SFTPAdapter
 
-/// Values appended from several threads.
-final class Recorded<T: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var list: [T] = []
-    func append(_ value: T) { lock.withLock { list.append(value) } }
-    var values: [T] { lock.withLock { list } }
-}
-
 /// Large files go in ranges over several connections: the schedule on its own, then downloads
 /// and uploads against the shared sshd.
 @Suite("SFTP ranged transfers")
@@ -41,9 +33,9 @@ struct RangedTransferTests {
     }
 
     @Test func thePrefixGrowsOnlyWithoutGaps() {
-        let reports = Recorded<String>()
+        let reports = Recorder<String>()
         let schedule = RangeSchedule(from: 0, to: 30, rangeSize: 10) { prefix, rangesCompleted in
-            reports.append("\(prefix)\(rangesCompleted ? "|" : "")")
+            reports.add("\(prefix)\(rangesCompleted ? "|" : "")")
         }
         let first = schedule.take()!
         let second = schedule.take()!
@@ -63,8 +55,8 @@ struct RangedTransferTests {
     }
 
     @Test func reportsComeInOrderFromManyThreads() async {
-        let reports = Recorded<Int64>()
-        let schedule = RangeSchedule(from: 0, to: 64 * 1000, rangeSize: 1000) { prefix, _ in reports.append(prefix) }
+        let reports = Recorder<Int64>()
+        let schedule = RangeSchedule(from: 0, to: 64 * 1000, rangeSize: 1000) { prefix, _ in reports.add(prefix) }
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<4 {
                 group.addTask {
@@ -116,13 +108,13 @@ struct RangedTransferTests {
         let staging = try TestServer.scratch().appendingPathComponent("big.bin.staging")
         _ = FileManager.default.createFile(atPath: staging.path, contents: nil)
         // At every report, the prefix recorded for a resume is never past the reported one.
-        let seen = Recorded<Int64>()
+        let seen = Recorder<Int64>()
         let path = staging.path
         let item = try await backend.fetchContents(
             for: "big.bin", version: nil, to: staging, offset: 0,
             progress: { done, _ in
                 let recorded = LocalFile.recordedPrefix(atPath: path) ?? -1
-                seen.append(recorded >= 0 && recorded <= done ? done : -done)
+                seen.add(recorded >= 0 && recorded <= done ? done : -done)
             })
         #expect(item.size == Int64(size))
         #expect(try Data(contentsOf: staging) == data)
@@ -151,10 +143,10 @@ struct RangedTransferTests {
         try partial.write(to: staging)
         let file = try LocalFile.openDestination(staging.path, keeping: Int64(partial.count))
         #expect(file.recordPrefix(Int64(prefix)))
-        let first = Recorded<Int64>()
+        let first = Recorder<Int64>()
         _ = try await backend.fetchContents(
             for: "big.bin", version: nil, to: staging, offset: Int64(partial.count),
-            progress: { done, _ in first.append(done) })
+            progress: { done, _ in first.add(done) })
         #expect(first.values.first == Int64(prefix))
         #expect(try Data(contentsOf: staging) == data)
         // The same when what is left is too small for ranges (the single-connection path).
