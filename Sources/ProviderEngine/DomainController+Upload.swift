@@ -149,35 +149,54 @@ extension DomainController {
         }
     }
 
-    /// Sends independent changes ``uploadDepth`` at a time. The first failure that backs the
-    /// domain off stops what has not started and is thrown once the running ones ended.
+    /// Sends independent changes ``uploadDepth`` at a time, their journal entries opened and
+    /// finished in batches (``JournalBatch``). The first failure that backs the domain off stops
+    /// what has not started and is thrown once the running ones ended.
+    /// - Throws: that failure; else `localIOFailure` when the journal could not be written.
     private func sendTogether(_ changes: [LocalChange], report: inout SyncReport) async throws(FileProviderError) {
-        let outcomes = await withTaskGroup(of: (SyncReport, FileProviderError?).self) { group in
-            var pending = changes.makeIterator()
-            var running = 0
-            var stop = false
-            func startNext() -> Bool {
-                guard !stop, let change = pending.next() else { return false }
-                group.addTask { [self] in
-                    var part = SyncReport(domain: domain.name)
-                    do throws(FileProviderError) {
-                        try await send(change, report: &part)
-                        return (part, nil)
-                    } catch {
-                        return (part, error)
+        let batch = JournalBatch(store: store)
+        let domainID = self.domainID
+        let outcomes = await JournalBatch.$current.withValue(batch) {
+            await withTaskGroup(of: (SyncReport, FileProviderError?).self) { group in
+                var next = changes.startIndex
+                var opened = changes.startIndex
+                var running = 0
+                var stop: FileProviderError?
+                func startNext() -> Bool {
+                    guard stop == nil, next < changes.endIndex else { return false }
+                    if next == opened {
+                        opened = min(next + JournalBatch.size, changes.endIndex)
+                        do throws(FileProviderError) {
+                            try batch.open(changes[next..<opened].map { Self.journalKey(of: $0).entry(domainID: domainID) })
+                        } catch {
+                            stop = error
+                            return false
+                        }
                     }
+                    let change = changes[next]
+                    next += 1
+                    group.addTask { [self] in
+                        var part = SyncReport(domain: domain.name)
+                        do throws(FileProviderError) {
+                            try await send(change, report: &part)
+                            return (part, nil)
+                        } catch {
+                            return (part, error)
+                        }
+                    }
+                    return true
                 }
-                return true
+                while running < Self.uploadDepth, startNext() { running += 1 }
+                var outcomes: [(SyncReport, FileProviderError?)] = []
+                while let outcome = await group.next() {
+                    running -= 1
+                    outcomes.append(outcome)
+                    if let error = outcome.1, stop == nil { stop = error }
+                    if startNext() { running += 1 }
+                }
+                if let stop, !outcomes.contains(where: { $0.1 != nil }) { outcomes.append((SyncReport(domain: domain.name), stop)) }
+                return outcomes
             }
-            while running < Self.uploadDepth, startNext() { running += 1 }
-            var outcomes: [(SyncReport, FileProviderError?)] = []
-            while let outcome = await group.next() {
-                running -= 1
-                outcomes.append(outcome)
-                if outcome.1 != nil { stop = true }
-                if startNext() { running += 1 }
-            }
-            return outcomes
         }
         var failure: FileProviderError?
         for (part, error) in outcomes {
@@ -186,7 +205,22 @@ extension DomainController {
             report.notices += part.notices
             if failure == nil { failure = error }
         }
+        do {
+            try batch.close()
+        } catch {
+            failure = failure ?? error
+        }
         if let failure { throw failure }
+    }
+
+    /// The journal key of a change ``isIndependent(_:)`` lets go beside others.
+    private static func journalKey(of change: LocalChange) -> JournalKey {
+        switch change {
+        case .created(let path, let kind, _): return .create(path: path, kind: kind)
+        case .modified(let record, _): return .modify(record)
+        case .moved(let record, let to, _): return .move(record, to: to)
+        case .deleted(let record): return .delete(record)
+        }
     }
 
     /// New folders first (parents first), then moves, new files, edits, and deletions.
@@ -228,16 +262,19 @@ extension DomainController {
     /// closed: a stale unfinished entry would turn a later, unrelated operation with the same
     /// key into a replay.
     private func journalled<T>(
-        _ operation: String, _ key: String, payload: [String: String], handled: Set<FileProviderError.Code> = [],
-        _ body: (JournalStep) async throws -> T
+        _ key: JournalKey, handled: Set<FileProviderError.Code> = [], _ body: (JournalStep) async throws -> T
     ) async throws(FileProviderError) -> T {
-        let template = "\(operation):\(key)"
-        let replay = try store.unfinishedOperation(domainID: domainID, templateIdentifier: template)
-        var entry = replay ?? JournalEntry(domainID: domainID, templateIdentifier: template, operation: operation, payload: Self.json(payload))
-        entry.state = .running
-        entry.attempts += 1
-        if entry.id == nil { entry = try store.journal(entry) } else { try store.updateJournal(entry) }
-        let step = JournalStep(store: store, entry: entry, replay: replay != nil)
+        let batch = JournalBatch.current
+        var (entry, replay): (JournalEntry, Bool)
+        if let opened = batch?.take(key.template) {
+            (entry, replay) = opened
+        } else {
+            guard let opened = try store.openJournalEntries([key.entry(domainID: domainID)]).first else {
+                throw FileProviderError(.localIOFailure, "the journal entry of \(key.template) was not written")
+            }
+            (entry, replay) = opened
+        }
+        let step = JournalStep(store: store, entry: entry, replay: replay, batch: batch)
         do {
             let value = try await body(step)
             if !step.isFinished {
@@ -267,11 +304,6 @@ extension DomainController {
         try store.pruneJournal(domainID: domainID)
     }
 
-    private static func json(_ payload: [String: String]) -> String {
-        let data = (try? JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys])) ?? Data("{}".utf8)
-        return String(decoding: data, as: UTF8.self)
-    }
-
     // MARK: Creations
 
     /// - Parameter adopting: the item may already be in the store as our own (a folder merges
@@ -295,7 +327,7 @@ extension DomainController {
             // The record is saved inside the journalled step: the entry is marked done only once
             // the database knows the item, so a crash in between replays with mayAlreadyExist
             // instead of meeting its own upload as a name collision.
-            try await journalled("create", path, payload: ["path": path, "kind": kind.rawValue], handled: [.filenameCollision]) { step in
+            try await journalled(.create(path: path, kind: kind), handled: [.filenameCollision]) { step in
                 let result = try await backend.createItem(
                     basedOn: template, fields: [.contents, .filename, .parentItemIdentifier, .contentModificationDate],
                     contents: contents, options: step.replay || adopting ? [.mayAlreadyExist] : [])
@@ -365,7 +397,7 @@ extension DomainController {
             // The edit is recorded inside the journalled step: the entry is marked done only once
             // the database knows it, so a crash in between replays instead of meeting its own
             // upload as a conflict.
-            try await journalled("modify", record.identifier.rawValue, payload: ["path": record.path], handled: [.versionOutOfDate, .noSuchItem]) { step in
+            try await journalled(.modify(record), handled: [.versionOutOfDate, .noSuchItem]) { step in
                 replayed = step.replay
                 let result = try await backend.modifyItem(
                     item, baseVersion: record.version, changedFields: [.contents, .contentModificationDate], contents: contents,
@@ -488,7 +520,7 @@ extension DomainController {
             // The move is recorded inside the journalled step: were the entry marked done before
             // the database knew the new place, a process killed in between would send the move
             // again, find the item gone from its old place and upload it as a duplicate.
-            _ = try await journalled("move", record.identifier.rawValue, payload: ["from": record.path, "to": path], handled: [.noSuchItem, .versionOutOfDate, .filenameCollision]) { step in
+            _ = try await journalled(.move(record, to: path), handled: [.noSuchItem, .versionOutOfDate, .filenameCollision]) { step in
                 replayed = step.replay
                 let result = try await backend.modifyItem(
                     item, baseVersion: record.version, changedFields: [.filename, .parentItemIdentifier], contents: nil, options: [])
@@ -688,7 +720,7 @@ extension DomainController {
             return
         }
         do {
-            try await journalled("delete", record.identifier.rawValue, payload: ["path": record.path], handled: [.noSuchItem, .versionOutOfDate]) { _ in
+            try await journalled(.delete(record), handled: [.noSuchItem, .versionOutOfDate]) { _ in
                 try await backend.deleteItem(identifier: record.identifier, baseVersion: record.version, options: [])
             }
         } catch where error.code == .noSuchItem {
@@ -730,10 +762,7 @@ extension DomainController {
         var kept: [String] = []
         for item in ordered {
             do {
-                try await journalled(
-                    "delete", item.identifier.rawValue, payload: ["path": item.path],
-                    handled: [.noSuchItem, .versionOutOfDate, .directoryNotEmpty]
-                ) { _ in
+                try await journalled(.delete(item), handled: [.noSuchItem, .versionOutOfDate, .directoryNotEmpty]) { _ in
                     try await backend.deleteItem(
                         identifier: item.identifier, baseVersion: item.kind == .folder ? nil : item.version, options: [])
                 }

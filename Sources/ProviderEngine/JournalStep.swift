@@ -13,19 +13,175 @@ final class JournalStep {
     let replay: Bool
     private let store: MetadataStore
     private let entry: JournalEntry
+    private let batch: JournalBatch?
     private(set) var isFinished = false
 
-    init(store: MetadataStore, entry: JournalEntry, replay: Bool) {
+    init(store: MetadataStore, entry: JournalEntry, replay: Bool, batch: JournalBatch?) {
         self.store = store
         self.entry = entry
         self.replay = replay
+        self.batch = batch
     }
 
     /// Writes the operation's resulting item and marks the entry done, in one transaction
-    /// (one database write per upload fewer).
+    /// (one database write per upload fewer). In a ``JournalBatch`` both wait for the batch's
+    /// next write, which holds the results of several operations.
     /// - Throws: `localIOFailure` when the database cannot be written; the entry stays open.
     func finish(saving record: ItemRecord) throws(FileProviderError) {
-        try store.save(record, finishing: entry)
+        if let batch {
+            batch.finish(entry, saving: record)
+        } else {
+            try store.save(record, finishing: entry)
+        }
         isFinished = true
+    }
+}
+
+/// What the journal keys an operation by and what it notes about it.
+struct JournalKey: Sendable {
+    var operation: String
+    var key: String
+    var payload: [String: String]
+
+    /// The template identifier of the operation's entry: an unfinished entry with the same one
+    /// makes the next attempt a replay.
+    var template: String { "\(operation):\(key)" }
+
+    static func create(path: String, kind: ItemKind) -> JournalKey {
+        JournalKey(operation: "create", key: path, payload: ["path": path, "kind": kind.rawValue])
+    }
+
+    static func modify(_ record: ItemRecord) -> JournalKey {
+        JournalKey(operation: "modify", key: record.identifier.rawValue, payload: ["path": record.path])
+    }
+
+    static func move(_ record: ItemRecord, to path: String) -> JournalKey {
+        JournalKey(operation: "move", key: record.identifier.rawValue, payload: ["from": record.path, "to": path])
+    }
+
+    static func delete(_ record: ItemRecord) -> JournalKey {
+        JournalKey(operation: "delete", key: record.identifier.rawValue, payload: ["path": record.path])
+    }
+
+    /// A new entry for the operation, not yet written.
+    func entry(domainID: Int64) -> JournalEntry {
+        JournalEntry(domainID: domainID, templateIdentifier: template, operation: operation, payload: payloadJSON)
+    }
+
+    /// The payload as a JSON object, keys sorted.
+    var payloadJSON: String {
+        var json = "{"
+        for (index, key) in payload.keys.sorted().enumerated() {
+            if index > 0 { json += "," }
+            Self.appendQuoted(key, to: &json)
+            json += ":"
+            Self.appendQuoted(payload[key] ?? "", to: &json)
+        }
+        return json + "}"
+    }
+
+    private static func appendQuoted(_ string: String, to json: inout String) {
+        json += "\""
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": json += "\\\""
+            case "\\": json += "\\\\"
+            case "\n": json += "\\n"
+            case "\r": json += "\\r"
+            case "\t": json += "\\t"
+            default:
+                if scalar.value < 0x20 {
+                    json += "\\u00" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16)
+                } else {
+                    json.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        json += "\""
+    }
+}
+
+/// The journal entries of operations sent together (see `DomainController.sendTogether`):
+/// opened ahead, several in one transaction, and finished together, several results in one
+/// transaction. A sync of 10,000 new files writes the database a few hundred times instead of
+/// 20,000 times.
+///
+/// Safe as the single entries are: an entry is `running` before its operation starts and done
+/// only in the transaction that records the result, so a process killed with results not yet
+/// written replays those operations with `mayAlreadyExist`.
+final class JournalBatch: Sendable {
+    /// The batch of the operations the current task belongs to, if any.
+    @TaskLocal static var current: JournalBatch?
+
+    /// How many entries are opened, and how many results written, in one transaction.
+    static let size = 32
+
+    private struct State {
+        var opened: [String: (entry: JournalEntry, replay: Bool)] = [:]
+        var finished: [(entry: JournalEntry, record: ItemRecord)] = []
+        var failure: FileProviderError?
+    }
+
+    private let store: MetadataStore
+    private let state = Mutex(State())
+
+    init(store: MetadataStore) {
+        self.store = store
+    }
+
+    /// Opens the entries of operations about to run, in one transaction.
+    /// - Throws: `localIOFailure` when the database cannot be written.
+    func open(_ entries: [JournalEntry]) throws(FileProviderError) {
+        let opened = try store.openJournalEntries(entries)
+        state.withLock { state in
+            for opened in opened { state.opened[opened.entry.templateIdentifier] = opened }
+        }
+    }
+
+    /// The entry opened for the operation with `template`, handed out once.
+    func take(_ template: String) -> (entry: JournalEntry, replay: Bool)? {
+        state.withLock { state in state.opened.removeValue(forKey: template) }
+    }
+
+    /// Queues an operation's result; the batch writes it with others, once ``size`` are queued
+    /// or at ``close()``. A failed write is kept for ``close()`` to throw.
+    func finish(_ entry: JournalEntry, saving record: ItemRecord) {
+        let full = state.withLock { state -> [(entry: JournalEntry, record: ItemRecord)] in
+            state.finished.append((entry, record))
+            guard state.finished.count >= Self.size else { return [] }
+            defer { state.finished.removeAll(keepingCapacity: true) }
+            return state.finished
+        }
+        write(full)
+    }
+
+    /// Writes the queued results and gives back the entries of operations that never ran (their
+    /// task was not started after a failure).
+    /// - Throws: the first failed write (`localIOFailure`): the operations whose results it held
+    ///   are replayed by the next sync.
+    func close() throws(FileProviderError) {
+        let (finished, unused) = state.withLock { state in
+            defer {
+                state.finished = []
+                state.opened = [:]
+            }
+            return (state.finished, Array(state.opened.values))
+        }
+        write(finished)
+        do {
+            try store.withdrawJournalEntries(unused)
+        } catch {
+            state.withLock { state in state.failure = state.failure ?? error }
+        }
+        if let failure = state.withLock({ $0.failure }) { throw failure }
+    }
+
+    private func write(_ finished: [(entry: JournalEntry, record: ItemRecord)]) {
+        if finished.isEmpty { return }
+        do {
+            try store.save(finished.map(\.record), finishing: finished.map(\.entry))
+        } catch {
+            state.withLock { state in state.failure = state.failure ?? error }
+        }
     }
 }

@@ -40,10 +40,7 @@ extension MetadataStore {
     /// The unfinished journal entry of an operation on a path, if any.
     public func unfinishedOperation(domainID: Int64, templateIdentifier: String) throws(FileProviderError) -> JournalEntry? {
         try read { db in
-            try JournalEntry.filter(
-                Column("domainID") == domainID && Column("templateIdentifier") == templateIdentifier
-                    && Column("state") != JournalState.done.rawValue
-            ).fetchOne(db)
+            try JournalEntry.fetchOne(db.cachedStatement(sql: Self.selectUnfinishedByTemplate), arguments: [domainID, templateIdentifier])
         }
     }
 }

@@ -100,13 +100,22 @@ extension MetadataStore {
     /// Writes one item and marks the journal entry of the operation that made it done, in one
     /// transaction: after a crash, either both happened or neither did.
     public func save(_ record: ItemRecord, finishing entry: JournalEntry) throws(FileProviderError) {
-        var entry = entry
-        entry.state = .done
-        entry.lastError = nil
-        entry.updatedAt = Date()
-        try write { [entry] db in
-            try Self.apply(domainID: record.domainID, upserts: [record], deletions: [], in: db)
-            try entry.update(db)
+        try save([record], finishing: [entry])
+    }
+
+    /// Writes items and marks the journal entries of the operations that made them done, all in
+    /// one transaction: after a crash, either all of it happened or none did.
+    public func save(_ records: [ItemRecord], finishing entries: [JournalEntry]) throws(FileProviderError) {
+        guard let domainID = records.first?.domainID ?? entries.first?.domainID else { return }
+        let now = Date()
+        try write { db in
+            try Self.apply(domainID: domainID, upserts: records, deletions: [], in: db)
+            for var entry in entries {
+                entry.state = .done
+                entry.lastError = nil
+                entry.updatedAt = now
+                try Self.update(entry, in: db)
+            }
         }
     }
 

@@ -25,16 +25,84 @@ extension MetadataStore {
 
     /// Writes an operation to the journal before it runs; returns it with its id.
     public func journal(_ entry: JournalEntry) throws(FileProviderError) -> JournalEntry {
-        var entry = entry
-        try write { db in try entry.insert(db) }
-        return entry
+        try write { db in try Self.insert(entry, in: db) }
     }
 
     /// Saves a journal entry's new state.
     public func updateJournal(_ entry: JournalEntry) throws(FileProviderError) {
         var entry = entry
         entry.updatedAt = Date()
-        try write { db in try entry.update(db) }
+        try write { [entry] db in try Self.update(entry, in: db) }
+    }
+
+    /// Opens the journal entries of operations about to run, in one transaction: an operation
+    /// with an unfinished entry (an earlier attempt did not finish) takes that entry, marked as
+    /// a replay; any other gets a new one. Every entry returned is `running`, its attempt counted.
+    /// - Throws: `localIOFailure` when the database cannot be written; no entry is opened then.
+    public func openJournalEntries(_ entries: [JournalEntry]) throws(FileProviderError) -> [(entry: JournalEntry, replay: Bool)] {
+        if entries.isEmpty { return [] }
+        let now = Date()
+        return try write { db in
+            let find = try db.cachedStatement(sql: Self.selectUnfinishedByTemplate)
+            return try entries.map { entry in
+                if var earlier = try JournalEntry.fetchOne(find, arguments: [entry.domainID, entry.templateIdentifier]) {
+                    earlier.state = .running
+                    earlier.attempts += 1
+                    earlier.updatedAt = now
+                    try Self.update(earlier, in: db)
+                    return (earlier, true)
+                }
+                var entry = entry
+                entry.state = .running
+                entry.attempts += 1
+                return (try Self.insert(entry, in: db), false)
+            }
+        }
+    }
+
+    /// Gives back entries ``openJournalEntries(_:)`` opened for operations that did not run: new
+    /// ones are removed, earlier ones are `pending` again with their attempt uncounted.
+    public func withdrawJournalEntries(_ entries: [(entry: JournalEntry, replay: Bool)]) throws(FileProviderError) {
+        if entries.isEmpty { return }
+        try write { db in
+            let delete = try db.cachedStatement(sql: "DELETE FROM journal WHERE id = ?")
+            for (entry, replay) in entries {
+                if replay {
+                    var entry = entry
+                    entry.state = .pending
+                    entry.attempts -= 1
+                    try Self.update(entry, in: db)
+                } else if let id = entry.id {
+                    try delete.execute(arguments: [id])
+                }
+            }
+        }
+    }
+
+    static let selectUnfinishedByTemplate =
+        "SELECT * FROM journal WHERE domainID = ? AND templateIdentifier = ? AND state <> 'done' LIMIT 1"
+
+    /// Inserts `entry` in an open transaction; returns it with its id.
+    static func insert(_ entry: JournalEntry, in db: Database) throws -> JournalEntry {
+        var entry = entry
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO journal (domainID, templateIdentifier, operation, payload, state, attempts, lastError, \
+                nextAttemptAt, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """
+        ).execute(arguments: [
+            entry.domainID, entry.templateIdentifier, entry.operation, entry.payload, entry.state.rawValue, entry.attempts,
+            entry.lastError, entry.nextAttemptAt, entry.createdAt, entry.updatedAt,
+        ])
+        entry.id = db.lastInsertedRowID
+        return entry
+    }
+
+    /// Writes the state of `entry` (which has an id) in an open transaction.
+    static func update(_ entry: JournalEntry, in db: Database) throws {
+        try db.cachedStatement(
+            sql: "UPDATE journal SET state = ?, attempts = ?, lastError = ?, nextAttemptAt = ?, updatedAt = ? WHERE id = ?"
+        ).execute(arguments: [entry.state.rawValue, entry.attempts, entry.lastError, entry.nextAttemptAt, entry.updatedAt, entry.id])
     }
 
     /// The operations of a domain that are not done, oldest first.

@@ -8,8 +8,14 @@ public final class Recorder<Value: Sendable>: @unchecked Sendable {
 
     public init() {}
 
-    /// Records a value. Any thread.
-    public func add(_ value: Value) { lock.withLock { stored.append(value) } }
+    /// Records a value; returns how many are recorded now, this one included. Any thread.
+    @discardableResult
+    public func add(_ value: Value) -> Int {
+        lock.withLock {
+            stored.append(value)
+            return stored.count
+        }
+    }
 
     /// Everything recorded so far, in order.
     public var values: [Value] { lock.withLock { stored } }

@@ -424,6 +424,36 @@ import Testing
         }
     }
 
+    @Test func manyNewFilesGoUpInBatchesAndAnOutageMidwayLosesNothing() async throws {
+        try await Fixture.with { f in
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            let names = (0..<100).map { String(format: "f%03d.txt", $0) }
+            for name in names { try write(Data(name.utf8), f, controller, name) }
+            // The store goes away after 40 creations: the journal batches in flight are cut short.
+            let calls = Recorder<ItemIdentifier?>()
+            let memory = f.memory
+            f.memory.setHook(for: .createItem) { identifier in
+                if calls.add(identifier) == 40 { memory.setFailure(FileProviderError(.serverUnreachable, "connection lost"), for: .createItem) }
+            }
+            await expectCode(.serverUnreachable) { try await controller.sync() }
+            let uploaded = names.filter { f.memory.contents(of: $0) != nil }
+            #expect(uploaded.count == 39)
+            for name in uploaded { #expect(try controller.record(at: name).state == .materialized, "\(name) is recorded") }
+            let unfinished = try f.manager.store.unfinishedOperations(domainID: controller.domainID)
+            #expect(unfinished.count <= DomainController.uploadDepth, "only operations that started stay in the journal")
+            #expect(unfinished.allSatisfy { $0.state == .pending && $0.operation == "create" })
+
+            f.memory.setFailure(nil, for: .createItem)
+            let report = try await controller.sync()
+            #expect(report.uploaded == 61)
+            for name in names { #expect(f.memory.contents(of: name) == Data(name.utf8)) }
+            #expect(f.memory.callCount(.createItem) == calls.values.count)
+            #expect(try f.manager.store.unfinishedOperations(domainID: controller.domainID).isEmpty)
+            #expect(try await controller.sync().uploaded == 0)
+        }
+    }
+
     @Test func oneBadItemDoesNotStopTheRest() async throws {
         try await Fixture.with { f in
             let controller = try await f.addDomain()

@@ -348,6 +348,33 @@ import Testing
         }
     }
 
+    @Test func openingEntriesTakesUnfinishedOnesAsReplaysAndWithdrawingGivesThemBack() throws {
+        try withStore { store, _ in
+            let id = try makeDomain(store)
+            var earlier = try store.journal(JournalEntry(domainID: id, templateIdentifier: "create:a.txt", operation: "create", payload: "{}"))
+            earlier.state = .pending
+            earlier.attempts = 2
+            try store.updateJournal(earlier)
+            let opened = try store.openJournalEntries(["create:a.txt", "create:b.txt", "modify:c"].map {
+                JournalEntry(domainID: id, templateIdentifier: $0, operation: "create", payload: "{}")
+            })
+            #expect(opened.map(\.replay) == [true, false, false])
+            #expect(opened[0].entry.id == earlier.id)
+            #expect(opened.map(\.entry.attempts) == [3, 1, 1])
+            #expect(opened.allSatisfy { $0.entry.state == .running && $0.entry.id != nil })
+            #expect(try store.unfinishedOperations(domainID: id).map(\.state) == [.running, .running, .running])
+
+            // Two of them ran and are recorded in one write; the other two are given back.
+            try store.save([record(id, "b.txt", size: 1), record(id, "d.txt", size: 2)], finishing: [opened[1].entry])
+            #expect(try store.item(domainID: id, path: "d.txt")?.size == 2)
+            try store.withdrawJournalEntries([opened[0], opened[2]])
+            let left = try store.unfinishedOperations(domainID: id)
+            #expect(left.map(\.templateIdentifier) == ["create:a.txt"], "a new entry that never ran is removed")
+            #expect(left.first?.state == .pending)
+            #expect(left.first?.attempts == 2, "an attempt that never ran is not counted")
+        }
+    }
+
     @Test func checkpointsSaveFetchRemove() throws {
         try withStore { store, _ in
             let id = try makeDomain(store)
