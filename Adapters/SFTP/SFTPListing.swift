@@ -12,16 +12,30 @@ enum SFTPListing {
 
     /// The entries that may become items of `folder`, sorted by the bytes of their names.
     static func decode(_ raw: [(name: [UInt8], attributes: RemoteAttributes)], in folder: SFTPPath) -> [Entry] {
+        // Sorted as raw bytes (one memcmp a comparison): the order of the decoded names, which
+        // are UTF-8, is the same.
+        let order = raw.indices.sorted { precedes(raw[$0].name, raw[$1].name) }
         var entries: [Entry] = []
         entries.reserveCapacity(raw.count)
-        for (bytes, attributes) in raw {
+        for index in order {
+            let (bytes, attributes) = raw[index]
             guard let name = Filename.decode(bytes), folder.allowsChild(named: name), attributes.kind != nil else {
                 continue
             }
             entries.append(Entry(name: name, attributes: attributes))
         }
-        entries.sort { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
         return entries
+    }
+
+    /// Whether `left` sorts before `right`, byte by byte.
+    static func precedes(_ left: [UInt8], _ right: [UInt8]) -> Bool {
+        let order = left.withUnsafeBufferPointer { l in
+            right.withUnsafeBufferPointer { r -> Int32 in
+                guard let a = l.baseAddress, let b = r.baseAddress else { return 0 }
+                return memcmp(a, b, min(l.count, r.count))
+            }
+        }
+        return order != 0 ? order < 0 : left.count < right.count
     }
 
     /// The index of the first entry sorted after `name`.
