@@ -69,36 +69,7 @@ struct JournalKey: Sendable {
     }
 
     /// The payload as a JSON object, keys sorted.
-    var payloadJSON: String {
-        var json = "{"
-        for (index, key) in payload.keys.sorted().enumerated() {
-            if index > 0 { json += "," }
-            Self.appendQuoted(key, to: &json)
-            json += ":"
-            Self.appendQuoted(payload[key] ?? "", to: &json)
-        }
-        return json + "}"
-    }
-
-    private static func appendQuoted(_ string: String, to json: inout String) {
-        json += "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": json += "\\\""
-            case "\\": json += "\\\\"
-            case "\n": json += "\\n"
-            case "\r": json += "\\r"
-            case "\t": json += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    json += "\\u00" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16)
-                } else {
-                    json.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        json += "\""
-    }
+    var payloadJSON: String { JSONText.object(payload) }
 }
 
 /// The journal entries of operations sent together (see `DomainController.sendTogether`):

@@ -70,7 +70,7 @@ import Testing
         }
 
         var round = 0
-        while round < 2 || (kills < 30 && round < 6) {
+        while round < 2 || (kills < 30 && round < 12) {
             round += 1
             // Downloads: new files in the store, materialized with -R; uploads: new files in the
             // replica, edits and renames of earlier ones, a folder renamed.

@@ -327,13 +327,19 @@ import Testing
         }
     }
 
+    /// A journal entry of a create written with `state` and `attempts`.
+    func openEntry(_ store: MetadataStore, _ id: Int64, _ template: String, state: JournalState, attempts: Int) throws -> JournalEntry {
+        var entry = try store.journal(JournalEntry(domainID: id, templateIdentifier: template, operation: "create", payload: "{}"))
+        entry.state = state
+        entry.attempts = attempts
+        try store.updateJournal(entry)
+        return entry
+    }
+
     @Test func savingAnOperationsResultClosesItsEntryInTheSameWrite() throws {
         try withStore { store, _ in
             let id = try makeDomain(store)
-            var entry = try store.journal(JournalEntry(domainID: id, templateIdentifier: "create:a.txt", operation: "create", payload: "{}"))
-            entry.state = .running
-            entry.attempts = 1
-            try store.updateJournal(entry)
+            let entry = try openEntry(store, id, "create:a.txt", state: .running, attempts: 1)
             try store.save(record(id, "a.txt", size: 3), finishing: entry)
             #expect(try store.item(domainID: id, path: "a.txt")?.size == 3)
             #expect(try store.unfinishedOperations(domainID: id).isEmpty)
@@ -351,10 +357,7 @@ import Testing
     @Test func openingEntriesTakesUnfinishedOnesAsReplaysAndWithdrawingGivesThemBack() throws {
         try withStore { store, _ in
             let id = try makeDomain(store)
-            var earlier = try store.journal(JournalEntry(domainID: id, templateIdentifier: "create:a.txt", operation: "create", payload: "{}"))
-            earlier.state = .pending
-            earlier.attempts = 2
-            try store.updateJournal(earlier)
+            let earlier = try openEntry(store, id, "create:a.txt", state: .pending, attempts: 2)
             let opened = try store.openJournalEntries(["create:a.txt", "create:b.txt", "modify:c"].map {
                 JournalEntry(domainID: id, templateIdentifier: $0, operation: "create", payload: "{}")
             })
