@@ -19,6 +19,8 @@ extension DomainController {
     func push(report: inout SyncReport, settleSeconds: Double) async throws(FileProviderError) {
         let started = Date()
         defer { report.phases.upload += Date().timeIntervalSince(started) }
+        let replica = self.replica
+        _ = try? await executor.run { replica.removeComparisonCopies() }
         // Old identifiers of items a folder move re-keyed in an earlier pass, to their new ones: a
         // placeholder the user moved before the folder move was sent still carries the old one.
         var renamed: [String: String] = [:]

@@ -73,23 +73,27 @@ struct JournalKey: Sendable {
 }
 
 /// The journal entries of operations sent together (see `DomainController.sendTogether`):
-/// opened ahead, several in one transaction, and finished together, several results in one
-/// transaction. A sync of 10,000 new files writes the database a few hundred times instead of
-/// 20,000 times.
+/// opened ahead, up to ``size`` in one transaction, and finished by group commit: a result is
+/// written at once unless a write is under way, and the results that arrive meanwhile go
+/// together in the next write. A sync of 10,000 new files writes the database a few hundred
+/// to a few thousand times instead of 20,000 times.
 ///
 /// Safe as the single entries are: an entry is `running` before its operation starts and done
 /// only in the transaction that records the result, so a process killed with results not yet
-/// written replays those operations with `mayAlreadyExist`.
+/// written replays those operations with `mayAlreadyExist`. Results are never held back to fill
+/// a batch: what a kill can leave unrecorded is what one write takes (a replay of an edit whose
+/// file changed again since cannot tell its own upload from someone else's and keeps both).
 final class JournalBatch: Sendable {
     /// The batch of the operations the current task belongs to, if any.
     @TaskLocal static var current: JournalBatch?
 
-    /// How many entries are opened, and how many results written, in one transaction.
+    /// How many entries are opened in one transaction.
     static let size = 32
 
     private struct State {
         var opened: [String: (entry: JournalEntry, replay: Bool)] = [:]
         var finished: [(entry: JournalEntry, record: ItemRecord)] = []
+        var isWriting = false
         var failure: FileProviderError?
     }
 
@@ -114,16 +118,25 @@ final class JournalBatch: Sendable {
         state.withLock { state in state.opened.removeValue(forKey: template) }
     }
 
-    /// Queues an operation's result; the batch writes it with others, once ``size`` are queued
-    /// or at ``close()``. A failed write is kept for ``close()`` to throw.
+    /// Records an operation's result: written now, with the results queued meanwhile, unless
+    /// another task is writing, which then writes this one too before it stops. A failed write
+    /// is kept for ``close()`` to throw.
     func finish(_ entry: JournalEntry, saving record: ItemRecord) {
-        let full = state.withLock { state -> [(entry: JournalEntry, record: ItemRecord)] in
+        var batch = state.withLock { state -> [(entry: JournalEntry, record: ItemRecord)] in
             state.finished.append((entry, record))
-            guard state.finished.count >= Self.size else { return [] }
+            if state.isWriting { return [] }
+            state.isWriting = true
             defer { state.finished.removeAll(keepingCapacity: true) }
             return state.finished
         }
-        write(full)
+        while !batch.isEmpty {
+            write(batch)
+            batch = state.withLock { state in
+                defer { state.finished.removeAll(keepingCapacity: true) }
+                if state.finished.isEmpty { state.isWriting = false }
+                return state.finished
+            }
+        }
     }
 
     /// Writes the queued results and gives back the entries of operations that never ran (their

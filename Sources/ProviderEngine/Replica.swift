@@ -165,6 +165,13 @@ public struct Replica: Sendable {
     /// The size of a file, or `nil` when it does not exist.
     public func fileSize(atPath target: String) -> Int64? { fingerprint(atPath: target)?.size }
 
+    /// Removes the staging copies that replays download to compare with a local file
+    /// (`*.compare`): only a process killed while comparing leaves one behind.
+    public func removeComparisonCopies() {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: staging.path) else { return }
+        for name in names where name.hasSuffix(".compare") { unlink(staging.path + "/" + name) }
+    }
+
     /// Creates (or truncates, with `truncate`) a staging file and returns its path.
     public func prepareStagingFile(named name: String, truncate: Bool) throws(FileProviderError) -> String {
         let target = staging.path + "/" + name
