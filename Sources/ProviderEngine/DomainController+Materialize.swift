@@ -31,12 +31,43 @@ extension DomainController {
                 outcomes.append(ItemOutcome(path: display(path), error: error))
             }
         }
+        // The folders are made first and populated after the downloads: a file about to be
+        // downloaded then never gets a placeholder just to have it replaced (two new files on
+        // disk per download instead of one; on a busy ext4 creating them cost as much as the
+        // downloads). Populating adopts what was downloaded and writes placeholders for the rest.
+        let parents = folders + files.map { Self.split($0.path).parent }
         do {
-            try await populateFolders(folders + files.map { Self.split($0.path).parent })
+            try await makeFolders(parents)
         } catch {
             return outcomes + files.map { ItemOutcome(path: display($0.path), error: error) }
         }
-        return outcomes + (await download(files, events: events))
+        outcomes += await download(files, events: events)
+        do {
+            try await populateFolders(parents)
+        } catch {
+            outcomes.append(ItemOutcome(path: display(parents.first ?? ""), error: error))
+        }
+        return outcomes
+    }
+
+    /// Makes these folders (relative paths) and the ones above them in the replica, so files
+    /// can be downloaded into them; their records are not changed (a dataless folder stays
+    /// dataless until it is populated).
+    /// - Throws: `localIOFailure` naming the folder that could not be made.
+    private func makeFolders(_ paths: [String]) async throws(FileProviderError) {
+        let replica = self.replica
+        let all = Set(paths.flatMap { path -> [String] in
+            var prefixes: [String] = []
+            var current = path
+            while !current.isEmpty {
+                prefixes.append(current)
+                current = Self.split(current).parent
+            }
+            return prefixes
+        }).sorted { $0.utf8.count < $1.utf8.count }
+        try await executor.run {
+            for path in all { try replica.makeFolder(path) }
+        }
     }
 
     /// Downloads files that are not materialized or are outdated, `downloadDepth` at a time, and

@@ -77,16 +77,22 @@ extension DomainController {
         let children = try store.children(domainID: domainID, parent: folder.identifier)
         let replica = self.replica
         let folders = children.filter { $0.kind == .folder }
-        let files = children.filter { $0.kind != .folder && $0.state != .materialized }
-        // Folders first, and local files that are in the way moved aside.
+        // Folders first, downloads adopted, and local files that are in the way moved aside.
         let taken = Set(children.map(\.path))
-        let (inodes, collisions) = try await executor.run {
-            () throws -> ([Int64?], [(String, String)]) in
+        let (inodes, collisions, adopted) = try await executor.run {
+            () throws -> ([Int64?], [(String, String)], [ItemRecord]) in
             try replica.makeFolder(path)
             var collisions: [(String, String)] = []
+            var adopted: [ItemRecord] = []
             for child in children where child.state != .materialized {
                 guard let print = replica.fingerprint(atPath: replica.path(child.path)) else { continue }
                 if child.kind == .folder && print.isDirectory { continue }
+                if Self.isDownload(of: child, print) {
+                    var child = child
+                    child.markMaterialized(contentVersion: child.contentVersion, fingerprint: print)
+                    adopted.append(child)
+                    continue
+                }
                 collisions.append(
                     (child.path, try Self.moveAside(child.path, avoiding: taken, in: replica)))
             }
@@ -95,8 +101,10 @@ extension DomainController {
                 try replica.makeFolder(child.path)
                 inodes.append(replica.fingerprint(atPath: replica.path(child.path))?.inode)
             }
-            return (inodes, collisions)
+            return (inodes, collisions, adopted)
         }
+        let adoptedPaths = Set(adopted.map(\.path))
+        let files = children.filter { $0.kind != .folder && $0.state != .materialized && !adoptedPaths.contains($0.path) }
         let errors = await writePlaceholders(files, creating: true)
         if let (index, error) = errors.first {
             throw FileProviderError(error.code, "\(display(files[index].path)): \(error.message)")
@@ -106,6 +114,7 @@ extension DomainController {
             child.localInode = inodes[index]
             return child
         }
+        upserts += adopted
         folder.isDataless = false
         upserts.append(folder)
         try store.apply(domainID: domainID, upserts: upserts, deletions: [])
@@ -117,6 +126,17 @@ extension DomainController {
                         "a local item had the name of an item of a folder that was not populated yet; it was renamed"
                 ))
         }
+    }
+
+    /// Whether a file in a folder being populated is the download of `record`: a recursive
+    /// materialize downloads before it populates, and a process that died in between (or a
+    /// `serve` populating meanwhile) finds the file unrecorded. A download has the item's size
+    /// and exactly its date; anything else is a local file in the way.
+    static func isDownload(of record: ItemRecord, _ print: FileFingerprint) -> Bool {
+        guard record.kind == .file, print.isRegularFile, print.size == record.size, let date = record.modificationDate else {
+            return false
+        }
+        return abs(Double(print.modificationNanos) / 1e9 - date.timeIntervalSince1970) < 1e-6
     }
 
     /// Renames a local item to the first free `name N.ext` beside it; returns the new path.

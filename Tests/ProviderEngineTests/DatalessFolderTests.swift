@@ -102,6 +102,46 @@ import Testing
         }
     }
 
+    @Test func aRecursiveMaterializeWritesNoPlaceholderForWhatItDownloads() async throws {
+        try await Fixture.with { f in
+            let controller = try await seeded(f)
+            let root = controller.replica.root
+            // Whenever a file is fetched, no placeholder of the files being downloaded exists yet.
+            let seen = Recorder<Bool>()
+            f.memory.setHook(for: .fetchContents) { _ in
+                seen.add(["a/x.txt", "a/b/y.bin"].contains { FileManager.default.fileExists(atPath: root.path + "/" + $0 + ".placeholder") })
+            }
+            f.memory.setFailure(FileProviderError(.serverUnreachable, "gone for a moment"), for: .fetchContents, times: 1)
+            let outcomes = await controller.materialize(paths: ["a"], recursive: true)
+            #expect(codes(outcomes).filter { $0 != nil } == [.serverUnreachable])
+            #expect(seen.values == [false, false])
+            // The failed one got its placeholder afterwards, and the folders are populated.
+            let files = tree(at: root).filter { $0.hasPrefix("a/") && !$0.hasSuffix("/") }
+            #expect(files.count == 2 && files.filter { $0.hasSuffix(".placeholder") }.count == 1, "\(files)")
+            #expect(try !record(controller, "a").isDataless && !record(controller, "a/b").isDataless)
+            #expect(codes(await controller.materialize(paths: ["a"], recursive: true)) == [nil])
+            #expect(try Data(contentsOf: f.url(controller, "a/b/y.bin")) == bytes(3000, seed: 7))
+            #expect(try Data(contentsOf: f.url(controller, "a/x.txt")) == Data("x".utf8))
+        }
+    }
+
+    @Test func aDownloadNotYetRecordedInADatalessFolderIsAdoptedNotMovedAside() async throws {
+        try await Fixture.with { f in
+            let controller = try await seeded(f)
+            // As if a recursive materialize renamed the download into place and died before it
+            // recorded it: the store's bytes with the item's size and date.
+            let z = try record(controller, "c/z.txt")
+            let url = f.url(controller, "c/z.txt")
+            try Data("store z".utf8).write(to: url)
+            try controller.replica.setModificationDate(try #require(z.modificationDate), atPath: url.path)
+            let report = try await controller.sync(populationBudget: 0)
+            #expect(report.uploaded == 0 && report.conflicts == 0, "\(report)")
+            #expect(try record(controller, "c/z.txt").state == .materialized)
+            #expect(tree(at: controller.replica.root).filter { $0.hasPrefix("c/") } == ["c/", "c/z.txt"])
+            #expect(f.memory.contents(of: "c/z 2.txt") == nil)
+        }
+    }
+
     @Test func aFileMadeInADatalessFolderIsKeptBesideTheStoresItems() async throws {
         try await Fixture.with { f in
             let controller = try await seeded(f)
