@@ -271,10 +271,8 @@ extension DomainController {
         if let opened = batch?.take(key.template) {
             (entry, replay) = opened
         } else {
-            guard let opened = try store.openJournalEntries([key.entry(domainID: domainID)]).first else {
-                throw FileProviderError(.localIOFailure, "the journal entry of \(key.template) was not written")
-            }
-            (entry, replay) = opened
+            // One entry in, one out.
+            (entry, replay) = try store.openJournalEntries([key.entry(domainID: domainID)])[0]
         }
         let step = JournalStep(store: store, entry: entry, replay: replay, batch: batch)
         do {

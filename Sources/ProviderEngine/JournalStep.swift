@@ -24,8 +24,8 @@ final class JournalStep {
     }
 
     /// Writes the operation's resulting item and marks the entry done, in one transaction
-    /// (one database write per upload fewer). In a ``JournalBatch`` both wait for the batch's
-    /// next write, which holds the results of several operations.
+    /// (one database write per upload fewer). In a ``JournalBatch`` that transaction may hold
+    /// the results of other operations too (see ``JournalBatch/finish(_:saving:)``).
     /// - Throws: `localIOFailure` when the database cannot be written; the entry stays open.
     func finish(saving record: ItemRecord) throws(FileProviderError) {
         if let batch {
@@ -95,6 +95,12 @@ final class JournalBatch: Sendable {
         var finished: [(entry: JournalEntry, record: ItemRecord)] = []
         var isWriting = false
         var failure: FileProviderError?
+
+        /// The queued results, leaving none queued.
+        mutating func takeFinished() -> [(entry: JournalEntry, record: ItemRecord)] {
+            defer { finished = [] }
+            return finished
+        }
     }
 
     private let store: MetadataStore
@@ -126,15 +132,13 @@ final class JournalBatch: Sendable {
             state.finished.append((entry, record))
             if state.isWriting { return [] }
             state.isWriting = true
-            defer { state.finished.removeAll(keepingCapacity: true) }
-            return state.finished
+            return state.takeFinished()
         }
         while !batch.isEmpty {
             write(batch)
             batch = state.withLock { state in
-                defer { state.finished.removeAll(keepingCapacity: true) }
                 if state.finished.isEmpty { state.isWriting = false }
-                return state.finished
+                return state.takeFinished()
             }
         }
     }
@@ -145,11 +149,8 @@ final class JournalBatch: Sendable {
     ///   are replayed by the next sync.
     func close() throws(FileProviderError) {
         let (finished, unused) = state.withLock { state in
-            defer {
-                state.finished = []
-                state.opened = [:]
-            }
-            return (state.finished, Array(state.opened.values))
+            defer { state.opened = [:] }
+            return (state.takeFinished(), Array(state.opened.values))
         }
         write(finished)
         do {
