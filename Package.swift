@@ -63,7 +63,7 @@ let package = Package(
             name: "fileproviderctl",
             dependencies: [
                 "ProviderCore", "ProviderStore", "ProviderEngine", "LocalAdapter", "SFTPAdapter",
-                "MediaAPIAdapter",
+                "MediaAPIAdapter", "CSystemShims",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

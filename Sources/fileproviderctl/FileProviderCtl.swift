@@ -1,4 +1,5 @@
 import ArgumentParser
+import CSystemShims
 import Foundation
 import ProviderCore
 
@@ -31,6 +32,7 @@ struct FileProviderCtl: AsyncParsableCommand {
 
     /// Runs the command, with exit codes 0 (success), 1 (failure) and 2 (usage).
     static func main() async {
+        retainFreedMemory()
         do {
             var command = try parseAsRoot()
             if var async = command as? any AsyncParsableCommand {
@@ -57,6 +59,16 @@ struct FileProviderCtl: AsyncParsableCommand {
             }
             exit(withError: error)
         }
+    }
+
+    /// Lets glibc keep up to 8 MiB of freed memory per arena instead of 128 KiB.
+    ///
+    /// libssh2 allocates every packet it receives and frees it once read; with glibc's default
+    /// the threads' arenas shrank and grew again constantly, and each page given back was
+    /// faulted in and zeroed anew (120,000 page faults per GiB downloaded over SFTP, about 4% of
+    /// the transfer's CPU). Memory actually in use is unaffected.
+    static func retainFreedMemory() {
+        _ = fp_set_trim_threshold(8 << 20)
     }
 
     static let usageCodes: Set<FileProviderError.Code> = [.invalidArgument, .providerDomainNotFound]

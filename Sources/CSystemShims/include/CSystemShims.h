@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #endif
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/fanotify.h>
@@ -13,6 +14,10 @@
 static inline int fp_rename_noreplace(const char *from, const char *to) {
     return renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
 }
+
+/// Lets glibc keep up to `bytes` of freed memory at the top of each arena before giving it
+/// back to the kernel (M_TRIM_THRESHOLD); returns 1 on success.
+static inline int fp_set_trim_threshold(int bytes) { return mallopt(M_TRIM_THRESHOLD, bytes); }
 
 /// UTIME_OMIT for utimensat.
 static inline long fp_utime_omit(void) { return UTIME_OMIT; }
