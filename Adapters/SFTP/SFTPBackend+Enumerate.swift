@@ -35,12 +35,13 @@ extension SFTPBackend {
     private func listPage(of path: SFTPPath, after: [UInt8]?, on connection: SFTPConnection)
         throws(FileProviderError) -> ItemPage
     {
-        let remote = try folderToList(path, on: connection)
+        let remote = path.remote(under: connection.rootPath)
         let entries: [SFTPListing.Entry]
         if after != nil, let cached = listings.listing(for: remote) {
+            try verifyFolder(path, on: connection)
             entries = cached
         } else {
-            entries = try readFolder(remote, path: path, on: connection)
+            entries = try readFolder(path, on: connection)
             if entries.count > pageSize { listings.store(entries, for: remote) } else { listings.remove(remote) }
         }
         var index = after.map { SFTPListing.firstIndex(in: entries, after: $0) } ?? 0
@@ -63,24 +64,56 @@ extension SFTPBackend {
         return ItemPage(items: items, nextPage: nextPage)
     }
 
-    /// Every safe entry of a folder, sorted by name.
-    func readFolder(_ remote: String, path: SFTPPath, on connection: SFTPConnection) throws(FileProviderError)
-        -> [SFTPListing.Entry]
+    /// Every safe entry of a folder, sorted by name, read only when the folder is reached
+    /// without passing a symlink (its real path is the path asked for).
+    ///
+    /// On the connection's second SFTP channel this takes two round trips for a folder of up to
+    /// 400 entries (see ``SFTPChannel``); without one, libssh2 asks for the real path, opens the
+    /// folder, reads 100 names a round trip and closes it: six round trips for 102 entries.
+    /// - Throws: `noSuchItem` when the folder does not exist or is reached through a symlink;
+    ///   `invalidArgument` when it is not a folder; `permissionDenied`; `serverUnreachable`.
+    func readFolder(_ path: SFTPPath, on connection: SFTPConnection) throws(FileProviderError) -> [SFTPListing.Entry] {
+        let remote = path.remote(under: connection.rootPath)
+        guard let channel = try connection.extensionChannel() else {
+            try verifyFolder(path, on: connection)
+            return SFTPListing.decode(try readFolderWithLibSSH2(remote, path: path, on: connection), in: path)
+        }
+        let opened = try channel.openFolder(remote, resolving: !path.isRoot, on: connection)
+        defer { if case .success(let handle) = opened.handle { channel.closeWithoutWaiting(handle, on: connection) } }
+        if let resolved = opened.resolved, try !resolved.get().elementsEqual(remote.utf8) {
+            throw symlinkRefused(path)
+        }
+        let handle: [UInt8]
+        switch opened.handle {
+        case .success(let value): handle = value
+        case .failure(let error): throw whyNotListed(path, remote, error, on: connection)
+        }
+        return SFTPListing.decode(try channel.readFolder(handle, path: remote, on: connection), in: path)
+    }
+
+    private func readFolderWithLibSSH2(_ remote: String, path: SFTPPath, on connection: SFTPConnection)
+        throws(FileProviderError) -> [(name: [UInt8], attributes: RemoteAttributes)]
     {
         let directory: SFTPFile
         do {
             directory = try connection.openDirectory(remote)
         } catch where error.code != .serverUnreachable {
-            // Only now ask why (a listing normally needs no stat of the folder). A dead
-            // connection is left alone: the pool replaces it.
-            if let attributes = try? connection.lstat(remote), attributes.kind != .folder {
-                throw FileProviderError(.invalidArgument, "\(path.display) is not a folder")
-            }
-            throw error
+            throw whyNotListed(path, remote, error, on: connection)
         }
         var raw: [(name: [UInt8], attributes: RemoteAttributes)] = []
         while let entry = try directory.nextEntry() { raw.append(entry) }
         try? directory.close()
-        return SFTPListing.decode(raw, in: path)
+        return raw
+    }
+
+    /// The error for a folder the server would not open: only now ask why (a listing normally
+    /// needs no stat of the folder). A dead connection is left alone: the pool replaces it.
+    private func whyNotListed(_ path: SFTPPath, _ remote: String, _ error: FileProviderError, on connection: SFTPConnection)
+        -> FileProviderError
+    {
+        if error.code != .serverUnreachable, let attributes = try? connection.lstat(remote), attributes.kind != .folder {
+            return FileProviderError(.invalidArgument, "\(path.display) is not a folder")
+        }
+        return error
     }
 }

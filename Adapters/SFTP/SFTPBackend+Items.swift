@@ -19,9 +19,12 @@ extension SFTPBackend {
         if path.isRoot { return }
         let remote = path.remote(under: connection.rootPath)
         let resolved = try connection.realpath(remote)
-        guard resolved.utf8.elementsEqual(remote.utf8) else {
-            throw FileProviderError(.noSuchItem, "\(path.display) is reached through a symlink; it is not followed")
-        }
+        guard resolved.utf8.elementsEqual(remote.utf8) else { throw symlinkRefused(path) }
+    }
+
+    /// The error for a folder reached through a symlink.
+    func symlinkRefused(_ path: SFTPPath) -> FileProviderError {
+        FileProviderError(.noSuchItem, "\(path.display) is reached through a symlink; it is not followed")
     }
 
     /// The item at a path as it is now.
@@ -54,15 +57,6 @@ extension SFTPBackend {
             throw FileProviderError(.invalidArgument, "\(path.display) is not a folder")
         }
         return remote
-    }
-
-    /// The remote path of a folder to list, in one round trip: its real path is the one asked
-    /// for only when it exists and nothing on the way, the folder included, is a symlink.
-    /// Whether it is a folder, opening it tells (see ``readFolder(_:path:on:)``).
-    /// - Throws: `noSuchItem` when it does not exist or is reached through a symlink.
-    func folderToList(_ path: SFTPPath, on connection: SFTPConnection) throws(FileProviderError) -> String {
-        try verifyFolder(path, on: connection)
-        return path.remote(under: connection.rootPath)
     }
 
     func rootItem(_ attributes: RemoteAttributes, remote: String) -> Item {

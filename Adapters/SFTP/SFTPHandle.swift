@@ -7,7 +7,8 @@ import ProviderCore
 #endif
 
 // The SFTP half of the libssh2 layer (see SSHSession.swift): every libssh2_sftp_* call, and
-// the mapping of SFTP status codes to FileProviderError.
+// the mapping of SFTP status codes to FileProviderError. SFTPChannel.swift speaks SFTP itself
+// on a second channel where libssh2's SFTP API falls short.
 
 /// The attributes of a remote file, as SFTP version 3 gives them (whole seconds, no inode).
 struct RemoteAttributes: Sendable, Hashable {
@@ -102,7 +103,7 @@ final class SFTPConnection: @unchecked Sendable {
     private(set) var hasBeenUsed = false
     /// OpenSSH's sftp-server takes SSH_FXP_SYMLINK's two paths in reverse order.
     let symlinkArgumentsReversed: Bool
-    private var extensions: ExtensionChannel?
+    private var extensions: SFTPChannel?
     private var extensionsFailed = false
 
     /// Connects, authenticates, starts SFTP and resolves the root folder.
@@ -142,7 +143,7 @@ final class SFTPConnection: @unchecked Sendable {
     /// that had worked before: nothing reached the server, the operation may run again.
     var diedBeforeDoingAnything: Bool { isDead && hasBeenUsed && callsInOperation <= 1 }
 
-    fileprivate func count() { callsInOperation += 1 }
+    func count() { callsInOperation += 1 }
 
     /// The error for the last failed call, marking the connection dead for transport errors.
     func failure(_ operation: String, path: String) -> FileProviderError {
@@ -292,11 +293,11 @@ final class SFTPConnection: @unchecked Sendable {
         return true
     }
 
-    private func extensionChannel() throws(FileProviderError) -> ExtensionChannel? {
+    func extensionChannel() throws(FileProviderError) -> SFTPChannel? {
         if let extensions { return extensions }
         if extensionsFailed { return nil }
         do throws(FileProviderError) {
-            extensions = try ExtensionChannel(connection: self)
+            extensions = try SFTPChannel(connection: self)
         } catch {
             if isDead { throw error }
             extensionsFailed = true
@@ -447,123 +448,6 @@ final class SFTPFile {
         if length < 0 { throw connection.failure("list", path: path) }
         if length == 0 { return nil }
         return (buffer.prefix(Int(length)).map { UInt8(bitPattern: $0) }, RemoteAttributes(attributes))
-    }
-}
-
-/// A second SFTP channel on the same session, spoken to directly, for the OpenSSH extensions
-/// libssh2 1.10 does not expose (`posix-rename@openssh.com`). Knows which extensions the server
-/// offers from its VERSION reply.
-final class ExtensionChannel {
-    private let channel: OpaquePointer
-    private var extensionNames: Set<String> = []
-    private var nextID: UInt32 = 1
-    /// Set when the session died: closing the channel would only wait for the timeout.
-    var sessionIsDead = false
-
-    init(connection: SFTPConnection) throws(FileProviderError) {
-        guard let channel = shim_libssh2_channel_open_session(connection.session.raw) else {
-            throw connection.failure("open an SFTP channel", path: "")
-        }
-        self.channel = channel
-        do throws(FileProviderError) {
-            if shim_libssh2_channel_subsystem(channel, "sftp") != 0 {
-                throw connection.failure("start the SFTP subsystem", path: "")
-            }
-            // SSH_FXP_INIT, version 3.
-            try send([1] + Self.u32(3), on: connection)
-            let reply = try receive(on: connection)
-            guard reply.first == 2, reply.count >= 5 else {
-                throw FileProviderError(.serverUnreachable, "the server's SFTP VERSION reply is malformed")
-            }
-            var index = 5
-            while let name = Self.string(reply, &index), Self.string(reply, &index) != nil {
-                extensionNames.insert(String(decoding: name, as: UTF8.self))
-            }
-        } catch {
-            sessionIsDead = connection.isDead
-            throw error
-        }
-    }
-
-    deinit {
-        if !sessionIsDead {
-            libssh2_channel_close(channel)
-            libssh2_channel_free(channel)
-        }
-    }
-
-    func offers(_ name: String) -> Bool { extensionNames.contains(name) }
-
-    /// Sends a request whose arguments are strings (SSH_FXP_SYMLINK = 20, SSH_FXP_EXTENDED = 200
-    /// with the extension's name first) and returns the status code of the reply.
-    func request(packetType: UInt8, _ arguments: [[UInt8]], on connection: SFTPConnection) throws(FileProviderError)
-        -> UInt32
-    {
-        let id = nextID
-        nextID &+= 1
-        var body: [UInt8] = [packetType] + Self.u32(id)
-        for argument in arguments { body += Self.u32(UInt32(argument.count)) + argument }
-        try send(body, on: connection)
-        let reply = try receive(on: connection)
-        // SSH_FXP_STATUS: type 101, id, code.
-        guard reply.count >= 9, reply[0] == 101, Self.readU32(reply, 1) == id else {
-            throw FileProviderError(.serverUnreachable, "unexpected reply to SFTP request \(packetType)")
-        }
-        return Self.readU32(reply, 5)
-    }
-
-    private func send(_ body: [UInt8], on connection: SFTPConnection) throws(FileProviderError) {
-        let packet = Self.u32(UInt32(body.count)) + body
-        var done = 0
-        while done < packet.count {
-            let count = packet.withUnsafeBytes { bytes in
-                shim_libssh2_channel_write(
-                    channel, bytes.baseAddress!.advanced(by: done).assumingMemoryBound(to: CChar.self),
-                    packet.count - done)
-            }
-            if count < 0 { throw connection.failure("send an SFTP request", path: "") }
-            done += count
-        }
-    }
-
-    private func receive(on connection: SFTPConnection) throws(FileProviderError) -> [UInt8] {
-        let header = try readExactly(4, on: connection)
-        let length = Int(Self.readU32(header, 0))
-        guard length > 0, length < 1 << 20 else {
-            throw FileProviderError(.serverUnreachable, "an SFTP reply of \(length) bytes")
-        }
-        return try readExactly(length, on: connection)
-    }
-
-    private func readExactly(_ count: Int, on connection: SFTPConnection) throws(FileProviderError) -> [UInt8] {
-        var buffer = [UInt8](repeating: 0, count: count)
-        var done = 0
-        while done < count {
-            let got = buffer.withUnsafeMutableBytes { bytes in
-                shim_libssh2_channel_read(
-                    channel, bytes.baseAddress!.advanced(by: done).assumingMemoryBound(to: CChar.self), count - done)
-            }
-            if got < 0 { throw connection.failure("read an SFTP reply", path: "") }
-            if got == 0 { throw FileProviderError(.serverUnreachable, "the SFTP channel closed") }
-            done += got
-        }
-        return buffer
-    }
-
-    private static func u32(_ value: UInt32) -> [UInt8] {
-        [UInt8(value >> 24), UInt8(value >> 16 & 0xff), UInt8(value >> 8 & 0xff), UInt8(value & 0xff)]
-    }
-
-    private static func readU32(_ bytes: [UInt8], _ at: Int) -> UInt32 {
-        UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8 | UInt32(bytes[at + 3])
-    }
-
-    private static func string(_ bytes: [UInt8], _ index: inout Int) -> [UInt8]? {
-        guard index + 4 <= bytes.count else { return nil }
-        let length = Int(readU32(bytes, index))
-        guard index + 4 + length <= bytes.count else { return nil }
-        defer { index += 4 + length }
-        return Array(bytes[(index + 4)..<(index + 4 + length)])
     }
 }
 
