@@ -15,11 +15,13 @@ import ProviderCore
 /// request nobody waits for (closing a listed folder) is dropped when it arrives, while a later
 /// request waits for its own.
 final class SFTPChannel {
-    private let channel: OpaquePointer
+    let channel: OpaquePointer
     private var extensionNames: Set<String> = []
     private var nextID: UInt32 = 1
     /// Requests whose replies are dropped when they arrive.
-    private var forgotten: Set<UInt32> = []
+    var forgotten: Set<UInt32> = []
+    /// What ``readLength(on:)`` found: 0 when reads go through libssh2; `nil` until asked.
+    var knownReadLength: Int?
     /// Set when the session died: closing the channel would only wait for the timeout.
     var sessionIsDead = false
 
@@ -72,13 +74,20 @@ final class SFTPChannel {
     enum Packet {
         static let initialize: UInt8 = 1
         static let version: UInt8 = 2
+        static let open: UInt8 = 3
         static let close: UInt8 = 4
+        static let read: UInt8 = 5
+        static let fileStatus: UInt8 = 8
         static let openDirectory: UInt8 = 11
         static let readDirectory: UInt8 = 12
         static let realPath: UInt8 = 16
         static let status: UInt8 = 101
         static let handle: UInt8 = 102
+        static let data: UInt8 = 103
         static let name: UInt8 = 104
+        static let attributes: UInt8 = 105
+        static let extended: UInt8 = 200
+        static let extendedReply: UInt8 = 201
     }
 
     /// SSH_FX_EOF.
@@ -175,14 +184,14 @@ final class SFTPChannel {
 
     // MARK: Packets
 
-    private func takeID() -> UInt32 {
+    func takeID() -> UInt32 {
         defer { nextID &+= 1 }
         return nextID
     }
 
     /// The replies to `ids`, in the order of `ids`, whatever order they arrive in; replies to
     /// forgotten requests are dropped on the way.
-    private func replies(to ids: [UInt32], on connection: SFTPConnection) throws(FileProviderError) -> [Reply] {
+    func replies(to ids: [UInt32], on connection: SFTPConnection) throws(FileProviderError) -> [Reply] {
         var found: [UInt32: Reply] = [:]
         while found.count < ids.count {
             var reader = try SFTPReader(receive(on: connection))
@@ -197,7 +206,7 @@ final class SFTPChannel {
         return ids.map { found[$0]! }
     }
 
-    private func send(_ packet: [UInt8], on connection: SFTPConnection) throws(FileProviderError) {
+    func send(_ packet: [UInt8], on connection: SFTPConnection) throws(FileProviderError) {
         connection.count()
         var done = 0
         while done < packet.count {
@@ -215,7 +224,7 @@ final class SFTPChannel {
     ///
     /// - Throws: `serverUnreachable` when the channel breaks or closes, or the packet's length
     ///   is 0 or over 1 MiB (OpenSSH sends at most 256 KiB).
-    private func receive(on connection: SFTPConnection) throws(FileProviderError) -> [UInt8] {
+    func receive(on connection: SFTPConnection) throws(FileProviderError) -> [UInt8] {
         let header = try readExactly(4, on: connection)
         let length = Int(header[0]) << 24 | Int(header[1]) << 16 | Int(header[2]) << 8 | Int(header[3])
         guard length > 0, length < 1 << 20 else {
@@ -224,19 +233,34 @@ final class SFTPChannel {
         return try readExactly(length, on: connection)
     }
 
-    private func readExactly(_ count: Int, on connection: SFTPConnection) throws(FileProviderError) -> [UInt8] {
+    func readExactly(_ count: Int, on connection: SFTPConnection) throws(FileProviderError) -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: count)
-        var done = 0
-        while done < count {
-            let got = buffer.withUnsafeMutableBytes { bytes in
-                shim_libssh2_channel_read(
-                    channel, bytes.baseAddress!.advanced(by: done).assumingMemoryBound(to: CChar.self), count - done)
+        let failure = buffer.withUnsafeMutableBytes { bytes -> FileProviderError? in
+            do throws(FileProviderError) {
+                try readExactly(into: bytes, on: connection)
+                return nil
+            } catch {
+                return error
             }
+        }
+        if let failure { throw failure }
+        return buffer
+    }
+
+    /// Fills `buffer` with the channel's next bytes.
+    ///
+    /// - Throws: `serverUnreachable` when the channel breaks or closes first.
+    func readExactly(into buffer: UnsafeMutableRawBufferPointer, on connection: SFTPConnection)
+        throws(FileProviderError)
+    {
+        var done = 0
+        while done < buffer.count {
+            let got = shim_libssh2_channel_read(
+                channel, buffer.baseAddress!.advanced(by: done).assumingMemoryBound(to: CChar.self), buffer.count - done)
             if got < 0 { throw connection.failure("read an SFTP reply", path: "") }
             if got == 0 { throw FileProviderError(.serverUnreachable, "the SFTP channel closed") }
             done += got
         }
-        return buffer
     }
 }
 
@@ -245,9 +269,10 @@ struct PacketWriter {
     private(set) var bytes: [UInt8] = []
 
     /// Appends a request whose arguments are strings and returns its id.
+    /// `trailing` (fixed-size fields) goes after the strings.
     @discardableResult
-    mutating func append(_ type: UInt8, id: UInt32, _ arguments: [[UInt8]]) -> UInt32 {
-        let length = 5 + arguments.reduce(0) { $0 + 4 + $1.count }
+    mutating func append(_ type: UInt8, id: UInt32, _ arguments: [[UInt8]], trailing: [UInt8] = []) -> UInt32 {
+        let length = 5 + arguments.reduce(0) { $0 + 4 + $1.count } + trailing.count
         appendU32(UInt32(length))
         bytes.append(type)
         appendU32(id)
@@ -255,10 +280,11 @@ struct PacketWriter {
             appendU32(UInt32(argument.count))
             bytes += argument
         }
+        bytes += trailing
         return id
     }
 
-    private mutating func appendU32(_ value: UInt32) {
+    mutating func appendU32(_ value: UInt32) {
         bytes += [UInt8(value >> 24), UInt8(value >> 16 & 0xff), UInt8(value >> 8 & 0xff), UInt8(value & 0xff)]
     }
 }

@@ -1,0 +1,265 @@
+import CLibSSH2
+import Foundation
+import ProviderCore
+
+// Downloads over the second channel: large reads, several in flight, each reply's data read
+// straight into the caller's buffer.
+
+/// A file opened for reading on an ``SFTPChannel``.
+struct ChannelFile {
+    var handle: [UInt8]
+    /// The path on the server, for messages.
+    var path: String
+}
+
+extension SFTPChannel {
+    /// The reads kept in flight by ``read(_:_:chunk:into:on:cancellation:stop:write:advanced:)``.
+    static let readsInFlight = 4
+    /// The largest read asked for (OpenSSH answers up to 255 KiB in full).
+    static let largestRead = 255 * 1024
+
+    /// How many bytes one read may ask for and get in full, from the server's
+    /// `limits@openssh.com` (at most ``largestRead``); `nil` when the server does not offer
+    /// it, so a read might come back short (then downloads go through libssh2's reads).
+    /// Asked once per channel.
+    /// - Throws: `serverUnreachable` when the connection breaks or the reply is malformed.
+    func readLength(on connection: SFTPConnection) throws(FileProviderError) -> Int? {
+        if let known = knownReadLength { return known > 0 ? known : nil }
+        guard offers("limits@openssh.com") else {
+            knownReadLength = 0
+            return nil
+        }
+        var packets = PacketWriter()
+        let id = packets.append(Packet.extended, id: takeID(), [Array("limits@openssh.com".utf8)])
+        try send(packets.bytes, on: connection)
+        var reply = try replies(to: [id], on: connection)[0]
+        guard reply.type == Packet.extendedReply else {
+            knownReadLength = 0
+            return nil
+        }
+        _ = try reply.reader.u64()  // the largest packet
+        let readLimit = try reply.reader.u64()
+        // Below 32 KiB, libssh2's own reads (30,000 bytes) are as good.
+        knownReadLength = readLimit >= 32 * 1024 ? Int(min(readLimit, UInt64(Self.largestRead))) : 0
+        return knownReadLength! > 0 ? knownReadLength : nil
+    }
+
+    /// Opens a file for reading and reads its attributes through the handle.
+    ///
+    /// - Throws: the error of the SFTP status the server answered with, naming `path`;
+    ///   `serverUnreachable` when the connection breaks or a reply is malformed.
+    func openForReading(_ path: String, on connection: SFTPConnection) throws(FileProviderError)
+        -> (file: ChannelFile, attributes: RemoteAttributes)
+    {
+        var packets = PacketWriter()
+        // SSH_FXP_OPEN: the path, SSH_FXF_READ, no attributes.
+        let openID = packets.append(Packet.open, id: takeID(), [Array(path.utf8)], trailing: [0, 0, 0, 1, 0, 0, 0, 0])
+        try send(packets.bytes, on: connection)
+        var opened = try replies(to: [openID], on: connection)[0]
+        let handle = try opened.string(expecting: Packet.handle, "open", path).get()
+        let file = ChannelFile(handle: handle, path: path)
+        do throws(FileProviderError) {
+            var status = PacketWriter()
+            let statusID = status.append(Packet.fileStatus, id: takeID(), [handle])
+            try send(status.bytes, on: connection)
+            var reply = try replies(to: [statusID], on: connection)[0]
+            switch reply.type {
+            case Packet.attributes: return (file, try reply.reader.attributes())
+            case Packet.status:
+                throw SFTPStatus.error(UInt(try reply.reader.u32()), operation: "stat", path: path)
+            default: throw Reply.unexpected(reply.type, "stat", path)
+            }
+        } catch {
+            if !connection.isDead { closeWithoutWaiting(handle, on: connection) }
+            throw error
+        }
+    }
+
+    /// Reads `range` of `file` over this channel; see ``RangeReader/read(_:_:chunk:into:over:cancellation:stop:write:advanced:)``.
+    func read(
+        _ file: ChannelFile, _ range: Range<Int64>, chunk: Int, into buffer: UnsafeMutableRawBufferPointer,
+        on connection: SFTPConnection, cancellation: CancellationFlag, stop: () -> Bool,
+        write: (UnsafeRawBufferPointer, Int64) throws(FileProviderError) -> Void,
+        advanced: (Int64) -> Void
+    ) throws(FileProviderError) {
+        try RangeReader.read(
+            file, range, chunk: chunk, into: buffer, over: Stream(channel: self, connection: connection),
+            cancellation: cancellation, stop: stop, write: write, advanced: advanced)
+    }
+
+    /// The channel as ``RangeReader`` uses it.
+    struct Stream: SFTPStream {
+        let channel: SFTPChannel
+        let connection: SFTPConnection
+
+        func nextID() -> UInt32 { channel.takeID() }
+        func send(_ packet: [UInt8]) throws(FileProviderError) { try channel.send(packet, on: connection) }
+        func receive(into buffer: UnsafeMutableRawBufferPointer) throws(FileProviderError) {
+            try channel.readExactly(into: buffer, on: connection)
+        }
+        func forget(_ ids: [UInt32]) {
+            if !connection.isDead { channel.forgotten.formUnion(ids) }
+        }
+        func isForgotten(_ id: UInt32) -> Bool { channel.forgotten.remove(id) != nil }
+    }
+}
+
+/// An SFTP channel's byte stream as ``RangeReader`` needs it (a protocol, so tests can play
+/// the server's part).
+protocol SFTPStream {
+    /// A fresh request id.
+    func nextID() -> UInt32
+    /// Sends whole packets.
+    func send(_ packet: [UInt8]) throws(FileProviderError)
+    /// Fills `buffer` with the next bytes from the server.
+    func receive(into buffer: UnsafeMutableRawBufferPointer) throws(FileProviderError)
+    /// Drops the replies to these requests when they arrive.
+    func forget(_ ids: [UInt32])
+    /// Whether the reply with this id is one to drop (then it is no longer awaited).
+    func isForgotten(_ id: UInt32) -> Bool
+}
+
+extension SFTPStream {
+    func receive(_ count: Int) throws(FileProviderError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        let failure = bytes.withUnsafeMutableBytes { buffer -> FileProviderError? in
+            do throws(FileProviderError) {
+                try receive(into: buffer)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        if let failure { throw failure }
+        return bytes
+    }
+}
+
+/// Reads a range of a file opened on an SFTP channel with several large reads in flight.
+enum RangeReader {
+    /// Reads `range` of `file` in reads of `chunk` bytes, ``SFTPChannel/readsInFlight`` of them
+    /// in flight, and gives each reply's bytes to `write` with their offset as they arrive
+    /// (in any order the server answers). `advanced` is told how many more bytes from the
+    /// start of the range are written without a gap.
+    ///
+    /// A reply shorter than asked is followed by a read of the rest. Stops (without an error)
+    /// before the next reply when `stop` says so; replies still on their way are dropped
+    /// when they arrive.
+    /// - Throws: `versionNoLongerAvailable` when the file ends before `range` does; the error of
+    ///   the SFTP status the server answered with; `serverUnreachable` when the connection
+    ///   breaks or a reply is malformed (longer than asked, lengths that disagree, an id never
+    ///   sent); what `write` throws; `cancelled`.
+    static func read(
+        _ file: ChannelFile, _ range: Range<Int64>, chunk: Int, into buffer: UnsafeMutableRawBufferPointer,
+        over stream: some SFTPStream, cancellation: CancellationFlag, stop: () -> Bool,
+        write: (UnsafeRawBufferPointer, Int64) throws(FileProviderError) -> Void,
+        advanced: (Int64) -> Void
+    ) throws(FileProviderError) {
+        precondition(chunk > 0 && buffer.count >= chunk)
+        typealias Packet = SFTPChannel.Packet
+        var next = range.lowerBound
+        var pending: [UInt32: (offset: Int64, length: Int)] = [:]
+        // Pieces written past the gap-free prefix: start → end.
+        var finished: [Int64: Int64] = [:]
+        var prefix = range.lowerBound
+        defer { if !pending.isEmpty { stream.forget(Array(pending.keys)) } }
+        func ask(_ offset: Int64, _ length: Int, into packets: inout PacketWriter) {
+            let id = packets.appendRead(id: stream.nextID(), handle: file.handle, offset: offset, length: length)
+            pending[id] = (offset, length)
+        }
+        func fill() throws(FileProviderError) {
+            var packets = PacketWriter()
+            while pending.count < SFTPChannel.readsInFlight, next < range.upperBound {
+                let length = Int(min(Int64(chunk), range.upperBound - next))
+                ask(next, length, into: &packets)
+                next += Int64(length)
+            }
+            if !packets.bytes.isEmpty { try stream.send(packets.bytes) }
+        }
+        try fill()
+        while prefix < range.upperBound {
+            try cancellation.check()
+            if stop() { return }
+            var header = SFTPReader(try stream.receive(9))
+            let length = Int(try header.u32())
+            let type = try header.byte()
+            let id = try header.u32()
+            guard length >= 5, length < 1 << 20 else {
+                throw FileProviderError(.serverUnreachable, "an SFTP reply of \(length) bytes")
+            }
+            if stream.isForgotten(id) {
+                try skip(length - 5, through: buffer, over: stream)
+                continue
+            }
+            guard let request = pending.removeValue(forKey: id) else {
+                throw FileProviderError(.serverUnreachable, "the server answered an SFTP request that was not made (id \(id))")
+            }
+            switch type {
+            case Packet.data:
+                guard length >= 9 else { throw malformed(file) }
+                var field = SFTPReader(try stream.receive(4))
+                let count = Int(try field.u32())
+                guard count + 9 == length, count <= request.length else { throw malformed(file) }
+                if count == 0 { throw ended(file, at: request.offset, range) }
+                let piece = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
+                try stream.receive(into: piece)
+                try write(UnsafeRawBufferPointer(piece), request.offset)
+                if count < request.length {
+                    var packets = PacketWriter()
+                    ask(request.offset + Int64(count), request.length - count, into: &packets)
+                    try stream.send(packets.bytes)
+                }
+                finished[request.offset] = request.offset + Int64(count)
+                let before = prefix
+                while let end = finished.removeValue(forKey: prefix) { prefix = end }
+                if prefix > before { advanced(prefix - before) }
+            case Packet.status:
+                var body = SFTPReader(try stream.receive(length - 5))
+                let code = try body.u32()
+                if code == SFTPChannel.endOfFile { throw ended(file, at: request.offset, range) }
+                throw SFTPStatus.error(UInt(code), operation: "read", path: file.path)
+            default:
+                throw Reply.unexpected(type, "read", file.path)
+            }
+            try fill()
+        }
+    }
+
+    private static func malformed(_ file: ChannelFile) -> FileProviderError {
+        FileProviderError(.serverUnreachable, "read \(file.path): the server sent a malformed DATA reply")
+    }
+
+    private static func ended(_ file: ChannelFile, at offset: Int64, _ range: Range<Int64>) -> FileProviderError {
+        FileProviderError(
+            .versionNoLongerAvailable,
+            "\(file.path) ended at \(offset) bytes while it was read, expected at least \(range.upperBound); fetch it again")
+    }
+
+    /// Reads and drops `count` bytes of a reply, through `buffer`.
+    private static func skip(_ count: Int, through buffer: UnsafeMutableRawBufferPointer, over stream: some SFTPStream)
+        throws(FileProviderError)
+    {
+        var left = count
+        while left > 0 {
+            let part = min(left, buffer.count)
+            try stream.receive(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<part]))
+            left -= part
+        }
+    }
+}
+
+extension PacketWriter {
+    /// Appends SSH_FXP_READ: the handle, the offset and the length.
+    mutating func appendRead(id: UInt32, handle: [UInt8], offset: Int64, length: Int) -> UInt32 {
+        append(
+            SFTPChannel.Packet.read, id: id, [handle],
+            trailing: [
+                UInt8(truncatingIfNeeded: offset >> 56), UInt8(truncatingIfNeeded: offset >> 48),
+                UInt8(truncatingIfNeeded: offset >> 40), UInt8(truncatingIfNeeded: offset >> 32),
+                UInt8(truncatingIfNeeded: offset >> 24), UInt8(truncatingIfNeeded: offset >> 16),
+                UInt8(truncatingIfNeeded: offset >> 8), UInt8(truncatingIfNeeded: offset),
+                UInt8(truncatingIfNeeded: length >> 24), UInt8(truncatingIfNeeded: length >> 16),
+                UInt8(truncatingIfNeeded: length >> 8), UInt8(truncatingIfNeeded: length),
+            ])
+    }
+}
