@@ -115,8 +115,10 @@ extension SFTPBackend {
         let remote = located.remote
         let overChannel = item.size - start >= Self.channelReadThreshold
         sharing(streams) { connection, yield throws(FileProviderError) in
-            if overChannel, try Self.readRangesOverChannel(
-                located, on: connection, schedule, to: output, helper: true, cancellation: cancellation, yield: yield)
+            if overChannel,
+                try Self.readRangesOverChannel(
+                    located, on: connection, schedule, to: output, helper: true, cancellation: cancellation,
+                    yield: yield)
             {
                 return
             }
@@ -129,9 +131,10 @@ extension SFTPBackend {
             Self.readRanges(of: file, schedule, to: output, size: item.size, cancellation: cancellation, yield: yield)
         } _: {
             do throws(FileProviderError) {
-                if overChannel, try Self.readRangesOverChannel(
-                    located, on: connection, schedule, to: output, helper: false, cancellation: cancellation,
-                    yield: { false })
+                if overChannel,
+                    try Self.readRangesOverChannel(
+                        located, on: connection, schedule, to: output, helper: false, cancellation: cancellation,
+                        yield: { false })
                 {
                     return
                 }
