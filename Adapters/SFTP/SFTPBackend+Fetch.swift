@@ -9,10 +9,11 @@ extension SFTPBackend {
     static let rangedTransferThreshold: Int64 = 16 << 20
     /// The size of one range of a ranged transfer.
     static let rangeSize: Int64 = 8 << 20
-    /// Files with at least this much left are read over the second channel (see
-    /// ``readRangesOverChannel(_:on:_:to:helper:cancellation:yield:)``); smaller ones would
-    /// pay its extra open for little.
-    static let channelReadThreshold: Int64 = 2 << 20
+    /// Transfers of at least this much go over the second channel (see
+    /// ``readRangesOverChannel(_:on:_:to:helper:cancellation:yield:)`` and
+    /// ``writeRangesOverChannel(from:to:on:_:cancellation:yield:)``); smaller ones would pay
+    /// its extra open and close for little.
+    static let channelTransferThreshold: Int64 = 2 << 20
 
     /// The most connections a ranged transfer uses (the operation's own and free ones).
     ///
@@ -113,7 +114,7 @@ extension SFTPBackend {
             progress?(prefix, item.size)
         }
         let remote = located.remote
-        let overChannel = item.size - start >= Self.channelReadThreshold
+        let overChannel = item.size - start >= Self.channelTransferThreshold
         sharing(streams) { connection, yield throws(FileProviderError) in
             if overChannel,
                 try Self.readRangesOverChannel(
@@ -160,7 +161,7 @@ extension SFTPBackend {
     }
 
     /// Reads the ranges `schedule` hands out over the connection's second SFTP channel, in
-    /// reads as large as the server answers in full (`limits@openssh.com`, up to 255 KiB, four
+    /// reads as large as the server answers in full (`limits@openssh.com`, up to 252 KiB, four
     /// in flight) instead of libssh2's 30,000-byte ones, each reply read straight into the
     /// buffer that is written out. Fewer, larger requests cost the server less CPU per byte
     /// and spare a copy on our side. Opens the file on the channel and checks it is the
@@ -175,7 +176,8 @@ extension SFTPBackend {
         _ located: LocatedItem, on connection: SFTPConnection, _ schedule: RangeSchedule, to output: LocalFile,
         helper: Bool, cancellation: CancellationFlag, yield: () -> Bool
     ) throws(FileProviderError) -> Bool {
-        guard let channel = try connection.extensionChannel(), let chunk = try channel.readLength(on: connection) else {
+        guard let channel = try connection.extensionChannel(), let chunk = try channel.transferLimits(on: connection)?.read
+        else {
             return false
         }
         let item = located.item

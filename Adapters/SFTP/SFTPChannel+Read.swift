@@ -15,33 +15,33 @@ struct ChannelFile {
 extension SFTPChannel {
     /// The reads kept in flight by ``read(_:_:chunk:into:on:cancellation:stop:write:advanced:)``.
     static let readsInFlight = 4
-    /// The largest read asked for (OpenSSH answers up to 255 KiB in full).
-    static let largestRead = 255 * 1024
+    /// The largest read or write asked for: 63 pages, so that pieces start on page boundaries
+    /// (OpenSSH takes up to 255 KiB).
+    static let largestTransfer = 252 * 1024
 
-    /// How many bytes one read may ask for and get in full, from the server's
-    /// `limits@openssh.com` (at most ``largestRead``); `nil` when the server does not offer
-    /// it, so a read might come back short (then downloads go through libssh2's reads).
-    /// Asked once per channel.
+    /// What one read may ask for and get in full, and what one write may carry, from the
+    /// server's `limits@openssh.com`, in whole pages up to ``largestTransfer``; `nil` when the
+    /// server does not offer it or says less than 32 KiB (then transfers go through libssh2,
+    /// whose requests carry 30,000 bytes). Asked once per channel.
     /// - Throws: `serverUnreachable` when the connection breaks or the reply is malformed.
-    func readLength(on connection: SFTPConnection) throws(FileProviderError) -> Int? {
-        if let known = knownReadLength { return known > 0 ? known : nil }
-        guard offers("limits@openssh.com") else {
-            knownReadLength = 0
-            return nil
-        }
+    func transferLimits(on connection: SFTPConnection) throws(FileProviderError) -> (read: Int, write: Int)? {
+        if let known = knownLimits { return known.read > 0 ? known : nil }
+        knownLimits = (0, 0)
+        guard offers("limits@openssh.com") else { return nil }
         var packets = PacketWriter()
         let id = packets.append(Packet.extended, id: takeID(), [Array("limits@openssh.com".utf8)])
         try send(packets.bytes, on: connection)
         var reply = try replies(to: [id], on: connection)[0]
-        guard reply.type == Packet.extendedReply else {
-            knownReadLength = 0
-            return nil
-        }
+        guard reply.type == Packet.extendedReply else { return nil }
         _ = try reply.reader.u64()  // the largest packet
-        let readLimit = try reply.reader.u64()
-        // Below 32 KiB, libssh2's own reads (30,000 bytes) are as good.
-        knownReadLength = readLimit >= 32 * 1024 ? Int(min(readLimit, UInt64(Self.largestRead))) : 0
-        return knownReadLength! > 0 ? knownReadLength : nil
+        let read = try reply.reader.u64()
+        let write = try reply.reader.u64()
+        func usable(_ limit: UInt64) -> Int {
+            limit < 32 * 1024 ? 0 : Int(min(limit, UInt64(Self.largestTransfer))) / 4096 * 4096
+        }
+        guard usable(read) > 0, usable(write) > 0 else { return nil }
+        knownLimits = (usable(read), usable(write))
+        return knownLimits
     }
 
     /// Opens a file for reading and reads its attributes through the handle.
@@ -94,6 +94,7 @@ extension SFTPChannel {
 
         func nextID() -> UInt32 { channel.takeID() }
         func send(_ packet: [UInt8]) throws(FileProviderError) { try channel.send(packet, on: connection) }
+        func send(_ bytes: UnsafeRawBufferPointer) throws(FileProviderError) { try channel.send(bytes, on: connection) }
         func receive(into buffer: UnsafeMutableRawBufferPointer) throws(FileProviderError) {
             try channel.readExactly(into: buffer, on: connection)
         }
@@ -111,6 +112,8 @@ protocol SFTPStream {
     func nextID() -> UInt32
     /// Sends whole packets.
     func send(_ packet: [UInt8]) throws(FileProviderError)
+    /// Sends whole packets from memory the caller owns.
+    func send(_ bytes: UnsafeRawBufferPointer) throws(FileProviderError)
     /// Fills `buffer` with the next bytes from the server.
     func receive(into buffer: UnsafeMutableRawBufferPointer) throws(FileProviderError)
     /// Drops the replies to these requests when they arrive.
@@ -253,13 +256,6 @@ extension PacketWriter {
     mutating func appendRead(id: UInt32, handle: [UInt8], offset: Int64, length: Int) -> UInt32 {
         append(
             SFTPChannel.Packet.read, id: id, [handle],
-            trailing: [
-                UInt8(truncatingIfNeeded: offset >> 56), UInt8(truncatingIfNeeded: offset >> 48),
-                UInt8(truncatingIfNeeded: offset >> 40), UInt8(truncatingIfNeeded: offset >> 32),
-                UInt8(truncatingIfNeeded: offset >> 24), UInt8(truncatingIfNeeded: offset >> 16),
-                UInt8(truncatingIfNeeded: offset >> 8), UInt8(truncatingIfNeeded: offset),
-                UInt8(truncatingIfNeeded: length >> 24), UInt8(truncatingIfNeeded: length >> 16),
-                UInt8(truncatingIfNeeded: length >> 8), UInt8(truncatingIfNeeded: length),
-            ])
+            trailing: Self.u64(UInt64(offset)) + Self.u32(UInt32(length)))
     }
 }

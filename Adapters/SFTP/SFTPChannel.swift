@@ -20,8 +20,9 @@ final class SFTPChannel {
     private var nextID: UInt32 = 1
     /// Requests whose replies are dropped when they arrive.
     var forgotten: Set<UInt32> = []
-    /// What ``readLength(on:)`` found: 0 when reads go through libssh2; `nil` until asked.
-    var knownReadLength: Int?
+    /// What ``transferLimits(on:)`` found: zeros when transfers go through libssh2; `nil`
+    /// until asked.
+    var knownLimits: (read: Int, write: Int)?
     /// Set when the session died: closing the channel would only wait for the timeout.
     var sessionIsDead = false
 
@@ -77,6 +78,7 @@ final class SFTPChannel {
         static let open: UInt8 = 3
         static let close: UInt8 = 4
         static let read: UInt8 = 5
+        static let write: UInt8 = 6
         static let fileStatus: UInt8 = 8
         static let openDirectory: UInt8 = 11
         static let readDirectory: UInt8 = 12
@@ -207,14 +209,27 @@ final class SFTPChannel {
     }
 
     func send(_ packet: [UInt8], on connection: SFTPConnection) throws(FileProviderError) {
+        let failure = packet.withUnsafeBytes { bytes -> FileProviderError? in
+            do throws(FileProviderError) {
+                try send(bytes, on: connection)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Sends whole packets from `bytes`.
+    ///
+    /// - Throws: `serverUnreachable` (or what the failed libssh2 call maps to) when the channel
+    ///   breaks.
+    func send(_ bytes: UnsafeRawBufferPointer, on connection: SFTPConnection) throws(FileProviderError) {
         connection.count()
         var done = 0
-        while done < packet.count {
-            let count = packet.withUnsafeBytes { bytes in
-                shim_libssh2_channel_write(
-                    channel, bytes.baseAddress!.advanced(by: done).assumingMemoryBound(to: CChar.self),
-                    packet.count - done)
-            }
+        while done < bytes.count {
+            let count = shim_libssh2_channel_write(
+                channel, bytes.baseAddress!.advanced(by: done).assumingMemoryBound(to: CChar.self), bytes.count - done)
             if count < 0 { throw connection.failure("send an SFTP request", path: "") }
             done += count
         }
@@ -269,10 +284,13 @@ struct PacketWriter {
     private(set) var bytes: [UInt8] = []
 
     /// Appends a request whose arguments are strings and returns its id.
-    /// `trailing` (fixed-size fields) goes after the strings.
+    /// `trailing` (fixed-size fields) goes after the strings; `dataLength` bytes the caller
+    /// sends right after these (a write's data) count in the packet's length.
     @discardableResult
-    mutating func append(_ type: UInt8, id: UInt32, _ arguments: [[UInt8]], trailing: [UInt8] = []) -> UInt32 {
-        let length = 5 + arguments.reduce(0) { $0 + 4 + $1.count } + trailing.count
+    mutating func append(
+        _ type: UInt8, id: UInt32, _ arguments: [[UInt8]], trailing: [UInt8] = [], dataLength: Int = 0
+    ) -> UInt32 {
+        let length = 5 + arguments.reduce(0) { $0 + 4 + $1.count } + trailing.count + dataLength
         appendU32(UInt32(length))
         bytes.append(type)
         appendU32(id)
@@ -284,9 +302,15 @@ struct PacketWriter {
         return id
     }
 
-    mutating func appendU32(_ value: UInt32) {
-        bytes += [UInt8(value >> 24), UInt8(value >> 16 & 0xff), UInt8(value >> 8 & 0xff), UInt8(value & 0xff)]
+    mutating func appendU32(_ value: UInt32) { bytes += Self.u32(value) }
+
+    /// `value` in network byte order.
+    static func u32(_ value: UInt32) -> [UInt8] {
+        [UInt8(value >> 24), UInt8(value >> 16 & 0xff), UInt8(value >> 8 & 0xff), UInt8(value & 0xff)]
     }
+
+    /// `value` in network byte order.
+    static func u64(_ value: UInt64) -> [UInt8] { u32(UInt32(value >> 32)) + u32(UInt32(value & 0xffff_ffff)) }
 }
 
 /// One reply: its type and the bytes after its id.
