@@ -2,8 +2,10 @@ import CLibSSH2
 import Foundation
 import ProviderCore
 
-// Downloads over the second channel: large reads, several in flight, each reply's data read
-// straight into the caller's buffer.
+// Transfers over the second channel: what the server allows (limits@openssh.com), and
+// downloads in large reads, several in flight, each reply's data read straight into the
+// caller's buffer. The stream both directions use is SFTPStream; uploads are in
+// SFTPChannel+Write.swift.
 
 /// A file opened for reading on an ``SFTPChannel``.
 struct ChannelFile {
@@ -75,7 +77,8 @@ extension SFTPChannel {
         }
     }
 
-    /// Reads `range` of `file` over this channel; see ``RangeReader/read(_:_:chunk:into:over:cancellation:stop:write:advanced:)``.
+    /// Reads `range` of `file` over this channel; see
+    /// ``RangeReader/read(_:_:chunk:into:over:cancellation:stop:write:advanced:)``.
     func read(
         _ file: ChannelFile, _ range: Range<Int64>, chunk: Int, into buffer: UnsafeMutableRawBufferPointer,
         on connection: SFTPConnection, cancellation: CancellationFlag, stop: () -> Bool,
@@ -87,7 +90,7 @@ extension SFTPChannel {
             cancellation: cancellation, stop: stop, write: write, advanced: advanced)
     }
 
-    /// The channel as ``RangeReader`` uses it.
+    /// The channel as ``RangeReader`` and ``RangeWriter`` use it.
     struct Stream: SFTPStream {
         let channel: SFTPChannel
         let connection: SFTPConnection
@@ -105,8 +108,8 @@ extension SFTPChannel {
     }
 }
 
-/// An SFTP channel's byte stream as ``RangeReader`` needs it (a protocol, so tests can play
-/// the server's part).
+/// An SFTP channel's byte stream as ``RangeReader`` and ``RangeWriter`` need it (a protocol,
+/// so tests can play the server's part).
 protocol SFTPStream {
     /// A fresh request id.
     func nextID() -> UInt32
