@@ -53,7 +53,7 @@ extension SFTPBackend {
 
     /// Uploads `input` (as long as it is now) into the staging file: in one piece through
     /// `output` (on `connection`), or, from 16 MiB on, in ranges on this connection and on pool
-    /// connections that are free now (see ``connectionsPerTransfer(upload:)``), each with its
+    /// connections that are free now (see ``connectionsPerTransfer()``), each with its
     /// own handle on the staging file. The order of the ranges does not matter: the staging
     /// file is renamed into place only once every range is written. From 2 MiB on, each
     /// connection writes over its second channel where the server allows large writes (see
@@ -65,7 +65,7 @@ extension SFTPBackend {
         cancellation: CancellationFlag
     ) throws(FileProviderError) {
         let size = try input.size()
-        let streams = size >= Self.rangedTransferThreshold ? connectionsPerTransfer(upload: true) : 1
+        let streams = size >= Self.rangedTransferThreshold ? connectionsPerTransfer() : 1
         let schedule = RangeSchedule(from: 0, to: size, rangeSize: streams > 1 ? Self.rangeSize : max(1, size))
         let overChannel = size >= Self.channelTransferThreshold
         sharing(streams) { connection, yield throws(FileProviderError) in

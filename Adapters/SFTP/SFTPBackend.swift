@@ -20,7 +20,7 @@ public final class SFTPBackend: Backend {
     public let connections: Int
 
     /// Fixes how many connections a ranged transfer uses (tests); `nil`: see
-    /// ``connectionsPerTransfer(upload:)``.
+    /// ``connectionsPerTransfer()``.
     let streamsPerTransfer: Int?
     let settings: ConnectionSettings
     let pool: ConnectionPool

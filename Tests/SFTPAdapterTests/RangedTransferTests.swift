@@ -87,15 +87,15 @@ struct RangedTransferTests {
     @Test func connectionsPerTransferFollowTheProcessorsAndWhereTheServerIs() async throws {
         let cores = ProcessInfo.processInfo.activeProcessorCount
         let local = try TestServer.backend(try await TestServer.shared(), extra: ["connections": "64"])
-        #expect(local.connectionsPerTransfer(upload: true) == max(1, cores / 2))
-        #expect(local.connectionsPerTransfer(upload: false) == max(2, cores / 2))
+        #expect(local.connectionsPerTransfer() == max(2, cores / 2))
         var settings = local.settings
         settings.host = "files.example.com"
         let remote = try SFTPBackend(settings: settings, connections: 64)
-        #expect(remote.connectionsPerTransfer(upload: true) == cores)
-        #expect(remote.connectionsPerTransfer(upload: false) == max(2, cores))
+        #expect(remote.connectionsPerTransfer() == max(2, cores))
         let few = try SFTPBackend(settings: settings, connections: 2)
-        #expect(few.connectionsPerTransfer(upload: false) == 2)
+        #expect(few.connectionsPerTransfer() == 2)
+        let one = try SFTPBackend(settings: settings, connections: 1)
+        #expect(one.connectionsPerTransfer() == 1)
     }
 
     @Test func aLargeDownloadIsByteIdenticalAndReportsItsPrefix() async throws {
