@@ -139,6 +139,32 @@ extension SFTPStream {
         if let failure { throw failure }
         return bytes
     }
+
+    /// The header of the next reply that is awaited: its type, its id and how many bytes of
+    /// it follow. Replies to forgotten requests are read and dropped on the way, through
+    /// `buffer`.
+    /// - Throws: `serverUnreachable` when the connection breaks or a reply's length is under 5
+    ///   or over 1 MiB.
+    func nextReply(through buffer: UnsafeMutableRawBufferPointer) throws(FileProviderError)
+        -> (type: UInt8, id: UInt32, bodyLength: Int)
+    {
+        while true {
+            var header = SFTPReader(try receive(9))
+            let length = Int(try header.u32())
+            let type = try header.byte()
+            let id = try header.u32()
+            guard length >= 5, length < 1 << 20 else {
+                throw FileProviderError(.serverUnreachable, "an SFTP reply of \(length) bytes")
+            }
+            guard isForgotten(id) else { return (type, id, length - 5) }
+            var left = length - 5
+            while left > 0 {
+                let part = min(left, buffer.count)
+                try receive(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<part]))
+                left -= part
+            }
+        }
+    }
 }
 
 /// Reads a range of a file opened on an SFTP channel with several large reads in flight.
@@ -186,26 +212,16 @@ enum RangeReader {
         while prefix < range.upperBound {
             try cancellation.check()
             if stop() { return }
-            var header = SFTPReader(try stream.receive(9))
-            let length = Int(try header.u32())
-            let type = try header.byte()
-            let id = try header.u32()
-            guard length >= 5, length < 1 << 20 else {
-                throw FileProviderError(.serverUnreachable, "an SFTP reply of \(length) bytes")
-            }
-            if stream.isForgotten(id) {
-                try skip(length - 5, through: buffer, over: stream)
-                continue
-            }
+            let (type, id, bodyLength) = try stream.nextReply(through: buffer)
             guard let request = pending.removeValue(forKey: id) else {
                 throw FileProviderError(.serverUnreachable, "the server answered an SFTP request that was not made (id \(id))")
             }
             switch type {
             case Packet.data:
-                guard length >= 9 else { throw malformed(file) }
+                guard bodyLength >= 4 else { throw malformed(file) }
                 var field = SFTPReader(try stream.receive(4))
                 let count = Int(try field.u32())
-                guard count + 9 == length, count <= request.length else { throw malformed(file) }
+                guard count + 4 == bodyLength, count <= request.length else { throw malformed(file) }
                 if count == 0 { throw ended(file, at: request.offset, range) }
                 let piece = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
                 try stream.receive(into: piece)
@@ -220,7 +236,7 @@ enum RangeReader {
                 while let end = finished.removeValue(forKey: prefix) { prefix = end }
                 if prefix > before { advanced(prefix - before) }
             case Packet.status:
-                var body = SFTPReader(try stream.receive(length - 5))
+                var body = SFTPReader(try stream.receive(bodyLength))
                 let code = try body.u32()
                 if code == SFTPChannel.endOfFile { throw ended(file, at: request.offset, range) }
                 throw SFTPStatus.error(UInt(code), operation: "read", path: file.path)
@@ -239,18 +255,6 @@ enum RangeReader {
         FileProviderError(
             .versionNoLongerAvailable,
             "\(file.path) ended at \(offset) bytes while it was read, expected at least \(range.upperBound); fetch it again")
-    }
-
-    /// Reads and drops `count` bytes of a reply, through `buffer`.
-    private static func skip(_ count: Int, through buffer: UnsafeMutableRawBufferPointer, over stream: some SFTPStream)
-        throws(FileProviderError)
-    {
-        var left = count
-        while left > 0 {
-            let part = min(left, buffer.count)
-            try stream.receive(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<part]))
-            left -= part
-        }
     }
 }
 

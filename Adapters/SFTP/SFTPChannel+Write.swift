@@ -83,22 +83,13 @@ enum RangeWriter {
                 pending.insert(id)
                 next += Int64(count)
             }
-            var reply = SFTPReader(try stream.receive(9))
-            let length = Int(try reply.u32())
-            let type = try reply.byte()
-            let id = try reply.u32()
-            guard length >= 5, length < 1 << 20 else {
-                throw FileProviderError(.serverUnreachable, "an SFTP reply of \(length) bytes")
-            }
-            if stream.isForgotten(id) {
-                _ = try stream.receive(length - 5)
-                continue
-            }
+            // The buffer's last write is sent: it can take the replies to drop.
+            let (type, id, bodyLength) = try stream.nextReply(through: buffer)
             guard pending.remove(id) != nil else {
                 throw FileProviderError(.serverUnreachable, "the server answered an SFTP request that was not made (id \(id))")
             }
-            guard type == SFTPChannel.Packet.status, length >= 9 else { throw Reply.unexpected(type, "write", file.path) }
-            var body = SFTPReader(try stream.receive(length - 5))
+            guard type == SFTPChannel.Packet.status, bodyLength >= 4 else { throw Reply.unexpected(type, "write", file.path) }
+            var body = SFTPReader(try stream.receive(bodyLength))
             let code = try body.u32()
             if code != 0 { throw SFTPStatus.error(UInt(code), operation: "write", path: file.path) }
         }

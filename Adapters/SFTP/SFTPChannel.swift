@@ -240,26 +240,13 @@ final class SFTPChannel {
     /// - Throws: `serverUnreachable` when the channel breaks or closes, or the packet's length
     ///   is 0 or over 1 MiB (OpenSSH sends at most 256 KiB).
     func receive(on connection: SFTPConnection) throws(FileProviderError) -> [UInt8] {
-        let header = try readExactly(4, on: connection)
+        let stream = Stream(channel: self, connection: connection)
+        let header = try stream.receive(4)
         let length = Int(header[0]) << 24 | Int(header[1]) << 16 | Int(header[2]) << 8 | Int(header[3])
         guard length > 0, length < 1 << 20 else {
             throw FileProviderError(.serverUnreachable, "an SFTP reply of \(length) bytes")
         }
-        return try readExactly(length, on: connection)
-    }
-
-    func readExactly(_ count: Int, on connection: SFTPConnection) throws(FileProviderError) -> [UInt8] {
-        var buffer = [UInt8](repeating: 0, count: count)
-        let failure = buffer.withUnsafeMutableBytes { bytes -> FileProviderError? in
-            do throws(FileProviderError) {
-                try readExactly(into: bytes, on: connection)
-                return nil
-            } catch {
-                return error
-            }
-        }
-        if let failure { throw failure }
-        return buffer
+        return try stream.receive(length)
     }
 
     /// Fills `buffer` with the channel's next bytes.
