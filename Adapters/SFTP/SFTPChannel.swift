@@ -7,8 +7,9 @@ import ProviderCore
 // falls short.
 
 /// A second SFTP channel on the same session, spoken to directly, for what libssh2 1.10's SFTP
-/// API does not offer: the OpenSSH extensions (`posix-rename@openssh.com`) and folder listings
-/// with several requests in flight. Knows which extensions the server offers from its VERSION
+/// API does not offer: the OpenSSH extensions (`posix-rename@openssh.com`,
+/// `limits@openssh.com`), folder listings with several requests in flight, and transfers in
+/// large requests (SFTPChannel+Read.swift, SFTPChannel+Write.swift). Knows which extensions the server offers from its VERSION
 /// reply. Used by one thread at a time (its connection's).
 ///
 /// Replies are matched to requests by id, so a server may answer in any order. The reply to a
@@ -241,8 +242,8 @@ final class SFTPChannel {
     ///   is 0 or over 1 MiB (OpenSSH sends at most 256 KiB).
     func receive(on connection: SFTPConnection) throws(FileProviderError) -> [UInt8] {
         let stream = Stream(channel: self, connection: connection)
-        let header = try stream.receive(4)
-        let length = Int(header[0]) << 24 | Int(header[1]) << 16 | Int(header[2]) << 8 | Int(header[3])
+        var header = SFTPReader(try stream.receive(4))
+        let length = Int(try header.u32())
         guard length > 0, length < 1 << 20 else {
             throw FileProviderError(.serverUnreachable, "an SFTP reply of \(length) bytes")
         }
