@@ -162,6 +162,10 @@ public final class SSHServer: @unchecked Sendable {
             return current
         }
         guard listener > 0 else { return }
+        // Stopped first, the listener forks no session after the list of its descendants is
+        // taken: a client reconnecting at that moment would otherwise get a session that
+        // outlives the server.
+        kill(listener, SIGSTOP)
         let victims = Self.descendants(of: listener) + [listener]
         for victim in victims { kill(victim, SIGKILL) }
         var status: Int32 = 0
