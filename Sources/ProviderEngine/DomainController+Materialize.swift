@@ -196,7 +196,7 @@ extension DomainController {
         async throws(FileProviderError) -> ItemRecord
     {
         let replica = self.replica
-        let staging = replica.staging.path + "/" + stagingName(for: record.identifier)
+        let staging = replica.stagingPath(named: stagingName(for: record.identifier))
         var offset: Int64 = 0
         if let checkpoint, checkpoint.contentVersion == record.contentVersion, backend.capabilities.supportsRangedReads {
             offset = replica.fileSize(atPath: staging) ?? 0
@@ -209,7 +209,7 @@ extension DomainController {
                     domainID: domainID, identifier: record.identifier.rawValue, contentVersion: record.contentVersion,
                     stagingPath: staging, bytesTransferred: 0, totalBytes: record.size))
         }
-        _ = try await executor.run { try replica.prepareStagingFile(named: staging.split(separator: "/").last.map(String.init) ?? "", truncate: resumeFrom == 0) }
+        try await executor.run { try replica.prepareStagingFile(atPath: staging, truncate: resumeFrom == 0) }
         let progressBase = Mutex(Int64(0))
         let item: Item
         do {
@@ -247,7 +247,8 @@ extension DomainController {
             if let date = item.contentModificationDate { try replica.setModificationDate(date, atPath: staging) }
             let target = replica.path(path)
             // From here on, whatever fails, the staging file does not stay behind.
-            defer { try? replica.removeFile(atPath: staging) }
+            var placed = false
+            defer { if !placed { try? replica.removeFile(atPath: staging) } }
             if let existing = replica.fingerprint(atPath: target) {
                 let ours = stored.state == .materialized && !hasLocalChanges(stored, existing)
                 // A download renamed into place by a process that died before recording it: same
@@ -267,6 +268,7 @@ extension DomainController {
             } else {
                 try replica.move(fromPath: staging, toPath: target)
             }
+            placed = true
             try replica.removeFile(atPath: replica.placeholderPath(path))
             guard let print = replica.fingerprint(atPath: target) else {
                 throw FileProviderError(.localIOFailure, "\(target) vanished right after it was written")

@@ -458,11 +458,11 @@ extension DomainController {
     /// Downloads the store's version to a staging file to compare; used only for replays.
     private func storeHoldsSameContents(_ record: ItemRecord, as local: URL) async throws(FileProviderError) -> Item? {
         let replica = self.replica
-        let staging = replica.staging.path + "/" + stagingName(for: record.identifier) + ".compare"
+        let staging = replica.stagingPath(named: stagingName(for: record.identifier) + ".compare")
         defer { try? replica.removeFile(atPath: staging) }
         let current: Item
         do {
-            _ = try await executor.run { try replica.prepareStagingFile(named: String(staging.split(separator: "/").last!), truncate: true) }
+            try await executor.run { try replica.prepareStagingFile(atPath: staging, truncate: true) }
             current = try await backend.fetchContents(for: record.identifier, version: nil, to: URL(fileURLWithPath: staging), offset: 0, progress: nil)
         } catch where error.code == .noSuchItem {
             return nil

@@ -440,8 +440,7 @@ final class ChaosWorld {
                 missing.isEmpty && extra.isEmpty && differing.isEmpty,
                 "seed \(seed): replica \(device.name) differs from the store: missing \(missing), extra \(extra), different \(differing)\n\(tail())")
             #expect(strayTemporaryFiles(in: device.root).isEmpty, "seed \(seed): temporary files in replica \(device.name): \(strayTemporaryFiles(in: device.root))")
-            let staging = device.controller.replica.staging
-            let left = (try? FileManager.default.contentsOfDirectory(atPath: staging.path)) ?? []
+            let left = device.controller.replica.stagedFiles()
             #expect(left.isEmpty, "seed \(seed): staging files left on \(device.name): \(left)")
             #expect(try device.manager.store.integrityCheck() == "ok", "seed \(seed)")
             let unfinished = try device.manager.store.unfinishedOperations(domainID: device.controller.domainID)
