@@ -57,7 +57,7 @@ extension DomainController {
                 var end = index
                 while end < ordered.endIndex && Self.isIndependent(ordered[end]) { end += 1 }
                 if end > index {
-                    try await sendTogether(Array(ordered[index..<end]), report: &report)
+                    try await sendTogether(Self.spreadOverFolders(ordered[index..<end]), report: &report)
                     index = end
                     continue
                 }
@@ -223,6 +223,37 @@ extension DomainController {
         case .moved(let record, let to, _): return .move(record, to: to)
         case .deleted(let record): return .delete(record)
         }
+    }
+
+    /// The changes taken from their folders in turn (one from each folder, then the next from
+    /// each), each folder's in their order, so that the changes sent at once go to different
+    /// folders.
+    ///
+    /// Creating an entry holds its folder's lock on the server's file system while a free inode
+    /// is found; on ext4 without a journal that search steps over every inode freed in the last
+    /// minute or more. Creations sent at once into one folder then wait for each other there,
+    /// and the waiters spin on the lock, taking a core from the work that could go on.
+    static func spreadOverFolders(_ changes: ArraySlice<LocalChange>) -> [LocalChange] {
+        var folders: [String: Int] = [:]
+        var queues: [[LocalChange]] = []
+        for change in changes {
+            let parent = split(change.path).parent
+            if let index = folders[parent] {
+                queues[index].append(change)
+            } else {
+                folders[parent] = queues.count
+                queues.append([change])
+            }
+        }
+        if queues.count < 2 { return Array(changes) }
+        var spread: [LocalChange] = []
+        spread.reserveCapacity(changes.count)
+        var round = 0
+        while spread.count < changes.count {
+            for queue in queues where round < queue.count { spread.append(queue[round]) }
+            round += 1
+        }
+        return spread
     }
 
     /// New folders first (parents first), then moves, new files, edits, and deletions.
