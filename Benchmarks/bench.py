@@ -307,9 +307,10 @@ def iterate(tool: Tool, data: Path) -> Sample:
         run.home.mkdir()
         for argv in tool.setup(run):
             run_untimed(argv)
-        # Writes left by the setup and by the previous iteration's clean-up (with `discard`, a
-        # deleted tree keeps the journal busy for seconds) go to disk before the clock starts,
-        # so no tool pays for another's.
+        # Writes left by the setup and by the previous iteration's clean-up go to disk before
+        # the clock starts, so no tool pays for another's writeback. (Creating files after the
+        # clean-up stays slow on ext4 without a journal, which does not reuse inodes freed in
+        # the last minute: every tool pays that; see Docs/Performance.md.)
         os.sync()
         samples = [(measure_reported if tool.reports else measure)(argv) for argv in tool.timed(run)]
         return Sample(sum(s.seconds for s in samples), max(s.peak_mib for s in samples))
