@@ -199,6 +199,11 @@ extension DomainController {
         let staging = replica.stagingPath(named: stagingName(for: record.identifier))
         var offset: Int64 = 0
         if let checkpoint, checkpoint.contentVersion == record.contentVersion, backend.capabilities.supportsRangedReads {
+            // Recorded before staging files went into 16 folders: the file moves over, so the
+            // download still resumes and nothing stays behind at the old place.
+            if checkpoint.stagingPath != staging {
+                try? await executor.run { try replica.moveStagingFile(from: checkpoint.stagingPath, to: staging) }
+            }
             offset = replica.fileSize(atPath: staging) ?? 0
         }
         let resumeFrom = offset

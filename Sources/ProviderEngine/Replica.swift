@@ -200,6 +200,20 @@ public struct Replica: Sendable {
         for path in stagedFiles() where path.hasSuffix(".compare") { unlink(path) }
     }
 
+    /// Moves a staging file to another place in `staging` (making its folder); does nothing
+    /// when `source` is not a file in `staging` or is missing.
+    /// - Throws: `localIOFailure` when the file is there but cannot be moved.
+    public func moveStagingFile(from source: String, to target: String) throws(FileProviderError) {
+        guard source.hasPrefix(staging.path + "/"), !source.contains("/../"), source != target,
+            fingerprint(atPath: source)?.isRegularFile == true
+        else { return }
+        let folder = String(target[..<(target.lastIndex(of: "/") ?? target.endIndex)])
+        if mkdir(folder, 0o755) != 0 && errno != EEXIST {
+            throw POSIXError.error("cannot create the staging folder", path: folder)
+        }
+        try replace(fromPath: source, toPath: target)
+    }
+
     /// Creates (or truncates, with `truncate`) the staging file at `target` (from
     /// ``stagingPath(named:)``), making its folder first when it is missing.
     /// - Throws: `localIOFailure` naming the file when it cannot be created.
