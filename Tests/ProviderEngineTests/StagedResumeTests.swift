@@ -1,0 +1,64 @@
+import Foundation
+import ProviderCore
+import ProviderStore
+import Testing
+
+@testable import ProviderEngine
+
+/// Downloads interrupted after a checkpoint go on from their staging file.
+@Suite struct StagedResumeTests {
+    /// A 5 MiB file (large enough for a checkpoint), synced, whose first download failed.
+    private func interruptedDownload(_ f: Fixture) async throws -> (DomainController, Data, TransferCheckpoint) {
+        let data = Data((0..<(5 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 11) })
+        _ = try f.memory.write(path: "big.bin", data: data)
+        let controller = try await f.addDomain()
+        _ = try await controller.sync()
+        f.memory.setFailure(FileProviderError(.serverUnreachable, "down"), for: .fetchContents, times: 1)
+        let failed = await controller.materialize(paths: ["big.bin"], recursive: false)
+        #expect(failed.first?.error?.code == .serverUnreachable)
+        let checkpoint = try #require(try f.manager.store.checkpoints(domainID: controller.domainID).values.first)
+        return (controller, data, checkpoint)
+    }
+
+    /// What a killed transfer left: 1 MiB of bytes the store does not have, so the result shows
+    /// whether the download went on from them or fetched everything again.
+    private let staged = Data(repeating: 0xA5, count: 1 << 20)
+
+    @Test func aDownloadResumesFromItsStagingFile() async throws {
+        try await Fixture.with { f in
+            let (controller, data, checkpoint) = try await interruptedDownload(f)
+            #expect(checkpoint.stagingPath.hasPrefix(controller.replica.staging.path + "/"))
+            try staged.write(to: URL(fileURLWithPath: checkpoint.stagingPath))
+            let outcomes = await controller.materialize(paths: ["big.bin"], recursive: false)
+            #expect(outcomes.allSatisfy { $0.error == nil }, "\(outcomes)")
+            let result = try Data(contentsOf: f.url(controller, "big.bin"))
+            // Compared as a Bool: a failed comparison of two 5 MiB values would have the test
+            // library diff them, for minutes.
+            let resumed = result == staged + data.suffix(from: staged.count)
+            #expect(resumed, "the download did not go on from the staged bytes (\(result.count) bytes)")
+            #expect(controller.replica.stagedFiles().isEmpty)
+            #expect(try f.manager.store.checkpoints(domainID: controller.domainID).isEmpty)
+        }
+    }
+
+    @Test func aCheckpointFromTheFlatStagingFolderStillResumes() async throws {
+        try await Fixture.with { f in
+            let (controller, data, checkpoint) = try await interruptedDownload(f)
+            // The layout before staging files were spread over folders: directly in `staging`.
+            let flat = controller.replica.staging.path + "/" + controller.stagingName(for: "big.bin")
+            try staged.write(to: URL(fileURLWithPath: flat))
+            var old = checkpoint
+            old.stagingPath = flat
+            try f.manager.store.saveCheckpoint(old)
+            let outcomes = await controller.materialize(paths: ["big.bin"], recursive: false)
+            #expect(outcomes.allSatisfy { $0.error == nil }, "\(outcomes)")
+            let result = try Data(contentsOf: f.url(controller, "big.bin"))
+            // Compared as a Bool: a failed comparison of two 5 MiB values would have the test
+            // library diff them, for minutes.
+            let resumed = result == staged + data.suffix(from: staged.count)
+            #expect(resumed, "the download did not go on from the staged bytes (\(result.count) bytes)")
+            #expect(!FileManager.default.fileExists(atPath: flat))
+            #expect(controller.replica.stagedFiles().isEmpty)
+        }
+    }
+}
