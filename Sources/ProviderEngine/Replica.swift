@@ -54,9 +54,24 @@ public struct Replica: Sendable {
 
     /// Writes the placeholder of a new item: created exclusively, so nothing is overwritten; an
     /// existing placeholder (left by an interrupted sync) is replaced atomically.
+    ///
+    /// The file is written unnamed first (`O_TMPFILE`) and named once complete, so a crash never
+    /// leaves half a placeholder; making an unnamed file also does not hold the folder's lock,
+    /// so the threads writing placeholders into one folder do not queue there while the file
+    /// system finds a free inode (slow on ext4 without a journal after a large deletion). Where
+    /// the file system has no unnamed files, the placeholder is created under its name.
     public func createPlaceholder(_ relative: String, _ metadata: PlaceholderMetadata) throws(FileProviderError) {
         let target = placeholderPath(relative)
         let bytes = metadata.encoded
+        let folder = target.lastIndex(of: "/").map { String(target[..<$0]) } ?? "."
+        let unnamed = fp_open_unnamed(folder, 0o644)
+        if unnamed >= 0 {
+            defer { close(unnamed) }
+            try writeAll(unnamed, bytes, path: target)
+            if fp_link_unnamed(unnamed, target) == 0 { return }
+            if errno == EEXIST { return try writePlaceholder(relative, metadata) }
+            // No /proc to name it through: create it under its name below.
+        }
         let fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         if fd < 0 {
             if errno == EEXIST { return try writePlaceholder(relative, metadata) }

@@ -1,4 +1,6 @@
 import Foundation
+import ProviderCore
+import ProviderStore
 import Testing
 
 @testable import ProviderEngine
@@ -46,5 +48,26 @@ import Testing
         #expect(Set(replica.stagedFiles()) == [path, path + ".compare"])
         replica.removeComparisonCopies()
         #expect(replica.stagedFiles() == [path])
+    }
+
+    @Test func placeholdersAppearWholeAndReplaceALeftoverOne() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("placeholders-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let replica = Replica(root: root, staging: root.appendingPathComponent(".staging"))
+        func metadata(size: Int64) -> PlaceholderMetadata {
+            let item = Item(
+                identifier: "a.txt", parentIdentifier: .rootContainer, filename: "a.txt", kind: .file, size: size,
+                version: ItemVersion(content: Data([1]), metadata: Data([2])))
+            return PlaceholderMetadata(domain: "d", record: ItemRecord(domainID: 1, item: item, path: "a.txt"))
+        }
+        try replica.createPlaceholder("a.txt", metadata(size: 5))
+        #expect(try replica.readPlaceholder("a.txt").size == 5)
+        // One left by an interrupted sync is replaced, never doubled.
+        try replica.createPlaceholder("a.txt", metadata(size: 7))
+        #expect(try replica.readPlaceholder("a.txt").size == 7)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root.path) == ["a.txt" + Replica.placeholderSuffix])
+        // A folder that is not there is a clear error naming the placeholder.
+        #expect(throws: FileProviderError.self) { try replica.createPlaceholder("missing/b.txt", metadata(size: 1)) }
     }
 }

@@ -15,6 +15,22 @@ static inline int fp_rename_noreplace(const char *from, const char *to) {
     return renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
 }
 
+/// An unnamed regular file in `folder` (O_TMPFILE), open for writing, or -1 with errno
+/// (EOPNOTSUPP, EISDIR or EINVAL where the file system has no unnamed files). Making it does
+/// not take the folder's lock, so several threads can make files in one folder at once.
+static inline int fp_open_unnamed(const char *folder, mode_t mode) {
+    return open(folder, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+}
+
+/// Gives the unnamed file `fd` (from fp_open_unnamed) the name `target`; fails with EEXIST
+/// when the name is taken, never replacing anything. Goes through /proc/self/fd, so it needs
+/// no privilege; fails with ENOENT without /proc.
+static inline int fp_link_unnamed(int fd, const char *target) {
+    char path[40];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    return linkat(AT_FDCWD, path, AT_FDCWD, target, AT_SYMLINK_FOLLOW);
+}
+
 /// Lets glibc keep up to `bytes` of freed memory at the top of each arena before giving it
 /// back to the kernel (M_TRIM_THRESHOLD); returns 1 on success.
 static inline int fp_set_trim_threshold(int bytes) { return mallopt(M_TRIM_THRESHOLD, bytes); }
