@@ -9,8 +9,8 @@ import ProviderCore
 /// A second SFTP channel on the same session, spoken to directly, for what libssh2 1.10's SFTP
 /// API does not offer: the OpenSSH extensions (`posix-rename@openssh.com`,
 /// `limits@openssh.com`), folder listings with several requests in flight, and transfers in
-/// large requests (SFTPChannel+Read.swift, SFTPChannel+Write.swift). Knows which extensions the server offers from its VERSION
-/// reply. Used by one thread at a time (its connection's).
+/// large requests (SFTPChannel+Read.swift, SFTPChannel+Write.swift). Knows which extensions
+/// the server offers from its VERSION reply. Used by one thread at a time (its connection's).
 ///
 /// Replies are matched to requests by id, so a server may answer in any order. The reply to a
 /// request nobody waits for (closing a listed folder) is dropped when it arrives, while a later

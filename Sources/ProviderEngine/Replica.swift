@@ -222,11 +222,17 @@ public struct Replica: Sendable {
         guard source.hasPrefix(staging.path + "/"), !source.contains("/../"), source != target,
             fingerprint(atPath: source)?.isRegularFile == true
         else { return }
+        try makeStagingFolder(holding: target)
+        try replace(fromPath: source, toPath: target)
+    }
+
+    /// Makes the folder of `target` (a path from ``stagingPath(named:)``) when it is missing.
+    /// - Throws: `localIOFailure` naming the folder when it cannot be made.
+    private func makeStagingFolder(holding target: String) throws(FileProviderError) {
         let folder = String(target[..<(target.lastIndex(of: "/") ?? target.endIndex)])
         if mkdir(folder, 0o755) != 0 && errno != EEXIST {
             throw POSIXError.error("cannot create the staging folder", path: folder)
         }
-        try replace(fromPath: source, toPath: target)
     }
 
     /// Creates (or truncates, with `truncate`) the staging file at `target` (from
@@ -236,10 +242,7 @@ public struct Replica: Sendable {
         let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : 0)
         var fd = open(target, flags, 0o644)
         if fd < 0 && errno == ENOENT {
-            let folder = String(target[..<(target.lastIndex(of: "/") ?? target.endIndex)])
-            if mkdir(folder, 0o755) != 0 && errno != EEXIST {
-                throw POSIXError.error("cannot create the staging folder", path: folder)
-            }
+            try makeStagingFolder(holding: target)
             fd = open(target, flags, 0o644)
         }
         if fd < 0 { throw POSIXError.error("cannot create staging file", path: target) }

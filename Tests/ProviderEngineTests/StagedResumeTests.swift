@@ -24,6 +24,15 @@ import Testing
     /// whether the download went on from them or fetched everything again.
     private let staged = Data(repeating: 0xA5, count: 1 << 20)
 
+    /// Checks the replica's file is the staged bytes followed by the rest of the store's.
+    private func expectResumed(_ f: Fixture, _ controller: DomainController, _ data: Data) throws {
+        let result = try Data(contentsOf: f.url(controller, "big.bin"))
+        // Compared as a Bool: a failed comparison of two 5 MiB values would have the test
+        // library diff them, for minutes.
+        let resumed = result == staged + data.suffix(from: staged.count)
+        #expect(resumed, "the download did not go on from the staged bytes (\(result.count) bytes)")
+    }
+
     @Test func aDownloadResumesFromItsStagingFile() async throws {
         try await Fixture.with { f in
             let (controller, data, checkpoint) = try await interruptedDownload(f)
@@ -31,11 +40,7 @@ import Testing
             try staged.write(to: URL(fileURLWithPath: checkpoint.stagingPath))
             let outcomes = await controller.materialize(paths: ["big.bin"], recursive: false)
             #expect(outcomes.allSatisfy { $0.error == nil }, "\(outcomes)")
-            let result = try Data(contentsOf: f.url(controller, "big.bin"))
-            // Compared as a Bool: a failed comparison of two 5 MiB values would have the test
-            // library diff them, for minutes.
-            let resumed = result == staged + data.suffix(from: staged.count)
-            #expect(resumed, "the download did not go on from the staged bytes (\(result.count) bytes)")
+            try expectResumed(f, controller, data)
             #expect(controller.replica.stagedFiles().isEmpty)
             #expect(try f.manager.store.checkpoints(domainID: controller.domainID).isEmpty)
         }
@@ -52,11 +57,7 @@ import Testing
             try f.manager.store.saveCheckpoint(old)
             let outcomes = await controller.materialize(paths: ["big.bin"], recursive: false)
             #expect(outcomes.allSatisfy { $0.error == nil }, "\(outcomes)")
-            let result = try Data(contentsOf: f.url(controller, "big.bin"))
-            // Compared as a Bool: a failed comparison of two 5 MiB values would have the test
-            // library diff them, for minutes.
-            let resumed = result == staged + data.suffix(from: staged.count)
-            #expect(resumed, "the download did not go on from the staged bytes (\(result.count) bytes)")
+            try expectResumed(f, controller, data)
             #expect(!FileManager.default.fileExists(atPath: flat))
             #expect(controller.replica.stagedFiles().isEmpty)
         }
