@@ -63,6 +63,12 @@ public protocol Backend: Sendable {
 
     /// Creates an item in the store from a template.
     ///
+    /// Like ``modifyItem(_:baseVersion:changedFields:contents:options:)`` and
+    /// ``deleteItem(identifier:baseVersion:options:)``, it changes nothing when it throws a
+    /// refusal (``FileProviderError/Code/isRefusal``): the engine then sends the operation
+    /// afresh next time. After any other error it replays it with `mayAlreadyExist`, which
+    /// may replace what it finds at the name.
+    ///
     /// The template's identifier is a temporary one chosen by the engine; the returned item
     /// carries the store's identifier. `contents` is a file to upload for a file, `nil` for a
     /// folder or a symlink (whose target is `template.symlinkTargetPath`).
@@ -145,7 +151,7 @@ extension Backend {
                     page = result.nextPage
                 }
                 return items
-            } catch where error.code == .pageExpired && !restarted {
+            } catch  where error.code == .pageExpired && !restarted {
                 restarted = true
             }
         }

@@ -78,6 +78,22 @@ public struct FileProviderError: Error, Hashable, Sendable, CustomStringConverti
         public var name: String { Self.names[rawValue] ?? "code\(rawValue)" }
         public var description: String { name }
 
+        /// Whether a backend's change method (`createItem`, `modifyItem`, `deleteItem`) that
+        /// throws this code has changed nothing in the store: the store answered and refused.
+        /// Any other error (the connection dropped, a timeout, cancellation) leaves the outcome
+        /// unknown: the store may have made the change without the answer arriving, so the
+        /// engine replays the operation (with `mayAlreadyExist`) instead of sending it afresh.
+        public var isRefusal: Bool {
+            switch self {
+            case .noSuchItem, .filenameCollision, .versionOutOfDate, .versionNoLongerAvailable, .invalidFilename,
+                .invalidArgument, .directoryNotEmpty, .deletionRejected, .notSupported, .permissionDenied,
+                .notAuthenticated, .insufficientQuota:
+                return true
+            default:
+                return false
+            }
+        }
+
         /// How the engine reacts to this code, following Apple's table.
         public var reaction: Reaction {
             switch self {

@@ -18,12 +18,20 @@ extension DomainController {
             do {
                 let target = try record(at: path)
                 if target.kind == .folder {
-                    let inside = recursive ? try store.descendants(domainID: domainID, of: path) : try store.children(domainID: domainID, parent: target.identifier)
+                    let inside =
+                        recursive
+                        ? try store.descendants(domainID: domainID, of: path)
+                        : try store.children(domainID: domainID, parent: target.identifier)
                     files += inside.filter { $0.kind == .file }
                     folders.append(path)
                     if recursive { folders += inside.filter { $0.kind == .folder && $0.isDataless }.map(\.path) }
                 } else if target.kind == .symlink {
-                    outcomes.append(ItemOutcome(path: display(path), error: FileProviderError(.notSupported, "a symlink to \(target.symlinkTarget ?? "?"); symlinks stay placeholders and are never followed")))
+                    outcomes.append(
+                        ItemOutcome(
+                            path: display(path),
+                            error: FileProviderError(
+                                .notSupported,
+                                "a symlink to \(target.symlinkTarget ?? "?"); symlinks stay placeholders and are never followed")))
                 } else {
                     files.append(target)
                 }
@@ -56,15 +64,17 @@ extension DomainController {
     /// - Throws: `localIOFailure` naming the folder that could not be made.
     private func makeFolders(_ paths: [String]) async throws(FileProviderError) {
         let replica = self.replica
-        let all = Set(paths.flatMap { path -> [String] in
-            var prefixes: [String] = []
-            var current = path
-            while !current.isEmpty {
-                prefixes.append(current)
-                current = Self.split(current).parent
+        let all = Set(
+            paths.flatMap { path -> [String] in
+                var prefixes: [String] = []
+                var current = path
+                while !current.isEmpty {
+                    prefixes.append(current)
+                    current = Self.split(current).parent
+                }
+                return prefixes
             }
-            return prefixes
-        }).sorted { $0.utf8.count < $1.utf8.count }
+        ).sorted { $0.utf8.count < $1.utf8.count }
         try await executor.run {
             for path in all { try replica.makeFolder(path) }
         }
@@ -78,9 +88,10 @@ extension DomainController {
         // is downloaded again.
         var seen = Set<ItemIdentifier>()
         let unique = records.filter { seen.insert($0.identifier).inserted }
-        let pending = (try? await executor.run {
-            unique.filter { $0.state != .materialized || $0.isOutdated || replica.fingerprint(atPath: replica.path($0.path)) == nil }
-        }) ?? unique
+        let pending =
+            (try? await executor.run {
+                unique.filter { $0.state != .materialized || $0.isOutdated || replica.fingerprint(atPath: replica.path($0.path)) == nil }
+            }) ?? unique
         if pending.isEmpty { return [] }
         let totalBytes = pending.reduce(Int64(0)) { $0 + $1.size }
         let counters = Mutex((bytes: Int64(0), items: 0))
@@ -102,7 +113,10 @@ extension DomainController {
                 guard let record = iterator.next() else { return false }
                 group.addTask { [self] in
                     do {
-                        return (record, .success(try await self.downloadShared(record, checkpoint: checkpoints[record.identifier], report: report)))
+                        return (
+                            record,
+                            .success(try await self.downloadShared(record, checkpoint: checkpoints[record.identifier], report: report))
+                        )
                     } catch {
                         return (record, .failure(FileProviderError.wrap(error)))
                     }
@@ -185,11 +199,7 @@ extension DomainController {
 
     /// The name of an item's staging file.
     func stagingName(for identifier: ItemIdentifier) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in identifier.rawValue.utf8 {
-            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
-        }
-        return String(hash, radix: 16) + ".part"
+        String(FNV1a.hash(identifier.rawValue.utf8), radix: 16) + ".part"
     }
 
     private func performDownload(_ record: ItemRecord, checkpoint: TransferCheckpoint?, report: @escaping @Sendable (Int64, Bool) -> Void)
@@ -247,27 +257,40 @@ extension DomainController {
         let print = try await executor.run { [self] () throws -> FileFingerprint in
             guard let size = replica.fileSize(atPath: staging), size == expected else {
                 try? replica.removeFile(atPath: staging)
-                throw FileProviderError(.corruptData, "the download of \(display(path)) was \(replica.fileSize(atPath: staging) ?? 0) bytes, expected \(expected); try again")
+                throw FileProviderError(
+                    .corruptData,
+                    "the download of \(display(path)) was \(replica.fileSize(atPath: staging) ?? 0) bytes, expected \(expected); try again")
             }
             if let date = item.contentModificationDate { try replica.setModificationDate(date, atPath: staging) }
+            // Marked as ours before it gets its name: whoever finds it there before it is
+            // recorded (a sync in another process, the next run after a kill) knows it is a
+            // download, not a local edit.
+            let staged = replica.fingerprint(atPath: staging)
+            if let staged {
+                DownloadMark.write(atPath: staging, identifier: item.identifier, contentVersion: item.version.content, fingerprint: staged)
+            }
             let target = replica.path(path)
             // From here on, whatever fails, the staging file does not stay behind.
             var placed = false
             defer { if !placed { try? replica.removeFile(atPath: staging) } }
             if let existing = replica.fingerprint(atPath: target) {
                 let ours = stored.state == .materialized && !hasLocalChanges(stored, existing)
-                // A download renamed into place by a process that died before recording it: same
-                // size and exactly the date this download just gave its staging file.
-                let dated = item.contentModificationDate != nil ? replica.fingerprint(atPath: staging) : nil
-                let sameAsDownload = existing.isRegularFile && existing.size == expected
-                    && dated.map { $0.modificationNanos == existing.modificationNanos } == true
+                // A download renamed into place by a process that died before recording it: its
+                // mark says so; without marks, the same size and exactly the date this download
+                // just gave its staging file.
+                let sameAsDownload =
+                    DownloadMark.recognize(atPath: target, existing, as: stored) != nil
+                    || (existing.isRegularFile && existing.size == expected && item.contentModificationDate != nil
+                        && staged.map { $0.modificationNanos == existing.modificationNanos } == true)
                 guard ours || sameAsDownload else {
                     try? replica.removeFile(atPath: staging)
                     if stored.state == .materialized {
                         throw FileProviderError(
-                            .unsyncedEdits, "\(target) has local changes, so the store's newer version was not downloaded over it; nothing was lost")
+                            .unsyncedEdits,
+                            "\(target) has local changes, so the store's newer version was not downloaded over it; nothing was lost")
                     }
-                    throw FileProviderError(.cannotSynchronize, "a local file is in the way at \(target); move it elsewhere and materialize again")
+                    throw FileProviderError(
+                        .cannotSynchronize, "a local file is in the way at \(target); move it elsewhere and materialize again")
                 }
                 try replica.replace(fromPath: staging, toPath: target)
             } else {
@@ -280,7 +303,9 @@ extension DomainController {
             }
             return print
         }
-        if checkpoint != nil || resumeFrom > 0 || record.size >= Self.checkpointThreshold { try? store.removeCheckpoint(domainID: domainID, identifier: record.identifier) }
+        if checkpoint != nil || resumeFrom > 0 || record.size >= Self.checkpointThreshold {
+            try? store.removeCheckpoint(domainID: domainID, identifier: record.identifier)
+        }
         updated.markMaterialized(contentVersion: item.version.content, fingerprint: print)
         updated.lastError = nil
         report(0, true)

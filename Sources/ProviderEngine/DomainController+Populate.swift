@@ -87,9 +87,9 @@ extension DomainController {
             for child in children where child.state != .materialized {
                 guard let print = replica.fingerprint(atPath: replica.path(child.path)) else { continue }
                 if child.kind == .folder && print.isDirectory { continue }
-                if Self.isDownload(of: child, print) {
+                if let version = Self.downloadedVersion(of: child, print, in: replica) {
                     var child = child
-                    child.markMaterialized(contentVersion: child.contentVersion, fingerprint: print)
+                    child.markMaterialized(contentVersion: version, fingerprint: print)
                     adopted.append(child)
                     continue
                 }
@@ -128,15 +128,21 @@ extension DomainController {
         }
     }
 
-    /// Whether a file in a folder being populated is the download of `record`: a recursive
-    /// materialize downloads before it populates, and a process that died in between (or a
-    /// `serve` populating meanwhile) finds the file unrecorded. A download has the item's size
-    /// and exactly its date; anything else is a local file in the way.
-    static func isDownload(of record: ItemRecord, _ print: FileFingerprint) -> Bool {
-        guard record.kind == .file, print.isRegularFile, print.size == record.size, let date = record.modificationDate else {
-            return false
+    /// Whether a file in a folder being populated is the download of `record`, and of which
+    /// content version (`nil`: an older one): a recursive materialize downloads before it
+    /// populates, and a process that died in between (or a `serve` populating meanwhile) finds
+    /// the file unrecorded. Its ``DownloadMark`` says so; a file without one (a file system
+    /// without extended attributes) counts when it has the item's size and exactly its date.
+    /// Anything else is a local file in the way. Blocking.
+    private static func downloadedVersion(of record: ItemRecord, _ print: FileFingerprint, in replica: Replica) -> Data?? {
+        if let download = DownloadMark.recognize(atPath: replica.path(record.path), print, as: record) {
+            return .some(download.contentVersion)
         }
-        return abs(Double(print.modificationNanos) / 1e9 - date.timeIntervalSince1970) < 1e-6
+        guard DownloadMark.read(atPath: replica.path(record.path)) == nil, record.kind == .file, print.isRegularFile,
+            print.size == record.size,
+            let date = record.modificationDate, abs(Double(print.modificationNanos) / 1e9 - date.timeIntervalSince1970) < 1e-6
+        else { return nil }
+        return .some(record.contentVersion)
     }
 
     /// Renames a local item to the first free `name N.ext` beside it; returns the new path.

@@ -98,14 +98,29 @@ extension DomainController {
         renamed.merge(added) { _, new in new }
     }
 
-    /// Records evictions the scan found unrecorded and removes placeholders no item owns.
+    /// Records evictions and downloads the scan found unrecorded and removes placeholders no
+    /// item owns.
     private func tidy(_ result: LocalScanResult) async throws(FileProviderError) {
+        if !result.placed.isEmpty {
+            // A download placed but not recorded may still have its placeholder beside it (its
+            // process died before removing it): the item's file is there, so it goes.
+            let replica = self.replica
+            let leftovers = result.placed.filter { $0.record.state == .placeholder }.map(\.record)
+            try await executor.run {
+                for record in leftovers where (try? replica.readPlaceholder(record.path))?.identifier == record.identifier.rawValue {
+                    try replica.removeFile(atPath: replica.placeholderPath(record.path))
+                }
+            }
+            try store.recordPlacedDownloads(domainID: domainID, result.placed.map(\.download))
+        }
         if !result.evicted.isEmpty {
-            try store.apply(domainID: domainID, upserts: result.evicted.map { record in
-                var record = record
-                record.markPlaceholder()
-                return record
-            }, deletions: [])
+            try store.apply(
+                domainID: domainID,
+                upserts: result.evicted.map { record in
+                    var record = record
+                    record.markPlaceholder()
+                    return record
+                }, deletions: [])
         }
         if !result.strayPlaceholders.isEmpty {
             let replica = self.replica
@@ -124,7 +139,7 @@ extension DomainController {
         switch change {
         case .created(_, let kind, _): return kind != .folder
         case .modified: return true
-        case .moved, .deleted: return false
+        case .writtenOverPlaceholder, .moved, .deleted: return false
         }
     }
 
@@ -139,7 +154,7 @@ extension DomainController {
         do {
             try await upload(change, report: &report)
             return true
-        } catch where error.code.reaction == .backOffDomain {
+        } catch  where error.code.reaction == .backOffDomain {
             throw error
         } catch {
             report.notices.append("\(display(change.path)): not uploaded: \(error.message)")
@@ -220,6 +235,7 @@ extension DomainController {
         switch change {
         case .created(let path, let kind, _): return .create(path: path, kind: kind)
         case .modified(let record, _): return .modify(record)
+        case .writtenOverPlaceholder(let record, _): return .create(path: record.path, kind: .file)
         case .moved(let record, let to, _): return .move(record, to: to)
         case .deleted(let record): return .delete(record)
         }
@@ -263,7 +279,7 @@ extension DomainController {
             case .created(_, .folder, _): return 0
             case .moved: return 1
             case .created: return 2
-            case .modified: return 3
+            case .modified, .writtenOverPlaceholder: return 3
             case .deleted: return 4
             }
         }
@@ -281,6 +297,8 @@ extension DomainController {
             try await uploadCreation(path: path, kind: kind, fingerprint: fingerprint, report: &report)
         case .modified(let record, let fingerprint):
             try await uploadEdit(record, fingerprint: fingerprint, report: &report)
+        case .writtenOverPlaceholder(let record, let fingerprint):
+            try await keepWrittenOverPlaceholder(record, fingerprint: fingerprint, report: &report)
         case .moved(let record, let to, let fingerprint):
             try await uploadMove(record, to: to, fingerprint: fingerprint, report: &report)
         case .deleted(let record):
@@ -318,7 +336,11 @@ extension DomainController {
             let error = FileProviderError.wrap(error)
             // Closed with its result already: nothing to undo.
             if step.isFinished { throw error }
-            entry.state = handled.contains(error.code) ? .done : error.code.reaction == .reportToUser ? .failed : .pending
+            // Refused by the store on a first attempt: nothing was done, and the next attempt is
+            // sent afresh (`failed`). Anything else may have reached the store (`pending`): the
+            // next attempt is a replay. A replay that the store refuses stays a replay: the
+            // attempt before it may still have reached the store.
+            entry.state = handled.contains(error.code) ? .done : step.wasRefused && !step.replay ? .failed : .pending
             entry.lastError = error.message
             try? store.updateJournal(entry)
             throw error
@@ -340,7 +362,9 @@ extension DomainController {
     /// - Parameter adopting: the item may already be in the store as our own (a folder merges
     ///   with a folder of the same name; a replayed move finds its file already there), so the
     ///   create runs with `mayAlreadyExist`.
-    private func uploadCreation(path: String, kind: ItemKind, fingerprint: FileFingerprint, adopting: Bool = false, report: inout SyncReport)
+    private func uploadCreation(
+        path: String, kind: ItemKind, fingerprint: FileFingerprint, adopting: Bool = false, report: inout SyncReport
+    )
         async throws(FileProviderError)
     {
         let (parentPath, name) = Self.split(path)
@@ -359,9 +383,11 @@ extension DomainController {
             // the database knows the item, so a crash in between replays with mayAlreadyExist
             // instead of meeting its own upload as a name collision.
             try await journalled(.create(path: path, kind: kind), handled: [.filenameCollision]) { step in
-                let result = try await backend.createItem(
-                    basedOn: template, fields: [.contents, .filename, .parentItemIdentifier, .contentModificationDate],
-                    contents: contents, options: step.replay || adopting ? [.mayAlreadyExist] : [])
+                let result = try await step.send {
+                    try await backend.createItem(
+                        basedOn: template, fields: [.contents, .filename, .parentItemIdentifier, .contentModificationDate],
+                        contents: contents, options: step.replay || adopting ? [.mayAlreadyExist] : [])
+                }
                 var record = ItemRecord(domainID: domainID, item: result.item, path: path)
                 record.parentIdentifier = parent.identifier
                 record.localInode = fingerprint.inode
@@ -372,17 +398,18 @@ extension DomainController {
                 }
                 try step.finish(saving: record)
             }
-        } catch where error.code == .filenameCollision && kind == .folder && !adopting {
+        } catch  where error.code == .filenameCollision && kind == .folder && !adopting {
             // A folder of that name is in the store already (made elsewhere, or by this replica
             // before a crash): the two merge, and their items are synced one by one.
             try await uploadCreation(path: path, kind: kind, fingerprint: fingerprint, adopting: true, report: &report)
             return
-        } catch where error.code == .filenameCollision {
+        } catch  where error.code == .filenameCollision {
             // The name is taken in the store: the later item gets `name 2.ext`.
             let renamed = try await renameLocally(path, kind: kind) { ConflictName.numbered(name, $0) }
             try store.recordConflict(
-                ConflictRecord(domainID: domainID, path: path, keptPath: renamed, kind: "nameCollision",
-                               details: "a new local item took a name the store already had; it was renamed"))
+                ConflictRecord(
+                    domainID: domainID, path: path, keptPath: renamed, kind: "nameCollision",
+                    details: "a new local item took a name the store already had; it was renamed"))
             report.conflicts += 1
             report.notices.append("\(display(path)): the name was taken in the store; uploaded as \(display(renamed))")
             guard let print = replica.fingerprint(atPath: replica.path(renamed)) else { return }
@@ -392,8 +419,13 @@ extension DomainController {
         report.uploaded += 1
     }
 
-    /// Renames a local item to the first free name `makeName(2)`, `makeName(3)`, …; returns the new path.
-    private func renameLocally(_ path: String, kind: ItemKind, makeName: @escaping @Sendable (Int) -> String) async throws(FileProviderError) -> String {
+    /// Renames a local item to the first free name `makeName(2)`, `makeName(3)`, …; returns the
+    /// new path. With `movingPlaceholder`, a placeholder that stands at `path` without a file
+    /// (a moved placeholder) is what moves; without it, only the file does.
+    /// - Throws: `localIOFailure` when there is nothing to move; `filenameCollision` when no name is free.
+    private func renameLocally(
+        _ path: String, kind: ItemKind, movingPlaceholder: Bool = true, makeName: @escaping @Sendable (Int) -> String
+    ) async throws(FileProviderError) -> String {
         let (parentPath, _) = Self.split(path)
         let replica = self.replica
         let domainID = self.domainID
@@ -404,7 +436,9 @@ extension DomainController {
                 if replica.fingerprint(atPath: replica.path(candidate)) != nil { continue }
                 if replica.fingerprint(atPath: replica.placeholderPath(candidate)) != nil { continue }
                 if try store.item(domainID: domainID, path: candidate) != nil { continue }
-                if replica.fingerprint(atPath: replica.path(path)) == nil, replica.fingerprint(atPath: replica.placeholderPath(path)) != nil {
+                if movingPlaceholder, replica.fingerprint(atPath: replica.path(path)) == nil,
+                    replica.fingerprint(atPath: replica.placeholderPath(path)) != nil
+                {
                     // A moved placeholder: its file carries the name.
                     try replica.move(fromPath: replica.placeholderPath(path), toPath: replica.placeholderPath(candidate))
                 } else {
@@ -430,14 +464,16 @@ extension DomainController {
             // upload as a conflict.
             try await journalled(.modify(record), handled: [.versionOutOfDate, .noSuchItem]) { step in
                 replayed = step.replay
-                let result = try await backend.modifyItem(
-                    item, baseVersion: record.version, changedFields: [.contents, .contentModificationDate], contents: contents,
-                    options: step.replay ? [.mayAlreadyExist] : [])
+                let result = try await step.send {
+                    try await backend.modifyItem(
+                        item, baseVersion: record.version, changedFields: [.contents, .contentModificationDate], contents: contents,
+                        options: step.replay ? [.mayAlreadyExist] : [])
+                }
                 try await recordUploadedEdit(
                     record, now: result.item, contentVersion: result.shouldFetchContent ? nil : result.item.version.content,
                     fingerprint: fingerprint, pending: result.stillPendingFields, step: step)
             }
-        } catch where error.code == .versionOutOfDate {
+        } catch  where error.code == .versionOutOfDate {
             // A replay whose first attempt reached the store before the process died finds the
             // store already holding exactly these bytes: that is no conflict.
             if replayed, let current = try await storeHoldsSameContents(record, as: contents) {
@@ -447,7 +483,7 @@ extension DomainController {
             }
             try await keepBoth(record, report: &report)
             return
-        } catch where error.code == .noSuchItem {
+        } catch  where error.code == .noSuchItem {
             // Edited here, deleted in the store: the edit wins and the item is created again.
             // A real file that replaced a placeholder now carries the item: the placeholder goes
             // first (a crash before the record is deleted finds the same edit again), else it
@@ -457,8 +493,9 @@ extension DomainController {
             }
             try store.apply(domainID: domainID, upserts: [], deletions: [record.identifier])
             try store.recordConflict(
-                ConflictRecord(domainID: domainID, path: record.path, keptPath: nil, kind: "editedAndDeleted",
-                               details: "edited here and deleted in the store; uploaded again"))
+                ConflictRecord(
+                    domainID: domainID, path: record.path, keptPath: nil, kind: "editedAndDeleted",
+                    details: "edited here and deleted in the store; uploaded again"))
             report.conflicts += 1
             try await uploadCreation(path: record.path, kind: .file, fingerprint: fingerprint, report: &report)
             return
@@ -494,12 +531,15 @@ extension DomainController {
         let current: Item
         do {
             try await executor.run { try replica.prepareStagingFile(atPath: staging, truncate: true) }
-            current = try await backend.fetchContents(for: record.identifier, version: nil, to: URL(fileURLWithPath: staging), offset: 0, progress: nil)
-        } catch where error.code == .noSuchItem {
+            current = try await backend.fetchContents(
+                for: record.identifier, version: nil, to: URL(fileURLWithPath: staging), offset: 0, progress: nil)
+        } catch  where error.code == .noSuchItem {
             return nil
         }
         let same = try await executor.run { () -> Bool in
-            guard let a = FileManager.default.contents(atPath: staging), let b = FileManager.default.contents(atPath: local.path) else { return false }
+            guard let a = FileManager.default.contents(atPath: staging), let b = FileManager.default.contents(atPath: local.path) else {
+                return false
+            }
             return a == b
         }
         return same ? current : nil
@@ -514,8 +554,9 @@ extension DomainController {
             attempt == 2 ? copyName : ConflictName.numbered(copyName, attempt - 1)
         }
         try store.recordConflict(
-            ConflictRecord(domainID: domainID, path: record.path, keptPath: copyPath, kind: "bothEdited",
-                           details: "edited here and in the store; the local version was kept as a conflicted copy"))
+            ConflictRecord(
+                domainID: domainID, path: record.path, keptPath: copyPath, kind: "bothEdited",
+                details: "edited here and in the store; the local version was kept as a conflicted copy"))
         report.conflicts += 1
         report.notices.append("\(display(record.path)): edited on both sides; your version is \(display(copyPath))")
         // The original name now holds the store's version.
@@ -531,6 +572,47 @@ extension DomainController {
         }
         for outcome in await download([original], events: nil) where outcome.error != nil {
             report.notices.append("\(outcome.path): not downloaded: \(outcome.error!.message)")
+        }
+    }
+
+    /// A real file written at the real name of an item that is not downloaded: its writer never
+    /// saw the item's contents, so it is not an edit of them. The store's item keeps the name
+    /// (its placeholder stays, or is written again) and the file becomes a conflicted copy,
+    /// uploaded as a new item. Nothing is sent to the store's item. When the store no longer
+    /// has the item, there is nothing to keep beside the file: it goes up under its name.
+    private func keepWrittenOverPlaceholder(_ record: ItemRecord, fingerprint: FileFingerprint, report: inout SyncReport)
+        async throws(FileProviderError)
+    {
+        do {
+            _ = try await backend.item(for: record.identifier)
+        } catch  where error.code == .noSuchItem {
+            try await executor.run { [replica] in try replica.removeFile(atPath: replica.placeholderPath(record.path)) }
+            try store.apply(domainID: domainID, upserts: [], deletions: [record.identifier])
+            try await uploadCreation(path: record.path, kind: .file, fingerprint: fingerprint, report: &report)
+            return
+        }
+        let (_, name) = Self.split(record.path)
+        let copyName = ConflictName.conflictedCopy(of: name)
+        let metadata = PlaceholderMetadata(domain: domain.name, record: record)
+        let replica = self.replica
+        let copyPath = try await renameLocally(record.path, kind: .file, movingPlaceholder: false) { attempt in
+            attempt == 2 ? copyName : ConflictName.numbered(copyName, attempt - 1)
+        }
+        try await executor.run {
+            if replica.fingerprint(atPath: replica.placeholderPath(record.path)) == nil {
+                try replica.writePlaceholder(record.path, metadata)
+            }
+        }
+        try store.recordConflict(
+            ConflictRecord(
+                domainID: domainID, path: record.path, keptPath: copyPath, kind: "overwrotePlaceholder",
+                details: "a file was written at the name of an item that was not downloaded; the store's item kept the name"))
+        report.conflicts += 1
+        report.notices.append(
+            "\(display(record.path)): a file was written there without the item's contents; the store's version keeps the name, yours is \(display(copyPath))"
+        )
+        if let print = replica.fingerprint(atPath: replica.path(copyPath)) {
+            try await uploadCreation(path: copyPath, kind: .file, fingerprint: print, report: &report)
         }
     }
 
@@ -553,8 +635,10 @@ extension DomainController {
             // again, find the item gone from its old place and upload it as a duplicate.
             _ = try await journalled(.move(record, to: path), handled: [.noSuchItem, .versionOutOfDate, .filenameCollision]) { step in
                 replayed = step.replay
-                let result = try await backend.modifyItem(
-                    item, baseVersion: record.version, changedFields: [.filename, .parentItemIdentifier], contents: nil, options: [])
+                let result = try await step.send {
+                    try await backend.modifyItem(
+                        item, baseVersion: record.version, changedFields: [.filename, .parentItemIdentifier], contents: nil, options: [])
+                }
                 // A move the store could not make yet (`stillPendingFields`) is not recorded: the
                 // next scan finds it again and sends it again.
                 if result.stillPendingFields.isDisjoint(with: [.filename, .parentItemIdentifier]) {
@@ -562,7 +646,7 @@ extension DomainController {
                 }
                 return result
             }
-        } catch where error.code == .filenameCollision {
+        } catch  where error.code == .filenameCollision {
             if replayed, try await adoptReplayedMove(record, to: path, name: name, parent: parent.identifier, fingerprint: fingerprint) {
                 report.uploaded += 1
                 return
@@ -570,31 +654,34 @@ extension DomainController {
             // The new name is taken in the store: the later item gets `name 2.ext` and moves there.
             let renamed = try await renameLocally(path, kind: record.kind == .folder ? .folder : .file) { ConflictName.numbered(name, $0) }
             try store.recordConflict(
-                ConflictRecord(domainID: domainID, path: path, keptPath: renamed, kind: "nameCollision",
-                               details: "a local item was moved to a name the store already had; it was renamed"))
+                ConflictRecord(
+                    domainID: domainID, path: path, keptPath: renamed, kind: "nameCollision",
+                    details: "a local item was moved to a name the store already had; it was renamed"))
             report.conflicts += 1
             report.notices.append("\(display(path)): the name was taken in the store; moved to \(display(renamed)) instead")
             try await uploadMove(record, to: renamed, fingerprint: fingerprint, report: &report)
             return
-        } catch where error.code == .versionOutOfDate {
+        } catch  where error.code == .versionOutOfDate {
             // Moved here, changed in the store: keep both. The store's version stays where it
             // is and comes back with this sync's listing; a moved local file is uploaded as a new
             // item at its new place, a moved placeholder (no contents of its own) is dropped.
             try store.deleteSubtree(domainID: domainID, path: record.path)
             try relistNextSync()
             try store.recordConflict(
-                ConflictRecord(domainID: domainID, path: record.path, keptPath: path, kind: "movedAndEdited",
-                               details: "moved here and changed in the store; the store's version stayed at the old place"))
+                ConflictRecord(
+                    domainID: domainID, path: record.path, keptPath: path, kind: "movedAndEdited",
+                    details: "moved here and changed in the store; the store's version stayed at the old place"))
             report.conflicts += 1
             if record.state == .placeholder || record.state == .symlink {
                 try await executor.run { [replica] in try replica.removeFile(atPath: replica.placeholderPath(path)) }
                 return
             }
             if let fingerprint {
-                try await uploadCreation(path: path, kind: record.kind == .folder ? .folder : .file, fingerprint: fingerprint, report: &report)
+                try await uploadCreation(
+                    path: path, kind: record.kind == .folder ? .folder : .file, fingerprint: fingerprint, report: &report)
             }
             return
-        } catch where error.code == .noSuchItem {
+        } catch  where error.code == .noSuchItem {
             // The first attempt of a replayed move reached the store before the process died.
             if replayed, try await adoptReplayedMove(record, to: path, name: name, parent: parent.identifier, fingerprint: fingerprint) {
                 report.uploaded += 1
@@ -626,7 +713,9 @@ extension DomainController {
     /// the item is gone from its old place and at its new one (a folder by kind, a file with
     /// the same content version), so it is recorded there. Returns false when the store does not
     /// look like that.
-    private func adoptReplayedMove(_ record: ItemRecord, to path: String, name: String, parent: ItemIdentifier, fingerprint: FileFingerprint?)
+    private func adoptReplayedMove(
+        _ record: ItemRecord, to path: String, name: String, parent: ItemIdentifier, fingerprint: FileFingerprint?
+    )
         async throws(FileProviderError) -> Bool
     {
         guard try await !storeStillHas(record.identifier),
@@ -668,7 +757,7 @@ extension DomainController {
         do {
             _ = try await backend.item(for: identifier)
             return true
-        } catch where error.code == .noSuchItem {
+        } catch  where error.code == .noSuchItem {
             return false
         }
     }
@@ -746,17 +835,23 @@ extension DomainController {
     // MARK: Deletions
 
     private func uploadDeletion(_ record: ItemRecord, report: inout SyncReport) async throws(FileProviderError) {
+        // The scan saw it gone, but another process may have been replacing it meanwhile (a
+        // download renamed into place while its placeholder went, an eviction): a listing taken
+        // in the middle sees neither. Only what is still gone now is deleted in the store.
+        if try await executor.run({ [self] in isInReplica(record) }) { return }
         if record.kind == .folder {
             try await uploadFolderDeletion(record, report: &report)
             return
         }
         do {
-            try await journalled(.delete(record), handled: [.noSuchItem, .versionOutOfDate]) { _ in
-                try await backend.deleteItem(identifier: record.identifier, baseVersion: record.version, options: [])
+            try await journalled(.delete(record), handled: [.noSuchItem, .versionOutOfDate]) { step in
+                try await step.send {
+                    try await backend.deleteItem(identifier: record.identifier, baseVersion: record.version, options: [])
+                }
             }
-        } catch where error.code == .noSuchItem {
+        } catch  where error.code == .noSuchItem {
             // Already gone from the store.
-        } catch where error.code == .versionOutOfDate {
+        } catch  where error.code == .versionOutOfDate {
             // Deleted here, edited in the store: the store's version comes back as a placeholder.
             let current = try await backend.item(for: record.identifier)
             var restored = record
@@ -766,13 +861,26 @@ extension DomainController {
             try await executor.run { [replica] in try replica.writePlaceholder(record.path, metadata) }
             try store.save(restored)
             try store.recordConflict(
-                ConflictRecord(domainID: domainID, path: record.path, keptPath: nil, kind: "deletedAndEdited",
-                               details: "deleted here and edited in the store; the store's version came back"))
+                ConflictRecord(
+                    domainID: domainID, path: record.path, keptPath: nil, kind: "deletedAndEdited",
+                    details: "deleted here and edited in the store; the store's version came back"))
             report.conflicts += 1
             return
         }
         try store.deleteSubtree(domainID: domainID, path: record.path)
         report.uploaded += 1
+    }
+
+    /// Whether the replica holds the item at its path: a folder, a file, or the item's own
+    /// placeholder. Blocking.
+    private func isInReplica(_ record: ItemRecord) -> Bool {
+        guard let print = replica.fingerprint(atPath: replica.path(record.path)) else {
+            guard record.kind != .folder, (try? replica.readPlaceholder(record.path))?.identifier == record.identifier.rawValue else {
+                return false
+            }
+            return true
+        }
+        return record.kind == .folder ? print.isDirectory : print.isRegularFile
     }
 
     /// A folder deleted here: what this replica knew below it is deleted bottom-up, each file
@@ -793,13 +901,15 @@ extension DomainController {
         var kept: [String] = []
         for item in ordered {
             do {
-                try await journalled(.delete(item), handled: [.noSuchItem, .versionOutOfDate, .directoryNotEmpty]) { _ in
-                    try await backend.deleteItem(
-                        identifier: item.identifier, baseVersion: item.kind == .folder ? nil : item.version, options: [])
+                try await journalled(.delete(item), handled: [.noSuchItem, .versionOutOfDate, .directoryNotEmpty]) { step in
+                    try await step.send {
+                        try await backend.deleteItem(
+                            identifier: item.identifier, baseVersion: item.kind == .folder ? nil : item.version, options: [])
+                    }
                 }
-            } catch where error.code == .noSuchItem {
+            } catch  where error.code == .noSuchItem {
                 // Already gone from the store.
-            } catch where error.code == .versionOutOfDate || error.code == .directoryNotEmpty {
+            } catch  where error.code == .versionOutOfDate || error.code == .directoryNotEmpty {
                 kept.append(item.path)
             }
         }
@@ -808,8 +918,9 @@ extension DomainController {
         if !kept.isEmpty {
             try relistNextSync()
             try store.recordConflict(
-                ConflictRecord(domainID: domainID, path: record.path, keptPath: nil, kind: "deletedAndEdited",
-                               details: "deleted here while the store had changes or new items in it; those came back"))
+                ConflictRecord(
+                    domainID: domainID, path: record.path, keptPath: nil, kind: "deletedAndEdited",
+                    details: "deleted here while the store had changes or new items in it; those came back"))
             report.conflicts += 1
             report.notices.append("\(display(record.path)): deleted here, but the store had changes in it; they came back")
         }

@@ -14,7 +14,7 @@ public struct ItemExplanation: Sendable, Codable {
         /// `create`, `modify`, `move` or `delete`.
         public var operation: String
         /// `pending` (retried by the next sync), `running` (interrupted, replayed with
-        /// `mayAlreadyExist`) or `failed` (parked until the item changes or a sync retries it).
+        /// `mayAlreadyExist`) or `failed` (refused by the store: nothing was done; sent afresh).
         public var state: String
         public var attempts: Int
         public var lastError: String?
@@ -77,7 +77,8 @@ extension ProviderManager {
         let placeholderOnDisk = replica.fingerprint(atPath: replica.placeholderPath(path)) != nil
         if record == nil && onDisk == nil {
             throw FileProviderError(
-                .noSuchItem, "no item at \(display), neither in the database nor in the replica; run 'fileproviderctl sync \(domain.name)' to refresh")
+                .noSuchItem,
+                "no item at \(display), neither in the database nor in the replica; run 'fileproviderctl sync \(domain.name)' to refresh")
         }
 
         var explanation = ItemExplanation(
@@ -142,8 +143,12 @@ extension ProviderManager {
                     if onDisk.size != record.localSize || onDisk.modificationNanos != record.localModificationNanos
                         || onDisk.inode != record.localInode
                     {
-                        explanation.localChange = "edited"
-                        reasons.append("changed locally since it was downloaded; not uploaded yet (the next sync sends it)")
+                        if DownloadMark.recognize(atPath: replica.path(path), onDisk, as: record) != nil {
+                            reasons.append("downloaded again, not recorded yet (another process, or one that was killed); the next sync records it")
+                        } else {
+                            explanation.localChange = "edited"
+                            reasons.append("changed locally since it was downloaded; not uploaded yet (the next sync sends it)")
+                        }
                     }
                 } else if onDisk == nil {
                     explanation.localChange = "deleted"
@@ -151,8 +156,14 @@ extension ProviderManager {
                 }
             case .placeholder, .symlink:
                 if let onDisk, onDisk.isRegularFile, record.state == .placeholder {
-                    explanation.localChange = "overwrotePlaceholder"
-                    reasons.append("a file was written in place of the placeholder; not uploaded yet (the next sync sends it)")
+                    if DownloadMark.recognize(atPath: replica.path(path), onDisk, as: record) != nil {
+                        reasons.append("downloaded, not recorded yet (another process, or one that was killed); the next sync records it")
+                    } else {
+                        explanation.localChange = "overwrotePlaceholder"
+                        reasons.append(
+                            "a file was written at its name without its contents being downloaded: the next sync keeps both (the store's version keeps the name, the file goes up as a conflicted copy)"
+                        )
+                    }
                 } else if !placeholderOnDisk {
                     explanation.localChange = "deleted"
                     reasons.append("its placeholder was removed (or moved) locally; not sent to the store yet (the next sync sends it)")
@@ -173,7 +184,9 @@ extension ProviderManager {
                 reasons.append("only in the replica and never uploaded: only files and folders are uploaded")
             } else {
                 explanation.localChange = "created"
-                reasons.append("new in the replica; not uploaded yet (the next sync sends it; a file still being written waits until it stops changing)")
+                reasons.append(
+                    "new in the replica; not uploaded yet (the next sync sends it; a file still being written waits until it stops changing)"
+                )
             }
         }
 
@@ -189,7 +202,7 @@ extension ProviderManager {
                     since: entry.createdAt))
             let what: String
             switch entry.state {
-            case .failed: what = "failed \(entry.operation) in the journal (parked: retrying will not help until it changes)"
+            case .failed: what = "\(entry.operation) refused by the store (nothing was done; the next sync sends it again)"
             case .running: what = "interrupted \(entry.operation) in the journal (replayed by the next sync)"
             default: what = "pending \(entry.operation) in the journal (retried by the next sync)"
             }
@@ -207,14 +220,17 @@ extension ProviderManager {
                     details: conflict.details, date: conflict.createdAt))
             var line = "conflict (\(conflict.kind)) on \(Self.timestamp(conflict.createdAt)): \(conflict.details)"
             if let kept = conflict.keptPath {
-                line += kept == path ? "; this is the kept copy of \(domain.name):/\(conflict.path)" : "; the other version is \(domain.name):/\(kept)"
+                line +=
+                    kept == path
+                    ? "; this is the kept copy of \(domain.name):/\(conflict.path)" : "; the other version is \(domain.name):/\(kept)"
             }
             reasons.append(line)
         }
 
         // The domain.
         if let backoff = explanation.backoff {
-            var line = "the domain is backing off until \(Self.timestamp(backoff.nextRetryAt)) after \(backoff.failureCount) failure\(backoff.failureCount == 1 ? "" : "s")"
+            var line =
+                "the domain is backing off until \(Self.timestamp(backoff.nextRetryAt)) after \(backoff.failureCount) failure\(backoff.failureCount == 1 ? "" : "s")"
             if let error = backoff.error { line += ": \(error)" }
             reasons.append(line)
         } else if !domain.isConnected {

@@ -15,12 +15,28 @@ final class JournalStep {
     private let entry: JournalEntry
     private let batch: JournalBatch?
     private(set) var isFinished = false
+    /// Whether the store refused the operation (``send(_:)``): nothing was done.
+    private(set) var wasRefused = false
 
     init(store: MetadataStore, entry: JournalEntry, replay: Bool, batch: JournalBatch?) {
         self.store = store
         self.entry = entry
         self.replay = replay
         self.batch = batch
+    }
+
+    /// Makes the operation's call to the store. A refusal (``FileProviderError/Code/isRefusal``)
+    /// is noted: an operation the store refused did nothing, so its entry does not make the
+    /// next attempt a replay (unless an earlier attempt's outcome is unknown).
+    /// - Throws: what `call` throws.
+    func send<T>(_ call: () async throws -> T) async throws(FileProviderError) -> T {
+        do {
+            return try await call()
+        } catch {
+            let error = FileProviderError.wrap(error)
+            if error.code.isRefusal { wasRefused = true }
+            throw error
+        }
     }
 
     /// Writes the operation's resulting item and marks the entry done, in one transaction

@@ -10,8 +10,12 @@ import ProviderStore
 enum LocalChange: Sendable {
     /// A new file or folder at a path the database does not know.
     case created(path: String, kind: ItemKind, fingerprint: FileFingerprint)
-    /// The contents of a file changed (or a placeholder was replaced by a real file).
+    /// The contents of a materialized file changed.
     case modified(record: ItemRecord, fingerprint: FileFingerprint)
+    /// A real file was written at the real name of an item that is not downloaded (beside or
+    /// instead of its placeholder). Its writer never saw the item's contents, so it is not an
+    /// edit of them: both are kept.
+    case writtenOverPlaceholder(record: ItemRecord, fingerprint: FileFingerprint)
     /// An item moved or was renamed (recognised by inode, or by a placeholder's identifier).
     case moved(record: ItemRecord, to: String, fingerprint: FileFingerprint?)
     /// An item is gone from the replica.
@@ -20,7 +24,7 @@ enum LocalChange: Sendable {
     var path: String {
         switch self {
         case .created(let path, _, _): return path
-        case .modified(let record, _), .deleted(let record): return record.path
+        case .modified(let record, _), .writtenOverPlaceholder(let record, _), .deleted(let record): return record.path
         case .moved(_, let to, _): return to
         }
     }
@@ -57,6 +61,16 @@ struct LocalScanResult {
     /// Dataless folders that hold something in the replica (made there before the folder was
     /// populated): they must be populated before their contents can be compared.
     var occupiedDataless: [String]
+    /// The engine's own downloads that were placed but not recorded (by another process still
+    /// recording them, or one killed before it could): recorded, never sent.
+    var placed: [PlacedFile] = []
+}
+
+/// A file the engine downloaded into the replica (its ``DownloadMark`` matches) that the
+/// database does not record as it is.
+struct PlacedFile {
+    var record: ItemRecord
+    var download: PlacedDownload
 }
 
 /// Compares the replica with the database. Blocking; runs on the engine's executor.
@@ -108,6 +122,17 @@ struct LocalScanner {
         var changes: [LocalChange] = []
         var missing: [ItemRecord] = []
         var evicted: [ItemRecord] = []
+        var placed: [PlacedFile] = []
+        // The engine's own download of the item, unchanged since it was placed.
+        func placedDownload(_ record: ItemRecord, _ print: FileFingerprint) -> PlacedFile? {
+            DownloadMark.recognize(atPath: replica.path(record.path), print, as: record).map { download in
+                PlacedFile(
+                    record: record,
+                    download: PlacedDownload(
+                        identifier: record.identifier, contentVersion: download.contentVersion, size: print.size,
+                        modificationNanos: print.modificationNanos, inode: print.inode))
+            }
+        }
         // Paths of placeholders the user moved away and put a new file in their place.
         var replaced = Set<String>()
         for record in records where !record.path.isEmpty {
@@ -120,8 +145,16 @@ struct LocalScanner {
             case .materialized:
                 if let here, here.kind == .file {
                     let print = here.fingerprint
-                    if print.size != record.localSize || print.modificationNanos != record.localModificationNanos || print.inode != record.localInode {
-                        if settled(print, record.path) { changes.append(.modified(record: record, fingerprint: print)) } else { unsettled.append(record.path) }
+                    if print.size != record.localSize || print.modificationNanos != record.localModificationNanos
+                        || print.inode != record.localInode
+                    {
+                        if let download = placedDownload(record, print) {
+                            placed.append(download)
+                        } else if settled(print, record.path) {
+                            changes.append(.modified(record: record, fingerprint: print))
+                        } else {
+                            unsettled.append(record.path)
+                        }
                     }
                     continue
                 }
@@ -137,13 +170,21 @@ struct LocalScanner {
             case .placeholder, .symlink:
                 if let here, here.kind == .file, record.state == .placeholder {
                     // The placeholder moved elsewhere and a new file took its name: a move and a
-                    // creation. (A file written beside its placeholder is an edit of the item.)
+                    // creation.
                     if !placeholders.contains(record.path), strayPlaceholders[record.identifier.rawValue]?.isEmpty == false {
                         missing.append(record)
                         replaced.insert(record.path)
                         continue
                     }
-                    if settled(here.fingerprint, record.path) { changes.append(.modified(record: record, fingerprint: here.fingerprint)) } else { unsettled.append(record.path) }
+                    // The engine's download, placed but not recorded yet; anything else was
+                    // written by someone who never saw the item's contents: both are kept.
+                    if let download = placedDownload(record, here.fingerprint) {
+                        placed.append(download)
+                    } else if settled(here.fingerprint, record.path) {
+                        changes.append(.writtenOverPlaceholder(record: record, fingerprint: here.fingerprint))
+                    } else {
+                        unsettled.append(record.path)
+                    }
                     continue
                 }
                 if placeholders.contains(record.path) { continue }
@@ -201,7 +242,8 @@ struct LocalScanner {
         // belongs to a move (of the item, or of a folder above it) that this scan saw.
         let missingIdentifiers = Set(missing.map(\.identifier.rawValue))
         let unowned = strayPlaceholders.filter { !missingIdentifiers.contains($0.key) }.values.joined().sorted()
-        return LocalScanResult(changes: changes, unsettled: unsettled, strayPlaceholders: unowned, evicted: evicted, occupiedDataless: [])
+        return LocalScanResult(
+            changes: changes, unsettled: unsettled, strayPlaceholders: unowned, evicted: evicted, occupiedDataless: [], placed: placed)
     }
 
     /// The identifier of the item a placeholder stands for now.

@@ -1,5 +1,5 @@
-import Foundation
 import CSystemShims
+import Foundation
 import ProviderCore
 
 #if canImport(Glibc)
@@ -91,14 +91,25 @@ public struct Replica: Sendable {
     /// Writes bytes to a temporary sibling, then renames it over `target`.
     public func atomicWrite(_ bytes: [UInt8], to target: String) throws(FileProviderError) {
         let slash = target.lastIndex(of: "/").map { target.index(after: $0) } ?? target.startIndex
-        let temporary = target[..<slash] + ".fp-tmp-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        if fd < 0 { throw POSIXError.error("cannot write", path: String(temporary)) }
+        var temporary = ""
+        var fd: Int32 = -1
         // Locked until renamed: a temporary file nobody holds a lock on was left by a process
-        // that died, and ``removeAbandonedTemporary(atPath:)`` may delete it.
-        _ = flock(fd, LOCK_EX)
+        // that died, and ``removeAbandonedTemporary(atPath:)`` may delete it. A scan can take
+        // that lock between the create and the writer's lock and delete the new file: the
+        // writer then holds an unlinked file and starts over with another name.
+        for _ in 0..<8 {
+            temporary = target[..<slash] + ".fp-tmp-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+            fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            if fd < 0 { throw POSIXError.error("cannot write", path: temporary) }
+            _ = flock(fd, LOCK_EX)
+            var info = stat()
+            if fstat(fd, &info) == 0 && info.st_nlink > 0 { break }
+            close(fd)
+            fd = -1
+        }
+        if fd < 0 { throw FileProviderError(.localIOFailure, "cannot write \(target): its temporary file kept being removed") }
         do {
-            try writeAll(fd, bytes, path: String(temporary))
+            try writeAll(fd, bytes, path: temporary)
             try POSIXError.check(rename(temporary, target), "cannot rename into place", path: target)
             close(fd)
         } catch {

@@ -36,8 +36,10 @@ extension MetadataStore {
     }
 
     /// Opens the journal entries of operations about to run, in one transaction: an operation
-    /// with an unfinished entry (an earlier attempt did not finish) takes that entry, marked as
-    /// a replay; any other gets a new one. Every entry returned is `running`, its attempt counted.
+    /// with an unfinished entry takes that entry, marked as a replay when an earlier attempt may
+    /// have reached the store (`running` or `pending`; a `failed` entry's attempts were refused,
+    /// so nothing was done); any other gets a new one. Every entry returned is `running`, its
+    /// attempt counted.
     /// - Throws: `localIOFailure` when the database cannot be written; no entry is opened then.
     public func openJournalEntries(_ entries: [JournalEntry]) throws(FileProviderError) -> [(entry: JournalEntry, replay: Bool)] {
         if entries.isEmpty { return [] }
@@ -46,11 +48,12 @@ extension MetadataStore {
             let find = try db.cachedStatement(sql: Self.selectUnfinishedByTemplate)
             return try entries.map { entry in
                 if var earlier = try JournalEntry.fetchOne(find, arguments: [entry.domainID, entry.templateIdentifier]) {
+                    let replay = earlier.state != .failed
                     earlier.state = .running
                     earlier.attempts += 1
                     earlier.updatedAt = now
                     try Self.update(earlier, in: db)
-                    return (earlier, true)
+                    return (earlier, replay)
                 }
                 var entry = entry
                 entry.state = .running
@@ -61,15 +64,16 @@ extension MetadataStore {
     }
 
     /// Gives back entries ``openJournalEntries(_:)`` opened for operations that did not run: new
-    /// ones are removed, earlier ones are `pending` again with their attempt uncounted.
+    /// ones are removed, earlier ones are as they were (`pending`, or `failed` when they were no
+    /// replay) with their attempt uncounted.
     public func withdrawJournalEntries(_ entries: [(entry: JournalEntry, replay: Bool)]) throws(FileProviderError) {
         if entries.isEmpty { return }
         try write { db in
             let delete = try db.cachedStatement(sql: "DELETE FROM journal WHERE id = ?")
             for (entry, replay) in entries {
-                if replay {
+                if replay || entry.attempts > 1 {
                     var entry = entry
-                    entry.state = .pending
+                    entry.state = replay ? .pending : .failed
                     entry.attempts -= 1
                     try Self.update(entry, in: db)
                 } else if let id = entry.id {

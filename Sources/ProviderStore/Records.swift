@@ -173,7 +173,16 @@ public struct SyncAnchorRecord: Codable, Hashable, Sendable, FetchableRecord, Pe
 
 /// The state of a journalled operation.
 public enum JournalState: String, Codable, Hashable, Sendable {
-    case pending, running, done, failed
+    /// The last attempt failed in a way that may have reached the store (the connection
+    /// dropped, a timeout): the next attempt is a replay (`mayAlreadyExist`).
+    case pending
+    /// An attempt is under way, or its process died: the next attempt is a replay.
+    case running
+    /// Finished; the database records the result.
+    case done
+    /// The store refused the last attempt and no earlier one may have reached it: nothing was
+    /// done, and the next attempt is sent afresh.
+    case failed
 }
 
 /// One operation on the store, written before it runs and marked done after, so a crash can be

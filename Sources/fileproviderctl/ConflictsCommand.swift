@@ -28,9 +28,12 @@ struct ConflictsCommand: AsyncParsableCommand {
         let domainID = try name.map { try manager.domain(named: $0).id ?? -1 }
         let conflicts = try manager.store.conflicts(domainID: domainID)
         if output.json {
-            try Output.json(conflicts.map {
-                ConflictJSON(domain: names[$0.domainID] ?? "?", path: "/" + $0.path, keptPath: $0.keptPath.map { "/" + $0 }, kind: $0.kind, details: $0.details, date: $0.createdAt)
-            })
+            try Output.json(
+                conflicts.map {
+                    ConflictJSON(
+                        domain: names[$0.domainID] ?? "?", path: "/" + $0.path, keptPath: $0.keptPath.map { "/" + $0 }, kind: $0.kind,
+                        details: $0.details, date: $0.createdAt)
+                })
             return
         }
         if conflicts.isEmpty {
@@ -40,7 +43,8 @@ struct ConflictsCommand: AsyncParsableCommand {
         var text = ""
         for conflict in conflicts {
             let domain = names[conflict.domainID] ?? "?"
-            text += "\(Output.date(conflict.createdAt))  \(conflict.kind.padding(toLength: 17, withPad: " ", startingAt: 0))\(domain):/\(conflict.path)"
+            text +=
+                "\(Output.date(conflict.createdAt))  \(conflict.kind.padding(toLength: max(21, conflict.kind.count + 1), withPad: " ", startingAt: 0))\(domain):/\(conflict.path)"
             if let kept = conflict.keptPath { text += " -> \(domain):/\(kept)" }
             text += "\n    \(conflict.details)\n"
         }

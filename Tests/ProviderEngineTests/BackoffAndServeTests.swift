@@ -77,11 +77,12 @@ import Testing
             f.memory.setFailure(FileProviderError(.notAuthenticated, "the key was refused"), for: .createItem)
             await expectCode(.notAuthenticated) { try await controller.sync() }
             #expect(try controller.backoff()?.failureCount == 1)
-            // The operation stays in the journal, pending, and `why` says so.
+            // The operation stays in the journal, and `why` says so: `failed`, since the store
+            // refused it (nothing was done, so the next attempt is sent afresh, not replayed).
             let explanation = try f.manager.explain(ItemLocation(domain: "mem", path: "new.txt"))
             #expect(!explanation.known && explanation.localChange == "created")
             #expect(explanation.operations.map(\.operation) == ["create"])
-            #expect(explanation.operations.first?.state == "pending")
+            #expect(explanation.operations.first?.state == "failed")
             #expect(explanation.operations.first?.attempts == 1)
             #expect(explanation.operations.first?.lastError == "the key was refused")
             #expect(explanation.backoff?.failureCount == 1)

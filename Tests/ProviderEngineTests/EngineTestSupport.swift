@@ -13,6 +13,7 @@ final class TestRemote: @unchecked Sendable {
     private var failingFolders: [ItemIdentifier: FileProviderError] = [:]
     private var extraItems: [ItemIdentifier: [Item]] = [:]
     private var pending: (fields: ItemFields, times: Int) = ([], 0)
+    private var createHooks: [@Sendable () -> Void] = []
 
     init(memory: MemoryBackend = MemoryBackend(hasChangeFeed: false, pageSize: 7)) {
         self.memory = memory
@@ -33,6 +34,19 @@ final class TestRemote: @unchecked Sendable {
     /// is not made at all.
     func reportPending(_ fields: ItemFields, times: Int = 1) {
         lock.withLock { pending = (fields, times) }
+    }
+
+    /// Runs `hook` once, just before the next `createItem` reaches the store: a moment between
+    /// a sync's scan and its later operations, for another process's hand.
+    func beforeCreate(_ hook: @escaping @Sendable () -> Void) {
+        lock.withLock { createHooks.append(hook) }
+    }
+
+    fileprivate func takeCreateHooks() -> [@Sendable () -> Void] {
+        lock.withLock {
+            defer { createHooks.removeAll() }
+            return createHooks
+        }
     }
 
     fileprivate func takePending() -> ItemFields {
@@ -157,6 +171,7 @@ struct TestBackend: ForwardingBackend {
     func createItem(basedOn template: Item, fields: ItemFields, contents: URL?, options: CreateOptions)
         async throws(FileProviderError) -> ItemResult
     {
+        for hook in remote.takeCreateHooks() { hook() }
         var result = try await remote.memory.createItem(basedOn: template, fields: fields, contents: contents, options: options)
         result.stillPendingFields = remote.takePending()
         return result
@@ -225,7 +240,8 @@ struct Fixture: Sendable {
     /// Adds a memory domain over this fixture's remote and returns its controller.
     @discardableResult
     func addDomain(_ name: String = "mem", replica: String? = nil, extra: [String: String] = [:]) async throws -> DomainController {
-        try await manager.addDomain(name: name, kind: "memory", options: ["store": remoteName].merging(extra) { a, _ in a }, replicaPath: replica)
+        try await manager.addDomain(
+            name: name, kind: "memory", options: ["store": remoteName].merging(extra) { a, _ in a }, replicaPath: replica)
         return try await manager.controller(for: name)
     }
 

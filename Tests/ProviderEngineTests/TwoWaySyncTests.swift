@@ -55,16 +55,49 @@ import Testing
         }
     }
 
-    @Test func aFileWrittenOverAPlaceholderIsAnEdit() async throws {
+    /// `echo line3 >> log.txt` where only `log.txt.placeholder` is: the writer never saw the
+    /// item's contents, so the store's version keeps the name and the file goes up beside it.
+    @Test func aFileWrittenAtTheNameOfANotDownloadedItemIsKeptBesideIt() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "log.txt", data: Data("line1\nline2\n".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            // What `>>` does: the name does not exist (only its placeholder), so a new file.
+            #expect(FileManager.default.createFile(atPath: f.url(controller, "log.txt").path, contents: Data("line3\n".utf8)))
+            let report = try await controller.sync()
+            #expect(report.conflicts == 1)
+            #expect(f.memory.contents(of: "log.txt") == Data("line1\nline2\n".utf8), "the store's contents are never replaced")
+            #expect(f.memory.callCount(.modifyItem) == 0)
+            let names = try FileManager.default.contentsOfDirectory(atPath: controller.replica.root.path)
+            let copy = try #require(names.first { $0.hasPrefix("log (conflicted copy ") && $0.hasSuffix(".txt") })
+            #expect(f.memory.contents(of: copy) == Data("line3\n".utf8), "the written file goes up as a conflicted copy")
+            #expect(names.contains("log.txt.placeholder") && !names.contains("log.txt"))
+            #expect(try controller.record(at: "log.txt").state == .placeholder)
+            let logged = try f.manager.store.conflicts(domainID: controller.domainID)
+            #expect(logged.map(\.kind) == ["overwrotePlaceholder"])
+            #expect(logged.first?.keptPath == copy)
+            let again = try await controller.sync()
+            #expect(again.uploaded == 0 && again.conflicts == 0)
+            // The store's version can still be downloaded under its name.
+            #expect(codes(await controller.materialize(paths: ["log.txt"], recursive: false)) == [nil])
+            #expect(try Data(contentsOf: f.url(controller, "log.txt")) == Data("line1\nline2\n".utf8))
+        }
+    }
+
+    @Test func aFileWrittenInPlaceOfARemovedPlaceholderIsKeptBesideTheItem() async throws {
         try await Fixture.with { f in
             _ = try f.memory.write(path: "p.txt", data: Data("remote".utf8))
             let controller = try await f.addDomain()
             try await controller.sync()
+            try FileManager.default.removeItem(at: f.placeholderURL(controller, "p.txt"))
             try write(Data("local".utf8), f, controller, "p.txt")
-            try await controller.sync()
-            #expect(f.memory.contents(of: "p.txt") == Data("local".utf8))
-            #expect(!FileManager.default.fileExists(atPath: f.placeholderURL(controller, "p.txt").path))
-            #expect(try controller.record(at: "p.txt").state == .materialized)
+            let report = try await controller.sync()
+            #expect(report.conflicts == 1)
+            #expect(f.memory.contents(of: "p.txt") == Data("remote".utf8))
+            #expect(FileManager.default.fileExists(atPath: f.placeholderURL(controller, "p.txt").path), "the item's placeholder is back")
+            let names = try FileManager.default.contentsOfDirectory(atPath: controller.replica.root.path)
+            let copy = try #require(names.first { $0.hasPrefix("p (conflicted copy ") })
+            #expect(f.memory.contents(of: copy) == Data("local".utf8))
         }
     }
 
@@ -134,7 +167,9 @@ import Testing
             try await controller.sync()
             #expect(f.memory.contents(of: "x moved.txt") == Data("x".utf8), "moving a placeholder must never delete the item")
             #expect(f.memory.contents(of: "b/y.txt") == Data("y".utf8))
-            #expect(try placeholder(at: f.placeholderURL(controller, "b/y.txt")).identifier == "b/y.txt", "re-keyed placeholders carry their new identifiers")
+            #expect(
+                try placeholder(at: f.placeholderURL(controller, "b/y.txt")).identifier == "b/y.txt",
+                "re-keyed placeholders carry their new identifiers")
             #expect(tree(at: controller.replica.root) == ["b/", "b/y.txt.placeholder", "x moved.txt.placeholder"])
         }
     }
@@ -154,17 +189,42 @@ import Testing
         }
     }
 
-    @Test func aPlaceholderEditedHereAndDeletedThereLeavesNoPlaceholderBehind() async throws {
+    @Test func aFileWrittenAtTheNameOfAnItemDeletedThereGoesUpUnderItsName() async throws {
         try await Fixture.with { f in
             _ = try f.memory.write(path: "p.txt", data: Data("remote".utf8))
             let controller = try await f.addDomain()
             try await controller.sync()
             try write(Data("written over the placeholder".utf8), f, controller, "p.txt")
             try f.memory.remove(path: "p.txt")
-            try await controller.sync()
+            let report = try await controller.sync()
+            #expect(report.conflicts == 0)
             #expect(f.memory.contents(of: "p.txt") == Data("written over the placeholder".utf8))
             #expect(tree(at: controller.replica.root) == ["p.txt"])
             #expect(try controller.record(at: "p.txt").state == .materialized)
+        }
+    }
+
+    /// A creation the store refused did nothing, so its next attempt is no replay: with
+    /// `mayAlreadyExist` it would overwrite what someone else put at the name meanwhile.
+    @Test func aCreationTheStoreRefusedIsSentAfreshNotReplayedOverAnotherFile() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "d/keep.txt", data: Data("keep".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync(populationBudget: 1000)
+            try write(Data("mine".utf8), f, controller, "d/a.txt")
+            // Someone deletes the folder in the store: the creation is refused (no parent).
+            try f.memory.remove(path: "d")
+            let first = try await controller.sync()
+            #expect(first.uploaded == 0)
+            let refused = try f.manager.store.unfinishedOperations(domainID: controller.domainID)
+            #expect(refused.map(\.state) == [.failed])
+            // Then someone else makes the folder again with their own a.txt.
+            _ = try f.memory.write(path: "d/a.txt", data: Data("theirs".utf8))
+            let second = try await controller.sync()
+            #expect(f.memory.contents(of: "d/a.txt") == Data("theirs".utf8), "the other writer's file is never overwritten")
+            #expect(f.memory.contents(of: "d/a 2.txt") == Data("mine".utf8), "ours goes up beside it")
+            #expect(second.conflicts == 1)
+            #expect(try f.manager.store.unfinishedOperations(domainID: controller.domainID).isEmpty)
         }
     }
 
@@ -180,7 +240,8 @@ import Testing
             try FileManager.default.removeItem(at: f.url(controller, "e.txt"))
             var evicted = record
             evicted.state = .placeholder
-            try Data(PlaceholderMetadata(domain: controller.domain.name, record: evicted).encoded).write(to: f.placeholderURL(controller, "e.txt"))
+            try Data(PlaceholderMetadata(domain: controller.domain.name, record: evicted).encoded).write(
+                to: f.placeholderURL(controller, "e.txt"))
             #expect(try controller.record(at: "e.txt").state == .materialized)
             let report = try await controller.sync()
             #expect(report.uploaded == 0)
@@ -226,7 +287,9 @@ import Testing
             #expect(f.memory.contents(of: "doc.txt") == Data("remote edit".utf8))
             let logged = try f.manager.store.conflicts(domainID: controller.domainID)
             #expect(logged.map(\.kind) == ["bothEdited"])
-            #expect(try f.manager.store.unfinishedOperations(domainID: controller.domainID).isEmpty, "a resolved conflict leaves nothing pending")
+            #expect(
+                try f.manager.store.unfinishedOperations(domainID: controller.domainID).isEmpty,
+                "a resolved conflict leaves nothing pending")
             #expect(try await controller.sync().conflicts == 0)
         }
     }
@@ -285,7 +348,10 @@ import Testing
             try write(Data("real".utf8), f, controller, "real.txt")
             let report = try await controller.sync()
             #expect(report.uploaded == 1)
-            #expect(f.memory.allIdentifiers.map(\.rawValue).filter { !$0.isEmpty && $0 != ItemIdentifier.rootContainer.rawValue } == ["real.txt"])
+            #expect(
+                f.memory.allIdentifiers.map(\.rawValue).filter { !$0.isEmpty && $0 != ItemIdentifier.rootContainer.rawValue } == [
+                    "real.txt"
+                ])
         }
     }
 
@@ -351,7 +417,9 @@ import Testing
                 if kind == "folder" { #expect(codes(await controller.materialize(paths: ["d/inner/b.txt"], recursive: false)) == [nil]) }
                 let (from, to) = kind == "folder" ? ("d/inner", "e/inner") : ("d/a.txt", "e/a.txt")
                 let local = kind == "placeholder" ? (Replica.placeholderSuffix) : ""
-                try FileManager.default.moveItem(at: URL(fileURLWithPath: f.url(controller, from).path + local), to: URL(fileURLWithPath: f.url(controller, to).path + local))
+                try FileManager.default.moveItem(
+                    at: URL(fileURLWithPath: f.url(controller, from).path + local),
+                    to: URL(fileURLWithPath: f.url(controller, to).path + local))
                 // The first attempt reaches the store, then the "process dies" before recording it.
                 f.memory.setHook(for: .modifyItem) { _ in }
                 f.memory.setFailure(FileProviderError(.serverUnreachable, "connection lost after the move"), for: .modifyItem, times: 1)
@@ -360,8 +428,11 @@ import Testing
                 #expect(try f.manager.store.unfinishedOperations(domainID: controller.domainID).map(\.operation) == ["move"], "\(kind)")
                 let report = try await controller.sync()
                 #expect(report.conflicts == 0, "\(kind): \(report.notices)")
-                #expect(f.memory.allIdentifiers.map(\.rawValue).sorted() == (kind == "folder"
-                    ? ["d", "d/a.txt", "e", "e/inner", "e/inner/b.txt"] : ["d", "d/inner", "d/inner/b.txt", "e", "e/a.txt"]), "\(kind)")
+                #expect(
+                    f.memory.allIdentifiers.map(\.rawValue).sorted()
+                        == (kind == "folder"
+                            ? ["d", "d/a.txt", "e", "e/inner", "e/inner/b.txt"] : ["d", "d/inner", "d/inner/b.txt", "e", "e/a.txt"]),
+                    "\(kind)")
                 #expect(try f.manager.store.conflicts(domainID: controller.domainID).isEmpty, "\(kind)")
                 if kind == "file" { #expect(try controller.record(at: "e/a.txt").state == .materialized) }
                 if kind == "folder" { #expect(try controller.record(at: "e/inner/b.txt").state == .materialized) }
@@ -387,7 +458,8 @@ import Testing
         try FileManager.default.moveItem(at: controller.replica.url("d/a.txt"), to: controller.replica.url("e/a.txt"))
         // The first attempt moved the file in the store, then the process died.
         try FileManager.default.moveItem(at: storeRoot.appendingPathComponent("d/a.txt"), to: storeRoot.appendingPathComponent("e/a.txt"))
-        var entry = JournalEntry(domainID: controller.domainID, templateIdentifier: "move:\(record.identifier.rawValue)", operation: "move", payload: "{}")
+        var entry = JournalEntry(
+            domainID: controller.domainID, templateIdentifier: "move:\(record.identifier.rawValue)", operation: "move", payload: "{}")
         entry.state = .running
         _ = try manager.store.journal(entry)
         let report = try await controller.sync()
@@ -434,7 +506,9 @@ import Testing
             let calls = Recorder<ItemIdentifier?>()
             let memory = f.memory
             f.memory.setHook(for: .createItem) { identifier in
-                if calls.add(identifier) == 40 { memory.setFailure(FileProviderError(.serverUnreachable, "connection lost"), for: .createItem) }
+                if calls.add(identifier) == 40 {
+                    memory.setFailure(FileProviderError(.serverUnreachable, "connection lost"), for: .createItem)
+                }
             }
             await expectCode(.serverUnreachable) { try await controller.sync() }
             let uploaded = names.filter { f.memory.contents(of: $0) != nil }

@@ -54,7 +54,8 @@ import Testing
     @Test func insertAssignsIDAndRoundTrips() throws {
         try withStore { store, _ in
             let inserted = try store.insertDomain(
-                DomainRecord(name: "photos", backendKind: "local", configuration: ["root": "/srv/p", "page-size": "10"], replicaPath: "/r/photos"))
+                DomainRecord(
+                    name: "photos", backendKind: "local", configuration: ["root": "/srv/p", "page-size": "10"], replicaPath: "/r/photos"))
             let id = try #require(inserted.id)
             let fetched = try #require(try store.domain(named: "photos"))
             #expect(fetched.id == id)
@@ -141,7 +142,8 @@ import Testing
             #expect(try store.item(domainID: id, identifier: "f.bin") == full)
             var link = ItemRecord(
                 domainID: id,
-                item: Item(identifier: "l", parentIdentifier: .rootContainer, filename: "l", kind: .symlink, size: 4, symlinkTargetPath: "../t"),
+                item: Item(
+                    identifier: "l", parentIdentifier: .rootContainer, filename: "l", kind: .symlink, size: 4, symlinkTargetPath: "../t"),
                 path: "l")
             link.lastError = nil
             try store.save(link)
@@ -346,7 +348,8 @@ import Testing
             #expect(try store.unfinishedOperation(domainID: id, templateIdentifier: "create:a.txt") == nil)
 
             // A record that cannot be written leaves the entry open: the operation is replayed.
-            let second = try store.journal(JournalEntry(domainID: id, templateIdentifier: "create:b.txt", operation: "create", payload: "{}"))
+            let second = try store.journal(
+                JournalEntry(domainID: id, templateIdentifier: "create:b.txt", operation: "create", payload: "{}"))
             var clash = record(id, "b.txt")
             clash.domainID = 9_999  // no such domain: the foreign key refuses the row
             #expect(throws: FileProviderError.self) { try store.save(clash, finishing: second) }
@@ -358,9 +361,10 @@ import Testing
         try withStore { store, _ in
             let id = try makeDomain(store)
             let earlier = try openEntry(store, id, "create:a.txt", state: .pending, attempts: 2)
-            let opened = try store.openJournalEntries(["create:a.txt", "create:b.txt", "modify:c"].map {
-                JournalEntry(domainID: id, templateIdentifier: $0, operation: "create", payload: "{}")
-            })
+            let opened = try store.openJournalEntries(
+                ["create:a.txt", "create:b.txt", "modify:c"].map {
+                    JournalEntry(domainID: id, templateIdentifier: $0, operation: "create", payload: "{}")
+                })
             #expect(opened.map(\.replay) == [true, false, false])
             #expect(opened[0].entry.id == earlier.id)
             #expect(opened.map(\.entry.attempts) == [3, 1, 1])
@@ -378,6 +382,24 @@ import Testing
         }
     }
 
+    @Test func anEntryTheStoreRefusedIsReopenedAsAFreshAttemptNotAReplay() throws {
+        try withStore { store, _ in
+            let id = try makeDomain(store)
+            let refused = try openEntry(store, id, "create:a.txt", state: .failed, attempts: 1)
+            let opened = try store.openJournalEntries([
+                JournalEntry(domainID: id, templateIdentifier: "create:a.txt", operation: "create", payload: "{}")
+            ])
+            #expect(opened.map(\.replay) == [false], "nothing was done by a refused attempt: no mayAlreadyExist")
+            #expect(opened[0].entry.id == refused.id)
+            #expect(opened[0].entry.attempts == 2)
+            // Given back without running: still the refused entry, not a replay, not removed.
+            try store.withdrawJournalEntries(opened)
+            let left = try store.unfinishedOperations(domainID: id)
+            #expect(left.map(\.state) == [.failed])
+            #expect(left.first?.attempts == 1)
+        }
+    }
+
     @Test func checkpointsSaveFetchRemove() throws {
         try withStore { store, _ in
             let id = try makeDomain(store)
@@ -391,7 +413,8 @@ import Testing
             try store.saveCheckpoint(later)
             #expect(try store.checkpoint(domainID: id, identifier: "big.bin")?.bytesTransferred == 3000)
             try store.saveCheckpoint(
-                TransferCheckpoint(domainID: id, identifier: "other", contentVersion: Data(), stagingPath: "/s/o", bytesTransferred: 1, totalBytes: nil))
+                TransferCheckpoint(
+                    domainID: id, identifier: "other", contentVersion: Data(), stagingPath: "/s/o", bytesTransferred: 1, totalBytes: nil))
             let all = try store.checkpoints(domainID: id)
             #expect(Set(all.keys) == ["big.bin", "other"])
             #expect(all["other"]?.totalBytes == nil)
@@ -404,16 +427,20 @@ import Testing
     @Test func thumbnailsAreKeyedByContentVersion() throws {
         try withStore { store, _ in
             let id = try makeDomain(store)
-            let v1 = Data([1]), v2 = Data([2])
-            try store.saveThumbnail(ThumbnailRecord(domainID: id, identifier: "p.jpg", contentVersion: v1, size: 128, data: Data("one".utf8)))
-            try store.saveThumbnail(ThumbnailRecord(domainID: id, identifier: "p.jpg", contentVersion: v1, size: 256, data: Data("big".utf8)))
+            let v1 = Data([1])
+            let v2 = Data([2])
+            try store.saveThumbnail(
+                ThumbnailRecord(domainID: id, identifier: "p.jpg", contentVersion: v1, size: 128, data: Data("one".utf8)))
+            try store.saveThumbnail(
+                ThumbnailRecord(domainID: id, identifier: "p.jpg", contentVersion: v1, size: 256, data: Data("big".utf8)))
             #expect(try store.thumbnail(domainID: id, identifier: "p.jpg", contentVersion: v1, size: 128) == Data("one".utf8))
             #expect(try store.thumbnail(domainID: id, identifier: "p.jpg", contentVersion: v1, size: 256) == Data("big".utf8))
             // A newer content version does not get the old picture.
             #expect(try store.thumbnail(domainID: id, identifier: "p.jpg", contentVersion: v2, size: 128) == nil)
             #expect(try store.thumbnail(domainID: id, identifier: "p.jpg", contentVersion: v1, size: 64) == nil)
             // Saving the new version replaces the old one.
-            try store.saveThumbnail(ThumbnailRecord(domainID: id, identifier: "p.jpg", contentVersion: v2, size: 128, data: Data("two".utf8)))
+            try store.saveThumbnail(
+                ThumbnailRecord(domainID: id, identifier: "p.jpg", contentVersion: v2, size: 128, data: Data("two".utf8)))
             #expect(try store.thumbnail(domainID: id, identifier: "p.jpg", contentVersion: v2, size: 128) == Data("two".utf8))
             #expect(try store.thumbnail(domainID: id, identifier: "p.jpg", contentVersion: v1, size: 128) == nil)
         }
@@ -424,12 +451,15 @@ import Testing
             let gone = try makeDomain(store, "gone")
             let kept = try makeDomain(store, "kept")
             for id in [gone, kept] {
-                try store.apply(domainID: id, upserts: [record(id, "", folder: true), record(id, "f"), record(id, "d", folder: true)], deletions: [])
+                try store.apply(
+                    domainID: id, upserts: [record(id, "", folder: true), record(id, "f"), record(id, "d", folder: true)], deletions: [])
                 try store.setSyncAnchor(SyncAnchor(Data([1])), domainID: id, container: .workingSet)
                 _ = try store.journal(JournalEntry(domainID: id, templateIdentifier: "t", operation: "create", payload: "{}"))
                 try store.saveCheckpoint(
-                    TransferCheckpoint(domainID: id, identifier: "f", contentVersion: Data([1]), stagingPath: "/s", bytesTransferred: 1, totalBytes: 2))
-                try store.saveThumbnail(ThumbnailRecord(domainID: id, identifier: "f", contentVersion: Data([1]), size: 64, data: Data([0xff])))
+                    TransferCheckpoint(
+                        domainID: id, identifier: "f", contentVersion: Data([1]), stagingPath: "/s", bytesTransferred: 1, totalBytes: 2))
+                try store.saveThumbnail(
+                    ThumbnailRecord(domainID: id, identifier: "f", contentVersion: Data([1]), size: 64, data: Data([0xff])))
             }
             try store.deleteDomain(id: gone)
 

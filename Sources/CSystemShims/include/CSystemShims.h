@@ -7,6 +7,7 @@
 #include <malloc.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/fanotify.h>
 #include <unistd.h>
 
@@ -34,6 +35,19 @@ static inline int fp_link_unnamed(int fd, const char *target) {
 /// Lets glibc keep up to `bytes` of freed memory at the top of each arena before giving it
 /// back to the kernel (M_TRIM_THRESHOLD); returns 1 on success.
 static inline int fp_set_trim_threshold(int bytes) { return mallopt(M_TRIM_THRESHOLD, bytes); }
+
+/// Sets the extended attribute `name` of the file at `path` (not following a final symlink);
+/// 0, or -1 with errno (ENOTSUP where the file system has none).
+static inline int fp_set_xattr(const char *path, const char *name, const void *value, size_t size) {
+    return lsetxattr(path, name, value, size, 0);
+}
+
+/// Reads the extended attribute `name` of the file at `path` (not following a final symlink)
+/// into `buffer`; its length, or -1 with errno (ENODATA when the file has none, ERANGE when it
+/// is longer than `capacity`).
+static inline long fp_get_xattr(const char *path, const char *name, void *buffer, size_t capacity) {
+    return lgetxattr(path, name, buffer, capacity);
+}
 
 /// UTIME_OMIT for utimensat.
 static inline long fp_utime_omit(void) { return UTIME_OMIT; }

@@ -1,0 +1,120 @@
+import CSystemShims
+import Foundation
+import ProviderCore
+import ProviderStore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What the engine writes on every file it downloads, as an extended attribute
+/// (`user.fileprovider.download`): which item and content version the file holds, and the
+/// size, modification time and inode the file had when the engine placed it.
+///
+/// The database records the same fingerprint, but only once the download is recorded: a process
+/// killed between the rename and its database write, or a sync in another process scanning
+/// while the download is placed, would otherwise see a file nobody recorded and take it for a
+/// local edit (and upload it). A file whose mark matches it is the engine's own download: the
+/// scan records it instead. Any change to the file (an edit in place changes its size or time; a
+/// save by rename or a copy makes a new inode) breaks the match, so a local edit is never taken
+/// for a download.
+///
+/// The value is 41 bytes, small enough to stay inside an ext4 inode of 256 bytes (no extra
+/// block per file): a format byte, then hashes of the identifier and of the content version and
+/// the fingerprint, little-endian.
+struct DownloadMark: Equatable {
+    static let attribute = "user.fileprovider.download"
+    private static let format: UInt8 = 1
+    private static let length = 41
+
+    var identifierHash: UInt64
+    var contentVersionHash: UInt64
+    var size: Int64
+    var modificationNanos: Int64
+    var inode: Int64
+
+    init(identifier: ItemIdentifier, contentVersion: Data, fingerprint: FileFingerprint) {
+        identifierHash = FNV1a.hash(identifier.rawValue.utf8)
+        contentVersionHash = FNV1a.hash(contentVersion)
+        size = fingerprint.size
+        modificationNanos = fingerprint.modificationNanos
+        inode = fingerprint.inode
+    }
+
+    private init?(bytes: [UInt8]) {
+        guard bytes.count == Self.length, bytes[0] == Self.format else { return nil }
+        func word(_ index: Int) -> UInt64 {
+            (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[1 + index * 8 + $1]) << (8 * UInt64($1)) }
+        }
+        identifierHash = word(0)
+        contentVersionHash = word(1)
+        size = Int64(bitPattern: word(2))
+        modificationNanos = Int64(bitPattern: word(3))
+        inode = Int64(bitPattern: word(4))
+    }
+
+    private var bytes: [UInt8] {
+        var bytes = [Self.format]
+        for word in [
+            identifierHash, contentVersionHash, UInt64(bitPattern: size), UInt64(bitPattern: modificationNanos), UInt64(bitPattern: inode),
+        ] {
+            for shift in 0..<8 { bytes.append(UInt8(truncatingIfNeeded: word >> (8 * UInt64(shift)))) }
+        }
+        return bytes
+    }
+
+    /// Whether this mark says the file with fingerprint `print` is the engine's unchanged
+    /// download of `identifier`.
+    func matches(_ print: FileFingerprint, identifier: ItemIdentifier) -> Bool {
+        print.isRegularFile && print.size == size && print.modificationNanos == modificationNanos && print.inode == inode
+            && identifierHash == FNV1a.hash(identifier.rawValue.utf8)
+    }
+
+    /// Whether the file holds `contentVersion` (as far as the hash can tell).
+    func holds(contentVersion: Data) -> Bool { contentVersionHash == FNV1a.hash(contentVersion) }
+
+    /// Writes the mark of a file the engine just finished writing at `path` (a staging file,
+    /// dated, about to be renamed into place). Blocking. Where the file system keeps no extended
+    /// attributes, nothing is written: such a download, if never recorded, is later taken for
+    /// a local file and kept as both versions, never lost.
+    static func write(atPath path: String, identifier: ItemIdentifier, contentVersion: Data, fingerprint: FileFingerprint) {
+        let bytes = DownloadMark(identifier: identifier, contentVersion: contentVersion, fingerprint: fingerprint).bytes
+        _ = bytes.withUnsafeBytes { fp_set_xattr(path, attribute, $0.baseAddress, $0.count) }
+    }
+
+    /// The mark of the file at `path`, or `nil` when it has none (or one of another format).
+    /// Blocking.
+    static func read(atPath path: String) -> DownloadMark? {
+        var buffer = [UInt8](repeating: 0, count: length + 1)
+        let count = buffer.withUnsafeMutableBytes { fp_get_xattr(path, attribute, $0.baseAddress, $0.count) }
+        guard count == length else { return nil }
+        return DownloadMark(bytes: Array(buffer[..<length]))
+    }
+
+    /// A file the engine downloaded and placed, unchanged since.
+    struct Download {
+        /// The content version the file holds: the record's when the mark names it, `nil` when
+        /// it is an older one (the next sync downloads the newer).
+        var contentVersion: Data?
+    }
+
+    /// Whether the file at `path` (with fingerprint `print`) is the engine's own unchanged
+    /// download of `record`'s item, and of which version: its mark says so. A file without a
+    /// mark is never taken for a download here (an uploaded file has the item's size and date
+    /// too). Blocking.
+    static func recognize(atPath path: String, _ print: FileFingerprint, as record: ItemRecord) -> Download? {
+        guard record.kind == .file, print.isRegularFile, let mark = read(atPath: path), mark.matches(print, identifier: record.identifier)
+        else { return nil }
+        return Download(contentVersion: mark.holds(contentVersion: record.contentVersion) ? record.contentVersion : nil)
+    }
+}
+
+/// The 64-bit FNV-1a hash: stable across runs and processes (unlike `Hasher`), for names and
+/// marks the engine finds again later.
+enum FNV1a {
+    static func hash<Bytes: Sequence>(_ bytes: Bytes) -> UInt64 where Bytes.Element == UInt8 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return hash
+    }
+}

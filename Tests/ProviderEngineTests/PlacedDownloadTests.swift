@@ -1,0 +1,188 @@
+import Foundation
+import ProviderCore
+import ProviderEngine
+import ProviderStore
+import ProviderTesting
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A file the engine downloaded is never a local edit, even when the database does not know it
+/// yet (a process killed between the rename and its database write, another process placing it
+/// while a sync scans), and marking downloads never hides a real edit.
+@Suite struct PlacedDownloadTests {
+    /// What a process killed right after renaming a download into place leaves: the file, maybe
+    /// still its placeholder beside it, and the row as it was before (a placeholder).
+    func forgetDownload(_ f: Fixture, _ controller: DomainController, _ path: String, keepPlaceholder: Bool) throws {
+        var record = try controller.record(at: path)
+        record.markPlaceholderForTest()
+        try f.manager.store.save(record)
+        if keepPlaceholder {
+            try Data(PlaceholderMetadata(domain: controller.domain.name, record: record).encoded).write(
+                to: f.placeholderURL(controller, path))
+        }
+    }
+
+    @Test(arguments: [false, true])
+    func aDownloadKilledBeforeItWasRecordedIsRecordedNotUploaded(keepPlaceholder: Bool) async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "log.txt", data: Data("line1\nline2\n".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            #expect(codes(await controller.materialize(paths: ["log.txt"], recursive: false)) == [nil])
+            let placed = try #require(controller.replica.fingerprint(atPath: controller.replica.path("log.txt")))
+            try forgetDownload(f, controller, "log.txt", keepPlaceholder: keepPlaceholder)
+
+            let report = try await controller.sync()
+            #expect(report.uploaded == 0 && report.conflicts == 0, "\(report.notices)")
+            #expect(f.memory.callCount(.createItem) == 0 && f.memory.callCount(.modifyItem) == 0)
+            let record = try controller.record(at: "log.txt")
+            #expect(record.state == .materialized && !record.isOutdated)
+            #expect(record.localInode == placed.inode && record.localSize == placed.size)
+            #expect(tree(at: controller.replica.root) == ["log.txt"], "a placeholder left beside the download is removed")
+            #expect(try f.manager.store.conflicts(domainID: controller.domainID).isEmpty)
+        }
+    }
+
+    /// Another process evicted and downloaded the file again: its inode changed, so the row this
+    /// process read no longer matches the file. It is still the engine's download.
+    @Test func aFileDownloadedAgainByAnotherProcessIsNotAnEdit() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "a.bin", data: bytes(5000, seed: 1))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            _ = await controller.materialize(paths: ["a.bin"], recursive: false)
+            _ = await controller.evict(paths: ["a.bin"], recursive: false)
+            _ = await controller.materialize(paths: ["a.bin"], recursive: false)
+            let now = try #require(controller.replica.fingerprint(atPath: controller.replica.path("a.bin")))
+            // The row this process read before: the earlier download, another inode.
+            var stale = try controller.record(at: "a.bin")
+            stale.localInode = now.inode + 1
+            try f.manager.store.save(stale)
+            // Its fingerprint differs from the stale row; evicting it is still allowed.
+            let report = try await controller.sync()
+            #expect(report.uploaded == 0)
+            #expect(f.memory.callCount(.modifyItem) == 0)
+            #expect(try controller.record(at: "a.bin").localInode == now.inode)
+            try f.manager.store.save(stale)
+            #expect(
+                codes(await controller.evict(paths: ["a.bin"], recursive: false)) == [nil], "the engine's own file is not an unsynced edit")
+        }
+    }
+
+    /// Appending to a downloaded file keeps its inode and its mark: the mark no longer matches
+    /// (size and time changed), so the edit goes up.
+    @Test func anEditInPlaceOfADownloadedFileIsStillAnEdit() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "a.txt", data: Data("one".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            _ = await controller.materialize(paths: ["a.txt"], recursive: false)
+            let handle = try FileHandle(forWritingTo: f.url(controller, "a.txt"))
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data(" two".utf8))
+            try handle.close()
+            // Even a row that forgot the download (as after a kill) does not hide the edit.
+            try forgetDownload(f, controller, "a.txt", keepPlaceholder: false)
+            var record = try controller.record(at: "a.txt")
+            record.state = .materialized
+            try f.manager.store.save(record)
+            let report = try await controller.sync()
+            #expect(report.uploaded == 1)
+            #expect(f.memory.contents(of: "a.txt") == Data("one two".utf8))
+        }
+    }
+
+    /// `cp -a` of a downloaded file keeps its mark, but not its inode: a copy written at the name
+    /// of another, not downloaded item is not taken for that item's download.
+    @Test func aCopyOfADownloadAtAnotherItemsNameIsKeptBesideIt() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "a.txt", data: Data("aaaa".utf8))
+            _ = try f.memory.write(path: "b.txt", data: Data("bbbb".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            _ = await controller.materialize(paths: ["a.txt"], recursive: false)
+            let copy = Process()
+            copy.executableURL = URL(fileURLWithPath: "/bin/cp")
+            copy.arguments = ["-a", f.url(controller, "a.txt").path, f.url(controller, "b.txt").path]
+            try copy.run()
+            copy.waitUntilExit()
+            #expect(copy.terminationStatus == 0)
+            let report = try await controller.sync()
+            #expect(report.conflicts == 1)
+            #expect(f.memory.contents(of: "b.txt") == Data("bbbb".utf8), "b's contents are never replaced by a's")
+            #expect(f.memory.callCount(.modifyItem) == 0)
+        }
+    }
+
+    /// A deletion goes to the store only when the item is still gone when it is sent: a scan
+    /// that listed the folder while another process replaced a placeholder with its download
+    /// can see neither.
+    @Test func aDeletionIsNotSentWhenTheItemIsBackBeforeItGoes() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "x.txt", data: Data("x".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            let placeholder = try Data(contentsOf: f.placeholderURL(controller, "x.txt"))
+            // The scan sees the placeholder gone; before the deletion is sent (after the new
+            // folder, which goes first), the placeholder is back.
+            try FileManager.default.removeItem(at: f.placeholderURL(controller, "x.txt"))
+            try FileManager.default.createDirectory(at: f.url(controller, "new folder"), withIntermediateDirectories: true)
+            f.remote.beforeCreate { try? placeholder.write(to: f.placeholderURL(controller, "x.txt")) }
+            let report = try await controller.sync()
+            #expect(f.memory.contents(of: "x.txt") == Data("x".utf8), "the item was never deleted")
+            #expect(f.memory.callCount(.deleteItem) == 0)
+            #expect(report.uploaded == 1)
+            #expect(try controller.record(at: "x.txt").state == .placeholder)
+        }
+    }
+
+    /// An atomic placeholder write and a scan removing abandoned temporary files race: the scan
+    /// can lock and delete the temporary file between its creation and the writer's lock. The
+    /// writer must notice and never fail (an eviction would report "cannot rename into place").
+    @Test func placeholderWritesSurviveScansRemovingAbandonedTemporaryFiles() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-tmp-race-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let replica = Replica(root: folder, staging: folder.appendingPathComponent(".staging"))
+        let done = StopFlag()
+        let sweeper = Thread {
+            while !done.isSet {
+                for name in (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [] where Replica.isTemporary(name) {
+                    replica.removeAbandonedTemporary(atPath: folder.path + "/" + name)
+                }
+            }
+        }
+        sweeper.start()
+        var failures: [String] = []
+        for index in 0..<3_000 {
+            do {
+                try replica.atomicWrite(Array("placeholder \(index)".utf8), to: folder.path + "/p.placeholder")
+            } catch {
+                failures.append(error.message)
+            }
+        }
+        done.set()
+        #expect(failures.count == 0, "\(failures.count) writes failed, first: \(failures.first ?? "")")
+    }
+}
+
+extension ItemRecord {
+    fileprivate mutating func markPlaceholderForTest() {
+        state = .placeholder
+        localContentVersion = nil
+        localSize = nil
+        localModificationNanos = nil
+        localInode = nil
+    }
+}
+
+/// A flag one thread sets and another polls.
+private final class StopFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    var isSet: Bool { lock.withLock { value } }
+    func set() { lock.withLock { value = true } }
+}
