@@ -125,7 +125,10 @@ extension DomainController {
         }
         try await populateFolder(Self.split(record.path).parent, ancestors: true)
         let target = record.path
+        let identifier = record.identifier
         try await executor.run {
+            // The file is the new item's download now, should a crash come before its row.
+            DownloadMark.carry(atPath: replica.path(old.path), from: old.identifier, to: identifier)
             try replica.move(fromPath: replica.path(old.path), toPath: replica.path(target))
             try replica.removeFile(atPath: replica.placeholderPath(target))
         }
@@ -193,6 +196,7 @@ extension DomainController {
             if replica.fingerprint(atPath: source) == nil, replica.fingerprint(atPath: target) != nil {
                 return
             }
+            if old.state == .materialized { DownloadMark.carry(atPath: source, from: old.identifier, to: new.identifier) }
             try replica.move(fromPath: source, toPath: target)
         case .placeholder, .symlink:
             try replica.writePlaceholder(new.path, PlaceholderMetadata(domain: domain.name, record: new))

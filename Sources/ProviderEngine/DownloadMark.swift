@@ -78,8 +78,12 @@ struct DownloadMark: Equatable {
     /// attributes, nothing is written: such a download, if never recorded, is later taken for
     /// a local file and kept as both versions, never lost.
     static func write(atPath path: String, identifier: ItemIdentifier, contentVersion: Data, fingerprint: FileFingerprint) {
-        let bytes = DownloadMark(identifier: identifier, contentVersion: contentVersion, fingerprint: fingerprint).bytes
-        _ = bytes.withUnsafeBytes { fp_set_xattr(path, attribute, $0.baseAddress, $0.count) }
+        DownloadMark(identifier: identifier, contentVersion: contentVersion, fingerprint: fingerprint).save(atPath: path)
+    }
+
+    private func save(atPath path: String) {
+        let bytes = self.bytes
+        _ = bytes.withUnsafeBytes { fp_set_xattr(path, Self.attribute, $0.baseAddress, $0.count) }
     }
 
     /// The mark of the file at `path`, or `nil` when it has none (or one of another format).
@@ -89,6 +93,19 @@ struct DownloadMark: Equatable {
         let count = buffer.withUnsafeMutableBytes { fp_get_xattr(path, attribute, $0.baseAddress, $0.count) }
         guard count == length else { return nil }
         return DownloadMark(bytes: Array(buffer[..<length]))
+    }
+
+    /// Hands the mark of the engine's download at `path` from item `old` to item `new`: a store
+    /// whose identifiers come from paths gives a moved item a new identifier, and its
+    /// downloaded file follows it. Nothing happens when the file has no mark of `old` that
+    /// matches it. Blocking.
+    static func carry(atPath path: String, from old: ItemIdentifier, to new: ItemIdentifier) {
+        var info = stat()
+        guard old != new, lstat(path, &info) == 0, var mark = read(atPath: path),
+            mark.inode == Int64(info.st_ino), mark.identifierHash == FNV1a.hash(old.rawValue.utf8)
+        else { return }
+        mark.identifierHash = FNV1a.hash(new.rawValue.utf8)
+        mark.save(atPath: path)
     }
 
     /// A file the engine downloaded and placed, unchanged since.

@@ -46,6 +46,26 @@ import Testing
         }
     }
 
+    /// A store renames a downloaded file (its identifier comes from its path): the file follows
+    /// the new item. Should the process die before the new row is written, the file is still
+    /// the new item's download, not a file written over its placeholder.
+    @Test func aDownloadThatFollowedAStoreMoveIsTheNewItemsDownload() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "old.txt", data: Data("moved along".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            #expect(codes(await controller.materialize(paths: ["old.txt"], recursive: false)) == [nil])
+            _ = try f.memory.rename(from: "old.txt", to: "new.txt")
+            try await controller.sync()
+            #expect(try controller.record(at: "new.txt").state == .materialized)
+            try forgetDownload(f, controller, "new.txt", keepPlaceholder: true)
+            let report = try await controller.sync()
+            #expect(report.uploaded == 0 && report.conflicts == 0, "\(report.notices)")
+            #expect(try controller.record(at: "new.txt").state == .materialized)
+            #expect(tree(at: controller.replica.root) == ["new.txt"])
+        }
+    }
+
     /// Another process evicted and downloaded the file again: its inode changed, so the row this
     /// process read no longer matches the file. It is still the engine's download.
     @Test func aFileDownloadedAgainByAnotherProcessIsNotAnEdit() async throws {
