@@ -11,7 +11,7 @@ extension LocalBackend {
     ///
     /// The staging file is locked (`flock`) while the returned handle lives: keep it until the
     /// rename. A staging file nobody holds a lock on was left by a process that died, and
-    /// listings remove it (see ``reapStagingFile(_:in:)``).
+    /// listings remove it once it is old enough (see ``reapStagingFile(_:in:displayPath:)``).
     ///
     /// - Throws: `localIOFailure` when `contents` cannot be read; what writing in `folder`
     ///   throws (`insufficientQuota`, `permissionDenied`); `cancelled`.
@@ -43,18 +43,35 @@ extension LocalBackend {
         return (name, output)
     }
 
-    /// Removes a staging file left by a process that died while writing it: nobody holds its
-    /// lock. (A live writer locks it right after creating it; should a listing slip into that
-    /// instant, the writer's rename fails and the upload is retried — its source is untouched.)
-    func reapStagingFile(_ name: String, in folder: FileHandleFD) {
-        let fd = Glibc.openat(folder.fd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        defer { Glibc.close(fd) }
+    /// Removes a staging file left by an upload that was cut short: a staging name exactly
+    /// (``StagingName/matches(_:)``), a file or a symlink (never a folder: a recursive deletion
+    /// renames the folder it deletes to a staging name), untouched for
+    /// ``StagingName/abandonedAge`` (both its modification and access times), and, for a file,
+    /// nobody holds its lock (a live writer on this machine locks it right after creating it;
+    /// the age covers writers on other machines sharing the folder). Errors are logged and
+    /// otherwise ignored: the listing goes on.
+    func reapStagingFile(_ name: String, in folder: FileHandleFD, displayPath: String) {
+        guard StagingName.matches(name) else { return }
         var info = Glibc.stat()
-        guard Glibc.fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
-            lockFile(fd, 0) == 0
+        guard Glibc.fstatat(folder.fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return }
+        let kind = info.st_mode & S_IFMT
+        guard kind == S_IFREG || kind == S_IFLNK,
+            StagingName.isAbandoned(name, modified: Int64(info.st_mtim.tv_sec), accessed: Int64(info.st_atim.tv_sec))
         else { return }
-        _ = Glibc.unlinkat(folder.fd, name, 0)
+        if kind == S_IFREG {
+            let fd = Glibc.openat(folder.fd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            guard fd >= 0 else { return }
+            defer { Glibc.close(fd) }
+            // The same file still (not replaced meanwhile), and nobody writing it.
+            var opened = Glibc.stat()
+            guard Glibc.fstat(fd, &opened) == 0, opened.st_ino == info.st_ino, lockFile(fd, 0) == 0 else { return }
+        }
+        if Glibc.unlinkat(folder.fd, name, 0) == 0 {
+            Self.logger.info("removed \(displayPath), left by an upload that was cut short")
+        } else {
+            Self.logger.warning(
+                "cannot remove \(displayPath), left by an upload that was cut short: \(String(cString: strerror(errno)))")
+        }
     }
 
     /// Whether the file `name` in `folder` holds exactly the bytes of `contents`.
