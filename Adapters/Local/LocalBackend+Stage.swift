@@ -44,33 +44,41 @@ extension LocalBackend {
     }
 
     /// Removes a staging file left by an upload that was cut short: a staging name exactly
-    /// (``StagingName/matches(_:)``), a file or a symlink (never a folder: a recursive deletion
-    /// renames the folder it deletes to a staging name), untouched for
-    /// ``StagingName/abandonedAge`` (both its modification and access times), and, for a file,
-    /// nobody holds its lock (a live writer on this machine locks it right after creating it;
-    /// the age covers writers on other machines sharing the folder). Errors are logged and
-    /// otherwise ignored: the listing goes on.
+    /// (``StagingName/matches(_:)``; a user's look-alike file stays), and either a file nobody
+    /// holds the lock of, or a symlink untouched for ``StagingName/abandonedAge``. Never a
+    /// folder (a recursive deletion renames the folder it deletes to a staging name).
+    ///
+    /// A writer locks its staging file right after creating it and holds the lock until the
+    /// rename, and the kernel drops the lock when the writer dies, so an unlocked file is
+    /// abandoned at once: no age is needed, and a store is left clean as soon as its folder is
+    /// listed again. (Should a listing slip into the instant between the creation and the lock,
+    /// the writer's rename fails and the upload is retried; its source is untouched.) A staged
+    /// symlink cannot be locked; it lives for one rename, so the age is ample. Errors are
+    /// logged and otherwise ignored: the listing goes on.
     func reapStagingFile(_ name: String, in folder: FileHandleFD, displayPath: String) {
         guard StagingName.matches(name) else { return }
         var info = Glibc.stat()
         guard Glibc.fstatat(folder.fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return }
-        let kind = info.st_mode & S_IFMT
-        guard kind == S_IFREG || kind == S_IFLNK,
-            StagingName.isAbandoned(name, modified: Int64(info.st_mtim.tv_sec), accessed: Int64(info.st_atim.tv_sec))
-        else { return }
-        if kind == S_IFREG {
+        switch info.st_mode & S_IFMT {
+        case S_IFREG:
             let fd = Glibc.openat(folder.fd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
             guard fd >= 0 else { return }
             defer { Glibc.close(fd) }
-            // The same file still (not replaced meanwhile), and nobody writing it.
+            // Still the same file (not replaced meanwhile), and nobody writing it.
             var opened = Glibc.stat()
             guard Glibc.fstat(fd, &opened) == 0, opened.st_ino == info.st_ino, lockFile(fd, 0) == 0 else { return }
+        case S_IFLNK:
+            guard StagingName.isAbandoned(name, modified: Int64(info.st_mtim.tv_sec), accessed: Int64(info.st_atim.tv_sec))
+            else { return }
+        default:
+            return
         }
         if Glibc.unlinkat(folder.fd, name, 0) == 0 {
-            Self.logger.info("removed \(displayPath), left by an upload that was cut short")
+            Self.logger.debug("removed \(displayPath), left by an upload that was cut short")
         } else {
             Self.logger.warning(
-                "cannot remove \(displayPath), left by an upload that was cut short: \(String(cString: strerror(errno)))")
+                "cannot remove \(displayPath), left by an upload that was cut short: \(String(cString: strerror(errno))); remove it by hand"
+            )
         }
     }
 

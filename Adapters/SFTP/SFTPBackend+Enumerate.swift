@@ -102,9 +102,10 @@ extension SFTPBackend {
             let target = (remote == "/" ? "" : remote) + "/" + name
             do throws(FileProviderError) {
                 try connection.unlink(target)
-                Self.logger.info("removed \(target), left on \(settings.endpoint) by an upload that was cut short")
+                Self.logger.debug("removed \(target) on \(settings.endpoint), left by an upload that was cut short")
             } catch {
-                Self.logger.warning("cannot remove \(target), left by an upload that was cut short: \(error.message)")
+                Self.logger.warning(
+                    "cannot remove \(target) on \(settings.endpoint), left by an upload that was cut short: \(error.message); remove it by hand")
                 if connection.isDead { break }
             }
         }
