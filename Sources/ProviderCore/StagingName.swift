@@ -6,7 +6,8 @@ import Foundation
 ///
 /// An upload that is killed (the process, the machine or the connection) leaves its staging
 /// file behind. An adapter that lists a folder removes those that are abandoned
-/// (``isAbandoned(_:modified:accessed:now:)``), and never anything else.
+/// (``isAbandoned(_:modified:accessed:now:)``, or, where every writer locks its staging file
+/// as the local backend does, those nobody holds), and never anything else.
 public enum StagingName {
     /// The prefix of staging names.
     public static let prefix = ".fileprovider-staging-"

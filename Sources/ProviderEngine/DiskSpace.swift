@@ -174,15 +174,20 @@ final class SpaceReservations: Sendable {
                 state.next += 1
                 return .success(Ticket(id: state.next, device: .max))
             }
-            let promised = Self.outstanding(state.byDevice[space.device] ?? [:], on: space)
+            let promises = state.byDevice[space.device] ?? [:]
             let kept = reserve.bytes(ofFileSystemSize: space.size)
-            var written = FileSystemSpace.allocated(atPath: stagingFile)
-            let needed = max(0, space.rounded(size) - written)
-            if needed <= space.available.subtractingClamped(promised.bytes).subtractingClamped(kept) {
+            func promise() -> Result<Ticket, FileProviderError> {
                 state.next += 1
                 state.byDevice[space.device, default: [:]][state.next] = Promise(stagingFile: stagingFile, size: size)
                 return .success(Ticket(id: state.next, device: space.device))
             }
+            // Plenty of room even if no byte were written yet: no file needs a look.
+            let most = promises.values.reduce(space.rounded(size)) { $0.addingClamped(space.rounded($1.size)) }
+            if most <= space.available.subtractingClamped(kept) { return promise() }
+            let promised = Self.outstanding(promises, on: space)
+            var written = FileSystemSpace.allocated(atPath: stagingFile)
+            let needed = max(0, space.rounded(size) - written)
+            if needed <= space.available.subtractingClamped(promised.bytes).subtractingClamped(kept) { return promise() }
             var partial: Partial?
             if written > 0 {
                 let keep = canResume && space.available.subtractingClamped(promised.bytes) >= kept
@@ -271,7 +276,7 @@ final class SpaceReservations: Sendable {
     ) -> FileProviderError {
         let mount = FileSystemSpace.mountPoint(of: folder)
         let room = space.available.subtractingClamped(promised.bytes).subtractingClamped(kept)
-        let toFree = max(space.blockSize, needed.subtractingClamped(room))
+        let shortfall = needed.subtractingClamped(room)
         var text = "not enough space"
         if let failure = partial?.failure {
             text += ": the download ran out of space on \(mount) (\(failure))"
@@ -289,7 +294,12 @@ final class SpaceReservations: Sendable {
             let downloads = promised.count == 1 ? "another download" : "\(promised.count) other downloads"
             text += " and \(FileSystemSpace.format(promised.bytes)) promised to \(downloads) in progress"
         }
-        text += "; free \(FileSystemSpace.format(toFree, roundingUp: true)) on \(mount) and try again"
+        if shortfall > 0 {
+            text += "; free \(FileSystemSpace.format(max(space.blockSize, shortfall), roundingUp: true)) on \(mount) and try again"
+        } else {
+            // The file system has room: the adapter's write hit a limit of its own.
+            text += ", which is enough: a disk quota or another limit stopped the write; raise or free it and try again"
+        }
         return FileProviderError(.fileWriteOutOfSpace, text)
     }
 }

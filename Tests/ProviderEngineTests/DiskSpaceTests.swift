@@ -167,6 +167,11 @@ struct DiskSpaceTests {
                 let error = try #require(outcomes.first?.error)
                 #expect(error.code == .fileWriteOutOfSpace)
                 #expect(error.message.contains("needs 4 MiB more (its partial download of 1 MiB stays to be resumed)"), "\(error.message)")
+                // The file system had room: the message says a limit of another kind stopped it.
+                #expect(
+                    error.message.hasSuffix(
+                        ", which is enough: a disk quota or another limit stopped the write; raise or free it and try again"),
+                    "\(error.message)")
                 #expect(FileManager.default.fileExists(atPath: staging))
                 #expect(try f.manager.store.checkpoints(domainID: controller.domainID).count == 1)
                 let again = await controller.materialize(paths: ["big.bin"], recursive: false)
