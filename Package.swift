@@ -41,10 +41,14 @@ let package = Package(
             ]
         ),
         .target(name: "ProviderTesting", dependencies: ["ProviderCore"]),
-        .target(name: "LocalAdapter", dependencies: ["ProviderCore"], path: "Adapters/Local"),
+        .target(
+            name: "LocalAdapter", dependencies: ["ProviderCore", .product(name: "Logging", package: "swift-log")],
+            path: "Adapters/Local"),
         .systemLibrary(
             name: "CLibSSH2", path: "Adapters/CLibSSH2", pkgConfig: "libssh2", providers: [.apt(["libssh2-1-dev"])]),
-        .target(name: "SFTPAdapter", dependencies: ["ProviderCore", "CLibSSH2"], path: "Adapters/SFTP"),
+        .target(
+            name: "SFTPAdapter", dependencies: ["ProviderCore", "CLibSSH2", .product(name: "Logging", package: "swift-log")],
+            path: "Adapters/SFTP"),
         .systemLibrary(
             name: "CCurl", path: "Adapters/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "MediaAPIAdapter", dependencies: ["ProviderCore", "CCurl"], path: "Adapters/MediaAPI"),

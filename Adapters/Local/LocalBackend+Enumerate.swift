@@ -49,7 +49,9 @@ extension LocalBackend {
             index += 1
             lastName = raw
             guard let name = Filename.decode(raw), path.allowsChild(named: name) else {
-                if raw.starts(with: LocalPath.stagingPrefix.utf8) { reapStagingFile(String(decoding: raw, as: UTF8.self), in: folder) }
+                if raw.starts(with: LocalPath.stagingPrefix.utf8), let name = Filename.decode(raw) {
+                    reapStagingFile(name, in: folder, displayPath: path.appending(name).display)
+                }
                 continue
             }
             // The child's path for messages, made only when one is needed.

@@ -28,8 +28,9 @@ extension LocalBackend {
     /// Reports progress after every chunk. The file is opened without following symlinks.
     /// - Throws: `noSuchItem` when the item is gone; `invalidArgument` for a folder or a symlink;
     ///   `versionNoLongerAvailable` when `version` is given and the file's content version is
-    ///   another one, or when the file changed while it was read; `localIOFailure` when
-    ///   `destination` cannot be written; `cancelled` when the task is cancelled.
+    ///   another one, or when the file changed while it was read; `fileWriteOutOfSpace` when
+    ///   the disk holding `destination` is full, `localIOFailure` when it cannot be written for
+    ///   another reason; `cancelled` when the task is cancelled.
     public func fetchContents(
         for identifier: ItemIdentifier, version: ItemVersion?, to destination: URL, offset: Int64,
         progress: ProgressHandler?
@@ -68,10 +69,14 @@ extension LocalBackend {
             throw FileProviderError(
                 .versionNoLongerAvailable, "\(path.display) changed; the requested version is gone")
         }
-        let output = try FileHandleFD.open(path: destination, flags: O_WRONLY | O_CREAT)
+        let output = try Self.writingDestination { () throws(FileProviderError) in
+            try FileHandleFD.open(path: destination, flags: O_WRONLY | O_CREAT)
+        }
         let start = offset > 0 && offset <= item.size ? offset : 0
-        try output.truncate(to: start, displayPath: destination)
-        try output.seek(to: start, displayPath: destination)
+        try Self.writingDestination { () throws(FileProviderError) in
+            try output.truncate(to: start, displayPath: destination)
+            try output.seek(to: start, displayPath: destination)
+        }
         try source.seek(to: start, displayPath: path.display)
         progress?(start, item.size)
 
@@ -82,7 +87,9 @@ extension LocalBackend {
             try cancellation.check()
             let count = try source.read(into: buffer, displayPath: path.display)
             if count == 0 { break }
-            try output.writeAll(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), displayPath: destination)
+            try Self.writingDestination { () throws(FileProviderError) in
+                try output.writeAll(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), displayPath: destination)
+            }
             completed += Int64(count)
             progress?(completed, item.size)
         }
@@ -92,6 +99,16 @@ extension LocalBackend {
                 .versionNoLongerAvailable, "\(path.display) changed while it was read; fetch it again")
         }
         return item
+    }
+
+    /// Runs a step that writes the engine's destination file: a full disk there is the local
+    /// disk, so `insufficientQuota` (the store is full) becomes `fileWriteOutOfSpace`.
+    private static func writingDestination<T>(_ body: () throws(FileProviderError) -> T) throws(FileProviderError) -> T {
+        do {
+            return try body()
+        } catch where error.code == .insufficientQuota {
+            throw FileProviderError(.fileWriteOutOfSpace, error.message)
+        }
     }
 }
 

@@ -11,7 +11,7 @@ extension LocalBackend {
     ///
     /// The staging file is locked (`flock`) while the returned handle lives: keep it until the
     /// rename. A staging file nobody holds a lock on was left by a process that died, and
-    /// listings remove it (see ``reapStagingFile(_:in:)``).
+    /// listings remove it once it is old enough (see ``reapStagingFile(_:in:displayPath:)``).
     ///
     /// - Throws: `localIOFailure` when `contents` cannot be read; what writing in `folder`
     ///   throws (`insufficientQuota`, `permissionDenied`); `cancelled`.
@@ -43,18 +43,43 @@ extension LocalBackend {
         return (name, output)
     }
 
-    /// Removes a staging file left by a process that died while writing it: nobody holds its
-    /// lock. (A live writer locks it right after creating it; should a listing slip into that
-    /// instant, the writer's rename fails and the upload is retried — its source is untouched.)
-    func reapStagingFile(_ name: String, in folder: FileHandleFD) {
-        let fd = Glibc.openat(folder.fd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        defer { Glibc.close(fd) }
+    /// Removes a staging file left by an upload that was cut short: a staging name exactly
+    /// (``StagingName/matches(_:)``; a user's look-alike file stays), and either a file nobody
+    /// holds the lock of, or a symlink untouched for ``StagingName/abandonedAge``. Never a
+    /// folder (a recursive deletion renames the folder it deletes to a staging name).
+    ///
+    /// A writer locks its staging file right after creating it and holds the lock until the
+    /// rename, and the kernel drops the lock when the writer dies, so an unlocked file is
+    /// abandoned at once: no age is needed, and a store is left clean as soon as its folder is
+    /// listed again. (Should a listing slip into the instant between the creation and the lock,
+    /// the writer's rename fails and the upload is retried; its source is untouched.) A staged
+    /// symlink cannot be locked; it lives for one rename, so the age is ample. Errors are
+    /// logged and otherwise ignored: the listing goes on.
+    func reapStagingFile(_ name: String, in folder: FileHandleFD, displayPath: String) {
+        guard StagingName.matches(name) else { return }
         var info = Glibc.stat()
-        guard Glibc.fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
-            lockFile(fd, 0) == 0
-        else { return }
-        _ = Glibc.unlinkat(folder.fd, name, 0)
+        guard Glibc.fstatat(folder.fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG:
+            let fd = Glibc.openat(folder.fd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            guard fd >= 0 else { return }
+            defer { Glibc.close(fd) }
+            // Still the same file (not replaced meanwhile), and nobody writing it.
+            var opened = Glibc.stat()
+            guard Glibc.fstat(fd, &opened) == 0, opened.st_ino == info.st_ino, lockFile(fd, 0) == 0 else { return }
+        case S_IFLNK:
+            guard StagingName.isAbandoned(name, modified: Int64(info.st_mtim.tv_sec), accessed: Int64(info.st_atim.tv_sec))
+            else { return }
+        default:
+            return
+        }
+        if Glibc.unlinkat(folder.fd, name, 0) == 0 {
+            Self.logger.debug("removed \(displayPath), left by an upload that was cut short")
+        } else {
+            Self.logger.warning(
+                "cannot remove \(displayPath), left by an upload that was cut short: \(String(cString: strerror(errno))); remove it by hand"
+            )
+        }
     }
 
     /// Whether the file `name` in `folder` holds exactly the bytes of `contents`.

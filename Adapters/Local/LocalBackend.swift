@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import ProviderCore
 
 #if canImport(Glibc)
@@ -20,6 +21,8 @@ public final class LocalBackend: Backend {
     let root: FileHandleFD
     let executor: BlockingExecutor
     let listings = ListingCache()
+    /// Where the backend tells what it did on its own (abandoned staging files it removed).
+    static let logger = Logger(label: "fileprovider.local")
 
     public let capabilities = BackendCapabilities(
         hasChangeFeed: false, supportsThumbnails: false, supportsRangedReads: true,

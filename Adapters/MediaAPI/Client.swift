@@ -512,7 +512,7 @@ final class Transfer {
         if case .file(let path, _) = request.sink {
             pending.reserveCapacity(Self.blockSize + 64 * 1024)
             sinkFile = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
-            if sinkFile < 0 { return POSIXError.error("open", path: path) }
+            if sinkFile < 0 { return POSIXError.localWriteError("open", path: path) }
         }
         if case .file(let path, _) = request.body {
             uploadFile = open(path, O_RDONLY | O_CLOEXEC)
@@ -567,7 +567,7 @@ final class Transfer {
             start = resumeAt
         }
         if ftruncate(sinkFile, off_t(start)) != 0 || lseek(sinkFile, off_t(start), SEEK_SET) < 0 {
-            failure = POSIXError.error("truncate", path: "the download file")
+            failure = POSIXError.localWriteError("truncate", path: "the download file")
             return false
         }
         storedLength = start
@@ -623,8 +623,7 @@ final class Transfer {
             return true
         }
         guard ok else {
-            failure = POSIXError.error("write", path: "the download file")
-            if failure?.code != .insufficientQuota { failure?.code = .localIOFailure }
+            failure = POSIXError.localWriteError("write", path: "the download file")
             return false
         }
         storedLength += Int64(pending.count)

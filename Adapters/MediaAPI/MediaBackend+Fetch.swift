@@ -30,8 +30,8 @@ extension MediaBackend {
     /// With an extended server `version` is checked by the server with `If-Match`.
     /// - Throws: `noSuchItem` when the file is gone; `versionNoLongerAvailable` when `version`
     ///   is given and the server has another one, or the file changed during the transfer;
-    ///   `invalidArgument` for a folder; `localIOFailure` when `destination` cannot be
-    ///   written; `serverUnreachable` when the transfer fails after the retries; `cancelled`.
+    ///   `invalidArgument` for a folder; `fileWriteOutOfSpace` when the disk holding
+    ///   `destination` is full, `localIOFailure` when it cannot be written for another reason; `serverUnreachable` when the transfer fails after the retries; `cancelled`.
     public func fetchContents(
         for identifier: ItemIdentifier, version: ItemVersion?, to destination: URL, offset: Int64,
         progress: ProgressHandler?

@@ -76,7 +76,7 @@ extension SFTPBackend {
         let remote = path.remote(under: connection.rootPath)
         guard let channel = try connection.extensionChannel() else {
             try verifyFolder(path, on: connection)
-            return SFTPListing.decode(try readFolderWithLibSSH2(remote, path: path, on: connection), in: path)
+            return listing(try readFolderWithLibSSH2(remote, path: path, on: connection), of: path, at: remote, on: connection)
         }
         let opened = try channel.openFolder(remote, resolving: !path.isRoot, on: connection)
         defer { if case .success(let handle) = opened.handle { channel.closeWithoutWaiting(handle, on: connection) } }
@@ -88,7 +88,28 @@ extension SFTPBackend {
         case .success(let value): handle = value
         case .failure(let error): throw whyNotListed(path, remote, error, on: connection)
         }
-        return SFTPListing.decode(try channel.readFolder(handle, path: remote, on: connection), in: path)
+        return listing(try channel.readFolder(handle, path: remote, on: connection), of: path, at: remote, on: connection)
+    }
+
+    /// The safe entries of a folder's raw listing; abandoned staging files in it are removed.
+    private func listing(
+        _ raw: [(name: [UInt8], attributes: RemoteAttributes)], of path: SFTPPath, at remote: String,
+        on connection: SFTPConnection
+    ) -> [SFTPListing.Entry] {
+        for name in SFTPListing.abandonedStagingFiles(in: raw) {
+            // Best effort: the listing goes on whatever happens (a read-only share, a file
+            // another client removed first).
+            let target = (remote == "/" ? "" : remote) + "/" + name
+            do throws(FileProviderError) {
+                try connection.unlink(target)
+                Self.logger.debug("removed \(target) on \(settings.endpoint), left by an upload that was cut short")
+            } catch {
+                Self.logger.warning(
+                    "cannot remove \(target) on \(settings.endpoint), left by an upload that was cut short: \(error.message); remove it by hand")
+                if connection.isDead { break }
+            }
+        }
+        return SFTPListing.decode(raw, in: path)
     }
 
     private func readFolderWithLibSSH2(_ remote: String, path: SFTPPath, on connection: SFTPConnection)

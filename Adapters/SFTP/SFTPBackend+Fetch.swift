@@ -40,8 +40,9 @@ extension SFTPBackend {
     /// every read. Memory use does not depend on the file's size.
     /// - Throws: `noSuchItem` when the item is gone; `invalidArgument` for a folder or a symlink;
     ///   `versionNoLongerAvailable` when `version` is given and the file's content version is
-    ///   another one, or when the file changed while it was read; `localIOFailure` when
-    ///   `destination` cannot be written; `serverUnreachable` when the connection breaks (the
+    ///   another one, or when the file changed while it was read; `fileWriteOutOfSpace` when
+    ///   the disk holding `destination` is full, `localIOFailure` when it cannot be written for
+    ///   another reason; `serverUnreachable` when the connection breaks (the
     ///   prefix written without a gap stays in `destination`, so the engine can resume);
     ///   `cancelled`.
     public func fetchContents(

@@ -176,9 +176,13 @@ extension SFTPBackend {
 
     /// Moves a staging file over `target`, replacing it atomically with posix-rename where the
     /// server offers it; otherwise the old file is moved aside first and removed after.
+    ///
+    /// The file moved aside is named `.fileprovider-staging-<UUID>.replaced`: hidden from
+    /// listings, but never removed as an abandoned staging file, since after a kill between
+    /// the two renames it holds the only copy of the item's previous version.
     func replace(_ target: String, with staging: String, on connection: SFTPConnection) throws(FileProviderError) {
         if try connection.posixRename(staging, to: target) { return }
-        let aside = (target as NSString).deletingLastPathComponent + "/" + SFTPPath.stagingName()
+        let aside = (target as NSString).deletingLastPathComponent + "/" + SFTPPath.stagingName() + ".replaced"
         try connection.rename(target, to: aside)
         do throws(FileProviderError) {
             try connection.rename(staging, to: target)

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import ProviderCore
 
 /// A backend over a folder on an SFTP server (any OpenSSH-compatible server), through libssh2.
@@ -25,6 +26,8 @@ public final class SFTPBackend: Backend {
     let settings: ConnectionSettings
     let pool: ConnectionPool
     let listings = ListingCache()
+    /// Where the backend tells what it did on its own (abandoned staging files it removed).
+    static let logger = Logger(label: "fileprovider.sftp")
 
     public let capabilities = BackendCapabilities(
         hasChangeFeed: false, supportsThumbnails: false, supportsRangedReads: true,

@@ -556,9 +556,9 @@ final class LocalFile: @unchecked Sendable {
     /// Removes the recorded prefix (nothing happens when there is none).
     func forgetPrefix() { _ = fremovexattr(fd, Self.prefixAttribute) }
 
-    /// Local failures are `localIOFailure` whatever the errno: the store is not at fault.
+    /// Local failures are `localIOFailure` whatever the errno, the store is not at fault; but
+    /// a full local disk is `fileWriteOutOfSpace`, so the engine can give space back.
     private static func localError(_ operation: String, _ path: String) -> FileProviderError {
-        let reason = String(cString: strerror(errno))
-        return FileProviderError(.localIOFailure, "\(operation) \(path): \(reason)")
+        POSIXError.localWriteError(operation, path: path)
     }
 }

@@ -27,6 +27,25 @@ enum SFTPListing {
         return entries
     }
 
+    /// The names in a folder's raw listing that are abandoned staging files of this backend
+    /// (see ``StagingName/isAbandoned(_:modified:accessed:now:)``): files or symlinks (a
+    /// staged symlink) only, never a folder (a recursive deletion renames the folder it
+    /// deletes to a staging name), and only when the server gave both times.
+    static func abandonedStagingFiles(
+        in raw: [(name: [UInt8], attributes: RemoteAttributes)], now: Date = Date()
+    ) -> [String] {
+        var names: [String] = []
+        for (bytes, attributes) in raw where bytes.starts(with: StagingName.prefix.utf8) {
+            guard let name = Filename.decode(bytes), attributes.kind == .file || attributes.kind == .symlink,
+                attributes.hasTimes,
+                StagingName.isAbandoned(
+                    name, modified: attributes.modificationTime, accessed: attributes.accessTime, now: now)
+            else { continue }
+            names.append(name)
+        }
+        return names
+    }
+
     /// Whether `left` sorts before `right`, byte by byte.
     static func precedes(_ left: [UInt8], _ right: [UInt8]) -> Bool {
         let order = left.withUnsafeBufferPointer { l in
@@ -52,6 +71,12 @@ enum SFTPListing {
         }
         return low
     }
+}
+
+extension RemoteAttributes {
+    /// Whether both times are known: a server that leaves them out gives 0, which would make
+    /// any file look decades old.
+    var hasTimes: Bool { modificationTime > 0 && accessTime > 0 }
 }
 
 /// Sorted listings of large folders for a short while, so that paging through a folder reads it

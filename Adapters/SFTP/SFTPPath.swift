@@ -12,11 +12,11 @@ extension ItemPath {
     }
 
     /// The prefix of the backend's own staging files; such names are never listed or created.
-    static let stagingPrefix = ".fileprovider-staging-"
+    static let stagingPrefix = StagingName.prefix
 
     /// Whether a name may be used as a child of this folder.
     func allowsChild(named name: String) -> Bool { allowsChild(named: name, reservedPrefix: Self.stagingPrefix) }
 
     /// A fresh staging name for a file being written in a folder.
-    static func stagingName() -> String { stagingPrefix + UUID().uuidString }
+    static func stagingName() -> String { StagingName.make() }
 }

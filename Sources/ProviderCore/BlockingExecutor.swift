@@ -121,6 +121,14 @@ public enum POSIXError {
         }
     }
 
+    /// The error for `errno` after writing a local file that is the engine's (a download's
+    /// destination): `fileWriteOutOfSpace` for `ENOSPC` and `EDQUOT` (the local disk is full,
+    /// not the store), `localIOFailure` for anything else (the store is not at fault).
+    public static func localWriteError(_ operation: String, path: String, errno code: Int32 = errno) -> FileProviderError {
+        let text = "\(operation) \(path): \(String(cString: strerror(code)))"
+        return FileProviderError(code == ENOSPC || code == EDQUOT ? .fileWriteOutOfSpace : .localIOFailure, text)
+    }
+
     /// Returns `value` when it is not -1, else throws the error for `errno`.
     @discardableResult
     public static func check<T: BinaryInteger>(_ value: T, _ operation: String, path: String) throws(FileProviderError) -> T {

@@ -61,6 +61,12 @@ public struct FileProviderError: Error, Hashable, Sendable, CustomStringConverti
         public static let corruptData = Code(rawValue: -3007)
         /// The work was cancelled.
         public static let cancelled = Code(rawValue: -3008)
+        /// The local disk has not enough free space for a file the engine writes (a download):
+        /// Apple's `CocoaError.fileWriteOutOfSpace`, not ``insufficientQuota``, which says the
+        /// store is full. Thrown before a download that would not fit (the message says how much
+        /// is needed and free) and by adapters when writing the engine's file fails with
+        /// `ENOSPC` or `EDQUOT`.
+        public static let fileWriteOutOfSpace = Code(rawValue: -3009)
 
         private static let names: [Int: String] = [
             -1000: "notAuthenticated", -1001: "filenameCollision", -1002: "syncAnchorExpired",
@@ -71,7 +77,7 @@ public struct FileProviderError: Error, Hashable, Sendable, CustomStringConverti
             -2012: "providerDomainTemporarilyUnavailable", -2013: "providerDomainNotFound",
             -3001: "versionOutOfDate", -3002: "invalidFilename", -3003: "notSupported",
             -3004: "permissionDenied", -3005: "invalidArgument", -3006: "localIOFailure",
-            -3007: "corruptData", -3008: "cancelled",
+            -3007: "corruptData", -3008: "cancelled", -3009: "fileWriteOutOfSpace",
         ]
 
         /// Apple's name of the code, for logs and `--json` output.
@@ -102,6 +108,10 @@ public struct FileProviderError: Error, Hashable, Sendable, CustomStringConverti
                 return .backOffDomain
             case .syncAnchorExpired:
                 return .enumerateFromScratch
+            case .fileWriteOutOfSpace:
+                // The local disk, not the store: the domain goes on (other items may fit, and
+                // space comes back when the user frees some), only the item waits.
+                return .retryWithBackoff
             case .noSuchItem, .versionNoLongerAvailable, .versionOutOfDate:
                 return .refetchItem
             case .filenameCollision, .invalidFilename, .cannotSynchronize, .notSupported,

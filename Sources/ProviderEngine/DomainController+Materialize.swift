@@ -217,6 +217,22 @@ extension DomainController {
             offset = replica.fileSize(atPath: staging) ?? 0
         }
         let resumeFrom = offset
+        // A file that does not fit beside the running downloads and the reserve is refused
+        // before a byte is fetched; its space is promised until the download ends.
+        let space = self.space
+        let canResume = resumeFrom > 0
+        let ticket: SpaceReservations.Ticket
+        do {
+            ticket = try await executor.run { () throws(FileProviderError) in
+                try space.reserve(size: record.size, stagingFile: staging, folder: replica.staging.path, canResume: canResume)
+            }
+        } catch {
+            if checkpoint != nil, replica.fileSize(atPath: staging) == nil {
+                try? store.removeCheckpoint(domainID: domainID, identifier: record.identifier)
+            }
+            throw error
+        }
+        defer { space.release(ticket) }
         // Large downloads leave a checkpoint first, so even a killed process resumes.
         if checkpoint == nil, backend.capabilities.supportsRangedReads, record.size >= Self.checkpointThreshold {
             try store.saveCheckpoint(
@@ -238,6 +254,13 @@ extension DomainController {
                     if delta > 0 { report(delta, false) }
                 })
         } catch {
+            // A full disk: the partial file gives its space back unless the reserve stays free.
+            let ranged = backend.capabilities.supportsRangedReads
+            let full = try? await executor.run {
+                space.outOfSpace(
+                    error, size: record.size, stagingFile: staging, folder: replica.staging.path, ticket: ticket, canResume: ranged)
+            }
+            if full?.keptPartial == false { try? store.removeCheckpoint(domainID: domainID, identifier: record.identifier) }
             let done = replica.fileSize(atPath: staging) ?? 0
             if done > 0 && backend.capabilities.supportsRangedReads {
                 try? store.saveCheckpoint(
@@ -247,8 +270,10 @@ extension DomainController {
             } else {
                 try? replica.removeFile(atPath: staging)
             }
-            throw error
+            throw full?.error ?? error
         }
+        // Complete: nothing more to promise (once renamed, its staging path would count again).
+        space.release(ticket)
         var updated = record
         let path = record.path
         updated.update(from: item, path: path)

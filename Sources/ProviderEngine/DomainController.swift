@@ -23,6 +23,8 @@ public final class DomainController: Sendable {
     public let downloadDepth: Int
     /// How long the domain waits after failures that back it off.
     public let backoffPolicy: BackoffPolicy
+    /// The free space downloads check and promise (shared with the manager's other domains).
+    let space: SpaceReservations
     /// Files a watcher saw finished being written: uploaded without waiting for the settle time.
     public let finishedWrites = FinishedWrites()
     /// The domain's sync lock and serve lock files (see ``DomainLock``).
@@ -39,6 +41,7 @@ public final class DomainController: Sendable {
         logger = manager.logger
         self.downloadDepth = downloadDepth
         backoffPolicy = manager.backoffPolicy
+        space = manager.spaceReservations
         ignoreRules = IgnoreRules(extra: domain.ignoreList)
         syncLockPath = DomainLock.syncPath(home: manager.home, domain: domain.name)
         serveLockPath = DomainLock.path(home: manager.home, domain: domain.name)

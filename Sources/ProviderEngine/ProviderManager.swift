@@ -15,13 +15,17 @@ public final class ProviderManager: Sendable {
     let logger: Logger
     /// How long a domain waits after failures that back it off (see ``BackoffPolicy``).
     public let backoffPolicy: BackoffPolicy
+    /// The space promised to running downloads on each file system, and what stays free there
+    /// (see ``SpaceReserve``); shared by all domains.
+    let spaceReservations: SpaceReservations
     private let controllers = Mutex<[String: DomainController]>([:])
 
-    /// Opens the state folder `home`, creating it and the database when needed.
+    /// Opens the state folder `home`, creating it and the database when needed. Downloads leave
+    /// `spaceReserve` free on the file system they are written to.
     /// - Throws: `localIOFailure` when the folder or the database cannot be opened.
     public init(
         home: URL, registry: BackendRegistry, logger: Logger = Logger(label: "fileprovider.engine"),
-        backoffPolicy: BackoffPolicy = .standard
+        backoffPolicy: BackoffPolicy = .standard, spaceReserve: SpaceReserve = .standard
     ) throws(FileProviderError) {
         self.home = home.standardizedFileURL
         do {
@@ -33,6 +37,7 @@ public final class ProviderManager: Sendable {
         self.registry = registry
         self.logger = logger
         self.backoffPolicy = backoffPolicy
+        spaceReservations = SpaceReservations(reserve: spaceReserve)
         executor = BlockingExecutor(name: "fileprovider-engine", threads: 4)
     }
 

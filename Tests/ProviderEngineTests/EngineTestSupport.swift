@@ -204,7 +204,7 @@ struct Fixture: Sendable {
 
     var memory: MemoryBackend { remote.memory }
 
-    init(memory: MemoryBackend = MemoryBackend(hasChangeFeed: false, pageSize: 7)) throws {
+    init(memory: MemoryBackend = MemoryBackend(hasChangeFeed: false, pageSize: 7), spaceReserve: SpaceReserve = .standard) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-engine-\(UUID().uuidString)")
             .resolvingSymlinksInPath()
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -212,14 +212,15 @@ struct Fixture: Sendable {
         remoteName = UUID().uuidString
         remote = TestRemote(memory: memory)
         TestRemote.register(remote, as: remoteName)
-        manager = try ProviderManager(home: home, registry: TestRemote.registry)
+        manager = try ProviderManager(home: home, registry: TestRemote.registry, spaceReserve: spaceReserve)
     }
 
     /// Runs `body` with a fixture, then closes the manager and removes the folder.
     static func with<T: Sendable>(
-        memory: MemoryBackend = MemoryBackend(hasChangeFeed: false, pageSize: 7), _ body: (Fixture) async throws -> T
+        memory: MemoryBackend = MemoryBackend(hasChangeFeed: false, pageSize: 7), spaceReserve: SpaceReserve = .standard,
+        _ body: (Fixture) async throws -> T
     ) async throws -> T {
-        let fixture = try Fixture(memory: memory)
+        let fixture = try Fixture(memory: memory, spaceReserve: spaceReserve)
         do {
             let result = try await body(fixture)
             await fixture.tearDown()

@@ -1,0 +1,25 @@
+import Foundation
+import MediaAPIAdapter
+import ProviderCore
+import ProviderTesting
+import Testing
+
+/// A download whose destination's disk is full: the local disk, not the server, is out of space.
+@Suite("Media API full disk")
+struct FullDiskTests {
+    @Test func aFullDiskWhileFetchingIsFileWriteOutOfSpace() async throws {
+        let data = Data((0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        let api = OriginalAPI(files: ["big.bin": data])
+        let server = try FaultServer { request in api.answer(request) ?? api.full(request) }
+        let backend = try await MediaBackend(url: server.url, token: nil, timeout: 30, connections: 1, retries: 3)
+        try await SmallFileSystem.with(size: 1 << 20) { disk in
+            let destination = disk.root.appendingPathComponent("big.bin.part")
+            let error = await #expect(throws: FileProviderError.self) {
+                try await backend.fetchContents(for: "big.bin", version: nil, to: destination, offset: 0, progress: nil)
+            }
+            #expect(error?.code == .fileWriteOutOfSpace, "\(error?.code.name ?? ""): \(error?.message ?? "")")
+            #expect(error?.message.contains("No space left on device") == true, "\(error?.message ?? "")")
+        }
+        await backend.close()
+    }
+}
