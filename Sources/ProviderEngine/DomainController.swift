@@ -44,13 +44,20 @@ public final class DomainController: Sendable {
         serveLockPath = DomainLock.path(home: manager.home, domain: domain.name)
         let replicaRoot = URL(fileURLWithPath: domain.replicaPath)
         var staging = manager.home.appendingPathComponent("staging/\(id)")
-        if !Self.sameDevice(manager.home.path, domain.replicaPath) {
+        let inHome = Self.sameDevice(manager.home.path, domain.replicaPath)
+        if !inHome {
             staging = replicaRoot.appendingPathComponent(".fileprovider-staging")
         }
         do {
-            try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: true)
+            // In the state folder: private, as the state folder is.
+            if inHome {
+                try PrivateFolder.make(atPath: staging.path)
+            } else {
+                try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: true)
+            }
         } catch {
-            throw FileProviderError(.localIOFailure, "cannot create the staging folder \(staging.path): \(error.localizedDescription)")
+            throw FileProviderError(
+                .localIOFailure, "cannot create the staging folder \(staging.path): \(FileProviderError.wrap(error).message)")
         }
         replica = Replica(root: replicaRoot, staging: staging)
     }

@@ -17,17 +17,20 @@ public final class ProviderManager: Sendable {
     public let backoffPolicy: BackoffPolicy
     private let controllers = Mutex<[String: DomainController]>([:])
 
-    /// Opens the state folder `home`, creating it and the database when needed.
+    /// Opens the state folder `home`, creating it and the database when needed. The state
+    /// folder and its `locks`, `staging` and `signals` folders are made (or made again, when an
+    /// older version made them readable to others) readable only to their owner (0700), the
+    /// database files too (0600): they name every path of every domain.
     /// - Throws: `localIOFailure` when the folder or the database cannot be opened.
     public init(
         home: URL, registry: BackendRegistry, logger: Logger = Logger(label: "fileprovider.engine"),
         backoffPolicy: BackoffPolicy = .standard
     ) throws(FileProviderError) {
         self.home = home.standardizedFileURL
-        do {
-            try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        do throws(FileProviderError) {
+            try PrivateFolder.makeHome(self.home)
         } catch {
-            throw FileProviderError(.localIOFailure, "cannot create the state folder \(home.path): \(error.localizedDescription)")
+            throw FileProviderError(.localIOFailure, "cannot create the state folder \(home.path): \(error.message)")
         }
         store = try MetadataStore(url: home.appendingPathComponent("metadata.sqlite"))
         self.registry = registry
@@ -75,8 +78,7 @@ public final class ProviderManager: Sendable {
     @discardableResult
     public func addDomain(
         name: String, kind: String, options: [String: String], replicaPath: String? = nil, ignorePatterns: [String] = []
-    ) async throws(FileProviderError) -> DomainRecord
-    {
+    ) async throws(FileProviderError) -> DomainRecord {
         try Self.validateDomainName(name)
         if try store.domain(named: name) != nil {
             throw FileProviderError(.filenameCollision, "a domain named '\(name)' exists already; pick another name or remove it first")
@@ -139,10 +141,12 @@ public final class ProviderManager: Sendable {
         }
         for domain in try store.domains() where overlaps(path, domain.replicaPath) {
             throw FileProviderError(
-                .invalidArgument, "the replica folder \(path) overlaps the replica of domain '\(domain.name)'; choose another with --replica")
+                .invalidArgument,
+                "the replica folder \(path) overlaps the replica of domain '\(domain.name)'; choose another with --replica")
         }
         if let contents = try? FileManager.default.contentsOfDirectory(atPath: path), !contents.isEmpty {
-            throw FileProviderError(.invalidArgument, "the replica folder \(path) is not empty; choose an empty or new folder with --replica")
+            throw FileProviderError(
+                .invalidArgument, "the replica folder \(path) is not empty; choose an empty or new folder with --replica")
         }
     }
 
