@@ -10,7 +10,7 @@ import ProviderStore
 /// `fileproviderctl why`.
 public struct ItemExplanation: Sendable, Codable {
     /// A journalled operation on the item that is not done.
-    public struct Operation: Sendable, Codable {
+    public struct Operation: Sendable, Codable, Hashable {
         /// `create`, `modify`, `move` or `delete`.
         public var operation: String
         /// `pending` (retried by the next sync), `running` (interrupted, replayed with
@@ -77,7 +77,8 @@ extension ProviderManager {
         let placeholderOnDisk = replica.fingerprint(atPath: replica.placeholderPath(path)) != nil
         if record == nil && onDisk == nil {
             throw FileProviderError(
-                .noSuchItem, "no item at \(display), neither in the database nor in the replica; run 'fileproviderctl sync \(domain.name)' to refresh")
+                .noSuchItem,
+                "no item at \(display), neither in the database nor in the replica; run 'fileproviderctl sync \(domain.name)' to refresh")
         }
 
         var explanation = ItemExplanation(
@@ -173,7 +174,9 @@ extension ProviderManager {
                 reasons.append("only in the replica and never uploaded: only files and folders are uploaded")
             } else {
                 explanation.localChange = "created"
-                reasons.append("new in the replica; not uploaded yet (the next sync sends it; a file still being written waits until it stops changing)")
+                reasons.append(
+                    "new in the replica; not uploaded yet (the next sync sends it; a file still being written waits until it stops changing)"
+                )
             }
         }
 
@@ -183,19 +186,11 @@ extension ProviderManager {
             for operation in ["modify", "move", "delete"] { keys.insert("\(operation):\(record.identifier.rawValue)") }
         }
         for entry in try store.unfinishedOperations(domainID: domainID) where keys.contains(entry.templateIdentifier) {
-            explanation.operations.append(
-                ItemExplanation.Operation(
-                    operation: entry.operation, state: entry.state.rawValue, attempts: entry.attempts, lastError: entry.lastError,
-                    since: entry.createdAt))
-            let what: String
-            switch entry.state {
-            case .failed: what = "failed \(entry.operation) in the journal (parked: retrying will not help until it changes)"
-            case .running: what = "interrupted \(entry.operation) in the journal (replayed by the next sync)"
-            default: what = "pending \(entry.operation) in the journal (retried by the next sync)"
-            }
-            var line = "\(what), \(entry.attempts) attempt\(entry.attempts == 1 ? "" : "s")"
-            if let error = entry.lastError { line += "; last error: \(error)" }
-            reasons.append(line)
+            let operation = ItemExplanation.Operation(
+                operation: entry.operation, state: entry.state.rawValue, attempts: entry.attempts, lastError: entry.lastError,
+                since: entry.createdAt)
+            explanation.operations.append(operation)
+            reasons.append(Self.describe(operation))
         }
         if let error = record?.lastError { reasons.append("last error: \(error)") }
 
@@ -207,14 +202,17 @@ extension ProviderManager {
                     details: conflict.details, date: conflict.createdAt))
             var line = "conflict (\(conflict.kind)) on \(Self.timestamp(conflict.createdAt)): \(conflict.details)"
             if let kept = conflict.keptPath {
-                line += kept == path ? "; this is the kept copy of \(domain.name):/\(conflict.path)" : "; the other version is \(domain.name):/\(kept)"
+                line +=
+                    kept == path
+                    ? "; this is the kept copy of \(domain.name):/\(conflict.path)" : "; the other version is \(domain.name):/\(kept)"
             }
             reasons.append(line)
         }
 
         // The domain.
         if let backoff = explanation.backoff {
-            var line = "the domain is backing off until \(Self.timestamp(backoff.nextRetryAt)) after \(backoff.failureCount) failure\(backoff.failureCount == 1 ? "" : "s")"
+            var line =
+                "the domain is backing off until \(Self.timestamp(backoff.nextRetryAt)) after \(backoff.failureCount) failure\(backoff.failureCount == 1 ? "" : "s")"
             if let error = backoff.error { line += ": \(error)" }
             reasons.append(line)
         } else if !domain.isConnected {
