@@ -7,6 +7,10 @@ extension DomainController {
     /// renamed into place; the placeholder is removed and the new state recorded. Folders stand
     /// for the files directly in them, or below them with `recursive`.
     ///
+    /// When the task is cancelled, no new download starts; running ones stop (a partial file is
+    /// kept with a checkpoint where the store can resume it), what finished is recorded, and
+    /// every file not downloaded gets a `cancelled` outcome.
+    ///
     /// Never throws: each item's outcome says whether it worked.
     public func materialize(paths: [String], recursive: Bool, events: EventHandler? = nil) async -> [ItemOutcome] {
         var outcomes: [ItemOutcome] = []
@@ -18,12 +22,20 @@ extension DomainController {
             do {
                 let target = try record(at: path)
                 if target.kind == .folder {
-                    let inside = recursive ? try store.descendants(domainID: domainID, of: path) : try store.children(domainID: domainID, parent: target.identifier)
+                    let inside =
+                        recursive
+                        ? try store.descendants(domainID: domainID, of: path)
+                        : try store.children(domainID: domainID, parent: target.identifier)
                     files += inside.filter { $0.kind == .file }
                     folders.append(path)
                     if recursive { folders += inside.filter { $0.kind == .folder && $0.isDataless }.map(\.path) }
                 } else if target.kind == .symlink {
-                    outcomes.append(ItemOutcome(path: display(path), error: FileProviderError(.notSupported, "a symlink to \(target.symlinkTarget ?? "?"); symlinks stay placeholders and are never followed")))
+                    outcomes.append(
+                        ItemOutcome(
+                            path: display(path),
+                            error: FileProviderError(
+                                .notSupported,
+                                "a symlink to \(target.symlinkTarget ?? "?"); symlinks stay placeholders and are never followed")))
                 } else {
                     files.append(target)
                 }
@@ -42,6 +54,8 @@ extension DomainController {
             return outcomes + files.map { ItemOutcome(path: display($0.path), error: error) }
         }
         outcomes += await download(files, events: events)
+        // Interrupted: the next run (or sync) populates the folders, adopting what was downloaded.
+        if Task.isCancelled { return outcomes }
         do {
             try await populateFolders(parents)
         } catch {
@@ -56,31 +70,35 @@ extension DomainController {
     /// - Throws: `localIOFailure` naming the folder that could not be made.
     private func makeFolders(_ paths: [String]) async throws(FileProviderError) {
         let replica = self.replica
-        let all = Set(paths.flatMap { path -> [String] in
-            var prefixes: [String] = []
-            var current = path
-            while !current.isEmpty {
-                prefixes.append(current)
-                current = Self.split(current).parent
+        let all = Set(
+            paths.flatMap { path -> [String] in
+                var prefixes: [String] = []
+                var current = path
+                while !current.isEmpty {
+                    prefixes.append(current)
+                    current = Self.split(current).parent
+                }
+                return prefixes
             }
-            return prefixes
-        }).sorted { $0.utf8.count < $1.utf8.count }
+        ).sorted { $0.utf8.count < $1.utf8.count }
         try await executor.run {
             for path in all { try replica.makeFolder(path) }
         }
     }
 
     /// Downloads files that are not materialized or are outdated, `downloadDepth` at a time, and
-    /// records them in batches.
+    /// records them in batches. Once the task is cancelled no download starts: each file not
+    /// started gets a `cancelled` outcome (see ``notStarted``).
     func download(_ records: [ItemRecord], events: EventHandler?) async -> [ItemOutcome] {
         let replica = self.replica
         // A file recorded as materialized but missing (an evict interrupted after the file went)
         // is downloaded again.
         var seen = Set<ItemIdentifier>()
         let unique = records.filter { seen.insert($0.identifier).inserted }
-        let pending = (try? await executor.run {
-            unique.filter { $0.state != .materialized || $0.isOutdated || replica.fingerprint(atPath: replica.path($0.path)) == nil }
-        }) ?? unique
+        let pending =
+            (try? await executor.run {
+                unique.filter { $0.state != .materialized || $0.isOutdated || replica.fingerprint(atPath: replica.path($0.path)) == nil }
+            }) ?? unique
         if pending.isEmpty { return [] }
         let totalBytes = pending.reduce(Int64(0)) { $0 + $1.size }
         let counters = Mutex((bytes: Int64(0), items: 0))
@@ -99,10 +117,17 @@ extension DomainController {
             var iterator = pending.makeIterator()
             var running = 0
             func startNext() -> Bool {
+                if Task.isCancelled {
+                    while let record = iterator.next() { outcomes.append(ItemOutcome(path: display(record.path), error: Self.notStarted)) }
+                    return false
+                }
                 guard let record = iterator.next() else { return false }
                 group.addTask { [self] in
                     do {
-                        return (record, .success(try await self.downloadShared(record, checkpoint: checkpoints[record.identifier], report: report)))
+                        return (
+                            record,
+                            .success(try await self.downloadShared(record, checkpoint: checkpoints[record.identifier], report: report))
+                        )
                     } catch {
                         return (record, .failure(FileProviderError.wrap(error)))
                     }
@@ -244,10 +269,14 @@ extension DomainController {
         updated.update(from: item, path: path)
         let expected = item.size
         let stored = record
-        let print = try await executor.run { [self] () throws -> FileFingerprint in
+        // Placing a finished download takes a moment and is never cut short: the staging file
+        // would stay behind without a checkpoint.
+        let print = try await runToCompletion { [self] () throws -> FileFingerprint in
             guard let size = replica.fileSize(atPath: staging), size == expected else {
                 try? replica.removeFile(atPath: staging)
-                throw FileProviderError(.corruptData, "the download of \(display(path)) was \(replica.fileSize(atPath: staging) ?? 0) bytes, expected \(expected); try again")
+                throw FileProviderError(
+                    .corruptData,
+                    "the download of \(display(path)) was \(replica.fileSize(atPath: staging) ?? 0) bytes, expected \(expected); try again")
             }
             if let date = item.contentModificationDate { try replica.setModificationDate(date, atPath: staging) }
             let target = replica.path(path)
@@ -259,15 +288,18 @@ extension DomainController {
                 // A download renamed into place by a process that died before recording it: same
                 // size and exactly the date this download just gave its staging file.
                 let dated = item.contentModificationDate != nil ? replica.fingerprint(atPath: staging) : nil
-                let sameAsDownload = existing.isRegularFile && existing.size == expected
+                let sameAsDownload =
+                    existing.isRegularFile && existing.size == expected
                     && dated.map { $0.modificationNanos == existing.modificationNanos } == true
                 guard ours || sameAsDownload else {
                     try? replica.removeFile(atPath: staging)
                     if stored.state == .materialized {
                         throw FileProviderError(
-                            .unsyncedEdits, "\(target) has local changes, so the store's newer version was not downloaded over it; nothing was lost")
+                            .unsyncedEdits,
+                            "\(target) has local changes, so the store's newer version was not downloaded over it; nothing was lost")
                     }
-                    throw FileProviderError(.cannotSynchronize, "a local file is in the way at \(target); move it elsewhere and materialize again")
+                    throw FileProviderError(
+                        .cannotSynchronize, "a local file is in the way at \(target); move it elsewhere and materialize again")
                 }
                 try replica.replace(fromPath: staging, toPath: target)
             } else {
@@ -280,10 +312,32 @@ extension DomainController {
             }
             return print
         }
-        if checkpoint != nil || resumeFrom > 0 || record.size >= Self.checkpointThreshold { try? store.removeCheckpoint(domainID: domainID, identifier: record.identifier) }
+        if checkpoint != nil || resumeFrom > 0 || record.size >= Self.checkpointThreshold {
+            try? store.removeCheckpoint(domainID: domainID, identifier: record.identifier)
+        }
         updated.markMaterialized(contentVersion: item.version.content, fingerprint: print)
         updated.lastError = nil
         report(0, true)
         return updated
+    }
+
+    /// The error of work a cancellation stopped before it started (or, for a batch, before it
+    /// was done): code `cancelled`.
+    public static let notStarted = FileProviderError(.cancelled, "interrupted before it was done")
+
+    /// Runs blocking work on the executor to its end even when the task is cancelled meanwhile
+    /// (short steps that must not stop half-way, such as placing a finished download).
+    /// - Throws: what `body` throws.
+    func runToCompletion<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws(FileProviderError) -> T {
+        let executor = self.executor
+        // An unstructured task does not inherit the caller's cancellation.
+        let result = await Task { () async -> Result<T, FileProviderError> in
+            do throws(FileProviderError) {
+                return .success(try await executor.run(body))
+            } catch {
+                return .failure(error)
+            }
+        }.value
+        return try result.get()
     }
 }

@@ -13,9 +13,14 @@ extension DomainController {
     /// deletions, each written to the journal before it runs and marked done after.
     ///
     /// Conflicts keep both versions and are logged. One bad item never stops the rest.
+    ///
+    /// When the task is cancelled no operation starts; the running ones end (their journal
+    /// entries stay pending, so the next sync replays them with `mayAlreadyExist`), and
+    /// `report.unsent` counts the changes found but not sent.
     /// - Throws: the error of the first operation whose code makes the whole domain back off
     ///   (`serverUnreachable`, `notAuthenticated`, `insufficientQuota`); the rest waits for the
-    ///   next sync. `localIOFailure` when the database fails.
+    ///   next sync. `cancelled` when the task is cancelled. `localIOFailure` when the database
+    ///   fails.
     func push(report: inout SyncReport, settleSeconds: Double) async throws(FileProviderError) {
         let started = Date()
         defer { report.phases.upload += Date().timeIntervalSince(started) }
@@ -53,24 +58,38 @@ extension DomainController {
                 // rest is computed again by the next scan, against the re-keyed records (a stale
                 // record would send a move or deletion to an identifier that no longer exists).
                 if changedFolderTree { break }
+                if Task.isCancelled {
+                    report.unsent += ordered.endIndex - index
+                    throw DomainController.notStarted
+                }
                 // New files and edits do not depend on each other: several go at once.
                 var end = index
                 while end < ordered.endIndex && Self.isIndependent(ordered[end]) { end += 1 }
                 if end > index {
-                    try await sendTogether(Self.spreadOverFolders(ordered[index..<end]), report: &report)
+                    do {
+                        try await sendTogether(Self.spreadOverFolders(ordered[index..<end]), report: &report)
+                    } catch where error.code == .cancelled {
+                        report.unsent += ordered.endIndex - end
+                        throw error
+                    }
                     index = end
                     continue
                 }
                 let change = ordered[index]
                 index += 1
-                if case .moved(let record, let to, _) = change, record.kind == .folder {
-                    let before = try store.descendants(domainID: domainID, of: record.path)
-                    if try await send(change, report: &report) {
-                        changedFolderTree = true
-                        try noteRenamedIdentifiers(from: [record] + before, oldPath: record.path, newPath: to, into: &renamed)
+                do {
+                    if case .moved(let record, let to, _) = change, record.kind == .folder {
+                        let before = try store.descendants(domainID: domainID, of: record.path)
+                        if try await send(change, report: &report) {
+                            changedFolderTree = true
+                            try noteRenamedIdentifiers(from: [record] + before, oldPath: record.path, newPath: to, into: &renamed)
+                        }
+                    } else {
+                        try await send(change, report: &report)
                     }
-                } else {
-                    try await send(change, report: &report)
+                } catch where error.code == .cancelled {
+                    report.unsent += ordered.endIndex - index + 1
+                    throw error
                 }
             }
             try? store.pruneJournal(domainID: domainID)
@@ -101,11 +120,13 @@ extension DomainController {
     /// Records evictions the scan found unrecorded and removes placeholders no item owns.
     private func tidy(_ result: LocalScanResult) async throws(FileProviderError) {
         if !result.evicted.isEmpty {
-            try store.apply(domainID: domainID, upserts: result.evicted.map { record in
-                var record = record
-                record.markPlaceholder()
-                return record
-            }, deletions: [])
+            try store.apply(
+                domainID: domainID,
+                upserts: result.evicted.map { record in
+                    var record = record
+                    record.markPlaceholder()
+                    return record
+                }, deletions: [])
         }
         if !result.strayPlaceholders.isEmpty {
             let replica = self.replica
@@ -132,14 +153,15 @@ extension DomainController {
     /// again with a later sync.
     static let contentFields: ItemFields = [.contents, .contentModificationDate]
 
-    /// Sends one change. A failure that backs the whole domain off is thrown; any other is noted
-    /// on the item, and the next sync tries again. Returns whether it worked.
+    /// Sends one change. A failure that backs the whole domain off, and a cancellation, are
+    /// thrown; any other is noted on the item, and the next sync tries again. Returns whether it
+    /// worked.
     @discardableResult
     private func send(_ change: LocalChange, report: inout SyncReport) async throws(FileProviderError) -> Bool {
         do {
             try await upload(change, report: &report)
             return true
-        } catch where error.code.reaction == .backOffDomain {
+        } catch where error.code.reaction == .backOffDomain || error.code == .cancelled {
             throw error
         } catch {
             report.notices.append("\(display(change.path)): not uploaded: \(error.message)")
@@ -152,19 +174,23 @@ extension DomainController {
     }
 
     /// Sends independent changes ``uploadDepth`` at a time, their journal entries opened and
-    /// finished in batches (``JournalBatch``). The first failure that backs the domain off stops
-    /// what has not started and is thrown once the running ones ended.
-    /// - Throws: that failure; else `localIOFailure` when the journal could not be written.
+    /// finished in batches (``JournalBatch``). The first failure that backs the domain off, or a
+    /// cancellation of the task, stops what has not started (its journal entries are given
+    /// back) and is thrown once the running ones ended; `report.unsent` counts the changes of
+    /// this batch that were not sent then.
+    /// - Throws: that failure (`cancelled` for a cancellation); else `localIOFailure` when the
+    ///   journal could not be written.
     private func sendTogether(_ changes: [LocalChange], report: inout SyncReport) async throws(FileProviderError) {
         let batch = JournalBatch(store: store)
         let domainID = self.domainID
-        let outcomes = await JournalBatch.$current.withValue(batch) {
+        let (outcomes, notStarted, stopped) = await JournalBatch.$current.withValue(batch) {
             await withTaskGroup(of: (SyncReport, FileProviderError?).self) { group in
                 var next = changes.startIndex
                 var opened = changes.startIndex
                 var running = 0
                 var stop: FileProviderError?
                 func startNext() -> Bool {
+                    if stop == nil && Task.isCancelled { stop = DomainController.notStarted }
                     guard stop == nil, next < changes.endIndex else { return false }
                     if next == opened {
                         opened = min(next + JournalBatch.size, changes.endIndex)
@@ -196,8 +222,7 @@ extension DomainController {
                     if let error = outcome.1, stop == nil { stop = error }
                     if startNext() { running += 1 }
                 }
-                if let stop, !outcomes.contains(where: { $0.1 != nil }) { outcomes.append((SyncReport(domain: domain.name), stop)) }
-                return outcomes
+                return (outcomes, changes.endIndex - next, stop)
             }
         }
         var failure: FileProviderError?
@@ -205,8 +230,11 @@ extension DomainController {
             report.uploaded += part.uploaded
             report.conflicts += part.conflicts
             report.notices += part.notices
+            if error?.code == .cancelled { report.unsent += 1 }
             if failure == nil { failure = error }
         }
+        report.unsent += notStarted
+        failure = failure ?? stopped
         do {
             try batch.close()
         } catch {
@@ -318,7 +346,11 @@ extension DomainController {
             let error = FileProviderError.wrap(error)
             // Closed with its result already: nothing to undo.
             if step.isFinished { throw error }
-            entry.state = handled.contains(error.code) ? .done : error.code.reaction == .reportToUser ? .failed : .pending
+            // Cancelled in flight: the store may have taken it or not; the entry stays pending
+            // and the next sync replays the operation with `mayAlreadyExist`.
+            entry.state =
+                handled.contains(error.code)
+                ? .done : error.code == .cancelled ? .pending : error.code.reaction == .reportToUser ? .failed : .pending
             entry.lastError = error.message
             try? store.updateJournal(entry)
             throw error
@@ -340,7 +372,9 @@ extension DomainController {
     /// - Parameter adopting: the item may already be in the store as our own (a folder merges
     ///   with a folder of the same name; a replayed move finds its file already there), so the
     ///   create runs with `mayAlreadyExist`.
-    private func uploadCreation(path: String, kind: ItemKind, fingerprint: FileFingerprint, adopting: Bool = false, report: inout SyncReport)
+    private func uploadCreation(
+        path: String, kind: ItemKind, fingerprint: FileFingerprint, adopting: Bool = false, report: inout SyncReport
+    )
         async throws(FileProviderError)
     {
         let (parentPath, name) = Self.split(path)
@@ -381,8 +415,9 @@ extension DomainController {
             // The name is taken in the store: the later item gets `name 2.ext`.
             let renamed = try await renameLocally(path, kind: kind) { ConflictName.numbered(name, $0) }
             try store.recordConflict(
-                ConflictRecord(domainID: domainID, path: path, keptPath: renamed, kind: "nameCollision",
-                               details: "a new local item took a name the store already had; it was renamed"))
+                ConflictRecord(
+                    domainID: domainID, path: path, keptPath: renamed, kind: "nameCollision",
+                    details: "a new local item took a name the store already had; it was renamed"))
             report.conflicts += 1
             report.notices.append("\(display(path)): the name was taken in the store; uploaded as \(display(renamed))")
             guard let print = replica.fingerprint(atPath: replica.path(renamed)) else { return }
@@ -393,7 +428,9 @@ extension DomainController {
     }
 
     /// Renames a local item to the first free name `makeName(2)`, `makeName(3)`, …; returns the new path.
-    private func renameLocally(_ path: String, kind: ItemKind, makeName: @escaping @Sendable (Int) -> String) async throws(FileProviderError) -> String {
+    private func renameLocally(_ path: String, kind: ItemKind, makeName: @escaping @Sendable (Int) -> String)
+        async throws(FileProviderError) -> String
+    {
         let (parentPath, _) = Self.split(path)
         let replica = self.replica
         let domainID = self.domainID
@@ -404,7 +441,8 @@ extension DomainController {
                 if replica.fingerprint(atPath: replica.path(candidate)) != nil { continue }
                 if replica.fingerprint(atPath: replica.placeholderPath(candidate)) != nil { continue }
                 if try store.item(domainID: domainID, path: candidate) != nil { continue }
-                if replica.fingerprint(atPath: replica.path(path)) == nil, replica.fingerprint(atPath: replica.placeholderPath(path)) != nil {
+                if replica.fingerprint(atPath: replica.path(path)) == nil, replica.fingerprint(atPath: replica.placeholderPath(path)) != nil
+                {
                     // A moved placeholder: its file carries the name.
                     try replica.move(fromPath: replica.placeholderPath(path), toPath: replica.placeholderPath(candidate))
                 } else {
@@ -457,8 +495,9 @@ extension DomainController {
             }
             try store.apply(domainID: domainID, upserts: [], deletions: [record.identifier])
             try store.recordConflict(
-                ConflictRecord(domainID: domainID, path: record.path, keptPath: nil, kind: "editedAndDeleted",
-                               details: "edited here and deleted in the store; uploaded again"))
+                ConflictRecord(
+                    domainID: domainID, path: record.path, keptPath: nil, kind: "editedAndDeleted",
+                    details: "edited here and deleted in the store; uploaded again"))
             report.conflicts += 1
             try await uploadCreation(path: record.path, kind: .file, fingerprint: fingerprint, report: &report)
             return
@@ -494,12 +533,15 @@ extension DomainController {
         let current: Item
         do {
             try await executor.run { try replica.prepareStagingFile(atPath: staging, truncate: true) }
-            current = try await backend.fetchContents(for: record.identifier, version: nil, to: URL(fileURLWithPath: staging), offset: 0, progress: nil)
+            current = try await backend.fetchContents(
+                for: record.identifier, version: nil, to: URL(fileURLWithPath: staging), offset: 0, progress: nil)
         } catch where error.code == .noSuchItem {
             return nil
         }
         let same = try await executor.run { () -> Bool in
-            guard let a = FileManager.default.contents(atPath: staging), let b = FileManager.default.contents(atPath: local.path) else { return false }
+            guard let a = FileManager.default.contents(atPath: staging), let b = FileManager.default.contents(atPath: local.path) else {
+                return false
+            }
             return a == b
         }
         return same ? current : nil
@@ -514,8 +556,9 @@ extension DomainController {
             attempt == 2 ? copyName : ConflictName.numbered(copyName, attempt - 1)
         }
         try store.recordConflict(
-            ConflictRecord(domainID: domainID, path: record.path, keptPath: copyPath, kind: "bothEdited",
-                           details: "edited here and in the store; the local version was kept as a conflicted copy"))
+            ConflictRecord(
+                domainID: domainID, path: record.path, keptPath: copyPath, kind: "bothEdited",
+                details: "edited here and in the store; the local version was kept as a conflicted copy"))
         report.conflicts += 1
         report.notices.append("\(display(record.path)): edited on both sides; your version is \(display(copyPath))")
         // The original name now holds the store's version.
@@ -570,8 +613,9 @@ extension DomainController {
             // The new name is taken in the store: the later item gets `name 2.ext` and moves there.
             let renamed = try await renameLocally(path, kind: record.kind == .folder ? .folder : .file) { ConflictName.numbered(name, $0) }
             try store.recordConflict(
-                ConflictRecord(domainID: domainID, path: path, keptPath: renamed, kind: "nameCollision",
-                               details: "a local item was moved to a name the store already had; it was renamed"))
+                ConflictRecord(
+                    domainID: domainID, path: path, keptPath: renamed, kind: "nameCollision",
+                    details: "a local item was moved to a name the store already had; it was renamed"))
             report.conflicts += 1
             report.notices.append("\(display(path)): the name was taken in the store; moved to \(display(renamed)) instead")
             try await uploadMove(record, to: renamed, fingerprint: fingerprint, report: &report)
@@ -583,15 +627,17 @@ extension DomainController {
             try store.deleteSubtree(domainID: domainID, path: record.path)
             try relistNextSync()
             try store.recordConflict(
-                ConflictRecord(domainID: domainID, path: record.path, keptPath: path, kind: "movedAndEdited",
-                               details: "moved here and changed in the store; the store's version stayed at the old place"))
+                ConflictRecord(
+                    domainID: domainID, path: record.path, keptPath: path, kind: "movedAndEdited",
+                    details: "moved here and changed in the store; the store's version stayed at the old place"))
             report.conflicts += 1
             if record.state == .placeholder || record.state == .symlink {
                 try await executor.run { [replica] in try replica.removeFile(atPath: replica.placeholderPath(path)) }
                 return
             }
             if let fingerprint {
-                try await uploadCreation(path: path, kind: record.kind == .folder ? .folder : .file, fingerprint: fingerprint, report: &report)
+                try await uploadCreation(
+                    path: path, kind: record.kind == .folder ? .folder : .file, fingerprint: fingerprint, report: &report)
             }
             return
         } catch where error.code == .noSuchItem {
@@ -626,7 +672,9 @@ extension DomainController {
     /// the item is gone from its old place and at its new one (a folder by kind, a file with
     /// the same content version), so it is recorded there. Returns false when the store does not
     /// look like that.
-    private func adoptReplayedMove(_ record: ItemRecord, to path: String, name: String, parent: ItemIdentifier, fingerprint: FileFingerprint?)
+    private func adoptReplayedMove(
+        _ record: ItemRecord, to path: String, name: String, parent: ItemIdentifier, fingerprint: FileFingerprint?
+    )
         async throws(FileProviderError) -> Bool
     {
         guard try await !storeStillHas(record.identifier),
@@ -766,8 +814,9 @@ extension DomainController {
             try await executor.run { [replica] in try replica.writePlaceholder(record.path, metadata) }
             try store.save(restored)
             try store.recordConflict(
-                ConflictRecord(domainID: domainID, path: record.path, keptPath: nil, kind: "deletedAndEdited",
-                               details: "deleted here and edited in the store; the store's version came back"))
+                ConflictRecord(
+                    domainID: domainID, path: record.path, keptPath: nil, kind: "deletedAndEdited",
+                    details: "deleted here and edited in the store; the store's version came back"))
             report.conflicts += 1
             return
         }
@@ -808,8 +857,9 @@ extension DomainController {
         if !kept.isEmpty {
             try relistNextSync()
             try store.recordConflict(
-                ConflictRecord(domainID: domainID, path: record.path, keptPath: nil, kind: "deletedAndEdited",
-                               details: "deleted here while the store had changes or new items in it; those came back"))
+                ConflictRecord(
+                    domainID: domainID, path: record.path, keptPath: nil, kind: "deletedAndEdited",
+                    details: "deleted here while the store had changes or new items in it; those came back"))
             report.conflicts += 1
             report.notices.append("\(display(record.path)): deleted here, but the store had changes in it; they came back")
         }

@@ -93,15 +93,9 @@ public final class DomainController: Sendable {
         return try store.children(domainID: domainID, parent: target.identifier)
     }
 
-    /// Whether an item or one of its ancestor folders is pinned.
+    /// Whether an item or one of its ancestor folders (the root too) is pinned.
     public func isEffectivelyPinned(_ record: ItemRecord) throws(FileProviderError) -> Bool {
-        if record.isPinned { return true }
-        var path = record.path
-        while let slash = path.lastIndex(of: "/") {
-            path = String(path[..<slash])
-            if try store.item(domainID: domainID, path: path)?.isPinned == true { return true }
-        }
-        return false
+        try pinHolder(of: record) != nil
     }
 
     /// `persistentIdentifierForItem(at:)`: the identifier of the item at a replica URL (its real
