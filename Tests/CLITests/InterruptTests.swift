@@ -12,9 +12,9 @@ import Testing
 final class BackgroundCommand {
     let process = Process()
     let exit: ProcessExit
-    private let outURL: URL
-    private let errURL: URL
-    private let terminal: PseudoTerminal?
+    let outURL: URL
+    let errURL: URL
+    let terminal: PseudoTerminal?
 
     init(_ cli: CLIRunner, _ arguments: [String], logs folder: URL, terminal: Bool = false) throws {
         let name = UUID().uuidString
@@ -49,7 +49,42 @@ final class BackgroundCommand {
     var stdout: String { (try? String(contentsOf: outURL, encoding: .utf8)) ?? "" }
     var stderr: String { terminal?.text ?? (try? String(contentsOf: errURL, encoding: .utf8)) ?? "" }
 
-    func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+    /// One signal to send once a condition holds; `before` runs just before it is sent.
+    struct Step: Sendable {
+        var signal: Int32
+        var condition: @Sendable () -> Bool
+        var before: (@Sendable () -> Void)? = nil
+    }
+
+    /// Sends each step's signal as soon as its condition holds, in order, all polled every 2 ms
+    /// on a thread of its own: Swift's cooperative pool, where a test's polls run, can be held up
+    /// for seconds by the other tests of the bundle, long enough for the command to finish (or
+    /// give up) first. Returns how many signals went to the process while it ran.
+    func signals(_ steps: [Step], timeout: Double = 120) async -> Int {
+        let pid = process.processIdentifier
+        let exit = self.exit
+        return await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                let deadline = Date().addingTimeInterval(timeout)
+                var sent = 0
+                while sent < steps.count && Date() < deadline && !exit.wait(seconds: 0) {
+                    if steps[sent].condition() {
+                        steps[sent].before?()
+                        kill(pid, steps[sent].signal)
+                        sent += 1
+                    } else {
+                        usleep(2000)
+                    }
+                }
+                continuation.resume(returning: sent)
+            }
+        }
+    }
+
+    /// ``signals(_:timeout:)`` of one signal; returns whether it was sent while the process ran.
+    func signal(_ number: Int32, when condition: @escaping @Sendable () -> Bool) async -> Bool {
+        await signals([Step(signal: number, condition: condition)]) == 1
+    }
 
     /// Waits for the process to end; its exit status, or `nil` when it still runs after `timeout`.
     func status(timeout: Double = 60) async -> Int32? {
@@ -135,8 +170,8 @@ final class PseudoTerminal: @unchecked Sendable {
         FastFiles.read(below: root).filter { !$0.key.hasSuffix(".placeholder") }
     }
 
-    /// How many entries of a folder end with `suffix` (and how many do not).
-    func count(in folder: URL, placeholders: Bool) -> Int {
+    /// How many entries of a folder are placeholders (or, with `placeholders` false, are not).
+    static func count(in folder: URL, placeholders: Bool) -> Int {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
         return names.filter { $0.hasSuffix(".placeholder") == placeholders }.count
     }
@@ -170,8 +205,8 @@ final class PseudoTerminal: @unchecked Sendable {
         let store = try await makeDomain(temp, cli, files: 4000)
         let replica = cli.home.appendingPathComponent("domains/d")
         let run = try BackgroundCommand(cli, ["materialize", "-R", "d:/"], logs: temp.url)
-        #expect(await waitUntil(timeout: 60) { count(in: replica.appendingPathComponent("d00"), placeholders: false) >= 20 })
-        run.signal(SIGINT)
+        let folder = replica.appendingPathComponent("d00")
+        #expect(await run.signal(SIGINT, when: { Self.count(in: folder, placeholders: false) >= 20 }), "\(run.stdout)")
         let status = await run.status()
         #expect(status == 130, "\(run.stderr)")
         #expect(run.stdout.isEmpty)
@@ -202,8 +237,8 @@ final class PseudoTerminal: @unchecked Sendable {
         let replica = cli.home.appendingPathComponent("domains/d")
 
         let run = try BackgroundCommand(cli, ["pin", "d:/"], logs: temp.url)
-        #expect(await waitUntil(timeout: 60) { count(in: replica.appendingPathComponent("d00"), placeholders: false) >= 20 })
-        run.signal(SIGTERM)
+        let folder = replica.appendingPathComponent("d00")
+        #expect(await run.signal(SIGTERM, when: { Self.count(in: folder, placeholders: false) >= 20 }), "\(run.stdout)")
         #expect(await run.status() == 143, "\(run.stderr)")
         #expect(run.stderr.hasPrefix("interrupting: letting running work end; send the signal again to stop at once\n"), "\(run.stderr)")
         let counts = try #require(summary(run.stderr, verb: "pinned and materialized"), "\(run.stderr)")
@@ -232,8 +267,8 @@ final class PseudoTerminal: @unchecked Sendable {
         let storeRoot = temp.url.appendingPathComponent("store")
 
         let run = try BackgroundCommand(cli, ["sync", "d"], logs: temp.url)
-        #expect(await waitUntil(timeout: 60) { count(in: storeRoot.appendingPathComponent("up0"), placeholders: false) >= 20 })
-        run.signal(SIGINT)
+        let folder = storeRoot.appendingPathComponent("up0")
+        #expect(await run.signal(SIGINT, when: { Self.count(in: folder, placeholders: false) >= 20 }), "\(run.stdout)")
         #expect(await run.status() == 130, "\(run.stderr)")
         #expect(run.stdout.isEmpty)
         let line = try #require(run.stderr.split(separator: "\n").last.map(String.init))
@@ -268,8 +303,8 @@ final class PseudoTerminal: @unchecked Sendable {
         #expect(try await cli.call(["materialize", "-R", "d:/"]).status == 0)
 
         let run = try BackgroundCommand(cli, ["evict", "-R", "d:/"], logs: temp.url)
-        #expect(await waitUntil(timeout: 60) { count(in: replica.appendingPathComponent("d00"), placeholders: true) >= 20 })
-        run.signal(SIGINT)
+        let folder = replica.appendingPathComponent("d00")
+        #expect(await run.signal(SIGINT, when: { Self.count(in: folder, placeholders: true) >= 20 }), "\(run.stdout)")
         #expect(await run.status() == 130, "\(run.stderr)")
         let counts = try #require(summary(run.stderr, verb: "evicted"), "\(run.stderr)")
         #expect(counts.total == store.count && counts.done + counts.notDone == counts.total && counts.notDone > 0, "\(run.stderr)")
@@ -308,8 +343,8 @@ final class PseudoTerminal: @unchecked Sendable {
         let replica = cli.home.appendingPathComponent("domains/d")
 
         let run = try BackgroundCommand(cli, ["populate", "-R", "d:/"], logs: temp.url)
-        #expect(await waitUntil(timeout: 60) { count(in: replica.appendingPathComponent("a0/b1"), placeholders: true) == 3 })
-        run.signal(SIGINT)
+        let folder = replica.appendingPathComponent("a0/b1")
+        #expect(await run.signal(SIGINT, when: { Self.count(in: folder, placeholders: true) == 3 }), "\(run.stdout)")
         #expect(await run.status() == 130, "\(run.stderr)")
         let line = try #require(run.stderr.split(separator: "\n").last.map(String.init))
         let pattern =
@@ -331,8 +366,8 @@ final class PseudoTerminal: @unchecked Sendable {
         let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
         _ = try await makeDomain(temp, cli, files: 4000)
         let run = try BackgroundCommand(cli, ["materialize", "-R", "d:/"], logs: temp.url, terminal: true)
-        #expect(await waitUntil(timeout: 60) { run.stderr.contains("materialize d [") })
-        run.signal(SIGINT)
+        let terminal = try #require(run.terminal)
+        #expect(await run.signal(SIGINT, when: { terminal.text.contains("materialize d [") }), "\(run.stderr)")
         #expect(await run.status() == 130, "\(run.stderr)")
         let output = run.stderr
         // After the last progress line drawn: the line erased, then only whole lines of text.
@@ -353,15 +388,24 @@ final class PseudoTerminal: @unchecked Sendable {
         let replica = cli.home.appendingPathComponent("domains/d")
 
         let run = try BackgroundCommand(cli, ["materialize", "-R", "d:/"], logs: temp.url)
-        #expect(await waitUntil(timeout: 60) { count(in: replica.appendingPathComponent("d00"), placeholders: false) >= 5 })
-        // Another process holds the database's write lock: the command cannot end cleanly (it
-        // waits to record its downloads), so the second signal is what stops it.
-        let blocker = try DatabaseWriteLock(cli.home.appendingPathComponent("metadata.sqlite"))
-        run.signal(SIGINT)
-        #expect(await waitUntil(timeout: 30) { run.stderr.contains("press Ctrl-C again") }, "\(run.stderr)")
-        run.signal(SIGINT)
-        let status = await run.status(timeout: 5)
-        blocker.release()
+        let folder = replica.appendingPathComponent("d00")
+        // Another process takes the database's write lock before the first signal: the command
+        // cannot end cleanly (it waits to record its downloads), so the second signal is what
+        // stops it.
+        let database = cli.home.appendingPathComponent("metadata.sqlite")
+        let blocker = Box<DatabaseWriteLock>()
+        let errors = run.errURL
+        let sent = await run.signals([
+            .init(
+                signal: SIGINT, condition: { Self.count(in: folder, placeholders: false) >= 5 },
+                before: { blocker.value = try? DatabaseWriteLock(database) }),
+            // The first was seen: the command is winding down, waiting for the database.
+            .init(signal: SIGINT, condition: { ((try? String(contentsOf: errors, encoding: .utf8)) ?? "").contains("press Ctrl-C again") }),
+        ])
+        #expect(sent == 2, "\(run.stderr)")
+        #expect(blocker.value != nil)
+        let status = await run.status(timeout: 30)
+        blocker.value?.release()
         #expect(status == 130, "\(run.stderr)")
         #expect(
             run.stderr.hasSuffix("interrupted again: stopped at once; what was done is recorded, run the same command again to finish\n"),
@@ -377,8 +421,18 @@ final class PseudoTerminal: @unchecked Sendable {
     }
 }
 
-/// An exclusive write transaction on a database, held by this process until released.
-final class DatabaseWriteLock {
+/// A value set on one thread and read on another.
+final class Box<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value?
+    var value: Value? {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+}
+
+/// An exclusive write transaction on a database, held by another process until released.
+final class DatabaseWriteLock: @unchecked Sendable {
     private let process = Process()
     private let input = Pipe()
     private let exit: ProcessExit
