@@ -15,6 +15,7 @@ PACKAGES=(
     hyperfine            # ad-hoc benchmarking
     python3              # Benchmarks/bench.py
     jq                   # JSON output in scripts
+    sqlite3              # CLI tests: another process holding the database's write lock
 )
 
 is_installed() {

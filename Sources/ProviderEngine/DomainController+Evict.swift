@@ -7,25 +7,37 @@ extension DomainController {
     /// placeholder atomically. Folders stand for the files below them.
     ///
     /// Refuses, per item, with `nonEvictable` for pinned items (or items in a pinned folder)
-    /// and `unsyncedEdits` for files changed locally; never throws.
+    /// and `unsyncedEdits` for files changed locally; never throws. When the task is cancelled,
+    /// the files evicted so far are recorded and every other one gets a `cancelled` outcome.
     public func evict(paths: [String], recursive: Bool) async -> [ItemOutcome] {
         var outcomes: [ItemOutcome] = []
         var updated: [ItemRecord] = []
         for path in paths {
+            if Task.isCancelled {
+                outcomes.append(ItemOutcome(path: display(path), error: Self.notStarted))
+                continue
+            }
             do {
                 let target = try record(at: path)
-                if try isEffectivelyPinned(target) {
-                    throw FileProviderError(.nonEvictable, "\(display(path)) is pinned; unpin it first with 'fileproviderctl unpin \(display(path))'")
-                }
+                if let holder = try pinHolder(of: target) { throw pinnedError(path, holder: holder) }
                 var files = [target]
                 if target.kind == .folder {
-                    files = (recursive ? try store.descendants(domainID: domainID, of: path) : try store.children(domainID: domainID, parent: target.identifier))
+                    files =
+                        (recursive
+                        ? try store.descendants(domainID: domainID, of: path)
+                        : try store.children(domainID: domainID, parent: target.identifier))
                         .filter { $0.kind == .file }
                 }
                 let pinnedFolders = target.kind == .folder ? try pinnedFolderPaths() : []
                 for file in files where file.state == .materialized {
+                    if Task.isCancelled {
+                        outcomes.append(ItemOutcome(path: display(file.path), error: Self.notStarted))
+                        continue
+                    }
                     do {
-                        if file.isPinned || pinnedFolders.contains(where: { file.path.hasPrefix($0 + "/") }) { throw FileProviderError(.nonEvictable, "\(display(file.path)) is pinned; unpin it first") }
+                        if let holder = Self.pinHolder(of: file, pinnedFolders: pinnedFolders) {
+                            throw pinnedError(file.path, holder: holder)
+                        }
                         updated.append(try await evictFile(file))
                         outcomes.append(ItemOutcome(path: display(file.path), error: nil))
                     } catch {
@@ -45,6 +57,26 @@ extension DomainController {
             outcomes.append(ItemOutcome(path: display(""), error: error))
         }
         return outcomes
+    }
+
+    /// The path of the item that holds an item's pin: the outermost pinned folder above it (whose
+    /// unpin clears every pin below), else the item itself when it is pinned, else `nil`.
+    func pinHolder(of record: ItemRecord) throws(FileProviderError) -> String? {
+        Self.pinHolder(of: record, pinnedFolders: try pinnedFolderPaths())
+    }
+
+    /// ``pinHolder(of:)`` with the domain's pinned folders given.
+    static func pinHolder(of record: ItemRecord, pinnedFolders: [String]) -> String? {
+        let above = pinnedFolders.filter { $0 != record.path && ($0.isEmpty || record.path.hasPrefix($0 + "/")) }
+        if let outermost = above.min(by: { $0.utf8.count < $1.utf8.count }) { return outermost }
+        return record.isPinned ? record.path : nil
+    }
+
+    /// The refusal to evict a pinned item, naming the item whose pin to remove.
+    private func pinnedError(_ path: String, holder: String) -> FileProviderError {
+        let through = holder == path ? "" : " through \(display(holder))"
+        return FileProviderError(
+            .nonEvictable, "\(display(path)) is pinned\(through); unpin it with 'fileproviderctl unpin \(display(holder))'")
     }
 
     private func evictFile(_ record: ItemRecord) async throws(FileProviderError) -> ItemRecord {

@@ -7,6 +7,10 @@ extension DomainController {
     /// renamed into place; the placeholder is removed and the new state recorded. Folders stand
     /// for the files directly in them, or below them with `recursive`.
     ///
+    /// When the task is cancelled, no new download starts; running ones stop (a partial file is
+    /// kept with a checkpoint where the store can resume it), what finished is recorded, and
+    /// every file not downloaded gets a `cancelled` outcome.
+    ///
     /// Never throws: each item's outcome says whether it worked.
     public func materialize(paths: [String], recursive: Bool, events: EventHandler? = nil) async -> [ItemOutcome] {
         var outcomes: [ItemOutcome] = []
@@ -50,6 +54,8 @@ extension DomainController {
             return outcomes + files.map { ItemOutcome(path: display($0.path), error: error) }
         }
         outcomes += await download(files, events: events)
+        // Interrupted: the next run (or sync) populates the folders, adopting what was downloaded.
+        if Task.isCancelled { return outcomes }
         do {
             try await populateFolders(parents)
         } catch {
@@ -81,7 +87,8 @@ extension DomainController {
     }
 
     /// Downloads files that are not materialized or are outdated, `downloadDepth` at a time, and
-    /// records them in batches.
+    /// records them in batches. Once the task is cancelled no download starts: each file not
+    /// started gets a `cancelled` outcome (see ``notStarted``).
     func download(_ records: [ItemRecord], events: EventHandler?) async -> [ItemOutcome] {
         let replica = self.replica
         // A file recorded as materialized but missing (an evict interrupted after the file went)
@@ -110,6 +117,10 @@ extension DomainController {
             var iterator = pending.makeIterator()
             var running = 0
             func startNext() -> Bool {
+                if Task.isCancelled {
+                    while let record = iterator.next() { outcomes.append(ItemOutcome(path: display(record.path), error: Self.notStarted)) }
+                    return false
+                }
                 guard let record = iterator.next() else { return false }
                 group.addTask { [self] in
                     do {
@@ -279,7 +290,9 @@ extension DomainController {
         updated.update(from: item, path: path)
         let expected = item.size
         let stored = record
-        let print = try await executor.run { [self] () throws -> FileFingerprint in
+        // Placing a finished download takes a moment and is never cut short: the staging file
+        // would stay behind without a checkpoint.
+        let print = try await runToCompletion { [self] () throws -> FileFingerprint in
             guard let size = replica.fileSize(atPath: staging), size == expected else {
                 try? replica.removeFile(atPath: staging)
                 throw FileProviderError(
@@ -335,5 +348,25 @@ extension DomainController {
         updated.lastError = nil
         report(0, true)
         return updated
+    }
+
+    /// The error of work a cancellation stopped before it started (or, for a batch, before it
+    /// was done): code `cancelled`.
+    public static let notStarted = FileProviderError(.cancelled, "interrupted before it was done")
+
+    /// Runs blocking work on the executor to its end even when the task is cancelled meanwhile
+    /// (short steps that must not stop half-way, such as placing a finished download).
+    /// - Throws: what `body` throws.
+    func runToCompletion<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws(FileProviderError) -> T {
+        let executor = self.executor
+        // An unstructured task does not inherit the caller's cancellation.
+        let result = await Task { () async -> Result<T, FileProviderError> in
+            do throws(FileProviderError) {
+                return .success(try await executor.run(body))
+            } catch {
+                return .failure(error)
+            }
+        }.value
+        return try result.get()
     }
 }

@@ -12,6 +12,9 @@ extension DomainController {
     /// A local file that took the name of an item of the folder (made before the folder was
     /// populated) is renamed `name 2.ext` and recorded as a name collision; nothing is lost.
     /// Takes the domain's sync lock, so it waits for a sync running in another process (`serve`).
+    /// When the task is cancelled, the folder being populated is finished, no other folder is
+    /// started, and the paths not done get a `cancelled` outcome saying how many folders below
+    /// them are still dataless.
     /// Never throws: each path's outcome says whether it worked.
     public func populate(paths: [String], recursive: Bool) async -> [ItemOutcome] {
         let lock: DomainLock
@@ -25,13 +28,23 @@ extension DomainController {
             var outcomes: [ItemOutcome] = []
             for path in paths {
                 do throws(FileProviderError) {
+                    if Task.isCancelled { throw Self.notStarted }
                     let target = try record(at: path)
-                    try await populateFolder(
-                        target.kind == .folder ? path : Self.split(path).parent, ancestors: true)
+                    try await finishing { [self] () async throws(FileProviderError) in
+                        try await populateFolder(target.kind == .folder ? path : Self.split(path).parent, ancestors: true)
+                    }
                     if recursive && target.kind == .folder {
-                        for folder in try store.descendants(domainID: domainID, of: path)
-                        where folder.kind == .folder && folder.isDataless {
-                            try await populateFolder(folder.path, ancestors: true)
+                        let below = try store.descendants(domainID: domainID, of: path).filter { $0.kind == .folder && $0.isDataless }
+                        for (index, folder) in below.enumerated() {
+                            if Task.isCancelled {
+                                throw FileProviderError(
+                                    .cancelled,
+                                    "interrupted after populating \(index) of the \(below.count) dataless folders below it; \(below.count - index) are still dataless"
+                                )
+                            }
+                            try await finishing { [self] () async throws(FileProviderError) in
+                                try await populateFolder(folder.path, ancestors: true)
+                            }
                         }
                     }
                     outcomes.append(ItemOutcome(path: display(path), error: nil))
@@ -41,6 +54,21 @@ extension DomainController {
             }
             return outcomes
         }
+    }
+
+    /// Runs `body` to its end even when the task is cancelled meanwhile: a folder whose
+    /// population started is finished (it takes moments, and the database learns it whole).
+    /// - Throws: what `body` throws.
+    private func finishing(_ body: @escaping @Sendable () async throws(FileProviderError) -> Void) async throws(FileProviderError) {
+        // An unstructured task does not inherit the caller's cancellation.
+        let result = await Task { () async -> Result<Void, FileProviderError> in
+            do throws(FileProviderError) {
+                return .success(try await body())
+            } catch {
+                return .failure(error)
+            }
+        }.value
+        try result.get()
     }
 
     /// Makes sure these folders (relative paths) are populated, so files can be written into
@@ -134,7 +162,7 @@ extension DomainController {
     /// the file unrecorded. Its ``DownloadMark`` says so; a file without one (a file system
     /// without extended attributes) counts when it has the item's size and exactly its date.
     /// Anything else is a local file in the way. Blocking.
-    private static func downloadedVersion(of record: ItemRecord, _ print: FileFingerprint, in replica: Replica) -> Data?? {
+    static func downloadedVersion(of record: ItemRecord, _ print: FileFingerprint, in replica: Replica) -> Data?? {
         if let download = DownloadMark.recognize(atPath: replica.path(record.path), print, as: record) {
             return .some(download.contentVersion)
         }

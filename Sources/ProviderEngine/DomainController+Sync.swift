@@ -27,6 +27,8 @@ public struct SyncReport: Codable, Sendable {
     public var conflicts = 0
     /// Local files still being written, left for the next sync.
     public var pendingLocal: [String] = []
+    /// Local changes found but not sent because the sync was interrupted.
+    public var unsent = 0
     /// Items left as they were, with why (an unsafe name, local changes kept, an error).
     public var notices: [String] = []
     public var seconds = 0.0
@@ -63,8 +65,10 @@ extension DomainController {
     /// sync lock (``DomainLock``) and waits while another holds it (``EngineEvent/waitingForSync(process:serving:)``).
     /// - Throws: what the backend throws when the root cannot be listed or an upload fails in a
     ///   way that backs the domain off (for example `serverUnreachable`), `localIOFailure`
-    ///   when the database fails, and `cancelled` when the task is cancelled while waiting for
-    ///   another sync.
+    ///   when the database fails, and `cancelled` when the task is cancelled: no operation
+    ///   starts after that, running ones end, what was done is recorded, and the error's message
+    ///   says what was done and what was not (``interruptionSummary(_:)``). A cancelled sync is
+    ///   not recorded as a failure of the domain.
     @discardableResult
     public func sync(
         events: EventHandler? = nil, upload: Bool = true, settleSeconds: Double = 0,
@@ -77,9 +81,15 @@ extension DomainController {
         return try await treeLock.withLock { () async throws(FileProviderError) -> SyncReport in
             let started = Date()
             var report = SyncReport(domain: domain.name)
+            var pulling = false
             do throws(FileProviderError) {
                 if upload { try await push(report: &report, settleSeconds: settleSeconds) }
+                pulling = true
                 try await pull(report: &report, events: events, populationBudget: populationBudget)
+                // Sync down notes what a cancellation stopped and goes on to the end.
+                if Task.isCancelled { throw Self.notStarted }
+            } catch where error.code == .cancelled && Task.isCancelled {
+                throw FileProviderError(.cancelled, Self.interruptionSummary(report, whilePulling: pulling))
             } catch {
                 recordSyncOutcome(error)
                 throw error
@@ -88,6 +98,20 @@ extension DomainController {
             report.seconds = Date().timeIntervalSince(started)
             return report
         }
+    }
+
+    /// What an interrupted sync did and did not do, in words: `3 local changes sent, 5 not
+    /// sent; remote changes not brought down`.
+    static func interruptionSummary(_ report: SyncReport, whilePulling: Bool) -> String {
+        var text = "\(report.uploaded) local change\(report.uploaded == 1 ? "" : "s") sent"
+        if report.unsent > 0 { text += ", \(report.unsent) not sent" }
+        if whilePulling {
+            text +=
+                "; interrupted while bringing remote changes down (\(report.downloaded) file\(report.downloaded == 1 ? "" : "s") downloaded)"
+        } else {
+            text += "; remote changes not brought down"
+        }
+        return text
     }
 
     /// Why a name from the store cannot be used in the replica, or `nil`.

@@ -13,9 +13,14 @@ extension DomainController {
     /// deletions, each written to the journal before it runs and marked done after.
     ///
     /// Conflicts keep both versions and are logged. One bad item never stops the rest.
+    ///
+    /// When the task is cancelled no operation starts; the running ones end (their journal
+    /// entries stay pending, so the next sync replays them with `mayAlreadyExist`), and
+    /// `report.unsent` counts the changes found but not sent.
     /// - Throws: the error of the first operation whose code makes the whole domain back off
     ///   (`serverUnreachable`, `notAuthenticated`, `insufficientQuota`); the rest waits for the
-    ///   next sync. `localIOFailure` when the database fails.
+    ///   next sync. `cancelled` when the task is cancelled. `localIOFailure` when the database
+    ///   fails.
     func push(report: inout SyncReport, settleSeconds: Double) async throws(FileProviderError) {
         let started = Date()
         defer { report.phases.upload += Date().timeIntervalSince(started) }
@@ -53,24 +58,38 @@ extension DomainController {
                 // rest is computed again by the next scan, against the re-keyed records (a stale
                 // record would send a move or deletion to an identifier that no longer exists).
                 if changedFolderTree { break }
+                if Task.isCancelled {
+                    report.unsent += ordered.endIndex - index
+                    throw DomainController.notStarted
+                }
                 // New files and edits do not depend on each other: several go at once.
                 var end = index
                 while end < ordered.endIndex && Self.isIndependent(ordered[end]) { end += 1 }
                 if end > index {
-                    try await sendTogether(Self.spreadOverFolders(ordered[index..<end]), report: &report)
+                    do {
+                        try await sendTogether(Self.spreadOverFolders(ordered[index..<end]), report: &report)
+                    } catch where error.code == .cancelled {
+                        report.unsent += ordered.endIndex - end
+                        throw error
+                    }
                     index = end
                     continue
                 }
                 let change = ordered[index]
                 index += 1
-                if case .moved(let record, let to, _) = change, record.kind == .folder {
-                    let before = try store.descendants(domainID: domainID, of: record.path)
-                    if try await send(change, report: &report) {
-                        changedFolderTree = true
-                        try noteRenamedIdentifiers(from: [record] + before, oldPath: record.path, newPath: to, into: &renamed)
+                do {
+                    if case .moved(let record, let to, _) = change, record.kind == .folder {
+                        let before = try store.descendants(domainID: domainID, of: record.path)
+                        if try await send(change, report: &report) {
+                            changedFolderTree = true
+                            try noteRenamedIdentifiers(from: [record] + before, oldPath: record.path, newPath: to, into: &renamed)
+                        }
+                    } else {
+                        try await send(change, report: &report)
                     }
-                } else {
-                    try await send(change, report: &report)
+                } catch where error.code == .cancelled {
+                    report.unsent += ordered.endIndex - index + 1
+                    throw error
                 }
             }
             try? store.pruneJournal(domainID: domainID)
@@ -147,14 +166,15 @@ extension DomainController {
     /// again with a later sync.
     static let contentFields: ItemFields = [.contents, .contentModificationDate]
 
-    /// Sends one change. A failure that backs the whole domain off is thrown; any other is noted
-    /// on the item, and the next sync tries again. Returns whether it worked.
+    /// Sends one change. A failure that backs the whole domain off, and a cancellation, are
+    /// thrown; any other is noted on the item, and the next sync tries again. Returns whether it
+    /// worked.
     @discardableResult
     private func send(_ change: LocalChange, report: inout SyncReport) async throws(FileProviderError) -> Bool {
         do {
             try await upload(change, report: &report)
             return true
-        } catch  where error.code.reaction == .backOffDomain {
+        } catch where error.code.reaction == .backOffDomain || error.code == .cancelled {
             throw error
         } catch {
             report.notices.append("\(display(change.path)): not uploaded: \(error.message)")
@@ -167,19 +187,23 @@ extension DomainController {
     }
 
     /// Sends independent changes ``uploadDepth`` at a time, their journal entries opened and
-    /// finished in batches (``JournalBatch``). The first failure that backs the domain off stops
-    /// what has not started and is thrown once the running ones ended.
-    /// - Throws: that failure; else `localIOFailure` when the journal could not be written.
+    /// finished in batches (``JournalBatch``). The first failure that backs the domain off, or a
+    /// cancellation of the task, stops what has not started (its journal entries are given
+    /// back) and is thrown once the running ones ended; `report.unsent` counts the changes of
+    /// this batch that were not sent then.
+    /// - Throws: that failure (`cancelled` for a cancellation); else `localIOFailure` when the
+    ///   journal could not be written.
     private func sendTogether(_ changes: [LocalChange], report: inout SyncReport) async throws(FileProviderError) {
         let batch = JournalBatch(store: store)
         let domainID = self.domainID
-        let outcomes = await JournalBatch.$current.withValue(batch) {
+        let (outcomes, notStarted, stopped) = await JournalBatch.$current.withValue(batch) {
             await withTaskGroup(of: (SyncReport, FileProviderError?).self) { group in
                 var next = changes.startIndex
                 var opened = changes.startIndex
                 var running = 0
                 var stop: FileProviderError?
                 func startNext() -> Bool {
+                    if stop == nil && Task.isCancelled { stop = DomainController.notStarted }
                     guard stop == nil, next < changes.endIndex else { return false }
                     if next == opened {
                         opened = min(next + JournalBatch.size, changes.endIndex)
@@ -211,8 +235,7 @@ extension DomainController {
                     if let error = outcome.1, stop == nil { stop = error }
                     if startNext() { running += 1 }
                 }
-                if let stop, !outcomes.contains(where: { $0.1 != nil }) { outcomes.append((SyncReport(domain: domain.name), stop)) }
-                return outcomes
+                return (outcomes, changes.endIndex - next, stop)
             }
         }
         var failure: FileProviderError?
@@ -220,8 +243,11 @@ extension DomainController {
             report.uploaded += part.uploaded
             report.conflicts += part.conflicts
             report.notices += part.notices
+            if error?.code == .cancelled { report.unsent += 1 }
             if failure == nil { failure = error }
         }
+        report.unsent += notStarted
+        failure = failure ?? stopped
         do {
             try batch.close()
         } catch {
@@ -533,7 +559,7 @@ extension DomainController {
             try await executor.run { try replica.prepareStagingFile(atPath: staging, truncate: true) }
             current = try await backend.fetchContents(
                 for: record.identifier, version: nil, to: URL(fileURLWithPath: staging), offset: 0, progress: nil)
-        } catch  where error.code == .noSuchItem {
+        } catch where error.code == .noSuchItem {
             return nil
         }
         let same = try await executor.run { () -> Bool in

@@ -47,13 +47,20 @@ public final class DomainController: Sendable {
         serveLockPath = DomainLock.path(home: manager.home, domain: domain.name)
         let replicaRoot = URL(fileURLWithPath: domain.replicaPath)
         var staging = manager.home.appendingPathComponent("staging/\(id)")
-        if !Self.sameDevice(manager.home.path, domain.replicaPath) {
+        let inHome = Self.sameDevice(manager.home.path, domain.replicaPath)
+        if !inHome {
             staging = replicaRoot.appendingPathComponent(".fileprovider-staging")
         }
         do {
-            try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: true)
+            // In the state folder: private, as the state folder is.
+            if inHome {
+                try PrivateFolder.make(atPath: staging.path)
+            } else {
+                try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: true)
+            }
         } catch {
-            throw FileProviderError(.localIOFailure, "cannot create the staging folder \(staging.path): \(error.localizedDescription)")
+            throw FileProviderError(
+                .localIOFailure, "cannot create the staging folder \(staging.path): \(FileProviderError.wrap(error).message)")
         }
         replica = Replica(root: replicaRoot, staging: staging)
     }
@@ -89,15 +96,9 @@ public final class DomainController: Sendable {
         return try store.children(domainID: domainID, parent: target.identifier)
     }
 
-    /// Whether an item or one of its ancestor folders is pinned.
+    /// Whether an item or one of its ancestor folders (the root too) is pinned.
     public func isEffectivelyPinned(_ record: ItemRecord) throws(FileProviderError) -> Bool {
-        if record.isPinned { return true }
-        var path = record.path
-        while let slash = path.lastIndex(of: "/") {
-            path = String(path[..<slash])
-            if try store.item(domainID: domainID, path: path)?.isPinned == true { return true }
-        }
-        return false
+        try pinHolder(of: record) != nil
     }
 
     /// `persistentIdentifierForItem(at:)`: the identifier of the item at a replica URL (its real

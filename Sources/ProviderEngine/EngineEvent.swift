@@ -1,3 +1,5 @@
+import ProviderCore
+
 /// Progress and notices from long engine work, for a CLI to draw or a log to record.
 public enum EngineEvent: Sendable {
     /// Sync down is listing the store: folders listed and items seen so far.
@@ -25,6 +27,23 @@ public struct ItemOutcome: Sendable {
         self.path = path
         self.error = error
     }
-}
 
-import ProviderCore
+    /// The failure in one line that names the item once, or `nil` when it worked: the error's
+    /// message when it names the item already (`photos:/a.jpg is pinned; …`), else
+    /// `DOMAIN:/path: message`. Print this, not the path and the message side by side.
+    public var message: String? {
+        guard let error else { return nil }
+        return Self.message(error.message, names: path) ? error.message : "\(path): \(error.message)"
+    }
+
+    /// Whether `message` names the item at `path` (not only an item below it).
+    static func message(_ message: String, names path: String) -> Bool {
+        var rest = message[...]
+        while let range = rest.range(of: path) {
+            guard let next = rest[range.upperBound...].unicodeScalars.first else { return true }
+            if " ;,:)'\"".unicodeScalars.contains(next) { return true }
+            rest = rest[range.upperBound...]
+        }
+        return false
+    }
+}

@@ -10,7 +10,7 @@ import ProviderStore
 /// `fileproviderctl why`.
 public struct ItemExplanation: Sendable, Codable {
     /// A journalled operation on the item that is not done.
-    public struct Operation: Sendable, Codable {
+    public struct Operation: Sendable, Codable, Hashable {
         /// `create`, `modify`, `move` or `delete`.
         public var operation: String
         /// `pending` (retried by the next sync), `running` (interrupted, replayed with
@@ -196,19 +196,11 @@ extension ProviderManager {
             for operation in ["modify", "move", "delete"] { keys.insert("\(operation):\(record.identifier.rawValue)") }
         }
         for entry in try store.unfinishedOperations(domainID: domainID) where keys.contains(entry.templateIdentifier) {
-            explanation.operations.append(
-                ItemExplanation.Operation(
-                    operation: entry.operation, state: entry.state.rawValue, attempts: entry.attempts, lastError: entry.lastError,
-                    since: entry.createdAt))
-            let what: String
-            switch entry.state {
-            case .failed: what = "\(entry.operation) refused by the store (nothing was done; the next sync sends it again)"
-            case .running: what = "interrupted \(entry.operation) in the journal (replayed by the next sync)"
-            default: what = "pending \(entry.operation) in the journal (retried by the next sync)"
-            }
-            var line = "\(what), \(entry.attempts) attempt\(entry.attempts == 1 ? "" : "s")"
-            if let error = entry.lastError { line += "; last error: \(error)" }
-            reasons.append(line)
+            let operation = ItemExplanation.Operation(
+                operation: entry.operation, state: entry.state.rawValue, attempts: entry.attempts, lastError: entry.lastError,
+                since: entry.createdAt)
+            explanation.operations.append(operation)
+            reasons.append(Self.describe(operation))
         }
         if let error = record?.lastError { reasons.append("last error: \(error)") }
 

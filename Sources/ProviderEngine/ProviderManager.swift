@@ -20,7 +20,10 @@ public final class ProviderManager: Sendable {
     let spaceReservations: SpaceReservations
     private let controllers = Mutex<[String: DomainController]>([:])
 
-    /// Opens the state folder `home`, creating it and the database when needed. Downloads leave
+    /// Opens the state folder `home`, creating it and the database when needed. The state
+    /// folder and its `locks`, `staging` and `signals` folders are made (or made again, when an
+    /// older version made them readable to others) readable only to their owner (0700), the
+    /// database files too (0600): they name every path of every domain. Downloads leave
     /// `spaceReserve` free on the file system they are written to.
     /// - Throws: `localIOFailure` when the folder or the database cannot be opened.
     public init(
@@ -28,10 +31,10 @@ public final class ProviderManager: Sendable {
         backoffPolicy: BackoffPolicy = .standard, spaceReserve: SpaceReserve = .standard
     ) throws(FileProviderError) {
         self.home = home.standardizedFileURL
-        do {
-            try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        do throws(FileProviderError) {
+            try PrivateFolder.makeHome(self.home)
         } catch {
-            throw FileProviderError(.localIOFailure, "cannot create the state folder \(home.path): \(error.localizedDescription)")
+            throw FileProviderError(.localIOFailure, "cannot create the state folder \(home.path): \(error.message)")
         }
         store = try MetadataStore(url: home.appendingPathComponent("metadata.sqlite"))
         self.registry = registry
@@ -80,8 +83,7 @@ public final class ProviderManager: Sendable {
     @discardableResult
     public func addDomain(
         name: String, kind: String, options: [String: String], replicaPath: String? = nil, ignorePatterns: [String] = []
-    ) async throws(FileProviderError) -> DomainRecord
-    {
+    ) async throws(FileProviderError) -> DomainRecord {
         try Self.validateDomainName(name)
         if try store.domain(named: name) != nil {
             throw FileProviderError(.filenameCollision, "a domain named '\(name)' exists already; pick another name or remove it first")
@@ -144,10 +146,12 @@ public final class ProviderManager: Sendable {
         }
         for domain in try store.domains() where overlaps(path, domain.replicaPath) {
             throw FileProviderError(
-                .invalidArgument, "the replica folder \(path) overlaps the replica of domain '\(domain.name)'; choose another with --replica")
+                .invalidArgument,
+                "the replica folder \(path) overlaps the replica of domain '\(domain.name)'; choose another with --replica")
         }
         if let contents = try? FileManager.default.contentsOfDirectory(atPath: path), !contents.isEmpty {
-            throw FileProviderError(.invalidArgument, "the replica folder \(path) is not empty; choose an empty or new folder with --replica")
+            throw FileProviderError(
+                .invalidArgument, "the replica folder \(path) is not empty; choose an empty or new folder with --replica")
         }
     }
 
@@ -159,33 +163,68 @@ public final class ProviderManager: Sendable {
     public func domain(named name: String) throws(FileProviderError) -> DomainRecord {
         if let domain = try store.domain(named: name) { return domain }
         let names = try store.domains().map(\.name)
-        let known = names.isEmpty ? "no domains exist yet; add one with 'fileproviderctl domain add'" : "known domains: \(names.joined(separator: ", "))"
+        let known =
+            names.isEmpty
+            ? "no domains exist yet; add one with 'fileproviderctl domain add'" : "known domains: \(names.joined(separator: ", "))"
         throw FileProviderError(.providerDomainNotFound, "no domain named '\(name)'; \(known)")
     }
 
     /// Removes a domain and its metadata; deletes its replica folder unless `keepReplica`.
-    /// Placeholders are removed from a kept replica; materialized files stay.
-    /// - Throws: `providerDomainNotFound` for an unknown domain.
-    public func removeDomain(named name: String, keepReplica: Bool) async throws(FileProviderError) {
+    ///
+    /// A kept replica loses only the engine's own files: the placeholders of this domain and
+    /// its staging folder. Downloaded files, local edits, new files and everything else the
+    /// user put there stay.
+    ///
+    /// Deleting the replica would lose what the store does not have yet, so without
+    /// `keepReplica` it is refused while ``unsentChanges(inDomain:)`` lists a change in the
+    /// replica (an `unfinished` journal entry alone has nothing in the replica behind it), unless
+    /// `force`. A replica folder that is gone holds nothing to lose.
+    /// - Throws: `providerDomainNotFound` for an unknown domain; `unsyncedEdits` (nothing
+    ///   removed) when the replica holds changes that are not in the store, neither
+    ///   `keepReplica` nor `force` is given; `localIOFailure` when the database fails.
+    public func removeDomain(named name: String, keepReplica: Bool, force: Bool = false) async throws(FileProviderError) {
         let domain = try domain(named: name)
+        // A replica folder that is gone holds nothing to lose.
+        if !keepReplica && !force && FileManager.default.fileExists(atPath: domain.replicaPath) {
+            let unsent = try await unsentChanges(inDomain: name)
+            if unsent.contains(where: \.losesWork) {
+                let listed = unsent.prefix(5).map { "\($0.path) (\($0.kind.rawValue))" }.joined(separator: ", ")
+                let more = unsent.count > 5 ? " and \(unsent.count - 5) more" : ""
+                throw FileProviderError(
+                    .unsyncedEdits,
+                    "domain '\(name)' has \(unsent.count) local change\(unsent.count == 1 ? "" : "s") that the store does not have: \(listed)\(more); "
+                        + "send them with 'fileproviderctl sync \(name)', or keep the replica folder with --keep-replica, "
+                        + "or remove it anyway (losing them) with --force")
+            }
+        }
         if let controller = controllers.withLock({ $0.removeValue(forKey: name) }) {
             await controller.close()
         }
         guard let id = domain.id else { return }
-        let records = keepReplica ? try store.allItems(domainID: id) : []
         try store.deleteDomain(id: id)
         let replica = URL(fileURLWithPath: domain.replicaPath)
         let staging = home.appendingPathComponent("staging/\(id)")
         try await executor.run {
             try? FileManager.default.removeItem(at: staging)
             if keepReplica {
-                let layout = Replica(root: replica, staging: staging)
-                for record in records where record.state == .placeholder || record.state == .symlink {
-                    try? layout.removeFile(atPath: layout.placeholderPath(record.path))
-                }
+                try? FileManager.default.removeItem(at: replica.appendingPathComponent(".fileprovider-staging"))
+                Self.removePlaceholders(of: domain.name, in: Replica(root: replica, staging: staging))
             } else {
                 try? FileManager.default.removeItem(at: replica)
             }
+        }
+    }
+
+    /// Removes every placeholder of a domain from its replica (moved ones too), and nothing
+    /// else: a file under a `.placeholder` name that is not one of the domain's placeholders
+    /// stays. Blocking.
+    private static func removePlaceholders(of domain: String, in replica: Replica) {
+        guard let walker = FileManager.default.enumerator(atPath: replica.root.path) else { return }
+        while let relative = walker.nextObject() as? String {
+            guard relative.hasSuffix(Replica.placeholderSuffix) else { continue }
+            let base = String(relative.dropLast(Replica.placeholderSuffix.count))
+            guard let metadata = try? replica.readPlaceholder(base), metadata.domain == domain else { continue }
+            try? replica.removeFile(atPath: replica.placeholderPath(base))
         }
     }
 

@@ -53,12 +53,12 @@ public final class DomainLock: Sendable {
     /// - Throws: `localIOFailure` (or the code of the error) when the lock file cannot be
     ///   created or locked.
     static func attempt(_ path: String) throws(FileProviderError) -> DomainLock? {
-        do {
-            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        do throws(FileProviderError) {
+            try PrivateFolder.make(atPath: (path as NSString).deletingLastPathComponent)
         } catch {
-            throw FileProviderError(.localIOFailure, "cannot create the locks folder for \(path): \(error.localizedDescription)")
+            throw FileProviderError(.localIOFailure, "cannot create the locks folder for \(path): \(error.message)")
         }
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         if fd < 0 { throw POSIXError.error("cannot open the lock file", path: path) }
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             if errno == EINTR { continue }
@@ -116,7 +116,7 @@ extension ProviderManager {
         _ = try domain(named: name)
         let url = signalURL(forDomain: name)
         do {
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try PrivateFolder.make(atPath: url.deletingLastPathComponent().path)
             try Data("\(Date().timeIntervalSince1970)\n".utf8).write(to: url)
         } catch {
             throw FileProviderError(.localIOFailure, "cannot write the signal file \(url.path): \(error.localizedDescription)")

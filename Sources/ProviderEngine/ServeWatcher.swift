@@ -135,7 +135,7 @@ final class ServeWatcher: @unchecked Sendable {
 
     private func setUp() {
         do {
-            try FileManager.default.createDirectory(atPath: signalsFolder, withIntermediateDirectories: true)
+            try PrivateFolder.make(atPath: signalsFolder)
             signalsWatch = try inotify.addWatch(signalsFolder, mask: UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_ATTRIB | IN_ONLYDIR))
         } catch {
             logger.warning("cannot watch the signals folder \(signalsFolder): \(error); 'fileproviderctl signal' will not work")

@@ -20,6 +20,10 @@ public final class MetadataStore: Sendable {
 
     /// Opens (creating when needed) the database at `url` and runs pending migrations.
     ///
+    /// The database is readable and writable only by its owner (0600), its `-wal` and `-shm`
+    /// files (which SQLite gives the database's mode) and its lock file too: it names every path
+    /// of every domain. Files an older version made readable to others lose those permissions.
+    ///
     /// - Throws: `localIOFailure` when the file cannot be opened or migrated.
     public init(url: URL) throws(FileProviderError) {
         _ = Self.sqliteConfigured
@@ -27,6 +31,7 @@ public final class MetadataStore: Sendable {
         do {
             try FileManager.default.createDirectory(
                 at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Self.makePrivate(url.path)
             var configuration = Configuration()
             configuration.busyMode = .timeout(10)
             configuration.prepareDatabase { db in
@@ -43,6 +48,28 @@ public final class MetadataStore: Sendable {
         }
     }
 
+    /// The mode of the database and the files beside it: `rw-------`.
+    public static let fileMode: mode_t = 0o600
+
+    /// Creates the database file with ``fileMode`` when it is missing (SQLite takes an empty
+    /// file as a new database, and gives its `-wal` and `-shm` files the database's mode), and
+    /// takes group and other permissions away from the database, its `-wal`, `-shm` and lock
+    /// files where an older version left them readable (chmod does not disturb processes that
+    /// have them open).
+    private static func makePrivate(_ path: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, fileMode)
+        if fd >= 0 {
+            close(fd)
+        } else if errno != EEXIST {
+            throw POSIXError.error("cannot create", path: path)
+        }
+        for file in [path, path + "-wal", path + "-shm", path + ".lock"] {
+            var info = stat()
+            guard stat(file, &info) == 0, info.st_mode & 0o077 != 0, info.st_uid == geteuid() else { continue }
+            _ = chmod(file, info.st_mode & 0o7700)
+        }
+    }
+
     /// SQLite's process-wide settings, made once before the first connection opens.
     private static let sqliteConfigured: Int32 = fp_sqlite_configure()
 
@@ -50,7 +77,7 @@ public final class MetadataStore: Sendable {
     /// processes opening a new database at once neither race to switch it to WAL (which fails
     /// with SQLITE_BUSY at once) nor both run the migrations.
     private static func openExclusively(_ path: String, configuration: Configuration, lockPath: String) throws -> DatabasePool {
-        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, fileMode)
         if fd < 0 { throw POSIXError.error("cannot open the lock file", path: lockPath) }
         defer { close(fd) }
         while flock(fd, LOCK_EX) != 0 {

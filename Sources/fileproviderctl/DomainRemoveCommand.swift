@@ -1,26 +1,81 @@
 import ArgumentParser
+import Foundation
+import ProviderCore
 import ProviderEngine
 
 struct DomainRemoveCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "remove",
         abstract: "Remove a domain and its metadata.",
-        discussion: "Deletes the replica folder too, unless --keep-replica (then placeholders are removed and downloaded files stay)."
+        discussion: """
+            Deletes the replica folder too, unless --keep-replica (then only the domain's \
+            placeholders are removed; downloaded files, local edits and new files stay). While the \
+            replica holds changes the store does not have (new, edited, moved or deleted items, \
+            failed or interrupted uploads), deleting it is refused and they are listed: send them \
+            with 'fileproviderctl sync', keep the folder with --keep-replica, or give --force to \
+            lose them.
+            """
     )
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: OutputOptions
 
     @Argument(help: "The domain's name.")
     var name: String
 
-    @Flag(help: "Keep the replica folder with the downloaded files.")
+    @Flag(help: "Keep the replica folder with the downloaded files and local changes.")
     var keepReplica = false
+
+    @Flag(help: "Delete the replica folder even when it holds changes the store does not have.")
+    var force = false
 
     func run() async throws {
         let manager = try global.manager()
         let domain = try manager.domain(named: name)
-        try await manager.removeDomain(named: name, keepReplica: keepReplica)
+        // Deleting the replica loses what the store does not have; keeping it loses nothing. A
+        // replica folder that is gone holds nothing to lose.
+        let replicaExists = FileManager.default.fileExists(atPath: domain.replicaPath)
+        let unsent = force || !replicaExists ? [] : try await manager.unsentChanges(inDomain: name)
+        if !keepReplica && unsent.contains(where: \.losesWork) {
+            await manager.close()
+            if output.json {
+                try Output.json(DomainRemoveJSON(domain: name, removed: false, keptReplica: nil, unsent: unsent))
+            }
+            var text =
+                "error: domain '\(name)' was not removed: its replica has \(unsent.count) change\(unsent.count == 1 ? "" : "s") the store does not have:\n"
+            let width = min(40, unsent.map { $0.path.count }.max() ?? 0)
+            for change in unsent {
+                text +=
+                    "  \(change.path.padding(toLength: max(width, change.path.count), withPad: " ", startingAt: 0))  \(change.kind.rawValue): \(change.reason)\n"
+            }
+            text +=
+                "Send them with 'fileproviderctl sync \(name)', keep the replica folder with --keep-replica, or remove it anyway (losing them) with --force.\n"
+            FileHandle.standardError.write(Data(text.utf8))
+            throw CommandFailure()
+        }
+        try await manager.removeDomain(named: name, keepReplica: keepReplica, force: true)
         await manager.close()
+        if output.json {
+            try Output.json(
+                DomainRemoveJSON(domain: name, removed: true, keptReplica: keepReplica ? domain.replicaPath : nil, unsent: unsent))
+            return
+        }
         print("removed domain '\(name)'" + (keepReplica ? "; kept \(domain.replicaPath)" : ""))
+        let kept = unsent.filter(\.losesWork).count
+        if keepReplica && kept > 0 {
+            Output.warning(
+                "\(kept) local change\(kept == 1 ? " was" : "s were") never sent to the store; what is in \(domain.replicaPath) stays there"
+            )
+        }
     }
+}
+
+struct DomainRemoveJSON: Encodable {
+    var domain: String
+    var removed: Bool
+    /// The replica folder, when it was kept.
+    var keptReplica: String?
+    /// The changes the store does not have: why the domain was not removed, or what stays only
+    /// in the kept replica.
+    var unsent: [UnsentChange]
 }

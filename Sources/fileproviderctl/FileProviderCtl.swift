@@ -20,7 +20,10 @@ struct FileProviderCtl: AsyncParsableCommand {
             $XDG_DATA_HOME/fileprovider).
 
             Paths are DOMAIN:/path, or a path inside a replica folder.
-            Exit codes: 0 success, 1 failure, 2 usage error.
+            Exit codes: 0 success, 1 failure, 2 usage error, 130 interrupted by Ctrl-C (SIGINT), \
+            143 stopped by SIGTERM. The first Ctrl-C stops a command cleanly: what was done is \
+            recorded and listed, running the same command again finishes the work; a second one \
+            stops it at once.
             """,
         subcommands: [
             DomainCommand.self, SyncCommand.self, ListCommand.self, PopulateCommand.self, MaterializeCommand.self,
@@ -30,34 +33,52 @@ struct FileProviderCtl: AsyncParsableCommand {
         ]
     )
 
-    /// Runs the command, with exit codes 0 (success), 1 (failure) and 2 (usage).
+    /// Runs the command, with exit codes 0 (success), 1 (failure), 2 (usage), and 130 or 143
+    /// after SIGINT or SIGTERM (see ``Interruption``).
     static func main() async {
         retainFreedMemory()
+        Interruption.shared.install()
+        let status = await runCommand()
+        Glibc.exit(Interruption.shared.exitStatus ?? status)
+    }
+
+    /// Runs the command in a task a signal cancels; prints its error, if any, and returns its
+    /// exit status.
+    static func runCommand() async -> Int32 {
         do {
-            var command = try parseAsRoot()
-            if var async = command as? any AsyncParsableCommand {
-                try await async.run()
-            } else {
-                try command.run()
+            let command = ParsedCommand(try parseAsRoot())
+            try await Interruption.shared.run {
+                if var async = command.value as? any AsyncParsableCommand {
+                    try await async.run()
+                } else {
+                    var sync = command.value
+                    try sync.run()
+                }
             }
+            return 0
+        } catch is CommandInterrupted {
+            return 1
         } catch let error as FileProviderError {
+            if error.code == .cancelled, Interruption.shared.signal != nil {
+                let detail = error.message == "cancelled" ? "stopped before it finished" : error.message
+                FileHandle.standardError.write(Data("interrupted: \(detail); run the same command again to finish\n".utf8))
+                return 1
+            }
             Output.error(error.message)
-            Glibc.exit(usageCodes.contains(error.code) ? 2 : 1)
+            return usageCodes.contains(error.code) ? 2 : 1
         } catch let error as CommandFailure {
             if !error.message.isEmpty { Output.error(error.message) }
-            Glibc.exit(1)
+            return 1
         } catch {
             let code = exitCode(for: error)
-            if code == ExitCode.success || code == ExitCode(64) || code == ExitCode.validationFailure {
-                let message = fullMessage(for: error)
-                if code == .success {
-                    print(message)
-                    Glibc.exit(0)
-                }
-                FileHandle.standardError.write(Data((message + "\n").utf8))
-                Glibc.exit(2)
+            let message = fullMessage(for: error)
+            if code == .success {
+                print(message)
+                return 0
             }
-            exit(withError: error)
+            if !message.isEmpty { FileHandle.standardError.write(Data((message + "\n").utf8)) }
+            if code == ExitCode(64) || code == ExitCode.validationFailure { return 2 }
+            return code.rawValue
         }
     }
 
@@ -77,4 +98,10 @@ struct FileProviderCtl: AsyncParsableCommand {
 /// A command failed after printing what went wrong; exit 1.
 struct CommandFailure: Error {
     var message: String = ""
+}
+
+/// The parsed command, handed to the task that runs it.
+struct ParsedCommand: @unchecked Sendable {
+    let value: any ParsableCommand
+    init(_ value: any ParsableCommand) { self.value = value }
 }

@@ -67,16 +67,40 @@ enum Output {
     }
 
     /// Prints failed outcomes; throws `CommandFailure` when any failed.
+    ///
+    /// After SIGINT or SIGTERM (see ``Interruption``) the outcomes the interruption stopped
+    /// (`cancelled`) are not failures: standard error gets one line saying what was done and
+    /// what was not (`interrupted: 120 of 500 items materialized; 380 not done; run the same
+    /// command again to finish`), and `CommandInterrupted` is thrown.
     static func finish(_ outcomes: [ItemOutcome], verb: String, json: Bool) throws {
-        let failed = outcomes.filter { $0.error != nil }
+        let interrupted = Interruption.shared.signal != nil
+        let notDone = interrupted ? outcomes.filter { $0.error?.code == .cancelled } : []
+        let failed = outcomes.filter { $0.error != nil && !(interrupted && $0.error?.code == .cancelled) }
         if json {
-            try Output.json(outcomes.map { OutcomeJSON(path: $0.path, ok: $0.error == nil, error: $0.error?.message, code: $0.error?.code.name) })
+            try Output.json(
+                outcomes.map { OutcomeJSON(path: $0.path, ok: $0.error == nil, error: $0.error?.message, code: $0.error?.code.name) })
         } else {
-            for outcome in failed { error("\(outcome.path): \(outcome.error!.message)") }
+            for outcome in failed { error(outcome.message ?? outcome.path) }
             let done = outcomes.count - failed.count
-            if !isTerminal || done > 0 || failed.isEmpty {
+            if !interrupted && (!isTerminal || done > 0 || failed.isEmpty) {
                 print("\(verb) \(done) item\(done == 1 ? "" : "s")\(failed.isEmpty ? "" : ", \(failed.count) failed")")
             }
+        }
+        if interrupted {
+            let done = outcomes.count - failed.count - notDone.count
+            var line = "interrupted: \(done) of \(outcomes.count) item\(outcomes.count == 1 ? "" : "s") \(verb)"
+            if !failed.isEmpty { line += ", \(failed.count) failed" }
+            line += "; \(notDone.count) not done"
+            // What an outcome says beyond "not done" (how far a recursive populate got).
+            let details = notDone.compactMap { outcome -> String? in
+                guard let message = outcome.message, let error = outcome.error,
+                    error.message != "cancelled", error.message != DomainController.notStarted.message
+                else { return nil }
+                return message
+            }
+            if !details.isEmpty && details.count <= 3 { line += " (\(details.joined(separator: "; ")))" }
+            FileHandle.standardError.write(Data((line + "; run the same command again to finish\n").utf8))
+            throw CommandInterrupted()
         }
         if !failed.isEmpty { throw CommandFailure() }
     }

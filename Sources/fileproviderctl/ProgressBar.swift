@@ -34,12 +34,16 @@ final class ProgressBar: @unchecked Sendable {
             let width = 24
             let filled = min(width, Int(fraction * Double(width)))
             let rate = Double(bytes) / max(now.timeIntervalSince(started), 0.001)
-            line = "\(label) [\(String(repeating: "#", count: filled))\(String(repeating: " ", count: width - filled))] "
+            line =
+                "\(label) [\(String(repeating: "#", count: filled))\(String(repeating: " ", count: width - filled))] "
                 + "\(Int(fraction * 100))% \(items)/\(totalItems) files \(Output.bytes(bytes))/\(Output.bytes(totalBytes)) \(Output.bytes(Int64(rate)))/s"
         case .notice, .waitingForSync:
             return
         }
-        FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
+        Self.screen.lock.withLock {
+            FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
+            Self.screen.lineDrawn = true
+        }
         drew = true
     }
 
@@ -47,7 +51,24 @@ final class ProgressBar: @unchecked Sendable {
     func finish() {
         lock.lock()
         defer { lock.unlock() }
-        if drew { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        if drew { Self.eraseLine() }
         drew = false
+    }
+
+    /// Whether a progress line (of any bar) is on the screen now.
+    private final class Screen: @unchecked Sendable {
+        let lock = NSLock()
+        var lineDrawn = false
+    }
+
+    private static let screen = Screen()
+
+    /// Erases the progress line on the screen, if there is one (also when the process is about to
+    /// stop at once).
+    static func eraseLine() {
+        screen.lock.withLock {
+            if screen.lineDrawn { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+            screen.lineDrawn = false
+        }
     }
 }

@@ -78,25 +78,17 @@ struct ServeCommand: AsyncParsableCommand {
         var logger = Logger(label: "fileprovider.serve")
         logger.logLevel = level
 
-        // SIGTERM/SIGINT: the first stops gracefully, the next cancels running syncs. Handled from
-        // the start, so a signal while the database opens still ends in a clean exit.
+        // SIGTERM/SIGINT (watched from the start by ``Interruption``, so a signal while the
+        // database opens still ends in a clean exit): the first stops gracefully, the next
+        // cancels running syncs; the exit status stays 0.
         let stopper = Stopper()
-        var sources: [any DispatchSourceSignal] = []
-        let queue = DispatchQueue(label: "fileprovider.serve.signals")
-        for number in [SIGTERM, SIGINT] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler {
-                if stopper.signal() == 1 {
-                    logger.info("stopping: letting running syncs finish (send the signal again to cancel them)")
-                } else {
-                    logger.info("stopping now: cancelling running syncs")
-                }
+        Interruption.shared.takeOver { [logger] _, _ in
+            if stopper.signal() == 1 {
+                logger.info("stopping: letting running syncs finish (send the signal again to cancel them)")
+            } else {
+                logger.info("stopping now: cancelling running syncs")
             }
-            source.resume()
-            sources.append(source)
         }
-        defer { for source in sources { source.cancel() } }
 
         let manager = try global.manager()
         let domains = names.isEmpty ? try manager.domains().filter(\.isConnected).map(\.name) : names

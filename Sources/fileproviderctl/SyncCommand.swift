@@ -49,7 +49,8 @@ struct SyncCommand: AsyncParsableCommand {
         for name in domains { _ = try manager.domain(named: name) }
         var reports: [SyncReport] = []
         var failures: [SyncFailure] = []
-        for name in domains {
+        var interruption: String?
+        for (index, name) in domains.enumerated() {
             let bar = ProgressBar(label: name)
             let draw = bar.handler
             let events: EventHandler = { event in
@@ -75,11 +76,23 @@ struct SyncCommand: AsyncParsableCommand {
                 bar.finish()
                 let wrapped = FileProviderError.wrap(error)
                 failures.append(SyncFailure(domain: name, error: wrapped.message, code: wrapped.code.name))
+                if wrapped.code == .cancelled && Interruption.shared.signal != nil {
+                    // Interrupted: say what was done and what was not; the other domains wait.
+                    var line = "\(name): \(wrapped.message)"
+                    let rest = domains[(index + 1)...]
+                    if !rest.isEmpty { line += "; not synced: \(rest.joined(separator: ", "))" }
+                    interruption = line
+                    break
+                }
                 if !output.json { Output.error("\(name): \(wrapped.message)") }
             }
         }
         await manager.close()
         if output.json { try Output.json(SyncJSON(reports: reports, failures: failures)) }
+        if let interruption {
+            FileHandle.standardError.write(Data("interrupted: \(interruption); run the same command again to finish\n".utf8))
+            throw CommandInterrupted()
+        }
         if !failures.isEmpty { throw CommandFailure() }
     }
 }

@@ -108,7 +108,7 @@ import Testing
             #expect(pinned.state == "materialized" && pinned.pinned && pinned.pinnedBy == "/docs")
             #expect(pinned.reasons.contains { $0.hasPrefix("pinned through mem:/docs") })
 
-            // A failed operation (retrying will not help) is parked with its error.
+            // An operation the store refused is kept with its error (sent afresh next time).
             try Data("edited locally".utf8).write(to: f.url(controller, "docs/a.txt"))
             f.memory.setFailure(FileProviderError(.permissionDenied, "read-only share"), for: .modifyItem, times: 1)
             let report = try await controller.sync()

@@ -12,7 +12,8 @@ import Testing
             await expectCode(.invalidArgument) { try await f.addDomain(name) }
             let domains = try f.manager.domains()
             #expect(domains.isEmpty)
-            #expect(entry(at: f.home.appendingPathComponent("domains")) == .none || tree(at: f.home.appendingPathComponent("domains")).isEmpty)
+            #expect(
+                entry(at: f.home.appendingPathComponent("domains")) == .none || tree(at: f.home.appendingPathComponent("domains")).isEmpty)
         }
     }
 
@@ -113,6 +114,24 @@ import Testing
             let again = try await f.addDomain()
             try await again.sync()
             #expect(tree(at: again.replica.root) == ["b.txt.placeholder", "d/", "d/a.txt.placeholder"])
+        }
+    }
+
+    @Test func removeDomainRefusesWhileTheReplicaHoldsWhatTheStoreDoesNot() async throws {
+        try await Fixture.with { f in
+            try f.memory.write(path: "b.txt", data: Data("b".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            _ = await controller.materialize(paths: ["b.txt"], recursive: false)
+            let replica = controller.replica.root
+            try Data("edited".utf8).write(to: replica.appendingPathComponent("b.txt"))
+            #expect(try await f.manager.unsentChanges(inDomain: "mem").map { "\($0.kind.rawValue) \($0.path)" } == ["edited /b.txt"])
+            await expectCode(.unsyncedEdits) { try await f.manager.removeDomain(named: "mem", keepReplica: false) }
+            #expect(try Data(contentsOf: replica.appendingPathComponent("b.txt")) == Data("edited".utf8))
+            #expect(try f.manager.domains().map(\.name) == ["mem"])
+            try await f.manager.removeDomain(named: "mem", keepReplica: false, force: true)
+            #expect(entry(at: replica) == .none)
+            #expect(try f.manager.domains().isEmpty)
         }
     }
 
