@@ -83,6 +83,7 @@ extension DomainController {
             var report = SyncReport(domain: domain.name)
             var pulling = false
             do throws(FileProviderError) {
+                try await checkReplicaRoot()
                 if upload { try await push(report: &report, settleSeconds: settleSeconds) }
                 pulling = true
                 try await pull(report: &report, events: events, populationBudget: populationBudget)
@@ -112,6 +113,16 @@ extension DomainController {
             text += "; remote changes not brought down"
         }
         return text
+    }
+
+    /// Checks that the replica folder is there and is this domain's (``Replica/checkRoot(domain:knowsItems:)``):
+    /// a sync of a replica that is gone would send the deletion of everything.
+    /// - Throws: `providerDomainTemporarilyUnavailable` when it is not; `localIOFailure` when
+    ///   the database fails.
+    func checkReplicaRoot() async throws(FileProviderError) {
+        let knowsItems = try store.itemCount(domainID: domainID) > 1
+        let (replica, name) = (self.replica, domain.name)
+        try await executor.run { try replica.checkRoot(domain: name, knowsItems: knowsItems) }
     }
 
     /// Why a name from the store cannot be used in the replica, or `nil`.

@@ -114,6 +114,7 @@ public final class ProviderManager: Sendable {
         } catch {
             throw FileProviderError(.localIOFailure, "cannot create the replica folder \(replica.path): \(error.localizedDescription)")
         }
+        Replica(root: replica, staging: replica).markRoot(domain: name)
         let stored = descriptor.redacted(configuration).values.filter { key, _ in
             descriptor.options.first { $0.name == key }?.isSecret != true
         }

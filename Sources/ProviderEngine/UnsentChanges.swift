@@ -73,6 +73,10 @@ extension ProviderManager {
         let replica = Replica(root: URL(fileURLWithPath: domain.replicaPath), staging: home.appendingPathComponent("staging/\(domainID)"))
         let scanner = LocalScanner(replica: replica, domain: domain.name, ignore: IgnoreRules(extra: domain.ignoreList), settleNanos: 0)
         var records = try store.allItems(domainID: domainID)
+        // A replica that is gone has sent nothing and would send nothing: a sync refuses it.
+        let knowsItems = records.count > 1
+        let name = domain.name
+        try await executor.run { try replica.checkRoot(domain: name, knowsItems: knowsItems) }
         // Folders never populated that hold something: compared as if the database did not know
         // them, so what is in them shows as new (sync populates them first, then compares).
         var unpopulated: [String] = []
