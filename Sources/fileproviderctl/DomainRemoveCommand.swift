@@ -35,7 +35,17 @@ struct DomainRemoveCommand: AsyncParsableCommand {
         // Deleting the replica loses what the store does not have; keeping it loses nothing. A
         // replica folder that is gone holds nothing to lose.
         let replicaExists = FileManager.default.fileExists(atPath: domain.replicaPath)
-        let unsent = force || !replicaExists ? [] : try await manager.unsentChanges(inDomain: name)
+        var unsent: [UnsentChange] = []
+        if !force && replicaExists {
+            do {
+                unsent = try await manager.unsentChanges(inDomain: name)
+            } catch {
+                // Not this domain's replica (an empty folder in its place): nothing in it to lose,
+                // and with --keep-replica nothing is deleted.
+                let notOurs = error.code == .providerDomainTemporarilyUnavailable
+                if !notOurs || !(keepReplica || Self.isEmpty(domain.replicaPath)) { throw error }
+            }
+        }
         if !keepReplica && unsent.contains(where: \.losesWork) {
             await manager.close()
             if output.json {
@@ -67,6 +77,13 @@ struct DomainRemoveCommand: AsyncParsableCommand {
                 "\(kept) local change\(kept == 1 ? " was" : "s were") never sent to the store; what is in \(domain.replicaPath) stays there"
             )
         }
+    }
+}
+
+extension DomainRemoveCommand {
+    /// Whether a folder holds nothing.
+    static func isEmpty(_ path: String) -> Bool {
+        (try? FileManager.default.contentsOfDirectory(atPath: path))?.isEmpty ?? true
     }
 }
 

@@ -1,13 +1,19 @@
 import ArgumentParser
 import Foundation
+import ProviderCore
 import ProviderEngine
-import ProviderStore
 
 struct PendingCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pending",
-        abstract: "List operations on the store that are queued or failed (the journal).",
-        discussion: "Each local change is written to the journal before it is sent and marked done after; what stays here is retried by the next sync, after a crash with replay protection."
+        abstract: "List the local changes the store does not have yet: what the next sync would send.",
+        discussion: """
+            Scans each replica against the database, offline and without sending or changing \
+            anything, as sync's own scan does: new, edited, moved and deleted items, files \
+            written at the name of an item that is not downloaded; and the journal's unfinished \
+            operations (an upload that failed, was refused or was interrupted), each with its \
+            attempts and last error. A file still being written counts (no settle time).
+            """
     )
 
     @OptionGroup var global: GlobalOptions
@@ -20,38 +26,62 @@ struct PendingCommand: AsyncParsableCommand {
         let manager = try global.manager()
         let domains = try name.map { [try manager.domain(named: $0)] } ?? manager.domains()
         var rows: [PendingJSON] = []
+        var failures: [DomainFailureJSON] = []
         for domain in domains {
-            for entry in try manager.store.unfinishedOperations(domainID: domain.id ?? -1) {
-                rows.append(
-                    PendingJSON(
-                        domain: domain.name, operation: entry.operation, key: entry.templateIdentifier, state: entry.state.rawValue,
-                        attempts: entry.attempts, lastError: entry.lastError, since: entry.createdAt, payload: entry.payload))
+            do {
+                for change in try await manager.unsentChanges(inDomain: domain.name) {
+                    rows.append(PendingJSON(domain: domain.name, change: change))
+                }
+            } catch {
+                failures.append(DomainFailureJSON(domain: domain.name, error: error.message))
             }
         }
+        await manager.close()
         if output.json {
-            try Output.json(rows)
-            return
+            try Output.json(PendingListJSON(pending: rows, failures: failures))
+        } else {
+            if rows.isEmpty && failures.isEmpty { print("nothing pending") }
+            let width = min(40, rows.map { $0.path.count }.max() ?? 0)
+            var text = ""
+            for row in rows {
+                text +=
+                    "\(row.domain):\(row.path.padding(toLength: max(width, row.path.count), withPad: " ", startingAt: 0))  \(row.kind): \(row.reason)\n"
+            }
+            Output.write(text)
+            for failure in failures { Output.warning("\(failure.domain): \(failure.error)") }
         }
-        if rows.isEmpty {
-            print("nothing pending")
-            return
-        }
-        var text = ""
-        for row in rows {
-            text += "\(row.domain)  \(row.operation.padding(toLength: 7, withPad: " ", startingAt: 0)) \(row.state.padding(toLength: 8, withPad: " ", startingAt: 0)) attempts \(row.attempts)  \(row.payload)\n"
-            if let error = row.lastError { text += "    last error: \(error)\n" }
-        }
-        Output.write(text)
+        if !failures.isEmpty { throw CommandFailure() }
     }
 }
 
+/// One change the store does not have yet, with its domain.
 struct PendingJSON: Encodable {
     var domain: String
-    var operation: String
-    var key: String
-    var state: String
-    var attempts: Int
-    var lastError: String?
-    var since: Date
-    var payload: String
+    var path: String
+    var kind: String
+    var from: String?
+    var itemKind: String?
+    var operation: ItemExplanation.Operation?
+    var reason: String
+
+    init(domain: String, change: UnsentChange) {
+        self.domain = domain
+        path = change.path
+        kind = change.kind.rawValue
+        from = change.from
+        itemKind = change.itemKind
+        operation = change.operation
+        reason = change.reason
+    }
+}
+
+struct DomainFailureJSON: Encodable {
+    var domain: String
+    var error: String
+}
+
+struct PendingListJSON: Encodable {
+    var pending: [PendingJSON]
+    /// Domains whose replica could not be compared (missing, not this domain's).
+    var failures: [DomainFailureJSON]
 }
