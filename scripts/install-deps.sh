@@ -13,13 +13,21 @@ PACKAGES=(
     openssh-server       # loopback sshd for the SFTP adapter tests
     rclone               # benchmark peer
     hyperfine            # ad-hoc benchmarking
-    python3              # Benchmarks/bench.py
+    python3              # Benchmarks/bench.py, the hostile SFTP server of the tests
+    python3-pip          # paramiko for the hostile SFTP server (installed below with pip)
     jq                   # JSON output in scripts
 )
 
 is_installed() {
     dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed$'
 }
+
+# paramiko (PyPI) for the hostile SFTP server of the tests (Tests/Fixtures/HostileStores), for
+# the python3 the tests run. Checked before the apt packages, which may all be there already.
+if command -v python3 >/dev/null && ! python3 -c 'import paramiko' 2>/dev/null; then
+    echo "install-deps: installing paramiko (pip)" >&2
+    python3 -m pip install -q paramiko 2>/dev/null || python3 -m pip install -q --break-system-packages paramiko
+fi
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do
