@@ -76,13 +76,17 @@ extension MediaBackend {
         }
         var size: Int64 = 0
         if kind == .file {
-            guard let value = entry.size.value else { return refuse("its size \(entry.size.text) is not a whole number of bytes") }
+            guard let value = entry.size.value else {
+                return refuse("its size \(entry.size.text) is not a whole number of bytes up to \(ItemBounds.maximumSize)")
+            }
             if let problem = ItemBounds.problem(withSize: value) { return refuse(problem) }
             size = value
         }
         var modified: Int64?
         if let sent = entry.modified {
-            guard let value = sent.value else { return refuse("its modification time \(sent.text) is not a whole number of nanoseconds") }
+            guard let value = sent.value else {
+                return refuse("its modification time \(sent.text) is not a whole number of nanoseconds since 1970 between 1700 and 2200")
+            }
             if let problem = ItemBounds.problem(withNanoseconds: value, "modification date") { return refuse(problem) }
             modified = value
         }
