@@ -199,7 +199,17 @@ def serve(client, host_key):
         pass
 
 
+def exit_with_parent():
+    """Ends the server when the test process that started it is gone (killed, say), so no
+    server outlives its tests."""
+    parent = os.getppid()
+    while os.getppid() == parent:
+        threading.Event().wait(1)
+    os._exit(0)
+
+
 def main():
+    threading.Thread(target=exit_with_parent, daemon=True).start()
     port = int(sys.argv[1])
     host_key = paramiko.Ed25519Key.from_private_key_file(sys.argv[2])
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
