@@ -346,7 +346,9 @@ final class SFTPConnection: @unchecked Sendable {
         var info = LIBSSH2_SFTP_STATVFS()
         let rc = withPath(path) { pointer, length in libssh2_sftp_statvfs(sftp, pointer, Int(length), &info) }
         if rc != 0 { return nil }
-        return UInt64(info.f_bavail) * UInt64(info.f_frsize)
+        // The server's numbers: a product past 64 bits is "plenty", never an overflow.
+        let (bytes, overflow) = UInt64(info.f_bavail).multipliedReportingOverflow(by: UInt64(info.f_frsize))
+        return overflow ? .max : bytes
     }
 
     // MARK: Handles

@@ -216,6 +216,23 @@ struct HostileStoreTests {
         }
     }
 
+    /// A file in the replica dated after 2262 (more nanoseconds than 64 bits hold; `touch` can
+    /// make one) is scanned without a trap; the store refuses such a date, so it stays local
+    /// with a notice.
+    @Test func aReplicaFileDatedPast2262DoesNotTrap() async throws {
+        let memory = MemoryBackend(hasChangeFeed: false)
+        try await HostileBackend(memory: memory, lies: .init()).withDomain { manager, controller in
+            try await controller.sync()
+            let url = controller.replica.url("future.txt")
+            try Data("from the future".utf8).write(to: url)
+            var times = [timespec(tv_sec: 10_413_792_000, tv_nsec: 0), timespec(tv_sec: 10_413_792_000, tv_nsec: 0)]
+            #expect(utimensat(AT_FDCWD, url.path, &times, 0) == 0)
+            let report = try await controller.sync()
+            #expect(report.notices.contains { $0.contains("future.txt") }, "\(report.notices)")
+            #expect(try Data(contentsOf: url) == Data("from the future".utf8))
+        }
+    }
+
     /// A change feed that moves a folder into a folder below it is refused; the database keeps
     /// the tree as it was.
     @Test func aFeedMovingAFolderIntoItselfIsRefused() async throws {
