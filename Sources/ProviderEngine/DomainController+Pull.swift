@@ -107,7 +107,7 @@ extension DomainController {
                     report.phases.replica = Date().timeIntervalSince(started) - feedPass.databaseSeconds
                     try await downloadDue(&feedPass, report: &report, events: events)
                     return
-                } catch  where error.code == .syncAnchorExpired {
+                } catch where error.code == .syncAnchorExpired {
                     // The feed forgot the anchor (or could not place a change): list everything.
                     report.notices.append("\(display("")): \(error.message); listing the whole store")
                     try store.setSyncAnchor(nil, domainID: domainID, container: .workingSet)
