@@ -23,18 +23,22 @@ is_installed() {
 }
 
 # paramiko (PyPI) for the hostile SFTP server of the tests (Tests/Fixtures/HostileStores), for
-# the python3 the tests run. Checked before the apt packages, which may all be there already.
-if command -v python3 >/dev/null && ! python3 -c 'import paramiko' 2>/dev/null; then
+# the python3 the tests run (the first on PATH), after the apt packages (pip among them).
+install_paramiko() {
+    python3 -c 'import paramiko' 2>/dev/null && return 0
     echo "install-deps: installing paramiko (pip)" >&2
     python3 -m pip install -q paramiko 2>/dev/null || python3 -m pip install -q --break-system-packages paramiko
-fi
+}
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do
     is_installed "$pkg" || missing+=("$pkg")
 done
 
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then
+    install_paramiko
+    exit 0
+fi
 
 echo "install-deps: installing ${missing[*]}" >&2
 sudo=()
@@ -42,3 +46,4 @@ sudo=()
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_paramiko
