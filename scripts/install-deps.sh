@@ -13,7 +13,8 @@ PACKAGES=(
     openssh-server       # loopback sshd for the SFTP adapter tests
     rclone               # benchmark peer
     hyperfine            # ad-hoc benchmarking
-    python3              # Benchmarks/bench.py
+    python3              # Benchmarks/bench.py, the hostile SFTP server of the tests
+    python3-pip          # paramiko for the hostile SFTP server (installed below with pip)
     jq                   # JSON output in scripts
     sqlite3              # CLI tests: another process holding the database's write lock
 )
@@ -22,12 +23,23 @@ is_installed() {
     dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed$'
 }
 
+# paramiko (PyPI) for the hostile SFTP server of the tests (Tests/Fixtures/HostileStores), for
+# the python3 the tests run (the first on PATH), after the apt packages (pip among them).
+install_paramiko() {
+    python3 -c 'import paramiko' 2>/dev/null && return 0
+    echo "install-deps: installing paramiko (pip)" >&2
+    python3 -m pip install -q paramiko 2>/dev/null || python3 -m pip install -q --break-system-packages paramiko
+}
+
 missing=()
 for pkg in "${PACKAGES[@]}"; do
     is_installed "$pkg" || missing+=("$pkg")
 done
 
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then
+    install_paramiko
+    exit 0
+fi
 
 echo "install-deps: installing ${missing[*]}" >&2
 sudo=()
@@ -35,3 +47,4 @@ sudo=()
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_paramiko

@@ -41,6 +41,7 @@ extension LocalBackend {
         var items: [Item] = []
         items.reserveCapacity(min(pageSize, names.count - index))
         var lastName: [UInt8]?
+        var refused: [RefusedItem] = []
         // Made once for the folder, not once per child.
         let folderIdentifier = path.identifier
         let prefix = path.isRoot ? "" : folderIdentifier.rawValue + "/"
@@ -57,7 +58,12 @@ extension LocalBackend {
             // The child's path for messages, made only when one is needed.
             func display() -> String { path.appending(name).display }
             do throws(FileProviderError) {
-                guard let info = try folder.statEntry(name, displayPath: display()),
+                guard let info = try folder.statEntry(name, displayPath: display()) else { continue }
+                if let problem = Self.problem(with: info) {
+                    refused.append(RefusedItem(identifier: ItemIdentifier(prefix + name), filename: name, reason: problem))
+                    continue
+                }
+                guard
                     let item = try makeItem(
                         name: name, identifier: ItemIdentifier(prefix + name), parentIdentifier: folderIdentifier, info: info,
                         in: folder, displayPath: display())
@@ -68,7 +74,7 @@ extension LocalBackend {
             }
         }
         let nextPage = index < names.count ? lastName.map { Page(Data(Self.pagePrefix + $0)) } : nil
-        return ItemPage(items: items, nextPage: nextPage)
+        return ItemPage(items: items, nextPage: nextPage, refused: refused)
     }
 
     /// The names in a folder sorted by bytes, from the cache while the folder is unchanged.

@@ -63,11 +63,15 @@ extension LocalBackend {
         Item(
             identifier: .rootContainer, parentIdentifier: .rootContainer,
             filename: URL(fileURLWithPath: rootPath).lastPathComponent, kind: .folder,
-            contentModificationDate: info.st_mtim.date, version: Self.version(of: info, kind: .folder))
+            contentModificationDate: ItemBounds.problem(withSeconds: info.st_mtim.tv_sec, "") == nil ? info.st_mtim.date : nil,
+            version: Self.version(of: info, kind: .folder))
     }
 
     /// Builds an item from its status; `nil` for kinds the store does not show (sockets, FIFOs,
     /// devices).
+    ///
+    /// - Throws: `corruptData` naming the item when its size or modification time is outside
+    ///   ``ItemBounds`` (a file dated after 2200, say); what reading a symlink's target throws.
     func makeItem(path: LocalPath, info: stat, in parent: FileHandleFD) throws(FileProviderError) -> Item? {
         try makeItem(
             name: path.name, identifier: path.identifier, parentIdentifier: path.parent.identifier, info: info, in: parent,
@@ -90,11 +94,23 @@ extension LocalBackend {
             target = try parent.readLink(name, displayPath: displayPath())
         default: return nil
         }
+        if let problem = Self.problem(with: info) {
+            throw FileProviderError(
+                .corruptData, "\(displayPath()): \(problem); this value cannot be synced, so the item was left out")
+        }
         return Item(
             identifier: identifier, parentIdentifier: parentIdentifier, filename: name,
             kind: kind, size: kind == .folder ? 0 : Int64(info.st_size),
             contentModificationDate: info.st_mtim.date, version: Self.version(of: info, kind: kind),
             symlinkTargetPath: target)
+    }
+
+    /// Why an entry's status cannot describe an item, or `nil`: the file system's numbers are
+    /// checked like any store's (``ItemBounds``): a size (not a folder's) or a modification
+    /// time outside them, such as a file dated after 2200.
+    static func problem(with info: stat) -> String? {
+        (info.st_mode & S_IFMT == S_IFDIR ? nil : ItemBounds.problem(withSize: info.st_size))
+            ?? ItemBounds.problem(withSeconds: info.st_mtim.tv_sec, "modification date")
     }
 
     /// The version of an item from its status.

@@ -37,12 +37,34 @@ struct ReplyHead: Sendable {
 
     subscript(name: String) -> String? { headers[name] }
 
-    /// The whole size of the resource: the total of `Content-Range`, else `Content-Length`.
-    var resourceSize: Int64? {
+    /// The whole size of the resource: the total of `Content-Range`, else `Content-Length`;
+    /// `nil` when neither gives one (or `Content-Range` says `*`, unknown).
+    ///
+    /// - Throws: `corruptData` naming `what` when the number is not a possible size: not a
+    ///   number, negative, or over ``ItemBounds/maximumSize``.
+    func resourceSize(of what: String) throws(FileProviderError) -> Int64? {
+        let text: String
         if let range = headers["content-range"], let slash = range.lastIndex(of: "/") {
-            return Int64(range[range.index(after: slash)...].trimmingCharacters(in: .whitespaces))
+            text = range[range.index(after: slash)...].trimmingCharacters(in: .whitespaces)
+            if text == "*" { return nil }
+        } else if let length = headers["content-length"] {
+            text = length.trimmingCharacters(in: .whitespaces)
+        } else {
+            return nil
         }
-        return headers["content-length"].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+        guard let size = Int64(text), ItemBounds.problem(withSize: size) == nil else {
+            throw FileProviderError(
+                .corruptData, "\(what): the server announced a size of \(announcedSize) bytes, which no file can have")
+        }
+        return size
+    }
+
+    /// The size as announced (the total of `Content-Range`, else `Content-Length`), for
+    /// messages.
+    var announcedSize: String {
+        let text =
+            headers["content-range"].flatMap { $0.split(separator: "/").last.map(String.init) } ?? headers["content-length"] ?? "none"
+        return String(text.trimmingCharacters(in: .whitespaces).prefix(40))
     }
 
     /// The first byte of a `206` reply's `Content-Range`.
@@ -417,8 +439,10 @@ final class Connection: @unchecked Sendable {
                 set(fp_curl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method))
             }
         case .form(let fields):
-            let text = fields.map { "\(HTTPClient.percentEncode($0.0, keepSlash: false))=\(HTTPClient.percentEncode($0.1, keepSlash: false))" }
-                .joined(separator: "&")
+            let text = fields.map {
+                "\(HTTPClient.percentEncode($0.0, keepSlash: false))=\(HTTPClient.percentEncode($0.1, keepSlash: false))"
+            }
+            .joined(separator: "&")
             add("Content-Type: application/x-www-form-urlencoded")
             set(fp_curl_setopt_long(handle, CURLOPT_POST, 1))
             set(fp_curl_setopt_long(handle, CURLOPT_POSTFIELDSIZE, text.utf8.count))
@@ -571,7 +595,9 @@ final class Transfer {
             return false
         }
         storedLength = start
-        total = head.resourceSize
+        // An impossible size fails `validate` above for downloads of items; here it only
+        // means no total for progress.
+        total = try? head.resourceSize(of: "")
         request.progress?(storedLength, total)
         return true
     }

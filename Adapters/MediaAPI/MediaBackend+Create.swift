@@ -67,7 +67,7 @@ extension MediaBackend {
             default:
                 try reply.check()
             }
-            guard let entry = try reply.decode(EntryReply.self).entry, let item = makeItem(entry, in: path.parent) else {
+            guard let entry = try reply.decode(EntryReply.self).entry, let item = try makeItem(entry, in: path.parent) else {
                 throw FileProviderError(.corruptData, "the server did not describe the new folder \(path.display)")
             }
             return item
@@ -161,7 +161,7 @@ extension MediaBackend {
 
     /// The item an extended `POST /file` reply describes.
     func uploadedItem(_ reply: HTTPReply, at path: MediaPath, size: Int64) throws(FileProviderError) -> Item {
-        guard let entry = try reply.decode(EntryReply.self).entry, let item = makeItem(entry, in: path.parent) else {
+        guard let entry = try reply.decode(EntryReply.self).entry, let item = try makeItem(entry, in: path.parent) else {
             throw FileProviderError(.corruptData, "the server did not describe the upload of \(path.display)")
         }
         guard item.size == size else {

@@ -32,7 +32,7 @@ extension MediaBackend {
         }
         switch dialect {
         case .extended: return try await extendedPage(of: folder, after: after)
-        case .original: return ItemPage(items: try await originalListing(of: folder), nextPage: nil)
+        case .original: return try await originalListing(of: folder)
         }
     }
 
@@ -44,16 +44,28 @@ extension MediaBackend {
         if reply.status == 400 { throw FileProviderError(.invalidArgument, "\(folder.display) is not a folder") }
         try reply.check()
         let entries = try reply.decode([Lossy<ListingEntry>].self)
-        let items = entries.compactMap { $0.value.flatMap { makeItem($0, in: folder) } }
+        var items: [Item] = []
+        items.reserveCapacity(entries.count)
+        var refused: [RefusedItem] = []
+        for entry in entries {
+            guard let entry = entry.value else { continue }
+            switch outcome(of: entry, in: folder) {
+            case .item(let item): items.append(item)
+            case .skipped: break
+            case .refused(let item): refused.append(item)
+            }
+        }
         var nextPage: Page?
         if entries.count >= pageSize, let last = entries.last(where: { $0.value != nil })?.value?.name {
             let token = Self.pagePrefix + Array(last.utf8)
             if token.count <= Page.maximumLength { nextPage = Page(Data(token)) }
         }
-        return ItemPage(items: items, nextPage: nextPage)
+        return ItemPage(items: items, nextPage: nextPage, refused: refused)
     }
 
-    private func originalListing(of folder: MediaPath) async throws(FileProviderError) -> [Item] {
+    /// The original API's listing of a folder: every entry's kind and a file's size and date
+    /// found out one by one. A file whose probe gives an impossible size or date is refused.
+    private func originalListing(of folder: MediaPath) async throws(FileProviderError) -> ItemPage {
         var request = HTTPRequest("GET", "/media", query: [("path", serverPath(folder))])
         request.finalStatuses = [500]
         let reply = try await send(request)
@@ -68,31 +80,39 @@ extension MediaBackend {
         let entries = try reply.decode([Lossy<ListingEntry>].self).compactMap(\.value)
             .filter { folder.allowsChild(named: $0.name) }
         var items = [Item?](repeating: nil, count: entries.count)
+        var refused: [RefusedItem] = []
         // Probe the files a few at a time: the connections bound the real concurrency.
         let width = max(1, client.settings.connections * 2)
         do {
-            try await withThrowingTaskGroup(of: (Int, Item?).self) { group in
+            try await withThrowingTaskGroup(of: (Int, Item?, RefusedItem?).self) { group in
                 var next = 0
                 func start() {
                     let index = next
                     next += 1
                     let path = folder.appending(entries[index].name)
                     group.addTask {
-                        guard Self.isOriginalImageName(path.name) else { return (index, self.originalFolder(path)) }
-                        if let probe = try await self.probe(path) { return (index, self.originalFile(path, probe)) }
+                        guard Self.isOriginalImageName(path.name) else { return (index, self.originalFolder(path), nil) }
+                        if let probe = try await self.probe(path) {
+                            if let problem = probe.problem {
+                                return (index, nil, RefusedItem(identifier: path.identifier, filename: path.name, reason: problem))
+                            }
+                            return (index, self.originalFile(path, probe), nil)
+                        }
                         // Named like an image but not a file: a folder, or gone meanwhile.
-                        return (index, try await self.originalFolderExists(path) ? self.originalFolder(path) : nil)
+                        return (index, try await self.originalFolderExists(path) ? self.originalFolder(path) : nil, nil)
                     }
                 }
                 while next < entries.count && next < width { start() }
-                while let (index, item) = try await group.next() {
+                while let (index, item, refusal) = try await group.next() {
                     items[index] = item
+                    if let refusal { refused.append(refusal) }
                     if next < entries.count { start() }
                 }
             }
         } catch {
             throw FileProviderError.wrap(error)
         }
-        return items.compactMap { $0 }.sorted { $0.filename.utf8.lexicographicallyPrecedes($1.filename.utf8) }
+        let sorted = items.compactMap { $0 }.sorted { $0.filename.utf8.lexicographicallyPrecedes($1.filename.utf8) }
+        return ItemPage(items: sorted, nextPage: nil, refused: refused)
     }
 }

@@ -13,7 +13,8 @@ final class VersionBox: @unchecked Sendable {
             return item!
         }
         if first.version.content != candidate.version.content {
-            throw FileProviderError(.versionNoLongerAvailable, "\(candidate.filename) changed on the server during the download; fetch it again")
+            throw FileProviderError(
+                .versionNoLongerAvailable, "\(candidate.filename) changed on the server during the download; fetch it again")
         }
     }
 
@@ -79,9 +80,12 @@ extension MediaBackend {
         return item
     }
 
-    /// The item a `GET /file` reply describes.
+    /// The item a `GET /file` reply describes. Its numbers are checked here, where they enter.
+    ///
+    /// - Throws: `corruptData` when the reply gives no size, an impossible size or date (see
+    ///   ``ItemBounds``), or no ETag from an extended server.
     func fileItem(_ path: MediaPath, from head: ReplyHead, dialect: Dialect) throws(FileProviderError) -> Item {
-        guard let size = head.resourceSize else {
+        guard let size = try head.resourceSize(of: "GET /file of \(path.display)") else {
             throw FileProviderError(.corruptData, "the server gave no size for \(path.display)")
         }
         switch dialect {
@@ -89,13 +93,26 @@ extension MediaBackend {
             guard var etag = head["etag"] else { throw FileProviderError(.corruptData, "the server gave no ETag for \(path.display)") }
             if etag.hasPrefix("W/") { etag.removeFirst(2) }
             etag = etag.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
-            let modified = head["x-media-modified"].flatMap { Int64($0) }
+            var modified: Int64?
+            if let text = head["x-media-modified"] {
+                guard let value = Int64(text), ItemBounds.problem(withNanoseconds: value, "") == nil else {
+                    throw FileProviderError(
+                        .corruptData,
+                        "GET /file of \(path.display): the server sent X-Media-Modified \(text.prefix(40).debugDescription), which is not a date between 1700 and 2200"
+                    )
+                }
+                modified = value
+            }
             return Item(
                 identifier: path.identifier, parentIdentifier: path.parent.identifier, filename: path.name, kind: .file,
                 size: size, contentModificationDate: Self.date(nanoseconds: modified),
                 version: Self.extendedVersion(etag: etag, modified: modified, kind: .file))
         case .original:
-            return originalFile(path, FileProbe(size: size, modified: head["last-modified"].flatMap(Self.parseHTTPDate)))
+            let modified = head["last-modified"].flatMap(Self.parseHTTPDate)
+            if let modified, let problem = ItemBounds.problem(withSeconds: modified, "modification date (Last-Modified)") {
+                throw FileProviderError(.corruptData, "GET /file of \(path.display): \(problem)")
+            }
+            return originalFile(path, FileProbe(size: size, modified: modified))
         }
     }
 

@@ -10,6 +10,9 @@ struct FileProbe: Sendable {
     var size: Int64
     /// `Last-Modified`, in seconds since 1970.
     var modified: Int64?
+    /// What the server said that no file can have (a size or date outside ``ItemBounds``), or
+    /// `nil`; such a probe never becomes an item.
+    var problem: String?
 }
 
 extension MediaBackend {
@@ -45,22 +48,68 @@ extension MediaBackend {
 
     // MARK: Items
 
-    /// An item from an extended listing entry in `folder`; `nil` when the name is unsafe or the
-    /// entry is not typed as a file or folder.
-    func makeItem(_ entry: ListingEntry, in folder: MediaPath) -> Item? {
-        guard folder.allowsChild(named: entry.name) else { return nil }
+    /// What an extended listing entry becomes.
+    enum EntryOutcome {
+        case item(Item)
+        /// Left out without a word: an unsafe name (the engine never sees those), an entry
+        /// not typed as a file or folder, or without an ETag.
+        case skipped
+        /// Left out because the server sent an impossible number for it (see ``ItemBounds``).
+        case refused(RefusedItem)
+    }
+
+    /// The item of an extended listing entry in `folder`. The entry's numbers are checked
+    /// here, where they enter: a size (of a file) that is not an integer, is negative or over
+    /// ``ItemBounds/maximumSize``, and a modification time outside ``ItemBounds``, refuse it.
+    func outcome(of entry: ListingEntry, in folder: MediaPath) -> EntryOutcome {
+        guard folder.allowsChild(named: entry.name) else { return .skipped }
         let kind: ItemKind
         switch entry.type {
         case "file": kind = .file
         case "folder": kind = .folder
-        default: return nil
+        default: return .skipped
         }
-        guard let etag = entry.etag, !etag.isEmpty else { return nil }
+        guard let etag = entry.etag, !etag.isEmpty else { return .skipped }
         let path = folder.appending(entry.name)
-        return Item(
-            identifier: path.identifier, parentIdentifier: folder.identifier, filename: entry.name, kind: kind,
-            size: kind == .folder ? 0 : max(0, entry.size), contentModificationDate: Self.date(nanoseconds: entry.modified),
-            version: Self.extendedVersion(etag: etag, modified: entry.modified, kind: kind))
+        func refuse(_ reason: String) -> EntryOutcome {
+            .refused(RefusedItem(identifier: path.identifier, filename: entry.name, reason: reason))
+        }
+        var size: Int64 = 0
+        if kind == .file {
+            guard let value = entry.size.value else {
+                return refuse("its size \(entry.size.text) is not a whole number of bytes up to \(ItemBounds.maximumSize)")
+            }
+            if let problem = ItemBounds.problem(withSize: value) { return refuse(problem) }
+            size = value
+        }
+        var modified: Int64?
+        if let sent = entry.modified {
+            guard let value = sent.value else {
+                return refuse("its modification time \(sent.text) is not a whole number of nanoseconds since 1970 between 1700 and 2200")
+            }
+            if let problem = ItemBounds.problem(withNanoseconds: value, "modification date") { return refuse(problem) }
+            modified = value
+        }
+        return .item(
+            Item(
+                identifier: path.identifier, parentIdentifier: folder.identifier, filename: entry.name, kind: kind,
+                size: size, contentModificationDate: Self.date(nanoseconds: modified),
+                version: Self.extendedVersion(etag: etag, modified: modified, kind: kind)))
+    }
+
+    /// An item from an extended listing entry in `folder`; `nil` when the name is unsafe or the
+    /// entry is not typed as a file or folder.
+    ///
+    /// - Throws: `corruptData` naming the item when the server sent an impossible number for
+    ///   it (see ``outcome(of:in:)``).
+    func makeItem(_ entry: ListingEntry, in folder: MediaPath) throws(FileProviderError) -> Item? {
+        switch outcome(of: entry, in: folder) {
+        case .item(let item): return item
+        case .skipped: return nil
+        case .refused(let refused):
+            throw FileProviderError(
+                .corruptData, "\(folder.appending(entry.name).display): \(refused.reason); the server sent an impossible value")
+        }
     }
 
     func originalFile(_ path: MediaPath, _ probe: FileProbe) -> Item {
@@ -89,9 +138,11 @@ extension MediaBackend {
             }
             try reply.check()
             let entry = try reply.decode(ListingEntry.self)
+            // The root is never refused: a date it cannot have is left out.
+            let modified = entry.modified?.value.flatMap { ItemBounds.problem(withNanoseconds: $0, "") == nil ? $0 : nil }
             return Item(
                 identifier: .rootContainer, parentIdentifier: .rootContainer, filename: name, kind: .folder,
-                contentModificationDate: Self.date(nanoseconds: entry.modified),
+                contentModificationDate: Self.date(nanoseconds: modified),
                 version: Self.extendedVersion(etag: entry.etag ?? "root", modified: nil, kind: .folder))
         case .original:
             guard try await originalFolderExists(.root) else {
@@ -122,6 +173,10 @@ extension MediaBackend {
 
     /// Size and `Last-Modified` of a file from a one-byte ranged `GET /file`; `nil` when the
     /// server has no file there (`404`).
+    ///
+    /// The server's numbers are checked here: an impossible size or date is noted in the
+    /// probe's `problem`.
+    /// - Throws: `corruptData` when the server gave no size.
     func probe(_ path: MediaPath) async throws(FileProviderError) -> FileProbe? {
         var request = HTTPRequest("GET", "/file", query: itemQuery(path))
         request.headers = ["Range: bytes=0-0"]
@@ -129,10 +184,16 @@ extension MediaBackend {
         let reply = try await send(request)
         switch reply.status {
         case 200, 206, 416:
-            guard let size = reply.head.resourceSize else {
-                throw FileProviderError(.corruptData, "the server gave no size for \(path.display)")
+            let size: Int64?
+            do {
+                size = try reply.head.resourceSize(of: "")
+            } catch {
+                return FileProbe(size: 0, problem: "its size \(reply.head.announcedSize) is not a possible size")
             }
-            return FileProbe(size: size, modified: reply.head["last-modified"].flatMap(Self.parseHTTPDate))
+            guard let size else { throw FileProviderError(.corruptData, "the server gave no size for \(path.display)") }
+            let modified = reply.head["last-modified"].flatMap(Self.parseHTTPDate)
+            let problem = modified.flatMap { ItemBounds.problem(withSeconds: $0, "modification date (Last-Modified)") }
+            return FileProbe(size: size, modified: problem == nil ? modified : nil, problem: problem)
         case 404:
             return nil
         default:
@@ -144,9 +205,13 @@ extension MediaBackend {
     /// The item at a path of the original API: a file when a ranged `GET /file` finds one, a
     /// folder when `GET /media` lists it.
     ///
-    /// - Throws: `noSuchItem` when it is neither, or a file the API does not list.
+    /// - Throws: `noSuchItem` when it is neither, or a file the API does not list;
+    ///   `corruptData` for a file the server gave an impossible size or date.
     func originalItem(at path: MediaPath) async throws(FileProviderError) -> Item {
         if Self.isOriginalImageName(path.name), let probe = try await probe(path) {
+            if let problem = probe.problem {
+                throw FileProviderError(.corruptData, "\(path.display): \(problem); the server sent an impossible value")
+            }
             return originalFile(path, probe)
         }
         if try await originalFolderExists(path) { return originalFolder(path) }
@@ -157,11 +222,13 @@ extension MediaBackend {
     static func parseHTTPDate(_ text: String) -> Int64? {
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         let parts = text.split(separator: " ")
-        guard parts.count == 6, parts[5] == "GMT", let day = Int32(parts[1]),
-            let month = months.firstIndex(of: String(parts[2])), let year = Int32(parts[3])
+        // Each field within its range, so nothing below can overflow.
+        guard parts.count == 6, parts[5] == "GMT", let day = Int32(parts[1]), (1...31).contains(day),
+            let month = months.firstIndex(of: String(parts[2])), let year = Int32(parts[3]), (1...9999).contains(year)
         else { return nil }
         let clock = parts[4].split(separator: ":").compactMap { Int32($0) }
-        guard clock.count == 3 else { return nil }
+        guard clock.count == 3, (0...23).contains(clock[0]), (0...59).contains(clock[1]), (0...60).contains(clock[2])
+        else { return nil }
         var fields = tm()
         fields.tm_year = year - 1900
         fields.tm_mon = Int32(month)

@@ -97,7 +97,7 @@ extension MediaBackend {
         case 400: throw FileProviderError(.invalidArgument, "\(source.display) cannot be moved to \(target.display): \(reply.errorText)")
         default: try reply.check()
         }
-        guard let entry = try reply.decode(EntryReply.self).entry, let item = makeItem(entry, in: target.parent) else {
+        guard let entry = try reply.decode(EntryReply.self).entry, let item = try makeItem(entry, in: target.parent) else {
             throw FileProviderError(.corruptData, "the server did not describe \(target.display) after the move")
         }
         return item

@@ -195,7 +195,7 @@ public final class MediaBackend: Backend {
             let reply = try await send(HTTPRequest("GET", "/stat", query: itemQuery(path)))
             try reply.check()
             let entry = try reply.decode(ListingEntry.self)
-            guard let item = makeItem(entry, in: path.parent), item.filename.utf8.elementsEqual(path.name.utf8) else {
+            guard let item = try makeItem(entry, in: path.parent), item.filename.utf8.elementsEqual(path.name.utf8) else {
                 throw FileProviderError(.corruptData, "the server described \(path.display) as \(entry.name.debugDescription)")
             }
             return item

@@ -6,10 +6,47 @@ import Foundation
 /// listing adds `type` (`file` or `folder`), `modified` (nanoseconds since 1970) and `etag`.
 struct ListingEntry: Decodable, Sendable {
     var name: String
-    var size: Int64
+    var size: WireInteger
     var type: String?
-    var modified: Int64?
+    var modified: WireInteger?
     var etag: String?
+}
+
+/// A JSON number where the API promises an integer: the `Int64` it is, or, when it is not
+/// one (a fraction, a number past `Int64`, a string), what was sent, so the entry is refused
+/// with a message naming it instead of vanishing from the listing.
+enum WireInteger: Decodable, Sendable, Equatable {
+    case value(Int64)
+    case impossible(String)
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let value = try? container.decode(Int64.self) {
+            self = .value(value)
+        } else if let value = try? container.decode(UInt64.self) {
+            self = .impossible(String(value))
+        } else if let value = try? container.decode(Double.self) {
+            self = .impossible(String(value))
+        } else if let text = try? container.decode(String.self) {
+            self = .impossible(String(text.prefix(40)).debugDescription)
+        } else {
+            self = .impossible("a value that is not a number")
+        }
+    }
+
+    /// The number when it is an `Int64`.
+    var value: Int64? {
+        if case .value(let value) = self { return value }
+        return nil
+    }
+
+    /// What was sent, for messages.
+    var text: String {
+        switch self {
+        case .value(let value): return String(value)
+        case .impossible(let text): return text
+        }
+    }
 }
 
 /// Decodes an element or gives `nil`, so one malformed listing entry does not lose the others.

@@ -47,12 +47,17 @@ extension SFTPBackend {
         var index = after.map { SFTPListing.firstIndex(in: entries, after: $0) } ?? 0
         var items: [Item] = []
         items.reserveCapacity(min(pageSize, entries.count - index))
+        var refused: [RefusedItem] = []
         var lastName: String?
         while index < entries.count && items.count < pageSize {
             let entry = entries[index]
             index += 1
             lastName = entry.name
             let child = path.appending(entry.name)
+            if let kind = entry.attributes.kind, let problem = entry.attributes.problem(for: kind) {
+                refused.append(RefusedItem(identifier: child.identifier, filename: entry.name, reason: problem))
+                continue
+            }
             do throws(FileProviderError) {
                 guard let item = try makeItem(path: child, attributes: entry.attributes, on: connection) else { continue }
                 items.append(item)
@@ -61,7 +66,7 @@ extension SFTPBackend {
             }
         }
         let nextPage = index < entries.count ? lastName.map { Page(Data(Self.pagePrefix + Array($0.utf8))) } : nil
-        return ItemPage(items: items, nextPage: nextPage)
+        return ItemPage(items: items, nextPage: nextPage, refused: refused)
     }
 
     /// Every safe entry of a folder, sorted by name, read only when the folder is reached

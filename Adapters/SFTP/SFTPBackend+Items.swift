@@ -59,6 +59,12 @@ extension SFTPBackend {
         return remote
     }
 
+    /// The error for an item the server described with an impossible value.
+    static func refusal(_ path: SFTPPath, _ problem: String) -> FileProviderError {
+        FileProviderError(
+            .corruptData, "\(path.display): \(problem); the server sent an impossible value, so the item was left out")
+    }
+
     func rootItem(_ attributes: RemoteAttributes, remote: String) -> Item {
         let name = remote.split(separator: "/").last.map(String.init) ?? "/"
         return Item(
@@ -69,10 +75,14 @@ extension SFTPBackend {
 
     /// Builds an item from its attributes; `nil` for kinds the store does not show (sockets,
     /// FIFOs, devices).
+    ///
+    /// - Throws: `corruptData` naming the item when the server sent an impossible value for it
+    ///   (see ``RemoteAttributes/problem(for:)``); what reading a symlink's target throws.
     func makeItem(path: SFTPPath, attributes: RemoteAttributes, on connection: SFTPConnection)
         throws(FileProviderError) -> Item?
     {
         guard let kind = attributes.kind else { return nil }
+        if let problem = attributes.problem(for: kind) { throw Self.refusal(path, problem) }
         var target: String?
         if kind == .symlink { target = try connection.readlink(path.remote(under: connection.rootPath)) }
         return Item(

@@ -399,15 +399,17 @@ struct SFTPReader {
     mutating func attributes() throws(FileProviderError) -> RemoteAttributes {
         let flags = try u32()
         var attributes = RemoteAttributes()
-        if flags & UInt32(LIBSSH2_SFTP_ATTR_SIZE) != 0 { attributes.size = Int64(truncatingIfNeeded: try u64()) }
+        // Numbers from the server are checked here, where they enter: an impossible one is
+        // noted in `problem` and never becomes an item (see ItemBounds).
+        if flags & UInt32(LIBSSH2_SFTP_ATTR_SIZE) != 0 { attributes.setSize(try u64()) }
         if flags & UInt32(LIBSSH2_SFTP_ATTR_UIDGID) != 0 {
             attributes.uid = try u32()
             attributes.gid = try u32()
         }
         if flags & UInt32(LIBSSH2_SFTP_ATTR_PERMISSIONS) != 0 { attributes.permissions = try u32() }
         if flags & UInt32(LIBSSH2_SFTP_ATTR_ACMODTIME) != 0 {
-            attributes.accessTime = Int64(try u32())
-            attributes.modificationTime = Int64(try u32())
+            let access = try u32()
+            attributes.setTimes(modification: UInt64(try u32()), access: UInt64(access))
         }
         if flags & UInt32(LIBSSH2_SFTP_ATTR_EXTENDED) != 0 {
             for _ in 0..<(try u32()) {

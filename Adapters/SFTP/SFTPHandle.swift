@@ -19,6 +19,18 @@ struct RemoteAttributes: Sendable, Hashable {
     /// Modification time in seconds since 1970.
     var modificationTime: Int64
     var accessTime: Int64
+    /// A size the server sent that no file can have (over ``ItemBounds/maximumSize``, such as
+    /// 2^64−1), or `nil`; ``size`` is 0 then.
+    var sizeProblem: String?
+    /// A modification time the server sent outside ``ItemBounds``, or `nil`;
+    /// ``modificationTime`` is 0 then.
+    var dateProblem: String?
+
+    /// Why these attributes cannot describe an item of `kind`, or `nil` (a folder's size is not
+    /// looked at). Such attributes never become an item.
+    func problem(for kind: ItemKind) -> String? {
+        kind == .folder ? dateProblem : sizeProblem ?? dateProblem
+    }
 
     init(
         size: Int64 = 0, permissions: UInt32 = 0, uid: UInt32 = 0, gid: UInt32 = 0, modificationTime: Int64 = 0,
@@ -34,15 +46,39 @@ struct RemoteAttributes: Sendable, Hashable {
 
     init(_ raw: LIBSSH2_SFTP_ATTRIBUTES) {
         let flags = raw.flags
-        size = flags & UInt(LIBSSH2_SFTP_ATTR_SIZE) != 0 ? Int64(truncatingIfNeeded: raw.filesize) : 0
-        permissions =
-            flags & UInt(LIBSSH2_SFTP_ATTR_PERMISSIONS) != 0 ? UInt32(truncatingIfNeeded: raw.permissions) : 0
         let hasOwner = flags & UInt(LIBSSH2_SFTP_ATTR_UIDGID) != 0
-        uid = hasOwner ? UInt32(truncatingIfNeeded: raw.uid) : 0
-        gid = hasOwner ? UInt32(truncatingIfNeeded: raw.gid) : 0
-        let hasTimes = flags & UInt(LIBSSH2_SFTP_ATTR_ACMODTIME) != 0
-        modificationTime = hasTimes ? Int64(truncatingIfNeeded: raw.mtime) : 0
-        accessTime = hasTimes ? Int64(truncatingIfNeeded: raw.atime) : 0
+        self.init(
+            permissions: flags & UInt(LIBSSH2_SFTP_ATTR_PERMISSIONS) != 0 ? UInt32(truncatingIfNeeded: raw.permissions) : 0,
+            uid: hasOwner ? UInt32(truncatingIfNeeded: raw.uid) : 0, gid: hasOwner ? UInt32(truncatingIfNeeded: raw.gid) : 0)
+        if flags & UInt(LIBSSH2_SFTP_ATTR_SIZE) != 0 { setSize(UInt64(raw.filesize)) }
+        if flags & UInt(LIBSSH2_SFTP_ATTR_ACMODTIME) != 0 {
+            setTimes(modification: UInt64(raw.mtime), access: UInt64(raw.atime))
+        }
+    }
+
+    /// Takes a size from the wire (an unsigned 64-bit number): one over
+    /// ``ItemBounds/maximumSize`` is kept out of ``size`` (which stays 0) and noted in
+    /// ``sizeProblem``.
+    mutating func setSize(_ wire: UInt64) {
+        if let problem = ItemBounds.problem(withSize: wire) {
+            sizeProblem = problem
+            size = 0
+        } else {
+            size = Int64(wire)
+        }
+    }
+
+    /// Takes the times from the wire (seconds since 1970; 32 bits in SFTP version 3, wider
+    /// through libssh2's structure): a modification time outside ``ItemBounds`` is noted in
+    /// ``dateProblem``; an access time that does not fit is kept as 0 (it is never shown).
+    mutating func setTimes(modification: UInt64, access: UInt64) {
+        if let problem = ItemBounds.problem(withSeconds: modification, "modification date") {
+            dateProblem = problem
+            modificationTime = 0
+        } else {
+            modificationTime = Int64(modification)
+        }
+        accessTime = Int64(exactly: access) ?? 0
     }
 
     /// The kind of item, or `nil` for sockets, FIFOs and devices.
@@ -310,7 +346,9 @@ final class SFTPConnection: @unchecked Sendable {
         var info = LIBSSH2_SFTP_STATVFS()
         let rc = withPath(path) { pointer, length in libssh2_sftp_statvfs(sftp, pointer, Int(length), &info) }
         if rc != 0 { return nil }
-        return UInt64(info.f_bavail) * UInt64(info.f_frsize)
+        // The server's numbers: a product past 64 bits is "plenty", never an overflow.
+        let (bytes, overflow) = UInt64(info.f_bavail).multipliedReportingOverflow(by: UInt64(info.f_frsize))
+        return overflow ? .max : bytes
     }
 
     // MARK: Handles

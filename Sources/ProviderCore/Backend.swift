@@ -19,13 +19,16 @@ public protocol Backend: Sendable {
 
     /// Returns the current metadata of one item.
     ///
-    /// - Throws: `noSuchItem` when no item has that identifier.
+    /// - Throws: `noSuchItem` when no item has that identifier; `corruptData` when the store
+    ///   describes it with an impossible value (see ``ItemBounds``).
     func item(for identifier: ItemIdentifier) async throws(FileProviderError) -> Item
 
     /// Returns one page of the items directly inside a folder.
     ///
     /// Start with `Page.initialPageSortedByName`; pass each returned `nextPage` back until it is
     /// `nil`. Items whose names are unsafe (see ``Filename/validate(_:)``) are never returned.
+    /// An entry with an impossible value (a size or date outside ``ItemBounds``) goes into the
+    /// page's `refused` instead of its items.
     /// - Throws: `noSuchItem` when the folder does not exist; `pageExpired` when `page` is no
     ///   longer valid (the engine starts the listing again); `invalidArgument` when the
     ///   identifier is not a folder.
@@ -140,18 +143,28 @@ extension Backend {
     /// - Throws: what ``enumerateItems(in:startingAt:)`` throws; after a `pageExpired` the
     ///   listing starts again once.
     public func enumerateAllItems(in container: ItemIdentifier) async throws(FileProviderError) -> [Item] {
+        try await listAllItems(in: container).items
+    }
+
+    /// Lists every item directly inside a folder, following pages, with the entries the pages
+    /// left out because a value of theirs is impossible.
+    ///
+    /// - Throws: what ``enumerateItems(in:startingAt:)`` throws; after a `pageExpired` the
+    ///   listing starts again once.
+    public func listAllItems(in container: ItemIdentifier) async throws(FileProviderError) -> ItemListing {
         var restarted = false
         while true {
-            var items: [Item] = []
+            var listing = ItemListing(items: [])
             var page: Page? = .initialPageSortedByName
             do {
                 while let current = page {
                     let result = try await enumerateItems(in: container, startingAt: current)
-                    items.append(contentsOf: result.items)
+                    listing.items.append(contentsOf: result.items)
+                    listing.refused.append(contentsOf: result.refused)
                     page = result.nextPage
                 }
-                return items
-            } catch  where error.code == .pageExpired && !restarted {
+                return listing
+            } catch where error.code == .pageExpired && !restarted {
                 restarted = true
             }
         }

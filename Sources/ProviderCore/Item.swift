@@ -101,10 +101,26 @@ public struct ItemPage: Sendable {
     public var items: [Item]
     /// Where the next page starts, or `nil` when this was the last page.
     public var nextPage: Page?
+    /// Entries of this page left out because a value of theirs is impossible (see
+    /// ``ItemBounds``); the engine reports each one.
+    public var refused: [RefusedItem]
 
-    public init(items: [Item], nextPage: Page?) {
+    public init(items: [Item], nextPage: Page?, refused: [RefusedItem] = []) {
         self.items = items
         self.nextPage = nextPage
+        self.refused = refused
+    }
+}
+
+/// Every item of a folder, from all the pages of its listing.
+public struct ItemListing: Sendable {
+    public var items: [Item]
+    /// Entries left out because a value of theirs is impossible.
+    public var refused: [RefusedItem]
+
+    public init(items: [Item], refused: [RefusedItem] = []) {
+        self.items = items
+        self.refused = refused
     }
 }
 

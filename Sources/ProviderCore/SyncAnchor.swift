@@ -44,14 +44,18 @@ public struct ChangeSet: Sendable {
     public var newAnchor: SyncAnchor
     /// More changes are waiting: ask again from `newAnchor` at once.
     public var moreComing: Bool
+    /// Changed items left out because a value of theirs is impossible (see ``ItemBounds``);
+    /// the engine reports each one and keeps what it had.
+    public var refused: [RefusedItem]
 
     public init(
         updatedItems: [Item], deletedIdentifiers: [ItemIdentifier], newAnchor: SyncAnchor,
-        moreComing: Bool
+        moreComing: Bool, refused: [RefusedItem] = []
     ) {
         self.updatedItems = updatedItems
         self.deletedIdentifiers = deletedIdentifiers
         self.newAnchor = newAnchor
         self.moreComing = moreComing
+        self.refused = refused
     }
 }

@@ -37,7 +37,14 @@ extension DomainController {
     }
 
     /// Places one batch of changes.
+    ///
+    /// A change the store sent with an impossible value, an item named as its own folder, a
+    /// folder moved into itself or a folder below it, and an item deeper or with a longer path
+    /// than ``WalkBounds`` allows are skipped with a notice; what the database has of them
+    /// stays as it was.
     private func apply(_ changes: ChangeSet, pass: inout PullPass, report: inout SyncReport) async throws(FileProviderError) {
+        for refused in changes.refused { report.notices.append("\(display("")): skipped an item: \(refused.message)") }
+        let rootLength = replica.root.path.utf8.count
         let updated = Set(changes.updatedItems.map(\.identifier))
         for identifier in changes.deletedIdentifiers where !updated.contains(identifier) && identifier != .rootContainer {
             if let record = try store.item(domainID: domainID, identifier: identifier), !record.path.isEmpty {
@@ -47,7 +54,16 @@ extension DomainController {
 
         // Folders placed in this batch, with whether they are in the replica and new.
         var folders: [ItemIdentifier: FolderVisit] = [:]
-        var pending = changes.updatedItems.filter { $0.identifier != .rootContainer }
+        var pending: [Item] = []
+        for item in changes.updatedItems where item.identifier != .rootContainer {
+            guard item.parentIdentifier != item.identifier else {
+                report.notices.append(
+                    "\(display("")): skipped an item: \(item.filename.debugDescription) is named as its own folder; the store's change was left out"
+                )
+                continue
+            }
+            pending.append(item)
+        }
         while !pending.isEmpty {
             var byParent: [ItemIdentifier: [Item]] = [:]
             for item in pending { byParent[item.parentIdentifier, default: []].append(item) }
@@ -73,6 +89,18 @@ extension DomainController {
                     item.parentIdentifier = visit.record.identifier
                     let path = inRoot ? item.filename : visit.record.path + "/" + item.filename
                     var old = try store.item(domainID: domainID, identifier: item.identifier)
+                    if let known = old, known.kind == .folder,
+                        visit.record.path == known.path || visit.record.path.hasPrefix(known.path + "/")
+                    {
+                        report.notices.append(
+                            "\(display(visit.record.path)): skipped an item: the folder \(item.filename.debugDescription) would move into itself (from \(display(known.path))); the store's change was left out"
+                        )
+                        continue
+                    }
+                    if let problem = WalkBounds.problem(placing: item.kind, at: path, rootLength: rootLength) {
+                        report.notices.append("\(display(visit.record.path)): skipped an item: \(problem)")
+                        continue
+                    }
                     if let known = old, known.parentIdentifier != visit.record.identifier { pass.movedIn.insert(known.identifier) }
                     if let known = old, known.kind != item.kind {
                         pass.gone.append(known)

@@ -100,7 +100,11 @@ extension DomainController {
                 unique.filter { $0.state != .materialized || $0.isOutdated || replica.fingerprint(atPath: replica.path($0.path)) == nil }
             }) ?? unique
         if pending.isEmpty { return [] }
-        let totalBytes = pending.reduce(Int64(0)) { $0 + $1.size }
+        // Sizes come from the store: added without overflow, whatever they are.
+        let totalBytes = pending.reduce(Int64(0)) { total, record in
+            let (sum, overflow) = total.addingReportingOverflow(max(0, record.size))
+            return overflow ? .max : sum
+        }
         let counters = Mutex((bytes: Int64(0), items: 0))
         let checkpoints = (try? store.checkpoints(domainID: domainID)) ?? [:]
         let report: @Sendable (Int64, Bool) -> Void = { delta, finished in

@@ -10,6 +10,9 @@ struct FolderVisit: Sendable {
     var isOnDisk: Bool
     /// Whether this sync found the folder.
     var isNew: Bool
+    /// The identifiers of the folders above it, from the root down, as the walk reached it
+    /// (empty outside a walk): a folder listed with one of them is listed inside itself.
+    var ancestors: [ItemIdentifier] = []
 }
 
 /// The state of one sync down while the walk goes on: what to write, what went away, what to
@@ -67,7 +70,7 @@ extension DomainController {
     /// One folder listed during the walk.
     private struct Listing: Sendable {
         var visit: FolderVisit
-        var result: Result<[Item], FileProviderError>
+        var result: Result<ItemListing, FileProviderError>
     }
 
     /// Sync down. With a change feed and an anchor from an earlier sync, applies what changed
@@ -130,7 +133,7 @@ extension DomainController {
                         do {
                             return Listing(
                                 visit: visit,
-                                result: .success(try await backend.enumerateAllItems(in: visit.record.identifier)))
+                                result: .success(try await backend.listAllItems(in: visit.record.identifier)))
                         } catch {
                             return Listing(visit: visit, result: .failure(FileProviderError.wrap(error)))
                         }
@@ -149,11 +152,11 @@ extension DomainController {
                     pass.failedFolders.append(path)
                     report.notices.append("\(display(path)): not listed: \(error.message)")
                 case .success(let items):
-                    itemsSeen += items.count
+                    itemsSeen += items.items.count
                     do throws(FileProviderError) {
                         // Reversed onto the stack: folders are listed in name order, so rows
                         // reach the database mostly in key order (fuller pages, 11% smaller).
-                        queue += try await take(listing.visit, items: items, pass: &pass, report: &report).reversed()
+                        queue += try await take(listing.visit, listing: items, pass: &pass, report: &report).reversed()
                     } catch {
                         failure = error
                     }
@@ -236,12 +239,17 @@ extension DomainController {
     /// Applies one folder's listing: compares it with the folder's stored children, writes what
     /// changed into the replica (when the folder is populated) and queues the records. Returns
     /// the subfolders to list next.
+    ///
+    /// An entry the store sent with an impossible value, a folder listed inside itself, and an
+    /// item deeper or with a longer path than ``WalkBounds`` allows are skipped with a notice; a
+    /// stored item of the same identifier is kept as it was (with what is below it).
     private func take(
-        _ visit: FolderVisit, items: [Item], pass: inout PullPass, report: inout SyncReport
+        _ visit: FolderVisit, listing: ItemListing, pass: inout PullPass, report: inout SyncReport
     )
         async throws(FileProviderError) -> [FolderVisit]
     {
         let folder = visit.record
+        let items = listing.items
         pass.listedFolders.insert(folder.identifier)
         let inRoot = folder.path.isEmpty
         var stored: [ItemIdentifier: ItemRecord] = [:]
@@ -251,6 +259,15 @@ extension DomainController {
                 stored[child.identifier] = child
             }
         }
+        let ancestors = visit.ancestors + [folder.identifier]
+        let rootLength = replica.root.path.utf8.count
+        /// Skips an entry: reported, and what the database has of it stays as it is.
+        func skip(_ identifier: ItemIdentifier?, _ problem: String) {
+            report.notices.append("\(display(folder.path)): skipped an item: \(problem)")
+            guard let identifier, let kept = stored.removeValue(forKey: identifier) else { return }
+            if kept.kind == .folder { pass.failedFolders.append(kept.path) }
+        }
+        for refused in listing.refused { skip(refused.identifier, refused.message) }
 
         // What the listing holds, matched with what the database knows.
         var entries: [(item: Item, path: String, old: ItemRecord?)] = []
@@ -269,8 +286,15 @@ extension DomainController {
                     "\(display(folder.path)): skipped a second item named \(name.debugDescription)")
                 continue
             }
-            item.parentIdentifier = folder.identifier
             let path = inRoot ? name : folder.path + "/" + name
+            if let problem = WalkBounds.problem(listing: item, inside: ancestors)
+                ?? WalkBounds.problem(placing: item.kind, at: path, rootLength: rootLength)
+            {
+                // The folder itself (listed inside itself) is not skipped from its own place.
+                skip(ancestors.contains(item.identifier) ? nil : item.identifier, problem)
+                continue
+            }
+            item.parentIdentifier = folder.identifier
             var old = stored.removeValue(forKey: item.identifier)
             if old == nil, pass.hadItems,
                 let elsewhere = try store.item(domainID: domainID, identifier: item.identifier)
@@ -287,7 +311,11 @@ extension DomainController {
             entries.append((item, path, old))
         }
         pass.gone += stored.values
-        return try await place(entries, in: visit, complete: true, pass: &pass, report: &report)
+        return try await place(entries, in: visit, complete: true, pass: &pass, report: &report).map { subfolder in
+            var subfolder = subfolder
+            subfolder.ancestors = ancestors
+            return subfolder
+        }
     }
 
     /// One item of a folder as the store has it now: its new path and, when the database knew

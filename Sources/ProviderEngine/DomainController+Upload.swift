@@ -424,12 +424,12 @@ extension DomainController {
                 }
                 try step.finish(saving: record)
             }
-        } catch  where error.code == .filenameCollision && kind == .folder && !adopting {
+        } catch where error.code == .filenameCollision && kind == .folder && !adopting {
             // A folder of that name is in the store already (made elsewhere, or by this replica
             // before a crash): the two merge, and their items are synced one by one.
             try await uploadCreation(path: path, kind: kind, fingerprint: fingerprint, adopting: true, report: &report)
             return
-        } catch  where error.code == .filenameCollision {
+        } catch where error.code == .filenameCollision {
             // The name is taken in the store: the later item gets `name 2.ext`.
             let renamed = try await renameLocally(path, kind: kind) { ConflictName.numbered(name, $0) }
             try store.recordConflict(
@@ -499,7 +499,7 @@ extension DomainController {
                     record, now: result.item, contentVersion: result.shouldFetchContent ? nil : result.item.version.content,
                     fingerprint: fingerprint, pending: result.stillPendingFields, step: step)
             }
-        } catch  where error.code == .versionOutOfDate {
+        } catch where error.code == .versionOutOfDate {
             // A replay whose first attempt reached the store before the process died finds the
             // store already holding exactly these bytes: that is no conflict.
             if replayed, let current = try await storeHoldsSameContents(record, as: contents) {
@@ -509,7 +509,7 @@ extension DomainController {
             }
             try await keepBoth(record, report: &report)
             return
-        } catch  where error.code == .noSuchItem {
+        } catch where error.code == .noSuchItem {
             // Edited here, deleted in the store: the edit wins and the item is created again.
             // A real file that replaced a placeholder now carries the item: the placeholder goes
             // first (a crash before the record is deleted finds the same edit again), else it
@@ -611,7 +611,7 @@ extension DomainController {
     {
         do {
             _ = try await backend.item(for: record.identifier)
-        } catch  where error.code == .noSuchItem {
+        } catch where error.code == .noSuchItem {
             try await executor.run { [replica] in try replica.removeFile(atPath: replica.placeholderPath(record.path)) }
             try store.apply(domainID: domainID, upserts: [], deletions: [record.identifier])
             try await uploadCreation(path: record.path, kind: .file, fingerprint: fingerprint, report: &report)
@@ -672,7 +672,7 @@ extension DomainController {
                 }
                 return result
             }
-        } catch  where error.code == .filenameCollision {
+        } catch where error.code == .filenameCollision {
             if replayed, try await adoptReplayedMove(record, to: path, name: name, parent: parent.identifier, fingerprint: fingerprint) {
                 report.uploaded += 1
                 return
@@ -687,7 +687,7 @@ extension DomainController {
             report.notices.append("\(display(path)): the name was taken in the store; moved to \(display(renamed)) instead")
             try await uploadMove(record, to: renamed, fingerprint: fingerprint, report: &report)
             return
-        } catch  where error.code == .versionOutOfDate {
+        } catch where error.code == .versionOutOfDate {
             // Moved here, changed in the store: keep both. The store's version stays where it
             // is and comes back with this sync's listing; a moved local file is uploaded as a new
             // item at its new place, a moved placeholder (no contents of its own) is dropped.
@@ -707,7 +707,7 @@ extension DomainController {
                     path: path, kind: record.kind == .folder ? .folder : .file, fingerprint: fingerprint, report: &report)
             }
             return
-        } catch  where error.code == .noSuchItem {
+        } catch where error.code == .noSuchItem {
             // The first attempt of a replayed move reached the store before the process died.
             if replayed, try await adoptReplayedMove(record, to: path, name: name, parent: parent.identifier, fingerprint: fingerprint) {
                 report.uploaded += 1
@@ -783,7 +783,7 @@ extension DomainController {
         do {
             _ = try await backend.item(for: identifier)
             return true
-        } catch  where error.code == .noSuchItem {
+        } catch where error.code == .noSuchItem {
             return false
         }
     }
@@ -875,9 +875,9 @@ extension DomainController {
                     try await backend.deleteItem(identifier: record.identifier, baseVersion: record.version, options: [])
                 }
             }
-        } catch  where error.code == .noSuchItem {
+        } catch where error.code == .noSuchItem {
             // Already gone from the store.
-        } catch  where error.code == .versionOutOfDate {
+        } catch where error.code == .versionOutOfDate {
             // Deleted here, edited in the store: the store's version comes back as a placeholder.
             let current = try await backend.item(for: record.identifier)
             var restored = record
@@ -933,9 +933,9 @@ extension DomainController {
                             identifier: item.identifier, baseVersion: item.kind == .folder ? nil : item.version, options: [])
                     }
                 }
-            } catch  where error.code == .noSuchItem {
+            } catch where error.code == .noSuchItem {
                 // Already gone from the store.
-            } catch  where error.code == .versionOutOfDate || error.code == .directoryNotEmpty {
+            } catch where error.code == .versionOutOfDate || error.code == .directoryNotEmpty {
                 kept.append(item.path)
             }
         }

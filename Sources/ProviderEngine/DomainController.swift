@@ -35,7 +35,8 @@ public final class DomainController: Sendable {
         guard let id = domain.id else { throw FileProviderError(.providerDomainNotFound, "domain \(domain.name) has no id") }
         self.domain = domain
         domainID = id
-        self.backend = backend
+        // Every item from the store passes ItemBounds before the engine uses it.
+        self.backend = CheckedBackend(backend)
         store = manager.store
         executor = manager.executor
         logger = manager.logger

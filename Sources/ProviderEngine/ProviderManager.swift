@@ -102,7 +102,7 @@ public final class ProviderManager: Sendable {
         }
         let root: Item
         do {
-            root = try await backend.item(for: .rootContainer)
+            root = try await CheckedBackend(backend).item(for: .rootContainer)
         } catch {
             await backend.close()
             throw FileProviderError(error.code, "cannot reach the store of '\(name)': \(error.message)")

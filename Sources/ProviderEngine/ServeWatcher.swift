@@ -200,7 +200,7 @@ final class ServeWatcher: @unchecked Sendable {
                 if event.has(IN_CLOSE_WRITE) || event.has(IN_MOVED_TO) {
                     var info = stat()
                     if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG {
-                        targets[index].writes(relative, Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
+                        targets[index].writes(relative, Replica.nanoseconds(info.st_mtim))
                     }
                 } else if event.has(IN_MODIFY) || event.has(IN_CREATE) {
                     targets[index].writes(relative, nil)

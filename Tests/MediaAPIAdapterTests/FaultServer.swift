@@ -24,6 +24,9 @@ final class FaultServer: @unchecked Sendable {
         case reset
         /// Headers and `sent` bytes, then nothing until the client gives up.
         case stall(body: Data, sent: Int)
+        /// A status line and headers exactly as given (no `Content-Length` added), then `body`,
+        /// then close: lengths and ranges that lie.
+        case raw(status: Int, headers: [(String, String)], body: Data)
     }
 
     let port: Int
@@ -144,6 +147,12 @@ final class FaultServer: @unchecked Sendable {
             case .reset:
                 var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
                 setsockopt(client, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+                close(client)
+                return
+            case .raw(let status, let extra, let body):
+                var text = "HTTP/1.1 \(status) Status\r\n"
+                for (name, value) in extra { text += "\(name): \(value)\r\n" }
+                sendAll(client, Array((text + "\r\n").utf8) + Array(body))
                 close(client)
                 return
             case .stall(let body, let sent):

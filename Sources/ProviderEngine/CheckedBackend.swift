@@ -1,0 +1,100 @@
+import Foundation
+import ProviderCore
+
+/// The engine's second line against a broken or lying store: every ``Item`` a backend returns
+/// passes ``ItemBounds`` before the engine uses it, whatever the adapter checked itself.
+///
+/// An item of a listing or a change feed with an impossible value moves to the page's (or
+/// change set's) `refused`, which sync down reports as `DOMAIN:/folder: skipped an item: …`;
+/// a single item (`item(for:)`, the item a download or an upload returns) with one is a
+/// `corruptData` error naming it. Everything else is passed through unchanged.
+struct CheckedBackend: Backend {
+    let base: any Backend
+
+    init(_ base: any Backend) {
+        self.base = (base as? CheckedBackend)?.base ?? base
+    }
+
+    var capabilities: BackendCapabilities { base.capabilities }
+
+    /// - Throws: what the backend throws; `corruptData` for an item with an impossible value.
+    func item(for identifier: ItemIdentifier) async throws(FileProviderError) -> Item {
+        try ItemBounds.check(try await base.item(for: identifier))
+    }
+
+    func enumerateItems(in container: ItemIdentifier, startingAt page: Page) async throws(FileProviderError) -> ItemPage {
+        var result = try await base.enumerateItems(in: container, startingAt: page)
+        Self.sort(&result.items, refusing: &result.refused)
+        return result
+    }
+
+    func currentSyncAnchor(for container: ItemIdentifier) async throws(FileProviderError) -> SyncAnchor {
+        try await base.currentSyncAnchor(for: container)
+    }
+
+    func enumerateChanges(in container: ItemIdentifier, from anchor: SyncAnchor) async throws(FileProviderError) -> ChangeSet {
+        var changes = try await base.enumerateChanges(in: container, from: anchor)
+        Self.sort(&changes.updatedItems, refusing: &changes.refused)
+        return changes
+    }
+
+    /// - Throws: what the backend throws; `corruptData` when the item it downloaded has an
+    ///   impossible value.
+    func fetchContents(
+        for identifier: ItemIdentifier, version: ItemVersion?, to destination: URL, offset: Int64,
+        progress: ProgressHandler?
+    ) async throws(FileProviderError) -> Item {
+        try ItemBounds.check(
+            try await base.fetchContents(
+                for: identifier, version: version, to: destination, offset: offset, progress: progress))
+    }
+
+    /// - Throws: what the backend throws; `corruptData` when the created item has an
+    ///   impossible value.
+    func createItem(basedOn template: Item, fields: ItemFields, contents: URL?, options: CreateOptions)
+        async throws(FileProviderError) -> ItemResult
+    {
+        var result = try await base.createItem(basedOn: template, fields: fields, contents: contents, options: options)
+        result.item = try ItemBounds.check(result.item)
+        return result
+    }
+
+    /// - Throws: what the backend throws; `corruptData` when the changed item has an
+    ///   impossible value.
+    func modifyItem(
+        _ item: Item, baseVersion: ItemVersion, changedFields: ItemFields, contents: URL?, options: ModifyOptions
+    ) async throws(FileProviderError) -> ItemResult {
+        var result = try await base.modifyItem(
+            item, baseVersion: baseVersion, changedFields: changedFields, contents: contents, options: options)
+        result.item = try ItemBounds.check(result.item)
+        return result
+    }
+
+    func deleteItem(identifier: ItemIdentifier, baseVersion: ItemVersion?, options: DeleteOptions)
+        async throws(FileProviderError)
+    {
+        try await base.deleteItem(identifier: identifier, baseVersion: baseVersion, options: options)
+    }
+
+    func fetchThumbnail(for identifier: ItemIdentifier, size: Int) async throws(FileProviderError) -> Data {
+        try await base.fetchThumbnail(for: identifier, size: size)
+    }
+
+    func close() async { await base.close() }
+
+    /// Moves the items with impossible values from `items` to `refused`.
+    private static func sort(_ items: inout [Item], refusing refused: inout [RefusedItem]) {
+        // The usual case, nothing impossible, copies nothing.
+        guard items.contains(where: { ItemBounds.problem(with: $0) != nil }) else { return }
+        var kept: [Item] = []
+        kept.reserveCapacity(items.count)
+        for item in items {
+            if let problem = ItemBounds.problem(with: item) {
+                refused.append(RefusedItem(item, problem))
+            } else {
+                kept.append(item)
+            }
+        }
+        items = kept
+    }
+}

@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""A hostile SFTP server for tests: it answers anything, on purpose wrongly.
+
+Started by the tests (Sources/ProviderTesting/HostileSFTPServer.swift) on 127.0.0.1 and a
+free port, stopped by pid. Written with paramiko (installed by scripts/install-deps.sh), which
+lets a server send any attribute value: sizes are uint64 and times uint32 on the wire.
+
+    hostile_sftp_server.py PORT HOST_KEY
+
+Every login with any public key is accepted. The tree, below any root path:
+
+    good.txt   5 bytes "hello"
+    epoch.txt  3 bytes, modified at 0 (1970)
+    late.txt   3 bytes, modified at 2^32-1 (2106)
+    huge.bin   size 2^64-1 (read back as -1 when truncated to Int64)
+    big.bin    size 2^63
+    short.bin  says 100 bytes, sends 40 and then EOF
+    long.bin   says 10 bytes, answers every read with 20 bytes more than asked
+    loop/      a folder whose listing holds loop/ again, forever (loop/loop/loop/...),
+               and leaf.txt (1 byte)
+    liar/      a folder whose READDIR reply says 5 names and holds 1
+"""
+
+import os
+import socket
+import sys
+import threading
+
+import paramiko
+from paramiko.sftp import CMD_NAME, SFTP_EOF
+from paramiko.sftp_attr import SFTPAttributes
+
+FILE = 0o100644
+FOLDER = 0o040755
+MTIME = 1_700_000_000
+
+# name -> (mode, announced size, mtime, bytes served, extra bytes per read)
+FILES = {
+    "good.txt": (FILE, 5, MTIME, b"hello", 0),
+    "epoch.txt": (FILE, 3, 0, b"abc", 0),
+    "late.txt": (FILE, 3, 2**32 - 1, b"xyz", 0),
+    "huge.bin": (FILE, 2**64 - 1, MTIME, b"h" * 64, 0),
+    "big.bin": (FILE, 2**63, MTIME, b"b" * 64, 0),
+    "short.bin": (FILE, 100, MTIME, b"s" * 40, 0),
+    "long.bin": (FILE, 10, MTIME, b"l" * 10, 20),
+    "leaf.txt": (FILE, 1, MTIME, b"L", 0),
+    "loop": (FOLDER, 0, MTIME, b"", 0),
+    "liar": (FOLDER, 0, MTIME, b"", 0),
+}
+ROOT_NAMES = [n for n in sorted(FILES) if n != "leaf.txt"]
+
+
+def describe(path):
+    """(entry, listing names or None) of a path, or None when nothing is there. The root is
+    "/" or "/data"; loop/ holds loop/ again at any depth."""
+    parts = [p for p in path.split("/") if p and p != "."]
+    if parts[:1] == ["data"]:
+        parts = parts[1:]
+    if not parts:
+        return (FOLDER, 0, MTIME, b"", 0), ROOT_NAMES
+    name, above = parts[-1], parts[:-1]
+    if any(p != "loop" for p in above):
+        return None
+    if above and name not in ("loop", "leaf.txt"):
+        return None
+    if not above and name == "leaf.txt":
+        return None
+    entry = FILES.get(name)
+    if entry is None:
+        return None
+    if name == "loop":
+        return entry, ["leaf.txt", "loop"]
+    if name == "liar":
+        return entry, ["good.txt"]
+    return entry, None
+
+
+def attributes(name, entry):
+    mode, size, mtime, _, _ = entry
+    attr = SFTPAttributes()
+    attr.filename = name
+    attr.st_mode = mode
+    attr.st_size = size
+    attr.st_uid = 0
+    attr.st_gid = 0
+    attr.st_atime = mtime
+    attr.st_mtime = mtime
+    return attr
+
+
+class Handle(paramiko.SFTPHandle):
+    def __init__(self, name, entry):
+        super().__init__()
+        self.name = name
+        self.entry = entry
+
+    def stat(self):
+        return attributes(self.name, self.entry)
+
+    def read(self, offset, length):
+        _, _, _, data, extra = self.entry
+        if offset >= len(data):
+            return SFTP_EOF
+        return data[offset:offset + length] + b"x" * extra
+
+
+class Interface(paramiko.SFTPServerInterface):
+    def canonicalize(self, path):
+        return "/" + "/".join(p for p in path.split("/") if p and p != ".")
+
+    def _lookup(self, path):
+        return describe(path)
+
+    def stat(self, path):
+        found = self._lookup(path)
+        if found is None:
+            return paramiko.SFTP_NO_SUCH_FILE
+        name = path.rstrip("/").split("/")[-1] or "/"
+        return attributes(name, found[0])
+
+    lstat = stat
+
+    def list_folder(self, path):
+        found = self._lookup(path)
+        if found is None:
+            return paramiko.SFTP_NO_SUCH_FILE
+        entry, names = found
+        if names is None:
+            return paramiko.SFTP_FAILURE
+        return [attributes(n, FILES[n]) for n in names]
+
+    def open(self, path, flags, attr):
+        found = self._lookup(path)
+        if found is None:
+            return paramiko.SFTP_NO_SUCH_FILE
+        if flags & (os.O_WRONLY | os.O_RDWR):
+            return paramiko.SFTP_PERMISSION_DENIED
+        name = path.rstrip("/").split("/")[-1]
+        return Handle(name, found[0])
+
+    def readlink(self, path):
+        return paramiko.SFTP_NO_SUCH_FILE
+
+
+class LyingServer(paramiko.SFTPServer):
+    """Sends a READDIR reply for liar/ that claims more names than it holds."""
+
+    def _open_folder(self, request_number, path):
+        listing = self.server.list_folder(path)
+        if not isinstance(listing, list):
+            self._send_status(request_number, listing)
+            return
+        folder = paramiko.SFTPHandle()
+        folder._set_files(listing)
+        folder.hostile_lies = path.rstrip("/").endswith("/liar")
+        self._send_handle_response(request_number, folder, True)
+
+    def _read_folder(self, request_number, folder):
+        names = folder._get_next_files()
+        if len(names) == 0:
+            self._send_status(request_number, SFTP_EOF)
+            return
+        message = paramiko.Message()
+        message.add_int(request_number)
+        message.add_int(len(names) + 4 if getattr(folder, "hostile_lies", False) else len(names))
+        for attr in names:
+            message.add_string(attr.filename)
+            message.add_string(attr.filename)
+            attr._pack(message)
+        self._send_packet(CMD_NAME, message)
+
+
+class Server(paramiko.ServerInterface):
+    def check_auth_publickey(self, username, key):
+        return paramiko.AUTH_SUCCESSFUL
+
+    def check_auth_password(self, username, password):
+        return paramiko.AUTH_SUCCESSFUL
+
+    def get_allowed_auths(self, username):
+        return "publickey,password"
+
+    def check_channel_request(self, kind, chanid):
+        return paramiko.OPEN_SUCCEEDED if kind == "session" else paramiko.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
+
+    def check_channel_subsystem_request(self, channel, name):
+        return super().check_channel_subsystem_request(channel, name)
+
+
+def serve(client, host_key):
+    try:
+        transport = paramiko.Transport(client)
+        transport.add_server_key(host_key)
+        transport.set_subsystem_handler("sftp", LyingServer, Interface)
+        transport.start_server(server=Server())
+        while transport.is_active():
+            transport.join(1)
+    except Exception:
+        pass
+
+
+def exit_with_parent():
+    """Ends the server when the test process that started it is gone (killed, say), so no
+    server outlives its tests."""
+    parent = os.getppid()
+    while os.getppid() == parent:
+        threading.Event().wait(1)
+    os._exit(0)
+
+
+def main():
+    threading.Thread(target=exit_with_parent, daemon=True).start()
+    port = int(sys.argv[1])
+    host_key = paramiko.Ed25519Key.from_private_key_file(sys.argv[2])
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
+    listener.listen(64)
+    while True:
+        client, _ = listener.accept()
+        threading.Thread(target=serve, args=(client, host_key), daemon=True).start()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+import Foundation
+import ProviderCore
+import ProviderEngine
+import ProviderStore
+import ProviderTesting
+import SFTPAdapter
+import Testing
+
+/// The engine and the SFTP adapter against ``HostileSFTPServer`` (paramiko answering anything,
+/// on 127.0.0.1): apart from the conformance suites, which run against a real sshd.
+@Suite("Hostile SFTP server", .timeLimit(.minutes(5)))
+struct HostileSFTPTests {
+    /// Runs `body` with a domain `s` on a fresh hostile server.
+    static func withDomain(_ body: (ProviderManager, DomainController) async throws -> Void) async throws {
+        try await HostileSFTPServer.withStarted { server in
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-hostile-sftp-\(UUID().uuidString)")
+                .resolvingSymlinksInPath()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let manager = try ProviderManager(
+                home: folder.appendingPathComponent("home"), registry: BackendRegistry([SFTPBackend.descriptor]))
+            do {
+                try await manager.addDomain(name: "s", kind: "sftp", options: server.options(), replicaPath: nil)
+                try await body(manager, try await manager.controller(for: "s"))
+                await manager.close()
+            } catch {
+                await manager.close()
+                throw error
+            }
+        }
+    }
+
+    @Test func impossibleSizesAreSkippedAndTheRestIsRecorded() async throws {
+        try await Self.withDomain { manager, controller in
+            let report = try await controller.sync()
+            let skipped = report.notices.filter { $0.contains("skipped an item") }
+            #expect(skipped.contains { $0.hasPrefix("s:/: skipped an item: \"huge.bin\": its size 18446744073709551615") }, "\(skipped)")
+            #expect(skipped.contains { $0.hasPrefix("s:/: skipped an item: \"big.bin\": its size 9223372036854775808") }, "\(skipped)")
+            #expect(report.notices.contains { $0.hasPrefix("s:/liar: not listed:") }, "\(report.notices)")
+            let records = try manager.store.descendants(domainID: controller.domainID, of: "")
+            #expect(records.allSatisfy { $0.size >= 0 && $0.size <= ItemBounds.maximumSize })
+            let top = Set(records.filter { !$0.path.contains("/") }.map(\.path))
+            #expect(top == ["epoch.txt", "good.txt", "late.txt", "liar", "long.bin", "loop", "short.bin"])
+            // The absurd but possible dates are kept: 1970 and 2106.
+            #expect(try controller.record(at: "epoch.txt").modificationDate == Date(timeIntervalSince1970: 0))
+            #expect(try controller.record(at: "late.txt").modificationDate == Date(timeIntervalSince1970: 4_294_967_295))
+        }
+    }
+
+    @Test func aFolderThatListsItselfEndsAtTheDepthLimit() async throws {
+        try await Self.withDomain { manager, controller in
+            let report = try await controller.sync()
+            #expect(
+                report.notices.contains { $0.contains("skipped an item: \"loop\" is 257 folders deep; the limit is 256") },
+                "\(report.notices.suffix(3))")
+            let depths = try manager.store.descendants(domainID: controller.domainID, of: "").map { $0.path.split(separator: "/").count }
+            #expect(depths.max() == 256)
+        }
+    }
+
+    /// What the issue saw: `materialize -R` after a size of 2^64−1 died of a precondition.
+    @Test func materializingEverythingFailsOnlyTheLyingFiles() async throws {
+        try await Self.withDomain { manager, controller in
+            try await controller.sync()
+            let outcomes = await controller.materialize(
+                paths: ["good.txt", "epoch.txt", "late.txt", "short.bin", "long.bin"], recursive: false)
+            let failed = Dictionary(uniqueKeysWithValues: outcomes.map { ($0.path, $0.error) })
+            #expect(failed["s:/good.txt"] == .some(nil))
+            #expect(failed["s:/epoch.txt"] == .some(nil))
+            #expect(failed["s:/late.txt"] == .some(nil))
+            #expect(failed["s:/short.bin"]??.code != nil, "announced 100 bytes, sent 40")
+            #expect(try Data(contentsOf: controller.replica.url("good.txt")) == Data("hello".utf8))
+            #expect(entry(at: controller.replica.url("short.bin")) == .none)
+            // Every read answered with 20 bytes more than asked: only the 10 announced bytes
+            // are taken, never the extra ones.
+            #expect(failed["s:/long.bin"] == .some(nil))
+            #expect(try Data(contentsOf: controller.replica.url("long.bin")) == Data(repeating: UInt8(ascii: "l"), count: 10))
+            // Everything at once, the loop's 256 levels too: no trap, each item its outcome.
+            let all = await controller.materialize(paths: [""], recursive: true)
+            #expect(all.filter { $0.error != nil }.map(\.path) == ["s:/short.bin"], "\(all.filter { $0.error != nil })")
+            #expect(all.count >= 255, "the 255 leaf.txt of the loop and short.bin")
+        }
+    }
+}
