@@ -127,7 +127,10 @@ extension SFTPBackend {
             throw whyNotListed(path, remote, error, on: connection)
         }
         var raw: [(name: [UInt8], attributes: RemoteAttributes)] = []
-        while let entry = try directory.nextEntry() { raw.append(entry) }
+        while let entry = try directory.nextEntry() {
+            raw.append(entry)
+            if raw.count > ItemBounds.maximumEntriesPerFolder { throw ItemBounds.tooManyEntries(in: remote) }
+        }
         try? directory.close()
         return raw
     }

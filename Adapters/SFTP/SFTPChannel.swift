@@ -172,6 +172,7 @@ final class SFTPChannel {
                 }
                 guard reply.type == Packet.name else { throw Reply.unexpected(reply.type, "list", path) }
                 try reply.appendNames(to: &entries)
+                if entries.count > ItemBounds.maximumEntriesPerFolder { throw ItemBounds.tooManyEntries(in: path) }
             }
             if ended { return entries }
             batch = min(batch * 2, Self.maximumReadDirBatch)
@@ -341,8 +342,11 @@ struct Reply {
         throws(FileProviderError)
     {
         let count = try reader.u32()
-        // Each name takes at least 12 bytes: a bound on what a hostile count may reserve.
-        entries.reserveCapacity(entries.count + min(Int(count), reader.remaining / 12))
+        // Each name takes at least 12 bytes: a bound on what a hostile count may reserve. The
+        // room grows by doubling: reserving just enough for each reply would copy the whole
+        // listing again for every reply of a large folder.
+        let needed = entries.count + min(Int(count), reader.remaining / 12)
+        if needed > entries.capacity { entries.reserveCapacity(max(needed, entries.capacity * 2)) }
         for _ in 0..<count {
             let name = try reader.string()
             try reader.skipString()

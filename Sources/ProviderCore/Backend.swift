@@ -156,11 +156,14 @@ extension Backend {
         while true {
             var listing = ItemListing(items: [])
             var page: Page? = .initialPageSortedByName
-            do {
+            do throws(FileProviderError) {
                 while let current = page {
                     let result = try await enumerateItems(in: container, startingAt: current)
                     listing.items.append(contentsOf: result.items)
                     listing.refused.append(contentsOf: result.refused)
+                    if listing.items.count + listing.refused.count > ItemBounds.maximumEntriesPerFolder {
+                        throw ItemBounds.tooManyEntries(in: container.rawValue)
+                    }
                     page = result.nextPage
                 }
                 return listing

@@ -18,6 +18,19 @@ public enum ItemBounds {
     /// The latest date an item may have: 2200-01-01T00:00:00Z.
     public static let latestDate = Date(timeIntervalSince1970: 7_258_118_400)
 
+    /// The most entries one folder's listing may have: 2,000,000. A real folder that large is
+    /// rare; a store that keeps sending names (a loop, a lie) would otherwise fill the memory.
+    /// A listing past it fails (``tooManyEntries(in:)``): the folder is reported as not
+    /// listed and its stored items are kept.
+    public static let maximumEntriesPerFolder = 2_000_000
+
+    /// The error for a listing of `folder` past ``maximumEntriesPerFolder``.
+    public static func tooManyEntries(in folder: String) -> FileProviderError {
+        FileProviderError(
+            .corruptData,
+            "\(folder) lists more than \(maximumEntriesPerFolder) entries (a store that keeps listing?); it was not listed")
+    }
+
     /// Why `size` cannot be the size of an item's contents, or `nil`.
     public static func problem(withSize size: some BinaryInteger) -> String? {
         if size < 0 { return "its size \(size) is negative" }

@@ -46,6 +46,25 @@ struct HostileSFTPTests {
         }
     }
 
+    /// A listing that never ends stops at ``ItemBounds/maximumEntriesPerFolder`` instead of
+    /// filling the memory: the folder is not listed, the sync says so and fails (it is the
+    /// root), nothing is recorded.
+    @Test func aListingThatNeverEndsStopsAtTheEntryLimit() async throws {
+        try await HostileSFTPServer.withStarted { server in
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-hostile-sftp-\(UUID().uuidString)")
+                .resolvingSymlinksInPath()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let manager = try ProviderManager(
+                home: folder.appendingPathComponent("home"), registry: BackendRegistry([SFTPBackend.descriptor]))
+            defer { Task { await manager.close() } }
+            try await manager.addDomain(name: "e", kind: "sftp", options: server.options(root: "/endless"), replicaPath: nil)
+            let controller = try await manager.controller(for: "e")
+            let error = await #expect(throws: FileProviderError.self) { try await controller.sync() }
+            #expect(error?.message.contains("lists more than 2000000 entries") == true, "\(error?.message ?? "")")
+            #expect(try manager.store.itemCount(domainID: controller.domainID) <= 1)
+        }
+    }
+
     @Test func aFolderThatListsItselfEndsAtTheDepthLimit() async throws {
         try await Self.withDomain { manager, controller in
             let report = try await controller.sync()

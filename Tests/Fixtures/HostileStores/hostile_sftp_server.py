@@ -19,6 +19,9 @@ Every login with any public key is accepted. The tree, below any root path:
     loop/      a folder whose listing holds loop/ again, forever (loop/loop/loop/...),
                and leaf.txt (1 byte)
     liar/      a folder whose READDIR reply says 5 names and holds 1
+
+Below the root path /endless instead, the root folder's listing never ends: every READDIR is
+answered with the same 2,000 names again, never with EOF.
 """
 
 import os
@@ -50,10 +53,32 @@ FILES = {
 ROOT_NAMES = [n for n in sorted(FILES) if n != "leaf.txt"]
 
 
+def endless_batch(count=2000):
+    """The body of a NAME reply after its request id: `count` file names and attributes."""
+    message = paramiko.Message()
+    message.add_int(count)
+    for index in range(count):
+        attr = SFTPAttributes()
+        attr.filename = "n%06d" % index
+        attr.st_size = 1
+        attr.st_mode = FILE
+        attr.st_uid = attr.st_gid = 0
+        attr.st_atime = attr.st_mtime = MTIME
+        message.add_string(attr.filename)
+        message.add_string(attr.filename)
+        attr._pack(message)
+    return message.asbytes()
+
+
+ENDLESS_BATCH = endless_batch()
+
+
 def describe(path):
     """(entry, listing names or None) of a path, or None when nothing is there. The root is
     "/" or "/data"; loop/ holds loop/ again at any depth."""
     parts = [p for p in path.split("/") if p and p != "."]
+    if parts == ["endless"]:
+        return (FOLDER, 0, MTIME, b"", 0), []
     if parts[:1] == ["data"]:
         parts = parts[1:]
     if not parts:
@@ -153,9 +178,16 @@ class LyingServer(paramiko.SFTPServer):
         folder = paramiko.SFTPHandle()
         folder._set_files(listing)
         folder.hostile_lies = path.rstrip("/").endswith("/liar")
+        folder.hostile_endless = path.rstrip("/") == "/endless"
         self._send_handle_response(request_number, folder, True)
 
     def _read_folder(self, request_number, folder):
+        if getattr(folder, "hostile_endless", False):
+            message = paramiko.Message()
+            message.add_int(request_number)
+            message.add_bytes(ENDLESS_BATCH)
+            self._send_packet(CMD_NAME, message)
+            return
         names = folder._get_next_files()
         if len(names) == 0:
             self._send_status(request_number, SFTP_EOF)
