@@ -843,8 +843,7 @@ extension DomainController {
                 }
             }
         }
-        try store.deleteSubtree(domainID: domainID, path: oldPath)
-        try store.apply(domainID: domainID, upserts: upserts, deletions: [])
+        try store.replaceSubtree(domainID: domainID, path: oldPath, with: upserts)
         // Placeholders below the folder carry the old identifiers: the scan knows a moved
         // placeholder by its identifier, so each is rewritten (where it still is). A crash
         // before this leaves old identifiers, as before the move was recorded.

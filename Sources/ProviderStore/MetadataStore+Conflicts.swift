@@ -20,12 +20,25 @@ extension MetadataStore {
 
     /// Deletes the records of an item and everything below it.
     public func deleteSubtree(domainID: Int64, path: String) throws(FileProviderError) {
+        try write { db in try Self.deleteSubtree(domainID: domainID, path: path, in: db) }
+    }
+
+    /// Replaces the records of an item and everything below it with `records` (a moved folder
+    /// with its new paths and identifiers), in one transaction: a process killed in between
+    /// never leaves the folder's items unrecorded, which the next scan would take for new local
+    /// files and upload again beside themselves.
+    public func replaceSubtree(domainID: Int64, path: String, with records: [ItemRecord]) throws(FileProviderError) {
         try write { db in
-            // Two statements: with `OR` SQLite scans the whole domain instead of `item_path`.
-            try db.cachedStatement(sql: "DELETE FROM item WHERE domainID = ? AND path = ?").execute(arguments: [domainID, path])
-            try db.cachedStatement(sql: "DELETE FROM item WHERE domainID = ? AND path >= ? AND path < ?")
-                .execute(arguments: [domainID, path + "/", path + "0"])
+            try Self.deleteSubtree(domainID: domainID, path: path, in: db)
+            try Self.apply(domainID: domainID, upserts: records, deletions: [], in: db)
         }
+    }
+
+    private static func deleteSubtree(domainID: Int64, path: String, in db: Database) throws {
+        // Two statements: with `OR` SQLite scans the whole domain instead of `item_path`.
+        try db.cachedStatement(sql: "DELETE FROM item WHERE domainID = ? AND path = ?").execute(arguments: [domainID, path])
+        try db.cachedStatement(sql: "DELETE FROM item WHERE domainID = ? AND path >= ? AND path < ?")
+            .execute(arguments: [domainID, path + "/", path + "0"])
     }
 
     /// Gives everything below the folder path `from` the same place below `to` (the folder's

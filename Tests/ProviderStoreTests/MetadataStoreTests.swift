@@ -382,6 +382,25 @@ import Testing
         }
     }
 
+    /// A moved folder's records are replaced in one transaction: when the new ones cannot be
+    /// written, the old ones stay (two writes left the folder's items unrecorded after a kill in
+    /// between, and the next scan uploaded them again beside themselves).
+    @Test func replacingASubtreeIsAllOrNothing() throws {
+        try withStore { store, _ in
+            let id = try makeDomain(store)
+            try store.apply(domainID: id, upserts: [record(id, "d"), record(id, "d/a.txt"), record(id, "d/b.txt")], deletions: [])
+            var broken = record(id, "e/a.txt")
+            broken.domainID = 9_999  // no such domain: the foreign key refuses the row
+            #expect(throws: FileProviderError.self) {
+                try store.replaceSubtree(domainID: id, path: "d", with: [record(id, "e"), broken])
+            }
+            #expect(try store.descendants(domainID: id, of: "d").map(\.path).sorted() == ["d/a.txt", "d/b.txt"])
+            try store.replaceSubtree(domainID: id, path: "d", with: [record(id, "e"), record(id, "e/a.txt")])
+            #expect(try store.item(domainID: id, path: "d") == nil)
+            #expect(try store.descendants(domainID: id, of: "e").map(\.path) == ["e/a.txt"])
+        }
+    }
+
     @Test func anEntryTheStoreRefusedIsReopenedAsAFreshAttemptNotAReplay() throws {
         try withStore { store, _ in
             let id = try makeDomain(store)
