@@ -7,7 +7,8 @@ extension SFTPBackend {
     /// A recursive deletion first renames the folder to a hidden staging name, so the item
     /// disappears at once, then removes its contents without following symlinks.
     /// - Throws: `noSuchItem` when the item is gone; `versionOutOfDate` when its version is not
-    ///   `baseVersion`; `directoryNotEmpty` for a non-empty folder without `recursive`;
+    ///   `baseVersion`; `directoryNotEmpty` for a non-empty folder without `recursive` (one
+    ///   holding only this backend's staging files is deleted with them);
     ///   `deletionRejected` for the root; `permissionDenied` naming the path.
     public func deleteItem(identifier: ItemIdentifier, baseVersion: ItemVersion?, options: DeleteOptions)
         async throws(FileProviderError)
@@ -27,12 +28,21 @@ extension SFTPBackend {
                 } catch {
                     if connection.isDead { throw error }
                     let directory = try connection.openDirectory(located.remote)
+                    var staged: [String] = []
                     while let entry = try directory.nextEntry() {
-                        if entry.name != Array(".".utf8) && entry.name != Array("..".utf8) {
+                        if entry.name == Array(".".utf8) || entry.name == Array("..".utf8) { continue }
+                        // Staging files of uploads into the folder that were cut short (or are
+                        // under way: that upload fails at its rename and is sent again) hold
+                        // nothing the store must keep; anything else does.
+                        guard let name = Filename.decode(entry.name), StagingName.matches(name), entry.attributes.kind != .folder else {
                             throw FileProviderError(.directoryNotEmpty, "\(path.display) is not empty")
                         }
+                        staged.append(name)
                     }
-                    throw error
+                    try? directory.close()
+                    if staged.isEmpty { throw error }
+                    for name in staged { try connection.unlink(located.remote + "/" + name) }
+                    try connection.rmdir(located.remote)
                 }
                 return
             }

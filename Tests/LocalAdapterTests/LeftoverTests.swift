@@ -11,6 +11,33 @@ import Testing
 /// What uploads cut short leave behind: staging files in the store's folders.
 @Suite("LocalBackend leftovers")
 struct LeftoverTests {
+    /// A folder deleted here whose only entries are staging files nobody writes any more is
+    /// deleted with them; one an upload still writes (its lock held) stays, as does a folder
+    /// with anything else in it.
+    @Test func deletingAFolderRemovesTheAbandonedStagingFilesInIt() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let gone = folder.url.appendingPathComponent("gone")
+        let busy = folder.url.appendingPathComponent("busy")
+        for inside in [gone, busy] {
+            try FileManager.default.createDirectory(at: inside, withIntermediateDirectories: false)
+            try Data("partial".utf8).write(to: inside.appendingPathComponent(StagingName.make()))
+        }
+        let writing = busy.appendingPathComponent(StagingName.make())
+        try Data("still writing".utf8).write(to: writing)
+        let writer = try lock(writing)
+        defer { close(writer) }
+        let backend = try LocalBackend(rootPath: folder.path)
+        defer { Task { await backend.close() } }
+        try await backend.deleteItem(identifier: "gone", baseVersion: nil, options: [])
+        #expect(!FileManager.default.fileExists(atPath: gone.path))
+        let error = await #expect(throws: FileProviderError.self) {
+            try await backend.deleteItem(identifier: "busy", baseVersion: nil, options: [])
+        }
+        #expect(error?.code == .directoryNotEmpty)
+        #expect(FileManager.default.fileExists(atPath: writing.path))
+    }
+
     @Test func listingAFolderRemovesAbandonedStagingFilesAndNothingElse() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }

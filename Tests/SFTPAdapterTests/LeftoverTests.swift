@@ -28,4 +28,28 @@ struct LeftoverTests {
         }
     }
 
+    /// A folder deleted here whose only entries are staging files (an upload into it cut short
+    /// a moment ago, fresh, so no listing removed it yet) is deleted with them; a folder with
+    /// anything else in it stays (`directoryNotEmpty`).
+    @Test func deletingAFolderRemovesTheStagingFilesInIt() async throws {
+        let server = try await TestServer.shared()
+        let root = try server.makeFolder()
+        let gone = URL(fileURLWithPath: root).appendingPathComponent("gone")
+        let kept = URL(fileURLWithPath: root).appendingPathComponent("kept")
+        for folder in [gone, kept] {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+            try Data("partial".utf8).write(to: folder.appendingPathComponent(StagingName.make()))
+        }
+        try Data("mine".utf8).write(to: kept.appendingPathComponent("\(StagingName.prefix)mine.txt"))
+        let backend = try TestServer.backend(server, root: root)
+        defer { Task { await backend.close() } }
+        try await backend.deleteItem(identifier: "gone", baseVersion: nil, options: [])
+        #expect(!FileManager.default.fileExists(atPath: gone.path))
+        let error = await #expect(throws: FileProviderError.self) {
+            try await backend.deleteItem(identifier: "kept", baseVersion: nil, options: [])
+        }
+        #expect(error?.code == .directoryNotEmpty)
+        #expect(FileManager.default.fileExists(atPath: kept.appendingPathComponent("\(StagingName.prefix)mine.txt").path))
+    }
+
 }
