@@ -197,8 +197,8 @@ extension DomainController {
             let downloadsStarted = Date()
             defer { report.phases.downloads = Date().timeIntervalSince(downloadsStarted) }
             for outcome in await download(pass.redownload, events: events) {
-                if let error = outcome.error {
-                    report.notices.append("\(outcome.path): not downloaded: \(error.message)")
+                if let notice = outcome.notDownloadedNotice {
+                    report.notices.append(notice)
                 } else {
                     report.downloaded += 1
                 }

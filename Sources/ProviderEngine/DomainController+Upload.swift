@@ -596,8 +596,8 @@ extension DomainController {
         if let print = replica.fingerprint(atPath: replica.path(copyPath)) {
             try await uploadCreation(path: copyPath, kind: .file, fingerprint: print, report: &report)
         }
-        for outcome in await download([original], events: nil) where outcome.error != nil {
-            report.notices.append("\(outcome.path): not downloaded: \(outcome.error!.message)")
+        for outcome in await download([original], events: nil) {
+            if let notice = outcome.notDownloadedNotice { report.notices.append(notice) }
         }
     }
 

@@ -36,6 +36,12 @@ public struct ItemOutcome: Sendable {
         return Self.message(error.message, names: path) ? error.message : "\(path): \(error.message)"
     }
 
+    /// A notice that the item was not downloaded and why, naming it once.
+    public var notDownloadedNotice: String? {
+        guard let error else { return nil }
+        return Self.message(error.message, names: path) ? "not downloaded: \(error.message)" : "\(path): not downloaded: \(error.message)"
+    }
+
     /// Whether `message` names the item at `path` (not only an item below it).
     static func message(_ message: String, names path: String) -> Bool {
         var rest = message[...]

@@ -261,4 +261,15 @@ final class LockedValue<T: Sendable>: @unchecked Sendable {
             #expect(try controller.summary().pinned == 1)
         }
     }
+
+    /// A sync's notice about a file it could not download names the file once.
+    @Test func notDownloadedNoticesNameTheItemOnce() {
+        let named = ItemOutcome(
+            path: "d:/a.bin", error: FileProviderError(.corruptData, "the download of d:/a.bin was 3 bytes, expected 5; try again"))
+        #expect(named.notDownloadedNotice == "not downloaded: the download of d:/a.bin was 3 bytes, expected 5; try again")
+        let unnamed = ItemOutcome(path: "d:/a.bin", error: FileProviderError(.serverUnreachable, "connection reset"))
+        #expect(unnamed.notDownloadedNotice == "d:/a.bin: not downloaded: connection reset")
+        #expect(ItemOutcome(path: "d:/a.bin", error: nil).notDownloadedNotice == nil)
+    }
+
 }
