@@ -74,11 +74,22 @@ enum Output {
     /// command again to finish`), and `CommandInterrupted` is thrown.
     static func finish(_ outcomes: [ItemOutcome], verb: String, json: Bool) throws {
         let interrupted = Interruption.shared.signal != nil
-        let notDone = interrupted ? outcomes.filter { $0.error?.code == .cancelled } : []
-        let failed = outcomes.filter { $0.error != nil && !(interrupted && $0.error?.code == .cancelled) }
+        // Plain loops: closures over the outcomes here crashed the release build's optimizer
+        // (Swift 6.3.1, CopyPropagation).
+        var failed: [ItemOutcome] = []
+        var notDone: [ItemOutcome] = []
+        for outcome in outcomes {
+            guard let code = outcome.error?.code else { continue }
+            if interrupted && code == .cancelled { notDone.append(outcome) } else { failed.append(outcome) }
+        }
         if json {
-            try Output.json(
-                outcomes.map { OutcomeJSON(path: $0.path, ok: $0.error == nil, error: $0.error?.message, code: $0.error?.code.name) })
+            var rows: [OutcomeJSON] = []
+            for outcome in outcomes {
+                rows.append(
+                    OutcomeJSON(path: outcome.path, ok: outcome.error == nil, error: outcome.error?.message, code: outcome.error?.code.name)
+                )
+            }
+            try Output.json(rows)
         } else {
             for outcome in failed { error(outcome.message ?? outcome.path) }
             let done = outcomes.count - failed.count
@@ -92,11 +103,12 @@ enum Output {
             if !failed.isEmpty { line += ", \(failed.count) failed" }
             line += "; \(notDone.count) not done"
             // What an outcome says beyond "not done" (how far a recursive populate got).
-            let details = notDone.compactMap { outcome -> String? in
-                guard let message = outcome.message, let error = outcome.error,
-                    error.message != "cancelled", error.message != DomainController.notStarted.message
-                else { return nil }
-                return message
+            var details: [String] = []
+            let notStarted = DomainController.notStarted.message
+            for outcome in notDone {
+                let reason = outcome.error?.message ?? "cancelled"
+                if reason == "cancelled" || reason == notStarted { continue }
+                details.append(outcome.message ?? reason)
             }
             if !details.isEmpty && details.count <= 3 { line += " (\(details.joined(separator: "; ")))" }
             FileHandle.standardError.write(Data((line + "; run the same command again to finish\n").utf8))
