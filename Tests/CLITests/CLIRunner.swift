@@ -26,15 +26,21 @@ struct CLIRunner {
         binary = Self.locateBinary()
     }
 
-    /// Runs the binary with `--home` added after the subcommand words.
-    @discardableResult
-    func run(_ arguments: [String], withHome: Bool = true) throws -> Result {
-        let process = Process()
+    /// Makes `process` run the binary with `arguments`, `--home` added after them, and the
+    /// environment without `FILEPROVIDER_HOME`.
+    func configure(_ process: Process, _ arguments: [String], withHome: Bool = true) {
         process.executableURL = binary
         process.arguments = arguments + (withHome ? ["--home", home.path] : [])
         var environment = ProcessInfo.processInfo.environment
         environment.removeValue(forKey: "FILEPROVIDER_HOME")
         process.environment = environment
+    }
+
+    /// Runs the binary with `--home` added after the subcommand words.
+    @discardableResult
+    func run(_ arguments: [String], withHome: Bool = true) throws -> Result {
+        let process = Process()
+        configure(process, arguments, withHome: withHome)
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out

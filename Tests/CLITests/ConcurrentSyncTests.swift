@@ -31,11 +31,7 @@ import Testing
     /// Starts the binary in the background; the exit to wait for comes with it.
     static func start(_ cli: CLIRunner, _ arguments: [String]) throws -> (Process, ProcessExit) {
         let process = Process()
-        process.executableURL = cli.binary
-        process.arguments = arguments + ["--home", cli.home.path]
-        var environment = ProcessInfo.processInfo.environment
-        environment.removeValue(forKey: "FILEPROVIDER_HOME")
-        process.environment = environment
+        cli.configure(process, arguments)
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         let exit = ProcessExit(process)

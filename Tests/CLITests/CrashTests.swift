@@ -202,11 +202,7 @@ import Testing
     /// Starts the binary and sends SIGKILL after `delay` seconds unless it ended before.
     func runAndMaybeKill(_ cli: CLIRunner, _ arguments: [String], after delay: Double) async throws -> Attempt {
         let process = Process()
-        process.executableURL = cli.binary
-        process.arguments = arguments + ["--home", cli.home.path]
-        var environment = ProcessInfo.processInfo.environment
-        environment.removeValue(forKey: "FILEPROVIDER_HOME")
-        process.environment = environment
+        cli.configure(process, arguments)
         let errors = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-crash-stderr-\(UUID().uuidString)")
         _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: errors) }

@@ -22,11 +22,7 @@ final class BackgroundCommand {
         errURL = folder.appendingPathComponent("\(name).err")
         _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
         _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        process.executableURL = cli.binary
-        process.arguments = arguments + ["--home", cli.home.path]
-        var environment = ProcessInfo.processInfo.environment
-        environment.removeValue(forKey: "FILEPROVIDER_HOME")
-        process.environment = environment
+        cli.configure(process, arguments)
         process.standardOutput = try FileHandle(forWritingTo: outURL)
         self.terminal = terminal ? try PseudoTerminal() : nil
         if let pty = self.terminal {

@@ -16,11 +16,7 @@ final class ServeProcess {
 
     init(_ cli: CLIRunner, _ arguments: [String], log: URL, command: String = "serve") throws {
         self.log = log
-        process.executableURL = cli.binary
-        process.arguments = [command] + arguments + ["--home", cli.home.path]
-        var environment = ProcessInfo.processInfo.environment
-        environment.removeValue(forKey: "FILEPROVIDER_HOME")
-        process.environment = environment
+        cli.configure(process, [command] + arguments)
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let handle = try FileHandle(forWritingTo: log)
         process.standardOutput = handle

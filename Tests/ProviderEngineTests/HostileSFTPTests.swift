@@ -10,8 +10,10 @@ import Testing
 /// on 127.0.0.1): apart from the conformance suites, which run against a real sshd.
 @Suite("Hostile SFTP server", .timeLimit(.minutes(5)))
 struct HostileSFTPTests {
-    /// Runs `body` with a domain `s` on a fresh hostile server.
-    static func withDomain(_ body: (ProviderManager, DomainController) async throws -> Void) async throws {
+    /// Runs `body` with a domain `name` on a fresh hostile server, below its root path `root`.
+    static func withDomain(
+        _ name: String = "s", root: String = "/data", _ body: (ProviderManager, DomainController) async throws -> Void
+    ) async throws {
         try await HostileSFTPServer.withStarted { server in
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-hostile-sftp-\(UUID().uuidString)")
                 .resolvingSymlinksInPath()
@@ -19,8 +21,8 @@ struct HostileSFTPTests {
             let manager = try ProviderManager(
                 home: folder.appendingPathComponent("home"), registry: BackendRegistry([SFTPBackend.descriptor]))
             do {
-                try await manager.addDomain(name: "s", kind: "sftp", options: server.options(), replicaPath: nil)
-                try await body(manager, try await manager.controller(for: "s"))
+                try await manager.addDomain(name: name, kind: "sftp", options: server.options(root: root), replicaPath: nil)
+                try await body(manager, try await manager.controller(for: name))
                 await manager.close()
             } catch {
                 await manager.close()
@@ -50,18 +52,11 @@ struct HostileSFTPTests {
     /// filling the memory: the folder is not listed, the sync says so and fails (it is the
     /// root), nothing is recorded.
     @Test func aListingThatNeverEndsStopsAtTheEntryLimit() async throws {
-        try await HostileSFTPServer.withStarted { server in
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-hostile-sftp-\(UUID().uuidString)")
-                .resolvingSymlinksInPath()
-            defer { try? FileManager.default.removeItem(at: folder) }
-            let manager = try ProviderManager(
-                home: folder.appendingPathComponent("home"), registry: BackendRegistry([SFTPBackend.descriptor]))
-            defer { Task { await manager.close() } }
-            try await manager.addDomain(name: "e", kind: "sftp", options: server.options(root: "/endless"), replicaPath: nil)
-            let controller = try await manager.controller(for: "e")
+        try await Self.withDomain("e", root: "/endless") { manager, controller in
             let error = await #expect(throws: FileProviderError.self) { try await controller.sync() }
             #expect(error?.message.contains("lists more than 2000000 entries") == true, "\(error?.message ?? "")")
-            #expect(try manager.store.itemCount(domainID: controller.domainID) <= 1)
+            let recorded = try manager.store.itemCount(domainID: controller.domainID)
+            #expect(recorded <= 1)
         }
     }
 
