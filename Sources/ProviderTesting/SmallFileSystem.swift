@@ -48,6 +48,23 @@ public final class SmallFileSystem: Sendable {
         return try await body(fileSystem)
     }
 
+    /// What a backend throws when the local disk fills up during a download: fetches
+    /// `identifier` (a file larger than 1 MiB) into a 1 MiB file system. Returns the error
+    /// (`nil` when none was thrown) and the destination's path.
+    public static func fetchError(of identifier: ItemIdentifier, from backend: any Backend) async throws -> (
+        error: FileProviderError?, destination: String
+    ) {
+        try await with(size: 1 << 20) { disk in
+            let destination = disk.root.appendingPathComponent("big.bin.part")
+            do {
+                _ = try await backend.fetchContents(for: identifier, version: nil, to: destination, offset: 0, progress: nil)
+                return (nil, destination.path)
+            } catch {
+                return (FileProviderError.wrap(error), destination.path)
+            }
+        }
+    }
+
     /// Fills it with a file `name` until at most `leaving` bytes are free; returns the file.
     @discardableResult
     public func fill(leaving: Int64, name: String = "filler") throws -> URL {

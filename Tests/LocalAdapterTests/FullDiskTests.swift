@@ -12,14 +12,9 @@ struct FullDiskTests {
         defer { folder.remove() }
         try bytes(3 << 20).write(to: folder.url.appendingPathComponent("big.bin"))
         let backend = try LocalBackend(rootPath: folder.path)
-        try await SmallFileSystem.with(size: 1 << 20) { disk in
-            let destination = disk.root.appendingPathComponent("big.bin.part")
-            let error = await #expect(throws: FileProviderError.self) {
-                try await backend.fetchContents(for: "big.bin", version: nil, to: destination, offset: 0, progress: nil)
-            }
-            #expect(error?.code == .fileWriteOutOfSpace, "\(error?.code.name ?? ""): \(error?.message ?? "")")
-            #expect(error?.message.contains(destination.path) == true)
-        }
+        let (error, destination) = try await SmallFileSystem.fetchError(of: "big.bin", from: backend)
+        #expect(error?.code == .fileWriteOutOfSpace, "\(error?.code.name ?? ""): \(error?.message ?? "")")
+        #expect(error?.message.contains(destination) == true)
         await backend.close()
     }
 

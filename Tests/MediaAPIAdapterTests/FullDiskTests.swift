@@ -12,14 +12,9 @@ struct FullDiskTests {
         let api = OriginalAPI(files: ["big.bin": data])
         let server = try FaultServer { request in api.answer(request) ?? api.full(request) }
         let backend = try await MediaBackend(url: server.url, token: nil, timeout: 30, connections: 1, retries: 3)
-        try await SmallFileSystem.with(size: 1 << 20) { disk in
-            let destination = disk.root.appendingPathComponent("big.bin.part")
-            let error = await #expect(throws: FileProviderError.self) {
-                try await backend.fetchContents(for: "big.bin", version: nil, to: destination, offset: 0, progress: nil)
-            }
-            #expect(error?.code == .fileWriteOutOfSpace, "\(error?.code.name ?? ""): \(error?.message ?? "")")
-            #expect(error?.message.contains("No space left on device") == true, "\(error?.message ?? "")")
-        }
+        let (error, _) = try await SmallFileSystem.fetchError(of: "big.bin", from: backend)
+        #expect(error?.code == .fileWriteOutOfSpace, "\(error?.code.name ?? ""): \(error?.message ?? "")")
+        #expect(error?.message.contains("No space left on device") == true, "\(error?.message ?? "")")
         await backend.close()
     }
 }

@@ -13,14 +13,9 @@ struct FullDiskTests {
         let root = try server.makeFolder()
         try Data((0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }).write(to: URL(fileURLWithPath: root + "/big.bin"))
         let backend = try TestServer.backend(server, root: root)
-        try await SmallFileSystem.with(size: 1 << 20) { disk in
-            let destination = disk.root.appendingPathComponent("big.bin.part")
-            let error = await #expect(throws: FileProviderError.self) {
-                try await backend.fetchContents(for: "big.bin", version: nil, to: destination, offset: 0, progress: nil)
-            }
-            #expect(error?.code == .fileWriteOutOfSpace, "\(error?.code.name ?? ""): \(error?.message ?? "")")
-            #expect(error?.message.contains(destination.path) == true)
-        }
+        let (error, destination) = try await SmallFileSystem.fetchError(of: "big.bin", from: backend)
+        #expect(error?.code == .fileWriteOutOfSpace, "\(error?.code.name ?? ""): \(error?.message ?? "")")
+        #expect(error?.message.contains(destination) == true)
         await backend.close()
     }
 }
