@@ -7,7 +7,6 @@
 #include <malloc.h>
 #include <stdio.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 #include <sys/fanotify.h>
 #include <unistd.h>
 
@@ -35,6 +34,12 @@ static inline int fp_link_unnamed(int fd, const char *target) {
 /// Lets glibc keep up to `bytes` of freed memory at the top of each arena before giving it
 /// back to the kernel (M_TRIM_THRESHOLD); returns 1 on success.
 static inline int fp_set_trim_threshold(int bytes) { return mallopt(M_TRIM_THRESHOLD, bytes); }
+
+// Declared here rather than through <sys/xattr.h>: under _GNU_SOURCE that header pulls in
+// <sys/select.h>, whose fd_set then differs from the one Dispatch's module saw, and a clean
+// build fails ("__fds_bits ... is not present in definition of fd_set").
+extern int lsetxattr(const char *path, const char *name, const void *value, size_t size, int flags);
+extern ssize_t lgetxattr(const char *path, const char *name, void *value, size_t size);
 
 /// Sets the extended attribute `name` of the file at `path` (not following a final symlink);
 /// 0, or -1 with errno (ENOTSUP where the file system has none).
