@@ -214,23 +214,11 @@ extension DomainController {
         case .materialized:
             let path = replica.path(record.path)
             guard let print = replica.fingerprint(atPath: path) else { return false }
-            if hasLocalChanges(record, print) { return true }
+            if replica.hasLocalChanges(record, print) { return true }
             try replica.removeFile(atPath: path)
             return false
         case .folder:
             return try !replica.removeFolderIfEmpty(record.path)
         }
-    }
-
-    /// Whether a materialized file (at the record's path, with fingerprint `print`) differs
-    /// from what the engine wrote: its fingerprint is not the recorded one, and it is not a
-    /// download the engine placed but has not recorded yet (its ``DownloadMark``; another
-    /// process downloading the item again, or one killed before its database write). Blocking
-    /// when the fingerprints differ (it reads the mark).
-    func hasLocalChanges(_ record: ItemRecord, _ print: FileFingerprint) -> Bool {
-        if print.size == record.localSize && print.modificationNanos == record.localModificationNanos && print.inode == record.localInode {
-            return false
-        }
-        return DownloadMark.recognize(atPath: replica.path(record.path), print, as: record) == nil
     }
 }

@@ -87,7 +87,7 @@ extension DomainController {
         try await executor.run { [self] in
             let path = replica.path(record.path)
             if let print = replica.fingerprint(atPath: path) {
-                if hasLocalChanges(record, print) {
+                if replica.hasLocalChanges(record, print) {
                     throw FileProviderError(
                         .unsyncedEdits, "\(display(record.path)) has local changes that are not uploaded; nothing was evicted")
                 }

@@ -196,7 +196,7 @@ extension DomainController {
         if !pass.redownload.isEmpty {
             let downloadsStarted = Date()
             defer { report.phases.downloads = Date().timeIntervalSince(downloadsStarted) }
-            for outcome in await download(pass.redownload, events: events) {
+            for outcome in await downloader.download(pass.redownload, events: events) {
                 if let notice = outcome.notDownloadedNotice {
                     report.notices.append(notice)
                 } else {

@@ -76,7 +76,9 @@ extension DomainController {
             }
         }
         let current = try self.record(at: path)
-        let edited = try await executor.run { [self] in replica.fingerprint(atPath: file).map { hasLocalChanges(current, $0) } ?? false }
+        let edited = try await executor.run { [self] in
+            replica.fingerprint(atPath: file).map { replica.hasLocalChanges(current, $0) } ?? false
+        }
         let label = display(path)
         let data = try await executor.run { () throws -> Data in
             let made = Result { () throws(FileProviderError) -> Data in try Thumbnailer.jpeg(fromFileAt: file, size: size) }

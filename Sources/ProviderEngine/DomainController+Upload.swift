@@ -552,7 +552,7 @@ extension DomainController {
     /// Downloads the store's version to a staging file to compare; used only for replays.
     private func storeHoldsSameContents(_ record: ItemRecord, as local: URL) async throws(FileProviderError) -> Item? {
         let replica = self.replica
-        let staging = replica.stagingPath(named: stagingName(for: record.identifier) + ".compare")
+        let staging = replica.stagingPath(named: Downloader.stagingName(for: record.identifier) + ".compare")
         defer { try? replica.removeFile(atPath: staging) }
         let current: Item
         do {
@@ -596,7 +596,7 @@ extension DomainController {
         if let print = replica.fingerprint(atPath: replica.path(copyPath)) {
             try await uploadCreation(path: copyPath, kind: .file, fingerprint: print, report: &report)
         }
-        for outcome in await download([original], events: nil) {
+        for outcome in await downloader.download([original], events: nil) {
             if let notice = outcome.notDownloadedNotice { report.notices.append(notice) }
         }
     }

@@ -13,7 +13,8 @@ public final class DomainController: Sendable {
     let store: MetadataStore
     let executor: BlockingExecutor
     let logger: Logger
-    let downloads = Mutex<[ItemIdentifier: Task<ItemRecord, any Error>]>([:])
+    /// Downloads files into the replica: materialize, sync's due downloads, conflicts.
+    let downloader: Downloader
     /// Sync and the population of dataless folders take turns: a folder populated while sync
     /// down decides what to write into it would miss the new items of the listing.
     let treeLock = AsyncLock()
@@ -23,8 +24,6 @@ public final class DomainController: Sendable {
     public let downloadDepth: Int
     /// How long the domain waits after failures that back it off.
     public let backoffPolicy: BackoffPolicy
-    /// The free space downloads check and promise (shared with the manager's other domains).
-    let space: SpaceReservations
     /// Files a watcher saw finished being written: uploaded without waiting for the settle time.
     public let finishedWrites = FinishedWrites()
     /// The domain's sync lock and serve lock files (see ``DomainLock``).
@@ -42,7 +41,6 @@ public final class DomainController: Sendable {
         logger = manager.logger
         self.downloadDepth = downloadDepth
         backoffPolicy = manager.backoffPolicy
-        space = manager.spaceReservations
         ignoreRules = IgnoreRules(extra: domain.ignoreList)
         syncLockPath = DomainLock.syncPath(home: manager.home, domain: domain.name)
         serveLockPath = DomainLock.path(home: manager.home, domain: domain.name)
@@ -64,6 +62,9 @@ public final class DomainController: Sendable {
                 .localIOFailure, "cannot create the staging folder \(staging.path): \(FileProviderError.wrap(error).message)")
         }
         replica = Replica(root: replicaRoot, staging: staging)
+        downloader = Downloader(
+            domainID: id, domainName: domain.name, backend: self.backend, replica: replica, store: store, executor: executor,
+            depth: downloadDepth, space: manager.spaceReservations)
     }
 
     private static func sameDevice(_ a: String, _ b: String) -> Bool {

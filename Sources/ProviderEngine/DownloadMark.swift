@@ -135,3 +135,17 @@ enum FNV1a {
         return hash
     }
 }
+
+extension Replica {
+    /// Whether a materialized file (at the record's path, with fingerprint `print`) differs
+    /// from what the engine wrote: its fingerprint is not the recorded one, and it is not a
+    /// download the engine placed but has not recorded yet (its ``DownloadMark``; another
+    /// process downloading the item again, or one killed before its database write). Blocking
+    /// when the fingerprints differ (it reads the mark).
+    public func hasLocalChanges(_ record: ItemRecord, _ print: FileFingerprint) -> Bool {
+        if print.size == record.localSize && print.modificationNanos == record.localModificationNanos && print.inode == record.localInode {
+            return false
+        }
+        return DownloadMark.recognize(atPath: path(record.path), print, as: record) == nil
+    }
+}

@@ -142,7 +142,7 @@ struct DiskSpaceTests {
                 _ = try await controller.sync()
                 // A first download that got 1 MiB (a checkpoint and its staging file), then one
                 // the adapter stops with a full disk (a quota: the file system is not full).
-                let staging = controller.replica.stagingPath(named: controller.stagingName(for: "big.bin"))
+                let staging = controller.replica.stagingPath(named: Downloader.stagingName(for: "big.bin"))
                 try controller.replica.prepareStagingFile(atPath: staging, truncate: true)
                 try data.prefix(1 << 20).write(to: URL(fileURLWithPath: staging))
                 try f.manager.store.saveCheckpoint(

@@ -50,7 +50,7 @@ import Testing
         try await Fixture.with { f in
             let (controller, data, checkpoint) = try await interruptedDownload(f)
             // The layout before staging files were spread over folders: directly in `staging`.
-            let flat = controller.replica.staging.path + "/" + controller.stagingName(for: "big.bin")
+            let flat = controller.replica.staging.path + "/" + Downloader.stagingName(for: "big.bin")
             try staged.write(to: URL(fileURLWithPath: flat))
             var old = checkpoint
             old.stagingPath = flat

@@ -1,0 +1,314 @@
+import Foundation
+import ProviderCore
+import ProviderStore
+
+/// Downloads a domain's files into its replica (`startProvidingItem`): each into a staging file
+/// on the replica's file system, checked for size, dated, marked as the engine's download
+/// (``DownloadMark``), renamed into place over its placeholder, and recorded in batches.
+/// Requests for the same item share one download; large downloads leave a checkpoint and
+/// resume; a file that does not fit beside the reserve is refused before a byte is fetched
+/// (``SpaceReservations``).
+///
+/// `materialize`, sync's due downloads, conflict resolution and (later) the on-access handler
+/// all download through it. Safe to use from many tasks at once.
+final class Downloader: Sendable {
+    let domainID: Int64
+    let domainName: String
+    let backend: any Backend
+    let replica: Replica
+    let store: MetadataStore
+    let executor: BlockingExecutor
+    /// How many downloads run at once in a batch.
+    let depth: Int
+    /// The free space downloads check and promise (shared with the manager's other domains).
+    let space: SpaceReservations
+    /// Downloads under way (and finished ones until their batch is recorded), by item.
+    let downloads = Mutex<[ItemIdentifier: Task<ItemRecord, any Error>]>([:])
+
+    init(
+        domainID: Int64, domainName: String, backend: any Backend, replica: Replica, store: MetadataStore,
+        executor: BlockingExecutor, depth: Int, space: SpaceReservations
+    ) {
+        self.domainID = domainID
+        self.domainName = domainName
+        self.backend = backend
+        self.replica = replica
+        self.store = store
+        self.executor = executor
+        self.depth = depth
+        self.space = space
+    }
+
+    /// `DOMAIN:/path` of a relative path.
+    func display(_ path: String) -> String { "\(domainName):/\(path)" }
+
+    /// Downloads files that are not materialized or are outdated, `downloadDepth` at a time, and
+    /// records them in batches. Once the task is cancelled no download starts: each file not
+    /// started gets a `cancelled` outcome (see ``notStarted``).
+    public func download(_ records: [ItemRecord], events: EventHandler?) async -> [ItemOutcome] {
+        let replica = self.replica
+        // A file recorded as materialized but missing (an evict interrupted after the file went)
+        // is downloaded again.
+        var seen = Set<ItemIdentifier>()
+        let unique = records.filter { seen.insert($0.identifier).inserted }
+        let pending =
+            (try? await executor.run {
+                unique.filter { $0.state != .materialized || $0.isOutdated || replica.fingerprint(atPath: replica.path($0.path)) == nil }
+            }) ?? unique
+        if pending.isEmpty { return [] }
+        // Sizes come from the store: added without overflow, whatever they are.
+        let totalBytes = pending.reduce(Int64(0)) { total, record in
+            let (sum, overflow) = total.addingReportingOverflow(max(0, record.size))
+            return overflow ? .max : sum
+        }
+        let counters = Mutex((bytes: Int64(0), items: 0))
+        let checkpoints = (try? store.checkpoints(domainID: domainID)) ?? [:]
+        let report: @Sendable (Int64, Bool) -> Void = { delta, finished in
+            let now = counters.withLock { value -> (Int64, Int) in
+                value.bytes += delta
+                if finished { value.items += 1 }
+                return (value.bytes, value.items)
+            }
+            events?(.transfer(completedBytes: now.0, totalBytes: totalBytes, completedItems: now.1, totalItems: pending.count))
+        }
+        var outcomes: [ItemOutcome] = []
+        var finished: [ItemRecord] = []
+        await withTaskGroup(of: (ItemRecord, Result<ItemRecord, FileProviderError>).self) { group in
+            var iterator = pending.makeIterator()
+            var running = 0
+            func startNext() -> Bool {
+                if Task.isCancelled {
+                    while let record = iterator.next() {
+                        outcomes.append(ItemOutcome(path: display(record.path), error: DomainController.notStarted))
+                    }
+                    return false
+                }
+                guard let record = iterator.next() else { return false }
+                group.addTask { [self] in
+                    do {
+                        return (
+                            record,
+                            .success(try await self.downloadShared(record, checkpoint: checkpoints[record.identifier], report: report))
+                        )
+                    } catch {
+                        return (record, .failure(FileProviderError.wrap(error)))
+                    }
+                }
+                return true
+            }
+            while running < depth, startNext() { running += 1 }
+            while let (record, result) = await group.next() {
+                running -= 1
+                switch result {
+                case .success(let updated):
+                    finished.append(updated)
+                    outcomes.append(ItemOutcome(path: display(record.path), error: nil))
+                case .failure(let error):
+                    outcomes.append(ItemOutcome(path: display(record.path), error: error))
+                }
+                if finished.count >= 500 {
+                    if let error = flush(&finished) { outcomes.append(ItemOutcome(path: display(""), error: error)) }
+                }
+                if startNext() { running += 1 }
+            }
+        }
+        if let error = flush(&finished) { outcomes.append(ItemOutcome(path: display(""), error: error)) }
+        return outcomes
+    }
+
+    private func flush(_ records: inout [ItemRecord]) -> FileProviderError? {
+        defer { records.removeAll(keepingCapacity: true) }
+        do {
+            try store.apply(domainID: domainID, upserts: records, deletions: [])
+        } catch {
+            return error
+        }
+        // Now that the database says materialized, later requests need no shared task.
+        let done = records.map(\.identifier)
+        downloads.withLock { map in
+            for identifier in done { map.removeValue(forKey: identifier) }
+        }
+        return nil
+    }
+
+    /// Downloads one file; concurrent requests for the same item share one download.
+    func downloadShared(_ record: ItemRecord, checkpoint: TransferCheckpoint?, report: @escaping @Sendable (Int64, Bool) -> Void)
+        async throws -> ItemRecord
+    {
+        // A download that finished stays in `downloads` until its batch is recorded, so no request
+        // can fall between the two and download the item again.
+        var task = downloads.withLock { $0[record.identifier] }
+        if task == nil {
+            if let current = try store.item(domainID: domainID, identifier: record.identifier), current.state == .materialized,
+                !current.isOutdated, replica.fingerprint(atPath: replica.path(current.path)) != nil
+            {
+                return current
+            }
+            task = downloads.withLock { map -> Task<ItemRecord, any Error> in
+                if let running = map[record.identifier] { return running }
+                let identifier = record.identifier
+                let task = Task { [self] in
+                    do {
+                        return try await self.performDownload(record, checkpoint: checkpoint, report: report)
+                    } catch {
+                        _ = self.downloads.withLock { $0.removeValue(forKey: identifier) }
+                        throw error
+                    }
+                }
+                map[identifier] = task
+                return task
+            }
+        }
+        guard let task else { throw FileProviderError(.localIOFailure, "no download task") }
+        return try await withTaskCancellationHandler {
+            try await task.value
+        } onCancel: {
+            task.cancel()
+        }
+    }
+
+    /// Files at least this large get a checkpoint before their download starts.
+    static let checkpointThreshold: Int64 = 4 << 20
+
+    /// The name of an item's staging file.
+    static func stagingName(for identifier: ItemIdentifier) -> String {
+        String(FNV1a.hash(identifier.rawValue.utf8), radix: 16) + ".part"
+    }
+
+    private func performDownload(_ record: ItemRecord, checkpoint: TransferCheckpoint?, report: @escaping @Sendable (Int64, Bool) -> Void)
+        async throws(FileProviderError) -> ItemRecord
+    {
+        let replica = self.replica
+        let staging = replica.stagingPath(named: Self.stagingName(for: record.identifier))
+        var offset: Int64 = 0
+        if let checkpoint, checkpoint.contentVersion == record.contentVersion, backend.capabilities.supportsRangedReads {
+            // Recorded before staging files went into 16 folders: the file moves over, so the
+            // download still resumes and nothing stays behind at the old place.
+            if checkpoint.stagingPath != staging {
+                try? await executor.run { try replica.moveStagingFile(from: checkpoint.stagingPath, to: staging) }
+            }
+            offset = replica.fileSize(atPath: staging) ?? 0
+        }
+        let resumeFrom = offset
+        // A file that does not fit beside the running downloads and the reserve is refused
+        // before a byte is fetched; its space is promised until the download ends.
+        let space = self.space
+        let canResume = resumeFrom > 0
+        let ticket: SpaceReservations.Ticket
+        do {
+            ticket = try await executor.run { () throws(FileProviderError) in
+                try space.reserve(size: record.size, stagingFile: staging, folder: replica.staging.path, canResume: canResume)
+            }
+        } catch {
+            if checkpoint != nil, replica.fileSize(atPath: staging) == nil {
+                try? store.removeCheckpoint(domainID: domainID, identifier: record.identifier)
+            }
+            throw error
+        }
+        defer { space.release(ticket) }
+        // Large downloads leave a checkpoint first, so even a killed process resumes.
+        if checkpoint == nil, backend.capabilities.supportsRangedReads, record.size >= Self.checkpointThreshold {
+            try store.saveCheckpoint(
+                TransferCheckpoint(
+                    domainID: domainID, identifier: record.identifier.rawValue, contentVersion: record.contentVersion,
+                    stagingPath: staging, bytesTransferred: 0, totalBytes: record.size))
+        }
+        try await executor.run { try replica.prepareStagingFile(atPath: staging, truncate: resumeFrom == 0) }
+        let progressBase = Mutex(Int64(0))
+        let item: Item
+        do {
+            item = try await backend.fetchContents(
+                for: record.identifier, version: nil, to: URL(fileURLWithPath: staging), offset: offset,
+                progress: { completed, _ in
+                    let delta = progressBase.withLock { last -> Int64 in
+                        defer { last = completed }
+                        return completed - last
+                    }
+                    if delta > 0 { report(delta, false) }
+                })
+        } catch {
+            // A full disk: the partial file gives its space back unless the reserve stays free.
+            let ranged = backend.capabilities.supportsRangedReads
+            let full = try? await executor.run {
+                space.outOfSpace(
+                    error, size: record.size, stagingFile: staging, folder: replica.staging.path, ticket: ticket, canResume: ranged)
+            }
+            if full?.keptPartial == false { try? store.removeCheckpoint(domainID: domainID, identifier: record.identifier) }
+            let done = replica.fileSize(atPath: staging) ?? 0
+            if done > 0 && backend.capabilities.supportsRangedReads {
+                try? store.saveCheckpoint(
+                    TransferCheckpoint(
+                        domainID: domainID, identifier: record.identifier.rawValue, contentVersion: record.contentVersion,
+                        stagingPath: staging, bytesTransferred: done, totalBytes: record.size))
+            } else {
+                try? replica.removeFile(atPath: staging)
+            }
+            throw full?.error ?? error
+        }
+        // Complete: nothing more to promise (once renamed, its staging path would count again).
+        space.release(ticket)
+        var updated = record
+        let path = record.path
+        updated.update(from: item, path: path)
+        let expected = item.size
+        let stored = record
+        // Placing a finished download takes a moment and is never cut short: the staging file
+        // would stay behind without a checkpoint.
+        let print = try await executor.runToCompletion { [self] () throws -> FileFingerprint in
+            guard let size = replica.fileSize(atPath: staging), size == expected else {
+                try? replica.removeFile(atPath: staging)
+                throw FileProviderError(
+                    .corruptData,
+                    "the download of \(display(path)) was \(replica.fileSize(atPath: staging) ?? 0) bytes, expected \(expected); try again")
+            }
+            if let date = item.contentModificationDate { try replica.setModificationDate(date, atPath: staging) }
+            // Marked as ours before it gets its name: whoever finds it there before it is
+            // recorded (a sync in another process, the next run after a kill) knows it is a
+            // download, not a local edit.
+            let staged = replica.fingerprint(atPath: staging)
+            if let staged {
+                DownloadMark.write(atPath: staging, identifier: item.identifier, contentVersion: item.version.content, fingerprint: staged)
+            }
+            let target = replica.path(path)
+            // From here on, whatever fails, the staging file does not stay behind.
+            var placed = false
+            defer { if !placed { try? replica.removeFile(atPath: staging) } }
+            if let existing = replica.fingerprint(atPath: target) {
+                let ours = stored.state == .materialized && !replica.hasLocalChanges(stored, existing)
+                // A download renamed into place by a process that died before recording it: its
+                // mark says so; without marks, the same size and exactly the date this download
+                // just gave its staging file.
+                let sameAsDownload =
+                    DownloadMark.recognize(atPath: target, existing, as: stored) != nil
+                    || (existing.isRegularFile && existing.size == expected && item.contentModificationDate != nil
+                        && staged.map { $0.modificationNanos == existing.modificationNanos } == true)
+                guard ours || sameAsDownload else {
+                    try? replica.removeFile(atPath: staging)
+                    if stored.state == .materialized {
+                        throw FileProviderError(
+                            .unsyncedEdits,
+                            "\(target) has local changes, so the store's newer version was not downloaded over it; nothing was lost")
+                    }
+                    throw FileProviderError(
+                        .cannotSynchronize, "a local file is in the way at \(target); move it elsewhere and materialize again")
+                }
+                try replica.replace(fromPath: staging, toPath: target)
+            } else {
+                try replica.move(fromPath: staging, toPath: target)
+            }
+            placed = true
+            try replica.removeFile(atPath: replica.placeholderPath(path))
+            guard let print = replica.fingerprint(atPath: target) else {
+                throw FileProviderError(.localIOFailure, "\(target) vanished right after it was written")
+            }
+            return print
+        }
+        if checkpoint != nil || resumeFrom > 0 || record.size >= Self.checkpointThreshold {
+            try? store.removeCheckpoint(domainID: domainID, identifier: record.identifier)
+        }
+        updated.markMaterialized(contentVersion: item.version.content, fingerprint: print)
+        updated.lastError = nil
+        report(0, true)
+        return updated
+    }
+}
