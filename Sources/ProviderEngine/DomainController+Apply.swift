@@ -119,7 +119,7 @@ extension DomainController {
         guard old.state == .materialized, try await executor.run({ [self] in localCopyExists(old) })
         else {
             if old.state == .placeholder || old.state == .symlink {
-                try await executor.run { try replica.removeFile(atPath: replica.placeholderPath(old.path)) }
+                try await executor.run { try replica.removePlaceholder(old.path) }
             }
             return
         }
@@ -129,8 +129,7 @@ extension DomainController {
         try await executor.run {
             // The file is the new item's download now, should a crash come before its row.
             DownloadMark.carry(atPath: replica.path(old.path), from: old.identifier, to: identifier)
-            try replica.move(fromPath: replica.path(old.path), toPath: replica.path(target))
-            try replica.removeFile(atPath: replica.placeholderPath(target))
+            try replica.placeFile(fromPath: replica.path(old.path), at: target)
         }
         record.state = .materialized
         record.localContentVersion = old.localContentVersion
@@ -200,7 +199,7 @@ extension DomainController {
             try replica.move(fromPath: source, toPath: target)
         case .placeholder, .symlink:
             try replica.writePlaceholder(new.path, PlaceholderMetadata(domain: domain.name, record: new))
-            if old.path != new.path { try replica.removeFile(atPath: replica.placeholderPath(old.path)) }
+            if old.path != new.path { try replica.removePlaceholder(old.path) }
         }
     }
 
@@ -209,7 +208,7 @@ extension DomainController {
     func removeLocalCopy(of record: ItemRecord) throws(FileProviderError) -> Bool {
         switch record.state {
         case .placeholder, .symlink:
-            try replica.removeFile(atPath: replica.placeholderPath(record.path))
+            try replica.removePlaceholder(record.path)
             return false
         case .materialized:
             let path = replica.path(record.path)

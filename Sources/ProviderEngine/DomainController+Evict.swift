@@ -92,8 +92,7 @@ extension DomainController {
                         .unsyncedEdits, "\(display(record.path)) has local changes that are not uploaded; nothing was evicted")
                 }
             }
-            try replica.writePlaceholder(record.path, metadata)
-            try replica.removeFile(atPath: path)
+            try replica.replaceWithPlaceholder(record.path, metadata)
         }
         return updated
     }

@@ -115,6 +115,8 @@ extension DomainController {
             for child in children where child.state != .materialized {
                 guard let print = replica.fingerprint(atPath: replica.path(child.path)) else { continue }
                 if child.kind == .folder && print.isDirectory { continue }
+                // A dataless file written before a population was cut short: its placeholder.
+                if replica.layout == .dataless && replica.placeholderExists(child.path) { continue }
                 if let version = Self.downloadedVersion(of: child, print, in: replica) {
                     var child = child
                     child.markMaterialized(contentVersion: version, fingerprint: print)
@@ -166,6 +168,8 @@ extension DomainController {
         if let download = DownloadMark.recognize(atPath: replica.path(record.path), print, as: record) {
             return .some(download.contentVersion)
         }
+        // A dataless file has the item's size and date too, and nothing of its contents.
+        if replica.layout == .dataless && replica.placeholderExists(record.path) { return nil }
         guard DownloadMark.read(atPath: replica.path(record.path)) == nil, record.kind == .file, print.isRegularFile,
             print.size == record.size,
             let date = record.modificationDate, abs(Double(print.modificationNanos) / 1e9 - date.timeIntervalSince1970) < 1e-6
@@ -186,7 +190,7 @@ extension DomainController {
             if taken.contains(candidate) || replica.fingerprint(atPath: replica.path(candidate)) != nil {
                 continue
             }
-            if replica.fingerprint(atPath: replica.placeholderPath(candidate)) != nil { continue }
+            if replica.placeholderExists(candidate) { continue }
             try replica.move(fromPath: replica.path(path), toPath: replica.path(candidate))
             return candidate
         }

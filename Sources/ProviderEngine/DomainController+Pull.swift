@@ -528,9 +528,10 @@ extension DomainController {
     func localCopyExists(_ record: ItemRecord) -> Bool {
         switch record.state {
         case .placeholder, .symlink:
-            return replica.fingerprint(atPath: replica.placeholderPath(record.path)) != nil
+            return replica.placeholderExists(record.path)
         case .materialized:
             return replica.fingerprint(atPath: replica.path(record.path))?.isRegularFile == true
+                && !(replica.layout == .dataless && replica.placeholderExists(record.path))
         case .folder: return replica.fingerprint(atPath: replica.path(record.path))?.isDirectory == true
         }
     }

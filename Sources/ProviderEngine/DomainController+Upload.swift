@@ -126,8 +126,8 @@ extension DomainController {
             let replica = self.replica
             let leftovers = result.placed.filter { $0.record.state == .placeholder }.map(\.record)
             try await executor.run {
-                for record in leftovers where (try? replica.readPlaceholder(record.path))?.identifier == record.identifier.rawValue {
-                    try replica.removeFile(atPath: replica.placeholderPath(record.path))
+                for record in leftovers where replica.isPlaceholder(of: record.identifier, at: record.path) {
+                    try replica.removePlaceholder(record.path)
                 }
             }
             try store.recordPlacedDownloads(domainID: domainID, result.placed.map(\.download))
@@ -144,7 +144,7 @@ extension DomainController {
         if !result.strayPlaceholders.isEmpty {
             let replica = self.replica
             try await executor.run {
-                for path in result.strayPlaceholders { try replica.removeFile(atPath: replica.placeholderPath(path)) }
+                for path in result.strayPlaceholders { try replica.removePlaceholder(path) }
             }
         }
     }
@@ -460,13 +460,13 @@ extension DomainController {
             for attempt in 2..<1000 {
                 let candidate = parentPath.isEmpty ? makeName(attempt) : parentPath + "/" + makeName(attempt)
                 if replica.fingerprint(atPath: replica.path(candidate)) != nil { continue }
-                if replica.fingerprint(atPath: replica.placeholderPath(candidate)) != nil { continue }
+                if replica.placeholderExists(candidate) { continue }
                 if try store.item(domainID: domainID, path: candidate) != nil { continue }
-                if movingPlaceholder, replica.fingerprint(atPath: replica.path(path)) == nil,
-                    replica.fingerprint(atPath: replica.placeholderPath(path)) != nil
+                if movingPlaceholder, replica.placeholderExists(path),
+                    replica.layout == .dataless || replica.fingerprint(atPath: replica.path(path)) == nil
                 {
                     // A moved placeholder: its file carries the name.
-                    try replica.move(fromPath: replica.placeholderPath(path), toPath: replica.placeholderPath(candidate))
+                    try replica.movePlaceholder(from: path, to: candidate)
                 } else {
                     try replica.move(fromPath: replica.path(path), toPath: replica.path(candidate))
                 }
@@ -515,7 +515,7 @@ extension DomainController {
             // first (a crash before the record is deleted finds the same edit again), else it
             // would be left beside the re-created file with no record of its own.
             if record.state == .placeholder {
-                try await executor.run { [replica] in try replica.removeFile(atPath: replica.placeholderPath(record.path)) }
+                try await executor.run { [replica] in try replica.removePlaceholder(record.path) }
             }
             try store.apply(domainID: domainID, upserts: [], deletions: [record.identifier])
             try store.recordConflict(
@@ -543,7 +543,7 @@ extension DomainController {
         if !pending.isDisjoint(with: Self.contentFields) { updated.markContentsPending() }
         updated.lastError = nil
         if record.state == .placeholder {
-            try await executor.run { [replica] in try replica.removeFile(atPath: replica.placeholderPath(record.path)) }
+            try await executor.run { [replica] in try replica.removePlaceholder(record.path) }
         }
         if let step { try step.finish(saving: updated) } else { try store.save(updated) }
     }
@@ -612,7 +612,7 @@ extension DomainController {
         do {
             _ = try await backend.item(for: record.identifier)
         } catch where error.code == .noSuchItem {
-            try await executor.run { [replica] in try replica.removeFile(atPath: replica.placeholderPath(record.path)) }
+            try await executor.run { [replica] in try replica.removePlaceholder(record.path) }
             try store.apply(domainID: domainID, upserts: [], deletions: [record.identifier])
             try await uploadCreation(path: record.path, kind: .file, fingerprint: fingerprint, report: &report)
             return
@@ -625,7 +625,7 @@ extension DomainController {
             attempt == 2 ? copyName : ConflictName.numbered(copyName, attempt - 1)
         }
         try await executor.run {
-            if replica.fingerprint(atPath: replica.placeholderPath(record.path)) == nil {
+            if !replica.placeholderExists(record.path) {
                 try replica.writePlaceholder(record.path, metadata)
             }
         }
@@ -699,7 +699,7 @@ extension DomainController {
                     details: "moved here and changed in the store; the store's version stayed at the old place"))
             report.conflicts += 1
             if record.state == .placeholder || record.state == .symlink {
-                try await executor.run { [replica] in try replica.removeFile(atPath: replica.placeholderPath(path)) }
+                try await executor.run { [replica] in try replica.removePlaceholder(path) }
                 return
             }
             if let fingerprint {
@@ -720,7 +720,7 @@ extension DomainController {
             // Moved here, deleted in the store.
             try store.deleteSubtree(domainID: domainID, path: record.path)
             if record.state == .placeholder || record.state == .symlink {
-                try await executor.run { [replica] in try replica.removeFile(atPath: replica.placeholderPath(path)) }
+                try await executor.run { [replica] in try replica.removePlaceholder(path) }
                 return
             }
             if let fingerprint {
@@ -838,7 +838,7 @@ extension DomainController {
             .map { ($0.path, PlaceholderMetadata(domain: domain.name, record: $0)) }
         if !rewritten.isEmpty {
             try await executor.run { [replica] in
-                for (path, metadata) in rewritten where replica.fingerprint(atPath: replica.placeholderPath(path)) != nil {
+                for (path, metadata) in rewritten where replica.placeholderExists(path) {
                     try replica.writePlaceholder(path, metadata)
                 }
             }
@@ -851,7 +851,7 @@ extension DomainController {
         if placeholders.isEmpty { return }
         let name = domain.name
         try await executor.run { [replica] in
-            for record in placeholders where replica.fingerprint(atPath: replica.placeholderPath(record.path)) != nil {
+            for record in placeholders where replica.placeholderExists(record.path) {
                 try? replica.writePlaceholder(record.path, PlaceholderMetadata(domain: name, record: record))
             }
         }
@@ -900,7 +900,7 @@ extension DomainController {
     /// placeholder. Blocking.
     private func isInReplica(_ record: ItemRecord) -> Bool {
         guard let print = replica.fingerprint(atPath: replica.path(record.path)) else {
-            guard record.kind != .folder, (try? replica.readPlaceholder(record.path))?.identifier == record.identifier.rawValue else {
+            guard record.kind != .folder, replica.isPlaceholder(of: record.identifier, at: record.path) else {
                 return false
             }
             return true

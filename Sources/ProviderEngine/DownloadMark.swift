@@ -146,6 +146,8 @@ extension Replica {
         if print.size == record.localSize && print.modificationNanos == record.localModificationNanos && print.inode == record.localInode {
             return false
         }
+        // Evicted by another process, not recorded yet: the item's dataless file is no edit.
+        if layout == .dataless, isPlaceholder(of: record.identifier, at: record.path) { return false }
         return DownloadMark.recognize(atPath: path(record.path), print, as: record) == nil
     }
 }

@@ -273,7 +273,7 @@ final class Downloader: Sendable {
             // From here on, whatever fails, the staging file does not stay behind.
             var placed = false
             defer { if !placed { try? replica.removeFile(atPath: staging) } }
-            if let existing = replica.fingerprint(atPath: target) {
+            if let existing = replica.fingerprint(atPath: target), replica.layout == .placeholderFiles || !replica.placeholderExists(path) {
                 let ours = stored.state == .materialized && !replica.hasLocalChanges(stored, existing)
                 // A download renamed into place by a process that died before recording it: its
                 // mark says so; without marks, the same size and exactly the date this download
@@ -294,10 +294,11 @@ final class Downloader: Sendable {
                 }
                 try replica.replace(fromPath: staging, toPath: target)
             } else {
-                try replica.move(fromPath: staging, toPath: target)
+                // Nothing there but the item's placeholder (in the dataless layout, the dataless
+                // file at the name: replaced in one rename).
+                try replica.placeFile(fromPath: staging, at: path)
             }
             placed = true
-            try replica.removeFile(atPath: replica.placeholderPath(path))
             guard let print = replica.fingerprint(atPath: target) else {
                 throw FileProviderError(.localIOFailure, "\(target) vanished right after it was written")
             }

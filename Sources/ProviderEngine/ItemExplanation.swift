@@ -74,7 +74,7 @@ extension ProviderManager {
         let replica = Replica(root: URL(fileURLWithPath: domain.replicaPath), staging: home.appendingPathComponent("staging/\(domainID)"))
         let record = try store.item(domainID: domainID, path: path)
         let onDisk = replica.fingerprint(atPath: replica.path(path))
-        let placeholderOnDisk = replica.fingerprint(atPath: replica.placeholderPath(path)) != nil
+        let placeholderOnDisk = replica.placeholderExists(path)
         if record == nil && onDisk == nil {
             throw FileProviderError(
                 .noSuchItem,

@@ -81,11 +81,28 @@ struct LocalScanner {
     let ignore: IgnoreRules
     /// Files changed more recently than this are left for a later scan (still being written).
     let settleNanos: Int64
-    /// Identifiers a folder move replaced since the placeholders were written, to the new ones.
-    var renamedIdentifiers: [String: String] = [:]
+    /// Identifiers a folder move replaced since the placeholders were written, to the new ones,
+    /// by identifier key (``PlaceholderOwner/key(_:)``).
+    let renamedKeys: [UInt64: UInt64]
     /// Files seen finished being written (``FinishedWrites``): relative path → modification time
     /// (ns) they had then.
-    var finishedWrites: [String: Int64] = [:]
+    let finishedWrites: [String: Int64]
+
+    /// - Parameter renamedIdentifiers: identifiers a folder move replaced since the
+    ///   placeholders were written, to the new ones.
+    init(
+        replica: Replica, domain: String, ignore: IgnoreRules, settleNanos: Int64, renamedIdentifiers: [String: String] = [:],
+        finishedWrites: [String: Int64] = [:]
+    ) {
+        self.replica = replica
+        self.domain = domain
+        self.ignore = ignore
+        self.settleNanos = settleNanos
+        var keys: [UInt64: UInt64] = [:]
+        for (old, new) in renamedIdentifiers { keys[PlaceholderOwner.key(old)] = PlaceholderOwner.key(new) }
+        renamedKeys = keys
+        self.finishedWrites = finishedWrites
+    }
 
     private struct Seen {
         var fingerprint: FileFingerprint
@@ -95,8 +112,8 @@ struct LocalScanner {
     func scan(records: [ItemRecord], now: Date = Date()) -> LocalScanResult {
         var seen: [String: Seen] = [:]
         var placeholders = Set<String>()
-        // identifier -> paths of this domain's placeholders the database does not know
-        var strayPlaceholders: [String: [String]] = [:]
+        // identifier key -> paths of this domain's placeholders the database does not know
+        var strayPlaceholders: [UInt64: [String]] = [:]
         let byPath = Dictionary(records.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
         walk("", byPath: byPath, seen: &seen, placeholders: &placeholders, stray: &strayPlaceholders)
         for key in strayPlaceholders.keys { strayPlaceholders[key]!.sort() }
@@ -158,20 +175,20 @@ struct LocalScanner {
                     }
                     continue
                 }
-                if here == nil, placeholders.contains(record.path), let metadata = try? replica.readPlaceholder(record.path) {
-                    if owner(of: metadata) == record.identifier.rawValue {
+                if here == nil, placeholders.contains(record.path), let found = replica.placeholderOwner(record.path) {
+                    if key(of: found) == PlaceholderOwner.key(record.identifier.rawValue) {
                         evicted.append(record)
                         continue
                     }
                     // Another item's placeholder moved onto this path.
-                    if metadata.domain == domain { strayPlaceholders[owner(of: metadata), default: []].append(record.path) }
+                    if found.domain == nil || found.domain == domain { strayPlaceholders[key(of: found), default: []].append(record.path) }
                 }
                 missing.append(record)
             case .placeholder, .symlink:
                 if let here, here.kind == .file, record.state == .placeholder {
                     // The placeholder moved elsewhere and a new file took its name: a move and a
                     // creation.
-                    if !placeholders.contains(record.path), strayPlaceholders[record.identifier.rawValue]?.isEmpty == false {
+                    if !placeholders.contains(record.path), strayPlaceholders[PlaceholderOwner.key(record.identifier.rawValue)]?.isEmpty == false {
                         missing.append(record)
                         replaced.insert(record.path)
                         continue
@@ -210,11 +227,12 @@ struct LocalScanner {
                 if record.kind == .folder { movedFolders.append(record.path) }
                 continue
             }
-            if record.state == .placeholder || record.state == .symlink, var targets = strayPlaceholders[record.identifier.rawValue],
+            if record.state == .placeholder || record.state == .symlink,
+                var targets = strayPlaceholders[PlaceholderOwner.key(record.identifier.rawValue)],
                 !targets.isEmpty
             {
                 let target = targets.removeFirst()
-                strayPlaceholders[record.identifier.rawValue] = targets
+                strayPlaceholders[PlaceholderOwner.key(record.identifier.rawValue)] = targets
                 changes.append(.moved(record: record, to: target, fingerprint: nil))
                 continue
             }
@@ -240,20 +258,26 @@ struct LocalScanner {
         }
         // Placeholders no item owns. One carrying the identifier of a missing item is kept: it
         // belongs to a move (of the item, or of a folder above it) that this scan saw.
-        let missingIdentifiers = Set(missing.map(\.identifier.rawValue))
+        let missingIdentifiers = Set(missing.map { PlaceholderOwner.key($0.identifier.rawValue) })
         let unowned = strayPlaceholders.filter { !missingIdentifiers.contains($0.key) }.values.joined().sorted()
         return LocalScanResult(
             changes: changes, unsettled: unsettled, strayPlaceholders: unowned, evicted: evicted, occupiedDataless: [], placed: placed)
     }
 
     /// The identifier of the item a placeholder stands for now.
-    private func owner(of metadata: PlaceholderMetadata) -> String {
-        renamedIdentifiers[metadata.identifier] ?? metadata.identifier
+    /// Whether a file is a materialized item's file exactly as recorded.
+    private static func isUnchangedDownload(_ print: FileFingerprint, _ record: ItemRecord?) -> Bool {
+        guard let record, record.state == .materialized else { return false }
+        return print.size == record.localSize && print.modificationNanos == record.localModificationNanos && print.inode == record.localInode
+    }
+
+    private func key(of owner: PlaceholderOwner) -> UInt64 {
+        renamedKeys[owner.identifierKey] ?? owner.identifierKey
     }
 
     private func walk(
         _ relative: String, byPath: [String: ItemRecord], seen: inout [String: Seen], placeholders: inout Set<String>,
-        stray: inout [String: [String]]
+        stray: inout [UInt64: [String]]
     ) {
         let folder = replica.path(relative)
         guard let directory = opendir(folder) else { return }
@@ -267,11 +291,11 @@ struct LocalScanner {
             }
             guard let name, name != ".", name != ".." else { continue }
             let path = relative.isEmpty ? name : relative + "/" + name
-            if name.hasSuffix(Replica.placeholderSuffix) {
+            if replica.layout == .placeholderFiles && name.hasSuffix(Replica.placeholderSuffix) {
                 let base = String(path.dropLast(Replica.placeholderSuffix.count))
                 placeholders.insert(base)
-                if byPath[base] == nil, let metadata = try? replica.readPlaceholder(base), metadata.domain == domain {
-                    stray[owner(of: metadata), default: []].append(base)
+                if byPath[base] == nil, let found = replica.placeholderOwner(base), found.domain == domain {
+                    stray[key(of: found), default: []].append(base)
                 }
                 continue
             }
@@ -286,6 +310,15 @@ struct LocalScanner {
                 seen[path] = Seen(fingerprint: print, kind: .folder)
                 subfolders.append(path)
             } else if print.isRegularFile {
+                // A dataless file is the placeholder of its item, never contents. A downloaded
+                // file that is as the engine wrote it needs no look at its attributes.
+                if replica.layout == .dataless, !Self.isUnchangedDownload(print, byPath[path]),
+                    let found = Replica.datalessOwner(atPath: replica.path(path))
+                {
+                    placeholders.insert(path)
+                    if byPath[path].map({ found.isOwned(by: $0.identifier) }) != true { stray[key(of: found), default: []].append(path) }
+                    continue
+                }
                 seen[path] = Seen(fingerprint: print, kind: .file)
             }
         }

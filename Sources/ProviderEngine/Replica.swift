@@ -26,10 +26,14 @@ public struct Replica: Sendable {
     public let root: URL
     /// A folder on the same file system for downloads in progress.
     public let staging: URL
+    /// How a file that is not downloaded looks: `<name>.placeholder`, or a dataless file under
+    /// its real name.
+    public let layout: ReplicaLayout
 
-    public init(root: URL, staging: URL) {
+    public init(root: URL, staging: URL, layout: ReplicaLayout = .placeholderFiles) {
         self.root = root
         self.staging = staging
+        self.layout = layout
     }
 
     /// The absolute path of an item at a relative path.
@@ -53,7 +57,8 @@ public struct Replica: Sendable {
     }
 
     /// Writes the placeholder of a new item: created exclusively, so nothing is overwritten; an
-    /// existing placeholder (left by an interrupted sync) is replaced atomically.
+    /// existing placeholder (left by an interrupted sync) is replaced atomically. In the
+    /// dataless layout, a dataless file (``createDatalessFile(_:_:)``).
     ///
     /// The file is written unnamed first (`O_TMPFILE`) and named once complete, so a crash never
     /// leaves half a placeholder; making an unnamed file also does not hold the folder's lock,
@@ -61,6 +66,7 @@ public struct Replica: Sendable {
     /// system finds a free inode (slow on ext4 without a journal after a large deletion). Where
     /// the file system has no unnamed files, the placeholder is created under its name.
     public func createPlaceholder(_ relative: String, _ metadata: PlaceholderMetadata) throws(FileProviderError) {
+        if layout == .dataless { return try createDatalessFile(relative, metadata) }
         let target = placeholderPath(relative)
         let bytes = metadata.encoded
         let folder = target.lastIndex(of: "/").map { String(target[..<$0]) } ?? "."
@@ -84,6 +90,7 @@ public struct Replica: Sendable {
     /// Writes a placeholder atomically (a temporary file renamed into place), as Apple's
     /// `writePlaceholder(at:withMetadata:)`.
     public func writePlaceholder(_ relative: String, _ metadata: PlaceholderMetadata) throws(FileProviderError) {
+        if layout == .dataless { return try writeDatalessFile(relative, metadata) }
         let target = placeholderPath(relative)
         try atomicWrite(metadata.encoded, to: target)
     }
@@ -133,7 +140,7 @@ public struct Replica: Sendable {
         return unlink(path) == 0
     }
 
-    /// Reads a placeholder file.
+    /// Reads a placeholder file (placeholder-files layout).
     public func readPlaceholder(_ relative: String) throws(FileProviderError) -> PlaceholderMetadata {
         let target = placeholderPath(relative)
         guard let data = FileManager.default.contents(atPath: target) else {

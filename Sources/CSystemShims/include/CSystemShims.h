@@ -40,12 +40,30 @@ static inline int fp_set_trim_threshold(int bytes) { return mallopt(M_TRIM_THRES
 // build fails ("__fds_bits ... is not present in definition of fd_set").
 extern int lsetxattr(const char *path, const char *name, const void *value, size_t size, int flags);
 extern ssize_t lgetxattr(const char *path, const char *name, void *value, size_t size);
+extern int fsetxattr(int fd, const char *name, const void *value, size_t size, int flags);
+extern ssize_t fgetxattr(int fd, const char *name, void *value, size_t size);
+extern int fremovexattr(int fd, const char *name);
 
 /// Sets the extended attribute `name` of the file at `path` (not following a final symlink);
 /// 0, or -1 with errno (ENOTSUP where the file system has none).
 static inline int fp_set_xattr(const char *path, const char *name, const void *value, size_t size) {
     return lsetxattr(path, name, value, size, 0);
 }
+
+/// Sets the extended attribute `name` of the open file `fd`; 0, or -1 with errno.
+static inline int fp_fset_xattr(int fd, const char *name, const void *value, size_t size) {
+    return fsetxattr(fd, name, value, size, 0);
+}
+
+/// Reads the extended attribute `name` of the open file `fd` into `buffer`; its length, or -1
+/// with errno.
+static inline long fp_fget_xattr(int fd, const char *name, void *buffer, size_t capacity) {
+    return fgetxattr(fd, name, buffer, capacity);
+}
+
+/// Removes the extended attribute `name` of the open file `fd`; 0, or -1 with errno (ENODATA
+/// when it has none).
+static inline int fp_fremove_xattr(int fd, const char *name) { return fremovexattr(fd, name); }
 
 /// Reads the extended attribute `name` of the file at `path` (not following a final symlink)
 /// into `buffer`; its length, or -1 with errno (ENODATA when the file has none, ERANGE when it

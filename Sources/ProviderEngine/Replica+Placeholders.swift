@@ -1,0 +1,212 @@
+import CSystemShims
+import Foundation
+import ProviderCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// How a replica shows a file that is not downloaded (Apple's placeholder).
+public enum ReplicaLayout: String, Sendable, Codable {
+    /// `<name>.placeholder` beside the real name: a small JSON file with the item's metadata.
+    /// Works anywhere, without `serve` and without root.
+    case placeholderFiles = "placeholder-files"
+    /// A dataless file under the real name: a sparse file with the item's size and date and
+    /// the `user.fileprovider.dataless` extended attribute; `serve` fills it when a program
+    /// reads it (fanotify pre-content events). Its contents are never read as they are.
+    case dataless
+}
+
+/// Whose placeholder a placeholder is: the domain that wrote it (placeholder files name it; a
+/// dataless file belongs to the domain of the folder it is in) and its item, by a hash of the
+/// identifier (a dataless file keeps only the hash, so it fits inside the inode).
+public struct PlaceholderOwner: Hashable, Sendable {
+    public var domain: String?
+    public var identifierKey: UInt64
+
+    /// Whether this is the placeholder of `identifier`.
+    public func isOwned(by identifier: ItemIdentifier) -> Bool { identifierKey == Self.key(identifier.rawValue) }
+
+    /// The key of an identifier.
+    public static func key(_ identifier: String) -> UInt64 { FNV1a.hash(identifier.utf8) }
+}
+
+extension Replica {
+    /// The extended attribute that makes a file dataless: a format byte and the hash of its
+    /// item's identifier (9 bytes, inside any ext4 inode).
+    static let datalessAttribute = "user.fileprovider.dataless"
+    private static let datalessFormat: UInt8 = 1
+
+    /// The placeholder at `relative`, whose item it stands for, or `nil` when there is none
+    /// (nothing there, a real file, a file that is not a placeholder). Blocking.
+    public func placeholderOwner(_ relative: String) -> PlaceholderOwner? {
+        switch layout {
+        case .placeholderFiles:
+            guard let metadata = try? readPlaceholder(relative) else { return nil }
+            return PlaceholderOwner(domain: metadata.domain, identifierKey: PlaceholderOwner.key(metadata.identifier))
+        case .dataless:
+            return Self.datalessOwner(atPath: path(relative))
+        }
+    }
+
+    /// Whether a placeholder stands at `relative`. Blocking.
+    public func placeholderExists(_ relative: String) -> Bool {
+        switch layout {
+        case .placeholderFiles: return fingerprint(atPath: placeholderPath(relative)) != nil
+        case .dataless: return placeholderOwner(relative) != nil
+        }
+    }
+
+    /// Whether `identifier`'s own placeholder stands at `relative`. Blocking.
+    public func isPlaceholder(of identifier: ItemIdentifier, at relative: String) -> Bool {
+        placeholderOwner(relative)?.isOwned(by: identifier) == true
+    }
+
+    /// Removes the placeholder at `relative`; nothing there is fine. In the dataless layout only
+    /// a dataless file is removed, never a file with contents.
+    /// - Throws: `localIOFailure` naming the file when it cannot be removed.
+    public func removePlaceholder(_ relative: String) throws(FileProviderError) {
+        switch layout {
+        case .placeholderFiles:
+            try removeFile(atPath: placeholderPath(relative))
+        case .dataless:
+            guard placeholderOwner(relative) != nil else { return }
+            try removeFile(atPath: path(relative))
+        }
+    }
+
+    /// Renames the placeholder at `from` to `to`, refusing to replace anything.
+    /// - Throws: `filenameCollision` when `to` is taken; `noSuchItem` when there is none.
+    public func movePlaceholder(from: String, to: String) throws(FileProviderError) {
+        switch layout {
+        case .placeholderFiles: try move(fromPath: placeholderPath(from), toPath: placeholderPath(to))
+        case .dataless: try move(fromPath: path(from), toPath: path(to))
+        }
+    }
+
+    /// Gives the file at `source` (in this replica or its staging folder) the name `relative`,
+    /// where at most the item's placeholder may stand: it takes the placeholder's place (a
+    /// dataless file is replaced in one rename; a `.placeholder` file is removed after).
+    /// - Throws: `filenameCollision` when a file with contents has the name; `localIOFailure`.
+    public func placeFile(fromPath source: String, at relative: String) throws(FileProviderError) {
+        let target = path(relative)
+        switch layout {
+        case .placeholderFiles:
+            try move(fromPath: source, toPath: target)
+            try removeFile(atPath: placeholderPath(relative))
+        case .dataless:
+            if fingerprint(atPath: target) != nil && Self.datalessOwner(atPath: target) == nil {
+                throw FileProviderError(.filenameCollision, "\(target) is a file with contents; \(source) was not moved over it")
+            }
+            try replace(fromPath: source, toPath: target)
+        }
+    }
+
+    /// Swaps a downloaded file for its placeholder (an eviction): afterwards the file is gone and
+    /// the placeholder stands for the item. Placeholder files: the placeholder is written first,
+    /// then the file removed. Dataless: a new dataless file is renamed over the downloaded one
+    /// in one step; a program that has the old file open goes on reading the old contents, and
+    /// the new file, another inode, carries none of `serve`'s marks that let reads through.
+    /// - Throws: `localIOFailure` naming the file when it cannot be written or removed.
+    public func replaceWithPlaceholder(_ relative: String, _ metadata: PlaceholderMetadata) throws(FileProviderError) {
+        switch layout {
+        case .placeholderFiles:
+            try writePlaceholder(relative, metadata)
+            try removeFile(atPath: path(relative))
+        case .dataless:
+            try writeDatalessFile(relative, metadata, replacing: true)
+        }
+    }
+
+    // MARK: Dataless files
+
+    /// The owner of the dataless file at `path`, or `nil` when it is not one. Blocking.
+    static func datalessOwner(atPath path: String) -> PlaceholderOwner? {
+        var buffer = [UInt8](repeating: 0, count: 16)
+        let length = buffer.withUnsafeMutableBytes { fp_get_xattr(path, datalessAttribute, $0.baseAddress, $0.count) }
+        guard length == 9, buffer[0] == datalessFormat else { return nil }
+        let key = (0..<8).reduce(UInt64(0)) { $0 | UInt64(buffer[1 + $1]) << (8 * UInt64($1)) }
+        return PlaceholderOwner(domain: nil, identifierKey: key)
+    }
+
+    private static func datalessValue(_ identifier: String) -> [UInt8] {
+        let key = PlaceholderOwner.key(identifier)
+        return [datalessFormat] + (0..<8).map { UInt8(truncatingIfNeeded: key >> (8 * UInt64($0))) }
+    }
+
+    /// Creates the dataless file of a new item: a sparse file of the item's size and date,
+    /// marked dataless before it gets its name (unnamed first, `O_TMPFILE`, or under a
+    /// temporary name where the file system has no unnamed files), so no program and no scan
+    /// ever sees it without the mark (an empty file would be taken for contents). An existing
+    /// dataless file is rewritten; a file with contents at the name is left alone.
+    /// - Throws: `filenameCollision` when a file with contents has the name; `insufficientQuota`
+    ///   or `localIOFailure` naming the file when it cannot be written (a size the file system
+    ///   cannot hold: `EFBIG`).
+    func createDatalessFile(_ relative: String, _ metadata: PlaceholderMetadata) throws(FileProviderError) {
+        try writeDatalessFile(relative, metadata, replacing: false)
+    }
+
+    /// Writes the dataless file of an item at `relative`: a new one, or the existing dataless
+    /// file rewritten (its size, date and item). With `replacing`, whatever file is there (a
+    /// downloaded one, being evicted) is replaced in one rename; without it, a file with
+    /// contents is never touched.
+    /// - Throws: as ``createDatalessFile(_:_:)``.
+    func writeDatalessFile(_ relative: String, _ metadata: PlaceholderMetadata, replacing: Bool = false) throws(FileProviderError) {
+        let target = path(relative)
+        if !replacing, let print = fingerprint(atPath: target) {
+            guard print.isRegularFile, Self.datalessOwner(atPath: target) != nil else {
+                throw FileProviderError(.filenameCollision, "\(target) is a file with contents; no dataless file was written over it")
+            }
+        }
+        let folder = target.lastIndex(of: "/").map { String(target[..<$0]) } ?? "."
+        var fd = fp_open_unnamed(folder, 0o644)
+        let unnamed = fd >= 0
+        var temporary: String?
+        if !unnamed {
+            let name = folder + "/.fp-tmp-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+            fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            if fd < 0 { throw POSIXError.error("cannot create dataless file", path: target) }
+            _ = flock(fd, LOCK_EX)
+            temporary = name
+        }
+        defer { close(fd) }
+        do throws(FileProviderError) {
+            try Self.prepareDataless(fd, metadata, path: target)
+            if unnamed {
+                if fp_link_unnamed(fd, target) == 0 { return }
+                guard errno == EEXIST else { throw POSIXError.error("cannot name dataless file", path: target) }
+                // Taken: by a dataless file (an earlier write) or, when replacing, by the file
+                // to evict. Named under a temporary name, then renamed over it.
+                let name = folder + "/.fp-tmp-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+                _ = flock(fd, LOCK_EX)
+                _ = try POSIXError.check(fp_link_unnamed(fd, name), "cannot name dataless file", path: name)
+                temporary = name
+            }
+            guard let temporary else { return }
+            if !replacing, let print = fingerprint(atPath: target), !(print.isRegularFile && Self.datalessOwner(atPath: target) != nil) {
+                throw FileProviderError(.filenameCollision, "\(target) is a file with contents; no dataless file was written over it")
+            }
+            _ = try POSIXError.check(rename(temporary, target), "cannot rename into place", path: target)
+        } catch {
+            if let temporary { unlink(temporary) }
+            throw error
+        }
+    }
+
+    /// Gives the open file `fd` the item's size (sparse) and date and the dataless mark.
+    private static func prepareDataless(_ fd: Int32, _ metadata: PlaceholderMetadata, path: String) throws(FileProviderError) {
+        let size = metadata.kind == ItemKind.file.rawValue ? max(0, metadata.size) : 0
+        _ = try POSIXError.check(ftruncate(fd, off_t(size)), "cannot size dataless file", path: path)
+        if let seconds = metadata.contentModificationDate {
+            let whole = seconds.rounded(.down)
+            var times = [
+                timespec(tv_sec: 0, tv_nsec: fp_utime_omit()),
+                timespec(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1e9)),
+            ]
+            _ = try POSIXError.check(futimens(fd, &times), "cannot date dataless file", path: path)
+        }
+        let value = datalessValue(metadata.identifier)
+        let result = value.withUnsafeBytes { fp_fset_xattr(fd, datalessAttribute, $0.baseAddress, $0.count) }
+        _ = try POSIXError.check(result, "cannot mark dataless file (the file system needs extended attributes)", path: path)
+    }
+}
