@@ -1,0 +1,152 @@
+import Foundation
+import ProviderCore
+import ProviderStore
+import Testing
+
+@testable import ProviderEngine
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The dataless layout of a replica folder: a file that is not downloaded is a sparse file
+/// under its real name, marked dataless, and nothing the engine does takes it for contents or
+/// deletes a file with contents in its place.
+@Suite struct DatalessLayoutTests {
+    final class Folder {
+        let url: URL
+        let replica: Replica
+        init() throws {
+            url = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-dataless-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: url.appendingPathComponent("staging"), withIntermediateDirectories: true)
+            replica = Replica(root: url, staging: url.appendingPathComponent("staging"), layout: .dataless)
+        }
+        deinit { try? FileManager.default.removeItem(at: url) }
+    }
+
+    func metadata(_ identifier: String, size: Int64, date: Double = 1_700_000_000.25) -> PlaceholderMetadata {
+        var record = ItemRecord(
+            domainID: 1,
+            item: Item(
+                identifier: ItemIdentifier(identifier), parentIdentifier: .rootContainer, filename: identifier, kind: .file,
+                size: size, contentModificationDate: Date(timeIntervalSince1970: date)),
+            path: identifier)
+        record.state = .placeholder
+        return PlaceholderMetadata(domain: "d", record: record)
+    }
+
+    func blocks(_ path: String) -> Int {
+        var info = stat()
+        return lstat(path, &info) == 0 ? Int(info.st_blocks) : -1
+    }
+
+    @Test func aDatalessFileHasTheItemsSizeAndDateAndNoBlocks() throws {
+        let folder = try Folder()
+        let replica = folder.replica
+        try replica.createPlaceholder("big.bin", metadata("big.bin", size: 5 << 20))
+        let print = try #require(replica.fingerprint(atPath: replica.path("big.bin")))
+        #expect(print.isRegularFile && print.size == 5 << 20)
+        #expect(print.modificationNanos == 1_700_000_000_250_000_000)
+        #expect(blocks(replica.path("big.bin")) == 0, "no contents are stored")
+        #expect(replica.placeholderExists("big.bin"))
+        #expect(replica.isPlaceholder(of: "big.bin", at: "big.bin"))
+        #expect(!replica.isPlaceholder(of: "other", at: "big.bin"))
+        #expect(!FileManager.default.fileExists(atPath: replica.path("big.bin") + Replica.placeholderSuffix))
+        // Written again with a new size: still dataless.
+        try replica.writePlaceholder("big.bin", metadata("big.bin", size: 7))
+        #expect(replica.fingerprint(atPath: replica.path("big.bin"))?.size == 7)
+        #expect(replica.placeholderExists("big.bin"))
+        // No temporary files are left.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.url.path).sorted() == ["big.bin", "staging"])
+    }
+
+    /// Nothing may put a dataless file over contents, or remove contents as if they were a
+    /// placeholder.
+    @Test func aFileWithContentsIsNeverTakenForAPlaceholder() throws {
+        let folder = try Folder()
+        let replica = folder.replica
+        try Data("mine".utf8).write(to: replica.url("a.txt"))
+        #expect(!replica.placeholderExists("a.txt"))
+        #expect(throws: FileProviderError.self) { try replica.createPlaceholder("a.txt", metadata("a.txt", size: 10)) }
+        #expect(throws: FileProviderError.self) { try replica.writePlaceholder("a.txt", metadata("a.txt", size: 10)) }
+        try replica.removePlaceholder("a.txt")
+        #expect(try Data(contentsOf: replica.url("a.txt")) == Data("mine".utf8), "the file with contents stays")
+        // A download takes the place of a dataless file, never of a file with contents.
+        try replica.createPlaceholder("b.txt", metadata("b.txt", size: 4))
+        let staged = replica.staging.path + "/b.part"
+        try Data("data".utf8).write(to: URL(fileURLWithPath: staged))
+        try replica.placeFile(fromPath: staged, at: "b.txt")
+        #expect(try Data(contentsOf: replica.url("b.txt")) == Data("data".utf8))
+        #expect(!replica.placeholderExists("b.txt"))
+        try Data("other".utf8).write(to: URL(fileURLWithPath: staged))
+        #expect(throws: FileProviderError.self) { try replica.placeFile(fromPath: staged, at: "a.txt") }
+        #expect(try Data(contentsOf: replica.url("a.txt")) == Data("mine".utf8))
+    }
+
+    /// An eviction is one rename of a new dataless file over the downloaded one: a program that
+    /// has the file open keeps reading the contents; the name then holds no blocks.
+    @Test func evictingReplacesTheFileWithANewDatalessOne() throws {
+        let folder = try Folder()
+        let replica = folder.replica
+        let contents = Data(repeating: 0x41, count: 1 << 20)
+        try contents.write(to: replica.url("a.bin"))
+        let before = try #require(replica.fingerprint(atPath: replica.path("a.bin")))
+        let reader = try FileHandle(forReadingFrom: replica.url("a.bin"))
+        defer { try? reader.close() }
+        try replica.replaceWithPlaceholder("a.bin", metadata("a.bin", size: Int64(contents.count)))
+        let after = try #require(replica.fingerprint(atPath: replica.path("a.bin")))
+        #expect(after.inode != before.inode && after.size == before.size)
+        #expect(replica.placeholderExists("a.bin"))
+        #expect(blocks(replica.path("a.bin")) == 0)
+        #expect(try reader.readToEnd() == contents, "an open file keeps its contents")
+    }
+
+    /// The scan takes dataless files for placeholders: one moved elsewhere is a move of its
+    /// item; a materialized item whose file became dataless (evicted by another process) is an
+    /// eviction; a file with contents at a dataless item's name is kept beside it.
+    @Test func theScanTakesDatalessFilesForPlaceholders() throws {
+        let folder = try Folder()
+        let replica = folder.replica
+        func record(_ path: String, state: ContentState, print: FileFingerprint? = nil) -> ItemRecord {
+            var record = ItemRecord(
+                domainID: 1,
+                item: Item(
+                    identifier: ItemIdentifier(path), parentIdentifier: .rootContainer, filename: path, kind: .file, size: 3,
+                    contentModificationDate: Date(timeIntervalSince1970: 1_700_000_000)),
+                path: path)
+            record.state = state
+            if let print { record.markMaterialized(contentVersion: record.contentVersion, fingerprint: print) }
+            return record
+        }
+        let root = ItemRecord(
+            domainID: 1, item: Item(identifier: .rootContainer, parentIdentifier: .rootContainer, filename: "", kind: .folder), path: "")
+        // kept.txt: dataless and unchanged. moved.txt: moved by the user to elsewhere.txt.
+        // evicted.txt: materialized in the database, dataless on disk. written.txt: dataless in
+        // the database, a file with contents on disk.
+        for name in ["kept.txt", "moved.txt", "written.txt"] { try replica.createPlaceholder(name, metadata(name, size: 3)) }
+        try FileManager.default.moveItem(at: replica.url("moved.txt"), to: replica.url("elsewhere.txt"))
+        try Data("abc".utf8).write(to: replica.url("evicted.txt"))
+        let downloaded = try #require(replica.fingerprint(atPath: replica.path("evicted.txt")))
+        try replica.replaceWithPlaceholder("evicted.txt", metadata("evicted.txt", size: 3))
+        try FileManager.default.removeItem(at: replica.url("written.txt"))
+        try Data("new".utf8).write(to: replica.url("written.txt"))
+        let records = [
+            root, record("kept.txt", state: .placeholder), record("moved.txt", state: .placeholder),
+            record("evicted.txt", state: .materialized, print: downloaded), record("written.txt", state: .placeholder),
+        ]
+        let scanner = LocalScanner(replica: replica, domain: "d", ignore: IgnoreRules(), settleNanos: 0)
+        let result = scanner.scan(records: records)
+        let described = result.changes.map { change -> String in
+            switch change {
+            case .created(let path, _, _): return "created \(path)"
+            case .modified(let record, _): return "modified \(record.path)"
+            case .writtenOverPlaceholder(let record, _): return "written over \(record.path)"
+            case .moved(let record, let to, _): return "moved \(record.path) -> \(to)"
+            case .deleted(let record): return "deleted \(record.path)"
+            }
+        }
+        #expect(described.sorted() == ["moved moved.txt -> elsewhere.txt", "written over written.txt"])
+        #expect(result.evicted.map(\.path) == ["evicted.txt"])
+        #expect(result.strayPlaceholders.isEmpty)
+    }
+}
