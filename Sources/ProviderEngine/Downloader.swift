@@ -24,6 +24,8 @@ final class Downloader: Sendable {
     let space: SpaceReservations
     /// Downloads under way (and finished ones until their batch is recorded), by item.
     let downloads = Mutex<[ItemIdentifier: Task<ItemRecord, any Error>]>([:])
+    /// Fills of dataless files under way (``fillInPlace(_:)``), by item.
+    let fills = Mutex<[ItemIdentifier: Task<ItemRecord, any Error>]>([:])
 
     init(
         domainID: Int64, domainName: String, backend: any Backend, replica: Replica, store: MetadataStore,

@@ -188,7 +188,9 @@ struct LocalScanner {
                 if let here, here.kind == .file, record.state == .placeholder {
                     // The placeholder moved elsewhere and a new file took its name: a move and a
                     // creation.
-                    if !placeholders.contains(record.path), strayPlaceholders[PlaceholderOwner.key(record.identifier.rawValue)]?.isEmpty == false {
+                    if !placeholders.contains(record.path),
+                        strayPlaceholders[PlaceholderOwner.key(record.identifier.rawValue)]?.isEmpty == false
+                    {
                         missing.append(record)
                         replaced.insert(record.path)
                         continue
@@ -268,7 +270,8 @@ struct LocalScanner {
     /// Whether a file is a materialized item's file exactly as recorded.
     private static func isUnchangedDownload(_ print: FileFingerprint, _ record: ItemRecord?) -> Bool {
         guard let record, record.state == .materialized else { return false }
-        return print.size == record.localSize && print.modificationNanos == record.localModificationNanos && print.inode == record.localInode
+        return print.size == record.localSize && print.modificationNanos == record.localModificationNanos
+            && print.inode == record.localInode
     }
 
     private func key(of owner: PlaceholderOwner) -> UInt64 {

@@ -149,4 +149,54 @@ import Testing
         #expect(result.evicted.map(\.path) == ["evicted.txt"])
         #expect(result.strayPlaceholders.isEmpty)
     }
+
+    /// A fill for a program reading a dataless file writes the same inode: a program that had
+    /// the file open reads the contents through its descriptor; the file is recorded, dated,
+    /// marked as a download and no longer dataless. A failed fill leaves it dataless, its size
+    /// intact, no blocks kept.
+    @Test func fillingInPlaceWritesTheSameInodeAndAFailureLeavesItDataless() async throws {
+        try await Fixture.with { f in
+            let contents = bytes(300_000, seed: 7)
+            _ = try f.memory.write(path: "a.bin", data: contents)
+            _ = try f.memory.write(path: "b.bin", data: Data("bee".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            let folder = try Folder()
+            let replica = folder.replica
+            let downloader = Downloader(
+                domainID: controller.domainID, domainName: "mem", backend: controller.backend, replica: replica,
+                store: f.manager.store, executor: f.manager.executor, depth: 2, space: f.manager.spaceReservations)
+            let a = try controller.record(at: "a.bin")
+            let b = try controller.record(at: "b.bin")
+            for record in [a, b] { try replica.createPlaceholder(record.path, PlaceholderMetadata(domain: "mem", record: record)) }
+            let inode = try #require(replica.fingerprint(atPath: replica.path("a.bin"))).inode
+            let reader = try FileHandle(forReadingFrom: replica.url("a.bin"))
+            defer { try? reader.close() }
+
+            // Two programs at once share one download.
+            async let first = downloader.fillInPlace(a)
+            async let second = downloader.fillInPlace(a)
+            let (filled, again) = try await (first, second)
+            #expect(f.memory.callCount(.fetchContents) == 1)
+            #expect(filled == again)
+            #expect(try reader.readToEnd() == contents, "the open descriptor reads the contents")
+            let print = try #require(replica.fingerprint(atPath: replica.path("a.bin")))
+            #expect(print.inode == inode)
+            #expect(!replica.placeholderExists("a.bin"))
+            #expect(DownloadMark.recognize(atPath: replica.path("a.bin"), print, as: a) != nil)
+            let recorded = try controller.record(at: "a.bin")
+            #expect(recorded.state == .materialized && recorded.localInode == inode && !recorded.isOutdated)
+
+            f.memory.setFailure(FileProviderError(.serverUnreachable, "down"), for: .fetchContents)
+            await #expect(throws: FileProviderError.self) { _ = try await downloader.fillInPlace(b) }
+            #expect(replica.placeholderExists("b.bin"), "still dataless")
+            #expect(replica.fingerprint(atPath: replica.path("b.bin"))?.size == 3)
+            #expect(blocks(replica.path("b.bin")) == 0)
+            #expect(try controller.record(at: "b.bin").state == .placeholder)
+            f.memory.setFailure(nil, for: .fetchContents)
+            _ = try await downloader.fillInPlace(b)
+            #expect(try Data(contentsOf: replica.url("b.bin")) == Data("bee".utf8))
+        }
+    }
+
 }

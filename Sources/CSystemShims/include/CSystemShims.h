@@ -72,6 +72,12 @@ static inline long fp_get_xattr(const char *path, const char *name, void *buffer
     return lgetxattr(path, name, buffer, capacity);
 }
 
+/// Gives back the blocks of bytes [offset, offset + length) of `fd` (reads see zeros; the size
+/// stays): FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE. 0, or -1 with errno.
+static inline int fp_punch_hole(int fd, off_t offset, off_t length) {
+    return fallocate(fd, 0x02 /* FALLOC_FL_PUNCH_HOLE */ | 0x01 /* FALLOC_FL_KEEP_SIZE */, offset, length);
+}
+
 /// UTIME_OMIT for utimensat.
 static inline long fp_utime_omit(void) { return UTIME_OMIT; }
 

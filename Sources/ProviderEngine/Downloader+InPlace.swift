@@ -1,0 +1,112 @@
+import CSystemShims
+import Foundation
+import ProviderCore
+import ProviderStore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension Downloader {
+    /// Fills an item's dataless file with its contents where it stands (the same inode), for a
+    /// program that is reading it: a download renamed over the file would leave that program
+    /// reading the old, empty inode. Dataless layout only.
+    ///
+    /// The file stays marked dataless until its contents are complete and dated and carry the
+    /// download mark, so a crash or a failure never leaves a file that looks downloaded but is
+    /// not: a failure gives the written blocks back and the file is as it was (the next access
+    /// tries again). The item is recorded as materialized once the file is complete.
+    /// Concurrent fills of one item share one download.
+    /// - Throws: `noSuchItem` when the file at the item's path is not its dataless file;
+    ///   `fileWriteOutOfSpace` when it does not fit beside the reserve; what the backend
+    ///   throws; `corruptData` when the store sent another size than it announced.
+    func fillInPlace(_ record: ItemRecord) async throws(FileProviderError) -> ItemRecord {
+        let key = ItemIdentifier("fill:" + record.identifier.rawValue)
+        let task = fills.withLock { map -> Task<ItemRecord, any Error> in
+            if let running = map[key] { return running }
+            let task = Task { [self] () async throws -> ItemRecord in
+                defer { _ = self.fills.withLock { $0.removeValue(forKey: key) } }
+                return try await self.performFill(record)
+            }
+            map[key] = task
+            return task
+        }
+        do {
+            return try await task.value
+        } catch {
+            throw FileProviderError.wrap(error)
+        }
+    }
+
+    private func performFill(_ record: ItemRecord) async throws(FileProviderError) -> ItemRecord {
+        let replica = self.replica
+        let target = replica.path(record.path)
+        let isOurs = try await executor.run { replica.isPlaceholder(of: record.identifier, at: record.path) }
+        guard isOurs else {
+            throw FileProviderError(.noSuchItem, "\(display(record.path)) is no longer the item's dataless file; sync again")
+        }
+        let space = self.space
+        // The promise is measured against a staging name that is never written: the file being
+        // filled is the item's own, and nothing may remove it to make room.
+        let promised = replica.stagingPath(named: Self.stagingName(for: record.identifier) + ".fill")
+        let ticket = try await executor.run { () throws(FileProviderError) in
+            try space.reserve(size: record.size, stagingFile: promised, folder: replica.staging.path, canResume: false)
+        }
+        defer { space.release(ticket) }
+        let item: Item
+        do {
+            item = try await backend.fetchContents(
+                for: record.identifier, version: nil, to: URL(fileURLWithPath: target), offset: 0, progress: nil)
+        } catch {
+            try? await executor.runToCompletion { try Self.restoreDataless(atPath: target, size: record.size) }
+            let full = try? await executor.run {
+                space.outOfSpace(
+                    error, size: record.size, stagingFile: promised, folder: replica.staging.path, ticket: ticket, canResume: false)
+            }
+            throw full?.error ?? error
+        }
+        let print = try await executor.runToCompletion { () throws -> FileFingerprint in
+            guard let size = replica.fileSize(atPath: target), size == item.size else {
+                try Self.restoreDataless(atPath: target, size: record.size)
+                throw FileProviderError(
+                    .corruptData,
+                    "the download of \(self.display(record.path)) was \(replica.fileSize(atPath: target) ?? 0) bytes, expected \(item.size); try again"
+                )
+            }
+            if let date = item.contentModificationDate { try replica.setModificationDate(date, atPath: target) }
+            guard let filled = replica.fingerprint(atPath: target) else {
+                throw FileProviderError(.localIOFailure, "\(target) vanished while it was filled")
+            }
+            DownloadMark.write(atPath: target, identifier: item.identifier, contentVersion: item.version.content, fingerprint: filled)
+            // Last: from here on the file is contents.
+            try Self.clearDataless(atPath: target)
+            return filled
+        }
+        var updated = record
+        updated.update(from: item, path: record.path)
+        updated.markMaterialized(contentVersion: item.version.content, fingerprint: print)
+        updated.lastError = nil
+        try store.apply(domainID: domainID, upserts: [updated], deletions: [])
+        return updated
+    }
+
+    /// Puts a dataless file back as it was after a fill that failed: its size, no blocks (what
+    /// was written is given back), still marked dataless. Blocking.
+    static func restoreDataless(atPath path: String, size: Int64) throws(FileProviderError) {
+        let fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
+        if fd < 0 { throw POSIXError.error("cannot reopen", path: path) }
+        defer { close(fd) }
+        _ = try POSIXError.check(ftruncate(fd, off_t(max(0, size))), "cannot size", path: path)
+        if size > 0 { _ = try POSIXError.check(fp_punch_hole(fd, 0, off_t(size)), "cannot give back the blocks of", path: path) }
+    }
+
+    /// Removes the dataless mark of a file whose contents are complete. Blocking.
+    static func clearDataless(atPath path: String) throws(FileProviderError) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        if fd < 0 { throw POSIXError.error("cannot reopen", path: path) }
+        defer { close(fd) }
+        if fp_fremove_xattr(fd, Replica.datalessAttribute) != 0 && errno != ENODATA {
+            throw POSIXError.error("cannot clear the dataless mark of", path: path)
+        }
+    }
+}
