@@ -73,7 +73,10 @@ let package = Package(
             ]
         ),
         .testTarget(name: "ProviderCoreTests", dependencies: ["ProviderCore"]),
-        .testTarget(name: "ProviderStoreTests", dependencies: ["ProviderStore", "ProviderCore"]),
+        .testTarget(
+            name: "ProviderStoreTests",
+            dependencies: ["ProviderStore", "ProviderCore", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
         .testTarget(
             name: "ProviderEngineTests",
             dependencies: ["ProviderEngine", "ProviderStore", "ProviderCore", "ProviderTesting", "LocalAdapter", "SFTPAdapter"]

@@ -44,9 +44,11 @@ public final class DomainController: Sendable {
         ignoreRules = IgnoreRules(extra: domain.ignoreList)
         syncLockPath = DomainLock.syncPath(home: manager.home, domain: domain.name)
         serveLockPath = DomainLock.path(home: manager.home, domain: domain.name)
-        let replicaRoot = URL(fileURLWithPath: domain.replicaPath)
+        // Where the engine reads and writes the files: the replica folder, or a dataless
+        // domain's backing folder (never the replica path, which serve marks with fanotify).
+        let replicaRoot = try manager.replicaRoot(of: domain)
         var staging = manager.home.appendingPathComponent("staging/\(id)")
-        let inHome = Self.sameDevice(manager.home.path, domain.replicaPath)
+        let inHome = Self.sameDevice(manager.home.path, replicaRoot.path)
         if !inHome {
             staging = replicaRoot.appendingPathComponent(".fileprovider-staging")
         }

@@ -71,7 +71,7 @@ extension ProviderManager {
         guard let domainID = domain.id else { throw FileProviderError(.providerDomainNotFound, "domain \(domain.name) has no id") }
         let path = location.path
         let display = "\(domain.name):/\(path)"
-        let replica = Replica(root: URL(fileURLWithPath: domain.replicaPath), staging: home.appendingPathComponent("staging/\(domainID)"))
+        let replica = Replica(root: try replicaRoot(of: domain), staging: home.appendingPathComponent("staging/\(domainID)"))
         let record = try store.item(domainID: domainID, path: path)
         let onDisk = replica.fingerprint(atPath: replica.path(path))
         let placeholderOnDisk = replica.placeholderExists(path)

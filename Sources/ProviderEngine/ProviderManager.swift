@@ -77,12 +77,21 @@ public final class ProviderManager: Sendable {
     /// Adds a domain: checks the name and options, connects once to check the store, creates the
     /// replica folder and records the domain with its root.
     ///
+    /// In `mode` ``ReplicaMode/dataless`` it also checks that the system can watch accesses
+    /// (``OnAccessSupport/problem(forBacking:)``) and makes the backing folder
+    /// (``backingURL(forDomainNamed:)``), where the files will be, beside the empty replica folder.
+    ///
     /// - Throws: `invalidArgument` for a bad name, unknown backend, bad options, a replica folder
-    ///   that is not empty or overlaps a store path or another replica; `filenameCollision` when
-    ///   the name is taken; what the backend throws when the store cannot be reached.
+    ///   that is not empty or overlaps a store path or another replica (or another dataless
+    ///   domain's backing folder), a dataless domain's replica folder and backing folder that
+    ///   overlap or a backing folder that is not empty; `notSupported` when dataless files cannot
+    ///   work here (no CAP_SYS_ADMIN, a kernel before 6.14, a file system that refuses fanotify
+    ///   marks), with the reason; `filenameCollision` when the name is taken; what the backend
+    ///   throws when the store cannot be reached.
     @discardableResult
     public func addDomain(
-        name: String, kind: String, options: [String: String], replicaPath: String? = nil, ignorePatterns: [String] = []
+        name: String, kind: String, options: [String: String], replicaPath: String? = nil, ignorePatterns: [String] = [],
+        mode: ReplicaMode = .placeholderFiles
     ) async throws(FileProviderError) -> DomainRecord {
         try Self.validateDomainName(name)
         if try store.domain(named: name) != nil {
@@ -92,7 +101,9 @@ public final class ProviderManager: Sendable {
         let configuration = try descriptor.validate(options)
         let replica = URL(fileURLWithPath: replicaPath ?? home.appendingPathComponent("domains/\(name)").path)
             .standardizedFileURL.resolvingSymlinksInPath()
-        try checkReplicaLocation(replica, descriptor: descriptor, configuration: configuration)
+        let backing = mode == .dataless ? try backingURL(forDomainNamed: name) : nil
+        try checkReplicaLocation(replica, backing: backing, descriptor: descriptor, configuration: configuration)
+        if let backing { try checkDatalessLocation(replica: replica, backing: backing) }
 
         let backend: any Backend
         do {
@@ -109,17 +120,13 @@ public final class ProviderManager: Sendable {
         }
         await backend.close()
 
-        do {
-            try FileManager.default.createDirectory(at: replica, withIntermediateDirectories: true)
-        } catch {
-            throw FileProviderError(.localIOFailure, "cannot create the replica folder \(replica.path): \(error.localizedDescription)")
-        }
-        Replica(root: replica, staging: replica).markRoot(domain: name)
+        try makeFolders(replica: replica, backing: backing, domain: name)
         let stored = descriptor.redacted(configuration).values.filter { key, _ in
             descriptor.options.first { $0.name == key }?.isSecret != true
         }
         var record = DomainRecord(name: name, backendKind: kind, configuration: stored, replicaPath: replica.path)
         record.ignorePatterns = ignorePatterns.joined(separator: "\n")
+        record.replicaMode = mode
         record = try store.insertDomain(record)
         guard let domainID = record.id else { throw FileProviderError(.localIOFailure, "the domain was not saved") }
         var rootRecord = ItemRecord(domainID: domainID, item: root, path: "")
@@ -129,26 +136,34 @@ public final class ProviderManager: Sendable {
         return record
     }
 
-    private func checkReplicaLocation(_ replica: URL, descriptor: BackendDescriptor, configuration: BackendConfiguration)
-        throws(FileProviderError)
-    {
+    /// Checks where a new domain's files would be: its replica folder and, for a dataless domain,
+    /// its backing folder may not overlap a store path or another domain's replica or backing
+    /// folder; the replica folder must be empty or new.
+    private func checkReplicaLocation(
+        _ replica: URL, backing: URL?, descriptor: BackendDescriptor, configuration: BackendConfiguration
+    ) throws(FileProviderError) {
         let path = replica.path
-        func overlaps(_ a: String, _ b: String) -> Bool {
-            a == b || a.hasPrefix(b.hasSuffix("/") ? b : b + "/") || b.hasPrefix(a.hasSuffix("/") ? a : a + "/")
+        var mine = [(path, "the replica folder \(path)", "choose a replica outside it with --replica")]
+        if let backing {
+            mine.append(
+                (backing.path, "the backing folder \(backing.path) (in the state folder)", "choose another state folder with --home"))
         }
         for option in descriptor.options where option.type == .path {
             guard let value = configuration[option.name], descriptor.kind == "local" || option.name == "root" else { continue }
             let other = URL(fileURLWithPath: value).standardizedFileURL.resolvingSymlinksInPath().path
-            if overlaps(path, other) {
-                throw FileProviderError(
-                    .invalidArgument,
-                    "the replica folder \(path) overlaps --\(option.name) \(other); choose a replica outside it with --replica")
+            for (folder, what, instead) in mine where Self.overlaps(folder, other) {
+                throw FileProviderError(.invalidArgument, "\(what) overlaps --\(option.name) \(other); \(instead)")
             }
         }
-        for domain in try store.domains() where overlaps(path, domain.replicaPath) {
-            throw FileProviderError(
-                .invalidArgument,
-                "the replica folder \(path) overlaps the replica of domain '\(domain.name)'; choose another with --replica")
+        for domain in try store.domains() {
+            var theirs = [(domain.replicaPath, "replica")]
+            if let theirBacking = try? backingURL(of: domain) { theirs.append((theirBacking.path, "backing folder")) }
+            for (folder, what, _) in mine {
+                for (other, kind) in theirs where Self.overlaps(folder, other) {
+                    let instead = folder == path ? "choose another with --replica" : "choose another name"
+                    throw FileProviderError(.invalidArgument, "\(what) overlaps the \(kind) of domain '\(domain.name)'; \(instead)")
+                }
+            }
         }
         if let contents = try? FileManager.default.contentsOfDirectory(atPath: path), !contents.isEmpty {
             throw FileProviderError(
@@ -176,6 +191,10 @@ public final class ProviderManager: Sendable {
     /// its staging folder. Downloaded files, local edits, new files and everything else the
     /// user put there stay.
     ///
+    /// For a dataless domain, "the replica" is its backing folder (``replicaRoot(of:)``), where
+    /// the files are: deleted or kept as above. Its replica folder, the empty mount point, is
+    /// removed either way (only while empty: see ``removeFolders(of:root:staging:keepReplica:)``).
+    ///
     /// Deleting the replica would lose what the store does not have yet, so without
     /// `keepReplica` it is refused while ``unsentChanges(inDomain:)`` lists a change in the
     /// replica (an `unfinished` journal entry alone has nothing in the replica behind it), unless
@@ -185,8 +204,9 @@ public final class ProviderManager: Sendable {
     ///   `keepReplica` nor `force` is given; `localIOFailure` when the database fails.
     public func removeDomain(named name: String, keepReplica: Bool, force: Bool = false) async throws(FileProviderError) {
         let domain = try domain(named: name)
+        let root = try replicaRoot(of: domain)
         // A replica folder that is gone holds nothing to lose.
-        if !keepReplica && !force && FileManager.default.fileExists(atPath: domain.replicaPath) {
+        if !keepReplica && !force && FileManager.default.fileExists(atPath: root.path) {
             let unsent = try await unsentChanges(inDomain: name)
             if unsent.contains(where: \.losesWork) {
                 let listed = unsent.prefix(5).map { "\($0.path) (\($0.kind.rawValue))" }.joined(separator: ", ")
@@ -203,23 +223,14 @@ public final class ProviderManager: Sendable {
         }
         guard let id = domain.id else { return }
         try store.deleteDomain(id: id)
-        let replica = URL(fileURLWithPath: domain.replicaPath)
         let staging = home.appendingPathComponent("staging/\(id)")
-        try await executor.run {
-            try? FileManager.default.removeItem(at: staging)
-            if keepReplica {
-                try? FileManager.default.removeItem(at: replica.appendingPathComponent(".fileprovider-staging"))
-                Self.removePlaceholders(of: domain.name, in: Replica(root: replica, staging: staging))
-            } else {
-                try? FileManager.default.removeItem(at: replica)
-            }
-        }
+        try await executor.run { self.removeFolders(of: domain, root: root, staging: staging, keepReplica: keepReplica) }
     }
 
     /// Removes every placeholder of a domain from its replica (moved ones too), and nothing
     /// else: a file under a `.placeholder` name that is not one of the domain's placeholders
     /// stays. Blocking.
-    private static func removePlaceholders(of domain: String, in replica: Replica) {
+    static func removePlaceholders(of domain: String, in replica: Replica) {
         guard let walker = FileManager.default.enumerator(atPath: replica.root.path) else { return }
         while let relative = walker.nextObject() as? String {
             guard relative.hasSuffix(Replica.placeholderSuffix) else { continue }

@@ -125,6 +125,13 @@ enum Migrations {
             try db.execute(sql: "CREATE INDEX item_materialized ON item(domainID) WHERE state = 'materialized'")
             try db.execute(sql: "CREATE INDEX item_pinned ON item(domainID) WHERE isPinned")
         }
+        migrator.registerMigration("v7: replica modes") { db in
+            // How a domain's replica shows files that are not downloaded (ReplicaMode): every
+            // domain added before had placeholder files.
+            try db.alter(table: "domain") { t in
+                t.add(column: "replicaMode", .text).notNull().defaults(to: "placeholder-files")
+            }
+        }
         return migrator
     }
 }

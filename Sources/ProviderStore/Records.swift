@@ -12,7 +12,8 @@ public struct DomainRecord: Codable, Hashable, Sendable, FetchableRecord, Mutabl
     public var backendKind: String
     /// The backend options as JSON; secret values are never stored.
     public var configuration: String
-    /// The absolute path of the replica folder.
+    /// The absolute path of the replica folder: where users and programs see the domain's files
+    /// (in ``ReplicaMode/dataless`` mode, the mount point of the backing folder).
     public var replicaPath: String
     public var createdAt: Date
     /// False after `disconnect`: the domain is kept but not synced.
@@ -28,6 +29,10 @@ public struct DomainRecord: Codable, Hashable, Sendable, FetchableRecord, Mutabl
     public var failureCount: Int = 0
     /// When a backed-off domain may be synced again; `nil` when it is not backing off.
     public var nextRetryAt: Date?
+    /// How the replica shows files that are not downloaded (see ``ReplicaMode``); fixed when the
+    /// domain is added. In ``ReplicaMode/dataless`` mode the engine keeps the files in a backing
+    /// folder and ``replicaPath`` is where programs see them.
+    public var replicaMode: ReplicaMode = .placeholderFiles
 
     public enum Columns {
         public static let id = Column(CodingKeys.id)

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import ProviderCore
 import ProviderEngine
+import ProviderStore
 
 struct DomainAddCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -9,6 +10,14 @@ struct DomainAddCommand: AsyncParsableCommand {
         abstract: "Add a domain: a store whose items appear in a replica folder.",
         discussion: """
             Backend options follow --backend as --NAME VALUE (or --NAME=VALUE).
+
+            Replica modes (--mode):
+              placeholder-files  A file that is not downloaded is a small <name>.placeholder file \
+            beside its name until 'fileproviderctl materialize' downloads it; works anywhere, \
+            without root and without 'serve'.
+              dataless           Every file is under its real name and is fetched when any program \
+            reads it; needs root (CAP_SYS_ADMIN), Linux 6.14 or later, a state folder on ext4, xfs, \
+            btrfs or bcachefs, and a running 'fileproviderctl serve'. Not available yet.
 
             \(AdapterList.descriptors.map(Self.describe).joined(separator: "\n\n"))
 
@@ -31,6 +40,12 @@ struct DomainAddCommand: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("A name pattern (* and ? wildcards) never uploaded from the replica; repeatable.", valueName: "pattern"))
     var ignore: [String] = []
+
+    @Option(
+        help: ArgumentHelp(
+            "How files that are not downloaded appear: placeholder-files (the default) or dataless (not available yet); see below.",
+            valueName: "mode"))
+    var mode: ReplicaMode = .placeholderFiles
 
     @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Backend options (--root DIR, ...).", visibility: .hidden))
     var backendOptions: [String] = []
@@ -69,7 +84,17 @@ struct DomainAddCommand: AsyncParsableCommand {
         return values
     }
 
+    /// The environment variable that lets `--mode dataless` through while the mode is being
+    /// built (issue #16): set to `1` by its developers and tests, never by users.
+    static let experimentalDataless = "FILEPROVIDER_EXPERIMENTAL_DATALESS"
+
     func run() async throws {
+        if mode == .dataless && ProcessInfo.processInfo.environment[Self.experimentalDataless] != "1" {
+            throw FileProviderError(
+                .notSupported,
+                "dataless mode is not available yet (serve cannot fetch files on access so far); use --mode placeholder-files (the default)"
+            )
+        }
         let manager = try global.manager()
         var options = try Self.parse(backendOptions)
         let descriptor = try manager.registry.descriptor(for: backend)
@@ -80,13 +105,21 @@ struct DomainAddCommand: AsyncParsableCommand {
         }
         let replicaPath = replica.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath).standardizedFileURL.path }
         let record = try await manager.addDomain(
-            name: name, kind: backend, options: options, replicaPath: replicaPath, ignorePatterns: ignore)
+            name: name, kind: backend, options: options, replicaPath: replicaPath, ignorePatterns: ignore, mode: mode)
+        let shown = try DomainJSON(record, summary: nil, manager: manager)
         await manager.close()
         if output.json {
-            try Output.json(DomainJSON(record, summary: nil))
+            try Output.json(shown)
+        } else if let backing = shown.backing {
+            print(
+                "added domain '\(record.name)' (\(record.backendKind), \(shown.mode)); replica: \(record.replicaPath); files kept in: \(backing)"
+            )
+            print("next: fileproviderctl sync \(record.name)")
         } else {
             print("added domain '\(record.name)' (\(record.backendKind)); replica: \(record.replicaPath)")
             print("next: fileproviderctl sync \(record.name)")
         }
     }
 }
+
+extension ReplicaMode: ExpressibleByArgument {}

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ProviderCore
 import ProviderEngine
 import ProviderStore
 
@@ -13,17 +14,20 @@ struct DomainListCommand: AsyncParsableCommand {
         let manager = try global.manager()
         let domains = try manager.domains()
         if output.json {
-            try Output.json(try domains.map { DomainJSON($0, summary: try manager.store.summary(domainID: $0.id ?? 0)) })
+            try Output.json(
+                try domains.map { try DomainJSON($0, summary: try manager.store.summary(domainID: $0.id ?? 0), manager: manager) })
             return
         }
         if domains.isEmpty {
             print("no domains; add one with: fileproviderctl domain add NAME --backend local --root DIR")
             return
         }
-        var text = "NAME\tBACKEND\tITEMS\tLAST SYNC\tREPLICA\n"
+        var text = "NAME\tBACKEND\tMODE\tITEMS\tLAST SYNC\tREPLICA\tBACKING\n"
         for domain in domains {
             let summary = try manager.store.summary(domainID: domain.id ?? 0)
-            text += "\(domain.name)\t\(domain.backendKind)\t\(summary.total)\t\(Output.date(domain.lastSyncAt))\t\(domain.replicaPath)\n"
+            let backing = try manager.backingURL(of: domain)?.path ?? "-"
+            text +=
+                "\(domain.name)\t\(domain.backendKind)\t\(domain.replicaMode.rawValue)\t\(summary.total)\t\(Output.date(domain.lastSyncAt))\t\(domain.replicaPath)\t\(backing)\n"
         }
         Output.write(text)
     }
@@ -35,6 +39,10 @@ struct DomainJSON: Encodable {
     var backend: String
     var options: [String: String]
     var replica: String
+    /// `placeholder-files` or `dataless` (see ``ReplicaMode``).
+    var mode: String
+    /// Where a dataless domain's files are (its backing folder); left out in other modes.
+    var backing: String?
     var createdAt: Date
     var lastSyncAt: Date?
     var lastError: String?
@@ -43,11 +51,14 @@ struct DomainJSON: Encodable {
     /// Set while the domain backs off after failures.
     var backoff: BackoffJSON?
 
-    init(_ record: DomainRecord, summary: ItemSummary?) {
+    /// - Throws: `invalidArgument` when a dataless domain's name is not valid (a damaged database).
+    init(_ record: DomainRecord, summary: ItemSummary?, manager: ProviderManager) throws(FileProviderError) {
         name = record.name
         backend = record.backendKind
         options = record.options
         replica = record.replicaPath
+        mode = record.replicaMode.rawValue
+        backing = try manager.backingURL(of: record)?.path
         createdAt = record.createdAt
         lastSyncAt = record.lastSyncAt
         lastError = record.lastError

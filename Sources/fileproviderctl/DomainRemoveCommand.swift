@@ -13,7 +13,8 @@ struct DomainRemoveCommand: AsyncParsableCommand {
             replica holds changes the store does not have (new, edited, moved or deleted items, \
             failed or interrupted uploads), deleting it is refused and they are listed: send them \
             with 'fileproviderctl sync', keep the folder with --keep-replica, or give --force to \
-            lose them.
+            lose them. For a dataless domain all this applies to its backing folder, where its files \
+            are; its empty replica folder is removed.
             """
     )
 
@@ -32,9 +33,11 @@ struct DomainRemoveCommand: AsyncParsableCommand {
     func run() async throws {
         let manager = try global.manager()
         let domain = try manager.domain(named: name)
+        // Where the files are: the replica folder, or a dataless domain's backing folder.
+        let files = try manager.replicaRoot(of: domain).path
         // Deleting the replica loses what the store does not have; keeping it loses nothing. A
         // replica folder that is gone holds nothing to lose.
-        let replicaExists = FileManager.default.fileExists(atPath: domain.replicaPath)
+        let replicaExists = FileManager.default.fileExists(atPath: files)
         var unsent: [UnsentChange] = []
         if !force && replicaExists {
             do {
@@ -43,7 +46,7 @@ struct DomainRemoveCommand: AsyncParsableCommand {
                 // Not this domain's replica (an empty folder in its place): nothing in it to lose,
                 // and with --keep-replica nothing is deleted.
                 let notOurs = error.code == .providerDomainTemporarilyUnavailable
-                if !notOurs || !(keepReplica || Self.isEmpty(domain.replicaPath)) { throw error }
+                if !notOurs || !(keepReplica || Self.isEmpty(files)) { throw error }
             }
         }
         if !keepReplica && unsent.contains(where: \.losesWork) {
@@ -67,14 +70,14 @@ struct DomainRemoveCommand: AsyncParsableCommand {
         await manager.close()
         if output.json {
             try Output.json(
-                DomainRemoveJSON(domain: name, removed: true, keptReplica: keepReplica ? domain.replicaPath : nil, unsent: unsent))
+                DomainRemoveJSON(domain: name, removed: true, keptReplica: keepReplica ? files : nil, unsent: unsent))
             return
         }
-        print("removed domain '\(name)'" + (keepReplica ? "; kept \(domain.replicaPath)" : ""))
+        print("removed domain '\(name)'" + (keepReplica ? "; kept \(files)" : ""))
         let kept = unsent.filter(\.losesWork).count
         if keepReplica && kept > 0 {
             Output.warning(
-                "\(kept) local change\(kept == 1 ? " was" : "s were") never sent to the store; what is in \(domain.replicaPath) stays there"
+                "\(kept) local change\(kept == 1 ? " was" : "s were") never sent to the store; what is in \(files) stays there"
             )
         }
     }
@@ -90,7 +93,7 @@ extension DomainRemoveCommand {
 struct DomainRemoveJSON: Encodable {
     var domain: String
     var removed: Bool
-    /// The replica folder, when it was kept.
+    /// The replica folder (a dataless domain's backing folder), when it was kept.
     var keptReplica: String?
     /// The changes the store does not have: why the domain was not removed, or what stays only
     /// in the kept replica.

@@ -14,8 +14,9 @@ struct DomainShowCommand: AsyncParsableCommand {
         let manager = try global.manager()
         let domain = try manager.domain(named: name)
         let summary = try manager.store.summary(domainID: domain.id ?? 0)
+        let shown = try DomainJSON(domain, summary: summary, manager: manager)
         if output.json {
-            try Output.json(DomainJSON(domain, summary: summary))
+            try Output.json(shown)
             return
         }
         var lines = [
@@ -27,6 +28,10 @@ struct DomainShowCommand: AsyncParsableCommand {
         }
         lines += [
             "replica:      \(domain.replicaPath)",
+            "mode:         \(shown.mode)",
+        ]
+        if let backing = shown.backing { lines.append("backing:      \(backing)") }
+        lines += [
             "created:      \(Output.date(domain.createdAt))",
             "last sync:    \(Output.date(domain.lastSyncAt))",
             "items:        \(summary.total) (\(summary.folders) folders (\(summary.datalessFolders) dataless), \(summary.placeholders) placeholders, \(summary.materialized) materialized, \(summary.pinned) pinned)",

@@ -18,7 +18,7 @@ struct StatusCommand: AsyncParsableCommand {
         let domains = names.isEmpty ? try manager.domains() : try names.map { try manager.domain(named: $0) }
         let rows = try domains.map { ($0, try manager.store.summary(domainID: $0.id ?? 0)) }
         if output.json {
-            try Output.json(rows.map { DomainJSON($0.0, summary: $0.1) })
+            try Output.json(try rows.map { try DomainJSON($0.0, summary: $0.1, manager: manager) })
             return
         }
         if rows.isEmpty {
@@ -26,14 +26,17 @@ struct StatusCommand: AsyncParsableCommand {
             return
         }
         for (domain, summary) in rows {
-            var line = "\(domain.name) (\(domain.backendKind)): \(summary.total) items, \(summary.materialized) materialized (\(Output.bytes(summary.materializedBytes))), \(summary.placeholders) placeholders, \(summary.pinned) pinned, \(summary.datalessFolders) dataless folders; last sync \(Output.date(domain.lastSyncAt))"
+            var line =
+                "\(domain.name) (\(domain.backendKind), \(domain.replicaMode.rawValue)): \(summary.total) items, \(summary.materialized) materialized (\(Output.bytes(summary.materializedBytes))), \(summary.placeholders) placeholders, \(summary.pinned) pinned, \(summary.datalessFolders) dataless folders; last sync \(Output.date(domain.lastSyncAt))"
             if !domain.isConnected { line += "; disconnected" }
             if let holder = DomainLock.holder(home: manager.home, domain: domain.name) { line += "; served by process \(holder)" }
             print(line)
+            if let backing = try manager.backingURL(of: domain) { print("  files kept in \(backing.path)") }
             if let backoff = DomainBackoff(domain) {
                 let failures = "\(backoff.failureCount) failure\(backoff.failureCount == 1 ? "" : "s")"
                 let due = backoff.isWaiting() ? "" : " (retry due)"
-                print("  backing off until \(Output.clock(backoff.nextRetryAt))\(due) after \(failures): \(backoff.error ?? "unknown error")")
+                print(
+                    "  backing off until \(Output.clock(backoff.nextRetryAt))\(due) after \(failures): \(backoff.error ?? "unknown error")")
             } else if let error = domain.lastError {
                 print("  last error: \(error)")
             }

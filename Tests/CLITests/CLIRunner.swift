@@ -27,20 +27,22 @@ struct CLIRunner {
     }
 
     /// Makes `process` run the binary with `arguments`, `--home` added after them, and the
-    /// environment without `FILEPROVIDER_HOME`.
-    func configure(_ process: Process, _ arguments: [String], withHome: Bool = true) {
+    /// environment without `FILEPROVIDER_HOME` and `FILEPROVIDER_EXPERIMENTAL_DATALESS`, plus
+    /// `environment`.
+    func configure(_ process: Process, _ arguments: [String], withHome: Bool = true, environment extra: [String: String] = [:]) {
         process.executableURL = binary
         process.arguments = arguments + (withHome ? ["--home", home.path] : [])
         var environment = ProcessInfo.processInfo.environment
         environment.removeValue(forKey: "FILEPROVIDER_HOME")
-        process.environment = environment
+        environment.removeValue(forKey: "FILEPROVIDER_EXPERIMENTAL_DATALESS")
+        process.environment = environment.merging(extra) { _, new in new }
     }
 
     /// Runs the binary with `--home` added after the subcommand words.
     @discardableResult
-    func run(_ arguments: [String], withHome: Bool = true) throws -> Result {
+    func run(_ arguments: [String], withHome: Bool = true, environment: [String: String] = [:]) throws -> Result {
         let process = Process()
-        configure(process, arguments, withHome: withHome)
+        configure(process, arguments, withHome: withHome, environment: environment)
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out

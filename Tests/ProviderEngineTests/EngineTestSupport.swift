@@ -240,9 +240,11 @@ struct Fixture: Sendable {
 
     /// Adds a memory domain over this fixture's remote and returns its controller.
     @discardableResult
-    func addDomain(_ name: String = "mem", replica: String? = nil, extra: [String: String] = [:]) async throws -> DomainController {
+    func addDomain(
+        _ name: String = "mem", replica: String? = nil, extra: [String: String] = [:], mode: ReplicaMode = .placeholderFiles
+    ) async throws -> DomainController {
         try await manager.addDomain(
-            name: name, kind: "memory", options: ["store": remoteName].merging(extra) { a, _ in a }, replicaPath: replica)
+            name: name, kind: "memory", options: ["store": remoteName].merging(extra) { a, _ in a }, replicaPath: replica, mode: mode)
         return try await manager.controller(for: name)
     }
 

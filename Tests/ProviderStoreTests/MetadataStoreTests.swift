@@ -7,7 +7,7 @@ import Testing
     static let expected = [
         "v1: domains, items, anchors, journal, checkpoints, thumbnails", "v2: conflicts, ignore patterns", "v3: domain backoff",
         "v4: dataless folders",
-        "v5: journal by template", "v6: materialized and pinned items",
+        "v5: journal by template", "v6: materialized and pinned items", "v7: replica modes",
     ]
 
     @Test func migrationsApplyAndAreListedByName() throws {

@@ -121,4 +121,14 @@ static inline int fp_fanotify_respond(int fd, int eventFD, int allow) {
     struct fanotify_response response = { .fd = eventFD, .response = allow ? FAN_ALLOW : FAN_DENY };
     return write(fd, &response, sizeof response) == sizeof response ? 0 : -1;
 }
+
+#include <sys/vfs.h>
+
+/// The type of the file system holding `path` (`statfs` f_type: 0xEF53 for ext4, 0x01021994
+/// for tmpfs, ...), or -1 with errno.
+static inline long long fp_file_system_type(const char *path) {
+    struct statfs info;
+    if (statfs(path, &info) != 0) return -1;
+    return (long long)(unsigned int)info.f_type;
+}
 #endif

@@ -1,0 +1,115 @@
+import Foundation
+import ProviderCore
+import ProviderStore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Where a domain's files are on disk, by its ``ReplicaMode``.
+///
+/// A `placeholder-files` domain has one folder, its replica (``DomainRecord/replicaPath``): the
+/// engine and programs use the same path. A `dataless` domain has two: the **backing folder**
+/// `<home>/replicas/<domain name>`, where the files are and where the engine reads and writes
+/// them, and its replica path, an empty folder on which `serve` mounts the backing folder (a bind
+/// mount it marks with fanotify, so reads by programs fetch contents). The engine never touches
+/// contents through the replica path: an access of its own through the marked mount would wait
+/// for its own fanotify event.
+///
+/// The backing folder is not stored: it follows from the state folder and the domain's name.
+/// The state folder is where the database is, so it cannot move without it, and a domain's name
+/// never changes (a command that renames domains must move the backing folder too).
+extension ProviderManager {
+    /// The folder of the state folder that holds the backing folders of dataless domains.
+    public static let backingFoldersName = "replicas"
+
+    /// The backing folder a dataless domain named `name` has (or would have):
+    /// `<home>/replicas/<name>`, with the state folder's symlinks resolved (as replica paths are).
+    /// - Throws: `invalidArgument` when `name` is not a valid domain name (see
+    ///   ``validateDomainName(_:)``), so a name from a damaged database never points outside
+    ///   `<home>/replicas`.
+    public func backingURL(forDomainNamed name: String) throws(FileProviderError) -> URL {
+        try Self.validateDomainName(name)
+        return home.resolvingSymlinksInPath().appendingPathComponent(Self.backingFoldersName).appendingPathComponent(name)
+    }
+
+    /// The backing folder of a dataless domain; `nil` for a domain in another mode.
+    /// - Throws: `invalidArgument` when the domain's name is not valid.
+    public func backingURL(of domain: DomainRecord) throws(FileProviderError) -> URL? {
+        domain.replicaMode == .dataless ? try backingURL(forDomainNamed: domain.name) : nil
+    }
+
+    /// The root of a domain's ``Replica``: the folder the engine reads and writes the domain's
+    /// files in. The replica folder for `placeholder-files`, the backing folder for `dataless`.
+    /// - Throws: `invalidArgument` when a dataless domain's name is not valid.
+    public func replicaRoot(of domain: DomainRecord) throws(FileProviderError) -> URL {
+        try backingURL(of: domain) ?? URL(fileURLWithPath: domain.replicaPath)
+    }
+
+    /// Checks that a new dataless domain can work before anything is made: the replica folder
+    /// and the backing folder are apart, the backing folder is empty or new, and the system can
+    /// watch accesses to it (``OnAccessSupport/problem(forBacking:)``).
+    /// - Throws: `invalidArgument` when the folders are the same or one is inside the other, or
+    ///   the backing folder holds something; `notSupported` with the probe's reason.
+    func checkDatalessLocation(replica: URL, backing: URL) throws(FileProviderError) {
+        if Self.overlaps(replica.path, backing.path) {
+            throw FileProviderError(
+                .invalidArgument,
+                "the replica folder \(replica.path) and the backing folder \(backing.path) (where a dataless domain keeps its files) are the same or inside one another; choose a replica folder outside \(backing.deletingLastPathComponent().path) with --replica"
+            )
+        }
+        if let contents = try? FileManager.default.contentsOfDirectory(atPath: backing.path), !contents.isEmpty {
+            throw FileProviderError(
+                .invalidArgument,
+                "the backing folder \(backing.path) is not empty (files kept when a domain of that name was removed?); move them away or choose another name"
+            )
+        }
+        if let problem = OnAccessSupport.problem(forBacking: backing) {
+            throw FileProviderError(.notSupported, problem)
+        }
+    }
+
+    /// Makes a new domain's folders and marks the root of its ``Replica`` as the domain's (the
+    /// check before a scan, ``Replica/checkRoot(domain:knowsItems:)``, reads the mark). For a
+    /// dataless domain: the backing folder with the modes the umask gives (they are the user's
+    /// files, unlike the private state folder) and the empty replica folder, its mount point.
+    /// Blocking.
+    /// - Throws: `localIOFailure` naming the folder that cannot be made.
+    func makeFolders(replica: URL, backing: URL?, domain: String) throws(FileProviderError) {
+        for (folder, what) in [(replica, "replica folder"), (backing, "backing folder")] {
+            guard let folder else { continue }
+            do {
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            } catch {
+                throw FileProviderError(.localIOFailure, "cannot create the \(what) \(folder.path): \(error.localizedDescription)")
+            }
+        }
+        let root = backing ?? replica
+        Replica(root: root, staging: root).markRoot(domain: domain)
+    }
+
+    /// Removes a domain's folders after its metadata is gone. Blocking.
+    ///
+    /// The root of its ``Replica`` (the backing folder of a dataless domain) is deleted with
+    /// everything in it, or with `keepReplica` loses only the engine's own files. A dataless
+    /// domain's replica folder is only ever removed with `rmdir`: it is empty, or it is still the
+    /// mount point of the backing folder (a running `serve`), and a recursive removal there would
+    /// delete the files through the marked mount; it stays when it is not empty.
+    func removeFolders(of domain: DomainRecord, root: URL, staging: URL, keepReplica: Bool) {
+        try? FileManager.default.removeItem(at: staging)
+        if keepReplica {
+            try? FileManager.default.removeItem(at: root.appendingPathComponent(".fileprovider-staging"))
+            Self.removePlaceholders(of: domain.name, in: Replica(root: root, staging: staging))
+        } else {
+            try? FileManager.default.removeItem(at: root)
+        }
+        if domain.replicaMode == .dataless && root.path != domain.replicaPath {
+            _ = rmdir(domain.replicaPath)
+        }
+    }
+
+    /// Whether two absolute paths are the same or one is inside the other.
+    static func overlaps(_ a: String, _ b: String) -> Bool {
+        a == b || a.hasPrefix(b.hasSuffix("/") ? b : b + "/") || b.hasPrefix(a.hasSuffix("/") ? a : a + "/")
+    }
+}
