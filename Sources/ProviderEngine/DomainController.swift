@@ -63,7 +63,7 @@ public final class DomainController: Sendable {
             throw FileProviderError(
                 .localIOFailure, "cannot create the staging folder \(staging.path): \(FileProviderError.wrap(error).message)")
         }
-        replica = Replica(root: replicaRoot, staging: staging)
+        replica = Replica(root: replicaRoot, staging: staging, layout: domain.replicaMode)
         downloader = Downloader(
             domainID: id, domainName: domain.name, backend: self.backend, replica: replica, store: store, executor: executor,
             depth: downloadDepth, space: manager.spaceReservations)

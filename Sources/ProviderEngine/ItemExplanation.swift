@@ -71,7 +71,8 @@ extension ProviderManager {
         guard let domainID = domain.id else { throw FileProviderError(.providerDomainNotFound, "domain \(domain.name) has no id") }
         let path = location.path
         let display = "\(domain.name):/\(path)"
-        let replica = Replica(root: try replicaRoot(of: domain), staging: home.appendingPathComponent("staging/\(domainID)"))
+        let replica = Replica(
+            root: try replicaRoot(of: domain), staging: home.appendingPathComponent("staging/\(domainID)"), layout: domain.replicaMode)
         let record = try store.item(domainID: domainID, path: path)
         let onDisk = replica.fingerprint(atPath: replica.path(path))
         let placeholderOnDisk = replica.placeholderExists(path)

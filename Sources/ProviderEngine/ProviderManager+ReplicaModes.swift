@@ -99,7 +99,7 @@ extension ProviderManager {
         try? FileManager.default.removeItem(at: staging)
         if keepReplica {
             try? FileManager.default.removeItem(at: root.appendingPathComponent(".fileprovider-staging"))
-            Self.removePlaceholders(of: domain.name, in: Replica(root: root, staging: staging))
+            Self.removePlaceholders(of: domain.name, in: Replica(root: root, staging: staging, layout: domain.replicaMode))
         } else {
             try? FileManager.default.removeItem(at: root)
         }

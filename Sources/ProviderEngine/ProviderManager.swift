@@ -229,10 +229,17 @@ public final class ProviderManager: Sendable {
 
     /// Removes every placeholder of a domain from its replica (moved ones too), and nothing
     /// else: a file under a `.placeholder` name that is not one of the domain's placeholders
-    /// stays. Blocking.
+    /// stays; in the dataless layout every dataless file goes, never a file with contents.
+    /// Blocking.
     static func removePlaceholders(of domain: String, in replica: Replica) {
         guard let walker = FileManager.default.enumerator(atPath: replica.root.path) else { return }
         while let relative = walker.nextObject() as? String {
+            // Dataless files hold no contents: a kept folder must not keep files that look
+            // like contents and read as zeros.
+            if replica.layout == .dataless {
+                try? replica.removePlaceholder(relative)
+                continue
+            }
             guard relative.hasSuffix(Replica.placeholderSuffix) else { continue }
             let base = String(relative.dropLast(Replica.placeholderSuffix.count))
             guard let metadata = try? replica.readPlaceholder(base), metadata.domain == domain else { continue }

@@ -1,21 +1,11 @@
 import CSystemShims
 import Foundation
 import ProviderCore
+import ProviderStore
 
 #if canImport(Glibc)
     import Glibc
 #endif
-
-/// How a replica shows a file that is not downloaded (Apple's placeholder).
-public enum ReplicaLayout: String, Sendable, Codable {
-    /// `<name>.placeholder` beside the real name: a small JSON file with the item's metadata.
-    /// Works anywhere, without `serve` and without root.
-    case placeholderFiles = "placeholder-files"
-    /// A dataless file under the real name: a sparse file with the item's size and date and
-    /// the `user.fileprovider.dataless` extended attribute; `serve` fills it when a program
-    /// reads it (fanotify pre-content events). Its contents are never read as they are.
-    case dataless
-}
 
 /// Whose placeholder a placeholder is: the domain that wrote it (placeholder files name it; a
 /// dataless file belongs to the domain of the folder it is in) and its item, by a hash of the

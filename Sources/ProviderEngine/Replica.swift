@@ -1,6 +1,7 @@
 import CSystemShims
 import Foundation
 import ProviderCore
+import ProviderStore
 
 #if canImport(Glibc)
     import Glibc
@@ -28,9 +29,9 @@ public struct Replica: Sendable {
     public let staging: URL
     /// How a file that is not downloaded looks: `<name>.placeholder`, or a dataless file under
     /// its real name.
-    public let layout: ReplicaLayout
+    public let layout: ReplicaMode
 
-    public init(root: URL, staging: URL, layout: ReplicaLayout = .placeholderFiles) {
+    public init(root: URL, staging: URL, layout: ReplicaMode = .placeholderFiles) {
         self.root = root
         self.staging = staging
         self.layout = layout

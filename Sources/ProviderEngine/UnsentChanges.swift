@@ -70,7 +70,8 @@ extension ProviderManager {
     public func unsentChanges(inDomain name: String) async throws(FileProviderError) -> [UnsentChange] {
         let domain = try domain(named: name)
         guard let domainID = domain.id else { throw FileProviderError(.providerDomainNotFound, "domain \(domain.name) has no id") }
-        let replica = Replica(root: try replicaRoot(of: domain), staging: home.appendingPathComponent("staging/\(domainID)"))
+        let replica = Replica(
+            root: try replicaRoot(of: domain), staging: home.appendingPathComponent("staging/\(domainID)"), layout: domain.replicaMode)
         let scanner = LocalScanner(replica: replica, domain: domain.name, ignore: IgnoreRules(extra: domain.ignoreList), settleNanos: 0)
         var records = try store.allItems(domainID: domainID)
         // A replica that is gone has sent nothing and would send nothing: a sync refuses it.

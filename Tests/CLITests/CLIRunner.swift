@@ -94,7 +94,10 @@ final class TemporaryFolder {
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
 
-    deinit { try? FileManager.default.removeItem(at: url) }
+    /// Kept when `FPK_KEEP_TEMP` is set, to look into after a failure.
+    deinit {
+        if ProcessInfo.processInfo.environment["FPK_KEEP_TEMP"] == nil { try? FileManager.default.removeItem(at: url) }
+    }
 
     /// Writes a file, creating folders.
     func write(_ relative: String, _ data: Data) throws {

@@ -207,6 +207,9 @@ private func permissions(_ url: URL) -> mode_t {
             try await f.manager.removeDomain(named: "mem", keepReplica: true)
             #expect(try Data(contentsOf: backing.appendingPathComponent("d/kept.bin")) == data)
             #expect(!tree(at: backing).contains { $0.hasSuffix(Replica.placeholderSuffix) })
+            #expect(
+                !FileManager.default.fileExists(atPath: backing.appendingPathComponent("top.txt").path),
+                "a dataless file that would read as zeros does not stay")
             #expect(entry(at: replica) == .none)
             let names = try f.manager.domains().map(\.name)
             #expect(names.isEmpty)
