@@ -301,6 +301,8 @@ final class Downloader: Sendable {
                 try replica.placeFile(fromPath: staging, at: path)
             }
             placed = true
+            // Over an earlier download (replaced above) its placeholder may still stand beside.
+            try replica.removePlaceholder(path)
             guard let print = replica.fingerprint(atPath: target) else {
                 throw FileProviderError(.localIOFailure, "\(target) vanished right after it was written")
             }

@@ -46,6 +46,21 @@ import Testing
         }
     }
 
+    /// `materialize` after a download killed between its rename and its record downloads again
+    /// over the placed file and leaves no placeholder beside it.
+    @Test func materializeOverAKilledDownloadLeavesNoPlaceholderBeside() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "d/a.bin", data: bytes(3000, seed: 4))
+            let controller = try await f.addDomain()
+            try await controller.sync(populationBudget: 1000)
+            #expect(codes(await controller.materialize(paths: ["d/a.bin"], recursive: false)) == [nil])
+            try forgetDownload(f, controller, "d/a.bin", keepPlaceholder: true)
+            #expect(codes(await controller.materialize(paths: ["d/a.bin"], recursive: false)) == [nil])
+            #expect(tree(at: controller.replica.url("d")) == ["a.bin"])
+            #expect(try controller.record(at: "d/a.bin").state == .materialized)
+        }
+    }
+
     /// A store renames a downloaded file (its identifier comes from its path): the file follows
     /// the new item. Should the process die before the new row is written, the file is still
     /// the new item's download, not a file written over its placeholder.
