@@ -1,0 +1,109 @@
+// precontent-listener: the smallest on-access provider, for the kill -9 tests. It takes over
+// (or starts) a guarded pre-content group, mounts --backing at --replica marked by it, and
+// fills a file from --store (same name) whenever a program accesses it. It prints one line,
+// "ready adopted=<0|1> guardian=<pid> mount=<id>", once programs may come, and logs every
+// event to --events.
+//
+//   precontent-listener --backing DIR --replica DIR --store DIR --run DIR --events FILE
+//                       [--delay-ms N] [--no-ignore]
+//
+// --delay-ms waits that long before answering each event (a slow store), so a kill lands
+// while programs wait. Killing it (any signal) is what the tests do; nothing to stop it cleanly.
+import Foundation
+import ProviderCore
+import ProviderEngine
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("precontent-listener: \(message)\n".utf8))
+    exit(1)
+}
+
+var options: [String: String] = [:]
+var flags: Set<String> = []
+var arguments = CommandLine.arguments.dropFirst()
+while let argument = arguments.popFirst() {
+    if argument == "--no-ignore" {
+        flags.insert(argument)
+    } else if let value = arguments.popFirst() {
+        options[argument] = value
+    } else {
+        fail("\(argument) needs a value")
+    }
+}
+guard let backing = options["--backing"], let replica = options["--replica"], let store = options["--store"],
+    let run = options["--run"], let eventLog = options["--events"]
+else { fail("usage: --backing DIR --replica DIR --store DIR --run DIR --events FILE [--delay-ms N] [--no-ignore]") }
+let delay = UInt32(options["--delay-ms"] ?? "0") ?? 0
+let ignoreComplete = !flags.contains("--no-ignore")
+
+let opened: PreContentGuardian.Opened
+let mount: ReplicaMount
+do {
+    opened = try PreContentGuardian.open(runFolder: run)
+    mount = try ReplicaMount.attach(backing: backing, at: replica, markedBy: opened.group)
+} catch {
+    fail(error.message)
+}
+FileHandle.standardOutput.write(
+    Data("ready adopted=\(opened.adopted ? 1 : 0) guardian=\(opened.guardian.processIdentifier) mount=\(mount.mountID)\n".utf8))
+if !FileManager.default.fileExists(atPath: eventLog) { _ = FileManager.default.createFile(atPath: eventLog, contents: nil) }
+guard let log = FileHandle(forWritingAtPath: eventLog) else { fail("cannot open \(eventLog)") }
+log.seekToEndOfFile()
+
+/// Fills files from the store when programs access them.
+struct Provider {
+    let group: PreContentGroup
+    let log: FileHandle
+    let backing: String
+    let store: String
+    let delay: UInt32
+    let ignoreComplete: Bool
+    /// Backing file names by inode (the event's descriptor may come through a detached mount,
+    /// whose paths say nothing about the backing folder).
+    var names: [UInt64: String] = [:]
+
+    mutating func name(ofInode inode: UInt64) -> String? {
+        if let name = names[inode] { return name }
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: backing)) ?? [] {
+            var status = stat()
+            if stat(backing + "/" + entry, &status) == 0 { names[UInt64(status.st_ino)] = entry }
+        }
+        return names[inode]
+    }
+
+    mutating func answer(_ event: PreContentGroup.Event) {
+        var status = stat()
+        fstat(event.fileDescriptor, &status)
+        let inode = UInt64(status.st_ino)
+        log.write(Data("\(inode) \(event.kind) \(event.offset) \(event.count) \(event.processIdentifier)\n".utf8))
+        if delay > 0 { usleep(delay * 1000) }
+        var response = PreContentGroup.Response.deny(.ioError)
+        if event.kind == .truncate {
+            response = .allow
+        } else if let name = name(ofInode: inode), let contents = FileManager.default.contents(atPath: store + "/" + name) {
+            var failure: FileProviderError?
+            contents.withUnsafeBytes { bytes in
+                do throws(FileProviderError) { try group.write(bytes, at: 0, through: event) } catch { failure = error }
+            }
+            if let failure {
+                FileHandle.standardError.write(Data("precontent-listener: \(failure.message)\n".utf8))
+            } else {
+                response = .allow
+                if ignoreComplete { try? group.ignore(event) }
+            }
+        }
+        try? group.respond(event, response)
+    }
+}
+
+var provider = Provider(
+    group: opened.group, log: log, backing: backing, store: store, delay: delay, ignoreComplete: ignoreComplete)
+while true {
+    let events: [PreContentGroup.Event]
+    do { events = try opened.group.nextEvents() } catch { fail(error.message) }
+    for event in events { provider.answer(event) }
+}
