@@ -118,10 +118,15 @@ int fp_move_mount(int treeFD, const char *path) {
 
 int fp_detach_mount(const char *path) { return umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW); }
 
-int fp_mount_identity(const char *path, unsigned long long *mountID, int *isMountRoot) {
+#ifndef STATX_MNT_ID_UNIQUE
+#define STATX_MNT_ID_UNIQUE 0x00004000U
+#endif
+
+int fp_mount_identity(const char *path, int unique, unsigned long long *mountID, int *isMountRoot) {
     struct statx status;
-    if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &status) != 0) return -1;
-    if (!(status.stx_mask & STATX_MNT_ID) || !(status.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT)) {
+    unsigned int wanted = unique ? STATX_MNT_ID_UNIQUE : STATX_MNT_ID;
+    if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, wanted, &status) != 0) return -1;
+    if (!(status.stx_mask & wanted) || !(status.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT)) {
         errno = ENOTSUP;
         return -1;
     }

@@ -77,7 +77,9 @@ public enum OnAccessSupport {
     /// The file system type of a path as `/proc/self/mountinfo` names it (`ext4`, `tmpfs`), else
     /// its magic number.
     static func fileSystemType(of path: String) -> String {
-        if let id = try? ReplicaMount.identity(of: path).mountID,
+        var id: UInt64 = 0
+        var root: Int32 = 0
+        if fp_mount_identity(path, 0, &id, &root) == 0,
             let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)
         {
             for line in table.split(separator: "\n") {

@@ -24,13 +24,12 @@ public final class PreContentGroup: @unchecked Sendable {
     public struct Event: Sendable, Hashable, CustomStringConvertible {
         /// What the event is about.
         public enum Kind: Sendable, Hashable {
-            /// A read, write, `mmap`, `fallocate` or exec needs the bytes in
-            /// `offset..<offset+count` (page-aligned; a read at the end of the file asks for
-            /// the range past it).
+            /// A read, write, truncate, `fallocate`, `mmap` or exec needs the bytes in
+            /// `offset..<offset+count` (page-aligned, and possibly past the end of the file).
+            /// A `count` of 0 needs no bytes: a truncate to 0 (`truncate -s 0`) or a read at
+            /// the end of the file. Truncating a file while opening it (`O_TRUNC`, `> file`)
+            /// raises no event of its own: the next write's event finds the file already empty.
             case access
-            /// A truncate (`O_TRUNC`, `truncate(2)`, `ftruncate`) to `offset`: it needs no bytes
-            /// (count 0).
-            case truncate
             /// An event of another kind (`mask`), from a mark other than ``PreContentGroup``'s.
             case other
         }
@@ -48,10 +47,10 @@ public final class PreContentGroup: @unchecked Sendable {
         /// Tells events apart when the kernel reuses a descriptor number.
         let serial: UInt64
 
-        public var kind: Kind {
-            guard mask & UInt64(FAN_PRE_ACCESS) != 0 else { return .other }
-            return count == 0 ? .truncate : .access
-        }
+        public var kind: Kind { mask & UInt64(FAN_PRE_ACCESS) != 0 ? .access : .other }
+
+        /// Whether the access needs no existing bytes (`count` is 0).
+        public var needsNoBytes: Bool { count == 0 }
 
         public var description: String {
             "fanotify event fd \(fileDescriptor) pid \(processIdentifier) mask 0x\(String(mask, radix: 16)) range \(offset)+\(count)"

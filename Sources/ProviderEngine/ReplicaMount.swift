@@ -26,7 +26,7 @@ public final class ReplicaMount: Sendable {
     public let backing: String
     /// The path programs use.
     public let replica: String
-    /// The id of the marked mount (as in `/proc/self/mountinfo`).
+    /// The unique id of the marked mount (`STATX_MNT_ID_UNIQUE`: never given to another mount).
     public let mountID: UInt64
     /// The id of the private anchor under it.
     let anchorID: UInt64
@@ -151,11 +151,11 @@ public final class ReplicaMount: Sendable {
 
     // MARK: Helpers
 
-    /// The mount a path is on and whether it is that mount's root.
+    /// The mount a path is on (its unique id) and whether it is that mount's root.
     static func identity(of path: String) throws(FileProviderError) -> (mountID: UInt64, isMountRoot: Bool) {
         var id: UInt64 = 0
         var root: Int32 = 0
-        if fp_mount_identity(path, &id, &root) != 0 { throw mountFailure("cannot look at the mount of", path: path) }
+        if fp_mount_identity(path, 1, &id, &root) != 0 { throw mountFailure("cannot look at the mount of", path: path) }
         return (id, root != 0)
     }
 

@@ -141,7 +141,7 @@ static void unescape(char *text) {
 static int detachIfTop(unsigned long long id, const char *path) {
     unsigned long long top = 0;
     int isRoot = 0;
-    if (fp_mount_identity(path, &top, &isRoot) != 0 || !isRoot || top != id) return 0;
+    if (fp_mount_identity(path, 0, &top, &isRoot) != 0 || !isRoot || top != id) return 0;
     if (fp_detach_mount(path) != 0) {
         say("cannot detach %s: %s", path, strerror(errno));
         return 0;
@@ -185,6 +185,22 @@ static int detachMarkedMounts(void) {
     }
     free(line);
     fclose(file);
+    // The kernel gives a freed mount's id to the next new mount: a detached mount of ours whose
+    // last user left while mountinfo was read may have passed its id on. A mark still there
+    // after the read means the mount was alive all along, so the mountinfo entry is ours
+    // (nothing attached that only its dead owner could detach is freed meanwhile).
+    unsigned long long again[MAX_MOUNTS];
+    int confirmed = markedMounts(again, MAX_MOUNTS, &other);
+    int kept = 0;
+    for (int mark = 0; mark < count; mark++) {
+        for (int index = 0; index < confirmed; index++) {
+            if (again[index] == ids[mark]) {
+                ids[kept++] = ids[mark];
+                break;
+            }
+        }
+    }
+    count = kept;
     int detached = 0;
     for (int index = 0; index < total; index++) {
         int marked = 0;

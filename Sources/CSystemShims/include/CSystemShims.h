@@ -184,9 +184,11 @@ int fp_move_mount(int treeFD, const char *path);
 /// with errno (EINVAL when `path` is not a mount point).
 int fp_detach_mount(const char *path);
 
-/// The id of the mount `path` is on (statx STATX_MNT_ID, the id of /proc/self/mountinfo) and
-/// whether `path` is the root of that mount; 0 or -1 with errno.
-int fp_mount_identity(const char *path, unsigned long long *mountID, int *isMountRoot);
+/// The id of the mount `path` is on and whether `path` is the root of that mount; 0 or -1 with
+/// errno. With `unique` 0 the id is the one /proc/self/mountinfo and fanotify's fdinfo show
+/// (STATX_MNT_ID; the kernel gives a freed mount's id to the next new mount), with 1 the
+/// 64-bit id no other mount ever gets (STATX_MNT_ID_UNIQUE, Linux 6.8).
+int fp_mount_identity(const char *path, int unique, unsigned long long *mountID, int *isMountRoot);
 
 /// The file system type magic number (statfs f_type) of `path`, or 0 with errno.
 long fp_filesystem_type(const char *path);

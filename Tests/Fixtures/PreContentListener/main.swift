@@ -82,18 +82,22 @@ struct Provider {
         log.write(Data("\(inode) \(event.kind) \(event.offset) \(event.count) \(event.processIdentifier)\n".utf8))
         if delay > 0 { usleep(delay * 1000) }
         var response = PreContentGroup.Response.deny(.ioError)
-        if event.kind == .truncate {
-            response = .allow
-        } else if let name = name(ofInode: inode), let contents = FileManager.default.contents(atPath: store + "/" + name) {
-            var failure: FileProviderError?
-            contents.withUnsafeBytes { bytes in
-                do throws(FileProviderError) { try group.write(bytes, at: 0, through: event) } catch { failure = error }
-            }
-            if let failure {
-                FileHandle.standardError.write(Data("precontent-listener: \(failure.message)\n".utf8))
-            } else {
+        if let name = name(ofInode: inode), let contents = FileManager.default.contents(atPath: store + "/" + name) {
+            if event.needsNoBytes || Int(status.st_size) != contents.count {
+                // Nothing to fetch, or the file was truncated or extended since: not the
+                // store's contents any more.
                 response = .allow
-                if ignoreComplete { try? group.ignore(event) }
+            } else {
+                var failure: FileProviderError?
+                contents.withUnsafeBytes { bytes in
+                    do throws(FileProviderError) { try group.write(bytes, at: 0, through: event) } catch { failure = error }
+                }
+                if let failure {
+                    FileHandle.standardError.write(Data("precontent-listener: \(failure.message)\n".utf8))
+                } else {
+                    response = .allow
+                    if ignoreComplete { try? group.ignore(event) }
+                }
             }
         }
         try? group.respond(event, response)
