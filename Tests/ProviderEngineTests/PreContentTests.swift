@@ -234,6 +234,30 @@ import Testing
         }
     }
 
+    @Test func anAppendAndAnExecWaitForTheRealContents() async throws {
+        let contents = patterned(20_000, seed: 9)
+        let script = Data("#!/bin/sh\necho ran from the real contents\n".utf8)
+        try await Self.withMountedLab(
+            prepare: { lab in
+                try lab.makeDataless("appended", contents)
+                try lab.makeDataless("script", script)
+                chmod(lab.backing + "/script", 0o755)
+            },
+            handler: { Self.filler($0) }
+        ) { lab, listener, _ in
+            // `>>` writes past the end: the write's event comes first, the file is filled, and
+            // the new bytes land after the real contents.
+            let append = try await runProgram(["sh", "-c", "printf tail >> \"$1\"", "sh", lab.replica + "/appended"])
+            #expect(append.succeeded, "\(append)")
+            #expect(!listener.events(of: lab.inode("appended")).isEmpty)
+            #expect(FileManager.default.contents(atPath: lab.backing + "/appended") == contents + Data("tail".utf8))
+
+            let run = try await runProgram([lab.replica + "/script"])
+            #expect(run.succeeded && run.output == Data("ran from the real contents\n".utf8), "\(run)")
+            #expect(!listener.events(of: lab.inode("script")).isEmpty)
+        }
+    }
+
     @Test func aDeniedAccessFailsWithTheErrorGivenAndLeavesTheFileDataless() async throws {
         try await Self.withMountedLab(
             prepare: { lab in

@@ -5,10 +5,11 @@
 // event to --events.
 //
 //   precontent-listener --backing DIR --replica DIR --store DIR --run DIR --events FILE
-//                       [--delay-ms N] [--no-ignore]
+//                       [--delay-ms N] [--no-ignore] [--no-guardian]
 //
 // --delay-ms waits that long before answering each event (a slow store), so a kill lands
-// while programs wait. Killing it (any signal) is what the tests do; nothing to stop it cleanly.
+// while programs wait. --no-guardian runs without fileprovider-guard: the control case of the
+// tests, where a kill lets programs read zeros. Killing it (any signal) is what the tests do; nothing to stop it cleanly.
 import Foundation
 import ProviderCore
 import ProviderEngine
@@ -26,7 +27,7 @@ var options: [String: String] = [:]
 var flags: Set<String> = []
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
-    if argument == "--no-ignore" {
+    if argument == "--no-ignore" || argument == "--no-guardian" {
         flags.insert(argument)
     } else if let value = arguments.popFirst() {
         options[argument] = value
@@ -36,20 +37,29 @@ while let argument = arguments.popFirst() {
 }
 guard let backing = options["--backing"], let replica = options["--replica"], let store = options["--store"],
     let run = options["--run"], let eventLog = options["--events"]
-else { fail("usage: --backing DIR --replica DIR --store DIR --run DIR --events FILE [--delay-ms N] [--no-ignore]") }
+else {
+    fail("usage: --backing DIR --replica DIR --store DIR --run DIR --events FILE [--delay-ms N] [--no-ignore] [--no-guardian]")
+}
 let delay = UInt32(options["--delay-ms"] ?? "0") ?? 0
 let ignoreComplete = !flags.contains("--no-ignore")
 
-let opened: PreContentGuardian.Opened
+let group: PreContentGroup
 let mount: ReplicaMount
+var guardian: PreContentGuardian?
+var adopted = false
 do {
-    opened = try PreContentGuardian.open(runFolder: run)
-    mount = try ReplicaMount.attach(backing: backing, at: replica, markedBy: opened.group)
+    if flags.contains("--no-guardian") {
+        group = try PreContentGroup()
+    } else {
+        let opened = try PreContentGuardian.open(runFolder: run)
+        (group, guardian, adopted) = (opened.group, opened.guardian, opened.adopted)
+    }
+    mount = try ReplicaMount.attach(backing: backing, at: replica, markedBy: group)
 } catch {
     fail(error.message)
 }
 FileHandle.standardOutput.write(
-    Data("ready adopted=\(opened.adopted ? 1 : 0) guardian=\(opened.guardian.processIdentifier) mount=\(mount.mountID)\n".utf8))
+    Data("ready adopted=\(adopted ? 1 : 0) guardian=\(guardian?.processIdentifier ?? 0) mount=\(mount.mountID)\n".utf8))
 if !FileManager.default.fileExists(atPath: eventLog) { _ = FileManager.default.createFile(atPath: eventLog, contents: nil) }
 guard let log = FileHandle(forWritingAtPath: eventLog) else { fail("cannot open \(eventLog)") }
 log.seekToEndOfFile()
@@ -105,9 +115,9 @@ struct Provider {
 }
 
 var provider = Provider(
-    group: opened.group, log: log, backing: backing, store: store, delay: delay, ignoreComplete: ignoreComplete)
+    group: group, log: log, backing: backing, store: store, delay: delay, ignoreComplete: ignoreComplete)
 while true {
     let events: [PreContentGroup.Event]
-    do { events = try opened.group.nextEvents() } catch { fail(error.message) }
+    do { events = try group.nextEvents() } catch { fail(error.message) }
     for event in events { provider.answer(event) }
 }
