@@ -24,6 +24,10 @@ int fp_precontent_mark_mount(int group, int dirfd, const char *path, int add) {
     return fanotify_mark(group, (add ? FAN_MARK_ADD : FAN_MARK_REMOVE) | FAN_MARK_MOUNT, FAN_PRE_ACCESS, dirfd, path);
 }
 
+int fp_precontent_mark_inode(int group, int dirfd, const char *path, int add) {
+    return fanotify_mark(group, add ? FAN_MARK_ADD : FAN_MARK_REMOVE, FAN_PRE_ACCESS, dirfd, path);
+}
+
 int fp_precontent_ignore(int group, int dirfd, const char *path, int add, int evictable) {
     unsigned int flags = add ? FAN_MARK_ADD | FAN_MARK_IGNORE_SURV | (evictable ? FAN_MARK_EVICTABLE : 0)
                              : FAN_MARK_REMOVE | FAN_MARK_IGNORE;
@@ -99,6 +103,11 @@ int fp_is_fanotify(int fd) {
 
 int fp_open_tree_clone(const char *path) {
     return (int)syscall(SYS_open_tree, AT_FDCWD, path, OPEN_TREE_CLONE | O_CLOEXEC);
+}
+
+int fp_mount_set_unbindable(int treeFD) {
+    struct mount_attr attributes = {.propagation = MS_UNBINDABLE};
+    return mount_setattr(treeFD, "", AT_EMPTY_PATH, &attributes, sizeof attributes);
 }
 
 int fp_mount_private_anchor(const char *path) {

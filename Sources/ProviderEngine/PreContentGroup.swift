@@ -160,6 +160,26 @@ public final class PreContentGroup: @unchecked Sendable {
         }
     }
 
+    /// Asks for an event before every access to the file at `path` (an inode mark: through any
+    /// path, mount or mount namespace, the backing path included, so this process's own
+    /// accesses raise events too). The alternative to mount marks that also guards copies of
+    /// the mount in mount namespaces made later; each mark keeps the file's inode in memory.
+    /// - Throws: `noSuchItem` when the file is missing; `notSupported` when the kernel or the
+    ///   file system refuses; `localIOFailure` otherwise.
+    public func markFile(_ path: String) throws(FileProviderError) {
+        if fp_precontent_mark_inode(descriptor, AT_FDCWD, path, 1) != 0 {
+            throw Self.failure("cannot mark", path: path, errno: errno)
+        }
+    }
+
+    /// Stops the events of a file marked with ``markFile(_:)``; a file not marked is fine.
+    /// - Throws: `noSuchItem` when the file is missing; `localIOFailure` otherwise.
+    public func unmarkFile(_ path: String) throws(FileProviderError) {
+        if fp_precontent_mark_inode(descriptor, AT_FDCWD, path, 0) != 0 && errno != ENOENT {
+            throw Self.failure("cannot unmark", path: path, errno: errno)
+        }
+    }
+
     /// Stops events for the file at `path` (an ignore mark on its inode; give the unmarked
     /// backing path, never a path through a marked mount): its later accesses run at native
     /// speed. For a file whose contents are complete. An `evictable` mark goes away when the

@@ -13,7 +13,8 @@ import ProviderCore
 ///
 /// The mount is made so that no program ever reaches it unmarked:
 /// 1. a detached copy of the backing folder's mount (`open_tree(OPEN_TREE_CLONE)`) is marked
-///    while nobody can reach it,
+///    while nobody can reach it, and made unbindable (a recursive bind of a folder above it,
+///    as containers and sandboxes make, leaves it out rather than copying it unmarked),
 /// 2. the replica folder is bound onto itself and made private (the *anchor*), so the mount
 ///    attached on it propagates to no other mount namespace (a copy there would be unmarked),
 /// 3. the marked copy is attached on the anchor (`move_mount`).
@@ -81,6 +82,7 @@ public final class ReplicaMount: Sendable {
         if tree < 0 { throw mountFailure("cannot copy the mount of", path: backing) }
         defer { Glibc.close(tree) }
         try group.markMount(tree: tree, describedAs: backing)
+        if fp_mount_set_unbindable(tree) != 0 { throw mountFailure("cannot make unbindable the mount copy of", path: backing) }
         if fp_mount_private_anchor(replica) != 0 { throw mountFailure("cannot bind onto itself", path: replica) }
         let anchorID: UInt64
         do { anchorID = try identity(of: replica).mountID } catch {

@@ -283,6 +283,41 @@ import Testing
         }
     }
 
+    /// What the mount mark covers, and what it does not: a recursive bind of a folder above the
+    /// replica (a container's volume, a sandbox's view of the home folder) leaves the marked
+    /// mount out (it is unbindable) and shows an empty folder; a mount namespace made after the
+    /// mount (`unshare -m`) copies it without its mark, and a program there reads the holes as
+    /// zeros (a limit of mount marks; an inode mark, ``PreContentGroup/markFile(_:)``, guards
+    /// every namespace).
+    @Test func copiesOfTheMountInOtherNamespacesAndAnInodeMark() async throws {
+        let contents = patterned(8192, seed: 10)
+        try await Self.withMountedLab(
+            prepare: { lab in
+                try lab.makeDataless("file", contents)
+                try lab.makeDataless("inode-marked", contents)
+            },
+            handler: { Self.filler($0) }
+        ) { lab, listener, _ in
+            let view = lab.root + "/view"
+            try FileManager.default.createDirectory(atPath: view, withIntermediateDirectories: true)
+            let bound = try await runProgram(["mount", "--rbind", lab.root, view])
+            try #require(bound.succeeded, "\(bound)")
+            let throughBind = try await runProgram(["cat", view + "/replica/file"])
+            _ = fp_test_detach(view)
+            #expect(!throughBind.succeeded && throughBind.errorText.contains("No such file"), "\(throughBind)")
+
+            let copied = try await runProgram(["unshare", "-m", "cat", lab.replica + "/file"])
+            #expect(copied.succeeded && copied.output == Data(count: contents.count), "\(copied)")
+            #expect(listener.events(of: lab.inode("file")).isEmpty)
+
+            try listener.group.markFile(lab.backing + "/inode-marked")
+            let marked = try await runProgram(["unshare", "-m", "cat", lab.replica + "/inode-marked"])
+            #expect(marked.succeeded && marked.output == contents, "\(marked)")
+            #expect(!listener.events(of: lab.inode("inode-marked")).isEmpty)
+            try listener.group.unmarkFile(lab.backing + "/inode-marked")
+        }
+    }
+
     @Test func theProbeSaysWhyOnAccessCannotWorkOnTmpfs() async throws {
         let lab = try PreContentLab()
         defer { lab.remove() }

@@ -148,6 +148,10 @@ int fp_precontent_init(void);
 /// errno (EINVAL: a kernel before 6.14 or a file system that refuses pre-content marks).
 int fp_precontent_mark_mount(int group, int dirfd, const char *path, int add);
 
+/// Adds (`add` 1) or removes (0) FAN_PRE_ACCESS on the inode of `path` (every access to that
+/// file through any path, mount or mount namespace raises an event); 0 or -1 with errno.
+int fp_precontent_mark_inode(int group, int dirfd, const char *path, int add);
+
 /// Adds (`add` 1) or removes (0) an ignore mark for FAN_PRE_ACCESS on the inode of `path`
 /// (from `dirfd`; path NULL marks the inode `dirfd` is open on); `evictable` lets the kernel
 /// drop the mark with the inode from its cache. 0 or -1 with errno (ENOENT when removing a
@@ -171,6 +175,11 @@ int fp_is_fanotify(int fd);
 /// A detached copy of the mount tree at `path` (open_tree OPEN_TREE_CLONE), close-on-exec;
 /// or -1 with errno (EPERM without CAP_SYS_ADMIN).
 int fp_open_tree_clone(const char *path);
+
+/// Makes the detached mount `treeFD` unbindable (mount_setattr): a recursive bind of a folder
+/// above it (a container's volume, a sandbox's view of the home folder) leaves it out instead
+/// of copying it without its fanotify mark. 0 or -1 with errno.
+int fp_mount_set_unbindable(int treeFD);
 
 /// Binds the folder `path` onto itself and makes that mount private, so mounts attached on
 /// top of it propagate to no other mount namespace; 0 or -1 with errno (nothing is left
