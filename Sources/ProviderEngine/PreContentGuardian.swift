@@ -15,7 +15,8 @@ import ProviderCore
 /// answered, detaches the marked mounts (``ReplicaMount``) and their anchors, denies every
 /// later event, and offers the group to a new owner on `<run folder>/guard-<pid>.sock`; it exits
 /// once a new owner took the group, or once the group marks nothing (the detached mounts' last
-/// users are gone). Sources/fileprovider-guard/main.c describes the protocol.
+/// users are gone). While its owner lives it answers takeover requests "busy".
+/// Sources/fileprovider-guard/main.c describes the protocol.
 ///
 /// The owner's side: ``open(runFolder:executable:)`` takes over a group a guardian kept, or
 /// makes a new one, and starts this owner's guardian. Releasing the guardian object (or the
@@ -169,15 +170,22 @@ public final class PreContentGuardian: @unchecked Sendable {
         return min(UInt64(limit.rlim_cur), 1 << 24)
     }
 
-    /// The takeover sockets of guardians in `folder`, oldest name first.
+    /// The takeover sockets of guardians in `folder`, newest first (the guardian of the owner
+    /// that died last guards the files most likely still open).
     static func takeoverSockets(in folder: String) -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-        return names.filter { $0.hasPrefix("guard-") && $0.hasSuffix(".sock") }.sorted().map { folder + "/" + $0 }
+        let paths = names.filter { $0.hasPrefix("guard-") && $0.hasSuffix(".sock") }.map { folder + "/" + $0 }
+        func started(_ path: String) -> Int64 {
+            var status = stat()
+            guard lstat(path, &status) == 0 else { return 0 }
+            return Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
+        }
+        return paths.map { ($0, started($0)) }.sorted { $0.1 > $1.1 }.map(\.0)
     }
 
     /// Asks the guardian listening at `socket` for its group: the group's descriptor and the
-    /// open connection (send "done" on it once a new guardian holds the group), or `nil`. A
-    /// socket nobody listens on any more is removed.
+    /// open connection (send "done" on it once a new guardian holds the group), or `nil` (the
+    /// guardian's owner lives: "busy"). A socket nobody listens on any more is removed.
     private static func takeOver(_ socket: String) -> (group: Int32, connection: Int32)? {
         let connection = fp_channel_connect(socket)
         if connection < 0 {

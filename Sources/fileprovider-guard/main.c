@@ -3,17 +3,19 @@
 // When the last holder of a pre-content group closes it, the kernel allows every pending and
 // later access, and a program reading a file whose contents were never fetched gets zeros. The
 // owner (`serve`) starts this process with a duplicate of the group, so the group outlives the
-// owner. While the owner lives, this process only waits. When the owner is gone (its end of the
-// channel closes: exit, crash or kill -9), it
+// owner. While the owner lives, this process only waits (and answers "busy" on its takeover
+// socket, <run folder>/guard-<pid>.sock, which it listens on from the start). When the owner is
+// gone (its end of the channel closes: exit, crash or kill -9), it
 //   1. answers FAN_DENY_ERRNO(EIO) to every event the owner had read and not answered (it
 //      writes a response for every descriptor number the owner could have had: the kernel
 //      matches responses by the event's descriptor number and refuses the others with ENOENT),
 //   2. detaches every mount the group marks (and the private anchor under it), so no program
 //      can open anything there any more,
-//   3. keeps answering FAN_DENY_ERRNO(EIO) to every new event (programs that had opened a file
-//      before the detach), and listens on <run folder>/guard-<pid>.sock, where a new owner can
-//      take the group over,
-//   4. exits when a new owner took the group, or when the group marks nothing any more (the
+//   3. denies what the owner may have read under descriptor numbers up to the system's limit
+//      (in case the owner raised its limit without saying so),
+//   4. keeps answering FAN_DENY_ERRNO(EIO) to every new event (programs that had opened a file
+//      before the detach), and hands the group to a new owner that asks on the socket,
+//   5. exits when a new owner took the group, or when the group marks nothing any more (the
 //      detached mounts' last users are gone, so no event can come).
 //
 // Started as: fileprovider-guard RUN_FOLDER FD_LIMIT, with the group as descriptor 3 and one
@@ -24,7 +26,8 @@
 //   owner -> guardian  "limit <n>"     the owner's descriptor limit changed
 // Takeover, on the listening socket (the caller must have this process's user id):
 //   new owner -> guardian  "take <fd-limit>"
-//   guardian -> new owner  "group", with the group's descriptor attached (SCM_RIGHTS)
+//   guardian -> new owner  "busy" while its owner lives, or
+//                          "group", with the group's descriptor attached (SCM_RIGHTS)
 //   new owner -> guardian  "done", once the new owner's own guardian holds the group; the old
 //                          guardian exits. If the connection closes without "done", the new
 //                          owner died: its unanswered events are denied as in 1 and the old
@@ -67,11 +70,11 @@ static void say(const char *format, ...) {
 }
 
 /// Denies every pending event the owner may have read: one response per descriptor number
-/// below `limit` (more than one per number when the owner reused a number). Returns how many
-/// events it denied.
-static long denyOwnersEvents(long limit) {
+/// from `from` to below `limit` (more than one per number when the owner reused a number).
+/// Returns how many events it denied. 1,048,576 numbers take about 0.45 s.
+static long denyOwnersEvents(long from, long limit) {
     long denied = 0;
-    for (long fd = 0; fd < limit; fd++) {
+    for (long fd = from; fd < limit; fd++) {
         for (int again = 0; again < 64 && fp_precontent_respond(GROUP, (int)fd, EIO) == 0; again++) denied++;
     }
     return denied;
@@ -251,10 +254,41 @@ static int handOver(int connection, long *limit) {
     if (length == 4 && strncmp(message, "done", 4) == 0) return 1;
     // The new owner went away before its guardian held the group: what it read is ours to deny.
     *limit = newLimit;
-    long denied = denyOwnersEvents(newLimit);
+    long denied = denyOwnersEvents(0, newLimit);
     int detached = detachMarkedMounts();
     say("the new owner went away during the takeover; denied %ld of its events, detached %d mounts", denied, detached);
     return 0;
+}
+
+/// Answers a takeover request while the owner lives: "busy".
+static void refuse(int connection) {
+    char message[64] = {0};
+    int ignoredFD = -1;
+    fp_channel_receive(connection, message, sizeof message - 1, &ignoredFD, 1000);
+    if (ignoredFD >= 0) close(ignoredFD);
+    fp_channel_send(connection, "busy", 4, -1);
+}
+
+/// The urgent work once the owner is gone, then the slow part of it.
+static void defend(long limit) {
+    long denied = denyOwnersEvents(0, limit);
+    int detached = detachMarkedMounts();
+    denied += denyQueued();
+    say("owner gone: denied %ld events, detached %d mounts", denied, detached);
+    // An owner that raised its descriptor limit without saying so may have read events with
+    // higher numbers: up to the system's limit (at most 2^20), after the urgent work. A new
+    // owner asking for the group meanwhile waits in the listening socket's queue.
+    long systemLimit = 0;
+    FILE *limits = fopen("/proc/sys/fs/nr_open", "re");
+    if (limits) {
+        if (fscanf(limits, "%ld", &systemLimit) != 1) systemLimit = 0;
+        fclose(limits);
+    }
+    if (systemLimit > 1 << 20) systemLimit = 1 << 20;
+    if (systemLimit > limit) {
+        long late = denyOwnersEvents(limit, systemLimit);
+        if (late > 0) say("denied %ld events with descriptors at or above the owner's limit %ld", late, limit);
+    }
 }
 
 int main(int argc, char **argv) {
@@ -276,37 +310,48 @@ int main(int argc, char **argv) {
         say("descriptor %d is not a fanotify group; exiting", GROUP);
         return 2;
     }
+    // Listening from the start: a new owner that comes while this process still works for
+    // the old one waits in the queue instead of finding no guardian and starting a new group.
+    snprintf(socketPath, sizeof socketPath, "%s/guard-%d.sock", runFolder, (int)getpid());
+    int listener = fp_channel_listen(socketPath);
+    if (listener < 0) say("cannot listen on %s (%s): no takeover possible", socketPath, strerror(errno));
     char ready[32];
     int readyLength = snprintf(ready, sizeof ready, "ready %d", (int)getpid());
     if (fp_channel_send(CHANNEL, ready, readyLength, -1) != 0) {
         say("cannot reach the owner (%s); exiting", strerror(errno));
         // Nobody read an event of ours yet: closing the group is what the owner's death does too.
+        if (listener >= 0) unlink(socketPath);
         return 2;
     }
 
-    // The owner lives: wait for the channel to close.
+    // The owner lives: wait for the channel to close; answer takeover requests "busy".
     for (;;) {
-        char message[64] = {0};
-        int ignoredFD = -1;
-        long length = fp_channel_receive(CHANNEL, message, sizeof message - 1, &ignoredFD, -1);
-        if (ignoredFD >= 0) close(ignoredFD);
-        if (length <= 0) break;
-        if (strncmp(message, "limit ", 6) == 0) {
-            long value = strtol(message + 6, NULL, 10);
-            if (value > 0 && value <= 1 << 24) limit = value;
+        struct pollfd waits[2] = {{.fd = CHANNEL, .events = POLLIN}, {.fd = listener, .events = POLLIN}};
+        if (poll(waits, listener >= 0 ? 2 : 1, -1) < 0) continue;
+        if (waits[0].revents) {
+            char message[64] = {0};
+            int ignoredFD = -1;
+            long length = fp_channel_receive(CHANNEL, message, sizeof message - 1, &ignoredFD, 0);
+            if (ignoredFD >= 0) close(ignoredFD);
+            if (length <= 0 && !(length < 0 && (errno == EINTR || errno == EAGAIN || errno == ETIMEDOUT))) break;
+            if (length > 6 && strncmp(message, "limit ", 6) == 0) {
+                long value = strtol(message + 6, NULL, 10);
+                if (value > 0 && value <= 1 << 24) limit = value;
+            }
+            continue;
+        }
+        if (listener >= 0 && (waits[1].revents & POLLIN)) {
+            int connection = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
+            if (connection >= 0) {
+                refuse(connection);
+                close(connection);
+            }
         }
     }
     close(CHANNEL);
 
     // The owner is gone.
-    long denied = denyOwnersEvents(limit);
-    int detached = detachMarkedMounts();
-    denied += denyQueued();
-    say("owner gone: denied %ld events, detached %d mounts", denied, detached);
-    snprintf(socketPath, sizeof socketPath, "%s/guard-%d.sock", runFolder, (int)getpid());
-    int listener = fp_channel_listen(socketPath);
-    if (listener < 0) say("cannot listen on %s (%s): no takeover possible", socketPath, strerror(errno));
-
+    defend(limit);
     struct timespec lastCheck;
     clock_gettime(CLOCK_MONOTONIC, &lastCheck);
     for (;;) {

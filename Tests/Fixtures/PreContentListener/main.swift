@@ -5,11 +5,13 @@
 // event to --events.
 //
 //   precontent-listener --backing DIR --replica DIR --store DIR --run DIR --events FILE
-//                       [--delay-ms N] [--no-ignore] [--no-guardian]
+//                       [--delay-ms N] [--no-ignore] [--no-guardian] [--raise-fds N]
 //
 // --delay-ms waits that long before answering each event (a slow store), so a kill lands
 // while programs wait. --no-guardian runs without fileprovider-guard: the control case of the
-// tests, where a kill lets programs read zeros. Killing it (any signal) is what the tests do; nothing to stop it cleanly.
+// tests, where a kill lets programs read zeros. --raise-fds raises the descriptor limit after
+// the guardian started (without telling it) and opens N descriptors, so event descriptors get
+// numbers above the limit the guardian knows. Killing it (any signal) is what the tests do; nothing to stop it cleanly.
 import Foundation
 import ProviderCore
 import ProviderEngine
@@ -38,7 +40,9 @@ while let argument = arguments.popFirst() {
 guard let backing = options["--backing"], let replica = options["--replica"], let store = options["--store"],
     let run = options["--run"], let eventLog = options["--events"]
 else {
-    fail("usage: --backing DIR --replica DIR --store DIR --run DIR --events FILE [--delay-ms N] [--no-ignore] [--no-guardian]")
+    fail(
+        "usage: --backing DIR --replica DIR --store DIR --run DIR --events FILE [--delay-ms N] [--no-ignore] [--no-guardian] [--raise-fds N]"
+    )
 }
 let delay = UInt32(options["--delay-ms"] ?? "0") ?? 0
 let ignoreComplete = !flags.contains("--no-ignore")
@@ -57,6 +61,13 @@ do {
     mount = try ReplicaMount.attach(backing: backing, at: replica, markedBy: group)
 } catch {
     fail(error.message)
+}
+if let raise = options["--raise-fds"].flatMap({ Int($0) }), raise > 0 {
+    var limit = rlimit()
+    getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    limit.rlim_cur = min(limit.rlim_max, rlim_t(raise + 256))
+    guard setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { fail("cannot raise the descriptor limit") }
+    for _ in 0..<raise where open("/dev/null", O_RDONLY | O_CLOEXEC) < 0 { fail("cannot open /dev/null") }
 }
 FileHandle.standardOutput.write(
     Data("ready adopted=\(adopted ? 1 : 0) guardian=\(guardian?.processIdentifier ?? 0) mount=\(mount.mountID)\n".utf8))
