@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "Thumbnails", targets: ["Thumbnails"]),
         .executable(name: "media-server", targets: ["media-server"]),
         .executable(name: "fileproviderctl", targets: ["fileproviderctl"]),
+        .executable(name: "fileprovider-guard", targets: ["fileprovider-guard"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
@@ -72,6 +73,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Keeps a pre-content fanotify group guarded when serve dies (Docs/Architecture.md,
+        // "On-access files: the kernel layer"). C: a small process with no runtime to start.
+        .executableTarget(name: "fileprovider-guard", dependencies: ["CSystemShims"]),
+        // A minimal on-access provider (the kernel layer alone) the kill -9 tests run and kill.
+        .executableTarget(
+            name: "precontent-listener", dependencies: ["ProviderEngine", "ProviderCore"],
+            path: "Tests/Fixtures/PreContentListener"),
         .testTarget(name: "ProviderCoreTests", dependencies: ["ProviderCore"]),
         .testTarget(
             name: "ProviderStoreTests",

@@ -1,5 +1,6 @@
 import CSystemShims
 import Foundation
+import ProviderCore
 
 #if canImport(Glibc)
     import Glibc
@@ -44,6 +45,49 @@ public enum OnAccessSupport {
         if let problem = capabilityProblem(status: status, effectiveUser: geteuid()) { return problem }
         if let problem = kernelProblem(release: kernelRelease()) { return problem }
         return fileSystemProblem(backing)
+    }
+
+    /// Checks everything the mode needs by trying it, without marking anything a program can
+    /// reach: opens a pre-content group and marks a detached copy of the backing folder's mount.
+    /// Stronger than ``problem(forBacking:)`` (which only reads what the process and the file
+    /// system say); `serve` runs it before it mounts anything.
+    /// - Throws: `notSupported` naming the kernel release when it is older than 6.14, or the
+    ///   file system when it refuses the marks; `permissionDenied` without `CAP_SYS_ADMIN`;
+    ///   `noSuchItem` when `backing` is not a folder. Each message says what to do instead.
+    public static func check(backing: String) throws(FileProviderError) {
+        if let problem = kernelProblem(release: kernelRelease()) { throw FileProviderError(.notSupported, problem) }
+        let group: PreContentGroup
+        do { group = try PreContentGroup() } catch {
+            if error.code == .permissionDenied {
+                throw FileProviderError(
+                    .permissionDenied, capabilityProblem(status: nil, effectiveUser: 1) ?? error.message)
+            }
+            throw FileProviderError(error.code, "on-access files cannot work here: \(error.message); \(instead)")
+        }
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: backing, isDirectory: &isFolder), isFolder.boolValue else {
+            throw FileProviderError(.noSuchItem, "the folder \(backing) is missing; create it first")
+        }
+        let tree = fp_open_tree_clone(backing)
+        if tree < 0 {
+            let code = errno
+            if code == EPERM {
+                throw FileProviderError(
+                    .permissionDenied, capabilityProblem(status: nil, effectiveUser: 1) ?? "cannot copy the mount of \(backing)")
+            }
+            throw POSIXError.error("cannot copy the mount of", path: backing, errno: code)
+        }
+        defer { Glibc.close(tree) }
+        do { try group.markMount(tree: tree, describedAs: backing) } catch {
+            if error.code == .notSupported {
+                let type = fp_file_system_type(backing)
+                throw FileProviderError(
+                    .notSupported,
+                    fileSystemProblem(type: Int64(type), backing: backing)
+                        ?? "the file system of \(backing) refuses fanotify pre-content marks; \(instead)")
+            }
+            throw error
+        }
     }
 
     /// Whether the `CapEff` line of a `/proc/<pid>/status` text has CAP_SYS_ADMIN; `nil` when

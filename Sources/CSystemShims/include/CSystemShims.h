@@ -131,4 +131,136 @@ static inline long long fp_file_system_type(const char *path) {
     if (statfs(path, &info) != 0) return -1;
     return (long long)(unsigned int)info.f_type;
 }
+
+// MARK: fanotify pre-content events (on-access files), in precontent.c
+//
+// Linux 6.14 added FAN_PRE_ACCESS with byte-range information and FAN_DENY_ERRNO; Debian 12's
+// headers predate them. The values are the kernel's uapi (include/uapi/linux/fanotify.h).
+#ifndef FAN_PRE_ACCESS
+#define FAN_PRE_ACCESS 0x00100000
+#endif
+#ifndef FAN_EVENT_INFO_TYPE_RANGE
+#define FAN_EVENT_INFO_TYPE_RANGE 6
+#endif
+#ifndef FAN_MARK_EVICTABLE
+#define FAN_MARK_EVICTABLE 0x00000200
+#endif
+#ifndef FAN_MARK_IGNORE
+#define FAN_MARK_IGNORE 0x00000400
+#endif
+#ifndef FAN_MARK_IGNORE_SURV
+#define FAN_MARK_IGNORE_SURV (FAN_MARK_IGNORE | FAN_MARK_IGNORED_SURV_MODIFY)
+#endif
+#ifndef FAN_ERRNO_BITS
+#define FAN_ERRNO_BITS 8
+#define FAN_ERRNO_SHIFT (32 - FAN_ERRNO_BITS)
+#define FAN_ERRNO_MASK ((1 << FAN_ERRNO_BITS) - 1)
+#define FAN_DENY_ERRNO(err) (FAN_DENY | ((((__u32)(err)) & FAN_ERRNO_MASK) << FAN_ERRNO_SHIFT))
+#endif
+
+/// One event read from a pre-content group.
+typedef struct {
+    /// The event's file descriptor (opened by the kernel for the reader, O_RDWR, without
+    /// events of its own); -1 for an event without one (queue overflow).
+    int fd;
+    /// The process whose access raised the event.
+    int pid;
+    /// The event's mask (FAN_PRE_ACCESS, FAN_OPEN_PERM, ...).
+    unsigned long long mask;
+    /// The byte range the access needs, when `hasRange` is 1.
+    unsigned long long offset;
+    unsigned long long count;
+    int hasRange;
+} fp_precontent_event;
+
+/// A pre-content fanotify group (FAN_CLASS_PRE_CONTENT, non-blocking, unlimited queue and
+/// marks; event descriptors O_RDWR and close-on-exec), or -1 with errno (EPERM without
+/// CAP_SYS_ADMIN).
+int fp_precontent_init(void);
+
+/// Adds (`add` 1) or removes (0) FAN_PRE_ACCESS on the mount of `path` (resolved from
+/// `dirfd`, which may be an O_PATH descriptor of a detached mount with path "."); 0 or -1 with
+/// errno (EINVAL: a kernel before 6.14 or a file system that refuses pre-content marks).
+int fp_precontent_mark_mount(int group, int dirfd, const char *path, int add);
+
+/// Adds (`add` 1) or removes (0) FAN_PRE_ACCESS on the inode of `path` (every access to that
+/// file through any path, mount or mount namespace raises an event); 0 or -1 with errno.
+int fp_precontent_mark_inode(int group, int dirfd, const char *path, int add);
+
+/// Adds (`add` 1) or removes (0) an ignore mark for FAN_PRE_ACCESS on the inode of `path`
+/// (from `dirfd`; path NULL marks the inode `dirfd` is open on); `evictable` lets the kernel
+/// drop the mark with the inode from its cache. 0 or -1 with errno (ENOENT when removing a
+/// mark that is not there).
+int fp_precontent_ignore(int group, int dirfd, const char *path, int add, int evictable);
+
+/// Reads what is queued into `events` (at most `capacity`; the rest stays queued); the count,
+/// 0 when nothing is waiting, or -1 with errno.
+int fp_precontent_read(int group, fp_precontent_event *events, int capacity);
+
+/// Answers the event whose descriptor is `eventFD`: FAN_ALLOW when `denyErrno` is 0, else
+/// FAN_DENY_ERRNO(denyErrno). 0, or -1 with errno (ENOENT: no pending event has that
+/// descriptor; EINVAL: an errno the kernel does not accept).
+int fp_precontent_respond(int group, int eventFD, int denyErrno);
+
+/// Whether `fd` is a fanotify group (its /proc/self/fd link reads "anon_inode:[fanotify]").
+int fp_is_fanotify(int fd);
+
+// MARK: mounts (precontent.c)
+
+/// A detached copy of the mount tree at `path` (open_tree OPEN_TREE_CLONE), close-on-exec;
+/// or -1 with errno (EPERM without CAP_SYS_ADMIN).
+int fp_open_tree_clone(const char *path);
+
+/// Makes the detached mount `treeFD` unbindable (mount_setattr): a recursive bind of a folder
+/// above it (a container's volume, a sandbox's view of the home folder) leaves it out instead
+/// of copying it without its fanotify mark. 0 or -1 with errno.
+int fp_mount_set_unbindable(int treeFD);
+
+/// Binds the folder `path` onto itself and makes that mount private, so mounts attached on
+/// top of it propagate to no other mount namespace; 0 or -1 with errno (nothing is left
+/// mounted on failure).
+int fp_mount_private_anchor(const char *path);
+
+/// Attaches the detached mount `treeFD` at `path` (move_mount); 0 or -1 with errno.
+int fp_move_mount(int treeFD, const char *path);
+
+/// Detaches the topmost mount at `path` lazily (umount2 MNT_DETACH | UMOUNT_NOFOLLOW); 0 or -1
+/// with errno (EINVAL when `path` is not a mount point).
+int fp_detach_mount(const char *path);
+
+/// The id of the mount `path` is on and whether `path` is the root of that mount; 0 or -1 with
+/// errno. With `unique` 0 the id is the one /proc/self/mountinfo and fanotify's fdinfo show
+/// (STATX_MNT_ID; the kernel gives a freed mount's id to the next new mount), with 1 the
+/// 64-bit id no other mount ever gets (STATX_MNT_ID_UNIQUE, Linux 6.8).
+int fp_mount_identity(const char *path, int unique, unsigned long long *mountID, int *isMountRoot);
+
+// MARK: the guardian (precontent.c)
+
+/// Starts `executable` with `argv` (NULL-terminated), `groupFD` as its descriptor 3,
+/// `channelFD` as 4, /dev/null as 0-2 and nothing else open, in a session of its own; the
+/// child's id in `pid`. 0, or an errno value.
+int fp_spawn_guardian(const char *executable, char *const argv[], int groupFD, int channelFD, int *pid);
+
+/// A connected pair of close-on-exec SOCK_SEQPACKET Unix sockets in `ends`; 0 or -1 with errno.
+int fp_channel_pair(int ends[2]);
+
+/// Connects a close-on-exec SOCK_SEQPACKET socket to the Unix socket at `path`; the socket or
+/// -1 with errno (ECONNREFUSED when nothing listens, ENAMETOOLONG for a path over 107 bytes).
+int fp_channel_connect(const char *path);
+
+/// Binds and listens on a close-on-exec SOCK_SEQPACKET Unix socket at `path` (mode 0600),
+/// replacing a stale file; the socket or -1 with errno.
+int fp_channel_listen(const char *path);
+
+/// Sends one message, with descriptor `fd` attached (SCM_RIGHTS) when it is not -1; 0 or -1
+/// with errno.
+int fp_channel_send(int socket, const void *bytes, unsigned long length, int fd);
+
+/// Receives one message into `buffer` (at most `capacity` bytes); a descriptor attached to it
+/// lands in `*fd` (close-on-exec), else `*fd` is -1. The message's length, 0 at end of file,
+/// or -1 with errno. Waits at most `timeoutMilliseconds` (-1: forever; ETIMEDOUT after).
+long fp_channel_receive(int socket, void *buffer, unsigned long capacity, int *fd, int timeoutMilliseconds);
+
+/// The user id of the process at the other end of a connected Unix socket, or -1 with errno.
+long fp_channel_peer_uid(int socket);
 #endif
