@@ -324,7 +324,15 @@ extension DomainController {
         case .modified(let record, let fingerprint):
             try await uploadEdit(record, fingerprint: fingerprint, report: &report)
         case .writtenOverPlaceholder(let record, let fingerprint):
-            try await keepWrittenOverPlaceholder(record, fingerprint: fingerprint, report: &report)
+            // A program saw a dataless file under its real name, with its size, and replaced
+            // it (emptied it while opening it, or renamed a new file over it): an edit of the
+            // item, based on the version the file stood for. A `.placeholder` file's name was
+            // never the item's: what is written there is kept beside it.
+            if replica.layout == .dataless {
+                try await uploadEdit(record, fingerprint: fingerprint, report: &report)
+            } else {
+                try await keepWrittenOverPlaceholder(record, fingerprint: fingerprint, report: &report)
+            }
         case .moved(let record, let to, let fingerprint):
             try await uploadMove(record, to: to, fingerprint: fingerprint, report: &report)
         case .deleted(let record):

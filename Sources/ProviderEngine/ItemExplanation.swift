@@ -145,7 +145,8 @@ extension ProviderManager {
                         || onDisk.inode != record.localInode
                     {
                         if DownloadMark.recognize(atPath: replica.path(path), onDisk, as: record) != nil {
-                            reasons.append("downloaded again, not recorded yet (another process, or one that was killed); the next sync records it")
+                            reasons.append(
+                                "downloaded again, not recorded yet (another process, or one that was killed); the next sync records it")
                         } else {
                             explanation.localChange = "edited"
                             reasons.append("changed locally since it was downloaded; not uploaded yet (the next sync sends it)")
@@ -156,9 +157,15 @@ extension ProviderManager {
                     reasons.append("deleted (or moved) locally; not sent to the store yet (the next sync sends it)")
                 }
             case .placeholder, .symlink:
-                if let onDisk, onDisk.isRegularFile, record.state == .placeholder {
+                if let onDisk, onDisk.isRegularFile, record.state == .placeholder,
+                    !(replica.layout == .dataless && replica.isPlaceholder(of: record.identifier, at: path))
+                {
                     if DownloadMark.recognize(atPath: replica.path(path), onDisk, as: record) != nil {
                         reasons.append("downloaded, not recorded yet (another process, or one that was killed); the next sync records it")
+                    } else if replica.layout == .dataless {
+                        explanation.localChange = "edited"
+                        reasons.append(
+                            "replaced locally (emptied or renamed over by a program); not uploaded yet (the next sync sends it as an edit)")
                     } else {
                         explanation.localChange = "overwrotePlaceholder"
                         reasons.append(

@@ -34,21 +34,25 @@ extension ProviderManager {
         }
         let absolute = URL(fileURLWithPath: argument).standardizedFileURL.path
         for domain in try domains() {
-            let root = domain.replicaPath
-            if absolute == root { return ItemLocation(domain: domain.name, path: "") }
-            if absolute.hasPrefix(root + "/") {
-                var relative = String(absolute.dropFirst(root.count + 1))
-                if relative.hasSuffix(Replica.placeholderSuffix), let id = domain.id,
-                    try store.item(domainID: id, path: relative) == nil
-                {
-                    relative.removeLast(Replica.placeholderSuffix.count)
+            // A dataless domain's files are also reachable in its backing folder.
+            let roots = [domain.replicaPath] + [try? backingURL(of: domain)].compactMap { $0??.path }
+            for root in roots {
+                if absolute == root { return ItemLocation(domain: domain.name, path: "") }
+                if absolute.hasPrefix(root + "/") {
+                    var relative = String(absolute.dropFirst(root.count + 1))
+                    if relative.hasSuffix(Replica.placeholderSuffix), let id = domain.id,
+                        try store.item(domainID: id, path: relative) == nil
+                    {
+                        relative.removeLast(Replica.placeholderSuffix.count)
+                    }
+                    return ItemLocation(domain: domain.name, path: try Self.normalize(relative))
                 }
-                return ItemLocation(domain: domain.name, path: try Self.normalize(relative))
             }
         }
         throw FileProviderError(
             .invalidArgument,
-            "\(argument) is not inside any domain's replica; use DOMAIN:/path or a path under a replica folder (see 'fileproviderctl domain list')")
+            "\(argument) is not inside any domain's replica; use DOMAIN:/path or a path under a replica folder (see 'fileproviderctl domain list')"
+        )
     }
 
     /// Turns `/a//b/` into `a/b`; refuses `.` and `..` components.

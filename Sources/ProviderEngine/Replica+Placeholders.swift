@@ -119,6 +119,15 @@ extension Replica {
         return PlaceholderOwner(domain: nil, identifierKey: key)
     }
 
+    /// The identifier key of the dataless file open as `fd`, or `nil` when it is not one.
+    /// Blocking.
+    static func datalessKey(ofDescriptor fd: Int32) -> UInt64? {
+        var buffer = [UInt8](repeating: 0, count: 16)
+        let length = buffer.withUnsafeMutableBytes { fp_fget_xattr(fd, datalessAttribute, $0.baseAddress, $0.count) }
+        guard length == 9, buffer[0] == datalessFormat else { return nil }
+        return (0..<8).reduce(UInt64(0)) { $0 | UInt64(buffer[1 + $1]) << (8 * UInt64($1)) }
+    }
+
     private static func datalessValue(_ identifier: String) -> [UInt8] {
         let key = PlaceholderOwner.key(identifier)
         return [datalessFormat] + (0..<8).map { UInt8(truncatingIfNeeded: key >> (8 * UInt64($0))) }

@@ -52,6 +52,9 @@ public final class Server: Sendable {
     private let syncCount = Mutex(0)
     /// Populates dataless folders when programs open them; `nil` without fanotify.
     private let datalessWatcher = Mutex<DatalessWatcher?>(nil)
+    /// Fetches the files of dataless domains when programs access them; `nil` when no domain
+    /// is dataless.
+    private let onAccess = Mutex<OnAccessHandler?>(nil)
 
     /// A server for `domains` (names; each must exist).
     public init(manager: ProviderManager, domains: [String], options: ServeOptions = ServeOptions(), logger: Logger) {
@@ -79,10 +82,15 @@ public final class Server: Sendable {
         defer { _ = locks }
 
         let manager = self.manager
+        // A dataless domain's files are in its backing folder: the engine watches and writes
+        // there, never through the replica path (which the on-access handler marks).
+        var roots: [String: String] = [:]
+        for record in records { roots[record.name] = try manager.replicaRoot(of: record).standardizedFileURL.path }
+        try await startOnAccess(records)
         let targets = records.map { record in
             let name = record.name
             return ServeWatcher.Target(
-                domain: name, root: URL(fileURLWithPath: record.replicaPath).standardizedFileURL.path,
+                domain: name, root: roots[name] ?? record.replicaPath,
                 ignore: IgnoreRules(extra: record.ignoreList), wakeup: wakeups[name]!,
                 writes: { path, modificationNanos in
                     guard let writes = manager.loadedController(for: name)?.finishedWrites else { return }
@@ -114,6 +122,7 @@ public final class Server: Sendable {
         }
         if alreadyStopping { signalStop() }
         await task.value
+        await onAccess.withLock { $0 }?.stop()
         await watcher?.stop()
         await datalessWatcher.withLock { $0 }?.stop()
         logger.info("stopped")
@@ -238,15 +247,39 @@ public final class Server: Sendable {
             for notice in report.notices { logger.warning("\(notice)") }
             if !report.pendingLocal.isEmpty {
                 state.settleRecheck = Date().addingTimeInterval(options.settleSeconds + 0.05)
-                logger.debug("\(name): \(report.pendingLocal.count) files still being written; checking again in \(Self.seconds(options.settleSeconds))")
+                logger.debug(
+                    "\(name): \(report.pendingLocal.count) files still being written; checking again in \(Self.seconds(options.settleSeconds))"
+                )
             }
         } catch {
             var line = "\(name): sync failed: \(error.message)"
             if error.code.reaction == .backOffDomain, let backoff = try? manager.backoff(ofDomain: name) {
-                line += "; backing off until \(Self.clock(backoff.nextRetryAt)) after \(backoff.failureCount) failure\(backoff.failureCount == 1 ? "" : "s")"
+                line +=
+                    "; backing off until \(Self.clock(backoff.nextRetryAt)) after \(backoff.failureCount) failure\(backoff.failureCount == 1 ? "" : "s")"
             }
             logger.error("\(line)")
         }
+    }
+
+    // MARK: On-access files
+
+    /// Mounts every dataless domain's files at its replica path and starts answering programs'
+    /// accesses (see ``OnAccessHandler``).
+    /// - Throws: why a dataless domain cannot be served (no CAP_SYS_ADMIN, a file system that
+    ///   refuses the marks, a replica folder that is not empty); mounts made before are taken
+    ///   away again.
+    private func startOnAccess(_ records: [DomainRecord]) async throws(FileProviderError) {
+        let dataless = records.filter { $0.replicaMode == .dataless }
+        guard !dataless.isEmpty else { return }
+        let handler = try OnAccessHandler.open(manager: manager, logger: logger)
+        for record in dataless {
+            do { try handler.serve(record) } catch {
+                await handler.stop()
+                throw FileProviderError(error.code, "cannot serve \(record.name)'s files on access: \(error.message)")
+            }
+        }
+        handler.start()
+        onAccess.withLock { $0 = handler }
     }
 
     // MARK: Dataless folders
@@ -281,7 +314,8 @@ public final class Server: Sendable {
         guard let watcher = datalessWatcher.withLock({ $0 }), let id = domain.id else { return }
         do {
             let folders = try manager.store.datalessFolderPaths(domainID: id)
-            watcher.watch(domain: domain.name, root: domain.replicaPath, datalessFolders: folders)
+            let root = try manager.replicaRoot(of: domain).path
+            watcher.watch(domain: domain.name, root: root, datalessFolders: folders)
         } catch {
             logger.warning("\(domain.name): \(error.message)")
         }

@@ -161,6 +161,13 @@ extension ProviderManager {
                     reason: "changed locally since it was downloaded; \(later)"),
                 "modify:\(record.identifier.rawValue)"
             )
+        case .writtenOverPlaceholder(let record, _) where replica.layout == .dataless:
+            return (
+                UnsentChange(
+                    path: "/" + record.path, kind: .edited, itemKind: record.kind.rawValue,
+                    reason: "replaced locally (emptied or renamed over by a program); \(later)"),
+                "modify:\(record.identifier.rawValue)"
+            )
         case .writtenOverPlaceholder(let record, _):
             return (
                 UnsentChange(

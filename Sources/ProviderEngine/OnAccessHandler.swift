@@ -1,0 +1,283 @@
+import CSystemShims
+import Foundation
+import Logging
+import ProviderCore
+import ProviderStore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Fetches a dataless file's contents when any program accesses it: the engine's counterpart
+/// of Apple's system calling `startProvidingItem(at:)` "as other processes attempt to access
+/// documents". Serves every `dataless` domain of one `serve` process with one fanotify
+/// pre-content group (``PreContentGroup``), guarded by a ``PreContentGuardian`` so that no
+/// program ever reads a file's holes, even after `kill -9`.
+///
+/// For each served domain the backing folder is mounted at the replica path (``ReplicaMount``),
+/// marked before any program can reach it. An access (read, write, truncate, `mmap`, exec) of
+/// a file there waits for an event, which this handler answers:
+/// - a file that is not dataless (complete) gets an ignore mark, so its later accesses run at
+///   native speed, and the access goes on;
+/// - a dataless file is filled where it stands by the domain's ``Downloader`` (one download per
+///   item however many programs wait), recorded as materialized, then gets the ignore mark and
+///   the access goes on;
+/// - a dataless file a program emptied while opening it (`O_TRUNC`, `> file`) needs no
+///   download: it loses its dataless mark and becomes an ordinary local edit of the item;
+/// - a failure (store unreachable, item gone, disk full) fails the access with EIO (ENOSPC for
+///   a full disk), is recorded as the item's last error (`why`) and logged; the file stays
+///   dataless and the next access tries again.
+///
+/// The engine itself never reads or writes through the replica path (it would wait on its own
+/// event): it uses the backing folder, which is not marked.
+///
+/// Threads: one thread of its own reads events and answers those of complete files; fills run
+/// as tasks whose blocking parts go through the manager's ``BlockingExecutor``. Nothing blocks
+/// Swift's cooperative pool.
+public final class OnAccessHandler: @unchecked Sendable {
+    /// A domain whose replica path this handler serves.
+    struct Served: Sendable {
+        let name: String
+        let domainID: Int64
+        let mount: ReplicaMount
+        /// The replica path as this process's `/proc/self/fd` links show it, with a final `/`.
+        let prefix: String
+    }
+
+    /// What an event's file turned out to be.
+    enum Resolution: Sendable {
+        /// Contents complete (or not ours): let the access go on and stop watching the file.
+        case complete
+        /// Emptied by the program opening it: no download needed.
+        case emptied(domain: String, path: String)
+        /// Dataless: fill it first.
+        case dataless(served: Served, path: String, key: UInt64)
+        /// Cannot be served: fail the access.
+        case refused(String)
+    }
+
+    let manager: ProviderManager
+    let logger: Logger
+    let group: PreContentGroup
+    let guardian: PreContentGuardian
+    private let served = Mutex<[Served]>([])
+    private let stopRequested = Mutex(false)
+    private let finished = Latch()
+    private let started = Mutex(false)
+    /// Fills in flight, for ``stop()``.
+    private let running = Mutex<[UUID: Task<Void, Never>]>([:])
+
+    private init(manager: ProviderManager, logger: Logger, group: PreContentGroup, guardian: PreContentGuardian) {
+        self.manager = manager
+        self.logger = logger
+        self.group = group
+        self.guardian = guardian
+    }
+
+    /// Opens the pre-content group (taking over the one a guardian kept after an earlier `serve`
+    /// died) and starts its guardian; files are served once ``serve(_:)`` mounted their domain
+    /// and ``start()`` runs.
+    /// - Throws: `permissionDenied` without `CAP_SYS_ADMIN`; `notSupported` on a kernel without
+    ///   pre-content events; `noSuchItem` when `fileprovider-guard` is not installed;
+    ///   `localIOFailure` otherwise.
+    public static func open(manager: ProviderManager, logger: Logger) throws(FileProviderError) -> OnAccessHandler {
+        let runFolder = manager.home.appendingPathComponent("run").path
+        let opened: PreContentGuardian.Opened
+        do { opened = try PreContentGuardian.open(runFolder: runFolder) } catch {
+            if error.code == .permissionDenied {
+                throw FileProviderError(
+                    .permissionDenied, "dataless domains need serve to run as root (CAP_SYS_ADMIN for fanotify): \(error.message)")
+            }
+            throw error
+        }
+        if opened.adopted {
+            logger.notice("took over the on-access group that an earlier serve left with its guardian")
+        }
+        return OnAccessHandler(manager: manager, logger: logger, group: opened.group, guardian: opened.guardian)
+    }
+
+    /// Mounts a dataless domain's backing folder at its replica path, marked, so programs see
+    /// its files there. Leftovers of an earlier `serve` that died are replaced.
+    /// - Throws: `invalidArgument` when the domain is not dataless, or its replica folder is not
+    ///   empty or is a mount point of something else; what ``ReplicaMount/attach(backing:at:markedBy:)``
+    ///   throws.
+    public func serve(_ domain: DomainRecord) throws(FileProviderError) {
+        guard domain.replicaMode == .dataless, let id = domain.id, let backing = try manager.backingURL(of: domain) else {
+            throw FileProviderError(.invalidArgument, "\(domain.name) is not a dataless domain")
+        }
+        let mount = try ReplicaMount.attach(backing: backing.path, at: domain.replicaPath, markedBy: group)
+        let prefix = (Self.resolvedPath(mount.replica) ?? mount.replica) + "/"
+        served.withLock { $0.append(Served(name: domain.name, domainID: id, mount: mount, prefix: prefix)) }
+        logger.info("\(domain.name): files on access at \(mount.replica) (backing folder \(mount.backing))")
+    }
+
+    /// The names of the domains served.
+    public var domains: [String] { served.withLock { $0.map(\.name) } }
+
+    /// Starts the thread that answers events.
+    public func start() {
+        started.withLock { $0 = true }
+        let thread = Thread { [self] in
+            loop()
+            finished.open()
+        }
+        thread.name = "fileprovider-on-access"
+        thread.start()
+    }
+
+    /// Stops serving: takes the mounts away (programs then see the empty replica folders), lets
+    /// fills in flight finish, and stops the event thread. Events from files still open through
+    /// the detached mounts are answered by the guardian (EIO) once this process is gone.
+    public func stop() async {
+        for entry in served.withLock({ $0 }) {
+            do { try entry.mount.detach() } catch { logger.warning("\(entry.name): \(error.message)") }
+        }
+        stopRequested.withLock { $0 = true }
+        group.wake()
+        if started.withLock({ $0 }) { await finished.wait() }
+        for task in running.withLock({ Array($0.values) }) { await task.value }
+    }
+
+    // MARK: Events
+
+    private func loop() {
+        while !stopRequested.withLock({ $0 }) {
+            let events: [PreContentGroup.Event]
+            do { events = try group.nextEvents() } catch {
+                logger.error("on-access files: \(error.message); programs now get errors until serve restarts")
+                return
+            }
+            for event in events { dispatch(event) }
+        }
+    }
+
+    /// Answers an event of a complete file here, on the event thread; hands a dataless one to a
+    /// task.
+    private func dispatch(_ event: PreContentGroup.Event) {
+        guard event.kind == .access else {
+            answer(event, .allow)
+            return
+        }
+        let resolution = resolve(event)
+        switch resolution {
+        case .complete:
+            try? group.ignore(event)
+            answer(event, .allow)
+        case .refused(let reason):
+            logger.warning("on-access: \(reason)")
+            answer(event, .deny(.ioError))
+        case .emptied, .dataless:
+            let id = UUID()
+            let task = Task { [self] in
+                await provide(event, resolution)
+                _ = running.withLock { $0.removeValue(forKey: id) }
+            }
+            running.withLock { $0[id] = task }
+        }
+    }
+
+    /// What the event's file is. Blocking (a few system calls); the event thread only.
+    func resolve(_ event: PreContentGroup.Event) -> Resolution {
+        guard let key = Replica.datalessKey(ofDescriptor: event.fileDescriptor) else { return .complete }
+        guard let path = Self.resolvedPath("/proc/self/fd/\(event.fileDescriptor)") else {
+            return .refused("cannot tell which file descriptor \(event.fileDescriptor) of process \(event.processIdentifier) is")
+        }
+        if path.hasSuffix(" (deleted)") {
+            return .refused("\(path): a dataless file was deleted while process \(event.processIdentifier) had it open")
+        }
+        let domains = served.withLock { $0 }
+        guard let entry = domains.filter({ path.hasPrefix($0.prefix) }).max(by: { $0.prefix.count < $1.prefix.count }) else {
+            return .refused("\(path) is in no served replica")
+        }
+        let relative = String(path.dropFirst(entry.prefix.count))
+        var status = stat()
+        if fstat(event.fileDescriptor, &status) == 0, status.st_size == 0 {
+            return .emptied(domain: entry.name, path: relative)
+        }
+        return .dataless(served: entry, path: relative, key: key)
+    }
+
+    /// Fills a dataless file, or turns an emptied one into an ordinary file, then answers.
+    private func provide(_ event: PreContentGroup.Event, _ resolution: Resolution) async {
+        switch resolution {
+        case .emptied(let domain, let path):
+            // Nothing to fetch: the program replaces the contents. Without the mark the file is
+            // an ordinary file at the item's path, which sync sends as an edit of the item.
+            if fp_fremove_xattr(event.fileDescriptor, Replica.datalessAttribute) != 0 && errno != ENODATA {
+                logger.warning("\(domain): \(path): cannot clear the dataless mark: \(String(cString: strerror(errno)))")
+                answer(event, .deny(.ioError))
+                return
+            }
+            logger.info("\(domain): \(path) emptied by process \(event.processIdentifier); no download needed")
+            try? group.ignore(event)
+            answer(event, .allow)
+        case .dataless(let entry, let path, let key):
+            do {
+                try await fill(entry, path: path, key: key)
+                try? group.ignore(event)
+                answer(event, .allow)
+            } catch {
+                // Filled meanwhile by another event's download: nothing left to do.
+                if Replica.datalessKey(ofDescriptor: event.fileDescriptor) == nil {
+                    try? group.ignore(event)
+                    answer(event, .allow)
+                    return
+                }
+                logger.error("\(entry.name): \(path): not fetched for process \(event.processIdentifier): \(error.message)")
+                await recordFailure(error, domainID: entry.domainID, path: path)
+                answer(event, .deny(error.code == .fileWriteOutOfSpace ? .noSpace : .ioError))
+            }
+        case .complete, .refused:
+            answer(event, .allow)
+        }
+    }
+
+    /// Downloads the item at `path` of a served domain into its dataless file.
+    /// - Throws: `noSuchItem` when the database knows no item at `path` whose identifier matches
+    ///   the file's mark (a file moved since the last sync: the next sync records the move);
+    ///   what ``Downloader/fillInPlace(_:)`` throws.
+    private func fill(_ entry: Served, path: String, key: UInt64) async throws(FileProviderError) {
+        let controller = try await manager.controller(for: entry.name)
+        let store = manager.store
+        let domainID = entry.domainID
+        let record = try await manager.executor.run { try store.item(domainID: domainID, path: path) }
+        guard let record, PlaceholderOwner.key(record.identifier.rawValue) == key else {
+            throw FileProviderError(
+                .noSuchItem, "no item is recorded at \(path) for this file (moved since the last sync?); it is fetched once sync records it"
+            )
+        }
+        let started = Date()
+        _ = try await controller.downloader.fillInPlace(record)
+        logger.info(
+            "\(entry.name): \(path): fetched on access (\(record.size) bytes in \(String(format: "%.2f", Date().timeIntervalSince(started))) s)"
+        )
+    }
+
+    /// Records why an access failed on the item at `path`, for `why`.
+    private func recordFailure(_ error: FileProviderError, domainID: Int64, path: String) async {
+        let store = manager.store
+        let message = "fetch on access failed: \(error.message)"
+        _ = try? await manager.executor.run {
+            guard var record = try store.item(domainID: domainID, path: path) else { return }
+            record.lastError = message
+            try store.apply(domainID: domainID, upserts: [record], deletions: [])
+        }
+    }
+
+    private func answer(_ event: PreContentGroup.Event, _ response: PreContentGroup.Response) {
+        do { try group.respond(event, response) } catch { logger.warning("on-access: \(error.message)") }
+    }
+
+    /// The target of a link or the real path of a folder, or `nil`. Blocking.
+    static func resolvedPath(_ path: String) -> String? {
+        if path.hasPrefix("/proc/") {
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let length = readlink(path, &buffer, buffer.count - 1)
+            guard length > 0 else { return nil }
+            return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        guard let real = realpath(path, nil) else { return nil }
+        defer { free(real) }
+        return String(cString: real)
+    }
+}
