@@ -53,6 +53,9 @@ extension Downloader {
             try space.reserve(size: record.size, stagingFile: promised, folder: replica.staging.path, canResume: false)
         }
         defer { space.release(ticket) }
+        // The backend truncates the file before it writes: from here until the mark goes, a
+        // short file is a fill in progress (or cut short), never a file a program emptied.
+        try await executor.run { try Replica.markFilling(atPath: target) }
         let item: Item
         do {
             item = try await backend.fetchContents(
@@ -98,6 +101,8 @@ extension Downloader {
         defer { close(fd) }
         _ = try POSIXError.check(ftruncate(fd, off_t(max(0, size))), "cannot size", path: path)
         if size > 0 { _ = try POSIXError.check(fp_punch_hole(fd, 0, off_t(size)), "cannot give back the blocks of", path: path) }
+        try Replica.writeLeadingBlock(fd, size: size, path: path)
+        try Replica.markFilling(atPath: path, false)
     }
 
     /// Removes the dataless mark of a file whose contents are complete. Blocking.

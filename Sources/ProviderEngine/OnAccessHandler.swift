@@ -178,7 +178,7 @@ public final class OnAccessHandler: @unchecked Sendable {
 
     /// What the event's file is. Blocking (a few system calls); the event thread only.
     func resolve(_ event: PreContentGroup.Event) -> Resolution {
-        guard let key = Replica.datalessKey(ofDescriptor: event.fileDescriptor) else { return .complete }
+        guard let (key, filling) = Replica.datalessState(ofDescriptor: event.fileDescriptor) else { return .complete }
         guard let path = Self.resolvedPath("/proc/self/fd/\(event.fileDescriptor)") else {
             return .refused("cannot tell which file descriptor \(event.fileDescriptor) of process \(event.processIdentifier) is")
         }
@@ -191,7 +191,9 @@ public final class OnAccessHandler: @unchecked Sendable {
         }
         let relative = String(path.dropFirst(entry.prefix.count))
         var status = stat()
-        if fstat(event.fileDescriptor, &status) == 0, status.st_size == 0 {
+        // Empty but not from a fill (a fill truncates first, and one cut short by a crash
+        // leaves its mark): the program opening it emptied it.
+        if !filling, fstat(event.fileDescriptor, &status) == 0, status.st_size == 0 {
             return .emptied(domain: entry.name, path: relative)
         }
         return .dataless(served: entry, path: relative, key: key)
@@ -201,6 +203,14 @@ public final class OnAccessHandler: @unchecked Sendable {
     private func provide(_ event: PreContentGroup.Event, _ resolution: Resolution) async {
         switch resolution {
         case .emptied(let domain, let path):
+            // An empty item's file is empty anyway: filled (recorded as downloaded) as others.
+            if let entry = served.withLock({ $0.first { $0.name == domain } }),
+                let key = Replica.datalessKey(ofDescriptor: event.fileDescriptor),
+                let record = try? await lookUp(entry, path: path), record.size == 0
+            {
+                await provide(event, .dataless(served: entry, path: path, key: key))
+                return
+            }
             // Nothing to fetch: the program replaces the contents. Without the mark the file is
             // an ordinary file at the item's path, which sync sends as an edit of the item.
             if fp_fremove_xattr(event.fileDescriptor, Replica.datalessAttribute) != 0 && errno != ENODATA {
@@ -238,9 +248,7 @@ public final class OnAccessHandler: @unchecked Sendable {
     ///   what ``Downloader/fillInPlace(_:)`` throws.
     private func fill(_ entry: Served, path: String, key: UInt64) async throws(FileProviderError) {
         let controller = try await manager.controller(for: entry.name)
-        let store = manager.store
-        let domainID = entry.domainID
-        let record = try await manager.executor.run { try store.item(domainID: domainID, path: path) }
+        let record = try await lookUp(entry, path: path)
         guard let record, PlaceholderOwner.key(record.identifier.rawValue) == key else {
             throw FileProviderError(
                 .noSuchItem, "no item is recorded at \(path) for this file (moved since the last sync?); it is fetched once sync records it"
@@ -251,6 +259,14 @@ public final class OnAccessHandler: @unchecked Sendable {
         logger.info(
             "\(entry.name): \(path): fetched on access (\(record.size) bytes in \(String(format: "%.2f", Date().timeIntervalSince(started))) s)"
         )
+    }
+
+    /// The item the database knows at `path` of a served domain.
+    /// - Throws: `localIOFailure` when the database cannot be read.
+    private func lookUp(_ entry: Served, path: String) async throws(FileProviderError) -> ItemRecord? {
+        let store = manager.store
+        let domainID = entry.domainID
+        return try await manager.executor.run { try store.item(domainID: domainID, path: path) }
     }
 
     /// Records why an access failed on the item at `path`, for `why`.

@@ -26,6 +26,8 @@ extension Replica {
     /// item's identifier (9 bytes, inside any ext4 inode).
     static let datalessAttribute = "user.fileprovider.dataless"
     private static let datalessFormat: UInt8 = 1
+    /// The format byte of a dataless file whose fill began (``markFilling(atPath:_:)``).
+    private static let fillingFormat: UInt8 = 2
 
     /// The placeholder at `relative`, whose item it stands for, or `nil` when there is none
     /// (nothing there, a real file, a file that is not a placeholder). Blocking.
@@ -114,7 +116,7 @@ extension Replica {
     static func datalessOwner(atPath path: String) -> PlaceholderOwner? {
         var buffer = [UInt8](repeating: 0, count: 16)
         let length = buffer.withUnsafeMutableBytes { fp_get_xattr(path, datalessAttribute, $0.baseAddress, $0.count) }
-        guard length == 9, buffer[0] == datalessFormat else { return nil }
+        guard length == 9, buffer[0] == datalessFormat || buffer[0] == fillingFormat else { return nil }
         let key = (0..<8).reduce(UInt64(0)) { $0 | UInt64(buffer[1 + $1]) << (8 * UInt64($1)) }
         return PlaceholderOwner(domain: nil, identifierKey: key)
     }
@@ -122,10 +124,34 @@ extension Replica {
     /// The identifier key of the dataless file open as `fd`, or `nil` when it is not one.
     /// Blocking.
     static func datalessKey(ofDescriptor fd: Int32) -> UInt64? {
+        datalessState(ofDescriptor: fd)?.key
+    }
+
+    /// The identifier key of the dataless file open as `fd` and whether a fill of it began
+    /// (``markFilling(atPath:)``), or `nil` when it is not a dataless file. Blocking.
+    static func datalessState(ofDescriptor fd: Int32) -> (key: UInt64, filling: Bool)? {
         var buffer = [UInt8](repeating: 0, count: 16)
         let length = buffer.withUnsafeMutableBytes { fp_fget_xattr(fd, datalessAttribute, $0.baseAddress, $0.count) }
-        guard length == 9, buffer[0] == datalessFormat else { return nil }
-        return (0..<8).reduce(UInt64(0)) { $0 | UInt64(buffer[1 + $1]) << (8 * UInt64($1)) }
+        guard length == 9, buffer[0] == datalessFormat || buffer[0] == fillingFormat else { return nil }
+        return ((0..<8).reduce(UInt64(0)) { $0 | UInt64(buffer[1 + $1]) << (8 * UInt64($1)) }, buffer[0] == fillingFormat)
+    }
+
+    /// Marks the dataless file at `path` as being filled (or, with `false`, as not), keeping
+    /// its item: a fill truncates the file before it writes, and a fill cut short by a crash
+    /// leaves a short file that must not pass for one a program emptied (`O_TRUNC`). Blocking.
+    /// - Throws: `noSuchItem` when the file is no longer dataless; `localIOFailure`.
+    static func markFilling(atPath path: String, _ filling: Bool = true) throws(FileProviderError) {
+        var buffer = [UInt8](repeating: 0, count: 16)
+        let length = buffer.withUnsafeMutableBytes { fp_get_xattr(path, datalessAttribute, $0.baseAddress, $0.count) }
+        guard length == 9, buffer[0] == datalessFormat || buffer[0] == fillingFormat else {
+            throw FileProviderError(.noSuchItem, "\(path) is no longer a dataless file")
+        }
+        buffer[0] = filling ? fillingFormat : datalessFormat
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        if fd < 0 { throw POSIXError.error("cannot open", path: path) }
+        defer { close(fd) }
+        let result = buffer.withUnsafeBytes { fp_fset_xattr(fd, datalessAttribute, $0.baseAddress, 9) }
+        _ = try POSIXError.check(result, "cannot mark the fill of", path: path)
     }
 
     private static func datalessValue(_ identifier: String) -> [UInt8] {
@@ -192,10 +218,36 @@ extension Replica {
         }
     }
 
+    /// The bytes at the start of a dataless file that hold data (zeros) rather than a hole.
+    static let leadingBlock = 4096
+
+    /// Writes zeros over the first ``leadingBlock`` bytes of a dataless file of `size` bytes (at
+    /// most its size), so that the file does not look all holes to `lseek(SEEK_DATA)`: a copy
+    /// tool that skips holes (`cp` of coreutils) would otherwise copy the file's size in zeros
+    /// without reading a byte, and no read means no event to fetch the contents on. With a
+    /// data block first, the tool reads it, the read's event fills the whole file, and the
+    /// tool's next `SEEK_DATA` finds everything. Costs one block per dataless file. Blocking.
+    /// - Throws: `localIOFailure` (`fileWriteOutOfSpace` for a full disk) naming `path`.
+    static func writeLeadingBlock(_ fd: Int32, size: Int64, path: String) throws(FileProviderError) {
+        let count = Int(min(size, Int64(leadingBlock)))
+        guard count > 0 else { return }
+        let zeros = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let written = zeros.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, count - done, off_t(done)) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw POSIXError.localWriteError("cannot write the first block of dataless file", path: path)
+            }
+            done += written
+        }
+    }
+
     /// Gives the open file `fd` the item's size (sparse) and date and the dataless mark.
     private static func prepareDataless(_ fd: Int32, _ metadata: PlaceholderMetadata, path: String) throws(FileProviderError) {
         let size = metadata.kind == ItemKind.file.rawValue ? max(0, metadata.size) : 0
         _ = try POSIXError.check(ftruncate(fd, off_t(size)), "cannot size dataless file", path: path)
+        try writeLeadingBlock(fd, size: size, path: path)
         if let seconds = metadata.contentModificationDate {
             let whole = seconds.rounded(.down)
             var times = [

@@ -47,7 +47,7 @@ import Testing
         let print = try #require(replica.fingerprint(atPath: replica.path("big.bin")))
         #expect(print.isRegularFile && print.size == 5 << 20)
         #expect(print.modificationNanos == 1_700_000_000_250_000_000)
-        #expect(blocks(replica.path("big.bin")) == 0, "no contents are stored")
+        #expect(blocks(replica.path("big.bin")) <= 8, "no contents are stored (one block of zeros first)")
         #expect(replica.placeholderExists("big.bin"))
         #expect(replica.isPlaceholder(of: "big.bin", at: "big.bin"))
         #expect(!replica.isPlaceholder(of: "other", at: "big.bin"))
@@ -97,7 +97,7 @@ import Testing
         let after = try #require(replica.fingerprint(atPath: replica.path("a.bin")))
         #expect(after.inode != before.inode && after.size == before.size)
         #expect(replica.placeholderExists("a.bin"))
-        #expect(blocks(replica.path("a.bin")) == 0)
+        #expect(blocks(replica.path("a.bin")) <= 8)
         #expect(try reader.readToEnd() == contents, "an open file keeps its contents")
     }
 
@@ -191,7 +191,7 @@ import Testing
             await #expect(throws: FileProviderError.self) { _ = try await downloader.fillInPlace(b) }
             #expect(replica.placeholderExists("b.bin"), "still dataless")
             #expect(replica.fingerprint(atPath: replica.path("b.bin"))?.size == 3)
-            #expect(blocks(replica.path("b.bin")) == 0)
+            #expect(blocks(replica.path("b.bin")) <= 8)
             #expect(try controller.record(at: "b.bin").state == .placeholder)
             f.memory.setFailure(nil, for: .fetchContents)
             _ = try await downloader.fillInPlace(b)

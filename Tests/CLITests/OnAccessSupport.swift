@@ -1,0 +1,174 @@
+import Foundation
+import ProviderTesting
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What a program that is not ours did: its exit status, output and error text.
+struct ProgramRun: CustomStringConvertible {
+    var status: Int32
+    var output: Data
+    var errorText: String
+    var timedOut: Bool { status == 124 }
+    var succeeded: Bool { status == 0 }
+    var description: String { "exit \(status), \(output.count) bytes out, stderr: \(errorText.suffix(400))" }
+}
+
+/// Runs `arguments` (a program and its arguments, found on PATH) under `timeout(1)`, off the
+/// cooperative pool; its output is captured whole.
+func runProgram(_ arguments: [String], timeout: Double = 60) async throws -> ProgramRun {
+    try await offThePool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
+        process.arguments = ["-s", "KILL", String(Int(timeout.rounded(.up)))] + arguments
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("program-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let out = folder.appendingPathComponent("out")
+        let err = folder.appendingPathComponent("err")
+        for file in [out, err] { _ = FileManager.default.createFile(atPath: file.path, contents: nil) }
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        process.standardError = try FileHandle(forWritingTo: err)
+        let exit = ProcessExit(process)
+        try process.run()
+        exit.wait()
+        let status = process.terminationReason == .uncaughtSignal ? 124 : process.terminationStatus
+        return ProgramRun(
+            status: status, output: (try? Data(contentsOf: out)) ?? Data(),
+            errorText: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+    }
+}
+
+/// Whether `path` is a mount point now (from this process's mount table).
+func isMountPoint(_ path: String) -> Bool {
+    guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return false }
+    let escaped = path.replacingOccurrences(of: "\\", with: "\\134").replacingOccurrences(of: " ", with: "\\040")
+    return table.split(separator: "\n").contains { line in
+        let fields = line.split(separator: " ")
+        return fields.count > 4 && fields[4] == escaped
+    }
+}
+
+/// `stat` of a path, or `nil`.
+func fileStatus(_ path: String) -> stat? {
+    var status = stat()
+    return stat(path, &status) == 0 ? status : nil
+}
+
+/// Bytes that differ from file to file.
+func patterned(_ count: Int, seed: UInt64) -> Data {
+    var generator = SeededGenerator(seed: seed)
+    var bytes = [UInt8](repeating: 0, count: count)
+    for index in 0..<count { bytes[index] = UInt8(truncatingIfNeeded: generator.next()) }
+    return Data(bytes)
+}
+
+/// A small deterministic random generator (splitmix64).
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var value = state
+        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
+        return value ^ (value >> 31)
+    }
+}
+
+/// A dataless domain served by the real `fileproviderctl serve`: its store, replica path
+/// (where programs see the files) and backing folder.
+final class ServedDomain {
+    enum Store: String, CaseIterable, CustomStringConvertible {
+        case local, sftp, media
+        var description: String { rawValue }
+    }
+
+    static let experimental = ["FILEPROVIDER_EXPERIMENTAL_DATALESS": "1"]
+
+    let temp: TemporaryFolder
+    let cli: CLIRunner
+    let name = "d"
+    let replica: String
+    var backing: String { cli.home.path + "/replicas/" + name }
+    /// Writes a file into the store (the store's own folder, as its server sees it).
+    let storeFolder: String
+    private(set) var serve: ServeProcess?
+    private var serveCount = 0
+
+    /// Adds a dataless domain on `storeFolder` with the backend options `options`, writes
+    /// `files` into the store, and syncs (every file is dataless then).
+    init(temp: TemporaryFolder, storeFolder: String, backend: String, options: [String: String], files: [String: Data]) throws {
+        self.temp = temp
+        self.storeFolder = storeFolder
+        cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        replica = temp.url.appendingPathComponent("replica").path
+        for (path, contents) in files { try write(path, contents) }
+        let add =
+            ["domain", "add", name, "--backend", backend, "--mode", "dataless", "--replica", replica]
+            + options.sorted { $0.key < $1.key }.flatMap { ["--\($0.key)", $0.value] }
+        let added = try cli.run(add, environment: Self.experimental)
+        guard added.status == 0 else { throw CLIError(result: added) }
+        let synced = try cli.run(["sync", name])
+        guard synced.status == 0 else { throw CLIError(result: synced) }
+    }
+
+    /// Writes a file of the store.
+    func write(_ relative: String, _ contents: Data) throws {
+        let url = URL(fileURLWithPath: storeFolder + "/" + relative)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try contents.write(to: url)
+    }
+
+    /// A file of the store, or `nil`.
+    func stored(_ relative: String) -> Data? { FileManager.default.contents(atPath: storeFolder + "/" + relative) }
+
+    /// Starts `serve` and waits until the replica path shows the files.
+    func startServe(_ extra: [String] = []) async throws {
+        serveCount += 1
+        let log = temp.url.appendingPathComponent("serve-\(serveCount).log")
+        let started = try ServeProcess(cli, [name, "--poll-interval", "60"] + extra, log: log)
+        serve = started
+        let mounted = await waitUntil(timeout: 30) { isMountPoint(self.replica) || !started.process.isRunning }
+        try #require(mounted && started.process.isRunning, "serve did not mount \(replica): \(started.output)")
+    }
+
+    /// kill -9 of `serve`, then waits until its guardian took the mount away.
+    func killServe() async throws {
+        guard let serve else { return }
+        _ = await serve.stop(SIGKILL, timeout: 30)
+        let detached = await waitUntil(timeout: 30) { !isMountPoint(self.replica) }
+        try #require(detached, "the guardian left \(replica) mounted after kill -9")
+    }
+
+    /// Stops `serve` cleanly (SIGTERM) and checks the mount is gone.
+    func stopServe() async throws {
+        guard let serve else { return }
+        let status = await serve.stop(SIGTERM, timeout: 30)
+        #expect(status == 0, "serve: \(serve.output.suffix(2000))")
+        #expect(!isMountPoint(replica))
+        self.serve = nil
+    }
+
+    /// Every serve log so far.
+    var logs: String {
+        (1...max(1, serveCount)).map {
+            (try? String(contentsOf: temp.url.appendingPathComponent("serve-\($0).log"), encoding: .utf8)) ?? ""
+        }.joined(separator: "\n")
+    }
+
+    /// How many times the log says `path` was fetched on access.
+    func fetches(of path: String) -> Int {
+        logs.components(separatedBy: "\n").filter { $0.contains(": \(path): fetched on access") }.count
+    }
+
+    deinit {
+        if let serve { _ = serve.process.isRunning ? kill(serve.process.processIdentifier, SIGKILL) : 0 }
+        serve?.exit.wait()
+        // The guardian detaches the mount once serve is gone; never leave it mounted.
+        for _ in 0..<50 where isMountPoint(replica) { usleep(100_000) }
+        if isMountPoint(replica) { _ = umount2(replica, Int32(MNT_DETACH)) }
+    }
+}

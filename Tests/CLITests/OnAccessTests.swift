@@ -1,0 +1,293 @@
+import Foundation
+import ProviderTesting
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Files on access (`dataless` mode) through the real `fileproviderctl serve`, the real kernel
+/// (fanotify pre-content events; CI runs as root on ext4) and programs that are not ours.
+@Suite("On-access files", .serialized, .timeLimit(.minutes(10)))
+struct OnAccessTests {
+    /// The store of a test: its folder and the backend options for it, and what to stop.
+    final class StoreUnderTest {
+        let folder: String
+        let backend: String
+        let options: [String: String]
+        let ssh: SSHServer?
+        let media: MediaServer?
+
+        init(_ kind: ServedDomain.Store, temp: TemporaryFolder) async throws {
+            switch kind {
+            case .local:
+                folder = temp.url.appendingPathComponent("store").path
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                (backend, options, ssh, media) = ("local", ["root": folder], nil, nil)
+            case .sftp:
+                let server = try await SSHServer.started()
+                let root = try server.makeFolder()
+                folder = root
+                (backend, options, ssh, media) = ("sftp", server.options(root: root), server, nil)
+            case .media:
+                let server = try await offThePool { try MediaServer() }
+                let name = try server.makeFolder()
+                folder = server.root.appendingPathComponent(name).path
+                (backend, options, ssh, media) = ("media", ["url": server.url, "root": name], nil, server)
+            }
+        }
+
+        func stop() async {
+            await ssh?.stopped()
+            ssh?.removeFiles()
+            media?.stop()
+        }
+    }
+
+    /// One file per reader, so each program meets a file that was never downloaded.
+    static let readers: [(name: String, command: @Sendable (String) -> [String])] = [
+        ("cat", { ["cat", $0] }),
+        ("cp", { ["sh", "-c", "cp \"$0\" /dev/stdout", $0] }),
+        ("python3 read", { ["python3", "-c", "import sys; sys.stdout.buffer.write(open(sys.argv[1], 'rb').read())", $0] }),
+        (
+            "python3 mmap",
+            {
+                [
+                    "python3", "-c",
+                    "import mmap, sys\nwith open(sys.argv[1], 'rb') as f:\n    m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)\n    sys.stdout.buffer.write(m[:])",
+                    $0,
+                ]
+            }
+        ),
+        ("dd", { ["dd", "if=\($0)", "bs=65536", "status=none"] }),
+    ]
+
+    @Test(arguments: ServedDomain.Store.allCases)
+    func programsThatAreNotOursReadEveryByteOfFilesNeverDownloaded(_ kind: ServedDomain.Store) async throws {
+        let temp = try TemporaryFolder()
+        let store = try await StoreUnderTest(kind, temp: temp)
+        var files: [String: Data] = [:]
+        for (index, reader) in Self.readers.enumerated() {
+            files["r\(index).bin"] = patterned(300_000 + index * 4099, seed: UInt64(index + 1))
+            _ = reader
+        }
+        files["sub/ü name.bin"] = patterned(1_234_567, seed: 90)
+        files["sums/a.bin"] = patterned(70_001, seed: 91)
+        files["tail.bin"] = patterned(50_000, seed: 92)
+        files["cmp.bin"] = patterned(123_457, seed: 93)
+        files["copy.bin"] = patterned(5_000_000, seed: 94)
+        files["empty.txt"] = Data()
+        let domain = try ServedDomain(temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: files)
+        try await domain.startServe()
+
+        // Before any read: the real size and date, no blocks.
+        for (path, contents) in files {
+            let status = try #require(fileStatus(domain.replica + "/" + path), "\(path) is not in the replica")
+            #expect(Int(status.st_size) == contents.count, "\(path)")
+            // At most one block: zeros that make the file not look all holes (see below).
+            #expect(status.st_blocks <= 8, "\(path) has \(status.st_blocks) blocks before it was read")
+        }
+        for (index, reader) in Self.readers.enumerated() {
+            let path = domain.replica + "/r\(index).bin"
+            let run = try await runProgram(reader.command(path))
+            #expect(run.succeeded, "\(reader.name): \(run)")
+            #expect(run.output == files["r\(index).bin"], "\(reader.name) read \(run.output.count) bytes that differ")
+        }
+        let cmp = try await runProgram(["cmp", domain.replica + "/cmp.bin", store.folder + "/cmp.bin"])
+        #expect(cmp.succeeded, "cmp: \(cmp)")
+        let tail = try await runProgram(["tail", "-c", "10", domain.replica + "/tail.bin"])
+        #expect(tail.output == files["tail.bin"]!.suffix(10), "tail: \(tail)")
+        let sum = try await runProgram(["sha256sum", domain.replica + "/sub/ü name.bin", domain.replica + "/sums/a.bin"])
+        let expected = try await runProgram(["sha256sum", store.folder + "/sub/ü name.bin", store.folder + "/sums/a.bin"])
+        #expect(sum.succeeded && expected.succeeded)
+        let hashes = { (run: ProgramRun) in
+            String(decoding: run.output, as: UTF8.self).split(separator: "\n").map { $0.split(separator: " ").first ?? "" }
+        }
+        #expect(hashes(sum) == hashes(expected), "\(sum) vs \(expected)")
+        // cp skips what lseek(SEEK_DATA) calls holes: it must read (and so fetch) the file.
+        let copy = temp.url.appendingPathComponent("copy.bin").path
+        let copied = try await runProgram(["cp", domain.replica + "/copy.bin", copy])
+        #expect(copied.succeeded, "cp: \(copied)")
+        #expect(FileManager.default.contents(atPath: copy) == files["copy.bin"], "cp copied bytes that are not the store's")
+        let empty = try await runProgram(["cat", domain.replica + "/empty.txt"])
+        #expect(empty.succeeded && empty.output.isEmpty, "\(empty)")
+
+        // Each file was fetched once, and is recorded as downloaded.
+        for index in Self.readers.indices { #expect(domain.fetches(of: "r\(index).bin") == 1, "\(domain.logs)") }
+        let listing = try #require(try domain.cli.json(["ls", "-R", "d:/"]) as? [[String: Any]])
+        let states = Dictionary(listing.compactMap { item in (item["path"] as? String).map { ($0, item["state"] as? String ?? "") } }) {
+            a, _ in a
+        }
+        #expect(states["/r0.bin"] == "materialized", "\(states)")
+        // The engine reads its backing folder: a second read needs no event round trip to fetch.
+        let again = try await runProgram(["cat", domain.replica + "/r0.bin"])
+        #expect(again.output == files["r0.bin"])
+        #expect(domain.fetches(of: "r0.bin") == 1)
+        try await domain.stopServe()
+        await store.stop()
+    }
+
+    @Test func appendTruncateAndRenameOverSaveEndInTheStoreWithoutConflicts() async throws {
+        let temp = try TemporaryFolder()
+        let store = try await StoreUnderTest(.local, temp: temp)
+        let files = [
+            "append.txt": Data("first line\n".utf8), "truncate.txt": Data(repeating: 0x41, count: 100_000),
+            "editor.txt": Data("old text\n".utf8), "python.txt": Data("0123456789".utf8),
+        ]
+        let domain = try ServedDomain(temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: files)
+        try await domain.startServe(["--settle", "0.2"])
+        let replica = domain.replica
+
+        let append = try await runProgram(["sh", "-c", "echo 'second line' >> \"$0\"", replica + "/append.txt"])
+        #expect(append.succeeded, "\(append)")
+        let truncate = try await runProgram(["sh", "-c", "printf 'short' > \"$0\"", replica + "/truncate.txt"])
+        #expect(truncate.succeeded, "\(truncate)")
+        // An editor: reads the file, writes a new one beside it, renames it over.
+        let editor = try await runProgram([
+            "python3", "-c",
+            "import os, sys\np = sys.argv[1]\nold = open(p).read()\nopen(p + '.swp', 'w').write(old.replace('old', 'new'))\nos.rename(p + '.swp', p)",
+            replica + "/editor.txt",
+        ])
+        #expect(editor.succeeded, "\(editor)")
+        // Read-modify-write in place at an offset.
+        let python = try await runProgram([
+            "python3", "-c", "import sys\nf = open(sys.argv[1], 'r+b')\nf.seek(4)\nf.write(b'XY')\nf.close()", replica + "/python.txt",
+        ])
+        #expect(python.succeeded, "\(python)")
+        #expect(domain.logs.contains("truncate.txt emptied by process"), "\(domain.logs)")
+
+        let expected = [
+            "append.txt": Data("first line\nsecond line\n".utf8), "truncate.txt": Data("short".utf8),
+            "editor.txt": Data("new text\n".utf8), "python.txt": Data("0123XY6789".utf8),
+        ]
+        let arrived = await waitUntil(timeout: 60) { expected.allSatisfy { domain.stored($0.key) == $0.value } }
+        #expect(
+            arrived,
+            "the store has \(expected.keys.map { "\($0): \(domain.stored($0).map { String(decoding: $0, as: UTF8.self) } ?? "-")" })")
+        let names = try FileManager.default.contentsOfDirectory(atPath: store.folder).sorted()
+        #expect(names == expected.keys.sorted(), "\(names)")
+        let conflicts = try domain.cli.run(["conflicts", "d"])
+        #expect(!conflicts.stdout.contains("conflicted"), "\(conflicts.stdout)")
+        try await domain.stopServe()
+        await store.stop()
+    }
+
+    @Test func killNineWhileProgramsReadNeverShowsAByteThatIsNotTheStores() async throws {
+        let temp = try TemporaryFolder()
+        let store = try await StoreUnderTest(.local, temp: temp)
+        var files: [String: Data] = [:]
+        for index in 0..<6 { files["f\(index).bin"] = patterned(4_000_000 + index * 65_537, seed: UInt64(100 + index)) }
+        let domain = try ServedDomain(temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: files)
+        var generator = SeededGenerator(seed: UInt64(Date().timeIntervalSince1970))
+        var outcomes: [String: Int] = [:]
+        let rounds = 20
+        for round in 0..<rounds {
+            // Every file dataless again.
+            let evicted = try domain.cli.run(["evict", "-R", "d:/"])
+            #expect(evicted.status == 0, "round \(round): \(evicted.stderr)")
+            try await domain.startServe()
+            let replica = domain.replica
+            let readers = files.keys.sorted().map { name in
+                Task { (name, try await runProgram(["cat", replica + "/" + name], timeout: 60)) }
+            }
+            let pause = UInt64.random(in: 0...60, using: &generator)
+            try await Task.sleep(nanoseconds: pause * 1_000_000)  // a random moment to kill at, not a synchronization
+            try await domain.killServe()
+            for reader in readers {
+                let (name, run) = try await reader.value
+                #expect(!run.timedOut, "round \(round): \(name) hung: \(run)")
+                if run.succeeded {
+                    #expect(run.output == files[name], "round \(round): \(name): \(run.output.count) bytes that are not the store's")
+                    outcomes["read right", default: 0] += 1
+                } else {
+                    // Failed (EIO) or unreachable (no such file): never wrong bytes.
+                    #expect(
+                        run.output.isEmpty || files[name]!.starts(with: run.output), "round \(round): \(name): wrong bytes before failing")
+                    outcomes[run.errorText.contains("Input/output error") ? "EIO" : "unreachable", default: 0] += 1
+                }
+            }
+        }
+        // After a restart everything reads right.
+        try await domain.startServe()
+        for (name, contents) in files {
+            let run = try await runProgram(["cat", domain.replica + "/" + name])
+            #expect(run.succeeded && run.output == contents, "after restart: \(name): \(run)")
+        }
+        try await domain.stopServe()
+        print("on-access kill -9: \(rounds) rounds, outcomes \(outcomes.sorted { $0.key < $1.key })")
+        await store.stop()
+    }
+
+    @Test func aStoreThatIsDownFailsTheReadWithEIOAndTheNextReadAfterItIsBackWorks() async throws {
+        let temp = try TemporaryFolder()
+        let store = try await StoreUnderTest(.sftp, temp: temp)
+        let contents = patterned(200_000, seed: 7)
+        let domain = try ServedDomain(
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: ["doc.bin": contents])
+        try await domain.startServe()
+        let ssh = try #require(store.ssh)
+        await ssh.stopped()
+
+        let started = Date()
+        let failed = try await runProgram(["cat", domain.replica + "/doc.bin"], timeout: 120)
+        let seconds = Date().timeIntervalSince(started)
+        #expect(!failed.succeeded && failed.output.isEmpty, "\(failed)")
+        #expect(failed.errorText.contains("Input/output error"), "\(failed)")
+        #expect(seconds < 60, "the read took \(seconds) s to fail")
+        let why = try domain.cli.run(["why", "d:/doc.bin"])
+        #expect(why.stdout.contains("fetch on access failed"), "\(why.stdout)")
+        let status = try #require(fileStatus(domain.backing + "/doc.bin"))
+        #expect(status.st_blocks <= 8 && Int(status.st_size) == contents.count, "the file is no longer dataless after a failure")
+
+        try await ssh.restarted()
+        let read = try await runProgram(["cat", domain.replica + "/doc.bin"], timeout: 120)
+        #expect(read.succeeded && read.output == contents, "\(read)")
+        try await domain.stopServe()
+        await store.stop()
+    }
+
+    @Test func evictionGivesTheBlocksBackAndTheNextReadFetchesAgainPinnedAndEditedFilesRefuse() async throws {
+        let temp = try TemporaryFolder()
+        let store = try await StoreUnderTest(.local, temp: temp)
+        let files = [
+            "a.bin": patterned(2_000_000, seed: 1), "pinned.bin": patterned(10_000, seed: 2), "edited.txt": Data("v1\n".utf8),
+        ]
+        let domain = try ServedDomain(temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: files)
+        try await domain.startServe(["--settle", "30"])
+        let first = try await runProgram(["cat", domain.replica + "/a.bin"])
+        #expect(first.output == files["a.bin"])
+        #expect((fileStatus(domain.backing + "/a.bin")?.st_blocks ?? 0) >= 2_000_000 / 512)
+
+        let evicted = try domain.cli.run(["evict", domain.replica + "/a.bin"])
+        #expect(evicted.status == 0, "\(evicted.stderr)")
+        let status = try #require(fileStatus(domain.replica + "/a.bin"))
+        #expect(status.st_blocks <= 8 && status.st_size == 2_000_000, "blocks \(status.st_blocks), size \(status.st_size)")
+        // The store changes meanwhile: the next read fetches the new contents.
+        let changed = patterned(2_000_000, seed: 3)
+        try domain.write("a.bin", changed)
+        #expect(try domain.cli.run(["signal", "d"]).status == 0)
+        let refreshed = await waitUntil(timeout: 30) {
+            (try? domain.cli.json(["ls", "d:/"]) as? [[String: Any]])?.contains {
+                ($0["path"] as? String) == "/a.bin" && ($0["state"] as? String) == "placeholder"
+            } == true
+                && domain.logs.contains("1 updated")
+        }
+        #expect(refreshed, "\(domain.logs)")
+        let second = try await runProgram(["cat", domain.replica + "/a.bin"])
+        #expect(second.output == changed, "the second read got \(second.output.count) bytes that are not the store's new contents")
+        #expect(domain.fetches(of: "a.bin") == 2, "\(domain.logs)")
+
+        // Pinned and edited files refuse.
+        #expect(try domain.cli.run(["pin", "d:/pinned.bin"]).status == 0)
+        let pinned = try domain.cli.run(["evict", "d:/pinned.bin"])
+        #expect(pinned.status != 0 && pinned.stderr.contains("pinned"), "\(pinned.stderr)")
+        #expect((fileStatus(domain.backing + "/pinned.bin")?.st_blocks ?? 0) > 0)
+        let edit = try await runProgram(["sh", "-c", "echo v2 >> \"$0\"", domain.replica + "/edited.txt"])
+        #expect(edit.succeeded)
+        let edited = try domain.cli.run(["evict", "d:/edited.txt"])
+        #expect(edited.status != 0, "\(edited.stdout) \(edited.stderr)")
+        #expect(FileManager.default.contents(atPath: domain.backing + "/edited.txt") == Data("v1\nv2\n".utf8))
+        try await domain.stopServe()
+        await store.stop()
+    }
+}
