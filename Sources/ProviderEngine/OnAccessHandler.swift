@@ -105,6 +105,7 @@ public final class OnAccessHandler: @unchecked Sendable {
         guard domain.replicaMode == .dataless, let id = domain.id, let backing = try manager.backingURL(of: domain) else {
             throw FileProviderError(.invalidArgument, "\(domain.name) is not a dataless domain")
         }
+        try OnAccessSupport.check(backing: backing.path)
         let mount = try ReplicaMount.attach(backing: backing.path, at: domain.replicaPath, markedBy: group)
         let prefix = (Self.resolvedPath(mount.replica) ?? mount.replica) + "/"
         served.withLock { $0.append(Served(name: domain.name, domainID: id, mount: mount, prefix: prefix)) }

@@ -16,8 +16,9 @@ struct DomainAddCommand: AsyncParsableCommand {
             beside its name until 'fileproviderctl materialize' downloads it; works anywhere, \
             without root and without 'serve'.
               dataless           Every file is under its real name and is fetched when any program \
-            reads it; needs root (CAP_SYS_ADMIN), Linux 6.14 or later, a state folder on ext4, xfs, \
-            btrfs or bcachefs, and a running 'fileproviderctl serve'. Not available yet.
+            reads, writes or runs it; needs root (CAP_SYS_ADMIN), Linux 6.14 or later, a state \
+            folder on ext4, xfs, btrfs or bcachefs, and a running 'fileproviderctl serve' (without \
+            it the replica folder is empty; the files are kept in <home>/replicas/<name>).
 
             \(AdapterList.descriptors.map(Self.describe).joined(separator: "\n\n"))
 
@@ -43,7 +44,7 @@ struct DomainAddCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "How files that are not downloaded appear: placeholder-files (the default) or dataless (not available yet); see below.",
+            "How files that are not downloaded appear: placeholder-files (the default) or dataless; see below.",
             valueName: "mode"))
     var mode: ReplicaMode = .placeholderFiles
 
@@ -84,17 +85,7 @@ struct DomainAddCommand: AsyncParsableCommand {
         return values
     }
 
-    /// The environment variable that lets `--mode dataless` through while the mode is being
-    /// built (issue #16): set to `1` by its developers and tests, never by users.
-    static let experimentalDataless = "FILEPROVIDER_EXPERIMENTAL_DATALESS"
-
     func run() async throws {
-        if mode == .dataless && ProcessInfo.processInfo.environment[Self.experimentalDataless] != "1" {
-            throw FileProviderError(
-                .notSupported,
-                "dataless mode is not available yet (serve cannot fetch files on access so far); use --mode placeholder-files (the default)"
-            )
-        }
         let manager = try global.manager()
         var options = try Self.parse(backendOptions)
         let descriptor = try manager.registry.descriptor(for: backend)

@@ -27,14 +27,13 @@ struct CLIRunner {
     }
 
     /// Makes `process` run the binary with `arguments`, `--home` added after them, and the
-    /// environment without `FILEPROVIDER_HOME` and `FILEPROVIDER_EXPERIMENTAL_DATALESS`, plus
+    /// environment without `FILEPROVIDER_HOME`, plus
     /// `environment`.
     func configure(_ process: Process, _ arguments: [String], withHome: Bool = true, environment extra: [String: String] = [:]) {
         process.executableURL = binary
         process.arguments = arguments + (withHome ? ["--home", home.path] : [])
         var environment = ProcessInfo.processInfo.environment
         environment.removeValue(forKey: "FILEPROVIDER_HOME")
-        environment.removeValue(forKey: "FILEPROVIDER_EXPERIMENTAL_DATALESS")
         process.environment = environment.merging(extra) { _, new in new }
     }
 

@@ -86,8 +86,6 @@ final class ServedDomain {
         var description: String { rawValue }
     }
 
-    static let experimental = ["FILEPROVIDER_EXPERIMENTAL_DATALESS": "1"]
-
     let temp: TemporaryFolder
     let cli: CLIRunner
     let name = "d"
@@ -109,7 +107,7 @@ final class ServedDomain {
         let add =
             ["domain", "add", name, "--backend", backend, "--mode", "dataless", "--replica", replica]
             + options.sorted { $0.key < $1.key }.flatMap { ["--\($0.key)", $0.value] }
-        let added = try cli.run(add, environment: Self.experimental)
+        let added = try cli.run(add)
         guard added.status == 0 else { throw CLIError(result: added) }
         let synced = try cli.run(["sync", name])
         guard synced.status == 0 else { throw CLIError(result: synced) }

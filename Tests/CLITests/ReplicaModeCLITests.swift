@@ -4,7 +4,6 @@ import Testing
 /// `domain add --mode`, and the mode in `domain show`, `domain list` and `status`, through the
 /// real binary. CI runs as root on ext4, where a dataless domain can be added.
 @Suite struct ReplicaModeCLITests {
-    static let experimental = ["FILEPROVIDER_EXPERIMENTAL_DATALESS": "1"]
 
     /// A temporary folder with a store folder `src` holding `a.txt`, and a runner whose home is in it.
     func prepared() throws -> (TemporaryFolder, CLIRunner, String) {
@@ -13,23 +12,9 @@ import Testing
         return (temp, CLIRunner(home: temp.url.appendingPathComponent("home")), temp.url.appendingPathComponent("src").path)
     }
 
-    @Test func datalessModeIsRefusedWithoutTheExperimentalFlag() throws {
+    @Test func theDefaultModeIsPlaceholderFilesAndAnUnknownModeIsAUsageError() throws {
         let (temp, cli, src) = try prepared()
         _ = temp
-        for environment in [[:], ["FILEPROVIDER_EXPERIMENTAL_DATALESS": "0"]] {
-            let refused = try cli.run(
-                ["domain", "add", "d", "--backend", "local", "--root", src, "--mode", "dataless"], environment: environment)
-            #expect(refused.status == 1)
-            #expect(
-                refused.stderr
-                    == "error: dataless mode is not available yet (serve cannot fetch files on access so far); use --mode placeholder-files (the default)\n"
-            )
-            #expect(refused.stdout.isEmpty)
-        }
-        #expect(!FileManager.default.fileExists(atPath: cli.home.path))
-        let list = try cli.json(["domain", "list"]) as? [Any]
-        #expect(list?.isEmpty == true)
-        // The default mode needs no flag.
         #expect(try cli.run(["domain", "add", "p", "--backend", "local", "--root", src]).status == 0)
         let shown = try #require(try cli.json(["domain", "show", "p"]) as? [String: Any])
         #expect(shown["mode"] as? String == "placeholder-files")
@@ -40,12 +25,12 @@ import Testing
         #expect(bogus.stderr.contains("placeholder-files"), "\(bogus.stderr)")
     }
 
-    @Test func withTheFlagADatalessDomainIsAddedAndShowsItsModeAndBackingFolder() throws {
+    @Test func aDatalessDomainIsAddedAndShowsItsModeAndBackingFolder() throws {
         let (temp, cli, src) = try prepared()
         _ = temp
         let home = cli.home.path
         let added = try cli.run(
-            ["domain", "add", "d", "--backend", "local", "--root", src, "--mode", "dataless"], environment: Self.experimental)
+            ["domain", "add", "d", "--backend", "local", "--root", src, "--mode", "dataless"])
         #expect(added.status == 0, "\(added.stderr)")
         #expect(
             added.stdout
@@ -93,7 +78,7 @@ import Testing
         _ = temp
         let home = cli.home.path
         #expect(
-            try cli.run(["domain", "add", "d", "--backend", "local", "--root", src, "--mode", "dataless"], environment: Self.experimental)
+            try cli.run(["domain", "add", "d", "--backend", "local", "--root", src, "--mode", "dataless"])
                 .status == 0)
         #expect(try cli.run(["sync", "d"]).status == 0)
         #expect(try cli.run(["materialize", "d:/a.txt"]).status == 0)
@@ -120,11 +105,11 @@ import Testing
         #expect(text.contains("--mode <mode>"))
         #expect(text.contains("placeholder-files A file that is not downloaded is a small <name>.placeholder file"), "\(text)")
         #expect(text.contains("works anywhere, without root and without 'serve'"))
-        #expect(text.contains("dataless Every file is under its real name and is fetched when any program reads it"))
+        #expect(text.contains("dataless Every file is under its real name and is fetched when any program reads, writes or runs it"))
         #expect(
             text.contains(
                 "needs root (CAP_SYS_ADMIN), Linux 6.14 or later, a state folder on ext4, xfs, btrfs or bcachefs, and a running 'fileproviderctl serve'"
-            ))
-        #expect(text.contains("Not available yet."))
+            ), "\(text)")
+        #expect(text.contains("without it the replica folder is empty; the files are kept in <home>/replicas/<name>"))
     }
 }
