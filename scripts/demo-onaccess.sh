@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The on-access domain of the demo: started by scripts/demo.sh with FILEPROVIDERCTL, DEMO_ROOT and
+# FILEPROVIDER_HOME set. Adds a `dataless` domain (every file under its real name, fetched when
+# any program reads it), shows the real sizes of files that were never downloaded, starts
+# `serve`, and `cat`s one: serve fetches it on the read. Needs root, Linux 6.14 or later and
+# the demo home on ext4, xfs, btrfs or bcachefs; elsewhere it says why and stops (the
+# placeholder-files domains above show the rest).
+set -euo pipefail
+
+fpctl=${FILEPROVIDERCTL:?run this from scripts/demo.sh}
+demo=${DEMO_ROOT:?run this from scripts/demo.sh}
+library=$demo/sources/library
+replica=$demo/library
+mkdir -p "$library/papers"
+printf 'On-access files: this text was fetched when cat read it.\n' > "$library/papers/never-downloaded.txt"
+head -c 3000000 /dev/urandom > "$library/papers/dataset.bin"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "fileproviderctl domain add library --mode dataless"
+if ! "$fpctl" domain add library --backend local --root "$library" --replica "$replica" --mode dataless; then
+    echo "(dataless mode cannot work here; the placeholder-files domains above show the rest)"
+    exit 0
+fi
+"$fpctl" sync library
+step "the files are not downloaded, yet they have their names and sizes"
+ls -l "$demo/home/replicas/library/papers"
+du -h "$demo/home/replicas/library/papers"
+
+"$fpctl" serve library > "$demo/serve-library.log" 2>&1 &
+pid=$!
+trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+    mountpoint -q "$replica" && break
+    kill -0 "$pid" 2>/dev/null || { cat "$demo/serve-library.log"; exit 1; }
+    sleep 0.1
+done
+step "ls -l $replica/papers   (serve mounted the files there)"
+ls -l "$replica/papers"
+step "cat $replica/papers/never-downloaded.txt"
+cat "$replica/papers/never-downloaded.txt"
+step "sha256sum of the 3 MB file, read through the replica, and of the store's copy"
+sha256sum "$replica/papers/dataset.bin" "$library/papers/dataset.bin"
+step "serve's log"
+grep "fetched on access" "$demo/serve-library.log" || true
+"$fpctl" ls library:/papers
+kill "$pid"
+wait "$pid" || true
+trap - EXIT
+step "serve stopped: the replica folder is empty again (never a file of zeros)"
+ls -A "$replica"
