@@ -201,10 +201,19 @@ public final class ProviderManager: Sendable {
     /// `force`. A replica folder that is gone holds nothing to lose.
     /// - Throws: `providerDomainNotFound` for an unknown domain; `unsyncedEdits` (nothing
     ///   removed) when the replica holds changes that are not in the store, neither
-    ///   `keepReplica` nor `force` is given; `localIOFailure` when the database fails.
+    ///   `keepReplica` nor `force` is given; `cannotSynchronize` (nothing removed) for a dataless
+    ///   domain that a running `serve` serves; `localIOFailure` when the database fails.
     public func removeDomain(named name: String, keepReplica: Bool, force: Bool = false) async throws(FileProviderError) {
         let domain = try domain(named: name)
         let root = try replicaRoot(of: domain)
+        // A served dataless domain's backing folder is mounted at its replica path, where
+        // programs may have its files open: serve must let go of it first.
+        if domain.replicaMode == .dataless, let process = DomainLock.holder(home: home, domain: name) {
+            throw FileProviderError(
+                .cannotSynchronize,
+                "domain '\(name)' is served by process \(process), which shows its files at \(domain.replicaPath); stop that serve first, then remove the domain"
+            )
+        }
         // A replica folder that is gone holds nothing to lose.
         if !keepReplica && !force && FileManager.default.fileExists(atPath: root.path) {
             let unsent = try await unsentChanges(inDomain: name)

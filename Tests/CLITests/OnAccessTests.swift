@@ -290,4 +290,23 @@ struct OnAccessTests {
         try await domain.stopServe()
         await store.stop()
     }
+
+    @Test func aServedDatalessDomainIsNotRemovedUntilServeStops() async throws {
+        let temp = try TemporaryFolder()
+        let store = try await StoreUnderTest(.local, temp: temp)
+        let domain = try ServedDomain(
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: ["a.txt": Data("a".utf8)])
+        try await domain.startServe()
+        let refused = try domain.cli.run(["domain", "remove", "d"])
+        #expect(refused.status == 1, "\(refused.stdout) \(refused.stderr)")
+        #expect(refused.stderr.contains("is served by process"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("stop that serve first"), "\(refused.stderr)")
+        #expect(isMountPoint(domain.replica))
+        #expect(FileManager.default.fileExists(atPath: domain.backing + "/a.txt"))
+        try await domain.stopServe()
+        let removed = try domain.cli.run(["domain", "remove", "d"])
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: domain.backing))
+        await store.stop()
+    }
 }
