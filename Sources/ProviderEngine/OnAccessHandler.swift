@@ -201,12 +201,13 @@ public final class OnAccessHandler: @unchecked Sendable {
     }
 
     /// Fills a dataless file, or turns an emptied one into an ordinary file, then answers.
+    /// Its system calls go through the engine's executor, off the cooperative pool.
     private func provide(_ event: PreContentGroup.Event, _ resolution: Resolution) async {
         switch resolution {
         case .emptied(let domain, let path):
             // An empty item's file is empty anyway: filled (recorded as downloaded) as others.
             if let entry = served.withLock({ $0.first { $0.name == domain } }),
-                let key = Replica.datalessKey(ofDescriptor: event.fileDescriptor),
+                let key = try? await manager.executor.run({ Replica.datalessKey(ofDescriptor: event.fileDescriptor) }),
                 let record = try? await lookUp(entry, path: path), record.size == 0
             {
                 await provide(event, .dataless(served: entry, path: path, key: key))
@@ -214,32 +215,55 @@ public final class OnAccessHandler: @unchecked Sendable {
             }
             // Nothing to fetch: the program replaces the contents. Without the mark the file is
             // an ordinary file at the item's path, which sync sends as an edit of the item.
-            if fp_fremove_xattr(event.fileDescriptor, Replica.datalessAttribute) != 0 && errno != ENODATA {
-                logger.warning("\(domain): \(path): cannot clear the dataless mark: \(String(cString: strerror(errno)))")
-                answer(event, .deny(.ioError))
+            let failure: Int32?
+            do {
+                failure = try await manager.executor.run { () -> Int32? in
+                    fp_fremove_xattr(event.fileDescriptor, Replica.datalessAttribute) == 0 || errno == ENODATA ? nil : errno
+                }
+            } catch {
+                failure = ECANCELED
+            }
+            if let failure {
+                logger.warning("\(domain): \(path): cannot clear the dataless mark: \(String(cString: strerror(failure)))")
+                await conclude(event, .deny(.ioError))
                 return
             }
             logger.info("\(domain): \(path) emptied by process \(event.processIdentifier); no download needed")
-            try? group.ignore(event)
-            answer(event, .allow)
+            await conclude(event, .allow)
         case .dataless(let entry, let path, let key):
             do {
                 try await fill(entry, path: path, key: key)
-                try? group.ignore(event)
-                answer(event, .allow)
+                await conclude(event, .allow)
             } catch {
                 // Filled meanwhile by another event's download: nothing left to do.
-                if Replica.datalessKey(ofDescriptor: event.fileDescriptor) == nil {
-                    try? group.ignore(event)
-                    answer(event, .allow)
+                let stillDataless =
+                    (try? await manager.executor.run { Replica.datalessKey(ofDescriptor: event.fileDescriptor) != nil }) ?? true
+                if !stillDataless {
+                    await conclude(event, .allow)
                     return
                 }
                 logger.error("\(entry.name): \(path): not fetched for process \(event.processIdentifier): \(error.message)")
                 await recordFailure(error, domainID: entry.domainID, path: path)
-                answer(event, .deny(error.code == .fileWriteOutOfSpace ? .noSpace : .ioError))
+                await conclude(event, .deny(error.code == .fileWriteOutOfSpace ? .noSpace : .ioError))
             }
-        case .complete, .refused:
-            answer(event, .allow)
+        case .complete:
+            await conclude(event, .allow)
+        case .refused:
+            await conclude(event, .deny(.ioError))
+        }
+    }
+
+    /// Answers an event from a task: an allowed access's file gets the ignore mark first (its
+    /// contents are complete). Through the executor.
+    private func conclude(_ event: PreContentGroup.Event, _ response: PreContentGroup.Response) async {
+        do {
+            try await manager.executor.run { [self] in
+                if response == .allow { try? group.ignore(event) }
+                answer(event, response)
+            }
+        } catch {
+            // The executor is shut down (serve is ending): answer here rather than never.
+            answer(event, response)
         }
     }
 
