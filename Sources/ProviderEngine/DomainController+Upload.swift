@@ -346,8 +346,17 @@ extension DomainController {
     /// the caller (a conflict kept both versions, the item was already gone), so its entry is
     /// closed: a stale unfinished entry would turn a later, unrelated operation with the same
     /// key into a replay.
+    ///
+    /// Except on a replay, for a code in `resolvedOnReplay`: there the caller first tells the
+    /// earlier attempt's own work from someone else's change (the store already holds the
+    /// edit's bytes, the item already stands at its new place), which takes a download or a
+    /// listing. The entry stays open (`pending`) until the caller closes it with what it found
+    /// (``JournalStep/finish(saving:)`` or ``JournalStep/close()``): a process killed meanwhile
+    /// replays again, where a closed entry would make the next attempt take its own upload for
+    /// a conflict (a conflicted copy) or its own move for a deletion in the store (a duplicate).
     private func journalled<T>(
-        _ key: JournalKey, handled: Set<FileProviderError.Code> = [], _ body: (JournalStep) async throws -> T
+        _ key: JournalKey, handled: Set<FileProviderError.Code> = [], resolvedOnReplay: Set<FileProviderError.Code> = [],
+        _ body: (JournalStep) async throws -> T
     ) async throws(FileProviderError) -> T {
         let batch = JournalBatch.current
         var (entry, replay): (JournalEntry, Bool)
@@ -373,8 +382,10 @@ extension DomainController {
             // Refused by the store on a first attempt: nothing was done, and the next attempt is
             // sent afresh (`failed`). Anything else may have reached the store (`pending`): the
             // next attempt is a replay. A replay that the store refuses stays a replay: the
-            // attempt before it may still have reached the store.
-            entry.state = handled.contains(error.code) ? .done : step.wasRefused && !step.replay ? .failed : .pending
+            // attempt before it may still have reached the store. A replay's entry for a code in
+            // `resolvedOnReplay` stays open for its caller to close.
+            let resolved = handled.contains(error.code) && !(step.replay && resolvedOnReplay.contains(error.code))
+            entry.state = resolved ? .done : step.wasRefused && !step.replay ? .failed : .pending
             entry.lastError = error.message
             try? store.updateJournal(entry)
             throw error
@@ -491,13 +502,14 @@ extension DomainController {
         item.size = fingerprint.size
         item.contentModificationDate = Date(timeIntervalSince1970: Double(fingerprint.modificationNanos) / 1e9)
         let contents = replica.url(record.path)
-        var replayed = false
+        var attempt: JournalStep?
         do {
             // The edit is recorded inside the journalled step: the entry is marked done only once
             // the database knows it, so a crash in between replays instead of meeting its own
             // upload as a conflict.
-            try await journalled(.modify(record), handled: [.versionOutOfDate, .noSuchItem]) { step in
-                replayed = step.replay
+            let handled: Set<FileProviderError.Code> = [.versionOutOfDate, .noSuchItem]
+            try await journalled(.modify(record), handled: handled, resolvedOnReplay: [.versionOutOfDate]) { step in
+                attempt = step
                 let result = try await step.send {
                     try await backend.modifyItem(
                         item, baseVersion: record.version, changedFields: [.contents, .contentModificationDate], contents: contents,
@@ -509,11 +521,16 @@ extension DomainController {
             }
         } catch where error.code == .versionOutOfDate {
             // A replay whose first attempt reached the store before the process died finds the
-            // store already holding exactly these bytes: that is no conflict.
-            if replayed, let current = try await storeHoldsSameContents(record, as: contents) {
-                try await recordUploadedEdit(record, now: current, contentVersion: current.version.content, fingerprint: fingerprint)
-                report.uploaded += 1
-                return
+            // store already holding exactly these bytes: that is no conflict. Its entry stays
+            // open until this is known (a process killed while comparing replays again).
+            if let attempt, attempt.replay {
+                if let current = try await storeHoldsSameContents(record, as: contents) {
+                    try await recordUploadedEdit(
+                        record, now: current, contentVersion: current.version.content, fingerprint: fingerprint, step: attempt)
+                    report.uploaded += 1
+                    return
+                }
+                try attempt.close()
             }
             try await keepBoth(record, report: &report)
             return
@@ -662,13 +679,17 @@ extension DomainController {
         var item = record.item
         item.filename = name
         item.parentIdentifier = parent.identifier
-        var replayed = false
+        var attempt: JournalStep?
         do {
             // The move is recorded inside the journalled step: were the entry marked done before
             // the database knew the new place, a process killed in between would send the move
-            // again, find the item gone from its old place and upload it as a duplicate.
-            _ = try await journalled(.move(record, to: path), handled: [.noSuchItem, .versionOutOfDate, .filenameCollision]) { step in
-                replayed = step.replay
+            // again, find the item gone from its old place and upload it as a duplicate. For the
+            // same reason a replay's entry stays open until its adoption is decided (below).
+            _ = try await journalled(
+                .move(record, to: path), handled: [.noSuchItem, .versionOutOfDate, .filenameCollision],
+                resolvedOnReplay: [.noSuchItem, .filenameCollision]
+            ) { step in
+                attempt = step
                 let result = try await step.send {
                     try await backend.modifyItem(
                         item, baseVersion: record.version, changedFields: [.filename, .parentItemIdentifier], contents: nil, options: [])
@@ -681,9 +702,13 @@ extension DomainController {
                 return result
             }
         } catch where error.code == .filenameCollision {
-            if replayed, try await adoptReplayedMove(record, to: path, name: name, parent: parent.identifier, fingerprint: fingerprint) {
-                report.uploaded += 1
-                return
+            if let attempt, attempt.replay {
+                let adopted = try await adoptReplayedMove(record, to: path, name: name, parent: parent.identifier, fingerprint: fingerprint)
+                try attempt.close()
+                if adopted {
+                    report.uploaded += 1
+                    return
+                }
             }
             // The new name is taken in the store: the later item gets `name 2.ext` and moves there.
             let renamed = try await renameLocally(path, kind: record.kind == .folder ? .folder : .file) { ConflictName.numbered(name, $0) }
@@ -717,9 +742,14 @@ extension DomainController {
             return
         } catch where error.code == .noSuchItem {
             // The first attempt of a replayed move reached the store before the process died.
-            if replayed, try await adoptReplayedMove(record, to: path, name: name, parent: parent.identifier, fingerprint: fingerprint) {
-                report.uploaded += 1
-                return
+            let replayed = attempt?.replay == true
+            if let attempt, replayed {
+                let adopted = try await adoptReplayedMove(record, to: path, name: name, parent: parent.identifier, fingerprint: fingerprint)
+                try attempt.close()
+                if adopted {
+                    report.uploaded += 1
+                    return
+                }
             }
             // Either the item or its new folder is gone from the store. Only the first is
             // "moved here, deleted there"; a vanished destination is retried once sync down has

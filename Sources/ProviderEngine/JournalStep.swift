@@ -39,6 +39,21 @@ final class JournalStep {
         }
     }
 
+    /// Closes the entry that ``DomainController/journalled(_:handled:resolvedOnReplay:_:)`` left
+    /// open for the caller (a replay ended with an error whose code it resolves itself), once
+    /// the caller knows whether the earlier attempt did the work; nothing when the entry is
+    /// closed already.
+    /// - Throws: `localIOFailure` when the database cannot be written; the entry stays open, so
+    ///   the next attempt is a replay again.
+    func close() throws(FileProviderError) {
+        guard !isFinished else { return }
+        var entry = entry
+        entry.state = .done
+        entry.lastError = nil
+        try store.updateJournal(entry)
+        isFinished = true
+    }
+
     /// Writes the operation's resulting item and marks the entry done, in one transaction
     /// (one database write per upload fewer). In a ``JournalBatch`` that transaction may hold
     /// the results of other operations too (see ``JournalBatch/finish(_:saving:)``).

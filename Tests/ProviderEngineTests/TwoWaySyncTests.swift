@@ -470,6 +470,83 @@ import Testing
         await manager.close()
     }
 
+    /// A replayed edit meets the store ahead of its base version and downloads the store's
+    /// bytes to tell its own first attempt from someone else's edit. A process that dies while
+    /// comparing (here: the store goes away) must leave the edit a replay: the next sync finds
+    /// its own upload, not a conflict (a conflicted copy of a file edited only here).
+    @Test func aReplayedEditCutShortWhileComparingIsStillNoConflict() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "doc.txt", data: Data("base".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            #expect(codes(await controller.materialize(paths: ["doc.txt"], recursive: false)) == [nil])
+            try write(Data("local edit".utf8), f, controller, "doc.txt")
+            // The first attempt reaches the store, then the "process dies" before recording it.
+            f.memory.setFailure(FileProviderError(.serverUnreachable, "connection lost after the upload"), for: .modifyItem, times: 1)
+            _ = try f.memory.write(path: "doc.txt", data: Data("local edit".utf8))
+            await expectCode(.serverUnreachable) { try await controller.sync() }
+            // The replay is refused (the store is ahead) and compares; it dies while comparing.
+            f.memory.setFailure(FileProviderError(.serverUnreachable, "connection lost while comparing"), for: .fetchContents, times: 1)
+            await expectCode(.serverUnreachable) { try await controller.sync() }
+            let open = try f.manager.store.unfinishedOperations(domainID: controller.domainID)
+            #expect(open.map(\.templateIdentifier) == ["modify:doc.txt"], "the edit is still a replay")
+            let report = try await controller.sync()
+            #expect(report.conflicts == 0, "\(report.notices)")
+            #expect(try f.manager.store.conflicts(domainID: controller.domainID).isEmpty)
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: controller.replica.root.path).filter { !$0.hasPrefix(".") } == [
+                    "doc.txt"
+                ])
+            #expect(f.memory.allIdentifiers.map(\.rawValue) == ["doc.txt"])
+            #expect(f.memory.contents(of: "doc.txt") == Data("local edit".utf8))
+            let record = try controller.record(at: "doc.txt")
+            #expect(record.state == .materialized && !record.isOutdated)
+            #expect(try f.manager.store.unfinishedOperations(domainID: controller.domainID).isEmpty)
+            #expect(try await controller.sync().uploaded == 0, "the edit is recorded as sent")
+        }
+    }
+
+    /// A replayed move meets its item gone from the old place and looks for it at the new one
+    /// (a listing). A process that dies while looking (here: the store goes away) must leave
+    /// the move a replay: else the next sync takes the item for deleted in the store and
+    /// uploads it again at its new place, as `a 2.txt` beside itself (a folder: every file in it).
+    @Test func aReplayedMoveCutShortWhileLookingForItsItemIsStillAdopted() async throws {
+        for kind in ["file", "folder"] {
+            try await Fixture.with { f in
+                _ = try f.memory.write(path: "d/a.txt", data: Data("moved".utf8))
+                _ = try f.memory.write(path: "d/inner/b.txt", data: Data("inner".utf8))
+                _ = try f.memory.mkdir(path: "e")
+                let controller = try await f.addDomain()
+                try await controller.sync()
+                let (from, to) = kind == "folder" ? ("d/inner", "e/inner") : ("d/a.txt", "e/a.txt")
+                let materialized = kind == "folder" ? "d/inner/b.txt" : "d/a.txt"
+                #expect(codes(await controller.materialize(paths: [materialized], recursive: false)) == [nil])
+                try FileManager.default.moveItem(at: f.url(controller, from), to: f.url(controller, to))
+                // The first attempt reaches the store, then the "process dies" before recording it.
+                f.memory.setFailure(FileProviderError(.serverUnreachable, "connection lost after the move"), for: .modifyItem, times: 1)
+                _ = try f.memory.rename(from: from, to: to)
+                await expectCode(.serverUnreachable) { try await controller.sync() }
+                // The replay finds the item gone and lists its new folder; it dies while listing.
+                f.memory.setFailure(FileProviderError(.serverUnreachable, "connection lost while listing"), for: .enumerateItems, times: 1)
+                await expectCode(.serverUnreachable) { try await controller.sync() }
+                let open = try f.manager.store.unfinishedOperations(domainID: controller.domainID)
+                #expect(open.map(\.operation) == ["move"], "\(kind): the move is still a replay")
+                let report = try await controller.sync()
+                #expect(report.conflicts == 0, "\(kind): \(report.notices)")
+                #expect(
+                    f.memory.allIdentifiers.map(\.rawValue)
+                        == (kind == "folder"
+                            ? ["d", "d/a.txt", "e", "e/inner", "e/inner/b.txt"] : ["d", "d/inner", "d/inner/b.txt", "e", "e/a.txt"]),
+                    "\(kind): nothing uploaded twice")
+                #expect(try f.manager.store.conflicts(domainID: controller.domainID).isEmpty, "\(kind)")
+                let moved = kind == "folder" ? "e/inner/b.txt" : "e/a.txt"
+                #expect(try controller.record(at: moved).state == .materialized, "\(kind)")
+                #expect(try f.manager.store.unfinishedOperations(domainID: controller.domainID).isEmpty, "\(kind)")
+                #expect(try await controller.sync().uploaded == 0, "\(kind)")
+            }
+        }
+    }
+
     @Test func fieldsTheStoreLeavesPendingAreSentAgainLater() async throws {
         try await Fixture.with { f in
             let controller = try await f.addDomain()
