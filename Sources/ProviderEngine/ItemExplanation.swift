@@ -102,6 +102,10 @@ extension ProviderManager {
             explanation.pinned = pinPath != nil
             explanation.pinnedBy = pinPath.map { "/" + $0 }
             switch record.state {
+            case .placeholder where domain.replicaMode == .dataless:
+                reasons.append(
+                    "dataless: under its real name, the contents not downloaded; a program reading it in \(domain.replicaPath) while serve runs, or 'fileproviderctl materialize \(display)', downloads them"
+                )
             case .placeholder:
                 reasons.append(
                     "placeholder: the contents are not downloaded; 'fileproviderctl materialize \(display)' downloads them")
