@@ -56,8 +56,14 @@ public final class OnAccessHandler: @unchecked Sendable {
         case refused(String)
     }
 
+    /// Runs a sync of a domain (upload included), so that local moves are recorded.
+    public typealias Synchronize = @Sendable (_ domain: String) async -> Void
+
     let manager: ProviderManager
     let logger: Logger
+    /// Asked for when a dataless file is not where the database has it (moved or renamed
+    /// locally since the last sync).
+    let synchronize: Synchronize?
     let group: PreContentGroup
     let guardian: PreContentGuardian
     private let served = Mutex<[Served]>([])
@@ -67,9 +73,12 @@ public final class OnAccessHandler: @unchecked Sendable {
     /// Fills in flight, for ``stop()``.
     private let running = Mutex<[UUID: Task<Void, Never>]>([:])
 
-    private init(manager: ProviderManager, logger: Logger, group: PreContentGroup, guardian: PreContentGuardian) {
+    private init(
+        manager: ProviderManager, logger: Logger, synchronize: Synchronize?, group: PreContentGroup, guardian: PreContentGuardian
+    ) {
         self.manager = manager
         self.logger = logger
+        self.synchronize = synchronize
         self.group = group
         self.guardian = guardian
     }
@@ -80,7 +89,10 @@ public final class OnAccessHandler: @unchecked Sendable {
     /// - Throws: `permissionDenied` without `CAP_SYS_ADMIN`; `notSupported` on a kernel without
     ///   pre-content events; `noSuchItem` when `fileprovider-guard` is not installed;
     ///   `localIOFailure` otherwise.
-    public static func open(manager: ProviderManager, logger: Logger) throws(FileProviderError) -> OnAccessHandler {
+    /// `synchronize` syncs a domain when a file is accessed that was moved since the last sync.
+    public static func open(manager: ProviderManager, logger: Logger, synchronize: Synchronize? = nil) throws(FileProviderError)
+        -> OnAccessHandler
+    {
         let runFolder = manager.home.appendingPathComponent("run").path
         let opened: PreContentGuardian.Opened
         do { opened = try PreContentGuardian.open(runFolder: runFolder) } catch {
@@ -93,7 +105,8 @@ public final class OnAccessHandler: @unchecked Sendable {
         if opened.adopted {
             logger.notice("took over the on-access group that an earlier serve left with its guardian")
         }
-        return OnAccessHandler(manager: manager, logger: logger, group: opened.group, guardian: opened.guardian)
+        return OnAccessHandler(
+            manager: manager, logger: logger, synchronize: synchronize, group: opened.group, guardian: opened.guardian)
     }
 
     /// Mounts a dataless domain's backing folder at its replica path, marked, so programs see
@@ -232,7 +245,7 @@ public final class OnAccessHandler: @unchecked Sendable {
             await conclude(event, .allow)
         case .dataless(let entry, let path, let key):
             do {
-                try await fill(entry, path: path, key: key)
+                try await fill(entry, path: path, key: key, descriptor: event.fileDescriptor)
                 await conclude(event, .allow)
             } catch {
                 // Filled meanwhile by another event's download: nothing left to do.
@@ -271,9 +284,19 @@ public final class OnAccessHandler: @unchecked Sendable {
     /// - Throws: `noSuchItem` when the database knows no item at `path` whose identifier matches
     ///   the file's mark (a file moved since the last sync: the next sync records the move);
     ///   what ``Downloader/fillInPlace(_:)`` throws.
-    private func fill(_ entry: Served, path: String, key: UInt64) async throws(FileProviderError) {
+    private func fill(_ entry: Served, path: String, key: UInt64, descriptor: Int32) async throws(FileProviderError) {
         let controller = try await manager.controller(for: entry.name)
-        let record = try await lookUp(entry, path: path)
+        var record = try await lookUp(entry, path: path)
+        var key = key
+        if record.map({ PlaceholderOwner.key($0.identifier.rawValue) }) != key, let synchronize {
+            // Moved or renamed since the last sync: a sync records the move, then the item is
+            // at this path (and the file may carry the item's new identifier, where the store
+            // names items by path).
+            logger.info("\(entry.name): \(path): moved since the last sync; syncing before fetching it")
+            await synchronize(entry.name)
+            record = try await lookUp(entry, path: path)
+            key = (try? await manager.executor.run { Replica.datalessKey(ofDescriptor: descriptor) }) ?? key
+        }
         guard let record, PlaceholderOwner.key(record.identifier.rawValue) == key else {
             throw FileProviderError(
                 .noSuchItem, "no item is recorded at \(path) for this file (moved since the last sync?); it is fetched once sync records it"

@@ -182,6 +182,9 @@ extension Replica {
             guard print.isRegularFile, Self.datalessOwner(atPath: target) != nil else {
                 throw FileProviderError(.filenameCollision, "\(target) is a file with contents; no dataless file was written over it")
             }
+            // Rewritten where it stands (the same inode): a program may have it open and
+            // waiting for its contents, which must find the item's new identity there.
+            if try Self.rewriteDataless(atPath: target, metadata) { return }
         }
         let folder = target.lastIndex(of: "/").map { String(target[..<$0]) } ?? "."
         var fd = fp_open_unnamed(folder, 0o644)
@@ -243,11 +246,35 @@ extension Replica {
         }
     }
 
-    /// Gives the open file `fd` the item's size (sparse) and date and the dataless mark.
-    private static func prepareDataless(_ fd: Int32, _ metadata: PlaceholderMetadata, path: String) throws(FileProviderError) {
+    /// Gives the existing dataless file at `path` the item's identity, size and date in place.
+    /// Returns `false` when the file is no longer dataless once opened (filled meanwhile: left
+    /// alone). Blocking.
+    /// - Throws: `localIOFailure` naming the file when it cannot be written.
+    private static func rewriteDataless(atPath path: String, _ metadata: PlaceholderMetadata) throws(FileProviderError) -> Bool {
+        let fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
+        if fd < 0 { throw POSIXError.error("cannot open dataless file", path: path) }
+        defer { close(fd) }
+        guard datalessState(ofDescriptor: fd) != nil else { return false }
         let size = metadata.kind == ItemKind.file.rawValue ? max(0, metadata.size) : 0
-        _ = try POSIXError.check(ftruncate(fd, off_t(size)), "cannot size dataless file", path: path)
-        try writeLeadingBlock(fd, size: size, path: path)
+        var status = stat()
+        if fstat(fd, &status) == 0, Int64(status.st_size) != size {
+            _ = try POSIXError.check(ftruncate(fd, off_t(size)), "cannot size dataless file", path: path)
+            try writeLeadingBlock(fd, size: size, path: path)
+        }
+        try prepareDataless(fd, metadata, path: path, sized: true)
+        return true
+    }
+
+    /// Gives the open file `fd` the item's size (sparse) and date and the dataless mark.
+    /// `sized`: the file has its size and first block already.
+    private static func prepareDataless(_ fd: Int32, _ metadata: PlaceholderMetadata, path: String, sized: Bool = false)
+        throws(FileProviderError)
+    {
+        let size = metadata.kind == ItemKind.file.rawValue ? max(0, metadata.size) : 0
+        if !sized {
+            _ = try POSIXError.check(ftruncate(fd, off_t(size)), "cannot size dataless file", path: path)
+            try writeLeadingBlock(fd, size: size, path: path)
+        }
         if let seconds = metadata.contentModificationDate {
             let whole = seconds.rounded(.down)
             var times = [

@@ -271,7 +271,15 @@ public final class Server: Sendable {
     private func startOnAccess(_ records: [DomainRecord]) async throws(FileProviderError) {
         let dataless = records.filter { $0.replicaMode == .dataless }
         guard !dataless.isEmpty else { return }
-        let handler = try OnAccessHandler.open(manager: manager, logger: logger)
+        let settle = options.settleSeconds
+        let handler = try OnAccessHandler.open(manager: manager, logger: logger) { [manager, logger] name in
+            do {
+                let controller = try await manager.controller(for: name)
+                _ = try await controller.sync(upload: true, settleSeconds: settle)
+            } catch {
+                logger.warning("\(name): sync for a moved file failed: \(FileProviderError.wrap(error).message)")
+            }
+        }
         for record in dataless {
             do { try handler.serve(record) } catch {
                 await handler.stop()

@@ -309,4 +309,23 @@ struct OnAccessTests {
         #expect(!FileManager.default.fileExists(atPath: domain.backing))
         await store.stop()
     }
+
+    @Test func aFileMovedAndReadBeforeTheNextSyncIsFetchedFromItsNewPlace() async throws {
+        let temp = try TemporaryFolder()
+        let store = try await StoreUnderTest(.local, temp: temp)
+        let contents = patterned(100_000, seed: 8)
+        let domain = try ServedDomain(
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options,
+            files: ["a/report.bin": contents, "b/keep.txt": Data("k".utf8)])
+        try await domain.startServe()
+        let moved = try await runProgram([
+            "sh", "-c", "mv \"$0/a/report.bin\" \"$0/b/renamed.bin\" && cat \"$0/b/renamed.bin\"", domain.replica,
+        ])
+        #expect(moved.succeeded, "\(moved)")
+        #expect(moved.output == contents, "read \(moved.output.count) bytes that are not the file's")
+        let arrived = await waitUntil(timeout: 30) { domain.stored("b/renamed.bin") == contents && domain.stored("a/report.bin") == nil }
+        #expect(arrived, "the move did not reach the store: \(domain.logs.suffix(2000))")
+        try await domain.stopServe()
+        await store.stop()
+    }
 }
