@@ -22,8 +22,9 @@ deps: ## Install missing apt packages (idempotent)
 build: ## Debug build of every target
 	$(SWIFT) build $(SWIFTPM_FLAGS)
 
-release: deps ## Release build of fileproviderctl and media-server (the demo and benchmarks use both)
+release: deps ## Release build of fileproviderctl, fileprovider-guard and media-server (the demo and benchmarks use them)
 	$(SWIFT) build $(SWIFTPM_FLAGS) $(RELEASE_FLAGS)
+	$(SWIFT) build $(SWIFTPM_FLAGS) -c release --product fileprovider-guard
 	$(SWIFT) build $(SWIFTPM_FLAGS) -c release --product media-server
 
 test: deps ## Build and run all tests, then scripts/test-*.sh in order
