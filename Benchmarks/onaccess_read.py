@@ -9,8 +9,8 @@ domain, or an `rclone mount`.
 done. `rclone` starts `rclone mount REMOTE MOUNTPOINT --vfs-cache-mode full --cache-dir
 CACHE_DIR --read-only` (CACHE_DIR fresh, so the first read fetches) and waits until MOUNTPOINT
 is a mount point. Then one `cat FILE... > /dev/null` (FILE relative to the mount) is timed;
-with --second a first, untimed `cat` reads the files before, so the timed one is the second
-read. The files read are then compared with their originals under --source (untimed), and the
+with --second a first, untimed `cat` reads the files before (then `sync`), so the timed one is
+the second read. The files read are then compared with their originals under --source (untimed), and the
 server is stopped and unmounted before this script exits (the caller deletes the work folder;
 a mount left behind would delete through it). Prints one JSON line: {"seconds": the timed cat,
 "peak_mib": the server's peak RSS}.
@@ -123,6 +123,7 @@ def main() -> int:
         paths = [args.mount / name for name in args.files]
         if args.second:
             cat(paths)
+            os.sync()  # the first read's writes reach the disk first, as before any timed run of bench.py
         seconds = cat(paths)
         peak = peak_mib(server.pid)
         if (wrong := same_files(paths, [args.source / name for name in args.files])) is not None:
