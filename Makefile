@@ -24,6 +24,7 @@ build: ## Debug build of every target
 
 release: deps ## Release build of fileproviderctl, fileprovider-guard and media-server (the demo and benchmarks use them)
 	$(SWIFT) build $(SWIFTPM_FLAGS) $(RELEASE_FLAGS)
+	$(SWIFT) build $(SWIFTPM_FLAGS) -c release --product fileprovider-guard
 	$(SWIFT) build $(SWIFTPM_FLAGS) -c release --product media-server
 	$(SWIFT) build $(SWIFTPM_FLAGS) -c release --product fileprovider-guard
 

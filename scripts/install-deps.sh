@@ -12,6 +12,7 @@ PACKAGES=(
     pkg-config           # system library targets
     openssh-server       # loopback sshd for the SFTP adapter tests
     rclone               # benchmark peer
+    fuse3                # rclone mount, the peer of the on-access benchmarks (Benchmarks/bench_onaccess.py)
     hyperfine            # ad-hoc benchmarking
     python3              # Benchmarks/bench.py, the hostile SFTP server of the tests
     python3-pip          # paramiko for the hostile SFTP server (installed below with pip)
