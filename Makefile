@@ -26,7 +26,6 @@ release: deps ## Release build of fileproviderctl, fileprovider-guard and media-
 	$(SWIFT) build $(SWIFTPM_FLAGS) $(RELEASE_FLAGS)
 	$(SWIFT) build $(SWIFTPM_FLAGS) -c release --product fileprovider-guard
 	$(SWIFT) build $(SWIFTPM_FLAGS) -c release --product media-server
-	$(SWIFT) build $(SWIFTPM_FLAGS) -c release --product fileprovider-guard
 
 test: deps ## Build and run all tests, then scripts/test-*.sh in order
 	$(SWIFT) build $(SWIFTPM_FLAGS) --build-tests

@@ -89,7 +89,10 @@ extension Downloader {
         updated.update(from: item, path: record.path)
         updated.markMaterialized(contentVersion: item.version.content, fingerprint: print)
         updated.lastError = nil
-        try store.apply(domainID: domainID, upserts: [updated], deletions: [])
+        let store = self.store
+        let domainID = self.domainID
+        let filled = updated
+        try await executor.run { try store.apply(domainID: domainID, upserts: [filled], deletions: []) }
         return updated
     }
 
