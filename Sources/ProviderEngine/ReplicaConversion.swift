@@ -80,6 +80,8 @@ struct ReplicaConversion {
     let store: MetadataStore
     let events: ConversionEventHandler?
     let estimated: Int
+    /// Whether to stop at the next step (the command was interrupted).
+    let stopped: @Sendable () -> Bool
 
     /// The destination in the new mode's layout, and in the other one.
     private var newLayout: Replica { Replica(root: destination, staging: destination, layout: target) }
@@ -111,12 +113,13 @@ struct ReplicaConversion {
     /// - Throws: as ``run(into:)``.
     func moveEntries() throws(FileProviderError) -> Int {
         guard Self.isFolder(source.path) else { return 0 }
-        return try Self.move(from: Array(source.path.utf8CString.dropLast()), to: Array(destination.path.utf8CString.dropLast()))
+        return try move(from: Array(source.path.utf8CString.dropLast()), to: Array(destination.path.utf8CString.dropLast()))
     }
 
-    private static func move(from: [CChar], to: [CChar]) throws(FileProviderError) -> Int {
+    private func move(from: [CChar], to: [CChar]) throws(FileProviderError) -> Int {
         var moved = 0
-        for name in try names(in: from) {
+        for name in try Self.names(in: from) {
+            if stopped() { throw Self.interrupted }
             let source = from + [47] + name
             let target = to + [47] + name
             if fp_rename_noreplace(source + [0], target + [0]) == 0 {
@@ -124,20 +127,20 @@ struct ReplicaConversion {
                 continue
             }
             let code = errno
-            if code == EEXIST && isFolder(source) && isFolder(target) {
+            if code == EEXIST && Self.isFolder(source) && Self.isFolder(target) {
                 moved += try move(from: source, to: target)
                 if rmdir(source + [0]) != 0 && errno != ENOENT {
-                    throw POSIXError.error("cannot remove the emptied folder", path: display(source))
+                    throw POSIXError.error("cannot remove the emptied folder", path: Self.display(source))
                 }
                 continue
             }
             if code == EEXIST {
                 throw FileProviderError(
                     .filenameCollision,
-                    "\(display(source)) and \(display(target)) both exist; move one of them out of the way and run the same command again"
+                    "\(Self.display(source)) and \(Self.display(target)) both exist; move one of them out of the way and run the same command again"
                 )
             }
-            throw POSIXError.error("cannot move \(display(source)) to", path: display(target), errno: code)
+            throw POSIXError.error("cannot move \(Self.display(source)) to", path: Self.display(target), errno: code)
         }
         return moved
     }
@@ -159,6 +162,7 @@ struct ReplicaConversion {
                 continue
             }
             guard let print = replica.fingerprint(atPath: replica.path(path)) else { continue }
+            if stopped() { throw Self.interrupted }
             done += 1
             if done % 64 == 0 { events?(.converting(done: done, estimated: estimated)) }
             if print.isDirectory {
@@ -332,6 +336,10 @@ struct ReplicaConversion {
         try POSIXError.check(rename(temporary, path), "cannot write the conversion marker", path: path)
     }
 
+    /// The error of a conversion stopped by an interruption.
+    static let interrupted = FileProviderError(
+        .cancelled, "the conversion stopped part way; the domain stays blocked until the same command finishes it")
+
     /// The refusal of engine work while a conversion of `domain` to `target` is unfinished.
     static func unfinished(_ domain: String, _ target: String) -> FileProviderError {
         FileProviderError(
@@ -433,23 +441,39 @@ extension ProviderManager {
         try await executor.run {
             try self.prepareConversion(of: domain, to: mode, replica: replica, backing: backing, markerPath: markerPath)
         }
+        // An interruption stops the work at the next entry; the marker keeps the domain blocked
+        // until a rerun finishes.
+        let stop = Mutex(false)
         let conversion = ReplicaConversion(
             domain: name, domainID: id, target: mode, source: source, destination: destination, store: store, events: events,
-            estimated: try store.itemCount(domainID: id))
+            estimated: try store.itemCount(domainID: id), stopped: { stop.withLock { $0 } })
         let started = report
-        report = try await executor.run { () throws(FileProviderError) -> ConversionReport in
-            var report = started
-            try conversion.run(into: &report)
-            // The old folder is empty now; a dataless domain's old backing folder goes.
-            if mode == .placeholderFiles && rmdir(backing.path) != 0 && errno != ENOENT {
-                throw POSIXError.error("cannot remove the emptied backing folder", path: backing.path)
+        let executor = self.executor
+        do {
+            report = try await withTaskCancellationHandler {
+                try await executor.run { () throws(FileProviderError) -> ConversionReport in
+                    var report = started
+                    try conversion.run(into: &report)
+                    // The old folder is empty now; a dataless domain's old backing folder goes.
+                    if mode == .placeholderFiles && rmdir(backing.path) != 0 && errno != ENOENT {
+                        throw POSIXError.error("cannot remove the emptied backing folder", path: backing.path)
+                    }
+                    return report
+                }
+            } onCancel: {
+                stop.withLock { $0 = true }
             }
-            return report
+        } catch {
+            throw FileProviderError.wrap(error)
         }
+        // Done: recorded and finished even when an interruption comes now.
         try store.setReplicaMode(domainID: id, mode)
-        // The emptied replica folder is no replica of the domain's any more: a process that
-        // still has the old mode finds it unmarked and empty and refuses to scan it.
-        try await executor.run { try Self.finishConversion(to: mode, replica: replica, markerPath: markerPath) }
+        let finishing = Task.detached {
+            // The emptied replica folder is no replica of the domain's any more: a process that
+            // still has the old mode finds it unmarked and empty and refuses to scan it.
+            try await executor.run { try Self.finishConversion(to: mode, replica: replica, markerPath: markerPath) }
+        }
+        do { try await finishing.value } catch { throw FileProviderError.wrap(error) }
         if let controller = controllers.withLock({ $0.removeValue(forKey: name) }) { await controller.close() }
         return report
     }

@@ -226,6 +226,55 @@ import Testing
         }
     }
 
+    /// The conversion's own steps stopped after 1, 2, 4, … entries (as an interruption stops
+    /// them), both ways: each time the domain stays blocked, a rerun finishes, and every byte is
+    /// where it belongs.
+    @Test func aConversionStoppedAfterAnyNumberOfStepsIsFinishedByARerun() async throws {
+        try await Fixture.with { f in
+            let old = try await prepare(f)
+            let replica = URL(fileURLWithPath: old.replica.root.path)
+            let backing = f.home.appendingPathComponent("replicas/mem")
+            let before = try contents(replica)
+            let marker = f.manager.conversionMarkerPath(forDomainNamed: "mem")
+            for steps in [0, 1, 2, 4, 6, 9] {
+                for (target, source, destination) in [(ReplicaMode.dataless, replica, backing), (.placeholderFiles, backing, replica)] {
+                    try ReplicaConversion.writeMarker(target, atPath: marker)
+                    if target == .dataless { try f.manager.makeFolders(replica: replica, backing: backing, domain: "mem") }
+                    let counter = Mutex(0)
+                    let conversion = ReplicaConversion(
+                        domain: "mem", domainID: old.domainID, target: target, source: source, destination: destination,
+                        store: f.manager.store, events: nil, estimated: 10,
+                        stopped: {
+                            counter.withLock { count in
+                                count += 1
+                                return count > steps
+                            }
+                        })
+                    var report = ConversionReport(domain: "mem", from: .dataless, to: target, source: "", destination: "")
+                    let stopped = #expect(throws: FileProviderError.self) { try conversion.run(into: &report) }
+                    #expect(stopped?.code == .cancelled)
+                    await #expect(throws: FileProviderError.self) { try await f.manager.controller(for: "mem") }
+                    let finished = try await f.manager.convertDomain(named: "mem", to: target)
+                    #expect(finished.resumed, "\(steps) steps to \(target)")
+                    #expect(f.manager.unfinishedConversion(ofDomainNamed: "mem") == nil)
+                    #expect(try f.manager.domain(named: "mem").replicaMode == target)
+                    if target == .dataless {
+                        #expect(tree(at: replica).isEmpty, "\(steps) steps")
+                        #expect(isDataless(backing.appendingPathComponent("cold.txt")), "\(steps) steps")
+                        #expect(try Data(contentsOf: backing.appendingPathComponent("edit.txt")) == Self.edited)
+                    } else {
+                        #expect(try contents(replica) == before, "\(steps) steps")
+                        #expect(entry(at: backing) == .none)
+                    }
+                }
+            }
+            let controller = try await f.manager.controller(for: "mem")
+            let synced = try await controller.sync()
+            #expect(synced.uploaded == 1 && synced.conflicts == 0)
+            #expect(try contents(replica) == before.merging(["edit.txt": Self.edited]) { _, new in new })
+        }
+    }
+
     /// While `serve` holds the domain, nothing is converted; the message says to stop it.
     @Test func aServedDomainIsNotConverted() async throws {
         try await Fixture.with { f in
