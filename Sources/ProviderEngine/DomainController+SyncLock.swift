@@ -7,9 +7,37 @@ extension DomainController {
     /// each pass). While it waits it sends ``EngineEvent/waitingForSync(process:serving:)`` once.
     ///
     /// The wait polls the lock (10 ms, doubling up to 100 ms) and ends when the task is cancelled.
+    /// With the lock, it checks that the domain's files are where this controller works
+    /// (``checkModeIsCurrent()``).
     /// - Throws: `cancelled` when the task is cancelled while waiting; `localIOFailure` when the
-    ///   lock file cannot be created or locked.
+    ///   lock file cannot be created or locked; `providerDomainTemporarilyUnavailable` when the
+    ///   domain's replica mode was converted since this controller was made, or a conversion is
+    ///   unfinished.
     func lockForSync(events: EventHandler?) async throws(FileProviderError) -> DomainLock {
+        let lock = try await waitForSyncLock(events: events)
+        try checkModeIsCurrent()
+        return lock
+    }
+
+    /// Checks that the domain is still in the replica mode this controller was made for and no
+    /// conversion of it is unfinished: a conversion (``ProviderManager/convertDomain(named:to:events:)``,
+    /// which holds the sync lock) moves the files to another folder, and a scan of the old one
+    /// would take every file for deleted.
+    /// - Throws: `providerDomainTemporarilyUnavailable` saying what to do; `localIOFailure` when
+    ///   the database fails.
+    func checkModeIsCurrent() throws(FileProviderError) {
+        if let target = ReplicaConversion.markedTarget(atPath: conversionMarkerPath) {
+            throw ReplicaConversion.unfinished(domain.name, target)
+        }
+        if let current = try store.domain(named: domain.name), current.id == domainID, current.replicaMode != domain.replicaMode {
+            throw FileProviderError(
+                .providerDomainTemporarilyUnavailable,
+                "domain '\(domain.name)' was converted to \(current.replicaMode.rawValue) after this process opened it (in \(domain.replicaMode.rawValue)); nothing was done: run the command again (restart a program that keeps domains open)"
+            )
+        }
+    }
+
+    private func waitForSyncLock(events: EventHandler?) async throws(FileProviderError) -> DomainLock {
         if let lock = try DomainLock.attempt(syncLockPath) { return lock }
         var delay: UInt64 = 10_000_000
         var polls = 0

@@ -29,6 +29,9 @@ public final class DomainController: Sendable {
     /// The domain's sync lock and serve lock files (see ``DomainLock``).
     let syncLockPath: String
     let serveLockPath: String
+    /// The marker of an unfinished conversion of the domain's replica mode (see
+    /// ``ProviderManager/convertDomain(named:to:events:)``).
+    let conversionMarkerPath: String
 
     init(domain: DomainRecord, backend: any Backend, manager: ProviderManager, downloadDepth: Int = 8) throws(FileProviderError) {
         guard let id = domain.id else { throw FileProviderError(.providerDomainNotFound, "domain \(domain.name) has no id") }
@@ -44,6 +47,7 @@ public final class DomainController: Sendable {
         ignoreRules = IgnoreRules(extra: domain.ignoreList)
         syncLockPath = DomainLock.syncPath(home: manager.home, domain: domain.name)
         serveLockPath = DomainLock.path(home: manager.home, domain: domain.name)
+        conversionMarkerPath = manager.conversionMarkerPath(forDomainNamed: domain.name)
         // Where the engine reads and writes the files: the replica folder, or a dataless
         // domain's backing folder (never the replica path, which serve marks with fanotify).
         let replicaRoot = try manager.replicaRoot(of: domain)

@@ -18,7 +18,7 @@ public final class ProviderManager: Sendable {
     /// The space promised to running downloads on each file system, and what stays free there
     /// (see ``SpaceReserve``); shared by all domains.
     let spaceReservations: SpaceReservations
-    private let controllers = Mutex<[String: DomainController]>([:])
+    let controllers = Mutex<[String: DomainController]>([:])
 
     /// Opens the state folder `home`, creating it and the database when needed. The state
     /// folder and its `locks`, `staging` and `signals` folders are made (or made again, when an
@@ -199,12 +199,14 @@ public final class ProviderManager: Sendable {
     /// `keepReplica` it is refused while ``unsentChanges(inDomain:)`` lists a change in the
     /// replica (an `unfinished` journal entry alone has nothing in the replica behind it), unless
     /// `force`. A replica folder that is gone holds nothing to lose.
-    /// - Throws: `providerDomainNotFound` for an unknown domain; `unsyncedEdits` (nothing
-    ///   removed) when the replica holds changes that are not in the store, neither
+    /// - Throws: `providerDomainNotFound` for an unknown domain; `providerDomainTemporarilyUnavailable`
+    ///   while a conversion of its replica mode is unfinished (its files may be in two folders);
+    ///   `unsyncedEdits` (nothing removed) when the replica holds changes that are not in the store, neither
     ///   `keepReplica` nor `force` is given; `cannotSynchronize` (nothing removed) for a dataless
     ///   domain that a running `serve` serves; `localIOFailure` when the database fails.
     public func removeDomain(named name: String, keepReplica: Bool, force: Bool = false) async throws(FileProviderError) {
         let domain = try domain(named: name)
+        try checkNoUnfinishedConversion(name)
         let root = try replicaRoot(of: domain)
         // A served dataless domain's backing folder is mounted at its replica path, where
         // programs may have its files open: serve must let go of it first.
@@ -257,8 +259,11 @@ public final class ProviderManager: Sendable {
     }
 
     /// The controller of a domain, made on first use and kept.
-    /// - Throws: `providerDomainNotFound`; what the backend's factory throws.
+    /// - Throws: `providerDomainNotFound`; `providerDomainTemporarilyUnavailable` while a
+    ///   conversion of the domain's replica mode is unfinished
+    ///   (``convertDomain(named:to:events:)``); what the backend's factory throws.
     public func controller(for name: String) async throws(FileProviderError) -> DomainController {
+        try checkNoUnfinishedConversion(name)
         if let existing = controllers.withLock({ $0[name] }) { return existing }
         let domain = try domain(named: name)
         let backend: any Backend

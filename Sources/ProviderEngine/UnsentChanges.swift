@@ -65,10 +65,12 @@ extension ProviderManager {
     ///
     /// Sorted by path. Names the ignore rules leave out (editors' temporary files, the domain's
     /// own patterns) are never sent and are not listed.
-    /// - Throws: `providerDomainNotFound` for an unknown domain; `localIOFailure` when the
+    /// - Throws: `providerDomainNotFound` for an unknown domain; `providerDomainTemporarilyUnavailable`
+    ///   while a conversion of its replica mode is unfinished; `localIOFailure` when the
     ///   database fails; `cancelled` when the task is cancelled.
     public func unsentChanges(inDomain name: String) async throws(FileProviderError) -> [UnsentChange] {
         let domain = try domain(named: name)
+        try checkNoUnfinishedConversion(name)
         guard let domainID = domain.id else { throw FileProviderError(.providerDomainNotFound, "domain \(domain.name) has no id") }
         let replica = Replica(
             root: try replicaRoot(of: domain), staging: home.appendingPathComponent("staging/\(domainID)"), layout: domain.replicaMode)

@@ -32,6 +32,18 @@ extension MetadataStore {
         try write { db in try record.update(db) }
     }
 
+    /// Sets a domain's replica mode (after its files were converted to the mode's layout), and
+    /// nothing else of the domain: a sync recording its outcome at the same time keeps it.
+    /// - Throws: `providerDomainNotFound` when no domain has that id; `localIOFailure` when the
+    ///   database fails.
+    public func setReplicaMode(domainID: Int64, _ mode: ReplicaMode) throws(FileProviderError) {
+        let changed = try write { db in
+            try db.execute(sql: "UPDATE domain SET replicaMode = ? WHERE id = ?", arguments: [mode.rawValue, domainID])
+            return db.changesCount
+        }
+        if changed == 0 { throw FileProviderError(.providerDomainNotFound, "no domain with id \(domainID)") }
+    }
+
     /// Deletes a domain with its items, anchors, journal, checkpoints and thumbnails.
     public func deleteDomain(id: Int64) throws(FileProviderError) {
         try write { db in _ = try DomainRecord.deleteOne(db, key: id) }

@@ -3,7 +3,9 @@ import ArgumentParser
 struct DomainCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "domain",
-        abstract: "Add, list, show and remove domains.",
-        subcommands: [DomainAddCommand.self, DomainListCommand.self, DomainShowCommand.self, DomainRemoveCommand.self]
+        abstract: "Add, list, show, convert and remove domains.",
+        subcommands: [
+            DomainAddCommand.self, DomainListCommand.self, DomainShowCommand.self, DomainConvertCommand.self, DomainRemoveCommand.self,
+        ]
     )
 }

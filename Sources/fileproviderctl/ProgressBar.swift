@@ -47,6 +47,22 @@ final class ProgressBar: @unchecked Sendable {
         drew = true
     }
 
+    /// Draws a progress line of the command's own (`label: text`), at most ten times a second;
+    /// nothing when standard error is not a terminal.
+    func show(_ text: String) {
+        guard Output.isTerminal else { return }
+        lock.lock()
+        defer { lock.unlock() }
+        let now = Date()
+        guard now.timeIntervalSince(lastDraw) > 0.1 else { return }
+        lastDraw = now
+        Self.screen.lock.withLock {
+            FileHandle.standardError.write(Data("\r\u{1B}[K\(label): \(text)".utf8))
+            Self.screen.lineDrawn = true
+        }
+        drew = true
+    }
+
     /// Ends the progress line.
     func finish() {
         lock.lock()

@@ -41,6 +41,25 @@ import Testing
         #expect(try store.integrityCheck() == "ok")
     }
 
+    /// `setReplicaMode` (used by `domain convert`) changes the mode and nothing else of the
+    /// domain; an unknown domain is an error, not a silent no-op.
+    @Test func setReplicaModeChangesOnlyTheMode() throws {
+        try withStore { store, _ in
+            var record = DomainRecord(name: "d", backendKind: "local", configuration: ["root": "/srv"], replicaPath: "/r/d")
+            record.lastError = "kept"
+            record.failureCount = 3
+            record = try store.insertDomain(record)
+            let id = try #require(record.id)
+            try store.setReplicaMode(domainID: id, .dataless)
+            let stored = try #require(try store.domain(named: "d"))
+            #expect(stored.replicaMode == .dataless)
+            #expect(stored.lastError == "kept" && stored.failureCount == 3 && stored.options == ["root": "/srv"])
+            try store.setReplicaMode(domainID: id, .placeholderFiles)
+            #expect(try store.domain(named: "d")?.replicaMode == .placeholderFiles)
+            #expect(throws: FileProviderError.self) { try store.setReplicaMode(domainID: id + 100, .dataless) }
+        }
+    }
+
     @Test func modesAreStoredByTheirNames() throws {
         try withStore { store, folder in
             var record = DomainRecord(name: "d", backendKind: "local", configuration: [:], replicaPath: "/r/d")
