@@ -70,6 +70,8 @@ public final class OnAccessHandler: @unchecked Sendable {
     private let stopRequested = Mutex(false)
     private let finished = Latch()
     private let started = Mutex(false)
+    /// The files being filled, as `domain/relative path`: their writes are the engine's.
+    private let filling = Mutex<Set<String>>([])
     /// Fills in flight, for ``stop()``.
     private let running = Mutex<[UUID: Task<Void, Never>]>([:])
 
@@ -123,6 +125,11 @@ public final class OnAccessHandler: @unchecked Sendable {
         let prefix = (Self.resolvedPath(mount.replica) ?? mount.replica) + "/"
         served.withLock { $0.append(Served(name: domain.name, domainID: id, mount: mount, prefix: prefix)) }
         logger.info("\(domain.name): files on access at \(mount.replica) (backing folder \(mount.backing))")
+    }
+
+    /// Whether the file at `path` (relative) of `domain` is being filled now. Any thread.
+    public func isFilling(domain: String, path: String) -> Bool {
+        filling.withLock { $0.contains(domain + "/" + path) }
     }
 
     /// The names of the domains served.
@@ -303,6 +310,9 @@ public final class OnAccessHandler: @unchecked Sendable {
             )
         }
         let started = Date()
+        let fillKey = entry.name + "/" + path
+        filling.withLock { _ = $0.insert(fillKey) }
+        defer { filling.withLock { _ = $0.remove(fillKey) } }
         _ = try await controller.downloader.fillInPlace(record)
         logger.info(
             "\(entry.name): \(path): fetched on access (\(record.size) bytes in \(String(format: "%.2f", Date().timeIntervalSince(started))) s)"

@@ -95,7 +95,8 @@ public final class Server: Sendable {
                 writes: { path, modificationNanos in
                     guard let writes = manager.loadedController(for: name)?.finishedWrites else { return }
                     if let modificationNanos { writes.finished(path, modificationNanos: modificationNanos) } else { writes.writing(path) }
-                })
+                },
+                isEngineWriting: { [onAccess] path in onAccess.withLock { $0 }?.isFilling(domain: name, path: path) ?? false })
         }
         var watcher: ServeWatcher?
         do {

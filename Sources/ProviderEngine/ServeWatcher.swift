@@ -86,6 +86,9 @@ final class ServeWatcher: @unchecked Sendable {
         /// Told, in the order of the events, when a file (relative path) was closed after writing
         /// or renamed into place (with its modification time then), or written again (`nil`).
         var writes: @Sendable (String, Int64?) -> Void = { _, _ in }
+        /// Whether the engine itself is writing the file (relative path): its events are not
+        /// a user's change (a dataless file being filled on access).
+        var isEngineWriting: @Sendable (String) -> Bool = { _ in false }
     }
 
     private let targets: [Target]
@@ -191,6 +194,11 @@ final class ServeWatcher: @unchecked Sendable {
             if event.has(IN_CREATE) || event.has(IN_MOVED_TO), !targets[index].ignore.ignores(name) {
                 watchTree(target: index, path: path)
             }
+        }
+        if !event.isFolder, path.hasPrefix(targets[index].root + "/"),
+            targets[index].isEngineWriting(String(path.dropFirst(targets[index].root.count + 1)))
+        {
+            return
         }
         if Self.isRelevant(event, name: name, ignore: targets[index].ignore) {
             woken[index, default: []].insert(.local)

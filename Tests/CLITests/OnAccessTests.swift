@@ -77,6 +77,7 @@ struct OnAccessTests {
         files["cmp.bin"] = patterned(123_457, seed: 93)
         files["copy.bin"] = patterned(5_000_000, seed: 94)
         files["empty.txt"] = Data()
+        files["tool.sh"] = Data("#!/bin/sh\necho ran from the store\n".utf8)
         let domain = try ServedDomain(temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: files)
         try await domain.startServe()
 
@@ -109,6 +110,9 @@ struct OnAccessTests {
         let copied = try await runProgram(["cp", domain.replica + "/copy.bin", copy])
         #expect(copied.succeeded, "cp: \(copied)")
         #expect(FileManager.default.contents(atPath: copy) == files["copy.bin"], "cp copied bytes that are not the store's")
+        // exec: the kernel reads the script to run it (the store keeps no modes: chmod first).
+        let executed = try await runProgram(["sh", "-c", "chmod +x \"$0\" && \"$0\"", domain.replica + "/tool.sh"])
+        #expect(executed.succeeded && executed.output == Data("ran from the store\n".utf8), "exec: \(executed)")
         let empty = try await runProgram(["cat", domain.replica + "/empty.txt"])
         #expect(empty.succeeded && empty.output.isEmpty, "\(empty)")
 
