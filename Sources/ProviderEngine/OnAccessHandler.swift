@@ -165,7 +165,10 @@ public final class OnAccessHandler: @unchecked Sendable {
         while !stopRequested.withLock({ $0 }) {
             let events: [PreContentGroup.Event]
             do { events = try group.nextEvents() } catch {
-                logger.error("on-access files: \(error.message); programs now get errors until serve restarts")
+                // No more answers from here: take the files away rather than let programs wait
+                // (those already waiting get EIO from the guardian when serve ends).
+                logger.error("on-access files: \(error.message); the replica folders are unmounted until serve restarts")
+                for entry in served.withLock({ $0 }) { try? entry.mount.detach() }
                 return
             }
             for event in events { dispatch(event) }
@@ -189,11 +192,13 @@ public final class OnAccessHandler: @unchecked Sendable {
             answer(event, .deny(.ioError))
         case .emptied, .dataless:
             let id = UUID()
-            let task = Task { [self] in
-                await provide(event, resolution)
-                _ = running.withLock { $0.removeValue(forKey: id) }
+            // Made under the lock, so the task's own removal comes after its insertion.
+            running.withLock { running in
+                running[id] = Task { [self] in
+                    await provide(event, resolution)
+                    _ = self.running.withLock { $0.removeValue(forKey: id) }
+                }
             }
-            running.withLock { $0[id] = task }
         }
     }
 

@@ -55,7 +55,7 @@ import Testing
                 attempts += 1
                 let delay = Double(Int.random(in: 10...400, using: &work.rng)) / 1000
                 // After a dozen kills in a row the run is let finish, so every phase completes.
-                let attempt = try await runAndMaybeKill(cli, arguments, after: killedHere >= 12 ? 600 : delay)
+                let attempt = try await Self.runAndMaybeKill(cli, arguments, after: killedHere >= 12 ? 600 : delay)
                 log.append("\(label): \(attempt.killed ? "killed" : "exit \(attempt.status)") after \(String(format: "%.3f", attempt.seconds)) s")
                 if attempt.killed {
                     killedHere += 1
@@ -120,7 +120,7 @@ import Testing
             // serve, killed at seeded moments of its work, up to a dozen times...
             for _ in 0..<12 where !converged() {
                 let delay = Double(Int.random(in: 10...500, using: &work.rng)) / 1000
-                let attempt = try await runAndMaybeKill(cli, serve, after: delay)
+                let attempt = try await Self.runAndMaybeKill(cli, serve, after: delay)
                 log.append("round \(round) serve: \(attempt.killed ? "killed" : "exit \(attempt.status)") after \(String(format: "%.3f", attempt.seconds)) s")
                 #expect(attempt.killed, "seed \(seed): serve ended by itself: \(attempt.stderr)")
                 if attempt.killed { kills += 1 }
@@ -199,10 +199,13 @@ import Testing
         return result
     }
 
-    /// Starts the binary and sends SIGKILL after `delay` seconds unless it ended before.
-    func runAndMaybeKill(_ cli: CLIRunner, _ arguments: [String], after delay: Double) async throws -> Attempt {
+    /// Starts the binary (with `environment` added) and sends SIGKILL after `delay` seconds
+    /// unless it ended before.
+    static func runAndMaybeKill(
+        _ cli: CLIRunner, _ arguments: [String], environment: [String: String] = [:], after delay: Double
+    ) async throws -> Attempt {
         let process = Process()
-        cli.configure(process, arguments)
+        cli.configure(process, arguments, environment: environment)
         let errors = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-crash-stderr-\(UUID().uuidString)")
         _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: errors) }
@@ -213,10 +216,10 @@ import Testing
         let start = Date()
         try process.run()
         // The delay is the experiment (when the process dies), not a wait for a result.
-        let killed = await Self.wait(exited, upTo: delay) == false
+        let killed = await wait(exited, upTo: delay) == false
         if killed {
             kill(process.processIdentifier, SIGKILL)
-            _ = await Self.wait(exited, upTo: 60)
+            _ = await wait(exited, upTo: 60)
         }
         try errorHandle.close()
         let seconds = Date().timeIntervalSince(start)

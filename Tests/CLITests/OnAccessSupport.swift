@@ -59,23 +59,10 @@ func fileStatus(_ path: String) -> stat? {
 
 /// Bytes that differ from file to file.
 func patterned(_ count: Int, seed: UInt64) -> Data {
-    var generator = SeededGenerator(seed: seed)
+    var generator = CrashTests.Generator(state: seed &+ 0x9E37_79B9_7F4A_7C15)
     var bytes = [UInt8](repeating: 0, count: count)
     for index in 0..<count { bytes[index] = UInt8(truncatingIfNeeded: generator.next()) }
     return Data(bytes)
-}
-
-/// A small deterministic random generator (splitmix64).
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
-    }
 }
 
 /// A dataless domain served by the real `fileproviderctl serve`: its store, replica path

@@ -182,7 +182,7 @@ struct OnAccessTests {
         var files: [String: Data] = [:]
         for index in 0..<6 { files["f\(index).bin"] = patterned(4_000_000 + index * 65_537, seed: UInt64(100 + index)) }
         let domain = try ServedDomain(temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: files)
-        var generator = SeededGenerator(seed: UInt64(Date().timeIntervalSince1970))
+        var generator = CrashTests.Generator(state: UInt64(Date().timeIntervalSince1970))
         var outcomes: [String: Int] = [:]
         let rounds = 20
         for round in 0..<rounds {

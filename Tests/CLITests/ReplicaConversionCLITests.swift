@@ -153,7 +153,7 @@ import Testing
             var finished = false
             for round in 0..<40 {
                 let delay = round >= 12 ? 600 : Double(Int.random(in: 5...150, using: &generator)) / 1000
-                let attempt = try await runAndMaybeKill(cli, ["domain", "convert", "d", "--mode", mode], environment, after: delay)
+                let attempt = try await CrashTests.runAndMaybeKill(cli, ["domain", "convert", "d", "--mode", mode], environment: environment, after: delay)
                 if attempt.killed {
                     kills += 1
                     continue
@@ -199,32 +199,5 @@ import Testing
         #expect(finished.stdout.hasPrefix("converted domain 'd' to dataless (finishing an interrupted conversion): "), "\(finished.stdout)")
         #expect(!FileManager.default.fileExists(atPath: marker.path))
         #expect(try cli.run(["sync", "d"]).status == 0)
-    }
-
-    /// Runs the binary and kills it with SIGKILL after `delay` seconds unless it ended.
-    func runAndMaybeKill(
-        _ cli: CLIRunner, _ arguments: [String], _ environment: [String: String], after delay: Double
-    ) async throws -> CrashTests.Attempt {
-        let process = Process()
-        cli.configure(process, arguments, environment: environment)
-        let errors = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-convert-stderr-\(UUID().uuidString)")
-        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: errors) }
-        let errorHandle = try FileHandle(forWritingTo: errors)
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = errorHandle
-        let exited = ProcessExit(process)
-        let start = Date()
-        try process.run()
-        // The delay is the experiment (when the process dies), not a wait for a result.
-        let killed = await CrashTests.wait(exited, upTo: delay) == false
-        if killed {
-            kill(process.processIdentifier, SIGKILL)
-            _ = await CrashTests.wait(exited, upTo: 60)
-        }
-        try errorHandle.close()
-        return CrashTests.Attempt(
-            killed: killed && process.terminationReason == .uncaughtSignal, status: process.terminationStatus,
-            stderr: (try? String(contentsOf: errors, encoding: .utf8)) ?? "", seconds: Date().timeIntervalSince(start))
     }
 }

@@ -149,11 +149,7 @@ import Testing
         #expect(!listener.adopted)
         let opener = try await Self.startOpener(path: lab.replica + "/small", go: lab.root + "/go")
         let reader = try startProgram(["cat", lab.replica + "/big"])
-        let inode = lab.inode("big")
-        let waiting = await eventually(timeout: 30) {
-            ((try? String(contentsOfFile: lab.root + "/events.log", encoding: .utf8)) ?? "").hasPrefix("\(inode) ")
-        }
-        try #require(waiting, "cat never reached the listener")
+        try #require(await lab.listenerSawEvent(of: "big"), "cat never reached the listener")
 
         let killed = Date()
         try await listener.killNine()
@@ -184,11 +180,7 @@ import Testing
         try lab.makeDataless("file", contents)
         let listener = try await ListenerProcess.start(lab, delayMilliseconds: 60_000, guarded: false)
         let reader = try startProgram(["cat", lab.replica + "/file"])
-        let inode = lab.inode("file")
-        let waiting = await eventually(timeout: 30) {
-            ((try? String(contentsOfFile: lab.root + "/events.log", encoding: .utf8)) ?? "").hasPrefix("\(inode) ")
-        }
-        try #require(waiting, "cat never reached the listener")
+        try #require(await lab.listenerSawEvent(of: "file"), "cat never reached the listener")
         try await listener.killNine()
         let read = try await reader.finish(timeout: 30)
         #expect(read.succeeded && read.output == Data(count: contents.count), "\(read)")
@@ -206,11 +198,7 @@ import Testing
         try lab.makeDataless("file", patterned(30_000, seed: 14))
         let listener = try await ListenerProcess.start(lab, delayMilliseconds: 60_000, descriptorLimit: 256, raiseDescriptors: 1000)
         let reader = try startProgram(["cat", lab.replica + "/file"])
-        let inode = lab.inode("file")
-        let waiting = await eventually(timeout: 30) {
-            ((try? String(contentsOfFile: lab.root + "/events.log", encoding: .utf8)) ?? "").hasPrefix("\(inode) ")
-        }
-        try #require(waiting, "cat never reached the listener")
+        try #require(await lab.listenerSawEvent(of: "file"), "cat never reached the listener")
         try await listener.killNine()
         let read = try await reader.finish(timeout: 30)
         #expect(!read.timedOut && !read.succeeded && read.output.isEmpty, "\(read)")

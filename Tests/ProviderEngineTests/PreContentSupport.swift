@@ -54,6 +54,15 @@ final class PreContentLab: @unchecked Sendable {
     /// The inode of a backing file.
     func inode(_ name: String) -> UInt64 { UInt64(status(backing + "/" + name)?.st_ino ?? 0) }
 
+    /// Waits (at most 30 s) until the listener's first logged event is of the file `name`.
+    func listenerSawEvent(of name: String) async -> Bool {
+        let inode = self.inode(name)
+        let log = root + "/events.log"
+        return await eventually(timeout: 30) {
+            ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").hasPrefix("\(inode) ")
+        }
+    }
+
     /// Detaches every mount at the replica folder, then deletes the lab.
     func remove() {
         for _ in 0..<8 where ReplicaMount.isMountPoint(replica) { _ = fp_test_detach(replica) }
