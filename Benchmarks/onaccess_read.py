@@ -27,29 +27,12 @@ import sys
 import time
 from pathlib import Path
 
-
-def wait_for(condition, timeout: float, interval: float = 0.005) -> bool:
-    deadline = time.perf_counter() + timeout
-    while time.perf_counter() < deadline:
-        if condition():
-            return True
-        time.sleep(interval)
-    return condition()
+from serve_latency import peak_mib, wait_for  # beside this script
 
 
 def is_mount(path: Path) -> bool:
     # os.path.ismount misses a bind mount of a folder of the same file system.
     return subprocess.run(["mountpoint", "-q", str(path)]).returncode == 0
-
-
-def peak_mib(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
 
 
 def cat(paths: list[Path]) -> float:
