@@ -38,32 +38,34 @@ struct CLIRunner {
     }
 
     /// Runs the binary with `--home` added after the subcommand words.
+    ///
+    /// Its output goes to files, not pipes: a process that other tests start at the same moment
+    /// (a media-server, an sshd) can inherit the write end of a pipe before it is marked
+    /// close-on-exec, and a pipe one of those long-lived processes holds never reaches its end.
     @discardableResult
     func run(_ arguments: [String], withHome: Bool = true, environment: [String: String] = [:]) throws -> Result {
         let process = Process()
         configure(process, arguments, withHome: withHome, environment: environment)
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-run-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let out = folder.appendingPathComponent("out")
+        let err = folder.appendingPathComponent("err")
+        for file in [out, err] { _ = FileManager.default.createFile(atPath: file.path, contents: nil) }
+        let outHandle = try FileHandle(forWritingTo: out)
+        let errHandle = try FileHandle(forWritingTo: err)
+        defer {
+            try? outHandle.close()
+            try? errHandle.close()
+        }
+        process.standardOutput = outHandle
+        process.standardError = errHandle
         let exit = ProcessExit(process)
         try process.run()
-        // Standard error is drained on its own thread while standard output is read here, so a
-        // child that writes a lot to one pipe never blocks on it while we wait on the other.
-        let errBox = DataBox()
-        let errDone = DispatchSemaphore(value: 0)
-        let errHandle = err.fileHandleForReading
-        Thread {
-            errBox.data = errHandle.readDataToEndOfFile()
-            errDone.signal()
-        }.start()
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        errDone.wait()
-        let errData = errBox.data
         exit.wait()
         return Result(
-            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-            stderr: String(decoding: errData, as: UTF8.self))
+            status: process.terminationStatus, stdout: String(decoding: (try? Data(contentsOf: out)) ?? Data(), as: UTF8.self),
+            stderr: String(decoding: (try? Data(contentsOf: err)) ?? Data(), as: UTF8.self))
     }
 
     /// Runs and decodes standard output as JSON.
@@ -72,11 +74,6 @@ struct CLIRunner {
         guard result.status == 0 else { throw CLIError(result: result) }
         return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8))
     }
-}
-
-/// Bytes handed from the thread that read them.
-final class DataBox: @unchecked Sendable {
-    var data = Data()
 }
 
 struct CLIError: Error, CustomStringConvertible {

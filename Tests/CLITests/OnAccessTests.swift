@@ -180,7 +180,7 @@ struct OnAccessTests {
         let temp = try TemporaryFolder()
         let store = try await StoreUnderTest(.local, temp: temp)
         var files: [String: Data] = [:]
-        for index in 0..<6 { files["f\(index).bin"] = patterned(4_000_000 + index * 65_537, seed: UInt64(100 + index)) }
+        for index in 0..<4 { files["f\(index).bin"] = patterned(3_000_000 + index * 65_537, seed: UInt64(100 + index)) }
         let domain = try ServedDomain(temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: files)
         var generator = CrashTests.Generator(state: UInt64(Date().timeIntervalSince1970))
         var outcomes: [String: Int] = [:]

@@ -155,8 +155,9 @@ import Testing
                 // The first attempt is killed almost at once (a loaded machine may start the
                 // process late, and the conversion of 1,500 files can beat any later moment).
                 let delay = round >= 12 ? 600 : round == 0 ? 0.002 : Double(Int.random(in: 5...150, using: &generator)) / 1000
-                let attempt = try await CrashTests.runAndMaybeKill(cli, ["domain", "convert", "d", "--mode", mode], environment: environment, after: delay)
-                if attempt.killed {
+                let attempt = try await CrashTests.runAndMaybeKill(
+                    cli, ["domain", "convert", "d", "--mode", mode], environment: environment, after: delay)
+                if attempt.killed || attempt.killSent {
                     kills += 1
                     continue
                 }

@@ -39,7 +39,7 @@ struct HostileMediaTests {
         let server = try Self.server()
         let engine = try Engine()
         try await engine.manager.addDomain(
-            name: "liar", kind: "media", options: ["url": server.url, "connections": "2", "retries": "1", "timeout": "5"])
+            name: "liar", kind: "media", options: ["url": server.url, "connections": "2", "retries": "1", "timeout": "20"])
         let controller = try await engine.manager.controller(for: "liar")
         let report = try await controller.sync()
         for name in Self.refusedNames {
