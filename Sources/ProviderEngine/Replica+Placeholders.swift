@@ -116,8 +116,7 @@ extension Replica {
     static func datalessOwner(atPath path: String) -> PlaceholderOwner? {
         var buffer = [UInt8](repeating: 0, count: 16)
         let length = buffer.withUnsafeMutableBytes { fp_get_xattr(path, datalessAttribute, $0.baseAddress, $0.count) }
-        guard length == 9, buffer[0] == datalessFormat || buffer[0] == fillingFormat else { return nil }
-        let key = (0..<8).reduce(UInt64(0)) { $0 | UInt64(buffer[1 + $1]) << (8 * UInt64($1)) }
+        guard let (key, _) = decodeDataless(buffer, length: length) else { return nil }
         return PlaceholderOwner(domain: nil, identifierKey: key)
     }
 
@@ -132,6 +131,12 @@ extension Replica {
     static func datalessState(ofDescriptor fd: Int32) -> (key: UInt64, filling: Bool)? {
         var buffer = [UInt8](repeating: 0, count: 16)
         let length = buffer.withUnsafeMutableBytes { fp_fget_xattr(fd, datalessAttribute, $0.baseAddress, $0.count) }
+        return decodeDataless(buffer, length: length)
+    }
+
+    /// The identifier key and the filling state in a dataless mark's value (`length` bytes of
+    /// `buffer`, as `getxattr` returned it), or `nil` when it is not a dataless mark.
+    private static func decodeDataless(_ buffer: [UInt8], length: Int) -> (key: UInt64, filling: Bool)? {
         guard length == 9, buffer[0] == datalessFormat || buffer[0] == fillingFormat else { return nil }
         return ((0..<8).reduce(UInt64(0)) { $0 | UInt64(buffer[1 + $1]) << (8 * UInt64($1)) }, buffer[0] == fillingFormat)
     }
@@ -143,7 +148,7 @@ extension Replica {
     static func markFilling(atPath path: String, _ filling: Bool = true) throws(FileProviderError) {
         var buffer = [UInt8](repeating: 0, count: 16)
         let length = buffer.withUnsafeMutableBytes { fp_get_xattr(path, datalessAttribute, $0.baseAddress, $0.count) }
-        guard length == 9, buffer[0] == datalessFormat || buffer[0] == fillingFormat else {
+        guard decodeDataless(buffer, length: length) != nil else {
             throw FileProviderError(.noSuchItem, "\(path) is no longer a dataless file")
         }
         buffer[0] = filling ? fillingFormat : datalessFormat
