@@ -8,7 +8,7 @@ extension ItemRecord {
     static let columnList = """
         domainID, identifier, parentIdentifier, filename, path, kind, contentType, size, creationDate, \
         modificationDate, contentVersion, metadataVersion, capabilities, symlinkTarget, contentHash, state, \
-        isPinned, localContentVersion, localSize, localModificationNanos, localInode, lastError, isDataless
+        contentPolicy, localContentVersion, localSize, localModificationNanos, localInode, lastError, isDataless
         """
     static let columnCount: Int32 = 23
     static let placeholders = Array(repeating: "?", count: Int(columnCount)).joined(separator: ", ")
@@ -31,7 +31,8 @@ extension ItemRecord {
         symlinkTarget = row[13]
         contentHash = row[14]
         state = ContentState(rawValue: row[15] as String) ?? .placeholder
-        isPinned = row[16]
+        // An unknown policy (a newer version's) keeps the contents: read as eager.
+        contentPolicy = (row[16] as String?).map { ContentPolicy(rawValue: $0) ?? .eager }
         localContentVersion = row[17]
         localSize = row[18]
         localModificationNanos = row[19]
@@ -46,7 +47,7 @@ extension ItemRecord {
         identifier.rawValue.utf8.count + parentIdentifier.rawValue.utf8.count + filename.utf8.count + path.utf8.count
             + kind.rawValue.utf8.count + contentType.utf8.count + contentVersion.count + metadataVersion.count
             + (symlinkTarget?.utf8.count ?? 0) + (contentHash?.utf8.count ?? 0) + state.rawValue.utf8.count
-            + (localContentVersion?.count ?? 0) + (lastError?.utf8.count ?? 0)
+            + (localContentVersion?.count ?? 0) + (lastError?.utf8.count ?? 0) + (contentPolicy?.rawValue.utf8.count ?? 0)
     }
 
     /// Binds the values, in the order of ``columnList``, straight to a prepared SQLite
@@ -103,7 +104,7 @@ extension ItemRecord {
         text(firstIndex + 13, symlinkTarget)
         text(firstIndex + 14, contentHash)
         text(firstIndex + 15, state.rawValue)
-        int(firstIndex + 16, isPinned ? 1 : 0)
+        text(firstIndex + 16, contentPolicy?.rawValue)
         blob(firstIndex + 17, localContentVersion)
         int(firstIndex + 18, localSize)
         int(firstIndex + 19, localModificationNanos)

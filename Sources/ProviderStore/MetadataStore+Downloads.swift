@@ -8,8 +8,8 @@ extension MetadataStore {
         WHERE domainID = ? AND state = 'materialized' AND (localContentVersion IS NULL OR localContentVersion <> contentVersion)
         """
     private static let selectPinnedPlaceholders = """
-        SELECT \(ItemRecord.columnList) FROM item INDEXED BY item_pinned
-        WHERE domainID = ? AND isPinned AND state = 'placeholder' AND kind = 'file'
+        SELECT \(ItemRecord.columnList) FROM item INDEXED BY item_policy
+        WHERE domainID = ? AND contentPolicy = 'eager' AND state = 'placeholder' AND kind = 'file'
         """
     private static let selectPlaceholdersBelow = """
         SELECT \(ItemRecord.columnList) FROM item

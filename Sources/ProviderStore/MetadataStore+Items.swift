@@ -187,7 +187,7 @@ extension MetadataStore {
     public func pinnedFolderPaths(domainID: Int64) throws(FileProviderError) -> [String] {
         try read { db in
             try String.fetchAll(
-                db.cachedStatement(sql: "SELECT path FROM item INDEXED BY item_pinned WHERE domainID = ? AND isPinned AND kind = 'folder'"),
+                db.cachedStatement(sql: "SELECT path FROM item INDEXED BY item_policy WHERE domainID = ? AND contentPolicy = 'eager' AND kind = 'folder'"),
                 arguments: [domainID])
         }
     }
@@ -202,7 +202,7 @@ extension MetadataStore {
         try read { db in
             var summary = ItemSummary()
             let rows = try Row.fetchAll(
-                db, sql: "SELECT state, COUNT(*), SUM(isPinned), SUM(CASE WHEN state = 'materialized' THEN size ELSE 0 END), SUM(isDataless) FROM item WHERE domainID = ? AND path <> '' GROUP BY state",
+                db, sql: "SELECT state, COUNT(*), SUM(contentPolicy = 'eager'), SUM(CASE WHEN state = 'materialized' THEN size ELSE 0 END), SUM(isDataless) FROM item WHERE domainID = ? AND path <> '' GROUP BY state",
                 arguments: [domainID])
             for row in rows {
                 let count: Int = row[1]

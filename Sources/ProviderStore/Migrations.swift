@@ -132,6 +132,52 @@ enum Migrations {
                 t.add(column: "replicaMode", .text).notNull().defaults(to: "placeholder-files")
             }
         }
+        migrator.registerMigration("v8: content policies, present ranges, last use, budgets") { db in
+            // Pins become one of four content policies (ContentPolicy), set on an item or a
+            // folder and inherited downward; NULL inherits.
+            try db.alter(table: "item") { t in t.add(column: "contentPolicy", .text) }
+            try db.execute(sql: "UPDATE item SET contentPolicy = 'eager' WHERE isPinned")
+            try db.execute(sql: "DROP INDEX item_pinned")
+            try db.alter(table: "item") { t in t.drop(column: "isPinned") }
+            try db.execute(sql: "CREATE INDEX item_policy ON item(domainID) WHERE contentPolicy IS NOT NULL")
+            // The byte ranges of a partially downloaded file (progressive hydration) that are on
+            // disk, of one content version: a range is written here only after its bytes are.
+            try db.create(table: "presentRange", options: [.withoutRowID]) { t in
+                t.column("domainID", .integer).notNull().references("domain", onDelete: .cascade)
+                t.column("identifier", .text).notNull()
+                t.column("contentVersion", .blob).notNull()
+                t.column("start", .integer).notNull()
+                t.column("end", .integer).notNull()
+                t.primaryKey(["domainID", "identifier", "start"])
+            }
+            // When a program last used a downloaded file (on-access events, local opens), for
+            // least-recently-used eviction. Its own table: it changes far more often than items.
+            try db.create(table: "itemUse", options: [.withoutRowID]) { t in
+                t.column("domainID", .integer).notNull().references("domain", onDelete: .cascade)
+                t.column("identifier", .text).notNull()
+                t.column("lastUsedAt", .double).notNull()
+                t.primaryKey(["domainID", "identifier"])
+            }
+            try db.alter(table: "domain") { t in
+                t.add(column: "hydration", .text).notNull().defaults(to: "full")
+                t.add(column: "cacheBudget", .integer)
+            }
+            // Settings of the whole home (the global cache budget, the free-space floor).
+            try db.create(table: "setting", options: [.withoutRowID]) { t in
+                t.primaryKey("key", .text)
+                t.column("value", .text).notNull()
+            }
+            // What automatic eviction took, and why, for `status`.
+            try db.create(table: "eviction") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.column("domainID", .integer).notNull().references("domain", onDelete: .cascade)
+                t.column("path", .text).notNull()
+                t.column("size", .integer).notNull()
+                t.column("reason", .text).notNull()
+                t.column("at", .datetime).notNull()
+            }
+            try db.create(index: "eviction_domain", on: "eviction", columns: ["domainID", "at"])
+        }
         return migrator
     }
 }

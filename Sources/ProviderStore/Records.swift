@@ -33,6 +33,11 @@ public struct DomainRecord: Codable, Hashable, Sendable, FetchableRecord, Mutabl
     /// domain is added. In ``ReplicaMode/dataless`` mode the engine keeps the files in a backing
     /// folder and ``replicaPath`` is where programs see them.
     public var replicaMode: ReplicaMode = .placeholderFiles
+    /// How a dataless domain fetches a file a program reads (see ``Hydration``).
+    public var hydration: Hydration = .full
+    /// The most bytes of downloaded contents the domain keeps before automatic eviction takes
+    /// the least recently used evictable files; `nil` for no budget of its own.
+    public var cacheBudget: Int64?
 
     public enum Columns {
         public static let id = Column(CodingKeys.id)
@@ -91,7 +96,13 @@ public struct ItemRecord: Codable, Hashable, Sendable {
     public var symlinkTarget: String?
     public var contentHash: String?
     public var state: ContentState
-    public var isPinned: Bool
+    /// The content policy set on this item itself; `nil` when it inherits its parent's.
+    public var contentPolicy: ContentPolicy?
+    /// Whether the item itself is set to ``ContentPolicy/eager`` (pinned).
+    public var isPinned: Bool {
+        get { contentPolicy == .eager }
+        set { contentPolicy = newValue ? .eager : (contentPolicy == .eager ? nil : contentPolicy) }
+    }
     /// A folder whose children are in the database but not in the replica: they are written
     /// (as placeholders and dataless folders) when the folder is populated, the first time it is
     /// opened or something below it is materialized. The root is never dataless; a dataless
@@ -128,7 +139,7 @@ public struct ItemRecord: Codable, Hashable, Sendable {
         case .symlink: state = .symlink
         case .file: state = .placeholder
         }
-        self.isPinned = false
+        self.contentPolicy = nil
         self.isDataless = false
     }
 

@@ -1,0 +1,91 @@
+import Foundation
+import GRDB
+import ProviderCore
+
+extension MetadataStore {
+    /// The byte ranges of an item's file that are on disk for `contentVersion`, sorted, merged.
+    /// Ranges recorded for another content version are not returned (they are stale).
+    /// - Throws: `localIOFailure` when the database fails.
+    public func presentRanges(domainID: Int64, identifier: ItemIdentifier, contentVersion: Data) throws(FileProviderError)
+        -> [Range<Int64>]
+    {
+        try read { db in try Self.presentRanges(domainID: domainID, identifier: identifier, contentVersion: contentVersion, in: db) }
+    }
+
+    /// Records that bytes `range` of an item's file, of `contentVersion`, are on disk (call it only
+    /// after they are: written and flushed). Merges the range with those it touches, and drops
+    /// ranges of other content versions, in one transaction.
+    /// - Returns: the item's present ranges after the change.
+    /// - Throws: `localIOFailure` when the database fails.
+    @discardableResult
+    public func addPresentRange(_ range: Range<Int64>, domainID: Int64, identifier: ItemIdentifier, contentVersion: Data)
+        throws(FileProviderError) -> [Range<Int64>]
+    {
+        try write { db in
+            try db.execute(
+                sql: "DELETE FROM presentRange WHERE domainID = ? AND identifier = ? AND contentVersion <> ?",
+                arguments: [domainID, identifier.rawValue, contentVersion])
+            var ranges = try Self.presentRanges(domainID: domainID, identifier: identifier, contentVersion: contentVersion, in: db)
+            guard !range.isEmpty else { return ranges }
+            ranges = Self.merged(ranges + [range])
+            try db.execute(
+                sql: "DELETE FROM presentRange WHERE domainID = ? AND identifier = ?", arguments: [domainID, identifier.rawValue])
+            let insert = try db.cachedStatement(
+                sql: "INSERT INTO presentRange (domainID, identifier, contentVersion, start, \"end\") VALUES (?, ?, ?, ?, ?)")
+            for present in ranges {
+                try insert.execute(arguments: [domainID, identifier.rawValue, contentVersion, present.lowerBound, present.upperBound])
+            }
+            return ranges
+        }
+    }
+
+    /// Forgets an item's present ranges (its file was evicted, completed, replaced or removed).
+    /// - Throws: `localIOFailure` when the database fails.
+    public func removePresentRanges(domainID: Int64, identifier: ItemIdentifier) throws(FileProviderError) {
+        try write { db in
+            try db.execute(
+                sql: "DELETE FROM presentRange WHERE domainID = ? AND identifier = ?", arguments: [domainID, identifier.rawValue])
+        }
+    }
+
+    /// The items of a domain that have present ranges, with how many bytes are present (of any
+    /// content version: stale ranges still occupy disk until their file is rewritten).
+    /// - Throws: `localIOFailure` when the database fails.
+    public func partiallyPresent(domainID: Int64) throws(FileProviderError) -> [ItemIdentifier: Int64] {
+        try read { db in
+            var result: [ItemIdentifier: Int64] = [:]
+            let rows = try Row.fetchCursor(
+                db, sql: "SELECT identifier, SUM(\"end\" - start) FROM presentRange WHERE domainID = ? GROUP BY identifier",
+                arguments: [domainID])
+            while let row = try rows.next() { result[ItemIdentifier(row[0] as String)] = row[1] ?? 0 }
+            return result
+        }
+    }
+
+    static func presentRanges(domainID: Int64, identifier: ItemIdentifier, contentVersion: Data, in db: Database) throws
+        -> [Range<Int64>]
+    {
+        let rows = try Row.fetchAll(
+            db.cachedStatement(
+                sql: "SELECT start, \"end\" FROM presentRange WHERE domainID = ? AND identifier = ? AND contentVersion = ? ORDER BY start"),
+            arguments: [domainID, identifier.rawValue, contentVersion])
+        return merged(rows.compactMap { row in
+            let start: Int64 = row[0]
+            let end: Int64 = row[1]
+            return start >= 0 && start < end ? start..<end : nil
+        })
+    }
+
+    /// Ranges sorted and merged where they overlap or touch.
+    public static func merged(_ ranges: [Range<Int64>]) -> [Range<Int64>] {
+        var result: [Range<Int64>] = []
+        for range in ranges.filter({ !$0.isEmpty }).sorted(by: { $0.lowerBound < $1.lowerBound }) {
+            if let last = result.last, range.lowerBound <= last.upperBound {
+                result[result.count - 1] = last.lowerBound..<max(last.upperBound, range.upperBound)
+            } else {
+                result.append(range)
+            }
+        }
+        return result
+    }
+}
