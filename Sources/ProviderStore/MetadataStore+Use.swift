@@ -46,3 +46,22 @@ extension MetadataStore {
         }
     }
 }
+
+extension MetadataStore {
+    /// The content policies set explicitly in a domain, by item path (few rows: read through
+    /// the partial index `item_policy`).
+    /// - Throws: `localIOFailure` when the database fails.
+    public func explicitPolicies(domainID: Int64) throws(FileProviderError) -> [String: ContentPolicy] {
+        try read { db in
+            var result: [String: ContentPolicy] = [:]
+            let rows = try Row.fetchCursor(
+                db.cachedStatement(
+                    sql: "SELECT path, contentPolicy FROM item INDEXED BY item_policy WHERE domainID = ? AND contentPolicy IS NOT NULL"),
+                arguments: [domainID])
+            while let row = try rows.next() {
+                result[row[0]] = ContentPolicy(rawValue: row[1] as String) ?? .eager
+            }
+            return result
+        }
+    }
+}
