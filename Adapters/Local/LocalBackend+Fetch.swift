@@ -101,6 +101,74 @@ extension LocalBackend {
         return item
     }
 
+    /// Writes bytes `range` of a file (clamped to its size) into `destination` at the same
+    /// offsets, in 1 MiB `pread`/`pwrite` steps on the backend's threads; never truncates
+    /// `destination` or writes outside the range.
+    ///
+    /// The file's content version (size, modification time in ns, inode) is checked on the
+    /// opened file before the first byte is read and again after the last: a file that changed
+    /// meanwhile is not reported as `version`.
+    /// - Throws: `invalidArgument` for a folder or a symlink, or an empty range or one starting
+    ///   below 0; `noSuchItem` when the item is gone; `versionNoLongerAvailable` when the file's
+    ///   content version is not `version.content`, or the file changed or ended early while it
+    ///   was read; `fileWriteOutOfSpace` when the disk holding `destination` is full,
+    ///   `localIOFailure` when it cannot be opened or written for another reason; `cancelled`.
+    public func fetchPartialContents(
+        for identifier: ItemIdentifier, version: ItemVersion, range: Range<Int64>, into destination: URL
+    ) async throws(FileProviderError) -> PartialContents {
+        try PartialContents.validate(range)
+        let path = try LocalPath(identifier)
+        if path.isRoot { throw FileProviderError(.invalidArgument, "the root is a folder; it has no contents") }
+        let flag = CancellationFlag()
+        return try await withCancellationFlag(flag) { () async throws(FileProviderError) -> PartialContents in
+            try await self.io { () throws(FileProviderError) -> PartialContents in
+                try self.copyOut(path: path, version: version, range: range, to: destination.path, cancellation: flag)
+            }
+        }
+    }
+
+    private func copyOut(
+        path: LocalPath, version: ItemVersion, range: Range<Int64>, to destination: String, cancellation: CancellationFlag
+    ) throws(FileProviderError) -> PartialContents {
+        let parent = try openFolder(path.parent)
+        let source = try parent.openFileForReading(path.name, displayPath: path.display)
+        let before = try source.stat()
+        guard before.st_mode & S_IFMT == S_IFREG, let item = try makeItem(path: path, info: before, in: parent) else {
+            throw FileProviderError(.invalidArgument, "\(path.display) is not a file; it has no contents to fetch")
+        }
+        if version.content != item.version.content {
+            throw FileProviderError(.versionNoLongerAvailable, "\(path.display) changed; the requested version is gone")
+        }
+        let written = PartialContents.clamp(range, toSize: item.size)
+        if written.isEmpty { return PartialContents(item: item, range: written) }
+        let output = try Self.writingDestination { () throws(FileProviderError) in
+            try FileHandleFD.open(path: destination, flags: O_WRONLY)
+        }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(
+            byteCount: Int(min(Int64(Self.chunkSize), Int64(written.count))), alignment: 16)
+        defer { buffer.deallocate() }
+        var offset = written.lowerBound
+        while offset < written.upperBound {
+            try cancellation.check()
+            let wanted = Int(min(Int64(buffer.count), written.upperBound - offset))
+            let count = try source.read(
+                into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<wanted]), at: offset, displayPath: path.display)
+            if count == 0 {
+                throw FileProviderError(
+                    .versionNoLongerAvailable, "\(path.display) ended at \(offset) bytes while it was read; fetch it again")
+            }
+            try Self.writingDestination { () throws(FileProviderError) in
+                try output.writeAll(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), at: offset, displayPath: destination)
+            }
+            offset += Int64(count)
+        }
+        let after = try source.stat()
+        if Self.version(of: after, kind: .file).content != item.version.content {
+            throw FileProviderError(.versionNoLongerAvailable, "\(path.display) changed while it was read; fetch it again")
+        }
+        return PartialContents(item: item, range: written)
+    }
+
     /// Runs a step that writes the engine's destination file: a full disk there is the local
     /// disk, so `insufficientQuota` (the store is full) becomes `fileWriteOutOfSpace`.
     private static func writingDestination<T>(_ body: () throws(FileProviderError) -> T) throws(FileProviderError) -> T {

@@ -171,6 +171,33 @@ final class FileHandleFD: @unchecked Sendable {
         }
     }
 
+    /// Reads up to `buffer.count` bytes at `offset` (`pread`), without moving the position; 0
+    /// at the end of the file.
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, displayPath: String) throws(FileProviderError)
+        -> Int
+    {
+        while true {
+            let count = Glibc.pread(fd, buffer.baseAddress, buffer.count, off_t(offset))
+            if count >= 0 { return count }
+            if errno == EINTR { continue }
+            throw POSIXError.error("read", path: displayPath)
+        }
+    }
+
+    /// Writes all of `bytes` at `offset` (`pwrite`), without moving the position.
+    func writeAll(_ bytes: UnsafeRawBufferPointer, at offset: Int64, displayPath: String) throws(FileProviderError) {
+        var done = 0
+        while done < bytes.count {
+            let count = Glibc.pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            if count < 0 {
+                if errno == EINTR { continue }
+                let error = POSIXError.error("write", path: displayPath)
+                throw error.code == .insufficientQuota ? error : FileProviderError(.localIOFailure, error.message)
+            }
+            done += count
+        }
+    }
+
     /// Moves the read/write position to `offset` from the start.
     func seek(to offset: Int64, displayPath: String) throws(FileProviderError) {
         if Glibc.lseek(fd, off_t(offset), SEEK_SET) == -1 { throw POSIXError.error("seek", path: displayPath) }

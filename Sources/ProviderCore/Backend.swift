@@ -55,6 +55,8 @@ public protocol Backend: Sendable {
     /// With `offset` greater than 0 the backend resumes an interrupted transfer: the first
     /// `offset` bytes are already in `destination`, and the backend appends the rest. A backend
     /// without `supportsRangedReads` ignores `offset`, truncates the file and writes it all.
+    /// (To read a part of a file without truncating, see
+    /// ``fetchPartialContents(for:version:range:into:)``.)
     /// Returns the item whose contents were written (its version is the one downloaded).
     /// - Throws: `noSuchItem` when the item is gone; `versionNoLongerAvailable` when `version`
     ///   is given and the store no longer has it; `invalidArgument` for a folder;
@@ -63,6 +65,28 @@ public protocol Backend: Sendable {
         for identifier: ItemIdentifier, version: ItemVersion?, to destination: URL, offset: Int64,
         progress: ProgressHandler?
     ) async throws(FileProviderError) -> Item
+
+    /// Writes bytes `range` of a file's contents, of exactly `version`'s contents, into
+    /// `destination` at the same offsets: Apple's `fetchPartialContents(for:version:request:
+    /// minimalRange:aligningTo:options:completionHandler:)`, without the alignment.
+    ///
+    /// `destination` exists (the engine made it, for example a sparse file of the item's size);
+    /// the backend writes with positioned writes, never truncates or extends it beyond what it
+    /// writes, and never writes outside `range`. The range written is `range` clamped to the
+    /// item's size (`range.clamped(to: 0..<item.size)`): shorter when it crosses the end, empty
+    /// (`size..<size`) when it starts at or past the end. Returns the item (its content version is
+    /// `version.content`) and that range. After an error the bytes inside `range` are
+    /// unspecified (a transfer may have stopped halfway); those outside it are untouched.
+    /// - Throws: `notSupported` without `capabilities.supportsRangedReads` (the default
+    ///   implementation); `invalidArgument` for a folder or a symlink, or a range that is empty
+    ///   or starts below 0; `noSuchItem` when the item is gone; `versionNoLongerAvailable` when
+    ///   the store's content version is not `version.content`, or the file changed while it was
+    ///   read; `corruptData` when the store sent fewer bytes than the clamped range, more than
+    ///   asked, or otherwise lied; `fileWriteOutOfSpace` when the disk holding `destination` is
+    ///   full, `localIOFailure` when it cannot be written for another reason.
+    func fetchPartialContents(
+        for identifier: ItemIdentifier, version: ItemVersion, range: Range<Int64>, into destination: URL
+    ) async throws(FileProviderError) -> PartialContents
 
     /// Creates an item in the store from a template.
     ///
@@ -134,6 +158,12 @@ extension Backend {
         -> Data
     {
         throw FileProviderError(.notSupported, "this store has no thumbnails")
+    }
+
+    public func fetchPartialContents(
+        for identifier: ItemIdentifier, version: ItemVersion, range: Range<Int64>, into destination: URL
+    ) async throws(FileProviderError) -> PartialContents {
+        throw FileProviderError(.notSupported, "this store has no ranged reads")
     }
 
     public func close() async {}

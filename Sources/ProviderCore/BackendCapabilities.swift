@@ -4,7 +4,8 @@ public struct BackendCapabilities: Hashable, Sendable, Codable {
     public var hasChangeFeed: Bool
     /// `fetchThumbnail` works.
     public var supportsThumbnails: Bool
-    /// `fetchContents` honours `offset` (resumable downloads).
+    /// `fetchPartialContents` reads a range of a file, and `fetchContents` honours `offset`
+    /// (resumable downloads).
     public var supportsRangedReads: Bool
     /// `modifyItem` can rename and move without copying the contents.
     public var supportsServerSideMove: Bool

@@ -7,7 +7,9 @@ import ProviderCore
 /// An item of a listing or a change feed with an impossible value moves to the page's (or
 /// change set's) `refused`, which sync down reports as `DOMAIN:/folder: skipped an item: …`;
 /// a single item (`item(for:)`, the item a download or an upload returns) with one is a
-/// `corruptData` error naming it. Everything else is passed through unchanged.
+/// `corruptData` error naming it. A ranged read must return the file and version asked for and
+/// exactly the requested range clamped to the file's size. Everything else is passed through
+/// unchanged.
 struct CheckedBackend: Backend {
     let base: any Backend
 
@@ -47,6 +49,36 @@ struct CheckedBackend: Backend {
         try ItemBounds.check(
             try await base.fetchContents(
                 for: identifier, version: version, to: destination, offset: offset, progress: progress))
+    }
+
+    /// - Throws: what the backend throws; `invalidArgument` for an empty range or one starting
+    ///   below 0 (before asking the backend); `corruptData` when the item it read has an
+    ///   impossible value, another identifier, kind or content version than asked, or the range
+    ///   it says it wrote is not the requested range clamped to the item's size.
+    func fetchPartialContents(
+        for identifier: ItemIdentifier, version: ItemVersion, range: Range<Int64>, into destination: URL
+    ) async throws(FileProviderError) -> PartialContents {
+        try PartialContents.validate(range)
+        var result = try await base.fetchPartialContents(
+            for: identifier, version: version, range: range, into: destination)
+        result.item = try ItemBounds.check(result.item)
+        let item = result.item
+        guard item.identifier.rawValue.utf8.elementsEqual(identifier.rawValue.utf8), item.kind == .file,
+            item.version.content == version.content
+        else {
+            throw FileProviderError(
+                .corruptData,
+                "a ranged read of '\(identifier.rawValue)' returned \(item.kind) '\(item.identifier.rawValue)' of content version \(item.version.content.hexString), not the file of version \(version.content.hexString) asked for"
+            )
+        }
+        let expected = PartialContents.clamp(range, toSize: item.size)
+        guard result.range == expected else {
+            throw FileProviderError(
+                .corruptData,
+                "a ranged read of '\(identifier.rawValue)' says it wrote bytes \(result.range.lowerBound)..<\(result.range.upperBound); asked for \(range.lowerBound)..<\(range.upperBound) of \(item.size) bytes, it should be \(expected.lowerBound)..<\(expected.upperBound)"
+            )
+        }
+        return result
     }
 
     /// - Throws: what the backend throws; `corruptData` when the created item has an

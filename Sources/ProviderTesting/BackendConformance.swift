@@ -84,7 +84,7 @@ public struct BackendConformance: Sendable {
     typealias Check = (name: String, body: @Sendable (ConformanceContext) async throws -> Void)
 
     static let checks: [Check] =
-        enumerationChecks + lookupChecks + contentChecks + versionChecks + createChecks + modifyChecks
+        enumerationChecks + lookupChecks + contentChecks + rangeChecks + versionChecks + createChecks + modifyChecks
         + deleteChecks + nameChecks + optionalAbilityChecks
 }
 

@@ -133,7 +133,50 @@ extension MemoryBackend {
                 throw FileProviderError.wrap(error, as: .localIOFailure, context: "writing \(destination.path)")
             }
         }
+        let start = offset > 0 && offset <= Int64(data.count) ? offset : 0
+        countServed(Int64(data.count) - start, by: .fetchContents)
         return item
+    }
+
+    /// Writes bytes `range` of a file (clamped to its size) into `destination` at the same
+    /// offsets, without truncating it; counts them in ``bytesServed(by:)``.
+    ///
+    /// - Throws: `invalidArgument` for a folder or symlink, or an empty range or one starting
+    ///   below 0; `noSuchItem` when the item is gone; `versionNoLongerAvailable` when `version`
+    ///   is not the current content version; `localIOFailure` when `destination` cannot be
+    ///   opened or written; an injected failure.
+    public func fetchPartialContents(
+        for identifier: ItemIdentifier, version: ItemVersion, range: Range<Int64>, into destination: URL
+    ) async throws(FileProviderError) -> PartialContents {
+        try await begin(.fetchPartialContents, identifier)
+        try PartialContents.validate(range)
+        let (item, data) = try withTree { (tree) throws(FileProviderError) -> (Item, Data) in
+            let key = try MemoryTree.key(for: identifier)
+            let item = try tree.existingItem(at: key)
+            guard item.kind == .file, let node = tree.nodes[key] else {
+                throw FileProviderError(.invalidArgument, "'\(identifier.rawValue)' is not a file")
+            }
+            if version.content != item.version.content {
+                throw FileProviderError(.versionNoLongerAvailable, "'\(identifier.rawValue)' changed; that version is gone")
+            }
+            return (item, node.data)
+        }
+        let written = PartialContents.clamp(range, toSize: item.size)
+        if !written.isEmpty {
+            try await executor.run { () throws -> Void in
+                do {
+                    let handle = try FileHandle(forWritingTo: destination)
+                    defer { try? handle.close() }
+                    try handle.seek(toOffset: UInt64(written.lowerBound))
+                    let start = data.startIndex + Int(written.lowerBound)
+                    try handle.write(contentsOf: data[start..<(start + written.count)])
+                } catch {
+                    throw FileProviderError.wrap(error, as: .localIOFailure, context: "writing \(destination.path)")
+                }
+            }
+            countServed(Int64(written.count), by: .fetchPartialContents)
+        }
+        return PartialContents(item: item, range: written)
     }
 
     /// Creates an item from a template.

@@ -11,8 +11,8 @@ import ProviderCore
 public final class MemoryBackend: Backend, @unchecked Sendable {
     /// The operations hooks and failures can target.
     public enum Operation: String, Hashable, Sendable, CaseIterable {
-        case item, enumerateItems, currentSyncAnchor, enumerateChanges, fetchContents, createItem,
-            modifyItem, deleteItem, fetchThumbnail
+        case item, enumerateItems, currentSyncAnchor, enumerateChanges, fetchContents, fetchPartialContents,
+            createItem, modifyItem, deleteItem, fetchThumbnail
     }
 
     /// Runs before an operation; it may suspend (to hold a transfer open) before the operation goes on.
@@ -29,6 +29,7 @@ public final class MemoryBackend: Backend, @unchecked Sendable {
     private var failures: [Operation: (error: FileProviderError, remaining: Int)] = [:]
     private var hooks: [Operation: Hook] = [:]
     private var calls: [Operation: Int] = [:]
+    private var served: [Operation: Int64] = [:]
     /// Tells anchors of this store apart from anchors of another store.
     let epoch = UUID()
     let executor = BlockingExecutor(name: "memory-backend", threads: 2)
@@ -81,6 +82,16 @@ public final class MemoryBackend: Backend, @unchecked Sendable {
     /// How many times an operation was called.
     public func callCount(_ operation: Operation) -> Int {
         lock.withLock { calls[operation, default: 0] }
+    }
+
+    /// How many content bytes an operation (`fetchContents`, `fetchPartialContents`) wrote into
+    /// destinations so far.
+    public func bytesServed(by operation: Operation) -> Int64 {
+        lock.withLock { served[operation, default: 0] }
+    }
+
+    func countServed(_ count: Int64, by operation: Operation) {
+        lock.withLock { served[operation, default: 0] += count }
     }
 
     /// Counts the call, runs the hook and throws an injected failure.

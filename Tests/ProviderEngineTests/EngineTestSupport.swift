@@ -131,6 +131,12 @@ extension ForwardingBackend {
         try await forwardee.fetchContents(for: identifier, version: version, to: destination, offset: offset, progress: progress)
     }
 
+    func fetchPartialContents(
+        for identifier: ItemIdentifier, version: ItemVersion, range: Range<Int64>, into destination: URL
+    ) async throws(FileProviderError) -> PartialContents {
+        try await forwardee.fetchPartialContents(for: identifier, version: version, range: range, into: destination)
+    }
+
     func createItem(basedOn template: Item, fields: ItemFields, contents: URL?, options: CreateOptions)
         async throws(FileProviderError) -> ItemResult
     {
