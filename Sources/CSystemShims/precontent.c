@@ -20,8 +20,14 @@ int fp_precontent_init(void) {
                          O_RDWR | O_LARGEFILE | O_CLOEXEC);
 }
 
+// Besides the pre-content events, a mount mark asks for notifications of writes (a program
+// wrote into a partially present file) and of opens (when a file was last used): neither waits.
+#define FP_MOUNT_EVENTS (FAN_PRE_ACCESS | FAN_MODIFY | FAN_CLOSE_WRITE | FAN_OPEN)
+// What an ignore mark stops for a complete file: everything but the opens.
+#define FP_IGNORED_EVENTS (FAN_PRE_ACCESS | FAN_MODIFY | FAN_CLOSE_WRITE)
+
 int fp_precontent_mark_mount(int group, int dirfd, const char *path, int add) {
-    return fanotify_mark(group, (add ? FAN_MARK_ADD : FAN_MARK_REMOVE) | FAN_MARK_MOUNT, FAN_PRE_ACCESS, dirfd, path);
+    return fanotify_mark(group, (add ? FAN_MARK_ADD : FAN_MARK_REMOVE) | FAN_MARK_MOUNT, FP_MOUNT_EVENTS, dirfd, path);
 }
 
 int fp_precontent_mark_inode(int group, int dirfd, const char *path, int add) {
@@ -31,7 +37,7 @@ int fp_precontent_mark_inode(int group, int dirfd, const char *path, int add) {
 int fp_precontent_ignore(int group, int dirfd, const char *path, int add, int evictable) {
     unsigned int flags = add ? FAN_MARK_ADD | FAN_MARK_IGNORE_SURV | (evictable ? FAN_MARK_EVICTABLE : 0)
                              : FAN_MARK_REMOVE | FAN_MARK_IGNORE;
-    return fanotify_mark(group, flags, FAN_PRE_ACCESS, dirfd, path);
+    return fanotify_mark(group, flags, FP_IGNORED_EVENTS, dirfd, path);
 }
 
 int fp_precontent_read(int group, fp_precontent_event *events, int capacity) {

@@ -42,6 +42,16 @@ public final class OnAccessHandler: @unchecked Sendable {
         let mount: ReplicaMount
         /// The replica path as this process's `/proc/self/fd` links show it, with a final `/`.
         let prefix: String
+        /// How its files are fetched: ``Hydration/progressive`` only where the backend has
+        /// ranged reads.
+        let hydration: Hydration
+    }
+
+    /// The file an event is about: its identity, change time and the bytes the access needs.
+    struct Access: Sendable {
+        let key: ProgressiveHydrator.FileKey
+        let changeTime: Int64
+        let range: Range<Int64>
     }
 
     /// What an event's file turned out to be.
@@ -50,8 +60,11 @@ public final class OnAccessHandler: @unchecked Sendable {
         case complete
         /// Emptied by the program opening it: no download needed.
         case emptied(domain: String, path: String)
-        /// Dataless: fill it first.
-        case dataless(served: Served, path: String, key: UInt64)
+        /// Dataless: fill it first (or, with progressive hydration, the bytes the access needs).
+        case dataless(served: Served, path: String, key: UInt64, access: Access)
+        /// Partially present and the bytes the access needs are there: let it go on, keep
+        /// watching the file.
+        case present
         /// Cannot be served: fail the access.
         case refused(String)
     }
@@ -74,6 +87,12 @@ public final class OnAccessHandler: @unchecked Sendable {
     private let filling = Mutex<Set<String>>([])
     /// Fills in flight, for ``stop()``.
     private let running = Mutex<[UUID: Task<Void, Never>]>([:])
+    /// The partially present files of progressive domains.
+    let hydrator: ProgressiveHydrator
+    /// Files programs opened since the last record of uses, by domain id.
+    private let uses = Mutex<[Int64: Set<String>]>([:])
+    /// Writes the uses down every few seconds while serving.
+    private let useRecorder = Mutex<Task<Void, Never>?>(nil)
 
     private init(
         manager: ProviderManager, logger: Logger, synchronize: Synchronize?, group: PreContentGroup, guardian: PreContentGuardian
@@ -83,6 +102,7 @@ public final class OnAccessHandler: @unchecked Sendable {
         self.synchronize = synchronize
         self.group = group
         self.guardian = guardian
+        self.hydrator = ProgressiveHydrator(logger: logger)
     }
 
     /// Opens the pre-content group (taking over the one a guardian kept after an earlier `serve`
@@ -116,15 +136,21 @@ public final class OnAccessHandler: @unchecked Sendable {
     /// - Throws: `invalidArgument` when the domain is not dataless, or its replica folder is not
     ///   empty or is a mount point of something else; what ``ReplicaMount/attach(backing:at:markedBy:)``
     ///   throws.
-    public func serve(_ domain: DomainRecord) throws(FileProviderError) {
+    /// `ranged`: the domain's backend has ranged reads (needed for progressive hydration).
+    public func serve(_ domain: DomainRecord, ranged: Bool) throws(FileProviderError) {
         guard domain.replicaMode == .dataless, let id = domain.id, let backing = try manager.backingURL(of: domain) else {
             throw FileProviderError(.invalidArgument, "\(domain.name) is not a dataless domain")
         }
         try OnAccessSupport.check(backing: backing.path)
         let mount = try ReplicaMount.attach(backing: backing.path, at: domain.replicaPath, markedBy: group)
         let prefix = (Self.resolvedPath(mount.replica) ?? mount.replica) + "/"
-        served.withLock { $0.append(Served(name: domain.name, domainID: id, mount: mount, prefix: prefix)) }
-        logger.info("\(domain.name): files on access at \(mount.replica) (backing folder \(mount.backing))")
+        let hydration: Hydration = domain.hydration == .progressive && ranged ? .progressive : .full
+        served.withLock {
+            $0.append(Served(name: domain.name, domainID: id, mount: mount, prefix: prefix, hydration: hydration))
+        }
+        let how = hydration == .progressive ? "progressive hydration" : "whole files"
+        let fallback = domain.hydration == .progressive && !ranged ? " (its store has no ranged reads)" : ""
+        logger.info("\(domain.name): files on access at \(mount.replica) (backing folder \(mount.backing)), \(how)\(fallback)")
     }
 
     /// Whether the file at `path` (relative) of `domain` is being filled now. Any thread.
@@ -144,6 +170,14 @@ public final class OnAccessHandler: @unchecked Sendable {
         }
         thread.name = "fileprovider-on-access"
         thread.start()
+        useRecorder.withLock {
+            $0 = Task { [self] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(2))
+                    await recordUses()
+                }
+            }
+        }
     }
 
     /// Stops serving: takes the mounts away (programs then see the empty replica folders), lets
@@ -157,6 +191,8 @@ public final class OnAccessHandler: @unchecked Sendable {
         group.wake()
         if started.withLock({ $0 }) { await finished.wait() }
         for task in running.withLock({ Array($0.values) }) { await task.value }
+        useRecorder.withLock { $0 }?.cancel()
+        await recordUses()
     }
 
     // MARK: Events
@@ -178,14 +214,24 @@ public final class OnAccessHandler: @unchecked Sendable {
     /// Answers an event of a complete file here, on the event thread; hands a dataless one to a
     /// task.
     private func dispatch(_ event: PreContentGroup.Event) {
-        guard event.kind == .access else {
-            answer(event, .allow)
+        switch event.kind {
+        case .access: break
+        case .modified:
+            noteWrite(event)
+            return
+        case .opened:
+            noteOpen(event)
+            return
+        case .other:
+            if event.needsAnswer { answer(event, .allow) } else { group.dismiss(event) }
             return
         }
         let resolution = resolve(event)
         switch resolution {
         case .complete:
             try? group.ignore(event)
+            answer(event, .allow)
+        case .present:
             answer(event, .allow)
         case .refused(let reason):
             logger.warning("on-access: \(reason)")
@@ -205,6 +251,12 @@ public final class OnAccessHandler: @unchecked Sendable {
     /// What the event's file is. Blocking (a few system calls); the event thread only.
     func resolve(_ event: PreContentGroup.Event) -> Resolution {
         guard let (key, filling) = Replica.datalessState(ofDescriptor: event.fileDescriptor) else { return .complete }
+        var status = stat()
+        guard fstat(event.fileDescriptor, &status) == 0 else {
+            return .refused("cannot read the state of descriptor \(event.fileDescriptor) of process \(event.processIdentifier)")
+        }
+        let access = Self.access(event, status)
+        if hydrator.isPresent(access.key, range: access.range, changeTime: access.changeTime) { return .present }
         guard let path = Self.resolvedPath("/proc/self/fd/\(event.fileDescriptor)") else {
             return .refused("cannot tell which file descriptor \(event.fileDescriptor) of process \(event.processIdentifier) is")
         }
@@ -216,13 +268,24 @@ public final class OnAccessHandler: @unchecked Sendable {
             return .refused("\(path) is in no served replica")
         }
         let relative = String(path.dropFirst(entry.prefix.count))
-        var status = stat()
         // Empty but not from a fill (a fill truncates first, and one cut short by a crash
         // leaves its mark): the program opening it emptied it.
-        if !filling, fstat(event.fileDescriptor, &status) == 0, status.st_size == 0 {
+        if !filling, status.st_size == 0 {
             return .emptied(domain: entry.name, path: relative)
         }
-        return .dataless(served: entry, path: relative, key: key)
+        return .dataless(served: entry, path: relative, key: key, access: access)
+    }
+
+    /// The identity and change time of an event's file, and the bytes its access needs (the
+    /// whole file when the kernel sent no range).
+    static func access(_ event: PreContentGroup.Event, _ status: stat) -> Access {
+        let size = Int64(status.st_size)
+        let offset = Int64(clamping: event.offset)
+        let (end, overflow) = offset.addingReportingOverflow(Int64(clamping: event.count))
+        let range = event.count == 0 ? 0..<max(0, size) : offset..<(overflow ? Int64.max : end)
+        return Access(
+            key: ProgressiveHydrator.FileKey(device: UInt64(status.st_dev), inode: UInt64(status.st_ino)),
+            changeTime: ProgressiveHydrator.changeTime(status), range: range)
     }
 
     /// Fills a dataless file, or turns an emptied one into an ordinary file, then answers.
@@ -235,7 +298,9 @@ public final class OnAccessHandler: @unchecked Sendable {
                 let key = try? await manager.executor.run({ Replica.datalessKey(ofDescriptor: event.fileDescriptor) }),
                 let record = try? await lookUp(entry, path: path), record.size == 0
             {
-                await provide(event, .dataless(served: entry, path: path, key: key))
+                var status = stat()
+                _ = fstat(event.fileDescriptor, &status)
+                await provide(event, .dataless(served: entry, path: path, key: key, access: Self.access(event, status)))
                 return
             }
             // Nothing to fetch: the program replaces the contents. Without the mark the file is
@@ -255,10 +320,16 @@ public final class OnAccessHandler: @unchecked Sendable {
             }
             logger.info("\(domain): \(path) emptied by process \(event.processIdentifier); no download needed")
             await conclude(event, .allow)
-        case .dataless(let entry, let path, let key):
+        case .dataless(let entry, let path, let key, let access):
             do {
-                try await fill(entry, path: path, key: key, descriptor: event.fileDescriptor)
-                await conclude(event, .allow)
+                if entry.hydration == .progressive {
+                    let complete = try await fetch(entry, path: path, key: key, access: access, descriptor: event.fileDescriptor)
+                    await conclude(event, .allow, ignore: complete)
+                } else {
+                    try await fill(entry, path: path, key: key, descriptor: event.fileDescriptor)
+                    await conclude(event, .allow)
+                }
+                use(domainID: entry.domainID, path: path)
             } catch {
                 // Filled meanwhile by another event's download: nothing left to do.
                 let stillDataless =
@@ -273,6 +344,8 @@ public final class OnAccessHandler: @unchecked Sendable {
             }
         case .complete:
             await conclude(event, .allow)
+        case .present:
+            await conclude(event, .allow, ignore: false)
         case .refused:
             await conclude(event, .deny(.ioError))
         }
@@ -280,10 +353,10 @@ public final class OnAccessHandler: @unchecked Sendable {
 
     /// Answers an event from a task: an allowed access's file gets the ignore mark first (its
     /// contents are complete). Through the executor.
-    private func conclude(_ event: PreContentGroup.Event, _ response: PreContentGroup.Response) async {
+    private func conclude(_ event: PreContentGroup.Event, _ response: PreContentGroup.Response, ignore: Bool = true) async {
         do {
             try await manager.executor.run { [self] in
-                if response == .allow { try? group.ignore(event) }
+                if response == .allow && ignore { try? group.ignore(event) }
                 answer(event, response)
             }
         } catch {
@@ -298,6 +371,37 @@ public final class OnAccessHandler: @unchecked Sendable {
     ///   what ``Downloader/fillInPlace(_:)`` throws.
     private func fill(_ entry: Served, path: String, key: UInt64, descriptor: Int32) async throws(FileProviderError) {
         let controller = try await manager.controller(for: entry.name)
+        let record = try await item(entry, path: path, key: key, descriptor: descriptor)
+        let started = Date()
+        let fillKey = entry.name + "/" + path
+        filling.withLock { _ = $0.insert(fillKey) }
+        defer { filling.withLock { _ = $0.remove(fillKey) } }
+        _ = try await controller.downloader.fillInPlace(record)
+        logger.info(
+            "\(entry.name): \(path): fetched on access (\(record.size) bytes in \(String(format: "%.2f", Date().timeIntervalSince(started))) s)"
+        )
+    }
+
+    /// Fetches the bytes an access needs of the item at `path` (progressive hydration).
+    /// Returns `true` when the file is complete now.
+    /// - Throws: as ``fill(_:path:key:descriptor:)``.
+    private func fetch(_ entry: Served, path: String, key: UInt64, access: Access, descriptor: Int32) async throws(FileProviderError)
+        -> Bool
+    {
+        let controller = try await manager.controller(for: entry.name)
+        let record = try await item(entry, path: path, key: key, descriptor: descriptor)
+        let fillKey = entry.name + "/" + path
+        filling.withLock { _ = $0.insert(fillKey) }
+        defer { filling.withLock { _ = $0.remove(fillKey) } }
+        return try await hydrator.provide(
+            record, key: access.key, changeTime: access.changeTime, range: access.range, downloader: controller.downloader)
+    }
+
+    /// The item whose dataless file is at `path` of a served domain, syncing first when the file
+    /// was moved since the last sync.
+    /// - Throws: `noSuchItem` when the database knows no item at `path` whose identifier matches
+    ///   the file's mark (a file moved since the last sync: the next sync records the move).
+    private func item(_ entry: Served, path: String, key: UInt64, descriptor: Int32) async throws(FileProviderError) -> ItemRecord {
         var record = try await lookUp(entry, path: path)
         var key = key
         if record.map({ PlaceholderOwner.key($0.identifier.rawValue) }) != key, let synchronize {
@@ -314,14 +418,73 @@ public final class OnAccessHandler: @unchecked Sendable {
                 .noSuchItem, "no item is recorded at \(path) for this file (moved since the last sync?); it is fetched once sync records it"
             )
         }
-        let started = Date()
-        let fillKey = entry.name + "/" + path
-        filling.withLock { _ = $0.insert(fillKey) }
-        defer { filling.withLock { _ = $0.remove(fillKey) } }
-        _ = try await controller.downloader.fillInPlace(record)
-        logger.info(
-            "\(entry.name): \(path): fetched on access (\(record.size) bytes in \(String(format: "%.2f", Date().timeIntervalSince(started))) s)"
-        )
+        return record
+    }
+
+    // MARK: Writes and opens
+
+    /// A program wrote into a file, or closed it after opening it for writing: a partially
+    /// present file of a progressive domain is fetched whole around what the program wrote and
+    /// becomes a local edit. Resolved here (the event's descriptor closes), handled by a task.
+    private func noteWrite(_ event: PreContentGroup.Event) {
+        defer { group.dismiss(event) }
+        guard let (key, _) = Replica.datalessState(ofDescriptor: event.fileDescriptor),
+            let path = Self.resolvedPath("/proc/self/fd/\(event.fileDescriptor)"), !path.hasSuffix(" (deleted)")
+        else { return }
+        var status = stat()
+        guard fstat(event.fileDescriptor, &status) == 0, status.st_size > 0 else { return }
+        let domains = served.withLock { $0 }
+        guard let entry = domains.filter({ path.hasPrefix($0.prefix) }).max(by: { $0.prefix.count < $1.prefix.count }),
+            entry.hydration == .progressive
+        else { return }
+        let relative = String(path.dropFirst(entry.prefix.count))
+        let access = Self.access(event, status)
+        let id = UUID()
+        running.withLock { running in
+            running[id] = Task { [self] in
+                do throws(FileProviderError) {
+                    let controller = try await manager.controller(for: entry.name)
+                    let record = try await item(entry, path: relative, key: key, descriptor: -1)
+                    try await hydrator.modified(record, key: access.key, changeTime: access.changeTime, downloader: controller.downloader)
+                } catch {
+                    logger.error("\(entry.name): \(relative): written by process \(event.processIdentifier) while partly fetched; not completed: \(error.message)")
+                    await recordFailure(error, domainID: entry.domainID, path: relative)
+                }
+                _ = self.running.withLock { $0.removeValue(forKey: id) }
+            }
+        }
+    }
+
+    /// A program opened a file of a served domain: remembered as its last use (eviction takes
+    /// the least recently used files first).
+    private func noteOpen(_ event: PreContentGroup.Event) {
+        defer { group.dismiss(event) }
+        guard let path = Self.resolvedPath("/proc/self/fd/\(event.fileDescriptor)") else { return }
+        let domains = served.withLock { $0 }
+        guard let entry = domains.filter({ path.hasPrefix($0.prefix) }).max(by: { $0.prefix.count < $1.prefix.count }) else { return }
+        use(domainID: entry.domainID, path: String(path.dropFirst(entry.prefix.count)))
+    }
+
+    /// Remembers that a program used the file at `path`; ``recordUses()`` writes it down.
+    private func use(domainID: Int64, path: String) {
+        uses.withLock { _ = $0[domainID, default: []].insert(path) }
+    }
+
+    /// Writes the uses remembered since the last call into the database (by item).
+    func recordUses() async {
+        let pending = uses.withLock { uses -> [Int64: Set<String>] in
+            defer { uses = [:] }
+            return uses
+        }
+        guard !pending.isEmpty else { return }
+        let store = manager.store
+        let now = Date()
+        _ = try? await manager.executor.run {
+            for (domainID, paths) in pending {
+                let identifiers = try paths.compactMap { try store.item(domainID: domainID, path: $0)?.identifier }
+                try store.recordUse(domainID: domainID, identifiers: identifiers, at: now)
+            }
+        }
     }
 
     /// The item the database knows at `path` of a served domain.

@@ -30,6 +30,12 @@ public final class PreContentGroup: @unchecked Sendable {
             /// the end of the file. Truncating a file while opening it (`O_TRUNC`, `> file`)
             /// raises no event of its own: the next write's event finds the file already empty.
             case access
+            /// A program wrote into the file (`FAN_MODIFY`) or closed it after opening it for
+            /// writing (`FAN_CLOSE_WRITE`, which also covers writes through `mmap`): a
+            /// notification, nothing waits for its answer.
+            case modified
+            /// A program opened the file (`FAN_OPEN`): a notification, for when it was last used.
+            case opened
             /// An event of another kind (`mask`), from a mark other than ``PreContentGroup``'s.
             case other
         }
@@ -47,7 +53,15 @@ public final class PreContentGroup: @unchecked Sendable {
         /// Tells events apart when the kernel reuses a descriptor number.
         let serial: UInt64
 
-        public var kind: Kind { mask & UInt64(FAN_PRE_ACCESS) != 0 ? .access : .other }
+        public var kind: Kind {
+            if mask & UInt64(FAN_PRE_ACCESS) != 0 { return .access }
+            if mask & UInt64(FAN_MODIFY | FAN_CLOSE_WRITE) != 0 { return .modified }
+            if mask & UInt64(FAN_OPEN) != 0 { return .opened }
+            return .other
+        }
+
+        /// Whether the event waits for an answer (a permission event).
+        public var needsAnswer: Bool { mask & UInt64(FAN_PRE_ACCESS | FAN_OPEN_PERM | FAN_ACCESS_PERM | FAN_OPEN_EXEC_PERM) != 0 }
 
         /// Whether the access needs no existing bytes (`count` is 0).
         public var needsNoBytes: Bool { count == 0 }
@@ -274,6 +288,17 @@ public final class PreContentGroup: @unchecked Sendable {
         let failure = errno
         Glibc.close(event.fileDescriptor)
         if result != 0 { throw Self.failure("cannot answer", path: "\(event)", errno: failure) }
+    }
+
+    /// Closes the descriptor of a notification event (``Event/needsAnswer`` false), which needs
+    /// no answer. Closing one twice does nothing the second time.
+    public func dismiss(_ event: Event) {
+        let mine = pending.withLock { pending -> Bool in
+            guard pending.serials[event.fileDescriptor] == event.serial else { return false }
+            pending.serials[event.fileDescriptor] = nil
+            return true
+        }
+        if mine { Glibc.close(event.fileDescriptor) }
     }
 
     /// Writes `bytes` into the event's file at `offset` (raising no event).

@@ -282,7 +282,8 @@ public final class Server: Sendable {
             }
         }
         for record in dataless {
-            do { try handler.serve(record) } catch {
+            let ranged = (try? await manager.controller(for: record.name))?.backend.capabilities.supportsRangedReads ?? false
+            do { try handler.serve(record, ranged: ranged) } catch {
                 await handler.stop()
                 throw FileProviderError(error.code, "cannot serve \(record.name)'s files on access: \(error.message)")
             }

@@ -77,8 +77,10 @@ extension MetadataStore {
     static func apply(domainID: Int64, upserts: [ItemRecord], deletions: [ItemIdentifier], in db: Database) throws {
         if !deletions.isEmpty {
             let delete = try db.cachedStatement(sql: Self.deleteOne)
+            let ranges = try db.cachedStatement(sql: "DELETE FROM presentRange WHERE domainID = ? AND identifier = ?")
             for identifier in deletions {
                 try delete.execute(arguments: [domainID, identifier.rawValue])
+                try ranges.execute(arguments: [domainID, identifier.rawValue])
             }
         }
         // Many rows per statement: one step for 32 rows costs a third of 32 steps.

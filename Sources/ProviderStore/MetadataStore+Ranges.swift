@@ -14,14 +14,20 @@ extension MetadataStore {
 
     /// Records that bytes `range` of an item's file, of `contentVersion`, are on disk (call it only
     /// after they are: written and flushed). Merges the range with those it touches, and drops
-    /// ranges of other content versions, in one transaction.
-    /// - Returns: the item's present ranges after the change.
+    /// ranges of other content versions, in one transaction — only while the item's content
+    /// version is `contentVersion` (bytes of an older version are never recorded).
+    /// - Returns: the item's present ranges after the change, or `nil` when the item is gone,
+    ///   has another content version or is downloaded whole (nothing was recorded).
     /// - Throws: `localIOFailure` when the database fails.
     @discardableResult
     public func addPresentRange(_ range: Range<Int64>, domainID: Int64, identifier: ItemIdentifier, contentVersion: Data)
-        throws(FileProviderError) -> [Range<Int64>]
+        throws(FileProviderError) -> [Range<Int64>]?
     {
-        try write { db in
+        try write { db -> [Range<Int64>]? in
+            let current = try Data.fetchOne(
+                db.cachedStatement(sql: "SELECT contentVersion FROM item WHERE domainID = ? AND identifier = ? AND state = 'placeholder'"),
+                arguments: [domainID, identifier.rawValue])
+            guard current == contentVersion else { return nil }
             try db.execute(
                 sql: "DELETE FROM presentRange WHERE domainID = ? AND identifier = ? AND contentVersion <> ?",
                 arguments: [domainID, identifier.rawValue, contentVersion])

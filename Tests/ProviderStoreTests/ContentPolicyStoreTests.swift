@@ -75,6 +75,8 @@ import Testing
         let id = try #require(domain.id)
         let file = ItemIdentifier("f")
         let v1 = Data([1])
+        #expect(try store.addPresentRange(0..<1, domainID: id, identifier: file, contentVersion: v1) == nil)
+        try store.apply(domainID: id, upserts: [item("f", domainID: id, path: "f")], deletions: [])
         try store.addPresentRange(0..<10, domainID: id, identifier: file, contentVersion: v1)
         try store.addPresentRange(20..<30, domainID: id, identifier: file, contentVersion: v1)
         #expect(try store.presentRanges(domainID: id, identifier: file, contentVersion: v1) == [0..<10, 20..<30])
@@ -83,10 +85,18 @@ import Testing
         #expect(try store.partiallyPresent(domainID: id) == [file: 30])
         // Another version: the old ranges are stale, and the next record drops them.
         #expect(try store.presentRanges(domainID: id, identifier: file, contentVersion: Data([2])) == [])
+        #expect(try store.addPresentRange(5..<6, domainID: id, identifier: file, contentVersion: Data([2])) == nil)
+        var changed = item("f", domainID: id, path: "f")
+        changed.contentVersion = Data([2])
+        try store.apply(domainID: id, upserts: [changed], deletions: [])
         try store.addPresentRange(5..<6, domainID: id, identifier: file, contentVersion: Data([2]))
         #expect(try store.presentRanges(domainID: id, identifier: file, contentVersion: v1) == [])
         #expect(try store.partiallyPresent(domainID: id) == [file: 1])
         try store.removePresentRanges(domainID: id, identifier: file)
+        #expect(try store.partiallyPresent(domainID: id) == [:])
+        // Deleting the item forgets its ranges.
+        try store.addPresentRange(0..<3, domainID: id, identifier: file, contentVersion: Data([2]))
+        try store.apply(domainID: id, upserts: [], deletions: [file])
         #expect(try store.partiallyPresent(domainID: id) == [:])
     }
 

@@ -1,0 +1,86 @@
+/// Which bytes of a partially present file to fetch for a read (progressive hydration): the
+/// aligned chunks that cover the read and are neither present nor on their way, and, while a
+/// program reads in order, a read-ahead window that doubles with each read in sequence (as
+/// the kernel's own read-ahead does), so a sequential reader finds its next bytes fetched or
+/// on their way. A read elsewhere in the file starts the window again.
+struct ChunkPlan: Sendable {
+    /// The alignment of fetches: a read of one byte fetches this much around it.
+    static let unit: Int64 = 256 << 10
+    /// The read-ahead after the second read in sequence; it doubles up to ``largestWindow``.
+    static let firstWindow: Int64 = 1 << 20
+    static let largestWindow: Int64 = 32 << 20
+    /// The most one backend call fetches; longer runs are split.
+    static let largestCall: Int64 = 16 << 20
+
+    /// Where the last read ended, and the read-ahead it earned.
+    private(set) var expected: Int64 = -1
+    private(set) var window: Int64 = 0
+
+    init() {}
+
+    /// The runs to fetch for a read of `range` of a file of `size` bytes, given the ranges that
+    /// are present or being fetched (`covered`, any order): what the read needs (`demand`) and
+    /// what to fetch ahead of it (`ahead`). Updates the sequence state.
+    mutating func plan(read range: Range<Int64>, size: Int64, covered: [Range<Int64>]) -> (
+        demand: [Range<Int64>], ahead: [Range<Int64>]
+    ) {
+        let size = max(0, size)
+        let lower = min(max(0, range.lowerBound), size)
+        let upper = min(max(lower, range.upperBound), size)
+        let sequential = expected >= 0 && lower >= expected - Self.unit && lower <= expected + Self.unit
+        window = sequential ? (window == 0 ? Self.firstWindow : min(window * 2, Self.largestWindow)) : 0
+        expected = upper
+        guard lower < upper else { return ([], []) }
+        let start = lower / Self.unit * Self.unit
+        let end = Self.alignedUp(upper, size: size)
+        let demand = Self.split(Self.gaps(in: start..<end, excluding: covered))
+        guard window > 0, end < size else { return (demand, []) }
+        let aheadEnd = Self.alignedUp(min(size, end + window), size: size)
+        let ahead = Self.split(Self.gaps(in: end..<aheadEnd, excluding: covered + demand))
+        return (demand, ahead)
+    }
+
+    /// The runs of a file of `size` bytes not in `covered`: what completing it takes.
+    static func missing(size: Int64, covered: [Range<Int64>]) -> [Range<Int64>] {
+        split(gaps(in: 0..<max(0, size), excluding: covered))
+    }
+
+    /// `offset` rounded up to the unit, at most `size`.
+    static func alignedUp(_ offset: Int64, size: Int64) -> Int64 {
+        let (rounded, overflow) = offset.addingReportingOverflow(unit - 1)
+        return overflow ? size : min(size, rounded / unit * unit)
+    }
+
+    /// The parts of `range` that no range of `excluding` covers, in order.
+    static func gaps(in range: Range<Int64>, excluding: [Range<Int64>]) -> [Range<Int64>] {
+        var result: [Range<Int64>] = []
+        var position = range.lowerBound
+        for covered in excluding.sorted(by: { $0.lowerBound < $1.lowerBound }) where covered.upperBound > position {
+            if covered.lowerBound >= range.upperBound { break }
+            if covered.lowerBound > position { result.append(position..<covered.lowerBound) }
+            position = max(position, covered.upperBound)
+            if position >= range.upperBound { break }
+        }
+        if position < range.upperBound { result.append(position..<range.upperBound) }
+        return result
+    }
+
+    /// Runs cut into pieces of at most ``largestCall`` bytes.
+    static func split(_ runs: [Range<Int64>]) -> [Range<Int64>] {
+        var result: [Range<Int64>] = []
+        for run in runs {
+            var start = run.lowerBound
+            while start < run.upperBound {
+                let end = min(run.upperBound, start + largestCall)
+                result.append(start..<end)
+                start = end
+            }
+        }
+        return result
+    }
+
+    /// Whether `covered` (sorted, merged) holds every byte of `range`.
+    static func contains(_ covered: [Range<Int64>], _ range: Range<Int64>) -> Bool {
+        range.isEmpty || covered.contains { $0.lowerBound <= range.lowerBound && range.upperBound <= $0.upperBound }
+    }
+}

@@ -1,0 +1,128 @@
+import CSystemShims
+import Foundation
+import ProviderCore
+import ProviderStore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension Downloader {
+    /// Fetches bytes `range` of an item's dataless file into it, where it stands (progressive
+    /// hydration), and puts the file's modification date back to the item's. The bytes are
+    /// written but not flushed nor recorded: ``recordRanges(_:of:)`` does that.
+    /// - Returns: the range written (`range` clamped to the item's size).
+    /// - Throws: `noSuchItem` when the file at the item's path is not its dataless file;
+    ///   `versionNoLongerAvailable` when the store has another version than the record's; what
+    ///   the backend throws (`fileWriteOutOfSpace` for a full disk).
+    func fetchRange(_ range: Range<Int64>, of record: ItemRecord) async throws(FileProviderError) -> Range<Int64> {
+        let replica = self.replica
+        let target = replica.path(record.path)
+        let isOurs = try await executor.run { replica.isPlaceholder(of: record.identifier, at: record.path) }
+        guard isOurs else {
+            throw FileProviderError(.noSuchItem, "\(display(record.path)) is no longer the item's dataless file; sync again")
+        }
+        let written = try await backend.fetchPartialContents(
+            for: record.identifier, version: record.version, range: range, into: URL(fileURLWithPath: target))
+        try await executor.run {
+            if let date = record.modificationDate { try replica.setModificationDate(date, atPath: target) }
+        }
+        return written.range
+    }
+
+    /// Records ranges of an item's partially present file once they are on disk: flushes the
+    /// file (`fdatasync`), then writes the ranges in one transaction, only while the item still
+    /// has the record's content version. Blocking parts through the executor.
+    /// - Returns: the item's present ranges as recorded, or `nil` when the item changed (its
+    ///   ranges are then not recorded: they are of an older version).
+    /// - Throws: `localIOFailure` when the file cannot be flushed or the database written.
+    func recordRanges(_ ranges: [Range<Int64>], of record: ItemRecord) async throws(FileProviderError) -> [Range<Int64>]? {
+        let target = replica.path(record.path)
+        let store = self.store
+        let domainID = self.domainID
+        return try await executor.run { () throws(FileProviderError) -> [Range<Int64>]? in
+            let fd = open(target, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            if fd < 0 { throw POSIXError.error("cannot open to flush", path: target) }
+            defer { close(fd) }
+            _ = try POSIXError.check(fdatasync(fd), "cannot flush", path: target)
+            var result: [Range<Int64>]?
+            for range in ranges {
+                result = try store.addPresentRange(
+                    range, domainID: domainID, identifier: record.identifier, contentVersion: record.contentVersion)
+                if result == nil { return nil }
+            }
+            return result
+        }
+    }
+
+    /// Turns an item's partially present file whose every byte is present into a downloaded
+    /// file: flushed, dated, marked as the engine's download, the dataless mark removed last,
+    /// recorded as materialized and its ranges forgotten. `modifiedLocally`: a program wrote
+    /// into it while it was partial, so it is recorded as an edit to send (its contents are not
+    /// the store's).
+    /// - Throws: `localIOFailure` when the file cannot be flushed or marked, or the database
+    ///   written; `noSuchItem` when the file is no longer the item's dataless file.
+    func completePartial(_ record: ItemRecord, modifiedLocally: Bool) async throws(FileProviderError) -> ItemRecord {
+        let replica = self.replica
+        let target = replica.path(record.path)
+        let print = try await executor.run { () throws(FileProviderError) -> FileFingerprint in
+            guard replica.isPlaceholder(of: record.identifier, at: record.path) else {
+                throw FileProviderError(.noSuchItem, "\(self.display(record.path)) is no longer the item's dataless file")
+            }
+            let fd = open(target, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            if fd < 0 { throw POSIXError.error("cannot open to flush", path: target) }
+            defer { close(fd) }
+            _ = try POSIXError.check(fdatasync(fd), "cannot flush", path: target)
+            if !modifiedLocally, let date = record.modificationDate { try replica.setModificationDate(date, atPath: target) }
+            guard let print = replica.fingerprint(atPath: target) else {
+                throw FileProviderError(.localIOFailure, "\(target) vanished while it was completed")
+            }
+            if !modifiedLocally {
+                DownloadMark.write(atPath: target, identifier: record.identifier, contentVersion: record.contentVersion, fingerprint: print)
+            }
+            try Self.clearDataless(atPath: target)
+            return print
+        }
+        var updated = record
+        updated.markMaterialized(contentVersion: record.contentVersion, fingerprint: print)
+        // An edit: the next scan finds the fingerprint off and sends the contents.
+        if modifiedLocally { updated.markContentsPending() }
+        updated.lastError = nil
+        let store = self.store
+        let domainID = self.domainID
+        let completed = updated
+        try await executor.run {
+            try store.apply(domainID: domainID, upserts: [completed], deletions: [])
+            try store.removePresentRanges(domainID: domainID, identifier: completed.identifier)
+        }
+        return updated
+    }
+
+    /// Gives back the blocks of an item's dataless file that hold bytes of another content
+    /// version than the record's, and forgets their ranges: the item changed in the store since
+    /// they were fetched. Nothing happens when no stale ranges are recorded.
+    /// - Throws: `localIOFailure` when the file cannot be punched or the database written.
+    func dropStaleRanges(of record: ItemRecord) async throws(FileProviderError) {
+        let replica = self.replica
+        let store = self.store
+        let domainID = self.domainID
+        let target = replica.path(record.path)
+        try await executor.run {
+            let bytes = try store.partiallyPresent(domainID: domainID)[record.identifier] ?? 0
+            let current = try store.presentRanges(
+                domainID: domainID, identifier: record.identifier, contentVersion: record.contentVersion)
+            guard bytes > 0, current.isEmpty, replica.isPlaceholder(of: record.identifier, at: record.path) else { return }
+            let fd = open(target, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
+            if fd < 0 { throw POSIXError.error("cannot reopen", path: target) }
+            defer { close(fd) }
+            var status = stat()
+            _ = try POSIXError.check(fstat(fd, &status), "cannot read the size of", path: target)
+            if status.st_size > 0 {
+                _ = try POSIXError.check(fp_punch_hole(fd, 0, status.st_size), "cannot give back the blocks of", path: target)
+                try Replica.writeLeadingBlock(fd, size: Int64(status.st_size), path: target)
+            }
+            if let date = record.modificationDate { try replica.setModificationDate(date, atPath: target) }
+            try store.removePresentRanges(domainID: domainID, identifier: record.identifier)
+        }
+    }
+}

@@ -1,0 +1,267 @@
+import Foundation
+import Logging
+import ProviderCore
+import ProviderStore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Progressive hydration of dataless files (Windows' progressive hydration, Apple's
+/// `fetchPartialContents`): a read of bytes [a, b) fetches only the chunks that cover them
+/// (``ChunkPlan``), plus read-ahead while a program reads in order, writes them into the sparse
+/// file where it stands, and lets the read go on. Which ranges are present is kept here per
+/// file and recorded in the database (``MetadataStore/addPresentRange(_:domainID:identifier:contentVersion:)``)
+/// once their bytes are flushed, so a restart or a crash keeps what is on disk and never takes
+/// a hole for contents. When every byte is present the file becomes an ordinary downloaded
+/// file (``Downloader/completePartial(_:modifiedLocally:)``).
+///
+/// A program that writes into a partially present file first waits for the chunks its write
+/// covers (the kernel sends the write's range like a read's); once it wrote (``modified(_:)``,
+/// from `FAN_MODIFY` and `FAN_CLOSE_WRITE`), the rest of the file is fetched around its bytes
+/// — only ranges that are not present, which its writes never touch — and the file becomes a
+/// local edit of the item.
+///
+/// The state of a file is trusted only while its change time is the one this hydrator saw
+/// after its own last write: anything else that changed the file (a sync that rewrote it for a
+/// new version, a program's write) makes it read the database again.
+final class ProgressiveHydrator: Sendable {
+    /// A file's identity on its file system.
+    struct FileKey: Hashable, Sendable {
+        let device: UInt64
+        let inode: UInt64
+    }
+
+    /// What is known of one partially present file.
+    private struct State: Sendable {
+        var record: ItemRecord
+        var present: [Range<Int64>]
+        var fetching: [UUID: (range: Range<Int64>, task: Task<Void, any Error>)] = [:]
+        var plan = ChunkPlan()
+        var changeTime: Int64
+        var modified = false
+        var completing: Task<ItemRecord, any Error>?
+        var flushing = false
+        var unrecorded: [Range<Int64>] = []
+
+        var covered: [Range<Int64>] { present + fetching.values.map(\.range) }
+    }
+
+    /// A file this hydrator serves, with the downloader of its domain.
+    private final class Entry: Sendable {
+        let state: Mutex<State>
+        let downloader: Downloader
+        let key: FileKey
+        init(_ state: State, downloader: Downloader, key: FileKey) {
+            self.state = Mutex(state)
+            self.downloader = downloader
+            self.key = key
+        }
+    }
+
+    private let files = Mutex<[FileKey: Entry]>([:])
+    private let logger: Logger
+
+    init(logger: Logger) { self.logger = logger }
+
+    /// Whether bytes `range` of the file `key` are present and its state is current
+    /// (`changeTime` is the file's change time now). Any thread; no system call.
+    func isPresent(_ key: FileKey, range: Range<Int64>, changeTime: Int64) -> Bool {
+        guard let entry = files.withLock({ $0[key] }) else { return false }
+        return entry.state.withLock { state in
+            state.changeTime == changeTime && !state.modified && ChunkPlan.contains(state.present, range)
+        }
+    }
+
+    /// Makes bytes `range` of the item's dataless file present (fetching what is missing), and
+    /// starts read-ahead. Returns `true` when the file is now complete (an ordinary downloaded
+    /// file: the caller may stop watching it).
+    /// - Throws: what ``Downloader/fetchRange(_:of:)`` throws; `versionNoLongerAvailable` when
+    ///   the item changed meanwhile.
+    func provide(
+        _ record: ItemRecord, key: FileKey, changeTime: Int64, range: Range<Int64>, downloader: Downloader
+    ) async throws(FileProviderError) -> Bool {
+        let entry = try await self.entry(for: record, key: key, changeTime: changeTime, downloader: downloader)
+        let (waits, complete) = entry.state.withLock { state -> ([Task<Void, any Error>], Bool) in
+            let (demand, ahead) = state.plan.plan(read: range, size: state.record.size, covered: state.covered)
+            for run in demand + ahead { start(run, in: entry, state: &state) }
+            let lower = max(0, min(range.lowerBound, state.record.size))
+            let upper = max(lower, min(range.upperBound, state.record.size))
+            let needed = lower..<upper
+            let waits = state.fetching.values.filter { $0.range.overlaps(needed) }.map(\.task)
+            return (waits, ChunkPlan.missing(size: state.record.size, covered: state.present).isEmpty)
+        }
+        do {
+            for task in waits { try await task.value }
+        } catch {
+            throw FileProviderError.wrap(error)
+        }
+        let done = complete || entry.state.withLock { ChunkPlan.missing(size: $0.record.size, covered: $0.present).isEmpty }
+        if done {
+            _ = try await self.complete(entry)
+            return true
+        }
+        return false
+    }
+
+    /// Handles a program's write into a partially present file: fetches the rest of it around
+    /// what the program wrote and records it as a local edit of the item. Does nothing for a
+    /// file this hydrator does not know and the database has no ranges of.
+    /// - Throws: what fetching or completing throws (the file stays partially present, marked
+    ///   modified; the next access tries again).
+    func modified(_ record: ItemRecord, key: FileKey, changeTime: Int64, downloader: Downloader) async throws(FileProviderError) {
+        let entry = try await self.entry(for: record, key: key, changeTime: changeTime, downloader: downloader, modified: true)
+        let waits = entry.state.withLock { state -> [Task<Void, any Error>] in
+            state.modified = true
+            for run in ChunkPlan.missing(size: state.record.size, covered: state.covered) { start(run, in: entry, state: &state) }
+            return state.fetching.values.map(\.task)
+        }
+        do {
+            for task in waits { try await task.value }
+        } catch {
+            throw FileProviderError.wrap(error)
+        }
+        _ = try await complete(entry)
+    }
+
+    /// Forgets every file of a domain (it is no longer served).
+    func forget(where belongs: (ItemRecord) -> Bool) {
+        files.withLock { files in
+            files = files.filter { !belongs($0.value.state.withLock { $0.record }) }
+        }
+    }
+
+    // MARK: State
+
+    /// The entry of a file, loaded from the database when it is new here or changed since.
+    private func entry(
+        for record: ItemRecord, key: FileKey, changeTime: Int64, downloader: Downloader, modified: Bool = false
+    ) async throws(FileProviderError) -> Entry {
+        if let entry = files.withLock({ $0[key] }) {
+            let current = entry.state.withLock { state -> Bool in
+                if modified, state.record.identifier == record.identifier { state.changeTime = changeTime }
+                return state.changeTime == changeTime && state.record.contentVersion == record.contentVersion
+                    && state.record.identifier == record.identifier
+            }
+            if current { return entry }
+            // Changed by someone else: wait for what is in flight, then read it again.
+            let tasks = entry.state.withLock { Array($0.fetching.values.map(\.task)) }
+            for task in tasks { _ = try? await task.value }
+        }
+        try await downloader.dropStaleRanges(of: record)
+        let store = downloader.store
+        let domainID = downloader.domainID
+        let present = try await downloader.executor.run {
+            try store.presentRanges(domainID: domainID, identifier: record.identifier, contentVersion: record.contentVersion)
+        }
+        let entry = Entry(State(record: record, present: present, changeTime: changeTime), downloader: downloader, key: key)
+        return files.withLock { files in
+            // Another event may have loaded it meanwhile with the same view: keep one.
+            if let other = files[key], other.state.withLock({ $0.changeTime == changeTime && $0.record.version == record.version }) {
+                return other
+            }
+            files[key] = entry
+            return entry
+        }
+    }
+
+    /// Starts fetching `run` into the file, under the state's lock.
+    private func start(_ run: Range<Int64>, in entry: Entry, state: inout State) {
+        let id = UUID()
+        let record = state.record
+        let task = Task { [self] () async throws in
+            do {
+                let written = try await entry.downloader.fetchRange(run, of: record)
+                let changeTime = try await entry.downloader.executor.run {
+                    Self.changeTime(atPath: entry.downloader.replica.path(record.path))
+                }
+                entry.state.withLock { state in
+                    state.fetching[id] = nil
+                    guard state.record.version == record.version else { return }
+                    state.present = MetadataStore.merged(state.present + [written])
+                    state.unrecorded.append(written)
+                    if let changeTime, !state.modified { state.changeTime = max(state.changeTime, changeTime) }
+                }
+                flush(entry)
+            } catch {
+                entry.state.withLock { _ = $0.fetching.removeValue(forKey: id) }
+                logger.warning("\(entry.downloader.display(record.path)): bytes \(run.lowerBound)..<\(run.upperBound) not fetched: \(error)")
+                throw error
+            }
+        }
+        state.fetching[id] = (run, task)
+    }
+
+    /// Records the ranges fetched since the last record, once flushed; one flush at a time per
+    /// file, in the background (a read does not wait for it).
+    private func flush(_ entry: Entry) {
+        let begin = entry.state.withLock { state -> Bool in
+            if state.flushing || state.unrecorded.isEmpty { return false }
+            state.flushing = true
+            return true
+        }
+        guard begin else { return }
+        Task { [self] in
+            while true {
+                let (ranges, record) = entry.state.withLock { state -> ([Range<Int64>], ItemRecord) in
+                    let ranges = state.unrecorded
+                    state.unrecorded = []
+                    return (ranges, state.record)
+                }
+                if ranges.isEmpty { break }
+                do {
+                    let recorded = try await entry.downloader.recordRanges(ranges, of: record)
+                    // Not recorded while completing is expected: the file is whole now.
+                    if recorded == nil, entry.state.withLock({ $0.completing == nil }) {
+                        logger.info("\(entry.downloader.display(record.path)): changed in the store; its fetched ranges are dropped")
+                        files.withLock { files in if files[entry.key] === entry { files[entry.key] = nil } }
+                    }
+                } catch {
+                    // Not recorded: fetched again after a restart. The file stays served.
+                    logger.warning("\(entry.downloader.display(record.path)): present ranges not recorded: \(FileProviderError.wrap(error).message)")
+                }
+            }
+            entry.state.withLock { $0.flushing = false }
+            // Ranges that came in after the loop looked.
+            if entry.state.withLock({ !$0.unrecorded.isEmpty }) { flush(entry) }
+        }
+    }
+
+    /// Turns a file whose every byte is present into a downloaded file (once, however many
+    /// callers), then forgets it.
+    private func complete(_ entry: Entry) async throws(FileProviderError) -> ItemRecord {
+        let task = entry.state.withLock { state -> Task<ItemRecord, any Error> in
+            if let running = state.completing { return running }
+            let record = state.record
+            let modified = state.modified
+            let task = Task { [self] () async throws -> ItemRecord in
+                let completed = try await entry.downloader.completePartial(record, modifiedLocally: modified)
+                files.withLock { files in if files[entry.key] === entry { files[entry.key] = nil } }
+                logger.info(
+                    "\(entry.downloader.display(record.path)): every byte present\(modified ? " (written by a program: sent as an edit)" : ""); now an ordinary downloaded file"
+                )
+                return completed
+            }
+            state.completing = task
+            return task
+        }
+        do {
+            return try await task.value
+        } catch {
+            entry.state.withLock { $0.completing = nil }
+            throw FileProviderError.wrap(error)
+        }
+    }
+
+    /// A file's change time in nanoseconds, or `nil`. Blocking.
+    static func changeTime(atPath path: String) -> Int64? {
+        var status = stat()
+        guard lstat(path, &status) == 0 else { return nil }
+        return Self.changeTime(status)
+    }
+
+    /// The change time of a `stat` result, in nanoseconds.
+    static func changeTime(_ status: stat) -> Int64 {
+        Int64(status.st_ctim.tv_sec) &* 1_000_000_000 &+ Int64(status.st_ctim.tv_nsec)
+    }
+}
