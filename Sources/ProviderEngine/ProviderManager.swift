@@ -91,7 +91,7 @@ public final class ProviderManager: Sendable {
     @discardableResult
     public func addDomain(
         name: String, kind: String, options: [String: String], replicaPath: String? = nil, ignorePatterns: [String] = [],
-        mode: ReplicaMode = .placeholderFiles
+        mode: ReplicaMode = .placeholderFiles, hydration: Hydration = .progressive
     ) async throws(FileProviderError) -> DomainRecord {
         try Self.validateDomainName(name)
         if try store.domain(named: name) != nil {
@@ -127,6 +127,7 @@ public final class ProviderManager: Sendable {
         var record = DomainRecord(name: name, backendKind: kind, configuration: stored, replicaPath: replica.path)
         record.ignorePatterns = ignorePatterns.joined(separator: "\n")
         record.replicaMode = mode
+        record.hydration = hydration
         record = try store.insertDomain(record)
         guard let domainID = record.id else { throw FileProviderError(.localIOFailure, "the domain was not saved") }
         var rootRecord = ItemRecord(domainID: domainID, item: root, path: "")

@@ -48,6 +48,12 @@ struct DomainAddCommand: AsyncParsableCommand {
             valueName: "mode"))
     var mode: ReplicaMode = .placeholderFiles
 
+    @Option(
+        help: ArgumentHelp(
+            "How a dataless domain fetches a file a program reads: progressive (the default: only the chunks the read needs, with read-ahead) or full (the whole file on first access).",
+            valueName: "hydration"))
+    var hydration: Hydration = .progressive
+
     @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Backend options (--root DIR, ...).", visibility: .hidden))
     var backendOptions: [String] = []
 
@@ -96,7 +102,7 @@ struct DomainAddCommand: AsyncParsableCommand {
         }
         let replicaPath = replica.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath).standardizedFileURL.path }
         let record = try await manager.addDomain(
-            name: name, kind: backend, options: options, replicaPath: replicaPath, ignorePatterns: ignore, mode: mode)
+            name: name, kind: backend, options: options, replicaPath: replicaPath, ignorePatterns: ignore, mode: mode, hydration: hydration)
         let shown = try DomainJSON(record, summary: nil, manager: manager)
         await manager.close()
         if output.json {
@@ -114,3 +120,4 @@ struct DomainAddCommand: AsyncParsableCommand {
 }
 
 extension ReplicaMode: ExpressibleByArgument {}
+extension Hydration: ExpressibleByArgument {}
