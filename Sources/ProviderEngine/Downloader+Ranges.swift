@@ -30,6 +30,30 @@ extension Downloader {
         return written.range
     }
 
+    /// Writes zeros over `range` (a few KiB) of an item's dataless file: the data block that
+    /// starts a missing region (see ``ProgressiveHydrator``). Not recorded as present.
+    /// - Throws: `localIOFailure` (`fileWriteOutOfSpace`) when the file cannot be written.
+    func writeMarker(_ range: Range<Int64>, of record: ItemRecord) async throws(FileProviderError) {
+        let target = replica.path(record.path)
+        let replica = self.replica
+        try await executor.run {
+            defer { if let date = record.modificationDate { try? replica.setModificationDate(date, atPath: target) } }
+            let fd = open(target, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
+            if fd < 0 { throw POSIXError.error("cannot open", path: target) }
+            defer { close(fd) }
+            let zeros = [UInt8](repeating: 0, count: Int(range.count))
+            var done = 0
+            while done < zeros.count {
+                let written = zeros.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, zeros.count - done, off_t(range.lowerBound) + off_t(done)) }
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    throw POSIXError.localWriteError("cannot write a marker block into", path: target)
+                }
+                done += written
+            }
+        }
+    }
+
     /// Records ranges of an item's partially present file once they are on disk: flushes the
     /// file (`fdatasync`), then writes the ranges in one transaction, only while the item still
     /// has the record's content version. Blocking parts through the executor.

@@ -82,21 +82,33 @@ final class ProgressiveHydrator: Sendable {
         _ record: ItemRecord, key: FileKey, changeTime: Int64, range: Range<Int64>, downloader: Downloader
     ) async throws(FileProviderError) -> Bool {
         let entry = try await self.entry(for: record, key: key, changeTime: changeTime, downloader: downloader)
-        let (waits, complete) = entry.state.withLock { state -> ([Task<Void, any Error>], Bool) in
-            let (demand, ahead) = state.plan.plan(read: range, size: state.record.size, covered: state.covered)
-            for run in demand + ahead { start(run, in: entry, state: &state) }
-            let lower = max(0, min(range.lowerBound, state.record.size))
-            let upper = max(lower, min(range.upperBound, state.record.size))
-            let needed = lower..<upper
-            let waits = state.fetching.values.filter { $0.range.overlaps(needed) }.map(\.task)
-            return (waits, ChunkPlan.missing(size: state.record.size, covered: state.present).isEmpty)
+        var first = true
+        // Until the bytes are present: a fetch in flight that covered them may have held only a
+        // marker block for them (see ``start(_:in:state:)``), so look again after waiting.
+        for _ in 0..<8 {
+            let (waits, present) = entry.state.withLock { state -> ([Task<Void, any Error>], Bool) in
+                let lower = max(0, min(range.lowerBound, state.record.size))
+                let upper = max(lower, min(range.upperBound, state.record.size))
+                let needed = lower..<upper
+                if ChunkPlan.contains(state.present, needed) { return ([], true) }
+                if first {
+                    let (demand, ahead) = state.plan.plan(read: range, size: state.record.size, covered: state.covered)
+                    for run in demand + ahead { start(run, in: entry, state: &state) }
+                } else {
+                    let demand = ChunkPlan.split(ChunkPlan.gaps(in: needed, excluding: state.covered))
+                    for run in demand { start(run, in: entry, state: &state) }
+                }
+                return (state.fetching.values.filter { $0.range.overlaps(needed) }.map(\.task), false)
+            }
+            first = false
+            if present { break }
+            do {
+                for task in waits { try await task.value }
+            } catch {
+                throw FileProviderError.wrap(error)
+            }
         }
-        do {
-            for task in waits { try await task.value }
-        } catch {
-            throw FileProviderError.wrap(error)
-        }
-        let done = complete || entry.state.withLock { ChunkPlan.missing(size: $0.record.size, covered: $0.present).isEmpty }
+        let done = entry.state.withLock { ChunkPlan.missing(size: $0.record.size, covered: $0.present).isEmpty }
         if done {
             _ = try await self.complete(entry)
             return true
@@ -166,12 +178,37 @@ final class ProgressiveHydrator: Sendable {
     }
 
     /// Starts fetching `run` into the file, under the state's lock.
+    ///
+    /// Every missing region of a partially present file starts with a block of data (zeros),
+    /// as a dataless file starts with one (``Replica/writeLeadingBlock(_:size:path:)``): a copy
+    /// tool that skips what `lseek(SEEK_HOLE)` calls holes (`cp`) would otherwise skip a
+    /// missing region without reading a byte of it — no read, no event, zeros in the copy. With
+    /// the marker it reads the block, the read's event fetches the chunk there, and the chunk's
+    /// own end gets a marker in turn. So a fetch that ends before the end of the file, where
+    /// nothing is present or on its way, writes that marker; it holds the marker's bytes as
+    /// being fetched until then, so no other fetch writes there meanwhile.
     private func start(_ run: Range<Int64>, in entry: Entry, state: inout State) {
         let id = UUID()
         let record = state.record
+        let size = record.size
+        let markerEnd = min(size, run.upperBound + Int64(Replica.leadingBlock))
+        let markerWanted =
+            run.upperBound < size
+            && !state.covered.contains { $0.lowerBound <= run.upperBound && run.upperBound < $0.upperBound }
+        let held = run.lowerBound..<(markerWanted ? markerEnd : run.upperBound)
         let task = Task { [self] () async throws in
             do {
                 let written = try await entry.downloader.fetchRange(run, of: record)
+                if markerWanted, written.upperBound == run.upperBound {
+                    // Up to what another fetch holds or has written since.
+                    let end = entry.state.withLock { state in
+                        state.covered.filter { $0 != held && $0.lowerBound >= run.upperBound }.map(\.lowerBound).min().map {
+                            min($0, markerEnd)
+                        } ?? markerEnd
+                    }
+                    if end > run.upperBound { try await entry.downloader.writeMarker(run.upperBound..<end, of: record) }
+                }
+                logger.debug("\(entry.downloader.domainName): \(record.path): fetched bytes \(written.lowerBound)..<\(written.upperBound) (\(written.count) bytes)")
                 let changeTime = try await entry.downloader.executor.run {
                     Self.changeTime(atPath: entry.downloader.replica.path(record.path))
                 }
@@ -189,7 +226,7 @@ final class ProgressiveHydrator: Sendable {
                 throw error
             }
         }
-        state.fetching[id] = (run, task)
+        state.fetching[id] = (held, task)
     }
 
     /// Records the ranges fetched since the last record, once flushed; one flush at a time per
@@ -238,7 +275,7 @@ final class ProgressiveHydrator: Sendable {
                 let completed = try await entry.downloader.completePartial(record, modifiedLocally: modified)
                 files.withLock { files in if files[entry.key] === entry { files[entry.key] = nil } }
                 logger.info(
-                    "\(entry.downloader.display(record.path)): every byte present\(modified ? " (written by a program: sent as an edit)" : ""); now an ordinary downloaded file"
+                    "\(entry.downloader.domainName): \(record.path): fetched on access, every byte present (\(record.size) bytes)\(modified ? "; written by a program: sent as an edit" : ""); now an ordinary downloaded file"
                 )
                 return completed
             }

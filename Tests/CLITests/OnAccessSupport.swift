@@ -85,7 +85,10 @@ final class ServedDomain {
 
     /// Adds a dataless domain on `storeFolder` with the backend options `options`, writes
     /// `files` into the store, and syncs (every file is dataless then).
-    init(temp: TemporaryFolder, storeFolder: String, backend: String, options: [String: String], files: [String: Data]) throws {
+    init(
+        temp: TemporaryFolder, storeFolder: String, backend: String, options: [String: String], files: [String: Data],
+        addArguments: [String] = []
+    ) throws {
         self.temp = temp
         self.storeFolder = storeFolder
         cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
@@ -93,7 +96,7 @@ final class ServedDomain {
         for (path, contents) in files { try write(path, contents) }
         let add =
             ["domain", "add", name, "--backend", backend, "--mode", "dataless", "--replica", replica]
-            + options.sorted { $0.key < $1.key }.flatMap { ["--\($0.key)", $0.value] }
+            + addArguments + options.sorted { $0.key < $1.key }.flatMap { ["--\($0.key)", $0.value] }
         let added = try cli.run(add)
         guard added.status == 0 else { throw CLIError(result: added) }
         let synced = try cli.run(["sync", name])
