@@ -91,7 +91,7 @@ public final class ProviderManager: Sendable {
     @discardableResult
     public func addDomain(
         name: String, kind: String, options: [String: String], replicaPath: String? = nil, ignorePatterns: [String] = [],
-        mode: ReplicaMode = .placeholderFiles, hydration: Hydration = .progressive
+        mode: ReplicaMode = .placeholderFiles, hydration: Hydration = .full
     ) async throws(FileProviderError) -> DomainRecord {
         try Self.validateDomainName(name)
         if try store.domain(named: name) != nil {

@@ -50,9 +50,9 @@ struct DomainAddCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "How a dataless domain fetches a file a program reads: progressive (the default: only the chunks the read needs, with read-ahead) or full (the whole file on first access).",
+            "How a dataless domain fetches a file a program reads: full (the default: the whole file on its first access) or progressive (only the chunks a read needs, with read-ahead; not finished: see Docs/Architecture.md).",
             valueName: "hydration"))
-    var hydration: Hydration = .progressive
+    var hydration: Hydration = .full
 
     @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Backend options (--root DIR, ...).", visibility: .hidden))
     var backendOptions: [String] = []
