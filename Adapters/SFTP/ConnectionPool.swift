@@ -136,6 +136,19 @@ final class ConnectionPool: @unchecked Sendable {
         return group
     }
 
+    /// Runs `body` with every open connection, each on its own thread, and returns at once:
+    /// for upkeep between operations (closing idle handles). A job on a connection's thread
+    /// never overlaps the operation that holds the connection, which runs on that thread too.
+    func forEachConnection(_ body: @escaping @Sendable (SFTPConnection) -> Void) {
+        for slot in slots {
+            Task.detached {
+                _ = try? await slot.executor.run {
+                    if let connection = slot.connection, !connection.isDead { body(connection) }
+                }
+            }
+        }
+    }
+
     /// Closes every connection and stops the threads.
     func close() async {
         for slot in slots {

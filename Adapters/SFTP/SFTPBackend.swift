@@ -26,6 +26,8 @@ public final class SFTPBackend: Backend {
     let settings: ConnectionSettings
     let pool: ConnectionPool
     let listings = ListingCache()
+    /// Closes the files ranged reads keep open once they are idle.
+    let readHandleSweeper: IdleHandleSweeper
     /// Where the backend tells what it did on its own (abandoned staging files it removed).
     static let logger = Logger(label: "fileprovider.sftp")
 
@@ -43,9 +45,12 @@ public final class SFTPBackend: Backend {
     ///   - pageSize: the most items per listing page, at least 1.
     ///   - streamsPerTransfer: how many connections a ranged transfer uses, instead of what
     ///     suits the processors (tests).
+    ///   - readHandleIdleTime: how long a file stays open after its last ranged read, in
+    ///     nanoseconds (tests make it short).
     /// - Throws: `invalidArgument` when `connections` or `pageSize` is out of range.
     init(
-        settings: ConnectionSettings, connections: Int = 4, pageSize: Int = 2000, streamsPerTransfer: Int? = nil
+        settings: ConnectionSettings, connections: Int = 4, pageSize: Int = 2000, streamsPerTransfer: Int? = nil,
+        readHandleIdleTime: UInt64 = SFTPBackend.readHandleIdleTime
     ) throws(FileProviderError) {
         guard (1...64).contains(connections) else {
             throw FileProviderError(.invalidArgument, "--connections takes 1 to 64, not \(connections)")
@@ -58,6 +63,7 @@ public final class SFTPBackend: Backend {
         self.pageSize = pageSize
         self.streamsPerTransfer = streamsPerTransfer
         pool = ConnectionPool(settings: settings, size: connections)
+        readHandleSweeper = IdleHandleSweeper(pool: pool, idleTime: readHandleIdleTime)
     }
 
     /// Closes the connections and stops their threads.

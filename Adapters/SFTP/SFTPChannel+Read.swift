@@ -92,6 +92,39 @@ extension SFTPChannel {
         }
     }
 
+    /// What ``lookUp(_:resolving:on:)`` found: the real path of the folder asked for (when one
+    /// was) and the attributes of the path itself (not following a symlink), each an outcome of
+    /// its own.
+    struct LookedUp {
+        var resolved: Result<[UInt8], FileProviderError>?
+        var attributes: Result<RemoteAttributes, FileProviderError>
+    }
+
+    /// LSTAT of `path` and, with `folder`, REALPATH of that folder in the same round trip (the
+    /// caller checks that the folder is reached without a symlink).
+    ///
+    /// - Throws: `serverUnreachable` when the connection breaks or a reply is malformed. What
+    ///   the server refused is in the result, as the error of its SFTP status naming the path.
+    func lookUp(_ path: String, resolving folder: String?, on connection: SFTPConnection) throws(FileProviderError)
+        -> LookedUp
+    {
+        var packets = PacketWriter()
+        let resolveID = folder.map { packets.append(Packet.realPath, id: takeID(), [Array($0.utf8)]) }
+        let statusID = packets.append(Packet.linkStatus, id: takeID(), [Array(path.utf8)])
+        try send(packets.bytes, on: connection)
+        var answers = try replies(to: resolveID.map { [$0, statusID] } ?? [statusID], on: connection)
+        var found = LookedUp(attributes: .failure(FileProviderError(.noSuchItem, path)))
+        if let folder, resolveID != nil { found.resolved = try answers[0].firstName("resolve", folder) }
+        var reply = answers[answers.count - 1]
+        switch reply.type {
+        case Packet.attributes: found.attributes = .success(try reply.reader.attributes())
+        case Packet.status:
+            found.attributes = .failure(SFTPStatus.error(UInt(try reply.reader.u32()), operation: "stat", path: path))
+        default: throw Reply.unexpected(reply.type, "stat", path)
+        }
+        return found
+    }
+
     /// Reads `range` of `file` over this channel; see
     /// ``RangeReader/read(_:_:chunk:into:over:cancellation:stop:write:advanced:)``.
     func read(

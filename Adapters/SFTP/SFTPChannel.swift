@@ -26,6 +26,8 @@ final class SFTPChannel {
     var knownLimits: (read: Int, write: Int)?
     /// Set when the session died: closing the channel would only wait for the timeout.
     var sessionIsDead = false
+    /// Files kept open for ranged reads (SFTPBackend+Partial.swift).
+    var readHandles = ReadHandles()
 
     /// The READDIR requests sent at once at first (OpenSSH answers each with up to 100 names),
     /// doubled for each further batch up to ``maximumReadDirBatch``.
@@ -80,6 +82,7 @@ final class SFTPChannel {
         static let close: UInt8 = 4
         static let read: UInt8 = 5
         static let write: UInt8 = 6
+        static let linkStatus: UInt8 = 7
         static let fileStatus: UInt8 = 8
         static let openDirectory: UInt8 = 11
         static let readDirectory: UInt8 = 12

@@ -181,11 +181,28 @@ final class SFTPConnection: @unchecked Sendable {
 
     func count() { callsInOperation += 1 }
 
+    /// Gives the connection up after the server broke the SFTP protocol on it (a reply longer
+    /// than asked, lengths that disagree): what follows on the channel cannot be trusted, so
+    /// the pool replaces the connection.
+    func abandon() { isDead = true }
+
     /// The error for the last failed call, marking the connection dead for transport errors.
+    ///
+    /// An SFTP protocol error without a failure status from the server (libssh2's last status
+    /// is `SSH_FX_OK`) is a reply libssh2 found malformed — a read answered with more bytes
+    /// than asked, say: `corruptData`, and the connection is given up (libssh2's state after
+    /// it is not to be trusted).
     func failure(_ operation: String, path: String) -> FileProviderError {
         let code = session.lastErrorCode
         if code == LIBSSH2_ERROR_SFTP_PROTOCOL {
-            return SFTPStatus.error(libssh2_sftp_last_error(sftp), operation: operation, path: path)
+            let status = libssh2_sftp_last_error(sftp)
+            if status == UInt(LIBSSH2_FX_OK) {
+                isDead = true
+                return FileProviderError(
+                    .corruptData,
+                    "\(operation) \(path): the server sent a malformed SFTP reply (\(SSHSession.lastMessage(session.raw)))")
+            }
+            return SFTPStatus.error(status, operation: operation, path: path)
         }
         isDead = true
         return SSHSession.transportError(session.raw, code, "\(operation) \(path) on \(session.settings.endpoint)")
@@ -328,6 +345,9 @@ final class SFTPConnection: @unchecked Sendable {
         if status != 0 { throw SFTPStatus.error(UInt(status), operation: "rename \(source) to", path: target) }
         return true
     }
+
+    /// The second channel if it is open, without opening it.
+    var openExtensionChannel: SFTPChannel? { extensions }
 
     func extensionChannel() throws(FileProviderError) -> SFTPChannel? {
         if let extensions { return extensions }
@@ -525,6 +545,15 @@ final class LocalFile: @unchecked Sendable {
         if try file.size() != offset, ftruncate(fd, off_t(offset)) == -1 { throw localError("truncate", path) }
         if lseek(fd, off_t(offset), SEEK_SET) == -1 { throw localError("seek in", path) }
         return file
+    }
+
+    /// Opens the engine's existing file for positioned writes, neither creating nor truncating
+    /// it (ranged reads write into it at their offsets).
+    /// - Throws: `localIOFailure` naming the path.
+    static func openForWritingInPlace(_ path: String) throws(FileProviderError) -> LocalFile {
+        let fd = Glibc.open(path, O_WRONLY | O_CLOEXEC)
+        if fd == -1 { throw localError("open", path) }
+        return LocalFile(fd: fd, path: path)
     }
 
     /// The size of the open file.

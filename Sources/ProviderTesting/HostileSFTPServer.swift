@@ -78,10 +78,11 @@ public final class HostileSFTPServer: @unchecked Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    /// The options of an `sftp` domain on this server.
-    public func options(root: String = "/data") -> [String: String] {
+    /// The options of an `sftp` domain on this server. As the user `limits` the server offers
+    /// `limits@openssh.com`, as OpenSSH does, so transfers go over the adapter's own channel.
+    public func options(root: String = "/data", user: String = "hostile") -> [String: String] {
         [
-            "host": "127.0.0.1", "port": String(port), "user": "hostile", "identity": userKey.path,
+            "host": "127.0.0.1", "port": String(port), "user": user, "identity": userKey.path,
             "known-hosts": knownHosts.path, "root": root,
         ]
     }

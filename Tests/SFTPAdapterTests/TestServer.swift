@@ -1,6 +1,7 @@
 import Foundation
 import ProviderCore
 import ProviderTesting
+
 @testable import SFTPAdapter
 
 /// The sshd shared by the tests that do not stop or restart it, started on first use.
@@ -12,7 +13,7 @@ enum TestServer {
     /// A backend over a fresh, empty folder of `server`.
     static func backend(
         _ server: SSHServer, root: String? = nil, extra: [String: String] = [:], pageSize: Int = 2000,
-        streamsPerTransfer: Int? = nil
+        streamsPerTransfer: Int? = nil, readHandleIdleTime: UInt64 = SFTPBackend.readHandleIdleTime
     ) throws -> SFTPBackend {
         var options = server.options(root: try root ?? server.makeFolder())
         options.merge(extra) { $1 }
@@ -20,7 +21,7 @@ enum TestServer {
         let backend = try SFTPBackend(configuration: configuration)
         return try SFTPBackend(
             settings: backend.settings, connections: backend.connections, pageSize: pageSize,
-            streamsPerTransfer: streamsPerTransfer)
+            streamsPerTransfer: streamsPerTransfer, readHandleIdleTime: readHandleIdleTime)
     }
 
     /// The folder of this process's scratch folders, removed when the process exits.

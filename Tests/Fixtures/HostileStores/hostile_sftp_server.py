@@ -7,7 +7,9 @@ lets a server send any attribute value: sizes are uint64 and times uint32 on the
 
     hostile_sftp_server.py PORT HOST_KEY
 
-Every login with any public key is accepted. The tree, below any root path:
+Every login with any public key is accepted. A login as the user "limits" is answered as
+OpenSSH answers: the VERSION reply offers limits@openssh.com (reads of up to 64 KiB), so the
+client reads over its own SFTP channel instead of libssh2's. The tree, below any root path:
 
     good.txt   5 bytes "hello"
     epoch.txt  3 bytes, modified at 0 (1970)
@@ -16,6 +18,7 @@ Every login with any public key is accepted. The tree, below any root path:
     big.bin    size 2^63
     short.bin  says 100 bytes, sends 40 and then EOF
     long.bin   says 10 bytes, answers every read with 20 bytes more than asked
+    reset.bin  1 MiB of "r", not listed; a read past its first 256 KiB resets the connection
     loop/      a folder whose listing holds loop/ again, forever (loop/loop/loop/...),
                and leaf.txt (1 byte)
     liar/      a folder whose READDIR reply says 5 names and holds 1
@@ -29,8 +32,11 @@ import socket
 import sys
 import threading
 
+import struct
+
 import paramiko
-from paramiko.sftp import CMD_NAME, SFTP_EOF
+from paramiko.message import Message
+from paramiko.sftp import CMD_EXTENDED, CMD_EXTENDED_REPLY, CMD_INIT, CMD_NAME, CMD_VERSION, SFTP_EOF, SFTPError
 from paramiko.sftp_attr import SFTPAttributes
 
 FILE = 0o100644
@@ -46,11 +52,13 @@ FILES = {
     "big.bin": (FILE, 2**63, MTIME, b"b" * 64, 0),
     "short.bin": (FILE, 100, MTIME, b"s" * 40, 0),
     "long.bin": (FILE, 10, MTIME, b"l" * 10, 20),
+    "reset.bin": (FILE, 1 << 20, MTIME, b"r" * (1 << 20), 0),
     "leaf.txt": (FILE, 1, MTIME, b"L", 0),
     "loop": (FOLDER, 0, MTIME, b"", 0),
     "liar": (FOLDER, 0, MTIME, b"", 0),
 }
-ROOT_NAMES = [n for n in sorted(FILES) if n != "leaf.txt"]
+# reset.bin is not listed (a sync would trip over it), only there when asked for.
+ROOT_NAMES = [n for n in sorted(FILES) if n not in ("leaf.txt", "reset.bin")]
 
 
 def endless_batch(count=2000):
@@ -113,23 +121,33 @@ def attributes(name, entry):
     return attr
 
 
+RESET_AFTER = 256 * 1024
+
+
 class Handle(paramiko.SFTPHandle):
-    def __init__(self, name, entry):
+    def __init__(self, name, entry, ssh_server):
         super().__init__()
         self.name = name
         self.entry = entry
+        self.ssh_server = ssh_server
 
     def stat(self):
         return attributes(self.name, self.entry)
 
     def read(self, offset, length):
         _, _, _, data, extra = self.entry
+        if self.name == "reset.bin" and offset + length > RESET_AFTER:
+            self.ssh_server.reset()
+            return paramiko.SFTP_FAILURE
         if offset >= len(data):
             return SFTP_EOF
         return data[offset:offset + length] + b"x" * extra
 
 
 class Interface(paramiko.SFTPServerInterface):
+    def __init__(self, server, *args, **kwargs):
+        super().__init__(server, *args, **kwargs)
+        self.ssh_server = server
     def canonicalize(self, path):
         return "/" + "/".join(p for p in path.split("/") if p and p != ".")
 
@@ -161,14 +179,44 @@ class Interface(paramiko.SFTPServerInterface):
         if flags & (os.O_WRONLY | os.O_RDWR):
             return paramiko.SFTP_PERMISSION_DENIED
         name = path.rstrip("/").split("/")[-1]
-        return Handle(name, found[0])
+        return Handle(name, found[0], self.ssh_server)
 
     def readlink(self, path):
         return paramiko.SFTP_NO_SUCH_FILE
 
 
 class LyingServer(paramiko.SFTPServer):
-    """Sends a READDIR reply for liar/ that claims more names than it holds."""
+    """Sends a READDIR reply for liar/ that claims more names than it holds; offers and answers
+    limits@openssh.com to the user "limits"."""
+
+    def _offers_limits(self):
+        return getattr(self.get_server(), "username", "") == "limits"
+
+    def _send_server_version(self):
+        if not self._offers_limits():
+            return super()._send_server_version()
+        t, data = self._read_packet()
+        if t != CMD_INIT:
+            raise SFTPError("Incompatible sftp protocol")
+        message = Message()
+        message.add_int(3)
+        message.add("limits@openssh.com", "1")
+        self._send_packet(CMD_VERSION, message)
+        return struct.unpack(">I", data[:4])[0]
+
+    def _process(self, t, request_number, msg):
+        if t == CMD_EXTENDED and self._offers_limits():
+            tag = msg.get_text()
+            if tag == "limits@openssh.com":
+                reply = Message()
+                reply.add_int(request_number)
+                for limit in (256 * 1024 + 1024, 64 * 1024, 64 * 1024, 64):
+                    reply.add_int64(limit)
+                self._send_packet(CMD_EXTENDED_REPLY, reply)
+                return
+            msg.rewind()
+            msg.get_int()
+        return super()._process(t, request_number, msg)
 
     def _open_folder(self, request_number, path):
         listing = self.server.list_folder(path)
@@ -203,10 +251,24 @@ class LyingServer(paramiko.SFTPServer):
 
 
 class Server(paramiko.ServerInterface):
+    def __init__(self, client):
+        self.client = client
+        self.username = ""
+
+    def reset(self):
+        """Drops the connection at once, with a TCP reset."""
+        try:
+            self.client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.client.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
     def check_auth_publickey(self, username, key):
+        self.username = username
         return paramiko.AUTH_SUCCESSFUL
 
     def check_auth_password(self, username, password):
+        self.username = username
         return paramiko.AUTH_SUCCESSFUL
 
     def get_allowed_auths(self, username):
@@ -224,7 +286,7 @@ def serve(client, host_key):
         transport = paramiko.Transport(client)
         transport.add_server_key(host_key)
         transport.set_subsystem_handler("sftp", LyingServer, Interface)
-        transport.start_server(server=Server())
+        transport.start_server(server=Server(client))
         while transport.is_active():
             transport.join(1)
     except Exception:

@@ -1,0 +1,101 @@
+import Foundation
+import ProviderCore
+import ProviderTesting
+import Testing
+
+@testable import SFTPAdapter
+
+/// What the SFTP backend does for ranged reads beyond the conformance suite: the file it keeps
+/// open between reads of one file, closed once idle, and never used for another version.
+@Suite("SFTP ranged reads")
+struct PartialReadTests {
+    /// The handles the backend's (only) connection keeps open for ranged reads.
+    static func keptHandles(_ backend: SFTPBackend) async throws -> [ReadHandle] {
+        try await backend.withConnection { connection throws(FileProviderError) -> [ReadHandle] in
+            connection.openExtensionChannel?.readHandles.handles ?? []
+        }
+    }
+
+    static func bytes(_ count: Int, seed: UInt32) -> Data {
+        var state = seed
+        return Data(
+            (0..<count).map { _ in
+                state = state &* 1_664_525 &+ 1_013_904_223
+                return UInt8(truncatingIfNeeded: state >> 24)
+            })
+    }
+
+    @Test func oneHandleServesTheReadsOfAFileAndIsClosedOnceIdle() async throws {
+        let server = try await TestServer.shared()
+        let folder = try server.makeFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let contents = Self.bytes(300_000, seed: 1)
+        try contents.write(to: URL(fileURLWithPath: folder).appendingPathComponent("a.bin"))
+        try contents.write(to: URL(fileURLWithPath: folder).appendingPathComponent("b.bin"))
+        let backend = try TestServer.backend(
+            server, root: folder, extra: ["connections": "1"], readHandleIdleTime: 300_000_000)
+        let destination = try TestServer.scratch().appendingPathComponent("d")
+        try Data(count: 300_000).write(to: destination)
+
+        let a = try await backend.item(for: "a.bin")
+        let b = try await backend.item(for: "b.bin")
+        _ = try await backend.fetchPartialContents(for: a.identifier, version: a.version, range: 0..<1000, into: destination)
+        let first = try await Self.keptHandles(backend)
+        #expect(first.map(\.remote).map { $0.hasSuffix("/a.bin") } == [true])
+        _ = try await backend.fetchPartialContents(
+            for: a.identifier, version: a.version, range: 100_000..<200_000, into: destination)
+        _ = try await backend.fetchPartialContents(for: b.identifier, version: b.version, range: 0..<10, into: destination)
+        let second = try await Self.keptHandles(backend)
+        // The same handle (the server's handle string) served the second read of a.bin.
+        #expect(second.count == 2)
+        #expect(second.first?.file.handle == first.first?.file.handle)
+        #expect(try Data(contentsOf: destination)[100_000..<200_000] == contents[100_000..<200_000])
+
+        // Nothing reads any more: both are closed after the idle time.
+        #expect(try await eventually(timeout: 20) { try await Self.keptHandles(backend).isEmpty })
+        await backend.close()
+    }
+
+    @Test func aKeptHandleIsNeverReadForAFileReplacedSinceOrAnotherVersion() async throws {
+        let server = try await TestServer.shared()
+        let folder = try server.makeFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let url = URL(fileURLWithPath: folder).appendingPathComponent("f.bin")
+        let old = Self.bytes(100_000, seed: 2)
+        try old.write(to: url)
+        let backend = try TestServer.backend(server, root: folder, extra: ["connections": "1"])
+        let destination = try TestServer.scratch().appendingPathComponent("d")
+        try Data(count: 100_000).write(to: destination)
+        let before = try await backend.item(for: "f.bin")
+        _ = try await backend.fetchPartialContents(for: before.identifier, version: before.version, range: 0..<10, into: destination)
+        #expect(try await Self.keptHandles(backend).count == 1)
+
+        // Another writer renames a new file of the same size over it, a minute later.
+        let new = Self.bytes(100_000, seed: 3)
+        let staged = URL(fileURLWithPath: folder).appendingPathComponent(".new")
+        try new.write(to: staged)
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date(timeIntervalSince1970: before.contentModificationDate!.timeIntervalSince1970 + 60)],
+            ofItemAtPath: staged.path)
+        try FileManager.default.moveItem(at: staged, to: URL(fileURLWithPath: folder).appendingPathComponent("g.bin"))
+        _ = rename(URL(fileURLWithPath: folder).appendingPathComponent("g.bin").path, url.path)
+
+        let error = await #expect(throws: FileProviderError.self) {
+            try await backend.fetchPartialContents(for: before.identifier, version: before.version, range: 10..<20, into: destination)
+        }
+        #expect(error?.code == .versionNoLongerAvailable)
+        #expect(try await Self.keptHandles(backend).isEmpty, "the handle of the replaced file is closed")
+        let after = try await backend.item(for: "f.bin")
+        #expect(after.version.content != before.version.content)
+        let result = try await backend.fetchPartialContents(
+            for: after.identifier, version: after.version, range: 10..<50_000, into: destination)
+        #expect(result.range == 10..<50_000)
+        #expect(try Data(contentsOf: destination)[10..<50_000] == new[10..<50_000])
+        // Asked for the old version again: the kept handle is of the new one, so it is not used.
+        let stale = await #expect(throws: FileProviderError.self) {
+            try await backend.fetchPartialContents(for: before.identifier, version: before.version, range: 0..<10, into: destination)
+        }
+        #expect(stale?.code == .versionNoLongerAvailable)
+        await backend.close()
+    }
+}
