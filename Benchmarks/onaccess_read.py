@@ -21,10 +21,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from serve_latency import peak_mib, wait_for  # beside this script
@@ -65,8 +67,53 @@ def stop(process: subprocess.Popen) -> None:
             process.wait()
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+class ServerFailed(Exception):
+    """The server exited or did not get ready; the message holds its log."""
+
+
+def server_argv(server: str, args: argparse.Namespace) -> list[str]:
+    if server == "ours":
+        return [args.fpctl, "serve", args.domain, "--home", str(args.home), *getattr(args, "serve_args", [])]
+    return [
+        "rclone", "--config", "/dev/null", "mount", args.remote, str(args.mount), "--vfs-cache-mode", "full",
+        "--cache-dir", str(args.cache), "--read-only", "--sftp-disable-hashcheck",
+    ]
+
+
+@contextmanager
+def running(server: str, args: argparse.Namespace, log_path: Path):
+    """Starts the server (`ours`: serve of args.domain; `rclone`: a mount of args.remote), waits
+    until its mount at args.mount is ready (for ours also serve's first sync), and yields the
+    process. On the way out, whatever happened, the FUSE mount is unmounted, the server stopped
+    with SIGTERM and any mount left behind detached; this exits the process (status 2) rather
+    than leave a mount for the caller to delete through."""
+    argv = server_argv(server, args)
+    if server == "ours":
+        synced = re.compile(rf"(^|\s){re.escape(args.domain)}: \d+ sent,", re.M)
+        ready = lambda: is_mount(args.mount) and synced.search(log_path.read_text(errors="replace")) is not None
+    else:
+        args.mount.mkdir(parents=True, exist_ok=True)
+        ready = lambda: is_mount(args.mount)
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    try:
+        if not wait_for(lambda: process.poll() is not None or ready(), 120) or process.poll() is not None:
+            raise ServerFailed(f"{' '.join(argv)} did not get ready:\n{log_path.read_text(errors='replace')}")
+        yield process
+    finally:
+        if server == "rclone" and is_mount(args.mount):
+            subprocess.run(["fusermount3", "-u", str(args.mount)], stderr=subprocess.DEVNULL)
+        stop(process)
+        # Never leave a mount for the caller to delete through.
+        if is_mount(args.mount):
+            subprocess.run(["umount", "-l", str(args.mount)])
+        if is_mount(args.mount):
+            print(f"{args.mount} is still mounted; unmount it before deleting the work folder", file=sys.stderr)
+            os._exit(2)
+
+
+def add_server_arguments(p: argparse.ArgumentParser) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """The `ours` and `rclone` subcommands with their positional arguments."""
     sub = p.add_subparsers(dest="server", required=True)
     ours = sub.add_parser("ours")
     ours.add_argument("fpctl")
@@ -77,7 +124,12 @@ def main() -> int:
     rclone.add_argument("remote")
     rclone.add_argument("mount", type=Path)
     rclone.add_argument("cache", type=Path)
-    for s in (ours, rclone):
+    return ours, rclone
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    for s in add_server_arguments(p):
         s.add_argument("--source", type=Path, required=True, help="the folder holding the originals")
         s.add_argument("--second", action="store_true", help="time the second read")
         s.add_argument("files", nargs="+")
@@ -87,43 +139,22 @@ def main() -> int:
         print(f"{args.server}: run as root (serve's on-access files and FUSE mounts need it)", file=sys.stderr)
         return 1
     log_path = args.mount.parent / f"{args.server}-read.log"
-    log = open(log_path, "wb")
-    if args.server == "ours":
-        argv = [args.fpctl, "serve", args.domain, "--home", str(args.home)]
-        ready = lambda: is_mount(args.mount) and f"{args.domain}: " in log_path.read_text(errors="replace")
-    else:
-        args.mount.mkdir(parents=True, exist_ok=True)
-        argv = [
-            "rclone", "--config", "/dev/null", "mount", args.remote, str(args.mount), "--vfs-cache-mode", "full",
-            "--cache-dir", str(args.cache), "--read-only", "--sftp-disable-hashcheck",
-        ]
-        ready = lambda: is_mount(args.mount)
-    server = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
     try:
-        if not wait_for(lambda: server.poll() is not None or ready(), 120) or server.poll() is not None:
-            print(f"{' '.join(argv)} did not get ready:\n{log_path.read_text(errors='replace')}", file=sys.stderr)
-            return 1
-        paths = [args.mount / name for name in args.files]
-        if args.second:
-            cat(paths)
-            os.sync()  # the first read's writes reach the disk first, as before any timed run of bench.py
-        seconds = cat(paths)
-        peak = peak_mib(server.pid)
-        if (wrong := same_files(paths, [args.source / name for name in args.files])) is not None:
-            print(f"{wrong} differs from its original\n{log_path.read_text(errors='replace')}", file=sys.stderr)
-            return 1
-        print(json.dumps({"seconds": seconds, "peak_mib": peak}))
-        return 0
-    finally:
-        if args.server == "rclone" and is_mount(args.mount):
-            subprocess.run(["fusermount3", "-u", str(args.mount)], stderr=subprocess.DEVNULL)
-        stop(server)
-        # Never leave a mount for the caller to delete through.
-        if is_mount(args.mount):
-            subprocess.run(["umount", "-l", str(args.mount)])
-        if is_mount(args.mount):
-            print(f"{args.mount} is still mounted; unmount it before deleting the work folder", file=sys.stderr)
-            os._exit(2)
+        with running(args.server, args, log_path) as server:
+            paths = [args.mount / name for name in args.files]
+            if args.second:
+                cat(paths)
+                os.sync()  # the first read's writes reach the disk first, as before any timed run of bench.py
+            seconds = cat(paths)
+            peak = peak_mib(server.pid)
+            if (wrong := same_files(paths, [args.source / name for name in args.files])) is not None:
+                print(f"{wrong} differs from its original\n{log_path.read_text(errors='replace')}", file=sys.stderr)
+                return 1
+            print(json.dumps({"seconds": seconds, "peak_mib": peak}))
+            return 0
+    except ServerFailed as e:
+        print(e, file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
