@@ -167,7 +167,8 @@ class Tool:
     setup: Commands = lambda run: []  # untimed, before `timed`
     ours: bool = False
     # The timed commands measure themselves: each prints a last line of JSON with "seconds" (and
-    # "peak_mib"), which replaces the wall time (for latencies inside a long-running process).
+    # "peak_mib", and "fetched_bytes" where it counts what it fetched), which replaces the wall
+    # time (for latencies inside a long-running process).
     reports: bool = False
 
 
@@ -266,6 +267,7 @@ class CommandFailed(Exception):
 class Sample:
     seconds: float
     peak_mib: float
+    fetched_bytes: float | None = None  # what the tool fetched from the store, where it says
 
 
 def measure(argv: list[str]) -> Sample:
@@ -292,7 +294,10 @@ def measure_reported(argv: list[str]) -> Sample:
         raise CommandFailed(argv, done.returncode, done.stderr.decode(errors="replace"))
     try:
         values = json.loads(done.stdout.decode().strip().splitlines()[-1])
-        return Sample(float(values["seconds"]), float(values.get("peak_mib", 0.0)))
+        fetched = values.get("fetched_bytes")
+        return Sample(
+            float(values["seconds"]), float(values.get("peak_mib", 0.0)), None if fetched is None else float(fetched)
+        )
     except (IndexError, ValueError, KeyError) as e:
         raise CommandFailed(argv, 0, f"no JSON measurement on the last line of its output ({e})") from None
 
@@ -318,7 +323,10 @@ def iterate(tool: Tool, data: Path) -> Sample:
         # the last minute: every tool pays that; see Docs/Performance.md.)
         os.sync()
         samples = [(measure_reported if tool.reports else measure)(argv) for argv in tool.timed(run)]
-        return Sample(sum(s.seconds for s in samples), max(s.peak_mib for s in samples))
+        fetched = [s.fetched_bytes for s in samples if s.fetched_bytes is not None]
+        return Sample(
+            sum(s.seconds for s in samples), max(s.peak_mib for s in samples), sum(fetched) if fetched else None
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -342,6 +350,11 @@ class Result:
     @property
     def peak_mib(self) -> float:
         return max(s.peak_mib for s in self.samples)
+
+    @property
+    def fetched(self) -> list[float]:
+        """The bytes fetched in each run, where the tool reports them."""
+        return [s.fetched_bytes for s in self.samples if s.fetched_bytes is not None]
 
     @property
     def ok(self) -> bool:
@@ -410,6 +423,20 @@ def markdown_table(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def mib(count: float) -> str:
+    return f"{count / (1 << 20):.1f} MiB" if count >= 1 << 20 else f"{count / 1024:.0f} KiB"
+
+
+def fetched_notes(results: list[Result]) -> list[str]:
+    """One line per result whose tool counted the bytes it fetched: the median and each run's."""
+    lines = []
+    for r in results:
+        if r.ok and r.fetched:
+            each = ", ".join(mib(b) for b in r.fetched)
+            lines.append(f"- {r.benchmark}, {r.tool}: fetched {mib(statistics.median(r.fetched))} (median; runs: {each})")
+    return lines
+
+
 def first_line(argv: list[str]) -> str:
     try:
         done = subprocess.run(argv, capture_output=True, text=True)
@@ -436,12 +463,13 @@ def machine_info() -> dict[str, str]:
     }
 
 
-def report(table: str, info: dict[str, str], runs: int, warmup: int) -> str:
+def report(table: str, info: dict[str, str], runs: int, warmup: int, notes: list[str] | None = None) -> str:
     facts = "\n".join(f"- {key}: {value}" for key, value in info.items())
+    fetched = "\nBytes fetched from the store (where a tool counts them):\n\n" + "\n".join(notes) + "\n" if notes else ""
     return (
         f"{facts}\n- runs: {runs} per tool (median and min reported), {warmup} warm-up; "
         "warm page cache\n\n"
-        f"{table}\n"
+        f"{table}\n{fetched}"
     )
 
 
@@ -510,6 +538,7 @@ def save_raw(benches: list[Benchmark], results: list[Result], info: dict[str, st
                 "ours": r.ours,
                 "seconds": [s.seconds for s in r.samples],
                 "peak_mib": [s.peak_mib for s in r.samples],
+                "fetched_bytes": r.fetched or None,
                 "error": r.error,
                 "targets": targets(r),
             }
@@ -570,11 +599,14 @@ def main() -> int:
         rows += table_rows(bench, bench_results)
 
     table = markdown_table(rows)
+    notes = fetched_notes(results)
     info = machine_info()
     print(table)
+    if notes:
+        print("\n".join(["", "Bytes fetched from the store:", *notes]))
     print(f"raw timings: {save_raw(selected, results, info).relative_to(REPO)}", file=sys.stderr)
     if args.doc if args.doc is not None else not args.only:
-        write_doc(report(table, info, args.runs, args.warmup))
+        write_doc(report(table, info, args.runs, args.warmup, notes))
         print(f"updated {PERF_DOC.relative_to(REPO)}", file=sys.stderr)
     return 0 if all(r.ok for r in results) else 1
 
