@@ -48,6 +48,18 @@ struct DomainAddCommand: AsyncParsableCommand {
             valueName: "mode"))
     var mode: ReplicaMode = .placeholderFiles
 
+    @Option(
+        help: ArgumentHelp(
+            "The most bytes of downloaded contents to keep, as 20G or 512M (binary units: 1G = 1024³ bytes); automatic eviction drops the least recently used files beyond it. Default: no budget of its own.",
+            valueName: "size"))
+    var cacheBudget: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "How a dataless domain fetches a file a program reads: progressive (the parts reads need; the default for dataless) or full (the whole file).",
+            valueName: "hydration"))
+    var hydration: Hydration?
+
     @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Backend options (--root DIR, ...).", visibility: .hidden))
     var backendOptions: [String] = []
 
@@ -94,9 +106,11 @@ struct DomainAddCommand: AsyncParsableCommand {
                 options[option.name] = URL(fileURLWithPath: (value as NSString).expandingTildeInPath).standardizedFileURL.path
             }
         }
+        let budget = try cacheBudget.map { text throws(FileProviderError) in try ByteCount.parseOrNone(text) } ?? nil
         let replicaPath = replica.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath).standardizedFileURL.path }
         let record = try await manager.addDomain(
-            name: name, kind: backend, options: options, replicaPath: replicaPath, ignorePatterns: ignore, mode: mode)
+            name: name, kind: backend, options: options, replicaPath: replicaPath, ignorePatterns: ignore, mode: mode,
+            cacheBudget: budget, hydration: hydration)
         let shown = try DomainJSON(record, summary: nil, manager: manager)
         await manager.close()
         if output.json {

@@ -45,6 +45,11 @@ enum Output {
         return String(format: "%.1f PiB", value)
     }
 
+    /// A budget in binary units (`20.0 GiB`), or `none`.
+    static func budget(_ bytes: Int64?) -> String {
+        bytes.map { Output.bytes($0) } ?? "none"
+    }
+
     /// `2026-11-21 14:03` in local time, without DateFormatter (slow for many rows).
     static func date(_ date: Date?) -> String {
         guard let date else { return "-" }
