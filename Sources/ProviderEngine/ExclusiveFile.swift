@@ -144,7 +144,7 @@ enum ProcessScan {
     /// Whether `/proc/PID/maps` lists a mapping of the inode (its lines name the device as
     /// `major:minor` in hex and the inode in decimal).
     static func maps(pid: Int32, contain device: UInt64, _ inode: UInt64) -> Bool {
-        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/maps") else { return false }
+        guard let data = contents(of: "/proc/\(pid)/maps") else { return false }
         let major = ((device >> 8) & 0xfff) | ((device >> 32) & ~UInt64(0xfff))
         let minor = (device & 0xff) | ((device >> 12) & ~UInt64(0xff))
         let wanted = String(inode)
@@ -160,8 +160,27 @@ enum ProcessScan {
         return false
     }
 
+    /// The whole of a `/proc` file (they report a size of 0, and reading stops only at the end),
+    /// or `nil` when it cannot be read.
+    static func contents(of path: String) -> [UInt8]? {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 { return nil }
+        defer { Glibc.close(fd) }
+        var result: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16384)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return nil
+            }
+            if count == 0 { return result }
+            result += chunk[..<count]
+        }
+    }
+
     private static func processName(_ pid: Int32) -> String? {
-        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/comm") else { return nil }
+        guard let data = contents(of: "/proc/\(pid)/comm") else { return nil }
         let name = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         return name.isEmpty ? nil : name
     }
