@@ -47,6 +47,15 @@ public enum ByteCount {
         return try parse(text)
     }
 
-    /// `21.3 GiB`, `20 GiB`, `512 KiB`, `100 bytes`.
-    public static func format(_ bytes: Int64) -> String { FileSystemSpace.format(bytes) }
+    /// `21.3 GiB`, `20.0 GiB`, `512.0 KiB`, `100 B`: one decimal, binary units, as the CLI
+    /// prints sizes everywhere.
+    public static func format(_ bytes: Int64) -> String {
+        if bytes < 1024 { return "\(max(0, bytes)) B" }
+        var value = Double(bytes) / 1024
+        for unit in ["KiB", "MiB", "GiB", "TiB"] {
+            if value < 1024 { return String(format: "%.1f %@", value, unit) }
+            value /= 1024
+        }
+        return String(format: "%.1f PiB", value)
+    }
 }

@@ -55,7 +55,7 @@ struct DomainJSON: Encodable {
     /// The domain's own budget of downloaded contents, bytes; left out when it has none.
     var cacheBudget: Int64?
     /// Bytes of downloaded contents it holds (materialized files and present ranges).
-    var cache: CacheUsage
+    var cache: CacheUsageJSON
     /// Its last automatic evictions, newest first.
     var evictions: [EvictionJSON]
 
@@ -75,8 +75,24 @@ struct DomainJSON: Encodable {
         backoff = DomainBackoff(record).map { BackoffJSON(failureCount: $0.failureCount, nextRetryAt: $0.nextRetryAt, error: $0.error) }
         hydration = record.hydration.rawValue
         cacheBudget = record.cacheBudget
-        cache = try manager.cacheUsage(of: record)
+        cache = CacheUsageJSON(try manager.cacheUsage(of: record))
         evictions = try manager.evictions(of: record).map(EvictionJSON.init)
+    }
+}
+
+/// What a domain holds, as `--json` prints it.
+struct CacheUsageJSON: Encodable {
+    /// Both below.
+    var used: Int64
+    /// Bytes of materialized files.
+    var materialized: Int64
+    /// Bytes present of partly downloaded files.
+    var partial: Int64
+
+    init(_ usage: CacheUsage) {
+        used = usage.total
+        materialized = usage.materialized
+        partial = usage.partial
     }
 }
 

@@ -58,7 +58,7 @@ struct DomainSetCommand: AsyncParsableCommand {
             return
         }
         print(
-            "\(domain.name): cache budget \(Output.budget(domain.cacheBudget)), \(Output.bytes(shown.cache.total)) used; hydration \(domain.hydration.rawValue)"
+            "\(domain.name): cache budget \(Output.budget(domain.cacheBudget)), \(Output.bytes(shown.cache.used)) used; hydration \(domain.hydration.rawValue)"
         )
     }
 }

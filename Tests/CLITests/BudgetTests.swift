@@ -93,9 +93,9 @@ import Testing
         let lines = pass.stdout.split(separator: "\n").map(String.init)
         #expect(
             lines == [
-                "evicted d:/f2 (64.0 KiB): over the budget of d: 512 KiB used of 320 KiB",
-                "evicted d:/f4 (64.0 KiB): over the budget of d: 448 KiB used of 320 KiB",
-                "evicted d:/f5 (64.0 KiB): over the budget of d: 384 KiB used of 320 KiB",
+                "evicted d:/f2 (64.0 KiB): over the budget of d: 512.0 KiB used of 320.0 KiB",
+                "evicted d:/f4 (64.0 KiB): over the budget of d: 448.0 KiB used of 320.0 KiB",
+                "evicted d:/f5 (64.0 KiB): over the budget of d: 384.0 KiB used of 320.0 KiB",
                 "kept d:/f0: pinned (eager, set on /f0)",
                 "kept d:/f1: has local changes that are not uploaded",
                 "kept d:/f3: a program has it open",
@@ -112,7 +112,7 @@ import Testing
         // status shows use, budget and the last evictions; --json too.
         let status = try cli.run(["status"])
         #expect(status.stdout.contains("  cache: 320.0 KiB used of 320.0 KiB"), "\(status.stdout)")
-        #expect(status.stdout.contains("/f5 (64.0 KiB): over the budget of d: 384 KiB used of 320 KiB"))
+        #expect(status.stdout.contains("/f5 (64.0 KiB): over the budget of d: 384.0 KiB used of 320.0 KiB"))
         let rows = try #require(try cli.json(["status"]) as? [[String: Any]])
         let evictions = try #require(rows.first?["evictions"] as? [[String: Any]])
         #expect(evictions.map { $0["path"] as? String } == ["/f5", "/f4", "/f2"])
@@ -154,7 +154,7 @@ import Testing
         #expect(try await cli.call(["domain", "set", "d", "--cache-budget", "256K"]).status == 0)
         #expect(await waitUntil { isPlaceholder(cli, "f2") && isPlaceholder(cli, "f3") }, "\(serve.output)")
         for path in ["f0", "f1", "f4", "f5"] { #expect(FileManager.default.fileExists(atPath: replica(cli, path)), "\(path)") }
-        #expect(serve.output.contains("d: evicted /f2 (64 KiB): over the budget of d: 384 KiB used of 256 KiB"), "\(serve.output)")
+        #expect(serve.output.contains("d: evicted /f2 (64.0 KiB): over the budget of d: 384.0 KiB used of 256.0 KiB"), "\(serve.output)")
 
         // Lower again, while serve runs: f4 and f5 go; f1 stays while it is open, f0 was read
         // last and is the last to go.

@@ -93,7 +93,7 @@ import Testing
             try f.manager.setCacheBudget(ofDomain: "mem", 0)
             let short = try await evictor.run()
             #expect(short.evicted.isEmpty)
-            #expect(short.notices.contains { $0.hasPrefix("mem is still over its budget: 2.9 KiB used of 0 bytes") })
+            #expect(short.notices.contains { $0.hasPrefix("mem is still over its budget: 2.9 KiB used of 0 B") })
         }
     }
 
