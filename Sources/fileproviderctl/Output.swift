@@ -34,15 +34,12 @@ enum Output {
         FileHandle.standardOutput.write(data)
     }
 
-    /// `1.5 KiB`, `3.0 MiB`.
-    static func bytes(_ count: Int64) -> String {
-        if count < 1024 { return "\(count) B" }
-        var value = Double(count) / 1024
-        for unit in ["KiB", "MiB", "GiB", "TiB"] {
-            if value < 1024 { return String(format: "%.1f %@", value, unit) }
-            value /= 1024
-        }
-        return String(format: "%.1f PiB", value)
+    /// `1.5 KiB`, `3.0 MiB` (``ByteCount/format(_:)``).
+    static func bytes(_ count: Int64) -> String { ByteCount.format(count) }
+
+    /// A budget in binary units (`20.0 GiB`), or `none`.
+    static func budget(_ bytes: Int64?) -> String {
+        bytes.map { Output.bytes($0) } ?? "none"
     }
 
     /// `2026-11-21 14:03` in local time, without DateFormatter (slow for many rows).
