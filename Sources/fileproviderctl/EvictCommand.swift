@@ -8,8 +8,11 @@ struct EvictCommand: AsyncParsableCommand {
         commandName: "evict",
         abstract: "Drop downloaded contents; items stay as placeholders.",
         discussion: """
-            Refuses pinned items and files with local changes that are not uploaded. A folder \
-            stands for the files directly in it, or everything below it with -R.
+            Refuses pinned items (content policy eager, set on the item or a folder above it: \
+            the message names where and how to change it) and files with local changes that are \
+            not uploaded. A folder stands for the files directly in it, or everything below it \
+            with -R. To keep items from being downloaded again, see 'fileproviderctl policy' \
+            (online-only).
 
             --to-budget runs one pass of automatic eviction instead, over the domains named \
             (default: all): online-only files go, then the least recently used files of each \

@@ -69,7 +69,12 @@ enum Output {
     /// (`cancelled`) are not failures: standard error gets one line saying what was done and
     /// what was not (`interrupted: 120 of 500 items materialized; 380 not done; run the same
     /// command again to finish`), and `CommandInterrupted` is thrown.
-    static func finish(_ outcomes: [ItemOutcome], verb: String, json: Bool) throws {
+    ///
+    /// `jsonObject` wraps the rows `--json` prints in another value (`policy` prints the
+    /// policies set beside them).
+    static func finish(
+        _ outcomes: [ItemOutcome], verb: String, json: Bool, jsonObject: (([OutcomeJSON]) -> any Encodable)? = nil
+    ) throws {
         let interrupted = Interruption.shared.signal != nil
         // Plain loops: closures over the outcomes here crashed the release build's optimizer
         // (Swift 6.3.1, CopyPropagation).
@@ -86,7 +91,7 @@ enum Output {
                     OutcomeJSON(path: outcome.path, ok: outcome.error == nil, error: outcome.error?.message, code: outcome.error?.code.name)
                 )
             }
-            try Output.json(rows)
+            if let jsonObject { try Output.json(jsonObject(rows)) } else { try Output.json(rows) }
         } else {
             for outcome in failed { error(outcome.message ?? outcome.path) }
             let done = outcomes.count - failed.count
@@ -126,10 +131,22 @@ struct OutcomeJSON: Encodable {
 extension ItemRecord {
     var stateLabel: String {
         switch state {
-        case .folder: return "folder" + (isDataless ? ",dataless" : "") + (isPinned ? ",pinned" : "")
+        case .folder: return isDataless ? "folder,dataless" : "folder"
         case .symlink: return "symlink"
-        case .placeholder: return isPinned ? "placeholder,pinned" : "placeholder"
-        case .materialized: return isPinned ? "materialized,pinned" : (isOutdated ? "materialized,outdated" : "materialized")
+        case .placeholder: return "placeholder"
+        case .materialized: return isOutdated ? "materialized,outdated" : "materialized"
+        }
+    }
+}
+
+/// A content policy as the CLI shows it: the policy, then where it is set.
+extension EffectivePolicy {
+    /// `eager (set on it)`, `eager (through photos:/2023)`, `lazy (the default)`.
+    func label(domain: String) -> String {
+        switch setOn {
+        case nil: return "\(policy.rawValue) (the default)"
+        case path: return "\(policy.rawValue) (set on it)"
+        case let setOn?: return "\(policy.rawValue) (through \(domain):/\(setOn))"
         }
     }
 }
