@@ -28,6 +28,13 @@ enum ReplySink: Sendable {
     /// file with `Range` and appends after the first `offset` bytes; a `200` reply rewrites the
     /// file from the start.
     case file(path: String, offset: Int64)
+    /// Bytes `range` of the resource written at their offsets into an existing file, which is
+    /// never truncated and never written outside `range`. The request asks for the range with
+    /// `Range: bytes=a-b`; a `206` must start where asked; a `200` (a server that ignores
+    /// `Range`) is skipped to the range's start. Bytes past the range end the transfer (they
+    /// are never written). A reply that completes with fewer bytes than the range holds up to
+    /// the end of the resource is `corruptData`; one cut off is retried from where it stopped.
+    case range(path: String, range: Range<Int64>)
 }
 
 /// The status line and headers of a reply; header names in lower case.
@@ -67,7 +74,8 @@ struct ReplyHead: Sendable {
         return String(text.trimmingCharacters(in: .whitespaces).prefix(40))
     }
 
-    /// The first byte of a `206` reply's `Content-Range`.
+    /// The first byte of a `206` reply's `Content-Range` (`nil` when there is none, or it is
+    /// not a number).
     var rangeStart: Int64? {
         guard let range = headers["content-range"], range.hasPrefix("bytes ") else { return nil }
         let spec = range.dropFirst(6)
@@ -232,7 +240,11 @@ final class HTTPClient: Sendable {
         let url = settings.baseURL + request.endpoint + Self.encodeQuery(request.query)
         let what = "\(request.method) \(request.endpoint)"
         var resumeAt: Int64 = 0
-        if case .file(_, let offset) = request.sink { resumeAt = max(0, offset) }
+        switch request.sink {
+        case .file(_, let offset): resumeAt = max(0, offset)
+        case .range(_, let range): resumeAt = range.lowerBound
+        case .memory: break
+        }
         var attempt = 0
         while true {
             attempt += 1
@@ -261,7 +273,10 @@ final class HTTPClient: Sendable {
                 }
                 return reply
             case .failure(let error, let retryable, let stored):
-                if case .file = request.sink, stored > resumeAt { resumeAt = stored }
+                switch request.sink {
+                case .file, .range: if stored > resumeAt { resumeAt = stored }
+                case .memory: break
+                }
                 if retryable && retriesLeft {
                     await pause(attempt: attempt, retryAfter: nil)
                     continue
@@ -407,7 +422,11 @@ final class Connection: @unchecked Sendable {
         add("Expect:")
         if let token = settings.token { add("Authorization: Bearer \(token)") }
         for line in request.headers { add(line) }
-        if resumeAt > 0 { add("Range: bytes=\(resumeAt)-") }
+        switch request.sink {
+        case .file: if resumeAt > 0 { add("Range: bytes=\(resumeAt)-") }
+        case .range(_, let range): add("Range: bytes=\(resumeAt)-\(range.upperBound - 1)")
+        case .memory: break
+        }
 
         let context = Unmanaged.passUnretained(transfer).toOpaque()
         var setup = CURLE_OK
@@ -461,10 +480,12 @@ final class Connection: @unchecked Sendable {
                 retryable: false, stored: resumeAt)
         }
 
-        let code = curl_easy_perform(handle)
+        var code = curl_easy_perform(handle)
         transfer.flush()
         let stored = transfer.storedLength
         if let failure = transfer.failure { return .failure(failure, retryable: false, stored: stored) }
+        // A range sink ends the transfer itself once the range is written (the server sent more).
+        if code == CURLE_WRITE_ERROR && transfer.rangeIsComplete { code = CURLE_OK }
         if code != CURLE_OK {
             let detail = errorBuffer[0] != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
             let (error, retryable) = Self.error(for: code, detail: detail, what: "\(request.method) \(url)")
@@ -522,8 +543,16 @@ final class Transfer {
     private var sinkFile: Int32 = -1
     private var pending: [UInt8] = []
     private var uploadFile: Int32 = -1
+    /// For a file sink, the length of the file written so far; for a range sink, the offset of
+    /// the next byte to write.
     private(set) var storedLength: Int64
     private var total: Int64?
+    /// Body bytes to drop before the range starts (a `200` to a ranged request).
+    private var skip: Int64 = 0
+    /// Where a range sink stops writing.
+    private var rangeEnd: Int64 = .max
+    /// A range sink got a byte past its range, so it ended the transfer itself: not a failure.
+    private(set) var rangeIsComplete = false
 
     init(request: HTTPRequest, resumeAt: Int64, cancellation: CancellationFlag) {
         self.request = request
@@ -533,10 +562,18 @@ final class Transfer {
     }
 
     func openFiles() -> FileProviderError? {
-        if case .file(let path, _) = request.sink {
+        switch request.sink {
+        case .file(let path, _):
             pending.reserveCapacity(Self.blockSize + 64 * 1024)
             sinkFile = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
             if sinkFile < 0 { return POSIXError.localWriteError("open", path: path) }
+        case .range(let path, let range):
+            pending.reserveCapacity(Int(min(Int64(Self.blockSize + 64 * 1024), Int64(range.count))))
+            // The engine's existing file: never created or truncated here.
+            sinkFile = open(path, O_WRONLY | O_CLOEXEC)
+            if sinkFile < 0 { return POSIXError.localWriteError("open", path: path) }
+        case .memory:
+            break
         }
         if case .file(let path, _) = request.body {
             uploadFile = open(path, O_RDONLY | O_CLOEXEC)
@@ -582,6 +619,24 @@ final class Transfer {
             return false
         }
         guard sinkFile >= 0 else { return true }
+        if case .range(_, let range) = request.sink {
+            if head.status == 206 {
+                guard head.rangeStart == resumeAt else {
+                    failure = FileProviderError(
+                        .corruptData,
+                        "the server answered a request for bytes from \(resumeAt) with the range \(head["content-range"]?.prefix(80).debugDescription ?? "none")"
+                    )
+                    return false
+                }
+            } else {
+                // The whole resource from its first byte: drop what comes before the range.
+                skip = resumeAt
+            }
+            rangeEnd = range.upperBound
+            storedLength = resumeAt
+            total = try? head.resourceSize(of: "")
+            return true
+        }
         var start: Int64 = 0
         if head.status == 206 {
             guard head.rangeStart == resumeAt else {
@@ -624,6 +679,21 @@ final class Transfer {
             // libcurl hands over at most 16 KiB at a time; write in 1 MiB blocks.
             pending.append(contentsOf: bytes)
             if pending.count >= Self.blockSize && !flush() { return 0 }
+        case .range:
+            var start = 0
+            if skip > 0 {
+                start = Int(min(skip, Int64(bytes.count)))
+                skip -= Int64(start)
+            }
+            let room = max(0, rangeEnd - storedLength - Int64(pending.count))
+            let take = Int(min(Int64(bytes.count - start), room))
+            if take > 0 { pending.append(contentsOf: bytes[start..<(start + take)]) }
+            if pending.count >= Self.blockSize && !flush() { return 0 }
+            if start + take < bytes.count {
+                // Bytes past the range: never written; the transfer ends here.
+                rangeIsComplete = true
+                return 0
+            }
         }
         return bytes.count
     }
@@ -639,7 +709,9 @@ final class Transfer {
         let ok = pending.withUnsafeBytes { raw -> Bool in
             var offset = 0
             while offset < raw.count {
-                let count = write(sinkFile, raw.baseAddress! + offset, raw.count - offset)
+                // At the stored length: the end of a file sink (positioned there), the next
+                // offset of a range sink.
+                let count = pwrite(sinkFile, raw.baseAddress! + offset, raw.count - offset, off_t(storedLength) + off_t(offset))
                 if count < 0 {
                     if errno == EINTR { continue }
                     return false
@@ -677,6 +749,20 @@ final class Transfer {
     func finish() -> FileProviderError? {
         guard accept() else { return failure }
         guard isSuccess, sinkFile >= 0 else { return nil }
+        if case .range(_, let range) = request.sink {
+            // A complete reply (or one this sink ended past the range) must hold the range up to
+            // the end of the resource.
+            guard let total else {
+                return FileProviderError(.corruptData, "the reply to a ranged request gave no size")
+            }
+            let expected = max(resumeAt, min(range.upperBound, total))
+            if storedLength != expected {
+                return FileProviderError(
+                    .corruptData,
+                    "the reply held \(storedLength - resumeAt) of the \(expected - resumeAt) bytes from \(resumeAt) it had to")
+            }
+            return nil
+        }
         if let total, storedLength != total {
             return FileProviderError(
                 .serverUnreachable, "the reply ended after \(storedLength) of \(total) bytes")

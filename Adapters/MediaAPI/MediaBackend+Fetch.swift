@@ -80,6 +80,84 @@ extension MediaBackend {
         return item
     }
 
+    /// Writes bytes `range` of a file (clamped to its size) into `destination` at the same
+    /// offsets with a ranged `GET /file` (`Range: bytes=a-b`); never truncates `destination` or
+    /// writes outside the range.
+    ///
+    /// The version is checked on the reply's head before a byte is written: with an extended
+    /// server by the server itself (`If-Match` with the ETag, `412` when it changed) and against
+    /// the ETag the reply carries; with the original API against its size and `Last-Modified`.
+    /// A `206` must start where asked; a server that ignores `Range` and sends the whole file
+    /// (`200`) is read up to the range, skipping what comes before it; bytes past the range end
+    /// the transfer and are never written. `416` (a range starting at or past the end) is the
+    /// empty range. A transfer cut off is retried from where it stopped, after checking the
+    /// version again.
+    /// - Throws: `invalidArgument` for a folder, or an empty range or one starting below 0;
+    ///   `noSuchItem` when the file is gone; `versionNoLongerAvailable` when its version is not
+    ///   `version`; `corruptData` when the reply lies (a `206` starting elsewhere, fewer bytes
+    ///   than the range holds in a complete reply, a `416` for a range inside the file, no or an
+    ///   impossible size); `fileWriteOutOfSpace` when the disk holding `destination` is full,
+    ///   `localIOFailure` when it cannot be opened or written for another reason;
+    ///   `serverUnreachable` when the transfer fails after the retries; `cancelled`.
+    public func fetchPartialContents(
+        for identifier: ItemIdentifier, version: ItemVersion, range: Range<Int64>, into destination: URL
+    ) async throws(FileProviderError) -> PartialContents {
+        try PartialContents.validate(range)
+        let path = try MediaPath(identifier)
+        if path.isRoot { throw FileProviderError(.invalidArgument, "the root is a folder; it has no contents") }
+        let dialect = self.dialect
+        let seen = VersionBox()
+        var request = HTTPRequest("GET", "/file", query: itemQuery(path))
+        request.sink = .range(path: destination.path, range: range)
+        if dialect == .extended, let etag = Self.etag(of: version) { request.headers.append("If-Match: \"\(etag)\"") }
+        request.validate = { [self] head throws(FileProviderError) in
+            let item = try self.fileItem(path, from: head, dialect: dialect)
+            if item.version.content != version.content {
+                throw FileProviderError(
+                    .versionNoLongerAvailable, "\(path.display) changed on the server; the requested version is gone")
+            }
+            try seen.check(item)
+        }
+        let reply = try await send(request)
+        switch reply.status {
+        case 404:
+            if dialect == .original, try await originalFolderExists(path) {
+                throw FileProviderError(.invalidArgument, "\(path.display) is a folder; it has no contents to fetch")
+            }
+            throw .noSuchItem(identifier)
+        case 400 where dialect == .extended:
+            throw FileProviderError(.invalidArgument, "\(path.display) is a folder; it has no contents to fetch")
+        case 412:
+            throw FileProviderError(.versionNoLongerAvailable, "\(path.display) changed on the server; the requested version is gone")
+        case 416:
+            // Nothing of the file at or past the range's start: the empty range, once the head
+            // shows the file is of the version asked for.
+            let item = try fileItem(path, from: reply.head, dialect: dialect)
+            if item.version.content != version.content {
+                throw FileProviderError(
+                    .versionNoLongerAvailable, "\(path.display) changed on the server; the requested version is gone")
+            }
+            let written = PartialContents.clamp(range, toSize: item.size)
+            guard written.isEmpty else {
+                throw FileProviderError(
+                    .corruptData,
+                    "the server refused bytes \(range.lowerBound)-\(range.upperBound - 1) of \(path.display) as past its end, yet it has \(item.size) bytes"
+                )
+            }
+            return PartialContents(item: item, range: written)
+        default:
+            try reply.check()
+        }
+        guard let item = seen.value else { throw FileProviderError(.corruptData, "GET /file of \(path.display) gave no headers") }
+        let written = PartialContents.clamp(range, toSize: item.size)
+        guard written.isEmpty || reply.fileLength == written.upperBound else {
+            throw FileProviderError(
+                .corruptData,
+                "the ranged read of \(path.display) ended at byte \(reply.fileLength), not \(written.upperBound)")
+        }
+        return PartialContents(item: item, range: written)
+    }
+
     /// The item a `GET /file` reply describes. Its numbers are checked here, where they enter.
     ///
     /// - Throws: `corruptData` when the reply gives no size, an impossible size or date (see

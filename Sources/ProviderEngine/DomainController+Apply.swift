@@ -5,9 +5,9 @@ import ProviderStore
 extension DomainController {
     /// The end of sync down: items the walk did not find again are settled. A stored file gone
     /// from its place while a new one with the same content version appeared is a move (its
-    /// local copy and pin follow it); the rest were deleted in the store, and their local
-    /// copies go too (files first, then folders deepest first), except a materialized file with
-    /// local changes, which is kept. Records change in one transaction after the replica.
+    /// local copy and content policy follow it); the rest were deleted in the store, and their
+    /// local copies go too (files first, then folders deepest first), except a materialized file
+    /// with local changes, which is kept. Records change in one transaction after the replica.
     func settle(_ pass: inout PullPass, report: inout SyncReport) async throws(FileProviderError) {
         var gone = pass.gone.filter { !pass.movedIn.contains($0.identifier) }
         if !pass.sweeps {
@@ -106,15 +106,16 @@ extension DomainController {
         report.notices.append(contentsOf: notices)
     }
 
-    /// Gives a new record the local copy and pin of a stored file that moved to it: a
-    /// materialized file is moved into place (its folder populated first) over the new
+    /// Gives a new record the local copy and content policy of a stored file that moved to it:
+    /// a materialized file is moved into place (its folder populated first) over the new
     /// placeholder; an old placeholder is removed.
     private func adoptLocalCopy(
         of old: ItemRecord, into record: inout ItemRecord
     )
         async throws(FileProviderError)
     {
-        record.isPinned = record.isPinned || old.isPinned
+        // A policy set on the old item stays with the file.
+        record.contentPolicy = record.contentPolicy ?? old.contentPolicy
         let replica = self.replica
         guard old.state == .materialized, try await executor.run({ [self] in localCopyExists(old) })
         else {
@@ -136,11 +137,6 @@ extension DomainController {
         record.localSize = old.localSize
         record.localModificationNanos = old.localModificationNanos
         record.localInode = old.localInode
-    }
-
-    /// Paths of pinned folders.
-    func pinnedFolderPaths() throws(FileProviderError) -> [String] {
-        try store.pinnedFolderPaths(domainID: domainID)
     }
 
     /// Writes placeholders on several threads; returns the errors by index.

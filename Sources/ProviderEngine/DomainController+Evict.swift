@@ -6,9 +6,11 @@ extension DomainController {
     /// Drops downloaded contents (`stopProvidingItem`): each materialized file is swapped for its
     /// placeholder atomically. Folders stand for the files below them.
     ///
-    /// Refuses, per item, with `nonEvictable` for pinned items (or items in a pinned folder)
-    /// and `unsyncedEdits` for files changed locally; never throws. When the task is cancelled,
-    /// the files evicted so far are recorded and every other one gets a `cancelled` outcome.
+    /// Refuses, per item, with `nonEvictable` for items whose content policy is
+    /// ``ContentPolicy/eager`` (pinned, itself or through a folder: the message names where the
+    /// policy is set and how to change it) and `unsyncedEdits` for files changed locally;
+    /// never throws. When the task is cancelled, the files evicted so far are recorded and
+    /// every other one gets a `cancelled` outcome.
     public func evict(paths: [String], recursive: Bool) async -> [ItemOutcome] {
         var outcomes: [ItemOutcome] = []
         var updated: [ItemRecord] = []
@@ -19,7 +21,8 @@ extension DomainController {
             }
             do {
                 let target = try record(at: path)
-                if let holder = try pinHolder(of: target) { throw pinnedError(path, holder: holder) }
+                let policies = try policies()
+                if let holder = Self.pinHolder(of: target.path, policies) { throw pinnedError(path, holder: holder) }
                 var files = [target]
                 if target.kind == .folder {
                     files =
@@ -28,14 +31,13 @@ extension DomainController {
                         : try store.children(domainID: domainID, parent: target.identifier))
                         .filter { $0.kind == .file }
                 }
-                let pinnedFolders = target.kind == .folder ? try pinnedFolderPaths() : []
                 for file in files where file.state == .materialized {
                     if Task.isCancelled {
                         outcomes.append(ItemOutcome(path: display(file.path), error: Self.notStarted))
                         continue
                     }
                     do {
-                        if let holder = Self.pinHolder(of: file, pinnedFolders: pinnedFolders) {
+                        if let holder = Self.pinHolder(of: file.path, policies) {
                             throw pinnedError(file.path, holder: holder)
                         }
                         updated.append(try await evictFile(file))
@@ -59,27 +61,32 @@ extension DomainController {
         return outcomes
     }
 
-    /// The path of the item that holds an item's pin: the outermost pinned folder above it (whose
-    /// unpin clears every pin below), else the item itself when it is pinned, else `nil`.
+    /// The path of the item whose ``ContentPolicy/eager`` policy keeps an item downloaded (the
+    /// item itself or the nearest folder above with a policy of its own), else `nil`.
     func pinHolder(of record: ItemRecord) throws(FileProviderError) -> String? {
-        Self.pinHolder(of: record, pinnedFolders: try pinnedFolderPaths())
+        Self.pinHolder(of: record.path, try policies())
     }
 
-    /// ``pinHolder(of:)`` with the domain's pinned folders given.
-    static func pinHolder(of record: ItemRecord, pinnedFolders: [String]) -> String? {
-        let above = pinnedFolders.filter { $0 != record.path && ($0.isEmpty || record.path.hasPrefix($0 + "/")) }
-        if let outermost = above.min(by: { $0.utf8.count < $1.utf8.count }) { return outermost }
-        return record.isPinned ? record.path : nil
+    /// ``pinHolder(of:)`` with the domain's policies given.
+    static func pinHolder(of path: String, _ policies: PolicyResolver) -> String? {
+        let (policy, setOn) = policies.resolve(path)
+        return policy == .eager ? setOn : nil
     }
 
-    /// The refusal to evict a pinned item, naming the item whose pin to remove.
+    /// The refusal to evict an item kept by an eager policy, naming where the policy is set and
+    /// how to change it.
     private func pinnedError(_ path: String, holder: String) -> FileProviderError {
         let through = holder == path ? "" : " through \(display(holder))"
         return FileProviderError(
-            .nonEvictable, "\(display(path)) is pinned\(through); unpin it with 'fileproviderctl unpin \(display(holder))'")
+            .nonEvictable,
+            "\(display(path)) is pinned (policy eager\(through)); 'fileproviderctl policy \(display(holder)) lazy' makes it evictable")
     }
 
-    private func evictFile(_ record: ItemRecord) async throws(FileProviderError) -> ItemRecord {
+    /// Swaps one file for its placeholder (a dataless file in a `dataless` replica) and forgets
+    /// its present ranges; returns its record as a placeholder, for the caller to save.
+    /// - Throws: `unsyncedEdits` when the file has local changes not uploaded (nothing is
+    ///   evicted); `localIOFailure` when the replica or the database fails.
+    func evictFile(_ record: ItemRecord) async throws(FileProviderError) -> ItemRecord {
         var updated = record
         updated.markPlaceholder()
         let metadata = PlaceholderMetadata(domain: domain.name, record: updated)
@@ -92,48 +99,32 @@ extension DomainController {
                         .unsyncedEdits, "\(display(record.path)) has local changes that are not uploaded; nothing was evicted")
                 }
             }
+            // Present ranges (only a dataless replica has them) are forgotten before the swap: a
+            // crash between the two leaves bytes on disk that are not recorded (fetched again),
+            // never recorded ranges that are holes.
+            if replica.layout == .dataless { try store.removePresentRanges(domainID: domainID, identifier: record.identifier) }
             try replica.replaceWithPlaceholder(record.path, metadata)
         }
+        // Ranges a fill recorded during the swap were of the file that is gone.
+        if replica.layout == .dataless { try store.removePresentRanges(domainID: domainID, identifier: record.identifier) }
         return updated
     }
 
-    /// Pins items (keeps them downloaded, as Apple's "keep downloaded"): sets the pin and
-    /// materializes the files, for a folder every file below it, now and after later syncs.
+    /// Pins items: sets their content policy to ``ContentPolicy/eager`` (Apple's "keep
+    /// downloaded", cfapi's pinned) and downloads the files, for a folder every file below it,
+    /// now and after later syncs. The same as ``setPolicy(_:paths:events:)`` with `.eager`.
+    /// Never throws: an outcome per item that failed or was downloaded.
     public func pin(paths: [String], events: EventHandler? = nil) async -> [ItemOutcome] {
-        var outcomes: [ItemOutcome] = []
-        var toMaterialize: [String] = []
-        for path in paths {
-            do {
-                var target = try record(at: path)
-                target.isPinned = true
-                try store.save(target)
-                if target.kind != .symlink { toMaterialize.append(path) }
-            } catch {
-                outcomes.append(ItemOutcome(path: display(path), error: error))
-            }
-        }
-        return outcomes + (await materialize(paths: toMaterialize, recursive: true, events: events))
+        await setPolicy(.eager, paths: paths, events: events).outcomes
     }
 
-    /// Removes pins from items and everything below them; contents stay until evicted.
-    public func unpin(paths: [String]) -> [ItemOutcome] {
-        var outcomes: [ItemOutcome] = []
-        for path in paths {
-            do {
-                let target = try record(at: path)
-                var changed = [target] + (target.kind == .folder ? try store.descendants(domainID: domainID, of: path) : [])
-                changed = changed.filter(\.isPinned).map { record in
-                    var record = record
-                    record.isPinned = false
-                    return record
-                }
-                try store.apply(domainID: domainID, upserts: changed, deletions: [])
-                outcomes.append(ItemOutcome(path: display(path), error: nil))
-            } catch {
-                outcomes.append(ItemOutcome(path: display(path), error: error))
-            }
-        }
-        return outcomes
+    /// Unpins items as cfapi's unpinned: sets their content policy to
+    /// ``ContentPolicy/onlineOnly`` and evicts their downloaded files now (a folder's, all
+    /// below it). The same as ``setPolicy(_:paths:events:)`` with `.onlineOnly`. Never throws:
+    /// the changes made, and an outcome per file evicted or refused (open in a program:
+    /// `nonEvictable`; local changes not uploaded: `unsyncedEdits`).
+    public func unpin(paths: [String]) async -> (changes: [PolicyChange], outcomes: [ItemOutcome]) {
+        await setPolicy(.onlineOnly, paths: paths)
     }
 
     /// Counts of the domain's items by state.

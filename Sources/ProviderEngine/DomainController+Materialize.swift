@@ -53,7 +53,13 @@ extension DomainController {
         } catch {
             return outcomes + files.map { ItemOutcome(path: display($0.path), error: error) }
         }
-        outcomes += await downloader.download(files, events: events)
+        let downloaded = await downloader.download(files, events: events)
+        // A file asked for is a file used: the newest for least-recently-used eviction.
+        let identifiers = Dictionary(files.map { (display($0.path), $0.identifier) }, uniquingKeysWith: { first, _ in first })
+        for outcome in downloaded where outcome.error == nil {
+            if let identifier = identifiers[outcome.path] { useRecorder.used(domainID: domainID, identifier: identifier) }
+        }
+        outcomes += downloaded
         // Interrupted: the next run (or sync) populates the folders, adopting what was downloaded.
         if Task.isCancelled { return outcomes }
         do {

@@ -45,7 +45,8 @@ struct PullPass {
     var newFolders = Set<ItemIdentifier>()
     var failedFolders: [String] = []
     var redownload: [ItemRecord] = []
-    var pinnedFolders: [String]
+    /// The domain's content policies as the pass began.
+    var policies: PolicyResolver
     /// Entries this sync may still write into folders it found new.
     var budget: Int
     /// Whether the database held items before this sync (then moves are looked for).
@@ -54,15 +55,17 @@ struct PullPass {
     /// went away itself.
     var sweeps = true
 
-    init(pinnedFolders: [String], budget: Int, hadItems: Bool) {
-        self.pinnedFolders = pinnedFolders
+    init(policies: PolicyResolver, budget: Int, hadItems: Bool) {
+        self.policies = policies
         self.budget = budget
         self.hadItems = hadItems
         newFilesByVersion = hadItems ? [:] : nil
     }
 
+    /// Whether the item at `path` is kept downloaded (its policy, its own or inherited, is
+    /// ``ContentPolicy/eager``).
     func isPinned(_ path: String) -> Bool {
-        pinnedFolders.contains { path == $0 || path.hasPrefix($0 + "/") }
+        policies.policy(of: path) == .eager
     }
 }
 
@@ -92,7 +95,7 @@ extension DomainController {
                 "domain \(domain.name) has no root record; remove it and add it again")
         }
         var pass = PullPass(
-            pinnedFolders: try pinnedFolderPaths(), budget: populationBudget,
+            policies: try policies(), budget: populationBudget,
             hadItems: try store.itemCount(domainID: domainID) > 1)
         var anchorAfterWalk: SyncAnchor?
         if backend.capabilities.hasChangeFeed {
@@ -179,18 +182,35 @@ extension DomainController {
     }
 
     /// Downloads what this pass found outdated or pinned, and what an earlier sync left undone
-    /// (it recorded new versions, then was killed or failed to download).
+    /// (it recorded new versions, then was killed or failed to download). Files whose policy
+    /// evicts on a remote update (``ContentPolicy/evictOnRemoteUpdate``,
+    /// ``ContentPolicy/onlineOnly``) are evicted instead of downloaded again, unless they
+    /// hold local changes; placeholders are downloaded only where the policy is
+    /// ``ContentPolicy/eager``.
     private func downloadDue(_ pass: inout PullPass, report: inout SyncReport, events: EventHandler?) async throws(FileProviderError) {
-        // Settling may have moved or adopted some of them: download what the database says now.
+        // Settling may have moved or adopted some of them: download what the database says now,
+        // under the policies as they are now.
         let planned = Set(pass.redownload.map(\.identifier))
         pass.redownload += try store.dueDownloads(domainID: domainID).filter { !planned.contains($0.identifier) }
+        let policies = try policies()
         var current: [ItemRecord] = []
+        var evict: [ItemRecord] = []
         for record in pass.redownload {
-            if let now = try store.item(domainID: domainID, identifier: record.identifier),
-                now.kind == .file
-            {
+            guard let now = try store.item(domainID: domainID, identifier: record.identifier), now.kind == .file else { continue }
+            let policy = policies.policy(of: now.path)
+            if now.state == .placeholder {
+                // Pinned (a folder above may have set another policy on a folder below it).
+                if policy == .eager { current.append(now) }
+            } else if now.isOutdated && policy.evictsOnRemoteUpdate {
+                evict.append(now)
+            } else {
                 current.append(now)
             }
+        }
+        evict += try staleUpdatedPartials(policies)
+        if !evict.isEmpty {
+            // A file with local changes is left to today's rules (its download refuses them).
+            current += await evictUpdated(evict, report: &report).filter { $0.state == .materialized }
         }
         pass.redownload = current
         if !pass.redownload.isEmpty {

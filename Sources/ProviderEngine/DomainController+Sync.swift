@@ -21,6 +21,9 @@ public struct SyncReport: Codable, Sendable {
     public var moved = 0
     public var deleted = 0
     public var downloaded = 0
+    /// Downloaded files evicted instead of downloaded again after their contents changed in
+    /// the store, by their content policy (`evict-on-remote-update`, `online-only`).
+    public var evictedOnUpdate = 0
     /// Local creations, edits, moves and deletions sent to the store.
     public var uploaded = 0
     /// Conflicts resolved by keeping both versions (see `fileproviderctl conflicts`).
@@ -46,8 +49,9 @@ extension DomainController {
 
     /// Brings the replica and the database up to date with the store: new items become
     /// placeholders or folders, changed placeholders are rewritten, materialized files whose
-    /// contents changed are downloaded again, moved items are moved, deleted items are removed
-    /// (a materialized file with local changes is kept), pinned items are materialized.
+    /// contents changed are downloaded again (or evicted, where their content policy says so),
+    /// moved items are moved, deleted items are removed (a materialized file with local changes
+    /// is kept), items whose policy is `eager` (pinned) are materialized.
     ///
     /// The database learns every item of the store; the replica shows the items of populated
     /// folders. New folders are populated while the sync's population budget lasts

@@ -15,6 +15,8 @@ public final class DomainController: Sendable {
     let logger: Logger
     /// Downloads files into the replica: materialize, sync's due downloads, conflicts.
     let downloader: Downloader
+    /// Records when files were used (a `materialize` counts), for least-recently-used eviction.
+    public let useRecorder: UseRecorder
     /// Sync and the population of dataless folders take turns: a folder populated while sync
     /// down decides what to write into it would miss the new items of the listing.
     let treeLock = AsyncLock()
@@ -42,6 +44,7 @@ public final class DomainController: Sendable {
         store = manager.store
         executor = manager.executor
         logger = manager.logger
+        useRecorder = manager.useRecorder
         self.downloadDepth = downloadDepth
         backoffPolicy = manager.backoffPolicy
         ignoreRules = IgnoreRules(extra: domain.ignoreList)

@@ -29,10 +29,12 @@ final class Inotify: @unchecked Sendable {
     private let wakeWrite: Int32
     private var buffer = [UInt8](repeating: 0, count: 64 * 1024)
 
-    /// Events for folders the serve loop watches: changes of children, and the folder itself going away.
+    /// Events for folders the serve loop watches: changes of children, and the folder itself
+    /// going away; and opens of children (`IN_OPEN`: when files were last used, for eviction;
+    /// one event per open, not per read as `IN_ACCESS` would be).
     static let folderMask = UInt32(
         IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF
-            | IN_MOVE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK)
+            | IN_MOVE_SELF | IN_OPEN | IN_ONLYDIR | IN_EXCL_UNLINK)
 
     /// Opens an inotify descriptor.
     /// - Throws: `localIOFailure` when the kernel refuses (too many inotify instances).

@@ -40,9 +40,15 @@ public struct ItemExplanation: Sendable, Codable {
     /// `placeholder`, `materialized`, `folder` or `symlink` for a known item; `local` for an
     /// item only in the replica.
     public var state: String
-    /// Whether the item is pinned, itself or through a folder.
+    /// The content policy that applies to the item (`lazy`, `eager`, `evict-on-remote-update`,
+    /// `online-only`), its own or inherited.
+    public var policy: String
+    /// Where the policy is set (the item itself or a folder above it), with `/`; `nil` for the
+    /// default.
+    public var policySetOn: String?
+    /// Whether the item is pinned (its policy is `eager`), itself or through a folder.
     public var pinned: Bool
-    /// The pinned item that keeps it downloaded (itself or an ancestor folder), with `/`.
+    /// The item whose `eager` policy keeps it downloaded (itself or a folder above), with `/`.
     public var pinnedBy: String?
     /// The store has newer contents than the downloaded file.
     public var outdated: Bool
@@ -85,22 +91,21 @@ extension ProviderManager {
         var explanation = ItemExplanation(
             domain: domain.name, path: "/" + path, known: record != nil,
             kind: record?.kind.rawValue ?? (onDisk?.isDirectory == true ? "folder" : "file"),
-            state: record?.state.rawValue ?? "local", pinned: false, pinnedBy: nil, outdated: record?.isOutdated ?? false,
+            state: record?.state.rawValue ?? "local", policy: ContentPolicy.lazy.rawValue, policySetOn: nil, pinned: false, pinnedBy: nil,
+            outdated: record?.isOutdated ?? false,
             localChange: nil, operations: [], lastError: record?.lastError, conflicts: [],
             backoff: DomainBackoff(domain), reasons: [])
         var reasons: [String] = []
 
-        // State and pins.
+        // State and content policy.
+        let policy = PolicyResolver(explicit: try store.explicitPolicies(domainID: domainID)).effective(path)
+        explanation.policy = policy.policy.rawValue
+        explanation.policySetOn = policy.setOn.map { "/" + $0 }
         if let record {
-            var pinPath: String? = record.isPinned ? path : nil
-            var ancestor = path
-            while pinPath == nil, let slash = ancestor.lastIndex(of: "/") {
-                ancestor = String(ancestor[..<slash])
-                if try store.item(domainID: domainID, path: ancestor)?.isPinned == true { pinPath = ancestor }
+            if policy.policy == .eager {
+                explanation.pinned = true
+                explanation.pinnedBy = explanation.policySetOn
             }
-            if pinPath == nil, !path.isEmpty, try store.item(domainID: domainID, path: "")?.isPinned == true { pinPath = "" }
-            explanation.pinned = pinPath != nil
-            explanation.pinnedBy = pinPath.map { "/" + $0 }
             switch record.state {
             case .placeholder where domain.replicaMode == .dataless:
                 reasons.append(
@@ -119,18 +124,15 @@ extension ProviderManager {
             case .symlink:
                 reasons.append("symlink: kept as a placeholder, never followed")
             }
-            if let pinPath {
-                if pinPath == path {
-                    reasons.append("pinned: kept downloaded and never evicted; 'fileproviderctl unpin \(display)' removes the pin")
-                } else {
-                    reasons.append("pinned through \(domain.name):/\(pinPath): kept downloaded and never evicted")
-                }
-                if record.state == .placeholder {
-                    reasons.append("pinned but not downloaded yet: the next sync downloads it")
-                }
+            reasons.append(Self.describe(policy, domain: domain.name, isFolder: record.kind == .folder))
+            if policy.policy == .eager && record.state == .placeholder {
+                reasons.append("eager but not downloaded yet: the next sync downloads it")
             }
             if record.isOutdated {
-                reasons.append("outdated: the store has newer contents; the next sync downloads them")
+                reasons.append(
+                    policy.policy.evictsOnRemoteUpdate
+                        ? "outdated: the store has newer contents; the next sync evicts it (its policy), unless it has local changes"
+                        : "outdated: the store has newer contents; the next sync downloads them")
             }
         }
 
@@ -240,11 +242,43 @@ extension ProviderManager {
         } else if !domain.isConnected {
             reasons.append("the domain is disconnected: it is not synced")
         }
-        if reasons.count == 1 && explanation.localChange == nil && record != nil {
+        if reasons.count == 2 && explanation.localChange == nil && record != nil {
             reasons.append("in sync with the store as of the last sync (\(domain.lastSyncAt.map(Self.timestamp) ?? "never"))")
         }
         explanation.reasons = reasons
         return explanation
+    }
+
+    /// A content policy in words: what it means, where it is set and how to change it ("eager
+    /// through photos:/2023: ..."). A folder's policy is that of the files below it.
+    static func describe(_ policy: EffectivePolicy, domain: String, isFolder: Bool) -> String {
+        let display = "\(domain):/\(policy.path)"
+        let source: String
+        let change: String
+        switch policy.setOn {
+        case nil:
+            source = " (the default)"
+            change = "'fileproviderctl policy \(display) POLICY' sets one"
+        case policy.path:
+            source = " (set on this item)"
+            change = "'fileproviderctl policy \(display) inherit' removes it"
+        case let setOn?:
+            source = " through \(domain):/\(setOn)"
+            change = "'fileproviderctl policy \(display) POLICY' gives it its own"
+        }
+        let files = isFolder ? "the files below it are " : ""
+        switch policy.policy {
+        case .lazy:
+            return "lazy\(source): \(files)downloaded when read, evictable; \(change)"
+        case .eager:
+            return "eager\(source): pinned: \(files)kept downloaded and never evicted; \(change)"
+        case .evictOnRemoteUpdate:
+            return
+                "evict-on-remote-update\(source): \(files)downloaded when read; a change in the store evicts a downloaded file instead of downloading it again (unless it has local changes); \(change)"
+        case .onlineOnly:
+            return
+                "online-only\(source): unpinned: \(files)evicted as soon as no program has them open and their changes are uploaded; \(change)"
+        }
     }
 
     /// `2026-11-21 14:03:05` in local time.

@@ -89,10 +89,6 @@ public final class OnAccessHandler: @unchecked Sendable {
     private let running = Mutex<[UUID: Task<Void, Never>]>([:])
     /// The partially present files of progressive domains.
     let hydrator: ProgressiveHydrator
-    /// Files programs opened since the last record of uses, by domain id.
-    private let uses = Mutex<[Int64: Set<String>]>([:])
-    /// Writes the uses down every few seconds while serving.
-    private let useRecorder = Mutex<Task<Void, Never>?>(nil)
 
     private init(
         manager: ProviderManager, logger: Logger, synchronize: Synchronize?, group: PreContentGroup, guardian: PreContentGuardian
@@ -170,14 +166,6 @@ public final class OnAccessHandler: @unchecked Sendable {
         }
         thread.name = "fileprovider-on-access"
         thread.start()
-        useRecorder.withLock {
-            $0 = Task { [self] in
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(2))
-                    await recordUses()
-                }
-            }
-        }
     }
 
     /// Stops serving: takes the mounts away (programs then see the empty replica folders), lets
@@ -191,8 +179,7 @@ public final class OnAccessHandler: @unchecked Sendable {
         group.wake()
         if started.withLock({ $0 }) { await finished.wait() }
         for task in running.withLock({ Array($0.values) }) { await task.value }
-        useRecorder.withLock { $0 }?.cancel()
-        await recordUses()
+        await manager.useRecorder.flush()
     }
 
     // MARK: Events
@@ -323,7 +310,14 @@ public final class OnAccessHandler: @unchecked Sendable {
         case .dataless(let entry, let path, let key, let access):
             do {
                 if entry.hydration == .progressive {
-                    let complete = try await fetch(entry, path: path, key: key, access: access, descriptor: event.fileDescriptor)
+                    let complete: Bool
+                    do {
+                        complete = try await fetch(entry, path: path, key: key, access: access, descriptor: event.fileDescriptor)
+                    } catch where error.code == .notSupported {
+                        // The store turned out to have no ranged reads: the whole file.
+                        try await fill(entry, path: path, key: key, descriptor: event.fileDescriptor)
+                        complete = true
+                    }
                     await conclude(event, .allow, ignore: complete)
                 } else {
                     try await fill(entry, path: path, key: key, descriptor: event.fileDescriptor)
@@ -465,26 +459,10 @@ public final class OnAccessHandler: @unchecked Sendable {
         use(domainID: entry.domainID, path: String(path.dropFirst(entry.prefix.count)))
     }
 
-    /// Remembers that a program used the file at `path`; ``recordUses()`` writes it down.
+    /// Remembers that a program used the file at `path` (the manager's ``UseRecorder`` writes
+    /// it down).
     private func use(domainID: Int64, path: String) {
-        uses.withLock { _ = $0[domainID, default: []].insert(path) }
-    }
-
-    /// Writes the uses remembered since the last call into the database (by item).
-    func recordUses() async {
-        let pending = uses.withLock { uses -> [Int64: Set<String>] in
-            defer { uses = [:] }
-            return uses
-        }
-        guard !pending.isEmpty else { return }
-        let store = manager.store
-        let now = Date()
-        _ = try? await manager.executor.run {
-            for (domainID, paths) in pending {
-                let identifiers = try paths.compactMap { try store.item(domainID: domainID, path: $0)?.identifier }
-                try store.recordUse(domainID: domainID, identifiers: identifiers, at: now)
-            }
-        }
+        manager.useRecorder.used(domainID: domainID, path: path)
     }
 
     /// The item the database knows at `path` of a served domain.

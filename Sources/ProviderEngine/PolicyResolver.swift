@@ -13,6 +13,8 @@ public struct PolicyResolver: Sendable {
 
     /// The policy of `path` and the path it was set on (`nil` for the default).
     public func resolve(_ path: String) -> (policy: ContentPolicy, setOn: String?) {
+        // Most domains set no policy: `ls` of many rows asks for nothing.
+        if explicit.isEmpty { return (.lazy, nil) }
         var current = Substring(path)
         while true {
             if let policy = explicit[String(current)] { return (policy, String(current)) }

@@ -91,14 +91,16 @@ final class ProgressiveHydrator: Sendable {
                 let upper = max(lower, min(range.upperBound, state.record.size))
                 let needed = lower..<upper
                 if ChunkPlan.contains(state.present, needed) { return ([], true) }
+                var runs: [Range<Int64>]
                 if first {
                     let (demand, ahead) = state.plan.plan(read: range, size: state.record.size, covered: state.covered)
-                    for run in demand + ahead { start(run, in: entry, state: &state) }
+                    runs = demand + ahead
                 } else {
-                    let demand = ChunkPlan.split(ChunkPlan.gaps(in: needed, excluding: state.covered))
-                    for run in demand { start(run, in: entry, state: &state) }
+                    runs = ChunkPlan.split(ChunkPlan.gaps(in: needed, excluding: state.covered))
                 }
-                return (state.fetching.values.filter { $0.range.overlaps(needed) }.map(\.task), false)
+                // The markers of every run started here (read-ahead too) before the access goes on.
+                let markers = runs.map { start($0, in: entry, state: &state) }
+                return (markers + state.fetching.values.filter { $0.range.overlaps(needed) }.map(\.task), false)
             }
             first = false
             if present { break }
@@ -184,10 +186,14 @@ final class ProgressiveHydrator: Sendable {
     /// tool that skips what `lseek(SEEK_HOLE)` calls holes (`cp`) would otherwise skip a
     /// missing region without reading a byte of it — no read, no event, zeros in the copy. With
     /// the marker it reads the block, the read's event fetches the chunk there, and the chunk's
-    /// own end gets a marker in turn. So a fetch that ends before the end of the file, where
-    /// nothing is present or on its way, writes that marker; it holds the marker's bytes as
-    /// being fetched until then, so no other fetch writes there meanwhile.
-    private func start(_ run: Range<Int64>, in entry: Entry, state: inout State) {
+    /// own end gets a marker in turn. So a fetch first writes a marker over its own first block
+    /// (a region being fetched is still missing until its bytes land; the returned task ends
+    /// once the marker is written, and the access that started the fetch waits for it), and a
+    /// fetch that ends before the end of the file, where nothing is present or on its way,
+    /// writes one there; it holds the marker's bytes as being fetched until then, so no other
+    /// fetch writes there meanwhile.
+    @discardableResult
+    private func start(_ run: Range<Int64>, in entry: Entry, state: inout State) -> Task<Void, any Error> {
         let id = UUID()
         let record = state.record
         let size = record.size
@@ -196,8 +202,11 @@ final class ProgressiveHydrator: Sendable {
             run.upperBound < size
             && !state.covered.contains { $0.lowerBound <= run.upperBound && run.upperBound < $0.upperBound }
         let held = run.lowerBound..<(markerWanted ? markerEnd : run.upperBound)
+        let leading = run.lowerBound..<min(run.upperBound, run.lowerBound + Int64(Replica.leadingBlock))
+        let marker = Task { () async throws in try await entry.downloader.writeMarker(leading, of: record) }
         let task = Task { [self] () async throws in
             do {
+                try await marker.value
                 let written = try await entry.downloader.fetchRange(run, of: record)
                 if markerWanted, written.upperBound == run.upperBound {
                     // Up to what another fetch holds or has written since.
@@ -227,6 +236,7 @@ final class ProgressiveHydrator: Sendable {
             }
         }
         state.fetching[id] = (held, task)
+        return marker
     }
 
     /// Records the ranges fetched since the last record, once flushed; one flush at a time per

@@ -19,6 +19,12 @@ public final class ProviderManager: Sendable {
     /// (see ``SpaceReserve``); shared by all domains.
     let spaceReservations: SpaceReservations
     let controllers = Mutex<[String: DomainController]>([:])
+    /// Records when programs use files, for least-recently-used eviction; written about once a
+    /// second and when the manager closes. The on-access handler and `serve`'s watcher feed it.
+    public let useRecorder: UseRecorder
+    /// The wake-up of the eviction loop of a `serve` running in this process, if any (see
+    /// ``requestEviction()``).
+    let evictionWakeup = Mutex<Wakeup?>(nil)
 
     /// Opens the state folder `home`, creating it and the database when needed. The state
     /// folder and its `locks`, `staging` and `signals` folders are made (or made again, when an
@@ -42,6 +48,7 @@ public final class ProviderManager: Sendable {
         self.backoffPolicy = backoffPolicy
         spaceReservations = SpaceReservations(reserve: spaceReserve)
         executor = BlockingExecutor(name: "fileprovider-engine", threads: 4)
+        useRecorder = UseRecorder(store: store, executor: executor, logger: logger)
     }
 
     /// The default state folder: `$FILEPROVIDER_HOME`, else `$XDG_DATA_HOME/fileprovider`, else
@@ -88,12 +95,17 @@ public final class ProviderManager: Sendable {
     ///   work here (no CAP_SYS_ADMIN, a kernel before 6.14, a file system that refuses fanotify
     ///   marks), with the reason; `filenameCollision` when the name is taken; what the backend
     ///   throws when the store cannot be reached.
+    ///
+    /// `cacheBudget` is the domain's own budget of downloaded contents (bytes; `nil`: none);
+    /// `hydration` how a dataless domain fetches files on access (default: ``Hydration/progressive``
+    /// for a dataless domain, ``Hydration/full`` otherwise).
     @discardableResult
     public func addDomain(
         name: String, kind: String, options: [String: String], replicaPath: String? = nil, ignorePatterns: [String] = [],
-        mode: ReplicaMode = .placeholderFiles, hydration: Hydration = .full
+        mode: ReplicaMode = .placeholderFiles, cacheBudget: Int64? = nil, hydration: Hydration? = nil
     ) async throws(FileProviderError) -> DomainRecord {
         try Self.validateDomainName(name)
+        if let cacheBudget, cacheBudget < 0 { throw FileProviderError(.invalidArgument, "a cache budget cannot be negative") }
         if try store.domain(named: name) != nil {
             throw FileProviderError(.filenameCollision, "a domain named '\(name)' exists already; pick another name or remove it first")
         }
@@ -127,7 +139,8 @@ public final class ProviderManager: Sendable {
         var record = DomainRecord(name: name, backendKind: kind, configuration: stored, replicaPath: replica.path)
         record.ignorePatterns = ignorePatterns.joined(separator: "\n")
         record.replicaMode = mode
-        record.hydration = hydration
+        record.cacheBudget = cacheBudget
+        record.hydration = hydration ?? .full
         record = try store.insertDomain(record)
         guard let domainID = record.id else { throw FileProviderError(.localIOFailure, "the domain was not saved") }
         var rootRecord = ItemRecord(domainID: domainID, item: root, path: "")
@@ -290,6 +303,7 @@ public final class ProviderManager: Sendable {
 
     /// Closes every controller and its backend.
     public func close() async {
+        await useRecorder.flush()
         let all = controllers.withLock { map in
             defer { map.removeAll() }
             return Array(map.values)

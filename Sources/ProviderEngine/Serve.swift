@@ -16,16 +16,19 @@ public struct ServeOptions: Sendable {
     public var debounceSeconds: Double
     /// The longest a sync waits for local changes to stop, in seconds.
     public var maximumDebounceSeconds: Double
+    /// Seconds between passes of automatic eviction (there is one after each sync too).
+    public var evictionInterval: Double
 
     public init(
         pollInterval: Double = 30, pollIntervals: [String: Double] = [:], settleSeconds: Double = 1, debounceSeconds: Double = 0.2,
-        maximumDebounceSeconds: Double = 2
+        maximumDebounceSeconds: Double = 2, evictionInterval: Double = 5
     ) {
         self.pollInterval = pollInterval
         self.pollIntervals = pollIntervals
         self.settleSeconds = settleSeconds
         self.debounceSeconds = debounceSeconds
         self.maximumDebounceSeconds = maximumDebounceSeconds
+        self.evictionInterval = evictionInterval
     }
 
     /// The poll interval of a domain.
@@ -55,6 +58,8 @@ public final class Server: Sendable {
     /// Fetches the files of dataless domains when programs access them; `nil` when no domain
     /// is dataless.
     private let onAccess = Mutex<OnAccessHandler?>(nil)
+    /// Automatic eviction of the served domains (see ``Evictor``).
+    private let eviction: EvictionLoop
 
     /// A server for `domains` (names; each must exist).
     public init(manager: ProviderManager, domains: [String], options: ServeOptions = ServeOptions(), logger: Logger) {
@@ -63,6 +68,7 @@ public final class Server: Sendable {
         self.options = options
         self.logger = logger
         wakeups = Dictionary(uniqueKeysWithValues: domains.map { ($0, Wakeup()) })
+        eviction = EvictionLoop(manager: manager, domains: domains, interval: options.evictionInterval, logger: logger)
     }
 
     /// How many syncs have run (finished or failed) since the server started.
@@ -89,6 +95,7 @@ public final class Server: Sendable {
         try await startOnAccess(records)
         let targets = records.map { record in
             let name = record.name
+            let id = record.id ?? 0
             return ServeWatcher.Target(
                 domain: name, root: roots[name] ?? record.replicaPath,
                 ignore: IgnoreRules(extra: record.ignoreList), wakeup: wakeups[name]!,
@@ -96,7 +103,8 @@ public final class Server: Sendable {
                     guard let writes = manager.loadedController(for: name)?.finishedWrites else { return }
                     if let modificationNanos { writes.finished(path, modificationNanos: modificationNanos) } else { writes.writing(path) }
                 },
-                isEngineWriting: { [onAccess] path in onAccess.withLock { $0 }?.isFilling(domain: name, path: path) ?? false })
+                isEngineWriting: { [onAccess] path in onAccess.withLock { $0 }?.isFilling(domain: name, path: path) ?? false },
+                opened: { [manager] path in manager.useRecorder.used(domainID: id, path: path) })
         }
         var watcher: ServeWatcher?
         do {
@@ -115,6 +123,7 @@ public final class Server: Sendable {
                 for name in domains {
                     group.addTask { await self.runDomain(name) }
                 }
+                group.addTask { await self.eviction.run() }
             }
         }
         let alreadyStopping = work.withLock { work -> Bool in
@@ -139,6 +148,7 @@ public final class Server: Sendable {
 
     private func signalStop() {
         for wakeup in wakeups.values { wakeup.signal(.stop) }
+        eviction.stop()
     }
 
     private var isStopping: Bool { stopping.withLock { $0 } }
@@ -227,6 +237,8 @@ public final class Server: Sendable {
         defer {
             state.nextPoll = Date().addingTimeInterval(interval)
             syncCount.withLock { $0 += 1 }
+            // A sync may have downloaded files: over a budget now?
+            eviction.poke()
         }
         do {
             let controller: DomainController

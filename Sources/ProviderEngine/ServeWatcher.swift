@@ -89,6 +89,9 @@ final class ServeWatcher: @unchecked Sendable {
         /// Whether the engine itself is writing the file (relative path): its events are not
         /// a user's change (a dataless file being filled on access).
         var isEngineWriting: @Sendable (String) -> Bool = { _ in false }
+        /// Told when a program opened a file (relative path), for least-recently-used
+        /// eviction; an open changes nothing and does not wake the domain's loop.
+        var opened: @Sendable (String) -> Void = { _ in }
     }
 
     private let targets: [Target]
@@ -189,6 +192,16 @@ final class ServeWatcher: @unchecked Sendable {
             return
         }
         let path = folder + "/" + name
+        if event.has(IN_OPEN) {
+            // Programs' opens (the engine's own too, which only make a file look used). Only
+            // files of the replica count, not placeholders or the engine's temporary files.
+            if !event.isFolder, path.hasPrefix(targets[index].root + "/"), !name.hasSuffix(Replica.placeholderSuffix),
+                !Replica.isTemporary(name), !targets[index].ignore.ignores(name)
+            {
+                targets[index].opened(String(path.dropFirst(targets[index].root.count + 1)))
+            }
+            if event.mask & ~UInt32(IN_OPEN | IN_ISDIR) == 0 { return }
+        }
         if event.isFolder {
             if event.has(IN_MOVED_FROM) || event.has(IN_DELETE) { unwatchTree(path) }
             if event.has(IN_CREATE) || event.has(IN_MOVED_TO), !targets[index].ignore.ignores(name) {

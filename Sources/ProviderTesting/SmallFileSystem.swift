@@ -65,6 +65,29 @@ public final class SmallFileSystem: Sendable {
         }
     }
 
+    /// What a backend throws when the local disk fills up during a ranged read: reads the whole
+    /// of `identifier` (a file larger than 1 MiB) with `fetchPartialContents` into a sparse file
+    /// of its size on a 1 MiB file system. Returns the error (`nil` when none was thrown).
+    public static func partialFetchError(of identifier: ItemIdentifier, from backend: any Backend) async throws
+        -> FileProviderError?
+    {
+        let item = try await backend.item(for: identifier)
+        return try await with(size: 1 << 20) { disk in
+            let destination = disk.root.appendingPathComponent("big.bin.part")
+            _ = FileManager.default.createFile(atPath: destination.path, contents: nil)
+            let handle = try FileHandle(forWritingTo: destination)
+            try handle.truncate(atOffset: UInt64(item.size))
+            try handle.close()
+            do {
+                _ = try await backend.fetchPartialContents(
+                    for: identifier, version: item.version, range: 0..<item.size, into: destination)
+                return nil
+            } catch {
+                return FileProviderError.wrap(error)
+            }
+        }
+    }
+
     /// Fills it with a file `name` until at most `leaving` bytes are free; returns the file.
     @discardableResult
     public func fill(leaving: Int64, name: String = "filler") throws -> URL {

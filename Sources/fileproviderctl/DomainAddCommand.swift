@@ -50,9 +50,15 @@ struct DomainAddCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "The most bytes of downloaded contents to keep, as 20G or 512M (binary units: 1G = 1024³ bytes); automatic eviction drops the least recently used files beyond it. Default: no budget of its own.",
+            valueName: "size"))
+    var cacheBudget: String?
+
+    @Option(
+        help: ArgumentHelp(
             "How a dataless domain fetches a file a program reads: full (the default: the whole file on its first access) or progressive (only the chunks a read needs, with read-ahead; not finished: see Docs/Architecture.md).",
             valueName: "hydration"))
-    var hydration: Hydration = .full
+    var hydration: Hydration?
 
     @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Backend options (--root DIR, ...).", visibility: .hidden))
     var backendOptions: [String] = []
@@ -100,9 +106,11 @@ struct DomainAddCommand: AsyncParsableCommand {
                 options[option.name] = URL(fileURLWithPath: (value as NSString).expandingTildeInPath).standardizedFileURL.path
             }
         }
+        let budget = try cacheBudget.map { text throws(FileProviderError) in try ByteCount.parseOrNone(text) } ?? nil
         let replicaPath = replica.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath).standardizedFileURL.path }
         let record = try await manager.addDomain(
-            name: name, kind: backend, options: options, replicaPath: replicaPath, ignorePatterns: ignore, mode: mode, hydration: hydration)
+            name: name, kind: backend, options: options, replicaPath: replicaPath, ignorePatterns: ignore, mode: mode,
+            cacheBudget: budget, hydration: hydration)
         let shown = try DomainJSON(record, summary: nil, manager: manager)
         await manager.close()
         if output.json {
@@ -120,4 +128,3 @@ struct DomainAddCommand: AsyncParsableCommand {
 }
 
 extension ReplicaMode: ExpressibleByArgument {}
-extension Hydration: ExpressibleByArgument {}

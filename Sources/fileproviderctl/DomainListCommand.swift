@@ -50,6 +50,14 @@ struct DomainJSON: Encodable {
     var items: ItemSummary?
     /// Set while the domain backs off after failures.
     var backoff: BackoffJSON?
+    /// How a dataless domain fetches files on access: `full` or `progressive`.
+    var hydration: String
+    /// The domain's own budget of downloaded contents, bytes; left out when it has none.
+    var cacheBudget: Int64?
+    /// Bytes of downloaded contents it holds (materialized files and present ranges).
+    var cache: CacheUsageJSON
+    /// Its last automatic evictions, newest first.
+    var evictions: [EvictionJSON]
 
     /// - Throws: `invalidArgument` when a dataless domain's name is not valid (a damaged database).
     init(_ record: DomainRecord, summary: ItemSummary?, manager: ProviderManager) throws(FileProviderError) {
@@ -65,6 +73,42 @@ struct DomainJSON: Encodable {
         connected = record.isConnected
         items = summary
         backoff = DomainBackoff(record).map { BackoffJSON(failureCount: $0.failureCount, nextRetryAt: $0.nextRetryAt, error: $0.error) }
+        hydration = record.hydration.rawValue
+        cacheBudget = record.cacheBudget
+        cache = CacheUsageJSON(try manager.cacheUsage(of: record))
+        evictions = try manager.evictions(of: record).map(EvictionJSON.init)
+    }
+}
+
+/// What a domain holds, as `--json` prints it.
+struct CacheUsageJSON: Encodable {
+    /// Both below.
+    var used: Int64
+    /// Bytes of materialized files.
+    var materialized: Int64
+    /// Bytes present of partly downloaded files.
+    var partial: Int64
+
+    init(_ usage: CacheUsage) {
+        used = usage.total
+        materialized = usage.materialized
+        partial = usage.partial
+    }
+}
+
+/// An automatic eviction as `--json` prints it.
+struct EvictionJSON: Encodable {
+    /// The file's path in the domain, starting with `/`.
+    var path: String
+    var size: Int64
+    var reason: String
+    var at: Date
+
+    init(_ record: EvictionRecord) {
+        path = "/" + record.path
+        size = record.size
+        reason = record.reason
+        at = record.at
     }
 }
 

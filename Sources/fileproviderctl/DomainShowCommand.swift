@@ -1,5 +1,6 @@
 import ArgumentParser
 import ProviderEngine
+import ProviderStore
 
 struct DomainShowCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "show", abstract: "Show one domain's settings and state.")
@@ -36,7 +37,12 @@ struct DomainShowCommand: AsyncParsableCommand {
             "last sync:    \(Output.date(domain.lastSyncAt))",
             "items:        \(summary.total) (\(summary.folders) folders (\(summary.datalessFolders) dataless), \(summary.placeholders) placeholders, \(summary.materialized) materialized, \(summary.pinned) pinned)",
             "downloaded:   \(Output.bytes(summary.materializedBytes))",
+            "cache:        \(Output.bytes(shown.cache.used)) used of \(Output.budget(domain.cacheBudget))\(shown.cache.partial > 0 ? " (\(Output.bytes(shown.cache.partial)) in partly downloaded files)" : "")",
+            "hydration:    \(domain.hydration.rawValue)\(domain.replicaMode == .dataless ? "" : " (used in dataless mode)")",
         ]
+        for eviction in shown.evictions {
+            lines.append("  evicted \(Output.date(eviction.at)) \(eviction.path) (\(Output.bytes(eviction.size))): \(eviction.reason)")
+        }
         if let error = domain.lastError { lines.append("last error:   \(error)") }
         print(lines.joined(separator: "\n"))
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import ProviderEngine
+import ProviderStore
 
 struct DumpCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -16,6 +17,7 @@ struct DumpCommand: AsyncParsableCommand {
         let manager = try global.manager()
         let domain = try manager.domain(named: name)
         let records = try manager.store.allItems(domainID: domain.id ?? 0).sorted { $0.path < $1.path }
-        Output.write(ItemJSON.encode(records, domain: name, full: true))
+        let policies = PolicyResolver(explicit: try manager.store.explicitPolicies(domainID: domain.id ?? 0))
+        Output.write(ItemJSON.encode(records, domain: name, policies: policies, full: true))
     }
 }

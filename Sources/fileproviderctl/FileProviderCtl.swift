@@ -27,7 +27,8 @@ struct FileProviderCtl: AsyncParsableCommand {
             """,
         subcommands: [
             DomainCommand.self, SyncCommand.self, ListCommand.self, PopulateCommand.self, MaterializeCommand.self,
-            EvictCommand.self, PinCommand.self, UnpinCommand.self, StatusCommand.self, ConflictsCommand.self,
+            EvictCommand.self, PolicyCommand.self, PinCommand.self, UnpinCommand.self, StatusCommand.self, CacheCommand.self,
+            ConflictsCommand.self,
             PendingCommand.self, WhyCommand.self, ServeCommand.self, SignalCommand.self, ThumbnailCommand.self,
             DumpCommand.self,
         ]

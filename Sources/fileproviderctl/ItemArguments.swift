@@ -9,6 +9,13 @@ struct ItemArguments: ParsableArguments {
 
     /// The paths by domain, in the order the domains first appear.
     func grouped(_ manager: ProviderManager) throws(FileProviderError) -> [(domain: String, paths: [String])] {
+        try Self.grouped(paths, manager)
+    }
+
+    /// `paths` resolved and grouped by domain, in the order the domains first appear.
+    static func grouped(_ paths: [String], _ manager: ProviderManager) throws(FileProviderError) -> [(
+        domain: String, paths: [String]
+    )] {
         var order: [String] = []
         var byDomain: [String: [String]] = [:]
         for argument in paths {

@@ -8,7 +8,15 @@ struct ListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ls",
         abstract: "List items from the database, offline.",
-        discussion: "STATE is folder, placeholder, materialized (outdated when the store has newer contents) or symlink, with ',pinned' for pinned items; a folder whose items are not in the replica yet is 'folder,dataless' (see 'fileproviderctl populate')."
+        discussion: """
+            Columns: STATE, POLICY, SIZE, MODIFIED, NAME. STATE is folder, placeholder, \
+            materialized (',outdated' when the store has newer contents) or symlink; a folder whose \
+            items are not in the replica yet is 'folder,dataless' (see 'fileproviderctl \
+            populate'). POLICY is the item's content policy (lazy, eager, \
+            evict-on-remote-update, online-only; see 'fileproviderctl policy --help'), with '*' \
+            when it is set on the item itself rather than inherited from a folder above. \
+            --json gives "policy" and "policySetOn" (the path it is set on, null for the default).
+            """
     )
 
     @OptionGroup var global: GlobalOptions
@@ -25,7 +33,8 @@ struct ListCommand: AsyncParsableCommand {
         let location = try manager.resolve(path)
         let domain = try manager.domain(named: location.domain)
         guard let id = domain.id, let target = try manager.store.item(domainID: id, path: location.path) else {
-            throw FileProviderError(.noSuchItem, "no item at \(location.description); run 'fileproviderctl sync \(location.domain)' to refresh")
+            throw FileProviderError(
+                .noSuchItem, "no item at \(location.description); run 'fileproviderctl sync \(location.domain)' to refresh")
         }
         let records: [ItemRecord]
         if target.kind != .folder {
@@ -35,8 +44,9 @@ struct ListCommand: AsyncParsableCommand {
         } else {
             records = try manager.store.children(domainID: id, parent: target.identifier)
         }
+        let policies = PolicyResolver(explicit: try manager.store.explicitPolicies(domainID: id))
         if output.json {
-            Output.write(ItemJSON.encode(records, domain: location.domain))
+            Output.write(ItemJSON.encode(records, domain: location.domain, policies: policies))
             return
         }
         var text = ""
@@ -47,6 +57,9 @@ struct ListCommand: AsyncParsableCommand {
             let size = record.kind == .folder ? "-" : Output.bytes(record.size)
             let state = record.stateLabel
             text += state.padding(toLength: 22, withPad: " ", startingAt: 0)
+            let (policy, setOn) = policies.resolve(record.path)
+            let policyLabel = policy.rawValue + (setOn == record.path ? "*" : "")
+            text += policyLabel.padding(toLength: 24, withPad: " ", startingAt: 0)
             text += String(repeating: " ", count: max(0, 10 - size.count)) + size + "  "
             text += Output.date(record.modificationDate) + "  " + shown + (record.kind == .folder ? "/" : "") + "\n"
         }
@@ -56,7 +69,9 @@ struct ListCommand: AsyncParsableCommand {
 
 /// Items as `ls --json` and `dump --json` print them: written by hand, fast for 10,000 rows.
 enum ItemJSON {
-    static func encode(_ records: [ItemRecord], domain: String, full: Bool = false) -> String {
+    /// `policies`: the domain's content policies, for each item's `policy`, `policySetOn` and
+    /// `pinned` (its policy is `eager`).
+    static func encode(_ records: [ItemRecord], domain: String, policies: PolicyResolver, full: Bool = false) -> String {
         var out = "["
         out.reserveCapacity(records.count * 200)
         for (index, record) in records.enumerated() {
@@ -64,7 +79,9 @@ enum ItemJSON {
             out += "\n{\"domain\":" + quote(domain) + ",\"path\":" + quote("/" + record.path)
             out += ",\"name\":" + quote(record.filename) + ",\"identifier\":" + quote(record.identifier.rawValue)
             out += ",\"kind\":\"\(record.kind.rawValue)\",\"state\":\"\(record.state.rawValue)\""
-            out += ",\"pinned\":\(record.isPinned),\"size\":\(record.size)"
+            let (policy, setOn) = policies.resolve(record.path)
+            out += ",\"policy\":\"\(policy.rawValue)\",\"policySetOn\":" + (setOn.map { quote("/" + $0) } ?? "null")
+            out += ",\"pinned\":\(policy == .eager),\"size\":\(record.size)"
             if record.kind == .folder { out += ",\"dataless\":\(record.isDataless)" }
             out += ",\"contentType\":" + quote(record.contentType)
             if let date = record.modificationDate { out += ",\"modified\":\(date.timeIntervalSince1970)" }
@@ -72,7 +89,8 @@ enum ItemJSON {
             if let target = record.symlinkTarget { out += ",\"symlinkTarget\":" + quote(target) }
             if full {
                 out += ",\"parentIdentifier\":" + quote(record.parentIdentifier.rawValue)
-                out += ",\"contentVersion\":\"\(record.contentVersion.hexString)\",\"metadataVersion\":\"\(record.metadataVersion.hexString)\""
+                out +=
+                    ",\"contentVersion\":\"\(record.contentVersion.hexString)\",\"metadataVersion\":\"\(record.metadataVersion.hexString)\""
                 if let version = record.localContentVersion { out += ",\"localContentVersion\":\"\(version.hexString)\"" }
                 if let error = record.lastError { out += ",\"lastError\":" + quote(error) }
             }

@@ -34,15 +34,12 @@ enum Output {
         FileHandle.standardOutput.write(data)
     }
 
-    /// `1.5 KiB`, `3.0 MiB`.
-    static func bytes(_ count: Int64) -> String {
-        if count < 1024 { return "\(count) B" }
-        var value = Double(count) / 1024
-        for unit in ["KiB", "MiB", "GiB", "TiB"] {
-            if value < 1024 { return String(format: "%.1f %@", value, unit) }
-            value /= 1024
-        }
-        return String(format: "%.1f PiB", value)
+    /// `1.5 KiB`, `3.0 MiB` (``ByteCount/format(_:)``).
+    static func bytes(_ count: Int64) -> String { ByteCount.format(count) }
+
+    /// A budget in binary units (`20.0 GiB`), or `none`.
+    static func budget(_ bytes: Int64?) -> String {
+        bytes.map { Output.bytes($0) } ?? "none"
     }
 
     /// `2026-11-21 14:03` in local time, without DateFormatter (slow for many rows).
@@ -72,7 +69,12 @@ enum Output {
     /// (`cancelled`) are not failures: standard error gets one line saying what was done and
     /// what was not (`interrupted: 120 of 500 items materialized; 380 not done; run the same
     /// command again to finish`), and `CommandInterrupted` is thrown.
-    static func finish(_ outcomes: [ItemOutcome], verb: String, json: Bool) throws {
+    ///
+    /// `jsonObject` wraps the rows `--json` prints in another value (`policy` prints the
+    /// policies set beside them).
+    static func finish(
+        _ outcomes: [ItemOutcome], verb: String, json: Bool, jsonObject: (([OutcomeJSON]) -> any Encodable)? = nil
+    ) throws {
         let interrupted = Interruption.shared.signal != nil
         // Plain loops: closures over the outcomes here crashed the release build's optimizer
         // (Swift 6.3.1, CopyPropagation).
@@ -89,7 +91,7 @@ enum Output {
                     OutcomeJSON(path: outcome.path, ok: outcome.error == nil, error: outcome.error?.message, code: outcome.error?.code.name)
                 )
             }
-            try Output.json(rows)
+            if let jsonObject { try Output.json(jsonObject(rows)) } else { try Output.json(rows) }
         } else {
             for outcome in failed { error(outcome.message ?? outcome.path) }
             let done = outcomes.count - failed.count
@@ -129,10 +131,22 @@ struct OutcomeJSON: Encodable {
 extension ItemRecord {
     var stateLabel: String {
         switch state {
-        case .folder: return "folder" + (isDataless ? ",dataless" : "") + (isPinned ? ",pinned" : "")
+        case .folder: return isDataless ? "folder,dataless" : "folder"
         case .symlink: return "symlink"
-        case .placeholder: return isPinned ? "placeholder,pinned" : "placeholder"
-        case .materialized: return isPinned ? "materialized,pinned" : (isOutdated ? "materialized,outdated" : "materialized")
+        case .placeholder: return "placeholder"
+        case .materialized: return isOutdated ? "materialized,outdated" : "materialized"
+        }
+    }
+}
+
+/// A content policy as the CLI shows it: the policy, then where it is set.
+extension EffectivePolicy {
+    /// `eager (set on it)`, `eager (through photos:/2023)`, `lazy (the default)`.
+    func label(domain: String) -> String {
+        switch setOn {
+        case nil: return "\(policy.rawValue) (the default)"
+        case path: return "\(policy.rawValue) (set on it)"
+        case let setOn?: return "\(policy.rawValue) (through \(domain):/\(setOn))"
         }
     }
 }

@@ -4,8 +4,14 @@ import ProviderEngine
 struct PinCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pin",
-        abstract: "Keep items downloaded, now and after every sync.",
-        discussion: "Pinning a folder keeps everything below it downloaded, including items added later. Pinned items cannot be evicted."
+        abstract: "Keep items downloaded, now and after every sync (policy eager).",
+        discussion: """
+            The same as 'fileproviderctl policy PATH... eager' (Apple's \
+            downloadEagerlyAndKeepDownloaded, cfapi's pinned): downloads the files now, and a \
+            folder's files below it, items added later too, with every sync. Pinned items cannot \
+            be evicted. Pinning a folder removes the policies set on the items below it. See \
+            'fileproviderctl policy --help'.
+            """
     )
 
     @OptionGroup var global: GlobalOptions

@@ -23,6 +23,9 @@ struct ServeCommand: AsyncParsableCommand {
             see 'fileproviderctl status') and resumes by itself. One sync at a time per domain. \
             The first SIGTERM/SIGINT lets running syncs finish, a second one cancels them; \
             the exit status is 0. Logs go to standard error, one line per sync. \
+            Automatic eviction runs after each sync and every --eviction-interval seconds: the \
+            least recently used files go while a domain is over its budget (see 'domain set', \
+            'cache'); each eviction is logged with its reason. \
             A program that opens a dataless folder waits until serve has written the folder's \
             items (fanotify; needs root or CAP_SYS_ADMIN, else only 'fileproviderctl populate' \
             populates folders).
@@ -45,12 +48,18 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seconds a file must stay unchanged before it is uploaded.", valueName: "seconds"))
     var settle: Double = 1
 
+    @Option(help: ArgumentHelp("Seconds between passes of automatic eviction (there is one after each sync too).", valueName: "seconds"))
+    var evictionInterval: Double = 5
+
     @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical.", valueName: "level"))
     var logLevel: String = "info"
 
     func validate() throws {
         guard pollInterval > 0, pollInterval.isFinite else { throw ValidationError("--poll-interval must be a positive number of seconds") }
         guard settle >= 0, settle.isFinite else { throw ValidationError("--settle must be 0 or more seconds") }
+        guard evictionInterval > 0, evictionInterval.isFinite else {
+            throw ValidationError("--eviction-interval must be a positive number of seconds")
+        }
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
@@ -104,7 +113,9 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let server = Server(
             manager: manager, domains: domains,
-            options: ServeOptions(pollInterval: pollInterval, pollIntervals: intervals, settleSeconds: settle), logger: logger)
+            options: ServeOptions(
+                pollInterval: pollInterval, pollIntervals: intervals, settleSeconds: settle, evictionInterval: evictionInterval),
+            logger: logger)
         stopper.attach(server)
 
         do {

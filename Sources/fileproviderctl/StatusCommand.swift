@@ -4,7 +4,7 @@ import ProviderEngine
 struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Show every domain's state: items, downloads, pins, last sync, errors."
+        abstract: "Show every domain's state: items, downloads, pins, cache use and budget, last evictions, last sync, errors."
     )
 
     @OptionGroup var global: GlobalOptions
@@ -25,6 +25,16 @@ struct StatusCommand: AsyncParsableCommand {
             print("no domains; add one with: fileproviderctl domain add NAME --backend local --root DIR")
             return
         }
+        let settings = try manager.cacheSettings()
+        if settings.cacheBudget != nil || settings.freeSpaceFloor != nil {
+            let used = try manager.domains().reduce(Int64(0)) {
+                $0.addingReportingOverflow(try manager.cacheUsage(of: $1).total).partialValue
+            }
+            var line = "all domains: \(Output.bytes(used)) downloaded"
+            if let budget = settings.cacheBudget { line += " of a \(Output.bytes(budget)) budget" }
+            if let floor = settings.freeSpaceFloor { line += "; keeping \(Output.bytes(floor)) free" }
+            print(line)
+        }
         for (domain, summary) in rows {
             var line =
                 "\(domain.name) (\(domain.backendKind), \(domain.replicaMode.rawValue)): \(summary.total) items, \(summary.materialized) materialized (\(Output.bytes(summary.materializedBytes))), \(summary.placeholders) placeholders, \(summary.pinned) pinned, \(summary.datalessFolders) dataless folders; last sync \(Output.date(domain.lastSyncAt))"
@@ -32,6 +42,15 @@ struct StatusCommand: AsyncParsableCommand {
             if let holder = DomainLock.holder(home: manager.home, domain: domain.name) { line += "; served by process \(holder)" }
             print(line)
             if let backing = try manager.backingURL(of: domain) { print("  files kept in \(backing.path)") }
+            let usage = try manager.cacheUsage(of: domain)
+            if domain.cacheBudget != nil || usage.partial > 0 {
+                var cache = "  cache: \(Output.bytes(usage.total)) used of \(Output.budget(domain.cacheBudget))"
+                if usage.partial > 0 { cache += " (\(Output.bytes(usage.partial)) in partly downloaded files)" }
+                print(cache)
+            }
+            for eviction in try manager.evictions(of: domain, limit: 3) {
+                print("  evicted \(Output.date(eviction.at)) /\(eviction.path) (\(Output.bytes(eviction.size))): \(eviction.reason)")
+            }
             if let backoff = DomainBackoff(domain) {
                 let failures = "\(backoff.failureCount) failure\(backoff.failureCount == 1 ? "" : "s")"
                 let due = backoff.isWaiting() ? "" : " (retry due)"

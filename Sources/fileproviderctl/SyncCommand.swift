@@ -13,7 +13,9 @@ struct SyncCommand: AsyncParsableCommand {
             when both sides changed, both versions are kept (see 'fileproviderctl conflicts'). \
             Then lists each store and compares it with the database: new items become placeholders, \
             changed items are updated (downloaded files whose contents changed are downloaded \
-            again), moved items are moved, deleted items are removed; pinned items are downloaded. \
+            again, or evicted where their content policy is evict-on-remote-update or online-only \
+            and they have no local changes), moved items are moved, deleted items are removed; \
+            items whose policy is eager (pinned) are downloaded (see 'fileproviderctl policy'). \
             A downloaded file with local changes is never removed. Without names, every connected \
             domain is synced. One sync of a domain runs at a time: while 'serve' (or another \
             'sync') is syncing the same domain, this one says so and waits for it to finish.
@@ -69,7 +71,9 @@ struct SyncCommand: AsyncParsableCommand {
                     print(
                         "\(name): \(report.uploaded) local changes sent, \(report.conflicts) conflicts; \(report.listedItems) items listed, "
                             + "\(report.added) added, \(report.updated) updated, \(report.moved) moved, \(report.deleted) deleted, "
-                            + "\(report.downloaded) downloaded in \(String(format: "%.2f", report.seconds)) s")
+                            + "\(report.downloaded) downloaded"
+                            + (report.evictedOnUpdate > 0 ? ", \(report.evictedOnUpdate) evicted (changed in the store)" : "")
+                            + " in \(String(format: "%.2f", report.seconds)) s")
                     for notice in report.notices { Output.warning(notice) }
                 }
             } catch {

@@ -8,7 +8,8 @@ struct WhyCommand: AsyncParsableCommand {
         abstract: "Explain why an item is in its state.",
         discussion: """
             Answers from the database and the replica folder, offline: materialized or \
-            placeholder, pinned (itself or through a folder), outdated, local changes not \
+            placeholder, its content policy (lazy, eager, evict-on-remote-update, online-only) \
+            and where it is set (on the item, or through a folder above it), outdated, local changes not \
             uploaded yet, pending or failed operations in the journal (attempts, last error), \
             the item's last error, conflicts logged for its path, and whether the domain is \
             backing off (until when).

@@ -15,22 +15,23 @@ import Testing
         #expect(try cli.run(["pin", "d:/sub"]).status == 0)
 
         let refused = try cli.run(["evict", "d:/sub/f"])
+        let message = "d:/sub/f is pinned (policy eager through d:/sub); 'fileproviderctl policy d:/sub lazy' makes it evictable"
         #expect(refused.status == 1)
-        #expect(refused.stderr == "error: d:/sub/f is pinned through d:/sub; unpin it with 'fileproviderctl unpin d:/sub'\n")
+        #expect(refused.stderr == "error: \(message)\n")
         #expect(refused.stdout == "evicted 0 items, 1 failed\n")
         let json = try cli.run(["evict", "d:/sub/f", "--json"])
         let rows = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]])
         #expect(rows.first?["code"] as? String == "nonEvictable")
-        #expect(rows.first?["error"] as? String == "d:/sub/f is pinned through d:/sub; unpin it with 'fileproviderctl unpin d:/sub'")
+        #expect(rows.first?["error"] as? String == message)
 
         // The folder itself, and everything below it with -R.
         let folder = try cli.run(["evict", "d:/sub"])
-        #expect(folder.stderr == "error: d:/sub is pinned; unpin it with 'fileproviderctl unpin d:/sub'\n")
+        #expect(folder.stderr == "error: d:/sub is pinned (policy eager); 'fileproviderctl policy d:/sub lazy' makes it evictable\n")
         let below = try cli.run(["evict", "-R", "d:/"])
-        #expect(below.stderr == "error: d:/sub/f is pinned through d:/sub; unpin it with 'fileproviderctl unpin d:/sub'\n")
+        #expect(below.stderr == "error: \(message)\n")
 
         // The advice works.
-        #expect(try cli.run(["unpin", "d:/sub"]).status == 0)
+        #expect(try cli.run(["policy", "d:/sub", "lazy"]).status == 0)
         let evicted = try cli.run(["evict", "d:/sub/f"])
         #expect(evicted.status == 0, "\(evicted.stderr)")
         #expect(FileManager.default.fileExists(atPath: cli.home.appendingPathComponent("domains/d/sub/f.placeholder").path))
@@ -38,7 +39,8 @@ import Testing
         // A pin on the root is named as well.
         #expect(try cli.run(["pin", "d:/"]).status == 0)
         let root = try cli.run(["evict", "d:/top.txt"])
-        #expect(root.stderr == "error: d:/top.txt is pinned through d:/; unpin it with 'fileproviderctl unpin d:/'\n")
+        #expect(
+            root.stderr == "error: d:/top.txt is pinned (policy eager through d:/); 'fileproviderctl policy d:/ lazy' makes it evictable\n")
     }
 
     @Test func everyFailedItemIsNamedOnce() throws {

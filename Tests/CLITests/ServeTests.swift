@@ -208,7 +208,7 @@ extension CLIRunner {
         let pinnedText = try await cli.call(["why", replica.appendingPathComponent("p/pinned.txt").path])
         #expect(pinnedText.status == 0)
         #expect(pinnedText.stdout.hasPrefix("d:/p/pinned.txt\n"))
-        #expect(pinnedText.stdout.contains("  - pinned through d:/p: kept downloaded"))
+        #expect(pinnedText.stdout.contains("  - eager through d:/p: pinned: kept downloaded"))
 
         // Pending: edited locally, and a new local file, neither uploaded yet.
         #expect(try await cli.call(["materialize", "d:/docs/a.txt"]).status == 0)

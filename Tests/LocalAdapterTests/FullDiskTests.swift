@@ -15,6 +15,8 @@ struct FullDiskTests {
         let (error, destination) = try await SmallFileSystem.fetchError(of: "big.bin", from: backend)
         #expect(error?.code == .fileWriteOutOfSpace, "\(error?.code.name ?? ""): \(error?.message ?? "")")
         #expect(error?.message.contains(destination) == true)
+        let partial = try await SmallFileSystem.partialFetchError(of: "big.bin", from: backend)
+        #expect(partial?.code == .fileWriteOutOfSpace, "\(partial?.code.name ?? ""): \(partial?.message ?? "")")
         await backend.close()
     }
 

@@ -159,6 +159,45 @@ struct CompatTests {
         await backend.close()
     }
 
+    /// Ranged reads against the original API: `Range` answers `206` (and `416` past the end),
+    /// the version is the size and `Last-Modified` the reply carries.
+    @Test func rangedReads() async throws {
+        let folder = try server.makeFolder()
+        let png = try Samples.png(400, 300, seed: 5)
+        try server.put("r.png", png, in: folder)
+        try server.put("sub/in.png", png, in: folder)
+        let backend = try await backend(folder)
+        let item = try await backend.item(for: "r.png")
+        let size = Int64(png.count)
+        let scratch = try Scratch()
+        let before = Data(repeating: 0xAA, count: png.count + 100)
+        let url = try scratch.write("destination", before)
+        for range: Range<Int64> in [0..<1, 10..<110, (size - 10)..<(size + 50), (size + 10)..<(size + 20)] {
+            let result = try await backend.fetchPartialContents(for: item.identifier, version: item.version, range: range, into: url)
+            let clamped = PartialContents.clamp(range, toSize: size)
+            #expect(result.range == clamped)
+            #expect(result.item.version == item.version)
+            let after = try Data(contentsOf: url)
+            let bounds = Int(clamped.lowerBound)..<Int(clamped.upperBound)
+            #expect(after[bounds] == png[bounds])
+            #expect(
+                after[..<bounds.lowerBound] == before[..<bounds.lowerBound] && after[bounds.upperBound...] == before[bounds.upperBound...])
+            try before.write(to: url)
+        }
+        let folderRead = await #expect(throws: FileProviderError.self) {
+            try await backend.fetchPartialContents(for: "sub", version: item.version, range: 0..<10, into: url)
+        }
+        #expect(folderRead?.code == .invalidArgument)
+        // Another image of another size in its place: the version asked for is gone.
+        try server.put("r.png", try Samples.png(401, 300, seed: 6), in: folder)
+        let stale = await #expect(throws: FileProviderError.self) {
+            try await backend.fetchPartialContents(for: item.identifier, version: item.version, range: 0..<10, into: url)
+        }
+        #expect(stale?.code == .versionNoLongerAvailable)
+        #expect(try Data(contentsOf: url) == before)
+        await backend.close()
+    }
+
     @Test func engineSyncsMaterializesEvictsUploadsAndDeletes() async throws {
         let folder = try server.makeFolder()
         let png = try Samples.png()

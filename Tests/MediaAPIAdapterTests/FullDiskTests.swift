@@ -17,4 +17,14 @@ struct FullDiskTests {
         #expect(error?.message.contains("No space left on device") == true, "\(error?.message ?? "")")
         await backend.close()
     }
+
+    @Test func aFullDiskDuringARangedReadIsFileWriteOutOfSpace() async throws {
+        let server = try await SharedServers.extended()
+        let folder = try server.makeFolder()
+        try server.put("big.bin", Data((0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }), in: folder)
+        let backend = try await MediaBackend(url: server.url, root: folder, connections: 1, retries: 1)
+        let error = try await SmallFileSystem.partialFetchError(of: "big.bin", from: backend)
+        #expect(error?.code == .fileWriteOutOfSpace, "\(error?.code.name ?? ""): \(error?.message ?? "")")
+        await backend.close()
+    }
 }

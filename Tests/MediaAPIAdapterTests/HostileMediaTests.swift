@@ -69,6 +69,48 @@ struct HostileMediaTests {
     }
 }
 
+extension HostileMediaTests {
+    /// Ranged reads against answers that ignore the range (`200` with the whole file), start
+    /// elsewhere, hold fewer bytes than they say, break off, send more than asked, or refuse a
+    /// range inside the file: the right bytes or an error, and never a byte outside the range.
+    @Test func rangedReadsWriteOnlyTheRangeWhateverTheServerSends() async throws {
+        let server = try Self.server()
+        let backend = try await MediaBackend(url: server.url, token: nil, timeout: 5, connections: 1, retries: 1)
+        let contents = HostileMediaAPI.rangeContents
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("hostile-ranges-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: url) }
+        let pattern = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) })
+        let outcomes: [(String, FileProviderError.Code?)] = [
+            ("whole.bin", nil), ("more.bin", nil), ("elsewhere.bin", .corruptData), ("fewer.bin", .corruptData),
+            ("cut.bin", .serverUnreachable), ("refused.bin", .corruptData),
+        ]
+        for (name, expected) in outcomes {
+            let item = try await backend.item(for: ItemIdentifier(name))
+            for range: Range<Int64> in [10_000..<20_000, 0..<100, 99_000..<120_000] {
+                try pattern.write(to: url)
+                let what = "\(name) \(range.lowerBound)..<\(range.upperBound)"
+                do {
+                    let result = try await backend.fetchPartialContents(
+                        for: item.identifier, version: item.version, range: range, into: url)
+                    #expect(expected == nil, "\(what) succeeded")
+                    let clamped = PartialContents.clamp(range, toSize: Int64(contents.count))
+                    #expect(result.range == clamped, "\(what)")
+                    let bounds = Int(clamped.lowerBound)..<Int(clamped.upperBound)
+                    #expect(try Data(contentsOf: url)[bounds] == contents[bounds], "\(what): other bytes")
+                } catch let error as FileProviderError {
+                    #expect(error.code == expected, "\(what): \(error)")
+                }
+                let after = try Data(contentsOf: url)
+                let lower = Int(range.lowerBound)
+                let upper = Int(range.upperBound)
+                #expect(after.count == pattern.count, "\(what) changed the file's size")
+                #expect(after[..<lower] == pattern[..<lower] && after[upper...] == pattern[upper...], "\(what) wrote outside the range")
+            }
+        }
+        await backend.close()
+    }
+}
+
 /// Whether something is at a URL (not following symlinks).
 private enum Entry { case none, some }
 

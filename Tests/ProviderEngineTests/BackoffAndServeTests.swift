@@ -106,7 +106,8 @@ import Testing
             #expect(codes(await controller.pin(paths: ["docs"])) == [nil, nil])
             let pinned = try f.manager.explain(ItemLocation(domain: "mem", path: "docs/a.txt"))
             #expect(pinned.state == "materialized" && pinned.pinned && pinned.pinnedBy == "/docs")
-            #expect(pinned.reasons.contains { $0.hasPrefix("pinned through mem:/docs") })
+            #expect(pinned.policy == "eager" && pinned.policySetOn == "/docs")
+            #expect(pinned.reasons.contains { $0.hasPrefix("eager through mem:/docs: pinned") })
 
             // An operation the store refused is kept with its error (sent afresh next time).
             try Data("edited locally".utf8).write(to: f.url(controller, "docs/a.txt"))

@@ -206,8 +206,8 @@ final class LockedValue<T: Sendable>: @unchecked Sendable {
             #expect(try Data(contentsOf: f.url(controller, "p.txt")) == data)
             #expect(try Data(contentsOf: f.url(controller, "folder/in.txt")) == data)
             #expect(try controller.record(at: "p.txt").state == .materialized)
-            // Unpinned, they can go.
-            #expect(codes(controller.unpin(paths: ["p.txt", "folder"])) == [nil, nil])
+            // Lazy again, they can go.
+            #expect(codes(await controller.setPolicy(.lazy, paths: ["p.txt", "folder"]).outcomes) == [])
             #expect(codes(await controller.evict(paths: ["p.txt", "folder/in.txt"], recursive: false)) == [nil, nil])
             #expect(tree(at: controller.replica.root) == ["folder/", "folder/in.txt.placeholder", "p.txt.placeholder"])
         }

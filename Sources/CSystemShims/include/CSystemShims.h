@@ -5,6 +5,7 @@
 #endif
 #include <fcntl.h>
 #include <malloc.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/fanotify.h>
@@ -77,6 +78,22 @@ static inline long fp_get_xattr(const char *path, const char *name, void *buffer
 static inline int fp_punch_hole(int fd, off_t offset, off_t length) {
     return fallocate(fd, 0x02 /* FALLOC_FL_PUNCH_HOLE */ | 0x01 /* FALLOC_FL_KEEP_SIZE */, offset, length);
 }
+
+/// Takes a write lease on `fd` (F_SETLEASE, F_WRLCK): 0, or -1 with errno. The kernel grants it
+/// only while no other open file of the inode exists (another process's or this one's, and
+/// mappings of it, even after their descriptor was closed): EAGAIN otherwise. While it is held,
+/// another open of the file waits until it is released (at most /proc/sys/fs/lease-break-time
+/// seconds). EINVAL when leases are disabled (fs.leases-enable = 0) or the file system has
+/// none; EACCES without CAP_LEASE on a file of another owner. The notice of a lease break is
+/// sent as SIGURG, which is ignored unless a handler is installed (the default SIGIO would end
+/// the process).
+static inline int fp_take_write_lease(int fd) {
+    if (fcntl(fd, F_SETSIG, SIGURG) != 0) return -1;
+    return fcntl(fd, F_SETLEASE, F_WRLCK);
+}
+
+/// Releases a lease taken with fp_take_write_lease: 0, or -1 with errno.
+static inline int fp_release_lease(int fd) { return fcntl(fd, F_SETLEASE, F_UNLCK); }
 
 /// UTIME_OMIT for utimensat.
 static inline long fp_utime_omit(void) { return UTIME_OMIT; }

@@ -1,0 +1,222 @@
+import Foundation
+import ProviderCore
+import ProviderStore
+
+/// The content policy that applies to an item, and where it is set.
+public struct EffectivePolicy: Sendable, Hashable {
+    /// The item's path, relative to the replica root.
+    public var path: String
+    public var policy: ContentPolicy
+    /// The path of the item the policy is set on (the item itself or a folder above it);
+    /// `nil` for the default (``ContentPolicy/lazy``, set nowhere).
+    public var setOn: String?
+
+    public init(path: String, policy: ContentPolicy, setOn: String?) {
+        self.path = path
+        self.policy = policy
+        self.setOn = setOn
+    }
+
+    /// Whether the policy is set on the item itself.
+    public var isOwn: Bool { setOn == path }
+}
+
+extension PolicyResolver {
+    /// The policy of `path`, and where it is set.
+    public func effective(_ path: String) -> EffectivePolicy {
+        let (policy, setOn) = resolve(path)
+        return EffectivePolicy(path: path, policy: policy, setOn: setOn)
+    }
+}
+
+extension ContentPolicy {
+    /// Whether a new version in the store evicts a downloaded file instead of downloading it
+    /// again: ``evictOnRemoteUpdate``, and ``onlineOnly`` (a file that is not kept is not
+    /// fetched again for a program that no longer reads it).
+    var evictsOnRemoteUpdate: Bool { self == .evictOnRemoteUpdate || self == .onlineOnly }
+}
+
+/// What setting a content policy on one item did.
+public struct PolicyChange: Sendable {
+    /// The item, `DOMAIN:/path`.
+    public var path: String
+    /// Its policy now: its own, or (after `inherit`) its folder's.
+    public var policy: ContentPolicy
+    /// Where that policy is set, `DOMAIN:/path`; `nil` for the default.
+    public var setOn: String?
+    /// The items below it whose own policies were removed (`DOMAIN:/path`): a folder's policy
+    /// applies to its whole subtree.
+    public var cleared: [String]
+}
+
+extension DomainController {
+    /// The domain's content policies as they are now (see ``PolicyResolver``).
+    /// - Throws: `localIOFailure` when the database fails.
+    public func policies() throws(FileProviderError) -> PolicyResolver {
+        PolicyResolver(explicit: try store.explicitPolicies(domainID: domainID))
+    }
+
+    /// The content policy that applies to the item at `path`, and where it is set.
+    /// - Throws: `noSuchItem` when the domain has no item there; `localIOFailure` when the
+    ///   database fails.
+    public func effectivePolicy(at path: String) throws(FileProviderError) -> EffectivePolicy {
+        _ = try record(at: path)
+        return try policies().effective(path)
+    }
+
+    /// Sets the content policy of items (Apple's `NSFileProviderContentPolicy`, cfapi's pin
+    /// states); `nil` removes an item's own policy, so it inherits its folder's. A policy set
+    /// on a folder applies to everything below it: the policies set on items below are
+    /// removed. Then acts on the policy each item has now:
+    ///
+    /// - ``ContentPolicy/eager``: downloads the files (a folder's, all below it); later syncs
+    ///   download what is added below it, and `evict` refuses them.
+    /// - ``ContentPolicy/onlineOnly``: evicts the downloaded files now (in a `dataless` replica
+    ///   partly downloaded ones too). A file that a program has open is refused with
+    ///   `nonEvictable`, a file with local changes not uploaded with `unsyncedEdits`; both stay
+    ///   and are evicted later (automatic eviction takes online-only files once they are
+    ///   closed and uploaded).
+    /// - ``ContentPolicy/lazy``, ``ContentPolicy/evictOnRemoteUpdate``: nothing now; the
+    ///   files stay as they are until evicted or changed in the store.
+    ///
+    /// Never throws: the changes made, and an outcome per item that failed or was downloaded or
+    /// evicted (`noSuchItem` for an unknown path, what ``materialize(paths:recursive:events:)``
+    /// and ``evict(paths:recursive:)`` give per file).
+    public func setPolicy(_ policy: ContentPolicy?, paths: [String], events: EventHandler? = nil) async -> (
+        changes: [PolicyChange], outcomes: [ItemOutcome]
+    ) {
+        var outcomes: [ItemOutcome] = []
+        var named: [(path: String, kind: ItemKind, cleared: [String])] = []
+        for path in paths {
+            do {
+                let target = try record(at: path)
+                let cleared = try store.setContentPolicy(policy, domainID: domainID, path: path, clearingBelow: target.kind == .folder)
+                named.append((path, target.kind, cleared))
+            } catch {
+                outcomes.append(ItemOutcome(path: display(path), error: error))
+            }
+        }
+        if named.isEmpty { return ([], outcomes) }
+        let resolver: PolicyResolver
+        do {
+            resolver = try policies()
+        } catch {
+            return ([], outcomes + named.map { ItemOutcome(path: display($0.path), error: error) })
+        }
+        var changes: [PolicyChange] = []
+        var download: [String] = []
+        var evict: [String] = []
+        for (path, kind, cleared) in named {
+            let now = resolver.effective(path)
+            changes.append(
+                PolicyChange(path: display(path), policy: now.policy, setOn: now.setOn.map(display), cleared: cleared.map(display)))
+            switch now.policy {
+            case .eager where kind != .symlink: download.append(path)
+            case .onlineOnly where kind != .symlink: evict.append(path)
+            default: break
+            }
+        }
+        if !download.isEmpty { outcomes += await materialize(paths: download, recursive: true, events: events) }
+        if !evict.isEmpty { outcomes += await evictOnlineOnly(paths: evict) }
+        return (changes, outcomes)
+    }
+
+    /// Evicts the downloaded files at `paths` (a folder: every file below it) that are
+    /// online-only now: materialized ones and, in a `dataless` replica, partly downloaded ones.
+    /// A file open in a program is refused with `nonEvictable`, one with local changes not
+    /// uploaded with `unsyncedEdits`, each saying when it goes instead. Never throws.
+    func evictOnlineOnly(paths: [String]) async -> [ItemOutcome] {
+        var outcomes: [ItemOutcome] = []
+        var updated: [ItemRecord] = []
+        let replica = self.replica
+        let partial = replica.layout == .dataless ? ((try? store.partiallyPresent(domainID: domainID)) ?? [:]) : [:]
+        for path in paths {
+            do {
+                let resolver = try policies()
+                let target = try record(at: path)
+                let files =
+                    target.kind == .folder
+                    ? try store.descendants(domainID: domainID, of: path).filter { $0.kind == .file } : [target]
+                for file in files where file.state == .materialized || partial[file.identifier] != nil {
+                    if Task.isCancelled {
+                        outcomes.append(ItemOutcome(path: display(file.path), error: Self.notStarted))
+                        continue
+                    }
+                    // Another policy set below meanwhile (by another process) wins.
+                    guard resolver.policy(of: file.path) == .onlineOnly else { continue }
+                    do throws(FileProviderError) {
+                        if try await executor.run({ replica.isOpen(file.path) }) {
+                            throw FileProviderError(
+                                .nonEvictable,
+                                "\(display(file.path)) is open in a program; not evicted now (online-only: evicted once no program has it open)"
+                            )
+                        }
+                        updated.append(try await evictFile(file))
+                        outcomes.append(ItemOutcome(path: display(file.path), error: nil))
+                    } catch where error.code == .unsyncedEdits {
+                        outcomes.append(
+                            ItemOutcome(
+                                path: display(file.path),
+                                error: FileProviderError(
+                                    .unsyncedEdits,
+                                    "\(display(file.path)) has local changes that are not uploaded; not evicted now (online-only: evicted once a sync has uploaded them)"
+                                )))
+                    } catch {
+                        outcomes.append(ItemOutcome(path: display(file.path), error: error))
+                    }
+                }
+            } catch {
+                outcomes.append(ItemOutcome(path: display(path), error: error))
+            }
+        }
+        do {
+            try store.apply(domainID: domainID, upserts: updated, deletions: [])
+        } catch {
+            outcomes.append(ItemOutcome(path: display(""), error: error))
+        }
+        return outcomes
+    }
+
+    /// Sync down's handling of files whose contents changed in the store under a policy that
+    /// evicts instead of downloading again (``ContentPolicy/evictOnRemoteUpdate``,
+    /// ``ContentPolicy/onlineOnly``): outdated materialized files, and partly downloaded files
+    /// of a `dataless` replica whose present ranges are of an older version, become
+    /// placeholders (dataless files of the new size). Returns the files that could not be
+    /// evicted because they hold local changes: today's rules apply to them (the download
+    /// refuses to overwrite local changes; the next sync uploads them, or keeps both).
+    func evictUpdated(_ records: [ItemRecord], report: inout SyncReport) async -> [ItemRecord] {
+        var keep: [ItemRecord] = []
+        var updated: [ItemRecord] = []
+        for record in records {
+            do {
+                updated.append(try await evictFile(record))
+                report.evictedOnUpdate += 1
+            } catch where error.code == .unsyncedEdits {
+                keep.append(record)
+            } catch {
+                report.notices.append("\(display(record.path)): not evicted after its change in the store: \(error.message)")
+            }
+        }
+        do {
+            try store.apply(domainID: domainID, upserts: updated, deletions: [])
+        } catch {
+            report.notices.append("\(display("")): \(error.message)")
+        }
+        return keep
+    }
+
+    /// Partly downloaded files of a `dataless` replica whose present ranges are all of an older
+    /// content version than the item's and whose policy evicts on a remote update.
+    func staleUpdatedPartials(_ policies: PolicyResolver) throws(FileProviderError) -> [ItemRecord] {
+        guard replica.layout == .dataless else { return [] }
+        var stale: [ItemRecord] = []
+        for identifier in try store.partiallyPresent(domainID: domainID).keys {
+            guard let record = try store.item(domainID: domainID, identifier: identifier), record.kind == .file,
+                record.state == .placeholder, policies.policy(of: record.path).evictsOnRemoteUpdate,
+                try store.presentRanges(domainID: domainID, identifier: identifier, contentVersion: record.contentVersion).isEmpty
+            else { continue }
+            stale.append(record)
+        }
+        return stale
+    }
+}

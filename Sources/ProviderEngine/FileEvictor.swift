@@ -1,0 +1,112 @@
+import CSystemShims
+import Foundation
+import ProviderCore
+import ProviderStore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Evicts one file of one domain for automatic eviction, with every check made at that moment:
+/// the item is still what the candidate said, its effective content policy allows it (read
+/// afresh: a `pin` a second ago counts), the file has no local changes, and no program has it
+/// open (``ExclusiveFile``, held until the file is swapped). Blocking: run it on the engine's
+/// executor.
+///
+/// - A materialized file becomes its placeholder as `evict` does it (``Replica/replaceWithPlaceholder(_:_:)``:
+///   a `.placeholder` file, or in a dataless domain a new dataless file renamed over it, which
+///   carries none of `serve`'s marks that let reads through), then the database records it.
+/// - A partly present file (dataless, progressive hydration) loses its present ranges in the
+///   database first, then its blocks (punched out where it stands, the leading block written
+///   again): a crash in between leaves bytes the database does not count, never a range the
+///   database counts that holds zeros.
+struct FileEvictor: Sendable {
+    let domainID: Int64
+    let domainName: String
+    let replica: Replica
+    let store: MetadataStore
+    let method: ExclusiveFile.Method
+
+    /// What happened to one candidate.
+    enum Outcome: Sendable, Hashable {
+        /// Evicted; the bytes given back.
+        case evicted(Int64)
+        /// Left, for a reason to show (pinned, open, local changes).
+        case kept(String)
+        /// No longer a candidate (evicted, deleted, moved or completed meanwhile).
+        case gone
+    }
+
+    /// Evicts `candidate` for `reason`.
+    /// - Throws: `localIOFailure` (or the code of `errno`) when the file or the database fails
+    ///   half-way; the file is then either untouched or evicted.
+    func evict(_ candidate: EvictionCandidate, for reason: EvictionReason) throws(FileProviderError) -> Outcome {
+        guard let record = try store.item(domainID: domainID, identifier: candidate.identifier), record.kind == .file,
+            record.path == candidate.path
+        else { return .gone }
+        let resolved = PolicyResolver(explicit: try store.explicitPolicies(domainID: domainID)).resolve(record.path)
+        if reason.isPressure {
+            if !resolved.policy.isEvictable {
+                return .kept("pinned (\(resolved.policy.rawValue), set on /\(resolved.setOn ?? ""))")
+            }
+        } else if resolved.policy != .onlineOnly {
+            return .gone
+        }
+        if candidate.isPartial {
+            guard record.state == .placeholder, replica.layout == .dataless else { return .gone }
+            return try evictPartial(record)
+        }
+        guard record.state == .materialized else { return .gone }
+        return try evictMaterialized(record, bytes: candidate.bytes)
+    }
+
+    private func evictMaterialized(_ record: ItemRecord, bytes: Int64) throws(FileProviderError) -> Outcome {
+        let path = replica.path(record.path)
+        guard let print = replica.fingerprint(atPath: path), print.isRegularFile else { return .gone }
+        // Evicted by another process and not recorded yet.
+        if replica.layout == .dataless && Replica.datalessOwner(atPath: path) != nil { return .gone }
+        if replica.hasLocalChanges(record, print) { return .kept("has local changes that are not uploaded") }
+        switch try ExclusiveFile.open(path, writable: false, method: method) {
+        case .missing:
+            return .gone
+        case .inUse(let why):
+            return .kept(why)
+        case .held(let file):
+            defer { file.release() }
+            guard let status = file.status(), Int64(status.st_ino) == print.inode, Int64(status.st_size) == print.size,
+                Replica.nanoseconds(status.st_mtim) == print.modificationNanos
+            else { return .kept("changed while it was being evicted") }
+            var updated = record
+            updated.markPlaceholder()
+            try replica.replaceWithPlaceholder(record.path, PlaceholderMetadata(domain: domainName, record: updated))
+            file.release()
+            try store.apply(domainID: domainID, upserts: [updated], deletions: [])
+            try store.removePresentRanges(domainID: domainID, identifier: record.identifier)
+            return .evicted(max(0, bytes))
+        }
+    }
+
+    private func evictPartial(_ record: ItemRecord) throws(FileProviderError) -> Outcome {
+        let path = replica.path(record.path)
+        switch try ExclusiveFile.open(path, writable: true, method: method) {
+        case .missing:
+            return .gone
+        case .inUse(let why):
+            return .kept(why)
+        case .held(let file):
+            defer { file.release() }
+            guard let state = Replica.datalessState(ofDescriptor: file.fd), state.key == PlaceholderOwner.key(record.identifier.rawValue)
+            else { return .gone }
+            if state.filling { return .kept("being downloaded") }
+            let present = try store.partiallyPresent(domainID: domainID)[record.identifier] ?? 0
+            // The database first: from here on, a read fetches again whatever the file holds.
+            try store.removePresentRanges(domainID: domainID, identifier: record.identifier)
+            let size = Int64(file.status()?.st_size ?? 0)
+            if size > 0 {
+                try POSIXError.check(fp_punch_hole(file.fd, 0, off_t(size)), "cannot give back the blocks of", path: path)
+            }
+            try Replica.writeLeadingBlock(file.fd, size: size, path: path)
+            return .evicted(max(0, present))
+        }
+    }
+}

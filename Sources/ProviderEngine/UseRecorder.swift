@@ -1,0 +1,105 @@
+import Foundation
+import Logging
+import ProviderCore
+import ProviderStore
+
+/// Records when programs use files (an on-access event, a local open, a download), for
+/// least-recently-used eviction (table `itemUse`). Calls never block: uses are collected in
+/// memory and written in one transaction about once a second (``interval``) through the
+/// engine's executor, and by ``flush()``. A use recorded twice before a flush is written once,
+/// with the later date.
+///
+/// Losing the last second of uses in a crash only makes those files look older to eviction;
+/// nothing else depends on them.
+public final class UseRecorder: Sendable {
+    /// Seconds between writes.
+    public let interval: Double
+    private let store: MetadataStore
+    private let executor: BlockingExecutor
+    private let logger: Logger
+    private let pending = Mutex<Pending>(Pending())
+
+    private struct Pending {
+        /// Uses by domain and identifier.
+        var byIdentifier: [Int64: [ItemIdentifier: Date]] = [:]
+        /// Uses by domain and path (relative to the replica root), resolved when written.
+        var byPath: [Int64: [String: Date]] = [:]
+        /// A write is scheduled.
+        var scheduled = false
+        var isEmpty: Bool { byIdentifier.isEmpty && byPath.isEmpty }
+    }
+
+    init(store: MetadataStore, executor: BlockingExecutor, logger: Logger, interval: Double = 1) {
+        self.store = store
+        self.executor = executor
+        self.logger = logger
+        self.interval = max(0.01, interval)
+    }
+
+    /// Records that a program used an item's file (the on-access handler calls this when it
+    /// lets a read through; a download counts too). Any thread; never blocks.
+    public func used(domainID: Int64, identifier: ItemIdentifier, at date: Date = Date()) {
+        schedule { pending in
+            let earlier = pending.byIdentifier[domainID]?[identifier]
+            if earlier == nil || earlier! < date { pending.byIdentifier[domainID, default: [:]][identifier] = date }
+        }
+    }
+
+    /// Records that a program opened the file at `path` (relative to the replica root, as
+    /// ``ServeWatcher`` sees local opens); the item is looked up when the use is written, and a
+    /// path that is no item is dropped. Any thread; never blocks.
+    public func used(domainID: Int64, path: String, at date: Date = Date()) {
+        schedule { pending in
+            let earlier = pending.byPath[domainID]?[path]
+            if earlier == nil || earlier! < date { pending.byPath[domainID, default: [:]][path] = date }
+        }
+    }
+
+    /// Adds a use and starts the timer of the next write when none runs.
+    private func schedule(_ add: (inout Pending) -> Void) {
+        let start = pending.withLock { pending -> Bool in
+            add(&pending)
+            defer { pending.scheduled = true }
+            return !pending.scheduled
+        }
+        guard start else { return }
+        let interval = self.interval
+        Task.detached { [self] in
+            try? await Task.sleep(nanoseconds: UInt64(interval * 1e9))
+            await write(rescheduling: true)
+        }
+    }
+
+    /// Writes every use collected so far. Failures are logged (the uses are dropped: they only
+    /// order evictions).
+    public func flush() async {
+        await write(rescheduling: false)
+    }
+
+    private func write(rescheduling: Bool) async {
+        let taken = pending.withLock { pending -> Pending in
+            let taken = pending
+            pending.byIdentifier = [:]
+            pending.byPath = [:]
+            if rescheduling { pending.scheduled = false }
+            return taken
+        }
+        guard !taken.isEmpty else { return }
+        let store = self.store
+        do {
+            try await executor.run {
+                var uses = taken.byIdentifier
+                for (domainID, paths) in taken.byPath {
+                    for (path, date) in paths {
+                        guard let record = try store.item(domainID: domainID, path: path), record.kind == .file else { continue }
+                        if let earlier = uses[domainID]?[record.identifier], earlier >= date { continue }
+                        uses[domainID, default: [:]][record.identifier] = date
+                    }
+                }
+                try store.recordUses(uses)
+            }
+        } catch {
+            logger.warning("cannot record when files were last used: \(error.message)")
+        }
+    }
+}
