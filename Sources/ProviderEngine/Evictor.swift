@@ -30,8 +30,8 @@ import ProviderStore
 ///
 /// Each eviction is logged with its reason and recorded in the `eviction` table (the last 200
 /// of each domain), which `status` shows. A pass first writes the uses its manager's
-/// ``UseRecorder`` holds, so a file used a moment ago counts as just used. Blocking work (SQLite, `statvfs`, leases, the file
-/// swaps) runs on the manager's ``BlockingExecutor``.
+/// ``UseRecorder`` holds, so a file used a moment ago counts as just used. Blocking work
+/// (SQLite, `statvfs`, leases, the file swaps) runs on the manager's ``BlockingExecutor``.
 public final class Evictor: Sendable {
     public let manager: ProviderManager
     /// The domains evicted from; `nil` for every domain of the home. The home's budget counts
