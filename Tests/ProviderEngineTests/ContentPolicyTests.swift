@@ -162,7 +162,7 @@ import Testing
                     == "mem:/o/edited.txt has local changes that are not uploaded; not evicted now (online-only: evicted once a sync has uploaded them)"
             )
             #expect(byPath["mem:/o/open.txt"]??.code == .nonEvictable)
-            #expect(byPath["mem:/o/open.txt"]??.message.contains("is open in a program") == true)
+            #expect(byPath["mem:/o/open.txt"]??.message.contains("is not evicted now: a program has it open") == true)
             #expect(entry(at: f.url(controller, "o/plain.txt")) == .none)
             #expect(entry(at: f.placeholderURL(controller, "o/plain.txt")) == .file)
             #expect(try Data(contentsOf: f.url(controller, "o/edited.txt")) == edited)
