@@ -126,7 +126,8 @@ extension DomainController {
     /// each as automatic eviction does it (``FileEvictor``: checked and swapped while no program
     /// has it open). A file with local changes or an upload not finished is refused with
     /// `unsyncedEdits`, one a program has open (or that is otherwise busy) with `nonEvictable`,
-    /// each saying when it goes instead. Never throws.
+    /// each saying when it goes instead. Each eviction is logged in the `eviction` table, as
+    /// automatic eviction's are. Never throws.
     func evictOnlineOnly(paths: [String]) async -> [ItemOutcome] {
         var outcomes: [ItemOutcome] = []
         let partial: [ItemIdentifier: Int64]
@@ -138,6 +139,8 @@ extension DomainController {
             return paths.map { ItemOutcome(path: display($0), error: error) }
         }
         let files = FileEvictor(domainID: domainID, domainName: domain.name, replica: replica, store: store, method: .lease)
+        // Logged as automatic eviction logs what it takes (`status` shows them).
+        var log: [EvictionRecord] = []
         for path in paths {
             do {
                 let policies = try policies()
@@ -174,8 +177,9 @@ extension DomainController {
                     let reason = EvictionReason.onlineOnly(setOn: "/" + (setOn ?? ""))
                     do {
                         switch try await executor.run({ try files.evict(candidate, for: reason) }) {
-                        case .evicted:
+                        case .evicted(let bytes):
                             outcomes.append(ItemOutcome(path: shown, error: nil))
+                            log.append(EvictionRecord(domainID: domainID, path: file.path, size: bytes, reason: reason.description))
                         case .gone:
                             // Evicted, moved or deleted meanwhile: nothing of it to drop here.
                             continue
@@ -197,6 +201,11 @@ extension DomainController {
                 outcomes.append(ItemOutcome(path: display(path), error: error))
             }
         }
+        do {
+            try store.recordEvictions(log)
+        } catch {
+            outcomes.append(ItemOutcome(path: display(""), error: error))
+        }
         return outcomes
     }
 
@@ -206,14 +215,23 @@ extension DomainController {
     /// of a `dataless` replica whose present ranges are of an older version, become
     /// placeholders (dataless files of the new size). Returns the files that could not be
     /// evicted because they hold local changes: today's rules apply to them (the download
-    /// refuses to overwrite local changes; the next sync uploads them, or keeps both).
-    func evictUpdated(_ records: [ItemRecord], report: inout SyncReport) async -> [ItemRecord] {
+    /// refuses to overwrite local changes; the next sync uploads them, or keeps both). Each
+    /// eviction is logged in the `eviction` table, as automatic eviction's are.
+    func evictUpdated(_ records: [ItemRecord], policies: PolicyResolver, report: inout SyncReport) async -> [ItemRecord] {
         var keep: [ItemRecord] = []
         var updated: [ItemRecord] = []
+        var log: [EvictionRecord] = []
+        let partial = replica.layout == .dataless ? ((try? store.partiallyPresent(domainID: domainID)) ?? [:]) : [:]
         for record in records {
             do {
                 updated.append(try await evictFile(record))
                 report.evictedOnUpdate += 1
+                let (policy, setOn) = policies.resolve(record.path)
+                let bytes = record.state == .materialized ? (record.localSize ?? 0) : (partial[record.identifier] ?? 0)
+                log.append(
+                    EvictionRecord(
+                        domainID: domainID, path: record.path, size: max(0, bytes),
+                        reason: "changed in the store (\(policy.rawValue), set on /\(setOn ?? ""))"))
             } catch where error.code == .unsyncedEdits {
                 keep.append(record)
             } catch {
@@ -222,6 +240,7 @@ extension DomainController {
         }
         do {
             try store.apply(domainID: domainID, upserts: updated, deletions: [])
+            try store.recordEvictions(log)
         } catch {
             report.notices.append("\(display("")): \(error.message)")
         }

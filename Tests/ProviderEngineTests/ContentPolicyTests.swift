@@ -105,6 +105,11 @@ import Testing
             #expect(try placeholder(at: f.placeholderURL(controller, "news/a.txt")).size == Int64(newer.count))
             let record = try controller.record(at: "news/a.txt")
             #expect(record.state == .placeholder && record.localContentVersion == nil)
+            let logged = try f.manager.store.evictions(domainID: controller.domainID)
+            #expect(
+                logged.map { "\($0.path) \($0.size) \($0.reason)" } == [
+                    "news/a.txt 5 changed in the store (evict-on-remote-update, set on /news)"
+                ])
             // Read again later, it is the new version.
             #expect(codes(await controller.materialize(paths: ["news/a.txt"], recursive: false)) == [nil])
             #expect(try Data(contentsOf: f.url(controller, "news/a.txt")) == newer)
@@ -168,6 +173,7 @@ import Testing
             #expect(try Data(contentsOf: f.url(controller, "o/edited.txt")) == edited)
             #expect(try Data(contentsOf: f.url(controller, "o/open.txt")) == Data("open".utf8))
             #expect(try controller.record(at: "o/open.txt").state == .materialized)
+            #expect(try f.manager.store.evictions(domainID: controller.domainID).map(\.reason) == ["online-only (set on /o)"])
 
             // Closed, it goes.
             try reader.close()
