@@ -156,14 +156,23 @@ final class ProgressiveHydrator: Sendable {
             // The same item at the same content version: the change was this hydrator's own
             // writes (a marker, a fetch not yet recorded here) or a program's (which `FAN_MODIFY`
             // reports): what is known stays true. Anything else is read again.
-            let current = entry.state.withLock { state -> Bool in
+            let current = entry.state.withLock { state -> [Range<Int64>]? in
                 guard state.record.identifier == record.identifier, state.record.contentVersion == record.contentVersion else {
-                    return false
+                    return nil
                 }
-                state.changeTime = max(state.changeTime, changeTime)
-                return true
+                return state.present
             }
-            if current { return entry }
+            if let present = current {
+                // Unless something punched bytes out (an eviction, by this process or another):
+                // only ranges that are still data on disk stay present.
+                let path = downloader.replica.path(record.path)
+                let kept = try await downloader.executor.run { present.filter { Replica.holdsData(atPath: path, $0) } }
+                entry.state.withLock { state in
+                    if kept.count != present.count { state.present = MetadataStore.merged(state.present.filter { kept.contains($0) }) }
+                    state.changeTime = max(state.changeTime, changeTime)
+                }
+                return entry
+            }
             // Changed by someone else: wait for what is in flight, then read it again.
             let tasks = entry.state.withLock { Array($0.fetching.values.map(\.task)) }
             for task in tasks { _ = try? await task.value }

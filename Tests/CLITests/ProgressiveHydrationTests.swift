@@ -160,6 +160,37 @@ struct ProgressiveHydrationTests {
         await store.stop()
     }
 
+    @Test func aPartlyPresentFileEvictedWhileServedIsFetchedAgainNeverReadAsZeros() async throws {
+        let temp = try TemporaryFolder()
+        let store = try await OnAccessTests.StoreUnderTest(.local, temp: temp)
+        let size = 12 * Self.mebibyte
+        try await Self.randomFile(store.folder + "/part.bin", bytes: size)
+        let domain = try ServedDomain(
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: [:],
+            addArguments: ["--hydration", "progressive"])
+        try await domain.startServe(["--log-level", "debug"])
+        let file = domain.replica + "/part.bin"
+        let want = try Self.bytes(store.folder + "/part.bin", (5 << 20)..<(6 << 20))
+        for round in 0..<3 {
+            let run = try await runProgram(["dd", "if=\(file)", "bs=1M", "skip=5", "count=1", "status=none"])
+            #expect(run.succeeded && run.output == want, "round \(round): \(run)")
+            let before = Self.fetchedBytes(domain.logs, path: "part.bin")
+            // Evicted while serve knows its ranges: the blocks go, and the next read fetches.
+            let set = try domain.cli.run(["domain", "set", "d", "--cache-budget", "0"])
+            #expect(set.status == 0, "\(set.stderr)")
+            // This pass or serve's own (it runs every few seconds) takes it.
+            let pass = try domain.cli.run(["evict", "--to-budget", "d"])
+            #expect(pass.status == 0, "\(pass.stderr)")
+            #expect(Self.allocated(domain.backing + "/part.bin") <= 8192)
+            let again = try await runProgram(["dd", "if=\(file)", "bs=1M", "skip=5", "count=1", "status=none"])
+            #expect(again.succeeded && again.output == want, "round \(round): read after eviction: \(again)")
+            #expect(Self.fetchedBytes(domain.logs, path: "part.bin") > before)
+            _ = try domain.cli.run(["domain", "set", "d", "--cache-budget", "none"])
+        }
+        try await domain.stopServe()
+        await store.stop()
+    }
+
     @Test func aProgramsWriteIntoAPartlyPresentFileIsSentAsAnEditAroundTheStoresBytes() async throws {
         let temp = try TemporaryFolder()
         let store = try await OnAccessTests.StoreUnderTest(.local, temp: temp)
