@@ -122,47 +122,79 @@ extension DomainController {
     }
 
     /// Evicts the downloaded files at `paths` (a folder: every file below it) that are
-    /// online-only now: materialized ones and, in a `dataless` replica, partly downloaded ones.
-    /// A file open in a program is refused with `nonEvictable`, one with local changes not
-    /// uploaded with `unsyncedEdits`, each saying when it goes instead. Never throws.
+    /// online-only now: materialized ones and, in a `dataless` replica, partly downloaded ones,
+    /// each as automatic eviction does it (``FileEvictor``: checked and swapped while no program
+    /// has it open). A file with local changes or an upload not finished is refused with
+    /// `unsyncedEdits`, one a program has open (or that is otherwise busy) with `nonEvictable`,
+    /// each saying when it goes instead. Each eviction is logged in the `eviction` table, as
+    /// automatic eviction's are. Never throws.
     func evictOnlineOnly(paths: [String]) async -> [ItemOutcome] {
         var outcomes: [ItemOutcome] = []
-        var updated: [ItemRecord] = []
-        let replica = self.replica
-        let partial = replica.layout == .dataless ? ((try? store.partiallyPresent(domainID: domainID)) ?? [:]) : [:]
+        let partial: [ItemIdentifier: Int64]
+        let unfinished: Set<ItemIdentifier>
+        do {
+            partial = replica.layout == .dataless ? try store.partiallyPresent(domainID: domainID) : [:]
+            unfinished = try store.itemsWithUnfinishedOperations(domainID: domainID)
+        } catch {
+            return paths.map { ItemOutcome(path: display($0), error: error) }
+        }
+        let files = FileEvictor(domainID: domainID, domainName: domain.name, replica: replica, store: store, method: .lease)
+        // Logged as automatic eviction logs what it takes (`status` shows them).
+        var log: [EvictionRecord] = []
         for path in paths {
             do {
-                let resolver = try policies()
+                let policies = try policies()
                 let target = try record(at: path)
-                let files =
+                let records =
                     target.kind == .folder
                     ? try store.descendants(domainID: domainID, of: path).filter { $0.kind == .file } : [target]
-                for file in files where file.state == .materialized || partial[file.identifier] != nil {
+                for file in records {
+                    let bytes: Int64
+                    if file.state == .materialized {
+                        bytes = file.size
+                    } else if let present = partial[file.identifier] {
+                        bytes = present
+                    } else {
+                        continue
+                    }
                     if Task.isCancelled {
                         outcomes.append(ItemOutcome(path: display(file.path), error: Self.notStarted))
                         continue
                     }
                     // Another policy set below meanwhile (by another process) wins.
-                    guard resolver.policy(of: file.path) == .onlineOnly else { continue }
-                    do throws(FileProviderError) {
-                        if try await executor.run({ replica.isOpen(file.path) }) {
-                            throw FileProviderError(
-                                .nonEvictable,
-                                "\(display(file.path)) is open in a program; not evicted now (online-only: evicted once no program has it open)"
-                            )
+                    let (policy, setOn) = policies.resolve(file.path)
+                    guard policy == .onlineOnly else { continue }
+                    let shown = display(file.path)
+                    let notUploaded = FileProviderError(
+                        .unsyncedEdits,
+                        "\(shown) has local changes that are not uploaded; not evicted now (online-only: evicted once a sync has uploaded them)"
+                    )
+                    if unfinished.contains(file.identifier) {
+                        outcomes.append(ItemOutcome(path: shown, error: notUploaded))
+                        continue
+                    }
+                    let candidate = EvictionCandidate.file(file, bytes: bytes, isPartial: file.state != .materialized)
+                    let reason = EvictionReason.onlineOnly(setOn: "/" + (setOn ?? ""))
+                    do {
+                        switch try await executor.run({ try files.evict(candidate, for: reason) }) {
+                        case .evicted(let bytes):
+                            outcomes.append(ItemOutcome(path: shown, error: nil))
+                            log.append(EvictionRecord(domainID: domainID, path: file.path, size: bytes, reason: reason.description))
+                        case .gone:
+                            // Evicted, moved or deleted meanwhile: nothing of it to drop here.
+                            continue
+                        case .kept(let why) where why.hasPrefix("has local changes"):
+                            outcomes.append(ItemOutcome(path: shown, error: notUploaded))
+                        case .kept(let why):
+                            outcomes.append(
+                                ItemOutcome(
+                                    path: shown,
+                                    error: FileProviderError(
+                                        .nonEvictable,
+                                        "\(shown) is not evicted now: \(why) (online-only: automatic eviction takes it once it can)")))
                         }
-                        updated.append(try await evictFile(file))
-                        outcomes.append(ItemOutcome(path: display(file.path), error: nil))
-                    } catch where error.code == .unsyncedEdits {
-                        outcomes.append(
-                            ItemOutcome(
-                                path: display(file.path),
-                                error: FileProviderError(
-                                    .unsyncedEdits,
-                                    "\(display(file.path)) has local changes that are not uploaded; not evicted now (online-only: evicted once a sync has uploaded them)"
-                                )))
                     } catch {
-                        outcomes.append(ItemOutcome(path: display(file.path), error: error))
+                        outcomes.append(ItemOutcome(path: shown, error: error))
                     }
                 }
             } catch {
@@ -170,7 +202,7 @@ extension DomainController {
             }
         }
         do {
-            try store.apply(domainID: domainID, upserts: updated, deletions: [])
+            try store.recordEvictions(log)
         } catch {
             outcomes.append(ItemOutcome(path: display(""), error: error))
         }
@@ -183,14 +215,23 @@ extension DomainController {
     /// of a `dataless` replica whose present ranges are of an older version, become
     /// placeholders (dataless files of the new size). Returns the files that could not be
     /// evicted because they hold local changes: today's rules apply to them (the download
-    /// refuses to overwrite local changes; the next sync uploads them, or keeps both).
-    func evictUpdated(_ records: [ItemRecord], report: inout SyncReport) async -> [ItemRecord] {
+    /// refuses to overwrite local changes; the next sync uploads them, or keeps both). Each
+    /// eviction is logged in the `eviction` table, as automatic eviction's are.
+    func evictUpdated(_ records: [ItemRecord], policies: PolicyResolver, report: inout SyncReport) async -> [ItemRecord] {
         var keep: [ItemRecord] = []
         var updated: [ItemRecord] = []
+        var log: [EvictionRecord] = []
+        let partial = replica.layout == .dataless ? ((try? store.partiallyPresent(domainID: domainID)) ?? [:]) : [:]
         for record in records {
             do {
                 updated.append(try await evictFile(record))
                 report.evictedOnUpdate += 1
+                let (policy, setOn) = policies.resolve(record.path)
+                let bytes = record.state == .materialized ? (record.localSize ?? 0) : (partial[record.identifier] ?? 0)
+                log.append(
+                    EvictionRecord(
+                        domainID: domainID, path: record.path, size: max(0, bytes),
+                        reason: "changed in the store (\(policy.rawValue), set on /\(setOn ?? ""))"))
             } catch where error.code == .unsyncedEdits {
                 keep.append(record)
             } catch {
@@ -199,6 +240,7 @@ extension DomainController {
         }
         do {
             try store.apply(domainID: domainID, upserts: updated, deletions: [])
+            try store.recordEvictions(log)
         } catch {
             report.notices.append("\(display("")): \(error.message)")
         }

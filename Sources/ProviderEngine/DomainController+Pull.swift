@@ -210,7 +210,7 @@ extension DomainController {
         evict += try staleUpdatedPartials(policies)
         if !evict.isEmpty {
             // A file with local changes is left to today's rules (its download refuses them).
-            current += await evictUpdated(evict, report: &report).filter { $0.state == .materialized }
+            current += await evictUpdated(evict, policies: policies, report: &report).filter { $0.state == .materialized }
         }
         pass.redownload = current
         if !pass.redownload.isEmpty {

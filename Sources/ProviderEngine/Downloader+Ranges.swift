@@ -70,7 +70,9 @@ extension Downloader {
             defer { close(fd) }
             _ = try POSIXError.check(fdatasync(fd), "cannot flush", path: target)
             var result: [Range<Int64>]?
-            for range in ranges {
+            // A range punched out since it was fetched (an eviction) is not recorded: it holds
+            // zeros now.
+            for range in ranges where Replica.holdsData(descriptor: fd, range) {
                 result = try store.addPresentRange(
                     range, domainID: domainID, identifier: record.identifier, contentVersion: record.contentVersion)
                 if result == nil { return nil }

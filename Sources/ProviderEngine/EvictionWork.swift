@@ -199,7 +199,8 @@ final class EvictionWork {
 
     // MARK: One file
 
-    /// Evicts one candidate; returns the bytes given back (0 when the file was left).
+    /// Evicts one candidate; returns the bytes given back, at least 1 when it was evicted (an
+    /// empty file too), 0 when it was left.
     private func evict(_ candidate: EvictionCandidate, in domain: EvictionDomain, for reason: EvictionReason)
         async throws(FileProviderError) -> Int64
     {

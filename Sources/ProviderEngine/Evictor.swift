@@ -29,8 +29,9 @@ import ProviderStore
 /// evicted from while holding its sync lock, so no sync of it (in any process) runs meanwhile.
 ///
 /// Each eviction is logged with its reason and recorded in the `eviction` table (the last 200
-/// of each domain), which `status` shows. Blocking work (SQLite, `statvfs`, leases, the file
-/// swaps) runs on the manager's ``BlockingExecutor``.
+/// of each domain), which `status` shows. A pass first writes the uses its manager's
+/// ``UseRecorder`` holds, so a file used a moment ago counts as just used. Blocking work
+/// (SQLite, `statvfs`, leases, the file swaps) runs on the manager's ``BlockingExecutor``.
 public final class Evictor: Sendable {
     public let manager: ProviderManager
     /// The domains evicted from; `nil` for every domain of the home. The home's budget counts
@@ -72,6 +73,10 @@ public final class Evictor: Sendable {
     public func run() async throws(FileProviderError) -> EvictionPass {
         let manager = self.manager
         let names = domains
+        // Uses this process collected and has not written yet (a file fetched a moment ago) must
+        // count, or the newest file could look like the oldest. Another process's last second
+        // of uses is not seen.
+        await manager.useRecorder.flush()
         let snapshot = try await manager.executor.run { try EvictionSnapshot.take(manager: manager, domains: names) }
         let work = EvictionWork(evictor: self, snapshot: snapshot)
         var failure: FileProviderError?

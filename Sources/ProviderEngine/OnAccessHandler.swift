@@ -324,6 +324,8 @@ public final class OnAccessHandler: @unchecked Sendable {
                     await conclude(event, .allow)
                 }
                 use(domainID: entry.domainID, path: path)
+                // The replica grew: a budget may be exceeded now.
+                manager.requestEviction()
             } catch {
                 // Filled meanwhile by another event's download: nothing left to do.
                 let stillDataless =

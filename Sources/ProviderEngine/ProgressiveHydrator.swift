@@ -22,9 +22,10 @@ import ProviderStore
 /// — only ranges that are not present, which its writes never touch — and the file becomes a
 /// local edit of the item.
 ///
-/// The state of a file is trusted only while its change time is the one this hydrator saw
-/// after its own last write: anything else that changed the file (a sync that rewrote it for a
-/// new version, a program's write) makes it read the database again.
+/// A read of present bytes is answered from memory while the file's change time is the one
+/// this hydrator last saw. Any other change time sends the read through the database: the same
+/// item at the same content version keeps what is known (the change was a fetch of its own or a
+/// program's write, which `FAN_MODIFY` reports); a new version or another item starts afresh.
 final class ProgressiveHydrator: Sendable {
     /// A file's identity on its file system.
     struct FileKey: Hashable, Sendable {
@@ -124,7 +125,7 @@ final class ProgressiveHydrator: Sendable {
     /// - Throws: what fetching or completing throws (the file stays partially present, marked
     ///   modified; the next access tries again).
     func modified(_ record: ItemRecord, key: FileKey, changeTime: Int64, downloader: Downloader) async throws(FileProviderError) {
-        let entry = try await self.entry(for: record, key: key, changeTime: changeTime, downloader: downloader, modified: true)
+        let entry = try await self.entry(for: record, key: key, changeTime: changeTime, downloader: downloader)
         let waits = entry.state.withLock { state -> [Task<Void, any Error>] in
             state.modified = true
             for run in ChunkPlan.missing(size: state.record.size, covered: state.covered) { start(run, in: entry, state: &state) }
@@ -149,15 +150,29 @@ final class ProgressiveHydrator: Sendable {
 
     /// The entry of a file, loaded from the database when it is new here or changed since.
     private func entry(
-        for record: ItemRecord, key: FileKey, changeTime: Int64, downloader: Downloader, modified: Bool = false
+        for record: ItemRecord, key: FileKey, changeTime: Int64, downloader: Downloader
     ) async throws(FileProviderError) -> Entry {
         if let entry = files.withLock({ $0[key] }) {
-            let current = entry.state.withLock { state -> Bool in
-                if modified, state.record.identifier == record.identifier { state.changeTime = changeTime }
-                return state.changeTime == changeTime && state.record.contentVersion == record.contentVersion
-                    && state.record.identifier == record.identifier
+            // The same item at the same content version: the change was this hydrator's own
+            // writes (a marker, a fetch not yet recorded here) or a program's (which `FAN_MODIFY`
+            // reports): what is known stays true. Anything else is read again.
+            let current = entry.state.withLock { state -> [Range<Int64>]? in
+                guard state.record.identifier == record.identifier, state.record.contentVersion == record.contentVersion else {
+                    return nil
+                }
+                return state.present
             }
-            if current { return entry }
+            if let present = current {
+                // Unless something punched bytes out (an eviction, by this process or another):
+                // only ranges that are still data on disk stay present.
+                let path = downloader.replica.path(record.path)
+                let kept = try await downloader.executor.run { present.filter { Replica.holdsData(atPath: path, $0) } }
+                entry.state.withLock { state in
+                    if kept.count != present.count { state.present = MetadataStore.merged(state.present.filter { kept.contains($0) }) }
+                    state.changeTime = max(state.changeTime, changeTime)
+                }
+                return entry
+            }
             // Changed by someone else: wait for what is in flight, then read it again.
             let tasks = entry.state.withLock { Array($0.fetching.values.map(\.task)) }
             for task in tasks { _ = try? await task.value }
@@ -229,6 +244,10 @@ final class ProgressiveHydrator: Sendable {
                     if let changeTime, !state.modified { state.changeTime = max(state.changeTime, changeTime) }
                 }
                 flush(entry)
+                // Read-ahead may fetch the last bytes with no read left to notice.
+                if entry.state.withLock({ $0.completing == nil && ChunkPlan.missing(size: $0.record.size, covered: $0.present).isEmpty }) {
+                    Task { _ = try? await self.complete(entry) }
+                }
             } catch {
                 entry.state.withLock { _ = $0.fetching.removeValue(forKey: id) }
                 logger.warning("\(entry.downloader.display(record.path)): bytes \(run.lowerBound)..<\(run.upperBound) not fetched: \(error)")

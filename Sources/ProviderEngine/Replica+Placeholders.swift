@@ -251,6 +251,25 @@ extension Replica {
         }
     }
 
+    /// Whether every byte of `range` of the open file `fd` is data, not a hole
+    /// (`lseek(SEEK_DATA)`/`SEEK_HOLE`): bytes a fetch wrote and nothing punched out since.
+    /// Blocking.
+    static func holdsData(descriptor fd: Int32, _ range: Range<Int64>) -> Bool {
+        guard !range.isEmpty else { return true }
+        let data = lseek(fd, off_t(range.lowerBound), SEEK_DATA)
+        guard data == off_t(range.lowerBound) else { return false }
+        let hole = lseek(fd, off_t(range.lowerBound), SEEK_HOLE)
+        return hole >= off_t(range.upperBound)
+    }
+
+    /// ``holdsData(descriptor:_:)`` of the file at `path`; `false` when it cannot be opened.
+    static func holdsData(atPath path: String, _ range: Range<Int64>) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return holdsData(descriptor: fd, range)
+    }
+
     /// Gives the existing dataless file at `path` the item's identity, size and date in place.
     /// Returns `false` when the file is no longer dataless once opened (filled meanwhile: left
     /// alone). Blocking.

@@ -56,7 +56,7 @@ struct DomainAddCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "How a dataless domain fetches a file a program reads: full (the default: the whole file on its first access) or progressive (only the chunks a read needs, with read-ahead; not finished: see Docs/Architecture.md).",
+            "How a dataless domain fetches a file a program reads: progressive (the default: only the chunks a read needs, with read-ahead; the whole file once every byte was read) or full (the whole file on its first access).",
             valueName: "hydration"))
     var hydration: Hydration?
 

@@ -171,3 +171,54 @@ import Testing
         #expect(status.stdout.contains("cache: 0 B used of 0 B"), "\(status.stdout)")
     }
 }
+
+/// Budgets in a `dataless` domain through the real `serve`: reads through the replica path are
+/// uses, eviction gives the blocks back (a dataless file again, the next read fetches it), and a
+/// pinned or an open file stays. (Edited files: `BudgetTests` and `EvictorTests`; here serve
+/// uploads an edit as soon as its writer closes it, and then it may go.)
+@Suite("Budgets of dataless domains", .serialized, .timeLimit(.minutes(5)))
+struct DatalessBudgetTests {
+    @Test func serveEvictsTheLeastRecentlyReadFilesOfADatalessDomain() async throws {
+        let temp = try TemporaryFolder()
+        let storeFolder = temp.url.appendingPathComponent("store").path
+        try FileManager.default.createDirectory(atPath: storeFolder, withIntermediateDirectories: true)
+        let names = ["a.bin", "b.bin", "c.bin", "d.bin", "pinned.bin"]
+        var files: [String: Data] = [:]
+        for (index, name) in names.enumerated() { files[name] = patterned(256 << 10, seed: UInt64(index + 1)) }
+        let domain = try ServedDomain(temp: temp, storeFolder: storeFolder, backend: "local", options: ["root": storeFolder], files: files)
+        #expect(try domain.cli.run(["pin", "d:/pinned.bin"]).status == 0)
+        try await domain.startServe(["--eviction-interval", "0.3"])
+        let store = try MetadataStore(url: domain.cli.home.appendingPathComponent("metadata.sqlite"))
+        let id = try #require(try store.domain(named: "d")?.id)
+
+        // Programs read the files in this order: a, b, c, d (each read is its last use).
+        func lastUse(_ name: String) -> Date? { try? store.lastUse(domainID: id, identifier: ItemIdentifier(name)) }
+        func read(_ name: String) async throws {
+            let before = lastUse(name) ?? .distantPast
+            let read = try await runProgram(["cat", domain.replica + "/" + name])
+            #expect(read.succeeded && read.output == files[name], "\(name): \(read)")
+            #expect(await waitUntil { (lastUse(name) ?? .distantPast) > before }, "no use of \(name) was recorded: \(domain.logs)")
+        }
+        for name in ["a.bin", "b.bin", "c.bin", "d.bin"] { try await read(name) }
+        // A program holds b open.
+        let open = try FileHandle(forReadingFrom: URL(fileURLWithPath: domain.replica + "/b.bin"))
+        defer { try? open.close() }
+
+        // 5 files of 256 KiB downloaded; 768 KiB: a and c go (b is open; pinned.bin is pinned).
+        #expect(try await domain.cli.call(["domain", "set", "d", "--cache-budget", "768K"]).status == 0)
+        func isDataless(_ name: String) -> Bool { (fileStatus(domain.backing + "/" + name)?.st_blocks ?? 9999) <= 8 }
+        #expect(await waitUntil(timeout: 30) { isDataless("a.bin") && isDataless("c.bin") }, "\(domain.logs)")
+        for name in ["b.bin", "d.bin", "pinned.bin"] { #expect(!isDataless(name), "\(name): \(domain.logs)") }
+        #expect(domain.logs.contains("d: evicted /a.bin (256.0 KiB): over the budget of d:"), "\(domain.logs)")
+        #expect(try open.readToEnd() == files["b.bin"], "the open file reads its contents")
+        #expect(fileStatus(domain.replica + "/a.bin")?.st_size == 256 << 10)
+
+        // Read again: fetched again (the store's bytes), the newest use; over the budget again,
+        // the least recently used file that may go is d.
+        try await read("a.bin")
+        #expect(domain.fetches(of: "a.bin") == 2, "\(domain.logs)")
+        #expect(await waitUntil(timeout: 30) { isDataless("d.bin") }, "\(domain.logs)")
+        #expect(!isDataless("a.bin") && !isDataless("b.bin") && !isDataless("pinned.bin"), "\(domain.logs)")
+        try await domain.stopServe()
+    }
+}

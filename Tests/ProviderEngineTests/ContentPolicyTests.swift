@@ -105,6 +105,11 @@ import Testing
             #expect(try placeholder(at: f.placeholderURL(controller, "news/a.txt")).size == Int64(newer.count))
             let record = try controller.record(at: "news/a.txt")
             #expect(record.state == .placeholder && record.localContentVersion == nil)
+            let logged = try f.manager.store.evictions(domainID: controller.domainID)
+            #expect(
+                logged.map { "\($0.path) \($0.size) \($0.reason)" } == [
+                    "news/a.txt 5 changed in the store (evict-on-remote-update, set on /news)"
+                ])
             // Read again later, it is the new version.
             #expect(codes(await controller.materialize(paths: ["news/a.txt"], recursive: false)) == [nil])
             #expect(try Data(contentsOf: f.url(controller, "news/a.txt")) == newer)
@@ -162,12 +167,13 @@ import Testing
                     == "mem:/o/edited.txt has local changes that are not uploaded; not evicted now (online-only: evicted once a sync has uploaded them)"
             )
             #expect(byPath["mem:/o/open.txt"]??.code == .nonEvictable)
-            #expect(byPath["mem:/o/open.txt"]??.message.contains("is open in a program") == true)
+            #expect(byPath["mem:/o/open.txt"]??.message.contains("is not evicted now: a program has it open") == true)
             #expect(entry(at: f.url(controller, "o/plain.txt")) == .none)
             #expect(entry(at: f.placeholderURL(controller, "o/plain.txt")) == .file)
             #expect(try Data(contentsOf: f.url(controller, "o/edited.txt")) == edited)
             #expect(try Data(contentsOf: f.url(controller, "o/open.txt")) == Data("open".utf8))
             #expect(try controller.record(at: "o/open.txt").state == .materialized)
+            #expect(try f.manager.store.evictions(domainID: controller.domainID).map(\.reason) == ["online-only (set on /o)"])
 
             // Closed, it goes.
             try reader.close()

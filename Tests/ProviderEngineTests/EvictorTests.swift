@@ -202,6 +202,21 @@ import Testing
         }
     }
 
+    @Test func withoutLeasesTheProcessScanKeepsOpenFiles() async throws {
+        try await Fixture.with { f in
+            let controller = try await domain(f, files: ["a", "b"])
+            let open = try FileHandle(forReadingFrom: f.url(controller, "a"))
+            defer { try? open.close() }
+            try f.manager.setCacheBudget(ofDomain: "mem", 0)
+            let evictor = Evictor(manager: f.manager, domains: nil, waitForLocks: true, method: .processScan, logger: nil)
+            let pass = try await evictor.run()
+            #expect(pass.evicted.map(\.path) == ["/b"])
+            #expect(pass.kept.map(\.path) == ["/a"])
+            #expect(pass.kept.first?.reason.hasPrefix("process \(getpid()) ") == true, "\(pass.kept)")
+            #expect(try state(controller, "a") == .materialized)
+        }
+    }
+
     @Test func aLeaseSeesOpenAndMappedFilesAndSoDoesTheProcessScan() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-lease-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

@@ -97,6 +97,11 @@ struct Provider {
     }
 
     mutating func answer(_ event: PreContentGroup.Event) {
+        // Notifications (opens, writes) need no answer.
+        guard event.needsAnswer else {
+            group.dismiss(event)
+            return
+        }
         var status = stat()
         fstat(event.fileDescriptor, &status)
         let inode = UInt64(status.st_ino)
