@@ -27,7 +27,11 @@ struct ChunkPlan: Sendable {
         let size = max(0, size)
         let lower = min(max(0, range.lowerBound), size)
         let upper = min(max(lower, range.upperBound), size)
-        let sequential = expected >= 0 && lower >= expected - Self.unit && lower <= expected + Self.unit
+        // A first read at the start is taken as the start of a sequence: most programs that
+        // open a file read it from the start (players, `head`, `cat`), and waiting for a
+        // second read to fetch ahead costs one more round trip to the store.
+        let sequential =
+            (expected >= 0 && lower >= expected - Self.unit && lower <= expected + Self.unit) || (expected < 0 && lower == 0)
         window = sequential ? (window == 0 ? Self.firstWindow : min(window * 2, Self.largestWindow)) : 0
         expected = upper
         guard lower < upper else { return ([], []) }
