@@ -175,6 +175,11 @@ struct ProgressiveHydrationTests {
             let run = try await runProgram(["dd", "if=\(file)", "bs=1M", "skip=5", "count=1", "status=none"])
             #expect(run.succeeded && run.output == want, "round \(round): \(run)")
             let before = Self.fetchedBytes(domain.logs, path: "part.bin")
+            // Fetched ranges are recorded once flushed (within about a second): then they count.
+            let recorded = await waitUntil(timeout: 30) {
+                (try? domain.cli.run(["ls", "--json", "d:/part.bin"]).stdout.contains("\"presentBytes\"")) == true
+            }
+            #expect(recorded)
             // Evicted while serve knows its ranges: the blocks go, and the next read fetches.
             let set = try domain.cli.run(["domain", "set", "d", "--cache-budget", "0"])
             #expect(set.status == 0, "\(set.stderr)")
