@@ -181,11 +181,17 @@ struct ProgressiveHydrationTests {
             }
             #expect(recorded)
             // Evicted while serve knows its ranges: the blocks go, and the next read fetches.
-            let set = try domain.cli.run(["domain", "set", "d", "--cache-budget", "0"])
-            #expect(set.status == 0, "\(set.stderr)")
-            // This pass or serve's own (it runs every few seconds) takes it.
-            let pass = try domain.cli.run(["evict", "--to-budget", "d"])
-            #expect(pass.status == 0, "\(pass.stderr)")
+            if round == 0 {
+                // Asked for by name.
+                let evicted = try domain.cli.run(["evict", "d:/part.bin"])
+                #expect(evicted.status == 0, "\(evicted.stderr)")
+            } else {
+                let set = try domain.cli.run(["domain", "set", "d", "--cache-budget", "0"])
+                #expect(set.status == 0, "\(set.stderr)")
+                // This pass or serve's own (it runs every few seconds) takes it.
+                let pass = try domain.cli.run(["evict", "--to-budget", "d"])
+                #expect(pass.status == 0, "\(pass.stderr)")
+            }
             #expect(Self.allocated(domain.backing + "/part.bin") <= 8192)
             let again = try await runProgram(["dd", "if=\(file)", "bs=1M", "skip=5", "count=1", "status=none"])
             #expect(again.succeeded && again.output == want, "round \(round): read after eviction: \(again)")
