@@ -97,7 +97,7 @@ struct ProgressiveHydrationTests {
         #expect(ours.output.prefix(64) == theirs.output.prefix(64))
         // Every byte present: an ordinary downloaded file, each byte fetched once.
         let whole = await waitUntil(timeout: 30) {
-            (try? domain.cli.run(["ls", "--json", "d:/"]).stdout.contains("\"materialized\"")) == true
+            ((try? await domain.cli.call(["ls", "--json", "d:/"]))?.stdout.contains("\"materialized\"")) == true
         }
         #expect(whole, "\(domain.logs.suffix(2000))")
         #expect(Self.fetchedBytes(domain.logs, path: "data.bin") == size)
@@ -177,7 +177,7 @@ struct ProgressiveHydrationTests {
             let before = Self.fetchedBytes(domain.logs, path: "part.bin")
             // Fetched ranges are recorded once flushed (within about a second): then they count.
             let recorded = await waitUntil(timeout: 30) {
-                (try? domain.cli.run(["ls", "--json", "d:/part.bin"]).stdout.contains("\"presentBytes\"")) == true
+                ((try? await domain.cli.call(["ls", "--json", "d:/part.bin"]))?.stdout.contains("\"presentBytes\"")) == true
             }
             #expect(recorded)
             // Evicted while serve knows its ranges: the blocks go, and the next read fetches.
