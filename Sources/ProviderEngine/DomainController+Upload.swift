@@ -510,6 +510,11 @@ extension DomainController {
             let handled: Set<FileProviderError.Code> = [.versionOutOfDate, .noSuchItem]
             try await journalled(.modify(record), handled: handled, resolvedOnReplay: [.versionOutOfDate]) { step in
                 attempt = step
+                // The edit's base is the version the file was downloaded as, not the record's
+                // latest: a sync down that kept this file (download-only, or an edit made while
+                // it ran) recorded the store's newer version. Sent with that one as its base,
+                // the edit would silently replace the store's change: both edited, keep both.
+                if record.storeChangedSinceDownload { throw FileProviderError.versionOutOfDate(record.identifier) }
                 let result = try await step.send {
                     try await backend.modifyItem(
                         item, baseVersion: record.version, changedFields: [.contents, .contentModificationDate], contents: contents,
