@@ -392,6 +392,33 @@ import Testing
         }
     }
 
+    /// A downloaded file the store changed while its local copy had edits: a download-only sync
+    /// records the store's new version but keeps the local file. Deleted here then, alone or
+    /// with its folder, it was deleted without its user ever seeing the store's version: that
+    /// version comes back (`deletedAndEdited`), as when the store changes a file deleted here.
+    @Test(arguments: ["file", "folder"]) func aDeletionOfAFileSyncDownKeptBackKeepsTheStoresEdit(deleting: String) async throws {
+        try await Fixture.with { f in
+            let remote = Data("remote edit, longer".utf8)
+            _ = try f.memory.write(path: "d/doc.txt", data: Data("base".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            #expect(codes(await controller.materialize(paths: ["d/doc.txt"], recursive: false)) == [nil])
+            try write(Data("local edit".utf8), f, controller, "d/doc.txt")
+            _ = try f.memory.write(path: "d/doc.txt", data: remote)
+            _ = try await controller.sync(upload: false)
+            try FileManager.default.removeItem(at: f.url(controller, deleting == "file" ? "d/doc.txt" : "d"))
+            let report = try await controller.sync()
+            #expect(report.conflicts == 1, "\(report.notices)")
+            #expect(f.memory.contents(of: "d/doc.txt") == remote, "the store's edit survives")
+            #expect(try f.manager.store.conflicts(domainID: controller.domainID).map(\.kind) == ["deletedAndEdited"])
+            #expect(try f.manager.store.unfinishedOperations(domainID: controller.domainID).isEmpty)
+            #expect(try controller.record(at: "d/doc.txt").state == .placeholder)
+            #expect(try placeholder(at: f.placeholderURL(controller, "d/doc.txt")).size == Int64(remote.count))
+            let again = try await controller.sync()
+            #expect(again.conflicts == 0 && again.uploaded == 0, "\(again)")
+        }
+    }
+
     @Test func aNameTakenInTheStoreGetsANumber() async throws {
         try await Fixture.with { f in
             let controller = try await f.addDomain()
