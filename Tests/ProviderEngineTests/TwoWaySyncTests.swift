@@ -305,7 +305,8 @@ import Testing
         #expect(f.memory.contents(of: "doc.txt") == remote, "the store's edit survives", sourceLocation: sourceLocation)
         #expect(try Data(contentsOf: f.url(controller, "doc.txt")) == remote, sourceLocation: sourceLocation)
         let names = try FileManager.default.contentsOfDirectory(atPath: controller.replica.root.path)
-        let copy = try #require(names.first { $0.hasPrefix("doc (conflicted copy ") && $0.hasSuffix(".txt") }, sourceLocation: sourceLocation)
+        let copy = try #require(
+            names.first { $0.hasPrefix("doc (conflicted copy ") && $0.hasSuffix(".txt") }, sourceLocation: sourceLocation)
         #expect(try Data(contentsOf: f.url(controller, copy)) == local, "the local edit survives", sourceLocation: sourceLocation)
         #expect(f.memory.contents(of: copy) == local, "the conflicted copy is uploaded", sourceLocation: sourceLocation)
         let logged = try f.manager.store.conflicts(domainID: controller.domainID)
