@@ -153,23 +153,50 @@ extension SFTPBackend {
         do throws(FileProviderError) {
             let size = handle.attributes.size
             let written = PartialContents.clamp(range, toSize: size)
-            if !written.isEmpty {
+            let streams = connectionsPerTransfer()
+            if Int64(written.count) >= Self.rangedTransferThreshold && streams > 1 {
+                // Large: in ranges over this connection and free ones, then checked once more.
+                let output = try LocalFile.openForWritingInPlace(destination)
+                try readSharing(
+                    written, over: streams, handle: handle, path, remote: remote, folder: folder, version: version,
+                    chunk: chunk, to: output, cancellation: cancellation, on: channel, connection)
+                handle.attributes = try stillCurrent(path, remote: remote, folder: folder, version: version, on: channel, connection)
+            } else if !written.isEmpty {
                 let output = try LocalFile.openForWritingInPlace(destination)
                 let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
                 defer { buffer.deallocate() }
+                // The check after the read goes out with the last reads: the path looked up
+                // again (a file replaced meanwhile) and the open file's attributes (a file
+                // changed in place; after the reads of the same handle, so answered after them).
+                let check = channel.lookUpRequests(remote, resolving: folder, handle: handle.file.handle)
+                let trailing = TrailingRequests(packets: check.packets, ids: check.ids)
                 do throws(FileProviderError) {
                     try channel.read(
                         handle.file, written, chunk: chunk, into: buffer, on: connection, cancellation: cancellation,
                         stop: { false },
                         write: { piece, offset throws(FileProviderError) in try output.write(piece, at: offset) },
-                        advanced: { _ in })
+                        advanced: { _ in }, trailing: trailing)
                 } catch {
                     throw explain(error, reading: path, remote: remote, folder: folder, version: version, on: channel, connection)
                 }
-            }
-            // A fresh handle was checked just now; after a read (or on a kept handle) the
-            // path is looked up again.
-            if !fresh || !written.isEmpty {
+                var answers = trailing.replies
+                let rest = trailing.unanswered
+                for (id, reply) in zip(rest, try channel.replies(to: rest, on: connection)) { answers[id] = reply }
+                let found = try SFTPChannel.lookedUp(check, replies: answers, path: remote, folder: folder)
+                let now = try file(in: found, path, folder: folder)
+                let opened = try found.opened?.get()
+                guard Self.version(of: now, kind: .file).content == version.content,
+                    let opened, Self.version(of: opened, kind: .file).content == version.content
+                else {
+                    throw FileProviderError(.versionNoLongerAvailable, "\(path.display) changed while it was read; fetch it again")
+                }
+                handle.attributes = now
+                if trailing.readAfter {
+                    // A read went out after the check (the rest of a short reply): check again.
+                    handle.attributes = try stillCurrent(path, remote: remote, folder: folder, version: version, on: channel, connection)
+                }
+            } else if !fresh {
+                // Nothing read through a kept handle: the path is looked up (one round trip).
                 handle.attributes = try stillCurrent(path, remote: remote, folder: folder, version: version, on: channel, connection)
             }
             guard let item = try makeItem(path: path, attributes: handle.attributes, on: connection) else {
@@ -183,6 +210,66 @@ extension SFTPBackend {
         } catch {
             if !connection.isDead { channel.closeWithoutWaiting(handle.file.handle, on: connection) }
             throw error
+        }
+    }
+
+    /// Reads `written` in 8 MiB ranges over this connection and up to `streams - 1` pool
+    /// connections that are free now (as whole downloads do), each through the file it keeps
+    /// open for ranged reads (opened and checked on first use), every piece written at its
+    /// offset. A helper whose file turns out to be another version just does not help; the
+    /// caller checks the file once more afterwards.
+    ///
+    /// - Throws: the first error of a range (the others stop), explained as
+    ///   ``explain(_:reading:remote:folder:version:on:_:)`` does.
+    private func readSharing(
+        _ written: Range<Int64>, over streams: Int, handle: ReadHandle, _ path: SFTPPath, remote: String, folder: String?,
+        version: ItemVersion, chunk: Int, to output: LocalFile, cancellation: CancellationFlag, on channel: SFTPChannel,
+        _ connection: SFTPConnection
+    ) throws(FileProviderError) {
+        let schedule = RangeSchedule(from: written.lowerBound, to: written.upperBound, rangeSize: Self.rangeSize)
+        @Sendable func work(
+            _ handle: ReadHandle, chunk: Int, remote: String, folder: String?, on channel: SFTPChannel,
+            _ connection: SFTPConnection, yield: () -> Bool
+        ) -> Bool {
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
+            defer { buffer.deallocate() }
+            var failed = false
+            schedule.work(yielding: yield) { range throws(FileProviderError) in
+                do throws(FileProviderError) {
+                    try channel.read(
+                        handle.file, range, chunk: chunk, into: buffer, on: connection, cancellation: cancellation,
+                        stop: { schedule.error != nil },
+                        write: { piece, offset throws(FileProviderError) in try output.write(piece, at: offset) },
+                        advanced: { schedule.wrote($0, in: range) })
+                } catch {
+                    failed = true
+                    throw self.explain(
+                        error, reading: path, remote: remote, folder: folder, version: version, on: channel, connection)
+                }
+            }
+            return !failed
+        }
+        sharing(streams) { helper, yield throws(FileProviderError) in
+            guard let channel = try helper.extensionChannel(), let chunk = try channel.transferLimits(on: helper)?.read else {
+                return
+            }
+            let remote = path.remote(under: helper.rootPath)
+            let folder = path.components.count > 1 ? path.parent.remote(under: helper.rootPath) : nil
+            var (handle, _) = try self.readHandle(path, remote: remote, folder: folder, version: version, on: channel, helper)
+            if work(handle, chunk: chunk, remote: remote, folder: folder, on: channel, helper, yield: yield) {
+                handle.lastUsed = DispatchTime.now().uptimeNanoseconds
+                for evicted in channel.readHandles.keep(handle) {
+                    channel.closeWithoutWaiting(evicted.file.handle, on: helper)
+                }
+            } else if !helper.isDead {
+                channel.closeWithoutWaiting(handle.file.handle, on: helper)
+            }
+        } _: {
+            _ = work(handle, chunk: chunk, remote: remote, folder: folder, on: channel, connection, yield: { false })
+        }
+        if let error = schedule.error { throw error }
+        guard schedule.writtenPrefix == written.upperBound else {
+            throw FileProviderError(.corruptData, "\(path.display): the ranged read ended at \(schedule.writtenPrefix)")
         }
     }
 
@@ -228,7 +315,16 @@ extension SFTPBackend {
     private func lookUp(
         _ path: SFTPPath, remote: String, folder: String?, on channel: SFTPChannel, _ connection: SFTPConnection
     ) throws(FileProviderError) -> RemoteAttributes {
-        let found = try channel.lookUp(remote, resolving: folder, on: connection)
+        try file(in: channel.lookUp(remote, resolving: folder, on: connection), path, folder: folder)
+    }
+
+    /// The attributes of the file a lookup found, its folder (`folder`, the absolute path on the
+    /// server) checked to be reached without a symlink.
+    ///
+    /// - Throws: what ``lookUp(_:remote:folder:on:_:)`` throws.
+    private func file(in found: SFTPChannel.LookedUp, _ path: SFTPPath, folder: String?) throws(FileProviderError)
+        -> RemoteAttributes
+    {
         if let folder, let resolved = found.resolved {
             guard try resolved.get().elementsEqual(folder.utf8) else { throw symlinkRefused(path) }
         }

@@ -92,37 +92,77 @@ extension SFTPChannel {
         }
     }
 
-    /// What ``lookUp(_:resolving:on:)`` found: the real path of the folder asked for (when one
-    /// was) and the attributes of the path itself (not following a symlink), each an outcome of
-    /// its own.
+    /// What ``lookUp(_:resolving:handle:on:)`` found: the real path of the folder asked for
+    /// (when one was), the attributes of the path itself (not following a symlink) and those of
+    /// the open file asked for (when one was), each an outcome of its own.
     struct LookedUp {
         var resolved: Result<[UInt8], FileProviderError>?
         var attributes: Result<RemoteAttributes, FileProviderError>
+        var opened: Result<RemoteAttributes, FileProviderError>?
     }
 
-    /// LSTAT of `path` and, with `folder`, REALPATH of that folder in the same round trip (the
-    /// caller checks that the folder is reached without a symlink).
-    ///
-    /// - Throws: `serverUnreachable` when the connection breaks or a reply is malformed. What
-    ///   the server refused is in the result, as the error of its SFTP status naming the path.
-    func lookUp(_ path: String, resolving folder: String?, on connection: SFTPConnection) throws(FileProviderError)
-        -> LookedUp
-    {
+    /// The requests of a lookup: REALPATH of a folder, LSTAT of a path, FSTAT of a handle.
+    struct LookUpRequests {
+        var packets: [UInt8]
+        var resolveID: UInt32?
+        var statusID: UInt32
+        var fileStatusID: UInt32?
+        var ids: [UInt32] { [resolveID, statusID, fileStatusID].compactMap { $0 } }
+    }
+
+    /// Makes the requests of a lookup of `path`: LSTAT, with REALPATH of `folder` and FSTAT of
+    /// `handle` when given.
+    func lookUpRequests(_ path: String, resolving folder: String?, handle: [UInt8]? = nil) -> LookUpRequests {
         var packets = PacketWriter()
         let resolveID = folder.map { packets.append(Packet.realPath, id: takeID(), [Array($0.utf8)]) }
         let statusID = packets.append(Packet.linkStatus, id: takeID(), [Array(path.utf8)])
-        try send(packets.bytes, on: connection)
-        var answers = try replies(to: resolveID.map { [$0, statusID] } ?? [statusID], on: connection)
-        var found = LookedUp(attributes: .failure(FileProviderError(.noSuchItem, path)))
-        if let folder, resolveID != nil { found.resolved = try answers[0].firstName("resolve", folder) }
-        var reply = answers[answers.count - 1]
-        switch reply.type {
-        case Packet.attributes: found.attributes = .success(try reply.reader.attributes())
-        case Packet.status:
-            found.attributes = .failure(SFTPStatus.error(UInt(try reply.reader.u32()), operation: "stat", path: path))
-        default: throw Reply.unexpected(reply.type, "stat", path)
+        let fileStatusID = handle.map { packets.append(Packet.fileStatus, id: takeID(), [$0]) }
+        return LookUpRequests(packets: packets.bytes, resolveID: resolveID, statusID: statusID, fileStatusID: fileStatusID)
+    }
+
+    /// What the replies to `requests` say.
+    ///
+    /// - Throws: `serverUnreachable` when a reply is missing or malformed. What the server
+    ///   refused is in the result, as the error of its SFTP status naming the path.
+    static func lookedUp(
+        _ requests: LookUpRequests, replies: [UInt32: Reply], path: String, folder: String?
+    ) throws(FileProviderError) -> LookedUp {
+        func reply(_ id: UInt32) throws(FileProviderError) -> Reply {
+            guard let reply = replies[id] else { throw FileProviderError(.serverUnreachable, "no reply to SFTP request \(id)") }
+            return reply
         }
+        func attributes(_ id: UInt32) throws(FileProviderError) -> Result<RemoteAttributes, FileProviderError> {
+            var answer = try reply(id)
+            switch answer.type {
+            case Packet.attributes: return .success(try answer.reader.attributes())
+            case Packet.status:
+                return .failure(SFTPStatus.error(UInt(try answer.reader.u32()), operation: "stat", path: path))
+            default: throw Reply.unexpected(answer.type, "stat", path)
+            }
+        }
+        var found = LookedUp(attributes: try attributes(requests.statusID))
+        if let id = requests.resolveID {
+            var answer = try reply(id)
+            found.resolved = try answer.firstName("resolve", folder ?? "")
+        }
+        if let id = requests.fileStatusID { found.opened = try attributes(id) }
         return found
+    }
+
+    /// LSTAT of `path`, with REALPATH of `folder` (the caller checks that the folder is reached
+    /// without a symlink) and FSTAT of `handle` when given, in one round trip.
+    ///
+    /// - Throws: `serverUnreachable` when the connection breaks or a reply is malformed. What
+    ///   the server refused is in the result, as the error of its SFTP status naming the path.
+    func lookUp(_ path: String, resolving folder: String?, handle: [UInt8]? = nil, on connection: SFTPConnection)
+        throws(FileProviderError) -> LookedUp
+    {
+        let requests = lookUpRequests(path, resolving: folder, handle: handle)
+        try send(requests.packets, on: connection)
+        let ids = requests.ids
+        let answers = try replies(to: ids, on: connection)
+        return try Self.lookedUp(
+            requests, replies: Dictionary(uniqueKeysWithValues: zip(ids, answers)), path: path, folder: folder)
     }
 
     /// Reads `range` of `file` over this channel; see
@@ -131,11 +171,11 @@ extension SFTPChannel {
         _ file: ChannelFile, _ range: Range<Int64>, chunk: Int, into buffer: UnsafeMutableRawBufferPointer,
         on connection: SFTPConnection, cancellation: CancellationFlag, stop: () -> Bool,
         write: (UnsafeRawBufferPointer, Int64) throws(FileProviderError) -> Void,
-        advanced: (Int64) -> Void
+        advanced: (Int64) -> Void, trailing: TrailingRequests? = nil
     ) throws(FileProviderError) {
         try RangeReader.read(
             file, range, chunk: chunk, into: buffer, over: Stream(channel: self, connection: connection),
-            cancellation: cancellation, stop: stop, write: write, advanced: advanced)
+            cancellation: cancellation, stop: stop, write: write, advanced: advanced, trailing: trailing)
     }
 
     /// The channel as ``RangeReader`` and ``RangeWriter`` use it.
@@ -215,6 +255,29 @@ extension SFTPStream {
     }
 }
 
+/// Requests sent along with the last reads of a range (a check after a ranged read: the file's
+/// attributes), so they cost no round trip of their own, and what became of them.
+final class TrailingRequests {
+    /// The packets, made with ids of the channel.
+    let packets: [UInt8]
+    let ids: [UInt32]
+    /// Whether they were sent.
+    fileprivate(set) var sent = false
+    /// Whether a read went out after them (the rest of a short reply): a server may then have
+    /// answered them before that read.
+    fileprivate(set) var readAfter = false
+    /// The replies that arrived while the range was read, by id.
+    fileprivate(set) var replies: [UInt32: Reply] = [:]
+
+    init(packets: [UInt8], ids: [UInt32]) {
+        self.packets = packets
+        self.ids = ids
+    }
+
+    /// The ids sent and not answered yet.
+    var unanswered: [UInt32] { sent ? ids.filter { replies[$0] == nil } : [] }
+}
+
 /// Reads a range of a file opened on an SFTP channel with several large reads in flight.
 enum RangeReader {
     /// Reads `range` of `file` in reads of `chunk` bytes, ``SFTPChannel/readsInFlight(for:)``
@@ -224,7 +287,9 @@ enum RangeReader {
     ///
     /// A reply shorter than asked is followed by a read of the rest. Stops (without an error)
     /// before the next reply when `stop` says so; replies still on their way are dropped
-    /// when they arrive.
+    /// when they arrive. `trailing` requests go out with the last reads; their replies that
+    /// arrive meanwhile are kept in it, the others are the caller's to read (and are dropped
+    /// when the read fails or stops).
     /// - Throws: `versionNoLongerAvailable` when the file ends before `range` does; the error of
     ///   the SFTP status the server answered with; `serverUnreachable` when the connection
     ///   breaks or a reply is malformed (longer than asked, lengths that disagree, an id never
@@ -233,7 +298,7 @@ enum RangeReader {
         _ file: ChannelFile, _ range: Range<Int64>, chunk: Int, into buffer: UnsafeMutableRawBufferPointer,
         over stream: some SFTPStream, cancellation: CancellationFlag, stop: () -> Bool,
         write: (UnsafeRawBufferPointer, Int64) throws(FileProviderError) -> Void,
-        advanced: (Int64) -> Void
+        advanced: (Int64) -> Void, trailing: TrailingRequests? = nil
     ) throws(FileProviderError) {
         precondition(chunk > 0 && buffer.count >= chunk)
         typealias Packet = SFTPChannel.Packet
@@ -243,10 +308,15 @@ enum RangeReader {
         // Pieces written past the gap-free prefix: start → end.
         var finished: [Int64: Int64] = [:]
         var prefix = range.lowerBound
-        defer { if !pending.isEmpty { stream.forget(Array(pending.keys)) } }
+        var completed = false
+        defer {
+            if !pending.isEmpty { stream.forget(Array(pending.keys)) }
+            if !completed, let trailing, !trailing.unanswered.isEmpty { stream.forget(trailing.unanswered) }
+        }
         func ask(_ offset: Int64, _ length: Int, into packets: inout PacketWriter) {
             let id = packets.appendRead(id: stream.nextID(), handle: file.handle, offset: offset, length: length)
             pending[id] = (offset, length)
+            if trailing?.sent == true { trailing?.readAfter = true }
         }
         func fill() throws(FileProviderError) {
             var packets = PacketWriter()
@@ -255,7 +325,12 @@ enum RangeReader {
                 ask(next, length, into: &packets)
                 next += Int64(length)
             }
-            if !packets.bytes.isEmpty { try stream.send(packets.bytes) }
+            var bytes = packets.bytes
+            if let trailing, !trailing.sent, next == range.upperBound {
+                bytes += trailing.packets
+                trailing.sent = true
+            }
+            if !bytes.isEmpty { try stream.send(bytes) }
         }
         try fill()
         while prefix < range.upperBound {
@@ -263,6 +338,10 @@ enum RangeReader {
             if stop() { return }
             let (type, id, bodyLength) = try stream.nextReply(through: buffer)
             guard let request = pending.removeValue(forKey: id) else {
+                if let trailing, trailing.sent, trailing.ids.contains(id), trailing.replies[id] == nil {
+                    trailing.replies[id] = Reply(type: type, reader: SFTPReader(try stream.receive(bodyLength)))
+                    continue
+                }
                 throw FileProviderError(.serverUnreachable, "the server answered an SFTP request that was not made (id \(id))")
             }
             switch type {
@@ -294,6 +373,7 @@ enum RangeReader {
             }
             try fill()
         }
+        completed = true
     }
 
     private static func malformed(_ file: ChannelFile) -> FileProviderError {

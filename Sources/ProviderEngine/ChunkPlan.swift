@@ -15,6 +15,12 @@ struct ChunkPlan: Sendable {
     /// Where the last read ended, and the read-ahead it earned.
     private(set) var expected: Int64 = -1
     private(set) var window: Int64 = 0
+    /// The end of what the sequence asked for so far (read and read-ahead).
+    private(set) var horizon: Int64 = 0
+    /// A read that ends past this point should be planned even when its bytes are present: the
+    /// reader has consumed half of the read-ahead, and the next window should be on its way
+    /// before the reader gets there (as the kernel's asynchronous read-ahead marker).
+    private(set) var trigger: Int64 = .max
 
     init() {}
 
@@ -27,16 +33,30 @@ struct ChunkPlan: Sendable {
         let size = max(0, size)
         let lower = min(max(0, range.lowerBound), size)
         let upper = min(max(lower, range.upperBound), size)
-        let sequential = expected >= 0 && lower >= expected - Self.unit && lower <= expected + Self.unit
+        // A first read at the start is taken as the start of a sequence: most programs that
+        // open a file read it from the start (players, `head`, `cat`), and waiting for a
+        // second read to fetch ahead costs one more round trip to the store.
+        // In sequence: from where the last planned read ended up to what was fetched ahead of it
+        // (reads of present bytes in between are not planned).
+        let sequential =
+            (expected >= 0 && lower >= expected - Self.unit && lower <= max(expected, horizon) + Self.unit)
+            || (expected < 0 && lower == 0)
         window = sequential ? (window == 0 ? Self.firstWindow : min(window * 2, Self.largestWindow)) : 0
         expected = upper
         guard lower < upper else { return ([], []) }
         let start = lower / Self.unit * Self.unit
         let end = Self.alignedUp(upper, size: size)
         let demand = Self.split(Self.gaps(in: start..<end, excluding: covered))
-        guard window > 0, end < size else { return (demand, []) }
-        let aheadEnd = Self.alignedUp(min(size, end + window), size: size)
-        let ahead = Self.split(Self.gaps(in: end..<aheadEnd, excluding: covered + demand))
+        guard window > 0, end < size else {
+            horizon = end
+            trigger = .max
+            return (demand, [])
+        }
+        let from = max(end, sequential ? horizon : end)
+        let aheadEnd = Self.alignedUp(min(size, from + window), size: size)
+        let ahead = from < aheadEnd ? Self.split(Self.gaps(in: end..<aheadEnd, excluding: covered + demand)) : []
+        horizon = max(end, aheadEnd)
+        trigger = horizon >= size ? .max : horizon - window / 2
         return (demand, ahead)
     }
 
@@ -78,6 +98,10 @@ struct ChunkPlan: Sendable {
         }
         return result
     }
+
+    /// Whether a read of `range` should be planned although its bytes are present (see
+    /// ``trigger``).
+    func wantsPlan(read range: Range<Int64>) -> Bool { range.upperBound > trigger }
 
     /// Whether `covered` (sorted, merged) holds every byte of `range`.
     static func contains(_ covered: [Range<Int64>], _ range: Range<Int64>) -> Bool {

@@ -4,7 +4,9 @@ import ProviderStore
 
 extension DomainController {
     /// Drops downloaded contents (`stopProvidingItem`): each materialized file is swapped for its
-    /// placeholder atomically. Folders stand for the files below them.
+    /// placeholder atomically; a partly present file of a dataless replica loses its fetched
+    /// ranges (punched out while no program has it open, else refused with `nonEvictable`).
+    /// Folders stand for the files below them.
     ///
     /// Refuses, per item, with `nonEvictable` for items whose content policy is
     /// ``ContentPolicy/eager`` (pinned, itself or through a folder: the message names where the
@@ -46,7 +48,25 @@ extension DomainController {
                         outcomes.append(ItemOutcome(path: display(file.path), error: FileProviderError.wrap(error)))
                     }
                 }
-                if target.kind == .file && target.state != .materialized {
+                // Partly present files of a dataless replica (progressive hydration): their
+                // fetched ranges go, as automatic eviction takes them.
+                var refused = false
+                if replica.layout == .dataless {
+                    let partial = try store.partiallyPresent(domainID: domainID)
+                    let evictor = FileEvictor(domainID: domainID, domainName: domain.name, replica: replica, store: store, method: .lease)
+                    for file in files where file.state == .placeholder && partial[file.identifier] != nil {
+                        if Self.pinHolder(of: file.path, policies) != nil { continue }
+                        let outcome = try await executor.run { try evictor.evictPartial(named: file) }
+                        if case .kept(let why) = outcome {
+                            let error = FileProviderError(.nonEvictable, "\(display(file.path)) was not evicted: \(why)")
+                            outcomes.append(ItemOutcome(path: display(file.path), error: error))
+                            if file.identifier == target.identifier { refused = true }
+                        } else if file.identifier != target.identifier {
+                            outcomes.append(ItemOutcome(path: display(file.path), error: nil))
+                        }
+                    }
+                }
+                if target.kind == .file && target.state != .materialized && !refused {
                     outcomes.append(ItemOutcome(path: display(path), error: nil))
                 }
             } catch {

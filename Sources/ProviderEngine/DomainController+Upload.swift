@@ -510,6 +510,11 @@ extension DomainController {
             let handled: Set<FileProviderError.Code> = [.versionOutOfDate, .noSuchItem]
             try await journalled(.modify(record), handled: handled, resolvedOnReplay: [.versionOutOfDate]) { step in
                 attempt = step
+                // The edit's base is the version the file was downloaded as, not the record's
+                // latest: a sync down that kept this file (download-only, or an edit made while
+                // it ran) recorded the store's newer version. Sent with that one as its base,
+                // the edit would silently replace the store's change: both edited, keep both.
+                if record.storeChangedSinceDownload { throw FileProviderError.versionOutOfDate(record.identifier) }
                 let result = try await step.send {
                     try await backend.modifyItem(
                         item, baseVersion: record.version, changedFields: [.contents, .contentModificationDate], contents: contents,
@@ -908,6 +913,9 @@ extension DomainController {
         }
         do {
             try await journalled(.delete(record), handled: [.noSuchItem, .versionOutOfDate]) { step in
+                // Based on the version the file was downloaded as (see `uploadEdit`): a newer one
+                // that sync down recorded but did not download is a change its user never saw.
+                if record.storeChangedSinceDownload { throw FileProviderError.versionOutOfDate(record.identifier) }
                 try await step.send {
                     try await backend.deleteItem(identifier: record.identifier, baseVersion: record.version, options: [])
                 }
@@ -965,6 +973,8 @@ extension DomainController {
         for item in ordered {
             do {
                 try await journalled(.delete(item), handled: [.noSuchItem, .versionOutOfDate, .directoryNotEmpty]) { step in
+                    // A file the store changed since it was downloaded stays (see `uploadDeletion`).
+                    if item.storeChangedSinceDownload { throw FileProviderError.versionOutOfDate(item.identifier) }
                     try await step.send {
                         try await backend.deleteItem(
                             identifier: item.identifier, baseVersion: item.kind == .folder ? nil : item.version, options: [])

@@ -60,6 +60,14 @@ struct FileEvictor: Sendable {
         return try evictMaterialized(record, bytes: candidate.bytes)
     }
 
+    /// Evicts a partly present file that `evict` names (the caller checked its policy): its
+    /// ranges forgotten, its blocks punched out, while no program has it open.
+    /// - Throws: as ``evict(_:for:)``.
+    func evictPartial(named record: ItemRecord) throws(FileProviderError) -> Outcome {
+        guard record.state == .placeholder, replica.layout == .dataless else { return .gone }
+        return try evictPartial(record)
+    }
+
     private func evictMaterialized(_ record: ItemRecord, bytes: Int64) throws(FileProviderError) -> Outcome {
         let path = replica.path(record.path)
         guard let print = replica.fingerprint(atPath: path), print.isRegularFile else { return .gone }

@@ -12,6 +12,17 @@ extension ItemRecord {
         localInode = fingerprint.inode
     }
 
+    /// Whether the store's contents changed since the version the local file was downloaded (or
+    /// uploaded) as. Sync down records the store's new version even when it keeps the local file
+    /// (it never downloads over local edits, and a download can fail), so `contentVersion` is then
+    /// newer than the file: a local edit or deletion of it is based on `localContentVersion`, and
+    /// the store's change is one its user never saw (a conflict, never a plain overwrite).
+    /// `false` when the file's version is unknown (`localContentVersion` is `nil`).
+    var storeChangedSinceDownload: Bool {
+        guard state == .materialized, let downloaded = localContentVersion else { return false }
+        return downloaded != contentVersion
+    }
+
     /// Records that the store has not taken this file's contents yet (`stillPendingFields`):
     /// the fingerprint no longer matches, so the next scan sends the contents again.
     mutating func markContentsPending() {

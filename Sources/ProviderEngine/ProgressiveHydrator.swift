@@ -71,6 +71,7 @@ final class ProgressiveHydrator: Sendable {
         guard let entry = files.withLock({ $0[key] }) else { return false }
         return entry.state.withLock { state in
             state.changeTime == changeTime && !state.modified && ChunkPlan.contains(state.present, range)
+                && !state.plan.wantsPlan(read: range)
         }
     }
 
@@ -91,25 +92,26 @@ final class ProgressiveHydrator: Sendable {
                 let lower = max(0, min(range.lowerBound, state.record.size))
                 let upper = max(lower, min(range.upperBound, state.record.size))
                 let needed = lower..<upper
-                if ChunkPlan.contains(state.present, needed) { return ([], true) }
-                var runs: [Range<Int64>]
+                var runs: [Range<Int64>] = []
                 if first {
+                    // Planned even when present: the read moves the sequence on (read-ahead).
                     let (demand, ahead) = state.plan.plan(read: range, size: state.record.size, covered: state.covered)
                     runs = demand + ahead
-                } else {
+                } else if !ChunkPlan.contains(state.present, needed) {
                     runs = ChunkPlan.split(ChunkPlan.gaps(in: needed, excluding: state.covered))
                 }
                 // The markers of every run started here (read-ahead too) before the access goes on.
                 let markers = runs.map { start($0, in: entry, state: &state) }
+                if ChunkPlan.contains(state.present, needed) { return (markers, true) }
                 return (markers + state.fetching.values.filter { $0.range.overlaps(needed) }.map(\.task), false)
             }
             first = false
-            if present { break }
             do {
                 for task in waits { try await task.value }
             } catch {
                 throw FileProviderError.wrap(error)
             }
+            if present { break }
         }
         let done = entry.state.withLock { ChunkPlan.missing(size: $0.record.size, covered: $0.present).isEmpty }
         if done {
@@ -258,8 +260,11 @@ final class ProgressiveHydrator: Sendable {
         return marker
     }
 
+    /// How long fetched ranges wait to be recorded, so that one flush records many.
+    static let recordDelay: Duration = .seconds(1)
+
     /// Records the ranges fetched since the last record, once flushed; one flush at a time per
-    /// file, in the background (a read does not wait for it).
+    /// file, in the background (a read does not wait for it), at most about once a second.
     private func flush(_ entry: Entry) {
         let begin = entry.state.withLock { state -> Bool in
             if state.flushing || state.unrecorded.isEmpty { return false }
@@ -268,6 +273,9 @@ final class ProgressiveHydrator: Sendable {
         }
         guard begin else { return }
         Task { [self] in
+            // Fetches of the next moment are recorded with these: one flush of the file for
+            // many chunks (a flush per chunk made a sequential read wait on the disk).
+            try? await Task.sleep(for: Self.recordDelay)
             while true {
                 let (ranges, record) = entry.state.withLock { state -> ([Range<Int64>], ItemRecord) in
                     let ranges = state.unrecorded

@@ -140,7 +140,7 @@ public final class ProviderManager: Sendable {
         record.ignorePatterns = ignorePatterns.joined(separator: "\n")
         record.replicaMode = mode
         record.cacheBudget = cacheBudget
-        record.hydration = hydration ?? .progressive
+        record.hydration = hydration ?? (mode == .dataless ? .progressive : .full)
         record = try store.insertDomain(record)
         guard let domainID = record.id else { throw FileProviderError(.localIOFailure, "the domain was not saved") }
         var rootRecord = ItemRecord(domainID: domainID, item: root, path: "")

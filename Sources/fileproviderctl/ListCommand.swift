@@ -12,10 +12,12 @@ struct ListCommand: AsyncParsableCommand {
             Columns: STATE, POLICY, SIZE, MODIFIED, NAME. STATE is folder, placeholder, \
             materialized (',outdated' when the store has newer contents) or symlink; a folder whose \
             items are not in the replica yet is 'folder,dataless' (see 'fileproviderctl \
-            populate'). POLICY is the item's content policy (lazy, eager, \
+            populate'); a file of a dataless domain that is partly fetched (progressive \
+            hydration) is 'placeholder,partial NN%'. POLICY is the item's content policy (lazy, eager, \
             evict-on-remote-update, online-only; see 'fileproviderctl policy --help'), with '*' \
             when it is set on the item itself rather than inherited from a folder above. \
-            --json gives "policy" and "policySetOn" (the path it is set on, null for the default).
+            --json gives "policy" and "policySetOn" (the path it is set on, null for the default), \
+            and "presentBytes" for a partly fetched file.
             """
     )
 
@@ -45,8 +47,9 @@ struct ListCommand: AsyncParsableCommand {
             records = try manager.store.children(domainID: id, parent: target.identifier)
         }
         let policies = PolicyResolver(explicit: try manager.store.explicitPolicies(domainID: id))
+        let partial = try manager.store.partiallyPresent(domainID: id)
         if output.json {
-            Output.write(ItemJSON.encode(records, domain: location.domain, policies: policies))
+            Output.write(ItemJSON.encode(records, domain: location.domain, policies: policies, partial: partial))
             return
         }
         var text = ""
@@ -55,7 +58,10 @@ struct ListCommand: AsyncParsableCommand {
         for record in records {
             let shown = recursive && target.kind == .folder ? String(record.path.dropFirst(base)) : record.filename
             let size = record.kind == .folder ? "-" : Output.bytes(record.size)
-            let state = record.stateLabel
+            var state = record.stateLabel
+            if record.state == .placeholder, let present = partial[record.identifier], record.size > 0 {
+                state += ",partial \(min(99, Int(present * 100 / record.size)))%"
+            }
             text += state.padding(toLength: 22, withPad: " ", startingAt: 0)
             let (policy, setOn) = policies.resolve(record.path)
             let policyLabel = policy.rawValue + (setOn == record.path ? "*" : "")
@@ -71,7 +77,10 @@ struct ListCommand: AsyncParsableCommand {
 enum ItemJSON {
     /// `policies`: the domain's content policies, for each item's `policy`, `policySetOn` and
     /// `pinned` (its policy is `eager`).
-    static func encode(_ records: [ItemRecord], domain: String, policies: PolicyResolver, full: Bool = false) -> String {
+    /// `partial`: the bytes present of partly fetched files (``MetadataStore/partiallyPresent(domainID:)``).
+    static func encode(
+        _ records: [ItemRecord], domain: String, policies: PolicyResolver, partial: [ItemIdentifier: Int64] = [:], full: Bool = false
+    ) -> String {
         var out = "["
         out.reserveCapacity(records.count * 200)
         for (index, record) in records.enumerated() {
@@ -86,6 +95,7 @@ enum ItemJSON {
             out += ",\"contentType\":" + quote(record.contentType)
             if let date = record.modificationDate { out += ",\"modified\":\(date.timeIntervalSince1970)" }
             if record.state == .materialized { out += ",\"outdated\":\(record.isOutdated)" }
+            if record.state == .placeholder, let present = partial[record.identifier] { out += ",\"presentBytes\":\(present)" }
             if let target = record.symlinkTarget { out += ",\"symlinkTarget\":" + quote(target) }
             if full {
                 out += ",\"parentIdentifier\":" + quote(record.parentIdentifier.rawValue)

@@ -188,7 +188,7 @@ struct DatalessPolicyCLITests {
         try domain.write("v/a.bin", changed)
         #expect(try domain.cli.run(["signal", "d"]).status == 0)
         let evicted = await waitUntil(timeout: 30) {
-            (try? domain.cli.json(["ls", "d:/v"]) as? [[String: Any]])?.contains {
+            (try? await domain.cli.jsonCall(["ls", "d:/v"]) as? [[String: Any]])?.contains {
                 ($0["state"] as? String) == "placeholder" && ($0["size"] as? Int) == 1_500_000
             } == true
         }

@@ -7,6 +7,15 @@ import Testing
     let unit = ChunkPlan.unit
     let size: Int64 = 1 << 30
 
+    @Test func aFirstReadElsewhereThanTheStartFetchesNothingAhead() {
+        var plan = ChunkPlan()
+        let (_, ahead) = plan.plan(read: (size / 3)..<(size / 3 + 4096), size: size, covered: [])
+        #expect(ahead.isEmpty)
+        var fromStart = ChunkPlan()
+        let (_, first) = fromStart.plan(read: 0..<4096, size: size, covered: [])
+        #expect(first.reduce(0) { $0 + $1.count } == ChunkPlan.firstWindow)
+    }
+
     @Test func aReadFetchesTheAlignedChunksThatCoverItAndNothingPresent() {
         var plan = ChunkPlan()
         let middle = size / 2 + 1000
@@ -33,9 +42,10 @@ import Testing
             windows.append(plan.window)
             offset += 131_072
         }
-        #expect(windows[0] == 0)
-        #expect(windows[1] == ChunkPlan.firstWindow)
-        #expect(windows[2] == 2 * ChunkPlan.firstWindow)
+        // A first read at the start already fetches ahead.
+        #expect(windows[0] == ChunkPlan.firstWindow)
+        #expect(windows[1] == 2 * ChunkPlan.firstWindow)
+        #expect(windows[2] == 4 * ChunkPlan.firstWindow)
         #expect(windows.last! <= ChunkPlan.largestWindow)
         // A read elsewhere starts over.
         _ = plan.plan(read: (size - 4096)..<size, size: size, covered: covered)

@@ -25,6 +25,15 @@ struct PartialReadTests {
             })
     }
 
+    /// `count` bytes repeating a block of 1,000,003 (a prime: a piece written at a wrong offset
+    /// shows), quick to make.
+    static func large(_ count: Int, seed: UInt32) -> Data {
+        let block = bytes(1_000_003, seed: seed)
+        var data = Data(capacity: count)
+        while data.count < count { data.append(block.prefix(count - data.count)) }
+        return data
+    }
+
     @Test func oneHandleServesTheReadsOfAFileAndIsClosedOnceIdle() async throws {
         let server = try await TestServer.shared()
         let folder = try server.makeFolder()
@@ -53,6 +62,33 @@ struct PartialReadTests {
 
         // Nothing reads any more: both are closed after the idle time.
         #expect(try await eventually(timeout: 20) { try await Self.keptHandles(backend).isEmpty })
+        await backend.close()
+    }
+
+    /// A range of 16 MiB or more goes in 8 MiB ranges over several connections.
+    @Test func aLargeRangeIsReadOverSeveralConnections() async throws {
+        let server = try await TestServer.shared()
+        let folder = try server.makeFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let contents = Self.large(40 << 20, seed: 4)
+        try contents.write(to: URL(fileURLWithPath: folder).appendingPathComponent("large.bin"))
+        let backend = try TestServer.backend(server, root: folder, streamsPerTransfer: 3)
+        let destination = try TestServer.scratch().appendingPathComponent("d")
+        let before = Self.large(41 << 20, seed: 5)
+        try before.write(to: destination)
+        let item = try await backend.item(for: "large.bin")
+        let range: Range<Int64> = (1 << 20) + 17..<(37 << 20) + 3
+        let result = try await backend.fetchPartialContents(for: item.identifier, version: item.version, range: range, into: destination)
+        #expect(result.range == range)
+        let after = try Data(contentsOf: destination)
+        let bounds = Int(range.lowerBound)..<Int(range.upperBound)
+        #expect(after[bounds] == contents[bounds])
+        #expect(after[..<bounds.lowerBound] == before[..<bounds.lowerBound] && after[bounds.upperBound...] == before[bounds.upperBound...])
+        // To the end of the file and past it, again over several connections (their kept files).
+        let tail = try await backend.fetchPartialContents(
+            for: item.identifier, version: item.version, range: (20 << 20)..<(50 << 20), into: destination)
+        #expect(tail.range == (20 << 20)..<(40 << 20))
+        #expect(try Data(contentsOf: destination)[(20 << 20)..<(40 << 20)] == contents[(20 << 20)...])
         await backend.close()
     }
 

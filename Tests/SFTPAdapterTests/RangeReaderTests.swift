@@ -27,7 +27,8 @@ struct RangeReaderTests {
     }
 
     static func read(
-        _ range: Range<Int64>, from server: ScriptedServer, stop: @escaping () -> Bool = { false }
+        _ range: Range<Int64>, from server: ScriptedServer, stop: @escaping () -> Bool = { false },
+        trailing: TrailingRequests? = nil
     ) -> (Outcome, FileProviderError?) {
         let size = server.content.count
         var outcome = Outcome(bytes: [UInt8](repeating: 0, count: size), written: [Bool](repeating: false, count: size))
@@ -47,7 +48,7 @@ struct RangeReaderTests {
                     let start = Int(range.lowerBound + outcome.reported)
                     if !outcome.written[start..<(start + Int(count))].allSatisfy({ $0 }) { outcome.reportsWereGapFree = false }
                     outcome.reported += count
-                })
+                }, trailing: trailing)
         } catch {
             return (outcome, error)
         }
@@ -96,6 +97,42 @@ struct RangeReaderTests {
         let (outcome, error) = Self.read(0..<300_000, from: server)
         #expect(error?.code == .serverUnreachable, "\(String(describing: error))")
         #expect(outcome.reported == 0)
+    }
+
+    /// An FSTAT of the handle, as the check after a ranged read sends it.
+    static func trailing(_ server: ScriptedServer) -> TrailingRequests {
+        var packets = PacketWriter()
+        let id = packets.append(SFTPChannel.Packet.fileStatus, id: server.nextID(), [ScriptedServer.handle])
+        return TrailingRequests(packets: packets.bytes, ids: [id])
+    }
+
+    @Test func trailingRequestsGoWithTheLastReads() {
+        // In order: answered after the last read, so the caller reads the reply.
+        let inOrder = ScriptedServer(content: Self.content(300_000), behaviour: .inOrder)
+        let first = Self.trailing(inOrder)
+        let (outcome, error) = Self.read(0..<300_000, from: inOrder, trailing: first)
+        #expect(error == nil)
+        #expect(outcome.bytes == inOrder.content)
+        #expect(first.sent && !first.readAfter)
+        #expect(first.unanswered == first.ids)
+        #expect(inOrder.outstanding.map(\.id) == first.ids, "only the trailing request is left to answer")
+
+        // Newest first and short: its reply arrives among the reads and is kept; the rest of a
+        // short reply went out after it.
+        let reordered = ScriptedServer(content: Self.content(300_000), behaviour: .newestFirstAndShort)
+        let second = Self.trailing(reordered)
+        let (again, secondError) = Self.read(0..<300_000, from: reordered, trailing: second)
+        #expect(secondError == nil)
+        #expect(again.bytes == reordered.content)
+        #expect(second.replies[second.ids[0]]?.type == SFTPChannel.Packet.status)
+        #expect(second.unanswered.isEmpty && second.readAfter)
+
+        // A read that fails drops the trailing reply that is still to come.
+        let short = ScriptedServer(content: Self.content(300_000), behaviour: .endsAt(100_000))
+        let third = Self.trailing(short)
+        let (_, thirdError) = Self.read(0..<300_000, from: short, trailing: third)
+        #expect(thirdError?.code == .versionNoLongerAvailable)
+        #expect(third.ids.allSatisfy { short.forgotten.contains($0) || third.replies[$0] != nil })
     }
 
     @Test func aStatusReplyIsItsError() {

@@ -6,7 +6,8 @@ import Testing
 
 /// Plays the server's part for ``RangeReader`` and ``RangeWriter``: answers the READ requests
 /// it was sent from `content`, in the order and sizes its behaviour says, and keeps what WRITE
-/// requests carried (answering each with a status).
+/// requests carried (answering each with a status). An FSTAT (a trailing request) is answered
+/// with an OK status, in its turn.
 final class ScriptedServer: SFTPStream {
     enum Behaviour {
         /// Every read in full, oldest first (what OpenSSH does).
@@ -55,6 +56,10 @@ final class ScriptedServer: SFTPStream {
             let type = try reader.byte()
             let id = try reader.u32()
             #expect(try reader.string() == Self.handle)
+            if type == SFTPChannel.Packet.fileStatus {
+                outstanding.append((id, -1, 0))
+                continue
+            }
             let offset = Int64(try reader.u64())
             if type == SFTPChannel.Packet.write {
                 writing = true
@@ -100,6 +105,9 @@ final class ScriptedServer: SFTPStream {
             request = outstanding.removeLast()
         } else {
             request = outstanding.removeFirst()
+        }
+        if request.offset == -1 {
+            return reply(SFTPChannel.Packet.status, request.id, u32(0) + u32(0) + u32(0))
         }
         if writing {
             var code: UInt32 = 0
