@@ -108,9 +108,18 @@ extension ProviderManager {
             }
             switch record.state {
             case .placeholder where domain.replicaMode == .dataless:
-                reasons.append(
-                    "dataless: under its real name, the contents not downloaded; a program reading it in \(domain.replicaPath) while serve runs, or 'fileproviderctl materialize \(display)', downloads them"
-                )
+                let present =
+                    try store.presentRanges(domainID: domainID, identifier: record.identifier, contentVersion: record.contentVersion)
+                    .reduce(Int64(0)) { $0 + ($1.upperBound - $1.lowerBound) }
+                if present > 0 {
+                    reasons.append(
+                        "partly fetched: \(present) of \(record.size) bytes are on disk (progressive hydration); a program reading the rest in \(domain.replicaPath) while serve runs fetches what it reads, 'fileproviderctl materialize \(display)' all of it, 'fileproviderctl evict \(display)' gives the bytes back"
+                    )
+                } else {
+                    reasons.append(
+                        "dataless: under its real name, the contents not downloaded; a program reading it in \(domain.replicaPath) while serve runs, or 'fileproviderctl materialize \(display)', downloads them"
+                    )
+                }
             case .placeholder:
                 reasons.append(
                     "placeholder: the contents are not downloaded; 'fileproviderctl materialize \(display)' downloads them")

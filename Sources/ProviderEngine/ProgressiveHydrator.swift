@@ -182,8 +182,12 @@ final class ProgressiveHydrator: Sendable {
         try await downloader.dropStaleRanges(of: record)
         let store = downloader.store
         let domainID = downloader.domainID
+        let path = downloader.replica.path(record.path)
         let present = try await downloader.executor.run {
+            // Only what is still data on disk: a range some path forgot to drop when it replaced
+            // or punched the file must not be taken for contents.
             try store.presentRanges(domainID: domainID, identifier: record.identifier, contentVersion: record.contentVersion)
+                .filter { Replica.holdsData(atPath: path, $0) }
         }
         let entry = Entry(State(record: record, present: present, changeTime: changeTime), downloader: downloader, key: key)
         return files.withLock { files in

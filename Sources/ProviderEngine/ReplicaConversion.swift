@@ -267,6 +267,8 @@ struct ReplicaConversion {
         }
         try new.writePlaceholder(path, PlaceholderMetadata(domain: domain, record: record))
         if Replica.datalessOwner(atPath: full) != nil { try new.removeFile(atPath: full) }
+        // The bytes a progressive fetch had put there went with the file.
+        try store.removePresentRanges(domainID: domainID, identifier: record.identifier)
         report.convertedPlaceholders += 1
     }
 

@@ -54,14 +54,20 @@ extension MetadataStore {
         }
     }
 
-    /// The items of a domain that have present ranges, with how many bytes are present (of any
-    /// content version: stale ranges still occupy disk until their file is rewritten).
+    /// The items of a domain that are partly present (not downloaded whole) with present ranges,
+    /// with how many bytes are present (of any content version: stale ranges still occupy disk
+    /// until their file is rewritten).
     /// - Throws: `localIOFailure` when the database fails.
     public func partiallyPresent(domainID: Int64) throws(FileProviderError) -> [ItemIdentifier: Int64] {
         try read { db in
             var result: [ItemIdentifier: Int64] = [:]
             let rows = try Row.fetchCursor(
-                db, sql: "SELECT identifier, SUM(\"end\" - start) FROM presentRange WHERE domainID = ? GROUP BY identifier",
+                db,
+                sql: """
+                    SELECT r.identifier, SUM(r."end" - r.start) FROM presentRange r
+                    JOIN item i ON i.domainID = r.domainID AND i.identifier = r.identifier AND i.state = 'placeholder'
+                    WHERE r.domainID = ? GROUP BY r.identifier
+                    """,
                 arguments: [domainID])
             while let row = try rows.next() { result[ItemIdentifier(row[0] as String)] = row[1] ?? 0 }
             return result
