@@ -44,6 +44,9 @@ final class ProgressiveHydrator: Sendable {
         var completing: Task<ItemRecord, any Error>?
         var flushing = false
         var unrecorded: [Range<Int64>] = []
+        /// Whether ``present`` was checked against the file's blocks since a program last
+        /// opened it (see ``opened(_:)``).
+        var validated = true
 
         var covered: [Range<Int64>] { present + fetching.values.map(\.range) }
     }
@@ -70,9 +73,18 @@ final class ProgressiveHydrator: Sendable {
     func isPresent(_ key: FileKey, range: Range<Int64>, changeTime: Int64) -> Bool {
         guard let entry = files.withLock({ $0[key] }) else { return false }
         return entry.state.withLock { state in
-            state.changeTime == changeTime && !state.modified && ChunkPlan.contains(state.present, range)
+            state.changeTime == changeTime && state.validated && !state.modified && ChunkPlan.contains(state.present, range)
                 && !state.plan.wantsPlan(read: range)
         }
+    }
+
+    /// A program opened the file `key` (`FAN_OPEN`, which the kernel queues before any of that
+    /// program's accesses): the bytes known present are checked against the file's blocks at
+    /// its next access. While a program has the file open nothing can punch it out (eviction
+    /// takes a write lease first), so between opens what is known stays true. Any thread.
+    func opened(_ key: FileKey) {
+        guard let entry = files.withLock({ $0[key] }) else { return }
+        entry.state.withLock { $0.validated = false }
     }
 
     /// Makes bytes `range` of the item's dataless file present (fetching what is missing), and
@@ -158,19 +170,24 @@ final class ProgressiveHydrator: Sendable {
             // The same item at the same content version: the change was this hydrator's own
             // writes (a marker, a fetch not yet recorded here) or a program's (which `FAN_MODIFY`
             // reports): what is known stays true. Anything else is read again.
-            let current = entry.state.withLock { state -> [Range<Int64>]? in
+            let current = entry.state.withLock { state -> (present: [Range<Int64>], validated: Bool)? in
                 guard state.record.identifier == record.identifier, state.record.contentVersion == record.contentVersion else {
                     return nil
                 }
-                return state.present
+                return (state.present, state.validated)
             }
-            if let present = current {
-                // Unless something punched bytes out (an eviction, by this process or another):
-                // only ranges that are still data on disk stay present.
-                let path = downloader.replica.path(record.path)
-                let kept = try await downloader.executor.run { present.filter { Replica.holdsData(atPath: path, $0) } }
+            if let (present, validated) = current {
+                // Opened since the last check: something may have punched bytes out meanwhile
+                // (an eviction, by this process or another); only ranges that are still data on
+                // disk stay present.
+                var kept = present
+                if !validated {
+                    let path = downloader.replica.path(record.path)
+                    kept = try await downloader.executor.run { Replica.rangesHoldingData(atPath: path, present) }
+                }
                 entry.state.withLock { state in
                     if kept.count != present.count { state.present = MetadataStore.merged(state.present.filter { kept.contains($0) }) }
+                    state.validated = true
                     state.changeTime = max(state.changeTime, changeTime)
                 }
                 return entry
@@ -186,8 +203,9 @@ final class ProgressiveHydrator: Sendable {
         let present = try await downloader.executor.run {
             // Only what is still data on disk: a range some path forgot to drop when it replaced
             // or punched the file must not be taken for contents.
-            try store.presentRanges(domainID: domainID, identifier: record.identifier, contentVersion: record.contentVersion)
-                .filter { Replica.holdsData(atPath: path, $0) }
+            Replica.rangesHoldingData(
+                atPath: path,
+                try store.presentRanges(domainID: domainID, identifier: record.identifier, contentVersion: record.contentVersion))
         }
         let entry = Entry(State(record: record, present: present, changeTime: changeTime), downloader: downloader, key: key)
         return files.withLock { files in
