@@ -151,7 +151,7 @@ public final class OnAccessHandler: @unchecked Sendable {
 
     /// Whether the file at `path` (relative) of `domain` is being filled now. Any thread.
     public func isFilling(domain: String, path: String) -> Bool {
-        filling.withLock { $0.contains(domain + "/" + path) }
+        filling.withLock { $0.contains(domain + "/" + path) } || hydrator.isFetching(domain: domain, path: path)
     }
 
     /// The names of the domains served.
@@ -444,6 +444,9 @@ public final class OnAccessHandler: @unchecked Sendable {
                     let controller = try await manager.controller(for: entry.name)
                     let record = try await item(entry, path: relative, key: key, descriptor: -1)
                     try await hydrator.modified(record, key: access.key, changeTime: access.changeTime, downloader: controller.downloader)
+                    // Whole now, with the program's bytes: send the edit (the watcher ignored the
+                    // file's writes while it was being fetched).
+                    await synchronize?(entry.name)
                 } catch {
                     logger.error("\(entry.name): \(relative): written by process \(event.processIdentifier) while partly fetched; not completed: \(error.message)")
                     await recordFailure(error, domainID: entry.domainID, path: relative)
