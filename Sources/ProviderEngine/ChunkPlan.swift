@@ -41,18 +41,23 @@ struct ChunkPlan: Sendable {
         let sequential =
             (expected >= 0 && lower >= expected - Self.unit && lower <= max(expected, horizon) + Self.unit)
             || (expected < 0 && lower == 0)
-        window = sequential ? (window == 0 ? Self.firstWindow : min(window * 2, Self.largestWindow)) : 0
         expected = upper
         guard lower < upper else { return ([], []) }
         let start = lower / Self.unit * Self.unit
         let end = Self.alignedUp(upper, size: size)
         let demand = Self.split(Self.gaps(in: start..<end, excluding: covered))
-        guard window > 0, end < size else {
+        guard sequential, end < size else {
+            window = 0
             horizon = end
             trigger = .max
             return (demand, [])
         }
-        let from = max(end, sequential ? horizon : end)
+        // The window grows, and reaches further, only when the reader passed the trigger (or
+        // the read-ahead so far): a reader planned for another reason (its bytes still on
+        // their way) does not make it grow again.
+        if window > 0 && upper <= trigger && end <= horizon { return (demand, []) }
+        window = window == 0 ? Self.firstWindow : min(window * 2, Self.largestWindow)
+        let from = max(end, horizon)
         let aheadEnd = Self.alignedUp(min(size, from + window), size: size)
         let ahead = from < aheadEnd ? Self.split(Self.gaps(in: end..<aheadEnd, excluding: covered + demand)) : []
         horizon = max(end, aheadEnd)

@@ -151,7 +151,7 @@ public final class OnAccessHandler: @unchecked Sendable {
 
     /// Whether the file at `path` (relative) of `domain` is being filled now. Any thread.
     public func isFilling(domain: String, path: String) -> Bool {
-        filling.withLock { $0.contains(domain + "/" + path) }
+        filling.withLock { $0.contains(domain + "/" + path) } || hydrator.isFetching(domain: domain, path: path)
     }
 
     /// The names of the domains served.
@@ -386,6 +386,7 @@ public final class OnAccessHandler: @unchecked Sendable {
     {
         let controller = try await manager.controller(for: entry.name)
         let record = try await item(entry, path: path, key: key, descriptor: descriptor)
+        logger.trace("\(entry.name): \(path): access of bytes \(access.range.lowerBound)..<\(access.range.upperBound)")
         let fillKey = entry.name + "/" + path
         filling.withLock { _ = $0.insert(fillKey) }
         defer { filling.withLock { _ = $0.remove(fillKey) } }
@@ -435,6 +436,7 @@ public final class OnAccessHandler: @unchecked Sendable {
         else { return }
         let relative = String(path.dropFirst(entry.prefix.count))
         let access = Self.access(event, status)
+        logger.debug("\(entry.name): \(relative): written by process \(event.processIdentifier) (mask 0x\(String(event.mask, radix: 16)))")
         let id = UUID()
         running.withLock { running in
             running[id] = Task { [self] in
@@ -442,6 +444,9 @@ public final class OnAccessHandler: @unchecked Sendable {
                     let controller = try await manager.controller(for: entry.name)
                     let record = try await item(entry, path: relative, key: key, descriptor: -1)
                     try await hydrator.modified(record, key: access.key, changeTime: access.changeTime, downloader: controller.downloader)
+                    // Whole now, with the program's bytes: send the edit (the watcher ignored the
+                    // file's writes while it was being fetched).
+                    await synchronize?(entry.name)
                 } catch {
                     logger.error("\(entry.name): \(relative): written by process \(event.processIdentifier) while partly fetched; not completed: \(error.message)")
                     await recordFailure(error, domainID: entry.domainID, path: relative)
@@ -455,6 +460,10 @@ public final class OnAccessHandler: @unchecked Sendable {
     /// the least recently used files first).
     private func noteOpen(_ event: PreContentGroup.Event) {
         defer { group.dismiss(event) }
+        var status = stat()
+        if fstat(event.fileDescriptor, &status) == 0 {
+            hydrator.opened(ProgressiveHydrator.FileKey(device: UInt64(status.st_dev), inode: UInt64(status.st_ino)))
+        }
         guard let path = Self.resolvedPath("/proc/self/fd/\(event.fileDescriptor)") else { return }
         let domains = served.withLock { $0 }
         guard let entry = domains.filter({ path.hasPrefix($0.prefix) }).max(by: { $0.prefix.count < $1.prefix.count }) else { return }

@@ -44,6 +44,11 @@ final class ProgressiveHydrator: Sendable {
         var completing: Task<ItemRecord, any Error>?
         var flushing = false
         var unrecorded: [Range<Int64>] = []
+        /// Whether ``present`` was checked against the file's blocks since a program last
+        /// opened it (see ``opened(_:)``).
+        var validated = true
+        /// Replaced by an entry of another version: starts no fetch any more.
+        var retired = false
 
         var covered: [Range<Int64>] { present + fetching.values.map(\.range) }
     }
@@ -70,9 +75,28 @@ final class ProgressiveHydrator: Sendable {
     func isPresent(_ key: FileKey, range: Range<Int64>, changeTime: Int64) -> Bool {
         guard let entry = files.withLock({ $0[key] }) else { return false }
         return entry.state.withLock { state in
-            state.changeTime == changeTime && !state.modified && ChunkPlan.contains(state.present, range)
+            state.changeTime == changeTime && state.validated && !state.modified && ChunkPlan.contains(state.present, range)
                 && !state.plan.wantsPlan(read: range)
         }
+    }
+
+    /// Whether bytes of the file at `path` of `domain` are being fetched (its writes are the
+    /// engine's, not a program's). Any thread.
+    func isFetching(domain: String, path: String) -> Bool {
+        let entries = files.withLock { Array($0.values) }
+        return entries.contains { entry in
+            entry.downloader.domainName == domain
+                && entry.state.withLock { $0.record.path == path && (!$0.fetching.isEmpty || $0.completing != nil) }
+        }
+    }
+
+    /// A program opened the file `key` (`FAN_OPEN`, which the kernel queues before any of that
+    /// program's accesses): the bytes known present are checked against the file's blocks at
+    /// its next access. While a program has the file open nothing can punch it out (eviction
+    /// takes a write lease first), so between opens what is known stays true. Any thread.
+    func opened(_ key: FileKey) {
+        guard let entry = files.withLock({ $0[key] }) else { return }
+        entry.state.withLock { $0.validated = false }
     }
 
     /// Makes bytes `range` of the item's dataless file present (fetching what is missing), and
@@ -88,7 +112,8 @@ final class ProgressiveHydrator: Sendable {
         // Until the bytes are present: a fetch in flight that covered them may have held only a
         // marker block for them (see ``start(_:in:state:)``), so look again after waiting.
         for _ in 0..<8 {
-            let (waits, present) = entry.state.withLock { state -> ([Task<Void, any Error>], Bool) in
+            let (waits, present, retired) = entry.state.withLock { state -> ([Task<Void, any Error>], Bool, Bool) in
+                if state.retired { return ([], false, true) }
                 let lower = max(0, min(range.lowerBound, state.record.size))
                 let upper = max(lower, min(range.upperBound, state.record.size))
                 let needed = lower..<upper
@@ -102,9 +127,11 @@ final class ProgressiveHydrator: Sendable {
                 }
                 // The markers of every run started here (read-ahead too) before the access goes on.
                 let markers = runs.map { start($0, in: entry, state: &state) }
-                if ChunkPlan.contains(state.present, needed) { return (markers, true) }
-                return (markers + state.fetching.values.filter { $0.range.overlaps(needed) }.map(\.task), false)
+                if ChunkPlan.contains(state.present, needed) { return (markers, true, false) }
+                return (markers + state.fetching.values.filter { $0.range.overlaps(needed) }.map(\.task), false, false)
             }
+            // The item changed meanwhile: the entry of its new version serves the access.
+            if retired { return try await provide(record, key: key, changeTime: changeTime, range: range, downloader: downloader) }
             first = false
             do {
                 for task in waits { try await task.value }
@@ -158,25 +185,34 @@ final class ProgressiveHydrator: Sendable {
             // The same item at the same content version: the change was this hydrator's own
             // writes (a marker, a fetch not yet recorded here) or a program's (which `FAN_MODIFY`
             // reports): what is known stays true. Anything else is read again.
-            let current = entry.state.withLock { state -> [Range<Int64>]? in
+            let current = entry.state.withLock { state -> (present: [Range<Int64>], validated: Bool)? in
                 guard state.record.identifier == record.identifier, state.record.contentVersion == record.contentVersion else {
                     return nil
                 }
-                return state.present
+                return (state.present, state.validated)
             }
-            if let present = current {
-                // Unless something punched bytes out (an eviction, by this process or another):
-                // only ranges that are still data on disk stay present.
-                let path = downloader.replica.path(record.path)
-                let kept = try await downloader.executor.run { present.filter { Replica.holdsData(atPath: path, $0) } }
+            if let (present, validated) = current {
+                // Opened since the last check: something may have punched bytes out meanwhile
+                // (an eviction, by this process or another); only ranges that are still data on
+                // disk stay present.
+                var kept = present
+                if !validated {
+                    let path = downloader.replica.path(record.path)
+                    kept = try await downloader.executor.run { Replica.rangesHoldingData(atPath: path, present) }
+                }
                 entry.state.withLock { state in
                     if kept.count != present.count { state.present = MetadataStore.merged(state.present.filter { kept.contains($0) }) }
+                    state.validated = true
                     state.changeTime = max(state.changeTime, changeTime)
                 }
                 return entry
             }
-            // Changed by someone else: wait for what is in flight, then read it again.
-            let tasks = entry.state.withLock { Array($0.fetching.values.map(\.task)) }
+            // Another item or version: no more fetches of the old one; wait for those in flight,
+            // then read it again.
+            let tasks = entry.state.withLock { state in
+                state.retired = true
+                return Array(state.fetching.values.map(\.task))
+            }
             for task in tasks { _ = try? await task.value }
         }
         try await downloader.dropStaleRanges(of: record)
@@ -186,13 +222,18 @@ final class ProgressiveHydrator: Sendable {
         let present = try await downloader.executor.run {
             // Only what is still data on disk: a range some path forgot to drop when it replaced
             // or punched the file must not be taken for contents.
-            try store.presentRanges(domainID: domainID, identifier: record.identifier, contentVersion: record.contentVersion)
-                .filter { Replica.holdsData(atPath: path, $0) }
+            Replica.rangesHoldingData(
+                atPath: path,
+                try store.presentRanges(domainID: domainID, identifier: record.identifier, contentVersion: record.contentVersion))
         }
         let entry = Entry(State(record: record, present: present, changeTime: changeTime), downloader: downloader, key: key)
         return files.withLock { files in
-            // Another event may have loaded it meanwhile with the same view: keep one.
-            if let other = files[key], other.state.withLock({ $0.changeTime == changeTime && $0.record.version == record.version }) {
+            // Another event may have loaded it meanwhile: one entry per file and version, always
+            // (two would each plan fetches the other does not see, and one's marker block could
+            // land on the other's bytes).
+            if let other = files[key],
+                other.state.withLock({ $0.record.identifier == record.identifier && $0.record.contentVersion == record.contentVersion })
+            {
                 return other
             }
             files[key] = entry
@@ -289,10 +330,12 @@ final class ProgressiveHydrator: Sendable {
                 if ranges.isEmpty { break }
                 do {
                     let recorded = try await entry.downloader.recordRanges(ranges, of: record)
-                    // Not recorded while completing is expected: the file is whole now.
+                    // Not recorded while completing is expected: the file is whole now. Else the
+                    // item changed, or the bytes were punched out: the next access checks (the
+                    // entry stays, so that no second one plans fetches beside its own).
                     if recorded == nil, entry.state.withLock({ $0.completing == nil }) {
-                        logger.info("\(entry.downloader.display(record.path)): changed in the store; its fetched ranges are dropped")
-                        files.withLock { files in if files[entry.key] === entry { files[entry.key] = nil } }
+                        logger.info("\(entry.downloader.display(record.path)): fetched ranges not recorded (changed in the store, or punched out)")
+                        entry.state.withLock { $0.validated = false }
                     }
                 } catch {
                     // Not recorded: fetched again after a restart. The file stays served.

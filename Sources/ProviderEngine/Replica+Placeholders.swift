@@ -262,12 +262,13 @@ extension Replica {
         return hole >= off_t(range.upperBound)
     }
 
-    /// ``holdsData(descriptor:_:)`` of the file at `path`; `false` when it cannot be opened.
-    static func holdsData(atPath path: String, _ range: Range<Int64>) -> Bool {
+    /// The ranges of `ranges` that the file at `path` holds as data (``holdsData(descriptor:_:)``),
+    /// with one open of the file; none when it cannot be opened. Blocking.
+    static func rangesHoldingData(atPath path: String, _ ranges: [Range<Int64>]) -> [Range<Int64>] {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return false }
+        guard fd >= 0 else { return [] }
         defer { close(fd) }
-        return holdsData(descriptor: fd, range)
+        return ranges.filter { holdsData(descriptor: fd, $0) }
     }
 
     /// Gives the existing dataless file at `path` the item's identity, size and date in place.
