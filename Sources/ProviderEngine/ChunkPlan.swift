@@ -56,12 +56,19 @@ struct ChunkPlan: Sendable {
         // the read-ahead so far): a reader planned for another reason (its bytes still on
         // their way) does not make it grow again.
         if window > 0 && upper <= trigger && end <= horizon { return (demand, []) }
-        window = window == 0 ? Self.firstWindow : min(window * 2, Self.largestWindow)
+        let starting = window == 0
+        window = starting ? Self.firstWindow : min(window * 2, Self.largestWindow)
         let from = max(end, horizon)
         let aheadEnd = Self.alignedUp(min(size, from + window), size: size)
         let ahead = from < aheadEnd ? Self.split(Self.gaps(in: end..<aheadEnd, excluding: covered + demand)) : []
         horizon = max(end, aheadEnd)
         trigger = horizon >= size ? .max : horizon - window / 2
+        // The first window of a sequence is fetched with the read, in one call: a second call
+        // at once may have to wait for a second connection to the store (an SSH handshake costs
+        // more than the window's bytes), and the reader needs those bytes next anyway.
+        if starting, let last = demand.last, ahead.first?.lowerBound == last.upperBound {
+            return (Self.split(Self.gaps(in: start..<aheadEnd, excluding: covered)), [])
+        }
         return (demand, ahead)
     }
 
