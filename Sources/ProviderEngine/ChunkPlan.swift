@@ -8,7 +8,7 @@ struct ChunkPlan: Sendable {
     static let unit: Int64 = 256 << 10
     /// The read-ahead after the second read in sequence; it doubles up to ``largestWindow``.
     static let firstWindow: Int64 = 1 << 20
-    static let largestWindow: Int64 = 32 << 20
+    static let largestWindow: Int64 = 64 << 20
     /// The most one backend call fetches; longer runs are split.
     static let largestCall: Int64 = 16 << 20
 

@@ -75,7 +75,12 @@ final class ProgressiveHydrator: Sendable {
     func isPresent(_ key: FileKey, range: Range<Int64>, changeTime: Int64) -> Bool {
         guard let entry = files.withLock({ $0[key] }) else { return false }
         return entry.state.withLock { state in
-            state.changeTime == changeTime && state.validated && !state.modified && ChunkPlan.contains(state.present, range)
+            // While fetches are in flight the change time moves with this hydrator's own writes:
+            // it does not send every read through the database then (a sequential reader's
+            // reads would each wait on it). A version change is still caught there: the next
+            // fetch is of the old version, which the store refuses.
+            (state.changeTime == changeTime || !state.fetching.isEmpty) && state.validated && !state.modified
+                && ChunkPlan.contains(state.present, range)
                 && !state.plan.wantsPlan(read: range)
         }
     }

@@ -41,7 +41,7 @@ import Testing
         var covered: [Range<Int64>] = []
         // 8 KiB reads in order, each planned (as when every read's bytes are still on their
         // way): the read-ahead grows only as the reader passes its trigger, never runs away.
-        for _ in 0..<4096 {
+        for _ in 0..<16384 {
             let (demand, ahead) = plan.plan(read: offset..<(offset + 8192), size: size, covered: covered)
             covered += demand + ahead
             fetched += (demand + ahead).reduce(Int64(0)) { $0 + Int64($1.count) }
