@@ -14,6 +14,7 @@ replica=$demo/library
 mkdir -p "$library/papers"
 printf 'On-access files: this text was fetched when cat read it.\n' > "$library/papers/never-downloaded.txt"
 head -c 3000000 /dev/urandom > "$library/papers/dataset.bin"
+head -c 64000000 /dev/urandom > "$library/papers/video.bin"
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -41,6 +42,15 @@ step "cat $replica/papers/never-downloaded.txt"
 cat "$replica/papers/never-downloaded.txt"
 step "sha256sum of the 3 MB file, read through the replica, and of the store's copy"
 sha256sum "$replica/papers/dataset.bin" "$library/papers/dataset.bin"
+step "1 MiB from the middle of the 64 MB file: only the chunks the read needs are fetched"
+dd if="$replica/papers/video.bin" bs=1M skip=30 count=1 status=none | sha256sum
+dd if="$library/papers/video.bin" bs=1M skip=30 count=1 status=none | sha256sum
+# The fetched ranges are recorded once flushed (about a second); ls shows the share on disk.
+for _ in $(seq 50); do
+    "$fpctl" ls library:/papers/video.bin | grep -q partial && break
+    sleep 0.1
+done
+du -h "$demo/home/replicas/library/papers/video.bin"
 step "serve's log"
 grep "fetched on access" "$demo/serve-library.log" || true
 "$fpctl" ls library:/papers

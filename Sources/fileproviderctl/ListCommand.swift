@@ -13,7 +13,7 @@ struct ListCommand: AsyncParsableCommand {
             materialized (',outdated' when the store has newer contents) or symlink; a folder whose \
             items are not in the replica yet is 'folder,dataless' (see 'fileproviderctl \
             populate'); a file of a dataless domain that is partly fetched (progressive \
-            hydration) is 'placeholder,partial NN%'. POLICY is the item's content policy (lazy, eager, \
+            hydration) is 'partial NN%' (that share of its bytes is on disk). POLICY is the item's content policy (lazy, eager, \
             evict-on-remote-update, online-only; see 'fileproviderctl policy --help'), with '*' \
             when it is set on the item itself rather than inherited from a folder above. \
             --json gives "policy" and "policySetOn" (the path it is set on, null for the default), \
@@ -60,7 +60,7 @@ struct ListCommand: AsyncParsableCommand {
             let size = record.kind == .folder ? "-" : Output.bytes(record.size)
             var state = record.stateLabel
             if record.state == .placeholder, let present = partial[record.identifier], record.size > 0 {
-                state += ",partial \(min(99, Int(present * 100 / record.size)))%"
+                state = "partial \(min(99, Int(present * 100 / record.size)))%"
             }
             text += state.padding(toLength: 22, withPad: " ", startingAt: 0)
             let (policy, setOn) = policies.resolve(record.path)
