@@ -41,16 +41,7 @@ extension Downloader {
             let fd = open(target, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
             if fd < 0 { throw POSIXError.error("cannot open", path: target) }
             defer { close(fd) }
-            let zeros = [UInt8](repeating: 0, count: Int(range.count))
-            var done = 0
-            while done < zeros.count {
-                let written = zeros.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, zeros.count - done, off_t(range.lowerBound) + off_t(done)) }
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    throw POSIXError.localWriteError("cannot write a marker block into", path: target)
-                }
-                done += written
-            }
+            try Replica.writeZeros(fd, range, path: target, "cannot write a marker block into")
         }
     }
 

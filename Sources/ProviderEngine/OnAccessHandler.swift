@@ -250,8 +250,7 @@ public final class OnAccessHandler: @unchecked Sendable {
         if path.hasSuffix(" (deleted)") {
             return .refused("\(path): a dataless file was deleted while process \(event.processIdentifier) had it open")
         }
-        let domains = served.withLock { $0 }
-        guard let entry = domains.filter({ path.hasPrefix($0.prefix) }).max(by: { $0.prefix.count < $1.prefix.count }) else {
+        guard let entry = servedDomain(containing: path) else {
             return .refused("\(path) is in no served replica")
         }
         let relative = String(path.dropFirst(entry.prefix.count))
@@ -430,9 +429,7 @@ public final class OnAccessHandler: @unchecked Sendable {
         else { return }
         var status = stat()
         guard fstat(event.fileDescriptor, &status) == 0, status.st_size > 0 else { return }
-        let domains = served.withLock { $0 }
-        guard let entry = domains.filter({ path.hasPrefix($0.prefix) }).max(by: { $0.prefix.count < $1.prefix.count }),
-            entry.hydration == .progressive
+        guard let entry = servedDomain(containing: path), entry.hydration == .progressive
         else { return }
         let relative = String(path.dropFirst(entry.prefix.count))
         let access = Self.access(event, status)
@@ -465,8 +462,7 @@ public final class OnAccessHandler: @unchecked Sendable {
             hydrator.opened(ProgressiveHydrator.FileKey(device: UInt64(status.st_dev), inode: UInt64(status.st_ino)))
         }
         guard let path = Self.resolvedPath("/proc/self/fd/\(event.fileDescriptor)") else { return }
-        let domains = served.withLock { $0 }
-        guard let entry = domains.filter({ path.hasPrefix($0.prefix) }).max(by: { $0.prefix.count < $1.prefix.count }) else { return }
+        guard let entry = servedDomain(containing: path) else { return }
         use(domainID: entry.domainID, path: String(path.dropFirst(entry.prefix.count)))
     }
 
@@ -497,6 +493,12 @@ public final class OnAccessHandler: @unchecked Sendable {
 
     private func answer(_ event: PreContentGroup.Event, _ response: PreContentGroup.Response) {
         do { try group.respond(event, response) } catch { logger.warning("on-access: \(error.message)") }
+    }
+
+    /// The served domain whose replica path holds `path` (the deepest, when one is inside
+    /// another), or `nil`. Any thread.
+    private func servedDomain(containing path: String) -> Served? {
+        served.withLock { $0 }.filter { path.hasPrefix($0.prefix) }.max { $0.prefix.count < $1.prefix.count }
     }
 
     /// The target of a link or the real path of a folder, or `nil`. Blocking.

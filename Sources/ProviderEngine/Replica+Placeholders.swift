@@ -237,15 +237,21 @@ extension Replica {
     /// tool's next `SEEK_DATA` finds everything. Costs one block per dataless file. Blocking.
     /// - Throws: `localIOFailure` (`fileWriteOutOfSpace` for a full disk) naming `path`.
     static func writeLeadingBlock(_ fd: Int32, size: Int64, path: String) throws(FileProviderError) {
-        let count = Int(min(size, Int64(leadingBlock)))
+        try writeZeros(fd, 0..<min(max(0, size), Int64(leadingBlock)), path: path, "cannot write the first block of dataless file")
+    }
+
+    /// Writes zeros over `range` (a few KiB) of the open file `fd`. Blocking.
+    /// - Throws: `localIOFailure` (`fileWriteOutOfSpace` for a full disk): `failure` and `path`.
+    static func writeZeros(_ fd: Int32, _ range: Range<Int64>, path: String, _ failure: String) throws(FileProviderError) {
+        let count = Int(range.count)
         guard count > 0 else { return }
         let zeros = [UInt8](repeating: 0, count: count)
         var done = 0
         while done < count {
-            let written = zeros.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, count - done, off_t(done)) }
+            let written = zeros.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, count - done, off_t(range.lowerBound) + off_t(done)) }
             if written < 0 {
                 if errno == EINTR { continue }
-                throw POSIXError.localWriteError("cannot write the first block of dataless file", path: path)
+                throw POSIXError.localWriteError(failure, path: path)
             }
             done += written
         }
