@@ -103,8 +103,7 @@ extension Downloader {
         if fd < 0 { throw POSIXError.error("cannot reopen", path: path) }
         defer { close(fd) }
         _ = try POSIXError.check(ftruncate(fd, off_t(max(0, size))), "cannot size", path: path)
-        if size > 0 { _ = try POSIXError.check(fp_punch_hole(fd, 0, off_t(size)), "cannot give back the blocks of", path: path) }
-        try Replica.writeLeadingBlock(fd, size: size, path: path)
+        try Replica.punchContents(fd, size: size, path: path)
         try Replica.markFilling(atPath: path, false)
     }
 

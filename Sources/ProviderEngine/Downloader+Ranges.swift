@@ -134,10 +134,7 @@ extension Downloader {
             defer { close(fd) }
             var status = stat()
             _ = try POSIXError.check(fstat(fd, &status), "cannot read the size of", path: target)
-            if status.st_size > 0 {
-                _ = try POSIXError.check(fp_punch_hole(fd, 0, status.st_size), "cannot give back the blocks of", path: target)
-                try Replica.writeLeadingBlock(fd, size: Int64(status.st_size), path: target)
-            }
+            if status.st_size > 0 { try Replica.punchContents(fd, size: Int64(status.st_size), path: target) }
             if let date = record.modificationDate { try replica.setModificationDate(date, atPath: target) }
             try store.removePresentRanges(domainID: domainID, identifier: record.identifier)
         }

@@ -110,10 +110,7 @@ struct FileEvictor: Sendable {
             // The database first: from here on, a read fetches again whatever the file holds.
             try store.removePresentRanges(domainID: domainID, identifier: record.identifier)
             let size = Int64(file.status()?.st_size ?? 0)
-            if size > 0 {
-                try POSIXError.check(fp_punch_hole(file.fd, 0, off_t(size)), "cannot give back the blocks of", path: path)
-            }
-            try Replica.writeLeadingBlock(file.fd, size: size, path: path)
+            try Replica.punchContents(file.fd, size: size, path: path)
             return .evicted(max(0, present))
         }
     }

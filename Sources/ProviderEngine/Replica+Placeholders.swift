@@ -240,6 +240,15 @@ extension Replica {
         try writeZeros(fd, 0..<min(max(0, size), Int64(leadingBlock)), path: path, "cannot write the first block of dataless file")
     }
 
+    /// Makes the open dataless file `fd` of `size` bytes hold no contents again: every block
+    /// punched out, then the leading block of zeros written (``writeLeadingBlock(_:size:path:)``).
+    /// Its size stays. Blocking.
+    /// - Throws: `localIOFailure` naming `path` when the blocks cannot be given back or written.
+    static func punchContents(_ fd: Int32, size: Int64, path: String) throws(FileProviderError) {
+        if size > 0 { _ = try POSIXError.check(fp_punch_hole(fd, 0, off_t(size)), "cannot give back the blocks of", path: path) }
+        try writeLeadingBlock(fd, size: size, path: path)
+    }
+
     /// Writes zeros over `range` (a few KiB) of the open file `fd`. Blocking.
     /// - Throws: `localIOFailure` (`fileWriteOutOfSpace` for a full disk): `failure` and `path`.
     static func writeZeros(_ fd: Int32, _ range: Range<Int64>, path: String, _ failure: String) throws(FileProviderError) {
