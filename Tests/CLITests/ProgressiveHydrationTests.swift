@@ -23,6 +23,21 @@ struct ProgressiveHydrationTests {
         try #require(made.succeeded, "\(made)")
     }
 
+    /// A progressive dataless domain on a store of `kind` holding one file of `bytes` random bytes
+    /// named `file`, synced (the file dataless); `serve` not started.
+    /// The domain keeps its temporary folder.
+    static func progressiveDomain(_ kind: ServedDomain.Store, file: String, bytes: Int) async throws -> (
+        OnAccessTests.StoreUnderTest, ServedDomain
+    ) {
+        let temp = try TemporaryFolder()
+        let store = try await OnAccessTests.StoreUnderTest(kind, temp: temp)
+        try await randomFile(store.folder + "/" + file, bytes: bytes)
+        let domain = try ServedDomain(
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: [:],
+            addArguments: ["--hydration", "progressive"])
+        return (store, domain)
+    }
+
     /// Bytes `range` of a file.
     static func bytes(_ path: String, _ range: Range<Int>) throws -> Data {
         let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
@@ -45,13 +60,8 @@ struct ProgressiveHydrationTests {
     static func allocated(_ path: String) -> Int { fileStatus(path).map { Int($0.st_blocks) * 512 } ?? -1 }
 
     @Test func aMebibyteFromTheMiddleOfAGibibyteOverSFTPFetchesAtMostSixteenMebibytes() async throws {
-        let temp = try TemporaryFolder()
-        let store = try await OnAccessTests.StoreUnderTest(.sftp, temp: temp)
         let size = 1 << 30
-        try await Self.randomFile(store.folder + "/big.bin", bytes: size)
-        let domain = try ServedDomain(
-            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: [:],
-            addArguments: ["--hydration", "progressive"])
+        let (store, domain) = try await Self.progressiveDomain(.sftp, file: "big.bin", bytes: size)
         try await domain.startServe(["--log-level", "debug"])
         let offset = size / 2 + 12_345
         let read = try await runProgram([
@@ -74,13 +84,8 @@ struct ProgressiveHydrationTests {
 
     @Test(arguments: [ServedDomain.Store.local, .sftp, .media])
     func aChecksumOfAPartlyPresentFileIsTheStoresAndTheFileIsThenWhole(_ kind: ServedDomain.Store) async throws {
-        let temp = try TemporaryFolder()
-        let store = try await OnAccessTests.StoreUnderTest(kind, temp: temp)
         let size = 40 * Self.mebibyte + 777
-        try await Self.randomFile(store.folder + "/data.bin", bytes: size)
-        let domain = try ServedDomain(
-            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: [:],
-            addArguments: ["--hydration", "progressive"])
+        let (store, domain) = try await Self.progressiveDomain(kind, file: "data.bin", bytes: size)
         try await domain.startServe(["--log-level", "debug"])
         let file = domain.replica + "/data.bin"
         // Two pieces first: the file is partly present.
@@ -106,13 +111,8 @@ struct ProgressiveHydrationTests {
     }
 
     @Test func killNineDuringProgressiveReadsLeavesOnlyRecordedRangesThatAreRight() async throws {
-        let temp = try TemporaryFolder()
-        let store = try await OnAccessTests.StoreUnderTest(.local, temp: temp)
         let size = 96 * Self.mebibyte
-        try await Self.randomFile(store.folder + "/big.bin", bytes: size)
-        let domain = try ServedDomain(
-            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: [:],
-            addArguments: ["--hydration", "progressive"])
+        let (store, domain) = try await Self.progressiveDomain(.local, file: "big.bin", bytes: size)
         let original = try Data(contentsOf: URL(fileURLWithPath: store.folder + "/big.bin"))
         var generator = CrashTests.Generator(state: UInt64(Date().timeIntervalSince1970))
         var recordedRounds = 0
@@ -161,13 +161,8 @@ struct ProgressiveHydrationTests {
     }
 
     @Test func aPartlyPresentFileEvictedWhileServedIsFetchedAgainNeverReadAsZeros() async throws {
-        let temp = try TemporaryFolder()
-        let store = try await OnAccessTests.StoreUnderTest(.local, temp: temp)
         let size = 12 * Self.mebibyte
-        try await Self.randomFile(store.folder + "/part.bin", bytes: size)
-        let domain = try ServedDomain(
-            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: [:],
-            addArguments: ["--hydration", "progressive"])
+        let (store, domain) = try await Self.progressiveDomain(.local, file: "part.bin", bytes: size)
         try await domain.startServe(["--log-level", "debug"])
         let file = domain.replica + "/part.bin"
         let want = try Self.bytes(store.folder + "/part.bin", (5 << 20)..<(6 << 20))
@@ -203,14 +198,9 @@ struct ProgressiveHydrationTests {
     }
 
     @Test func aProgramsWriteIntoAPartlyPresentFileIsSentAsAnEditAroundTheStoresBytes() async throws {
-        let temp = try TemporaryFolder()
-        let store = try await OnAccessTests.StoreUnderTest(.local, temp: temp)
         let size = 20 * Self.mebibyte
-        try await Self.randomFile(store.folder + "/doc.bin", bytes: size)
+        let (store, domain) = try await Self.progressiveDomain(.local, file: "doc.bin", bytes: size)
         let original = try Data(contentsOf: URL(fileURLWithPath: store.folder + "/doc.bin"))
-        let domain = try ServedDomain(
-            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: [:],
-            addArguments: ["--hydration", "progressive"])
         try await domain.startServe(["--settle", "0"])
         let at = 7 * Self.mebibyte + 100
         let wrote = try await runProgram([
