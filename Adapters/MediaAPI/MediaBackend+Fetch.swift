@@ -60,19 +60,8 @@ extension MediaBackend {
             request.sink = .file(path: destination.path, offset: 0)
             reply = try await send(request)
         }
-        switch reply.status {
-        case 404:
-            if dialect == .original, try await originalFolderExists(path) {
-                throw FileProviderError(.invalidArgument, "\(path.display) is a folder; it has no contents to fetch")
-            }
-            throw .noSuchItem(identifier)
-        case 400 where dialect == .extended:
-            throw FileProviderError(.invalidArgument, "\(path.display) is a folder; it has no contents to fetch")
-        case 412:
-            throw FileProviderError(.versionNoLongerAvailable, "\(path.display) changed on the server; the requested version is gone")
-        default:
-            try reply.check()
-        }
+        try await checkRefusal(reply, of: path, identifier: identifier)
+        try reply.check()
         guard let item = seen.value else { throw FileProviderError(.corruptData, "GET /file of \(path.display) gave no headers") }
         guard reply.fileLength == item.size else {
             throw FileProviderError(.corruptData, "the download of \(path.display) has \(reply.fileLength) of \(item.size) bytes")
@@ -119,16 +108,8 @@ extension MediaBackend {
             try seen.check(item)
         }
         let reply = try await send(request)
+        try await checkRefusal(reply, of: path, identifier: identifier)
         switch reply.status {
-        case 404:
-            if dialect == .original, try await originalFolderExists(path) {
-                throw FileProviderError(.invalidArgument, "\(path.display) is a folder; it has no contents to fetch")
-            }
-            throw .noSuchItem(identifier)
-        case 400 where dialect == .extended:
-            throw FileProviderError(.invalidArgument, "\(path.display) is a folder; it has no contents to fetch")
-        case 412:
-            throw FileProviderError(.versionNoLongerAvailable, "\(path.display) changed on the server; the requested version is gone")
         case 416:
             // Nothing of the file at or past the range's start: the empty range, once the head
             // shows the file is of the version asked for.
@@ -156,6 +137,27 @@ extension MediaBackend {
                 "the ranged read of \(path.display) ended at byte \(reply.fileLength), not \(written.upperBound)")
         }
         return PartialContents(item: item, range: written)
+    }
+
+    /// Throws what a refused `GET /file` means, for both whole and ranged reads; returns for any
+    /// other status (the caller checks it).
+    /// - Throws: `noSuchItem` for 404 (`invalidArgument` when the original API's path is a
+    ///   folder); `invalidArgument` for an extended server's 400 (a folder);
+    ///   `versionNoLongerAvailable` for 412 (the ETag no longer matches).
+    func checkRefusal(_ reply: HTTPReply, of path: MediaPath, identifier: ItemIdentifier) async throws(FileProviderError) {
+        switch reply.status {
+        case 404:
+            if dialect == .original, try await originalFolderExists(path) {
+                throw FileProviderError(.invalidArgument, "\(path.display) is a folder; it has no contents to fetch")
+            }
+            throw .noSuchItem(identifier)
+        case 400 where dialect == .extended:
+            throw FileProviderError(.invalidArgument, "\(path.display) is a folder; it has no contents to fetch")
+        case 412:
+            throw FileProviderError(.versionNoLongerAvailable, "\(path.display) changed on the server; the requested version is gone")
+        default:
+            return
+        }
     }
 
     /// The item a `GET /file` reply describes. Its numbers are checked here, where they enter.
