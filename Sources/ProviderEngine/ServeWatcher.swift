@@ -186,6 +186,9 @@ final class ServeWatcher: @unchecked Sendable {
         }
         guard let (index, folder) = watches[event.watch] else { return }
         guard let name = event.name else {
+            // A watched folder opened itself (a listing, the sync's own scan among them)
+            // changes nothing; waking for it made every sync wake the next one.
+            if event.mask & ~UInt32(IN_OPEN | IN_ISDIR) == 0 { return }
             // The folder itself was deleted or moved: the parent's event covers it; the root's
             // own removal still deserves a scan.
             if folder == targets[index].root { woken[index, default: []].insert(.local) }

@@ -159,13 +159,43 @@ import Testing
             // A remote change comes down after a signal.
             _ = try f.memory.write(path: "remote.txt", data: Data("remote".utf8))
             _ = try manager.signalServe(domain: "mem")
-            #expect(await eventually { FileManager.default.fileExists(atPath: replica.appendingPathComponent("remote.txt.placeholder").path) })
+            #expect(
+                await eventually { FileManager.default.fileExists(atPath: replica.appendingPathComponent("remote.txt.placeholder").path) })
 
             server.stop()
             try await running.value
             #expect(DomainLock.holder(home: f.home, domain: "mem") == nil)
             #expect(try manager.store.integrityCheck() == "ok")
             await manager.close()
+        }
+    }
+
+    /// A serve with nothing to do does not sync: its own scans open the replica's folders, and
+    /// those opens wake nothing. (They did: every sync woke the next one, several a second.)
+    @Test func anIdleServeSyncsOnlyWhenToldOrChanged() async throws {
+        try await Fixture.with { f in
+            // A file in the root only: a folder the first sync makes is a change serve sees
+            // (one sync more, which finds nothing).
+            _ = try f.memory.write(path: "a.txt", data: Data("a".utf8))
+            try await f.addDomain()
+            // No debounce: a wake-up would start a sync at once.
+            let server = quietServer(f.manager, "mem", ServeOptions(pollInterval: 3600, settleSeconds: 0, debounceSeconds: 0))
+            let running = Task { try await server.run() }
+            #expect(await eventually { server.completedSyncs >= 1 })
+            let replica = URL(fileURLWithPath: try f.manager.domain(named: "mem").replicaPath)
+            for round in 1...3 {
+                _ = try f.memory.write(path: "r\(round).txt", data: Data("r".utf8))
+                _ = try f.manager.signalServe(domain: "mem")
+                #expect(
+                    await eventually {
+                        FileManager.default.fileExists(atPath: replica.appendingPathComponent("r\(round).txt.placeholder").path)
+                    })
+                #expect(await eventually { server.completedSyncs >= 1 + round })
+            }
+            // The first sync and one per signal, nothing more.
+            #expect(server.completedSyncs == 4)
+            server.stop()
+            try await running.value
         }
     }
 }
