@@ -8,15 +8,15 @@ import Testing
 /// --to-budget`, `status`, and `serve` evicting by itself when a budget changes.
 @Suite struct BudgetTests {
     /// A local domain `d` over `src` with files `f0`…`f(count-1)` of `size` bytes, synced.
-    func setUp(_ temp: TemporaryFolder, count: Int, size: Int = 64 << 10, extra: [String] = []) throws -> CLIRunner {
+    func setUp(_ temp: TemporaryFolder, count: Int, size: Int = 64 << 10, extra: [String] = []) async throws -> CLIRunner {
         let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
         for index in 0..<count {
             try temp.write("src/f\(index)", Data(repeating: UInt8(index), count: size))
         }
-        let added = try cli.run(
+        let added = try await cli.run(
             ["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path] + extra)
         #expect(added.status == 0, "\(added.stderr)")
-        #expect(try cli.run(["sync", "d"]).status == 0)
+        #expect(try await cli.run(["sync", "d"]).status == 0)
         return cli
     }
 
@@ -27,68 +27,68 @@ import Testing
             && FileManager.default.fileExists(atPath: replica(cli, path) + ".placeholder")
     }
 
-    func domainJSON(_ cli: CLIRunner) throws -> [String: Any] {
-        try #require(try cli.json(["domain", "show", "d"]) as? [String: Any])
+    func domainJSON(_ cli: CLIRunner) async throws -> [String: Any] {
+        try #require(try await cli.json(["domain", "show", "d"]) as? [String: Any])
     }
 
-    @Test func budgetsAreSetWithBinarySizesAndBadOnesAreRefusedClearly() throws {
+    @Test func budgetsAreSetWithBinarySizesAndBadOnesAreRefusedClearly() async throws {
         let temp = try TemporaryFolder()
-        let cli = try setUp(temp, count: 1, extra: ["--cache-budget", "20G"])
-        var shown = try domainJSON(cli)
+        let cli = try await setUp(temp, count: 1, extra: ["--cache-budget", "20G"])
+        var shown = try await domainJSON(cli)
         #expect(shown["cacheBudget"] as? Int64 == 20 << 30)
         #expect(shown["hydration"] as? String == "full")
-        let text = try cli.run(["domain", "show", "d"]).stdout
+        let text = try await cli.run(["domain", "show", "d"]).stdout
         #expect(text.contains("cache:        0 B used of 20.0 GiB"))
         #expect(text.contains("hydration:    full (used in dataless mode)"))
 
-        let set = try cli.run(["domain", "set", "d", "--cache-budget", "512M", "--hydration", "progressive"])
+        let set = try await cli.run(["domain", "set", "d", "--cache-budget", "512M", "--hydration", "progressive"])
         #expect(set.status == 0, "\(set.stderr)")
         #expect(set.stdout == "d: cache budget 512.0 MiB, 0 B used; hydration progressive\n")
-        shown = try domainJSON(cli)
+        shown = try await domainJSON(cli)
         #expect(shown["cacheBudget"] as? Int64 == 512 << 20)
         #expect(shown["hydration"] as? String == "progressive")
-        #expect(try cli.run(["domain", "set", "d", "--cache-budget", "none"]).status == 0)
-        #expect(try domainJSON(cli)["cacheBudget"] == nil)
+        #expect(try await cli.run(["domain", "set", "d", "--cache-budget", "none"]).status == 0)
+        #expect(try await domainJSON(cli)["cacheBudget"] == nil)
 
         for bad in ["20GB", "-1G", "lots", "3X"] {
-            let refused = try cli.run(["domain", "set", "d", "--cache-budget=\(bad)"])
+            let refused = try await cli.run(["domain", "set", "d", "--cache-budget=\(bad)"])
             #expect(refused.status == 2, "\(bad): \(refused.stderr)")
             #expect(refused.stderr.contains("invalid size '\(bad)'") && refused.stderr.contains("binary units"), "\(refused.stderr)")
         }
-        let nothing = try cli.run(["domain", "set", "d"])
+        let nothing = try await cli.run(["domain", "set", "d"])
         #expect(nothing.status == 2 && nothing.stderr.contains("nothing to change"))
-        let unknown = try cli.run(["domain", "set", "nope", "--cache-budget", "1G"])
+        let unknown = try await cli.run(["domain", "set", "nope", "--cache-budget", "1G"])
         #expect(unknown.status == 2 && unknown.stderr.contains("no domain named 'nope'"))
-        let badAdd = try cli.run(["domain", "add", "e", "--backend", "local", "--root", temp.url.path, "--cache-budget", "1.5"])
+        let badAdd = try await cli.run(["domain", "add", "e", "--backend", "local", "--root", temp.url.path, "--cache-budget", "1.5"])
         #expect(badAdd.status == 2 && badAdd.stderr.contains("a number of bytes is whole"))
 
         // The home's settings.
-        let cache = try cli.run(["cache", "--budget", "50G", "--free-space-floor", "5G"])
+        let cache = try await cli.run(["cache", "--budget", "50G", "--free-space-floor", "5G"])
         #expect(cache.status == 0, "\(cache.stderr)")
         #expect(cache.stdout.contains("budget of all domains: 50.0 GiB (0 B used)"))
         #expect(cache.stdout.contains("free-space floor:      5.0 GiB"))
-        let json = try #require(try cli.json(["cache"]) as? [String: Any])
+        let json = try #require(try await cli.json(["cache"]) as? [String: Any])
         #expect(json["budget"] as? Int64 == 50 << 30)
         #expect(json["freeSpaceFloor"] as? Int64 == 5 << 30)
-        #expect(try cli.run(["cache", "--budget", "none"]).status == 0)
-        let cleared = try #require(try cli.json(["cache"]) as? [String: Any])
+        #expect(try await cli.run(["cache", "--budget", "none"]).status == 0)
+        let cleared = try #require(try await cli.json(["cache"]) as? [String: Any])
         #expect(cleared["budget"] == nil && cleared["freeSpaceFloor"] as? Int64 == 5 << 30)
-        #expect(try cli.run(["cache", "--free-space-floor", "1GB"]).status == 2)
+        #expect(try await cli.run(["cache", "--free-space-floor", "1GB"]).status == 2)
     }
 
-    @Test func evictToBudgetTakesTheOldestLazyFilesNeverPinnedEditedOrOpenOnes() throws {
+    @Test func evictToBudgetTakesTheOldestLazyFilesNeverPinnedEditedOrOpenOnes() async throws {
         let temp = try TemporaryFolder()
-        let cli = try setUp(temp, count: 8)
+        let cli = try await setUp(temp, count: 8)
         // Used in this order (a materialize is a use): f0 the least recently.
-        for index in 0..<8 { #expect(try cli.run(["materialize", "d:/f\(index)"]).status == 0) }
-        #expect(try cli.run(["pin", "d:/f0"]).status == 0)
+        for index in 0..<8 { #expect(try await cli.run(["materialize", "d:/f\(index)"]).status == 0) }
+        #expect(try await cli.run(["pin", "d:/f0"]).status == 0)
         try Data("edited".utf8).write(to: URL(fileURLWithPath: replica(cli, "f1")))
         let open = try FileHandle(forReadingFrom: URL(fileURLWithPath: replica(cli, "f3")))
         defer { try? open.close() }
         // 8 files of 64 KiB (f1's record still counts 64 KiB): 512 KiB; 3 must go.
-        #expect(try cli.run(["domain", "set", "d", "--cache-budget", "320K"]).status == 0)
+        #expect(try await cli.run(["domain", "set", "d", "--cache-budget", "320K"]).status == 0)
 
-        let pass = try cli.run(["evict", "--to-budget"])
+        let pass = try await cli.run(["evict", "--to-budget"])
         #expect(pass.status == 0, "\(pass.stderr)")
         let lines = pass.stdout.split(separator: "\n").map(String.init)
         #expect(
@@ -110,22 +110,22 @@ import Testing
         #expect(try open.readToEnd()?.count == 64 << 10)
 
         // status shows use, budget and the last evictions; --json too.
-        let status = try cli.run(["status"])
+        let status = try await cli.run(["status"])
         #expect(status.stdout.contains("  cache: 320.0 KiB used of 320.0 KiB"), "\(status.stdout)")
         #expect(status.stdout.contains("/f5 (64.0 KiB): over the budget of d: 384.0 KiB used of 320.0 KiB"))
-        let rows = try #require(try cli.json(["status"]) as? [[String: Any]])
+        let rows = try #require(try await cli.json(["status"]) as? [[String: Any]])
         let evictions = try #require(rows.first?["evictions"] as? [[String: Any]])
         #expect(evictions.map { $0["path"] as? String } == ["/f5", "/f4", "/f2"])
         #expect((rows.first?["cache"] as? [String: Any])?["materialized"] as? Int64 == 320 << 10)
 
         // Under the budget: a pass does nothing. JSON names the domains.
-        let again = try #require(try cli.json(["evict", "--to-budget", "d"]) as? [String: Any])
+        let again = try #require(try await cli.json(["evict", "--to-budget", "d"]) as? [String: Any])
         #expect((again["evicted"] as? [Any])?.isEmpty == true)
         #expect((again["domains"] as? [[String: Any]])?.first?["used"] as? Int64 == 320 << 10)
         // Usage errors.
-        #expect(try cli.run(["evict"]).status == 2)
-        #expect(try cli.run(["evict", "--to-budget", "-R"]).status == 2)
-        #expect(try cli.run(["evict", "--to-budget", "nope"]).status == 2)
+        #expect(try await cli.run(["evict"]).status == 2)
+        #expect(try await cli.run(["evict", "--to-budget", "-R"]).status == 2)
+        #expect(try await cli.run(["evict", "--to-budget", "nope"]).status == 2)
     }
 
     /// Budget changes take effect without a restart: `serve` runs, `domain set` lowers the
@@ -133,8 +133,8 @@ import Testing
     /// it holds open.
     @Test func serveEvictsWhenTheBudgetChangesWithoutARestart() async throws {
         let temp = try TemporaryFolder()
-        let cli = try setUp(temp, count: 6)
-        for index in 0..<6 { #expect(try await cli.call(["materialize", "d:/f\(index)"]).status == 0) }
+        let cli = try await setUp(temp, count: 6)
+        for index in 0..<6 { #expect(try await cli.run(["materialize", "d:/f\(index)"]).status == 0) }
         let serve = try ServeProcess(
             cli, ["d", "--poll-interval", "3600", "--eviction-interval", "0.3", "--settle", "0.2"],
             log: temp.url.appendingPathComponent("serve.log"))
@@ -151,23 +151,23 @@ import Testing
         defer { try? open.close() }
 
         // 6 × 64 KiB = 384 KiB; 256 KiB: two files go, the oldest ones not open: f2 and f3.
-        #expect(try await cli.call(["domain", "set", "d", "--cache-budget", "256K"]).status == 0)
+        #expect(try await cli.run(["domain", "set", "d", "--cache-budget", "256K"]).status == 0)
         #expect(await waitUntil { isPlaceholder(cli, "f2") && isPlaceholder(cli, "f3") }, "\(serve.output)")
         for path in ["f0", "f1", "f4", "f5"] { #expect(FileManager.default.fileExists(atPath: replica(cli, path)), "\(path)") }
         #expect(serve.output.contains("d: evicted /f2 (64.0 KiB): over the budget of d: 384.0 KiB used of 256.0 KiB"), "\(serve.output)")
 
         // Lower again, while serve runs: f4 and f5 go; f1 stays while it is open, f0 was read
         // last and is the last to go.
-        #expect(try await cli.call(["domain", "set", "d", "--cache-budget", "64K"]).status == 0)
+        #expect(try await cli.run(["domain", "set", "d", "--cache-budget", "64K"]).status == 0)
         #expect(await waitUntil { isPlaceholder(cli, "f4") && isPlaceholder(cli, "f5") && isPlaceholder(cli, "f0") }, "\(serve.output)")
         #expect(FileManager.default.fileExists(atPath: replica(cli, "f1")), "the open file stays")
 
         // Closed, it goes at the next pass that needs the room.
         try open.close()
-        #expect(try await cli.call(["domain", "set", "d", "--cache-budget", "0"]).status == 0)
+        #expect(try await cli.run(["domain", "set", "d", "--cache-budget", "0"]).status == 0)
         #expect(await waitUntil { isPlaceholder(cli, "f1") }, "\(serve.output)")
         #expect(await serve.stop() == 0)
-        let status = try await cli.call(["status", "d"])
+        let status = try await cli.run(["status", "d"])
         #expect(status.stdout.contains("cache: 0 B used of 0 B"), "\(status.stdout)")
     }
 }
@@ -185,9 +185,10 @@ struct DatalessBudgetTests {
         let names = ["a.bin", "b.bin", "c.bin", "d.bin", "pinned.bin"]
         var files: [String: Data] = [:]
         for (index, name) in names.enumerated() { files[name] = patterned(256 << 10, seed: UInt64(index + 1)) }
-        let domain = try ServedDomain(temp: temp, storeFolder: storeFolder, backend: "local", options: ["root": storeFolder], files: files)
-        #expect(try domain.cli.run(["pin", "d:/pinned.bin"]).status == 0)
-        try await domain.startServe(["--eviction-interval", "0.3"])
+        let domain = try await ServedDomain(
+            temp: temp, storeFolder: storeFolder, backend: "local", options: ["root": storeFolder], files: files)
+        #expect(try await domain.cli.run(["pin", "d:/pinned.bin"]).status == 0)
+        try await domain.startServe(["--eviction-interval", "0.3", "--log-level", "debug"])
         let store = try MetadataStore(url: domain.cli.home.appendingPathComponent("metadata.sqlite"))
         let id = try #require(try store.domain(named: "d")?.id)
 
@@ -205,7 +206,7 @@ struct DatalessBudgetTests {
         defer { try? open.close() }
 
         // 5 files of 256 KiB downloaded; 768 KiB: a and c go (b is open; pinned.bin is pinned).
-        #expect(try await domain.cli.call(["domain", "set", "d", "--cache-budget", "768K"]).status == 0)
+        #expect(try await domain.cli.run(["domain", "set", "d", "--cache-budget", "768K"]).status == 0)
         func isDataless(_ name: String) -> Bool { (fileStatus(domain.backing + "/" + name)?.st_blocks ?? 9999) <= 8 }
         #expect(await waitUntil(timeout: 30) { isDataless("a.bin") && isDataless("c.bin") }, "\(domain.logs)")
         for name in ["b.bin", "d.bin", "pinned.bin"] { #expect(!isDataless(name), "\(name): \(domain.logs)") }

@@ -43,7 +43,14 @@ struct CLIRunner {
     /// (a media-server, an sshd) can inherit the write end of a pipe before it is marked
     /// close-on-exec, and a pipe one of those long-lived processes holds never reaches its end.
     @discardableResult
-    func run(_ arguments: [String], withHome: Bool = true, environment: [String: String] = [:]) throws -> Result {
+    func run(_ arguments: [String], withHome: Bool = true, environment: [String: String] = [:]) async throws -> Result {
+        try await offThePool { [self] in try runBlocking(arguments, withHome: withHome, environment: environment) }
+    }
+
+    /// ``run(_:withHome:environment:)`` on the calling thread: only for code that is not async
+    /// (a test's async code waiting on it would hold one of the cooperative pool's threads).
+    @discardableResult
+    func runBlocking(_ arguments: [String], withHome: Bool = true, environment: [String: String] = [:]) throws -> Result {
         let process = Process()
         configure(process, arguments, withHome: withHome, environment: environment)
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-run-\(UUID().uuidString)")
@@ -69,8 +76,8 @@ struct CLIRunner {
     }
 
     /// Runs and decodes standard output as JSON.
-    func json(_ arguments: [String]) throws -> Any {
-        let result = try run(arguments + ["--json"])
+    func json(_ arguments: [String]) async throws -> Any {
+        let result = try await run(arguments + ["--json"])
         guard result.status == 0 else { throw CLIError(result: result) }
         return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8))
     }

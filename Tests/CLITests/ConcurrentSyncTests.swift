@@ -48,8 +48,8 @@ import Testing
             }
         }
         let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
-        #expect(try await cli.call(["domain", "add", "r", "--backend", "local", "--root", store.path]).status == 0)
-        #expect(try await cli.call(["sync", "r", "--populate-limit", "100000"]).status == 0)
+        #expect(try await cli.run(["domain", "add", "r", "--backend", "local", "--root", store.path]).status == 0)
+        #expect(try await cli.run(["sync", "r", "--populate-limit", "100000"]).status == 0)
         let before = try Self.stamps(of: store)
         #expect(before.count == 2400)
 
@@ -60,7 +60,7 @@ import Testing
                 let (background, exit) = try Self.start(cli, arguments)
                 // Syncs run back to back for as long as the other command runs.
                 while background.isRunning {
-                    let result = try await cli.call(["sync", "r", "--json"])
+                    let result = try await cli.run(["sync", "r", "--json"])
                     #expect(result.status == 0, "round \(round) \(arguments[0]): \(result.stderr)")
                     let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
                     let report = (json?["reports"] as? [[String: Any]])?.first
@@ -69,7 +69,7 @@ import Testing
                 }
                 try await offThePool { exit.wait() }
                 #expect(background.terminationStatus == 0, "round \(round): \(arguments.joined(separator: " ")) failed")
-                let settled = try await cli.call(["sync", "r", "--json"])
+                let settled = try await cli.run(["sync", "r", "--json"])
                 let json = try JSONSerialization.jsonObject(with: Data(settled.stdout.utf8)) as? [String: Any]
                 uploaded.append(((json?["reports"] as? [[String: Any]])?.first?["uploaded"] as? Int) ?? -1)
             }
@@ -79,10 +79,10 @@ import Testing
         let after = try Self.stamps(of: store)
         let changed = after.filter { before[$0.key] != $0.value }.keys.sorted()
         #expect(changed.count == 0, "\(changed.count) files of the store were rewritten or added, first \(changed.prefix(3))")
-        let conflicts = try await cli.call(["conflicts", "--json"])
+        let conflicts = try await cli.run(["conflicts", "--json"])
         #expect(conflicts.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
         // Every file ends as the last command left it: a placeholder, and the database agrees.
-        let status = try await cli.call(["status", "r", "--json"])
+        let status = try await cli.run(["status", "r", "--json"])
         let domains = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [[String: Any]]
         let items = domains?.first?["items"] as? [String: Any]
         #expect(items?["placeholders"] as? Int == 2400 && items?["materialized"] as? Int == 0, "\(status.stdout)")

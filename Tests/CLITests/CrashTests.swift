@@ -42,7 +42,7 @@ import Testing
         let work = CrashWorkload(
             seed: seed, store: temp.url.appendingPathComponent("store"), replica: cli.home.appendingPathComponent("domains/crash"))
         try FileManager.default.createDirectory(at: work.store, withIntermediateDirectories: true)
-        let added = try await cli.call(["domain", "add", "crash", "--backend", "local", "--root", work.store.path])
+        let added = try await cli.run(["domain", "add", "crash", "--backend", "local", "--root", work.store.path])
         #expect(added.status == 0, "\(added.stderr)")
 
         var kills = 0
@@ -103,9 +103,9 @@ import Testing
         // Files the store gets land below a pinned folder, so serve downloads them by itself.
         try work.write(store, "down/pinned.txt", Data("pinned".utf8))
         work.expected["down/pinned.txt"] = Data("pinned".utf8)
-        #expect(try await cli.call(["domain", "add", "crash", "--backend", "local", "--root", store.path]).status == 0)
-        #expect(try await cli.call(["sync", "crash"]).status == 0)
-        #expect(try await cli.call(["pin", "crash:/down"]).status == 0)
+        #expect(try await cli.run(["domain", "add", "crash", "--backend", "local", "--root", store.path]).status == 0)
+        #expect(try await cli.run(["sync", "crash"]).status == 0)
+        #expect(try await cli.run(["pin", "crash:/down"]).status == 0)
 
         let serve = ["serve", "crash", "--poll-interval", "0.3", "--settle", "0"]
         var kills = 0
@@ -158,11 +158,11 @@ import Testing
     /// store holds exactly the expected files, the replica equals it, no staging files are left,
     /// the database is intact and the journal empty.
     func finalChecks(_ cli: CLIRunner, _ work: CrashWorkload, seed: UInt64, log: [String]) async throws {
-        let final = try await cli.call(["sync", "crash"])
+        let final = try await cli.run(["sync", "crash"])
         #expect(final.status == 0, "seed \(seed): \(final.stderr)")
-        let everything = try await cli.call(["materialize", "-R", "crash:/"])
+        let everything = try await cli.run(["materialize", "-R", "crash:/"])
         #expect(everything.status == 0, "seed \(seed): \(everything.stderr)")
-        let quiet = try #require(try await cli.jsonCall(["sync", "crash"]) as? [String: Any])
+        let quiet = try #require(try await cli.json(["sync", "crash"]) as? [String: Any])
         let report = try #require((quiet["reports"] as? [[String: Any]])?.first)
         for key in ["uploaded", "conflicts", "added", "updated", "moved", "deleted", "downloaded"] {
             #expect(report[key] as? Int == 0, "seed \(seed): the last sync still had \(key) = \(report[key] ?? "nil")")
@@ -174,7 +174,7 @@ import Testing
         let extra = Set(storeFiles.keys).subtracting(work.expected.keys).sorted()
         let wrong = work.expected.keys.filter { storeFiles[$0] != nil && storeFiles[$0] != work.expected[$0] }.sorted()
         #expect(missing.isEmpty, "seed \(seed): lost in the store: \(missing)\n\(log.joined(separator: "\n"))")
-        if !extra.isEmpty { print("conflicts log:\n" + ((try? await cli.call(["conflicts", "crash"]).stdout) ?? "")) }
+        if !extra.isEmpty { print("conflicts log:\n" + ((try? await cli.run(["conflicts", "crash"]).stdout) ?? "")) }
         #expect(extra.isEmpty, "seed \(seed): duplicated or stray in the store: \(extra)\n\(log.joined(separator: "\n"))")
         #expect(wrong.isEmpty, "seed \(seed): wrong contents in the store: \(wrong)")
         #expect(

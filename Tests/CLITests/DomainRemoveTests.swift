@@ -13,11 +13,11 @@ import Testing
         try temp.write("src/failed.txt", Data("f".utf8))
         for index in 0..<3 { try temp.write("src/far/item\(index).txt", Data("x".utf8)) }
         #expect(
-            try await cli.call(["domain", "add", "r", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path]).status
+            try await cli.run(["domain", "add", "r", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path]).status
                 == 0)
         // No entry for new folders: "far" stays dataless (empty in the replica).
-        #expect(try await cli.call(["sync", "r", "--populate-limit", "0"]).status == 0)
-        #expect(try await cli.call(["materialize", "r:/edited.txt"]).status == 0)
+        #expect(try await cli.run(["sync", "r", "--populate-limit", "0"]).status == 0)
+        #expect(try await cli.run(["materialize", "r:/edited.txt"]).status == 0)
         let replica = cli.home.appendingPathComponent("domains/r")
         try Data("edited here".utf8).write(to: replica.appendingPathComponent("edited.txt"))
         try Data("new here".utf8).write(to: replica.appendingPathComponent("new.txt"))
@@ -47,7 +47,7 @@ import Testing
         let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
         let replica = try await prepared(temp, cli)
 
-        let refused = try await cli.call(["domain", "remove", "r"])
+        let refused = try await cli.run(["domain", "remove", "r"])
         #expect(refused.status == 1)
         #expect(refused.stdout.isEmpty)
         let lines = refused.stderr.split(separator: "\n").map(String.init)
@@ -75,11 +75,11 @@ import Testing
         // Nothing was touched.
         #expect(try Data(contentsOf: replica.appendingPathComponent("edited.txt")) == Data("edited here".utf8))
         #expect(try Data(contentsOf: replica.appendingPathComponent("new.txt")) == Data("new here".utf8))
-        let domains = try #require(try await cli.jsonCall(["domain", "list"]) as? [[String: Any]])
+        let domains = try #require(try await cli.json(["domain", "list"]) as? [[String: Any]])
         #expect(domains.compactMap { $0["name"] as? String } == ["r"])
 
         // --json carries the list.
-        let json = try await cli.call(["domain", "remove", "r", "--json"])
+        let json = try await cli.run(["domain", "remove", "r", "--json"])
         #expect(json.status == 1)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
         #expect(object["removed"] as? Bool == false)
@@ -98,10 +98,10 @@ import Testing
 
         // After a sync nothing is left to lose (the stale journal entry has nothing in the
         // replica behind it): removed.
-        #expect(try await cli.call(["sync", "r"]).status == 0)
+        #expect(try await cli.run(["sync", "r"]).status == 0)
         let store = temp.url.appendingPathComponent("src")
         #expect(try Data(contentsOf: store.appendingPathComponent("far/made here.txt")) == Data("inside".utf8))
-        let removed = try await cli.call(["domain", "remove", "r"])
+        let removed = try await cli.run(["domain", "remove", "r"])
         #expect(removed.status == 0, "\(removed.stderr)")
         #expect(removed.stdout == "removed domain 'r'\n")
         #expect(!FileManager.default.fileExists(atPath: replica.path))
@@ -114,7 +114,7 @@ import Testing
         // A file of the user's that looks like a placeholder but is not one of this domain's.
         try Data("mine".utf8).write(to: replica.appendingPathComponent("failed.txt.placeholder"))
 
-        let kept = try await cli.call(["domain", "remove", "r", "--keep-replica"])
+        let kept = try await cli.run(["domain", "remove", "r", "--keep-replica"])
         #expect(kept.status == 0, "\(kept.stderr)")
         #expect(kept.stdout == "removed domain 'r'; kept \(replica.path)\n")
         #expect(kept.stderr == "warning: 5 local changes were never sent to the store; what is in \(replica.path) stays there\n")
@@ -130,7 +130,7 @@ import Testing
         let temp2 = try TemporaryFolder()
         let cli2 = CLIRunner(home: temp2.url.appendingPathComponent("home"))
         let replica2 = try await prepared(temp2, cli2)
-        let forced = try await cli2.call(["domain", "remove", "r", "--force"])
+        let forced = try await cli2.run(["domain", "remove", "r", "--force"])
         #expect(forced.status == 0, "\(forced.stderr)")
         #expect(!FileManager.default.fileExists(atPath: replica2.path))
     }

@@ -3,7 +3,7 @@ import Testing
 
 /// Runs the real binary: two local domains side by side through their whole life.
 @Suite struct EndToEndTests {
-    @Test func twoLocalDomainsSideBySide() throws {
+    @Test func twoLocalDomainsSideBySide() async throws {
         let temp = try TemporaryFolder()
         let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
         var random = SystemRandomNumberGenerator()
@@ -16,18 +16,23 @@ import Testing
         try temp.write("docs/ünïcødé name.txt", Data("x".utf8))
 
         for name in ["photos", "docs"] {
-            let added = try cli.run(["domain", "add", name, "--backend", "local", "--root", temp.url.appendingPathComponent(name).path])
+            let added = try await cli.run([
+                "domain", "add", name, "--backend", "local", "--root", temp.url.appendingPathComponent(name).path,
+            ])
             #expect(added.status == 0, "\(added.stderr)")
         }
-        let sync = try cli.run(["sync"])
+        let sync = try await cli.run(["sync"])
         #expect(sync.status == 0, "\(sync.stderr)")
 
-        let photos = try #require(try cli.json(["ls", "photos:/", "-R"]) as? [[String: Any]])
-        #expect(Set(photos.compactMap { $0["path"] as? String }) == ["/2024", "/2024/beach.jpg", "/2024/nested", "/2024/nested/deep.png", "/readme.txt"])
+        let photos = try #require(try await cli.json(["ls", "photos:/", "-R"]) as? [[String: Any]])
+        #expect(
+            Set(photos.compactMap { $0["path"] as? String }) == [
+                "/2024", "/2024/beach.jpg", "/2024/nested", "/2024/nested/deep.png", "/readme.txt",
+            ])
         for item in photos where item["kind"] as? String == "file" {
             #expect(item["state"] as? String == "placeholder")
         }
-        let docs = try #require(try cli.json(["ls", "docs:/"]) as? [[String: Any]])
+        let docs = try #require(try await cli.json(["ls", "docs:/"]) as? [[String: Any]])
         #expect(docs.count == 3)
         #expect(docs.allSatisfy { $0["state"] as? String == "placeholder" })
 
@@ -35,53 +40,53 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: replica.appendingPathComponent("2024/beach.jpg.placeholder").path))
         #expect(!FileManager.default.fileExists(atPath: replica.appendingPathComponent("2024/beach.jpg").path))
 
-        let materialized = try cli.run(["materialize", "photos:/2024/beach.jpg"])
+        let materialized = try await cli.run(["materialize", "photos:/2024/beach.jpg"])
         #expect(materialized.status == 0, "\(materialized.stderr)")
         #expect(try Data(contentsOf: replica.appendingPathComponent("2024/beach.jpg")) == binary)
         #expect(!FileManager.default.fileExists(atPath: replica.appendingPathComponent("2024/beach.jpg.placeholder").path))
-        let afterMaterialize = try #require(try cli.json(["ls", "photos:/2024/beach.jpg"]) as? [[String: Any]])
+        let afterMaterialize = try #require(try await cli.json(["ls", "photos:/2024/beach.jpg"]) as? [[String: Any]])
         #expect(afterMaterialize.first?["state"] as? String == "materialized")
 
         // A path inside the replica works as well as DOMAIN:/path.
-        let evicted = try cli.run(["evict", replica.appendingPathComponent("2024/beach.jpg").path])
+        let evicted = try await cli.run(["evict", replica.appendingPathComponent("2024/beach.jpg").path])
         #expect(evicted.status == 0, "\(evicted.stderr)")
         #expect(!FileManager.default.fileExists(atPath: replica.appendingPathComponent("2024/beach.jpg").path))
         #expect(FileManager.default.fileExists(atPath: replica.appendingPathComponent("2024/beach.jpg.placeholder").path))
-        let afterEvict = try #require(try cli.json(["ls", "photos:/2024/beach.jpg"]) as? [[String: Any]])
+        let afterEvict = try #require(try await cli.json(["ls", "photos:/2024/beach.jpg"]) as? [[String: Any]])
         #expect(afterEvict.first?["state"] as? String == "placeholder")
 
-        let list = try #require(try cli.json(["domain", "list"]) as? [[String: Any]])
+        let list = try #require(try await cli.json(["domain", "list"]) as? [[String: Any]])
         #expect(list.compactMap { $0["name"] as? String } == ["docs", "photos"])
 
-        let removed = try cli.run(["domain", "remove", "photos"])
+        let removed = try await cli.run(["domain", "remove", "photos"])
         #expect(removed.status == 0, "\(removed.stderr)")
         #expect(!FileManager.default.fileExists(atPath: replica.path))
-        let remaining = try #require(try cli.json(["domain", "list"]) as? [[String: Any]])
+        let remaining = try #require(try await cli.json(["domain", "list"]) as? [[String: Any]])
         #expect(remaining.compactMap { $0["name"] as? String } == ["docs"])
         // The source is never touched.
         #expect(try Data(contentsOf: temp.url.appendingPathComponent("photos/2024/beach.jpg")) == binary)
     }
 
-    @Test func materializeRecursivelyAndPin() throws {
+    @Test func materializeRecursivelyAndPin() async throws {
         let temp = try TemporaryFolder()
         let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
         for index in 0..<50 { try temp.write("src/f\(index / 10)/file\(index).txt", Data("content \(index)".utf8)) }
-        try cli.run(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path])
-        try cli.run(["sync", "d"])
-        let result = try cli.run(["materialize", "-R", "d:/"])
+        try await cli.run(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path])
+        try await cli.run(["sync", "d"])
+        let result = try await cli.run(["materialize", "-R", "d:/"])
         #expect(result.status == 0, "\(result.stderr)")
-        let items = try #require(try cli.json(["ls", "-R", "d:/"]) as? [[String: Any]])
+        let items = try #require(try await cli.json(["ls", "-R", "d:/"]) as? [[String: Any]])
         #expect(items.filter { $0["state"] as? String == "materialized" }.count == 50)
         let replica = cli.home.appendingPathComponent("domains/d")
         #expect(try String(contentsOf: replica.appendingPathComponent("f3/file37.txt"), encoding: .utf8) == "content 37")
 
         // Pin a folder; a file added later to the store under it comes down on the next sync.
-        try cli.run(["evict", "-R", "d:/f1"])
-        #expect(try cli.run(["pin", "d:/f1"]).status == 0)
+        try await cli.run(["evict", "-R", "d:/f1"])
+        #expect(try await cli.run(["pin", "d:/f1"]).status == 0)
         try temp.write("src/f1/late.txt", Data("late".utf8))
-        #expect(try cli.run(["sync", "d"]).status == 0)
+        #expect(try await cli.run(["sync", "d"]).status == 0)
         #expect(try String(contentsOf: replica.appendingPathComponent("f1/late.txt"), encoding: .utf8) == "late")
-        let refused = try cli.run(["evict", "d:/f1/late.txt"])
+        let refused = try await cli.run(["evict", "d:/f1/late.txt"])
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("pinned"))
         #expect(FileManager.default.fileExists(atPath: replica.appendingPathComponent("f1/late.txt").path))
@@ -90,38 +95,38 @@ import Testing
 
 /// Dataless folders through the CLI: a sync with no population budget, then `populate`.
 @Suite struct DatalessCLITests {
-    @Test func populateShowsTheItemsOfADatalessFolder() throws {
+    @Test func populateShowsTheItemsOfADatalessFolder() async throws {
         let temp = try TemporaryFolder()
         let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
         for index in 0..<12 { try temp.write("src/albums/a\(index % 3)/photo\(index).jpg", Data("photo \(index)".utf8)) }
         try temp.write("src/top.txt", Data("top".utf8))
-        try cli.run(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path])
-        let sync = try cli.run(["sync", "d", "--populate-limit", "0"])
+        try await cli.run(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path])
+        let sync = try await cli.run(["sync", "d", "--populate-limit", "0"])
         #expect(sync.status == 0, "\(sync.stderr)")
         let replica = cli.home.appendingPathComponent("domains/d")
         #expect(try FileManager.default.contentsOfDirectory(atPath: replica.appendingPathComponent("albums").path).isEmpty)
 
         // The database lists everything, and says which folders are dataless.
-        let items = try #require(try cli.json(["ls", "-R", "d:/"]) as? [[String: Any]])
-        #expect(items.count == 1 + 3 + 12 + 1)
+        let items = try #require(try await cli.json(["ls", "-R", "d:/"]) as? [[String: Any]])
+        #expect(items.count == 17)  // albums, its 3 folders, 12 photos and top.txt
         #expect(items.first { $0["path"] as? String == "/albums" }?["dataless"] as? Bool == true)
-        let status = try #require(try cli.json(["status"]) as? [[String: Any]])
+        let status = try #require(try await cli.json(["status"]) as? [[String: Any]])
         #expect((status.first?["items"] as? [String: Any])?["datalessFolders"] as? Int == 4)
-        let why = try cli.run(["why", "d:/albums/a1"])
+        let why = try await cli.run(["why", "d:/albums/a1"])
         #expect(why.stdout.contains("dataless folder"), "\(why.stdout)")
 
-        let populated = try cli.run(["populate", "d:/albums/a1/photo4.jpg"])
+        let populated = try await cli.run(["populate", "d:/albums/a1/photo4.jpg"])
         #expect(populated.status == 0, "\(populated.stderr)")
         #expect(FileManager.default.fileExists(atPath: replica.appendingPathComponent("albums/a1/photo4.jpg.placeholder").path))
         #expect(try FileManager.default.contentsOfDirectory(atPath: replica.appendingPathComponent("albums/a0").path).isEmpty)
-        #expect(try cli.run(["populate", "-R", "d:/"]).status == 0)
+        #expect(try await cli.run(["populate", "-R", "d:/"]).status == 0)
         #expect(FileManager.default.fileExists(atPath: replica.appendingPathComponent("albums/a0/photo9.jpg.placeholder").path))
-        let after = try #require(try cli.json(["status"]) as? [[String: Any]])
+        let after = try #require(try await cli.json(["status"]) as? [[String: Any]])
         #expect((after.first?["items"] as? [String: Any])?["datalessFolders"] as? Int == 0)
 
-        let missing = try cli.run(["populate", "d:/no/such/folder"])
+        let missing = try await cli.run(["populate", "d:/no/such/folder"])
         #expect(missing.status == 1)
         #expect(missing.stderr.contains("sync"), "\(missing.stderr)")
-        #expect(try cli.run(["sync", "d", "--populate-limit", "-1"]).status == 2)
+        #expect(try await cli.run(["sync", "d", "--populate-limit", "-1"]).status == 2)
     }
 }

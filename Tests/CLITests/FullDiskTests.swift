@@ -13,15 +13,15 @@ import Testing
                 try temp.write("src/f\(index).bin", Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* (index + 3)) }))
             }
             let replica = disk.root.appendingPathComponent("replica")
-            let added = try cli.run([
+            let added = try await cli.run([
                 "domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path, "--replica",
                 replica.path,
             ])
             #expect(added.status == 0, "\(added.stderr)")
-            #expect(try cli.run(["sync", "d"]).status == 0)
+            #expect(try await cli.run(["sync", "d"]).status == 0)
             let before = disk.available
 
-            let result = try cli.run(["materialize", "-R", "d:/", "--json"])
+            let result = try await cli.run(["materialize", "-R", "d:/", "--json"])
             #expect(result.status == 1, "\(result.stderr)")
             let outcomes = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
             let failed = outcomes.filter { $0["ok"] as? Bool == false }
@@ -37,15 +37,17 @@ import Testing
 
             // The message says what is needed, what is free and what to free.
             let first = try #require(failed.first?["path"] as? String)
-            let again = try cli.run(["materialize", first])
+            let again = try await cli.run(["materialize", first])
             #expect(again.status == 1)
-            #expect(again.stderr.hasPrefix("error: \(first): not enough space: the file needs 1.5 MiB; \(disk.root.path) has "), "\(again.stderr)")
+            #expect(
+                again.stderr.hasPrefix("error: \(first): not enough space: the file needs 1.5 MiB; \(disk.root.path) has "),
+                "\(again.stderr)")
             #expect(again.stderr.contains(" kept in reserve; free "), "\(again.stderr)")
             #expect(again.stderr.hasSuffix(" on \(disk.root.path) and try again\n"), "\(again.stderr)")
 
             // Space freed (the downloaded files evicted): the rest is downloaded.
-            #expect(try cli.run(["evict", "-R", "d:/"]).status == 0)
-            let rest = try cli.run(["materialize"] + failed.compactMap { $0["path"] as? String })
+            #expect(try await cli.run(["evict", "-R", "d:/"]).status == 0)
+            let rest = try await cli.run(["materialize"] + failed.compactMap { $0["path"] as? String })
             #expect(rest.status == 0, "\(rest.stderr)")
             for path in failed.compactMap({ $0["path"] as? String }) {
                 let name = String(path.dropFirst("d:/".count))

@@ -152,11 +152,11 @@ final class PseudoTerminal: @unchecked Sendable {
             contents[path] = Data("\(path)\n".utf8) + Data(repeating: UInt8(index % 251), count: 1500 + index % 700)
         }
         try FastFiles.write(contents, below: temp.url.appendingPathComponent("store"))
-        let added = try await cli.call([
+        let added = try await cli.run([
             "domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("store").path,
         ])
         #expect(added.status == 0, "\(added.stderr)")
-        let synced = try await cli.call(["sync", "d", "--populate-limit", "\(populateLimit)"])
+        let synced = try await cli.run(["sync", "d", "--populate-limit", "\(populateLimit)"])
         #expect(synced.status == 0, "\(synced.stderr)")
         return contents
     }
@@ -217,7 +217,7 @@ final class PseudoTerminal: @unchecked Sendable {
         let items = try checkDatabase(cli)
         #expect(Set(items.values.filter { $0.state == .materialized }.map(\.path)) == Set(placed.keys))
 
-        let again = try await cli.call(["materialize", "-R", "d:/"])
+        let again = try await cli.run(["materialize", "-R", "d:/"])
         #expect(again.status == 0, "\(again.stderr)")
         #expect(again.stdout == "materialized \(counts.notDone) items\n")
         #expect(realFiles(replica) == store)
@@ -243,7 +243,7 @@ final class PseudoTerminal: @unchecked Sendable {
         let items = try checkDatabase(cli)
         #expect(items[""]?.isPinned == true)
 
-        let again = try await cli.call(["pin", "d:/"])
+        let again = try await cli.run(["pin", "d:/"])
         #expect(again.status == 0, "\(again.stderr)")
         #expect(realFiles(replica) == store)
     }
@@ -281,7 +281,7 @@ final class PseudoTerminal: @unchecked Sendable {
         #expect(uploaded.count <= sent)
         _ = try checkDatabase(cli)
 
-        let again = try await cli.call(["sync", "d"])
+        let again = try await cli.run(["sync", "d"])
         #expect(again.status == 0, "\(again.stderr)")
         #expect(realFiles(storeRoot).filter { $0.key.hasPrefix("up") } == local)
         let database = try MetadataStore(url: cli.home.appendingPathComponent("metadata.sqlite"))
@@ -296,7 +296,7 @@ final class PseudoTerminal: @unchecked Sendable {
         let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
         let store = try await makeDomain(temp, cli, files: 3000)
         let replica = cli.home.appendingPathComponent("domains/d")
-        #expect(try await cli.call(["materialize", "-R", "d:/"]).status == 0)
+        #expect(try await cli.run(["materialize", "-R", "d:/"]).status == 0)
 
         let run = try BackgroundCommand(cli, ["evict", "-R", "d:/"], logs: temp.url)
         let folder = replica.appendingPathComponent("d00")
@@ -316,7 +316,7 @@ final class PseudoTerminal: @unchecked Sendable {
             #expect(items[path]?.state == (onDisk ? .materialized : .placeholder), "\(path)")
         }
 
-        let again = try await cli.call(["evict", "-R", "d:/"])
+        let again = try await cli.run(["evict", "-R", "d:/"])
         #expect(again.status == 0, "\(again.stderr)")
         #expect(realFiles(replica).isEmpty)
     }
@@ -333,9 +333,9 @@ final class PseudoTerminal: @unchecked Sendable {
         }
         try FastFiles.write(files, below: temp.url.appendingPathComponent("store"))
         #expect(
-            try await cli.call(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("store").path]).status
+            try await cli.run(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("store").path]).status
                 == 0)
-        #expect(try await cli.call(["sync", "d", "--populate-limit", "0"]).status == 0)
+        #expect(try await cli.run(["sync", "d", "--populate-limit", "0"]).status == 0)
         let replica = cli.home.appendingPathComponent("domains/d")
 
         let run = try BackgroundCommand(cli, ["populate", "-R", "d:/"], logs: temp.url)
@@ -350,7 +350,7 @@ final class PseudoTerminal: @unchecked Sendable {
         let dataless = items.values.filter { $0.kind == .folder && $0.isDataless }.count
         #expect(Int(match.2)! == dataless && dataless > 0 && Int(match.1)! + dataless == 1230, "\(line)")
 
-        let again = try await cli.call(["populate", "-R", "d:/"])
+        let again = try await cli.run(["populate", "-R", "d:/"])
         #expect(again.status == 0, "\(again.stderr)")
         #expect(try checkDatabase(cli).values.filter(\.isDataless).isEmpty)
         #expect(FastFiles.read(below: replica).keys.filter { $0.hasSuffix(".placeholder") }.count == 3600)
@@ -411,7 +411,7 @@ final class PseudoTerminal: @unchecked Sendable {
         // finishes.
         #expect(realFiles(replica).filter { store[$0.key] != $0.value }.isEmpty)
         _ = try checkDatabase(cli)
-        let again = try await cli.call(["materialize", "-R", "d:/"])
+        let again = try await cli.run(["materialize", "-R", "d:/"])
         #expect(again.status == 0, "\(again.stderr)")
         #expect(realFiles(replica) == store)
     }

@@ -88,7 +88,7 @@ final class ServedDomain {
     init(
         temp: TemporaryFolder, storeFolder: String, backend: String, options: [String: String], files: [String: Data],
         addArguments: [String] = []
-    ) throws {
+    ) async throws {
         self.temp = temp
         self.storeFolder = storeFolder
         cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
@@ -97,9 +97,9 @@ final class ServedDomain {
         let add =
             ["domain", "add", name, "--backend", backend, "--mode", "dataless", "--replica", replica]
             + addArguments + options.sorted { $0.key < $1.key }.flatMap { ["--\($0.key)", $0.value] }
-        let added = try cli.run(add)
+        let added = try await cli.run(add)
         guard added.status == 0 else { throw CLIError(result: added) }
-        let synced = try cli.run(["sync", name])
+        let synced = try await cli.run(["sync", name])
         guard synced.status == 0 else { throw CLIError(result: synced) }
     }
 

@@ -78,7 +78,8 @@ struct OnAccessTests {
         files["copy.bin"] = patterned(5_000_000, seed: 94)
         files["empty.txt"] = Data()
         files["tool.sh"] = Data("#!/bin/sh\necho ran from the store\n".utf8)
-        let domain = try ServedDomain(temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: files)
+        let domain = try await ServedDomain(
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: files)
         try await domain.startServe()
 
         // Before any read: the real size and date, no blocks.
@@ -118,7 +119,7 @@ struct OnAccessTests {
 
         // Each file was fetched once, and is recorded as downloaded.
         for index in Self.readers.indices { #expect(domain.fetches(of: "r\(index).bin") == 1, "\(domain.logs)") }
-        let listing = try #require(try domain.cli.json(["ls", "-R", "d:/"]) as? [[String: Any]])
+        let listing = try #require(try await domain.cli.json(["ls", "-R", "d:/"]) as? [[String: Any]])
         let states = Dictionary(listing.compactMap { item in (item["path"] as? String).map { ($0, item["state"] as? String ?? "") } }) {
             a, _ in a
         }
@@ -138,7 +139,8 @@ struct OnAccessTests {
             "append.txt": Data("first line\n".utf8), "truncate.txt": Data(repeating: 0x41, count: 100_000),
             "editor.txt": Data("old text\n".utf8), "python.txt": Data("0123456789".utf8),
         ]
-        let domain = try ServedDomain(temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: files)
+        let domain = try await ServedDomain(
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: files)
         try await domain.startServe(["--settle", "0.2"])
         let replica = domain.replica
 
@@ -170,7 +172,7 @@ struct OnAccessTests {
             "the store has \(expected.keys.map { "\($0): \(domain.stored($0).map { String(decoding: $0, as: UTF8.self) } ?? "-")" })")
         let names = try FileManager.default.contentsOfDirectory(atPath: store.folder).sorted()
         #expect(names == expected.keys.sorted(), "\(names)")
-        let conflicts = try domain.cli.run(["conflicts", "d"])
+        let conflicts = try await domain.cli.run(["conflicts", "d"])
         #expect(!conflicts.stdout.contains("conflicted"), "\(conflicts.stdout)")
         try await domain.stopServe()
         await store.stop()
@@ -181,13 +183,14 @@ struct OnAccessTests {
         let store = try await StoreUnderTest(.local, temp: temp)
         var files: [String: Data] = [:]
         for index in 0..<4 { files["f\(index).bin"] = patterned(3_000_000 + index * 65_537, seed: UInt64(100 + index)) }
-        let domain = try ServedDomain(temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: files)
+        let domain = try await ServedDomain(
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: files)
         var generator = CrashTests.Generator(state: UInt64(Date().timeIntervalSince1970))
         var outcomes: [String: Int] = [:]
         let rounds = 20
         for round in 0..<rounds {
             // Every file dataless again.
-            let evicted = try domain.cli.run(["evict", "-R", "d:/"])
+            let evicted = try await domain.cli.run(["evict", "-R", "d:/"])
             #expect(evicted.status == 0, "round \(round): \(evicted.stderr)")
             try await domain.startServe()
             let replica = domain.replica
@@ -226,7 +229,7 @@ struct OnAccessTests {
         let temp = try TemporaryFolder()
         let store = try await StoreUnderTest(.sftp, temp: temp)
         let contents = patterned(200_000, seed: 7)
-        let domain = try ServedDomain(
+        let domain = try await ServedDomain(
             temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: ["doc.bin": contents])
         try await domain.startServe()
         let ssh = try #require(store.ssh)
@@ -238,7 +241,7 @@ struct OnAccessTests {
         #expect(!failed.succeeded && failed.output.isEmpty, "\(failed)")
         #expect(failed.errorText.contains("Input/output error"), "\(failed)")
         #expect(seconds < 60, "the read took \(seconds) s to fail")
-        let why = try domain.cli.run(["why", "d:/doc.bin"])
+        let why = try await domain.cli.run(["why", "d:/doc.bin"])
         #expect(why.stdout.contains("fetch on access failed"), "\(why.stdout)")
         let status = try #require(fileStatus(domain.backing + "/doc.bin"))
         #expect(status.st_blocks <= 8 && Int(status.st_size) == contents.count, "the file is no longer dataless after a failure")
@@ -256,22 +259,23 @@ struct OnAccessTests {
         let files = [
             "a.bin": patterned(2_000_000, seed: 1), "pinned.bin": patterned(10_000, seed: 2), "edited.txt": Data("v1\n".utf8),
         ]
-        let domain = try ServedDomain(temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: files)
+        let domain = try await ServedDomain(
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: files)
         try await domain.startServe(["--settle", "30"])
         let first = try await runProgram(["cat", domain.replica + "/a.bin"])
         #expect(first.output == files["a.bin"])
         #expect((fileStatus(domain.backing + "/a.bin")?.st_blocks ?? 0) >= 2_000_000 / 512)
 
-        let evicted = try domain.cli.run(["evict", domain.replica + "/a.bin"])
+        let evicted = try await domain.cli.run(["evict", domain.replica + "/a.bin"])
         #expect(evicted.status == 0, "\(evicted.stderr)")
         let status = try #require(fileStatus(domain.replica + "/a.bin"))
         #expect(status.st_blocks <= 8 && status.st_size == 2_000_000, "blocks \(status.st_blocks), size \(status.st_size)")
         // The store changes meanwhile: the next read fetches the new contents.
         let changed = patterned(2_000_000, seed: 3)
         try domain.write("a.bin", changed)
-        #expect(try domain.cli.run(["signal", "d"]).status == 0)
+        #expect(try await domain.cli.run(["signal", "d"]).status == 0)
         let refreshed = await waitUntil(timeout: 30) {
-            (try? domain.cli.json(["ls", "d:/"]) as? [[String: Any]])?.contains {
+            (try? await domain.cli.json(["ls", "d:/"]) as? [[String: Any]])?.contains {
                 ($0["path"] as? String) == "/a.bin" && ($0["state"] as? String) == "placeholder"
             } == true
                 && domain.logs.contains("1 updated")
@@ -282,13 +286,13 @@ struct OnAccessTests {
         #expect(domain.fetches(of: "a.bin") == 2, "\(domain.logs)")
 
         // Pinned and edited files refuse.
-        #expect(try domain.cli.run(["pin", "d:/pinned.bin"]).status == 0)
-        let pinned = try domain.cli.run(["evict", "d:/pinned.bin"])
+        #expect(try await domain.cli.run(["pin", "d:/pinned.bin"]).status == 0)
+        let pinned = try await domain.cli.run(["evict", "d:/pinned.bin"])
         #expect(pinned.status != 0 && pinned.stderr.contains("pinned"), "\(pinned.stderr)")
         #expect((fileStatus(domain.backing + "/pinned.bin")?.st_blocks ?? 0) > 0)
         let edit = try await runProgram(["sh", "-c", "echo v2 >> \"$0\"", domain.replica + "/edited.txt"])
         #expect(edit.succeeded)
-        let edited = try domain.cli.run(["evict", "d:/edited.txt"])
+        let edited = try await domain.cli.run(["evict", "d:/edited.txt"])
         #expect(edited.status != 0, "\(edited.stdout) \(edited.stderr)")
         #expect(FileManager.default.contents(atPath: domain.backing + "/edited.txt") == Data("v1\nv2\n".utf8))
         try await domain.stopServe()
@@ -298,17 +302,17 @@ struct OnAccessTests {
     @Test func aServedDatalessDomainIsNotRemovedUntilServeStops() async throws {
         let temp = try TemporaryFolder()
         let store = try await StoreUnderTest(.local, temp: temp)
-        let domain = try ServedDomain(
+        let domain = try await ServedDomain(
             temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: ["a.txt": Data("a".utf8)])
         try await domain.startServe()
-        let refused = try domain.cli.run(["domain", "remove", "d"])
+        let refused = try await domain.cli.run(["domain", "remove", "d"])
         #expect(refused.status == 1, "\(refused.stdout) \(refused.stderr)")
         #expect(refused.stderr.contains("is served by process"), "\(refused.stderr)")
         #expect(refused.stderr.contains("stop that serve first"), "\(refused.stderr)")
         #expect(isMountPoint(domain.replica))
         #expect(FileManager.default.fileExists(atPath: domain.backing + "/a.txt"))
         try await domain.stopServe()
-        let removed = try domain.cli.run(["domain", "remove", "d"])
+        let removed = try await domain.cli.run(["domain", "remove", "d"])
         #expect(removed.status == 0, "\(removed.stderr)")
         #expect(!FileManager.default.fileExists(atPath: domain.backing))
         await store.stop()
@@ -318,7 +322,7 @@ struct OnAccessTests {
         let temp = try TemporaryFolder()
         let store = try await StoreUnderTest(.local, temp: temp)
         let contents = patterned(100_000, seed: 8)
-        let domain = try ServedDomain(
+        let domain = try await ServedDomain(
             temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options,
             files: ["a/report.bin": contents, "b/keep.txt": Data("k".utf8)])
         try await domain.startServe()

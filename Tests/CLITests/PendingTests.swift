@@ -13,10 +13,10 @@ import Testing
         try temp.write("store/log.txt", Data("line1\n".utf8))
         let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
         #expect(
-            try await cli.call(["domain", "add", "p", "--backend", "local", "--root", temp.url.appendingPathComponent("store").path]).status
+            try await cli.run(["domain", "add", "p", "--backend", "local", "--root", temp.url.appendingPathComponent("store").path]).status
                 == 0)
-        #expect(try await cli.call(["sync", "p"]).status == 0)
-        #expect(try await cli.call(["materialize", "p:/edit.txt", "p:/move.txt"]).status == 0)
+        #expect(try await cli.run(["sync", "p"]).status == 0)
+        #expect(try await cli.run(["materialize", "p:/edit.txt", "p:/move.txt"]).status == 0)
         let replica = cli.home.appendingPathComponent("domains/p")
         try Data("edited".utf8).write(to: replica.appendingPathComponent("edit.txt"))
         try Data("new".utf8).write(to: replica.appendingPathComponent("new.txt"))
@@ -24,10 +24,10 @@ import Testing
         try FileManager.default.removeItem(at: replica.appendingPathComponent("gone.txt.placeholder"))
         try Data("line2\n".utf8).write(to: replica.appendingPathComponent("log.txt"))
 
-        let text = try await cli.call(["pending", "p"])
+        let text = try await cli.run(["pending", "p"])
         #expect(text.status == 0, "\(text.stderr)")
         #expect(!text.stdout.contains("nothing pending"))
-        let json = try await cli.call(["pending", "--json"])
+        let json = try await cli.run(["pending", "--json"])
         let decoded = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
         let rows = decoded?["pending"] as? [[String: Any]] ?? []
         let kinds = Dictionary(
@@ -43,8 +43,8 @@ import Testing
         // Nothing was sent or changed by asking.
         #expect(try String(contentsOf: temp.url.appendingPathComponent("store/edit.txt"), encoding: .utf8) == "one")
         #expect(FileManager.default.fileExists(atPath: temp.url.appendingPathComponent("store/gone.txt").path))
-        #expect(try await cli.call(["sync", "p"]).status == 0)
-        #expect(try await cli.call(["pending", "p"]).stdout == "nothing pending\n")
+        #expect(try await cli.run(["sync", "p"]).status == 0)
+        #expect(try await cli.run(["pending", "p"]).stdout == "nothing pending\n")
     }
 
     @Test func pendingOfAMissingReplicaSaysSoAndListsNoDeletions() async throws {
@@ -52,15 +52,15 @@ import Testing
         try temp.write("store/a.txt", Data("a".utf8))
         let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
         #expect(
-            try await cli.call(["domain", "add", "p", "--backend", "local", "--root", temp.url.appendingPathComponent("store").path]).status
+            try await cli.run(["domain", "add", "p", "--backend", "local", "--root", temp.url.appendingPathComponent("store").path]).status
                 == 0)
-        #expect(try await cli.call(["sync", "p"]).status == 0)
+        #expect(try await cli.run(["sync", "p"]).status == 0)
         try FileManager.default.removeItem(at: cli.home.appendingPathComponent("domains/p"))
-        let result = try await cli.call(["pending", "p"])
+        let result = try await cli.run(["pending", "p"])
         #expect(result.status == 1)
         #expect(result.stderr.contains("is missing"), "\(result.stderr)")
         #expect(!result.stdout.contains("deleted"))
-        let sync = try await cli.call(["sync", "p"])
+        let sync = try await cli.run(["sync", "p"])
         #expect(sync.status == 1)
         #expect(FileManager.default.fileExists(atPath: temp.url.appendingPathComponent("store/a.txt").path), "nothing deleted in the store")
     }

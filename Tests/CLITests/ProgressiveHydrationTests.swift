@@ -32,7 +32,7 @@ struct ProgressiveHydrationTests {
         let temp = try TemporaryFolder()
         let store = try await OnAccessTests.StoreUnderTest(kind, temp: temp)
         try await randomFile(store.folder + "/" + file, bytes: bytes)
-        let domain = try ServedDomain(
+        let domain = try await ServedDomain(
             temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: [:],
             addArguments: ["--hydration", "progressive"])
         return (store, domain)
@@ -75,7 +75,9 @@ struct ProgressiveHydrationTests {
         #expect(fetched >= Self.mebibyte && fetched <= 16 * Self.mebibyte, "fetched \(fetched) bytes")
         #expect(Self.allocated(domain.backing + "/big.bin") <= 16 * Self.mebibyte + 4096)
         // The same bytes again: nothing more is fetched.
-        let again = try await runProgram(["dd", "if=\(domain.replica)/big.bin", "bs=4096", "skip=\(offset / 4096)", "count=16", "status=none"])
+        let again = try await runProgram([
+            "dd", "if=\(domain.replica)/big.bin", "bs=4096", "skip=\(offset / 4096)", "count=16", "status=none",
+        ])
         #expect(again.succeeded)
         #expect(Self.fetchedBytes(domain.logs, path: "big.bin") == fetched)
         try await domain.stopServe()
@@ -102,7 +104,7 @@ struct ProgressiveHydrationTests {
         #expect(ours.output.prefix(64) == theirs.output.prefix(64))
         // Every byte present: an ordinary downloaded file, each byte fetched once.
         let whole = await waitUntil(timeout: 30) {
-            ((try? await domain.cli.call(["ls", "--json", "d:/"]))?.stdout.contains("\"materialized\"")) == true
+            ((try? await domain.cli.run(["ls", "--json", "d:/"]))?.stdout.contains("\"materialized\"")) == true
         }
         #expect(whole, "\(domain.logs.suffix(2000))")
         #expect(Self.fetchedBytes(domain.logs, path: "data.bin") == size)
@@ -139,7 +141,8 @@ struct ProgressiveHydrationTests {
             let metadata = try MetadataStore(url: domain.cli.home.appendingPathComponent("metadata.sqlite"))
             let domainID = try #require(try metadata.domain(named: "d")?.id)
             let record = try #require(try metadata.item(domainID: domainID, path: "big.bin"))
-            let ranges = try metadata.presentRanges(domainID: domainID, identifier: record.identifier, contentVersion: record.contentVersion)
+            let ranges = try metadata.presentRanges(
+                domainID: domainID, identifier: record.identifier, contentVersion: record.contentVersion)
             if !ranges.isEmpty { recordedRounds += 1 }
             let backing = try Data(contentsOf: URL(fileURLWithPath: domain.backing + "/big.bin"))
             if record.state == .placeholder {
@@ -172,26 +175,26 @@ struct ProgressiveHydrationTests {
             let before = Self.fetchedBytes(domain.logs, path: "part.bin")
             // Fetched ranges are recorded once flushed (within about a second): then they count.
             let recorded = await waitUntil(timeout: 30) {
-                ((try? await domain.cli.call(["ls", "--json", "d:/part.bin"]))?.stdout.contains("\"presentBytes\"")) == true
+                ((try? await domain.cli.run(["ls", "--json", "d:/part.bin"]))?.stdout.contains("\"presentBytes\"")) == true
             }
             #expect(recorded)
             // Evicted while serve knows its ranges: the blocks go, and the next read fetches.
             if round == 0 {
                 // Asked for by name.
-                let evicted = try domain.cli.run(["evict", "d:/part.bin"])
+                let evicted = try await domain.cli.run(["evict", "d:/part.bin"])
                 #expect(evicted.status == 0, "\(evicted.stderr)")
             } else {
-                let set = try domain.cli.run(["domain", "set", "d", "--cache-budget", "0"])
+                let set = try await domain.cli.run(["domain", "set", "d", "--cache-budget", "0"])
                 #expect(set.status == 0, "\(set.stderr)")
                 // This pass or serve's own (it runs every few seconds) takes it.
-                let pass = try domain.cli.run(["evict", "--to-budget", "d"])
+                let pass = try await domain.cli.run(["evict", "--to-budget", "d"])
                 #expect(pass.status == 0, "\(pass.stderr)")
             }
             #expect(Self.allocated(domain.backing + "/part.bin") <= 8192)
             let again = try await runProgram(["dd", "if=\(file)", "bs=1M", "skip=5", "count=1", "status=none"])
             #expect(again.succeeded && again.output == want, "round \(round): read after eviction: \(again)")
             #expect(Self.fetchedBytes(domain.logs, path: "part.bin") > before)
-            _ = try domain.cli.run(["domain", "set", "d", "--cache-budget", "none"])
+            _ = try await domain.cli.run(["domain", "set", "d", "--cache-budget", "none"])
         }
         try await domain.stopServe()
         await store.stop()

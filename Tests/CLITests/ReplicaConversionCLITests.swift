@@ -15,7 +15,7 @@ import Testing
 
     /// A store folder with six files, a domain `d` over it, synced, with `a.txt` and
     /// `sub/warm.txt` downloaded, `pinned.txt` pinned and `edit.txt` downloaded and edited.
-    func prepared() throws -> (TemporaryFolder, CLIRunner, URL) {
+    func prepared() async throws -> (TemporaryFolder, CLIRunner, URL) {
         let temp = try TemporaryFolder()
         try temp.write("src/a.txt", Data("a".utf8))
         try temp.write("src/pinned.txt", Data("pinned".utf8))
@@ -25,10 +25,10 @@ import Testing
         try temp.write("src/sub/warm.txt", Data("warm".utf8))
         let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
         let src = temp.url.appendingPathComponent("src").path
-        #expect(try cli.run(["domain", "add", "d", "--backend", "local", "--root", src]).status == 0)
-        #expect(try cli.run(["sync", "d"]).status == 0)
-        #expect(try cli.run(["materialize", "d:/a.txt", "d:/edit.txt", "d:/sub/warm.txt"]).status == 0)
-        #expect(try cli.run(["pin", "d:/pinned.txt"]).status == 0)
+        #expect(try await cli.run(["domain", "add", "d", "--backend", "local", "--root", src]).status == 0)
+        #expect(try await cli.run(["sync", "d"]).status == 0)
+        #expect(try await cli.run(["materialize", "d:/a.txt", "d:/edit.txt", "d:/sub/warm.txt"]).status == 0)
+        #expect(try await cli.run(["pin", "d:/pinned.txt"]).status == 0)
         let replica = cli.home.appendingPathComponent("domains/d")
         try Self.edited.write(to: replica.appendingPathComponent("edit.txt"))
         return (temp, cli, replica)
@@ -60,13 +60,13 @@ import Testing
         return stat(url.path, &info) == 0 && info.st_size == size && info.st_blocks <= 8
     }
 
-    @Test func convertingBothWaysAndBackKeepsEveryByteAndSyncSendsExactlyTheEdit() throws {
-        let (temp, cli, replica) = try prepared()
+    @Test func convertingBothWaysAndBackKeepsEveryByteAndSyncSendsExactlyTheEdit() async throws {
+        let (temp, cli, replica) = try await prepared()
         let backing = cli.home.appendingPathComponent("replicas/d")
         let before = contents(replica)
         #expect(before["cold.txt.placeholder"] != nil && before["cold.txt"] == nil)
 
-        let converted = try cli.run(["domain", "convert", "d", "--mode", "dataless"])
+        let converted = try await cli.run(["domain", "convert", "d", "--mode", "dataless"])
         #expect(converted.status == 0, "\(converted.stderr)")
         #expect(
             converted.stdout
@@ -78,30 +78,30 @@ import Testing
         for path in ["a.txt", "pinned.txt", "edit.txt", "sub/warm.txt"] {
             #expect(try Data(contentsOf: backing.appendingPathComponent(path)) == before[path], "\(path)")
         }
-        let status = try cli.run(["status", "d"]).stdout
+        let status = try await cli.run(["status", "d"]).stdout
         #expect(status.hasPrefix("d (local, dataless): "), "\(status)")
-        let shown = try #require(try cli.json(["domain", "show", "d"]) as? [String: Any])
+        let shown = try #require(try await cli.json(["domain", "show", "d"]) as? [String: Any])
         #expect(shown["mode"] as? String == "dataless")
-        let listed = try #require(try cli.json(["ls", "d:/"]) as? [[String: Any]])
+        let listed = try #require(try await cli.json(["ls", "d:/"]) as? [[String: Any]])
         let states = Dictionary(
             uniqueKeysWithValues: listed.compactMap { row in (row["path"] as? String).map { ($0, row["state"] as? String) } })
         #expect(states["/cold.txt"] == "placeholder" && states["/a.txt"] == "materialized", "\(listed)")
         // The same command again: nothing to do.
-        let again = try cli.run(["domain", "convert", "d", "--mode", "dataless"])
+        let again = try await cli.run(["domain", "convert", "d", "--mode", "dataless"])
         #expect(again.stdout == "domain 'd' is in dataless mode already; nothing was changed\n")
 
         // Back, with --json.
-        let back = try #require(try cli.json(["domain", "convert", "d", "--mode", "placeholder-files"]) as? [String: Any])
+        let back = try #require(try await cli.json(["domain", "convert", "d", "--mode", "placeholder-files"]) as? [String: Any])
         #expect(back["from"] as? String == "dataless" && back["to"] as? String == "placeholder-files")
         #expect(back["convertedPlaceholders"] as? Int == 2 && back["movedEntries"] as? Int == 5)
         #expect(back["source"] as? String == backing.path && back["destination"] as? String == replica.path)
         #expect(contents(replica) == before)
         #expect(!FileManager.default.fileExists(atPath: backing.path))
-        #expect(try cli.run(["status", "d"]).stdout.hasPrefix("d (local, placeholder-files): "))
+        #expect(try await cli.run(["status", "d"]).stdout.hasPrefix("d (local, placeholder-files): "))
 
         // And to dataless again; a sync sends the edit and nothing else, with no conflict.
-        #expect(try cli.run(["domain", "convert", "d", "--mode", "dataless"]).status == 0)
-        let sync = try cli.run(["sync", "d"])
+        #expect(try await cli.run(["domain", "convert", "d", "--mode", "dataless"]).status == 0)
+        let sync = try await cli.run(["sync", "d"])
         #expect(sync.status == 0, "\(sync.stderr)")
         #expect(sync.stdout.hasPrefix("d: 1 local changes sent, 0 conflicts;"), "\(sync.stdout)")
         let store = temp.url.appendingPathComponent("src")
@@ -111,21 +111,21 @@ import Testing
         #expect(isSparse(backing.appendingPathComponent("cold.txt"), size: 9000))
     }
 
-    @Test func aServedDomainIsNotConvertedAndHelpExplainsTheCommand() throws {
-        let (temp, cli, replica) = try prepared()
+    @Test func aServedDomainIsNotConvertedAndHelpExplainsTheCommand() async throws {
+        let (temp, cli, replica) = try await prepared()
         _ = temp
         let before = contents(replica)
         // Hold the serve lock as a running `serve` does.
         let lockPath = cli.home.appendingPathComponent("locks/d.lock").path
         let fd = open(lockPath, O_RDWR | O_CREAT, 0o600)
         #expect(fd >= 0 && flock(fd, LOCK_EX) == 0)
-        let refused = try cli.run(["domain", "convert", "d", "--mode", "dataless"])
+        let refused = try await cli.run(["domain", "convert", "d", "--mode", "dataless"])
         close(fd)
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("stop 'fileproviderctl serve' first"), "\(refused.stderr)")
         #expect(contents(replica) == before)
 
-        let help = try cli.run(["domain", "convert", "--help"], withHome: false)
+        let help = try await cli.run(["domain", "convert", "--help"], withHome: false)
         let text = help.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
         #expect(text.contains("--mode <mode>"))
         #expect(text.contains("Interrupted (even by kill -9), the same command finishes it"), "\(text)")
@@ -139,9 +139,9 @@ import Testing
         for index in 0..<1500 { try temp.write("src/f\(index / 100)/file\(index).txt", Data("file \(index)".utf8)) }
         let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
         let src = temp.url.appendingPathComponent("src")
-        #expect(try await cli.call(["domain", "add", "d", "--backend", "local", "--root", src.path]).status == 0)
-        #expect(try await cli.call(["sync", "d", "--populate-limit", "100000"]).status == 0)
-        #expect(try await cli.call(["materialize", "d:/f0/file1.txt", "d:/f3/file300.txt"]).status == 0)
+        #expect(try await cli.run(["domain", "add", "d", "--backend", "local", "--root", src.path]).status == 0)
+        #expect(try await cli.run(["sync", "d", "--populate-limit", "100000"]).status == 0)
+        #expect(try await cli.run(["materialize", "d:/f0/file1.txt", "d:/f3/file300.txt"]).status == 0)
         let replica = cli.home.appendingPathComponent("domains/d")
         let backing = cli.home.appendingPathComponent("replicas/d")
         let before = contents(replica)
@@ -177,30 +177,30 @@ import Testing
         let differing = Set(before.keys).union(after.keys).filter { before[$0] != after[$0] }.sorted()
         #expect(differing.isEmpty, "\(differing.prefix(10))")
         #expect(!FileManager.default.fileExists(atPath: backing.path))
-        let sync = try await cli.call(["sync", "d"])
+        let sync = try await cli.run(["sync", "d"])
         #expect(sync.stdout.hasPrefix("d: 0 local changes sent, 0 conflicts;"), "\(sync.stdout) \(sync.stderr)")
         #expect(contents(src).count == 1515)
     }
 
     /// A kill in the middle leaves the marker: a check that other commands refuse the domain
     /// then, made on a conversion stopped by hand (the marker written as a killed run leaves it).
-    @Test func otherCommandsRefuseADomainWhoseConversionDidNotFinish() throws {
-        let (temp, cli, replica) = try prepared()
+    @Test func otherCommandsRefuseADomainWhoseConversionDidNotFinish() async throws {
+        let (temp, cli, replica) = try await prepared()
         _ = temp
         let marker = cli.home.appendingPathComponent("conversions/d")
         try FileManager.default.createDirectory(at: marker.deletingLastPathComponent(), withIntermediateDirectories: true)
         try Data("dataless\n".utf8).write(to: marker)
         let finish = "finish it with 'fileproviderctl domain convert d --mode dataless'"
         for command in [["sync", "d"], ["materialize", "d:/cold.txt"], ["domain", "remove", "d"]] {
-            let refused = try cli.run(command)
+            let refused = try await cli.run(command)
             #expect(refused.status == 1, "\(command)")
             #expect(refused.stderr.contains(finish), "\(command): \(refused.stderr)")
         }
         #expect(FileManager.default.fileExists(atPath: replica.appendingPathComponent("cold.txt.placeholder").path))
-        let finished = try cli.run(["domain", "convert", "d", "--mode", "dataless"])
+        let finished = try await cli.run(["domain", "convert", "d", "--mode", "dataless"])
         #expect(finished.status == 0, "\(finished.stderr)")
         #expect(finished.stdout.hasPrefix("converted domain 'd' to dataless (finishing an interrupted conversion): "), "\(finished.stdout)")
         #expect(!FileManager.default.fileExists(atPath: marker.path))
-        #expect(try cli.run(["sync", "d"]).status == 0)
+        #expect(try await cli.run(["sync", "d"]).status == 0)
     }
 }

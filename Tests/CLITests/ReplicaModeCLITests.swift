@@ -12,43 +12,43 @@ import Testing
         return (temp, CLIRunner(home: temp.url.appendingPathComponent("home")), temp.url.appendingPathComponent("src").path)
     }
 
-    @Test func theDefaultModeIsPlaceholderFilesAndAnUnknownModeIsAUsageError() throws {
+    @Test func theDefaultModeIsPlaceholderFilesAndAnUnknownModeIsAUsageError() async throws {
         let (temp, cli, src) = try prepared()
         _ = temp
-        #expect(try cli.run(["domain", "add", "p", "--backend", "local", "--root", src]).status == 0)
-        let shown = try #require(try cli.json(["domain", "show", "p"]) as? [String: Any])
+        #expect(try await cli.run(["domain", "add", "p", "--backend", "local", "--root", src]).status == 0)
+        let shown = try #require(try await cli.json(["domain", "show", "p"]) as? [String: Any])
         #expect(shown["mode"] as? String == "placeholder-files")
         #expect(shown["backing"] == nil)
         // An unknown mode is a usage error.
-        let bogus = try cli.run(["domain", "add", "q", "--backend", "local", "--root", src, "--mode", "fuse"])
+        let bogus = try await cli.run(["domain", "add", "q", "--backend", "local", "--root", src, "--mode", "fuse"])
         #expect(bogus.status == 2)
         #expect(bogus.stderr.contains("placeholder-files"), "\(bogus.stderr)")
     }
 
-    @Test func aDatalessDomainIsAddedAndShowsItsModeAndBackingFolder() throws {
+    @Test func aDatalessDomainIsAddedAndShowsItsModeAndBackingFolder() async throws {
         let (temp, cli, src) = try prepared()
         _ = temp
         let home = cli.home.path
-        let added = try cli.run(
+        let added = try await cli.run(
             ["domain", "add", "d", "--backend", "local", "--root", src, "--mode", "dataless"])
         #expect(added.status == 0, "\(added.stderr)")
         #expect(
             added.stdout
                 == "added domain 'd' (local, dataless); replica: \(home)/domains/d; files kept in: \(home)/replicas/d\nnext: fileproviderctl sync d\n"
         )
-        #expect(try cli.run(["domain", "add", "p", "--backend", "local", "--root", src]).status == 0)
+        #expect(try await cli.run(["domain", "add", "p", "--backend", "local", "--root", src]).status == 0)
         #expect(FileManager.default.fileExists(atPath: "\(home)/replicas/d"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: "\(home)/domains/d").isEmpty)
 
-        let shown = try #require(try cli.json(["domain", "show", "d"]) as? [String: Any])
+        let shown = try #require(try await cli.json(["domain", "show", "d"]) as? [String: Any])
         #expect(shown["mode"] as? String == "dataless")
         #expect(shown["replica"] as? String == "\(home)/domains/d")
         #expect(shown["backing"] as? String == "\(home)/replicas/d")
-        let text = try cli.run(["domain", "show", "d"]).stdout
+        let text = try await cli.run(["domain", "show", "d"]).stdout
         #expect(text.contains("\nreplica:      \(home)/domains/d\nmode:         dataless\nbacking:      \(home)/replicas/d\n"), "\(text)")
-        #expect(try cli.run(["domain", "show", "p"]).stdout.contains("\nmode:         placeholder-files\ncreated:"))
+        #expect(try await cli.run(["domain", "show", "p"]).stdout.contains("\nmode:         placeholder-files\ncreated:"))
 
-        let list = try cli.run(["domain", "list"]).stdout.split(separator: "\n").map {
+        let list = try await cli.run(["domain", "list"]).stdout.split(separator: "\n").map {
             $0.split(separator: "\t", omittingEmptySubsequences: false)
         }
         #expect(list.first == ["NAME", "BACKEND", "MODE", "ITEMS", "LAST SYNC", "REPLICA", "BACKING"])
@@ -56,38 +56,38 @@ import Testing
             list.dropFirst().map { [$0[0], $0[2], $0[5], $0[6]] } == [
                 ["d", "dataless", "\(home)/domains/d", "\(home)/replicas/d"], ["p", "placeholder-files", "\(home)/domains/p", "-"],
             ])
-        let listed = try #require(try cli.json(["domain", "list"]) as? [[String: Any]])
+        let listed = try #require(try await cli.json(["domain", "list"]) as? [[String: Any]])
         #expect(listed.map { $0["mode"] as? String } == ["dataless", "placeholder-files"])
 
-        let status = try cli.run(["status"]).stdout.split(separator: "\n").map(String.init)
+        let status = try await cli.run(["status"]).stdout.split(separator: "\n").map(String.init)
         #expect(status.count == 3, "\(status)")
         #expect(status[0].hasPrefix("d (local, dataless): "))
         #expect(status[1] == "  files kept in \(home)/replicas/d")
         #expect(status[2].hasPrefix("p (local, placeholder-files): "))
-        let statusJSON = try #require(try cli.json(["status"]) as? [[String: Any]])
+        let statusJSON = try #require(try await cli.json(["status"]) as? [[String: Any]])
         #expect(statusJSON.map { $0["backing"] as? String } == ["\(home)/replicas/d", nil])
 
         // A sync writes into the backing folder; the replica folder stays empty.
-        #expect(try cli.run(["sync", "d"]).status == 0)
+        #expect(try await cli.run(["sync", "d"]).status == 0)
         #expect(try FileManager.default.contentsOfDirectory(atPath: "\(home)/domains/d").isEmpty)
         #expect(try !FileManager.default.contentsOfDirectory(atPath: "\(home)/replicas/d").isEmpty)
     }
 
-    @Test func removingADatalessDomainKeepingItsFilesSaysWhereTheyAre() throws {
+    @Test func removingADatalessDomainKeepingItsFilesSaysWhereTheyAre() async throws {
         let (temp, cli, src) = try prepared()
         _ = temp
         let home = cli.home.path
         #expect(
-            try cli.run(["domain", "add", "d", "--backend", "local", "--root", src, "--mode", "dataless"])
+            try await cli.run(["domain", "add", "d", "--backend", "local", "--root", src, "--mode", "dataless"])
                 .status == 0)
-        #expect(try cli.run(["sync", "d"]).status == 0)
-        #expect(try cli.run(["materialize", "d:/a.txt"]).status == 0)
+        #expect(try await cli.run(["sync", "d"]).status == 0)
+        #expect(try await cli.run(["materialize", "d:/a.txt"]).status == 0)
         try Data("new here".utf8).write(to: URL(fileURLWithPath: "\(home)/replicas/d/new.txt"))
         // The new file in the backing folder is work the store does not have.
-        let refused = try cli.run(["domain", "remove", "d"])
+        let refused = try await cli.run(["domain", "remove", "d"])
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("/new.txt"), "\(refused.stderr)")
-        let removed = try cli.run(["domain", "remove", "d", "--keep-replica"])
+        let removed = try await cli.run(["domain", "remove", "d", "--keep-replica"])
         #expect(removed.status == 0, "\(removed.stderr)")
         #expect(removed.stdout == "removed domain 'd'; kept \(home)/replicas/d\n")
         #expect(removed.stderr.contains("what is in \(home)/replicas/d stays there"), "\(removed.stderr)")
@@ -96,10 +96,10 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: "\(home)/domains/d"))
     }
 
-    @Test func helpExplainsBothModes() throws {
+    @Test func helpExplainsBothModes() async throws {
         let (temp, cli, _) = try prepared()
         _ = temp
-        let help = try cli.run(["domain", "add", "--help"], withHome: false)
+        let help = try await cli.run(["domain", "add", "--help"], withHome: false)
         #expect(help.status == 0)
         let text = help.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
         #expect(text.contains("--mode <mode>"))

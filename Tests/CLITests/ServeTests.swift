@@ -48,20 +48,6 @@ func waitUntil(timeout: Double = 10, _ condition: () async throws -> Bool) async
     try await eventually(timeout: timeout, every: 0.025, condition)
 }
 
-extension CLIRunner {
-    /// ``run(_:withHome:)`` off the cooperative pool.
-    func call(_ arguments: [String]) async throws -> Result {
-        try await offThePool { [self] in try run(arguments) }
-    }
-
-    /// ``json(_:)`` off the cooperative pool.
-    func jsonCall(_ arguments: [String]) async throws -> Any {
-        let result = try await call(arguments + ["--json"])
-        guard result.status == 0 else { throw CLIError(result: result) }
-        return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8))
-    }
-}
-
 /// `serve`, `signal` and `why` through the real binary.
 @Suite struct ServeTests {
     @Test func serveUploadsLocalFilesPollsOnSignalAndStopsCleanly() async throws {
@@ -69,13 +55,14 @@ extension CLIRunner {
         let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
         try temp.write("src/a.txt", Data("hello".utf8))
         let src = temp.url.appendingPathComponent("src")
-        #expect(try await cli.call(["domain", "add", "d", "--backend", "local", "--root", src.path]).status == 0)
+        #expect(try await cli.run(["domain", "add", "d", "--backend", "local", "--root", src.path]).status == 0)
         let replica = cli.home.appendingPathComponent("domains/d")
 
-        let serve = try ServeProcess(cli, ["d", "--poll-interval", "3600", "--settle", "0.2"], log: temp.url.appendingPathComponent("serve.log"))
+        let serve = try ServeProcess(
+            cli, ["d", "--poll-interval", "3600", "--settle", "0.2"], log: temp.url.appendingPathComponent("serve.log"))
         // status works while serve runs (same database, WAL); the first sync is recorded.
         let synced = try await waitUntil {
-            let domains = try await cli.jsonCall(["status"]) as? [[String: Any]]
+            let domains = try await cli.json(["status"]) as? [[String: Any]]
             return domains?.first?["lastSyncAt"] != nil
         }
         #expect(synced, "\(serve.output)")
@@ -88,15 +75,19 @@ extension CLIRunner {
         // So does a new folder with a file in it.
         try FileManager.default.createDirectory(at: replica.appendingPathComponent("folder"), withIntermediateDirectories: true)
         try Data("inside".utf8).write(to: replica.appendingPathComponent("folder/inside.txt"))
-        #expect(await waitUntil { (try? Data(contentsOf: src.appendingPathComponent("folder/inside.txt"))) == Data("inside".utf8) }, "\(serve.output)")
+        #expect(
+            await waitUntil { (try? Data(contentsOf: src.appendingPathComponent("folder/inside.txt"))) == Data("inside".utf8) },
+            "\(serve.output)")
 
         // A change in the store comes down after 'signal'.
         try temp.write("src/b.txt", Data("remote".utf8))
         try temp.write("src/a.txt", Data("hello, changed".utf8))
-        let signalled = try await cli.call(["signal", "d"])
+        let signalled = try await cli.run(["signal", "d"])
         #expect(signalled.status == 0, "\(signalled.stderr)")
         #expect(signalled.stdout.contains("signalled serve (process \(serve.process.processIdentifier))"))
-        #expect(await waitUntil { FileManager.default.fileExists(atPath: replica.appendingPathComponent("b.txt.placeholder").path) }, "\(serve.output)")
+        #expect(
+            await waitUntil { FileManager.default.fileExists(atPath: replica.appendingPathComponent("b.txt.placeholder").path) },
+            "\(serve.output)")
         let changed = await waitUntil {
             guard let data = try? Data(contentsOf: replica.appendingPathComponent("a.txt.placeholder")),
                 let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
@@ -106,19 +97,20 @@ extension CLIRunner {
         #expect(changed, "\(serve.output)")
 
         // Other commands keep working against the same database.
-        let items = try #require(try await cli.jsonCall(["ls", "d:/"]) as? [[String: Any]])
-        let states = Dictionary(uniqueKeysWithValues: items.compactMap { item in (item["path"] as? String).map { ($0, item["state"] as? String ?? "") } })
+        let items = try #require(try await cli.json(["ls", "d:/"]) as? [[String: Any]])
+        let states = Dictionary(
+            uniqueKeysWithValues: items.compactMap { item in (item["path"] as? String).map { ($0, item["state"] as? String ?? "") } })
         #expect(states["/new.txt"] == "materialized")
         #expect(states["/b.txt"] == "placeholder")
-        let status = try await cli.call(["status", "d"])
+        let status = try await cli.run(["status", "d"])
         #expect(status.status == 0 && status.stdout.contains("served by process \(serve.process.processIdentifier)"))
-        #expect(try await cli.call(["materialize", "d:/b.txt"]).status == 0)
+        #expect(try await cli.run(["materialize", "d:/b.txt"]).status == 0)
         // So does a sync of the same domain: it takes turns with serve's passes.
-        let concurrent = try await cli.call(["sync", "d"])
+        let concurrent = try await cli.run(["sync", "d"])
         #expect(concurrent.status == 0, "\(concurrent.stderr)")
         #expect(try String(contentsOf: replica.appendingPathComponent("b.txt"), encoding: .utf8) == "remote")
         // A second serve of the same domain is refused.
-        let second = try await cli.call(["serve", "d"])
+        let second = try await cli.run(["serve", "d"])
         #expect(second.status == 1 && second.stderr.contains("already served by process"))
 
         // SIGTERM: exit 0, lock released, database intact.
@@ -128,7 +120,7 @@ extension CLIRunner {
         #expect(serve.output.contains("d: 1 sent"))
         let store = try MetadataStore(url: cli.home.appendingPathComponent("metadata.sqlite"))
         #expect(try store.integrityCheck() == "ok")
-        let late = try await cli.call(["signal", "d"])
+        let late = try await cli.run(["signal", "d"])
         #expect(late.status == 0 && late.stderr.contains("no serve process runs this domain"))
     }
 
@@ -136,7 +128,9 @@ extension CLIRunner {
         let temp = try TemporaryFolder()
         let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
         try temp.write("src/a.txt", Data("a".utf8))
-        #expect(try await cli.call(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path]).status == 0)
+        #expect(
+            try await cli.run(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path]).status
+                == 0)
 
         // This test process takes the domain's sync lock, as serve does for each pass.
         let lockPath = cli.home.appendingPathComponent("locks/sync/d.lock").path
@@ -164,18 +158,24 @@ extension CLIRunner {
         let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
         for index in 0..<6 { try temp.write("src/albums/a\(index % 2)/photo\(index).jpg", Data("photo \(index)".utf8)) }
         try temp.write("src/albums/cover.jpg", Data("cover".utf8))
-        #expect(try await cli.call(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path]).status == 0)
-        #expect(try await cli.call(["sync", "d", "--populate-limit", "0"]).status == 0)
+        #expect(
+            try await cli.run(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path]).status
+                == 0)
+        #expect(try await cli.run(["sync", "d", "--populate-limit", "0"]).status == 0)
         let replica = cli.home.appendingPathComponent("domains/d")
         let serve = try ServeProcess(cli, ["d", "--poll-interval", "3600"], log: temp.url.appendingPathComponent("serve.log"))
         #expect(await waitUntil { serve.output.contains("serving d") }, "\(serve.output)")
 
         // Listing the dataless folder (opendir in this process) waits until serve wrote its items.
-        let albums = try await offThePool { try FileManager.default.contentsOfDirectory(atPath: replica.appendingPathComponent("albums").path) }
+        let albums = try await offThePool {
+            try FileManager.default.contentsOfDirectory(atPath: replica.appendingPathComponent("albums").path)
+        }
         #expect(albums.sorted() == ["a0", "a1", "cover.jpg.placeholder"], "\(serve.output)")
-        let a1 = try await offThePool { try FileManager.default.contentsOfDirectory(atPath: replica.appendingPathComponent("albums/a1").path) }
+        let a1 = try await offThePool {
+            try FileManager.default.contentsOfDirectory(atPath: replica.appendingPathComponent("albums/a1").path)
+        }
         #expect(a1.sorted() == ["photo1.jpg.placeholder", "photo3.jpg.placeholder", "photo5.jpg.placeholder"], "\(serve.output)")
-        let items = try #require(try await cli.jsonCall(["ls", "d:/albums"]) as? [[String: Any]])
+        let items = try #require(try await cli.json(["ls", "d:/albums"]) as? [[String: Any]])
         #expect(items.first { $0["path"] as? String == "/albums/a1" }?["dataless"] as? Bool == false)
         #expect(items.first { $0["path"] as? String == "/albums/a0" }?["dataless"] as? Bool == true)
         #expect(await serve.stop(SIGTERM) == 0, "\(serve.output)")
@@ -184,9 +184,9 @@ extension CLIRunner {
     @Test func serveRefusesBadOptions() async throws {
         let temp = try TemporaryFolder()
         let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
-        #expect(try await cli.call(["serve", "nope"]).status == 2)
-        #expect(try await cli.call(["serve", "--poll-interval", "0"]).status == 2)
-        let none = try await cli.call(["serve"])
+        #expect(try await cli.run(["serve", "nope"]).status == 2)
+        #expect(try await cli.run(["serve", "--poll-interval", "0"]).status == 2)
+        let none = try await cli.run(["serve"])
         #expect(none.status == 1 && none.stderr.contains("no connected domains"))
     }
 
@@ -197,53 +197,54 @@ extension CLIRunner {
         try temp.write("src/docs/b.txt", Data("base".utf8))
         try temp.write("src/p/pinned.txt", Data("keep".utf8))
         let src = temp.url.appendingPathComponent("src")
-        _ = try await cli.call(["domain", "add", "d", "--backend", "local", "--root", src.path])
-        _ = try await cli.call(["sync", "d"])
+        _ = try await cli.run(["domain", "add", "d", "--backend", "local", "--root", src.path])
+        _ = try await cli.run(["sync", "d"])
         let replica = cli.home.appendingPathComponent("domains/d")
 
         // Pinned through its folder.
-        #expect(try await cli.call(["pin", "d:/p"]).status == 0)
-        let pinned = try #require(try await cli.jsonCall(["why", "d:/p/pinned.txt"]) as? [String: Any])
+        #expect(try await cli.run(["pin", "d:/p"]).status == 0)
+        let pinned = try #require(try await cli.json(["why", "d:/p/pinned.txt"]) as? [String: Any])
         #expect(pinned["pinned"] as? Bool == true && pinned["pinnedBy"] as? String == "/p" && pinned["state"] as? String == "materialized")
-        let pinnedText = try await cli.call(["why", replica.appendingPathComponent("p/pinned.txt").path])
+        let pinnedText = try await cli.run(["why", replica.appendingPathComponent("p/pinned.txt").path])
         #expect(pinnedText.status == 0)
         #expect(pinnedText.stdout.hasPrefix("d:/p/pinned.txt\n"))
         #expect(pinnedText.stdout.contains("  - eager through d:/p: pinned: kept downloaded"))
 
         // Pending: edited locally, and a new local file, neither uploaded yet.
-        #expect(try await cli.call(["materialize", "d:/docs/a.txt"]).status == 0)
+        #expect(try await cli.run(["materialize", "d:/docs/a.txt"]).status == 0)
         try Data("one, edited".utf8).write(to: replica.appendingPathComponent("docs/a.txt"))
         try Data("new".utf8).write(to: replica.appendingPathComponent("docs/new.txt"))
-        let edited = try #require(try await cli.jsonCall(["why", "d:/docs/a.txt"]) as? [String: Any])
+        let edited = try #require(try await cli.json(["why", "d:/docs/a.txt"]) as? [String: Any])
         #expect(edited["localChange"] as? String == "edited" && edited["known"] as? Bool == true)
-        #expect(try await cli.call(["why", "d:/docs/a.txt"]).stdout.contains("changed locally since it was downloaded; not uploaded yet"))
-        let created = try #require(try await cli.jsonCall(["why", "d:/docs/new.txt"]) as? [String: Any])
-        #expect(created["localChange"] as? String == "created" && created["known"] as? Bool == false && created["state"] as? String == "local")
+        #expect(try await cli.run(["why", "d:/docs/a.txt"]).stdout.contains("changed locally since it was downloaded; not uploaded yet"))
+        let created = try #require(try await cli.json(["why", "d:/docs/new.txt"]) as? [String: Any])
+        #expect(
+            created["localChange"] as? String == "created" && created["known"] as? Bool == false && created["state"] as? String == "local")
         let swap = replica.appendingPathComponent("docs/.a.txt.swp")
         try Data("x".utf8).write(to: swap)
-        let ignored = try #require(try await cli.jsonCall(["why", swap.path]) as? [String: Any])
+        let ignored = try #require(try await cli.json(["why", swap.path]) as? [String: Any])
         #expect(ignored["localChange"] as? String == "ignored")
-        #expect(try await cli.call(["sync", "d"]).status == 0)
-        let clean = try #require(try await cli.jsonCall(["why", "d:/docs/a.txt"]) as? [String: Any])
+        #expect(try await cli.run(["sync", "d"]).status == 0)
+        let clean = try #require(try await cli.json(["why", "d:/docs/a.txt"]) as? [String: Any])
         #expect(clean["localChange"] == nil && (clean["operations"] as? [Any])?.isEmpty == true)
 
         // Conflicted: edited on both sides.
-        #expect(try await cli.call(["materialize", "d:/docs/b.txt"]).status == 0)
+        #expect(try await cli.run(["materialize", "d:/docs/b.txt"]).status == 0)
         try Data("local edit".utf8).write(to: replica.appendingPathComponent("docs/b.txt"))
         try temp.write("src/docs/b.txt", Data("remote edit, longer".utf8))
-        #expect(try await cli.call(["sync", "d"]).status == 0)
-        let conflicted = try #require(try await cli.jsonCall(["why", "d:/docs/b.txt"]) as? [String: Any])
+        #expect(try await cli.run(["sync", "d"]).status == 0)
+        let conflicted = try #require(try await cli.json(["why", "d:/docs/b.txt"]) as? [String: Any])
         let conflicts = try #require(conflicted["conflicts"] as? [[String: Any]])
         #expect(conflicts.first?["kind"] as? String == "bothEdited")
         let kept = try #require(conflicts.first?["keptPath"] as? String)
         #expect(kept.hasPrefix("/docs/b (conflicted copy "))
-        let conflictText = try await cli.call(["why", "d:/docs/b.txt"])
+        let conflictText = try await cli.run(["why", "d:/docs/b.txt"])
         #expect(conflictText.stdout.contains("conflict (bothEdited)"))
         #expect(conflictText.stdout.contains("the other version is d:\(kept)"))
-        let copy = try #require(try await cli.jsonCall(["why", "d:" + kept]) as? [String: Any])
+        let copy = try #require(try await cli.json(["why", "d:" + kept]) as? [String: Any])
         #expect((copy["conflicts"] as? [[String: Any]])?.count == 1)
 
-        let missing = try await cli.call(["why", "d:/nothing"])
+        let missing = try await cli.run(["why", "d:/nothing"])
         #expect(missing.status == 1 && missing.stderr.contains("no item at d:/nothing"))
     }
 }

@@ -36,9 +36,9 @@ import Testing
         let home = temp.url.appendingPathComponent("home")
         let cli = CLIRunner(home: home)
         try temp.write("src/a.txt", Data("a".utf8))
-        let added = try await cli.call(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path])
+        let added = try await cli.run(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path])
         #expect(added.status == 0, "\(added.stderr)")
-        #expect(try await cli.call(["sync", "d"]).status == 0)
+        #expect(try await cli.run(["sync", "d"]).status == 0)
 
         // The -wal and -shm files exist while the database is open (here, in this process).
         let database = try MetadataStore(url: home.appendingPathComponent("metadata.sqlite"))
@@ -59,9 +59,9 @@ import Testing
         let cli = CLIRunner(home: home)
         try temp.write("src/a.txt", Data("a".utf8))
         #expect(
-            try await cli.call(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path]).status
+            try await cli.run(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path]).status
                 == 0)
-        #expect(try await cli.call(["sync", "d"]).status == 0)
+        #expect(try await cli.run(["sync", "d"]).status == 0)
         let database = try MetadataStore(url: home.appendingPathComponent("metadata.sqlite"))
         #expect(try database.domain(named: "d") != nil)
         // As an older version left them: readable to everyone.
@@ -69,12 +69,12 @@ import Testing
             let url = relative == "." ? home : home.appendingPathComponent(relative)
             #expect(chmod(url.path, mode == 0o700 ? 0o755 : 0o644) == 0, "\(relative)")
         }
-        let listed = try await cli.call(["domain", "list"])
+        let listed = try await cli.run(["domain", "list"])
         #expect(listed.status == 0, "\(listed.stderr)")
         #expect(privateModes(home) == expected)
         // A folder of it removed meanwhile is made again, private.
         try FileManager.default.removeItem(at: home.appendingPathComponent("signals"))
-        #expect(try await cli.call(["signal", "d"]).status == 0)
+        #expect(try await cli.run(["signal", "d"]).status == 0)
         #expect(mode(home.appendingPathComponent("signals")) == 0o700)
     }
 

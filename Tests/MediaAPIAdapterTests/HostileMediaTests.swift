@@ -19,7 +19,7 @@ struct HostileMediaTests {
 
     @Test func impossibleNumbersInAListingAreRefusedByTheAdapter() async throws {
         let server = try Self.server()
-        let backend = try await MediaBackend(url: server.url, token: nil, timeout: 5, connections: 1, retries: 1)
+        let backend = try await MediaBackend(url: server.url, token: nil, timeout: 30, connections: 1, retries: 1)
         let items = try await backend.enumerateAllItems(in: .rootContainer)
         #expect(items.map(\.filename) == Self.keptNames)
         #expect(items.allSatisfy { $0.size >= 0 })
@@ -75,7 +75,7 @@ extension HostileMediaTests {
     /// range inside the file: the right bytes or an error, and never a byte outside the range.
     @Test func rangedReadsWriteOnlyTheRangeWhateverTheServerSends() async throws {
         let server = try Self.server()
-        let backend = try await MediaBackend(url: server.url, token: nil, timeout: 5, connections: 1, retries: 1)
+        let backend = try await MediaBackend(url: server.url, token: nil, timeout: 30, connections: 1, retries: 1)
         let contents = HostileMediaAPI.rangeContents
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("hostile-ranges-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: url) }
