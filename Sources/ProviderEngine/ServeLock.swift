@@ -25,7 +25,14 @@ public final class DomainLock: Sendable {
         self.fd = fd
     }
 
-    deinit { Glibc.close(fd) }
+    deinit {
+        Self.heldHere.withLock { _ = $0.remove(path) }
+        Glibc.close(fd)
+    }
+
+    /// The lock files this process holds, so that a refusal can tell a lock of ours from a
+    /// copy of our descriptor in a child process that has not reached `exec` yet.
+    private static let heldHere = Mutex<Set<String>>([])
 
     /// The serve lock file of a domain.
     public static func path(home: URL, domain: String) -> String {
@@ -60,9 +67,18 @@ public final class DomainLock: Sendable {
         }
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         if fd < 0 { throw POSIXError.error("cannot open the lock file", path: path) }
+        // A child process this one has just started holds a copy of every descriptor, this
+        // lock's too, until its `exec` closes them: a lock file that names this process as
+        // holder while this process does not hold it is free again within moments.
+        var childCopyRetries = 100
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             if errno == EINTR { continue }
             let code = errno
+            if code == EWOULDBLOCK, childCopyRetries > 0, readPID(fd) == getpid(), !heldHere.withLock({ $0.contains(path) }) {
+                childCopyRetries -= 1
+                usleep(2000)
+                continue
+            }
             Glibc.close(fd)
             if code == EWOULDBLOCK { return nil }
             throw POSIXError.error("cannot lock", path: path, errno: code)
@@ -70,6 +86,7 @@ public final class DomainLock: Sendable {
         let text = Array("\(getpid())\n".utf8)
         _ = ftruncate(fd, 0)
         _ = text.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        heldHere.withLock { _ = $0.insert(path) }
         return DomainLock(path: path, fd: fd)
     }
 

@@ -89,4 +89,29 @@ final class EventLog: @unchecked Sendable {
             #expect(FileManager.default.fileExists(atPath: DomainLock.syncPath(home: f.home, domain: "mem")))
         }
     }
+
+    /// A child process started at that moment holds a copy of the lock's descriptor until its
+    /// `exec`: the lock file names this process, yet this process does not hold it. Taking the
+    /// lock waits that moment out instead of saying the domain is served by this very process;
+    /// a lock this process does hold is refused at once.
+    @Test func aLockHeldOnlyByACopyOfItsDescriptorIsTakenOnceTheCopyCloses() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-lock-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = DomainLock.path(home: folder, domain: "d")
+        try FileManager.default.createDirectory(
+            atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let copy = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        try #require(copy >= 0 && flock(copy, LOCK_EX) == 0)
+        let pid = Array("\(getpid())\n".utf8)
+        #expect(pid.withUnsafeBytes { pwrite(copy, $0.baseAddress, $0.count, 0) } == pid.count)
+        // The "child" reaches exec 30 ms later (a thread stands in for it).
+        Thread {
+            usleep(30_000)
+            close(copy)
+        }.start()
+        let lock = try DomainLock.acquire(home: folder, domain: "d")
+        #expect(DomainLock.holder(home: folder, domain: "d") == getpid())
+        #expect(throws: FileProviderError.self) { try DomainLock.acquire(home: folder, domain: "d") }
+        withExtendedLifetime(lock) {}
+    }
 }
