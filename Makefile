@@ -29,7 +29,7 @@ release: deps ## Release build of fileproviderctl, fileprovider-guard and media-
 
 test: deps ## Build and run all tests, then scripts/test-*.sh in order
 	$(SWIFT) build $(SWIFTPM_FLAGS) --build-tests
-	$(SWIFT) test $(SWIFTPM_FLAGS)
+	@SWIFT="$(SWIFT)" scripts/swift-test.sh $(SWIFTPM_FLAGS)
 	@set -e; for t in $$(ls scripts/test-*.sh 2>/dev/null | LC_ALL=C sort); do \
 		echo "==> $$t"; bash "$$t"; \
 	done
