@@ -92,7 +92,7 @@ public final class MetadataStore: Sendable {
     /// Runs `body` in a read transaction, turning database errors into `FileProviderError`.
     func read<T>(_ body: (Database) throws -> T) throws(FileProviderError) -> T {
         do {
-            return try pool.read(body)
+            return try Self.retryingLockProtocolErrors { try pool.read(body) }
         } catch {
             throw wrap(error)
         }
@@ -101,9 +101,30 @@ public final class MetadataStore: Sendable {
     /// Runs `body` in a write transaction, turning database errors into `FileProviderError`.
     func write<T>(_ body: (Database) throws -> T) throws(FileProviderError) -> T {
         do {
-            return try pool.write(body)
+            return try Self.retryingLockProtocolErrors { try pool.write(body) }
         } catch {
             throw wrap(error)
+        }
+    }
+
+    /// How many times a transaction is tried when SQLite answers `SQLITE_PROTOCOL`.
+    static let lockProtocolAttempts = 8
+
+    /// Runs `transaction`, again (up to ``lockProtocolAttempts`` times, a few milliseconds apart)
+    /// while it fails with `SQLITE_PROTOCOL`: in WAL mode SQLite gives up reading the shared
+    /// WAL index after many tries when other processes (`serve` and a command) keep changing
+    /// it, before the transaction did anything; the busy timeout does not cover it, and SQLite
+    /// says to try again.
+    /// - Throws: what `transaction` throws, the last `SQLITE_PROTOCOL` included.
+    static func retryingLockProtocolErrors<T>(_ transaction: () throws -> T) throws -> T {
+        var attempt = 1
+        while true {
+            do {
+                return try transaction()
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_PROTOCOL && attempt < lockProtocolAttempts {
+                usleep(useconds_t(2_000 * attempt))
+                attempt += 1
+            }
         }
     }
 
