@@ -4,6 +4,11 @@ import Foundation
 /// its wake-up when many processes run at once and then waits forever for a child that is gone.
 ///
 /// Create it before `run()`: it installs the process's `terminationHandler`.
+///
+/// Once the process has ended, the files it was given as standard output and error are closed
+/// here: Foundation never releases a `Process` that has a termination handler, so they stayed
+/// open, two descriptors per program run, and past 1,024 Foundation no longer reaped children
+/// and the test bundle hung.
 public final class ProcessExit: @unchecked Sendable {
     private let semaphore = DispatchSemaphore(value: 0)
     private let lock = NSLock()
@@ -13,11 +18,26 @@ public final class ProcessExit: @unchecked Sendable {
     /// Installs the termination handler on `process` (which must not be running yet).
     public init(_ process: Process) {
         self.process = process
-        process.terminationHandler = { [self] _ in
+        process.terminationHandler = { [self] ended in
+            Self.closeOutputFiles(of: ended)
             lock.lock()
             exited = true
             lock.unlock()
             semaphore.signal()
+        }
+    }
+
+    /// Closes this process's copies of the child's standard output and error when they are
+    /// files or devices of its own (never this process's own standard streams, nor the shared
+    /// null device).
+    private static func closeOutputFiles(of process: Process) {
+        let shared = [FileHandle.standardInput, FileHandle.standardOutput, FileHandle.standardError, FileHandle.nullDevice]
+        var closed: [ObjectIdentifier] = []
+        for case let handle as FileHandle in [process.standardOutput, process.standardError] {
+            let id = ObjectIdentifier(handle)
+            guard !closed.contains(id), !shared.contains(where: { $0 === handle }), handle.fileDescriptor > 2 else { continue }
+            closed.append(id)
+            try? handle.close()
         }
     }
 

@@ -208,7 +208,10 @@ struct DatalessBudgetTests {
         // 5 files of 256 KiB downloaded; 768 KiB: a and c go (b is open; pinned.bin is pinned).
         #expect(try await domain.cli.run(["domain", "set", "d", "--cache-budget", "768K"]).status == 0)
         func isDataless(_ name: String) -> Bool { (fileStatus(domain.backing + "/" + name)?.st_blocks ?? 9999) <= 8 }
-        #expect(await waitUntil(timeout: 30) { isDataless("a.bin") && isDataless("c.bin") }, "\(domain.logs)")
+        func uses() -> String {
+            names.map { "\($0): \(lastUse($0).map { "\($0.timeIntervalSince1970)" } ?? "none")" }.joined(separator: ", ")
+        }
+        #expect(await waitUntil(timeout: 30) { isDataless("a.bin") && isDataless("c.bin") }, "last uses \(uses()); \(domain.logs)")
         for name in ["b.bin", "d.bin", "pinned.bin"] { #expect(!isDataless(name), "\(name): \(domain.logs)") }
         #expect(domain.logs.contains("d: evicted /a.bin (256.0 KiB): over the budget of d:"), "\(domain.logs)")
         #expect(try open.readToEnd() == files["b.bin"], "the open file reads its contents")
