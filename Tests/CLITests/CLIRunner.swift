@@ -32,9 +32,14 @@ struct CLIRunner {
     func configure(_ process: Process, _ arguments: [String], withHome: Bool = true, environment extra: [String: String] = [:]) {
         process.executableURL = binary
         process.arguments = arguments + (withHome ? ["--home", home.path] : [])
+        process.environment = environment(extra)
+    }
+
+    /// This process's environment without `FILEPROVIDER_HOME`, plus `extra`.
+    func environment(_ extra: [String: String]) -> [String: String] {
         var environment = ProcessInfo.processInfo.environment
         environment.removeValue(forKey: "FILEPROVIDER_HOME")
-        process.environment = environment.merging(extra) { _, new in new }
+        return environment.merging(extra) { _, new in new }
     }
 
     /// Runs the binary with `--home` added after the subcommand words.
@@ -51,28 +56,22 @@ struct CLIRunner {
     /// (a test's async code waiting on it would hold one of the cooperative pool's threads).
     @discardableResult
     func runBlocking(_ arguments: [String], withHome: Bool = true, environment: [String: String] = [:]) throws -> Result {
-        let process = Process()
-        configure(process, arguments, withHome: withHome, environment: environment)
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-run-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let out = folder.appendingPathComponent("out")
-        let err = folder.appendingPathComponent("err")
-        for file in [out, err] { _ = FileManager.default.createFile(atPath: file.path, contents: nil) }
-        let outHandle = try FileHandle(forWritingTo: out)
-        let errHandle = try FileHandle(forWritingTo: err)
-        defer {
-            try? outHandle.close()
-            try? errHandle.close()
+        let out = folder.appendingPathComponent("out").path
+        let err = folder.appendingPathComponent("err").path
+        let ending = try ChildProcess.run(
+            binary.path, arguments + (withHome ? ["--home", home.path] : []), environment: self.environment(environment),
+            output: out, error: err)
+        let status: Int32
+        switch ending {
+        case .exited(let code): status = code
+        case .signaled(let signal): status = signal
         }
-        process.standardOutput = outHandle
-        process.standardError = errHandle
-        let exit = ProcessExit(process)
-        try process.run()
-        exit.wait()
         return Result(
-            status: process.terminationStatus, stdout: String(decoding: (try? Data(contentsOf: out)) ?? Data(), as: UTF8.self),
-            stderr: String(decoding: (try? Data(contentsOf: err)) ?? Data(), as: UTF8.self))
+            status: status, stdout: String(decoding: FileManager.default.contents(atPath: out) ?? Data(), as: UTF8.self),
+            stderr: String(decoding: FileManager.default.contents(atPath: err) ?? Data(), as: UTF8.self))
     }
 
     /// Runs and decodes standard output as JSON.

@@ -20,24 +20,21 @@ struct ProgramRun: CustomStringConvertible {
 /// cooperative pool; its output is captured whole.
 func runProgram(_ arguments: [String], timeout: Double = 60) async throws -> ProgramRun {
     try await offThePool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
-        process.arguments = ["-s", "KILL", String(Int(timeout.rounded(.up)))] + arguments
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("program-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let out = folder.appendingPathComponent("out")
-        let err = folder.appendingPathComponent("err")
-        for file in [out, err] { _ = FileManager.default.createFile(atPath: file.path, contents: nil) }
-        process.standardOutput = try FileHandle(forWritingTo: out)
-        process.standardError = try FileHandle(forWritingTo: err)
-        let exit = ProcessExit(process)
-        try process.run()
-        exit.wait()
-        let status = process.terminationReason == .uncaughtSignal ? 124 : process.terminationStatus
+        let out = folder.appendingPathComponent("out").path
+        let err = folder.appendingPathComponent("err").path
+        let ending = try ChildProcess.run(
+            "/usr/bin/timeout", ["-s", "KILL", String(Int(timeout.rounded(.up)))] + arguments, output: out, error: err)
+        let status: Int32
+        switch ending {
+        case .exited(let code): status = code
+        case .signaled: status = 124
+        }
         return ProgramRun(
-            status: status, output: (try? Data(contentsOf: out)) ?? Data(),
-            errorText: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+            status: status, output: FileManager.default.contents(atPath: out) ?? Data(),
+            errorText: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
     }
 }
 

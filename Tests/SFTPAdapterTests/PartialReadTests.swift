@@ -42,7 +42,7 @@ struct PartialReadTests {
         try contents.write(to: URL(fileURLWithPath: folder).appendingPathComponent("a.bin"))
         try contents.write(to: URL(fileURLWithPath: folder).appendingPathComponent("b.bin"))
         let backend = try TestServer.backend(
-            server, root: folder, extra: ["connections": "1"], readHandleIdleTime: 300_000_000)
+            server, root: folder, extra: ["connections": "1"], readHandleIdleTime: 3_000_000_000)
         let destination = try TestServer.scratch().appendingPathComponent("d")
         try Data(count: 300_000).write(to: destination)
 

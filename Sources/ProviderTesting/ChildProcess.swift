@@ -1,0 +1,74 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A program run to its end with `posix_spawn` and `waitpid`, its standard output and error
+/// going to files: what tests use for the many short programs they run at once.
+///
+/// Foundation's `Process` is not used for these: started from many threads at once, its exit
+/// monitor sometimes never reaps a child (a zombie stays, its termination handler is never
+/// called, and the test waits forever).
+///
+/// At most ``concurrentRuns`` programs run at once; the others wait for a turn: the tests of a
+/// bundle all start together, and hundreds of programs at once on two cores made the tests
+/// that measure time (a stall timeout, an idle handle) fail.
+public enum ChildProcess {
+    /// How many programs run at once.
+    public static let concurrentRuns = 3
+    private static let turns = DispatchSemaphore(value: concurrentRuns)
+
+    /// How a program ended.
+    public enum Ending: Sendable, Equatable {
+        /// It exited with this status.
+        case exited(Int32)
+        /// A signal ended it.
+        case signaled(Int32)
+    }
+
+    /// Runs the program at `path` (absolute; not looked up on PATH) with `arguments`, standard
+    /// input from /dev/null, standard output and error appended to the files at `output` and
+    /// `error` (created when missing), in `environment` (this process's when `nil`), and waits
+    /// for its end (and for its turn) on the calling thread: call it off Swift's cooperative pool.
+    /// - Throws: `CocoaError.executableLoad` when the program cannot be started.
+    public static func run(
+        _ path: String, _ arguments: [String], environment: [String: String]? = nil, output: String, error: String
+    ) throws -> Ending {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        if error == output {
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 2, error, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        }
+        // Nothing else of this process's descriptors (glibc's closefrom action is not imported
+        // into Swift; look it up).
+        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") {
+            typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+            _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
+        }
+        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        let variables = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
+        let envp: [UnsafeMutablePointer<CChar>?] = variables.map { strdup($0) } + [nil]
+        defer { for pointer in envp { free(pointer) } }
+        turns.wait()
+        defer { turns.signal() }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, path, &actions, nil, argv, envp)
+        guard result == 0 else {
+            throw CocoaError(
+                .executableLoad, userInfo: [NSLocalizedDescriptionKey: "cannot start \(path): \(String(cString: strerror(result)))"])
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 {
+            if errno != EINTR { return .exited(-1) }
+        }
+        let signal = status & 0x7f
+        return signal == 0 ? .exited((status >> 8) & 0xff) : .signaled(signal)
+    }
+}
