@@ -96,6 +96,15 @@ public final class Server: Sendable {
         let targets = records.map { record in
             let name = record.name
             let id = record.id ?? 0
+            // A dataless domain's programs open its files through the replica path, which the
+            // on-access handler sees (FAN_OPEN); opens in its backing folder are the engine's
+            // own (a range flushed, an eviction's lease) and would make a file look recently used.
+            let opened: @Sendable (String) -> Void
+            if record.replicaMode == .dataless {
+                opened = { _ in }
+            } else {
+                opened = { [manager] path in manager.useRecorder.used(domainID: id, path: path) }
+            }
             return ServeWatcher.Target(
                 domain: name, root: roots[name] ?? record.replicaPath,
                 ignore: IgnoreRules(extra: record.ignoreList), wakeup: wakeups[name]!,
@@ -104,7 +113,7 @@ public final class Server: Sendable {
                     if let modificationNanos { writes.finished(path, modificationNanos: modificationNanos) } else { writes.writing(path) }
                 },
                 isEngineWriting: { [onAccess] path in onAccess.withLock { $0 }?.isFilling(domain: name, path: path) ?? false },
-                opened: { [manager] path in manager.useRecorder.used(domainID: id, path: path) })
+                opened: opened)
         }
         var watcher: ServeWatcher?
         do {

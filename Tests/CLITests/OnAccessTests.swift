@@ -292,9 +292,15 @@ struct OnAccessTests {
         #expect((fileStatus(domain.backing + "/pinned.bin")?.st_blocks ?? 0) > 0)
         let edit = try await runProgram(["sh", "-c", "echo v2 >> \"$0\"", domain.replica + "/edited.txt"])
         #expect(edit.succeeded)
+        // serve sends a file closed after writing at once: refused while the edit is unsent, or
+        // evicted once the store has it; the edit is never lost.
         let edited = try await domain.cli.run(["evict", "d:/edited.txt"])
-        #expect(edited.status != 0, "\(edited.stdout) \(edited.stderr)")
-        #expect(FileManager.default.contents(atPath: domain.backing + "/edited.txt") == Data("v1\nv2\n".utf8))
+        if edited.status != 0 {
+            #expect(edited.stderr.contains("edit") || edited.stderr.contains("changes"), "\(edited.stderr)")
+            #expect(FileManager.default.contents(atPath: domain.backing + "/edited.txt") == Data("v1\nv2\n".utf8))
+        } else {
+            #expect(FileManager.default.contents(atPath: store.folder + "/edited.txt") == Data("v1\nv2\n".utf8), "\(domain.logs)")
+        }
         try await domain.stopServe()
         await store.stop()
     }
