@@ -480,10 +480,17 @@ final class Connection: @unchecked Sendable {
                 retryable: false, stored: resumeAt)
         }
 
+        transfer.stallTimeout = settings.stallTimeout
         var code = curl_easy_perform(handle)
         transfer.flush()
         let stored = transfer.storedLength
         if let failure = transfer.failure { return .failure(failure, retryable: false, stored: stored) }
+        if code == CURLE_ABORTED_BY_CALLBACK && transfer.stalled {
+            let seconds = settings.stallTimeout.formatted(.number.precision(.fractionLength(0...1)))
+            return .failure(
+                FileProviderError(.serverUnreachable, "\(request.method) \(url): no byte moved for \(seconds) s"), retryable: true,
+                stored: stored)
+        }
         // A range sink ends the transfer itself once the range is written (the server sent more).
         if code == CURLE_WRITE_ERROR && transfer.rangeIsComplete { code = CURLE_OK }
         if code != CURLE_OK {
@@ -771,6 +778,34 @@ final class Transfer {
     }
 
     var isCancelled: Bool { cancellation.isCancelled }
+
+    /// Seconds without a byte moving, either way, before the transfer is given up
+    /// (``ClientSettings/stallTimeout``). libcurl's own low-speed limit judges a speed averaged
+    /// over the last seconds, so a transfer that stalled after a burst went on for about five
+    /// seconds more than asked.
+    var stallTimeout: Double = .infinity
+    private var moved: Int64 = -1
+    private var movedAt: UInt64 = 0
+    /// The transfer was stopped because no byte moved for ``stallTimeout`` seconds.
+    private(set) var stalled = false
+
+    /// libcurl's progress callback (at least once a second): whether to stop, because the
+    /// transfer was cancelled or nothing moved for ``stallTimeout`` seconds.
+    func shouldStop(downloaded: Int64, uploaded: Int64) -> Bool {
+        if isCancelled { return true }
+        let now = DispatchTime.now().uptimeNanoseconds
+        let total = downloaded &+ uploaded
+        if total != moved {
+            moved = total
+            movedAt = now
+            return false
+        }
+        if Double(now &- movedAt) / 1e9 >= stallTimeout {
+            stalled = true
+            return true
+        }
+        return false
+    }
 }
 
 private let headerCallback: fp_curl_data_callback = { buffer, size, count, context in
@@ -792,7 +827,8 @@ private let readCallback: fp_curl_data_callback = { buffer, size, count, context
     return transfer.send(into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
 }
 
-private let progressCallback: fp_curl_xferinfo_callback = { context, _, _, _, _ in
+private let progressCallback: fp_curl_xferinfo_callback = { context, _, downloaded, _, uploaded in
     guard let context else { return 0 }
-    return Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue().isCancelled ? 1 : 0
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    return transfer.shouldStop(downloaded: Int64(downloaded), uploaded: Int64(uploaded)) ? 1 : 0
 }
