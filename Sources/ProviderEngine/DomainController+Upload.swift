@@ -31,13 +31,14 @@ extension DomainController {
         var renamed: [String: String] = [:]
         // Passes: a folder move ends a pass (see below); what is left waits for the next sync.
         for _ in 0..<8 {
-            let records = try store.allItems(domainID: domainID)
             let settleNanos = Int64(settleSeconds * 1e9)
             let finished = settleNanos > 0 ? finishedWrites.current(maximumAge: settleSeconds) : [:]
             let scanner = LocalScanner(
                 replica: replica, domain: domain.name, ignore: ignoreRules, settleNanos: settleNanos, renamedIdentifiers: renamed,
                 finishedWrites: finished)
-            let result = try await executor.run { scanner.scan(records: records) }
+            // Folder by folder against the database, on the executor (files and SQLite block).
+            let records = StoreScanRecords(store: store, domainID: domainID)
+            let result = try await executor.run { try scanner.scan(records) }
             if !result.occupiedDataless.isEmpty {
                 // Made in folders that were not populated yet: populate them, then compare.
                 for path in result.occupiedDataless { try await populateFolder(path, ancestors: true) }

@@ -75,39 +75,35 @@ extension ProviderManager {
         let replica = Replica(
             root: try replicaRoot(of: domain), staging: home.appendingPathComponent("staging/\(domainID)"), layout: domain.replicaMode)
         let scanner = LocalScanner(replica: replica, domain: domain.name, ignore: IgnoreRules(extra: domain.ignoreList), settleNanos: 0)
-        var records = try store.allItems(domainID: domainID)
         // A replica that is gone has sent nothing and would send nothing: a sync refuses it.
-        let knowsItems = records.count > 1
+        let knowsItems = try store.itemCount(domainID: domainID) > 1
         let name = domain.name
         try await executor.run { try replica.checkRoot(domain: name, knowsItems: knowsItems) }
         // Folders never populated that hold something: compared as if the database did not know
         // them, so what is in them shows as new (sync populates them first, then compares).
-        var unpopulated: [String] = []
-        var leftOut: [String: ItemRecord] = [:]
+        var records = StoreScanRecords(store: store, domainID: domainID)
         var changes: [LocalChange] = []
         for _ in 0..<4 {
             let compared = records
-            let result = try await executor.run { scanner.scan(records: compared) }
+            let result = try await executor.run { try scanner.scan(compared) }
             if result.occupiedDataless.isEmpty {
                 changes = result.changes
                 break
             }
-            unpopulated += result.occupiedDataless
-            let folders = result.occupiedDataless
-            records = records.filter { record in
-                let below = folders.contains { record.path == $0 || $0.isEmpty || record.path.hasPrefix($0 + "/") }
-                if below { leftOut[record.path] = record }
-                return !below
-            }
+            records.forgotten += result.occupiedDataless
         }
 
         var unsent: [UnsentChange] = []
         var keys: [String: Int] = [:]
         // Telling a download from a new file reads its mark: blocking.
         let found = changes
-        let (left, folders) = (leftOut, unpopulated)
+        let (store, folders) = (self.store, records.forgotten)
         let described = try await executor.run {
-            found.compactMap { Self.describe($0, leftOut: left, unpopulated: folders, replica: replica) }
+            found.compactMap { change in
+                Self.describe(change, unpopulated: folders, replica: replica) { path in
+                    try? store.item(domainID: domainID, path: path)
+                }
+            }
         }
         for (entry, key) in described {
             keys[key] = unsent.count
@@ -137,14 +133,17 @@ extension ProviderManager {
 
     /// A change of the scan as an ``UnsentChange`` with the journal key its operation would
     /// have; `nil` for what is not a change (a folder or a download in a folder never populated).
-    private static func describe(_ change: LocalChange, leftOut: [String: ItemRecord], unpopulated: [String], replica: Replica)
-        -> (UnsentChange, String)?
-    {
+    /// - Parameter known: the database's record at a path, asked for paths at or below a folder of
+    ///   `unpopulated`.
+    private static func describe(
+        _ change: LocalChange, unpopulated: [String], replica: Replica, known: (String) -> ItemRecord?
+    ) -> (UnsentChange, String)? {
         let later = "not sent to the store yet (the next sync sends it)"
         switch change {
         case .created(let path, let kind, let fingerprint):
             let holder = unpopulated.filter { $0.isEmpty || path.hasPrefix($0 + "/") }.max { $0.utf8.count < $1.utf8.count }
-            if let known = leftOut[path] {
+            let isForgotten = unpopulated.contains { $0.isEmpty || path == $0 || path.hasPrefix($0 + "/") }
+            if isForgotten, let known = known(path) {
                 // The folder itself, a folder below it, or a file a materialize downloaded
                 // before it populated the folder: the database's own items.
                 if known.kind == .folder && kind == .folder { return nil }

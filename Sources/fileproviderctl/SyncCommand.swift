@@ -92,7 +92,9 @@ struct SyncCommand: AsyncParsableCommand {
             }
         }
         await manager.close()
-        if output.json { try Output.json(SyncJSON(reports: reports, failures: failures)) }
+        if output.json {
+            try Output.json(SyncJSON(reports: reports, failures: failures, peakResidentBytes: PeakMemory.residentBytes()))
+        }
         if let interruption {
             FileHandle.standardError.write(Data("interrupted: \(interruption); run the same command again to finish\n".utf8))
             throw CommandInterrupted()
@@ -121,4 +123,7 @@ struct SyncFailure: Encodable {
 struct SyncJSON: Encodable {
     var reports: [SyncReport]
     var failures: [SyncFailure]
+    /// The process's peak resident memory while it ran (``PeakMemory``); left out where the
+    /// system does not say.
+    var peakResidentBytes: Int64?
 }

@@ -269,6 +269,31 @@ import Testing
         }
     }
 
+    /// Items moved out of a folder that is then deleted are moves, not deletions and new
+    /// uploads: the scan does not hold a missing folder's records during its walk, and reads
+    /// them again to pair them with what turned up elsewhere.
+    @Test func itemsMovedOutOfADeletedFolderAreMoves() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "old/sub/kept.txt", data: Data("kept".utf8))
+            _ = try f.memory.write(path: "old/sub/placeholder.txt", data: Data("p".utf8))
+            _ = try f.memory.write(path: "old/gone.txt", data: Data("g".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            _ = await controller.materialize(paths: ["old/sub/kept.txt"], recursive: false)
+            try FileManager.default.moveItem(at: f.url(controller, "old/sub/kept.txt"), to: f.url(controller, "kept.txt"))
+            try FileManager.default.moveItem(
+                at: f.placeholderURL(controller, "old/sub/placeholder.txt"), to: f.placeholderURL(controller, "placeholder.txt"))
+            try FileManager.default.removeItem(at: f.url(controller, "old"))
+            try await controller.sync()
+            #expect(f.memory.contents(of: "kept.txt") == Data("kept".utf8))
+            #expect(f.memory.contents(of: "placeholder.txt") == Data("p".utf8), "moving a placeholder must never delete the item")
+            #expect(f.memory.contents(of: "old/gone.txt") == nil)
+            #expect(f.memory.callCount(.createItem) == 0, "a move must not upload the contents again")
+            #expect(tree(at: controller.replica.root) == ["kept.txt", "placeholder.txt.placeholder"])
+            #expect(try await controller.sync().uploaded == 0)
+        }
+    }
+
     @Test func bothEditedKeepsBothVersions() async throws {
         try await Fixture.with { f in
             _ = try f.memory.write(path: "doc.txt", data: Data("base".utf8))

@@ -210,6 +210,30 @@ import Testing
         }
     }
 
+    /// The local scan reads one folder at a time by path: the direct children only, whatever
+    /// lies below them or sorts right around the folder's name, and never another domain's.
+    @Test func childrenByPathAreTheDirectChildrenOnly() throws {
+        try withStore { store, _ in
+            let id = try makeDomain(store)
+            try fill(store, id)
+            try store.save(record(id, "a/sub/deeper", folder: true))
+            try store.save(record(id, "a/sub/deeper/z", size: 1))
+            try store.save(record(id, "a/sub0"))
+            let other = try makeDomain(store, "other")
+            try store.save(record(other, "a/other-domain"))
+            try store.save(record(other, "c"))
+            #expect(try store.children(domainID: id, inFolderAt: "").map(\.path) == ["a", "a-b", "a.txt", "a0", "b"])
+            #expect(try store.children(domainID: id, inFolderAt: "a").map(\.path) == ["a/sub", "a/sub0", "a/x"])
+            #expect(try store.children(domainID: id, inFolderAt: "a/sub").map(\.path) == ["a/sub/deeper", "a/sub/y"])
+            #expect(try store.children(domainID: id, inFolderAt: "a-b").map(\.path) == ["a-b/z"])
+            #expect(try store.children(domainID: id, inFolderAt: "b").isEmpty)
+            #expect(try store.children(domainID: id, inFolderAt: "missing").isEmpty)
+            var below: [String] = []
+            try store.forEachDescendant(domainID: id, of: "a/sub") { below.append($0.path) }
+            #expect(below == ["a/sub/deeper", "a/sub/deeper/z", "a/sub/y"])
+        }
+    }
+
     @Test func applyDeletesThenUpserts() throws {
         try withStore { store, _ in
             let id = try makeDomain(store)

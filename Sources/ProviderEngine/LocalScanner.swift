@@ -1,0 +1,278 @@
+import Foundation
+import ProviderCore
+import ProviderStore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Compares the replica with the database, folder by folder: each folder of the replica is
+/// read beside its records (``ScanRecords/children(of:)``), compared, and let go before the
+/// next, so memory is bounded by the largest folder and by what changed (``ScanFindings``),
+/// never by the domain. The items of a dataless folder are not in the replica: their records
+/// are not read. Blocking; runs on the engine's executor.
+struct LocalScanner {
+    let replica: Replica
+    /// The domain's name: a stray placeholder is removed only when it is one of this domain's.
+    let domain: String
+    let ignore: IgnoreRules
+    /// Files changed more recently than this are left for a later scan (still being written).
+    let settleNanos: Int64
+    /// Identifiers a folder move replaced since the placeholders were written, to the new ones,
+    /// by identifier key (``PlaceholderOwner/key(_:)``).
+    let renamedKeys: [UInt64: UInt64]
+    /// Files seen finished being written (``FinishedWrites``): relative path → modification time
+    /// (ns) they had then.
+    let finishedWrites: [String: Int64]
+
+    /// - Parameter renamedIdentifiers: identifiers a folder move replaced since the
+    ///   placeholders were written, to the new ones.
+    init(
+        replica: Replica, domain: String, ignore: IgnoreRules, settleNanos: Int64, renamedIdentifiers: [String: String] = [:],
+        finishedWrites: [String: Int64] = [:]
+    ) {
+        self.replica = replica
+        self.domain = domain
+        self.ignore = ignore
+        self.settleNanos = settleNanos
+        var keys: [UInt64: UInt64] = [:]
+        for (old, new) in renamedIdentifiers { keys[PlaceholderOwner.key(old)] = PlaceholderOwner.key(new) }
+        renamedKeys = keys
+        self.finishedWrites = finishedWrites
+    }
+
+    /// Scans against records held in memory (tests).
+    func scan(records: [ItemRecord], now: Date = Date()) -> LocalScanResult {
+        // The listed records never throw.
+        (try? scan(ListedScanRecords(records), now: now)) ?? .occupied([])
+    }
+
+    /// Walks the replica from its root, comparing each folder with its records as it goes,
+    /// then pairs what went missing with what is new (``ScanFindings/settle(_:settled:)``).
+    /// - Throws: `localIOFailure` when the database fails.
+    func scan(_ records: some ScanRecords, now: Date = Date()) throws(FileProviderError) -> LocalScanResult {
+        let nowNanos = Int64(now.timeIntervalSince1970 * 1e9)
+        // Settled: unchanged for the settle time, or seen finished and not changed since.
+        let settled = { (print: FileFingerprint, path: String) -> Bool in
+            settleNanos <= 0 || nowNanos - print.modificationNanos >= settleNanos || finishedWrites[path] == print.modificationNanos
+        }
+        var findings = ScanFindings()
+        // Depth first, each folder's subfolders in the order they were read: what waits is a
+        // list of names per level, not the tree.
+        var pending: [(path: String, record: ItemRecord?)] = [("", try records.record(at: ""))]
+        while let (folder, record) = pending.popLast() {
+            let subfolders = try visit(folder, record: record, records, settled: settled, into: &findings)
+            pending += subfolders.reversed()
+        }
+        if !findings.occupiedDataless.isEmpty { return .occupied(findings.occupiedDataless.sorted()) }
+        // A real file at a placeholder's name whose placeholder went elsewhere is a move and a
+        // creation; known only now that every placeholder of the replica was seen.
+        for (record, entry) in findings.overwritten {
+            if findings.stray[PlaceholderOwner.key(record.identifier.rawValue)]?.isEmpty == false {
+                findings.missing.append(record)
+                findings.created.append((record.path, entry))
+            } else {
+                classify(record, writtenOver: entry, settled: settled, into: &findings)
+            }
+        }
+        findings.overwritten = []
+        return try findings.settle(records, settled: settled)
+    }
+
+    /// One entry of a folder of the replica.
+    struct Entry {
+        var fingerprint: FileFingerprint
+        var kind: ItemKind
+    }
+
+    /// What one folder of the replica holds, by name.
+    private struct Listing {
+        var entries: [String: Entry] = [:]
+        /// Names of items whose placeholder is here.
+        var placeholders = Set<String>()
+        /// Subfolders, in the order they were read.
+        var subfolders: [String] = []
+        var isEmpty: Bool { entries.isEmpty && placeholders.isEmpty }
+    }
+
+    /// Reads one folder and compares it with its records. Returns the paths of its subfolders
+    /// and their records, to visit next.
+    private func visit(
+        _ folder: String, record: ItemRecord?, _ records: some ScanRecords, settled: (FileFingerprint, String) -> Bool,
+        into findings: inout ScanFindings
+    ) throws(FileProviderError) -> [(path: String, record: ItemRecord?)] {
+        let isDataless = record?.isDataless == true
+        // A dataless folder's items are not in the replica: their records are read only to
+        // follow subfolders someone made there (the folder is then populated and scanned again).
+        let children = try isDataless ? [] : records.children(of: folder)
+        let known = byName(children)
+        let listing = list(folder, known: known, into: &findings)
+        func child(_ name: String) -> String { folder.isEmpty ? name : folder + "/" + name }
+        if isDataless {
+            if listing.isEmpty { return [] }
+            findings.occupiedDataless.append(folder)
+            let inside = try byName(records.children(of: folder))
+            return listing.subfolders.map { (child($0), inside[$0]) }
+        }
+        for record in children where !record.path.isEmpty {
+            let name = DomainController.split(record.path).name
+            // A second row at one path (which the database's unique index forbids) is not compared.
+            guard known[name]?.identifier == record.identifier else { continue }
+            compare(
+                record, here: listing.entries[name], hasPlaceholder: listing.placeholders.contains(name), settled: settled, into: &findings)
+        }
+        for (name, entry) in listing.entries where known[name] == nil {
+            findings.created.append((child(name), entry))
+        }
+        return listing.subfolders.map { (child($0), known[$0]) }
+    }
+
+    private func byName(_ records: [ItemRecord]) -> [String: ItemRecord] {
+        var byName: [String: ItemRecord] = [:]
+        byName.reserveCapacity(records.count)
+        for record in records where !record.path.isEmpty {
+            let name = DomainController.split(record.path).name
+            if byName[name] == nil { byName[name] = record }
+        }
+        return byName
+    }
+
+    /// Compares one record with what its folder holds under its name.
+    private func compare(
+        _ record: ItemRecord, here: Entry?, hasPlaceholder: Bool, settled: (FileFingerprint, String) -> Bool,
+        into findings: inout ScanFindings
+    ) {
+        switch record.state {
+        case .folder:
+            if here?.kind == .folder { return }
+            findings.missing.append(record)
+        case .materialized:
+            if let here, here.kind == .file {
+                let print = here.fingerprint
+                if print.size != record.localSize || print.modificationNanos != record.localModificationNanos
+                    || print.inode != record.localInode
+                {
+                    if let download = placedDownload(record, print) {
+                        findings.placed.append(download)
+                    } else if settled(print, record.path) {
+                        findings.changes.append(.modified(record: record, fingerprint: print))
+                    } else {
+                        findings.unsettled.append(record.path)
+                    }
+                }
+                return
+            }
+            if here == nil, hasPlaceholder, let found = replica.placeholderOwner(record.path) {
+                if key(of: found) == PlaceholderOwner.key(record.identifier.rawValue) {
+                    findings.evicted.append(record)
+                    return
+                }
+                // Another item's placeholder moved onto this path.
+                if found.domain == nil || found.domain == domain { findings.stray[key(of: found), default: []].append(record.path) }
+            }
+            findings.missing.append(record)
+        case .placeholder, .symlink:
+            if let here, here.kind == .file, record.state == .placeholder {
+                if !hasPlaceholder {
+                    // Its placeholder may have moved elsewhere (a move, and a new file here):
+                    // decided once the whole replica was read.
+                    findings.overwritten.append((record, here))
+                    return
+                }
+                classify(record, writtenOver: here, settled: settled, into: &findings)
+                return
+            }
+            if hasPlaceholder { return }
+            findings.missing.append(record)
+        }
+    }
+
+    /// A real file at the name of an item that is not downloaded: the engine's download, placed
+    /// but not recorded yet; anything else was written by someone who never saw the item's
+    /// contents (both are kept).
+    private func classify(
+        _ record: ItemRecord, writtenOver here: Entry, settled: (FileFingerprint, String) -> Bool, into findings: inout ScanFindings
+    ) {
+        if let download = placedDownload(record, here.fingerprint) {
+            findings.placed.append(download)
+        } else if settled(here.fingerprint, record.path) {
+            findings.changes.append(.writtenOverPlaceholder(record: record, fingerprint: here.fingerprint))
+        } else {
+            findings.unsettled.append(record.path)
+        }
+    }
+
+    /// The engine's own download of the item, unchanged since it was placed.
+    private func placedDownload(_ record: ItemRecord, _ print: FileFingerprint) -> PlacedFile? {
+        DownloadMark.recognize(atPath: replica.path(record.path), print, as: record).map { download in
+            PlacedFile(
+                record: record,
+                download: PlacedDownload(
+                    identifier: record.identifier, contentVersion: download.contentVersion, size: print.size,
+                    modificationNanos: print.modificationNanos, inode: print.inode))
+        }
+    }
+
+    /// Whether a file is a materialized item's file exactly as recorded.
+    private static func isUnchangedDownload(_ print: FileFingerprint, _ record: ItemRecord?) -> Bool {
+        guard let record, record.state == .materialized else { return false }
+        return print.size == record.localSize && print.modificationNanos == record.localModificationNanos
+            && print.inode == record.localInode
+    }
+
+    /// The identifier key of the item a placeholder stands for now.
+    private func key(of owner: PlaceholderOwner) -> UInt64 {
+        renamedKeys[owner.identifierKey] ?? owner.identifierKey
+    }
+
+    /// Reads one folder of the replica (not below it). Placeholders that no record of the
+    /// folder owns go to `findings.stray`; abandoned temporary files are removed.
+    private func list(_ relative: String, known: [String: ItemRecord], into findings: inout ScanFindings) -> Listing {
+        var listing = Listing()
+        guard let directory = opendir(replica.path(relative)) else { return listing }
+        defer { closedir(directory) }
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw -> String? in
+                let bytes = raw.bindMemory(to: UInt8.self)
+                let length = bytes.firstIndex(of: 0) ?? bytes.count
+                return Filename.decode(bytes[..<length])
+            }
+            guard let name, name != ".", name != ".." else { continue }
+            let path = relative.isEmpty ? name : relative + "/" + name
+            if replica.layout == .placeholderFiles && name.hasSuffix(Replica.placeholderSuffix) {
+                let base = String(name.dropLast(Replica.placeholderSuffix.count))
+                listing.placeholders.insert(base)
+                let basePath = relative.isEmpty ? base : relative + "/" + base
+                if known[base] == nil, let found = replica.placeholderOwner(basePath), found.domain == domain {
+                    findings.stray[key(of: found), default: []].append(basePath)
+                }
+                continue
+            }
+            if Replica.isTemporary(name) {
+                replica.removeAbandonedTemporary(atPath: replica.path(path))
+                continue
+            }
+            if ignore.ignores(name) || !Filename.isValid(name) { continue }
+            if relative.isEmpty && replica.path(name) == replica.staging.path { continue }
+            guard let print = replica.fingerprint(atPath: replica.path(path)) else { continue }
+            if print.isDirectory {
+                listing.entries[name] = Entry(fingerprint: print, kind: .folder)
+                listing.subfolders.append(name)
+            } else if print.isRegularFile {
+                // A dataless file is the placeholder of its item, never contents. A downloaded
+                // file that is as the engine wrote it needs no look at its attributes.
+                if replica.layout == .dataless, !Self.isUnchangedDownload(print, known[name]),
+                    let found = Replica.datalessOwner(atPath: replica.path(path))
+                {
+                    listing.placeholders.insert(name)
+                    if known[name].map({ found.isOwned(by: $0.identifier) }) != true {
+                        findings.stray[key(of: found), default: []].append(path)
+                    }
+                    continue
+                }
+                listing.entries[name] = Entry(fingerprint: print, kind: .file)
+            }
+        }
+        return listing
+    }
+}
