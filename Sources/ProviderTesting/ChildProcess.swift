@@ -27,14 +27,22 @@ public enum ChildProcess {
         case signaled(Int32)
     }
 
-    /// Runs the program at `path` (absolute; not looked up on PATH) with `arguments`, standard
+    /// What a program printed, and how it ended.
+    public struct Captured: Sendable {
+        public var ending: Ending
+        public var output: Data
+        public var errorOutput: Data
+    }
+
+    /// Starts the program at `path` (absolute; not looked up on PATH) with `arguments`, standard
     /// input from /dev/null, standard output and error appended to the files at `output` and
-    /// `error` (created when missing), in `environment` (this process's when `nil`), and waits
-    /// for its end (and for its turn) on the calling thread: call it off Swift's cooperative pool.
+    /// `error` (created when missing; the same path: one file for both), no other descriptor of
+    /// this process, in `environment` (this process's when `nil`); returns its pid at once, for
+    /// the caller to `waitpid`.
     /// - Throws: `CocoaError.executableLoad` when the program cannot be started.
-    public static func run(
+    public static func spawn(
         _ path: String, _ arguments: [String], environment: [String: String]? = nil, output: String, error: String
-    ) throws -> Ending {
+    ) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -56,19 +64,45 @@ public enum ChildProcess {
         let variables = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
         let envp: [UnsafeMutablePointer<CChar>?] = variables.map { strdup($0) } + [nil]
         defer { for pointer in envp { free(pointer) } }
-        turns.wait()
-        defer { turns.signal() }
         var pid: pid_t = 0
         let result = posix_spawn(&pid, path, &actions, nil, argv, envp)
         guard result == 0 else {
             throw CocoaError(
                 .executableLoad, userInfo: [NSLocalizedDescriptionKey: "cannot start \(path): \(String(cString: strerror(result)))"])
         }
+        return pid
+    }
+
+    /// ``spawn(_:_:environment:output:error:)``, then waits for the program's end (and first
+    /// for its turn) on the calling thread: call it off Swift's cooperative pool.
+    /// - Throws: `CocoaError.executableLoad` when the program cannot be started.
+    public static func run(
+        _ path: String, _ arguments: [String], environment: [String: String]? = nil, output: String, error: String
+    ) throws -> Ending {
+        turns.wait()
+        defer { turns.signal() }
+        let pid = try spawn(path, arguments, environment: environment, output: output, error: error)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 {
             if errno != EINTR { return .exited(-1) }
         }
         let signal = status & 0x7f
         return signal == 0 ? .exited((status >> 8) & 0xff) : .signaled(signal)
+    }
+
+    /// ``run(_:_:environment:output:error:)`` with the output and error going to files of a
+    /// temporary folder, read whole and removed at the end.
+    /// - Throws: `CocoaError.executableLoad` when the program cannot be started; the error of
+    ///   creating the temporary folder.
+    public static func capture(_ path: String, _ arguments: [String], environment: [String: String]? = nil) throws -> Captured {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-run-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let output = folder.appendingPathComponent("out").path
+        let error = folder.appendingPathComponent("err").path
+        let ending = try run(path, arguments, environment: environment, output: output, error: error)
+        return Captured(
+            ending: ending, output: FileManager.default.contents(atPath: output) ?? Data(),
+            errorOutput: FileManager.default.contents(atPath: error) ?? Data())
     }
 }

@@ -228,25 +228,11 @@ public final class SSHServer: @unchecked Sendable {
     /// Starts a program with stdin from /dev/null, stdout and stderr to `output` (or /dev/null)
     /// and no other inherited descriptor; returns its pid.
     static func spawn(_ path: String, _ arguments: [String], output: String? = nil) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, output ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        // glibc's closefrom action is not imported into Swift; look it up.
-        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") {
-            typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-            _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
+        do {
+            return try ChildProcess.spawn(path, arguments, output: output ?? "/dev/null", error: output ?? "/dev/null")
+        } catch {
+            throw SSHServerError(message: error.localizedDescription)
         }
-        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, path, &actions, nil, argv, environ)
-        guard result == 0 else {
-            throw SSHServerError(message: "cannot start \(path): \(String(cString: strerror(result)))")
-        }
-        return pid
     }
 
     /// Runs a program to its end; returns its exit status.

@@ -56,22 +56,15 @@ struct CLIRunner {
     /// (a test's async code waiting on it would hold one of the cooperative pool's threads).
     @discardableResult
     func runBlocking(_ arguments: [String], withHome: Bool = true, environment: [String: String] = [:]) throws -> Result {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-run-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let out = folder.appendingPathComponent("out").path
-        let err = folder.appendingPathComponent("err").path
-        let ending = try ChildProcess.run(
-            binary.path, arguments + (withHome ? ["--home", home.path] : []), environment: self.environment(environment),
-            output: out, error: err)
+        let run = try ChildProcess.capture(
+            binary.path, arguments + (withHome ? ["--home", home.path] : []), environment: self.environment(environment))
         let status: Int32
-        switch ending {
+        switch run.ending {
         case .exited(let code): status = code
         case .signaled(let signal): status = signal
         }
         return Result(
-            status: status, stdout: String(decoding: FileManager.default.contents(atPath: out) ?? Data(), as: UTF8.self),
-            stderr: String(decoding: FileManager.default.contents(atPath: err) ?? Data(), as: UTF8.self))
+            status: status, stdout: String(decoding: run.output, as: UTF8.self), stderr: String(decoding: run.errorOutput, as: UTF8.self))
     }
 
     /// Runs and decodes standard output as JSON.

@@ -20,21 +20,13 @@ struct ProgramRun: CustomStringConvertible {
 /// cooperative pool; its output is captured whole.
 func runProgram(_ arguments: [String], timeout: Double = 60) async throws -> ProgramRun {
     try await offThePool {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("program-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let out = folder.appendingPathComponent("out").path
-        let err = folder.appendingPathComponent("err").path
-        let ending = try ChildProcess.run(
-            "/usr/bin/timeout", ["-s", "KILL", String(Int(timeout.rounded(.up)))] + arguments, output: out, error: err)
+        let run = try ChildProcess.capture("/usr/bin/timeout", ["-s", "KILL", String(Int(timeout.rounded(.up)))] + arguments)
         let status: Int32
-        switch ending {
+        switch run.ending {
         case .exited(let code): status = code
         case .signaled: status = 124
         }
-        return ProgramRun(
-            status: status, output: FileManager.default.contents(atPath: out) ?? Data(),
-            errorText: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+        return ProgramRun(status: status, output: run.output, errorText: String(decoding: run.errorOutput, as: UTF8.self))
     }
 }
 
