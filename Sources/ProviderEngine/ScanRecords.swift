@@ -26,7 +26,10 @@ struct StoreScanRecords: ScanRecords {
     /// were never populated but hold something.
     var forgotten: [String] = []
 
-    private func isForgotten(_ path: String) -> Bool {
+    private func isForgotten(_ path: String) -> Bool { Self.isForgotten(path, forgotten: forgotten) }
+
+    /// Whether `path` is one of the `forgotten` folders or below one (`""` forgets everything).
+    static func isForgotten(_ path: String, forgotten: [String]) -> Bool {
         forgotten.contains { $0.isEmpty || path == $0 || path.hasPrefix($0 + "/") }
     }
 

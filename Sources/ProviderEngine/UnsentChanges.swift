@@ -142,8 +142,7 @@ extension ProviderManager {
         switch change {
         case .created(let path, let kind, let fingerprint):
             let holder = unpopulated.filter { $0.isEmpty || path.hasPrefix($0 + "/") }.max { $0.utf8.count < $1.utf8.count }
-            let isForgotten = unpopulated.contains { $0.isEmpty || path == $0 || path.hasPrefix($0 + "/") }
-            if isForgotten, let known = known(path) {
+            if StoreScanRecords.isForgotten(path, forgotten: unpopulated), let known = known(path) {
                 // The folder itself, a folder below it, or a file a materialize downloaded
                 // before it populated the folder: the database's own items.
                 if known.kind == .folder && kind == .folder { return nil }
