@@ -94,7 +94,7 @@ struct ScanFindings {
         }
         let movedTargets = movedAway.map { created[$0].path }
         let left = created.enumerated().filter { !movedAway.contains($0.offset) }.map(\.element)
-            .filter { entry in !movedTargets.contains { entry.path.hasPrefix($0 + "/") } }
+            .filter { entry in !isBelow(entry.path, movedTargets) }
         for (path, entry) in left {
             if entry.kind == .file && !settled(entry.fingerprint, path) {
                 unsettled.append(path)
