@@ -178,6 +178,19 @@ struct OnAccessTests {
         await store.stop()
     }
 
+    /// Where two byte strings first differ, how far, and whether `read` holds zeros there.
+    static func difference(_ read: Data, _ expected: Data) -> String {
+        let a = [UInt8](read)
+        let b = [UInt8](expected)
+        let common = 0..<min(a.count, b.count)
+        guard let first = common.first(where: { a[$0] != b[$0] }) ?? (a.count == b.count ? nil : common.upperBound) else {
+            return "no difference"
+        }
+        let last = common.last(where: { a[$0] != b[$0] }) ?? first
+        let zeros = first < a.count && a[first...min(last, a.count - 1)].allSatisfy { $0 == 0 }
+        return "bytes \(first)...\(last) differ\(zeros ? ", zeros there" : "")"
+    }
+
     @Test func killNineWhileProgramsReadNeverShowsAByteThatIsNotTheStores() async throws {
         let temp = try TemporaryFolder()
         let store = try await StoreUnderTest(.local, temp: temp)
@@ -204,7 +217,10 @@ struct OnAccessTests {
                 let (name, run) = try await reader.value
                 #expect(!run.timedOut, "round \(round): \(name) hung: \(run)")
                 if run.succeeded {
-                    #expect(run.output == files[name], "round \(round): \(name): \(run.output.count) bytes that are not the store's")
+                    #expect(
+                        run.output == files[name],
+                        "round \(round): \(name): \(run.output.count) bytes that are not the store's: \(Self.difference(run.output, files[name] ?? Data())); serve's logs end:\n\(domain.logs.suffix(3000))"
+                    )
                     outcomes["read right", default: 0] += 1
                 } else {
                     // Failed (EIO) or unreachable (no such file): never wrong bytes.
