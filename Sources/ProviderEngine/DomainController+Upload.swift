@@ -29,16 +29,33 @@ extension DomainController {
         // Old identifiers of items a folder move re-keyed in an earlier pass, to their new ones: a
         // placeholder the user moved before the folder move was sent still carries the old one.
         var renamed: [String: String] = [:]
+        var changingScans = 0
         // Passes: a folder move ends a pass (see below); what is left waits for the next sync.
         for _ in 0..<8 {
             let settleNanos = Int64(settleSeconds * 1e9)
             let finished = settleNanos > 0 ? finishedWrites.current(maximumAge: settleSeconds) : [:]
-            let scanner = LocalScanner(
+            var scanner = LocalScanner(
                 replica: replica, domain: domain.name, ignore: ignoreRules, settleNanos: settleNanos, renamedIdentifiers: renamed,
                 finishedWrites: finished)
+            scanner.folderRead = folderScanned.withLock { $0 }
             // Folder by folder against the database, on the executor (files and SQLite block).
             let records = StoreScanRecords(store: store, domainID: domainID)
-            let result = try await executor.run { try scanner.scan(records) }
+            var result = try await executor.run { [scanner] in try scanner.scan(records) }
+            if result.replicaChangedDuringScan {
+                // What looks deleted may have moved into a folder read earlier: scan again once
+                // the replica holds still; if it never does, deletions wait for the next sync.
+                if changingScans < Self.scansOfAChangingReplica.count {
+                    try? await Task.sleep(for: Self.scansOfAChangingReplica[changingScans])
+                    changingScans += 1
+                    continue
+                }
+                let waiting = result.changes.filter(\.isDeletion).count + result.strayPlaceholders.count
+                result.changes.removeAll(where: \.isDeletion)
+                result.strayPlaceholders = []
+                report.notices.append(
+                    "\(domain.name): the replica changed during each of \(changingScans + 1) comparisons: \(waiting) deletion\(waiting == 1 ? "" : "s") wait for the next sync"
+                )
+            }
             if !result.occupiedDataless.isEmpty {
                 // Made in folders that were not populated yet: populate them, then compare.
                 for path in result.occupiedDataless { try await populateFolder(path, ancestors: true) }
@@ -98,6 +115,10 @@ extension DomainController {
             if !changedFolderTree { break }
         }
     }
+
+    /// How long push lets the replica hold still before each new scan, when the last one saw
+    /// folders change while it would delete something.
+    static let scansOfAChangingReplica: [Duration] = [.milliseconds(10), .milliseconds(50), .milliseconds(250)]
 
     /// Adds the identifiers a folder move gave the items below it (matched by path) to `renamed`.
     private func noteRenamedIdentifiers(from old: [ItemRecord], oldPath: String, newPath: String, into renamed: inout [String: String])

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ProviderCore
 import ProviderStore
+import Synchronization
 
 /// Runs one domain: sync down, materialize, evict, pin. Safe to use from many tasks at once;
 /// requests to materialize the same item share one download.
@@ -34,6 +35,9 @@ public final class DomainController: Sendable {
     /// The marker of an unfinished conversion of the domain's replica mode (see
     /// ``ProviderManager/convertDomain(named:to:events:)``).
     let conversionMarkerPath: String
+    /// Called after the local scan reads each folder, with its path (tests change the replica
+    /// in the middle of a scan).
+    let folderScanned = Mutex<(@Sendable (String) -> Void)?>(nil)
 
     init(domain: DomainRecord, backend: any Backend, manager: ProviderManager, downloadDepth: Int = 8) throws(FileProviderError) {
         guard let id = domain.id else { throw FileProviderError(.providerDomainNotFound, "domain \(domain.name) has no id") }

@@ -28,6 +28,11 @@ enum LocalChange: Sendable {
         case .moved(_, let to, _): return to
         }
     }
+
+    var isDeletion: Bool {
+        if case .deleted = self { return true }
+        return false
+    }
 }
 
 /// Which local names are never uploaded: editors' temporary files, our own files, and a domain's
@@ -68,6 +73,11 @@ struct LocalScanResult {
     /// The engine's own downloads that were placed but not recorded (by another process still
     /// recording them, or one killed before it could): recorded, never sent.
     var placed: [PlacedFile] = []
+    /// A folder changed while the scan walked the replica, and the scan would delete an item or
+    /// remove a placeholder: what it read of different folders may not fit together (a file
+    /// moved from a folder not read yet into one already read looks deleted), so its deletions
+    /// and removals must wait for a scan the replica holds still for.
+    var replicaChangedDuringScan = false
 }
 
 /// A file the engine downloaded into the replica (its ``DownloadMark`` matches) that the

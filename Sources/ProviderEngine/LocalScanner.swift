@@ -24,6 +24,9 @@ struct LocalScanner {
     /// Files seen finished being written (``FinishedWrites``): relative path → modification time
     /// (ns) they had then.
     let finishedWrites: [String: Int64]
+    /// Called after each folder is read, with its path (tests change the replica in the middle
+    /// of a walk).
+    var folderRead: (@Sendable (String) -> Void)?
 
     /// - Parameter renamedIdentifiers: identifiers a folder move replaced since the
     ///   placeholders were written, to the new ones.
@@ -49,8 +52,17 @@ struct LocalScanner {
 
     /// Walks the replica from its root, comparing each folder with its records as it goes,
     /// then pairs what went missing with what is new (``ScanFindings/settle(_:settled:)``).
+    ///
+    /// The walk reads folders one after another while programs go on changing them: a file
+    /// moved from a folder not read yet into one already read is in neither listing. So when
+    /// the result would delete an item or remove a placeholder, the folders are looked at
+    /// again: one changed since the walk began sets
+    /// ``LocalScanResult/replicaChangedDuringScan``, and those changes must not be acted on.
     /// - Throws: `localIOFailure` when the database fails.
     func scan(_ records: some ScanRecords, now: Date = Date()) throws(FileProviderError) -> LocalScanResult {
+        // The kernel dates a folder's changes from its coarse clock: a change after this reads
+        // as this or later.
+        let walkStarted = Self.coarseClockNanos()
         let nowNanos = Int64(now.timeIntervalSince1970 * 1e9)
         // Settled: unchanged for the settle time, or seen finished and not changed since.
         let settled = { (print: FileFingerprint, path: String) -> Bool in
@@ -62,6 +74,7 @@ struct LocalScanner {
         var pending: [(path: String, record: ItemRecord?)] = [("", try records.record(at: ""))]
         while let (folder, record) = pending.popLast() {
             let subfolders = try visit(folder, record: record, records, settled: settled, into: &findings)
+            folderRead?(folder)
             pending += subfolders.reversed()
         }
         if !findings.occupiedDataless.isEmpty { return .occupied(findings.occupiedDataless.sorted()) }
@@ -76,7 +89,37 @@ struct LocalScanner {
             }
         }
         findings.overwritten = []
-        return try findings.settle(records, settled: settled)
+        let newFolders = findings.created.filter { $0.entry.kind == .folder }.map(\.path)
+        var result = try findings.settle(records, settled: settled)
+        if result.changes.contains(where: \.isDeletion) || !result.strayPlaceholders.isEmpty {
+            result.replicaChangedDuringScan = try folderChanged(since: walkStarted, records, newFolders: newFolders)
+        }
+        return result
+    }
+
+    /// Whether a folder of the replica (one the database knows, or one the walk found new)
+    /// changed at or after `since`: an entry was added, removed or renamed in it (its status
+    /// change time moved, which no program can set back). One stat per folder, without holding
+    /// the folders; runs only when the scan would delete or remove something.
+    /// - Throws: `localIOFailure` when the database fails.
+    private func folderChanged(since: Int64, _ records: some ScanRecords, newFolders: [String]) throws(FileProviderError) -> Bool {
+        var changed = false
+        func look(_ path: String) {
+            if changed { return }
+            var status = stat()
+            guard lstat(replica.path(path), &status) == 0, status.st_mode & S_IFMT == S_IFDIR else { return }
+            if Int64(status.st_ctim.tv_sec) * 1_000_000_000 + Int64(status.st_ctim.tv_nsec) >= since { changed = true }
+        }
+        newFolders.forEach(look)
+        try records.forEachFolderPath(look)
+        return changed
+    }
+
+    /// The kernel's coarse real-time clock (what it dates file changes with), in nanoseconds.
+    private static func coarseClockNanos() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME_COARSE, &now)
+        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
     }
 
     /// One entry of a folder of the replica.

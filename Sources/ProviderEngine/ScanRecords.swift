@@ -15,6 +15,9 @@ protocol ScanRecords {
     /// holding them all.
     /// - Throws: `localIOFailure` when the database fails.
     func forEachDescendant(of path: String, _ body: (ItemRecord) -> Void) throws(FileProviderError)
+    /// Calls `body` with the path of every folder record ("" is the root), without holding them.
+    /// - Throws: `localIOFailure` when the database fails.
+    func forEachFolderPath(_ body: (String) -> Void) throws(FileProviderError)
 }
 
 /// A domain's records in the metadata database, read folder by folder.
@@ -48,6 +51,12 @@ struct StoreScanRecords: ScanRecords {
             if forgotten.isEmpty || !isForgotten(record.path) { body(record) }
         }
     }
+
+    func forEachFolderPath(_ body: (String) -> Void) throws(FileProviderError) {
+        try store.forEachFolderPath(domainID: domainID) { path in
+            if forgotten.isEmpty || !isForgotten(path) { body(path) }
+        }
+    }
 }
 
 /// Records held in memory (for tests of the scan).
@@ -71,5 +80,9 @@ struct ListedScanRecords: ScanRecords {
         where !record.path.isEmpty && (path.isEmpty || record.path.hasPrefix(path + "/")) {
             body(record)
         }
+    }
+
+    func forEachFolderPath(_ body: (String) -> Void) {
+        for record in byPath.values where record.kind == .folder { body(record.path) }
     }
 }

@@ -66,4 +66,16 @@ extension MetadataStore {
             while let row = try rows.next() { body(ItemRecord(row: row)) }
         }
     }
+
+    /// Calls `body` with the path of every folder of a domain (the root is ""), one row at a
+    /// time, without holding them. `body` runs inside one read transaction and must not use the
+    /// database.
+    /// - Throws: `localIOFailure` when the database fails.
+    public func forEachFolderPath(domainID: Int64, _ body: (String) -> Void) throws(FileProviderError) {
+        try read { db in
+            let statement = try db.cachedStatement(sql: "SELECT path FROM item WHERE domainID = ? AND kind = 'folder'")
+            let rows = try String.fetchCursor(statement, arguments: [domainID])
+            while let path = try rows.next() { body(path) }
+        }
+    }
 }
