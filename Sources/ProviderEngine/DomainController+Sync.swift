@@ -73,10 +73,13 @@ extension DomainController {
     ///   starts after that, running ones end, what was done is recorded, and the error's message
     ///   says what was done and what was not (``interruptionSummary(_:)``). A cancelled sync is
     ///   not recorded as a failure of the domain.
+    ///
+    /// `changes`: the folders a watcher saw change (``ChangedFolders``, kept by `serve`); sync
+    /// up compares only those, and gives back what it did not finish. Without it, every folder.
     @discardableResult
     public func sync(
         events: EventHandler? = nil, upload: Bool = true, settleSeconds: Double = 0,
-        populationBudget: Int = DomainController.defaultPopulationBudget
+        populationBudget: Int = DomainController.defaultPopulationBudget, changes: ChangedFolders? = nil
     ) async throws(FileProviderError) -> SyncReport {
         // Across processes (and tasks of this one) first, then the tree; populating takes them
         // in the same order.
@@ -88,7 +91,7 @@ extension DomainController {
             var pulling = false
             do throws(FileProviderError) {
                 try await checkReplicaRoot()
-                if upload { try await push(report: &report, settleSeconds: settleSeconds) }
+                if upload { try await push(report: &report, settleSeconds: settleSeconds, changes: changes) }
                 pulling = true
                 try await pull(report: &report, events: events, populationBudget: populationBudget)
                 // Sync down notes what a cancellation stopped and goes on to the end.

@@ -21,9 +21,33 @@ extension DomainController {
     ///   (`serverUnreachable`, `notAuthenticated`, `insufficientQuota`); the rest waits for the
     ///   next sync. `cancelled` when the task is cancelled. `localIOFailure` when the database
     ///   fails.
-    func push(report: inout SyncReport, settleSeconds: Double) async throws(FileProviderError) {
+    ///
+    /// With `changes` (a watcher's record of the folders that changed), only those folders are
+    /// compared (``ScanScope``); what this push does not finish comparing and sending (it
+    /// throws, a change fails or conflicts, a file is still being written) is given back for
+    /// the next sync to compare again.
+    func push(report: inout SyncReport, settleSeconds: Double, changes: ChangedFolders? = nil) async throws(FileProviderError) {
         let started = Date()
         defer { report.phases.upload += Date().timeIntervalSince(started) }
+        var scope = await changes?.take() ?? .all
+        let (notices, conflicts) = (report.notices.count, report.conflicts)
+        var finished = false
+        defer {
+            if let changes,
+                !finished || report.notices.count > notices || report.conflicts > conflicts || !report.pendingLocal.isEmpty
+            {
+                changes.putBack(scope)
+            }
+        }
+        try await compareAndSend(report: &report, settleSeconds: settleSeconds, scope: &scope, changes: changes)
+        finished = true
+    }
+
+    /// The passes of ``push(report:settleSeconds:changes:)`` over `scope`, which becomes
+    /// ``ScanScope/all`` once a folder move re-keyed items.
+    private func compareAndSend(
+        report: inout SyncReport, settleSeconds: Double, scope: inout ScanScope, changes: ChangedFolders?
+    ) async throws(FileProviderError) {
         let replica = self.replica
         _ = try? await executor.run { replica.removeComparisonCopies() }
         // Old identifiers of items a folder move re-keyed in an earlier pass, to their new ones: a
@@ -40,13 +64,16 @@ extension DomainController {
             scanner.folderRead = folderScanned.withLock { $0 }
             // Folder by folder against the database, on the executor (files and SQLite block).
             let records = StoreScanRecords(store: store, domainID: domainID)
-            var result = try await executor.run { [scanner] in try scanner.scan(records) }
+            let passScope = scope
+            var result = try await executor.run { [scanner] in try scanner.scan(records, scope: passScope) }
             if result.replicaChangedDuringScan {
                 // What looks deleted may have moved into a folder read earlier: scan again once
                 // the replica holds still; if it never does, deletions wait for the next sync.
                 if changingScans < Self.scansOfAChangingReplica.count {
                     try? await Task.sleep(for: Self.scansOfAChangingReplica[changingScans])
                     changingScans += 1
+                    // Where it moved to changed meanwhile: the watcher has seen it.
+                    if let changes { scope.formUnion(await changes.take()) }
                     continue
                 }
                 let waiting = result.changes.filter(\.isDeletion).count + result.strayPlaceholders.count
@@ -65,7 +92,7 @@ extension DomainController {
             try await tidy(result)
             if result.changes.isEmpty {
                 // Nothing left to send: an unfinished entry can no longer be replayed.
-                if result.unsettled.isEmpty { try closeStaleJournalEntries() }
+                if result.unsettled.isEmpty && scope.everything { try closeStaleJournalEntries() }
                 break
             }
             let ordered = Self.order(result.changes)
@@ -113,6 +140,7 @@ extension DomainController {
             try? store.pruneJournal(domainID: domainID)
             // A moved folder re-keys everything below it: scan again for edits made inside it.
             if !changedFolderTree { break }
+            scope = .all
         }
     }
 

@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import ProviderCore
 import ProviderStore
-import Synchronization
 
 /// Runs one domain: sync down, materialize, evict, pin. Safe to use from many tasks at once;
 /// requests to materialize the same item share one download.

@@ -119,6 +119,22 @@ final class Inotify: @unchecked Sendable {
         return events
     }
 
+    /// The events queued now, without waiting. Blocking (a few reads).
+    /// - Throws: `localIOFailure` when reading fails.
+    func drain() throws(FileProviderError) -> [InotifyEvent] {
+        var events: [InotifyEvent] = []
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN { return events }
+                throw POSIXError.error("cannot read events from", path: "inotify")
+            }
+            if count == 0 { return events }
+            events += Self.parse(buffer, count: count)
+        }
+    }
+
     /// Splits a buffer of `struct inotify_event` records.
     static func parse(_ buffer: [UInt8], count: Int) -> [InotifyEvent] {
         var events: [InotifyEvent] = []

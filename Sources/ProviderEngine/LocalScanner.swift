@@ -59,7 +59,10 @@ struct LocalScanner {
     /// again: one changed since the walk began sets
     /// ``LocalScanResult/replicaChangedDuringScan``, and those changes must not be acted on.
     /// - Throws: `localIOFailure` when the database fails.
-    func scan(_ records: some ScanRecords, now: Date = Date()) throws(FileProviderError) -> LocalScanResult {
+    ///
+    /// A `scope` short of ``ScanScope/all`` reads only the folders it names (a watcher saw their
+    /// entries change) and the trees that appeared, so a re-sync costs what changed.
+    func scan(_ records: some ScanRecords, scope: ScanScope = .all, now: Date = Date()) throws(FileProviderError) -> LocalScanResult {
         // The kernel dates a folder's changes from its coarse clock: a change after this reads
         // as this or later.
         let walkStarted = Self.coarseClockNanos()
@@ -71,11 +74,21 @@ struct LocalScanner {
         var findings = ScanFindings()
         // Depth first, each folder's subfolders in the order they were read: what waits is a
         // list of names per level, not the tree.
-        var pending: [(path: String, record: ItemRecord?)] = [("", try records.record(at: ""))]
-        while let (folder, record) = pending.popLast() {
+        var pending: [(path: String, record: ItemRecord?, below: Bool)] = []
+        if scope.everything {
+            pending = [("", try records.record(at: ""), true)]
+        } else {
+            // Folders that are gone were moved or deleted: their parent's entry says which.
+            let (folders, trees) = scope.roots
+            for (path, below) in folders.map({ ($0, false) }) + trees.map({ ($0, true) }).reversed()
+            where replica.fingerprint(atPath: replica.path(path))?.isDirectory == true {
+                pending.append((path, try records.record(at: path), below))
+            }
+        }
+        while let (folder, record, below) = pending.popLast() {
             let subfolders = try visit(folder, record: record, records, settled: settled, into: &findings)
             folderRead?(folder)
-            pending += subfolders.reversed()
+            if below { pending += subfolders.reversed().map { ($0.path, $0.record, true) } }
         }
         if !findings.occupiedDataless.isEmpty { return .occupied(findings.occupiedDataless.sorted()) }
         // A real file at a placeholder's name whose placeholder went elsewhere is a move and a

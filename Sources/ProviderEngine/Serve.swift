@@ -18,11 +18,15 @@ public struct ServeOptions: Sendable {
     public var maximumDebounceSeconds: Double
     /// Seconds between passes of automatic eviction (there is one after each sync too).
     public var evictionInterval: Double
+    /// Seconds between syncs that compare the whole replica although inotify reported every
+    /// change (the others compare only the folders that changed): a safety net.
+    public var fullScanInterval: Double
 
     public init(
         pollInterval: Double = 30, pollIntervals: [String: Double] = [:], settleSeconds: Double = 1, debounceSeconds: Double = 0.2,
-        maximumDebounceSeconds: Double = 2, evictionInterval: Double = 5
+        maximumDebounceSeconds: Double = 2, evictionInterval: Double = 5, fullScanInterval: Double = 3600
     ) {
+        self.fullScanInterval = fullScanInterval
         self.pollInterval = pollInterval
         self.pollIntervals = pollIntervals
         self.settleSeconds = settleSeconds
@@ -50,6 +54,8 @@ public final class Server: Sendable {
     public let options: ServeOptions
     let logger: Logger
     private let wakeups: [String: Wakeup]
+    /// The folders of each domain's replica that changed since its last sync (from inotify).
+    private let changedFolders: [String: ChangedFolders]
     private let stopping = Mutex(false)
     private let work = Mutex<Task<Void, Never>?>(nil)
     private let syncCount = Mutex(0)
@@ -68,6 +74,7 @@ public final class Server: Sendable {
         self.options = options
         self.logger = logger
         wakeups = Dictionary(uniqueKeysWithValues: domains.map { ($0, Wakeup()) })
+        changedFolders = Dictionary(uniqueKeysWithValues: domains.map { ($0, ChangedFolders()) })
         eviction = EvictionLoop(manager: manager, domains: domains, interval: options.evictionInterval, logger: logger)
     }
 
@@ -113,13 +120,14 @@ public final class Server: Sendable {
                     if let modificationNanos { writes.finished(path, modificationNanos: modificationNanos) } else { writes.writing(path) }
                 },
                 isEngineWriting: { [onAccess] path in onAccess.withLock { $0 }?.isFilling(domain: name, path: path) ?? false },
-                opened: opened)
+                opened: opened, changes: changedFolders[name] ?? ChangedFolders())
         }
         var watcher: ServeWatcher?
         do {
             watcher = try ServeWatcher(targets: targets, signalsFolder: manager.home.appendingPathComponent("signals").path, logger: logger)
         } catch {
             logger.warning("\(error.message); local changes are found by polling only")
+            for changes in changedFolders.values { changes.watchesIncomplete() }
         }
         await watcher?.start()
         startPopulatingOnOpen(records)
@@ -174,6 +182,8 @@ public final class Server: Sendable {
         var nextPoll = Date()
         var settleRecheck: Date?
         var retryNow = false
+        /// When the next sync compares the whole replica (the first one does).
+        var nextFullScan = Date()
     }
 
     private func runDomain(_ name: String) async {
@@ -258,12 +268,17 @@ public final class Server: Sendable {
                 state.controller = controller
             }
             let logger = self.logger
+            let changes = changedFolders[name]
+            if Date() >= state.nextFullScan {
+                changes?.everythingChanged()
+                state.nextFullScan = Date().addingTimeInterval(max(1, options.fullScanInterval))
+            }
             let report = try await controller.sync(
                 events: { event in
                     if case .waitingForSync(let process, _) = event {
                         logger.notice("\(name): waiting for \(process.map { "process \($0)" } ?? "another process") to finish its sync")
                     }
-                }, upload: true, settleSeconds: options.settleSeconds)
+                }, upload: true, settleSeconds: options.settleSeconds, changes: changes)
             logger.info("\(name): \(Self.summary(report))")
             watchDatalessFolders(of: controller.domain)
             for notice in report.notices { logger.warning("\(notice)") }
@@ -294,10 +309,10 @@ public final class Server: Sendable {
         let dataless = records.filter { $0.replicaMode == .dataless }
         guard !dataless.isEmpty else { return }
         let settle = options.settleSeconds
-        let handler = try OnAccessHandler.open(manager: manager, logger: logger) { [manager, logger] name in
+        let handler = try OnAccessHandler.open(manager: manager, logger: logger) { [manager, logger, changedFolders] name in
             do {
                 let controller = try await manager.controller(for: name)
-                _ = try await controller.sync(upload: true, settleSeconds: settle)
+                _ = try await controller.sync(upload: true, settleSeconds: settle, changes: changedFolders[name])
             } catch {
                 logger.warning("\(name): sync for a moved file failed: \(FileProviderError.wrap(error).message)")
             }

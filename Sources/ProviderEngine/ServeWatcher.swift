@@ -92,6 +92,8 @@ final class ServeWatcher: @unchecked Sendable {
         /// Told when a program opened a file (relative path), for least-recently-used
         /// eviction; an open changes nothing and does not wake the domain's loop.
         var opened: @Sendable (String) -> Void = { _ in }
+        /// Told which folders changed, for the next sync to compare only those.
+        var changes = ChangedFolders()
     }
 
     private let targets: [Target]
@@ -100,6 +102,9 @@ final class ServeWatcher: @unchecked Sendable {
     private let inotify: Inotify
     private let stopRequested = Mutex(false)
     private let finished = Latch()
+    /// Callers of ``catchUp()`` waiting for the thread to handle what is queued; `nil` once the
+    /// thread has ended.
+    private let catchingUp = Mutex<[CheckedContinuation<Bool, Never>]?>([])
 
     // Confined to the watcher thread.
     private var watches: [Int32: (target: Int, path: String)] = [:]
@@ -128,6 +133,21 @@ final class ServeWatcher: @unchecked Sendable {
             thread.stackSize = 1 << 20
             thread.start()
         }
+        for target in targets { target.changes.watched { [weak self] in await self?.catchUp() ?? false } }
+    }
+
+    /// Returns once every event the kernel queued before this call has been handled (told to
+    /// the targets' ``ChangedFolders``): a sync that takes the changed folders after this knows
+    /// of every change made before it. `false` when the watcher has stopped.
+    func catchUp() async -> Bool {
+        await withCheckedContinuation { (caughtUp: CheckedContinuation<Bool, Never>) in
+            let waiting = catchingUp.withLock { waiting -> Bool in
+                guard waiting != nil else { return false }
+                waiting!.append(caughtUp)
+                return true
+            }
+            if waiting { inotify.wake() } else { caughtUp.resume(returning: false) }
+        }
     }
 
     /// Stops the thread and waits until it has ended.
@@ -151,17 +171,32 @@ final class ServeWatcher: @unchecked Sendable {
     }
 
     private func loop() {
+        defer {
+            for target in targets { target.changes.watchesIncomplete() }
+            for waiter in catchingUp.withLock({ waiting in
+                defer { waiting = nil }
+                return waiting ?? []
+            }) {
+                waiter.resume(returning: false)
+            }
+        }
         while !stopRequested.withLock({ $0 }) {
-            let events: [InotifyEvent]
             do {
-                events = try inotify.read()
+                // What the kernel queued before a waiter asked was handled in an earlier round
+                // or is in this drain; with no one waiting, wait for events (or a waiter's wake).
+                let waiting = catchingUp.withLock { waiting in
+                    defer { waiting = [] }
+                    return waiting ?? []
+                }
+                let events = waiting.isEmpty ? try inotify.read() : try inotify.drain()
+                var woken: [Int: ServeWake] = [:]
+                for event in events { handle(event, into: &woken) }
+                for (index, reasons) in woken { targets[index].wakeup.signal(reasons) }
+                for waiter in waiting { waiter.resume(returning: true) }
             } catch {
                 logger.error("inotify failed: \(error.message); local changes are found by polling only")
                 return
             }
-            var woken: [Int: ServeWake] = [:]
-            for event in events { handle(event, into: &woken) }
-            for (index, reasons) in woken { targets[index].wakeup.signal(reasons) }
         }
     }
 
@@ -170,6 +205,7 @@ final class ServeWatcher: @unchecked Sendable {
             logger.warning("inotify dropped events; scanning every replica")
             for index in targets.indices {
                 watchTree(target: index, path: targets[index].root)
+                targets[index].changes.everythingChanged()
                 woken[index, default: []].insert(.overflow)
             }
             return
@@ -191,7 +227,10 @@ final class ServeWatcher: @unchecked Sendable {
             if event.mask & ~UInt32(IN_OPEN | IN_ISDIR) == 0 { return }
             // The folder itself was deleted or moved: the parent's event covers it; the root's
             // own removal still deserves a scan.
-            if folder == targets[index].root { woken[index, default: []].insert(.local) }
+            if folder == targets[index].root {
+                targets[index].changes.everythingChanged()
+                woken[index, default: []].insert(.local)
+            }
             return
         }
         let path = folder + "/" + name
@@ -218,6 +257,7 @@ final class ServeWatcher: @unchecked Sendable {
         }
         if Self.isRelevant(event, name: name, ignore: targets[index].ignore) {
             woken[index, default: []].insert(.local)
+            noteChange(event, target: index, folder: folder, name: name)
             // A file closed after writing or renamed into place is complete: no settle time.
             if !event.isFolder, !name.hasSuffix(Replica.placeholderSuffix), path.hasPrefix(targets[index].root + "/") {
                 let relative = String(path.dropFirst(targets[index].root.count + 1))
@@ -230,6 +270,19 @@ final class ServeWatcher: @unchecked Sendable {
                     targets[index].writes(relative, nil)
                 }
             }
+        }
+    }
+
+    /// Tells the target's ``ChangedFolders`` what a relevant event changed: the folder it
+    /// happened in, and a folder that appeared there with everything below it.
+    private func noteChange(_ event: InotifyEvent, target index: Int, folder: String, name: String) {
+        let root = targets[index].root
+        guard folder == root || folder.hasPrefix(root + "/") else { return }
+        let relative = folder == root ? "" : String(folder.dropFirst(root.count + 1))
+        if event.isFolder && (event.has(IN_CREATE) || event.has(IN_MOVED_TO)) {
+            targets[index].changes.treeAppeared(relative.isEmpty ? name : relative + "/" + name)
+        } else {
+            targets[index].changes.folderChanged(relative)
         }
     }
 
@@ -253,9 +306,15 @@ final class ServeWatcher: @unchecked Sendable {
             do {
                 watch = try inotify.addWatch(folder)
             } catch {
-                if error.code != .noSuchItem && !warnedAboutLimit {
-                    warnedAboutLimit = true
-                    logger.warning("\(targets[target].domain): \(error.message); changes there are found by polling only")
+                if error.code != .noSuchItem {
+                    // A folder no one watches may change unseen: every sync compares everything.
+                    targets[target].changes.watchesIncomplete()
+                    if !warnedAboutLimit {
+                        warnedAboutLimit = true
+                        logger.warning(
+                            "\(targets[target].domain): \(error.message); every sync of it compares the whole replica, and changes are found at the next poll"
+                        )
+                    }
                 }
                 continue
             }

@@ -51,6 +51,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seconds between passes of automatic eviction (there is one after each sync too).", valueName: "seconds"))
     var evictionInterval: Double = 5
 
+    @Option(
+        help: ArgumentHelp(
+            "Seconds between syncs that compare the whole replica (the others compare only the folders inotify saw change).",
+            valueName: "seconds"))
+    var fullScanInterval: Double = 3600
+
     @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical.", valueName: "level"))
     var logLevel: String = "info"
 
@@ -59,6 +65,9 @@ struct ServeCommand: AsyncParsableCommand {
         guard settle >= 0, settle.isFinite else { throw ValidationError("--settle must be 0 or more seconds") }
         guard evictionInterval > 0, evictionInterval.isFinite else {
             throw ValidationError("--eviction-interval must be a positive number of seconds")
+        }
+        guard fullScanInterval > 0, fullScanInterval.isFinite else {
+            throw ValidationError("--full-scan-interval must be a positive number of seconds")
         }
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
@@ -114,7 +123,8 @@ struct ServeCommand: AsyncParsableCommand {
         let server = Server(
             manager: manager, domains: domains,
             options: ServeOptions(
-                pollInterval: pollInterval, pollIntervals: intervals, settleSeconds: settle, evictionInterval: evictionInterval),
+                pollInterval: pollInterval, pollIntervals: intervals, settleSeconds: settle, evictionInterval: evictionInterval,
+                fullScanInterval: fullScanInterval),
             logger: logger)
         stopper.attach(server)
 

@@ -1,7 +1,6 @@
 import Foundation
 import ProviderCore
 import ProviderStore
-import Synchronization
 import Testing
 
 @testable import ProviderEngine
