@@ -12,7 +12,8 @@ import ProviderCore
 ///
 /// Methods are synchronous and short; they block the calling thread while SQLite works. Every
 /// method throws `FileProviderError` with code `localIOFailure` when the database fails (full
-/// disk, corrupt file), with a message naming the database.
+/// disk, corrupt file), with a message naming the database and SQLite's result code with its
+/// extended code.
 public final class MetadataStore: Sendable {
     /// The database file.
     public let url: URL
@@ -44,7 +45,7 @@ public final class MetadataStore: Sendable {
             }
             pool = try Self.openExclusively(url.path, configuration: configuration, lockPath: url.path + ".lock")
         } catch {
-            throw FileProviderError(.localIOFailure, "cannot open the metadata database \(url.path): \(error)")
+            throw FileProviderError(.localIOFailure, "cannot open the metadata database \(url.path): \(Self.describe(error))")
         }
     }
 
@@ -126,14 +127,6 @@ public final class MetadataStore: Sendable {
                 attempt += 1
             }
         }
-    }
-
-    func wrap(_ error: any Error) -> FileProviderError {
-        if let error = error as? FileProviderError { return error }
-        if let error = error as? DatabaseError, error.resultCode == .SQLITE_FULL {
-            return FileProviderError(.localIOFailure, "the disk holding \(url.path) is full: free some space and try again")
-        }
-        return FileProviderError(.localIOFailure, "metadata database \(url.path): \(error)")
     }
 
     /// Runs `PRAGMA integrity_check`; returns `ok` or SQLite's list of problems.

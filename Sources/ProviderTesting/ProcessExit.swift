@@ -8,7 +8,9 @@ import Foundation
 /// Once the process has ended, the files it was given as standard output and error are closed
 /// here: Foundation never releases a `Process` that has a termination handler, so they stayed
 /// open, two descriptors per program run, and past 1,024 Foundation no longer reaped children
-/// and the test bundle hung.
+/// and the test bundle hung. Those handles are its own from then on: close their descriptors
+/// nowhere else (it closes them even when made with `closeOnDealloc: false`, and a second
+/// `close` of a number closes whatever another thread has opened under it since).
 public final class ProcessExit: @unchecked Sendable {
     private let semaphore = DispatchSemaphore(value: 0)
     private let lock = NSLock()

@@ -26,7 +26,7 @@ final class BackgroundCommand {
         process.standardOutput = try FileHandle(forWritingTo: outURL)
         self.terminal = terminal ? try PseudoTerminal() : nil
         if let pty = self.terminal {
-            process.standardError = FileHandle(fileDescriptor: pty.follower, closeOnDealloc: false)
+            process.standardError = pty.follower
         } else {
             process.standardError = try FileHandle(forWritingTo: errURL)
         }
@@ -91,9 +91,15 @@ final class BackgroundCommand {
 }
 
 /// A pseudo-terminal whose follower side a child writes to; what it writes is collected.
+///
+/// The follower's descriptor has one owner, ``follower``: give it to the child as its standard
+/// error, and ``ProcessExit`` closes it once the child ended (nothing else may close it: a
+/// second `close` of its number closed whatever this process had opened under that number
+/// since, a database's WAL file of another test, for instance).
 final class PseudoTerminal: @unchecked Sendable {
     let leader: Int32
-    let follower: Int32
+    /// The follower side, for the child's standard error.
+    let follower: FileHandle
     private let lock = NSLock()
     private var bytes = Data()
     private var done = false
@@ -112,15 +118,17 @@ final class PseudoTerminal: @unchecked Sendable {
         guard leader >= 0, ioctl(leader, Self.unlock, &locked) == 0, ioctl(leader, Self.number, &index) == 0 else {
             throw CLIError(result: .init(status: -1, stdout: "", stderr: "no pseudo-terminal: \(String(cString: strerror(errno)))"))
         }
-        follower = open("/dev/pts/\(index)", O_RDWR | O_NOCTTY)
-        guard follower >= 0 else {
+        // Close-on-exec: only the child it is given to (as its standard error) holds a copy.
+        let fd = open("/dev/pts/\(index)", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        guard fd >= 0 else {
             throw CLIError(result: .init(status: -1, stdout: "", stderr: "cannot open /dev/pts/\(index)"))
         }
+        follower = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
     }
 
-    /// Reads until every writer closed its side (then the leader reads EIO).
+    /// Reads until every holder of the follower closed it (then the leader reads EIO): the
+    /// child, and ``follower``, which ``ProcessExit`` closes once the child ended.
     func startReading() {
-        close(follower)
         Thread.detachNewThread { [self] in
             var buffer = [UInt8](repeating: 0, count: 4096)
             while true {

@@ -36,3 +36,40 @@ struct ProcessExitTests {
         #expect(!stillOurs, "descriptor \(descriptor) still holds \(path)")
     }
 }
+
+/// A command whose standard error is a pseudo-terminal (``BackgroundCommand`` with a terminal)
+/// closes the terminal's follower once, when it ended. It was closed right after the start too,
+/// and the second close, at the end, closed whatever the bundle had opened under that number
+/// meanwhile: a metadata database's WAL file of another test, for instance, whose next read
+/// failed with "SQLite error 10: disk I/O error" (or whose writes went to another file).
+struct TerminalDescriptorTests {
+    @Test func aDescriptorOpenedWhileATerminalCommandRunsStaysOpen() async throws {
+        let temp = try TemporaryFolder()
+        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let anchorPath = temp.url.appendingPathComponent("anchor").path
+        _ = FileManager.default.createFile(atPath: anchorPath, contents: nil)
+        let anchor = open(anchorPath, O_RDONLY | O_CLOEXEC)
+        try #require(anchor >= 0)
+        defer { close(anchor) }
+        var anchorStatus = stat()
+        try #require(fstat(anchor, &anchorStatus) == 0)
+
+        let run = try BackgroundCommand(cli, ["domain", "list"], logs: temp.url, terminal: true)
+        let terminal = try #require(run.terminal)
+        // The lowest free number at or above the follower's: the follower's own when it was
+        // closed already (what a file opened by another test meanwhile got).
+        let probe = fcntl(anchor, F_DUPFD_CLOEXEC, terminal.follower.fileDescriptor)
+        try #require(probe >= 0)
+        let exit = run.exit
+        try await offThePool { exit.wait() }
+        #expect(await run.status() == 0, "\(run.stderr)")
+
+        var probeStatus = stat()
+        let intact =
+            fcntl(probe, F_GETFD) != -1 && fstat(probe, &probeStatus) == 0
+            && probeStatus.st_dev == anchorStatus.st_dev && probeStatus.st_ino == anchorStatus.st_ino
+        #expect(intact, "descriptor \(probe) was closed behind its owner's back")
+        // Not closed again when someone else did: the number may be another test's by now.
+        if intact { close(probe) }
+    }
+}
