@@ -115,8 +115,11 @@ final class DatalessWatcher: @unchecked Sendable {
     /// while a population waits for a sync), and never leaves an event unanswered.
     private func answer(_ event: fp_fanotify_event) {
         let answered = Mutex(false)
-        let (fd, logger) = (self.fd, self.logger)
-        let allow: @Sendable () -> Bool = {
+        let logger = self.logger
+        // The closures hold this watcher, not its descriptor's number: an answer that comes
+        // after serve let the watcher go would otherwise write into whatever file took the
+        // number (a database's, say).
+        let allow: @Sendable () -> Bool = { [self] in
             guard answered.withLock({ done in defer { done = true }; return !done }) else { return false }
             _ = fp_fanotify_respond(fd, event.fd, 1)
             Glibc.close(event.fd)
@@ -127,7 +130,7 @@ final class DatalessWatcher: @unchecked Sendable {
             return
         }
         let populate = self.populate
-        Task {
+        Task { [self] in
             // Populated: later opens need not wait. A failure keeps the mark: the next open tries again.
             if await populate(domain, relative) { _ = fp_fanotify_mark_folder(fd, path, 0) }
             _ = allow()

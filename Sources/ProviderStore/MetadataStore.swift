@@ -109,7 +109,7 @@ public final class MetadataStore: Sendable {
     }
 
     /// How many times a transaction is tried when SQLite answers `SQLITE_PROTOCOL`.
-    static let lockProtocolAttempts = 8
+    static let lockProtocolAttempts = 3
 
     /// Runs `transaction`, again (up to ``lockProtocolAttempts`` times, a few milliseconds apart)
     /// while it fails with `SQLITE_PROTOCOL`: in WAL mode SQLite gives up reading the shared
