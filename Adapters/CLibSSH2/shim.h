@@ -5,6 +5,16 @@
 #include <string.h>
 /* Not in Swift's Glibc module: a ranged download records its verified prefix in an xattr. */
 #include <sys/xattr.h>
+/* Not in Swift's Glibc module: the child processes of the adapter (ssh -G, a proxy command) are
+   waited for with a timeout through a pidfd, and started in a session of their own. */
+#include <sys/pidfd.h>
+#include <spawn.h>
+#ifdef POSIX_SPAWN_SETSID
+#define SHIM_POSIX_SPAWN_SETSID POSIX_SPAWN_SETSID
+#else
+/* glibc defines it only under _GNU_SOURCE, which Swift's Glibc module is not built with. */
+#define SHIM_POSIX_SPAWN_SETSID 0x80
+#endif
 
 /* libssh2's function-like macros are not imported into Swift; these wrap the _ex calls. */
 

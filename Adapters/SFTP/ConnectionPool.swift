@@ -17,16 +17,16 @@ final class ConnectionPool: @unchecked Sendable {
         init(name: String) { executor = BlockingExecutor(name: name, threads: 1) }
     }
 
-    let settings: ConnectionSettings
+    let target: ConnectionTarget
     private let slots: [Slot]
     private let lock = NSLock()
     /// Free slots; the most recently used last, so sequential work reuses one connection.
     private var free: [Slot]
     private var waiters: [CheckedContinuation<Slot, Never>] = []
 
-    init(settings: ConnectionSettings, size: Int) {
-        self.settings = settings
-        slots = (0..<max(1, size)).map { Slot(name: "sftp-\(settings.host)-\($0)") }
+    init(target: ConnectionTarget, size: Int) {
+        self.target = target
+        slots = (0..<max(1, size)).map { Slot(name: "sftp-\(target.name)-\($0)") }
         free = slots.reversed()
     }
 
@@ -69,21 +69,21 @@ final class ConnectionPool: @unchecked Sendable {
         if Task.isCancelled { throw FileProviderError(.cancelled, "cancelled") }
         let slot = await acquire()
         defer { release(slot) }
-        let settings = self.settings
+        let target = self.target
         return try await slot.executor.run { () throws -> T in
-            try Self.perform(body, in: slot, settings: settings)
+            try Self.perform(body, in: slot, target: target)
         }
     }
 
     private static func perform<T>(
-        _ body: (SFTPConnection) throws(FileProviderError) -> T, in slot: Slot, settings: ConnectionSettings
+        _ body: (SFTPConnection) throws(FileProviderError) -> T, in slot: Slot, target: ConnectionTarget
     ) throws(FileProviderError) -> T {
         let connection: SFTPConnection
         if let existing = slot.connection, !existing.isDead {
             connection = existing
         } else {
             slot.connection = nil
-            connection = try SFTPConnection(settings: settings)
+            connection = try SFTPConnection(settings: try target.settings())
             slot.connection = connection
         }
         connection.beginOperation()
@@ -94,7 +94,7 @@ final class ConnectionPool: @unchecked Sendable {
             slot.connection = nil
             guard connection.diedBeforeDoingAnything else { throw error }
             // The server dropped an idle connection: nothing of this operation reached it.
-            let fresh = try SFTPConnection(settings: settings)
+            let fresh = try SFTPConnection(settings: try target.settings())
             slot.connection = fresh
             fresh.beginOperation()
             do throws(FileProviderError) {
@@ -125,10 +125,10 @@ final class ConnectionPool: @unchecked Sendable {
             while taken.count < count, let slot = free.popLast() { taken.append(slot) }
         }
         let group = HelperGroup(count: taken.count)
-        let settings = self.settings
+        let target = self.target
         for slot in taken {
             Task.detached {
-                _ = try? await slot.executor.run { () throws in try Self.perform(body, in: slot, settings: settings) }
+                _ = try? await slot.executor.run { () throws in try Self.perform(body, in: slot, target: target) }
                 self.release(slot)
                 group.finished()
             }
@@ -178,5 +178,55 @@ final class HelperGroup: @unchecked Sendable {
         condition.lock()
         while running > 0 { condition.wait() }
         condition.unlock()
+    }
+}
+
+/// Where a backend connects: the domain's options, resolved through OpenSSH's configuration
+/// (``SSHResolver``) once, on the thread of the first connection, then kept for the backend's
+/// life. A failed resolution is not kept: the next connection tries again.
+final class ConnectionTarget: @unchecked Sendable {
+    /// The options as given; `nil` when the target was made from resolved settings.
+    let request: ConnectionRequest?
+    /// The `host` option, for thread names.
+    let name: String
+    /// `nil`: one made at resolution (`ssh -G` when `ssh` is on `PATH`, else the built-in
+    /// parser, in the environment of that moment).
+    private let resolver: SSHResolver?
+    private let lock = NSLock()
+    private var resolved: ConnectionSettings?
+
+    /// A target resolved on first use with `resolver` (default: `ssh -G` when `ssh` is on
+    /// `PATH`, else the built-in parser).
+    init(request: ConnectionRequest, resolver: SSHResolver? = nil) {
+        self.request = request
+        self.resolver = resolver
+        name = request.host
+    }
+
+    /// A target that needs no resolution.
+    init(resolved settings: ConnectionSettings) {
+        request = nil
+        resolver = nil
+        name = settings.alias
+        resolved = settings
+    }
+
+    /// The settings once resolved, else `nil` (nothing has connected yet).
+    var current: ConnectionSettings? { lock.withLock { resolved } }
+
+    /// The resolved settings; resolves them the first time (blocking: a connection's thread).
+    ///
+    /// - Throws: what ``SSHResolver/resolve(_:)`` throws.
+    func settings() throws(FileProviderError) -> ConnectionSettings {
+        lock.lock()
+        defer { lock.unlock() }
+        if let resolved { return resolved }
+        guard let request else { throw FileProviderError(.invalidArgument, "no connection settings") }
+        let settings = try (resolver ?? SSHResolver(sshPath: SSHResolver.findSSH())).resolve(request)
+        resolved = settings
+        SFTPBackend.logger.debug(
+            "\(request.host) resolves to \(settings.user)@\(settings.host):\(settings.port)\(settings.proxy.map { " through the \($0.summary)" } ?? ""), identities \(settings.identityFiles), agent \(settings.agentSocket ?? "none"), known hosts \(settings.knownHostsPath)"
+        )
+        return settings
     }
 }

@@ -29,7 +29,8 @@ extension SFTPBackend {
     func connectionsPerTransfer() -> Int {
         if let streamsPerTransfer { return min(connections, streamsPerTransfer) }
         let cores = ProcessInfo.processInfo.activeProcessorCount
-        let ours = settings.isLocal ? max(1, cores / 2) : cores
+        // Asked during an operation, so a connection has resolved the settings.
+        let ours = target.current?.isLocal ?? false ? max(1, cores / 2) : cores
         return min(connections, max(2, ours))
     }
 
@@ -148,8 +149,12 @@ extension SFTPBackend {
             Self.readRanges(of: file, schedule, to: output, size: item.size, cancellation: cancellation) { false }
         }
         let prefix = schedule.writtenPrefix
-        guard let error = schedule.error ?? (prefix == item.size ? nil : FileProviderError(
-            .versionNoLongerAvailable, "\(located.path.display) changed while it was read; fetch it again"))
+        guard
+            let error = schedule.error
+                ?? (prefix == item.size
+                    ? nil
+                    : FileProviderError(
+                        .versionNoLongerAvailable, "\(located.path.display) changed while it was read; fetch it again"))
         else {
             // Also a record left by an earlier, killed download: it must not reach the replica.
             output.forgetPrefix()

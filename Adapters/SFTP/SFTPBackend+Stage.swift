@@ -171,7 +171,7 @@ extension SFTPBackend {
         guard error.code == .cannotSynchronize, let free = connection.freeBytes(folder), free < UInt64(Self.writeSize)
         else { return error }
         return FileProviderError(
-            .insufficientQuota, "the server \(settings.endpoint) is out of space in \(folder) (\(error.message))")
+            .insufficientQuota, "the server \(connection.endpoint) is out of space in \(folder) (\(error.message))")
     }
 
     /// Moves a staging file over `target`, replacing it atomically with posix-rename where the
@@ -200,7 +200,8 @@ extension SFTPBackend {
         let explicitSeconds = explicit.map { Int64($0.timeIntervalSince1970.rounded(.down)) }
         guard current != nil || explicitSeconds != nil else { return }
         let staged = try connection.lstat(staging)
-        let time = current.map { Self.modificationTime(for: staged, current: $0, explicit: explicitSeconds) }
+        let time =
+            current.map { Self.modificationTime(for: staged, current: $0, explicit: explicitSeconds) }
             ?? explicitSeconds!
         if time != staged.modificationTime {
             try connection.setTimes(staging, modification: time, access: staged.accessTime)

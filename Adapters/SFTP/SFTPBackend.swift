@@ -23,7 +23,8 @@ public final class SFTPBackend: Backend {
     /// Fixes how many connections a ranged transfer uses (tests); `nil`: see
     /// ``connectionsPerTransfer()``.
     let streamsPerTransfer: Int?
-    let settings: ConnectionSettings
+    /// Where to connect; resolved through the ssh configuration on the first connection.
+    let target: ConnectionTarget
     let pool: ConnectionPool
     let listings = ListingCache()
     /// Closes the files ranged reads keep open once they are idle.
@@ -36,11 +37,12 @@ public final class SFTPBackend: Backend {
         supportsServerSideMove: true, supportsConditionalWrites: false, supportsSymlinks: true,
         creatableKinds: [.file, .folder, .symlink], identifiersArePathDerived: true)
 
-    /// Makes a backend for a server; nothing is connected until the first operation.
+    /// Makes a backend for a server; nothing is connected (and the ssh configuration is not
+    /// read) until the first operation.
     ///
     /// - Parameters:
-    ///   - settings: where and how to connect (see ``SFTPBackend/descriptor`` for the options
-    ///     that produce them).
+    ///   - target: where and how to connect (see ``SFTPBackend/descriptor`` for the options
+    ///     that produce it).
     ///   - connections: the most connections used at once, 1 to 64.
     ///   - pageSize: the most items per listing page, at least 1.
     ///   - streamsPerTransfer: how many connections a ranged transfer uses, instead of what
@@ -49,7 +51,7 @@ public final class SFTPBackend: Backend {
     ///     nanoseconds (tests make it short).
     /// - Throws: `invalidArgument` when `connections` or `pageSize` is out of range.
     init(
-        settings: ConnectionSettings, connections: Int = 4, pageSize: Int = 2000, streamsPerTransfer: Int? = nil,
+        target: ConnectionTarget, connections: Int = 4, pageSize: Int = 2000, streamsPerTransfer: Int? = nil,
         readHandleIdleTime: UInt64 = SFTPBackend.readHandleIdleTime
     ) throws(FileProviderError) {
         guard (1...64).contains(connections) else {
@@ -58,13 +60,23 @@ public final class SFTPBackend: Backend {
         guard pageSize >= 1 else {
             throw FileProviderError(.invalidArgument, "the page size must be at least 1, not \(pageSize)")
         }
-        self.settings = settings
+        self.target = target
         self.connections = connections
         self.pageSize = pageSize
         self.streamsPerTransfer = streamsPerTransfer
-        pool = ConnectionPool(settings: settings, size: connections)
+        pool = ConnectionPool(target: target, size: connections)
         readHandleSweeper = IdleHandleSweeper(pool: pool, idleTime: readHandleIdleTime)
     }
+
+    /// A backend over settings that need no resolution (tests).
+    ///
+    /// - Throws: `invalidArgument` when `connections` is out of range.
+    convenience init(settings: ConnectionSettings, connections: Int = 4) throws(FileProviderError) {
+        try self.init(target: ConnectionTarget(resolved: settings), connections: connections)
+    }
+
+    /// The connection settings, once the first connection resolved them; else `nil`.
+    var resolvedSettings: ConnectionSettings? { target.current }
 
     /// Closes the connections and stops their threads.
     public func close() async { await pool.close() }
@@ -88,9 +100,12 @@ public final class SFTPBackend: Backend {
         helper: @escaping @Sendable (SFTPConnection, _ yield: () -> Bool) throws(FileProviderError) -> Void,
         _ body: () -> Void
     ) {
-        let helpers = streams < 2 ? nil : pool.lend(upTo: streams - 1) { connection throws(FileProviderError) in
-            try helper(connection) { self.pool.hasWaiters }
-        }
+        let helpers =
+            streams < 2
+            ? nil
+            : pool.lend(upTo: streams - 1) { connection throws(FileProviderError) in
+                try helper(connection) { self.pool.hasWaiters }
+            }
         body()
         helpers?.wait()
     }

@@ -129,6 +129,8 @@ enum SFTPStatus {
 final class SFTPConnection: @unchecked Sendable {
     let session: SSHSession
     private let sftp: OpaquePointer
+    /// `host:port` of the server, for messages.
+    var endpoint: String { session.settings.endpoint }
     /// The absolute path of the root on the server, symlinks resolved.
     private(set) var rootPath: String = "/"
     /// The connection failed at the transport level; the pool drops it.
@@ -150,7 +152,7 @@ final class SFTPConnection: @unchecked Sendable {
     init(settings: ConnectionSettings) throws(FileProviderError) {
         session = try SSHSession(settings: settings)
         guard let sftp = libssh2_sftp_init(session.raw) else {
-            throw SSHSession.transportError(session.raw, session.lastErrorCode, "starting SFTP on \(settings.endpoint)")
+            throw session.transportError(session.lastErrorCode, "starting SFTP on \(settings.endpoint)")
         }
         self.sftp = sftp
         symlinkArgumentsReversed = session.banner.contains("OpenSSH")
@@ -205,7 +207,7 @@ final class SFTPConnection: @unchecked Sendable {
             return SFTPStatus.error(status, operation: operation, path: path)
         }
         isDead = true
-        return SSHSession.transportError(session.raw, code, "\(operation) \(path) on \(session.settings.endpoint)")
+        return session.transportError(code, "\(operation) \(path) on \(session.settings.endpoint)")
     }
 
     // MARK: Paths

@@ -4,10 +4,10 @@ import Foundation
     import Glibc
 #endif
 
-/// The few `~/.ssh/config` settings the backend reads for a host alias: `HostName`, `Port`,
-/// `User` and `IdentityFile`, from `Host` blocks (patterns with `*`, `?` and `!`). As in
-/// OpenSSH, the first value found for a setting wins and `IdentityFile`s add up. `Match`
-/// blocks and `Include` are not read.
+/// The built-in reader of an ssh config file, used only when there is no `ssh` program to ask
+/// (``SSHResolver``): `HostName`, `Port`, `User` and `IdentityFile`, from `Host` blocks
+/// (patterns with `*`, `?` and `!`). As in OpenSSH, the first value found for a setting wins
+/// and `IdentityFile`s add up. `Match` blocks and `Include` are not read.
 struct SSHConfig: Sendable {
     struct Block: Sendable {
         var patterns: [String]
@@ -76,49 +76,20 @@ struct SSHConfig: Sendable {
         return matched
     }
 
-    /// The settings for `host`, with `~`, `%d`, `%u`, `%h`, `%r` and `%%` expanded in identity
-    /// file names.
-    func resolve(_ host: String, localUser: String, home: String) -> Resolved {
+    /// The settings for `host`; identity file names as written (``SSHTokens`` expands them).
+    func resolve(_ host: String) -> Resolved {
         var result = Resolved()
-        var identities: [String] = []
         for block in blocks where Self.matches(block.patterns, host: host) {
             for (key, value) in block.settings {
                 switch key {
                 case "hostname" where result.hostName == nil: result.hostName = value
                 case "port" where result.port == nil: result.port = Int(value)
                 case "user" where result.user == nil: result.user = value
-                case "identityfile": identities.append(value)
+                case "identityfile": result.identityFiles.append(value)
                 default: break
                 }
             }
         }
-        let hostName = result.hostName ?? host
-        let remoteUser = result.user ?? localUser
-        result.identityFiles = identities.map {
-            Self.expand($0, home: home, localUser: localUser, host: hostName, remoteUser: remoteUser)
-        }
         return result
-    }
-
-    static func expand(_ path: String, home: String, localUser: String, host: String, remoteUser: String) -> String {
-        var text = path
-        if text == "~" { text = home } else if text.hasPrefix("~/") { text = home + text.dropFirst() }
-        var out = ""
-        var iterator = text.makeIterator()
-        while let character = iterator.next() {
-            guard character == "%", let token = iterator.next() else {
-                out.append(character)
-                continue
-            }
-            switch token {
-            case "d": out += home
-            case "u": out += localUser
-            case "h": out += host
-            case "r": out += remoteUser
-            case "%": out += "%"
-            default: out += "%\(token)"
-            }
-        }
-        return out
     }
 }

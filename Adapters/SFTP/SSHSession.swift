@@ -9,7 +9,8 @@ import ProviderCore
 // Every libssh2 call of the adapter is in this file and in SFTPHandle.swift: the rest of the
 // adapter never sees a C pointer or a raw return code.
 
-/// Where and how to connect: the options of a domain after the ssh config file was applied.
+/// Where and how to connect: a domain's options after OpenSSH's configuration was applied
+/// (``SSHResolver``).
 struct ConnectionSettings: Sendable, Hashable {
     /// The host name or address to connect to (a config alias already replaced by its HostName).
     var host: String
@@ -21,19 +22,70 @@ struct ConnectionSettings: Sendable, Hashable {
     var passphraseEnvironment: String?
     /// The name of the environment variable holding the password.
     var passwordEnvironment: String?
-    var useAgent: Bool
+    /// The ssh-agent's socket; `nil`: no agent.
+    var agentSocket: String?
+    /// Why there is no agent, for messages ("SSH_AUTH_SOCK is not set", "IdentityAgent none").
+    var noAgentReason = "SSH_AUTH_SOCK is not set"
+    /// `--agent` asked for the agent (so its absence is worth saying).
+    var agentRequested = false
+    /// `IdentitiesOnly`: only agent keys that are one of ``identityKeys`` (by their `.pub`).
+    var identitiesOnly = false
+    /// The identity files named by the options or the configuration, whether their private
+    /// key is here or not: with `IdentitiesOnly`, an agent key is offered only when one of
+    /// these `.pub` files holds it (as `ssh` does).
+    var identityKeys: [String] = []
+    /// The known_hosts file host keys are checked against and new ones written to.
     var knownHostsPath: String
+    /// More known_hosts files to check (the rest of `UserKnownHostsFile`); never written.
+    var otherKnownHostsFiles: [String] = []
     var acceptNewHostKey: Bool
     /// Seconds a connection attempt or a blocking call may take.
     var timeout: Int
     /// The root folder on the server, as given (`.` is the login folder).
     var rootPath: String
+    /// The program the connection goes through (`ProxyCommand`, `ProxyJump`); `nil`: TCP.
+    var proxy: ProxyCommand?
+    /// The `host` option as given (an alias), for messages.
+    var alias: String
 
-    /// Whether the server runs on this machine (a loopback address), sharing our processors.
-    var isLocal: Bool { host == "localhost" || host == "::1" || host.hasPrefix("127.") }
+    init(
+        host: String, port: Int, user: String, identityFiles: [String], passphraseEnvironment: String? = nil,
+        passwordEnvironment: String? = nil, agentSocket: String? = nil, noAgentReason: String? = nil,
+        agentRequested: Bool = false,
+        identitiesOnly: Bool = false, identityKeys: [String]? = nil, knownHostsPath: String, otherKnownHostsFiles: [String] = [],
+        acceptNewHostKey: Bool = false, timeout: Int = 30, rootPath: String = ".", proxy: ProxyCommand? = nil,
+        alias: String? = nil
+    ) {
+        self.host = host
+        self.port = port
+        self.user = user
+        self.identityFiles = identityFiles
+        self.passphraseEnvironment = passphraseEnvironment
+        self.passwordEnvironment = passwordEnvironment
+        self.agentSocket = agentSocket
+        if let noAgentReason { self.noAgentReason = noAgentReason }
+        self.agentRequested = agentRequested
+        self.identitiesOnly = identitiesOnly
+        self.identityKeys = identityKeys ?? identityFiles
+        self.knownHostsPath = knownHostsPath
+        self.otherKnownHostsFiles = otherKnownHostsFiles
+        self.acceptNewHostKey = acceptNewHostKey
+        self.timeout = timeout
+        self.rootPath = rootPath
+        self.proxy = proxy
+        self.alias = alias ?? host
+    }
 
-    /// `host:port` for messages.
-    var endpoint: String { port == 22 ? host : "\(host):\(port)" }
+    /// Whether another process on this machine handles every byte of the connection too: a
+    /// server on a loopback address, or a proxy (it encrypts and decrypts the outer SSH
+    /// connection) — they share our processors.
+    var isLocal: Bool { proxy != nil || host == "localhost" || host == "::1" || host.hasPrefix("127.") }
+
+    /// `host:port` for messages (with the alias when it differs).
+    var endpoint: String {
+        let address = port == 22 ? host : "\(host):\(port)"
+        return alias == host ? address : "\(address) (\(alias))"
+    }
 
     /// The host's name in known_hosts, as OpenSSH writes it.
     var knownHostsName: String { port == 22 ? host : "[\(host)]:\(port)" }
@@ -51,36 +103,58 @@ final class SSHSession: @unchecked Sendable {
     let settings: ConnectionSettings
     let raw: OpaquePointer
     private let socket: Int32
+    /// The proxy the connection goes through; it owns ``socket``.
+    private let proxy: ProxyConnection?
     /// The server's version banner (`SSH-2.0-OpenSSH_9.6…`).
     let banner: String
 
     /// Connects, checks the host key against known_hosts and authenticates.
     ///
+    /// Through a proxy (`ProxyCommand`, `ProxyJump`), the proxy is started first and the
+    /// session runs over a socket pair connected to it; the proxy is stopped with the session.
+    ///
     /// - Throws: `serverUnreachable` when the host cannot be resolved or reached, refuses the
-    ///   connection or times out; `notAuthenticated` when the host key is unknown (without
-    ///   accept-new) or changed, naming the known_hosts file and the key's SHA256 fingerprint,
-    ///   or when every credential was refused; `invalidArgument` when a key file is missing.
+    ///   connection or times out, or the proxy cannot be started or exits (with the proxy's
+    ///   exit status and last message); `notAuthenticated` when the host key is unknown
+    ///   (without accept-new) or changed, naming the known_hosts file and the key's SHA256
+    ///   fingerprint, or when every credential was refused.
     init(settings: ConnectionSettings) throws(FileProviderError) {
         guard LibSSH2.initialized else {
             throw FileProviderError(.serverUnreachable, "libssh2 could not be initialized")
         }
         self.settings = settings
-        let socket = try Self.connectSocket(settings)
+        let proxy: ProxyConnection?
+        let socket: Int32
+        if let command = settings.proxy {
+            let started = try ProxyConnection(command)
+            proxy = started
+            socket = started.socket
+        } else {
+            proxy = nil
+            socket = try Self.connectSocket(settings)
+        }
+        func release() {
+            if let proxy { proxy.close() } else { Glibc.close(socket) }
+        }
         guard let raw = shim_libssh2_session_init() else {
-            Glibc.close(socket)
+            release()
             throw FileProviderError(.serverUnreachable, "libssh2 could not make a session")
         }
         libssh2_session_set_blocking(raw, 1)
         libssh2_session_set_timeout(raw, settings.timeout * 1000)
         let rc = libssh2_session_handshake(raw, libssh2_socket_t(socket))
         if rc != 0 {
-            let error = Self.transportError(raw, rc, "SSH handshake with \(settings.endpoint)")
+            var error = Self.transportError(raw, rc, "SSH handshake with \(settings.endpoint)")
+            if let proxy {
+                error = Self.proxyError(proxy, settings, rc, error)
+            }
             libssh2_session_free(raw)
-            Glibc.close(socket)
+            release()
             throw error
         }
         self.raw = raw
         self.socket = socket
+        self.proxy = proxy
         banner = libssh2_session_banner_get(raw).map { String(cString: $0) } ?? ""
         // From here on deinit frees the session and closes the socket.
         try HostKeyCheck(session: raw, settings: settings).verify()
@@ -91,7 +165,28 @@ final class SSHSession: @unchecked Sendable {
     deinit {
         _ = shim_libssh2_session_disconnect(raw, "bye")
         libssh2_session_free(raw)
-        Glibc.close(socket)
+        if let proxy { proxy.close() } else { Glibc.close(socket) }
+    }
+
+    /// The error for a handshake through a proxy that failed: what the proxy says comes first.
+    private static func proxyError(
+        _ proxy: ProxyConnection, _ settings: ConnectionSettings, _ code: Int32, _ error: FileProviderError
+    ) -> FileProviderError {
+        // A proxy that died closed the socket pair: it is exiting, give it a moment. One that
+        // hangs made the handshake time out: it is not going to say more.
+        let timedOut = code == LIBSSH2_ERROR_TIMEOUT || code == LIBSSH2_ERROR_SOCKET_TIMEOUT
+        let what = proxy.diagnosis(waiting: timedOut ? 0 : 2)
+        return FileProviderError(
+            .serverUnreachable,
+            "cannot reach \(settings.endpoint) through the proxy: \(what) (\(error.message)); \(proxy.command.hint)")
+    }
+
+    /// The error for a failed session-level call; through a proxy that has ended, it says how
+    /// the proxy ended and its last message.
+    func transportError(_ code: Int32, _ operation: String) -> FileProviderError {
+        let error = Self.transportError(raw, code, operation)
+        guard let proxy, proxy.ending(waiting: 0.5) != nil else { return error }
+        return FileProviderError(error.code, "\(error.message); \(proxy.diagnosis(waiting: 0))")
     }
 
     /// The last libssh2 error code of the session.
@@ -146,7 +241,12 @@ final class SSHSession: @unchecked Sendable {
         let status = getaddrinfo(settings.host, String(settings.port), &hints, &list)
         if status != 0 {
             let reason = String(cString: gai_strerror(status))
-            throw FileProviderError(.serverUnreachable, "cannot resolve \(settings.host): \(reason)")
+            // An alias the configuration gives no HostName is looked up as a host name.
+            let hint =
+                settings.host.lowercased() == settings.alias.lowercased()
+                ? "; the ssh configuration gives it no HostName (see `ssh -G \(settings.alias)`): check the name, or add a `Host \(settings.alias)` block with a HostName to ~/.ssh/config (or the --ssh-config file)"
+                : " (the HostName of \(settings.alias) in the ssh configuration)"
+            throw FileProviderError(.serverUnreachable, "cannot resolve \(settings.host): \(reason)\(hint)")
         }
         defer { freeaddrinfo(list) }
         var lastReason = "no address"
@@ -194,28 +294,35 @@ final class SSHSession: @unchecked Sendable {
 
     // MARK: Authentication
 
-    /// Tries the agent, the key files and the password, in that order.
+    /// Tries the agent, the key files and the password, in that order, as `ssh` does.
+    ///
+    /// A key that cannot be used (unreadable, protected by a passphrase that was not given,
+    /// of a type libssh2 cannot load) is noted and the next one tried; the error names every
+    /// credential tried and why it failed.
     private func authenticate() throws(FileProviderError) {
         let user = settings.user
         var tried: [String] = []
-        if settings.useAgent {
-            if try authenticateWithAgent() { return }
-            tried.append("ssh-agent")
+        if let socket = settings.agentSocket {
+            guard let note = try authenticateWithAgent(socket) else { return }
+            tried.append(note)
+        } else if settings.agentRequested {
+            tried.append("ssh-agent (\(settings.noAgentReason))")
         }
         let passphrase = settings.passphraseEnvironment.flatMap { ProcessInfo.processInfo.environment[$0] }
         for path in settings.identityFiles {
             guard FileManager.default.isReadableFile(atPath: path) else {
-                throw FileProviderError(.invalidArgument, "the identity file \(path) cannot be read")
+                tried.append("key \(path) (cannot be read)")
+                continue
             }
             let rc = libssh2_userauth_publickey_fromfile_ex(raw, user, UInt32(user.utf8.count), nil, path, passphrase)
             if rc == 0 { return }
+            if Self.isTransportError(rc) { throw transportError(rc, "authenticating to \(settings.endpoint)") }
             if rc == LIBSSH2_ERROR_FILE {
-                let hint = passphrase == nil
-                    ? " (is it protected by a passphrase? see --passphrase-env)" : " (wrong passphrase?)"
-                throw FileProviderError(.notAuthenticated, "the key \(path) cannot be used: \(lastErrorMessage)\(hint)")
+                let hint = passphrase == nil ? "; is it protected by a passphrase? see --passphrase-env" : "; wrong passphrase?"
+                tried.append("key \(path) (cannot be used: \(lastErrorMessage)\(hint))")
+            } else {
+                tried.append("key \(path)")
             }
-            if Self.isTransportError(rc) { throw Self.transportError(raw, rc, "authenticating to \(settings.endpoint)") }
-            tried.append("key \(path)")
         }
         if let name = settings.passwordEnvironment {
             guard let password = ProcessInfo.processInfo.environment[name] else {
@@ -224,30 +331,59 @@ final class SSHSession: @unchecked Sendable {
             let rc = libssh2_userauth_password_ex(
                 raw, user, UInt32(user.utf8.count), password, UInt32(password.utf8.count), nil)
             if rc == 0 { return }
-            if Self.isTransportError(rc) { throw Self.transportError(raw, rc, "authenticating to \(settings.endpoint)") }
+            if Self.isTransportError(rc) { throw transportError(rc, "authenticating to \(settings.endpoint)") }
             tried.append("the password from $\(name)")
         }
-        let list = tried.isEmpty
-            ? "no credentials were configured (use --identity, --agent or --password-env)"
+        let looked = settings.identityKeys.prefix(3).joined(separator: ", ") + (settings.identityKeys.count > 3 ? ", …" : "")
+        let list =
+            tried.isEmpty
+            ? "no credentials: no ssh-agent (\(settings.noAgentReason)), no key file\(looked.isEmpty ? "" : " (looked for \(looked))"), no --password-env; add a key to ssh-agent, or use --identity or --password-env"
             : "tried \(tried.joined(separator: ", "))"
         throw FileProviderError(.notAuthenticated, "\(settings.endpoint) refused \(user): \(list)")
     }
 
-    private func authenticateWithAgent() throws(FileProviderError) -> Bool {
-        guard let agent = libssh2_agent_init(raw) else { return false }
+    /// Offers the agent's keys (with `IdentitiesOnly`, only those that are one of the identity
+    /// files); `nil` once one is accepted, else a note on what was tried for the error.
+    private func authenticateWithAgent(_ socket: String) throws(FileProviderError) -> String? {
+        let name = "ssh-agent at \(socket)"
+        guard let agent = libssh2_agent_init(raw) else { return "\(name) (libssh2 could not use it)" }
         defer { libssh2_agent_free(agent) }
-        guard libssh2_agent_connect(agent) == 0 else { return false }
+        libssh2_agent_set_identity_path(agent, socket)
+        guard libssh2_agent_connect(agent) == 0 else { return "\(name) (cannot connect: \(lastErrorMessage))" }
         defer { _ = libssh2_agent_disconnect(agent) }
-        guard libssh2_agent_list_identities(agent) == 0 else { return false }
+        guard libssh2_agent_list_identities(agent) == 0 else { return "\(name) (cannot list its keys: \(lastErrorMessage))" }
+        let allowed = settings.identitiesOnly ? Set(settings.identityKeys.compactMap(Self.publicKeyBlob)) : nil
         var previous: UnsafeMutablePointer<libssh2_agent_publickey>?
+        var held = 0
+        var offered = 0
         while true {
             var identity: UnsafeMutablePointer<libssh2_agent_publickey>?
-            if libssh2_agent_get_identity(agent, &identity, previous) != 0 { return false }
-            let rc = libssh2_agent_userauth(agent, settings.user, identity)
-            if rc == 0 { return true }
-            if Self.isTransportError(rc) { throw Self.transportError(raw, rc, "authenticating to \(settings.endpoint)") }
+            let next = libssh2_agent_get_identity(agent, &identity, previous)
+            guard next == 0, let identity else { break }
             previous = identity
+            held += 1
+            if let allowed {
+                let blob = Array(UnsafeBufferPointer(start: identity.pointee.blob, count: Int(identity.pointee.blob_len)))
+                if !allowed.contains(blob) { continue }
+            }
+            offered += 1
+            let rc = libssh2_agent_userauth(agent, settings.user, identity)
+            if rc == 0 { return nil }
+            if Self.isTransportError(rc) { throw transportError(rc, "authenticating to \(settings.endpoint)") }
         }
+        if held == 0 { return "\(name) (it holds no keys)" }
+        if offered == 0 { return "\(name) (IdentitiesOnly: none of its \(held) keys is an identity file's)" }
+        return "\(name) (\(offered) key\(offered == 1 ? "" : "s"))"
+    }
+
+    /// The key of `path.pub` (the base64 field of an OpenSSH public key line), or `nil`.
+    static func publicKeyBlob(_ path: String) -> [UInt8]? {
+        guard let handle = FileHandle(forReadingAtPath: path + ".pub") else { return nil }
+        defer { try? handle.close() }
+        guard let data = try? handle.read(upToCount: 65536), let text = String(data: data, encoding: .utf8) else { return nil }
+        let fields = text.split(whereSeparator: \.isWhitespace)
+        guard fields.count >= 2, let blob = Data(base64Encoded: String(fields[1])) else { return nil }
+        return Array(blob)
     }
 }
 
@@ -277,10 +413,10 @@ struct HostKeyCheck {
             throw FileProviderError(.serverUnreachable, "libssh2 could not read known hosts")
         }
         defer { libssh2_knownhost_free(hosts) }
-        if FileManager.default.fileExists(atPath: file) {
-            if libssh2_knownhost_readfile(hosts, file, LIBSSH2_KNOWNHOST_FILE_OPENSSH) < 0 {
+        for path in [file] + settings.otherKnownHostsFiles where FileManager.default.fileExists(atPath: path) {
+            if libssh2_knownhost_readfile(hosts, path, LIBSSH2_KNOWNHOST_FILE_OPENSSH) < 0 {
                 throw FileProviderError(
-                    .invalidArgument, "the known_hosts file \(file) cannot be read: \(SSHSession.lastMessage(session))")
+                    .invalidArgument, "the known_hosts file \(path) cannot be read: \(SSHSession.lastMessage(session))")
             }
         }
         let mask = LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW | keyBit

@@ -87,8 +87,11 @@ struct RangedTransferTests {
     @Test func connectionsPerTransferFollowTheProcessorsAndWhereTheServerIs() async throws {
         let cores = ProcessInfo.processInfo.activeProcessorCount
         let local = try TestServer.backend(try await TestServer.shared(), extra: ["connections": "64"])
+        // The settings (a loopback address) are known once a connection resolved them.
+        _ = try await local.item(for: .rootContainer)
         #expect(local.connectionsPerTransfer() == max(2, cores / 2))
-        var settings = local.settings
+        await local.close()
+        var settings = try #require(local.resolvedSettings)
         settings.host = "files.example.com"
         let remote = try SFTPBackend(settings: settings, connections: 64)
         #expect(remote.connectionsPerTransfer() == max(2, cores))

@@ -29,7 +29,9 @@ struct SecurityTests {
         let knownHosts = scratch.appendingPathComponent("known_hosts")
         try Data("# nothing pinned\n".utf8).write(to: knownHosts)
         let backend = try TestServer.backend(server, extra: ["known-hosts": knownHosts.path])
-        let error = await Self.expectError(.notAuthenticated) { () async throws(FileProviderError) in _ = try await backend.item(for: .rootContainer) }
+        let error = await Self.expectError(.notAuthenticated) { () async throws(FileProviderError) in
+            _ = try await backend.item(for: .rootContainer)
+        }
         let message = error?.message ?? ""
         #expect(message.contains(knownHosts.path), "\(message)")
         #expect(message.contains(try Self.fingerprint(server)), "\(message)")
@@ -41,7 +43,9 @@ struct SecurityTests {
         let server = try await TestServer.shared()
         let knownHosts = try TestServer.scratch().appendingPathComponent("absent/known_hosts")
         let backend = try TestServer.backend(server, extra: ["known-hosts": knownHosts.path])
-        _ = await Self.expectError(.notAuthenticated) { () async throws(FileProviderError) in _ = try await backend.item(for: .rootContainer) }
+        _ = await Self.expectError(.notAuthenticated) { () async throws(FileProviderError) in
+            _ = try await backend.item(for: .rootContainer)
+        }
         #expect(!FileManager.default.fileExists(atPath: knownHosts.path))
         await backend.close()
     }
@@ -58,7 +62,9 @@ struct SecurityTests {
         for acceptNew in ["false", "true"] {
             let backend = try TestServer.backend(
                 server, extra: ["known-hosts": knownHosts.path, "accept-new-host-key": acceptNew])
-            let error = await Self.expectError(.notAuthenticated) { () async throws(FileProviderError) in _ = try await backend.item(for: .rootContainer) }
+            let error = await Self.expectError(.notAuthenticated) { () async throws(FileProviderError) in
+                _ = try await backend.item(for: .rootContainer)
+            }
             let message = error?.message ?? ""
             #expect(message.contains("CHANGED"), "\(message)")
             #expect(message.contains(knownHosts.path), "\(message)")
@@ -93,7 +99,9 @@ struct SecurityTests {
             try Data(moved.utf8).write(to: knownHosts)
             let fooled = try TestServer.backend(
                 impostor, extra: ["known-hosts": knownHosts.path, "accept-new-host-key": "true"])
-            let error = await Self.expectError(.notAuthenticated) { () async throws(FileProviderError) in _ = try await fooled.item(for: .rootContainer) }
+            let error = await Self.expectError(.notAuthenticated) { () async throws(FileProviderError) in
+                _ = try await fooled.item(for: .rootContainer)
+            }
             #expect(error?.message.contains("CHANGED") == true)
             await fooled.close()
         }
@@ -104,7 +112,9 @@ struct SecurityTests {
         let stranger = try TestServer.scratch().appendingPathComponent("id_stranger")
         try SSHServer.generateKey(at: stranger)
         let backend = try TestServer.backend(server, extra: ["identity": stranger.path])
-        let error = await Self.expectError(.notAuthenticated) { () async throws(FileProviderError) in _ = try await backend.item(for: .rootContainer) }
+        let error = await Self.expectError(.notAuthenticated) { () async throws(FileProviderError) in
+            _ = try await backend.item(for: .rootContainer)
+        }
         #expect(error?.message.contains(stranger.path) == true, "\(error?.message ?? "")")
         await backend.close()
     }
@@ -115,9 +125,14 @@ struct SecurityTests {
         var options = server.options(root: try server.makeFolder())
         options["identity"] = nil
         options["password-env"] = "FPK_SFTP_TEST_PASSWORD"
-        options["ssh-config"] = "/nonexistent"
+        // An empty ssh configuration: no IdentityFile of the user's is tried.
+        let config = try TestServer.scratch().appendingPathComponent("config")
+        try Data().write(to: config)
+        options["ssh-config"] = config.path
         let backend = try SFTPBackend(configuration: try SFTPBackend.descriptor.validate(options))
-        let error = await Self.expectError(.notAuthenticated) { () async throws(FileProviderError) in _ = try await backend.item(for: .rootContainer) }
+        let error = await Self.expectError(.notAuthenticated) { () async throws(FileProviderError) in
+            _ = try await backend.item(for: .rootContainer)
+        }
         #expect(error?.message.contains("not the password") == false, "the password leaked into a message")
         await backend.close()
     }
@@ -128,7 +143,9 @@ struct SecurityTests {
         options["identity"] = nil
         options["password-env"] = "FPK_SFTP_TEST_UNSET_\(UUID().uuidString.prefix(6))"
         let backend = try SFTPBackend(configuration: try SFTPBackend.descriptor.validate(options))
-        _ = await Self.expectError(.notAuthenticated) { () async throws(FileProviderError) in _ = try await backend.item(for: .rootContainer) }
+        _ = await Self.expectError(.notAuthenticated) { () async throws(FileProviderError) in
+            _ = try await backend.item(for: .rootContainer)
+        }
         await backend.close()
     }
 
@@ -138,7 +155,9 @@ struct SecurityTests {
         options["port"] = String(try SSHServer.freePort())
         options["timeout"] = "5"
         let backend = try SFTPBackend(configuration: try SFTPBackend.descriptor.validate(options))
-        let error = await Self.expectError(.serverUnreachable) { () async throws(FileProviderError) in _ = try await backend.item(for: .rootContainer) }
+        let error = await Self.expectError(.serverUnreachable) { () async throws(FileProviderError) in
+            _ = try await backend.item(for: .rootContainer)
+        }
         #expect(error?.message.contains("refused") == true, "\(error?.message ?? "")")
         await backend.close()
     }
@@ -174,10 +193,11 @@ struct SecurityTests {
             "root": try server.makeFolder(),
         ]
         let backend = try SFTPBackend(configuration: try SFTPBackend.descriptor.validate(options))
-        #expect(backend.settings.host == "127.0.0.1")
-        #expect(backend.settings.port == server.port)
+        #expect(backend.resolvedSettings == nil, "the factory read the ssh configuration")
         let root = try await backend.item(for: .rootContainer)
         #expect(root.kind == .folder)
+        #expect(backend.resolvedSettings?.host == "127.0.0.1")
+        #expect(backend.resolvedSettings?.port == server.port)
         await backend.close()
     }
 

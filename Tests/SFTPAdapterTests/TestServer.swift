@@ -18,9 +18,9 @@ enum TestServer {
         var options = server.options(root: try root ?? server.makeFolder())
         options.merge(extra) { $1 }
         let configuration = try SFTPBackend.descriptor.validate(options)
-        let backend = try SFTPBackend(configuration: configuration)
         return try SFTPBackend(
-            settings: backend.settings, connections: backend.connections, pageSize: pageSize,
+            target: ConnectionTarget(request: try SFTPBackend.request(configuration)),
+            connections: try configuration.integer("connections") ?? 4, pageSize: pageSize,
             streamsPerTransfer: streamsPerTransfer, readHandleIdleTime: readHandleIdleTime)
     }
 
@@ -41,5 +41,5 @@ enum TestServer {
 
 extension SFTPBackend {
     /// The root folder the backend was made with.
-    var rootFolder: String { settings.rootPath }
+    var rootFolder: String { target.request?.rootPath ?? resolvedSettings?.rootPath ?? "." }
 }
