@@ -69,8 +69,9 @@ public final class OnAccessHandler: @unchecked Sendable {
         case refused(String)
     }
 
-    /// Runs a sync of a domain (upload included), so that local moves are recorded.
-    public typealias Synchronize = @Sendable (_ domain: String) async -> Void
+    /// Runs a sync of a domain (upload included) that compares at least the folder of the file
+    /// at `path` (relative), so that a local move or edit there is recorded or sent.
+    public typealias Synchronize = @Sendable (_ domain: String, _ path: String) async -> Void
 
     let manager: ProviderManager
     let logger: Logger
@@ -405,7 +406,7 @@ public final class OnAccessHandler: @unchecked Sendable {
             // at this path (and the file may carry the item's new identifier, where the store
             // names items by path).
             logger.info("\(entry.name): \(path): moved since the last sync; syncing before fetching it")
-            await synchronize(entry.name)
+            await synchronize(entry.name, path)
             record = try await lookUp(entry, path: path)
             key = (try? await manager.executor.run { Replica.datalessKey(ofDescriptor: descriptor) }) ?? key
         }
@@ -443,9 +444,11 @@ public final class OnAccessHandler: @unchecked Sendable {
                     try await hydrator.modified(record, key: access.key, changeTime: access.changeTime, downloader: controller.downloader)
                     // Whole now, with the program's bytes: send the edit (the watcher ignored the
                     // file's writes while it was being fetched).
-                    await synchronize?(entry.name)
+                    await synchronize?(entry.name, relative)
                 } catch {
-                    logger.error("\(entry.name): \(relative): written by process \(event.processIdentifier) while partly fetched; not completed: \(error.message)")
+                    logger.error(
+                        "\(entry.name): \(relative): written by process \(event.processIdentifier) while partly fetched; not completed: \(error.message)"
+                    )
                     await recordFailure(error, domainID: entry.domainID, path: relative)
                 }
                 _ = self.running.withLock { $0.removeValue(forKey: id) }

@@ -309,9 +309,12 @@ public final class Server: Sendable {
         let dataless = records.filter { $0.replicaMode == .dataless }
         guard !dataless.isEmpty else { return }
         let settle = options.settleSeconds
-        let handler = try OnAccessHandler.open(manager: manager, logger: logger) { [manager, logger, changedFolders] name in
+        let handler = try OnAccessHandler.open(manager: manager, logger: logger) { [manager, logger, changedFolders] name, path in
             do {
                 let controller = try await manager.controller(for: name)
+                // The engine's own writes there were not reported (a fill, a file completed
+                // around a program's write): the folder is compared whatever the watcher saw.
+                changedFolders[name]?.folderChanged(DomainController.split(path).parent)
                 _ = try await controller.sync(upload: true, settleSeconds: settle, changes: changedFolders[name])
             } catch {
                 logger.warning("\(name): sync for a moved file failed: \(FileProviderError.wrap(error).message)")
