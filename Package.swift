@@ -71,8 +71,11 @@ let package = Package(
                 "MediaAPIAdapter", "CSystemShims",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            plugins: ["BuildInfo"]
         ),
+        // Writes the commit the CLI is built from into it (`fileproviderctl version`).
+        .plugin(name: "BuildInfo", capability: .buildTool(), path: "Plugins/BuildInfo"),
         // Keeps a pre-content fanotify group guarded when serve dies (Docs/Architecture.md,
         // "On-access files: the kernel layer"). C: a small process with no runtime to start.
         .executableTarget(name: "fileprovider-guard", dependencies: ["CSystemShims"]),

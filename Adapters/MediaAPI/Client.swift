@@ -204,6 +204,20 @@ final class HTTPClient: Sendable {
 
     private static let globalInit: CURLcode = curl_global_init(Int(CURL_GLOBAL_ALL))
 
+    /// The version of the libcurl this process loaded and its TLS library, from `curl_version()`
+    /// (`libcurl/8.5.0 OpenSSL/3.0.13 zlib/…`): `8.5.0 (OpenSSL/3.0.13)`; `unknown` when it says
+    /// nothing usable.
+    static var libraryVersion: String {
+        guard let text = curl_version().map({ String(cString: $0) }) else { return "unknown" }
+        let words = text.split(separator: " ")
+        guard let first = words.first, first.hasPrefix("libcurl/") else { return "unknown" }
+        let version = String(first.dropFirst("libcurl/".count))
+        let tls = words.dropFirst().first { word in
+            ["OpenSSL/", "GnuTLS/", "mbedTLS/", "wolfSSL/", "BoringSSL", "LibreSSL/", "rustls"].contains { word.hasPrefix($0) }
+        }
+        return tls.map { "\(version) (\($0))" } ?? version
+    }
+
     /// - Throws: `invalidArgument` when libcurl cannot be set up.
     init(settings: ClientSettings) throws(FileProviderError) {
         guard Self.globalInit == CURLE_OK else {
@@ -222,9 +236,6 @@ final class HTTPClient: Sendable {
 
     /// Stops the connection threads once their work is done.
     func close() { pool.shutDown() }
-
-    /// The version of libcurl, for messages.
-    static var libraryVersion: String { String(cString: curl_version()) }
 
     /// Sends a request, retrying connection errors, 429 and 5xx with exponential backoff and
     /// jitter (honouring `Retry-After`), at most `settings.retries` times. A download into a file

@@ -30,6 +30,7 @@ extension MediaBackend {
                 defaultValue: "4"),
             BackendOption(name: "page-size", help: "the most items one listing page holds", type: .integer, defaultValue: "1000"),
         ],
+        libraryVersions: { ["libcurl": HTTPClient.libraryVersion] },
         factory: { configuration in
             var token: String?
             if let name = configuration["token-env"], !name.isEmpty {

@@ -62,6 +62,7 @@ extension SFTPBackend {
                 help: "an ssh config file to read instead of ~/.ssh/config and /etc/ssh/ssh_config (ssh -F)",
                 type: .path),
         ],
+        libraryVersions: { ["libssh2": LibSSH2.version] },
         factory: { configuration in
             try SFTPBackend(configuration: configuration)
         })

@@ -94,6 +94,9 @@ struct ConnectionSettings: Sendable, Hashable {
 /// Runs `libssh2_init` once per process.
 enum LibSSH2 {
     static let initialized: Bool = libssh2_init(0) == 0
+
+    /// The version of the libssh2 this process loaded (`libssh2_version`), or `unknown`.
+    static var version: String { libssh2_version(0).map { String(cString: $0) } ?? "unknown" }
 }
 
 /// A connected, authenticated SSH session, freed (and its socket closed) in `deinit`.

@@ -76,11 +76,18 @@ public struct BackendDescriptor: Sendable {
     public var summary: String
     public var options: [BackendOption]
     public var factory: Factory
+    /// The C libraries the backend talks through and their versions as the loaded library
+    /// reports them at run time (`libssh2`: `1.11.0`); `fileproviderctl version` lists them.
+    public var libraryVersions: @Sendable () -> [String: String]
 
-    public init(kind: String, summary: String, options: [BackendOption], factory: @escaping Factory) {
+    public init(
+        kind: String, summary: String, options: [BackendOption],
+        libraryVersions: @escaping @Sendable () -> [String: String] = { [:] }, factory: @escaping Factory
+    ) {
         self.kind = kind
         self.summary = summary
         self.options = options
+        self.libraryVersions = libraryVersions
         self.factory = factory
     }
 

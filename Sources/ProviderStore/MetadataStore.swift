@@ -1,6 +1,7 @@
 import CSQLiteConfig
 import Foundation
 import GRDB
+import GRDBSQLite
 import ProviderCore
 
 #if canImport(Glibc)
@@ -48,6 +49,9 @@ public final class MetadataStore: Sendable {
             throw FileProviderError(.localIOFailure, "cannot open the metadata database \(url.path): \(Self.describe(error))")
         }
     }
+
+    /// The version of the SQLite library this process uses (`sqlite3_libversion`), `3.46.1`.
+    public static var sqliteVersion: String { String(cString: sqlite3_libversion()) }
 
     /// The mode of the database and the files beside it: `rw-------`.
     public static let fileMode: mode_t = 0o600

@@ -24,13 +24,17 @@ struct FileProviderCtl: AsyncParsableCommand {
             143 stopped by SIGTERM. The first Ctrl-C stops a command cleanly: what was done is \
             recorded and listed, running the same command again finishes the work; a second one \
             stops it at once.
+
+            --home, --json, -v/--verbose, -q/--quiet and --log-level may come before the \
+            command's name too: fileproviderctl --home DIR status.
             """,
+        version: VersionCommand.versionLine,
         subcommands: [
             DomainCommand.self, SyncCommand.self, ListCommand.self, PopulateCommand.self, MaterializeCommand.self,
             EvictCommand.self, PolicyCommand.self, PinCommand.self, UnpinCommand.self, StatusCommand.self, CacheCommand.self,
             ConflictsCommand.self,
             PendingCommand.self, WhyCommand.self, ServeCommand.self, SignalCommand.self, ThumbnailCommand.self,
-            DumpCommand.self,
+            DumpCommand.self, VersionCommand.self,
         ]
     )
 
@@ -47,7 +51,11 @@ struct FileProviderCtl: AsyncParsableCommand {
     /// exit status.
     static func runCommand() async -> Int32 {
         do {
-            let command = ParsedCommand(try parseAsRoot())
+            let arguments = GlobalArguments.reorder(Array(CommandLine.arguments.dropFirst()), root: Self.self)
+            let command = ParsedCommand(try parseAsRoot(arguments))
+            if let global = (command.value as? any GlobalOptionsCommand)?.global, !(command.value is ServeCommand) {
+                global.bootstrapLogging()
+            }
             try await Interruption.shared.run {
                 if var async = command.value as? any AsyncParsableCommand {
                     try await async.run()

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import ProviderCore
 import ProviderEngine
 
@@ -12,6 +13,34 @@ struct GlobalOptions: ParsableArguments {
     func manager() throws -> ProviderManager {
         let url = home.map { URL(fileURLWithPath: $0) } ?? ProviderManager.defaultHome()
         return try ProviderManager(home: url, registry: AdapterList.registry)
+    }
+
+    @Flag(name: .shortAndLong, help: "Log more: -v logs debug messages, -vv trace messages too.")
+    var verbose: Int
+
+    @Flag(name: .shortAndLong, help: "Log errors only.")
+    var quiet = false
+
+    @Option(
+        help: ArgumentHelp(
+            "The least important log messages written: trace, debug, info, notice, warning, error or critical.",
+            valueName: "level"))
+    var logLevel: String?
+
+    func validate() throws {
+        if let logLevel, Logger.Level(rawValue: logLevel) == nil {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical, not '\(logLevel)'")
+        }
+    }
+
+    /// The log level asked for: `--log-level`, else `-q` (error), `-vv` (trace), `-v` (debug),
+    /// else `standard`.
+    func logLevel(default standard: Logger.Level) -> Logger.Level {
+        if let level = logLevel.flatMap(Logger.Level.init(rawValue:)) { return level }
+        if quiet { return .error }
+        if verbose >= 2 { return .trace }
+        if verbose == 1 { return .debug }
+        return standard
     }
 }
 

@@ -57,8 +57,8 @@ struct ServeCommand: AsyncParsableCommand {
             valueName: "seconds"))
     var fullScanInterval: Double = 3600
 
-    @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical.", valueName: "level"))
-    var logLevel: String = "info"
+    /// The log level: `--log-level`, `-v` or `-q` (``GlobalOptions/logLevel(default:)``), else info.
+    var logLevel: String { global.logLevel(default: .info).rawValue }
 
     func validate() throws {
         guard pollInterval > 0, pollInterval.isFinite else { throw ValidationError("--poll-interval must be a positive number of seconds") }
@@ -68,9 +68,6 @@ struct ServeCommand: AsyncParsableCommand {
         }
         guard fullScanInterval > 0, fullScanInterval.isFinite else {
             throw ValidationError("--full-scan-interval must be a positive number of seconds")
-        }
-        guard Logger.Level(rawValue: logLevel) != nil else {
-            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
         _ = try parsedPollIntervals()
     }
