@@ -16,7 +16,8 @@ extension MediaBackend {
             BackendOption(name: "url", help: "the server's base URL, http:// or https://", type: .url, isRequired: true),
             BackendOption(name: "root", help: "a folder on the server to use as the domain's root", defaultValue: ""),
             BackendOption(
-                name: "token-env", help: "an environment variable holding a bearer token (the token itself is never stored)"),
+                name: "token-env", help: "the name of an environment variable holding a bearer token (the token itself is never stored)",
+                type: .environmentVariable),
             BackendOption(name: "ca-file", help: "a CA bundle to verify the server's HTTPS certificate with", type: .path),
             BackendOption(name: "connect-timeout", help: "seconds to wait for a connection", type: .integer, defaultValue: "10"),
             BackendOption(
@@ -34,8 +35,11 @@ extension MediaBackend {
         factory: { configuration in
             var token: String?
             if let name = configuration["token-env"], !name.isEmpty {
-                guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else {
-                    throw FileProviderError(.invalidArgument, "--token-env \(name): the environment variable is not set")
+                guard let value = ProcessInfo.processInfo.environment[name] else {
+                    throw FileProviderError(.invalidArgument, "the variable \(name) named by --token-env is not set")
+                }
+                guard !value.isEmpty else {
+                    throw FileProviderError(.invalidArgument, "the variable \(name) named by --token-env is empty")
                 }
                 token = value
             }

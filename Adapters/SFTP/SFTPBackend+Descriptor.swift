@@ -35,8 +35,10 @@ extension SFTPBackend {
                     "a private key file to sign in with, the only one tried (default: the ssh configuration's IdentityFiles that exist, else ~/.ssh/id_ed25519, id_ecdsa, id_rsa)",
                 type: .path),
             BackendOption(
-                name: "passphrase-env", help: "the name of an environment variable holding the key's passphrase"),
-            BackendOption(name: "password-env", help: "the name of an environment variable holding the password"),
+                name: "passphrase-env", help: "the name of an environment variable holding the key's passphrase",
+                type: .environmentVariable),
+            BackendOption(
+                name: "password-env", help: "the name of an environment variable holding the password", type: .environmentVariable),
             BackendOption(
                 name: "agent",
                 help:

@@ -311,7 +311,14 @@ final class SSHSession: @unchecked Sendable {
         } else if settings.agentRequested {
             tried.append("ssh-agent (\(settings.noAgentReason))")
         }
-        let passphrase = settings.passphraseEnvironment.flatMap { ProcessInfo.processInfo.environment[$0] }
+        var passphrase: String?
+        if let name = settings.passphraseEnvironment, !settings.identityFiles.isEmpty {
+            // Without it every key would look refused ("wrong passphrase?"): say what is wrong.
+            guard let value = ProcessInfo.processInfo.environment[name] else {
+                throw FileProviderError(.notAuthenticated, "the variable \(name) named by --passphrase-env is not set")
+            }
+            passphrase = value
+        }
         for path in settings.identityFiles {
             guard FileManager.default.isReadableFile(atPath: path) else {
                 tried.append("key \(path) (cannot be read)")
@@ -329,7 +336,7 @@ final class SSHSession: @unchecked Sendable {
         }
         if let name = settings.passwordEnvironment {
             guard let password = ProcessInfo.processInfo.environment[name] else {
-                throw FileProviderError(.notAuthenticated, "the environment variable \(name) holding the password is not set")
+                throw FileProviderError(.notAuthenticated, "the variable \(name) named by --password-env is not set")
             }
             let rc = libssh2_userauth_password_ex(
                 raw, user, UInt32(user.utf8.count), password, UInt32(password.utf8.count), nil)

@@ -5,6 +5,9 @@ public struct BackendOption: Hashable, Sendable {
     /// The type of an option's value.
     public enum ValueType: String, Hashable, Sendable {
         case string, integer, boolean, path, url
+        /// The name of an environment variable (`[A-Za-z_][A-Za-z0-9_]*`) that holds a secret,
+        /// read when the backend connects; never the secret itself.
+        case environmentVariable = "variable"
     }
 
     /// The name, in kebab case (`root`, `known-hosts`); the CLI flag is `--NAME`.
@@ -137,10 +140,27 @@ public struct BackendDescriptor: Sendable {
             throw FileProviderError(.invalidArgument, "option --\(option.name) takes a URL, not '\(value)'")
         case .path where value.isEmpty:
             throw FileProviderError(.invalidArgument, "option --\(option.name) takes a path")
+        case .environmentVariable where !isEnvironmentVariableName(value):
+            // Not the value: it may well be the secret itself, given by mistake.
+            throw FileProviderError(
+                .invalidArgument,
+                "option --\(option.name) takes the name of an environment variable (letters, digits and _, not starting with a digit), not a value: put the secret in a variable and give its name, as --\(option.name) MY_SECRET"
+            )
         default:
             break
         }
     }
+}
+
+/// Whether `name` can name an environment variable: `[A-Za-z_][A-Za-z0-9_]*`, as POSIX shells
+/// accept them.
+public func isEnvironmentVariableName(_ name: String) -> Bool {
+    guard let first = name.utf8.first, first == UInt8(ascii: "_") || isASCIILetter(first) else { return false }
+    return name.utf8.allSatisfy { $0 == UInt8(ascii: "_") || isASCIILetter($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+}
+
+private func isASCIILetter(_ byte: UInt8) -> Bool {
+    (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
 }
 
 /// The backends a program knows, by kind name.

@@ -141,11 +141,13 @@ struct SecurityTests {
         let server = try await TestServer.shared()
         var options = server.options(root: try server.makeFolder())
         options["identity"] = nil
-        options["password-env"] = "FPK_SFTP_TEST_UNSET_\(UUID().uuidString.prefix(6))"
+        let name = "FPK_SFTP_TEST_UNSET_\(UUID().uuidString.prefix(6))"
+        options["password-env"] = name
         let backend = try SFTPBackend(configuration: try SFTPBackend.descriptor.validate(options))
-        _ = await Self.expectError(.notAuthenticated) { () async throws(FileProviderError) in
+        let error = await Self.expectError(.notAuthenticated) { () async throws(FileProviderError) in
             _ = try await backend.item(for: .rootContainer)
         }
+        #expect(error?.message.contains("the variable \(name) named by --password-env is not set") == true, "\(error?.message ?? "")")
         await backend.close()
     }
 
