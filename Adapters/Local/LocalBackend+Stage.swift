@@ -74,10 +74,10 @@ extension LocalBackend {
             return
         }
         if Glibc.unlinkat(folder.fd, name, 0) == 0 {
-            Self.logger.debug("removed \(displayPath), left by an upload that was cut short")
+            Self.logger.debug("removed \(TerminalText.quoted(displayPath)), left by an upload that was cut short")
         } else {
             Self.logger.warning(
-                "cannot remove \(displayPath), left by an upload that was cut short: \(String(cString: strerror(errno))); remove it by hand"
+                "cannot remove \(TerminalText.quoted(displayPath)), left by an upload that was cut short: \(String(cString: strerror(errno))); remove it by hand"
             )
         }
     }

@@ -107,10 +107,10 @@ extension SFTPBackend {
             let target = (remote == "/" ? "" : remote) + "/" + name
             do throws(FileProviderError) {
                 try connection.unlink(target)
-                Self.logger.debug("removed \(target) on \(connection.endpoint), left by an upload that was cut short")
+                Self.logger.debug("removed \(TerminalText.quoted(target)) on \(connection.endpoint), left by an upload that was cut short")
             } catch {
                 Self.logger.warning(
-                    "cannot remove \(target) on \(connection.endpoint), left by an upload that was cut short: \(error.message); remove it by hand"
+                    "cannot remove \(TerminalText.quoted(target)) on \(connection.endpoint), left by an upload that was cut short: \(error.message); remove it by hand"
                 )
                 if connection.isDead { break }
             }

@@ -69,7 +69,7 @@ final class DatalessWatcher: @unchecked Sendable {
         roots.withLock { $0[domain] = root }
         for path in datalessFolders where !path.isEmpty {
             if fp_fanotify_mark_folder(fd, root + "/" + path, 1) != 0 && errno != ENOENT && errno != ENOTDIR {
-                logger.debug("\(domain): cannot watch \(path): \(String(cString: strerror(errno)))")
+                logger.debug("\(domain): cannot watch \(TerminalText.quoted(path)): \(String(cString: strerror(errno)))")
             }
         }
     }
@@ -120,7 +120,12 @@ final class DatalessWatcher: @unchecked Sendable {
         // after serve let the watcher go would otherwise write into whatever file took the
         // number (a database's, say).
         let allow: @Sendable () -> Bool = { [self] in
-            guard answered.withLock({ done in defer { done = true }; return !done }) else { return false }
+            guard
+                answered.withLock({ done in
+                    defer { done = true }
+                    return !done
+                })
+            else { return false }
             _ = fp_fanotify_respond(fd, event.fd, 1)
             Glibc.close(event.fd)
             return true
@@ -137,7 +142,9 @@ final class DatalessWatcher: @unchecked Sendable {
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + Self.holdLimit) {
             if allow() {
-                logger.warning("\(domain):/\(relative): not populated within \(Int(Self.holdLimit)) s; the program that opened it goes on")
+                logger.warning(
+                    "\(TerminalText.quoted("\(domain):/\(relative)")): not populated within \(Int(Self.holdLimit)) s; the program that opened it goes on"
+                )
             }
         }
     }

@@ -18,7 +18,7 @@ extension DomainController {
         var updated: [ItemRecord] = []
         for path in paths {
             if Task.isCancelled {
-                outcomes.append(ItemOutcome(path: display(path), error: Self.notStarted))
+                outcomes.append(ItemOutcome(path: location(path), error: Self.notStarted))
                 continue
             }
             do {
@@ -35,7 +35,7 @@ extension DomainController {
                 }
                 for file in files where file.state == .materialized {
                     if Task.isCancelled {
-                        outcomes.append(ItemOutcome(path: display(file.path), error: Self.notStarted))
+                        outcomes.append(ItemOutcome(path: location(file.path), error: Self.notStarted))
                         continue
                     }
                     do {
@@ -43,9 +43,9 @@ extension DomainController {
                             throw pinnedError(file.path, holder: holder)
                         }
                         updated.append(try await evictFile(file))
-                        outcomes.append(ItemOutcome(path: display(file.path), error: nil))
+                        outcomes.append(ItemOutcome(path: location(file.path), error: nil))
                     } catch {
-                        outcomes.append(ItemOutcome(path: display(file.path), error: FileProviderError.wrap(error)))
+                        outcomes.append(ItemOutcome(path: location(file.path), error: FileProviderError.wrap(error)))
                     }
                 }
                 // Partly present files of a dataless replica (progressive hydration): their
@@ -59,24 +59,24 @@ extension DomainController {
                         let outcome = try await executor.run { try evictor.evictPartial(named: file) }
                         if case .kept(let why) = outcome {
                             let error = FileProviderError(.nonEvictable, "\(display(file.path)) was not evicted: \(why)")
-                            outcomes.append(ItemOutcome(path: display(file.path), error: error))
+                            outcomes.append(ItemOutcome(path: location(file.path), error: error))
                             if file.identifier == target.identifier { refused = true }
                         } else if file.identifier != target.identifier {
-                            outcomes.append(ItemOutcome(path: display(file.path), error: nil))
+                            outcomes.append(ItemOutcome(path: location(file.path), error: nil))
                         }
                     }
                 }
                 if target.kind == .file && target.state != .materialized && !refused {
-                    outcomes.append(ItemOutcome(path: display(path), error: nil))
+                    outcomes.append(ItemOutcome(path: location(path), error: nil))
                 }
             } catch {
-                outcomes.append(ItemOutcome(path: display(path), error: FileProviderError.wrap(error)))
+                outcomes.append(ItemOutcome(path: location(path), error: FileProviderError.wrap(error)))
             }
         }
         do {
             try store.apply(domainID: domainID, upserts: updated, deletions: [])
         } catch {
-            outcomes.append(ItemOutcome(path: display(""), error: error))
+            outcomes.append(ItemOutcome(path: location(""), error: error))
         }
         return outcomes
     }

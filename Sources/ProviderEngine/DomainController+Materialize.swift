@@ -32,7 +32,7 @@ extension DomainController {
                 } else if target.kind == .symlink {
                     outcomes.append(
                         ItemOutcome(
-                            path: display(path),
+                            path: location(path),
                             error: FileProviderError(
                                 .notSupported,
                                 "a symlink to \(target.symlinkTarget ?? "?"); symlinks stay placeholders and are never followed")))
@@ -40,7 +40,7 @@ extension DomainController {
                     files.append(target)
                 }
             } catch {
-                outcomes.append(ItemOutcome(path: display(path), error: error))
+                outcomes.append(ItemOutcome(path: location(path), error: error))
             }
         }
         // The folders are made first and populated after the downloads: a file about to be
@@ -51,11 +51,11 @@ extension DomainController {
         do {
             try await makeFolders(parents)
         } catch {
-            return outcomes + files.map { ItemOutcome(path: display($0.path), error: error) }
+            return outcomes + files.map { ItemOutcome(path: location($0.path), error: error) }
         }
         let downloaded = await downloader.download(files, events: events)
         // A file asked for is a file used: the newest for least-recently-used eviction.
-        let identifiers = Dictionary(files.map { (display($0.path), $0.identifier) }, uniquingKeysWith: { first, _ in first })
+        let identifiers = Dictionary(files.map { (location($0.path), $0.identifier) }, uniquingKeysWith: { first, _ in first })
         for outcome in downloaded where outcome.error == nil {
             if let identifier = identifiers[outcome.path] { useRecorder.used(domainID: domainID, identifier: identifier) }
         }
@@ -65,7 +65,7 @@ extension DomainController {
         do {
             try await populateFolders(parents)
         } catch {
-            outcomes.append(ItemOutcome(path: display(parents.first ?? ""), error: error))
+            outcomes.append(ItemOutcome(path: location(parents.first ?? ""), error: error))
         }
         return outcomes
     }

@@ -93,7 +93,7 @@ extension DomainController {
                 let cleared = try store.setContentPolicy(policy, domainID: domainID, path: path, clearingBelow: target.kind == .folder)
                 named.append((path, target.kind, cleared))
             } catch {
-                outcomes.append(ItemOutcome(path: display(path), error: error))
+                outcomes.append(ItemOutcome(path: location(path), error: error))
             }
         }
         if named.isEmpty { return ([], outcomes) }
@@ -101,7 +101,7 @@ extension DomainController {
         do {
             resolver = try policies()
         } catch {
-            return ([], outcomes + named.map { ItemOutcome(path: display($0.path), error: error) })
+            return ([], outcomes + named.map { ItemOutcome(path: location($0.path), error: error) })
         }
         var changes: [PolicyChange] = []
         var download: [String] = []
@@ -109,7 +109,7 @@ extension DomainController {
         for (path, kind, cleared) in named {
             let now = resolver.effective(path)
             changes.append(
-                PolicyChange(path: display(path), policy: now.policy, setOn: now.setOn.map(display), cleared: cleared.map(display)))
+                PolicyChange(path: location(path), policy: now.policy, setOn: now.setOn.map(location), cleared: cleared.map(location)))
             switch now.policy {
             case .eager where kind != .symlink: download.append(path)
             case .onlineOnly where kind != .symlink: evict.append(path)
@@ -136,7 +136,7 @@ extension DomainController {
             partial = replica.layout == .dataless ? try store.partiallyPresent(domainID: domainID) : [:]
             unfinished = try store.itemsWithUnfinishedOperations(domainID: domainID)
         } catch {
-            return paths.map { ItemOutcome(path: display($0), error: error) }
+            return paths.map { ItemOutcome(path: location($0), error: error) }
         }
         let files = FileEvictor(domainID: domainID, domainName: domain.name, replica: replica, store: store, method: .lease)
         // Logged as automatic eviction logs what it takes (`status` shows them).
@@ -158,16 +158,16 @@ extension DomainController {
                         continue
                     }
                     if Task.isCancelled {
-                        outcomes.append(ItemOutcome(path: display(file.path), error: Self.notStarted))
+                        outcomes.append(ItemOutcome(path: location(file.path), error: Self.notStarted))
                         continue
                     }
                     // Another policy set below meanwhile (by another process) wins.
                     let (policy, setOn) = policies.resolve(file.path)
                     guard policy == .onlineOnly else { continue }
-                    let shown = display(file.path)
+                    let shown = location(file.path)
                     let notUploaded = FileProviderError(
                         .unsyncedEdits,
-                        "\(shown) has local changes that are not uploaded; not evicted now (online-only: evicted once a sync has uploaded them)"
+                        "\(display(file.path)) has local changes that are not uploaded; not evicted now (online-only: evicted once a sync has uploaded them)"
                     )
                     if unfinished.contains(file.identifier) {
                         outcomes.append(ItemOutcome(path: shown, error: notUploaded))
@@ -191,20 +191,21 @@ extension DomainController {
                                     path: shown,
                                     error: FileProviderError(
                                         .nonEvictable,
-                                        "\(shown) is not evicted now: \(why) (online-only: automatic eviction takes it once it can)")))
+                                        "\(display(file.path)) is not evicted now: \(why) (online-only: automatic eviction takes it once it can)"
+                                    )))
                         }
                     } catch {
                         outcomes.append(ItemOutcome(path: shown, error: error))
                     }
                 }
             } catch {
-                outcomes.append(ItemOutcome(path: display(path), error: error))
+                outcomes.append(ItemOutcome(path: location(path), error: error))
             }
         }
         do {
             try store.recordEvictions(log)
         } catch {
-            outcomes.append(ItemOutcome(path: display(""), error: error))
+            outcomes.append(ItemOutcome(path: location(""), error: error))
         }
         return outcomes
     }

@@ -21,7 +21,7 @@ extension DomainController {
         do throws(FileProviderError) {
             lock = try await lockForSync(events: nil)
         } catch {
-            return paths.map { ItemOutcome(path: display($0), error: error) }
+            return paths.map { ItemOutcome(path: location($0), error: error) }
         }
         defer { withExtendedLifetime(lock) {} }
         return await treeLock.withLock { () async -> [ItemOutcome] in
@@ -47,9 +47,9 @@ extension DomainController {
                             }
                         }
                     }
-                    outcomes.append(ItemOutcome(path: display(path), error: nil))
+                    outcomes.append(ItemOutcome(path: location(path), error: nil))
                 } catch {
-                    outcomes.append(ItemOutcome(path: display(path), error: error))
+                    outcomes.append(ItemOutcome(path: location(path), error: error))
                 }
             }
             return outcomes

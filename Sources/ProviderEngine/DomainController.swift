@@ -90,8 +90,12 @@ public final class DomainController: Sendable {
         await backend.close()
     }
 
-    /// `DOMAIN:/path` of a relative path.
-    func display(_ path: String) -> String { "\(domain.name):/\(path)" }
+    /// `DOMAIN:/path` of a relative path, exactly: for outcomes, JSON and keys.
+    func location(_ path: String) -> String { "\(domain.name):/\(path)" }
+
+    /// `DOMAIN:/path` of a relative path for messages and logs: quoted when the name holds
+    /// characters that must not reach a terminal (``TerminalText/quoted(_:)``).
+    func display(_ path: String) -> String { TerminalText.quoted(location(path)) }
 
     /// The stored item at a path.
     /// - Throws: `noSuchItem` saying how to refresh.

@@ -41,8 +41,11 @@ final class Downloader: Sendable {
         self.space = space
     }
 
-    /// `DOMAIN:/path` of a relative path.
-    func display(_ path: String) -> String { "\(domainName):/\(path)" }
+    /// `DOMAIN:/path` of a relative path, exactly: for outcomes, JSON and keys.
+    func location(_ path: String) -> String { "\(domainName):/\(path)" }
+
+    /// `DOMAIN:/path` of a relative path for messages and logs (``TerminalText/quoted(_:)``).
+    func display(_ path: String) -> String { TerminalText.quoted(location(path)) }
 
     /// Downloads files that are not materialized or are outdated, `downloadDepth` at a time, and
     /// records them in batches. Once the task is cancelled no download starts: each file not
@@ -81,7 +84,7 @@ final class Downloader: Sendable {
             func startNext() -> Bool {
                 if Task.isCancelled {
                     while let record = iterator.next() {
-                        outcomes.append(ItemOutcome(path: display(record.path), error: DomainController.notStarted))
+                        outcomes.append(ItemOutcome(path: location(record.path), error: DomainController.notStarted))
                     }
                     return false
                 }
@@ -104,17 +107,17 @@ final class Downloader: Sendable {
                 switch result {
                 case .success(let updated):
                     finished.append(updated)
-                    outcomes.append(ItemOutcome(path: display(record.path), error: nil))
+                    outcomes.append(ItemOutcome(path: location(record.path), error: nil))
                 case .failure(let error):
-                    outcomes.append(ItemOutcome(path: display(record.path), error: error))
+                    outcomes.append(ItemOutcome(path: location(record.path), error: error))
                 }
                 if finished.count >= 500 {
-                    if let error = flush(&finished) { outcomes.append(ItemOutcome(path: display(""), error: error)) }
+                    if let error = flush(&finished) { outcomes.append(ItemOutcome(path: location(""), error: error)) }
                 }
                 if startNext() { running += 1 }
             }
         }
-        if let error = flush(&finished) { outcomes.append(ItemOutcome(path: display(""), error: error)) }
+        if let error = flush(&finished) { outcomes.append(ItemOutcome(path: location(""), error: error)) }
         return outcomes
     }
 

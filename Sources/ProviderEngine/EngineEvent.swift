@@ -18,7 +18,8 @@ public typealias EventHandler = @Sendable (EngineEvent) -> Void
 
 /// The outcome of one item in a batch (materialize, evict, pin).
 public struct ItemOutcome: Sendable {
-    /// The item's `DOMAIN:/path`.
+    /// The item's `DOMAIN:/path`, exactly as it is (JSON prints it); text prints ``message``,
+    /// or the path through ``TerminalText/quoted(_:)``.
     public var path: String
     /// `nil` when it worked.
     public var error: FileProviderError?
@@ -33,13 +34,15 @@ public struct ItemOutcome: Sendable {
     /// `DOMAIN:/path: message`. Print this, not the path and the message side by side.
     public var message: String? {
         guard let error else { return nil }
-        return Self.message(error.message, names: path) ? error.message : "\(path): \(error.message)"
+        let shown = TerminalText.quoted(path)
+        return Self.message(error.message, names: shown) ? error.message : "\(shown): \(error.message)"
     }
 
     /// A notice that the item was not downloaded and why, naming it once.
     public var notDownloadedNotice: String? {
         guard let error else { return nil }
-        return Self.message(error.message, names: path) ? "not downloaded: \(error.message)" : "\(path): not downloaded: \(error.message)"
+        let shown = TerminalText.quoted(path)
+        return Self.message(error.message, names: shown) ? "not downloaded: \(error.message)" : "\(shown): not downloaded: \(error.message)"
     }
 
     /// Whether `message` names the item at `path` (not only an item below it).

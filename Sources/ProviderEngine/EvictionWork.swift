@@ -222,8 +222,8 @@ final class EvictionWork {
             outcome = try await executor.run { try files.evict(candidate, for: reason) }
         } catch {
             if error.code == .cancelled { throw error }
-            pass.notices.append("\(domain.name): cannot evict \(shown): \(error.message)")
-            logger.warning("\(domain.name): cannot evict \(shown): \(error.message)")
+            pass.notices.append("\(domain.name): cannot evict \(TerminalText.quoted(shown)): \(error.message)")
+            logger.warning("\(domain.name): cannot evict \(TerminalText.quoted(shown)): \(error.message)")
             return 0
         }
         switch outcome {
@@ -238,7 +238,7 @@ final class EvictionWork {
                     domain: domain.name, path: shown, bytes: bytes, partial: candidate.isPartial, kind: reason.kind,
                     reason: reason.description))
             records.append(EvictionRecord(domainID: domain.id, path: candidate.path, size: bytes, reason: reason.description))
-            logger.info("\(domain.name): evicted \(shown) (\(ByteCount.format(bytes))): \(reason.description)")
+            logger.info("\(domain.name): evicted \(TerminalText.quoted(shown)) (\(ByteCount.format(bytes))): \(reason.description)")
             return max(1, bytes)
         case .kept(let why):
             keep(domain, shown, why)
@@ -249,7 +249,7 @@ final class EvictionWork {
     }
 
     private func keep(_ domain: EvictionDomain, _ path: String, _ why: String) {
-        logger.debug("\(domain.name): kept \(path): \(why)")
+        logger.debug("\(domain.name): kept \(TerminalText.quoted(path)): \(why)")
         if pass.kept.count < Evictor.keptLimit {
             pass.kept.append(KeptFile(domain: domain.name, path: path, reason: why))
         } else {

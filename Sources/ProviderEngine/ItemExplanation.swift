@@ -76,7 +76,7 @@ extension ProviderManager {
         let domain = try domain(named: location.domain)
         guard let domainID = domain.id else { throw FileProviderError(.providerDomainNotFound, "domain \(domain.name) has no id") }
         let path = location.path
-        let display = "\(domain.name):/\(path)"
+        let display = TerminalText.quoted("\(domain.name):/\(path)")
         let replica = Replica(
             root: try replicaRoot(of: domain), staging: home.appendingPathComponent("staging/\(domainID)"), layout: domain.replicaMode)
         let record = try store.item(domainID: domainID, path: path)
@@ -151,7 +151,8 @@ extension ProviderManager {
         var inDatalessFolder = false
         if !path.isEmpty, let parent = try store.item(domainID: domainID, path: parentPath) { inDatalessFolder = parent.isDataless }
         if inDatalessFolder {
-            reasons.append("in a dataless folder: not in the replica until \(domain.name):/\(parentPath) is populated")
+            reasons.append(
+                "in a dataless folder: not in the replica until \(TerminalText.quoted("\(domain.name):/\(parentPath)")) is populated")
         } else if let record {
             switch record.state {
             case .materialized:
@@ -237,7 +238,8 @@ extension ProviderManager {
             if let kept = conflict.keptPath {
                 line +=
                     kept == path
-                    ? "; this is the kept copy of \(domain.name):/\(conflict.path)" : "; the other version is \(domain.name):/\(kept)"
+                    ? "; this is the kept copy of \(TerminalText.quoted("\(domain.name):/\(conflict.path)"))"
+                    : "; the other version is \(TerminalText.quoted("\(domain.name):/\(kept)"))"
             }
             reasons.append(line)
         }
@@ -261,7 +263,7 @@ extension ProviderManager {
     /// A content policy in words: what it means, where it is set and how to change it ("eager
     /// through photos:/2023: ..."). A folder's policy is that of the files below it.
     static func describe(_ policy: EffectivePolicy, domain: String, isFolder: Bool) -> String {
-        let display = "\(domain):/\(policy.path)"
+        let display = TerminalText.quoted("\(domain):/\(policy.path)")
         let source: String
         let change: String
         switch policy.setOn {
@@ -272,7 +274,7 @@ extension ProviderManager {
             source = " (set on this item)"
             change = "'fileproviderctl policy \(display) inherit' removes it"
         case let setOn?:
-            source = " through \(domain):/\(setOn)"
+            source = " through \(TerminalText.quoted("\(domain):/\(setOn)"))"
             change = "'fileproviderctl policy \(display) POLICY' gives it its own"
         }
         let files = isFolder ? "the files below it are " : ""

@@ -301,11 +301,12 @@ public final class OnAccessHandler: @unchecked Sendable {
                 failure = ECANCELED
             }
             if let failure {
-                logger.warning("\(domain): \(path): cannot clear the dataless mark: \(String(cString: strerror(failure)))")
+                logger.warning(
+                    "\(domain): \(TerminalText.quoted(path)): cannot clear the dataless mark: \(String(cString: strerror(failure)))")
                 await conclude(event, .deny(.ioError))
                 return
             }
-            logger.info("\(domain): \(path) emptied by process \(event.processIdentifier); no download needed")
+            logger.info("\(domain): \(TerminalText.quoted(path)) emptied by process \(event.processIdentifier); no download needed")
             await conclude(event, .allow)
         case .dataless(let entry, let path, let key, let access):
             do {
@@ -334,7 +335,8 @@ public final class OnAccessHandler: @unchecked Sendable {
                     await conclude(event, .allow)
                     return
                 }
-                logger.error("\(entry.name): \(path): not fetched for process \(event.processIdentifier): \(error.message)")
+                logger.error(
+                    "\(entry.name): \(TerminalText.quoted(path)): not fetched for process \(event.processIdentifier): \(error.message)")
                 await recordFailure(error, domainID: entry.domainID, path: path)
                 await conclude(event, .deny(error.code == .fileWriteOutOfSpace ? .noSpace : .ioError))
             }
@@ -374,7 +376,7 @@ public final class OnAccessHandler: @unchecked Sendable {
         defer { filling.withLock { _ = $0.remove(fillKey) } }
         _ = try await controller.downloader.fillInPlace(record)
         logger.info(
-            "\(entry.name): \(path): fetched on access (\(record.size) bytes in \(String(format: "%.2f", Date().timeIntervalSince(started))) s)"
+            "\(entry.name): \(TerminalText.quoted(path)): fetched on access (\(record.size) bytes in \(String(format: "%.2f", Date().timeIntervalSince(started))) s)"
         )
     }
 
@@ -386,7 +388,7 @@ public final class OnAccessHandler: @unchecked Sendable {
     {
         let controller = try await manager.controller(for: entry.name)
         let record = try await item(entry, path: path, key: key, descriptor: descriptor)
-        logger.trace("\(entry.name): \(path): access of bytes \(access.range.lowerBound)..<\(access.range.upperBound)")
+        logger.trace("\(entry.name): \(TerminalText.quoted(path)): access of bytes \(access.range.lowerBound)..<\(access.range.upperBound)")
         let fillKey = entry.name + "/" + path
         filling.withLock { _ = $0.insert(fillKey) }
         defer { filling.withLock { _ = $0.remove(fillKey) } }
@@ -405,7 +407,7 @@ public final class OnAccessHandler: @unchecked Sendable {
             // Moved or renamed since the last sync: a sync records the move, then the item is
             // at this path (and the file may carry the item's new identifier, where the store
             // names items by path).
-            logger.info("\(entry.name): \(path): moved since the last sync; syncing before fetching it")
+            logger.info("\(entry.name): \(TerminalText.quoted(path)): moved since the last sync; syncing before fetching it")
             await synchronize(entry.name, path)
             record = try await lookUp(entry, path: path)
             key = (try? await manager.executor.run { Replica.datalessKey(ofDescriptor: descriptor) }) ?? key
@@ -434,7 +436,9 @@ public final class OnAccessHandler: @unchecked Sendable {
         else { return }
         let relative = String(path.dropFirst(entry.prefix.count))
         let access = Self.access(event, status)
-        logger.debug("\(entry.name): \(relative): written by process \(event.processIdentifier) (mask 0x\(String(event.mask, radix: 16)))")
+        logger.debug(
+            "\(entry.name): \(TerminalText.quoted(relative)): written by process \(event.processIdentifier) (mask 0x\(String(event.mask, radix: 16)))"
+        )
         let id = UUID()
         running.withLock { running in
             running[id] = Task { [self] in
@@ -447,7 +451,7 @@ public final class OnAccessHandler: @unchecked Sendable {
                     await synchronize?(entry.name, relative)
                 } catch {
                     logger.error(
-                        "\(entry.name): \(relative): written by process \(event.processIdentifier) while partly fetched; not completed: \(error.message)"
+                        "\(entry.name): \(TerminalText.quoted(relative)): written by process \(event.processIdentifier) while partly fetched; not completed: \(error.message)"
                     )
                     await recordFailure(error, domainID: entry.domainID, path: relative)
                 }

@@ -284,7 +284,9 @@ final class ProgressiveHydrator: Sendable {
                     }
                     if end > run.upperBound { try await entry.downloader.writeMarker(run.upperBound..<end, of: record) }
                 }
-                logger.debug("\(entry.downloader.domainName): \(record.path): fetched bytes \(written.lowerBound)..<\(written.upperBound) (\(written.count) bytes)")
+                logger.debug(
+                    "\(entry.downloader.domainName): \(TerminalText.quoted(record.path)): fetched bytes \(written.lowerBound)..<\(written.upperBound) (\(written.count) bytes)"
+                )
                 let changeTime = try await entry.downloader.executor.run {
                     Self.changeTime(atPath: entry.downloader.replica.path(record.path))
                 }
@@ -302,7 +304,8 @@ final class ProgressiveHydrator: Sendable {
                 }
             } catch {
                 entry.state.withLock { _ = $0.fetching.removeValue(forKey: id) }
-                logger.warning("\(entry.downloader.display(record.path)): bytes \(run.lowerBound)..<\(run.upperBound) not fetched: \(error)")
+                logger.warning(
+                    "\(entry.downloader.display(record.path)): bytes \(run.lowerBound)..<\(run.upperBound) not fetched: \(error)")
                 throw error
             }
         }
@@ -339,12 +342,14 @@ final class ProgressiveHydrator: Sendable {
                     // item changed, or the bytes were punched out: the next access checks (the
                     // entry stays, so that no second one plans fetches beside its own).
                     if recorded == nil, entry.state.withLock({ $0.completing == nil }) {
-                        logger.info("\(entry.downloader.display(record.path)): fetched ranges not recorded (changed in the store, or punched out)")
+                        logger.info(
+                            "\(entry.downloader.display(record.path)): fetched ranges not recorded (changed in the store, or punched out)")
                         entry.state.withLock { $0.validated = false }
                     }
                 } catch {
                     // Not recorded: fetched again after a restart. The file stays served.
-                    logger.warning("\(entry.downloader.display(record.path)): present ranges not recorded: \(FileProviderError.wrap(error).message)")
+                    logger.warning(
+                        "\(entry.downloader.display(record.path)): present ranges not recorded: \(FileProviderError.wrap(error).message)")
                 }
             }
             entry.state.withLock { $0.flushing = false }
@@ -364,7 +369,7 @@ final class ProgressiveHydrator: Sendable {
                 let completed = try await entry.downloader.completePartial(record, modifiedLocally: modified)
                 files.withLock { files in if files[entry.key] === entry { files[entry.key] = nil } }
                 logger.info(
-                    "\(entry.downloader.domainName): \(record.path): fetched on access, every byte present (\(record.size) bytes)\(modified ? "; written by a program: sent as an edit" : ""); now an ordinary downloaded file"
+                    "\(entry.downloader.domainName): \(TerminalText.quoted(record.path)): fetched on access, every byte present (\(record.size) bytes)\(modified ? "; written by a program: sent as an edit" : ""); now an ordinary downloaded file"
                 )
                 return completed
             }

@@ -13,8 +13,9 @@ public struct ItemLocation: Hashable, Sendable {
         self.path = path
     }
 
-    /// `DOMAIN:/path`.
-    public var description: String { "\(domain):/\(path)" }
+    /// `DOMAIN:/path`, for messages: quoted when the path holds characters that must not reach
+    /// a terminal (``TerminalText/quoted(_:)``).
+    public var description: String { TerminalText.quoted("\(domain):/\(path)") }
 }
 
 extension ProviderManager {

@@ -297,7 +297,7 @@ struct ReplicaConversion {
 
     static func isFolder(_ path: String) -> Bool { isFolder(Array(path.utf8CString.dropLast())) }
 
-    static func display(_ path: [CChar]) -> String { String(decoding: path.map { UInt8(bitPattern: $0) }, as: UTF8.self) }
+    static func display(_ path: [CChar]) -> String { TerminalText.quoted(bytes: path.map { UInt8(bitPattern: $0) }) }
 
     /// Whether two existing paths are on one file system.
     static func sameFileSystem(_ a: String, _ b: String) -> Bool {

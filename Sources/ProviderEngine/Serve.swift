@@ -342,7 +342,7 @@ public final class Server: Sendable {
                     var worked = true
                     for outcome in await controller.populate(paths: [path], recursive: false) {
                         if let error = outcome.error {
-                            logger.warning("\(outcome.path): not populated: \(error.message)")
+                            logger.warning("\(TerminalText.quoted(outcome.path)): not populated: \(error.message)")
                             worked = false
                         }
                     }

@@ -56,10 +56,11 @@ struct DomainRemoveCommand: AsyncParsableCommand {
             }
             var text =
                 "error: domain '\(name)' was not removed: its replica has \(unsent.count) change\(unsent.count == 1 ? "" : "s") the store does not have:\n"
-            let width = min(40, unsent.map { $0.path.count }.max() ?? 0)
-            for change in unsent {
+            let shown = unsent.map { Output.name($0.path) }
+            let width = min(40, shown.map(\.count).max() ?? 0)
+            for (change, path) in zip(unsent, shown) {
                 text +=
-                    "  \(change.path.padding(toLength: max(width, change.path.count), withPad: " ", startingAt: 0))  \(change.kind.rawValue): \(change.reason)\n"
+                    "  \(path.padding(toLength: max(width, path.count), withPad: " ", startingAt: 0))  \(change.kind.rawValue): \(Output.text(change.reason))\n"
             }
             text +=
                 "Send them with 'fileproviderctl sync \(name)', keep the replica folder with --keep-replica, or remove it anyway (losing them) with --force.\n"

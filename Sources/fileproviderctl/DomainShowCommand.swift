@@ -41,9 +41,11 @@ struct DomainShowCommand: AsyncParsableCommand {
             "hydration:    \(domain.hydration.rawValue)\(domain.replicaMode == .dataless ? "" : " (used in dataless mode)")",
         ]
         for eviction in shown.evictions {
-            lines.append("  evicted \(Output.date(eviction.at)) \(eviction.path) (\(Output.bytes(eviction.size))): \(eviction.reason)")
+            lines.append(
+                "  evicted \(Output.date(eviction.at)) \(Output.name(eviction.path)) (\(Output.bytes(eviction.size))): \(Output.text(eviction.reason))"
+            )
         }
-        if let error = domain.lastError { lines.append("last error:   \(error)") }
+        if let error = domain.lastError { lines.append("last error:   \(Output.text(error))") }
         print(lines.joined(separator: "\n"))
     }
 }

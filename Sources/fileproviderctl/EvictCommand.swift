@@ -77,10 +77,10 @@ struct EvictCommand: AsyncParsableCommand {
         }
         var lines: [String] = []
         for file in pass.evicted {
-            lines.append("evicted \(file.domain):\(file.path) (\(Output.bytes(file.bytes))): \(file.reason)")
+            lines.append("evicted \(Output.name("\(file.domain):\(file.path)")) (\(Output.bytes(file.bytes))): \(Output.text(file.reason))")
         }
         for file in pass.kept {
-            lines.append("kept \(file.domain):\(file.path): \(file.reason)")
+            lines.append("kept \(Output.name("\(file.domain):\(file.path)")): \(Output.text(file.reason))")
         }
         for domain in pass.domains where domain.budget != nil || domain.used > 0 {
             lines.append("\(domain.domain): \(Output.bytes(domain.used)) used of \(Output.budget(domain.budget))")

@@ -70,7 +70,8 @@ struct FileProviderCtl: AsyncParsableCommand {
         } catch let error as FileProviderError {
             if error.code == .cancelled, Interruption.shared.signal != nil {
                 let detail = error.message == "cancelled" ? "stopped before it finished" : error.message
-                FileHandle.standardError.write(Data("interrupted: \(detail); run the same command again to finish\n".utf8))
+                FileHandle.standardError.write(
+                    Data("interrupted: \(TerminalText.escaped(detail)); run the same command again to finish\n".utf8))
                 return 1
             }
             Output.error(error.message)
@@ -85,7 +86,7 @@ struct FileProviderCtl: AsyncParsableCommand {
                 print(message)
                 return 0
             }
-            if !message.isEmpty { FileHandle.standardError.write(Data((message + "\n").utf8)) }
+            if !message.isEmpty { FileHandle.standardError.write(Data((TerminalText.escaped(message) + "\n").utf8)) }
             if code == ExitCode(64) || code == ExitCode.validationFailure { return 2 }
             return code.rawValue
         }

@@ -124,7 +124,7 @@ extension GlobalOptions {
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
-            return handler
+            return EscapingLogHandler(wrapped: handler)
         }
     }
 }

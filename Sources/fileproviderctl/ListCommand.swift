@@ -67,7 +67,7 @@ struct ListCommand: AsyncParsableCommand {
             let policyLabel = policy.rawValue + (setOn == record.path ? "*" : "")
             text += policyLabel.padding(toLength: 24, withPad: " ", startingAt: 0)
             text += String(repeating: " ", count: max(0, 10 - size.count)) + size + "  "
-            text += Output.date(record.modificationDate) + "  " + shown + (record.kind == .folder ? "/" : "") + "\n"
+            text += Output.date(record.modificationDate) + "  " + Output.name(shown) + (record.kind == .folder ? "/" : "") + "\n"
         }
         Output.write(text)
     }

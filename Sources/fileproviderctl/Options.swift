@@ -12,7 +12,7 @@ struct GlobalOptions: ParsableArguments {
     /// Opens the state folder.
     func manager() throws -> ProviderManager {
         let url = home.map { URL(fileURLWithPath: $0) } ?? ProviderManager.defaultHome()
-        return try ProviderManager(home: url, registry: AdapterList.registry)
+        return try ProviderManager(home: url, registry: AdapterList.registry, logger: Logger(label: "fileprovider.engine").escapingText())
     }
 
     @Flag(name: .shortAndLong, help: "Log more: -v logs debug messages, -vv trace messages too.")

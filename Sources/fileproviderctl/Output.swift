@@ -11,13 +11,25 @@ import ProviderStore
 enum Output {
     static let isTerminal = isatty(STDERR_FILENO) == 1
 
+    /// Writes `error: MESSAGE`; characters of the message that must not reach a terminal (from a
+    /// name in it) are escaped (``TerminalText/escaped(_:)``).
     static func error(_ message: String) {
-        FileHandle.standardError.write(Data("error: \(message)\n".utf8))
+        FileHandle.standardError.write(Data("error: \(TerminalText.escaped(message))\n".utf8))
     }
 
+    /// Writes `warning: MESSAGE`, escaped as ``error(_:)``.
     static func warning(_ message: String) {
-        FileHandle.standardError.write(Data("warning: \(message)\n".utf8))
+        FileHandle.standardError.write(Data("warning: \(TerminalText.escaped(message))\n".utf8))
     }
+
+    /// An item's `DOMAIN:/path` (or a path) for text output: as it is, or quoted as GNU `ls`
+    /// quotes it when it holds characters that must not reach a terminal
+    /// (``TerminalText/quoted(_:)``). JSON output never goes through this.
+    static func name(_ name: String) -> String { TerminalText.quoted(name) }
+
+    /// Free text that may hold a name (a reason, an error stored in the database), escaped for a
+    /// terminal (``TerminalText/escaped(_:)``).
+    static func text(_ text: String) -> String { TerminalText.escaped(text) }
 
     /// Writes to standard output in one call.
     static func write(_ text: String) {
@@ -113,7 +125,7 @@ enum Output {
                 details.append(outcome.message ?? reason)
             }
             if !details.isEmpty && details.count <= 3 { line += " (\(details.joined(separator: "; ")))" }
-            FileHandle.standardError.write(Data((line + "; run the same command again to finish\n").utf8))
+            FileHandle.standardError.write(Data((TerminalText.escaped(line) + "; run the same command again to finish\n").utf8))
             throw CommandInterrupted()
         }
         if !failed.isEmpty { throw CommandFailure() }

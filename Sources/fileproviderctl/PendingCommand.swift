@@ -41,11 +41,12 @@ struct PendingCommand: AsyncParsableCommand {
             try Output.json(PendingListJSON(pending: rows, failures: failures))
         } else {
             if rows.isEmpty && failures.isEmpty { print("nothing pending") }
-            let width = min(40, rows.map { $0.path.count }.max() ?? 0)
+            let shown = rows.map { Output.name("\($0.domain):\($0.path)") }
+            let width = min(40, shown.map(\.count).max() ?? 0)
             var text = ""
-            for row in rows {
+            for (row, path) in zip(rows, shown) {
                 text +=
-                    "\(row.domain):\(row.path.padding(toLength: max(width, row.path.count), withPad: " ", startingAt: 0))  \(row.kind): \(row.reason)\n"
+                    "\(path.padding(toLength: max(width, path.count), withPad: " ", startingAt: 0))  \(row.kind): \(Output.text(row.reason))\n"
             }
             Output.write(text)
             for failure in failures { Output.warning("\(failure.domain): \(failure.error)") }

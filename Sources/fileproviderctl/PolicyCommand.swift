@@ -96,9 +96,9 @@ struct PolicyCommand: AsyncParsableCommand {
         if !json {
             var text = ""
             for change in changes {
-                text += "\(change.path): \(label(change))"
+                text += "\(Output.name(change.path)): \(Output.text(label(change)))"
                 if !change.cleared.isEmpty {
-                    let shown = change.cleared.prefix(5).joined(separator: ", ")
+                    let shown = change.cleared.prefix(5).map(Output.name).joined(separator: ", ")
                     let more = change.cleared.count > 5 ? ", …" : ""
                     text +=
                         "; the policies set below it were removed (\(change.cleared.count) item\(change.cleared.count == 1 ? "" : "s"): \(shown)\(more))"
@@ -143,7 +143,7 @@ struct PolicyCommand: AsyncParsableCommand {
                 do {
                     let policy = try controller.effectivePolicy(at: path)
                     rows.append(PolicyJSON(domain: domain, policy))
-                    text += "\(domain):/\(path): \(policy.label(domain: domain))\n"
+                    text += "\(Output.name("\(domain):/\(path)")): \(Output.text(policy.label(domain: domain)))\n"
                 } catch {
                     Output.error(ItemOutcome(path: "\(domain):/\(path)", error: error).message ?? error.message)
                     failed = true

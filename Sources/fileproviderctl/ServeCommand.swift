@@ -122,7 +122,7 @@ struct ServeCommand: AsyncParsableCommand {
             options: ServeOptions(
                 pollInterval: pollInterval, pollIntervals: intervals, settleSeconds: settle, evictionInterval: evictionInterval,
                 fullScanInterval: fullScanInterval),
-            logger: logger)
+            logger: logger.escapingText())
         stopper.attach(server)
 
         do {

@@ -49,15 +49,18 @@ struct StatusCommand: AsyncParsableCommand {
                 print(cache)
             }
             for eviction in try manager.evictions(of: domain, limit: 3) {
-                print("  evicted \(Output.date(eviction.at)) /\(eviction.path) (\(Output.bytes(eviction.size))): \(eviction.reason)")
+                print(
+                    "  evicted \(Output.date(eviction.at)) \(Output.name("/" + eviction.path)) (\(Output.bytes(eviction.size))): \(Output.text(eviction.reason))"
+                )
             }
             if let backoff = DomainBackoff(domain) {
                 let failures = "\(backoff.failureCount) failure\(backoff.failureCount == 1 ? "" : "s")"
                 let due = backoff.isWaiting() ? "" : " (retry due)"
                 print(
-                    "  backing off until \(Output.clock(backoff.nextRetryAt))\(due) after \(failures): \(backoff.error ?? "unknown error")")
+                    "  backing off until \(Output.clock(backoff.nextRetryAt))\(due) after \(failures): \(Output.text(backoff.error ?? "unknown error"))"
+                )
             } else if let error = domain.lastError {
-                print("  last error: \(error)")
+                print("  last error: \(Output.text(error))")
             }
         }
     }

@@ -29,8 +29,8 @@ struct WhyCommand: AsyncParsableCommand {
             try Output.json(explanation)
             return
         }
-        var text = "\(explanation.domain):\(explanation.path)\n"
-        for reason in explanation.reasons { text += "  - \(reason)\n" }
+        var text = Output.name("\(explanation.domain):\(explanation.path)") + "\n"
+        for reason in explanation.reasons { text += "  - \(Output.text(reason))\n" }
         Output.write(text)
     }
 }
