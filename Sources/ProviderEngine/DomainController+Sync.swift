@@ -67,7 +67,8 @@ extension DomainController {
     ///
     /// One sync of a domain runs at a time, across processes: a sync first takes the domain's
     /// sync lock (``DomainLock``) and waits while another holds it (``EngineEvent/waitingForSync(process:serving:)``).
-    /// - Throws: what the backend throws when the root cannot be listed or an upload fails in a
+    /// - Throws: `providerDomainTemporarilyUnavailable` (nothing done, nothing recorded) for a
+    ///   disconnected domain; what the backend throws when the root cannot be listed or an upload fails in a
     ///   way that backs the domain off (for example `serverUnreachable`), `localIOFailure`
     ///   when the database fails, and `cancelled` when the task is cancelled: no operation
     ///   starts after that, running ones end, what was done is recorded, and the error's message
@@ -81,6 +82,7 @@ extension DomainController {
         events: EventHandler? = nil, upload: Bool = true, settleSeconds: Double = 0,
         populationBudget: Int = DomainController.defaultPopulationBudget, changes: ChangedFolders? = nil
     ) async throws(FileProviderError) -> SyncReport {
+        try checkConnected()
         // Across processes (and tasks of this one) first, then the tree; populating takes them
         // in the same order.
         let lock = try await lockForSync(events: events)
@@ -106,6 +108,17 @@ extension DomainController {
             report.seconds = Date().timeIntervalSince(started)
             return report
         }
+    }
+
+    /// Checks that the domain is connected now (another process may have disconnected it since
+    /// this controller was made).
+    /// - Throws: `providerDomainTemporarilyUnavailable` after `domain disconnect`; `localIOFailure`
+    ///   when the database fails.
+    func checkConnected() throws(FileProviderError) {
+        guard let record = try store.domain(named: domain.name), !record.isConnected else { return }
+        throw FileProviderError(
+            .providerDomainTemporarilyUnavailable,
+            "domain '\(domain.name)' is disconnected: it syncs nothing until 'fileproviderctl domain connect \(domain.name)'")
     }
 
     /// What an interrupted sync did and did not do, in words: `3 local changes sent, 5 not

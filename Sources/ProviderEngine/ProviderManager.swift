@@ -104,7 +104,42 @@ public final class ProviderManager: Sendable {
         name: String, kind: String, options: [String: String], replicaPath: String? = nil, ignorePatterns: [String] = [],
         mode: ReplicaMode = .placeholderFiles, cacheBudget: Int64? = nil, hydration: Hydration? = nil
     ) async throws(FileProviderError) -> DomainRecord {
+        try await add(
+            name: name, kind: kind, options: options, replicaPath: replicaPath, ignorePatterns: ignorePatterns, mode: mode,
+            cacheBudget: cacheBudget, hydration: hydration, adopting: false
+        ).record
+    }
+
+    /// Adds a `placeholder-files` domain whose replica folder holds files already (kept by
+    /// `removeDomain(named:keepReplica:)`, or copied), as ``addDomain(name:kind:options:replicaPath:ignorePatterns:mode:cacheBudget:hydration:)``
+    /// does, then takes the folder over (``ReplicaAdoption``): files that are the store's items
+    /// (same size and modification time) are recorded as downloaded, folders as folders. The
+    /// first sync deals with the rest as with any replica: nothing is lost, nothing is
+    /// downloaded again.
+    ///
+    /// - Throws: what `addDomain` throws (except that the replica folder may hold files);
+    ///   `invalidArgument` for a `dataless` domain; what the store's listing throws (then the
+    ///   domain is not added).
+    public func addDomainAdoptingReplica(
+        name: String, kind: String, options: [String: String], replicaPath: String? = nil, ignorePatterns: [String] = [],
+        cacheBudget: Int64? = nil, hydration: Hydration? = nil
+    ) async throws(FileProviderError) -> (record: DomainRecord, adopted: AdoptionSummary) {
+        let added = try await add(
+            name: name, kind: kind, options: options, replicaPath: replicaPath, ignorePatterns: ignorePatterns,
+            mode: .placeholderFiles, cacheBudget: cacheBudget, hydration: hydration, adopting: true)
+        return (added.record, added.adopted ?? AdoptionSummary())
+    }
+
+    private func add(
+        name: String, kind: String, options: [String: String], replicaPath: String?, ignorePatterns: [String],
+        mode: ReplicaMode, cacheBudget: Int64?, hydration: Hydration?, adopting: Bool
+    ) async throws(FileProviderError) -> (record: DomainRecord, adopted: AdoptionSummary?) {
         try Self.validateDomainName(name)
+        try Self.validateIgnorePatterns(ignorePatterns)
+        if adopting && mode == .dataless {
+            throw FileProviderError(
+                .invalidArgument, "a dataless domain cannot adopt a replica folder; add it in placeholder-files mode, then convert it")
+        }
         if let cacheBudget, cacheBudget < 0 { throw FileProviderError(.invalidArgument, "a cache budget cannot be negative") }
         if try store.domain(named: name) != nil {
             throw FileProviderError(.filenameCollision, "a domain named '\(name)' exists already; pick another name or remove it first")
@@ -114,7 +149,7 @@ public final class ProviderManager: Sendable {
         let replica = URL(fileURLWithPath: replicaPath ?? home.appendingPathComponent("domains/\(name)").path)
             .standardizedFileURL.resolvingSymlinksInPath()
         let backing = mode == .dataless ? try backingURL(forDomainNamed: name) : nil
-        try checkReplicaLocation(replica, backing: backing, descriptor: descriptor, configuration: configuration)
+        try checkReplicaLocation(replica, backing: backing, descriptor: descriptor, configuration: configuration, mayHoldFiles: adopting)
         if let backing { try checkDatalessLocation(replica: replica, backing: backing) }
 
         let backend: any Backend
@@ -130,9 +165,14 @@ public final class ProviderManager: Sendable {
             await backend.close()
             throw FileProviderError(error.code, "cannot reach the store of '\(name)': \(error.message)")
         }
-        await backend.close()
+        if !adopting { await backend.close() }
 
-        try makeFolders(replica: replica, backing: backing, domain: name)
+        do throws(FileProviderError) {
+            try makeFolders(replica: replica, backing: backing, domain: name)
+        } catch {
+            await backend.close()
+            throw error
+        }
         let stored = descriptor.redacted(configuration).values.filter { key, _ in
             descriptor.options.first { $0.name == key }?.isSecret != true
         }
@@ -141,20 +181,39 @@ public final class ProviderManager: Sendable {
         record.replicaMode = mode
         record.cacheBudget = cacheBudget
         record.hydration = hydration ?? (mode == .dataless ? .progressive : .full)
-        record = try store.insertDomain(record)
-        guard let domainID = record.id else { throw FileProviderError(.localIOFailure, "the domain was not saved") }
-        var rootRecord = ItemRecord(domainID: domainID, item: root, path: "")
-        rootRecord.identifier = .rootContainer
-        rootRecord.parentIdentifier = .rootContainer
-        try store.save(rootRecord)
-        return record
+        let domainID: Int64
+        do throws(FileProviderError) {
+            record = try store.insertDomain(record)
+            guard let id = record.id else { throw FileProviderError(.localIOFailure, "the domain was not saved") }
+            domainID = id
+            var rootRecord = ItemRecord(domainID: domainID, item: root, path: "")
+            rootRecord.identifier = .rootContainer
+            rootRecord.parentIdentifier = .rootContainer
+            try store.save(rootRecord)
+        } catch {
+            if adopting { await backend.close() }
+            throw error
+        }
+        guard adopting else { return (record, nil) }
+        let adoption = ReplicaAdoption(
+            backend: CheckedBackend(backend), replica: Replica(root: replica, staging: replica), store: store, domainID: domainID,
+            executor: executor)
+        do {
+            let summary = try await adoption.run()
+            await backend.close()
+            return (record, summary)
+        } catch {
+            await backend.close()
+            try? store.deleteDomain(id: domainID)
+            throw FileProviderError(error.code, "cannot take over the replica folder \(replica.path): \(error.message)")
+        }
     }
 
     /// Checks where a new domain's files would be: its replica folder and, for a dataless domain,
     /// its backing folder may not overlap a store path or another domain's replica or backing
     /// folder; the replica folder must be empty or new.
     private func checkReplicaLocation(
-        _ replica: URL, backing: URL?, descriptor: BackendDescriptor, configuration: BackendConfiguration
+        _ replica: URL, backing: URL?, descriptor: BackendDescriptor, configuration: BackendConfiguration, mayHoldFiles: Bool
     ) throws(FileProviderError) {
         let path = replica.path
         var mine = [(path, "the replica folder \(path)", "choose a replica outside it with --replica")]
@@ -162,13 +221,7 @@ public final class ProviderManager: Sendable {
             mine.append(
                 (backing.path, "the backing folder \(backing.path) (in the state folder)", "choose another state folder with --home"))
         }
-        for option in descriptor.options where option.type == .path {
-            guard let value = configuration[option.name], descriptor.kind == "local" || option.name == "root" else { continue }
-            let other = URL(fileURLWithPath: value).standardizedFileURL.resolvingSymlinksInPath().path
-            for (folder, what, instead) in mine where Self.overlaps(folder, other) {
-                throw FileProviderError(.invalidArgument, "\(what) overlaps --\(option.name) \(other); \(instead)")
-            }
-        }
+        try Self.checkStorePaths(descriptor: descriptor, configuration: configuration, apartFrom: mine)
         for domain in try store.domains() {
             var theirs = [(domain.replicaPath, "replica")]
             if let theirBacking = try? backingURL(of: domain) { theirs.append((theirBacking.path, "backing folder")) }
@@ -179,9 +232,26 @@ public final class ProviderManager: Sendable {
                 }
             }
         }
-        if let contents = try? FileManager.default.contentsOfDirectory(atPath: path), !contents.isEmpty {
+        if !mayHoldFiles, let contents = try? FileManager.default.contentsOfDirectory(atPath: path), !contents.isEmpty {
             throw FileProviderError(
-                .invalidArgument, "the replica folder \(path) is not empty; choose an empty or new folder with --replica")
+                .invalidArgument,
+                "the replica folder \(path) is not empty; choose an empty or new folder with --replica, or take over what it holds (a replica kept by 'domain remove --keep-replica') with --adopt-replica"
+            )
+        }
+    }
+
+    /// Checks that a local store's paths (any path option of the `local` backend, `--root` of
+    /// the others) do not overlap `folders`: (path, what it is, what to do instead).
+    /// - Throws: `invalidArgument` naming both.
+    static func checkStorePaths(
+        descriptor: BackendDescriptor, configuration: BackendConfiguration, apartFrom folders: [(String, String, String)]
+    ) throws(FileProviderError) {
+        for option in descriptor.options where option.type == .path {
+            guard let value = configuration[option.name], descriptor.kind == "local" || option.name == "root" else { continue }
+            let other = URL(fileURLWithPath: value).standardizedFileURL.resolvingSymlinksInPath().path
+            for (folder, what, instead) in folders where Self.overlaps(folder, other) {
+                throw FileProviderError(.invalidArgument, "\(what) overlaps --\(option.name) \(other); \(instead)")
+            }
         }
     }
 

@@ -184,6 +184,8 @@ public final class Server: Sendable {
         var retryNow = false
         /// When the next sync compares the whole replica (the first one does).
         var nextFullScan = Date()
+        /// The domain was disconnected (and this was logged).
+        var disconnected = false
     }
 
     private func runDomain(_ name: String) async {
@@ -207,6 +209,23 @@ public final class Server: Sendable {
             if let recheck = state.settleRecheck, now >= recheck {
                 state.settleRecheck = nil
                 state.localDirty = true
+            }
+
+            // A disconnected domain syncs nothing until it is connected again: `domain connect`
+            // signals serve; the next poll looks again too.
+            if let record = try? manager.domain(named: name), !record.isConnected {
+                if !state.disconnected {
+                    state.disconnected = true
+                    logger.notice("\(name): disconnected; not synced until 'fileproviderctl domain connect \(name)'")
+                }
+                state.nextPoll = now.addingTimeInterval(interval)
+                await wakeup.wait(until: state.nextPoll)
+                continue
+            } else if state.disconnected {
+                state.disconnected = false
+                state.remoteDue = true
+                state.localDirty = true
+                logger.notice("\(name): connected again; syncing")
             }
 
             // A backing-off domain waits (a signal retries at once).

@@ -44,6 +44,35 @@ extension MetadataStore {
         if changed == 0 { throw FileProviderError(.providerDomainNotFound, "no domain with id \(domainID)") }
     }
 
+    /// Connects or disconnects a domain (``DomainRecord/isConnected``), and nothing else of it.
+    /// - Throws: `providerDomainNotFound` when no domain has that id; `localIOFailure` when the
+    ///   database fails.
+    public func setConnected(domainID: Int64, _ connected: Bool) throws(FileProviderError) {
+        try setColumn("isConnected", to: connected, domainID: domainID)
+    }
+
+    /// Sets a domain's backend options (stored as ``DomainRecord/configuration``), and nothing else.
+    /// - Throws: as ``setConnected(domainID:_:)``.
+    public func setOptions(domainID: Int64, _ options: [String: String]) throws(FileProviderError) {
+        let record = DomainRecord(name: "", backendKind: "", configuration: options, replicaPath: "")
+        try setColumn("configuration", to: record.configuration, domainID: domainID)
+    }
+
+    /// Sets a domain's ignore patterns (one per line), and nothing else.
+    /// - Throws: as ``setConnected(domainID:_:)``.
+    public func setIgnorePatterns(domainID: Int64, _ patterns: [String]) throws(FileProviderError) {
+        try setColumn("ignorePatterns", to: patterns.joined(separator: "\n"), domainID: domainID)
+    }
+
+    /// `UPDATE domain SET column = value WHERE id = domainID`; `column` is one of ours, never input.
+    private func setColumn(_ column: String, to value: some DatabaseValueConvertible, domainID: Int64) throws(FileProviderError) {
+        let changed = try write { db in
+            try db.execute(sql: "UPDATE domain SET \(column) = ? WHERE id = ?", arguments: [value, domainID])
+            return db.changesCount
+        }
+        if changed == 0 { throw FileProviderError(.providerDomainNotFound, "no domain with id \(domainID)") }
+    }
+
     /// Deletes a domain with its items, anchors, journal, checkpoints and thumbnails.
     public func deleteDomain(id: Int64) throws(FileProviderError) {
         try write { db in _ = try DomainRecord.deleteOne(db, key: id) }

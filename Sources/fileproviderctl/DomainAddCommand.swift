@@ -60,6 +60,12 @@ struct DomainAddCommand: AsyncParsableCommand {
             valueName: "hydration"))
     var hydration: Hydration?
 
+    @Flag(
+        help:
+            "Take over a replica folder that holds files already (kept by 'domain remove --keep-replica'): files that are the store's are recorded as downloaded; placeholder-files mode only."
+    )
+    var adoptReplica = false
+
     @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Backend options (--root DIR, ...).", visibility: .hidden))
     var backendOptions: [String] = []
 
@@ -97,24 +103,54 @@ struct DomainAddCommand: AsyncParsableCommand {
         return values
     }
 
-    func run() async throws {
-        let manager = try global.manager()
-        var options = try Self.parse(backendOptions)
-        let descriptor = try manager.registry.descriptor(for: backend)
+    /// Expands `~` in the values of path options and makes them absolute.
+    static func normalizePaths(_ options: inout [String: String], descriptor: BackendDescriptor) {
         for option in descriptor.options where option.type == .path {
             if let value = options[option.name] {
                 options[option.name] = URL(fileURLWithPath: (value as NSString).expandingTildeInPath).standardizedFileURL.path
             }
         }
+    }
+
+    func run() async throws {
+        let manager = try global.manager()
+        var options = try Self.parse(backendOptions)
+        let descriptor = try manager.registry.descriptor(for: backend)
+        Self.normalizePaths(&options, descriptor: descriptor)
         let budget = try cacheBudget.map { text throws(FileProviderError) in try ByteCount.parseOrNone(text) } ?? nil
         let replicaPath = replica.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath).standardizedFileURL.path }
-        let record = try await manager.addDomain(
-            name: name, kind: backend, options: options, replicaPath: replicaPath, ignorePatterns: ignore, mode: mode,
-            cacheBudget: budget, hydration: hydration)
-        let shown = try DomainJSON(record, summary: nil, manager: manager)
+        let record: DomainRecord
+        var adopted: AdoptionSummary?
+        if adoptReplica {
+            guard mode == .placeholderFiles else {
+                throw FileProviderError(
+                    .invalidArgument,
+                    "--adopt-replica works in placeholder-files mode only; add the domain with it, then 'fileproviderctl domain convert \(name) --mode dataless'"
+                )
+            }
+            (record, adopted) = try await manager.addDomainAdoptingReplica(
+                name: name, kind: backend, options: options, replicaPath: replicaPath, ignorePatterns: ignore, cacheBudget: budget,
+                hydration: hydration)
+        } else {
+            record = try await manager.addDomain(
+                name: name, kind: backend, options: options, replicaPath: replicaPath, ignorePatterns: ignore, mode: mode,
+                cacheBudget: budget, hydration: hydration)
+        }
+        var shown = try DomainJSON(record, summary: nil, manager: manager)
+        shown.adopted = adopted
         await manager.close()
         if output.json {
             try Output.json(shown)
+        } else if let adopted {
+            print("added domain '\(record.name)' (\(record.backendKind)); replica: \(record.replicaPath)")
+            var line =
+                "took over \(adopted.files) file\(adopted.files == 1 ? "" : "s") (\(Output.bytes(adopted.bytes))) and \(adopted.folders) folder\(adopted.folders == 1 ? "" : "s") already there"
+            if adopted.differing > 0 {
+                line +=
+                    "; \(adopted.differing) file\(adopted.differing == 1 ? " differs" : "s differ") from the store's: the first sync keeps both (yours under a new name)"
+            }
+            print(line)
+            print("next: fileproviderctl sync \(record.name)")
         } else if let backing = shown.backing {
             print(
                 "added domain '\(record.name)' (\(record.backendKind), \(shown.mode)); replica: \(record.replicaPath); files kept in: \(backing)"

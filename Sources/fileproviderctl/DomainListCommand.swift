@@ -52,12 +52,16 @@ struct DomainJSON: Encodable {
     var backoff: BackoffJSON?
     /// How a dataless domain fetches files on access: `full` or `progressive`.
     var hydration: String
+    /// The domain's own ignore patterns (local names never uploaded).
+    var ignore: [String]
     /// The domain's own budget of downloaded contents, bytes; left out when it has none.
     var cacheBudget: Int64?
     /// Bytes of downloaded contents it holds (materialized files and present ranges).
     var cache: CacheUsageJSON
     /// Its last automatic evictions, newest first.
     var evictions: [EvictionJSON]
+    /// Only from `domain add --adopt-replica`: what it took over.
+    var adopted: AdoptionSummary?
 
     /// - Throws: `invalidArgument` when a dataless domain's name is not valid (a damaged database).
     init(_ record: DomainRecord, summary: ItemSummary?, manager: ProviderManager) throws(FileProviderError) {
@@ -74,6 +78,7 @@ struct DomainJSON: Encodable {
         items = summary
         backoff = DomainBackoff(record).map { BackoffJSON(failureCount: $0.failureCount, nextRetryAt: $0.nextRetryAt, error: $0.error) }
         hydration = record.hydration.rawValue
+        ignore = record.ignoreList
         cacheBudget = record.cacheBudget
         cache = CacheUsageJSON(try manager.cacheUsage(of: record))
         evictions = try manager.evictions(of: record).map(EvictionJSON.init)

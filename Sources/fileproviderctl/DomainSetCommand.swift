@@ -7,7 +7,7 @@ import ProviderStore
 struct DomainSetCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "set",
-        abstract: "Change a domain's cache budget or hydration.",
+        abstract: "Change a domain's settings and backend options.",
         discussion: """
             --cache-budget SIZE: the most bytes of downloaded contents the domain keeps (its \
             materialized files and the parts present of partly downloaded ones). When it holds \
@@ -20,10 +20,22 @@ struct DomainSetCommand: AsyncParsableCommand {
             the whole file on the first access, or only the parts reads need (with read-ahead). \
             Kept but unused in placeholder-files mode.
 
-            A running serve applies the change without a restart.
+            --ignore PATTERN (repeatable) replaces the domain's ignore patterns; --no-ignore \
+            removes them.
 
-            Example:
+            Backend options follow as with 'domain add': --NAME VALUE or --NAME=VALUE (a flag \
+            alone means true); --unset NAME puts one back to its default. They are checked as \
+            'domain add' checks them, and the store must be reachable with them, else nothing \
+            is changed.
+
+            A running serve applies the budget and hydration without a restart; it takes \
+            ignore patterns and backend options when it starts again. The replica folder and \
+            the mode are not settings: see 'domain convert', and 'domain remove --keep-replica' \
+            with 'domain add --adopt-replica'.
+
+            Examples:
               fileproviderctl domain set photos --cache-budget 20G
+              fileproviderctl domain set work --connections 8 --unset identity
             """
     )
 
@@ -39,27 +51,68 @@ struct DomainSetCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("How a dataless domain fetches files on access: full or progressive.", valueName: "hydration"))
     var hydration: Hydration?
 
+    @Option(
+        help: ArgumentHelp(
+            "A name pattern (* and ? wildcards) never uploaded; repeatable; replaces the domain's patterns.", valueName: "pattern"))
+    var ignore: [String] = []
+
+    @Flag(help: "Remove the domain's ignore patterns.")
+    var noIgnore = false
+
+    @Option(help: ArgumentHelp("A backend option to put back to its default (or leave unset); repeatable.", valueName: "name"))
+    var unset: [String] = []
+
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Backend options (--connections 8, ...).", visibility: .hidden))
+    var backendOptions: [String] = []
+
     func validate() throws {
-        if cacheBudget == nil && hydration == nil {
-            throw ValidationError("nothing to change: give --cache-budget SIZE|none or --hydration full|progressive")
+        if cacheBudget == nil && hydration == nil && ignore.isEmpty && !noIgnore && unset.isEmpty && backendOptions.isEmpty {
+            throw ValidationError(
+                "nothing to change: give --cache-budget SIZE|none, --hydration full|progressive, --ignore PATTERN, --no-ignore, --unset NAME or backend options (--NAME VALUE)"
+            )
         }
+        if noIgnore && !ignore.isEmpty { throw ValidationError("--ignore and --no-ignore do not go together") }
     }
 
     func run() async throws {
         let manager = try global.manager()
+        let before = try manager.domain(named: name)
         let budget = try cacheBudget.map { text throws(FileProviderError) in try ByteCount.parseOrNone(text) }
+        var values = try DomainAddCommand.parse(backendOptions)
+        let changesBackend = !values.isEmpty || !unset.isEmpty
+        if changesBackend {
+            let descriptor = try manager.registry.descriptor(for: before.backendKind)
+            DomainAddCommand.normalizePaths(&values, descriptor: descriptor)
+            try await manager.setBackendOptions(
+                ofDomain: name, values, removing: unset.map { $0.hasPrefix("--") ? String($0.dropFirst(2)) : $0 })
+        }
+        if !ignore.isEmpty || noIgnore { try manager.setIgnorePatterns(ofDomain: name, ignore) }
         if let budget { try manager.setCacheBudget(ofDomain: name, budget) }
         if let hydration { try manager.setHydration(ofDomain: name, hydration) }
         let domain = try manager.domain(named: name)
         let shown = try DomainJSON(domain, summary: nil, manager: manager)
+        let server = DomainLock.holder(home: manager.home, domain: name)
         await manager.close()
         if output.json {
             try Output.json(shown)
             return
         }
-        print(
+        var lines = [
             "\(domain.name): cache budget \(Output.budget(domain.cacheBudget)), \(Output.bytes(shown.cache.used)) used; hydration \(domain.hydration.rawValue)"
-        )
+        ]
+        if !ignore.isEmpty || noIgnore {
+            lines.append("  ignore: \(domain.ignoreList.isEmpty ? "none" : domain.ignoreList.map(Output.text).joined(separator: " "))")
+        }
+        if changesBackend {
+            for (key, value) in domain.options.sorted(by: { $0.key < $1.key }) where value != before.options[key] {
+                lines.append("  --\(key) \(Output.text(value))")
+            }
+            for key in before.options.keys.sorted() where domain.options[key] == nil { lines.append("  --\(key) (unset)") }
+        }
+        if let server, changesBackend || !ignore.isEmpty || noIgnore {
+            lines.append("  serve (process \(server)) takes the new options and ignore patterns when it starts again")
+        }
+        print(lines.joined(separator: "\n"))
     }
 }
 

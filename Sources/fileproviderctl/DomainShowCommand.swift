@@ -35,6 +35,7 @@ struct DomainShowCommand: AsyncParsableCommand {
         lines += [
             "created:      \(Output.date(domain.createdAt))",
             "last sync:    \(Output.date(domain.lastSyncAt))",
+            "connected:    \(domain.isConnected ? "yes" : "no: nothing is synced ('fileproviderctl domain connect \(domain.name)')")",
             "items:        \(summary.total) (\(summary.folders) folders (\(summary.datalessFolders) dataless), \(summary.placeholders) placeholders, \(summary.materialized) materialized, \(summary.pinned) pinned)",
             "downloaded:   \(Output.bytes(summary.materializedBytes))",
             "cache:        \(Output.bytes(shown.cache.used)) used of \(Output.budget(domain.cacheBudget))\(shown.cache.partial > 0 ? " (\(Output.bytes(shown.cache.partial)) in partly downloaded files)" : "")",

@@ -93,7 +93,9 @@ protocol GlobalOptionsCommand {
 extension CacheCommand: GlobalOptionsCommand {}
 extension ConflictsCommand: GlobalOptionsCommand {}
 extension DomainAddCommand: GlobalOptionsCommand {}
+extension DomainConnectCommand: GlobalOptionsCommand {}
 extension DomainConvertCommand: GlobalOptionsCommand {}
+extension DomainDisconnectCommand: GlobalOptionsCommand {}
 extension DomainListCommand: GlobalOptionsCommand {}
 extension DomainRemoveCommand: GlobalOptionsCommand {}
 extension DomainSetCommand: GlobalOptionsCommand {}

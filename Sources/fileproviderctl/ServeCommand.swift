@@ -14,7 +14,8 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Keep domains in sync continuously: watch replicas, poll stores, back off on outages.",
         discussion: """
-            Runs every connected domain (or the named ones) in one process until SIGTERM or \
+            Runs every connected domain (or the named ones; a disconnected one is skipped, and one \
+            disconnected while served is paused until it is connected again) in one process until SIGTERM or \
             SIGINT. Local changes are seen with inotify and synced after a short quiet time; a \
             file still being written is uploaded once it has not changed for --settle seconds. \
             Each store is polled every --poll-interval seconds, and at once after \
@@ -106,15 +107,22 @@ struct ServeCommand: AsyncParsableCommand {
         }
 
         let manager = try global.manager()
-        let domains = names.isEmpty ? try manager.domains().filter(\.isConnected).map(\.name) : names
-        for name in domains { _ = try manager.domain(named: name) }
+        let candidates = names.isEmpty ? try manager.domains() : try names.map { try manager.domain(named: $0) }
+        let domains = candidates.filter(\.isConnected).map(\.name)
+        for domain in candidates where !domain.isConnected {
+            logger.notice(
+                "not serving \(domain.name): it is disconnected ('fileproviderctl domain connect \(domain.name)', then start serve again)")
+        }
         let intervals = try parsedPollIntervals()
         for name in intervals.keys where !domains.contains(name) {
             throw FileProviderError(.invalidArgument, "--domain-poll-interval names '\(name)', which is not served")
         }
         if domains.isEmpty {
             await manager.close()
-            Output.error("no connected domains to serve; add one with 'fileproviderctl domain add'")
+            Output.error(
+                candidates.isEmpty
+                    ? "no connected domains to serve; add one with 'fileproviderctl domain add'"
+                    : "no connected domains to serve; connect one with 'fileproviderctl domain connect NAME'")
             throw CommandFailure()
         }
         let server = Server(

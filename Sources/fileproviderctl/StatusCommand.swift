@@ -38,7 +38,7 @@ struct StatusCommand: AsyncParsableCommand {
         for (domain, summary) in rows {
             var line =
                 "\(domain.name) (\(domain.backendKind), \(domain.replicaMode.rawValue)): \(summary.total) items, \(summary.materialized) materialized (\(Output.bytes(summary.materializedBytes))), \(summary.placeholders) placeholders, \(summary.pinned) pinned, \(summary.datalessFolders) dataless folders; last sync \(Output.date(domain.lastSyncAt))"
-            if !domain.isConnected { line += "; disconnected" }
+            if !domain.isConnected { line += "; disconnected: nothing is synced ('fileproviderctl domain connect \(domain.name)')" }
             if let holder = DomainLock.holder(home: manager.home, domain: domain.name) { line += "; served by process \(holder)" }
             print(line)
             if let backing = try manager.backingURL(of: domain) { print("  files kept in \(backing.path)") }

@@ -47,8 +47,12 @@ struct SyncCommand: AsyncParsableCommand {
 
     func run() async throws {
         let manager = try global.manager()
-        let domains = names.isEmpty ? try manager.domains().filter(\.isConnected).map(\.name) : names
+        let all = names.isEmpty ? try manager.domains() : []
+        let domains = names.isEmpty ? all.filter(\.isConnected).map(\.name) : names
         for name in domains { _ = try manager.domain(named: name) }
+        for domain in all where !domain.isConnected {
+            Output.warning("\(domain.name): disconnected, not synced ('fileproviderctl domain connect \(domain.name)')")
+        }
         var reports: [SyncReport] = []
         var failures: [SyncFailure] = []
         var interruption: String?
