@@ -83,6 +83,26 @@ public enum ContentType {
         "swift": "public.swift-source", "c": "public.c-source", "h": "public.c-header",
     ]
 
+    private static let mimeTypes: [String: String] = [
+        folder: "inode/directory", symlink: "inode/symlink", data: "application/octet-stream",
+        "public.jpeg": "image/jpeg", "public.png": "image/png", "com.compuserve.gif": "image/gif", "public.heic": "image/heic",
+        "org.webmproject.webp": "image/webp", "public.tiff": "image/tiff", "public.plain-text": "text/plain",
+        "net.daringfireball.markdown": "text/markdown", "public.json": "application/json", "com.adobe.pdf": "application/pdf",
+        "public.html": "text/html", "public.zip-archive": "application/zip", "public.mpeg-4": "video/mp4",
+        "com.apple.quicktime-movie": "video/quicktime", "public.mp3": "audio/mpeg", "public.swift-source": "text/x-swift",
+        "public.c-source": "text/x-c", "public.c-header": "text/x-c",
+    ]
+
+    /// The MIME type of a uniform type identifier (`public.jpeg`: `image/jpeg`; a folder is
+    /// `inode/directory`, a symlink `inode/symlink`, as `file --mime-type` says), for programs
+    /// that know MIME types rather than Apple's identifiers. A type that is already a MIME type
+    /// (`type/subtype`) is returned as it is; an unknown one is `application/octet-stream`.
+    public static func mimeType(of contentType: String) -> String {
+        if let known = mimeTypes[contentType] { return known }
+        if contentType.contains("/") { return contentType }
+        return "application/octet-stream"
+    }
+
     /// The type of an item from its kind and the extension of its name.
     public static func guess(filename: String, kind: ItemKind) -> String {
         switch kind {

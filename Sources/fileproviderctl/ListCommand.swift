@@ -92,8 +92,8 @@ enum ItemJSON {
             out += ",\"policy\":\"\(policy.rawValue)\",\"policySetOn\":" + (setOn.map { quote("/" + $0) } ?? "null")
             out += ",\"pinned\":\(policy == .eager),\"size\":\(record.size)"
             if record.kind == .folder { out += ",\"dataless\":\(record.isDataless)" }
-            out += ",\"contentType\":" + quote(record.contentType)
-            if let date = record.modificationDate { out += ",\"modified\":\(date.timeIntervalSince1970)" }
+            out += ",\"contentType\":" + quote(record.contentType) + ",\"mimeType\":" + quote(ContentType.mimeType(of: record.contentType))
+            if let date = record.modificationDate { out += ",\"modified\":\"" + Output.jsonDate(date) + "\"" }
             if record.state == .materialized { out += ",\"outdated\":\(record.isOutdated)" }
             if record.state == .placeholder, let present = partial[record.identifier] { out += ",\"presentBytes\":\(present)" }
             if let target = record.symlinkTarget { out += ",\"symlinkTarget\":" + quote(target) }
