@@ -35,6 +35,7 @@ struct DomainConvertCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
+    @OptionGroup var progress: ProgressOptions
 
     @Argument(help: "The domain's name.")
     var name: String
@@ -44,7 +45,7 @@ struct DomainConvertCommand: AsyncParsableCommand {
 
     func run() async throws {
         let manager = try global.manager()
-        let bar = ProgressBar(label: name)
+        let bar = ProgressBar(label: name, options: progress)
         let name = self.name
         let events: ConversionEventHandler = { event in
             switch event {

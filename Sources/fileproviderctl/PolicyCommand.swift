@@ -49,6 +49,7 @@ struct PolicyCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
+    @OptionGroup var progress: ProgressOptions
 
     @Argument(
         help: ArgumentHelp(
@@ -75,7 +76,7 @@ struct PolicyCommand: AsyncParsableCommand {
             try await show(groups, manager)
             return
         }
-        let bar = ProgressBar(label: "policy")
+        let bar = ProgressBar(label: "policy", options: progress)
         var changes: [PolicyChange] = []
         var outcomes: [ItemOutcome] = []
         for (domain, paths) in groups {

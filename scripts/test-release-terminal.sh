@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The release build of test-release-build.sh on a terminal:
+#   Tests/Fixtures/ScriptTests/progress_pty.py   the progress line on a pseudo-terminal at 40
+#                                                and 200 columns, SIGWINCH, a resumed download
+# FILEPROVIDERCTL and MEDIA_SERVER choose other binaries. Works from any directory.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bin=$(swift build --package-path "$root" -c release --show-bin-path)
+fpctl=${FILEPROVIDERCTL:-$bin/fileproviderctl}
+server=${MEDIA_SERVER:-$bin/media-server}
+echo "== progress on a pseudo-terminal"
+python3 "$root/Tests/Fixtures/ScriptTests/progress_pty.py" "$fpctl" "$server"
+echo "test-release-terminal: OK"
