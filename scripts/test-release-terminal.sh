@@ -8,7 +8,7 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bin=$(swift build --package-path "$root" -c release --show-bin-path)
+bin=$(swift build --package-path "$root" -c release -Xswiftc -static-stdlib --show-bin-path)
 fpctl=${FILEPROVIDERCTL:-$bin/fileproviderctl}
 server=${MEDIA_SERVER:-$bin/media-server}
 echo "== progress on a pseudo-terminal"

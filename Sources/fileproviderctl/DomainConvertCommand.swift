@@ -37,7 +37,7 @@ struct DomainConvertCommand: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
     @OptionGroup var progress: ProgressOptions
 
-    @Argument(help: "The domain's name.")
+    @Argument(help: "The domain's name.", completion: .domainNames)
     var name: String
 
     @Option(help: ArgumentHelp("The mode to convert to: dataless or placeholder-files.", valueName: "mode"))

@@ -53,7 +53,8 @@ struct PolicyCommand: AsyncParsableCommand {
 
     @Argument(
         help: ArgumentHelp(
-            "Items (DOMAIN:/path or a path inside a replica folder), then optionally the policy to set.", valueName: "path"))
+            "Items (DOMAIN:/path or a path inside a replica folder), then optionally the policy to set.", valueName: "path"),
+        completion: .itemPaths)
     var arguments: [String]
 
     /// The policy to set, when the last argument names one: `.some(nil)` for `inherit`.

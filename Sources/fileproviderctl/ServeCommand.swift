@@ -36,7 +36,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Argument(help: "Domains to serve (default: every connected domain).")
+    @Argument(help: "Domains to serve (default: every connected domain).", completion: .domainNames)
     var names: [String] = []
 
     @Option(help: ArgumentHelp("Seconds between polls of each store.", valueName: "seconds"))

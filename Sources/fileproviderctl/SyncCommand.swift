@@ -33,7 +33,7 @@ struct SyncCommand: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
     @OptionGroup var progress: ProgressOptions
 
-    @Argument(help: "Domains to sync (default: all).")
+    @Argument(help: "Domains to sync (default: all).", completion: .domainNames)
     var names: [String] = []
 
     @Flag(help: "Only bring remote changes down; leave local changes for later.")
