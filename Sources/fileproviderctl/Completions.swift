@@ -73,7 +73,11 @@ enum Completions {
         var result: [String] = []
         for child in children {
             let name = child.path.split(separator: "/").last.map(String.init) ?? child.path
-            guard name.hasPrefix(namePrefix) else { continue }
+            // A name from the store with a line break or another control character would
+            // break the shell's list (one candidate a line) or its screen: not offered.
+            guard name.hasPrefix(namePrefix), !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+                continue
+            }
             result.append("\(domain):/\(child.path)\(child.state == .folder ? "/" : "")")
             if result.count >= limit { break }
         }
