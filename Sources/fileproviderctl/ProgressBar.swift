@@ -10,6 +10,7 @@ import ProviderEngine
 /// redrawn at most ten times a second on events, twice a second by a timer (so the rate and
 /// times stay current when no byte moves) and at once when the terminal's size changes
 /// (``Terminal``). Bytes a download resumed from a checkpoint count as done, never as speed.
+/// Lines are written from a dispatch queue of the bar's own, never from the tasks that report.
 final class ProgressBar: @unchecked Sendable {
     private let lock = NSLock()
     private let label: String
@@ -72,16 +73,23 @@ final class ProgressBar: @unchecked Sendable {
         drawLocked(force: false)
     }
 
-    /// Erases the line and stops redrawing; later events draw nothing.
+    /// Erases the line and stops redrawing; later events draw nothing. Returns once the line is
+    /// gone, so what the command prints next starts on a clean line.
     func finish() {
-        lock.lock()
-        defer { lock.unlock() }
-        finished = true
-        timer?.cancel()
-        timer = nil
+        lock.withLock {
+            finished = true
+            timer?.cancel()
+            timer = nil
+        }
         Terminal.shared.stopWatching(self)
-        if drew { Self.eraseLine() }
-        drew = false
+        // After the lines still queued (each finds the bar finished and draws nothing).
+        Self.queue.sync {
+            let drew = lock.withLock { () -> Bool in
+                defer { self.drew = false }
+                return self.drew
+            }
+            if drew { Self.eraseLine() }
+        }
     }
 
     /// Redraws with the current state (the timer, a new terminal size).
@@ -112,11 +120,21 @@ final class ProgressBar: @unchecked Sendable {
         case .text(let text):
             line = ProgressLine.fitted("\(label): \(text)", width: width)
         }
-        Self.screen.lock.withLock {
-            FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
-            Self.screen.lineDrawn = true
+        // Written from the bar's queue: the engine's tasks that report progress never wait on
+        // the terminal.
+        Self.queue.async { [self] in
+            guard
+                lock.withLock({ () -> Bool in
+                    if finished { return false }
+                    drew = true
+                    return true
+                })
+            else { return }
+            Self.screen.lock.withLock {
+                FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
+                Self.screen.lineDrawn = true
+            }
         }
-        drew = true
     }
 
     /// Redraws twice a second from a queue of its own (never the cooperative pool), and on a
