@@ -39,6 +39,7 @@ struct FileProviderCtl: AsyncParsableCommand {
     static func main() async {
         retainFreedMemory()
         Interruption.shared.install()
+        Terminal.shared.install()
         let status = await runCommand()
         Glibc.exit(Interruption.shared.exitStatus ?? status)
     }
