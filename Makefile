@@ -6,15 +6,29 @@ PYTHON          ?= python3
 # Extra flags for every swift build/test. With another scratch path, point FILEPROVIDERCTL at
 # it too: make demo SWIFTPM_FLAGS="--scratch-path /tmp/b" FILEPROVIDERCTL=/tmp/b/release/fileproviderctl
 SWIFTPM_FLAGS   ?=
-RELEASE_FLAGS   ?= -c release --product fileproviderctl
+# The one release build: the Swift runtime and Foundation linked in (-static-stdlib), so the
+# binaries run without the toolchain. release, install, demo, bench and the release tests all
+# share it (other flags would build everything again). Passed with -Xswiftc, not
+# --static-swift-stdlib, because `swift package` (the man page plugin) takes only the former.
+RELEASE_BUILD   ?= -c release -Xswiftc -static-stdlib
+RELEASE_FLAGS   ?= $(RELEASE_BUILD) --product fileproviderctl
 # The binary demo and bench run (not exported: CLI tests default to the debug build).
 FILEPROVIDERCTL ?= $(CURDIR)/.build/release/fileproviderctl
 
+# make install PREFIX=/usr/local (default ~/.local); DESTDIR stages for packagers.
+PREFIX          ?= $(HOME)/.local
+DESTDIR         ?=
+BINDIR          ?= $(PREFIX)/bin
+LIBEXECDIR      ?= $(PREFIX)/libexec/fileprovider
+MANDIR          ?= $(PREFIX)/share/man
+DATADIR         ?= $(PREFIX)/share
+INSTALL_ENV      = PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" BINDIR="$(BINDIR)" LIBEXECDIR="$(LIBEXECDIR)" MANDIR="$(MANDIR)" DATADIR="$(DATADIR)"
+
 .DEFAULT_GOAL := help
-.PHONY: help deps build release test demo bench format clean
+.PHONY: help deps build release man install uninstall test demo bench format clean
 
 help: ## List the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
 
 deps: ## Install missing apt packages (idempotent)
 	@scripts/install-deps.sh
@@ -24,8 +38,20 @@ build: ## Debug build of every target
 
 release: deps ## Release build of fileproviderctl, fileprovider-guard and media-server (the demo and benchmarks use them)
 	$(SWIFT) build $(SWIFTPM_FLAGS) $(RELEASE_FLAGS)
-	$(SWIFT) build $(SWIFTPM_FLAGS) -c release --product fileprovider-guard
-	$(SWIFT) build $(SWIFTPM_FLAGS) -c release --product media-server
+	$(SWIFT) build $(SWIFTPM_FLAGS) $(RELEASE_BUILD) --product fileprovider-guard
+	$(SWIFT) build $(SWIFTPM_FLAGS) $(RELEASE_BUILD) --product media-server
+
+man: deps ## The man page, from the commands (swift-argument-parser's generate-manual plugin)
+	@scripts/manual.sh $(SWIFTPM_FLAGS) $(RELEASE_BUILD)
+
+install: deps ## Install under PREFIX (default ~/.local): program, guard, man page, bash/zsh/fish completions, systemd user unit
+	$(SWIFT) build $(SWIFTPM_FLAGS) $(RELEASE_FLAGS)
+	$(SWIFT) build $(SWIFTPM_FLAGS) $(RELEASE_BUILD) --product fileprovider-guard
+	@$(INSTALL_ENV) scripts/install.sh install "$$($(SWIFT) build $(SWIFTPM_FLAGS) $(RELEASE_BUILD) --show-bin-path)" \
+		"$$(scripts/manual.sh $(SWIFTPM_FLAGS) $(RELEASE_BUILD))"
+
+uninstall: ## Remove what install put under PREFIX (keeps the state folder and its domains)
+	@$(INSTALL_ENV) scripts/install.sh uninstall
 
 test: deps ## Build and run all tests, then scripts/test-*.sh in order
 	$(SWIFT) build $(SWIFTPM_FLAGS) --build-tests

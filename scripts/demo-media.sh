@@ -11,7 +11,7 @@ fpctl=${FILEPROVIDERCTL:?run this from scripts/demo.sh}
 demo=${DEMO_ROOT:?run this from scripts/demo.sh}
 server=${MEDIA_SERVER:-$(dirname "$fpctl")/media-server}
 if [ ! -x "$server" ]; then
-    echo "demo-media: $server not found; build it with 'swift build -c release --product media-server'" >&2
+    echo "demo-media: $server not found; build it with 'make release'" >&2
     exit 1
 fi
 

@@ -14,8 +14,7 @@ fpctl=${FILEPROVIDERCTL:-$repo/.build/release/fileproviderctl}
 demo=${DEMO_HOME:-$repo/demo-home}
 
 if [ ! -x "$fpctl" ]; then
-    echo "demo: $fpctl not found; run 'make demo' or build it with" >&2
-    echo "      swift build -c release --product fileproviderctl" >&2
+    echo "demo: $fpctl not found; run 'make demo' or build it with 'make release'" >&2
     exit 1
 fi
 

@@ -18,6 +18,9 @@ PACKAGES=(
     python3-pip          # paramiko for the hostile SFTP server (installed below with pip)
     jq                   # JSON output in scripts
     sqlite3              # CLI tests: another process holding the database's write lock
+    man-db               # scripts/test-release-install.sh reads the installed man page (man -l)
+    binutils             # readelf (the install test's linking check), strip (make install)
+    fish                 # the install test asks fish's completion script for domain names
 )
 
 is_installed() {

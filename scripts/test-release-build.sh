@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Builds fileproviderctl and media-server as `make demo` does (release): the optimizer runs
-# passes the debug build never does, and once crashed on code the debug build compiled
-# (Swift 6.3.1). Works from any directory.
+# Builds fileproviderctl and media-server as `make demo` and `make install` do (release, the
+# Swift runtime linked in: the Makefile's RELEASE_BUILD): the optimizer runs passes the debug
+# build never does, and once crashed on code the debug build compiled (Swift 6.3.1). The
+# scripts after this one (test-release-*.sh) use this build. Works from any directory.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 echo "== release build of fileproviderctl and media-server"
-swift build --package-path "$root" -c release --product fileproviderctl
-swift build --package-path "$root" -c release --product media-server
+swift build --package-path "$root" -c release -Xswiftc -static-stdlib --product fileproviderctl
+swift build --package-path "$root" -c release -Xswiftc -static-stdlib --product media-server

@@ -23,18 +23,21 @@ extension DomainController {
     ///   fails.
     ///
     /// With `changes` (a watcher's record of the folders that changed), only those folders are
-    /// compared (``ScanScope``); what this push does not finish comparing and sending (it
-    /// throws, a change fails or conflicts, a file is still being written) is given back for
-    /// the next sync to compare again.
+    /// compared (``ScanScope``); when this push sent something or did not finish (it throws, a
+    /// change fails or conflicts, a file is still being written), the folders are given back
+    /// for the next sync to compare again.
     func push(report: inout SyncReport, settleSeconds: Double, changes: ChangedFolders? = nil) async throws(FileProviderError) {
         let started = Date()
         defer { report.phases.upload += Date().timeIntervalSince(started) }
         var scope = await changes?.take() ?? .all
-        let (notices, conflicts) = (report.notices.count, report.conflicts)
+        let (notices, conflicts, uploaded) = (report.notices.count, report.conflicts, report.uploaded)
         var finished = false
         defer {
+            // A change sent may leave one for the next comparison there (a file moved and
+            // edited is sent as a move, its contents as an edit found next time).
             if let changes,
                 !finished || report.notices.count > notices || report.conflicts > conflicts || !report.pendingLocal.isEmpty
+                    || report.uploaded > uploaded
             {
                 changes.putBack(scope)
             }
@@ -96,6 +99,11 @@ extension DomainController {
                 break
             }
             let ordered = Self.order(result.changes)
+            // A file moved and edited goes as a move; its contents, as an edit the next scan finds.
+            let movedAndEdited = ordered.contains { change in
+                guard case .moved(let record, _, let print?) = change, record.state == .materialized else { return false }
+                return print.size != record.localSize || print.modificationNanos != record.localModificationNanos
+            }
             var changedFolderTree = false
             var index = ordered.startIndex
             while index < ordered.endIndex {
@@ -139,8 +147,11 @@ extension DomainController {
             }
             try? store.pruneJournal(domainID: domainID)
             // A moved folder re-keys everything below it: scan again for edits made inside it.
-            if !changedFolderTree { break }
-            scope = .all
+            if changedFolderTree {
+                scope = .all
+                continue
+            }
+            if !movedAndEdited { break }
         }
     }
 

@@ -66,15 +66,23 @@ final class Downloader: Sendable {
             let (sum, overflow) = total.addingReportingOverflow(max(0, record.size))
             return overflow ? .max : sum
         }
-        let counters = Mutex((bytes: Int64(0), items: 0))
+        let counters = Mutex((bytes: Int64(0), items: 0, resumed: Int64(0)))
         let checkpoints = (try? store.checkpoints(domainID: domainID)) ?? [:]
-        let report: @Sendable (Int64, Bool) -> Void = { delta, finished in
-            let now = counters.withLock { value -> (Int64, Int) in
-                value.bytes += delta
-                if finished { value.items += 1 }
-                return (value.bytes, value.items)
+        let report: @Sendable (Int64, TransferStep) -> Void = { delta, step in
+            let now = counters.withLock { value -> (Int64, Int, Int64) in
+                // The positions come from the store: added without overflow, whatever they are.
+                let (bytes, overflow) = value.bytes.addingReportingOverflow(delta)
+                value.bytes = overflow ? .max : bytes
+                switch step {
+                case .transferred: break
+                case .resumed: value.resumed = min(value.bytes, value.resumed + min(delta, .max - value.resumed))
+                case .finished: value.items += 1
+                }
+                return (value.bytes, value.items, value.resumed)
             }
-            events?(.transfer(completedBytes: now.0, totalBytes: totalBytes, completedItems: now.1, totalItems: pending.count))
+            events?(
+                .transfer(
+                    completedBytes: now.0, totalBytes: totalBytes, completedItems: now.1, totalItems: pending.count, resumedBytes: now.2))
         }
         var outcomes: [ItemOutcome] = []
         var finished: [ItemRecord] = []
@@ -137,7 +145,7 @@ final class Downloader: Sendable {
     }
 
     /// Downloads one file; concurrent requests for the same item share one download.
-    func downloadShared(_ record: ItemRecord, checkpoint: TransferCheckpoint?, report: @escaping @Sendable (Int64, Bool) -> Void)
+    func downloadShared(_ record: ItemRecord, checkpoint: TransferCheckpoint?, report: @escaping @Sendable (Int64, TransferStep) -> Void)
         async throws -> ItemRecord
     {
         // A download that finished stays in `downloads` until its batch is recorded, so no request
@@ -172,6 +180,12 @@ final class Downloader: Sendable {
         }
     }
 
+    /// What a progress report of a download counts: bytes moved now, bytes already on disk
+    /// from an interrupted download (resumed), or a file done.
+    enum TransferStep: Sendable {
+        case transferred, resumed, finished
+    }
+
     /// Files at least this large get a checkpoint before their download starts.
     static let checkpointThreshold: Int64 = 4 << 20
 
@@ -180,7 +194,9 @@ final class Downloader: Sendable {
         String(FNV1a.hash(identifier.rawValue.utf8), radix: 16) + ".part"
     }
 
-    private func performDownload(_ record: ItemRecord, checkpoint: TransferCheckpoint?, report: @escaping @Sendable (Int64, Bool) -> Void)
+    private func performDownload(
+        _ record: ItemRecord, checkpoint: TransferCheckpoint?, report: @escaping @Sendable (Int64, TransferStep) -> Void
+    )
         async throws(FileProviderError) -> ItemRecord
     {
         let replica = self.replica
@@ -219,17 +235,21 @@ final class Downloader: Sendable {
                     stagingPath: staging, bytesTransferred: 0, totalBytes: record.size))
         }
         try await executor.run { try replica.prepareStagingFile(atPath: staging, truncate: resumeFrom == 0) }
-        let progressBase = Mutex(Int64(0))
+        // Backends report positions in the file, the resumed part included: that part is
+        // reported once as resumed (done, but not moved now: no speed), then only what is new.
+        if offset > 0 { report(offset, .resumed) }
+        let progressBase = Mutex(offset)
         let item: Item
         do {
             item = try await backend.fetchContents(
                 for: record.identifier, version: nil, to: URL(fileURLWithPath: staging), offset: offset,
                 progress: { completed, _ in
                     let delta = progressBase.withLock { last -> Int64 in
+                        guard completed > last else { return 0 }
                         defer { last = completed }
                         return completed - last
                     }
-                    if delta > 0 { report(delta, false) }
+                    if delta > 0 { report(delta, .transferred) }
                 })
         } catch {
             // A full disk: the partial file gives its space back unless the reserve stays free.
@@ -316,7 +336,7 @@ final class Downloader: Sendable {
         }
         updated.markMaterialized(contentVersion: item.version.content, fingerprint: print)
         updated.lastError = nil
-        report(0, true)
+        report(0, .finished)
         return updated
     }
 }

@@ -4,8 +4,10 @@ import ProviderCore
 public enum EngineEvent: Sendable {
     /// Sync down is listing the store: folders listed and items seen so far.
     case listing(folders: Int, items: Int)
-    /// Transfers of a batch: bytes and items done out of the totals.
-    case transfer(completedBytes: Int64, totalBytes: Int64, completedItems: Int, totalItems: Int)
+    /// Transfers of a batch: bytes and items done out of the totals. `resumedBytes` of the
+    /// completed bytes were already on disk when their download resumed from a checkpoint: done,
+    /// but not moved now (a rate counts `completedBytes - resumedBytes`).
+    case transfer(completedBytes: Int64, totalBytes: Int64, completedItems: Int, totalItems: Int, resumedBytes: Int64)
     /// Something was skipped or kept, and why; the rest of the work goes on.
     case notice(path: String, message: String)
     /// Another sync of the domain is running (in `process`, when known; `serving` when that

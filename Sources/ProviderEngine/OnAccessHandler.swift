@@ -108,7 +108,9 @@ public final class OnAccessHandler: @unchecked Sendable {
     /// - Throws: `permissionDenied` without `CAP_SYS_ADMIN`; `notSupported` on a kernel without
     ///   pre-content events; `noSuchItem` when `fileprovider-guard` is not installed;
     ///   `localIOFailure` otherwise.
-    /// `synchronize` syncs a domain when a file is accessed that was moved since the last sync.
+    /// `synchronize` syncs a domain, comparing at least the folder of the file it names, when a
+    /// file is accessed that was moved since the last sync, and after a program's write into a
+    /// partly present file made it whole.
     public static func open(manager: ProviderManager, logger: Logger, synchronize: Synchronize? = nil) throws(FileProviderError)
         -> OnAccessHandler
     {

@@ -86,7 +86,7 @@ public final class PreContentGuardian: @unchecked Sendable {
         guard let binary = executable ?? locateExecutable() else {
             throw FileProviderError(
                 .noSuchItem,
-                "fileprovider-guard not found next to \(currentExecutable() ?? "this program") or on PATH; install it beside fileproviderctl or set FILEPROVIDER_GUARD"
+                "fileprovider-guard not found next to \(currentExecutable() ?? "this program"), in ../libexec/fileprovider from it or on PATH; install it with 'make install' or set FILEPROVIDER_GUARD"
             )
         }
         try PrivateFolder.make(atPath: runFolder)
@@ -144,12 +144,16 @@ public final class PreContentGuardian: @unchecked Sendable {
     // MARK: Helpers
 
     /// The `fileprovider-guard` executable: `$FILEPROVIDER_GUARD`, else beside this process's
-    /// executable or a loaded bundle (the test bundle's build folder), else on `PATH`.
+    /// executable, in `../libexec/fileprovider` from it (where `make install` puts it), beside
+    /// a loaded bundle (the test bundle's build folder), else on `PATH`.
     public static func locateExecutable() -> String? {
         let environment = ProcessInfo.processInfo.environment
         if let path = environment["FILEPROVIDER_GUARD"], !path.isEmpty { return path }
         var folders: [String] = []
-        if let executable = currentExecutable() { folders.append((executable as NSString).deletingLastPathComponent) }
+        if let executable = currentExecutable() {
+            let folder = (executable as NSString).deletingLastPathComponent
+            folders += [folder, (folder as NSString).deletingLastPathComponent + "/libexec/fileprovider"]
+        }
         folders += Bundle.allBundles.map { $0.bundleURL.deletingLastPathComponent().path }
         folders += (environment["PATH"] ?? "").split(separator: ":").map(String.init)
         for folder in folders {

@@ -81,13 +81,14 @@ public final class Server: Sendable {
     /// How many syncs have run (finished or failed) since the server started.
     public var completedSyncs: Int { syncCount.withLock { $0 } }
 
-    /// Runs every domain until ``stop(force:)``.
+    /// Runs every domain until ``stop(force:)``; calls `ready` once every domain is watched and
+    /// its loop is about to start (what a service manager waits for).
     ///
     /// - Throws: `providerDomainNotFound` for an unknown domain; `cannotSynchronize` when another
     ///   process serves one of the domains; `localIOFailure` when the lock files cannot be
     ///   written. Failures of single syncs are logged, recorded on the domain and retried; they
     ///   never end `run()`.
-    public func run() async throws(FileProviderError) {
+    public func run(ready: @Sendable () -> Void = {}) async throws(FileProviderError) {
         var records: [DomainRecord] = []
         for name in domains { records.append(try manager.domain(named: name)) }
         var locks: [DomainLock] = []
@@ -147,7 +148,7 @@ public final class Server: Sendable {
             work = task
             return stopping.withLock { $0 }
         }
-        if alreadyStopping { signalStop() }
+        if alreadyStopping { signalStop() } else { ready() }
         await task.value
         await onAccess.withLock { $0 }?.stop()
         await watcher?.stop()

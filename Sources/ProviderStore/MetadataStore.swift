@@ -43,6 +43,9 @@ public final class MetadataStore: Sendable {
                 try db.execute(sql: "PRAGMA cache_size = -16384")
                 // Statement journals (one per INSERT OR REPLACE) stay in memory, not in temp files.
                 try db.execute(sql: "PRAGMA temp_store = MEMORY")
+                // A row INSERT OR REPLACE replaces fires the delete trigger that keeps the
+                // item counters (itemCount) true.
+                try db.execute(sql: "PRAGMA recursive_triggers = ON")
             }
             pool = try Self.openExclusively(url.path, configuration: configuration, lockPath: url.path + ".lock")
         } catch {

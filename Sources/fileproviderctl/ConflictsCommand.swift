@@ -18,7 +18,7 @@ struct ConflictsCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
 
-    @Argument(help: "A domain (default: all).")
+    @Argument(help: "A domain (default: all).", completion: .domainNames)
     var name: String?
 
     func run() async throws {

@@ -33,7 +33,9 @@ struct DomainAddCommand: AsyncParsableCommand {
     @Argument(help: "The domain's name: up to 64 characters; no '/', ':', spaces or control characters; not starting with '.' or '-'.")
     var name: String
 
-    @Option(help: ArgumentHelp("The backend kind: \(AdapterList.descriptors.map(\.kind).joined(separator: ", ")).", valueName: "kind"))
+    @Option(
+        help: ArgumentHelp("The backend kind: \(AdapterList.descriptors.map(\.kind).joined(separator: ", ")).", valueName: "kind"),
+        completion: .backendKinds)
     var backend: String
 
     @Option(help: ArgumentHelp("The replica folder (default: <home>/domains/<name>); must be empty or new.", valueName: "dir"))

@@ -35,8 +35,9 @@ struct DomainConvertCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
+    @OptionGroup var progress: ProgressOptions
 
-    @Argument(help: "The domain's name.")
+    @Argument(help: "The domain's name.", completion: .domainNames)
     var name: String
 
     @Option(help: ArgumentHelp("The mode to convert to: dataless or placeholder-files.", valueName: "mode"))
@@ -44,7 +45,7 @@ struct DomainConvertCommand: AsyncParsableCommand {
 
     func run() async throws {
         let manager = try global.manager()
-        let bar = ProgressBar(label: name)
+        let bar = ProgressBar(label: name, options: progress)
         let name = self.name
         let events: ConversionEventHandler = { event in
             switch event {

@@ -21,7 +21,7 @@ struct DomainRemoveCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
 
-    @Argument(help: "The domain's name.")
+    @Argument(help: "The domain's name.", completion: .domainNames)
     var name: String
 
     @Flag(help: "Keep the replica folder with the downloaded files and local changes.")

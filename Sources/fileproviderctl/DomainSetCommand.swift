@@ -42,7 +42,7 @@ struct DomainSetCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
 
-    @Argument(help: "The domain's name.")
+    @Argument(help: "The domain's name.", completion: .domainNames)
     var name: String
 
     @Option(help: ArgumentHelp("The most bytes of downloaded contents to keep (20G, 512M; binary units), or none.", valueName: "size"))

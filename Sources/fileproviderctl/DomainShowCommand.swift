@@ -8,7 +8,7 @@ struct DomainShowCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
 
-    @Argument(help: "The domain's name.")
+    @Argument(help: "The domain's name.", completion: .domainNames)
     var name: String
 
     func run() async throws {

@@ -10,7 +10,7 @@ struct DumpCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Argument(help: "The domain's name.")
+    @Argument(help: "The domain's name.", completion: .domainNames)
     var name: String
 
     func run() async throws {

@@ -30,7 +30,8 @@ struct EvictCommand: AsyncParsableCommand {
 
     @Argument(
         help: ArgumentHelp(
-            "Items: DOMAIN:/path or a path inside a replica folder; with --to-budget, domain names (default: all).", valueName: "path"))
+            "Items: DOMAIN:/path or a path inside a replica folder; with --to-budget, domain names (default: all).", valueName: "path"),
+        completion: .itemPaths)
     var paths: [String] = []
 
     @Flag(name: [.customShort("R"), .long], help: "Include everything below folders.")

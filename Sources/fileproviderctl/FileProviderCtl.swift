@@ -43,6 +43,7 @@ struct FileProviderCtl: AsyncParsableCommand {
     static func main() async {
         retainFreedMemory()
         Interruption.shared.install()
+        Terminal.shared.install()
         let status = await runCommand()
         Glibc.exit(Interruption.shared.exitStatus ?? status)
     }

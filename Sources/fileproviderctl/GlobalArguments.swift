@@ -119,14 +119,9 @@ extension WhyCommand: GlobalOptionsCommand {}
 
 extension GlobalOptions {
     /// Sends log messages of commands other than `serve` (which sets up its own) to standard
-    /// error, from ``logLevel(default:)`` up (warning by default): standard output carries only
-    /// results.
+    /// error as ``LogSetup`` writes them, from ``logLevel(default:)`` up (warning by default):
+    /// standard output carries only results.
     func bootstrapLogging() {
-        let level = logLevel(default: .warning)
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return EscapingLogHandler(wrapped: handler)
-        }
+        LogSetup.bootstrap(level: logLevel(default: .warning))
     }
 }

@@ -4,7 +4,7 @@ import ProviderEngine
 
 /// Item paths given on the command line, resolved and grouped by domain.
 struct ItemArguments: ParsableArguments {
-    @Argument(help: ArgumentHelp("Items: DOMAIN:/path or a path inside a replica folder.", valueName: "path"))
+    @Argument(help: ArgumentHelp("Items: DOMAIN:/path or a path inside a replica folder.", valueName: "path"), completion: .itemPaths)
     var paths: [String]
 
     /// The paths by domain, in the order the domains first appear.

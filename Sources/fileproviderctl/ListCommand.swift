@@ -24,7 +24,7 @@ struct ListCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
 
-    @Argument(help: ArgumentHelp("A folder or item: DOMAIN:/path or a path inside a replica.", valueName: "path"))
+    @Argument(help: ArgumentHelp("A folder or item: DOMAIN:/path or a path inside a replica.", valueName: "path"), completion: .itemPaths)
     var path: String
 
     @Flag(name: [.customShort("R"), .long], help: "List everything below the folder.")

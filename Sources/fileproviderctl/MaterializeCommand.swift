@@ -5,11 +5,13 @@ struct MaterializeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "materialize",
         abstract: "Download items so their contents are in the replica.",
-        discussion: "A folder stands for the files directly in it, or everything below it with -R. Each file is downloaded to a staging file, checked, and renamed into place; its placeholder is removed."
+        discussion:
+            "A folder stands for the files directly in it, or everything below it with -R. Each file is downloaded to a staging file, checked, and renamed into place; its placeholder is removed."
     )
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
+    @OptionGroup var progress: ProgressOptions
     @OptionGroup var items: ItemArguments
 
     @Flag(name: [.customShort("R"), .long], help: "Include everything below folders.")
@@ -17,7 +19,7 @@ struct MaterializeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let outcomes = try await items.forEachDomain(try global.manager()) { controller, domain, paths in
-            let bar = ProgressBar(label: "materialize \(domain)")
+            let bar = ProgressBar(label: "materialize \(domain)", options: progress)
             defer { bar.finish() }
             return await controller.materialize(paths: paths, recursive: recursive, events: bar.handler)
         }

@@ -6,7 +6,7 @@ import ProviderEngine
 
 /// Options every command takes.
 struct GlobalOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("The state folder (database, default replicas).", valueName: "dir"))
+    @Option(name: .long, help: ArgumentHelp("The state folder (database, default replicas).", valueName: "dir"), completion: .directory)
     var home: String?
 
     /// Opens the state folder.

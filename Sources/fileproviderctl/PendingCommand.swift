@@ -19,7 +19,7 @@ struct PendingCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
 
-    @Argument(help: "A domain (default: all).")
+    @Argument(help: "A domain (default: all).", completion: .domainNames)
     var name: String?
 
     func run() async throws {

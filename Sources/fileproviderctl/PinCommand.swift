@@ -16,11 +16,12 @@ struct PinCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
+    @OptionGroup var progress: ProgressOptions
     @OptionGroup var items: ItemArguments
 
     func run() async throws {
         let outcomes = try await items.forEachDomain(try global.manager()) { controller, domain, paths in
-            let bar = ProgressBar(label: "pin \(domain)")
+            let bar = ProgressBar(label: "pin \(domain)", options: progress)
             defer { bar.finish() }
             return await controller.pin(paths: paths, events: bar.handler)
         }

@@ -49,10 +49,12 @@ struct PolicyCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
+    @OptionGroup var progress: ProgressOptions
 
     @Argument(
         help: ArgumentHelp(
-            "Items (DOMAIN:/path or a path inside a replica folder), then optionally the policy to set.", valueName: "path"))
+            "Items (DOMAIN:/path or a path inside a replica folder), then optionally the policy to set.", valueName: "path"),
+        completion: .itemPaths)
     var arguments: [String]
 
     /// The policy to set, when the last argument names one: `.some(nil)` for `inherit`.
@@ -75,7 +77,7 @@ struct PolicyCommand: AsyncParsableCommand {
             try await show(groups, manager)
             return
         }
-        let bar = ProgressBar(label: "policy")
+        let bar = ProgressBar(label: "policy", options: progress)
         var changes: [PolicyChange] = []
         var outcomes: [ItemOutcome] = []
         for (domain, paths) in groups {

@@ -23,7 +23,9 @@ struct ServeCommand: AsyncParsableCommand {
             credentials or is full, the domain backs off (5 s doubling up to 5 min, with jitter; \
             see 'fileproviderctl status') and resumes by itself. One sync at a time per domain. \
             The first SIGTERM/SIGINT lets running syncs finish, a second one cancels them; \
-            the exit status is 0. Logs go to standard error, one line per sync. \
+            the exit status is 0. Logs go to standard error, one line per sync; under systemd \
+            (fileproviderctl-serve.service) with journald priorities and without timestamps, \
+            and serve reports readiness and watchdog pings through $NOTIFY_SOCKET. \
             Automatic eviction runs after each sync and every --eviction-interval seconds: the \
             least recently used files go while a domain is over its budget (see 'domain set', \
             'cache'); each eviction is logged with its reason. \
@@ -35,7 +37,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Argument(help: "Domains to serve (default: every connected domain).")
+    @Argument(help: "Domains to serve (default: every connected domain).", completion: .domainNames)
     var names: [String] = []
 
     @Option(help: ArgumentHelp("Seconds between polls of each store.", valueName: "seconds"))
@@ -86,19 +88,17 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let level = Logger.Level(rawValue: logLevel) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        LogSetup.bootstrap(level: level)
         var logger = Logger(label: "fileprovider.serve")
         logger.logLevel = level
+        let notifier = ServiceNotifier()
 
         // SIGTERM/SIGINT (watched from the start by ``Interruption``, so a signal while the
         // database opens still ends in a clean exit): the first stops gracefully, the next
         // cancels running syncs; the exit status stays 0.
         let stopper = Stopper()
         Interruption.shared.takeOver { [logger] _, _ in
+            notifier.stopping(status: "stopping")
             if stopper.signal() == 1 {
                 logger.info("stopping: letting running syncs finish (send the signal again to cancel them)")
             } else {
@@ -134,11 +134,16 @@ struct ServeCommand: AsyncParsableCommand {
         stopper.attach(server)
 
         do {
-            try await server.run()
+            try await server.run {
+                notifier.ready(status: "serving \(domains.joined(separator: ", "))")
+                notifier.startWatchdog()
+            }
         } catch {
+            notifier.stopWatchdog()
             await manager.close()
             throw error
         }
+        notifier.stopWatchdog()
         await manager.close()
     }
 }

@@ -17,7 +17,7 @@ struct SignalCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
 
-    @Argument(help: "Domains to poll.")
+    @Argument(help: "Domains to poll.", completion: .domainNames)
     var names: [String]
 
     func run() async throws {

@@ -10,7 +10,7 @@ struct StatusCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
 
-    @Argument(help: "Domains to show (default: all).")
+    @Argument(help: "Domains to show (default: all).", completion: .domainNames)
     var names: [String] = []
 
     func run() async throws {

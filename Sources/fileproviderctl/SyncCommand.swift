@@ -31,8 +31,9 @@ struct SyncCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
+    @OptionGroup var progress: ProgressOptions
 
-    @Argument(help: "Domains to sync (default: all).")
+    @Argument(help: "Domains to sync (default: all).", completion: .domainNames)
     var names: [String] = []
 
     @Flag(help: "Only bring remote changes down; leave local changes for later.")
@@ -57,7 +58,7 @@ struct SyncCommand: AsyncParsableCommand {
         var failures: [SyncFailure] = []
         var interruption: String?
         for (index, name) in domains.enumerated() {
-            let bar = ProgressBar(label: name)
+            let bar = ProgressBar(label: name, options: progress)
             let draw = bar.handler
             let events: EventHandler = { event in
                 if case .waitingForSync(let process, let serving) = event {

@@ -7,12 +7,13 @@ struct ThumbnailCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "thumbnail",
         abstract: "Write a square JPEG thumbnail of an image.",
-        discussion: "The store makes it where it can (the media API's /preview); otherwise it is made from the file, which is materialized first. Thumbnails are cached in the database by content version. Works for JPEG, PNG, GIF and WebP images in every domain."
+        discussion:
+            "The store makes it where it can (the media API's /preview); otherwise it is made from the file, which is materialized first. Thumbnails are cached in the database by content version. Works for JPEG, PNG, GIF and WebP images in every domain."
     )
 
     @OptionGroup var global: GlobalOptions
 
-    @Argument(help: ArgumentHelp("The image: DOMAIN:/path or a path inside a replica folder.", valueName: "path"))
+    @Argument(help: ArgumentHelp("The image: DOMAIN:/path or a path inside a replica folder.", valueName: "path"), completion: .itemPaths)
     var path: String
 
     @Option(name: .long, help: ArgumentHelp("The edge length in pixels (1-4096).", valueName: "pixels"))

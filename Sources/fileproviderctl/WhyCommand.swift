@@ -19,7 +19,7 @@ struct WhyCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
 
-    @Argument(help: ArgumentHelp("The item: DOMAIN:/path or a path inside a replica folder.", valueName: "path"))
+    @Argument(help: ArgumentHelp("The item: DOMAIN:/path or a path inside a replica folder.", valueName: "path"), completion: .itemPaths)
     var path: String
 
     func run() async throws {

@@ -371,15 +371,17 @@ final class PseudoTerminal: @unchecked Sendable {
         _ = try await makeDomain(temp, cli, files: 4000)
         let run = try BackgroundCommand(cli, ["materialize", "-R", "d:/"], logs: temp.url, terminal: true)
         let terminal = try #require(run.terminal)
-        #expect(await run.signal(SIGINT, when: { terminal.text.contains("materialize d [") }), "\(run.stderr)")
+        // A progress line is drawn over the erased line: "\r\e[Kmaterialize d   12%  …".
+        let drawn = "\u{1B}[Kmaterialize d "
+        #expect(await run.signal(SIGINT, when: { terminal.text.contains(drawn) }), "\(run.stderr)")
         #expect(await run.status() == 130, "\(run.stderr)")
         let output = run.stderr
         // After the last progress line drawn: the line erased, then only whole lines of text.
-        let lastDraw = try #require(output.range(of: "materialize d [", options: .backwards))
+        let lastDraw = try #require(output.range(of: drawn, options: .backwards))
         let after = output[lastDraw.upperBound...]
         let erase = try #require(after.range(of: "\r\u{1B}[K"), "\(output.debugDescription)")
         let rest = String(after[erase.upperBound...])
-        #expect(!rest.contains("\u{1B}") && !rest.contains("materialize d ["), "\(rest.debugDescription)")
+        #expect(!rest.contains("\u{1B}") && !rest.contains("materialize d "), "\(rest.debugDescription)")
         #expect(rest.hasSuffix("; run the same command again to finish\r\n"), "\(rest.debugDescription)")
         #expect(summary(rest.replacingOccurrences(of: "\r", with: ""), verb: "materialized") != nil, "\(rest.debugDescription)")
     }

@@ -5,6 +5,10 @@ import ProviderStore
 import ProviderTesting
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// serve uploads a file as soon as its writer closed it (or an editor renamed it into place),
 /// without waiting for the settle time; a file still open for writing waits.
 @Suite struct FinishedWritesTests {
@@ -20,8 +24,11 @@ import Testing
 
             // Still open for writing: seen, not uploaded.
             let open = replica.appendingPathComponent("open.txt")
-            _ = FileManager.default.createFile(atPath: open.path, contents: nil)
-            let handle = try FileHandle(forWritingTo: open)
+            // Made by the open that writes it: a file made and closed first is finished, and a
+            // sync between the close and the next open would rightly send it.
+            let descriptor = Glibc.open(open.path, O_CREAT | O_WRONLY | O_CLOEXEC, 0o644)
+            try #require(descriptor >= 0)
+            let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
             try handle.write(contentsOf: Data("first half, ".utf8))
             // A file closed after that write goes up; the sync that sent it scanned after the
             // write, and left the open file alone.

@@ -46,7 +46,7 @@ final class LockedValue<T: Sendable>: @unchecked Sendable {
             try await controller.sync()
             let lastTransfer = LockedValue<(bytes: Int64, items: Int)?>(nil)
             let outcomes = await controller.materialize(paths: ["media/big.bin"], recursive: false) { event in
-                if case .transfer(let done, _, let items, _) = event { lastTransfer.set((done, items)) }
+                if case .transfer(let done, _, let items, _, _) = event { lastTransfer.set((done, items)) }
             }
             let transfer = try #require(lastTransfer.get(), "no transfer progress was reported")
             #expect(transfer.bytes == Int64(data.count))

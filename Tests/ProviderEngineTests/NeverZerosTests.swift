@@ -153,8 +153,10 @@ import Testing
 
         let killed = Date()
         try await listener.killNine()
-        let read = try await reader.finish(timeout: 30)
-        #expect(Date().timeIntervalSince(killed) < 30, "the waiting read took \(Date().timeIntervalSince(killed)) s to fail")
+        // A bound, not a speed: the guardian answers within a second on a quiet machine; CI's
+        // machine runs hundreds of tests beside this one.
+        let read = try await reader.finish(timeout: 90)
+        #expect(Date().timeIntervalSince(killed) < 90, "the waiting read took \(Date().timeIntervalSince(killed)) s to fail")
         #expect(!read.succeeded && read.output.isEmpty, "\(read)")
         #expect(read.errorText.contains("Input/output error"), "\(read)")
         #expect(await eventually(timeout: 30) { !ReplicaMount.isMountPoint(lab.replica) }, "the replica is still mounted")

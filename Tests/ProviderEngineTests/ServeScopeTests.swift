@@ -70,6 +70,24 @@ struct ServeScopeTests {
         }
     }
 
+    /// A file moved and edited before serve saw either goes up as a move and then an edit:
+    /// the folder it went to is compared again after the move is sent.
+    @Test func aFileMovedAndEditedIsSentWhole() async throws {
+        try await Self.withServedTree { f, replica, controller, _, _ in
+            let materialized = await controller.materialize(paths: ["d4/f1.txt"], recursive: false)
+            #expect(materialized.allSatisfy { $0.error == nil })
+            let target = replica.appendingPathComponent("d9/edited.txt")
+            // One step for serve: moved and appended to (the same inode) before it looks.
+            let script = "mv \"$0/d4/f1.txt\" \"$1\" && printf ' and more' >> \"$1\""
+            let moved = try await runProgram(["sh", "-c", script, replica.path, target.path])
+            #expect(moved.succeeded, "\(moved)")
+            #expect(
+                await eventually { f.memory.contents(of: "d9/edited.txt") == Data("4-1 and more".utf8) },
+                "store: \(String(decoding: f.memory.contents(of: "d9/edited.txt") ?? Data(), as: UTF8.self))")
+            #expect(f.memory.contents(of: "d4/f1.txt") == nil)
+        }
+    }
+
     /// A folder made with things inside is compared with everything below it; a folder deleted
     /// is one deletion, found in its parent.
     @Test func aNewTreeIsComparedWholeAndADeletedFolderOnce() async throws {
@@ -83,7 +101,8 @@ struct ServeScopeTests {
             reset()
             try FileManager.default.removeItem(at: replica.appendingPathComponent("d2"))
             #expect(await eventually { f.memory.contents(of: "d2/f0.txt") == nil })
-            #expect(Set(read()).isSubset(of: ["", "d2"]), "read \(read())")
+            // The folders of the last sync that sent something are compared once more.
+            #expect(Set(read()).isSubset(of: ["", "d2", "n", "n/m"]), "read \(read())")
             #expect(f.memory.contents(of: "d3/f0.txt") == Data("3-0".utf8), "nothing else went")
         }
     }

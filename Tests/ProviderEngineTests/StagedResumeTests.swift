@@ -38,11 +38,18 @@ import Testing
             let (controller, data, checkpoint) = try await interruptedDownload(f)
             #expect(checkpoint.stagingPath.hasPrefix(controller.replica.staging.path + "/"))
             try staged.write(to: URL(fileURLWithPath: checkpoint.stagingPath))
-            let outcomes = await controller.materialize(paths: ["big.bin"], recursive: false)
+            let last = Mutex<(completed: Int64, resumed: Int64)?>(nil)
+            let outcomes = await controller.materialize(paths: ["big.bin"], recursive: false) { event in
+                if case .transfer(let completed, _, _, _, let resumed) = event { last.withLock { $0 = (completed, resumed) } }
+            }
             #expect(outcomes.allSatisfy { $0.error == nil }, "\(outcomes)")
             try expectResumed(f, controller, data)
             #expect(controller.replica.stagedFiles().isEmpty)
             #expect(try f.manager.store.checkpoints(domainID: controller.domainID).isEmpty)
+            // The staged megabyte counts as done, but as resumed: a progress rate leaves it out.
+            let progress = last.withLock { $0 }
+            #expect(progress?.completed == Int64(data.count))
+            #expect(progress?.resumed == Int64(staged.count))
         }
     }
 

@@ -270,7 +270,8 @@ struct SSHResolutionUnitTests {
             #expect(error.code == .serverUnreachable)
             #expect(error.message.contains("did not finish within 1 s"), "\(error.message)")
         }
-        #expect(Date().timeIntervalSince(started) < 10)
+        // Stopped, not waited for (600 s); a loaded machine may take a while to reap it.
+        #expect(Date().timeIntervalSince(started) < 60)
         let floods = try Self.fakeSSH("exec yes 'identityfile /k'")
         do {
             _ = try await Self.resolve(Self.resolver(ssh: floods), Self.request())

@@ -36,6 +36,10 @@ static inline int fp_link_unnamed(int fd, const char *target) {
 /// back to the kernel (M_TRIM_THRESHOLD); returns 1 on success.
 static inline int fp_set_trim_threshold(int bytes) { return mallopt(M_TRIM_THRESHOLD, bytes); }
 
+/// The width in columns of the terminal `fd` is open on (TIOCGWINSZ), or 0 when `fd` is not a
+/// terminal or the terminal does not say (ioctl is variadic, which Swift cannot call).
+int fp_terminal_columns(int fd);
+
 // Declared here rather than through <sys/xattr.h>: under _GNU_SOURCE that header pulls in
 // <sys/select.h>, whose fd_set then differs from the one Dispatch's module saw, and a clean
 // build fails ("__fds_bits ... is not present in definition of fd_set").

@@ -1,0 +1,109 @@
+import Foundation
+import GRDB
+import ProviderCore
+import Testing
+
+@testable import ProviderStore
+
+/// `status` and `domain list` read counters the database keeps as items change (triggers), not
+/// a count of the rows: whatever writes the items, the counters say what a count would.
+@Suite struct ItemCountTests {
+    /// What a count of the rows says.
+    static func counted(_ store: MetadataStore, _ domainID: Int64) throws -> ItemSummary {
+        var summary = ItemSummary()
+        for record in try store.descendants(domainID: domainID, of: "") where !record.path.isEmpty {
+            switch record.state {
+            case .folder:
+                summary.folders += 1
+                if record.isDataless { summary.datalessFolders += 1 }
+            case .placeholder: summary.placeholders += 1
+            case .materialized:
+                summary.materialized += 1
+                summary.materializedBytes += record.size
+            case .symlink: summary.symlinks += 1
+            }
+            if record.contentPolicy == .eager { summary.pinned += 1 }
+        }
+        return summary
+    }
+
+    @Test func theCountersFollowEveryKindOfWrite() throws {
+        try withStore { store, _ in
+            let id = try makeDomain(store, "d")
+            let other = try makeDomain(store, "other")
+            func check(_ step: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+                for domain in [id, other] {
+                    let summary = try store.summary(domainID: domain)
+                    #expect(summary == (try Self.counted(store, domain)), "after \(step)", sourceLocation: sourceLocation)
+                }
+                let rows = try store.descendants(domainID: id, of: "").count + (try store.item(domainID: id, path: "") == nil ? 0 : 1)
+                #expect(try store.itemCount(domainID: id) == rows, "after \(step)", sourceLocation: sourceLocation)
+            }
+            var folder = record(id, "f", folder: true)
+            folder.isDataless = true
+            try store.apply(
+                domainID: id,
+                upserts: [record(id, "", folder: true), folder] + (0..<20).map { record(id, "f/\($0).bin", size: Int64($0 * 100)) },
+                deletions: [])
+            try store.apply(domainID: other, upserts: [record(other, "", folder: true), record(other, "x.bin", size: 7)], deletions: [])
+            try check("inserts")
+            // Rows replaced (INSERT OR REPLACE): downloaded, bigger, a folder populated.
+            var changed = (0..<5).map { index in
+                var file = record(id, "f/\(index).bin", size: 1_000 + Int64(index))
+                file.state = .materialized
+                return file
+            }
+            folder.isDataless = false
+            changed.append(folder)
+            try store.apply(domainID: id, upserts: changed, deletions: [])
+            try check("replacements")
+            try store.setContentPolicy(.eager, domainID: id, path: "f/7.bin", clearingBelow: false)
+            try store.setContentPolicy(.eager, domainID: id, path: "f", clearingBelow: false)
+            try check("policies")
+            try store.apply(domainID: id, upserts: [], deletions: [ItemIdentifier("f/3.bin"), ItemIdentifier("f/12.bin")])
+            try check("deletions")
+            try store.renameSubtree(domainID: id, from: "f", to: "g")
+            try check("a folder moved")
+            try store.deleteSubtree(domainID: id, path: "g")
+            try check("a folder deleted")
+            try store.deleteDomain(id: other)
+            #expect(try store.summary(domainID: other) == ItemSummary())
+            try check("a domain removed")
+        }
+    }
+
+    /// A database from before the counters gets them counted when it is opened.
+    @Test func anOlderDatabaseIsCountedWhenOpened() throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let url = folder.path("metadata.sqlite")
+        let queue = try DatabaseQueue(path: url.path)
+        try Migrations.migrator.migrate(queue, upTo: "v8: content policies, present ranges, last use, budgets")
+        try queue.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO domain (name, backendKind, configuration, replicaPath, createdAt)
+                    VALUES ('old', 'local', '{}', '/r/old', '2026-01-02 03:04:05.000')
+                    """)
+            let rows: [(String, String, String, Int, String?, Bool)] = [
+                ("", "folder", "folder", 0, nil, false), ("f", "folder", "folder", 0, "eager", true),
+                ("f/a", "file", "materialized", 300, nil, false), ("f/b", "file", "placeholder", 5, "eager", false),
+                ("f/c", "file", "materialized", 20, nil, false),
+            ]
+            for (path, kind, state, size, policy, dataless) in rows {
+                try db.execute(
+                    sql: """
+                        INSERT INTO item (domainID, identifier, parentIdentifier, filename, path, kind, contentType, size,
+                          contentVersion, metadataVersion, capabilities, state, contentPolicy, isDataless)
+                        VALUES (1, ?, 'root', ?, ?, ?, 'public.data', ?, x'01', x'01', 0, ?, ?, ?)
+                        """, arguments: [path.isEmpty ? "root" : path, path, path, kind, size, state, policy, dataless])
+            }
+        }
+        try queue.close()
+        let store = try MetadataStore(url: url)
+        let summary = try store.summary(domainID: 1)
+        #expect(summary == (try Self.counted(store, 1)))
+        #expect(summary.materializedBytes == 320 && summary.pinned == 2 && summary.datalessFolders == 1 && summary.total == 4)
+        #expect(try store.itemCount(domainID: 1) == 5)
+    }
+}

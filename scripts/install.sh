@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Installs fileproviderctl from a release build (`make install`), or removes what it installed
+# (`make uninstall`). Idempotent both ways: installing again replaces every file (a running
+# `serve` keeps its old binary: files are renamed into place, never written over), removing
+# again finds nothing to remove.
+#
+#   scripts/install.sh install BIN_FOLDER MAN_PAGE
+#   scripts/install.sh uninstall
+#
+# Environment (the Makefile passes them): PREFIX (default ~/.local), DESTDIR (staging root for
+# packagers, default none), BINDIR, LIBEXECDIR, MANDIR, DATADIR (defaults under PREFIX).
+#
+# What goes where (each shell's and systemd's own search paths under PREFIX):
+#   BINDIR/fileproviderctl                          the program (Swift runtime linked in,
+#                                                   debug information stripped)
+#   LIBEXECDIR/fileprovider-guard                   the on-access guardian serve starts
+#   MANDIR/man1/fileproviderctl.1                   man page (generate-manual)
+#   DATADIR/bash-completion/completions/fileproviderctl
+#   DATADIR/zsh/site-functions/_fileproviderctl
+#   DATADIR/fish/vendor_completions.d/fileproviderctl.fish
+#   DATADIR/systemd/user/fileproviderctl-serve.service
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+prefix=${PREFIX:-$HOME/.local}
+destdir=${DESTDIR:-}
+bindir=${BINDIR:-$prefix/bin}
+libexecdir=${LIBEXECDIR:-$prefix/libexec/fileprovider}
+mandir=${MANDIR:-$prefix/share/man}
+datadir=${DATADIR:-$prefix/share}
+
+files=(
+    "$bindir/fileproviderctl"
+    "$libexecdir/fileprovider-guard"
+    "$mandir/man1/fileproviderctl.1"
+    "$datadir/bash-completion/completions/fileproviderctl"
+    "$datadir/zsh/site-functions/_fileproviderctl"
+    "$datadir/fish/vendor_completions.d/fileproviderctl.fish"
+    "$datadir/systemd/user/fileproviderctl-serve.service"
+)
+
+# Copies $1 to $2 with mode $3 through a temporary file renamed into place.
+place() {
+    local source=$1 target=$destdir$2 mode=$3
+    mkdir -p "$(dirname "$target")"
+    cp "$source" "$target.tmp-$$"
+    chmod "$mode" "$target.tmp-$$"
+    mv -f "$target.tmp-$$" "$target"
+    echo "  $target"
+}
+
+case "${1:-}" in
+install)
+    bin=${2:?usage: install.sh install BIN_FOLDER MAN_PAGE}
+    manual=${3:?usage: install.sh install BIN_FOLDER MAN_PAGE}
+    for file in "$bin/fileproviderctl" "$bin/fileprovider-guard" "$manual"; do
+        [ -f "$file" ] || { echo "install: $file is missing; run 'make install', which builds it" >&2; exit 1; }
+    done
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+    echo "installing under ${destdir}${prefix}:"
+    # Without its debug information (20 MB); the symbols stay for crash backtraces.
+    cp "$bin/fileproviderctl" "$work/fileproviderctl"
+    if command -v strip >/dev/null; then strip --strip-debug "$work/fileproviderctl"; fi
+    place "$work/fileproviderctl" "$bindir/fileproviderctl" 755
+    place "$bin/fileprovider-guard" "$libexecdir/fileprovider-guard" 755
+    place "$manual" "$mandir/man1/fileproviderctl.1" 644
+    # The completion scripts come from the program itself (swift-argument-parser); at each Tab
+    # they ask it for domain names and DOMAIN:/paths from the database.
+    for shell in bash zsh fish; do
+        "$bin/fileproviderctl" --generate-completion-script "$shell" > "$work/completion.$shell"
+    done
+    # bash splits DOMAIN:/path at the colon; the addition joins the words again.
+    cat "$root/Packaging/completions/bash-colon-words.bash" >> "$work/completion.bash"
+    place "$work/completion.bash" "$datadir/bash-completion/completions/fileproviderctl" 644
+    place "$work/completion.zsh" "$datadir/zsh/site-functions/_fileproviderctl" 644
+    place "$work/completion.fish" "$datadir/fish/vendor_completions.d/fileproviderctl.fish" 644
+    sed "s|@BINDIR@|$bindir|g" "$root/Packaging/systemd/fileproviderctl-serve.service.in" > "$work/unit"
+    place "$work/unit" "$datadir/systemd/user/fileproviderctl-serve.service" 644
+    cat <<EOF
+done. Next:
+  systemctl --user daemon-reload && systemctl --user enable --now fileproviderctl-serve
+  (make sure $bindir is on your PATH; zsh: add $datadir/zsh/site-functions to fpath)
+EOF
+    ;;
+uninstall)
+    echo "removing from ${destdir}${prefix}:"
+    for file in "${files[@]}"; do
+        if [ -e "$destdir$file" ]; then
+            rm -f "$destdir$file"
+            echo "  $destdir$file"
+        fi
+    done
+    # The folders this installed into, if nothing else is in them now.
+    rmdir "$destdir$libexecdir" 2>/dev/null || true
+    ;;
+*)
+    echo "usage: scripts/install.sh install BIN_FOLDER MAN_PAGE | uninstall" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# `make install` into a temporary prefix, then the installed program used as a user would,
+# without the Swift toolchain: run with a bare environment (the toolchain off PATH and no
+# LD_LIBRARY_PATH) and checked for library paths into the toolchain; its man page read with
+# `man -l`; its bash (and, where installed, fish) completion asked for domain names and
+# DOMAIN:/paths; the systemd user unit verified; a second install changes nothing; uninstall
+# removes it all. Reuses the release build of test-release-build.sh (same flags as
+# `make install`). Works from any directory.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+work=$(mktemp -d /tmp/fpk-install-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+prefix=$work/prefix
+fail() { echo "test-release-install: FAILED: $*" >&2; exit 1; }
+
+echo "== make install PREFIX=$prefix"
+make -s -C "$root" install PREFIX="$prefix" >"$work/install.log" 2>&1 || { cat "$work/install.log"; fail "make install"; }
+for file in bin/fileproviderctl libexec/fileprovider/fileprovider-guard share/man/man1/fileproviderctl.1 \
+    share/bash-completion/completions/fileproviderctl share/zsh/site-functions/_fileproviderctl \
+    share/fish/vendor_completions.d/fileproviderctl.fish share/systemd/user/fileproviderctl-serve.service; do
+    [ -s "$prefix/$file" ] || fail "$file was not installed"
+done
+fpctl=$prefix/bin/fileproviderctl
+
+echo "== no path into the toolchain"
+toolchain=$(cd "$(dirname "$(command -v swift)")/.." && pwd -P)
+if readelf -d "$fpctl" | grep -E 'RPATH|RUNPATH' | grep -F "$toolchain"; then fail "the binary's RUNPATH points into $toolchain"; fi
+if readelf -d "$fpctl" | grep -E 'NEEDED.*lib(swift|Foundation|dispatch|BlocksRuntime)'; then
+    fail "the binary needs the Swift runtime's shared libraries"
+fi
+# ldd with the same bare environment the program runs in below.
+if env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH= ldd "$fpctl" | grep -E "not found|$toolchain"; then
+    fail "ldd finds a missing library or one in the toolchain"
+fi
+
+echo "== the installed program, toolchain hidden"
+# A bare environment: no toolchain on PATH, no LD_LIBRARY_PATH, a home of its own.
+bare() { env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH= HOME="$work/user" LANG=C.UTF-8 "$@"; }
+mkdir -p "$work/user" "$work/store/photos-2024" "$work/store/docs"
+echo hello >"$work/store/readme.txt"
+echo beach >"$work/store/photos-2024/beach.jpg"
+bare "$fpctl" --help | grep -q "fileproviderctl" || fail "--help"
+bare "$fpctl" domain add family --backend local --root "$work/store" --home "$work/home" >/dev/null || fail "domain add"
+bare "$fpctl" sync --home "$work/home" >/dev/null || fail "sync"
+bare "$fpctl" ls family:/ --home "$work/home" | grep -q "readme.txt" || fail "ls does not list readme.txt"
+bare "$fpctl" materialize family:/readme.txt --home "$work/home" >/dev/null || fail "materialize"
+[ "$(cat "$work/home/domains/family/readme.txt")" = hello ] || fail "the materialized file's contents"
+
+echo "== man -l"
+command -v man >/dev/null || fail "man is not installed (scripts/install-deps.sh installs man-db)"
+page=$(MANWIDTH=100 MANPAGER=cat man -l "$prefix/share/man/man1/fileproviderctl.1" 2>"$work/man.err") || { cat "$work/man.err"; fail "man -l"; }
+for heading in NAME SYNOPSIS DESCRIPTION; do
+    grep -q "^$heading" <<<"$page" || fail "the man page has no $heading section"
+done
+grep -q "fileproviderctl sync" <<<"$page" || fail "the man page does not describe 'sync'"
+grep -q -- "--progress" <<<"$page" || fail "the man page does not describe --progress"
+
+echo "== completions"
+# bash: the installed script, asked as readline would at a Tab.
+complete_bash() { # complete_bash WORDS... (the last is the word being completed)
+    local line="$*"
+    HOME="$work/user" bash --norc --noprofile -c '
+        source "$1"; shift
+        COMP_LINE=$1; COMP_POINT=${#1}
+        # Split as readline does: at blanks, and at the word-break characters (among them :).
+        read -r -a COMP_WORDS <<<"$(sed -e "s/:/ : /g" <<<"$1")"
+        [[ $1 == *" " ]] && COMP_WORDS+=("")
+        COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+        # As bash calls the function the script registers (complete -p names it): the
+        # command, the word being completed, the word before it.
+        function=$(complete -p fileproviderctl | sed -n "s/.*-F \([^ ]*\) .*/\1/p")
+        "$function" fileproviderctl "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+        printf "%s\n" "${COMPREPLY[@]}"
+    ' bash "$prefix/share/bash-completion/completions/fileproviderctl" "$line"
+}
+export FILEPROVIDER_HOME=$work/home
+out=$(PATH="$prefix/bin:$PATH" complete_bash "fileproviderctl sync ") || fail "bash completion ran with an error"
+grep -qx family <<<"$out" || fail "bash: 'sync <Tab>' does not offer the domain family: $out"
+out=$(PATH="$prefix/bin:$PATH" complete_bash "fileproviderctl ls fam")
+grep -qx "family:/" <<<"$out" || fail "bash: 'ls fam<Tab>' does not offer family:/: $out"
+# After the colon bash completes the part after it (it splits words at ':'); `ls` takes one
+# path, which must still count as one word.
+out=$(PATH="$prefix/bin:$PATH" complete_bash "fileproviderctl ls family:/pho")
+[ "$out" = "/photos-2024/" ] || fail "bash: 'ls family:/pho<Tab>' does not offer the folder: $out"
+out=$(PATH="$prefix/bin:$PATH" complete_bash "fileproviderctl materialize family:/readme.txt family:/photos-2024/")
+[ "$out" = "/photos-2024/beach.jpg" ] || fail "bash: the folder's item is not offered: $out"
+out=$(PATH="$prefix/bin:$PATH" complete_bash "fileproviderctl why family:")
+grep -qx "/readme.txt" <<<"$out" || fail "bash: 'why family:<Tab>' does not offer the root's items: $out"
+# --home on the command line wins over FILEPROVIDER_HOME.
+out=$(FILEPROVIDER_HOME=$work/nowhere PATH="$prefix/bin:$PATH" complete_bash "fileproviderctl status --home $work/home ")
+grep -qx family <<<"$out" || fail "bash: the domain of the --home given is not offered: $out"
+out=$(PATH="$prefix/bin:$PATH" complete_bash "fileproviderctl domain add x --backend ")
+grep -qx sftp <<<"$out" || fail "bash: --backend <Tab> does not offer sftp: $out"
+# What the scripts of every shell call: the program itself, answering from the database.
+out=$("$fpctl" ---completion sync -- positional@0 2 0 fileproviderctl sync "")
+grep -qx family <<<"$out" || fail "---completion sync does not answer family: $out"
+out=$(SAP_SHELL=zsh "$fpctl" ---completion ls -- positional@0 2 9 fileproviderctl ls "family:/r")
+grep -qx 'family\\:/readme.txt' <<<"$out" || fail "zsh: the colon is not escaped: $out"
+if command -v fish >/dev/null; then
+    fish_script=$prefix/share/fish/vendor_completions.d/fileproviderctl.fish
+    out=$(FILEPROVIDER_HOME=$work/home HOME="$work/user" PATH="$prefix/bin:$PATH" \
+        python3 "$root/Tests/Fixtures/ScriptTests/fish_complete.py" "$fish_script" "fileproviderctl sync ")
+    grep -q "^family" <<<"$out" || fail "fish: 'sync <Tab>' does not offer family: $out"
+    out=$(FILEPROVIDER_HOME=$work/home HOME="$work/user" PATH="$prefix/bin:$PATH" \
+        python3 "$root/Tests/Fixtures/ScriptTests/fish_complete.py" "$fish_script" "fileproviderctl why fam")
+    grep -q "^family:/" <<<"$out" || fail "fish: 'why fam<Tab>' does not offer family:/: $out"
+else
+    echo "   (fish not installed: its script checked through ---completion only)"
+fi
+unset FILEPROVIDER_HOME
+
+echo "== the systemd user unit"
+unit=$prefix/share/systemd/user/fileproviderctl-serve.service
+grep -qx "ExecStart=$prefix/bin/fileproviderctl serve" "$unit" || fail "the unit's ExecStart is not the installed program"
+grep -qx "Type=notify" "$unit" || fail "the unit is not Type=notify"
+# The guardian must outlive serve in the system unit (it holds the on-access group).
+grep -qx "KillMode=process" "$root/Packaging/systemd/fileproviderctl-serve-system.service.in" ||
+    fail "the system unit would kill fileprovider-guard with serve"
+if command -v systemd-analyze >/dev/null; then
+    # --user needs a user manager; a unit file is checked the same without one.
+    if ! systemd-analyze verify --man=no "$unit" >"$work/verify.log" 2>&1; then
+        cat "$work/verify.log"
+        fail "systemd-analyze verify"
+    fi
+    # The system unit for dataless domains (documented in Docs/Install.md, not installed).
+    mkdir -p "$work/system"
+    sed "s|@BINDIR@|$prefix/bin|" "$root/Packaging/systemd/fileproviderctl-serve-system.service.in" \
+        >"$work/system/fileproviderctl-serve.service"
+    if ! systemd-analyze verify --man=no "$work/system/fileproviderctl-serve.service" >"$work/verify.log" 2>&1; then
+        cat "$work/verify.log"
+        fail "systemd-analyze verify of the system unit"
+    fi
+else
+    echo "   (systemd-analyze not installed: fields checked only)"
+fi
+
+echo "== install again (idempotent), then uninstall"
+before=$(cd "$prefix" && find . -type f -exec sha256sum {} + | sort)
+make -s -C "$root" install PREFIX="$prefix" >"$work/install2.log" 2>&1 || { cat "$work/install2.log"; fail "a second make install"; }
+after=$(cd "$prefix" && find . -type f -exec sha256sum {} + | sort)
+[ "$before" = "$after" ] || { diff <(echo "$before") <(echo "$after") || true; fail "a second install changed files"; }
+make -s -C "$root" uninstall PREFIX="$prefix" >/dev/null || fail "make uninstall"
+left=$(find "$prefix" -type f)
+[ -z "$left" ] || fail "uninstall left files: $left"
+make -s -C "$root" uninstall PREFIX="$prefix" >/dev/null || fail "a second make uninstall"
+echo "test-release-install: OK"
