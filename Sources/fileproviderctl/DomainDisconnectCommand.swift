@@ -18,7 +18,7 @@ struct DomainDisconnectCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
 
-    @Argument(help: "The domain's name.")
+    @Argument(help: "The domain's name.", completion: .domainNames)
     var name: String
 
     func run() async throws {
