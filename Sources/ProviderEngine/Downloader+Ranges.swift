@@ -31,16 +31,23 @@ extension Downloader {
     }
 
     /// Writes zeros over `range` (a few KiB) of an item's dataless file: the data block that
-    /// starts a missing region (see ``ProgressiveHydrator``). Not recorded as present.
-    /// - Throws: `localIOFailure` (`fileWriteOutOfSpace`) when the file cannot be written.
+    /// starts a missing region (see ``ProgressiveHydrator``). Not recorded as present. Never
+    /// into a file that is no longer the item's dataless file (completed meanwhile: those bytes
+    /// are contents now).
+    /// - Throws: `noSuchItem` when the file is no longer the item's dataless file;
+    ///   `localIOFailure` (`fileWriteOutOfSpace`) when the file cannot be written.
     func writeMarker(_ range: Range<Int64>, of record: ItemRecord) async throws(FileProviderError) {
         let target = replica.path(record.path)
         let replica = self.replica
+        let display = self.display(record.path)
         try await executor.run {
-            defer { if let date = record.modificationDate { try? replica.setModificationDate(date, atPath: target) } }
             let fd = open(target, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
             if fd < 0 { throw POSIXError.error("cannot open", path: target) }
             defer { close(fd) }
+            guard let state = Replica.datalessState(ofDescriptor: fd), state.key == PlaceholderOwner.key(record.identifier.rawValue) else {
+                throw FileProviderError(.noSuchItem, "\(display) is no longer the item's dataless file; sync again")
+            }
+            defer { if let date = record.modificationDate { try? replica.setModificationDate(date, atPath: target) } }
             try Replica.writeZeros(fd, range, path: target, "cannot write a marker block into")
         }
     }

@@ -224,10 +224,17 @@ final class ProgressiveHydrator: Sendable {
         let store = downloader.store
         let domainID = downloader.domainID
         let path = downloader.replica.path(record.path)
-        let present = try await downloader.executor.run {
+        let replica = downloader.replica
+        let present = try await downloader.executor.run { () throws(FileProviderError) -> [Range<Int64>] in
+            // Completed since the access was seen (its entry went with the completion, and the
+            // database forgot its ranges): a new entry would take every byte for missing and
+            // write markers (zeros) over the contents.
+            guard replica.isPlaceholder(of: record.identifier, at: record.path) else {
+                throw FileProviderError(.noSuchItem, "\(downloader.display(record.path)) is no longer the item's dataless file")
+            }
             // Only what is still data on disk: a range some path forgot to drop when it replaced
             // or punched the file must not be taken for contents.
-            Replica.rangesHoldingData(
+            return Replica.rangesHoldingData(
                 atPath: path,
                 try store.presentRanges(domainID: domainID, identifier: record.identifier, contentVersion: record.contentVersion))
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import ProviderCore
 import ProviderStore
 import Testing
@@ -148,6 +149,45 @@ import Testing
         #expect(described.sorted() == ["moved moved.txt -> elsewhere.txt", "written over written.txt"])
         #expect(result.evicted.map(\.path) == ["evicted.txt"])
         #expect(result.strayPlaceholders.isEmpty)
+    }
+
+    /// An access seen while the file was partly present, handled after another access made it
+    /// whole (its entry gone with the completion, its ranges forgotten): nothing is written into
+    /// the file. It was: a new entry took every byte for missing and wrote a marker block of
+    /// zeros over the contents (found by the on-access kill -9 test, 4 KiB of zeros in a read).
+    @Test func anAccessHandledAfterTheFileWasCompletedWritesNothingIntoIt() async throws {
+        try await Fixture.with { f in
+            let contents = bytes(700_000, seed: 9)
+            _ = try f.memory.write(path: "a.bin", data: contents)
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            let folder = try Folder()
+            let replica = folder.replica
+            let downloader = Downloader(
+                domainID: controller.domainID, domainName: "mem", backend: controller.backend, replica: replica,
+                store: f.manager.store, executor: f.manager.executor, depth: 2, space: f.manager.spaceReservations)
+            let a = try controller.record(at: "a.bin")
+            try replica.createPlaceholder(a.path, PlaceholderMetadata(domain: "mem", record: a))
+            func access() throws -> (ProgressiveHydrator.FileKey, Int64) {
+                var status = stat()
+                try #require(lstat(replica.path("a.bin"), &status) == 0)
+                return (
+                    ProgressiveHydrator.FileKey(device: UInt64(status.st_dev), inode: UInt64(status.st_ino)),
+                    ProgressiveHydrator.changeTime(status)
+                )
+            }
+            let hydrator = ProgressiveHydrator(logger: Logger(label: "test"))
+            let (key, changeTime) = try access()
+            let complete = try await hydrator.provide(a, key: key, changeTime: changeTime, range: 0..<700_000, downloader: downloader)
+            #expect(complete)
+            #expect(try Data(contentsOf: replica.url("a.bin")) == contents)
+            // The late access: of the record as the event's handler looked it up before.
+            let (_, later) = try access()
+            await #expect(throws: FileProviderError.self) {
+                _ = try await hydrator.provide(a, key: key, changeTime: later, range: 600_000..<650_000, downloader: downloader)
+            }
+            #expect(try Data(contentsOf: replica.url("a.bin")) == contents, "the complete file was written into")
+        }
     }
 
     /// A fill for a program reading a dataless file writes the same inode: a program that had
