@@ -18,15 +18,17 @@ enum LogSetup {
                 return done
             })
         else { return }
+        // Every logger's messages escaped for a terminal, the adapters' own too: a name from a
+        // store in any log line cannot recolour or rewrite the screen, or forge a line.
         LoggingSystem.bootstrap { label in
             if journal {
                 var handler = JournalLogHandler(label: label)
                 handler.logLevel = level
-                return handler
+                return EscapingLogHandler(wrapped: handler)
             }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
-            return handler
+            return EscapingLogHandler(wrapped: handler)
         }
     }
 
