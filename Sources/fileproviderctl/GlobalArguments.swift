@@ -50,6 +50,11 @@ enum GlobalArguments {
                 index += 1
             }
         }
+        // Global options and no command, or before `help`: what is asked for is help, which
+        // takes none of them (`--version` is itself the request).
+        if path.isEmpty && (index == arguments.count || arguments[index] == "help") {
+            return moved.contains("--version") ? ["--version"] : Array(arguments[index...])
+        }
         return path + moved + arguments[index...]
     }
 

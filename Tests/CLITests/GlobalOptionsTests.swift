@@ -42,6 +42,18 @@ import Testing
         #expect(listed.stdout.contains("\"name\":\"a.txt\""))
     }
 
+    /// Global options with no command, or before `help`, ask for help.
+    @Test func globalOptionsBeforeHelpOrNoCommandGiveHelp() async throws {
+        let bare = try await cli.run(["--home", home], withHome: false)
+        #expect(bare.status == 0, "\(bare.stderr)")
+        #expect(bare.stdout.contains("OVERVIEW: Manage File Provider domains"), "\(bare.stdout)")
+        let help = try await cli.run(["--home", home, "-v", "help", "status"], withHome: false)
+        #expect(help.status == 0, "\(help.stderr)")
+        #expect(help.stdout.contains("OVERVIEW: Show every domain's state"), "\(help.stdout)")
+        let version = try await cli.run(["--home", home, "--version"], withHome: false)
+        #expect(version.status == 0, "\(version.stderr)")
+    }
+
     @Test func badGlobalOptionsAreUsageErrors() async throws {
         let level = try await cli.run(["--log-level", "loud", "status"])
         #expect(level.status == 2)
