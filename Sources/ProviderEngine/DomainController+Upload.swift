@@ -9,6 +9,11 @@ extension DomainController {
         return (String(path[..<slash]), String(path[path.index(after: slash)...]))
     }
 
+    /// Whether the relative path `path` is `folder` or below it ("" is the root, above everything).
+    static func isAtOrBelow(_ path: String, _ folder: String) -> Bool {
+        folder.isEmpty || path == folder || path.hasPrefix(folder + "/")
+    }
+
     /// Sends local changes in the replica to the store (sync up): creations, edits, moves and
     /// deletions, each written to the journal before it runs and marked done after.
     ///

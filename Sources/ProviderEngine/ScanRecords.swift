@@ -33,7 +33,7 @@ struct StoreScanRecords: ScanRecords {
 
     /// Whether `path` is one of the `forgotten` folders or below one (`""` forgets everything).
     static func isForgotten(_ path: String, forgotten: [String]) -> Bool {
-        forgotten.contains { $0.isEmpty || path == $0 || path.hasPrefix($0 + "/") }
+        forgotten.contains { DomainController.isAtOrBelow(path, $0) }
     }
 
     func record(at path: String) throws(FileProviderError) -> ItemRecord? {

@@ -15,8 +15,6 @@ struct ScanScope: Sendable, Equatable {
     static let all = ScanScope(everything: true, folders: [], trees: [])
     static let none = ScanScope(everything: false, folders: [], trees: [])
 
-    var isEmpty: Bool { !everything && folders.isEmpty && trees.isEmpty }
-
     /// How many folders a scope names at most before it becomes ``all``: memory stays bounded
     /// however much changes between two syncs, and a change that large costs a full scan anyway.
     static let maximumFolders = 20_000
@@ -37,14 +35,9 @@ struct ScanScope: Sendable, Equatable {
     var roots: (folders: [String], trees: [String]) {
         let sortedTrees = trees.sorted()
         var kept: [String] = []
-        for tree in sortedTrees where !kept.contains(where: { Self.isAtOrBelow(tree, $0) }) { kept.append(tree) }
-        let keptFolders = folders.sorted().filter { folder in !kept.contains { Self.isAtOrBelow(folder, $0) } }
+        for tree in sortedTrees where !kept.contains(where: { DomainController.isAtOrBelow(tree, $0) }) { kept.append(tree) }
+        let keptFolders = folders.sorted().filter { folder in !kept.contains { DomainController.isAtOrBelow(folder, $0) } }
         return (keptFolders, kept)
-    }
-
-    /// Whether `path` is `folder` or below it ("" is the root, above everything).
-    static func isAtOrBelow(_ path: String, _ folder: String) -> Bool {
-        folder.isEmpty || path == folder || path.hasPrefix(folder + "/")
     }
 }
 
@@ -84,9 +77,6 @@ public final class ChangedFolders: Sendable {
             $0.scope = .all
         }
     }
-
-    /// Whether every folder of the replica is watched, so that a scope names every change.
-    var isComplete: Bool { state.withLock { $0.watchesComplete } }
 
     /// Called by the watcher that reports to this object, once it watches every folder.
     func watched(by catchUp: @escaping @Sendable () async -> Bool) {
