@@ -90,6 +90,13 @@ public enum ChildProcess {
         return signal == 0 ? .exited((status >> 8) & 0xff) : .signaled(signal)
     }
 
+    /// Kills the child `pid` with SIGKILL and reaps it (a server a test started and stops).
+    public static func killAndReap(_ pid: pid_t) {
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+    }
+
     /// ``run(_:_:environment:output:error:)`` with the output and error going to files of a
     /// temporary folder, read whole and removed at the end.
     /// - Throws: `CocoaError.executableLoad` when the program cannot be started; the error of

@@ -72,9 +72,7 @@ public final class HostileSFTPServer: @unchecked Sendable {
             return pid
         }
         guard running > 0 else { return }
-        kill(running, SIGKILL)
-        var status: Int32 = 0
-        _ = waitpid(running, &status, 0)
+        ChildProcess.killAndReap(running)
         try? FileManager.default.removeItem(at: directory)
     }
 

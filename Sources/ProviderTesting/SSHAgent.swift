@@ -79,9 +79,7 @@ public final class SSHAgent: @unchecked Sendable {
             return pid
         }
         guard running > 0 else { return }
-        kill(running, SIGKILL)
-        var status: Int32 = 0
-        while waitpid(running, &status, 0) == -1 && errno == EINTR {}
+        ChildProcess.killAndReap(running)
         try? FileManager.default.removeItem(at: directory)
     }
 

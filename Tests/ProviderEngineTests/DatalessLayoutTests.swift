@@ -25,6 +25,13 @@ import Testing
         deinit { try? FileManager.default.removeItem(at: url) }
     }
 
+    /// A downloader of `controller`'s domain into `replica` (a test's own dataless folder).
+    static func downloader(_ f: Fixture, _ controller: DomainController, _ replica: Replica) -> Downloader {
+        Downloader(
+            domainID: controller.domainID, domainName: "mem", backend: controller.backend, replica: replica,
+            store: f.manager.store, executor: f.manager.executor, depth: 2, space: f.manager.spaceReservations)
+    }
+
     func metadata(_ identifier: String, size: Int64, date: Double = 1_700_000_000.25) -> PlaceholderMetadata {
         var record = ItemRecord(
             domainID: 1,
@@ -163,9 +170,7 @@ import Testing
             try await controller.sync()
             let folder = try Folder()
             let replica = folder.replica
-            let downloader = Downloader(
-                domainID: controller.domainID, domainName: "mem", backend: controller.backend, replica: replica,
-                store: f.manager.store, executor: f.manager.executor, depth: 2, space: f.manager.spaceReservations)
+            let downloader = Self.downloader(f, controller, replica)
             let a = try controller.record(at: "a.bin")
             try replica.createPlaceholder(a.path, PlaceholderMetadata(domain: "mem", record: a))
             func access() throws -> (ProgressiveHydrator.FileKey, Int64) {
@@ -203,9 +208,7 @@ import Testing
             try await controller.sync()
             let folder = try Folder()
             let replica = folder.replica
-            let downloader = Downloader(
-                domainID: controller.domainID, domainName: "mem", backend: controller.backend, replica: replica,
-                store: f.manager.store, executor: f.manager.executor, depth: 2, space: f.manager.spaceReservations)
+            let downloader = Self.downloader(f, controller, replica)
             let a = try controller.record(at: "a.bin")
             let b = try controller.record(at: "b.bin")
             for record in [a, b] { try replica.createPlaceholder(record.path, PlaceholderMetadata(domain: "mem", record: record)) }
