@@ -15,9 +15,9 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 
-int fp_precontent_init(void) {
+int fp_precontent_init(int writable) {
     return fanotify_init(FAN_CLASS_PRE_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK | FAN_UNLIMITED_QUEUE | FAN_UNLIMITED_MARKS,
-                         O_RDWR | O_LARGEFILE | O_CLOEXEC);
+                         (writable ? O_RDWR : O_RDONLY) | O_LARGEFILE | O_CLOEXEC);
 }
 
 // Besides the pre-content events, a mount mark asks for notifications of writes (a program

@@ -85,7 +85,9 @@ extension Downloader {
     /// into it while it was partial, so it is recorded as an edit to send (its contents are not
     /// the store's).
     /// - Throws: `localIOFailure` when the file cannot be flushed or marked, or the database
-    ///   written; `noSuchItem` when the file is no longer the item's dataless file.
+    ///   written; `noSuchItem` when the file is no longer the item's dataless file;
+    ///   `cannotSynchronize` when a program has it open for writing (and `modifiedLocally` is
+    ///   false: what it writes would pass for the store's bytes).
     func completePartial(_ record: ItemRecord, modifiedLocally: Bool) async throws(FileProviderError) -> ItemRecord {
         let replica = self.replica
         let target = replica.path(record.path)
@@ -96,6 +98,18 @@ extension Downloader {
             let fd = open(target, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
             if fd < 0 { throw POSIXError.error("cannot open to flush", path: target) }
             defer { close(fd) }
+            if !modifiedLocally {
+                // No program may write while the file is recorded as the store's bytes: a write
+                // between the flush and the fingerprint would pass for the store's contents and
+                // never be sent. A read lease is granted only while nothing has the file open for
+                // writing, and holds back any open for writing until it is released (the
+                // descriptor's close, below). Where leases are not available, as before.
+                if fp_take_read_lease(fd) != 0, errno == EAGAIN || errno == EWOULDBLOCK {
+                    throw FileProviderError(
+                        .cannotSynchronize,
+                        "\(self.display(record.path)) is open for writing; it is completed when the program is done with it")
+                }
+            }
             _ = try POSIXError.check(fdatasync(fd), "cannot flush", path: target)
             if !modifiedLocally, let date = record.modificationDate { try replica.setModificationDate(date, atPath: target) }
             guard let print = replica.fingerprint(atPath: target) else {

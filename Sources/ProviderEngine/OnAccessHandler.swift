@@ -240,13 +240,16 @@ public final class OnAccessHandler: @unchecked Sendable {
 
     /// What the event's file is. Blocking (a few system calls); the event thread only.
     func resolve(_ event: PreContentGroup.Event) -> Resolution {
-        guard let (key, filling) = Replica.datalessState(ofDescriptor: event.fileDescriptor) else { return .complete }
         var status = stat()
         guard fstat(event.fileDescriptor, &status) == 0 else {
             return .refused("cannot read the state of descriptor \(event.fileDescriptor) of process \(event.processIdentifier)")
         }
         let access = Self.access(event, status)
+        // First, with no system call: most accesses of a partially present file (a sequential
+        // reader's) are of bytes already present. An allow is right whether or not the file is
+        // still dataless.
         if hydrator.isPresent(access.key, range: access.range, changeTime: access.changeTime) { return .present }
+        guard let (key, filling) = Replica.datalessState(ofDescriptor: event.fileDescriptor) else { return .complete }
         guard let path = Self.resolvedPath("/proc/self/fd/\(event.fileDescriptor)") else {
             return .refused("cannot tell which file descriptor \(event.fileDescriptor) of process \(event.processIdentifier) is")
         }

@@ -107,11 +107,14 @@ public final class PreContentGroup: @unchecked Sendable {
     /// Events read and not answered yet: serial by descriptor.
     private let pending = Mutex<(serials: [Int32: UInt64], next: UInt64)>(([:], 1))
 
-    /// Starts a new group.
+    /// Starts a new group. With `writableEvents` the events' descriptors are open for writing
+    /// (``write(_:at:through:)``); without, they are read-only and do not count as writers of
+    /// the file (the engine writes by path, and takes a read lease to complete a file while a
+    /// program's access waits).
     /// - Throws: `permissionDenied` without `CAP_SYS_ADMIN`; `notSupported` when the kernel has
     ///   no permission events; `localIOFailure` otherwise.
-    public convenience init() throws(FileProviderError) {
-        let fd = fp_precontent_init()
+    public convenience init(writableEvents: Bool = false) throws(FileProviderError) {
+        let fd = fp_precontent_init(writableEvents ? 1 : 0)
         if fd < 0 { throw Self.failure("cannot start a fanotify pre-content group for", path: "on-access files", errno: errno) }
         try self.init(adopting: fd)
     }
@@ -301,7 +304,8 @@ public final class PreContentGroup: @unchecked Sendable {
         if mine { Glibc.close(event.fileDescriptor) }
     }
 
-    /// Writes `bytes` into the event's file at `offset` (raising no event).
+    /// Writes `bytes` into the event's file at `offset` (raising no event). The group must have
+    /// been started with `writableEvents`.
     /// - Throws: `fileWriteOutOfSpace` when the disk is full; `localIOFailure` otherwise.
     public func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64, through event: Event) throws(FileProviderError) {
         guard var position = off_t(exactly: offset) else {

@@ -51,8 +51,12 @@ public final class PreContentGuardian: @unchecked Sendable {
     /// Takes over the group a guardian in `runFolder` kept after its owner died, or starts a new
     /// group; then starts this owner's guardian for it. Other guardians found there go on until
     /// their last marked file is closed.
-    /// - Throws: what ``PreContentGroup/init()`` and ``start(guarding:runFolder:executable:)`` throw.
-    public static func open(runFolder: String, executable: String? = nil) throws(FileProviderError) -> Opened {
+    /// A new group's events have writable descriptors with `writableEvents`
+    /// (``PreContentGroup/init(writableEvents:)``); an adopted group keeps what it had.
+    /// - Throws: what ``PreContentGroup/init(writableEvents:)`` and ``start(guarding:runFolder:executable:)`` throw.
+    public static func open(runFolder: String, executable: String? = nil, writableEvents: Bool = false) throws(FileProviderError)
+        -> Opened
+    {
         try PrivateFolder.make(atPath: runFolder)
         for socket in takeoverSockets(in: runFolder) {
             guard let taken = takeOver(socket) else { continue }
@@ -73,7 +77,7 @@ public final class PreContentGuardian: @unchecked Sendable {
                 throw error
             }
         }
-        let group = try PreContentGroup()
+        let group = try PreContentGroup(writableEvents: writableEvents)
         return Opened(group: group, guardian: try start(guarding: group, runFolder: runFolder, executable: executable), adopted: false)
     }
 

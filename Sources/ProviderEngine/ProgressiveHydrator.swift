@@ -42,6 +42,8 @@ final class ProgressiveHydrator: Sendable {
         var changeTime: Int64
         var modified = false
         var completing: Task<ItemRecord, any Error>?
+        /// Whether ``completing`` records the file as a program's edit.
+        var completingModified = false
         var flushing = false
         var unrecorded: [Range<Int64>] = []
         /// Whether ``present`` was checked against the file's blocks since a program last
@@ -106,9 +108,11 @@ final class ProgressiveHydrator: Sendable {
 
     /// Makes bytes `range` of the item's dataless file present (fetching what is missing), and
     /// starts read-ahead. Returns `true` when the file is now complete (an ordinary downloaded
-    /// file: the caller may stop watching it).
+    /// file: the caller may stop watching it); `false` while bytes are missing, and when every
+    /// byte is present but a program has the file open for writing (it is completed as an edit
+    /// once the program wrote, ``modified(_:key:changeTime:downloader:)``).
     /// - Throws: what ``Downloader/fetchRange(_:of:)`` throws; `versionNoLongerAvailable` when
-    ///   the item changed meanwhile.
+    ///   the item changed meanwhile; what completing throws.
     func provide(
         _ record: ItemRecord, key: FileKey, changeTime: Int64, range: Range<Int64>, downloader: Downloader
     ) async throws(FileProviderError) -> Bool {
@@ -146,11 +150,14 @@ final class ProgressiveHydrator: Sendable {
             if present { break }
         }
         let done = entry.state.withLock { ChunkPlan.missing(size: $0.record.size, covered: $0.present).isEmpty }
-        if done {
+        guard done else { return false }
+        do {
             _ = try await self.complete(entry)
             return true
+        } catch where error.code == .cannotSynchronize {
+            // Open for writing: the access may go on (its bytes are present).
+            return false
         }
-        return false
     }
 
     /// Handles a program's write into a partially present file: fetches the rest of it around
@@ -307,7 +314,7 @@ final class ProgressiveHydrator: Sendable {
                 flush(entry)
                 // Read-ahead may fetch the last bytes with no read left to notice.
                 if entry.state.withLock({ $0.completing == nil && ChunkPlan.missing(size: $0.record.size, covered: $0.present).isEmpty }) {
-                    Task { _ = try? await self.complete(entry) }
+                    completeInBackground(entry)
                 }
             } catch {
                 entry.state.withLock { _ = $0.fetching.removeValue(forKey: id) }
@@ -321,10 +328,11 @@ final class ProgressiveHydrator: Sendable {
     }
 
     /// How long fetched ranges wait to be recorded, so that one flush records many.
-    static let recordDelay: Duration = .seconds(1)
+    static let recordDelay: Duration = .milliseconds(250)
 
     /// Records the ranges fetched since the last record, once flushed; one flush at a time per
-    /// file, in the background (a read does not wait for it), at most about once a second.
+    /// file, in the background (a read does not wait for it), at most about four times a second
+    /// (often enough that the last flush, which completing the file waits for, is short).
     private func flush(_ entry: Entry) {
         let begin = entry.state.withLock { state -> Bool in
             if state.flushing || state.unrecorded.isEmpty { return false }
@@ -365,13 +373,37 @@ final class ProgressiveHydrator: Sendable {
         }
     }
 
+    /// Completes the file (``complete(_:)``) without waiting; a failure is logged, and the next
+    /// access tries again.
+    private func completeInBackground(_ entry: Entry) {
+        Task { [self] in
+            do {
+                _ = try await complete(entry)
+            } catch {
+                let error = FileProviderError.wrap(error)
+                let path = entry.state.withLock { $0.record.path }
+                // Open for writing: completed as an edit once the program wrote.
+                let level: Logger.Level = error.code == .cannotSynchronize ? .debug : .warning
+                logger.log(level: level, "\(entry.downloader.display(path)): every byte present, not completed: \(error.message)")
+            }
+        }
+    }
+
     /// Turns a file whose every byte is present into a downloaded file (once, however many
     /// callers), then forgets it.
     private func complete(_ entry: Entry) async throws(FileProviderError) -> ItemRecord {
+        // A completion that started before a program wrote records the store's bytes, which
+        // it refuses while the program has the file open for writing: once it ended, one that
+        // records the edit.
+        let outdated = entry.state.withLock { state in state.modified && !state.completingModified ? state.completing : nil }
+        // Completed before the program wrote (it waited for the lease): its write changed the
+        // file's fingerprint, and sync sends it.
+        if let outdated, let completed = try? await outdated.value { return completed }
         let task = entry.state.withLock { state -> Task<ItemRecord, any Error> in
-            if let running = state.completing { return running }
+            if let running = state.completing, running != outdated || !state.modified { return running }
             let record = state.record
             let modified = state.modified
+            state.completingModified = modified
             let task = Task { [self] () async throws -> ItemRecord in
                 let completed = try await entry.downloader.completePartial(record, modifiedLocally: modified)
                 files.withLock { files in if files[entry.key] === entry { files[entry.key] = nil } }

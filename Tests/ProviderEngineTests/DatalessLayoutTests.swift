@@ -158,6 +158,42 @@ import Testing
         #expect(result.strayPlaceholders.isEmpty)
     }
 
+    /// Every byte present while a program has the file open for writing: the access goes on,
+    /// but the file is not recorded as the store's bytes (what the program writes would pass
+    /// for them and never be sent); once nothing has it open for writing, the next access
+    /// completes it.
+    @Test func aFileOpenForWritingIsNotCompletedAsTheStoresBytes() async throws {
+        try await Fixture.with { f in
+            let contents = bytes(300_000, seed: 10)
+            _ = try f.memory.write(path: "a.bin", data: contents)
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            let folder = try Folder()
+            let replica = folder.replica
+            let downloader = Self.downloader(f, controller, replica)
+            let a = try controller.record(at: "a.bin")
+            try replica.createPlaceholder(a.path, PlaceholderMetadata(domain: "mem", record: a))
+            var status = stat()
+            try #require(lstat(replica.path("a.bin"), &status) == 0)
+            let key = ProgressiveHydrator.FileKey(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+            let hydrator = ProgressiveHydrator(logger: Logger(label: "test"))
+            let writer = open(replica.path("a.bin"), O_WRONLY | O_CLOEXEC)
+            try #require(writer >= 0)
+            let whileOpen = try await hydrator.provide(
+                a, key: key, changeTime: ProgressiveHydrator.changeTime(status), range: 0..<300_000, downloader: downloader)
+            #expect(!whileOpen, "completed while a program had it open for writing")
+            #expect(Replica.datalessOwner(atPath: replica.path("a.bin")) != nil, "no longer dataless")
+            #expect(try controller.record(at: "a.bin").state != .materialized)
+            close(writer)
+            try #require(lstat(replica.path("a.bin"), &status) == 0)
+            let afterClose = try await hydrator.provide(
+                a, key: key, changeTime: ProgressiveHydrator.changeTime(status), range: 0..<4096, downloader: downloader)
+            #expect(afterClose)
+            #expect(try Data(contentsOf: replica.url("a.bin")) == contents)
+            #expect(try controller.record(at: "a.bin").state == .materialized)
+        }
+    }
+
     /// An access seen while the file was partly present, handled after another access made it
     /// whole (its entry gone with the completion, its ranges forgotten): nothing is written into
     /// the file. It was: a new entry took every byte for missing and wrote a marker block of

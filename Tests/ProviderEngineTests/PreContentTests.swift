@@ -115,7 +115,7 @@ import Testing
         let lab = try PreContentLab()
         defer { lab.remove() }
         try prepare(lab)
-        let group = try PreContentGroup()
+        let group = try PreContentGroup(writableEvents: true)
         let mount = try ReplicaMount.attach(backing: lab.backing, at: lab.replica, markedBy: group)
         let listener = Listener(group: group, handler: handler(lab))
         do {
@@ -344,7 +344,7 @@ import Testing
             #expect(error.message.contains("ext4"), "\(error.message)")
         }
         // Mounting a tmpfs backing folder fails the same way and leaves nothing mounted.
-        let group = try PreContentGroup()
+        let group = try PreContentGroup(writableEvents: true)
         do {
             _ = try ReplicaMount.attach(backing: tmpfs, at: lab.replica, markedBy: group)
             Issue.record("a tmpfs backing folder was mounted")
@@ -370,7 +370,7 @@ import Testing
 
         // A replica folder with files in it is never mounted over.
         _ = FileManager.default.createFile(atPath: lab.replica + "/mine.txt", contents: Data("mine".utf8))
-        let group = try PreContentGroup()
+        let group = try PreContentGroup(writableEvents: true)
         do {
             _ = try ReplicaMount.attach(backing: lab.backing, at: lab.replica, markedBy: group)
             Issue.record("mounted over a folder with files")

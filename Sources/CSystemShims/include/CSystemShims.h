@@ -96,7 +96,17 @@ static inline int fp_take_write_lease(int fd) {
     return fcntl(fd, F_SETLEASE, F_WRLCK);
 }
 
-/// Releases a lease taken with fp_take_write_lease: 0, or -1 with errno.
+/// Takes a read lease on `fd`, which must be open read-only (F_SETLEASE, F_RDLCK): 0, or -1 with
+/// errno. The kernel grants it only while no open file of the inode is open for writing (EAGAIN
+/// otherwise); while it is held, an open of the file for writing (or a truncate) waits until it
+/// is released (at most /proc/sys/fs/lease-break-time seconds). The other errors and the notice
+/// of a break are as for fp_take_write_lease.
+static inline int fp_take_read_lease(int fd) {
+    if (fcntl(fd, F_SETSIG, SIGURG) != 0) return -1;
+    return fcntl(fd, F_SETLEASE, F_RDLCK);
+}
+
+/// Releases a lease taken with fp_take_write_lease or fp_take_read_lease: 0, or -1 with errno.
 static inline int fp_release_lease(int fd) { return fcntl(fd, F_SETLEASE, F_UNLCK); }
 
 /// UTIME_OMIT for utimensat.
@@ -195,9 +205,10 @@ typedef struct {
 } fp_precontent_event;
 
 /// A pre-content fanotify group (FAN_CLASS_PRE_CONTENT, non-blocking, unlimited queue and
-/// marks; event descriptors O_RDWR and close-on-exec), or -1 with errno (EPERM without
-/// CAP_SYS_ADMIN).
-int fp_precontent_init(void);
+/// marks; event descriptors close-on-exec, O_RDWR with `writable` to fill files through them,
+/// else O_RDONLY: then an event's descriptor does not count as a writer of the file, and a read
+/// lease can be taken while an access waits), or -1 with errno (EPERM without CAP_SYS_ADMIN).
+int fp_precontent_init(int writable);
 
 /// Adds (`add` 1) or removes (0) FAN_PRE_ACCESS on the mount of `path` (resolved from
 /// `dirfd`, which may be an O_PATH descriptor of a detached mount with path "."); 0 or -1 with

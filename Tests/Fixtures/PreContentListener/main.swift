@@ -53,9 +53,9 @@ var guardian: PreContentGuardian?
 var adopted = false
 do {
     if flags.contains("--no-guardian") {
-        group = try PreContentGroup()
+        group = try PreContentGroup(writableEvents: true)
     } else {
-        let opened = try PreContentGuardian.open(runFolder: run)
+        let opened = try PreContentGuardian.open(runFolder: run, writableEvents: true)
         (group, guardian, adopted) = (opened.group, opened.guardian, opened.adopted)
     }
     mount = try ReplicaMount.attach(backing: backing, at: replica, markedBy: group)
