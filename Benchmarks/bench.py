@@ -9,9 +9,12 @@ Datasets are generated under Benchmarks/data/ from a seeded RNG and reused while
 stamp matches. Every run gets a fresh home and destination under Benchmarks/data/runs/ (same
 file system as the data). The page cache is never dropped: all numbers are warm-cache numbers.
 
-Each tool is timed with time.perf_counter around its command(s); peak RSS comes from the
-child's rusage (os.wait4). The Markdown table is printed and, unless --no-doc, written into
-Docs/Performance.md between the bench markers.
+Each tool is timed with time.perf_counter around its command(s); peak RSS and CPU time (user +
+system of the process and the children it waited for) come from the child's rusage (os.wait4).
+The Markdown table is printed and, unless --no-doc, written into Docs/Performance.md between the
+bench markers.
+
+--only and --skip take benchmark names or group names (`scale-1m`: Benchmarks/bench_scale.py).
 
 To add a benchmark, add a Dataset to DATASETS if needed and a Benchmark to BENCHMARKS.
 """
@@ -25,10 +28,12 @@ import os
 import platform
 import random
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +43,8 @@ REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "Benchmarks" / "data"
 RUNS = DATA / "runs"
 RESULTS = REPO / "Benchmarks" / "results"
+# Benchmarks with `tmpfs=True` copy their dataset here and run their work folders here.
+TMPFS = Path(os.environ.get("BENCH_TMPFS", "/dev/shm")) / "fileproviderkit-bench"
 PERF_DOC = REPO / "Docs" / "Performance.md"
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 FPCTL = Path(os.environ.get("FILEPROVIDERCTL", REPO / ".build" / "release" / "fileproviderctl"))
@@ -170,14 +177,22 @@ class Tool:
     # "peak_mib", and "fetched_bytes" where it counts what it fetched), which replaces the wall
     # time (for latencies inside a long-running process).
     reports: bool = False
+    # At most this many measured runs and no warm-up (a peer too slow to repeat, e.g. rclone
+    # bisync of a million files); None: as many as --runs, after --warmup.
+    runs: int | None = None
+    # Seconds a timed command may take; past it the command is killed and the tool FAILED.
+    timeout: float | None = None
 
 
 @dataclass(frozen=True)
 class Target:
-    """What our median must achieve; `reference` is the median of the benchmark's reference tool."""
+    """What our figure must achieve against the same figure of a peer tool (None where the peer
+    has none). `metric` names the figure: "seconds" (median wall time), "peak_mib" (largest
+    peak RSS of the runs) or "cpu_seconds" (median user + system CPU time)."""
 
     text: str
     met: Callable[[float, float | None], bool]
+    metric: str = "seconds"
 
 
 def at_most_times(factor: float, peer: str) -> Target:
@@ -192,6 +207,14 @@ def under_seconds(limit: float) -> Target:
     return Target(f"< {limit * 1000:g} ms", lambda ours, ref: ours < limit)
 
 
+def peak_under_mib(limit: float) -> Target:
+    return Target(f"peak < {limit:g} MiB", lambda ours, ref: ours < limit, metric="peak_mib")
+
+
+def cpu_at_most(peer: str) -> Target:
+    return Target(f"CPU ≤ {peer}", lambda ours, ref: ref is not None and ours <= ref, metric="cpu_seconds")
+
+
 @dataclass(frozen=True)
 class Benchmark:
     name: str
@@ -201,6 +224,13 @@ class Benchmark:
     target: Target  # applies to every `ours` tool
     # Further targets of every `ours` tool, each against its own peer: (peer tool's name, target).
     also: tuple[tuple[str, Target], ...] = ()
+    # Items the row handles (the dataset's files, or the files changed), for the CPU s per
+    # 10,000 items column; None for rows that are not about many files.
+    items: int | None = None
+    # A group of rows --only and --skip can name at once (e.g. "scale-1m").
+    group: str | None = None
+    # Dataset, home, replica and destinations on a tmpfs (TMPFS), taking the disk out of the picture.
+    tmpfs: bool = False
 
     def targets(self) -> list[tuple[str, Target]]:
         return [(self.reference, self.target), *self.also]
@@ -221,6 +251,7 @@ BENCHMARKS = [
         ],
         reference="rclone lsjson -R",
         target=at_most_times(1.5, "rclone lsjson"),
+        items=100_000,
     ),
     Benchmark(
         "materialize-10k",
@@ -236,6 +267,27 @@ BENCHMARKS = [
         ],
         reference="rclone copy",
         target=faster_than("rclone copy"),
+        items=10_000,
+    ),
+    # The same files with the disk out of the picture (issue 18): what is left is our own cost
+    # per file (system calls, thread hand-offs), which the disk's noise hides above.
+    Benchmark(
+        "materialize-10k-tmpfs",
+        "small10k",
+        [
+            ours(
+                "fileproviderctl materialize -R",
+                lambda r: [r.fpctl("materialize", "-R", f"{DOMAIN}:/")],
+                setup=Run.add_and_sync,
+            ),
+            Tool("rclone copy", lambda r: [r.rclone("copy", str(r.data), str(r.dest))]),
+            Tool("cp -r", lambda r: [["cp", "-r", str(r.data), str(r.dest)]]),
+        ],
+        reference="rclone copy",
+        target=faster_than("rclone copy"),
+        also=(("cp -r", at_most_times(3, "cp -r")), ("rclone copy", cpu_at_most("rclone copy"))),
+        items=10_000,
+        tmpfs=True,
     ),
     Benchmark(
         "ls-10k",
@@ -251,6 +303,7 @@ BENCHMARKS = [
         ],
         reference="ls -la",
         target=under_seconds(0.100),
+        items=10_000,
     ),
 ]
 
@@ -268,23 +321,49 @@ class Sample:
     seconds: float
     peak_mib: float
     fetched_bytes: float | None = None  # what the tool fetched from the store, where it says
+    # User + system CPU time of the measured process and the children it waited for (wait4's
+    # rusage); None for tools that measure themselves.
+    cpu_seconds: float | None = None
 
 
-def measure(argv: list[str]) -> Sample:
-    """Runs argv with stdout to /dev/null; returns wall time and the child's peak RSS."""
+def kill(pid: int) -> None:
+    """SIGKILL to a child not reaped yet (measure's timeout)."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def measure(argv: list[str], timeout: float | None = None) -> Sample:
+    """Runs argv with stdout to /dev/null; returns wall time, the child's peak RSS and CPU time.
+
+    The CPU time is what wait4 reports for the child: its own user and system time plus that of
+    the children it waited for, i.e. the measured process tree. A child that runs longer than
+    `timeout` seconds is killed (SIGKILL) and raises CommandFailed."""
     with tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         try:
             child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
         except OSError as e:
             raise CommandFailed(argv, -1, str(e)) from None
-        _, status, usage = os.wait4(child.pid, 0)
+        timer = None
+        if timeout is not None:
+            timer = threading.Timer(timeout, kill, (child.pid,))
+            timer.start()
+        try:
+            _, status, usage = os.wait4(child.pid, 0)
+        finally:
+            if timer is not None:
+                timer.cancel()
         seconds = time.perf_counter() - start
         child.returncode = os.waitstatus_to_exitcode(status)  # keeps Popen from reaping again
+        if timeout is not None and seconds >= timeout and child.returncode == -signal.SIGKILL:
+            raise CommandFailed(argv, child.returncode, f"timed out after {timeout:g} s (killed)")
         if child.returncode != 0:
             err.seek(0)
             raise CommandFailed(argv, child.returncode, err.read().decode(errors="replace"))
-    return Sample(seconds, usage.ru_maxrss / 1024)  # ru_maxrss is KiB on Linux
+    # ru_maxrss is KiB on Linux
+    return Sample(seconds, usage.ru_maxrss / 1024, cpu_seconds=usage.ru_utime + usage.ru_stime)
 
 
 def measure_reported(argv: list[str]) -> Sample:
@@ -308,10 +387,10 @@ def run_untimed(argv: list[str]) -> None:
         raise CommandFailed(argv, done.returncode, done.stderr.decode(errors="replace"))
 
 
-def iterate(tool: Tool, data: Path) -> Sample:
+def iterate(tool: Tool, data: Path, runs_dir: Path = RUNS) -> Sample:
     """One fresh-work-folder iteration of a tool: setup untimed, then the timed commands."""
-    RUNS.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="run-", dir=RUNS))
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="run-", dir=runs_dir))
     try:
         run = Run(data, work)
         run.home.mkdir()
@@ -322,10 +401,14 @@ def iterate(tool: Tool, data: Path) -> Sample:
         # clean-up stays slow on ext4 without a journal, which does not reuse inodes freed in
         # the last minute: every tool pays that; see Docs/Performance.md.)
         os.sync()
-        samples = [(measure_reported if tool.reports else measure)(argv) for argv in tool.timed(run)]
+        samples = [measure_reported(argv) if tool.reports else measure(argv, tool.timeout) for argv in tool.timed(run)]
         fetched = [s.fetched_bytes for s in samples if s.fetched_bytes is not None]
+        cpu = [s.cpu_seconds for s in samples]
         return Sample(
-            sum(s.seconds for s in samples), max(s.peak_mib for s in samples), sum(fetched) if fetched else None
+            sum(s.seconds for s in samples),
+            max(s.peak_mib for s in samples),
+            sum(fetched) if fetched else None,
+            None if None in cpu else sum(cpu),
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -352,6 +435,22 @@ class Result:
         return max(s.peak_mib for s in self.samples)
 
     @property
+    def cpu_seconds(self) -> float | None:
+        """The median CPU time (user + system) of the runs, where every run has one."""
+        cpu = [s.cpu_seconds for s in self.samples]
+        return statistics.median(cpu) if cpu and None not in cpu else None
+
+    def value(self, metric: str) -> float | None:
+        """The figure a Target compares (see Target.metric)."""
+        if metric == "seconds":
+            return self.median
+        if metric == "peak_mib":
+            return self.peak_mib
+        if metric == "cpu_seconds":
+            return self.cpu_seconds
+        raise ValueError(f"unknown metric {metric}")
+
+    @property
     def fetched(self) -> list[float]:
         """The bytes fetched in each run, where the tool reports them."""
         return [s.fetched_bytes for s in self.samples if s.fetched_bytes is not None]
@@ -361,44 +460,83 @@ class Result:
         return self.error is None and bool(self.samples)
 
 
+def tmpfs_copy(data: Path) -> Path:
+    """A copy of a dataset on the tmpfs (TMPFS/data/NAME), made fresh for each benchmark."""
+    kind = subprocess.run(["stat", "-f", "-c", "%T", str(TMPFS.parent)], capture_output=True, text=True)
+    if kind.returncode != 0 or kind.stdout.strip() != "tmpfs":
+        raise CommandFailed(["stat", "-f", str(TMPFS.parent)], kind.returncode, f"{TMPFS.parent} is not a tmpfs (set BENCH_TMPFS)")
+    copy = TMPFS / "data" / data.name
+    shutil.rmtree(copy, ignore_errors=True)
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    run_untimed(["cp", "-a", str(data), str(copy)])
+    return copy
+
+
 def run_benchmark(bench: Benchmark, runs: int, warmup: int) -> list[Result]:
     """Runs the tools in turns (one iteration of each, then the next round), so a machine whose
-    load changes during the benchmark slows every tool alike and the ratios stay fair."""
-    print(f"{bench.name} ({bench.dataset})", file=sys.stderr)
+    load changes during the benchmark slows every tool alike and the ratios stay fair. A tool
+    with its own `runs` takes part only in the first that many measured rounds, without warm-up."""
+    print(f"{bench.name} ({bench.dataset}{', on tmpfs' if bench.tmpfs else ''})", file=sys.stderr)
     data = DATASETS[bench.dataset].ensure()
     results = [Result(bench.name, tool.name, tool.ours) for tool in bench.tools]
     for tool, result in zip(bench.tools, results):
         if tool.ours and not os.access(FPCTL, os.X_OK):
             result.error = str(CommandFailed([str(FPCTL)], -1, "binary not found; build it or set FILEPROVIDERCTL"))
-    for round in range(warmup + runs):
-        for tool, result in zip(bench.tools, results):
-            if result.error is not None:
-                continue
-            try:
-                sample = iterate(tool, data)
-            except CommandFailed as e:
-                result.error = str(e)
-                print(f"  {tool.name}: FAILED\n{e}", file=sys.stderr)
-                continue
+    runs_dir = RUNS
+    if bench.tmpfs:
+        try:
+            data, runs_dir = tmpfs_copy(data), TMPFS / "runs"
+        except CommandFailed as e:
+            print(f"  FAILED\n{e}", file=sys.stderr)
+            for result in results:
+                result.error = result.error or str(e)
+            return results
+    try:
+        for round in range(warmup + runs):
+            for tool, result in zip(bench.tools, results):
+                if result.error is not None:
+                    continue
+                if tool.runs is not None and not warmup <= round < warmup + tool.runs:
+                    continue
+                try:
+                    sample = iterate(tool, data, runs_dir)
+                except CommandFailed as e:
+                    result.error = str(e)
+                    print(f"  {tool.name}: FAILED\n{e}", file=sys.stderr)
+                    continue
+                if round >= warmup:
+                    result.samples.append(sample)
             if round >= warmup:
-                result.samples.append(sample)
-        if round >= warmup:
-            times = ", ".join(f"{r.tool} {r.samples[-1].seconds:.3f}s" for r in results if r.error is None and r.samples)
-            print(f"  run {round - warmup + 1}: {times}", file=sys.stderr)
+                measured = [r for t, r in zip(bench.tools, results) if r.error is None and len(r.samples) == round - warmup + 1]
+                times = ", ".join(f"{r.tool} {r.samples[-1].seconds:.3f}s" for r in measured)
+                print(f"  run {round - warmup + 1}: {times}", file=sys.stderr)
+    finally:
+        if bench.tmpfs:
+            shutil.rmtree(TMPFS, ignore_errors=True)
     return results
 
 
 # --- Reporting ------------------------------------------------------------------------------
 
 
-def median_of(results: list[Result], tool: str) -> float | None:
+def median_of(results: list[Result], tool: str, metric: str = "seconds") -> float | None:
     found = next((r for r in results if r.tool == tool and r.ok), None)
-    return found.median if found else None
+    return found.value(metric) if found else None
 
 
 def targets_met(bench: Benchmark, results: list[Result], r: Result) -> list[bool]:
     """Whether an `ours` result meets each of the benchmark's targets, in order."""
-    return [target.met(r.median, median_of(results, peer)) for peer, target in bench.targets()]
+    met = []
+    for peer, target in bench.targets():
+        mine = r.value(target.metric)
+        met.append(mine is not None and target.met(mine, median_of(results, peer, target.metric)))
+    return met
+
+
+def cpu_per_10k(bench: Benchmark, r: Result) -> float | None:
+    """The median CPU seconds per 10,000 of the row's items, for rows about many files."""
+    cpu = r.cpu_seconds
+    return None if cpu is None or not bench.items else cpu * 10_000 / bench.items
 
 
 def table_rows(bench: Benchmark, results: list[Result]) -> list[list[str]]:
@@ -407,17 +545,18 @@ def table_rows(bench: Benchmark, results: list[Result]) -> list[list[str]]:
     for r in results:
         target = "; ".join(t.text for _, t in bench.targets()) if r.ours else ""
         if not r.ok:
-            rows.append([bench.name, r.tool, "FAILED", "", "", "", target, "FAILED"])
+            rows.append([bench.name, r.tool, "FAILED", "", "", "", "", target, "FAILED"])
             continue
         ratio = f"{r.median / ref_median:.2f}×" if ref_median else "—"
         met = "; ".join("yes" if ok else "no" for ok in targets_met(bench, results, r)) if r.ours else ""
-        stats = [f"{r.median:.3f}", f"{r.fastest:.3f}", f"{r.peak_mib:.1f}"]
+        cpu = cpu_per_10k(bench, r)
+        stats = [f"{r.median:.3f}", f"{r.fastest:.3f}", "" if cpu is None else f"{cpu:.2f}", f"{r.peak_mib:.1f}"]
         rows.append([bench.name, r.tool, *stats, ratio, target, met])
     return rows
 
 
 def markdown_table(rows: list[list[str]]) -> str:
-    header = ["benchmark", "tool", "median s", "min s", "peak MiB", "ratio vs reference", "target", "met?"]
+    header = ["benchmark", "tool", "median s", "min s", "CPU s /10k items", "peak MiB", "ratio vs reference", "target", "met?"]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
@@ -525,7 +664,7 @@ def save_raw(benches: list[Benchmark], results: list[Result], info: dict[str, st
         bench = by_name[r.benchmark]
         mine = [x for x in results if x.benchmark == r.benchmark]
         return [
-            {"target": t.text, "peer": peer, "peer_median": median_of(mine, peer), "met": ok}
+            {"target": t.text, "metric": t.metric, "peer": peer, "peer_value": median_of(mine, peer, t.metric), "met": ok}
             for (peer, t), ok in zip(bench.targets(), targets_met(bench, mine, r))
         ]
 
@@ -534,10 +673,15 @@ def save_raw(benches: list[Benchmark], results: list[Result], info: dict[str, st
         "results": [
             {
                 "benchmark": r.benchmark,
+                "dataset": by_name[r.benchmark].dataset,
+                "tmpfs": by_name[r.benchmark].tmpfs,
                 "tool": r.tool,
                 "ours": r.ours,
                 "seconds": [s.seconds for s in r.samples],
                 "peak_mib": [s.peak_mib for s in r.samples],
+                "cpu_seconds": [s.cpu_seconds for s in r.samples],
+                "items": by_name[r.benchmark].items,
+                "cpu_seconds_per_10k_items": cpu_per_10k(by_name[r.benchmark], r) if r.ok else None,
                 "fetched_bytes": r.fetched or None,
                 "error": r.error,
                 "targets": targets(r),
@@ -568,10 +712,22 @@ def load_extensions() -> None:
         module.register(sys.modules[__name__])
 
 
+def groups() -> list[str]:
+    return sorted({b.group for b in BENCHMARKS if b.group})
+
+
+def selects(names: list[str] | None, bench: Benchmark) -> bool:
+    return bool(names) and (bench.name in names or bench.group in names)
+
+
 def parse_args() -> argparse.Namespace:
-    names = [b.name for b in BENCHMARKS]
+    names = [b.name for b in BENCHMARKS] + groups()
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--only", action="append", choices=names, metavar="NAME", help=f"one of {', '.join(names)}; repeatable")
+    p.add_argument(
+        "--only", action="append", choices=names, metavar="NAME",
+        help=f"a benchmark or group (one of {', '.join(names)}); repeatable",
+    )
+    p.add_argument("--skip", action="append", choices=names, metavar="NAME", help="a benchmark or group not to run; repeatable")
     p.add_argument("--runs", type=int, default=5, help="timed runs per tool (default 5)")
     p.add_argument("--warmup", type=int, default=1, help="untimed runs per tool first (default 1)")
     p.add_argument(
@@ -589,8 +745,9 @@ def parse_args() -> argparse.Namespace:
 def main() -> int:
     load_extensions()
     args = parse_args()
-    shutil.rmtree(RUNS, ignore_errors=True)  # work folders left by an interrupted run
-    selected = [b for b in BENCHMARKS if not args.only or b.name in args.only]
+    for stale in (RUNS, TMPFS):  # work folders left by an interrupted run
+        shutil.rmtree(stale, ignore_errors=True)
+    selected = [b for b in BENCHMARKS if (not args.only or selects(args.only, b)) and not selects(args.skip, b)]
     results: list[Result] = []
     rows: list[list[str]] = []
     for bench in selected:
@@ -605,7 +762,7 @@ def main() -> int:
     if notes:
         print("\n".join(["", "Bytes fetched from the store:", *notes]))
     print(f"raw timings: {save_raw(selected, results, info).relative_to(REPO)}", file=sys.stderr)
-    if args.doc if args.doc is not None else not args.only:
+    if args.doc if args.doc is not None else not (args.only or args.skip):
         write_doc(report(table, info, args.runs, args.warmup, notes))
         print(f"updated {PERF_DOC.relative_to(REPO)}", file=sys.stderr)
     return 0 if all(r.ok for r in results) else 1

@@ -126,6 +126,7 @@ def register(bench) -> None:
             ],
             reference="curl --parallel --parallel-max 8",
             target=bench.faster_than("curl --parallel"),
+            items=10_000,
         )
     )
     bench.BENCHMARKS.append(
@@ -147,5 +148,6 @@ def register(bench) -> None:
             ],
             reference="curl (one listing)",
             target=bench.under_seconds(2.0),
+            items=10_000,
         )
     )

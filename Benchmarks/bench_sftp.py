@@ -196,6 +196,7 @@ def register(bench) -> None:
             ],
             reference="cp -r",
             target=bench.at_most_times(1.2, "cp -r"),
+            items=10_000,
         ),
         Benchmark(
             "sftp-upload-10k",
@@ -210,6 +211,7 @@ def register(bench) -> None:
             ],
             reference="cp -r",
             target=bench.at_most_times(1.2, "cp -r"),
+            items=10_000,
         ),
         Benchmark(
             "sftp-first-sync-100k",
@@ -220,5 +222,6 @@ def register(bench) -> None:
             ],
             reference="rclone lsjson -R (sftp)",
             target=bench.faster_than("rclone lsjson -R over sftp"),
+            items=100_000,
         ),
     ]

@@ -2,6 +2,7 @@
 """How soon a file saved in a replica reaches the store while `fileproviderctl serve` runs.
 
     python3 Benchmarks/serve_latency.py FILEPROVIDERCTL HOME DOMAIN REPLICA STORE [--saves N]
+        [--folder REL] [--startup-timeout SECONDS] [--clean]
 
 Starts `serve DOMAIN` (default options: 1 s settle time, 30 s poll interval), waits for its
 first sync, then saves N files of 4 KiB in the replica one after the other, half of them written
@@ -9,6 +10,11 @@ in place (open, write, close) and half the way editors save (a temporary file re
 place). Each latency runs from the moment the save is complete (after close, or after the
 rename) until the file is in the store with all its bytes. Prints one JSON line:
 {"seconds": median, "latencies": [...], "peak_mib": serve's peak RSS}.
+
+--folder saves into that folder of the replica (relative; it must be populated) instead of its
+root. --clean removes the saved files from the store after serve has stopped, for a store that
+is a shared, generated dataset (the scale-1m rows). --startup-timeout bounds serve's first sync
+(default 120 s).
 """
 
 from __future__ import annotations
@@ -51,7 +57,14 @@ def main() -> int:
     p.add_argument("replica", type=Path)
     p.add_argument("store", type=Path)
     p.add_argument("--saves", type=int, default=10)
+    p.add_argument("--folder", default="", help="folder of the replica (and store) to save into")
+    p.add_argument("--startup-timeout", type=float, default=120)
+    p.add_argument("--clean", action="store_true", help="remove the saved files from the store at the end")
     args = p.parse_args()
+    replica, store = args.replica / args.folder, args.store / args.folder
+    if not replica.is_dir():
+        print(f"{replica} is not a folder of the replica (populate it first)", file=sys.stderr)
+        return 1
 
     log_path = Path(args.home) / "serve-latency.log"
     with open(log_path, "wb") as log:
@@ -61,24 +74,24 @@ def main() -> int:
         )
     try:
         # The first sync logs one line per domain ("DOMAIN: N sent, ...").
-        if not wait_for(lambda: f"{args.domain}: " in log_path.read_text(errors="replace"), 120, 0.01):
+        if not wait_for(lambda: f"{args.domain}: " in log_path.read_text(errors="replace"), args.startup_timeout, 0.01):
             print(f"serve did not finish its first sync:\n{log_path.read_text(errors='replace')}", file=sys.stderr)
             return 1
         latencies = []
         payload = os.urandom(4096)
         for index in range(args.saves):
             name = f"latency-{index}.bin"
-            target = args.replica / name
+            target = replica / name
             if index % 2 == 0:
                 with open(target, "wb") as f:
                     f.write(payload)
             else:
-                temporary = args.replica / f".{name}.swp"
+                temporary = replica / f".{name}.swp"
                 with open(temporary, "wb") as f:
                     f.write(payload)
                 os.rename(temporary, target)
             saved = time.perf_counter()
-            landed = args.store / name
+            landed = store / name
             if not wait_for(lambda: landed.exists() and landed.stat().st_size == len(payload), 30):
                 print(f"{name} did not reach the store in 30 s:\n{log_path.read_text(errors='replace')}", file=sys.stderr)
                 return 1
@@ -94,6 +107,13 @@ def main() -> int:
         except subprocess.TimeoutExpired:
             serve.kill()
             serve.wait()
+        if args.clean:
+            for index in range(args.saves):
+                for name in (f"latency-{index}.bin", f".latency-{index}.bin.swp"):
+                    try:
+                        (store / name).unlink()
+                    except FileNotFoundError:
+                        pass
 
 
 if __name__ == "__main__":
