@@ -23,7 +23,10 @@ extension Downloader {
     func fillInPlace(_ record: ItemRecord) async throws(FileProviderError) -> ItemRecord {
         let key = ItemIdentifier("fill:" + record.identifier.rawValue)
         let task = fills.withLock { map -> Task<ItemRecord, any Error> in
-            if let running = map[key] { return running }
+            if let running = map[key] {
+                joinedFills.withLock { $0 += 1 }
+                return running
+            }
             let task = Task { [self] () async throws -> ItemRecord in
                 defer { _ = self.fills.withLock { $0.removeValue(forKey: key) } }
                 return try await self.performFill(record)

@@ -26,6 +26,9 @@ final class Downloader: Sendable {
     let downloads = Mutex<[ItemIdentifier: Task<ItemRecord, any Error>]>([:])
     /// Fills of dataless files under way (``fillInPlace(_:)``), by item.
     let fills = Mutex<[ItemIdentifier: Task<ItemRecord, any Error>]>([:])
+    /// How many callers of ``fillInPlace(_:)`` joined a fill already running (diagnostics and
+    /// tests).
+    let joinedFills = Mutex(0)
 
     init(
         domainID: Int64, domainName: String, backend: any Backend, replica: Replica, store: MetadataStore,

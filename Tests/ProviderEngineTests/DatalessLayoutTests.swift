@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ProviderCore
 import ProviderStore
+import ProviderTesting
 import Testing
 
 @testable import ProviderEngine
@@ -252,10 +253,20 @@ import Testing
             let reader = try FileHandle(forReadingFrom: replica.url("a.bin"))
             defer { try? reader.close() }
 
-            // Two programs at once share one download.
-            async let first = downloader.fillInPlace(a)
-            async let second = downloader.fillInPlace(a)
-            let (filled, again) = try await (first, second)
+            // Two programs at once share one download: the first download is held until the
+            // second caller has joined it.
+            let (entered, released) = (Mutex(false), Mutex(false))
+            f.memory.setHook(for: .fetchContents) { _ in
+                entered.withLock { $0 = true }
+                while !released.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(2)) }
+            }
+            let first = Task { try await downloader.fillInPlace(a) }
+            #expect(await eventually { entered.withLock { $0 } })
+            let second = Task { try await downloader.fillInPlace(a) }
+            #expect(await eventually { downloader.joinedFills.withLock { $0 } == 1 })
+            released.withLock { $0 = true }
+            let (filled, again) = try await (first.value, second.value)
+            f.memory.setHook(for: .fetchContents, nil)
             #expect(f.memory.callCount(.fetchContents) == 1)
             #expect(filled == again)
             #expect(try reader.readToEnd() == contents, "the open descriptor reads the contents")
