@@ -21,6 +21,7 @@ PACKAGES=(
     man-db               # scripts/test-release-install.sh reads the installed man page (man -l)
     binutils             # readelf (the install test's linking check), strip (make install)
     fish                 # the install test asks fish's completion script for domain names
+    zsh                  # the install test asks zsh's completion function for domain names
 )
 
 is_installed() {

@@ -2,7 +2,7 @@
 # `make install` into a temporary prefix, then the installed program used as a user would,
 # without the Swift toolchain: run with a bare environment (the toolchain off PATH and no
 # LD_LIBRARY_PATH) and checked for library paths into the toolchain; its man page read with
-# `man -l`; its bash (and, where installed, fish) completion asked for domain names and
+# `man -l`; its bash and zsh (and, where installed, fish) completions asked for domain names and
 # DOMAIN:/paths; the systemd user unit verified; a second install changes nothing; uninstall
 # removes it all. Reuses the release build of test-release-build.sh (same flags as
 # `make install`). Works from any directory.
@@ -97,6 +97,17 @@ out=$("$fpctl" ---completion sync -- positional@0 2 0 fileproviderctl sync "")
 grep -qx family <<<"$out" || fail "---completion sync does not answer family: $out"
 out=$(SAP_SHELL=zsh "$fpctl" ---completion ls -- positional@0 2 9 fileproviderctl ls "family:/r")
 grep -qx 'family\\:/readme.txt' <<<"$out" || fail "zsh: the colon is not escaped: $out"
+zsh_script=$prefix/share/zsh/site-functions/_fileproviderctl
+complete_zsh() { # complete_zsh LINE: what zsh lists for LINE (Tests/Fixtures/ScriptTests/zsh_complete.py)
+    FILEPROVIDER_HOME=$work/home HOME="$work/user" PATH="$prefix/bin:$PATH" \
+        python3 "$root/Tests/Fixtures/ScriptTests/zsh_complete.py" "$zsh_script" "$1"
+}
+out=$(complete_zsh "fileproviderctl sync ") || fail "zsh completion ran with an error: $out"
+grep -qx family <<<"$out" || fail "zsh: 'sync <Tab>' does not offer family: $out"
+out=$(complete_zsh "fileproviderctl ls family:/r")
+grep -qx "family:/readme.txt" <<<"$out" || fail "zsh: 'ls family:/r<Tab>' does not offer family:/readme.txt: $out"
+out=$(complete_zsh "fileproviderctl domain add x --backend ")
+grep -qx sftp <<<"$out" || fail "zsh: --backend <Tab> does not offer sftp: $out"
 if command -v fish >/dev/null; then
     fish_script=$prefix/share/fish/vendor_completions.d/fileproviderctl.fish
     out=$(FILEPROVIDER_HOME=$work/home HOME="$work/user" PATH="$prefix/bin:$PATH" \
