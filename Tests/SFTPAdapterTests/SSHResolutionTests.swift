@@ -12,6 +12,16 @@ import Testing
 struct SSHResolutionTests {
     /// A scratch folder with `config` holding `text` (and an `Include` of `hosts.d/*.conf` when
     /// `included` is given, which then goes into `hosts.d/test.conf`); returns the config file.
+    /// A `Host` block for `alias` that reaches `server` as its user, with its key and known
+    /// hosts, then the option lines `extra`.
+    static func hostBlock(_ alias: String, _ server: SSHServer, _ extra: String...) -> String {
+        let lines = [
+            "Host \(alias)", "    HostName 127.0.0.1", "    Port \(server.port)", "    User \(server.user)",
+            "    IdentityFile \(server.userKey.path)", "    UserKnownHostsFile \(server.knownHosts.path)",
+        ]
+        return (lines + extra.map { "    " + $0 }).joined(separator: "\n") + "\n"
+    }
+
     static func configFile(_ text: String = "", included: String? = nil) throws -> URL {
         let folder = try TestServer.scratch()
         let config = folder.appendingPathComponent("config")
@@ -113,24 +123,8 @@ struct SSHResolutionTests {
         try await SSHServer.withStarted { jump in
             let jumpAlias = "fpk-jump-\(UUID().uuidString.prefix(8))"
             let config = try Self.configFile(
-                """
-                Host \(jumpAlias)
-                    HostName 127.0.0.1
-                    Port \(jump.port)
-                    User \(jump.user)
-                    IdentityFile \(jump.userKey.path)
-                    UserKnownHostsFile \(jump.knownHosts.path)
-                    StrictHostKeyChecking yes
-                Host fpk-behind
-                    HostName 127.0.0.1
-                    Port \(server.port)
-                    User \(server.user)
-                    IdentityFile \(server.userKey.path)
-                    UserKnownHostsFile \(server.knownHosts.path)
-                    IdentityAgent none
-                    ProxyJump \(jumpAlias)
-
-                """)
+                Self.hostBlock(jumpAlias, jump, "StrictHostKeyChecking yes")
+                    + Self.hostBlock("fpk-behind", server, "IdentityAgent none", "ProxyJump \(jumpAlias)"))
             let root = try server.makeFolder()
             try Data("behind the bastion".utf8).write(to: URL(fileURLWithPath: root + "/note.txt"))
             let backend = try Self.backend("fpk-behind", config: config, root: root)
@@ -171,24 +165,10 @@ struct SSHResolutionTests {
         let marker = "fpk-self-\(UUID().uuidString.prefix(8))"
         // The server is its own jump host: ssh -W %h:%p through it reaches it again.
         let config = try Self.configFile()
-        let text = """
-            Host \(marker)
-                HostName 127.0.0.1
-                Port \(server.port)
-                User \(server.user)
-                IdentityFile \(server.userKey.path)
-                UserKnownHostsFile \(server.knownHosts.path)
-                IdentityAgent none
-            Host fpk-command
-                HostName 127.0.0.1
-                Port \(server.port)
-                User \(server.user)
-                IdentityFile \(server.userKey.path)
-                UserKnownHostsFile \(server.knownHosts.path)
-                IdentityAgent none
-                ProxyCommand ssh -F \(config.path) -o BatchMode=yes -W %h:%p \(marker)
-
-            """
+        let text =
+            Self.hostBlock(marker, server, "IdentityAgent none")
+            + Self.hostBlock(
+                "fpk-command", server, "IdentityAgent none", "ProxyCommand ssh -F \(config.path) -o BatchMode=yes -W %h:%p \(marker)")
         try Data(text.utf8).write(to: config)
         let backend = try Self.backend("fpk-command", config: config, root: try server.makeFolder())
         let root = try await backend.item(for: .rootContainer)
