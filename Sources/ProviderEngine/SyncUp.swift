@@ -13,6 +13,8 @@ import ProviderStore
 final class SyncUp: Sendable {
     let context: DomainContext
     let uploader: Uploader
+    let journal: OperationJournal
+    let moves: MoveRecorder
     /// Names never uploaded from this domain's replica.
     let ignoreRules: IgnoreRules
     /// Files a watcher saw finished being written: uploaded without waiting for the settle time.
@@ -23,7 +25,10 @@ final class SyncUp: Sendable {
 
     init(context: DomainContext, downloader: Downloader, ignoreRules: IgnoreRules) {
         self.context = context
-        uploader = Uploader(context: context, downloader: downloader)
+        journal = OperationJournal(context: context)
+        moves = MoveRecorder(context: context)
+        uploader = Uploader(
+            context: context, journal: journal, conflicts: ConflictResolver(context: context, downloader: downloader), moves: moves)
         self.ignoreRules = ignoreRules
     }
 
@@ -121,7 +126,7 @@ final class SyncUp: Sendable {
             try await tidy(result)
             if result.changes.isEmpty {
                 // Nothing left to send: an unfinished entry can no longer be replayed.
-                if result.unsettled.isEmpty && scope.everything { try uploader.journal.closeStaleEntries() }
+                if result.unsettled.isEmpty && scope.everything { try journal.closeStaleEntries() }
                 break
             }
             let ordered = Self.order(result.changes)
@@ -161,7 +166,7 @@ final class SyncUp: Sendable {
                         let before = try context.store.descendants(domainID: context.domainID, of: record.path)
                         if try await send(change, report: &report) {
                             changedFolderTree = true
-                            try uploader.moves.noteRenamedIdentifiers(
+                            try moves.noteRenamedIdentifiers(
                                 from: [record] + before, oldPath: record.path, newPath: to, into: &renamed)
                         }
                     } else {
@@ -172,7 +177,7 @@ final class SyncUp: Sendable {
                     throw error
                 }
             }
-            uploader.journal.prune()
+            journal.prune()
             // A moved folder re-keys everything below it: scan again for edits made inside it.
             if changedFolderTree {
                 scope = .all
@@ -188,6 +193,8 @@ final class SyncUp: Sendable {
 
     /// Records evictions and downloads the scan found unrecorded and removes placeholders no
     /// item owns.
+    /// - Throws: `localIOFailure` when the replica or the database cannot be written;
+    ///   `cancelled` when the task was cancelled before a step on the executor.
     private func tidy(_ result: LocalScanResult) async throws(FileProviderError) {
         if !result.placed.isEmpty {
             // A download placed but not recorded may still have its placeholder beside it (its
@@ -234,6 +241,8 @@ final class SyncUp: Sendable {
     /// Sends one change. A failure that backs the whole domain off, and a cancellation, are
     /// thrown; any other is noted on the item, and the next sync tries again. Returns whether it
     /// worked.
+    /// - Throws: an error whose code's reaction is `backOffDomain` (`serverUnreachable`,
+    ///   `notAuthenticated`, `insufficientQuota`, …), or `cancelled`.
     @discardableResult
     private func send(_ change: LocalChange, report: inout SyncReport) async throws(FileProviderError) -> Bool {
         do {
@@ -259,7 +268,7 @@ final class SyncUp: Sendable {
     /// - Throws: that failure (`cancelled` for a cancellation); else `localIOFailure` when the
     ///   journal could not be written.
     private func sendTogether(_ changes: [LocalChange], report: inout SyncReport) async throws(FileProviderError) {
-        let batch = uploader.journal.makeBatch()
+        let batch = journal.makeBatch()
         let domainID = context.domainID
         let (outcomes, notStarted, stopped) = await JournalBatch.$current.withValue(batch) {
             await withTaskGroup(of: (SyncReport, FileProviderError?).self) { group in

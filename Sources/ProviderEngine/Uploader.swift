@@ -16,13 +16,6 @@ struct Uploader: Sendable {
     let conflicts: ConflictResolver
     let moves: MoveRecorder
 
-    init(context: DomainContext, downloader: Downloader) {
-        self.context = context
-        journal = OperationJournal(context: context)
-        conflicts = ConflictResolver(context: context, downloader: downloader)
-        moves = MoveRecorder(context: context)
-    }
-
     /// Fields of a file's contents: when the store reports one still pending, the contents go
     /// again with a later sync.
     static let contentFields: ItemFields = [.contents, .contentModificationDate]
