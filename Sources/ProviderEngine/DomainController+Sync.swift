@@ -93,7 +93,11 @@ extension DomainController {
             var pulling = false
             do throws(FileProviderError) {
                 try await checkReplicaRoot()
-                if upload { try await push(report: &report, settleSeconds: settleSeconds, changes: changes) }
+                if upload {
+                    try await syncUp.push(report: &report, settleSeconds: settleSeconds, changes: changes) {
+                        (path) async throws(FileProviderError) in try await populateFolder(path, ancestors: true)
+                    }
+                }
                 pulling = true
                 try await pull(report: &report, events: events, populationBudget: populationBudget)
                 // Sync down notes what a cancellation stopped and goes on to the end.

@@ -3,15 +3,22 @@ import Logging
 import ProviderCore
 import ProviderStore
 
-/// Runs one domain: sync down, materialize, evict, pin. Safe to use from many tasks at once;
+/// Runs one domain: sync, materialize, evict, pin. Safe to use from many tasks at once;
 /// requests to materialize the same item share one download.
+///
+/// A facade, as Apple's `NSFileProviderManager` is: it takes the domain's locks and hands the
+/// work to parts with one job each over one ``DomainContext``: the ``Downloader`` (downloads
+/// into the replica) and sync up's ``SyncUp`` (scan, journal, conflicts, uploads).
 public final class DomainController: Sendable {
-    public let domain: DomainRecord
-    public let domainID: Int64
-    public let backend: any Backend
-    public let replica: Replica
-    let store: MetadataStore
-    let executor: BlockingExecutor
+    /// What the domain's parts share: the domain, its store, its replica, the database, the executor.
+    let context: DomainContext
+    public var domain: DomainRecord { context.domain }
+    public var domainID: Int64 { context.domainID }
+    /// The domain's store, wrapped in ``CheckedBackend``.
+    public var backend: any Backend { context.backend }
+    public var replica: Replica { context.replica }
+    var store: MetadataStore { context.store }
+    var executor: BlockingExecutor { context.executor }
     let logger: Logger
     /// Downloads files into the replica: materialize, sync's due downloads, conflicts.
     let downloader: Downloader
@@ -20,37 +27,35 @@ public final class DomainController: Sendable {
     /// Sync and the population of dataless folders take turns: a folder populated while sync
     /// down decides what to write into it would miss the new items of the listing.
     let treeLock = AsyncLock()
+    /// Sync up: the local scan, the journal, conflicts and uploads.
+    let syncUp: SyncUp
     /// Names never uploaded from this domain's replica.
-    public let ignoreRules: IgnoreRules
+    public var ignoreRules: IgnoreRules { syncUp.ignoreRules }
     /// How many downloads run at once in a batch.
     public let downloadDepth: Int
     /// How long the domain waits after failures that back it off.
     public let backoffPolicy: BackoffPolicy
     /// Files a watcher saw finished being written: uploaded without waiting for the settle time.
-    public let finishedWrites = FinishedWrites()
+    public var finishedWrites: FinishedWrites { syncUp.finishedWrites }
+    /// How many new files and edits go to the store at once.
+    public static let uploadDepth = SyncUp.uploadDepth
     /// The domain's sync lock and serve lock files (see ``DomainLock``).
     let syncLockPath: String
     let serveLockPath: String
     /// The marker of an unfinished conversion of the domain's replica mode (see
     /// ``ProviderManager/convertDomain(named:to:events:)``).
     let conversionMarkerPath: String
-    /// Called after the local scan reads each folder, with its path (tests change the replica
-    /// in the middle of a scan).
-    let folderScanned = Mutex<(@Sendable (String) -> Void)?>(nil)
 
     init(domain: DomainRecord, backend: any Backend, manager: ProviderManager, downloadDepth: Int = 8) throws(FileProviderError) {
         guard let id = domain.id else { throw FileProviderError(.providerDomainNotFound, "domain \(domain.name) has no id") }
-        self.domain = domain
-        domainID = id
         // Every item from the store passes ItemBounds before the engine uses it.
-        self.backend = CheckedBackend(backend)
-        store = manager.store
-        executor = manager.executor
+        let backend = CheckedBackend(backend)
+        let store = manager.store
+        let executor = manager.executor
         logger = manager.logger
         useRecorder = manager.useRecorder
         self.downloadDepth = downloadDepth
         backoffPolicy = manager.backoffPolicy
-        ignoreRules = IgnoreRules(extra: domain.ignoreList)
         syncLockPath = DomainLock.syncPath(home: manager.home, domain: domain.name)
         serveLockPath = DomainLock.path(home: manager.home, domain: domain.name)
         conversionMarkerPath = manager.conversionMarkerPath(forDomainNamed: domain.name)
@@ -73,10 +78,12 @@ public final class DomainController: Sendable {
             throw FileProviderError(
                 .localIOFailure, "cannot create the staging folder \(staging.path): \(FileProviderError.wrap(error).message)")
         }
-        replica = Replica(root: replicaRoot, staging: staging, layout: domain.replicaMode)
+        let replica = Replica(root: replicaRoot, staging: staging, layout: domain.replicaMode)
+        context = DomainContext(domain: domain, domainID: id, backend: backend, replica: replica, store: store, executor: executor)
         downloader = Downloader(
-            domainID: id, domainName: domain.name, backend: self.backend, replica: replica, store: store, executor: executor,
+            domainID: id, domainName: domain.name, backend: backend, replica: replica, store: store, executor: executor,
             depth: downloadDepth, space: manager.spaceReservations)
+        syncUp = SyncUp(context: context, downloader: downloader, ignoreRules: IgnoreRules(extra: domain.ignoreList))
     }
 
     private static func sameDevice(_ a: String, _ b: String) -> Bool {
@@ -91,11 +98,22 @@ public final class DomainController: Sendable {
     }
 
     /// `DOMAIN:/path` of a relative path, exactly: for outcomes, JSON and keys.
-    func location(_ path: String) -> String { "\(domain.name):/\(path)" }
+    func location(_ path: String) -> String { context.location(path) }
 
     /// `DOMAIN:/path` of a relative path for messages and logs: quoted when the name holds
     /// characters that must not reach a terminal (``TerminalText/quoted(_:)``).
-    func display(_ path: String) -> String { TerminalText.quoted(location(path)) }
+    func display(_ path: String) -> String { context.display(path) }
+
+    /// The parent path and name of a relative path.
+    static func split(_ path: String) -> (parent: String, name: String) {
+        guard let slash = path.lastIndex(of: "/") else { return ("", path) }
+        return (String(path[..<slash]), String(path[path.index(after: slash)...]))
+    }
+
+    /// Whether the relative path `path` is `folder` or below it ("" is the root, above everything).
+    static func isAtOrBelow(_ path: String, _ folder: String) -> Bool {
+        folder.isEmpty || path == folder || path.hasPrefix(folder + "/")
+    }
 
     /// The stored item at a path.
     /// - Throws: `noSuchItem` saying how to refresh.

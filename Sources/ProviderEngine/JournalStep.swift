@@ -2,7 +2,7 @@ import Foundation
 import ProviderCore
 import ProviderStore
 
-/// The journal entry of one operation while it runs (see `DomainController.journalled`).
+/// The journal entry of one operation while it runs (see ``OperationJournal/run(_:handled:resolvedOnReplay:_:)``).
 ///
 /// The operation may record its result and close its entry in one transaction with
 /// ``finish(saving:)``; otherwise the entry is closed after the operation returns. Either way
@@ -39,7 +39,7 @@ final class JournalStep {
         }
     }
 
-    /// Closes the entry that ``DomainController/journalled(_:handled:resolvedOnReplay:_:)`` left
+    /// Closes the entry that ``OperationJournal/run(_:handled:resolvedOnReplay:_:)`` left
     /// open for the caller (a replay ended with an error whose code it resolves itself), once
     /// the caller knows whether the earlier attempt did the work; nothing when the entry is
     /// closed already.
@@ -103,7 +103,7 @@ struct JournalKey: Sendable {
     var payloadJSON: String { JSONText.object(payload) }
 }
 
-/// The journal entries of operations sent together (see `DomainController.sendTogether`):
+/// The journal entries of operations sent together (see `SyncUp.sendTogether`):
 /// opened ahead, up to ``size`` in one transaction, and finished by group commit: a result is
 /// written at once unless a write is under way, and the results that arrive meanwhile go
 /// together in the next write. A sync of 10,000 new files writes the database a few hundred

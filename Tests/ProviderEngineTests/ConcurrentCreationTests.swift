@@ -16,14 +16,14 @@ import Testing
 
     @Test func changesSentTogetherTakeTheirFoldersInTurn() {
         let paths = ["a/1", "a/2", "a/3", "b/1", "b/2", "top", "c/1", "top2"]
-        let spread = DomainController.spreadOverFolders(ArraySlice(paths.map(created))).map(\.path)
+        let spread = SyncUp.spreadOverFolders(ArraySlice(paths.map(created))).map(\.path)
         #expect(spread == ["a/1", "b/1", "top", "c/1", "a/2", "b/2", "top2", "a/3"])
     }
 
     @Test func changesInOneFolderKeepTheirOrder() {
         let paths = ["a/3", "a/1", "a/2"]
-        #expect(DomainController.spreadOverFolders(ArraySlice(paths.map(created))).map(\.path) == paths)
-        #expect(DomainController.spreadOverFolders([]).isEmpty)
+        #expect(SyncUp.spreadOverFolders(ArraySlice(paths.map(created))).map(\.path) == paths)
+        #expect(SyncUp.spreadOverFolders([]).isEmpty)
     }
 
     @Test func stagingFilesSpreadOverFoldersAndKeepTheirPlace() throws {

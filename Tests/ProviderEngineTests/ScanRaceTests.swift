@@ -30,7 +30,7 @@ struct ScanRaceTests {
     /// right after the first of them is read.
     static func once(_ controller: DomainController, _ change: @escaping @Sendable (_ read: String, _ unread: String) -> Void) {
         let done = Mutex(false)
-        controller.folderScanned.withLock {
+        controller.syncUp.folderScanned.withLock {
             $0 = { folder in
                 guard folders.contains(folder),
                     !done.withLock({
@@ -99,7 +99,7 @@ struct ScanRaceTests {
             try FileManager.default.removeItem(at: controller.replica.url("a/one.bin"))
             try Data("new".utf8).write(to: controller.replica.url("b/new.txt"))
             let scans = Mutex(0)
-            controller.folderScanned.withLock {
+            controller.syncUp.folderScanned.withLock {
                 $0 = { folder in
                     guard folder == "" else { return }
                     // An ignored name: it changes the folder and is never sent.
@@ -111,11 +111,11 @@ struct ScanRaceTests {
                 }
             }
             let report = try await controller.sync()
-            #expect(scans.withLock { $0 } == 1 + DomainController.scansOfAChangingReplica.count)
+            #expect(scans.withLock { $0 } == 1 + SyncUp.scansOfAChangingReplica.count)
             #expect(report.notices.contains { $0.contains("1 deletion wait for the next sync") }, "\(report.notices)")
             #expect(f.memory.contents(of: "a/one.bin") != nil, "not deleted yet")
             #expect(f.memory.contents(of: "b/new.txt") == Data("new".utf8), "what deletes nothing is sent")
-            controller.folderScanned.withLock { $0 = nil }
+            controller.syncUp.folderScanned.withLock { $0 = nil }
             try await controller.sync()
             #expect(f.memory.contents(of: "a/one.bin") == nil, "deleted once the replica held still")
         }

@@ -22,7 +22,7 @@ struct ServeScopeTests {
             }
             let controller = try await f.addDomain()
             let read = Mutex<[String]>([])
-            controller.folderScanned.withLock { $0 = { folder in read.withLock { $0.append(folder) } } }
+            controller.syncUp.folderScanned.withLock { $0 = { folder in read.withLock { $0.append(folder) } } }
             let server = quietServer(f.manager, "mem", ServeOptions(pollInterval: 3600, settleSeconds: 0, debounceSeconds: 0.05))
             let running = Task { try await server.run() }
             let replica = URL(fileURLWithPath: try f.manager.domain(named: "mem").replicaPath)

@@ -1,0 +1,46 @@
+import Foundation
+import ProviderCore
+import ProviderStore
+
+/// What the parts of one domain share: the domain, its store (the backend), its replica folder,
+/// the shared database and the executor that runs blocking work. One per ``DomainController``,
+/// made when the controller is; sync up's components (``SyncUp``, ``Uploader``,
+/// ``ConflictResolver``, ``MoveRecorder``, ``OperationJournal``) each hold it.
+///
+/// A value of references only: copies share the same backend, replica, database and executor.
+struct DomainContext: Sendable {
+    let domain: DomainRecord
+    let domainID: Int64
+    /// The domain's store, wrapped in ``CheckedBackend``: every item from it passed `ItemBounds`.
+    let backend: any Backend
+    /// Where the engine reads and writes the domain's files (blocking: run on ``executor``).
+    let replica: Replica
+    let store: MetadataStore
+    /// The engine's threads for blocking work (files, SQLite scans); never the cooperative pool.
+    let executor: BlockingExecutor
+
+    /// `DOMAIN:/path` of a relative path, exactly: for outcomes, JSON and keys.
+    func location(_ path: String) -> String { "\(domain.name):/\(path)" }
+
+    /// `DOMAIN:/path` of a relative path for messages and logs: quoted when the name holds
+    /// characters that must not reach a terminal (``TerminalText/quoted(_:)``).
+    func display(_ path: String) -> String { TerminalText.quoted(location(path)) }
+
+    /// Makes the next sync down list the whole store: what the database just forgot (or marked
+    /// gone) comes back, or goes, with a listing, and a change feed would not name it.
+    /// - Throws: `localIOFailure` when the database cannot be written.
+    func relistNextSync() throws(FileProviderError) {
+        try store.setSyncAnchor(nil, domainID: domainID, container: .workingSet)
+    }
+
+    /// Whether the store still has an item (`false` only for `noSuchItem`).
+    /// - Throws: what the backend's `item(for:)` throws, except `noSuchItem`.
+    func storeStillHas(_ identifier: ItemIdentifier) async throws(FileProviderError) -> Bool {
+        do {
+            _ = try await backend.item(for: identifier)
+            return true
+        } catch where error.code == .noSuchItem {
+            return false
+        }
+    }
+}
