@@ -23,7 +23,8 @@ extension LocalBackend {
     /// The size of the chunks files are copied in.
     static let chunkSize = 1 << 20
 
-    /// Streams a file into `destination` in 1 MiB chunks, resuming after `offset` bytes.
+    /// Streams a file into `destination` (`copy_file_range`, or 1 MiB reads and writes where
+    /// the file systems cannot), resuming after `offset` bytes.
     ///
     /// Reports progress after every chunk. The file is opened without following symlinks.
     /// - Throws: `noSuchItem` when the item is gone; `invalidArgument` for a folder or a symlink;
@@ -40,18 +41,66 @@ extension LocalBackend {
         let flag = CancellationFlag()
         return try await withCancellationFlag(flag) { () async throws(FileProviderError) -> Item in
             try await self.io { () throws(FileProviderError) -> Item in
-                try self.copyOut(
-                    path: path, version: version, to: destination.path, offset: offset, progress: progress,
-                    cancellation: flag)
+                var copier = Copier()
+                return try self.copyOut(
+                    path: path, in: try self.openFolder(path.parent), version: version, to: destination.path, offset: offset,
+                    progress: progress, cancellation: flag, copier: &copier)
             }
         }
     }
 
+    /// Copies the files of a batch in one job on the backend's threads, each as
+    /// ``fetchContents(for:version:to:offset:progress:)`` does: no hand-off between threads per
+    /// file, the folder of consecutive files opened once, one buffer for the batch where a
+    /// copy needs one.
+    ///
+    /// Each outcome is what ``fetchContents(for:version:to:offset:progress:)`` throws or
+    /// returns for that file; once the task is cancelled, the files not copied yet get
+    /// `cancelled`.
+    public func fetchContents(_ requests: [ContentRequest], progress: BatchProgressHandler?) async -> [Result<Item, FileProviderError>] {
+        if requests.isEmpty { return [] }
+        let flag = CancellationFlag()
+        do {
+            return try await withCancellationFlag(flag) { () async throws(FileProviderError) -> [Result<Item, FileProviderError>] in
+                try await self.io { () -> [Result<Item, FileProviderError>] in
+                    var copier = Copier()
+                    var folder: (path: LocalPath, handle: FileHandleFD)?
+                    return requests.enumerated().map { index, request in
+                        do throws(FileProviderError) {
+                            try flag.check()
+                            let path = try LocalPath(request.identifier)
+                            if path.isRoot { throw FileProviderError(.invalidArgument, "the root is a folder; it has no contents") }
+                            let parent: FileHandleFD
+                            if let folder, folder.path == path.parent {
+                                parent = folder.handle
+                            } else {
+                                parent = try self.openFolder(path.parent)
+                                folder = (path.parent, parent)
+                            }
+                            var fileProgress: ProgressHandler?
+                            if let progress { fileProgress = { completed, total in progress(index, completed, total) } }
+                            return .success(
+                                try self.copyOut(
+                                    path: path, in: parent, version: request.version, to: request.destination.path,
+                                    offset: request.offset, progress: fileProgress, cancellation: flag, copier: &copier))
+                        } catch {
+                            return .failure(error)
+                        }
+                    }
+                }
+            }
+        } catch {
+            return requests.map { _ in .failure(error) }
+        }
+    }
+
+    /// Copies one file of the folder `parent` into `destination`. The status is read once
+    /// before the file is opened (so no FIFO or device is ever opened), once on the open file,
+    /// and once after the copy to check that the file did not change meanwhile.
     private func copyOut(
-        path: LocalPath, version: ItemVersion?, to destination: String, offset: Int64,
-        progress: ProgressHandler?, cancellation: CancellationFlag
+        path: LocalPath, in parent: FileHandleFD, version: ItemVersion?, to destination: String, offset: Int64,
+        progress: ProgressHandler?, cancellation: CancellationFlag, copier: inout Copier
     ) throws(FileProviderError) -> Item {
-        let parent = try openFolder(path.parent)
         guard let entry = try parent.statEntry(path.name, displayPath: path.display) else {
             throw .noSuchItem(path.identifier)
         }
@@ -69,30 +118,21 @@ extension LocalBackend {
             throw FileProviderError(
                 .versionNoLongerAvailable, "\(path.display) changed; the requested version is gone")
         }
-        let output = try Self.writingDestination { () throws(FileProviderError) in
-            try FileHandleFD.open(path: destination, flags: O_WRONLY | O_CREAT)
-        }
         let start = offset > 0 && offset <= item.size ? offset : 0
-        try Self.writingDestination { () throws(FileProviderError) in
-            try output.truncate(to: start, displayPath: destination)
-            try output.seek(to: start, displayPath: destination)
+        // A fresh download truncates as it opens; a resumed one keeps its first `start` bytes.
+        let output = try Self.writingDestination { () throws(FileProviderError) in
+            try FileHandleFD.open(path: destination, flags: O_WRONLY | O_CREAT | (start == 0 ? O_TRUNC : 0))
         }
-        try source.seek(to: start, displayPath: path.display)
+        if start > 0 {
+            try Self.writingDestination { () throws(FileProviderError) in try output.truncate(to: start, displayPath: destination) }
+        }
         progress?(start, item.size)
-
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
-        defer { buffer.deallocate() }
-        var completed = start
-        while true {
-            try cancellation.check()
-            let count = try source.read(into: buffer, displayPath: path.display)
-            if count == 0 { break }
-            try Self.writingDestination { () throws(FileProviderError) in
-                try output.writeAll(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), displayPath: destination)
-            }
-            completed += Int64(count)
-            progress?(completed, item.size)
-        }
+        // Up to the size the file had when opened; a file that grew, shrank or changed
+        // meanwhile fails the check after.
+        let completed = try copier.copy(
+            from: source, to: output, range: start..<item.size, sourcePath: path.display, destinationPath: destination,
+            cancellation: cancellation
+        ) { progress?($0, item.size) }
         let after = try source.stat()
         if Self.version(of: after, kind: .file).content != item.version.content || completed != item.size {
             throw FileProviderError(
@@ -171,7 +211,7 @@ extension LocalBackend {
 
     /// Runs a step that writes the engine's destination file: a full disk there is the local
     /// disk, so `insufficientQuota` (the store is full) becomes `fileWriteOutOfSpace`.
-    private static func writingDestination<T>(_ body: () throws(FileProviderError) -> T) throws(FileProviderError) -> T {
+    static func writingDestination<T>(_ body: () throws(FileProviderError) -> T) throws(FileProviderError) -> T {
         do {
             return try body()
         } catch where error.code == .insufficientQuota {

@@ -323,3 +323,78 @@ extension FileHandleFD {
         try result.get()
     }
 }
+
+/// Copies byte ranges from one open file to another: `copy_file_range` (the kernel moves the
+/// bytes, or shares them where the file system can), else `pread`/`pwrite` through one 1 MiB
+/// buffer made on first use and kept for the copier's life, so the files of a batch share it.
+struct Copier {
+    private final class Buffer {
+        let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: LocalBackend.chunkSize, alignment: 16)
+        deinit { bytes.deallocate() }
+    }
+
+    private typealias CopyFileRange = @convention(c) (
+        Int32, UnsafeMutablePointer<off_t>?, Int32, UnsafeMutablePointer<off_t>?, Int, UInt32
+    ) -> Int
+
+    /// glibc's `copy_file_range`, which Swift's Glibc module does not import.
+    private static let copyFileRange: CopyFileRange? = {
+        guard let symbol = dlsym(nil, "copy_file_range") else { return nil }
+        return unsafeBitCast(symbol, to: CopyFileRange.self)
+    }()
+
+    private var buffer: Buffer?
+    /// Cleared after the kernel could not copy once: the files of a batch are alike.
+    private var kernelCopies = true
+
+    /// Copies bytes `range` of `source` to the same offsets of `output`, in steps of at most
+    /// 1 MiB, reporting the position after each; stops early at the end of `source`. Returns
+    /// the position reached.
+    /// - Throws: what reading `source` throws (as `POSIXError.error`); `fileWriteOutOfSpace`
+    ///   when the disk holding `output` is full, `localIOFailure` when it cannot be written for
+    ///   another reason; `cancelled` once `cancellation` is set.
+    mutating func copy(
+        from source: FileHandleFD, to output: FileHandleFD, range: Range<Int64>, sourcePath: String, destinationPath: String,
+        cancellation: CancellationFlag, progress: (Int64) -> Void
+    ) throws(FileProviderError) -> Int64 {
+        var offset = range.lowerBound
+        while offset < range.upperBound {
+            try cancellation.check()
+            let wanted = Int(min(Int64(LocalBackend.chunkSize), range.upperBound - offset))
+            var count = -1
+            if kernelCopies {
+                var from = off_t(offset)
+                var to = off_t(offset)
+                count = Self.copyFileRange.map { $0(source.fd, &from, output.fd, &to, wanted, 0) } ?? -1
+                if Self.copyFileRange == nil {
+                    kernelCopies = false
+                } else if count < 0 {
+                    let code = errno
+                    if code == EINTR { continue }
+                    if code == ENOSPC || code == EDQUOT {
+                        throw POSIXError.localWriteError("write", path: destinationPath, errno: code)
+                    }
+                    // Not between these files (other file systems, an old kernel) or another
+                    // failure: plain reads and writes go on, and tell which side failed.
+                    kernelCopies = false
+                }
+            }
+            if count < 0 {
+                let storage = buffer ?? Buffer()
+                buffer = storage
+                let chunk = UnsafeMutableRawBufferPointer(rebasing: storage.bytes[0..<wanted])
+                count = try source.read(into: chunk, at: offset, displayPath: sourcePath)
+                if count > 0 {
+                    let written = UnsafeRawBufferPointer(rebasing: chunk[0..<count])
+                    try LocalBackend.writingDestination { () throws(FileProviderError) in
+                        try output.writeAll(written, at: offset, displayPath: destinationPath)
+                    }
+                }
+            }
+            if count == 0 { break }
+            offset += Int64(count)
+            progress(offset)
+        }
+        return offset
+    }
+}

@@ -3,6 +3,28 @@ import Foundation
 /// Reports transfer progress: bytes done so far and the total when known.
 public typealias ProgressHandler = @Sendable (_ completed: Int64, _ total: Int64?) -> Void
 
+/// Reports the progress of one file of a batch (``Backend/fetchContents(_:progress:)``): its
+/// index in the batch, bytes done so far and the total when known.
+public typealias BatchProgressHandler = @Sendable (_ index: Int, _ completed: Int64, _ total: Int64?) -> Void
+
+/// One file of a batch download (``Backend/fetchContents(_:progress:)``), with the arguments
+/// of ``Backend/fetchContents(for:version:to:offset:progress:)``.
+public struct ContentRequest: Sendable {
+    public var identifier: ItemIdentifier
+    public var version: ItemVersion?
+    /// The file the engine has created for the contents.
+    public var destination: URL
+    /// How many bytes of the contents are already in `destination` (a resumed transfer).
+    public var offset: Int64
+
+    public init(identifier: ItemIdentifier, version: ItemVersion? = nil, destination: URL, offset: Int64 = 0) {
+        self.identifier = identifier
+        self.version = version
+        self.destination = destination
+        self.offset = offset
+    }
+}
+
 /// A remote store, as seen by the engine: the part of Apple's `NSFileProviderReplicatedExtension`
 /// that talks to the store.
 ///
@@ -65,6 +87,18 @@ public protocol Backend: Sendable {
         for identifier: ItemIdentifier, version: ItemVersion?, to destination: URL, offset: Int64,
         progress: ProgressHandler?
     ) async throws(FileProviderError) -> Item
+
+    /// Streams the contents of several files, each into its own destination, as
+    /// ``fetchContents(for:version:to:offset:progress:)`` does for one, and returns each
+    /// file's outcome in the order of `requests`: the item whose contents were written, or the
+    /// error that method would have thrown for it. One file's failure does not stop the others.
+    ///
+    /// The engine sends small files in batches. A backend that can fetch them more cheaply
+    /// together implements this (the local backend copies a whole batch in one job on its own
+    /// threads, with no hand-off between threads per file); the default fetches them one after
+    /// another with ``fetchContents(for:version:to:offset:progress:)``. Once the calling task
+    /// is cancelled, the files not started get `cancelled`.
+    func fetchContents(_ requests: [ContentRequest], progress: BatchProgressHandler?) async -> [Result<Item, FileProviderError>]
 
     /// Writes bytes `range` of a file's contents, of exactly `version`'s contents, into
     /// `destination` at the same offsets: Apple's `fetchPartialContents(for:version:request:
@@ -167,6 +201,29 @@ extension Backend {
     }
 
     public func close() async {}
+
+    /// Fetches the files one after another with ``fetchContents(for:version:to:offset:progress:)``.
+    public func fetchContents(_ requests: [ContentRequest], progress: BatchProgressHandler?) async -> [Result<Item, FileProviderError>] {
+        var results: [Result<Item, FileProviderError>] = []
+        results.reserveCapacity(requests.count)
+        for (index, request) in requests.enumerated() {
+            if Task.isCancelled {
+                results.append(.failure(FileProviderError(.cancelled, "cancelled")))
+                continue
+            }
+            var fileProgress: ProgressHandler?
+            if let progress { fileProgress = { completed, total in progress(index, completed, total) } }
+            do throws(FileProviderError) {
+                let item = try await fetchContents(
+                    for: request.identifier, version: request.version, to: request.destination, offset: request.offset,
+                    progress: fileProgress)
+                results.append(.success(item))
+            } catch {
+                results.append(.failure(error))
+            }
+        }
+        return results
+    }
 
     /// Lists every item directly inside a folder, following pages.
     ///

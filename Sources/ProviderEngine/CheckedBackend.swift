@@ -51,6 +51,19 @@ struct CheckedBackend: Backend {
                 for: identifier, version: version, to: destination, offset: offset, progress: progress))
     }
 
+    /// Each file's outcome as the backend gives it; `corruptData` for a file whose item has an
+    /// impossible value, and for every file when the backend returns another number of
+    /// outcomes than files asked for.
+    func fetchContents(_ requests: [ContentRequest], progress: BatchProgressHandler?) async -> [Result<Item, FileProviderError>] {
+        let results = await base.fetchContents(requests, progress: progress)
+        guard results.count == requests.count else {
+            let error = FileProviderError(
+                .corruptData, "a batch download of \(requests.count) files returned \(results.count) outcomes")
+            return requests.map { _ in .failure(error) }
+        }
+        return results.map { result in result.flatMap { item in Result { () throws(FileProviderError) in try ItemBounds.check(item) } } }
+    }
+
     /// - Throws: what the backend throws; `invalidArgument` for an empty range or one starting
     ///   below 0 (before asking the backend); `corruptData` when the item it read has an
     ///   impossible value, another identifier, kind or content version than asked, or the range

@@ -167,42 +167,65 @@ final class SpaceReservations: Sendable {
     /// - Throws: `fileWriteOutOfSpace` saying how much is needed, free, kept free, promised to
     ///   other downloads and to be freed; nothing is promised then.
     func reserve(size: Int64, stagingFile: String, folder: String, canResume: Bool) throws(FileProviderError) -> Ticket {
-        try promises.withLock { (state) -> Result<Ticket, FileProviderError> in
-            guard var space = FileSystemSpace.measure(folder) else {
-                // Nothing to measure with: do not stand in the way (a full disk still shows
-                // when the file is written).
-                state.next += 1
-                return .success(Ticket(id: state.next, device: .max))
-            }
-            let promises = state.byDevice[space.device] ?? [:]
-            let kept = reserve.bytes(ofFileSystemSize: space.size)
-            func promise() -> Result<Ticket, FileProviderError> {
-                state.next += 1
-                state.byDevice[space.device, default: [:]][state.next] = Promise(stagingFile: stagingFile, size: size)
-                return .success(Ticket(id: state.next, device: space.device))
-            }
-            // Plenty of room even if no byte were written yet: no file needs a look.
-            let most = promises.values.reduce(space.rounded(size)) { $0.addingClamped(space.rounded($1.size)) }
-            if most <= space.available.subtractingClamped(kept) { return promise() }
-            let promised = Self.outstanding(promises, on: space)
-            var written = FileSystemSpace.allocated(atPath: stagingFile)
-            let needed = max(0, space.rounded(size) - written)
-            if needed <= space.available.subtractingClamped(promised.bytes).subtractingClamped(kept) { return promise() }
-            var partial: Partial?
-            if written > 0 {
-                let keep = canResume && space.available.subtractingClamped(promised.bytes) >= kept
-                if !keep {
-                    unlink(stagingFile)
-                    space = FileSystemSpace.measure(folder) ?? space
-                }
-                partial = Partial(written: written, kept: keep, failure: nil)
-                if !keep { written = 0 }
-            }
-            return .failure(
-                Self.notEnoughSpace(
-                    needed: max(0, space.rounded(size) - written), space: space, kept: kept, promised: promised,
-                    folder: folder, partial: partial))
+        try promises.withLock { state -> Result<Ticket, FileProviderError> in
+            var space = FileSystemSpace.measure(folder)
+            return promise(size: size, stagingFile: stagingFile, folder: folder, canResume: canResume, space: &space, state: &state)
         }.get()
+    }
+
+    /// ``reserve(size:stagingFile:folder:canResume:)`` for several downloads that cannot
+    /// resume (a batch of small files), measuring the file system once: each file's ticket, or
+    /// the error that method would throw for it.
+    func reserve(_ files: [(size: Int64, stagingFile: String)], folder: String) -> [Result<Ticket, FileProviderError>] {
+        promises.withLock { state in
+            var space = FileSystemSpace.measure(folder)
+            return files.map { file in
+                promise(size: file.size, stagingFile: file.stagingFile, folder: folder, canResume: false, space: &space, state: &state)
+            }
+        }
+    }
+
+    /// The promise of one download against `space`, measured under the lock (`nil`: nothing
+    /// to measure with), which is measured again when a leftover staging file is deleted.
+    private func promise(
+        size: Int64, stagingFile: String, folder: String, canResume: Bool, space measured: inout FileSystemSpace?,
+        state: inout (next: Int, byDevice: [UInt64: [Int: Promise]])
+    ) -> Result<Ticket, FileProviderError> {
+        guard var space = measured else {
+            // Nothing to measure with: do not stand in the way (a full disk still shows
+            // when the file is written).
+            state.next += 1
+            return .success(Ticket(id: state.next, device: .max))
+        }
+        let promises = state.byDevice[space.device] ?? [:]
+        let kept = reserve.bytes(ofFileSystemSize: space.size)
+        func promise() -> Result<Ticket, FileProviderError> {
+            state.next += 1
+            state.byDevice[space.device, default: [:]][state.next] = Promise(stagingFile: stagingFile, size: size)
+            return .success(Ticket(id: state.next, device: space.device))
+        }
+        // Plenty of room even if no byte were written yet: no file needs a look.
+        let most = promises.values.reduce(space.rounded(size)) { $0.addingClamped(space.rounded($1.size)) }
+        if most <= space.available.subtractingClamped(kept) { return promise() }
+        let promised = Self.outstanding(promises, on: space)
+        var written = FileSystemSpace.allocated(atPath: stagingFile)
+        let needed = max(0, space.rounded(size) - written)
+        if needed <= space.available.subtractingClamped(promised.bytes).subtractingClamped(kept) { return promise() }
+        var partial: Partial?
+        if written > 0 {
+            let keep = canResume && space.available.subtractingClamped(promised.bytes) >= kept
+            if !keep {
+                unlink(stagingFile)
+                space = FileSystemSpace.measure(folder) ?? space
+                measured = space
+            }
+            partial = Partial(written: written, kept: keep, failure: nil)
+            if !keep { written = 0 }
+        }
+        return .failure(
+            Self.notEnoughSpace(
+                needed: max(0, space.rounded(size) - written), space: space, kept: kept, promised: promised,
+                folder: folder, partial: partial))
     }
 
     /// Gives back the space promised with `ticket`.

@@ -23,7 +23,7 @@ final class Downloader: Sendable {
     /// The free space downloads check and promise (shared with the manager's other domains).
     let space: SpaceReservations
     /// Downloads under way (and finished ones until their batch is recorded), by item.
-    let downloads = Mutex<[ItemIdentifier: Task<ItemRecord, any Error>]>([:])
+    let downloads = Mutex<[ItemIdentifier: SharedDownload]>([:])
     /// Fills of dataless files under way (``fillInPlace(_:)``), by item.
     let fills = Mutex<[ItemIdentifier: Task<ItemRecord, any Error>]>([:])
     /// How many callers of ``fillInPlace(_:)`` joined a fill already running (diagnostics and
@@ -89,38 +89,51 @@ final class Downloader: Sendable {
         }
         var outcomes: [ItemOutcome] = []
         var finished: [ItemRecord] = []
-        await withTaskGroup(of: (ItemRecord, Result<ItemRecord, FileProviderError>).self) { group in
-            var iterator = pending.makeIterator()
+        // Small files go in batches: one job on the executor stages a batch, the backend
+        // fetches it in one call, one job places it. `depth` batches run at once.
+        let batches = self.batches(of: pending, checkpoints: checkpoints)
+        await withTaskGroup(of: [(ItemRecord, Result<ItemRecord, FileProviderError>)].self) { group in
+            var iterator = batches.makeIterator()
             var running = 0
             func startNext() -> Bool {
                 if Task.isCancelled {
-                    while let record = iterator.next() {
-                        outcomes.append(ItemOutcome(path: location(record.path), error: DomainController.notStarted))
+                    while let batch = iterator.next() {
+                        for record in batch {
+                            outcomes.append(ItemOutcome(path: location(record.path), error: DomainController.notStarted))
+                        }
                     }
                     return false
                 }
-                guard let record = iterator.next() else { return false }
+                guard let batch = iterator.next() else { return false }
                 group.addTask { [self] in
-                    do {
-                        return (
-                            record,
-                            .success(try await self.downloadShared(record, checkpoint: checkpoints[record.identifier], report: report))
-                        )
-                    } catch {
-                        return (record, .failure(FileProviderError.wrap(error)))
+                    if batch.count == 1, let record = batch.first {
+                        do {
+                            return [
+                                (
+                                    record,
+                                    .success(
+                                        try await self.downloadShared(record, checkpoint: checkpoints[record.identifier], report: report))
+                                )
+                            ]
+                        } catch {
+                            return [(record, .failure(FileProviderError.wrap(error)))]
+                        }
                     }
+                    return await self.downloadBatch(batch, report: report)
                 }
                 return true
             }
             while running < depth, startNext() { running += 1 }
-            while let (record, result) = await group.next() {
+            while let results = await group.next() {
                 running -= 1
-                switch result {
-                case .success(let updated):
-                    finished.append(updated)
-                    outcomes.append(ItemOutcome(path: location(record.path), error: nil))
-                case .failure(let error):
-                    outcomes.append(ItemOutcome(path: location(record.path), error: error))
+                for (record, result) in results {
+                    switch result {
+                    case .success(let updated):
+                        finished.append(updated)
+                        outcomes.append(ItemOutcome(path: location(record.path), error: nil))
+                    case .failure(let error):
+                        outcomes.append(ItemOutcome(path: location(record.path), error: error))
+                    }
                 }
                 if finished.count >= 500 {
                     if let error = flush(&finished) { outcomes.append(ItemOutcome(path: location(""), error: error)) }
@@ -153,33 +166,55 @@ final class Downloader: Sendable {
     {
         // A download that finished stays in `downloads` until its batch is recorded, so no request
         // can fall between the two and download the item again.
-        var task = downloads.withLock { $0[record.identifier] }
-        if task == nil {
-            if let current = try store.item(domainID: domainID, identifier: record.identifier), current.state == .materialized,
-                !current.isOutdated, replica.fingerprint(atPath: replica.path(current.path)) != nil
-            {
+        var shared = downloads.withLock { $0[record.identifier] }
+        if shared == nil {
+            let replica = self.replica
+            let store = self.store
+            let domainID = self.domainID
+            let current = try await executor.run { () throws -> ItemRecord? in
+                guard let current = try store.item(domainID: domainID, identifier: record.identifier), current.state == .materialized,
+                    !current.isOutdated, replica.fingerprint(atPath: replica.path(current.path)) != nil
+                else { return nil }
                 return current
             }
-            task = downloads.withLock { map -> Task<ItemRecord, any Error> in
+            if let current { return current }
+            shared = downloads.withLock { map -> SharedDownload in
                 if let running = map[record.identifier] { return running }
                 let identifier = record.identifier
-                let task = Task { [self] in
-                    do {
-                        return try await self.performDownload(record, checkpoint: checkpoint, report: report)
+                let task = Task { [self] () async -> [Result<ItemRecord, FileProviderError>] in
+                    do throws(FileProviderError) {
+                        return [.success(try await self.performDownload(record, checkpoint: checkpoint, report: report))]
                     } catch {
                         _ = self.downloads.withLock { $0.removeValue(forKey: identifier) }
-                        throw error
+                        return [.failure(error)]
                     }
                 }
-                map[identifier] = task
-                return task
+                let running = SharedDownload(task: task, index: 0)
+                map[identifier] = running
+                return running
             }
         }
-        guard let task else { throw FileProviderError(.localIOFailure, "no download task") }
-        return try await withTaskCancellationHandler {
-            try await task.value
-        } onCancel: {
-            task.cancel()
+        guard let shared else { throw FileProviderError(.localIOFailure, "no download task") }
+        return try await shared.value()
+    }
+
+    /// A download under way that others may wait for: one file of a batch's task (a single
+    /// download is a batch of one).
+    struct SharedDownload: Sendable {
+        let task: Task<[Result<ItemRecord, FileProviderError>], Never>
+        let index: Int
+
+        /// The downloaded item's record; the task is cancelled when the waiting task is.
+        /// - Throws: the download's error.
+        func value() async throws(FileProviderError) -> ItemRecord {
+            let task = self.task
+            let results = await withTaskCancellationHandler {
+                await task.value
+            } onCancel: {
+                task.cancel()
+            }
+            guard index < results.count else { throw FileProviderError(.localIOFailure, "no outcome for a shared download") }
+            return try results[index].get()
         }
     }
 
@@ -245,7 +280,7 @@ final class Downloader: Sendable {
         let item: Item
         do {
             item = try await backend.fetchContents(
-                for: record.identifier, version: nil, to: URL(fileURLWithPath: staging), offset: offset,
+                for: record.identifier, version: nil, to: URL(fileURLWithPath: staging, isDirectory: false), offset: offset,
                 progress: { completed, _ in
                     let delta = progressBase.withLock { last -> Int64 in
                         guard completed > last else { return 0 }
@@ -255,91 +290,113 @@ final class Downloader: Sendable {
                     if delta > 0 { report(delta, .transferred) }
                 })
         } catch {
-            // A full disk: the partial file gives its space back unless the reserve stays free.
-            let ranged = backend.capabilities.supportsRangedReads
-            let full = try? await executor.run {
-                space.outOfSpace(
-                    error, size: record.size, stagingFile: staging, folder: replica.staging.path, ticket: ticket, canResume: ranged)
-            }
-            if full?.keptPartial == false { try? store.removeCheckpoint(domainID: domainID, identifier: record.identifier) }
-            let done = replica.fileSize(atPath: staging) ?? 0
-            if done > 0 && backend.capabilities.supportsRangedReads {
-                try? store.saveCheckpoint(
-                    TransferCheckpoint(
-                        domainID: domainID, identifier: record.identifier.rawValue, contentVersion: record.contentVersion,
-                        stagingPath: staging, bytesTransferred: done, totalBytes: record.size))
-            } else {
-                try? replica.removeFile(atPath: staging)
-            }
-            throw full?.error ?? error
+            // Run even when the task was cancelled: the partial file gets its checkpoint or goes.
+            let failure = try? await executor.runToCompletion { [self] in failed(record, error, staging: staging, ticket: ticket) }
+            throw failure ?? error
         }
         // Complete: nothing more to promise (once renamed, its staging path would count again).
         space.release(ticket)
-        var updated = record
-        let path = record.path
-        updated.update(from: item, path: path)
-        let expected = item.size
-        let stored = record
         // Placing a finished download takes a moment and is never cut short: the staging file
         // would stay behind without a checkpoint.
-        let print = try await executor.runToCompletion { [self] () throws -> FileFingerprint in
-            guard let size = replica.fileSize(atPath: staging), size == expected else {
-                try? replica.removeFile(atPath: staging)
-                throw FileProviderError(
-                    .corruptData,
-                    "the download of \(display(path)) was \(replica.fileSize(atPath: staging) ?? 0) bytes, expected \(expected); try again")
-            }
-            if let date = item.contentModificationDate { try replica.setModificationDate(date, atPath: staging) }
-            // Marked as ours before it gets its name: whoever finds it there before it is
-            // recorded (a sync in another process, the next run after a kill) knows it is a
-            // download, not a local edit.
-            let staged = replica.fingerprint(atPath: staging)
-            if let staged {
-                DownloadMark.write(atPath: staging, identifier: item.identifier, contentVersion: item.version.content, fingerprint: staged)
-            }
-            let target = replica.path(path)
-            // From here on, whatever fails, the staging file does not stay behind.
-            var placed = false
-            defer { if !placed { try? replica.removeFile(atPath: staging) } }
-            if let existing = replica.fingerprint(atPath: target), replica.layout == .placeholderFiles || !replica.placeholderExists(path) {
-                let ours = stored.state == .materialized && !replica.hasLocalChanges(stored, existing)
-                // A download renamed into place by a process that died before recording it: its
-                // mark says so; without marks, the same size and exactly the date this download
-                // just gave its staging file.
-                let sameAsDownload =
-                    DownloadMark.recognize(atPath: target, existing, as: stored) != nil
-                    || (existing.isRegularFile && existing.size == expected && item.contentModificationDate != nil
-                        && staged.map { $0.modificationNanos == existing.modificationNanos } == true)
-                guard ours || sameAsDownload else {
-                    try? replica.removeFile(atPath: staging)
-                    if stored.state == .materialized {
-                        throw FileProviderError(
-                            .unsyncedEdits,
-                            "\(target) has local changes, so the store's newer version was not downloaded over it; nothing was lost")
-                    }
-                    throw FileProviderError(
-                        .cannotSynchronize, "a local file is in the way at \(target); move it elsewhere and materialize again")
-                }
-                try replica.replace(fromPath: staging, toPath: target)
-            } else {
-                // Nothing there but the item's placeholder (in the dataless layout, the dataless
-                // file at the name: replaced in one rename).
-                try replica.placeFile(fromPath: staging, at: path)
-            }
-            placed = true
-            // Over an earlier download (replaced above) its placeholder may still stand beside.
-            try replica.removePlaceholder(path)
-            guard let print = replica.fingerprint(atPath: target) else {
-                throw FileProviderError(.localIOFailure, "\(target) vanished right after it was written")
-            }
-            return print
+        let updated = try await executor.runToCompletion { [self] () throws(FileProviderError) -> ItemRecord in
+            try place(record, item, staging: staging)
         }
         if checkpoint != nil || resumeFrom > 0 || record.size >= Self.checkpointThreshold {
             try? store.removeCheckpoint(domainID: domainID, identifier: record.identifier)
         }
-        updated.markMaterialized(contentVersion: item.version.content, fingerprint: print)
-        updated.lastError = nil
         report(0, .finished)
+        return updated
+    }
+
+    /// What follows a failed fetch into `staging`: on a full disk the partial file gives its
+    /// space back unless the reserve stays free; a partial file stays with a checkpoint where
+    /// the store can resume it, else it is removed. Returns the error to report. Blocking.
+    func failed(_ record: ItemRecord, _ error: FileProviderError, staging: String, ticket: SpaceReservations.Ticket) -> FileProviderError {
+        let ranged = backend.capabilities.supportsRangedReads
+        let full = space.outOfSpace(
+            error, size: record.size, stagingFile: staging, folder: replica.staging.path, ticket: ticket, canResume: ranged)
+        if full?.keptPartial == false { try? store.removeCheckpoint(domainID: domainID, identifier: record.identifier) }
+        let done = replica.fileSize(atPath: staging) ?? 0
+        if done > 0 && ranged {
+            try? store.saveCheckpoint(
+                TransferCheckpoint(
+                    domainID: domainID, identifier: record.identifier.rawValue, contentVersion: record.contentVersion,
+                    stagingPath: staging, bytesTransferred: done, totalBytes: record.size))
+        } else {
+            try? replica.removeFile(atPath: staging)
+        }
+        return full?.error ?? error
+    }
+
+    /// Places a complete download of `stored`'s item (`item`, as the store sent it) from
+    /// `staging` into the replica: checked for size, dated, marked as the engine's download
+    /// (``DownloadMark``), renamed to the item's name over its placeholder or an earlier
+    /// download of it. Returns the record to write. Whatever fails, the staging file does not
+    /// stay behind. Blocking.
+    /// - Throws: `corruptData` when the file is not the size the store announced;
+    ///   `unsyncedEdits` when the materialized file has local changes, `cannotSynchronize` when
+    ///   a local file is in the way (nothing is replaced then); `localIOFailure`.
+    func place(_ stored: ItemRecord, _ item: Item, staging: String) throws(FileProviderError) -> ItemRecord {
+        let path = stored.path
+        let expected = item.size
+        // From here on, whatever fails, the staging file does not stay behind.
+        var placed = false
+        defer { if !placed { try? replica.removeFile(atPath: staging) } }
+        if let date = item.contentModificationDate { try replica.setModificationDate(date, atPath: staging) }
+        // Dated first, so one look gives the size to check and the fingerprint. A rename keeps
+        // size, date and inode: this is the placed file's fingerprint too.
+        guard let staged = replica.fingerprint(atPath: staging) else {
+            throw FileProviderError(.localIOFailure, "\(staging) vanished right after it was written")
+        }
+        guard staged.isRegularFile, staged.size == expected else {
+            throw FileProviderError(
+                .corruptData, "the download of \(display(path)) was \(staged.size) bytes, expected \(expected); try again")
+        }
+        // Marked as ours before it gets its name: whoever finds it there before it is
+        // recorded (a sync in another process, the next run after a kill) knows it is a
+        // download, not a local edit.
+        DownloadMark.write(atPath: staging, identifier: item.identifier, contentVersion: item.version.content, fingerprint: staged)
+        var updated = stored
+        updated.update(from: item, path: path)
+        updated.markMaterialized(contentVersion: item.version.content, fingerprint: staged)
+        updated.lastError = nil
+        let target = replica.path(path)
+        // The usual case first: nothing at the name (its `.placeholder` file stands beside
+        // it). The rename refuses to replace anything; when it fails, the checks below look at
+        // whatever is there.
+        if replica.layout == .placeholderFiles, (try? replica.move(fromPath: staging, toPath: target)) != nil {
+            placed = true
+            try replica.removeFile(atPath: replica.placeholderPath(path))
+            return updated
+        }
+        if let existing = replica.fingerprint(atPath: target), replica.layout == .placeholderFiles || !replica.placeholderExists(path) {
+            let ours = stored.state == .materialized && !replica.hasLocalChanges(stored, existing)
+            // A download renamed into place by a process that died before recording it: its
+            // mark says so; without marks, the same size and exactly the date this download
+            // just gave its staging file.
+            let sameAsDownload =
+                DownloadMark.recognize(atPath: target, existing, as: stored) != nil
+                || (existing.isRegularFile && existing.size == expected && item.contentModificationDate != nil
+                    && staged.modificationNanos == existing.modificationNanos)
+            guard ours || sameAsDownload else {
+                if stored.state == .materialized {
+                    throw FileProviderError(
+                        .unsyncedEdits,
+                        "\(target) has local changes, so the store's newer version was not downloaded over it; nothing was lost")
+                }
+                throw FileProviderError(
+                    .cannotSynchronize, "a local file is in the way at \(target); move it elsewhere and materialize again")
+            }
+            try replica.replace(fromPath: staging, toPath: target)
+            placed = true
+            // Over an earlier download its placeholder may still stand beside.
+            try replica.removePlaceholder(path)
+        } else {
+            // Nothing there but the item's placeholder (in the dataless layout, the dataless
+            // file at the name: replaced in one rename), which goes.
+            try replica.placeFile(fromPath: staging, at: path)
+            placed = true
+        }
         return updated
     }
 }

@@ -5,6 +5,10 @@ import ProviderCore
 
 extension MetadataStore {
     private static let selectByIdentifier = "SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ? AND identifier = ?"
+    private static let selectMaterialized = """
+        SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ? AND identifier = ? AND state = 'materialized' \
+        AND localContentVersion IS contentVersion
+        """
     private static let selectByPath = "SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ? AND path = ?"
     // Without statistics SQLite's planner prefers the primary key's `domainID` prefix to
     // `item_parent` (a scan of the whole domain per folder): name the index.
@@ -22,6 +26,24 @@ extension MetadataStore {
         try read { db in
             try Row.fetchOne(db.cachedStatement(sql: Self.selectByIdentifier), arguments: [domainID, identifier.rawValue])
                 .map(ItemRecord.init(row:))
+        }
+    }
+
+    /// The items among these that are materialized with the store's current content (not
+    /// outdated), by identifier, read in one transaction; only those rows are decoded.
+    public func materializedItems(domainID: Int64, identifiers: [ItemIdentifier]) throws(FileProviderError)
+        -> [ItemIdentifier: ItemRecord]
+    {
+        if identifiers.isEmpty { return [:] }
+        return try read { db in
+            let statement = try db.cachedStatement(sql: Self.selectMaterialized)
+            var found: [ItemIdentifier: ItemRecord] = [:]
+            for identifier in identifiers {
+                if let row = try Row.fetchOne(statement, arguments: [domainID, identifier.rawValue]) {
+                    found[identifier] = ItemRecord(row: row)
+                }
+            }
+            return found
         }
     }
 

@@ -116,6 +116,47 @@ extension BackendConformance {
                 try c.expect(try Data(contentsOf: destinations[index]) == data, "concurrent fetch \(index) got other bytes")
             }
         }),
+        ("batchFetchGivesEachFileItsOutcome", { c in
+            // Files of two folders, a deleted file and a folder in between: each outcome is
+            // the one a single fetch gives, in order, and a failure stops no other file.
+            var expected: [Data?] = []
+            var identifiers: [ItemIdentifier] = []
+            for index in 0..<3 {
+                let data = ConformanceContext.pattern(1000 * index + 5, seed: 40 + index)
+                identifiers.append(try await c.createFile("batch-\(index)", data).identifier)
+                expected.append(data)
+            }
+            let gone = try await c.createFile("batch-gone")
+            try await c.backend.deleteItem(identifier: gone.identifier, baseVersion: nil, options: [])
+            identifiers.append(gone.identifier)
+            expected.append(nil)
+            identifiers.append(try await c.createFolder("batch-folder").identifier)
+            expected.append(nil)
+            let inner = ConformanceContext.pattern(4096, seed: 50)
+            identifiers.append(try await c.createFile("batch-last", inner).identifier)
+            expected.append(inner)
+            let destinations = try identifiers.map { _ in try c.destination() }
+            let requests = zip(identifiers, destinations).map { ContentRequest(identifier: $0, destination: $1) }
+            let log = ProgressLog()
+            let results = await c.backend.fetchContents(requests) { index, completed, _ in log.add(Int64(index), completed) }
+            try c.expect(results.count == requests.count, "a batch of \(requests.count) files gave \(results.count) outcomes")
+            for (index, result) in results.enumerated() {
+                switch (result, expected[index]) {
+                case (.success(let item), let data?):
+                    try c.expect(item.identifier == identifiers[index], "outcome \(index) is of another item")
+                    try c.expect(try Data(contentsOf: destinations[index]) == data, "batch file \(index) got other bytes")
+                case (.failure(let error), nil):
+                    let wanted: FileProviderError.Code = index == 3 ? .noSuchItem : .invalidArgument
+                    try c.expect(error.code == wanted, "batch file \(index) threw \(error.code.name), not \(wanted.name)")
+                case (.success, nil):
+                    try c.expect(false, "batch file \(index) cannot be fetched, yet its outcome is a success")
+                case (.failure(let error), _):
+                    try c.expect(false, "batch file \(index) failed: \(error.message)")
+                }
+            }
+            let indices = log.all.map(\.0)
+            try c.expect(indices.allSatisfy { (0..<Int64(requests.count)).contains($0) }, "progress named files outside the batch: \(indices)")
+        }),
         ("contentHashIsWellFormed", { c in
             let item = try await c.createFile("hashed", Data("hash me".utf8))
             let found = try await c.backend.item(for: item.identifier)

@@ -31,6 +31,45 @@ struct LocalBackendTests {
         return url
     }
 
+    @Test func batchFetchCopiesEachFileAndRefusesLinksAndFIFOs() async throws {
+        let outside = try TemporaryFolder()
+        defer { outside.remove() }
+        let secret = outside.url.appendingPathComponent("secret.txt")
+        try Data("secret".utf8).write(to: secret)
+        try await withBackend { backend, folder in
+            let sub = folder.url.appendingPathComponent("sub")
+            try FileManager.default.createDirectory(at: sub, withIntermediateDirectories: true)
+            let big = Data((0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+            try Data("a".utf8).write(to: sub.appendingPathComponent("a"))
+            try big.write(to: sub.appendingPathComponent("big"))
+            try FileManager.default.createSymbolicLink(atPath: sub.appendingPathComponent("link").path, withDestinationPath: secret.path)
+            #expect(mkfifo(sub.appendingPathComponent("fifo").path, 0o644) == 0)
+            try Data().write(to: folder.url.appendingPathComponent("empty"))
+            let names: [ItemIdentifier] = ["sub/a", "sub/big", "sub/link", "sub/fifo", "sub/missing", "empty", "sub/a"]
+            let destinations = try names.map { _ in try destination(folder) }
+            defer { for url in destinations { try? FileManager.default.removeItem(at: url) } }
+            // Leftovers in a destination are replaced: a fresh download truncates.
+            try Data("left over, longer than a".utf8).write(to: destinations[0])
+            let results = await backend.fetchContents(
+                zip(names, destinations).map { ContentRequest(identifier: $0, destination: $1) }, progress: nil)
+            #expect(results.count == names.count)
+            #expect(try results[0].get().size == 1)
+            #expect(try Data(contentsOf: destinations[0]) == Data("a".utf8))
+            #expect(try Data(contentsOf: destinations[1]) == big)
+            #expect(try results[1].get().version == (try await backend.item(for: "sub/big")).version)
+            for (index, code) in [(2, FileProviderError.Code.invalidArgument), (3, .invalidArgument), (4, .noSuchItem)] {
+                guard case .failure(let error) = results[index] else {
+                    Issue.record("\(names[index]) was fetched")
+                    continue
+                }
+                #expect(error.code == code, "\(names[index]): \(error.message)")
+            }
+            #expect(try Data(contentsOf: destinations[2]).isEmpty)
+            #expect(try results[5].get().size == 0)
+            #expect(try Data(contentsOf: destinations[6]) == Data("a".utf8))
+        }
+    }
+
     @Test func symlinkOutsideRootIsReportedAndNeverFollowed() async throws {
         let outside = try TemporaryFolder()
         defer { outside.remove() }

@@ -532,3 +532,27 @@ import Testing
         }
     }
 }
+
+@Suite struct MaterializedItemsTests {
+    @Test func onlyItemsMaterializedWithTheCurrentContentAreReturned() throws {
+        try withStore { store, _ in
+            let domain = try makeDomain(store)
+            let placeholder = record(domain, "placeholder", size: 3)
+            var current = record(domain, "current", size: 3)
+            current.state = .materialized
+            current.localContentVersion = current.contentVersion
+            var outdated = record(domain, "outdated", size: 3)
+            outdated.state = .materialized
+            outdated.localContentVersion = Data([9])
+            var unknown = record(domain, "unknown", size: 3)
+            unknown.state = .materialized
+            unknown.localContentVersion = nil
+            try store.apply(domainID: domain, upserts: [placeholder, current, outdated, unknown], deletions: [])
+            let found = try store.materializedItems(
+                domainID: domain, identifiers: ["placeholder", "current", "outdated", "unknown", "missing"])
+            #expect(Set(found.keys) == ["current"])
+            #expect(found["current"]?.path == "current")
+            #expect(try store.materializedItems(domainID: domain, identifiers: []).isEmpty)
+        }
+    }
+}
