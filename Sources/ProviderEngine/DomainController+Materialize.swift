@@ -11,8 +11,18 @@ extension DomainController {
     /// kept with a checkpoint where the store can resume it), what finished is recorded, and
     /// every file not downloaded gets a `cancelled` outcome.
     ///
-    /// Never throws: each item's outcome says whether it worked.
+    /// Never throws: each item's outcome says whether it worked; every item gets
+    /// `providerDomainTemporarilyUnavailable` while the domain is disconnected (`domain
+    /// disconnect`: nothing is fetched from its store until it is connected again).
     public func materialize(paths: [String], recursive: Bool, events: EventHandler? = nil) async -> [ItemOutcome] {
+        do {
+            _ = try await executor.run { () throws(FileProviderError) -> Bool in
+                try self.checkConnected()
+                return true
+            }
+        } catch {
+            return paths.map { ItemOutcome(path: location($0), error: error) }
+        }
         var outcomes: [ItemOutcome] = []
         var files: [ItemRecord] = []
         // Folders to show in the replica: the folders named and, with `recursive`, every folder

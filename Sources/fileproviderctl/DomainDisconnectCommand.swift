@@ -10,7 +10,8 @@ struct DomainDisconnectCommand: AsyncParsableCommand {
             files and the database stay as they are, and nothing is synced. 'sync' leaves the \
             domain out ('sync NAME' refuses it), 'serve' does not serve it (a running serve \
             pauses it at once and says so in its log), 'status' and 'domain show' say \
-            'disconnected'. Offline commands (ls, why, evict, pending, policy) keep working. \
+            'disconnected'. Nothing is fetched: materialize and pin refuse to download (the \
+            policy pin sets stays). Offline commands (ls, why, evict, pending, policy) keep working. \
             Local changes made meanwhile are sent by the first sync after 'domain connect'.
             """
     )

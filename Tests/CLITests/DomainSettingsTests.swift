@@ -95,12 +95,22 @@ import Testing
         #expect(serve.stderr.contains("not serving d: it is disconnected"), "\(serve.stderr)")
         #expect(serve.stderr.contains("no connected domains to serve"), "\(serve.stderr)")
         #expect(!FileManager.default.fileExists(atPath: src.appendingPathComponent("new.txt").path))
+        // Nothing is fetched either: materialize and pin refuse the download (pin keeps the
+        // policy, so the next sync after connecting downloads the file).
+        let materialized = try await cli.run(["materialize", "d:/sub/b.txt"])
+        #expect(materialized.status == 1)
+        #expect(materialized.stderr.contains("domain 'd' is disconnected"), "\(materialized.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: replica.appendingPathComponent("sub/b.txt").path))
+        let pinned = try await cli.run(["pin", "d:/sub/b.txt"])
+        #expect(pinned.status == 1)
+        #expect(pinned.stderr.contains("domain 'd' is disconnected"), "\(pinned.stderr)")
 
-        // Connected again: the change made meanwhile goes up.
+        // Connected again: the change made meanwhile goes up, the pinned file comes down.
         let connected = try await cli.run(["domain", "connect", "d"])
         #expect(connected.status == 0, "\(connected.stderr)")
         #expect(try await cli.run(["sync"]).status == 0)
         #expect(FileManager.default.fileExists(atPath: src.appendingPathComponent("new.txt").path))
+        #expect(FileManager.default.contents(atPath: replica.appendingPathComponent("sub/b.txt").path) == Data("bb".utf8))
     }
 
     @Test func aRunningServePausesADisconnectedDomainAndResumesIt() async throws {
