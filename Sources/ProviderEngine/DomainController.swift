@@ -37,6 +37,9 @@ public final class DomainController: Sendable {
     /// Called after the local scan reads each folder, with its path (tests change the replica
     /// in the middle of a scan).
     let folderScanned = Mutex<(@Sendable (String) -> Void)?>(nil)
+    /// The change-feed anchor this controller last stored: an expired anchor it did not get
+    /// from its own backend (an earlier process's) is expected, and not reported.
+    let feedAnchor = Mutex<SyncAnchor?>(nil)
 
     init(domain: DomainRecord, backend: any Backend, manager: ProviderManager, downloadDepth: Int = 8) throws(FileProviderError) {
         guard let id = domain.id else { throw FileProviderError(.providerDomainNotFound, "domain \(domain.name) has no id") }
