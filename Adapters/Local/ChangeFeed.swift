@@ -235,6 +235,10 @@ final class ChangeFeed: @unchecked Sendable {
         let path = folder.isEmpty ? name : folder + "/" + name
         let isFolder = event.has(IN_ISDIR)
         if isFolder && (event.has(IN_CREATE) || event.has(IN_MOVED_TO)) {
+            // A folder that went away and is back under the same name: the feed cannot tell
+            // the engine which of the old one's items are gone (it names the folder only, and
+            // the folder is there), so it lists everything.
+            if entries[Array(folder.utf8)]?.deleted.contains(Array(name.utf8)) == true { expireAll() }
             record(folder)
             // Watched before it is listed: what is put in it from now on is seen.
             if let opened = open(path) {

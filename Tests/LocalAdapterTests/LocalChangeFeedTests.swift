@@ -150,6 +150,24 @@ struct LocalChangeFeedTests {
         }
     }
 
+    /// The feed names folders, not what was in them: a folder that went away and came back
+    /// under the same name (other items in it) can only be told by listing everything.
+    @Test func aFolderReplacedUnderTheSameNameExpiresTheAnchor() async throws {
+        try await withBackend { backend, folder in
+            let root = folder.path
+            try FileManager.default.createDirectory(atPath: root + "/box", withIntermediateDirectories: true)
+            try write("old", to: root + "/box/old.txt")
+            let anchor = try await backend.currentSyncAnchor(for: .workingSet)
+            try FileManager.default.removeItem(atPath: root + "/box")
+            try FileManager.default.createDirectory(atPath: root + "/box", withIntermediateDirectories: true)
+            try write("new", to: root + "/box/new.txt")
+            let error = await #expect(throws: FileProviderError.self) {
+                _ = try await backend.enumerateChanges(in: .workingSet, from: anchor)
+            }
+            #expect(error?.code == .syncAnchorExpired)
+        }
+    }
+
     @Test func moreChangesThanTheLogHoldsExpireTheAnchor() async throws {
         try await withBackend { backend, folder in
             let root = folder.path
