@@ -61,14 +61,17 @@ struct LocalFeedServeTests {
         func feedCalls() -> Int { CountedLocal.feedCalls.withLock { $0[store.path] ?? 0 } }
         func listings() -> Int { CountedLocal.listings.withLock { $0[store.path] ?? 0 } }
         do {
-            #expect(await eventually { FileManager.default.fileExists(atPath: replica.appendingPathComponent("d5/f4.txt.placeholder").path) })
+            #expect(
+                await eventually { FileManager.default.fileExists(atPath: replica.appendingPathComponent("d5/f4.txt.placeholder").path) })
             // Serve polls the feed; once it did, every later poll goes through it.
             #expect(await eventually { feedCalls() >= 2 })
             let listed = listings()
             try Data("new".utf8).write(to: store.appendingPathComponent("d3/new.txt"))
             try FileManager.default.removeItem(at: store.appendingPathComponent("d1/f0.txt"))
-            #expect(await eventually { FileManager.default.fileExists(atPath: replica.appendingPathComponent("d3/new.txt.placeholder").path) })
-            #expect(await eventually { !FileManager.default.fileExists(atPath: replica.appendingPathComponent("d1/f0.txt.placeholder").path) })
+            #expect(
+                await eventually { FileManager.default.fileExists(atPath: replica.appendingPathComponent("d3/new.txt.placeholder").path) })
+            #expect(
+                await eventually { !FileManager.default.fileExists(atPath: replica.appendingPathComponent("d1/f0.txt.placeholder").path) })
             #expect(listings() == listed, "the store was listed again (\(listed) → \(listings()) pages)")
         } catch {
             server.stop()
