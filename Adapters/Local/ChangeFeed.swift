@@ -22,7 +22,7 @@ import ProviderCore
 ///
 /// The watches start with the first ``anchor()`` (a backend that is only listed never watches
 /// anything). State is guarded by one lock; the thread blocks in `poll(2)` and takes the lock
-/// only to read what the kernel queued, which callers of ``anchor()`` and ``validate(_:prune:)``
+/// only to read what the kernel queued, which callers of ``anchor()`` and ``validate(_:)``
 /// also do first, so they see every change made before they were called.
 final class ChangeFeed: @unchecked Sendable {
     /// One folder that changed.
@@ -98,28 +98,34 @@ final class ChangeFeed: @unchecked Sendable {
         }
     }
 
-    /// Checks an anchor and returns its sequence number; with `prune`, forgets what changed
-    /// before it (the engine asks from its newest anchor only). Blocking.
+    /// Checks an anchor and returns its sequence number. Blocking.
     /// - Throws: `syncAnchorExpired` when the anchor is not this feed's (another process, or
     ///   not an anchor), the feed is off, or the log no longer holds what changed since it.
-    func validate(_ anchor: SyncAnchor, prune: Bool) throws(FileProviderError) -> UInt64 {
+    func validate(_ anchor: SyncAnchor) throws(FileProviderError) -> UInt64 {
         lock.lock()
         defer { lock.unlock() }
         catchUp()
-        let value = try check(anchor)
-        if prune && value > floor {
-            floor = value
-            for (key, entry) in entries where entry.sequence <= value {
+        return try check(anchor)
+    }
+
+    /// Forgets what changed up to `sequence`, which the changes of the whole store were just
+    /// reported up to: the engine asks from there next, and an earlier anchor expires (a sync
+    /// that failed after taking them lists the whole store). A folder reported deleted and
+    /// made again afterwards is then only new (see ``handle(_:)``). Blocking.
+    func reported(upTo sequence: UInt64) {
+        lock.withLock {
+            guard sequence > floor, sequence <= self.sequence else { return }
+            floor = sequence
+            for (key, entry) in entries where entry.sequence <= sequence {
                 size -= 1 + entry.deleted.count
                 entries[key] = nil
             }
         }
-        return value
     }
 
     /// The next folders that changed after `sequence`, at or below `scope` (`nil`: anywhere),
     /// oldest first, at most `limit`; and the current sequence number. Blocking.
-    /// - Throws: `syncAnchorExpired` as ``validate(_:prune:)``, when the log lost changes
+    /// - Throws: `syncAnchorExpired` as ``validate(_:)``, when the log lost changes
     ///   after `sequence` meanwhile.
     func changes(after sequence: UInt64, under scope: String?, limit: Int) throws(FileProviderError)
         -> (entries: [Entry], current: UInt64)

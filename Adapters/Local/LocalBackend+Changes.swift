@@ -53,7 +53,7 @@ extension LocalBackend {
         }
         let feed = self.feed
         var cursor = try await io { () throws(FileProviderError) -> UInt64 in
-            try feed.validate(anchor, prune: scope == nil)
+            try feed.validate(anchor)
         }
         var updated: [Item] = []
         var deleted: [ItemIdentifier] = []
@@ -65,6 +65,7 @@ extension LocalBackend {
                 try feed.changes(after: cursorNow, under: scope, limit: max(1, budget))
             }
             if entries.isEmpty {
+                if scope == nil { try await io { () throws(FileProviderError) -> Void in feed.reported(upTo: current) } }
                 return ChangeSet(
                     updatedItems: updated, deletedIdentifiers: deleted, newAnchor: feed.encode(current), moreComing: false,
                     refused: refused)
@@ -97,6 +98,8 @@ extension LocalBackend {
                 }
                 cursor = entry.sequence
                 if updated.count + deleted.count >= Self.changeBatchSize || foldersListed >= Self.changeBatchFolders {
+                    let reached = cursor
+                    if scope == nil { try await io { () throws(FileProviderError) -> Void in feed.reported(upTo: reached) } }
                     return ChangeSet(
                         updatedItems: updated, deletedIdentifiers: deleted, newAnchor: feed.encode(cursor), moreComing: true,
                         refused: refused)

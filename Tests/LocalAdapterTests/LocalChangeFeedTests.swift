@@ -78,14 +78,12 @@ struct LocalChangeFeedTests {
             for index in 0..<40 { try write("\(index)", to: outside.path + "/tree/a/file\(index).txt") }
             let anchor = try await backend.currentSyncAnchor(for: .workingSet)
             #expect(rename(outside.path + "/tree", root + "/tree") == 0)
-            // Made in the new folder after it moved in: seen through the folder's new watch.
             let before = try await changes(backend, from: anchor)
-            try write("later", to: root + "/tree/a/b/later.txt")
-            let result = try await changes(backend, from: anchor)
-            for path in ["tree", "tree/a", "tree/a/b", "tree/a/b/deep.txt", "tree/a/file39.txt", "tree/a/b/later.txt"] {
-                #expect(result.updated[path] != nil, "\(path) is not in the changes")
+            for path in ["tree", "tree/a", "tree/a/b", "tree/a/b/deep.txt", "tree/a/file39.txt"] {
+                #expect(before.updated[path] != nil, "\(path) is not in the changes")
             }
-            #expect(before.updated["tree/a/b/deep.txt"] != nil)
+            // Made in the new folder after it moved in: seen through the folder's new watch.
+            try write("later", to: root + "/tree/a/b/later.txt")
             let after = try await changes(backend, from: before.anchor)
             #expect(after.updated["tree/a/b/later.txt"] != nil, "a file made in a folder that moved in is not seen")
         }
@@ -165,6 +163,23 @@ struct LocalChangeFeedTests {
                 _ = try await backend.enumerateChanges(in: .workingSet, from: anchor)
             }
             #expect(error?.code == .syncAnchorExpired)
+        }
+    }
+
+    /// Once the engine was told a folder is gone, a new one under its name is only new.
+    @Test func aFolderMadeAgainAfterItsDeletionWasReportedIsNew() async throws {
+        try await withBackend { backend, folder in
+            let root = folder.path
+            try FileManager.default.createDirectory(atPath: root + "/box", withIntermediateDirectories: true)
+            let anchor = try await backend.currentSyncAnchor(for: .workingSet)
+            try FileManager.default.removeItem(atPath: root + "/box")
+            let first = try await changes(backend, from: anchor)
+            #expect(first.deleted == ["box"])
+            try FileManager.default.createDirectory(atPath: root + "/box", withIntermediateDirectories: true)
+            try write("new", to: root + "/box/new.txt")
+            let second = try await changes(backend, from: first.anchor)
+            #expect(second.updated["box"]?.kind == .folder)
+            #expect(second.updated["box/new.txt"] != nil)
         }
     }
 
