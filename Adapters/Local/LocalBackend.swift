@@ -21,11 +21,13 @@ public final class LocalBackend: Backend {
     let root: FileHandleFD
     let executor: BlockingExecutor
     let listings = ListingCache()
+    /// The change feed (``ChangeFeed``); it watches nothing until the first anchor is asked for.
+    let feed: ChangeFeed
     /// Where the backend tells what it did on its own (abandoned staging files it removed).
     static let logger = Logger(label: "fileprovider.local")
 
     public let capabilities = BackendCapabilities(
-        hasChangeFeed: false, supportsThumbnails: false, supportsRangedReads: true,
+        hasChangeFeed: true, supportsThumbnails: false, supportsRangedReads: true,
         supportsServerSideMove: true, supportsConditionalWrites: false, supportsSymlinks: true,
         creatableKinds: [.file, .folder, .symlink], identifiersArePathDerived: true)
 
@@ -57,14 +59,22 @@ public final class LocalBackend: Backend {
         }
         self.rootPath = rootPath
         self.pageSize = pageSize
-        self.root = FileHandleFD(fd)
+        let root = FileHandleFD(fd)
+        self.root = root
+        self.feed = ChangeFeed(root: root, rootPath: rootPath)
         self.executor = BlockingExecutor(name: "local-backend", threads: max(1, threads))
     }
 
-    deinit { executor.shutDown() }
+    deinit {
+        executor.shutDown()
+        feed.stop()
+    }
 
-    /// Stops the backend's threads once queued work is done.
-    public func close() async { executor.shutDown() }
+    /// Stops the backend's threads once queued work is done, and the change feed's watches.
+    public func close() async {
+        executor.shutDown()
+        feed.stop()
+    }
 
     /// Runs file I/O on the backend's threads.
     func io<T: Sendable>(_ body: @escaping @Sendable () throws(FileProviderError) -> T)

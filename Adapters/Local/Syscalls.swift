@@ -398,3 +398,168 @@ struct Copier {
         return offset
     }
 }
+
+/// A raw inotify event: the watch, the mask and the child's name bytes (empty for an event
+/// about the watched folder itself).
+struct RawInotifyEvent {
+    var watch: Int32
+    var mask: UInt32
+    var name: [UInt8]
+
+    func has(_ flag: Int32) -> Bool { mask & UInt32(bitPattern: flag) != 0 }
+}
+
+/// An inotify descriptor (non-blocking) with a wake-up pipe, for the change feed's thread.
+///
+/// ``wait()`` blocks in `poll(2)` and runs only on the feed's own thread; everything else
+/// reads without blocking.
+final class InotifyFD: @unchecked Sendable {
+    /// Why ``addWatch(_:)`` failed.
+    enum WatchFailure: Error {
+        /// The folder is gone, or is no longer a folder (a race with the store's users).
+        case gone
+        /// The kernel's limit `fs.inotify.max_user_watches` is reached.
+        case limitReached
+        /// Another reason, in words.
+        case other(String)
+    }
+
+    private let fd: Int32
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+    private var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+
+    /// - Throws: `localIOFailure` when the kernel refuses (too many inotify instances).
+    init() throws(FileProviderError) {
+        fd = inotify_init1(Int32(O_CLOEXEC | O_NONBLOCK))
+        if fd < 0 { throw POSIXError.error("cannot start inotify for", path: "the local store") }
+        var ends: [Int32] = [-1, -1]
+        if pipe(&ends) != 0 {
+            let error = POSIXError.error("cannot create the wake-up pipe for", path: "inotify")
+            Glibc.close(fd)
+            throw error
+        }
+        wakeRead = ends[0]
+        wakeWrite = ends[1]
+        for end in ends {
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+        }
+    }
+
+    deinit {
+        Glibc.close(fd)
+        Glibc.close(wakeRead)
+        Glibc.close(wakeWrite)
+    }
+
+    /// Watches the folder open as `folder` (through `/proc/self/fd`, so exactly that folder,
+    /// whatever its path has become); returns the watch descriptor, the same one for a folder
+    /// watched already.
+    func addWatch(_ folder: FileHandleFD, mask: UInt32) -> Result<Int32, WatchFailure> {
+        let watch = inotify_add_watch(fd, "/proc/self/fd/\(folder.fd)", mask | UInt32(IN_ONLYDIR))
+        if watch >= 0 { return .success(watch) }
+        switch errno {
+        case ENOSPC: return .failure(.limitReached)
+        case ENOENT, ENOTDIR: return .failure(.gone)
+        case let code: return .failure(.other(String(cString: strerror(code))))
+        }
+    }
+
+    /// Stops a watch; one the kernel dropped already is fine.
+    func removeWatch(_ watch: Int32) { _ = inotify_rm_watch(fd, watch) }
+
+    /// Waits until events are queued or ``wake()`` is called. Blocking: only the feed's thread.
+    func wait() {
+        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+        while poll(&fds, 2, -1) < 0 && errno == EINTR {}
+        if fds[1].revents != 0 {
+            var drain = [UInt8](repeating: 0, count: 64)
+            while Glibc.read(wakeRead, &drain, drain.count) > 0 {}
+        }
+    }
+
+    /// Makes a waiting (or the next) ``wait()`` return. Any thread.
+    func wake() {
+        var byte: UInt8 = 1
+        _ = Glibc.write(wakeWrite, &byte, 1)
+    }
+
+    /// The events queued now, without waiting; `nil` when reading fails.
+    func drain() -> [RawInotifyEvent]? {
+        var events: [RawInotifyEvent] = []
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return errno == EAGAIN ? events : nil
+            }
+            if count == 0 { return events }
+            Self.parse(buffer, count: count, into: &events)
+        }
+    }
+
+    /// Splits a buffer of `struct inotify_event` records.
+    private static func parse(_ buffer: [UInt8], count: Int, into events: inout [RawInotifyEvent]) {
+        let header = 16
+        buffer.withUnsafeBytes { raw in
+            var offset = 0
+            while offset + header <= count {
+                let watch = raw.loadUnaligned(fromByteOffset: offset, as: Int32.self)
+                let mask = raw.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
+                let length = Int(raw.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
+                var name: [UInt8] = []
+                if length > 0, offset + header + length <= count {
+                    let bytes = raw[(offset + header)..<(offset + header + length)]
+                    name = Array(bytes[bytes.startIndex..<(bytes.firstIndex(of: 0) ?? bytes.endIndex)])
+                }
+                events.append(RawInotifyEvent(watch: watch, mask: mask, name: name))
+                offset += header + length
+            }
+        }
+    }
+}
+
+extension FileHandleFD {
+    /// The names of the folders directly inside this folder (by the entry's type; `lstat` when
+    /// the file system does not say), never symlinks.
+    func subfolderNames(displayPath: String) throws(FileProviderError) -> [[UInt8]] {
+        let copy = Glibc.dup(fd)
+        if copy == -1 { throw POSIXError.error("dup", path: displayPath) }
+        guard let dir = Glibc.fdopendir(copy) else {
+            let error = POSIXError.error("opendir", path: displayPath)
+            Glibc.close(copy)
+            throw error
+        }
+        defer { Glibc.closedir(dir) }
+        Glibc.rewinddir(dir)
+        var names: [[UInt8]] = []
+        while true {
+            errno = 0
+            guard let entry = Glibc.readdir(dir) else {
+                if errno != 0 { throw POSIXError.error("readdir", path: displayPath) }
+                break
+            }
+            let type = Int32(entry.pointee.d_type)
+            guard type == Int32(DT_DIR) || type == Int32(DT_UNKNOWN) else { continue }
+            let name: [UInt8]? = withUnsafeBytes(of: &entry.pointee.d_name) { raw in
+                let bytes = raw.bindMemory(to: UInt8.self)
+                let length = bytes.firstIndex(of: 0) ?? bytes.count
+                if bytes[0] == 0x2E && (length == 1 || (length == 2 && bytes[1] == 0x2E)) { return nil }
+                return Array(bytes[0..<length])
+            }
+            guard let name else { continue }
+            if type == Int32(DT_UNKNOWN) {
+                var info = Glibc.stat()
+                let isFolder = (name + [0]).withUnsafeBufferPointer { pointer in
+                    pointer.withMemoryRebound(to: CChar.self) {
+                        Glibc.fstatat(fd, $0.baseAddress!, &info, AT_SYMLINK_NOFOLLOW) == 0 && info.st_mode & S_IFMT == S_IFDIR
+                    }
+                }
+                if !isFolder { continue }
+            }
+            names.append(name)
+        }
+        return names
+    }
+}

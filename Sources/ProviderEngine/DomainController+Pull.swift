@@ -105,14 +105,19 @@ extension DomainController {
                     feedPass.sweeps = false
                     let newAnchor = try await pullChanges(from: anchor, pass: &feedPass, report: &report, events: events)
                     try await settle(&feedPass, report: &report)
-                    try store.setSyncAnchor(newAnchor, domainID: domainID, container: .workingSet)
+                    if newAnchor != anchor { try store.setSyncAnchor(newAnchor, domainID: domainID, container: .workingSet) }
+                    feedAnchor.withLock { $0 = newAnchor }
                     report.phases.database = feedPass.databaseSeconds
                     report.phases.replica = Date().timeIntervalSince(started) - feedPass.databaseSeconds
                     try await downloadDue(&feedPass, report: &report, events: events)
                     return
                 } catch where error.code == .syncAnchorExpired {
                     // The feed forgot the anchor (or could not place a change): list everything.
-                    report.notices.append("\(display("")): \(error.message); listing the whole store")
+                    // An anchor an earlier process stored is expected to expire with a feed
+                    // that lives in the process (the local store's): not worth a notice.
+                    if feedAnchor.withLock({ $0 }) == anchor {
+                        report.notices.append("\(display("")): \(error.message); listing the whole store")
+                    }
                     try store.setSyncAnchor(nil, domainID: domainID, container: .workingSet)
                 }
             }
@@ -177,6 +182,7 @@ extension DomainController {
         report.phases.replica = Date().timeIntervalSince(started) - listingSeconds - pass.databaseSeconds
         if let anchorAfterWalk, pass.failedFolders.isEmpty {
             try store.setSyncAnchor(anchorAfterWalk, domainID: domainID, container: .workingSet)
+            feedAnchor.withLock { $0 = anchorAfterWalk }
         }
         try await downloadDue(&pass, report: &report, events: events)
     }

@@ -45,6 +45,9 @@ public final class DomainController: Sendable {
     /// The marker of an unfinished conversion of the domain's replica mode (see
     /// ``ProviderManager/convertDomain(named:to:events:)``).
     let conversionMarkerPath: String
+    /// The change-feed anchor this controller last stored: an expired anchor it did not get
+    /// from its own backend (an earlier process's) is expected, and not reported.
+    let feedAnchor = Mutex<SyncAnchor?>(nil)
 
     init(domain: DomainRecord, backend: any Backend, manager: ProviderManager, downloadDepth: Int = 8) throws(FileProviderError) {
         guard let id = domain.id else { throw FileProviderError(.providerDomainNotFound, "domain \(domain.name) has no id") }

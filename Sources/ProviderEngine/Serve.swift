@@ -187,6 +187,9 @@ public final class Server: Sendable {
         var nextFullScan = Date()
         /// The domain was disconnected (and this was logged).
         var disconnected = false
+        /// How many folders and dataless folders the domain had when its dataless folders were
+        /// last marked (see ``watchDatalessFolders(of:)``).
+        var markedFolders: [Int]?
     }
 
     private func runDomain(_ name: String) async {
@@ -300,7 +303,15 @@ public final class Server: Sendable {
                     }
                 }, upload: true, settleSeconds: options.settleSeconds, changes: changes)
             logger.info("\(name): \(Self.summary(report))")
-            watchDatalessFolders(of: controller.domain)
+            // Only sync down makes folders dataless (this process's or another's, whose work
+            // shows in the counters): a sync that changed nothing leaves the marks as they are
+            // (reading every dataless folder of a large domain and marking each one again was
+            // most of what an idle poll cost).
+            let folders = (try? manager.store.summary(domainID: controller.domainID)).map { [$0.folders, $0.datalessFolders] }
+            if report.added + report.updated + report.moved + report.deleted > 0 || folders == nil || folders != state.markedFolders {
+                watchDatalessFolders(of: controller.domain)
+                state.markedFolders = folders
+            }
             for notice in report.notices { logger.warning("\(notice)") }
             if !report.pendingLocal.isEmpty {
                 state.settleRecheck = Date().addingTimeInterval(options.settleSeconds + 0.05)

@@ -65,6 +65,30 @@ extension BackendConformance {
             let inFolder = try await changes(c, in: folder.identifier, from: folderAnchor)
             try c.expect(inFolder.updated.contains { $0.identifier.isExactly(child.identifier) }, "a folder's feed misses a new child")
         }),
+        ("changeFeedReportsMoves", { c in
+            guard c.capabilities.hasChangeFeed else { return }
+            let box = try await c.createFolder("box")
+            _ = try await c.createFile("inside", in: box.identifier)
+            let loose = try await c.createFile("loose")
+            let target = try await c.createFolder("target")
+            let anchor = try await c.backend.currentSyncAnchor(for: .workingSet)
+            let renamed = try await c.rename(loose, to: "renamed")
+            let moved = try await c.move(box, to: target.identifier)
+            let result = try await changes(c, in: .workingSet, from: anchor)
+            func updated(_ identifier: ItemIdentifier) -> Item? { result.updated.last { $0.identifier.isExactly(identifier) } }
+            try c.expect(updated(renamed.identifier)?.filename == "renamed", "a renamed file is not in the changes under its new name")
+            try c.expect(
+                updated(moved.identifier)?.parentIdentifier.isExactly(target.identifier) == true,
+                "a moved folder is not in the changes in its new folder")
+            guard c.capabilities.identifiersArePathDerived else { return }
+            try c.expect(result.deleted.contains { $0.isExactly(loose.identifier) }, "a renamed file's old identifier is not deleted")
+            try c.expect(result.deleted.contains { $0.isExactly(box.identifier) }, "a moved folder's old identifier is not deleted")
+            // Below a moved folder every identifier is new: the feed names them all.
+            guard let inside = try await c.child("inside", in: moved.identifier) else {
+                throw c.failure("the moved folder lost its file")
+            }
+            try c.expect(updated(inside.identifier) != nil, "a file inside a moved folder is not in the changes under its new identifier")
+        }),
         ("changeFeedRejectsUnknownAnchor", { c in
             let garbage = SyncAnchor(Data("not an anchor of this store".utf8))
             guard c.capabilities.hasChangeFeed else {
