@@ -52,7 +52,10 @@ let package = Package(
             path: "Adapters/SFTP"),
         .systemLibrary(
             name: "CCurl", path: "Adapters/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
-        .target(name: "MediaAPIAdapter", dependencies: ["ProviderCore", "CCurl"], path: "Adapters/MediaAPI"),
+        // Shared adapter plumbing (Adapters/Kit): the libcurl HTTP client, session pools,
+        // cancellation. Adapters import it; the engine, store and CLI never need to.
+        .target(name: "AdapterKit", dependencies: ["ProviderCore", "CCurl"], path: "Adapters/Kit"),
+        .target(name: "MediaAPIAdapter", dependencies: ["ProviderCore", "AdapterKit"], path: "Adapters/MediaAPI"),
         // libgd is loaded with dlopen on first use (see Sources/CGD); its headers come from
         // apt's libgd-dev.
         .target(name: "CGD", linkerSettings: [.linkedLibrary("dl")]),
