@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "LocalAdapter", targets: ["LocalAdapter"]),
         .library(name: "SFTPAdapter", targets: ["SFTPAdapter"]),
         .library(name: "MediaAPIAdapter", targets: ["MediaAPIAdapter"]),
+        .library(name: "WebDAVAdapter", targets: ["WebDAVAdapter"]),
         .library(name: "Thumbnails", targets: ["Thumbnails"]),
         .executable(name: "media-server", targets: ["media-server"]),
         .executable(name: "fileproviderctl", targets: ["fileproviderctl"]),
@@ -56,6 +57,7 @@ let package = Package(
         // cancellation. Adapters import it; the engine, store and CLI never need to.
         .target(name: "AdapterKit", dependencies: ["ProviderCore", "CCurl"], path: "Adapters/Kit"),
         .target(name: "MediaAPIAdapter", dependencies: ["ProviderCore", "AdapterKit"], path: "Adapters/MediaAPI"),
+        .target(name: "WebDAVAdapter", dependencies: ["ProviderCore", "AdapterKit"], path: "Adapters/WebDAV"),
         // libgd is loaded with dlopen on first use (see Sources/CGD); its headers come from
         // apt's libgd-dev.
         .target(name: "CGD", linkerSettings: [.linkedLibrary("dl")]),
@@ -71,7 +73,7 @@ let package = Package(
             name: "fileproviderctl",
             dependencies: [
                 "ProviderCore", "ProviderStore", "ProviderEngine", "LocalAdapter", "SFTPAdapter",
-                "MediaAPIAdapter", "CSystemShims",
+                "MediaAPIAdapter", "WebDAVAdapter", "CSystemShims",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -101,6 +103,9 @@ let package = Package(
         .testTarget(name: "CLITests", dependencies: ["ProviderCore", "ProviderStore", "ProviderTesting"]),
         .testTarget(
             name: "SFTPAdapterTests", dependencies: ["SFTPAdapter", "ProviderCore", "ProviderTesting"]
+        ),
+        .testTarget(
+            name: "WebDAVAdapterTests", dependencies: ["WebDAVAdapter", "ProviderCore", "ProviderTesting"]
         ),
         .testTarget(
             name: "MediaAPIAdapterTests",
