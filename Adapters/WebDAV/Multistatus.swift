@@ -44,6 +44,8 @@ final class MultistatusParser: NSObject, XMLParserDelegate {
     let limit: Int
     private(set) var responses: [DAVResponse] = []
     private(set) var tooMany = false
+    /// `</multistatus>` was read: the reply is complete.
+    private(set) var complete = false
     private var current: DAVResponse?
     /// The properties of the propstat being read, applied only when its status is 200.
     private var pending = DAVResponse()
@@ -68,6 +70,9 @@ final class MultistatusParser: NSObject, XMLParserDelegate {
         guard ok else {
             let detail = parser.parserError.map { "\($0)" } ?? "unknown error"
             throw MultistatusError(message: "the reply is not well-formed XML (\(detail.prefix(200)))")
+        }
+        guard delegate.complete else {
+            throw MultistatusError(message: "the reply is not a complete multistatus body (no </multistatus>)")
         }
         return delegate.responses
     }
@@ -134,6 +139,7 @@ final class MultistatusParser: NSObject, XMLParserDelegate {
         case "response":
             if let current { responses.append(current) }
             current = nil
+        case "multistatus": complete = true
         default: break
         }
     }

@@ -73,8 +73,10 @@ public final class ApacheDAVServer: @unchecked Sendable {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
             // Apache in the foreground; when this process's pipe closes, it is stopped by pid.
+            // The shell ends when Apache does (so a failed start is seen at once).
             process.arguments = [
-                "-c", "\"$0\" -f \"$1\" -DFOREGROUND & pid=$!; cat >/dev/null; kill $pid; wait $pid", Self.binary, config.path,
+                "-c", "\"$0\" -f \"$1\" -DFOREGROUND & pid=$!; (cat >/dev/null; kill $pid 2>/dev/null) & wait $pid",
+                Self.binary, config.path,
             ]
             let input = Pipe()
             process.standardInput = input
@@ -167,6 +169,7 @@ public final class ApacheDAVServer: @unchecked Sendable {
             LoadModule authn_core_module \(modules)/mod_authn_core.so
             LoadModule authn_file_module \(modules)/mod_authn_file.so
             LoadModule auth_basic_module \(modules)/mod_auth_basic.so
+            LoadModule authz_user_module \(modules)/mod_authz_user.so
             LoadModule mime_module \(modules)/mod_mime.so
             TypesConfig /etc/mime.types
             LoadModule dav_module \(modules)/mod_dav.so
