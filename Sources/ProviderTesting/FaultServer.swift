@@ -35,6 +35,7 @@ public final class FaultServer: @unchecked Sendable {
     private let lock = NSLock()
     private var handler: (Request) -> Action
     private var log: [Request] = []
+    private var stopped = false
 
     /// Starts listening on a free port of 127.0.0.1.
     ///
@@ -65,8 +66,14 @@ public final class FaultServer: @unchecked Sendable {
 
     public var url: String { "http://127.0.0.1:\(port)" }
 
-    /// Stops accepting connections.
+    /// Stops accepting connections. Only the first call closes the listening socket: a second
+    /// `close` of the number would close whatever another thread has opened under it since.
     public func stop() {
+        let first: Bool = lock.withLock {
+            defer { stopped = true }
+            return !stopped
+        }
+        guard first else { return }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
     }
