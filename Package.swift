@@ -49,7 +49,7 @@ let package = Package(
         .systemLibrary(
             name: "CLibSSH2", path: "Adapters/CLibSSH2", pkgConfig: "libssh2", providers: [.apt(["libssh2-1-dev"])]),
         .target(
-            name: "SFTPAdapter", dependencies: ["ProviderCore", "CLibSSH2", .product(name: "Logging", package: "swift-log")],
+            name: "SFTPAdapter", dependencies: ["ProviderCore", "AdapterKit", "CLibSSH2", .product(name: "Logging", package: "swift-log")],
             path: "Adapters/SFTP"),
         .systemLibrary(
             name: "CCurl", path: "Adapters/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
@@ -102,7 +102,7 @@ let package = Package(
         ),
         .testTarget(name: "CLITests", dependencies: ["ProviderCore", "ProviderStore", "ProviderTesting"]),
         .testTarget(
-            name: "SFTPAdapterTests", dependencies: ["SFTPAdapter", "ProviderCore", "ProviderTesting"]
+            name: "SFTPAdapterTests", dependencies: ["SFTPAdapter", "AdapterKit", "ProviderCore", "ProviderTesting"]
         ),
         .testTarget(
             name: "WebDAVAdapterTests", dependencies: ["WebDAVAdapter", "ProviderCore", "ProviderTesting"]

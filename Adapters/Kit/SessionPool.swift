@@ -31,6 +31,19 @@ public final class SessionPool<Session: Sendable>: @unchecked Sendable {
         }
     }
 
+    /// Takes up to `count` sessions that are idle now, without waiting (for work that only
+    /// helps when sessions are free); give each back with ``release(_:)``.
+    public func takeIdle(upTo count: Int) -> [Session] {
+        lock.withLock {
+            var taken: [Session] = []
+            while taken.count < count, let session = idle.popLast() { taken.append(session) }
+            return taken
+        }
+    }
+
+    /// Whether a task is waiting for a session (helpers then give theirs back).
+    public var hasWaiters: Bool { lock.withLock { !waiters.isEmpty } }
+
     /// Gives a session back: to the longest waiter, else to the idle ones.
     public func release(_ session: Session) {
         lock.lock()

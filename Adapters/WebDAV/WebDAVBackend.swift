@@ -104,15 +104,8 @@ public final class WebDAVBackend: Backend {
     /// Sends a request on the connection threads; task cancellation aborts the transfer.
     func send(_ request: HTTPRequest) async throws(FileProviderError) -> HTTPReply {
         let flag = CancellationFlag()
-        let client = self.client
-        do {
-            return try await withTaskCancellationHandler {
-                try await client.send(request, cancellation: flag)
-            } onCancel: {
-                flag.cancel()
-            }
-        } catch {
-            throw FileProviderError.wrap(error)
+        return try await withCancellationFlag(flag) { () async throws(FileProviderError) in
+            try await client.send(request, cancellation: flag)
         }
     }
 
