@@ -9,9 +9,12 @@ import Foundation
 ///
 /// The binary is `$APACHE2`, else `/usr/sbin/apache2` (apt `apache2`, see
 /// scripts/install-deps.sh); modules come from `/usr/lib/apache2/modules`. Apache runs in the
-/// foreground under a small shell that kills it by pid when its standard input closes, so no
-/// server outlives a crashed test run. Run as root, Apache serves as `www-data`, so the served
-/// folder belongs to that user.
+/// foreground in a session of its own (`setsid`: its workers are in its process group), under
+/// a small shell. It is stopped with `SIGKILL` to that group (Apache may have inherited a
+/// blocked `SIGTERM` from the test process), by ``stop()``, by the shell when its standard input
+/// closes, and at the test process's exit for the servers a whole run shares, so no server
+/// outlives the tests. Run as root, Apache serves as `www-data`, so the served folder belongs to
+/// that user.
 public final class ApacheDAVServer: @unchecked Sendable {
     /// The folder the server serves at `/`.
     public let root: URL
@@ -27,6 +30,8 @@ public final class ApacheDAVServer: @unchecked Sendable {
     private let lock = NSLock()
     private var stopped = false
     private let owner: (uid: uid_t, gid: gid_t)?
+    /// Apache's process group (its main process's pid, from its pid file).
+    private var group: pid_t?
 
     /// Whether Apache and mod_dav are installed.
     public static var isAvailable: Bool {
@@ -75,7 +80,7 @@ public final class ApacheDAVServer: @unchecked Sendable {
             // Apache in the foreground; when this process's pipe closes, it is stopped by pid.
             // The shell ends when Apache does (so a failed start is seen at once).
             process.arguments = [
-                "-c", "\"$0\" -f \"$1\" -DFOREGROUND & pid=$!; (cat >/dev/null; kill $pid 2>/dev/null) & wait $pid",
+                "-c", "setsid \"$0\" -f \"$1\" -DFOREGROUND & pid=$!; (cat >/dev/null; kill -KILL -- -$pid 2>/dev/null) & wait $pid",
                 Self.binary, config.path,
             ]
             let input = Pipe()
@@ -91,10 +96,13 @@ public final class ApacheDAVServer: @unchecked Sendable {
                 self.exit = exit
                 self.stdin = input
                 self.port = port
+                group = Self.processGroup(folder: folder)
+                if let group = group { Self.register(group) }
                 return
             }
+            if let group = Self.processGroup(folder: folder) { kill(-group, SIGKILL) }
             try? input.fileHandleForWriting.close()
-            if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             exit.wait()
             let text = [log, folder.appendingPathComponent("error.log")].compactMap { try? String(contentsOf: $0, encoding: .utf8) }
                 .joined()
@@ -113,9 +121,45 @@ public final class ApacheDAVServer: @unchecked Sendable {
             return !stopped
         }
         guard first else { return }
+        if let group {
+            kill(-group, SIGKILL)
+            Self.unregister(group)
+        }
         try? stdin.fileHandleForWriting.close()
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         exit.wait()
         try? FileManager.default.removeItem(at: folder)
+    }
+
+    /// The pid in Apache's pid file, its process group (it leads a session of its own); `nil`
+    /// when the file is missing or holds no pid.
+    static func processGroup(folder: URL) -> pid_t? {
+        guard let text = try? String(contentsOf: folder.appendingPathComponent("apache.pid"), encoding: .utf8),
+            let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 1
+        else { return nil }
+        return pid
+    }
+
+    // MARK: Servers still running when the test process exits
+
+    nonisolated(unsafe) private static var running = Set<pid_t>()
+    private static let runningLock = NSLock()
+    private static let exitHook: Void = {
+        atexit {
+            ApacheDAVServer.runningLock.lock()
+            let groups = ApacheDAVServer.running
+            ApacheDAVServer.runningLock.unlock()
+            for group in groups { kill(-group, SIGKILL) }
+        }
+    }()
+
+    private static func register(_ group: pid_t) {
+        _ = exitHook
+        runningLock.withLock { _ = running.insert(group) }
+    }
+
+    private static func unregister(_ group: pid_t) {
+        runningLock.withLock { _ = running.remove(group) }
     }
 
     /// Makes a new empty folder in the served root and returns its URL, for a test that needs
