@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "LocalAdapter", targets: ["LocalAdapter"]),
         .library(name: "SFTPAdapter", targets: ["SFTPAdapter"]),
         .library(name: "MediaAPIAdapter", targets: ["MediaAPIAdapter"]),
+        .library(name: "WebDAVAdapter", targets: ["WebDAVAdapter"]),
         .library(name: "Thumbnails", targets: ["Thumbnails"]),
         .executable(name: "media-server", targets: ["media-server"]),
         .executable(name: "fileproviderctl", targets: ["fileproviderctl"]),
@@ -48,11 +49,15 @@ let package = Package(
         .systemLibrary(
             name: "CLibSSH2", path: "Adapters/CLibSSH2", pkgConfig: "libssh2", providers: [.apt(["libssh2-1-dev"])]),
         .target(
-            name: "SFTPAdapter", dependencies: ["ProviderCore", "CLibSSH2", .product(name: "Logging", package: "swift-log")],
+            name: "SFTPAdapter", dependencies: ["ProviderCore", "AdapterKit", "CLibSSH2", .product(name: "Logging", package: "swift-log")],
             path: "Adapters/SFTP"),
         .systemLibrary(
             name: "CCurl", path: "Adapters/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
-        .target(name: "MediaAPIAdapter", dependencies: ["ProviderCore", "CCurl"], path: "Adapters/MediaAPI"),
+        // Shared adapter plumbing (Adapters/Kit): the libcurl HTTP client, session pools,
+        // cancellation. Adapters import it; the engine, store and CLI never need to.
+        .target(name: "AdapterKit", dependencies: ["ProviderCore", "CCurl"], path: "Adapters/Kit"),
+        .target(name: "MediaAPIAdapter", dependencies: ["ProviderCore", "AdapterKit"], path: "Adapters/MediaAPI"),
+        .target(name: "WebDAVAdapter", dependencies: ["ProviderCore", "AdapterKit"], path: "Adapters/WebDAV"),
         // libgd is loaded with dlopen on first use (see Sources/CGD); its headers come from
         // apt's libgd-dev.
         .target(name: "CGD", linkerSettings: [.linkedLibrary("dl")]),
@@ -68,7 +73,7 @@ let package = Package(
             name: "fileproviderctl",
             dependencies: [
                 "ProviderCore", "ProviderStore", "ProviderEngine", "LocalAdapter", "SFTPAdapter",
-                "MediaAPIAdapter", "CSystemShims",
+                "MediaAPIAdapter", "WebDAVAdapter", "CSystemShims",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -97,7 +102,10 @@ let package = Package(
         ),
         .testTarget(name: "CLITests", dependencies: ["ProviderCore", "ProviderStore", "ProviderTesting"]),
         .testTarget(
-            name: "SFTPAdapterTests", dependencies: ["SFTPAdapter", "ProviderCore", "ProviderTesting"]
+            name: "SFTPAdapterTests", dependencies: ["SFTPAdapter", "AdapterKit", "ProviderCore", "ProviderTesting"]
+        ),
+        .testTarget(
+            name: "WebDAVAdapterTests", dependencies: ["WebDAVAdapter", "ProviderCore", "ProviderTesting"]
         ),
         .testTarget(
             name: "MediaAPIAdapterTests",

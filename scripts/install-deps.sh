@@ -7,7 +7,8 @@ set -euo pipefail
 PACKAGES=(
     libsqlite3-dev       # ProviderStore (GRDB links the system SQLite)
     libssh2-1-dev        # Adapters/SFTP via CLibSSH2
-    libcurl4-openssl-dev # Adapters/MediaAPI via CCurl
+    libcurl4-openssl-dev # Adapters/Kit (the HTTP client of MediaAPI and WebDAV) via CCurl
+    apache2              # loopback Apache mod_dav for the WebDAV adapter tests
     libgd-dev            # Thumbnails via CGD (media-server, engine thumbnails)
     pkg-config           # system library targets
     openssh-server       # loopback sshd for the SFTP adapter tests

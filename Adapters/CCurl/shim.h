@@ -3,7 +3,7 @@
 #include <curl/curl.h>
 
 // Typed wrappers for libcurl's variadic calls, which Swift cannot call directly.
-// Only MediaAPIAdapter's Client.swift uses them.
+// Only the adapter kit (Adapters/Kit, HTTPConnection.swift) uses them.
 
 typedef size_t (*fp_curl_data_callback)(char *buffer, size_t size, size_t count, void *userdata);
 typedef int (*fp_curl_xferinfo_callback)(void *userdata, curl_off_t download_total, curl_off_t download_now,
@@ -44,6 +44,16 @@ static inline CURLcode fp_curl_getinfo_long(CURL *handle, CURLINFO info, long *v
 static inline CURLcode fp_curl_getinfo_off(CURL *handle, CURLINFO info, curl_off_t *value) {
     return curl_easy_getinfo(handle, info, value);
 }
+
+/// CURLOPT_COPYPOSTFIELDS from bytes that need not end in NUL (the size must be set first
+/// with CURLOPT_POSTFIELDSIZE).
+static inline CURLcode fp_curl_setopt_copy_bytes(CURL *handle, const void *bytes, size_t count) {
+    (void)count;
+    return curl_easy_setopt(handle, CURLOPT_COPYPOSTFIELDS, bytes);
+}
+
+/// CURLAUTH_BASIC, a macro Swift does not import.
+static inline unsigned long fp_curl_auth_basic(void) { return CURLAUTH_BASIC; }
 
 /// CURL_READFUNC_ABORT, a macro Swift does not import.
 static inline size_t fp_curl_read_abort(void) { return CURL_READFUNC_ABORT; }

@@ -1,3 +1,4 @@
+import AdapterKit
 import Foundation
 import ProviderCore
 
@@ -136,12 +137,14 @@ extension MediaBackend {
         if let limit = capabilities.maximumUploadSize, size > limit {
             throw FileProviderError(
                 .notSupported,
-                "\(path.display) is \(Self.mebibytes(size)); this media server accepts files up to \(Self.mebibytes(limit)) and would keep a truncated copy, so it was not sent")
+                "\(path.display) is \(Self.mebibytes(size)); this media server accepts files up to \(Self.mebibytes(limit)) and would keep a truncated copy, so it was not sent"
+            )
         }
         if dialect == .original && !Self.isOriginalImageName(path.name) {
             throw FileProviderError(
                 .notSupported,
-                "\(path.display) is not a .jpg, .jpeg or .png file; this media server lists images only, so it would be invisible and was not sent")
+                "\(path.display) is not a .jpg, .jpeg or .png file; this media server lists images only, so it would be invisible and was not sent"
+            )
         }
     }
 
@@ -190,7 +193,8 @@ extension MediaBackend {
         guard probe.size == size else {
             if isNew { await removeQuietly(path) }
             throw FileProviderError(
-                .corruptData, "the server kept \(probe.size) of the \(size) bytes sent for \(path.display)\(isNew ? "; the short copy was removed" : "")")
+                .corruptData,
+                "the server kept \(probe.size) of the \(size) bytes sent for \(path.display)\(isNew ? "; the short copy was removed" : "")")
         }
         return originalFile(path, probe)
     }

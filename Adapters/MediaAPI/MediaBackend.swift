@@ -1,3 +1,4 @@
+import AdapterKit
 import Foundation
 import ProviderCore
 
@@ -87,10 +88,12 @@ public final class MediaBackend: Backend {
             }
             names.append(name)
         }
-        let client = try HTTPClient(
-            settings: ClientSettings(
-                baseURL: base, token: token, caFile: caFile, connectTimeout: connectTimeout, stallTimeout: timeout,
-                connections: connections, retries: retries))
+        var settings = ClientSettings(
+            baseURL: base, token: token, caFile: caFile, connectTimeout: connectTimeout, stallTimeout: timeout,
+            connections: connections, retries: retries)
+        settings.authenticationHint = "check the bearer token (--token-env)"
+        settings.threadName = "media-http"
+        let client = try HTTPClient(settings: settings)
         let document: CapabilitiesDocument?
         do {
             document = try await Self.discover(client)
@@ -157,15 +160,8 @@ public final class MediaBackend: Backend {
     /// Sends a request on the connection threads; task cancellation aborts the transfer.
     func send(_ request: HTTPRequest) async throws(FileProviderError) -> HTTPReply {
         let flag = CancellationFlag()
-        let client = self.client
-        do {
-            return try await withTaskCancellationHandler {
-                try await client.send(request, cancellation: flag)
-            } onCancel: {
-                flag.cancel()
-            }
-        } catch {
-            throw FileProviderError.wrap(error)
+        return try await withCancellationFlag(flag) { () async throws(FileProviderError) in
+            try await client.send(request, cancellation: flag)
         }
     }
 

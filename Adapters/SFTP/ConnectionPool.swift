@@ -1,3 +1,4 @@
+import AdapterKit
 import Foundation
 import ProviderCore
 
@@ -19,44 +20,18 @@ final class ConnectionPool: @unchecked Sendable {
 
     let target: ConnectionTarget
     private let slots: [Slot]
-    private let lock = NSLock()
-    /// Free slots; the most recently used last, so sequential work reuses one connection.
-    private var free: [Slot]
-    private var waiters: [CheckedContinuation<Slot, Never>] = []
+    /// Free slots (the most recently used is taken first, so sequential work reuses one
+    /// connection) and the operations waiting for one.
+    private let pool: SessionPool<Slot>
 
     init(target: ConnectionTarget, size: Int) {
         self.target = target
         slots = (0..<max(1, size)).map { Slot(name: "sftp-\(target.name)-\($0)") }
-        free = slots.reversed()
+        pool = SessionPool(slots.reversed())
     }
 
     deinit {
         for slot in slots { slot.executor.shutDown() }
-    }
-
-    private func acquire() async -> Slot {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Slot, Never>) in
-            lock.lock()
-            if let slot = free.popLast() {
-                lock.unlock()
-                continuation.resume(returning: slot)
-            } else {
-                waiters.append(continuation)
-                lock.unlock()
-            }
-        }
-    }
-
-    private func release(_ slot: Slot) {
-        lock.lock()
-        if waiters.isEmpty {
-            free.append(slot)
-            lock.unlock()
-        } else {
-            let waiter = waiters.removeFirst()
-            lock.unlock()
-            waiter.resume(returning: slot)
-        }
     }
 
     /// Runs `body` with a connection, on that connection's thread.
@@ -67,8 +42,8 @@ final class ConnectionPool: @unchecked Sendable {
         async throws(FileProviderError) -> T
     {
         if Task.isCancelled { throw FileProviderError(.cancelled, "cancelled") }
-        let slot = await acquire()
-        defer { release(slot) }
+        let slot = await pool.acquire()
+        defer { pool.release(slot) }
         let target = self.target
         return try await slot.executor.run { () throws -> T in
             try Self.perform(body, in: slot, target: target)
@@ -107,7 +82,7 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     /// Whether an operation is waiting for a connection: helpers then give theirs back.
-    var hasWaiters: Bool { lock.withLock { !waiters.isEmpty } }
+    var hasWaiters: Bool { pool.hasWaiters }
 
     /// Runs `body` on up to `count` connections that are free now, each on its own thread, and
     /// returns at once; ``HelperGroup/wait()`` blocks until all of them are done.
@@ -120,16 +95,13 @@ final class ConnectionPool: @unchecked Sendable {
     func lend(upTo count: Int, _ body: @escaping @Sendable (SFTPConnection) throws(FileProviderError) -> Void)
         -> HelperGroup
     {
-        var taken: [Slot] = []
-        lock.withLock {
-            while taken.count < count, let slot = free.popLast() { taken.append(slot) }
-        }
+        let taken = pool.takeIdle(upTo: count)
         let group = HelperGroup(count: taken.count)
         let target = self.target
         for slot in taken {
             Task.detached {
                 _ = try? await slot.executor.run { () throws in try Self.perform(body, in: slot, target: target) }
-                self.release(slot)
+                self.pool.release(slot)
                 group.finished()
             }
         }

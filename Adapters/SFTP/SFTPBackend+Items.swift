@@ -145,32 +145,3 @@ extension String {
 extension ItemIdentifier {
     func hasSameBytes(as other: ItemIdentifier) -> Bool { rawValue.hasSameBytes(as: other.rawValue) }
 }
-
-/// Set when the task waiting on blocking work is cancelled; the work checks it between chunks.
-final class CancellationFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var cancelled = false
-
-    func cancel() { lock.withLock { cancelled = true } }
-    var isCancelled: Bool { lock.withLock { cancelled } }
-
-    /// Throws `cancelled` once the flag is set.
-    func check() throws(FileProviderError) {
-        if isCancelled { throw FileProviderError(.cancelled, "cancelled") }
-    }
-}
-
-/// Runs `body`, setting `flag` when the calling task is cancelled.
-func withCancellationFlag<T: Sendable>(
-    _ flag: CancellationFlag, _ body: () async throws(FileProviderError) -> T
-) async throws(FileProviderError) -> T {
-    do {
-        return try await withTaskCancellationHandler {
-            try await body()
-        } onCancel: {
-            flag.cancel()
-        }
-    } catch {
-        throw FileProviderError.wrap(error)
-    }
-}

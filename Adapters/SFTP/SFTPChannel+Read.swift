@@ -1,3 +1,4 @@
+import AdapterKit
 import CLibSSH2
 import Foundation
 import ProviderCore

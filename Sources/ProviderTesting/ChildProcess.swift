@@ -40,8 +40,14 @@ public enum ChildProcess {
     /// this process, in `environment` (this process's when `nil`); returns its pid at once, for
     /// the caller to `waitpid`.
     /// - Throws: `CocoaError.executableLoad` when the program cannot be started.
+    ///
+    /// With `ownSession` the program leads a session (and process group) of its own, so that
+    /// `kill(-pid, …)` reaches what it forks, and starts with no signal blocked and every
+    /// signal's default action (this process's test threads block some, and a child inherits
+    /// that).
     public static func spawn(
-        _ path: String, _ arguments: [String], environment: [String: String]? = nil, output: String, error: String
+        _ path: String, _ arguments: [String], environment: [String: String]? = nil, output: String, error: String,
+        ownSession: Bool = false
     ) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -64,8 +70,22 @@ public enum ChildProcess {
         let variables = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
         let envp: [UnsafeMutablePointer<CChar>?] = variables.map { strdup($0) } + [nil]
         defer { for pointer in envp { free(pointer) } }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        if ownSession {
+            var none = sigset_t()
+            sigemptyset(&none)
+            posix_spawnattr_setsigmask(&attributes, &none)
+            var all = sigset_t()
+            sigfillset(&all)
+            posix_spawnattr_setsigdefault(&attributes, &all)
+            // POSIX_SPAWN_SETSID (glibc 2.26), which Swift's Glibc module does not import.
+            let setSession: Int32 = 0x80
+            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | setSession))
+        }
         var pid: pid_t = 0
-        let result = posix_spawn(&pid, path, &actions, nil, argv, envp)
+        let result = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
         guard result == 0 else {
             throw CocoaError(
                 .executableLoad, userInfo: [NSLocalizedDescriptionKey: "cannot start \(path): \(String(cString: strerror(result)))"])

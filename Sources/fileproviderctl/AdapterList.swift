@@ -2,6 +2,7 @@ import LocalAdapter
 import MediaAPIAdapter
 import ProviderCore
 import SFTPAdapter
+import WebDAVAdapter
 
 /// The one list of built-in adapters. A new backend adds its descriptor here.
 enum AdapterList {
@@ -9,6 +10,7 @@ enum AdapterList {
         LocalBackend.descriptor,
         SFTPBackend.descriptor,
         MediaBackend.descriptor,
+        WebDAVBackend.descriptor,
     ]
 
     static var registry: BackendRegistry { BackendRegistry(descriptors) }

@@ -11,6 +11,7 @@ struct SecretVariableTests {
         ["--backend", "sftp", "--host", "127.0.0.1", "--passphrase-env", "my passphrase"],
         ["--backend", "sftp", "--host", "127.0.0.1", "--password-env=2FAST"],
         ["--backend", "media", "--url", "http://127.0.0.1:9", "--token-env", "tok=secret"],
+        ["--backend", "webdav", "--url", "http://127.0.0.1:9", "--user", "u", "--password-env", "Hunter2-literal-pw!"],
     ])
     func aValueThatIsNotAVariableNameIsRefusedWithoutRepeatingIt(_ options: [String]) async throws {
         let temp = try TemporaryFolder()

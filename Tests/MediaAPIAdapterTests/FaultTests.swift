@@ -2,6 +2,7 @@ import Foundation
 import MediaAPIAdapter
 import ProviderCore
 import ProviderEngine
+import ProviderTesting
 import Testing
 
 /// Faults from a server that speaks the original API: each gives a clear error or a successful
@@ -108,7 +109,7 @@ struct FaultTests {
     /// The stalled reply never ends: without the timeout the download would wait forever (the
     /// time limit ends the test then). The stall is noticed after the timeout, not seconds later.
     @Test(.timeLimit(.minutes(3))) func aStalledTransferTimesOutAndIsRetried() async throws {
-        let server = try Self.server([.stall(body: Self.data, sent: 10_000), nil])
+        let server = try Self.server([.stall(body: Self.data, sent: 10_000, headers: ["Last-Modified": OriginalAPI.lastModified]), nil])
         let backend = try await Self.backend(server, timeout: 1)
         let (error, url, scratch) = try await Self.fetch(backend)
         defer { withExtendedLifetime(scratch) {} }
@@ -120,7 +121,7 @@ struct FaultTests {
     }
 
     @Test func aServerThatKeepsStallingGivesAClearError() async throws {
-        let server = try Self.server([.stall(body: Self.data, sent: 10_000)])
+        let server = try Self.server([.stall(body: Self.data, sent: 10_000, headers: ["Last-Modified": OriginalAPI.lastModified])])
         let backend = try await Self.backend(server, retries: 1, timeout: 1)
         let (error, _, scratch) = try await Self.fetch(backend)
         defer { withExtendedLifetime(scratch) {} }

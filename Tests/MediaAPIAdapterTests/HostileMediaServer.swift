@@ -1,4 +1,5 @@
 import Foundation
+import ProviderTesting
 
 /// Replies of a media server with our extensions that lies, for ``FaultServer``: impossible
 /// numbers in listings (negative sizes, sizes past `Int64` and `UInt64`, fractions, dates in

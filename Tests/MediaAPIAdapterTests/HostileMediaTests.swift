@@ -2,6 +2,7 @@ import Foundation
 import MediaAPIAdapter
 import ProviderCore
 import ProviderEngine
+import ProviderTesting
 import Testing
 
 /// The media adapter and the engine against ``HostileMediaAPI``, a server with our extensions

@@ -4,18 +4,19 @@ import Foundation
     import Glibc
 #endif
 
-/// A tiny HTTP/1.1 server on 127.0.0.1 that speaks the original media API for a few files and
-/// injects faults: a status, a body cut short, a connection reset, a stall. It runs on threads
-/// of its own (blocking POSIX sockets), one per connection.
-final class FaultServer: @unchecked Sendable {
-    struct Request {
-        var method: String
-        var path: String
-        var query: [String: String]
-        var headers: [String: String]
+/// A tiny HTTP/1.1 server on 127.0.0.1 whose every reply a test scripts: the protocol's normal
+/// answers where it wants them (the media API, WebDAV), and faults: a status, a body cut short,
+/// a connection reset, a stall. It runs on threads of its own (blocking POSIX sockets), one
+/// per connection. Request bodies are read and dropped.
+public final class FaultServer: @unchecked Sendable {
+    public struct Request: Sendable {
+        public var method: String
+        public var path: String
+        public var query: [String: String]
+        public var headers: [String: String]
     }
 
-    enum Action {
+    public enum Action {
         /// A full reply.
         case reply(status: Int, headers: [String: String], body: Data)
         /// Headers announcing `body.count` bytes, then only `sent` of them, then close.
@@ -23,19 +24,23 @@ final class FaultServer: @unchecked Sendable {
         /// Close with a TCP reset before answering.
         case reset
         /// Headers and `sent` bytes, then nothing until the client gives up.
-        case stall(body: Data, sent: Int)
+        case stall(body: Data, sent: Int, headers: [String: String] = [:])
         /// A status line and headers exactly as given (no `Content-Length` added), then `body`,
         /// then close: lengths and ranges that lie.
         case raw(status: Int, headers: [(String, String)], body: Data)
     }
 
-    let port: Int
+    public let port: Int
     private let listener: Int32
     private let lock = NSLock()
     private var handler: (Request) -> Action
     private var log: [Request] = []
+    private var stopped = false
 
-    init(handler: @escaping (Request) -> Action) throws {
+    /// Starts listening on a free port of 127.0.0.1.
+    ///
+    /// - Throws: when no socket can be bound.
+    public init(handler: @escaping (Request) -> Action) throws {
         self.handler = handler
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var yes: Int32 = 1
@@ -59,17 +64,24 @@ final class FaultServer: @unchecked Sendable {
 
     deinit { stop() }
 
-    var url: String { "http://127.0.0.1:\(port)" }
+    public var url: String { "http://127.0.0.1:\(port)" }
 
-    func stop() {
+    /// Stops accepting connections. Only the first call closes the listening socket: a second
+    /// `close` of the number would close whatever another thread has opened under it since.
+    public func stop() {
+        let first: Bool = lock.withLock {
+            defer { stopped = true }
+            return !stopped
+        }
+        guard first else { return }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
     }
 
     /// The requests seen so far.
-    var requests: [Request] { lock.withLock { log } }
+    public var requests: [Request] { lock.withLock { log } }
 
-    func setHandler(_ handler: @escaping (Request) -> Action) { lock.withLock { self.handler = handler } }
+    public func setHandler(_ handler: @escaping (Request) -> Action) { lock.withLock { self.handler = handler } }
 
     private func acceptLoop() {
         while true {
@@ -155,8 +167,8 @@ final class FaultServer: @unchecked Sendable {
                 sendAll(client, Array((text + "\r\n").utf8) + Array(body))
                 close(client)
                 return
-            case .stall(let body, let sent):
-                sendHead(client, status: 200, headers: ["Last-Modified": OriginalAPI.lastModified], length: body.count)
+            case .stall(let body, let sent, let extra):
+                sendHead(client, status: 200, headers: extra, length: body.count)
                 sendAll(client, Array(body.prefix(sent)))
                 // Hold the connection until the client gives up and closes it.
                 while recv(client, &chunk, chunk.count, 0) > 0 {}
@@ -180,45 +192,5 @@ final class FaultServer: @unchecked Sendable {
             if count <= 0 { return }
             offset += count
         }
-    }
-}
-
-/// Replies of the original media API for a set of files in its root.
-struct OriginalAPI {
-    var files: [String: Data]
-    var listing: String?
-
-    static let lastModified = "Sat, 01 Jun 2024 10:00:00 GMT"
-
-    /// The normal answer to a request, or `nil` for `GET /file` of a whole file (the
-    /// request a fault applies to).
-    func answer(_ request: FaultServer.Request) -> FaultServer.Action? {
-        switch request.path {
-        case "/":
-            return .reply(status: 200, headers: ["Content-Type": "application/json"], body: Data(#"{"message":"Hello world!"}"#.utf8))
-        case "/media":
-            let body = listing ?? "[" + files.keys.sorted().map { #"{"name":"\#($0)","size":\#(files[$0]!.count)}"# }.joined(separator: ",") + "]"
-            return .reply(status: 200, headers: ["Content-Type": "application/json"], body: Data(body.utf8))
-        case "/file":
-            guard let data = files[request.query["id"] ?? ""] else {
-                return .reply(status: 404, headers: [:], body: Data("404 page not found".utf8))
-            }
-            if let range = request.headers["range"] {
-                let start = Int(range.dropFirst(6).split(separator: "-").first ?? "0") ?? 0
-                let end = range == "bytes=0-0" ? 0 : data.count - 1
-                return .reply(
-                    status: 206,
-                    headers: ["Content-Range": "bytes \(start)-\(end)/\(data.count)", "Last-Modified": Self.lastModified],
-                    body: data.subdata(in: start..<(end + 1)))
-            }
-            return nil
-        default:
-            return .reply(status: 404, headers: [:], body: Data("404 page not found".utf8))
-        }
-    }
-
-    func full(_ request: FaultServer.Request) -> FaultServer.Action {
-        let data = files[request.query["id"] ?? ""] ?? Data()
-        return .reply(status: 200, headers: ["Last-Modified": Self.lastModified], body: data)
     }
 }

@@ -1,0 +1,215 @@
+import CCurl
+import Foundation
+import ProviderCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+// Every libcurl call of the adapters is in this kit: HTTPClient (retries, the pool of
+// connections), HTTPConnection (one easy handle: building a request) and HTTPTransfer (one
+// attempt's callbacks and sinks). An adapter sends an `HTTPRequest` and gets an `HTTPReply` or
+// a `FileProviderError`; it never sees a CURL handle, a CURLcode or a raw status it has not
+// asked for.
+
+/// How the client connects.
+public struct ClientSettings: Sendable {
+    /// The base URL without a trailing slash: `http://127.0.0.1:8080` or `https://host/api`.
+    public var baseURL: String
+    /// A bearer token for `Authorization`, or `nil`.
+    public var token: String?
+    /// A user name and password for HTTP Basic authentication, or `nil`.
+    public var basicCredentials: (user: String, password: String)?
+    /// A netrc file libcurl takes the credentials for the host from, or `nil`.
+    public var netrcFile: String?
+    /// A CA bundle for HTTPS, or `nil` for the system's.
+    public var caFile: String?
+    public var connectTimeout: Double = 10
+    /// Seconds without any byte moving before a transfer is abandoned.
+    public var stallTimeout: Double = 30
+    public var connections: Int = 4
+    /// Retries after the first attempt, for connection errors, 429 and 5xx.
+    public var retries: Int = 4
+    /// The first backoff delay in seconds; doubled on each retry, with jitter.
+    public var backoff: Double = 0.2
+    /// The longest wait between attempts, in seconds, also for `Retry-After`.
+    public var maximumDelay: Double = 30
+    /// Said in the message of a `401`/`403` reply: which option gives the credentials.
+    public var authenticationHint = "check the credentials"
+    /// The name of the connection threads.
+    public var threadName = "http"
+
+    public init(
+        baseURL: String, token: String? = nil, caFile: String? = nil, connectTimeout: Double = 10, stallTimeout: Double = 30,
+        connections: Int = 4, retries: Int = 4
+    ) {
+        self.baseURL = baseURL
+        self.token = token
+        self.caFile = caFile
+        self.connectTimeout = connectTimeout
+        self.stallTimeout = stallTimeout
+        self.connections = connections
+        self.retries = retries
+    }
+}
+
+/// An HTTP/1.1 client on libcurl: a pool of connections, each a reused easy handle (keep-alive)
+/// on a thread of its own, never on Swift's cooperative pool.
+public final class HTTPClient: Sendable {
+    public let settings: ClientSettings
+    private let pool: SessionPool<HTTPConnection>
+
+    private static let globalInit: CURLcode = curl_global_init(Int(CURL_GLOBAL_ALL))
+
+    /// The version of the libcurl this process loaded and its TLS library, from `curl_version()`
+    /// (`libcurl/8.5.0 OpenSSL/3.0.13 zlib/…`): `8.5.0 (OpenSSL/3.0.13)`; `unknown` when it says
+    /// nothing usable.
+    public static var libraryVersion: String {
+        guard let text = curl_version().map({ String(cString: $0) }) else { return "unknown" }
+        let words = text.split(separator: " ")
+        guard let first = words.first, first.hasPrefix("libcurl/") else { return "unknown" }
+        let version = String(first.dropFirst("libcurl/".count))
+        let tls = words.dropFirst().first { word in
+            ["OpenSSL/", "GnuTLS/", "mbedTLS/", "wolfSSL/", "BoringSSL", "LibreSSL/", "rustls"].contains { word.hasPrefix($0) }
+        }
+        return tls.map { "\(version) (\($0))" } ?? version
+    }
+
+    /// - Throws: `invalidArgument` when libcurl cannot be set up.
+    public init(settings: ClientSettings) throws(FileProviderError) {
+        guard Self.globalInit == CURLE_OK else {
+            throw FileProviderError(.invalidArgument, "libcurl could not be initialized")
+        }
+        self.settings = settings
+        var connections: [HTTPConnection] = []
+        for index in 0..<max(1, settings.connections) {
+            guard let connection = HTTPConnection(name: "\(settings.threadName)-\(index)") else {
+                throw FileProviderError(.invalidArgument, "libcurl could not make a connection handle")
+            }
+            connections.append(connection)
+        }
+        pool = SessionPool(connections)
+    }
+
+    /// Stops the connection threads once their work is done.
+    public func close() { pool.sessions.forEach { $0.executor.shutDown() } }
+
+    /// Sends a request, retrying connection errors, 429 and 5xx with exponential backoff and
+    /// jitter (honouring `Retry-After`), at most `settings.retries` times. A download into a file
+    /// resumes with `Range` after what earlier attempts stored.
+    ///
+    /// Returns the reply of the last attempt whatever its status; call ``HTTPReply/check()``.
+    /// - Throws: `serverUnreachable` when the server cannot be reached, a transfer stalls or
+    ///   breaks off on the last attempt; `notAuthenticated` when the server's certificate is
+    ///   not trusted; `localIOFailure` when the sink or the body file fails; `cancelled` when
+    ///   `cancellation` is set; what `request.validate` throws; `corruptData` when a memory
+    ///   reply is over its limit or a resumed reply does not start where asked.
+    public func send(_ request: HTTPRequest, cancellation: CancellationFlag) async throws(FileProviderError) -> HTTPReply {
+        let url = settings.baseURL + request.endpoint + Self.encodeQuery(request.query)
+        let what = "\(request.method) \(request.endpoint)"
+        var resumeAt: Int64 = 0
+        switch request.sink {
+        case .file(_, let offset): resumeAt = max(0, offset)
+        case .range(_, let range): resumeAt = range.lowerBound
+        case .memory: break
+        }
+        var attempt = 0
+        while true {
+            attempt += 1
+            if cancellation.isCancelled || Task.isCancelled { throw FileProviderError(.cancelled, "cancelled") }
+            let connection = await pool.acquire()
+            let settings = self.settings
+            let start = resumeAt
+            let outcome: Attempt
+            do {
+                outcome = try await connection.executor.run { () -> Attempt in
+                    connection.perform(request, url: url, settings: settings, resumeAt: start, cancellation: cancellation)
+                }
+            } catch {
+                pool.release(connection)
+                throw error
+            }
+            pool.release(connection)
+            let retriesLeft = attempt <= settings.retries
+            switch outcome {
+            case .reply(let head, let body, let length):
+                var reply = HTTPReply(head: head, body: body, fileLength: length, attempts: attempt, what: what)
+                reply.authenticationHint = settings.authenticationHint
+                let retryable = head.status == 429 || (500...599).contains(head.status) && head.status != 507
+                if retryable && retriesLeft && !request.finalStatuses.contains(head.status) {
+                    await pause(attempt: attempt, retryAfter: head["retry-after"])
+                    continue
+                }
+                return reply
+            case .failure(let error, let retryable, let stored):
+                switch request.sink {
+                case .file, .range: if stored > resumeAt { resumeAt = stored }
+                case .memory: break
+                }
+                if retryable && retriesLeft {
+                    await pause(attempt: attempt, retryAfter: nil)
+                    continue
+                }
+                var final = error
+                if retryable { final.message += " (after \(attempt) attempt\(attempt == 1 ? "" : "s"))" }
+                throw final
+            }
+        }
+    }
+
+    /// Waits before the next attempt: `Retry-After` when the server gave one, else an
+    /// exponential backoff with jitter; never longer than `maximumDelay`.
+    private func pause(attempt: Int, retryAfter: String?) async {
+        var delay = settings.backoff * pow(2, Double(attempt - 1))
+        delay *= Double.random(in: 0.5...1.5)
+        if let retryAfter, let seconds = Self.retryAfterSeconds(retryAfter) { delay = max(delay, seconds) }
+        delay = min(delay, settings.maximumDelay)
+        try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))
+    }
+
+    /// `Retry-After` as seconds: a number or an HTTP date.
+    public static func retryAfterSeconds(_ value: String) -> Double? {
+        let text = value.trimmingCharacters(in: .whitespaces)
+        if let seconds = Double(text) { return max(0, seconds) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.date(from: text).map { max(0, $0.timeIntervalSinceNow) }
+    }
+
+    /// `?a=b&c=d` with everything but unreserved characters and `/` percent-encoded (a space is
+    /// `%20`, a `+` is `%2B`).
+    public static func encodeQuery(_ fields: [(String, String)]) -> String {
+        if fields.isEmpty { return "" }
+        return "?" + fields.map { "\(percentEncode($0.0))=\(percentEncode($0.1))" }.joined(separator: "&")
+    }
+
+    public static func percentEncode(_ text: String, keepSlash: Bool = true) -> String {
+        let digits = Array("0123456789ABCDEF".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"):
+                out.append(byte)
+            case UInt8(ascii: "/") where keepSlash:
+                out.append(byte)
+            default:
+                out += [UInt8(ascii: "%"), digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]]
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+/// The outcome of one attempt.
+enum Attempt: Sendable {
+    /// A complete reply (any status), with the body of a memory sink and the length of a file
+    /// sink.
+    case reply(ReplyHead, Data, Int64)
+    /// No complete reply. `stored` is the length of the sink file, for resuming.
+    case failure(FileProviderError, retryable: Bool, stored: Int64)
+}

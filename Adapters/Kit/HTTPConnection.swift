@@ -1,0 +1,186 @@
+import CCurl
+import Foundation
+import ProviderCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One keep-alive connection: a curl easy handle used only on its own thread. Builds each
+/// request's options on the handle and runs it.
+final class HTTPConnection: @unchecked Sendable {
+    let executor: BlockingExecutor
+    private let handle: UnsafeMutableRawPointer
+    private let errorBuffer: UnsafeMutablePointer<CChar>
+
+    init?(name: String) {
+        guard let handle = curl_easy_init() else { return nil }
+        self.handle = handle
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        executor = BlockingExecutor(name: name, threads: 1)
+    }
+
+    deinit {
+        curl_easy_cleanup(handle)
+        errorBuffer.deallocate()
+    }
+
+    /// Runs one attempt on the calling thread (the connection's own).
+    func perform(
+        _ request: HTTPRequest, url: String, settings: ClientSettings, resumeAt: Int64, cancellation: CancellationFlag
+    ) -> Attempt {
+        let transfer = HTTPTransfer(request: request, resumeAt: resumeAt, cancellation: cancellation)
+        defer { transfer.closeFiles() }
+        if let error = transfer.openFiles() { return .failure(error, retryable: false, stored: resumeAt) }
+
+        curl_easy_reset(handle)  // keeps the live connection for keep-alive
+        errorBuffer[0] = 0
+        var headers: UnsafeMutablePointer<curl_slist>?
+        defer { curl_slist_free_all(headers) }
+        func add(_ line: String) { headers = curl_slist_append(headers, line) }
+        add("Expect:")
+        if let token = settings.token { add("Authorization: Bearer \(token)") }
+        for line in request.headers { add(line) }
+        switch request.sink {
+        case .file: if resumeAt > 0 { add("Range: bytes=\(resumeAt)-") }
+        case .range(_, let range): add("Range: bytes=\(resumeAt)-\(range.upperBound - 1)")
+        case .memory: break
+        }
+
+        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        var setup = CURLE_OK
+        func set(_ code: CURLcode) { if setup == CURLE_OK { setup = code } }
+        set(fp_curl_setopt_string(handle, CURLOPT_URL, url))
+        set(fp_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"))
+        set(fp_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
+        set(fp_curl_setopt_long(handle, CURLOPT_TCP_KEEPALIVE, 1))
+        set(fp_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Int(settings.connectTimeout * 1000)))
+        set(fp_curl_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1))
+        set(fp_curl_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, max(1, Int(settings.stallTimeout.rounded(.up)))))
+        set(fp_curl_setopt_long(handle, CURLOPT_BUFFERSIZE, 512 * 1024))
+        set(fp_curl_setopt_long(handle, CURLOPT_UPLOAD_BUFFERSIZE, 512 * 1024))
+        set(fp_curl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer))
+        if let caFile = settings.caFile { set(fp_curl_setopt_string(handle, CURLOPT_CAINFO, caFile)) }
+        // Certificates and host names are always verified (libcurl's defaults, set anyway).
+        set(fp_curl_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 1))
+        set(fp_curl_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 2))
+        if let credentials = settings.basicCredentials {
+            set(fp_curl_setopt_long(handle, CURLOPT_HTTPAUTH, Int(fp_curl_auth_basic())))
+            set(fp_curl_setopt_string(handle, CURLOPT_USERNAME, credentials.user))
+            set(fp_curl_setopt_string(handle, CURLOPT_PASSWORD, credentials.password))
+        } else if let netrcFile = settings.netrcFile {
+            set(fp_curl_setopt_long(handle, CURLOPT_NETRC, Int(CURL_NETRC_REQUIRED.rawValue)))
+            set(fp_curl_setopt_string(handle, CURLOPT_NETRC_FILE, netrcFile))
+        }
+        set(fp_curl_setopt_callback(handle, CURLOPT_HEADERFUNCTION, headerCallback))
+        set(fp_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, context))
+        set(fp_curl_setopt_callback(handle, CURLOPT_WRITEFUNCTION, writeCallback))
+        set(fp_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, context))
+        set(fp_curl_setopt_long(handle, CURLOPT_NOPROGRESS, 0))
+        set(fp_curl_setopt_xferinfo(handle, progressCallback))
+        set(fp_curl_setopt_pointer(handle, CURLOPT_XFERINFODATA, context))
+        switch request.body {
+        case .none:
+            if request.method == "POST" {
+                set(fp_curl_setopt_long(handle, CURLOPT_POST, 1))
+                set(fp_curl_setopt_long(handle, CURLOPT_POSTFIELDSIZE, 0))
+            } else if request.method == "HEAD" {
+                set(fp_curl_setopt_long(handle, CURLOPT_NOBODY, 1))
+            } else if request.method != "GET" {
+                set(fp_curl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method))
+            }
+        case .data(let data, let contentType):
+            add("Content-Type: \(contentType)")
+            set(fp_curl_setopt_long(handle, CURLOPT_POST, 1))
+            set(fp_curl_setopt_long(handle, CURLOPT_POSTFIELDSIZE, data.count))
+            if data.isEmpty {
+                set(fp_curl_setopt_string(handle, CURLOPT_COPYPOSTFIELDS, ""))
+            } else {
+                set(data.withUnsafeBytes { fp_curl_setopt_copy_bytes(handle, $0.baseAddress, $0.count) })
+            }
+            if request.method != "POST" { set(fp_curl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method)) }
+        case .form(let fields):
+            let text = fields.map {
+                "\(HTTPClient.percentEncode($0.0, keepSlash: false))=\(HTTPClient.percentEncode($0.1, keepSlash: false))"
+            }
+            .joined(separator: "&")
+            add("Content-Type: application/x-www-form-urlencoded")
+            set(fp_curl_setopt_long(handle, CURLOPT_POST, 1))
+            set(fp_curl_setopt_long(handle, CURLOPT_POSTFIELDSIZE, text.utf8.count))
+            set(fp_curl_setopt_string(handle, CURLOPT_COPYPOSTFIELDS, text))
+        case .file(_, let size):
+            add("Content-Type: application/octet-stream")
+            if request.method == "PUT" {
+                set(fp_curl_setopt_long(handle, CURLOPT_UPLOAD, 1))
+                set(fp_curl_setopt_off(handle, CURLOPT_INFILESIZE_LARGE, curl_off_t(size)))
+            } else {
+                set(fp_curl_setopt_long(handle, CURLOPT_POST, 1))
+                set(fp_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(size)))
+                if request.method != "POST" { set(fp_curl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method)) }
+            }
+            set(fp_curl_setopt_callback(handle, CURLOPT_READFUNCTION, readCallback))
+            set(fp_curl_setopt_pointer(handle, CURLOPT_READDATA, context))
+        }
+        set(fp_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, headers))
+        if setup != CURLE_OK {
+            return .failure(
+                FileProviderError(.invalidArgument, "libcurl refused an option: \(String(cString: curl_easy_strerror(setup)))"),
+                retryable: false, stored: resumeAt)
+        }
+
+        transfer.stallTimeout = settings.stallTimeout
+        var code = curl_easy_perform(handle)
+        transfer.flush()
+        let stored = transfer.storedLength
+        if let failure = transfer.failure { return .failure(failure, retryable: false, stored: stored) }
+        if code == CURLE_ABORTED_BY_CALLBACK && transfer.stalled {
+            let seconds = settings.stallTimeout.formatted(.number.precision(.fractionLength(0...1)))
+            return .failure(
+                FileProviderError(.serverUnreachable, "\(request.method) \(url): no byte moved for \(seconds) s"), retryable: true,
+                stored: stored)
+        }
+        // A range sink ends the transfer itself once the range is written (the server sent more).
+        if code == CURLE_WRITE_ERROR && transfer.rangeIsComplete { code = CURLE_OK }
+        if code != CURLE_OK {
+            let detail = errorBuffer[0] != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
+            let (error, retryable) = Self.error(for: code, detail: detail, what: "\(request.method) \(url)")
+            return .failure(error, retryable: retryable, stored: stored)
+        }
+        var status = 0
+        _ = fp_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        if transfer.head.status == 0 { transfer.head.status = status }
+        if let error = transfer.finish() {
+            return .failure(error, retryable: error.code == .serverUnreachable, stored: transfer.storedLength)
+        }
+        return .reply(transfer.head, transfer.body, transfer.storedLength)
+    }
+
+    /// The error a CURLcode means, and whether another attempt may work.
+    static func error(for code: CURLcode, detail: String, what: String) -> (FileProviderError, Bool) {
+        let text = "\(what): \(detail)"
+        switch code {
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_CONNECT, CURLE_OPERATION_TIMEDOUT,
+            CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE, CURLE_SSL_CONNECT_ERROR,
+            CURLE_HTTP2, CURLE_HTTP2_STREAM, CURLE_HTTP3:
+            return (FileProviderError(.serverUnreachable, text), true)
+        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM,
+            CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+            return (
+                FileProviderError(
+                    .notAuthenticated, "\(text); the server's certificate is not trusted (give its CA with --ca-file)"),
+                false
+            )
+        case CURLE_ABORTED_BY_CALLBACK:
+            return (FileProviderError(.cancelled, "cancelled"), false)
+        case CURLE_WRITE_ERROR:
+            return (FileProviderError(.localIOFailure, "\(text): the download could not be stored"), false)
+        case CURLE_READ_ERROR:
+            return (FileProviderError(.localIOFailure, "\(text): the file to upload could not be read"), false)
+        case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL:
+            return (FileProviderError(.invalidArgument, "\(text); check --url"), false)
+        default:
+            return (FileProviderError(.serverUnreachable, text), true)
+        }
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import ProviderCore
+
+/// What a request sends as its body.
+public enum RequestBody: Sendable {
+    case none
+    /// `application/x-www-form-urlencoded` fields.
+    case form([(String, String)])
+    /// Bytes from memory with their content type (a PROPFIND's XML).
+    case data(Data, contentType: String)
+    /// A file streamed from disk (constant memory), as `application/octet-stream`: the body of
+    /// a `PUT`, or of a `POST` for any other method.
+    case file(path: String, size: Int64)
+}
+
+/// Where the body of a successful (2xx) reply goes. Bodies of other replies are kept in memory
+/// (at most 64 KiB) for the error message.
+public enum ReplySink: Sendable {
+    /// In memory, refusing replies longer than `limit` bytes.
+    case memory(limit: Int)
+    /// Streamed into an existing file. With `offset` > 0 the request asks for the rest of the
+    /// file with `Range` and appends after the first `offset` bytes; a `200` reply rewrites the
+    /// file from the start.
+    case file(path: String, offset: Int64)
+    /// Bytes `range` of the resource written at their offsets into an existing file, which is
+    /// never truncated and never written outside `range`. The request asks for the range with
+    /// `Range: bytes=a-b`; a `206` must start where asked; a `200` (a server that ignores
+    /// `Range`) is skipped to the range's start. Bytes past the range end the transfer (they
+    /// are never written). A reply that completes with fewer bytes than the range holds up to
+    /// the end of the resource is `corruptData`; one cut off is retried from where it stopped.
+    case range(path: String, range: Range<Int64>)
+}
+
+/// The status line and headers of a reply; header names in lower case.
+public struct ReplyHead: Sendable {
+    public var status: Int
+    public var headers: [String: String]
+
+    public init(status: Int, headers: [String: String]) {
+        self.status = status
+        self.headers = headers
+    }
+
+    public subscript(name: String) -> String? { headers[name] }
+
+    /// The whole size of the resource: the total of `Content-Range`, else `Content-Length`;
+    /// `nil` when neither gives one (or `Content-Range` says `*`, unknown).
+    ///
+    /// - Throws: `corruptData` naming `what` when the number is not a possible size: not a
+    ///   number, negative, or over ``ItemBounds/maximumSize``.
+    public func resourceSize(of what: String) throws(FileProviderError) -> Int64? {
+        let text: String
+        if let range = headers["content-range"], let slash = range.lastIndex(of: "/") {
+            text = range[range.index(after: slash)...].trimmingCharacters(in: .whitespaces)
+            if text == "*" { return nil }
+        } else if let length = headers["content-length"] {
+            text = length.trimmingCharacters(in: .whitespaces)
+        } else {
+            return nil
+        }
+        guard let size = Int64(text), ItemBounds.problem(withSize: size) == nil else {
+            throw FileProviderError(
+                .corruptData, "\(what): the server announced a size of \(announcedSize) bytes, which no file can have")
+        }
+        return size
+    }
+
+    /// The size as announced (the total of `Content-Range`, else `Content-Length`), for
+    /// messages.
+    public var announcedSize: String {
+        let text =
+            headers["content-range"].flatMap { $0.split(separator: "/").last.map(String.init) } ?? headers["content-length"] ?? "none"
+        return String(text.trimmingCharacters(in: .whitespaces).prefix(40))
+    }
+
+    /// The first byte of a `206` reply's `Content-Range` (`nil` when there is none, or it is
+    /// not a number).
+    public var rangeStart: Int64? {
+        guard let range = headers["content-range"], range.hasPrefix("bytes ") else { return nil }
+        let spec = range.dropFirst(6)
+        guard let dash = spec.firstIndex(of: "-") else { return nil }
+        return Int64(spec[..<dash])
+    }
+}
+
+/// One HTTP request.
+public struct HTTPRequest: Sendable {
+    public var method: String
+    /// The endpoint, such as `/media`, appended to the base URL: already percent-encoded
+    /// (``HTTPClient/percentEncode(_:keepSlash:)``).
+    public var endpoint: String
+    /// Query fields, percent-encoded by the client.
+    public var query: [(String, String)] = []
+    /// Extra header lines (`If-Match: "…"`).
+    public var headers: [String] = []
+    public var body: RequestBody = .none
+    public var sink: ReplySink = .memory(limit: 32 << 20)
+    /// Statuses returned at once instead of retried (the original API's `500` for a missing
+    /// folder).
+    public var finalStatuses: Set<Int> = []
+    /// Checks the head of a 2xx reply before its body is stored (for example that the version
+    /// is the one asked for); a throw aborts the transfer with that error.
+    public var validate: (@Sendable (ReplyHead) throws(FileProviderError) -> Void)?
+    /// Reports bytes stored so far in a file sink and the total when known.
+    public var progress: ProgressHandler?
+
+    public init(_ method: String, _ endpoint: String, query: [(String, String)] = []) {
+        self.method = method
+        self.endpoint = endpoint
+        self.query = query
+    }
+}

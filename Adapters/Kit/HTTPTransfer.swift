@@ -1,0 +1,305 @@
+import CCurl
+import Foundation
+import ProviderCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The state of one attempt, reached from libcurl's callbacks through their user data pointer.
+/// Used only on the connection's thread.
+final class HTTPTransfer {
+    let request: HTTPRequest
+    let resumeAt: Int64
+    let cancellation: CancellationFlag
+    var head = ReplyHead(status: 0, headers: [:])
+    var body = Data()
+    var failure: FileProviderError?
+    private var headStarted = false
+    private var accepted = false
+    private var sinkFile: Int32 = -1
+    private var pending: [UInt8] = []
+    private var uploadFile: Int32 = -1
+    /// For a file sink, the length of the file written so far; for a range sink, the offset of
+    /// the next byte to write.
+    private(set) var storedLength: Int64
+    private var total: Int64?
+    /// Body bytes to drop before the range starts (a `200` to a ranged request).
+    private var skip: Int64 = 0
+    /// Where a range sink stops writing.
+    private var rangeEnd: Int64 = .max
+    /// A range sink got a byte past its range, so it ended the transfer itself: not a failure.
+    private(set) var rangeIsComplete = false
+
+    init(request: HTTPRequest, resumeAt: Int64, cancellation: CancellationFlag) {
+        self.request = request
+        self.resumeAt = resumeAt
+        self.cancellation = cancellation
+        storedLength = resumeAt
+    }
+
+    func openFiles() -> FileProviderError? {
+        switch request.sink {
+        case .file(let path, _):
+            pending.reserveCapacity(Self.blockSize + 64 * 1024)
+            sinkFile = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+            if sinkFile < 0 { return POSIXError.localWriteError("open", path: path) }
+        case .range(let path, let range):
+            pending.reserveCapacity(Int(min(Int64(Self.blockSize + 64 * 1024), Int64(range.count))))
+            // The engine's existing file: never created or truncated here.
+            sinkFile = open(path, O_WRONLY | O_CLOEXEC)
+            if sinkFile < 0 { return POSIXError.localWriteError("open", path: path) }
+        case .memory:
+            break
+        }
+        if case .file(let path, _) = request.body {
+            uploadFile = open(path, O_RDONLY | O_CLOEXEC)
+            if uploadFile < 0 {
+                let error = POSIXError.error("open", path: path)
+                return FileProviderError(error.code == .noSuchItem ? .localIOFailure : error.code, error.message)
+            }
+        }
+        return nil
+    }
+
+    func closeFiles() {
+        if sinkFile >= 0 { close(sinkFile) }
+        if uploadFile >= 0 { close(uploadFile) }
+        sinkFile = -1
+        uploadFile = -1
+    }
+
+    /// A header line: a status line starts a new head (after `100 Continue`).
+    func header(_ bytes: UnsafeRawBufferPointer) {
+        let line = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if line.hasPrefix("HTTP/") {
+            let parts = line.split(separator: " ", maxSplits: 2)
+            head = ReplyHead(status: parts.count > 1 ? Int(parts[1]) ?? 0 : 0, headers: [:])
+            return
+        }
+        guard let colon = line.firstIndex(of: ":") else { return }
+        let name = line[..<colon].lowercased()
+        head.headers[name] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+    }
+
+    private var isSuccess: Bool { (200..<300).contains(head.status) }
+
+    /// Prepares the sink for a successful reply, once: checks the head and positions the file.
+    private func accept() -> Bool {
+        if accepted { return true }
+        accepted = true
+        guard isSuccess else { return true }
+        do throws(FileProviderError) {
+            try request.validate?(head)
+        } catch {
+            failure = error
+            return false
+        }
+        guard sinkFile >= 0 else { return true }
+        if case .range(_, let range) = request.sink {
+            if head.status == 206 {
+                guard head.rangeStart == resumeAt else {
+                    failure = FileProviderError(
+                        .corruptData,
+                        "the server answered a request for bytes from \(resumeAt) with the range \(head["content-range"]?.prefix(80).debugDescription ?? "none")"
+                    )
+                    return false
+                }
+            } else {
+                // The whole resource from its first byte: drop what comes before the range.
+                skip = resumeAt
+            }
+            rangeEnd = range.upperBound
+            storedLength = resumeAt
+            total = try? head.resourceSize(of: "")
+            return true
+        }
+        var start: Int64 = 0
+        if head.status == 206 {
+            guard head.rangeStart == resumeAt else {
+                failure = FileProviderError(.corruptData, "the server resumed at another byte than \(resumeAt)")
+                return false
+            }
+            start = resumeAt
+        }
+        if ftruncate(sinkFile, off_t(start)) != 0 || lseek(sinkFile, off_t(start), SEEK_SET) < 0 {
+            failure = POSIXError.localWriteError("truncate", path: "the download file")
+            return false
+        }
+        storedLength = start
+        // An impossible size fails `validate` above for downloads of items; here it only
+        // means no total for progress.
+        total = try? head.resourceSize(of: "")
+        request.progress?(storedLength, total)
+        return true
+    }
+
+    /// Body bytes; returns how many were taken (fewer aborts the transfer).
+    func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
+        if cancellation.isCancelled {
+            failure = FileProviderError(.cancelled, "cancelled")
+            return 0
+        }
+        guard accept() else { return 0 }
+        if !isSuccess {
+            if body.count < 64 * 1024 { body.append(contentsOf: bytes.prefix(64 * 1024 - body.count)) }
+            return bytes.count
+        }
+        switch request.sink {
+        case .memory(let limit):
+            guard body.count + bytes.count <= limit else {
+                failure = FileProviderError(.corruptData, "the reply is larger than \(limit) bytes")
+                return 0
+            }
+            body.append(contentsOf: bytes)
+        case .file:
+            // libcurl hands over at most 16 KiB at a time; write in 1 MiB blocks.
+            pending.append(contentsOf: bytes)
+            if pending.count >= Self.blockSize && !flush() { return 0 }
+        case .range:
+            var start = 0
+            if skip > 0 {
+                start = Int(min(skip, Int64(bytes.count)))
+                skip -= Int64(start)
+            }
+            let room = max(0, rangeEnd - storedLength - Int64(pending.count))
+            let take = Int(min(Int64(bytes.count - start), room))
+            if take > 0 { pending.append(contentsOf: bytes[start..<(start + take)]) }
+            if pending.count >= Self.blockSize && !flush() { return 0 }
+            if start + take < bytes.count {
+                // Bytes past the range: never written; the transfer ends here.
+                rangeIsComplete = true
+                return 0
+            }
+        }
+        return bytes.count
+    }
+
+    static let blockSize = 1 << 20
+
+    /// Writes the buffered body bytes to the sink file; false (with `failure` set) when it
+    /// cannot.
+    @discardableResult
+    func flush() -> Bool {
+        guard !pending.isEmpty, sinkFile >= 0 else { return true }
+        defer { pending.removeAll(keepingCapacity: true) }
+        let ok = pending.withUnsafeBytes { raw -> Bool in
+            var offset = 0
+            while offset < raw.count {
+                // At the stored length: the end of a file sink (positioned there), the next
+                // offset of a range sink.
+                let count = pwrite(sinkFile, raw.baseAddress! + offset, raw.count - offset, off_t(storedLength) + off_t(offset))
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                offset += count
+            }
+            return true
+        }
+        guard ok else {
+            failure = POSIXError.localWriteError("write", path: "the download file")
+            return false
+        }
+        storedLength += Int64(pending.count)
+        request.progress?(storedLength, total)
+        return true
+    }
+
+    /// Body bytes to upload; returns how many were written into `buffer`.
+    func send(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        if cancellation.isCancelled {
+            failure = FileProviderError(.cancelled, "cancelled")
+            return fp_curl_read_abort()
+        }
+        while true {
+            let count = read(uploadFile, buffer.baseAddress, buffer.count)
+            if count >= 0 { return count }
+            if errno == EINTR { continue }
+            failure = FileProviderError(.localIOFailure, "the file to upload could not be read: \(String(cString: strerror(errno)))")
+            return fp_curl_read_abort()
+        }
+    }
+
+    /// After a complete reply: checks an empty success body and that a file holds the whole
+    /// resource.
+    func finish() -> FileProviderError? {
+        guard accept() else { return failure }
+        guard isSuccess, sinkFile >= 0 else { return nil }
+        if case .range(_, let range) = request.sink {
+            // A complete reply (or one this sink ended past the range) must hold the range up to
+            // the end of the resource.
+            guard let total else {
+                return FileProviderError(.corruptData, "the reply to a ranged request gave no size")
+            }
+            let expected = max(resumeAt, min(range.upperBound, total))
+            if storedLength != expected {
+                return FileProviderError(
+                    .corruptData,
+                    "the reply held \(storedLength - resumeAt) of the \(expected - resumeAt) bytes from \(resumeAt) it had to")
+            }
+            return nil
+        }
+        if let total, storedLength != total {
+            return FileProviderError(
+                .serverUnreachable, "the reply ended after \(storedLength) of \(total) bytes")
+        }
+        return nil
+    }
+
+    var isCancelled: Bool { cancellation.isCancelled }
+
+    /// Seconds without a byte moving, either way, before the transfer is given up
+    /// (``ClientSettings/stallTimeout``). libcurl's own low-speed limit judges a speed averaged
+    /// over the last seconds, so a transfer that stalled after a burst went on for about five
+    /// seconds more than asked.
+    var stallTimeout: Double = .infinity
+    private var moved: Int64 = -1
+    private var movedAt: UInt64 = 0
+    /// The transfer was stopped because no byte moved for ``stallTimeout`` seconds.
+    private(set) var stalled = false
+
+    /// libcurl's progress callback (at least once a second): whether to stop, because the
+    /// transfer was cancelled or nothing moved for ``stallTimeout`` seconds.
+    func shouldStop(downloaded: Int64, uploaded: Int64) -> Bool {
+        if isCancelled { return true }
+        let now = DispatchTime.now().uptimeNanoseconds
+        let total = downloaded &+ uploaded
+        if total != moved {
+            moved = total
+            movedAt = now
+            return false
+        }
+        if Double(now &- movedAt) / 1e9 >= stallTimeout {
+            stalled = true
+            return true
+        }
+        return false
+    }
+}
+
+// libcurl's callbacks, set by HTTPConnection; each finds its HTTPTransfer in the user data.
+let headerCallback: fp_curl_data_callback = { buffer, size, count, context in
+    guard let buffer, let context else { return 0 }
+    let transfer = Unmanaged<HTTPTransfer>.fromOpaque(context).takeUnretainedValue()
+    transfer.header(UnsafeRawBufferPointer(start: buffer, count: size * count))
+    return size * count
+}
+
+let writeCallback: fp_curl_data_callback = { buffer, size, count, context in
+    guard let context else { return 0 }
+    let transfer = Unmanaged<HTTPTransfer>.fromOpaque(context).takeUnretainedValue()
+    return transfer.receive(UnsafeRawBufferPointer(start: buffer, count: size * count))
+}
+
+let readCallback: fp_curl_data_callback = { buffer, size, count, context in
+    guard let context else { return fp_curl_read_abort() }
+    let transfer = Unmanaged<HTTPTransfer>.fromOpaque(context).takeUnretainedValue()
+    return transfer.send(into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
+}
+
+let progressCallback: fp_curl_xferinfo_callback = { context, _, downloaded, _, uploaded in
+    guard let context else { return 0 }
+    let transfer = Unmanaged<HTTPTransfer>.fromOpaque(context).takeUnretainedValue()
+    return transfer.shouldStop(downloaded: Int64(downloaded), uploaded: Int64(uploaded)) ? 1 : 0
+}

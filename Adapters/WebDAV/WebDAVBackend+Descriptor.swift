@@ -1,0 +1,59 @@
+import AdapterKit
+import Foundation
+import ProviderCore
+
+extension WebDAVBackend {
+    /// The `webdav` backend kind: a collection on a WebDAV server.
+    ///
+    /// Options: `url` (required), `user`, `password-env`, `netrc-file`, `ca-file`,
+    /// `connect-timeout`, `timeout`, `connections` and `retries`. The password is never stored:
+    /// `password-env` names an environment variable holding it, or `netrc-file` names a netrc
+    /// file with the host's credentials. The factory connects and checks `url` is a collection,
+    /// so it throws `serverUnreachable` when the server cannot be reached, `notAuthenticated`
+    /// when the credentials are refused, `noSuchItem` when nothing is at `url`, and
+    /// `invalidArgument` for a bad option or an environment variable that is not set.
+    public static let descriptor = BackendDescriptor(
+        kind: "webdav",
+        summary: "a collection on a WebDAV server (Apache mod_dav, nginx, Nextcloud, ownCloud, NAS)",
+        options: [
+            BackendOption(
+                name: "url", help: "the URL of the collection to use as the domain's root, http:// or https://", type: .url,
+                isRequired: true),
+            BackendOption(name: "user", help: "the user name for HTTP Basic authentication"),
+            BackendOption(
+                name: "password-env",
+                help: "the name of an environment variable holding the password (the password itself is never stored)",
+                type: .environmentVariable),
+            BackendOption(name: "netrc-file", help: "a netrc file holding the user name and password for the host", type: .path),
+            BackendOption(name: "ca-file", help: "a CA bundle to verify the server's HTTPS certificate with", type: .path),
+            BackendOption(name: "connect-timeout", help: "seconds to wait for a connection", type: .integer, defaultValue: "10"),
+            BackendOption(
+                name: "timeout", help: "seconds without any byte moving before a transfer is retried", type: .integer,
+                defaultValue: "30"),
+            BackendOption(
+                name: "connections", help: "how many connections (each on its own thread) run at once", type: .integer,
+                defaultValue: "4"),
+            BackendOption(
+                name: "retries", help: "how many times a connection error, 429 or 5xx is retried", type: .integer,
+                defaultValue: "4"),
+        ],
+        libraryVersions: { ["libcurl": HTTPClient.libraryVersion] },
+        factory: { configuration in
+            var password: String?
+            if let name = configuration["password-env"], !name.isEmpty {
+                guard let value = ProcessInfo.processInfo.environment[name] else {
+                    throw FileProviderError(.invalidArgument, "the variable \(name) named by --password-env is not set")
+                }
+                password = value
+            }
+            let user = configuration["user"].flatMap { $0.isEmpty ? nil : $0 }
+            if password != nil && user == nil {
+                throw FileProviderError(.invalidArgument, "--password-env needs --user")
+            }
+            return try await WebDAVBackend(
+                url: try configuration.string("url"), user: user, password: password, netrcFile: configuration["netrc-file"],
+                caFile: configuration["ca-file"], connectTimeout: Double(try configuration.integer("connect-timeout") ?? 10),
+                timeout: Double(try configuration.integer("timeout") ?? 30),
+                connections: try configuration.integer("connections") ?? 4, retries: try configuration.integer("retries") ?? 4)
+        })
+}

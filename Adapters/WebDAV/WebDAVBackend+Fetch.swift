@@ -1,0 +1,157 @@
+import AdapterKit
+import Foundation
+import ProviderCore
+
+/// The item a download started with, so a resumed attempt can check it is the same file.
+final class FirstItem: @unchecked Sendable {
+    private let lock = NSLock()
+    private var item: Item?
+
+    /// Keeps the first item; throws when a later one has another content version.
+    func check(_ candidate: Item) throws(FileProviderError) {
+        let first: Item = lock.withLock {
+            if item == nil { item = candidate }
+            return item!
+        }
+        if first.version.content != candidate.version.content {
+            throw FileProviderError(
+                .versionNoLongerAvailable, "\(candidate.filename) changed on the server during the download; fetch it again")
+        }
+    }
+
+    var value: Item? { lock.withLock { item } }
+}
+
+extension WebDAVBackend {
+    /// The file a `GET` reply's head describes: size, `ETag` and `Last-Modified`.
+    ///
+    /// - Throws: `corruptData` when the head has no ETag, no size or an impossible one.
+    func fileItem(_ path: ItemPath, from head: ReplyHead) throws(FileProviderError) -> Item {
+        guard let size = try head.resourceSize(of: "GET \(path.display)") else {
+            throw FileProviderError(.corruptData, "GET \(path.display): the reply gave no size")
+        }
+        var response = DAVResponse()
+        response.contentLength = String(size)
+        response.etag = head["etag"]
+        response.lastModified = head["last-modified"]
+        response.contentType = head["content-type"]
+        switch makeItem(response, at: path) {
+        case .success(let item): return item
+        case .failure(let refusal): throw FileProviderError(.corruptData, "GET \(path.display): \(refusal.reason)")
+        }
+    }
+
+    /// What a failed `GET` means: a `404` of a path that is a collection is a folder.
+    private func checkDownload(_ reply: HTTPReply, of path: ItemPath) async throws(FileProviderError) {
+        switch reply.status {
+        case 301, 403, 404, 405, 410:
+            if let responses = try await propfind(path, depth: 0), responses.first?.isCollection == true {
+                throw FileProviderError(.invalidArgument, "\(path.display) is a folder; it has no contents")
+            }
+            if reply.status == 404 || reply.status == 410 { throw .noSuchItem(path.identifier) }
+            try reply.check()
+        case 412:
+            throw FileProviderError(.versionNoLongerAvailable, "\(path.display) changed on the server; the requested version is gone")
+        default: try reply.check()
+        }
+    }
+
+    /// Streams a file into `destination` with `GET`, resuming after `offset` bytes with
+    /// `Range`.
+    ///
+    /// The reply's `ETag` is checked against `version` before a byte is stored, and every
+    /// attempt's against the first, so a transfer resumed after a break is the same file. (No
+    /// `If-Match`: Apache fails it for a file changed within the last second, whose ETag is
+    /// still weak.)
+    /// - Throws: `noSuchItem` when the file is gone; `versionNoLongerAvailable` when `version`
+    ///   is given and the server has another one, or the file changed during the transfer;
+    ///   `invalidArgument` for the root; `corruptData` when the reply has no ETag or an
+    ///   impossible size, or fewer bytes than it announced; `fileWriteOutOfSpace` or
+    ///   `localIOFailure` when `destination` cannot be written; `serverUnreachable` after the
+    ///   retries; `cancelled`.
+    public func fetchContents(
+        for identifier: ItemIdentifier, version: ItemVersion?, to destination: URL, offset: Int64,
+        progress: ProgressHandler?
+    ) async throws(FileProviderError) -> Item {
+        let path = try ItemPath(identifier)
+        if path.isRoot { throw FileProviderError(.invalidArgument, "the root is a folder; it has no contents") }
+        let seen = FirstItem()
+        var request = HTTPRequest("GET", endpoint(path))
+        request.sink = .file(path: destination.path, offset: max(0, offset))
+        request.progress = progress
+        if version == Self.folderVersion {
+            throw FileProviderError(.invalidArgument, "\(path.display) is a folder; it has no contents")
+        }
+        if let version, Self.etag(of: version) == nil {
+            throw FileProviderError(.versionNoLongerAvailable, "\(path.display): the requested version is gone")
+        }
+        request.validate = { [self] head throws(FileProviderError) in
+            let item = try self.fileItem(path, from: head)
+            if let version, item.version.content != version.content {
+                throw FileProviderError(.versionNoLongerAvailable, "\(path.display) changed on the server; the requested version is gone")
+            }
+            try seen.check(item)
+        }
+        var reply = try await send(request)
+        if reply.status == 416 {
+            // The offset is past the end: the file is shorter now; fetch it all.
+            request.sink = .file(path: destination.path, offset: 0)
+            reply = try await send(request)
+        }
+        try await checkDownload(reply, of: path)
+        guard let item = seen.value else { throw FileProviderError(.corruptData, "GET \(path.display) gave no headers") }
+        guard reply.fileLength == item.size else {
+            throw FileProviderError(.corruptData, "the download of \(path.display) has \(reply.fileLength) of \(item.size) bytes")
+        }
+        return item
+    }
+
+    /// Writes bytes `range` of a file (clamped to its size) into `destination` at the same
+    /// offsets with a ranged `GET` (`Range: bytes=a-b`, the reply's `ETag` checked first);
+    /// never truncates `destination` or writes outside the range. `416` is the empty range.
+    ///
+    /// - Throws: `invalidArgument` for the root, an empty range or one starting below 0;
+    ///   `noSuchItem` when the file is gone; `versionNoLongerAvailable` when its version is not
+    ///   `version`; `corruptData` when the reply lies (a `206` starting elsewhere, too few
+    ///   bytes, no or an impossible size); `localIOFailure` when `destination` cannot be
+    ///   written; `serverUnreachable` after the retries; `cancelled`.
+    public func fetchPartialContents(
+        for identifier: ItemIdentifier, version: ItemVersion, range: Range<Int64>, into destination: URL
+    ) async throws(FileProviderError) -> PartialContents {
+        try PartialContents.validate(range)
+        let path = try ItemPath(identifier)
+        if path.isRoot { throw FileProviderError(.invalidArgument, "the root is a folder; it has no contents") }
+        if version == Self.folderVersion {
+            throw FileProviderError(.invalidArgument, "\(path.display) is a folder; it has no contents")
+        }
+        guard Self.etag(of: version) != nil else {
+            throw FileProviderError(.versionNoLongerAvailable, "\(path.display): the requested version is gone")
+        }
+        let seen = FirstItem()
+        var request = HTTPRequest("GET", endpoint(path))
+        request.sink = .range(path: destination.path, range: range)
+        request.validate = { [self] head throws(FileProviderError) in
+            let item = try self.fileItem(path, from: head)
+            if item.version.content != version.content {
+                throw FileProviderError(.versionNoLongerAvailable, "\(path.display) changed on the server; the requested version is gone")
+            }
+            try seen.check(item)
+        }
+        let reply = try await send(request)
+        if reply.status == 416 {
+            // Nothing at or past the range's start: the empty range, if the file is still the
+            // version asked for and the range really starts at or past its end.
+            let item = try await self.item(for: identifier)
+            if item.version.content != version.content {
+                throw FileProviderError(.versionNoLongerAvailable, "\(path.display): the requested version is gone")
+            }
+            guard range.lowerBound >= item.size else {
+                throw FileProviderError(.corruptData, "the server refused bytes \(range) of \(path.display), which has \(item.size) bytes")
+            }
+            return PartialContents(item: item, range: item.size..<item.size)
+        }
+        try await checkDownload(reply, of: path)
+        guard let item = seen.value else { throw FileProviderError(.corruptData, "GET \(path.display) gave no headers") }
+        return PartialContents(item: item, range: PartialContents.clamp(range, toSize: item.size))
+    }
+}

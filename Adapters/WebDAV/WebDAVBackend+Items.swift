@@ -1,0 +1,243 @@
+import AdapterKit
+import Foundation
+import ProviderCore
+
+extension WebDAVBackend {
+    /// The version of every folder: WebDAV gives a folder's ETag no meaning the engine can use
+    /// (Apache changes it with every child), and a folder has no contents to download.
+    static let folderVersion = ItemVersion(content: Data("folder".utf8), metadata: Data())
+
+    /// The ETag of a content version, in its strong form with quotes (`"3-5f1c"`), or `nil`
+    /// for a version this backend did not make.
+    ///
+    /// A version holds the entity tag without a weak `W/` prefix: Apache marks the ETag of a
+    /// file changed within the last second weak and makes it strong, with the same value, a
+    /// second later, and that is the same contents.
+    static func etag(of version: ItemVersion) -> String? {
+        guard version.content.first == UInt8(ascii: "e") else { return nil }
+        return String(bytes: version.content.dropFirst(), encoding: .utf8)
+    }
+
+    /// `PROPFIND` with `Depth` 0 or 1 on a path; `nil` when nothing is there (`404`).
+    ///
+    /// - Throws: `corruptData` when the reply is not a multistatus body this adapter can read;
+    ///   what ``AdapterKit/HTTPReply/check()`` throws for other statuses.
+    func propfind(_ path: ItemPath, depth: Int) async throws(FileProviderError) -> [DAVResponse]? {
+        var request = HTTPRequest("PROPFIND", endpoint(path, collection: depth > 0))
+        request.headers = ["Depth: \(depth)"]
+        request.body = .data(propfindBody, contentType: "application/xml; charset=utf-8")
+        request.sink = .memory(limit: 256 << 20)
+        let reply = try await send(request)
+        if reply.status == 404 { return nil }
+        try reply.check()
+        guard reply.status == 207 else {
+            throw FileProviderError(.corruptData, "PROPFIND \(path.display): the server answered \(reply.status), not 207 Multi-Status")
+        }
+        let body = reply.body
+        let limit = ItemBounds.maximumEntriesPerFolder + 1
+        let parsed: Result<[DAVResponse], MultistatusError> = try await parser.run {
+            do {
+                return .success(try MultistatusParser.parse(body, limit: limit))
+            } catch let error as MultistatusError {
+                return .failure(error)
+            }
+        }
+        switch parsed {
+        case .success(let responses): return responses
+        case .failure(let error):
+            if error.message.hasPrefix("more than") { throw ItemBounds.tooManyEntries(in: path.display) }
+            throw FileProviderError(.corruptData, "PROPFIND \(path.display): \(error.message)")
+        }
+    }
+
+    /// Where a response's href is: the path inside the root, or `nil` when it is outside it or
+    /// does not decode.
+    func relativePath(of href: String) -> [String]? {
+        var text = Substring(href)
+        if let scheme = text.range(of: "://") {
+            // An absolute URL: keep its path.
+            let rest = text[scheme.upperBound...]
+            text = rest.firstIndex(of: "/").map { rest[$0...] } ?? "/"
+        }
+        guard let names = Self.decodePath(text), names.count >= basePath.count,
+            zip(names, basePath).allSatisfy({ $0.utf8.elementsEqual($1.utf8) })
+        else { return nil }
+        return Array(names.dropFirst(basePath.count))
+    }
+
+    /// What becomes of a response in a listing of `folder`.
+    enum Outcome {
+        case item(Item)
+        case refused(RefusedItem)
+        /// Not a child of the folder (the folder itself, or an href elsewhere).
+        case skipped
+    }
+
+    /// Checks a response's name and values and makes its item; an unsafe name or an
+    /// impossible number refuses it.
+    func outcome(of response: DAVResponse, in folder: ItemPath) -> Outcome {
+        guard let names = relativePath(of: response.href) else {
+            let shown = String(response.href.prefix(200))
+            return .refused(
+                RefusedItem(identifier: nil, filename: shown, reason: "its href \(shown.debugDescription) is not inside \(baseURL)"))
+        }
+        guard names.count == folder.components.count + 1,
+            zip(names, folder.components).allSatisfy({ $0.utf8.elementsEqual($1.utf8) })
+        else { return .skipped }
+        let name = names[names.count - 1]
+        guard Filename.isValid(name), !(folder.isRoot && ItemPath.reservedNames.contains(name)) else {
+            return .refused(
+                RefusedItem(identifier: nil, filename: String(name.prefix(255)), reason: "unsafe name \(name.prefix(255).debugDescription)")
+            )
+        }
+        let path = folder.appending(name)
+        switch makeItem(response, at: path) {
+        case .success(let item): return .item(item)
+        case .failure(let refusal): return .refused(RefusedItem(identifier: path.identifier, filename: name, reason: refusal.reason))
+        }
+    }
+
+    struct Refusal: Error { var reason: String }
+
+    /// The item a response describes at `path`, after checking its values.
+    func makeItem(_ response: DAVResponse, at path: ItemPath) -> Result<Item, Refusal> {
+        var modified: Date?
+        if let text = response.lastModified, !text.isEmpty {
+            guard let date = Self.httpDate(text) else {
+                return .failure(Refusal(reason: "its date \(text.prefix(60).debugDescription) is not an HTTP date"))
+            }
+            if let problem = ItemBounds.problem(withDate: date, "modification date") { return .failure(Refusal(reason: problem)) }
+            modified = date
+        }
+        var created: Date?
+        if let text = response.creationDate, !text.isEmpty, let date = Self.isoDate(text) {
+            // An unreadable or impossible creation date is left out: nothing depends on it.
+            created = ItemBounds.problem(withDate: date, "creation date") == nil ? date : nil
+        }
+        let identifier = path.isRoot ? ItemIdentifier.rootContainer : path.identifier
+        let parent = path.isRoot ? ItemIdentifier.rootContainer : path.parent.identifier
+        let name = path.isRoot ? (basePath.last ?? "webdav") : path.name
+        if response.isCollection {
+            return .success(
+                Item(
+                    identifier: identifier, parentIdentifier: parent, filename: name, kind: .folder, creationDate: created,
+                    contentModificationDate: modified, version: Self.folderVersion))
+        }
+        guard let lengthText = response.contentLength else { return .failure(Refusal(reason: "the server gave no size")) }
+        guard let size = Int64(lengthText) else {
+            return .failure(Refusal(reason: "its size \(lengthText.prefix(40).debugDescription) is not a number"))
+        }
+        if let problem = ItemBounds.problem(withSize: size) { return .failure(Refusal(reason: problem)) }
+        guard var etag = response.etag, !etag.isEmpty else { return .failure(Refusal(reason: "the server gave no ETag")) }
+        if etag.hasPrefix("W/") { etag.removeFirst(2) }
+        guard etag.utf8.count < ItemVersion.maximumLength, etag.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7f }) else {
+            return .failure(Refusal(reason: "its ETag is longer than \(ItemVersion.maximumLength - 1) bytes or not printable ASCII"))
+        }
+        var contentType: String?
+        if let type = response.contentType, type.utf8.count <= 200 { contentType = type }
+        return .success(
+            Item(
+                identifier: identifier, parentIdentifier: parent, filename: name, kind: .file, contentType: contentType,
+                size: size, creationDate: created, contentModificationDate: modified,
+                version: ItemVersion(content: Data(("e" + etag).utf8), metadata: Data((response.lastModified ?? "").utf8.prefix(64)))))
+    }
+
+    /// The root collection.
+    ///
+    /// - Throws: `noSuchItem` when nothing is at the URL; `invalidArgument` when it is not a
+    ///   collection.
+    func rootItem() async throws(FileProviderError) -> Item {
+        guard let responses = try await propfind(.root, depth: 0) else {
+            throw FileProviderError(.noSuchItem, "nothing is at \(baseURL) on the server")
+        }
+        guard let response = responses.first(where: { relativePath(of: $0.href) == [] }) ?? responses.first,
+            response.isCollection
+        else {
+            throw FileProviderError(.invalidArgument, "\(baseURL) is not a WebDAV collection")
+        }
+        if let quota = response.quotaAvailable { updateQuota(quota) }
+        // The root is never refused: a date it cannot have is left out.
+        var clean = response
+        if case .failure = makeItem(clean, at: .root) { clean.lastModified = nil }
+        return (try? makeItem(clean, at: .root).get())
+            ?? Item(
+                identifier: .rootContainer, parentIdentifier: .rootContainer, filename: basePath.last ?? "webdav", kind: .folder,
+                version: Self.folderVersion)
+    }
+
+    /// Returns the current metadata of one item (`PROPFIND` with `Depth: 0`).
+    ///
+    /// - Throws: `noSuchItem` when nothing is at the identifier's path; `corruptData` when the
+    ///   server describes it with an impossible value.
+    public func item(for identifier: ItemIdentifier) async throws(FileProviderError) -> Item {
+        let path = try ItemPath(identifier)
+        if path.isRoot { return try await rootItem() }
+        guard let responses = try await propfind(path, depth: 0) else { throw .noSuchItem(identifier) }
+        guard let response = responses.first(where: { relativePath(of: $0.href)?.last == path.name }) ?? responses.first else {
+            throw FileProviderError(.corruptData, "PROPFIND \(path.display) described nothing")
+        }
+        switch makeItem(response, at: path) {
+        case .success(let item): return item
+        case .failure(let refusal):
+            throw FileProviderError(.corruptData, "\(path.display): \(refusal.reason); the server sent an impossible value")
+        }
+    }
+
+    /// Returns the items directly inside a folder in one page (`PROPFIND` with `Depth: 1`),
+    /// sorted by the bytes of their names. Entries with unsafe names (`..`, `/`, NUL, over 255
+    /// bytes, not UTF-8) or impossible values are refused; the others go on.
+    ///
+    /// - Throws: `noSuchItem` when the folder does not exist; `invalidArgument` when the
+    ///   identifier is a file; `pageExpired` for a page other than the first; `corruptData` for
+    ///   a reply that is not a multistatus body, or one past ``ProviderCore/ItemBounds/maximumEntriesPerFolder``.
+    public func enumerateItems(in container: ItemIdentifier, startingAt page: Page)
+        async throws(FileProviderError) -> ItemPage
+    {
+        let folder = try ItemPath(container)
+        if !page.isInitial { throw FileProviderError(.pageExpired, "a WebDAV listing is one page") }
+        guard let responses = try await propfind(folder, depth: 1) else { throw .noSuchItem(container) }
+        var items: [Item] = []
+        items.reserveCapacity(responses.count)
+        var refused: [RefusedItem] = []
+        var sawSelf = false
+        for response in responses {
+            if let names = relativePath(of: response.href), names.count == folder.components.count,
+                zip(names, folder.components).allSatisfy({ $0.utf8.elementsEqual($1.utf8) })
+            {
+                sawSelf = true
+                if !response.isCollection { throw FileProviderError(.invalidArgument, "\(folder.display) is not a folder") }
+                if folder.isRoot, let quota = response.quotaAvailable { updateQuota(quota) }
+                continue
+            }
+            switch outcome(of: response, in: folder) {
+            case .item(let item): items.append(item)
+            case .refused(let item): refused.append(item)
+            case .skipped: break
+            }
+        }
+        if !sawSelf, responses.count == 1, !(responses[0].isCollection) {
+            throw FileProviderError(.invalidArgument, "\(folder.display) is not a folder")
+        }
+        items.sort { $0.filename.utf8.lexicographicallyPrecedes($1.filename.utf8) }
+        return ItemPage(items: items, nextPage: nil, refused: refused)
+    }
+
+    // MARK: Values
+
+    /// An HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`).
+    static func httpDate(_ text: String) -> Date? {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        return formatter.date(from: text.trimmingCharacters(in: .whitespaces))
+    }
+
+    /// An RFC 3339 date (`creationdate`).
+    static func isoDate(_ text: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        if let date = formatter.date(from: text) { return date }
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.date(from: text)
+    }
+}

@@ -1,0 +1,285 @@
+import AdapterKit
+import Foundation
+import ProviderCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension WebDAVBackend {
+    /// Creates a file (`PUT` with `If-None-Match: *`) or a folder (`MKCOL`) from a template.
+    ///
+    /// An existing item is never overwritten, except by a replay with `mayAlreadyExist`, which
+    /// writes the file again (so it ends with the template's contents) or takes the existing
+    /// folder. A file larger than the server's last `quota-available-bytes` is refused before a
+    /// byte is sent.
+    /// - Throws: `invalidFilename` for an unsafe name; `noSuchItem` when the parent does not
+    ///   exist; `filenameCollision` when the name is taken (without `mayAlreadyExist`, or by an
+    ///   item of another kind); `notSupported` for a symlink; `insufficientQuota` when the
+    ///   server is full (`507`, or the quota it announced); `localIOFailure` when `contents`
+    ///   cannot be read; `corruptData` when the server kept a different size than was sent.
+    public func createItem(basedOn template: Item, fields: ItemFields, contents: URL?, options: CreateOptions)
+        async throws(FileProviderError) -> ItemResult
+    {
+        try Filename.validate(template.filename)
+        let parent = try ItemPath(template.parentIdentifier)
+        if parent.isRoot && ItemPath.reservedNames.contains(template.filename) {
+            throw FileProviderError(.invalidFilename, "the name \(template.filename.debugDescription) is reserved")
+        }
+        let path = parent.appending(template.filename)
+        let replay = options.contains(.mayAlreadyExist)
+        switch template.kind {
+        case .symlink:
+            throw FileProviderError(.notSupported, "WebDAV cannot hold symlinks")
+        case .folder:
+            let reply = try await send(HTTPRequest("MKCOL", endpoint(path, collection: true)))
+            switch reply.status {
+            case 400, 405:
+                // Something is there already (Apache: 405 for a folder, 400 for a file)?
+                guard try await propfind(path, depth: 0) != nil else {
+                    try reply.check()
+                    break
+                }
+                if replay, let existing = try? await item(for: path.identifier), existing.kind == .folder {
+                    return ItemResult(item: existing)
+                }
+                throw collision(path)
+            case 409: throw .noSuchItem(parent.identifier)
+            default: try reply.check()
+            }
+            return ItemResult(item: try await item(for: path.identifier))
+        case .file:
+            let source = contents?.path ?? "/dev/null"
+            let size = try Self.size(ofUpload: source)
+            var headers = ["If-None-Match: *"]
+            if replay {
+                if let existing = try? await item(for: path.identifier), existing.kind != .file { throw collision(path) }
+                headers = []
+            }
+            let reply = try await put(path, from: source, size: size, headers: headers)
+            switch reply.status {
+            case 412: throw collision(path)
+            case 405: throw collision(path)
+            case 404, 409: throw .noSuchItem(parent.identifier)
+            default: try reply.check()
+            }
+            return ItemResult(item: try await uploadedItem(path, size: size))
+        }
+    }
+
+    /// Changes a file's contents (`PUT` with `If-Match`), renames or moves an item (`MOVE` with
+    /// `Overwrite: F`, and `If-Match` for a file). Dates and other fields are accepted and
+    /// ignored: the server sets its own.
+    ///
+    /// A folder's version is checked just before a move (WebDAV gives folders no usable ETag).
+    /// - Throws: `noSuchItem` when the item or the new parent is gone; `versionOutOfDate` when
+    ///   the item's version is not `baseVersion` (nothing is changed); `filenameCollision` when
+    ///   the new name is taken; `invalidFilename` for an unsafe new name; `invalidArgument` for
+    ///   new contents on a folder, renaming the root, or moving a folder into itself;
+    ///   `insufficientQuota` when the server is full.
+    public func modifyItem(
+        _ item: Item, baseVersion: ItemVersion, changedFields: ItemFields, contents: URL?,
+        options: ModifyOptions
+    ) async throws(FileProviderError) -> ItemResult {
+        let path = try ItemPath(item.identifier)
+        let renames = changedFields.contains(.filename) || changedFields.contains(.parentItemIdentifier)
+        if renames {
+            if path.isRoot { throw FileProviderError(.invalidArgument, "the root cannot be renamed or moved") }
+            try Filename.validate(item.filename)
+        }
+        var current: Item?
+        var tag = Self.etag(of: baseVersion)
+        let isFolder = baseVersion == Self.folderVersion
+        if changedFields.contains(.contents) {
+            if isFolder { throw FileProviderError(.invalidArgument, "\(path.display) is not a file; its contents cannot be set") }
+            guard let etag = tag else { throw .versionOutOfDate(item.identifier) }
+            let source = contents?.path ?? "/dev/null"
+            let size = try Self.size(ofUpload: source)
+            let reply = try await sendIfMatch(path, tag: etag) { () throws(FileProviderError) in
+                try await put(path, from: source, size: size, headers: ["If-Match: \(etag)"])
+            }
+            switch reply.status {
+            case 404: throw .noSuchItem(item.identifier)
+            case 405, 409: throw FileProviderError(.invalidArgument, "\(path.display) is not a file; its contents cannot be set")
+            case 412: throw try await preconditionFailed(path)
+            default: try reply.check()
+            }
+            let uploaded = try await uploadedItem(path, size: size)
+            current = uploaded
+            tag = Self.etag(of: uploaded.version)
+        }
+        if renames {
+            let name = changedFields.contains(.filename) ? item.filename : path.name
+            let parentIdentifier = changedFields.contains(.parentItemIdentifier) ? item.parentIdentifier : path.parent.identifier
+            let parent = try ItemPath(parentIdentifier)
+            if parent.isRoot && ItemPath.reservedNames.contains(name) {
+                throw FileProviderError(.invalidFilename, "the name \(name.debugDescription) is reserved")
+            }
+            let target = parent.appending(name)
+            if !target.identifier.rawValue.utf8.elementsEqual(path.identifier.rawValue.utf8) {
+                if path.contains(target) {
+                    throw FileProviderError(.invalidArgument, "\(path.display) cannot be moved into itself")
+                }
+                if isFolder {
+                    let now = try await self.item(for: item.identifier)
+                    if now.kind != .folder { throw .versionOutOfDate(item.identifier) }
+                } else if tag == nil {
+                    throw .versionOutOfDate(item.identifier)
+                }
+                current = try await move(path, to: target, ifMatch: isFolder ? nil : tag)
+            }
+        }
+        if let current { return ItemResult(item: current) }
+        let now = try await self.item(for: item.identifier)
+        if now.version.content != baseVersion.content { throw .versionOutOfDate(item.identifier) }
+        return ItemResult(item: now)
+    }
+
+    /// Deletes an item (`DELETE`, with `If-Match` on a file's base version); a folder with
+    /// everything in it only when `options` has `recursive` (WebDAV always deletes a folder
+    /// with its contents, so the adapter lists it first).
+    ///
+    /// - Throws: `noSuchItem` when the item is gone; `versionOutOfDate` when its version is not
+    ///   `baseVersion`; `directoryNotEmpty` for a non-empty folder without `recursive`;
+    ///   `deletionRejected` for the root.
+    public func deleteItem(identifier: ItemIdentifier, baseVersion: ItemVersion?, options: DeleteOptions)
+        async throws(FileProviderError)
+    {
+        let path = try ItemPath(identifier)
+        if path.isRoot { throw FileProviderError(.deletionRejected, "the root of a domain cannot be deleted") }
+        let current = try await item(for: identifier)
+        if let baseVersion, baseVersion.content != current.version.content { throw .versionOutOfDate(identifier) }
+        var request = HTTPRequest("DELETE", endpoint(path, collection: current.kind == .folder))
+        var ifMatch: String?
+        if current.kind == .folder {
+            if !options.contains(.recursive) {
+                let page = try await enumerateItems(in: identifier, startingAt: .initialPageSortedByName)
+                if !page.items.isEmpty || !page.refused.isEmpty {
+                    throw FileProviderError(.directoryNotEmpty, "\(path.display) is not empty")
+                }
+            }
+        } else if let tag = Self.etag(of: baseVersion ?? current.version) {
+            request.headers = ["If-Match: \(tag)"]
+            ifMatch = tag
+        }
+        let reply = try await sendIfMatch(path, tag: ifMatch) { () throws(FileProviderError) in try await send(request) }
+        switch reply.status {
+        case 404: throw .noSuchItem(identifier)
+        case 412: throw try await preconditionFailed(path)
+        default: try reply.check()
+        }
+    }
+
+    // MARK: Shared
+
+    private func collision(_ path: ItemPath) -> FileProviderError {
+        FileProviderError(.filenameCollision, "an item named \(path.name.debugDescription) already exists in \(path.parent.display)")
+    }
+
+    /// What a `412` to `If-Match` means: the item is gone (`noSuchItem`) or changed
+    /// (`versionOutOfDate`).
+    private func preconditionFailed(_ path: ItemPath) async throws(FileProviderError) -> FileProviderError {
+        guard try await propfind(path, depth: 0) != nil else { return .noSuchItem(path.identifier) }
+        return .versionOutOfDate(path.identifier)
+    }
+
+    /// Sends a request that carries `If-Match: tag` (`send`), and sends it again while a `412`
+    /// comes only from a weak ETag: Apache fails `If-Match` for a file changed within the last
+    /// second or so (its ETag is weak, `W/"…"`) even when the value is the same, and makes the
+    /// ETag strong once the change is older. So while the server's ETag has the value of
+    /// `tag`, this waits 250 ms and tries again, for at most ``weakTagPatience``; any other
+    /// `412`, and the last one, is returned. With `tag` `nil` the request is sent once.
+    private func sendIfMatch(
+        _ path: ItemPath, tag: String?, _ send: () async throws(FileProviderError) -> HTTPReply
+    ) async throws(FileProviderError) -> HTTPReply {
+        let clock = ContinuousClock()
+        let deadline = clock.now + Self.weakTagPatience
+        while true {
+            let reply = try await send()
+            guard let tag, reply.status == 412, clock.now < deadline else { return reply }
+            // The same value, weak (or strong by now, when it turned strong after the 412).
+            guard let responses = try await propfind(path, depth: 0), var current = responses.first?.etag else { return reply }
+            if current.hasPrefix("W/") { current.removeFirst(2) }
+            guard current == tag else { return reply }
+            do {
+                try await Task.sleep(for: .milliseconds(250))
+            } catch {
+                throw FileProviderError(.cancelled, "cancelled")
+            }
+        }
+    }
+
+    /// How long a conditional write waits for a weak ETag to become strong (see
+    /// `sendIfMatch`).
+    static let weakTagPatience = Duration.seconds(4)
+
+    /// `MOVE` with `Overwrite: F`.
+    private func move(_ source: ItemPath, to target: ItemPath, ifMatch tag: String?) async throws(FileProviderError) -> Item {
+        let isFolder = tag == nil
+        var request = HTTPRequest("MOVE", endpoint(source, collection: isFolder))
+        request.headers = ["Destination: \(absoluteURL(target, collection: isFolder))", "Overwrite: F"]
+        if let tag { request.headers.append("If-Match: \(tag)") }
+        // Apache answers 500 to a move into a folder that does not exist.
+        request.finalStatuses = [500]
+        let reply = try await sendIfMatch(source, tag: tag) { () throws(FileProviderError) in
+            let reply = try await send(request)
+            // Overwrite: F with something at the target: no point in sending again.
+            if reply.status == 412, try await propfind(target, depth: 0) != nil {
+                throw FileProviderError(
+                    .filenameCollision, "an item named \(target.name.debugDescription) already exists in \(target.parent.display)")
+            }
+            return reply
+        }
+        switch reply.status {
+        case 404: throw FileProviderError(.noSuchItem, "\(source.display) is gone")
+        case 409: throw .noSuchItem(target.parent.identifier)
+        case 412: throw try await preconditionFailed(source)
+        case 500:
+            if try await propfind(target.parent, depth: 0) == nil { throw .noSuchItem(target.parent.identifier) }
+            try reply.check()
+        default: try reply.check()
+        }
+        return try await item(for: target.identifier)
+    }
+
+    /// `PUT` streaming `source`, after checking the upload fits the announced quota.
+    ///
+    /// - Throws: `insufficientQuota` when `size` is over the server's last
+    ///   `quota-available-bytes`.
+    func put(_ path: ItemPath, from source: String, size: Int64, headers: [String]) async throws(FileProviderError)
+        -> HTTPReply
+    {
+        if let available = availableBytes, size > available {
+            throw FileProviderError(
+                .insufficientQuota, "\(path.display) is \(size) bytes; the server has \(available) bytes available")
+        }
+        var request = HTTPRequest("PUT", endpoint(path))
+        request.body = .file(path: source, size: size)
+        request.headers = headers
+        return try await send(request)
+    }
+
+    /// The item after an upload, checking the server kept every byte.
+    func uploadedItem(_ path: ItemPath, size: Int64) async throws(FileProviderError) -> Item {
+        let item = try await item(for: path.identifier)
+        guard item.kind == .file, item.size == size else {
+            throw FileProviderError(.corruptData, "the server kept \(item.size) of the \(size) bytes sent for \(path.display)")
+        }
+        return item
+    }
+
+    /// The size of the file to upload.
+    ///
+    /// - Throws: `localIOFailure` when it cannot be read or is not a regular file.
+    static func size(ofUpload path: String) throws(FileProviderError) -> Int64 {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw FileProviderError(.localIOFailure, "the file to upload \(path) cannot be read: \(String(cString: strerror(errno)))")
+        }
+        if path == "/dev/null" { return 0 }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw FileProviderError(.localIOFailure, "the file to upload \(path) is not a regular file")
+        }
+        return Int64(info.st_size)
+    }
+}

@@ -1,0 +1,158 @@
+import AdapterKit
+import Foundation
+import ProviderCore
+
+/// A backend over a WebDAV server (RFC 4918): Apache `mod_dav`, nginx, Nextcloud, ownCloud,
+/// NAS boxes. It talks HTTP through the adapter kit's libcurl client.
+///
+/// Identifiers are paths relative to the collection at `url` (`docs/a.txt`); that collection
+/// is ``ItemIdentifier/rootContainer``. Listings are `PROPFIND` with `Depth: 1`, a file's content
+/// version is its ETag, and writes are conditional on it (`If-Match`, `If-None-Match: *`), so
+/// the server checks the base version atomically. Every HTTP exchange runs on the backend's own
+/// connection threads, never on Swift's cooperative pool.
+public final class WebDAVBackend: Backend {
+    public let capabilities: BackendCapabilities
+    /// The URL of the domain's root collection, without a trailing slash.
+    public let baseURL: String
+    /// The names of the root collection's path on the server (`["dav", "team"]`), to read hrefs.
+    let basePath: [String]
+    let client: HTTPClient
+    /// Parses listings off the cooperative pool.
+    let parser = BlockingExecutor(name: "webdav-xml", threads: 1)
+    /// The server's last `quota-available-bytes` for the root.
+    let quota = QuotaBox()
+
+    /// Connects to a WebDAV server and checks that `url` is a collection.
+    ///
+    /// - Parameters:
+    ///   - url: the root collection, `http://` or `https://` (certificates are always verified).
+    ///   - user: the user name for HTTP Basic authentication, or `nil`.
+    ///   - password: the password, or `nil` (then `netrcFile`, if given, supplies both).
+    ///   - netrcFile: a netrc file with the credentials for the host, or `nil`.
+    ///   - caFile: a CA bundle to verify HTTPS certificates with, or `nil` for the system's.
+    ///   - connectTimeout: seconds to wait for a connection.
+    ///   - timeout: seconds without any byte moving before a transfer is abandoned (and retried).
+    ///   - connections: how many connections (each on its own thread) run at once.
+    ///   - retries: how many times a connection error, `429` or `5xx` is retried.
+    /// - Throws: `invalidArgument` for a URL that is not http(s), a file that cannot be read,
+    ///   out-of-range numbers, or a URL that is not a WebDAV collection; `serverUnreachable`
+    ///   when the server cannot be reached; `notAuthenticated` when it refuses the credentials
+    ///   or its certificate is not trusted; `noSuchItem` when nothing is at `url`.
+    public init(
+        url: String, user: String? = nil, password: String? = nil, netrcFile: String? = nil, caFile: String? = nil,
+        connectTimeout: Double = 10, timeout: Double = 30, connections: Int = 4, retries: Int = 4
+    ) async throws(FileProviderError) {
+        var base = url
+        while base.hasSuffix("/") { base.removeLast() }
+        guard let parsed = URL(string: base), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            parsed.host != nil, parsed.query == nil, parsed.fragment == nil
+        else {
+            throw FileProviderError(.invalidArgument, "--url must be an http:// or https:// URL of a collection, not '\(url)'")
+        }
+        for file in [caFile, netrcFile].compactMap({ $0 }) where !FileManager.default.isReadableFile(atPath: file) {
+            throw FileProviderError(.invalidArgument, "the file \(file) cannot be read")
+        }
+        guard (1...64).contains(connections) else {
+            throw FileProviderError(.invalidArgument, "--connections must be 1 to 64, not \(connections)")
+        }
+        guard connectTimeout > 0, timeout > 0 else {
+            throw FileProviderError(.invalidArgument, "timeouts must be more than 0 seconds")
+        }
+        guard (0...10).contains(retries) else {
+            throw FileProviderError(.invalidArgument, "--retries must be 0 to 10, not \(retries)")
+        }
+        guard let path = Self.decodePath(parsed.path(percentEncoded: true)) else {
+            throw FileProviderError(.invalidArgument, "--url has a path that cannot be decoded: '\(url)'")
+        }
+        var settings = ClientSettings(
+            baseURL: base, caFile: caFile, connectTimeout: connectTimeout, stallTimeout: timeout, connections: connections,
+            retries: retries)
+        if let password { settings.basicCredentials = (user ?? "", password) }
+        settings.netrcFile = netrcFile
+        settings.authenticationHint = "check --user and the password (--password-env or --netrc-file)"
+        settings.threadName = "webdav-http"
+        client = try HTTPClient(settings: settings)
+        baseURL = base
+        basePath = path
+        capabilities = BackendCapabilities(
+            hasChangeFeed: false, supportsThumbnails: false, supportsRangedReads: true, supportsServerSideMove: true,
+            supportsConditionalWrites: true, supportsSymlinks: false, creatableKinds: [.file, .folder],
+            identifiersArePathDerived: true, listsOnlySomeFiles: false)
+        do {
+            let root = try await rootItem()
+            _ = root
+        } catch {
+            client.close()
+            parser.shutDown()
+            throw error
+        }
+    }
+
+    deinit {
+        client.close()
+        parser.shutDown()
+    }
+
+    /// Closes the connections and stops their threads.
+    public func close() async {
+        client.close()
+        parser.shutDown()
+    }
+
+    // MARK: Requests
+
+    /// Sends a request on the connection threads; task cancellation aborts the transfer.
+    func send(_ request: HTTPRequest) async throws(FileProviderError) -> HTTPReply {
+        let flag = CancellationFlag()
+        return try await withCancellationFlag(flag) { () async throws(FileProviderError) in
+            try await client.send(request, cancellation: flag)
+        }
+    }
+
+    /// The endpoint of a path, percent-encoded; a collection's ends in `/`.
+    func endpoint(_ path: ItemPath, collection: Bool = false) -> String {
+        let encoded = path.components.map { HTTPClient.percentEncode($0, keepSlash: false) }.joined(separator: "/")
+        if path.isRoot { return "/" }
+        return "/" + encoded + (collection ? "/" : "")
+    }
+
+    /// The full URL of a path, for `Destination`.
+    func absoluteURL(_ path: ItemPath, collection: Bool = false) -> String { baseURL + endpoint(path, collection: collection) }
+
+    /// The names of a percent-encoded URL path; `nil` when a name does not decode to UTF-8.
+    static func decodePath(_ path: some StringProtocol) -> [String]? {
+        var names: [String] = []
+        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+            guard let name = String(part).removingPercentEncoding else { return nil }
+            names.append(name)
+        }
+        return names
+    }
+}
+
+/// The bytes the server last said are available (`quota-available-bytes` of the root), or
+/// `nil` when it did not say.
+final class QuotaBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var bytes: Int64?
+
+    var available: Int64? { lock.withLock { bytes } }
+
+    func set(_ value: Int64?) { lock.withLock { bytes = value } }
+}
+
+extension WebDAVBackend {
+    /// The bytes the server said are available for the domain, from the last listing of the
+    /// root; `nil` when the server does not say (or said something impossible).
+    public var availableBytes: Int64? { quota.available }
+
+    /// Records `quota-available-bytes`: a number from 0 to ``ProviderCore/ItemBounds/maximumSize``;
+    /// anything else (RFC 4331's negative "unknown", text) means unknown.
+    func updateQuota(_ text: String) {
+        guard let value = Int64(text), ItemBounds.problem(withSize: value) == nil else {
+            quota.set(nil)
+            return
+        }
+        quota.set(value)
+    }
+}

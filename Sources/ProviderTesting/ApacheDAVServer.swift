@@ -1,0 +1,268 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// An Apache `mod_dav` server on 127.0.0.1 for tests: its own configuration, a folder it serves
+/// over WebDAV and a free port picked at run time; ready once it answers, stopped by its pid.
+///
+/// The binary is `$APACHE2`, else `/usr/sbin/apache2` (apt `apache2`, see
+/// scripts/install-deps.sh); modules come from `/usr/lib/apache2/modules`. Apache runs in the
+/// foreground, spawned in a session of its own with no signal blocked (its workers are in its
+/// process group), and stopped with `SIGKILL` to that group: by ``stop()``, and at the test
+/// process's exit for the servers a whole run shares, so no server outlives the tests. Run as
+/// root, Apache serves as `www-data`, so the served folder belongs to that user.
+public final class ApacheDAVServer: @unchecked Sendable {
+    /// The folder the server serves at `/`.
+    public let root: URL
+    /// The TCP port on 127.0.0.1.
+    public let port: Int
+    /// The server's base URL (its `/`).
+    public var url: String { "http://127.0.0.1:\(port)" }
+
+    private let folder: URL
+    /// Apache's main process: the leader of its process group.
+    private let pid: pid_t
+    private let lock = NSLock()
+    private var stopped = false
+    private let owner: (uid: uid_t, gid: gid_t)?
+
+    /// Whether Apache and mod_dav are installed.
+    public static var isAvailable: Bool {
+        FileManager.default.isExecutableFile(atPath: binary) && FileManager.default.fileExists(atPath: modules + "/mod_dav_fs.so")
+    }
+
+    static var binary: String { ProcessInfo.processInfo.environment["APACHE2"] ?? "/usr/sbin/apache2" }
+    static let modules = "/usr/lib/apache2/modules"
+
+    /// Starts a server and waits until it answers.
+    ///
+    /// - Parameter users: user names and passwords; when given, every request needs HTTP Basic
+    ///   authentication with one of them.
+    /// - Throws: ``MediaServerError`` when Apache is missing, exits early or does not answer
+    ///   within 20 seconds.
+    public init(users: [String: String] = [:]) throws {
+        guard Self.isAvailable else {
+            throw MediaServerError(message: "Apache with mod_dav is not installed (apt-get install apache2)")
+        }
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("apache-dav-\(UUID().uuidString)")
+        root = folder.appendingPathComponent("root")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("lock"), withIntermediateDirectories: true)
+        if getuid() == 0, let user = getpwnam("www-data") {
+            owner = (user.pointee.pw_uid, user.pointee.pw_gid)
+        } else {
+            owner = nil
+        }
+        var lastError = MediaServerError(message: "Apache did not start")
+        for _ in 0..<3 {
+            let port = try MediaServer.freePort()
+            let config = folder.appendingPathComponent("httpd.conf")
+            try Self.configuration(folder: folder, root: root, port: port, runAsRoot: owner != nil, users: users)
+                .write(to: config, atomically: true, encoding: .utf8)
+            if !users.isEmpty {
+                let lines = users.map { "\($0.key):\(Self.cryptPassword($0.value))" }.joined(separator: "\n") + "\n"
+                try lines.write(to: folder.appendingPathComponent("htpasswd"), atomically: true, encoding: .utf8)
+            }
+            if let owner {
+                for path in [folder.path, root.path, folder.appendingPathComponent("lock").path] {
+                    chown(path, owner.uid, owner.gid)
+                }
+            }
+            let log = folder.appendingPathComponent("stderr.log")
+            let pid = try ChildProcess.spawn(
+                Self.binary, ["-f", config.path, "-DFOREGROUND"], output: "/dev/null", error: log.path, ownSession: true)
+            Self.register(pid)
+            if Self.waitUntilReady(port: port, pid: pid) {
+                self.pid = pid
+                self.port = port
+                return
+            }
+            Self.kill(pid)
+            let text = [log, folder.appendingPathComponent("error.log")].compactMap { try? String(contentsOf: $0, encoding: .utf8) }
+                .joined()
+            lastError = MediaServerError(message: "Apache on port \(port) did not become ready: \(text.suffix(2000))")
+        }
+        try? FileManager.default.removeItem(at: folder)
+        throw lastError
+    }
+
+    deinit { stop() }
+
+    /// Apache's process group (its main process's pid), for tests of the fixture.
+    public var processGroup: pid_t? { pid }
+
+    /// Stops Apache (`SIGKILL` to its process group) and removes its files.
+    public func stop() {
+        let first: Bool = lock.withLock {
+            defer { stopped = true }
+            return !stopped
+        }
+        guard first else { return }
+        Self.kill(pid)
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    /// Kills Apache's process group and reaps its main process. Blocks until it is gone (at
+    /// once: `SIGKILL`).
+    static func kill(_ pid: pid_t) {
+        _ = Glibc.kill(-pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        unregister(pid)
+    }
+
+    // MARK: Servers still running when the test process exits
+
+    nonisolated(unsafe) private static var running = Set<pid_t>()
+    private static let runningLock = NSLock()
+    private static let exitHook: Void = {
+        atexit {
+            ApacheDAVServer.runningLock.lock()
+            let groups = ApacheDAVServer.running
+            ApacheDAVServer.runningLock.unlock()
+            for group in groups { _ = Glibc.kill(-group, SIGKILL) }
+        }
+    }()
+
+    private static func register(_ group: pid_t) {
+        _ = exitHook
+        runningLock.withLock { _ = running.insert(group) }
+    }
+
+    private static func unregister(_ group: pid_t) {
+        runningLock.withLock { _ = running.remove(group) }
+    }
+
+    /// Makes a new empty folder in the served root and returns its URL, for a test that needs
+    /// a fresh store.
+    public func makeFolder(_ name: String = "store-\(UUID().uuidString)") throws -> String {
+        let path = root.appendingPathComponent(name)
+        try FileManager.default.createDirectory(at: path, withIntermediateDirectories: true)
+        if let owner { chown(path.path, owner.uid, owner.gid) }
+        return url + "/" + name
+    }
+
+    /// Writes a file into the served root directly (as another client of the server would),
+    /// owned by the server's user.
+    public func writeFile(_ relativePath: String, _ contents: Data) throws {
+        let path = root.appendingPathComponent(relativePath)
+        try contents.write(to: path)
+        if let owner { chown(path.path, owner.uid, owner.gid) }
+    }
+
+    static func waitUntilReady(port: Int, pid: pid_t) -> Bool {
+        for _ in 0..<400 {
+            // Still running: not a zombie (it is not reaped here, so the pid is still its).
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                let end = stat.range(of: ") ", options: .backwards), stat[end.upperBound...].first != "Z"
+            else { return false }
+            if let reply = MediaServer.rawRequest(port: port, "OPTIONS / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"),
+                reply.hasPrefix("HTTP/1.1 ")
+            {
+                return true
+            }
+            usleep(50_000)
+        }
+        return false
+    }
+
+    /// A password in Apache's `{SHA}` form (base64 of its SHA-1), which needs no crypt(3).
+    static func cryptPassword(_ password: String) -> String {
+        "{SHA}" + Data(SHA1.hash(Array(password.utf8))).base64EncodedString()
+    }
+
+    static func configuration(folder: URL, root: URL, port: Int, runAsRoot: Bool, users: [String: String]) -> String {
+        let modules = Self.modules
+        var text = """
+            ServerRoot "\(folder.path)"
+            ServerName 127.0.0.1
+            Listen 127.0.0.1:\(port)
+            PidFile "\(folder.path)/apache.pid"
+            ErrorLog "\(folder.path)/error.log"
+            LogLevel warn
+            Mutex file:\(folder.path)/lock
+            DefaultRuntimeDir "\(folder.path)/lock"
+            LoadModule mpm_event_module \(modules)/mod_mpm_event.so
+            LoadModule authz_core_module \(modules)/mod_authz_core.so
+            LoadModule authn_core_module \(modules)/mod_authn_core.so
+            LoadModule authn_file_module \(modules)/mod_authn_file.so
+            LoadModule auth_basic_module \(modules)/mod_auth_basic.so
+            LoadModule authz_user_module \(modules)/mod_authz_user.so
+            LoadModule mime_module \(modules)/mod_mime.so
+            TypesConfig /etc/mime.types
+            LoadModule dav_module \(modules)/mod_dav.so
+            LoadModule dav_fs_module \(modules)/mod_dav_fs.so
+            StartServers 1
+            ServerLimit 1
+            ThreadsPerChild 16
+            MaxRequestWorkers 16
+            KeepAlive On
+            MaxKeepAliveRequests 0
+            DAVLockDB "\(folder.path)/lock/davlock"
+            DocumentRoot "\(root.path)"
+            <Directory "\(root.path)">
+                Dav On
+                AllowOverride None
+                Options None
+
+            """
+        if users.isEmpty {
+            text += "    Require all granted\n"
+        } else {
+            text += """
+                    AuthType Basic
+                    AuthName "dav"
+                    AuthBasicProvider file
+                    AuthUserFile "\(folder.path)/htpasswd"
+                    Require valid-user
+
+                """
+        }
+        text += "</Directory>\n"
+        if runAsRoot { text += "User www-data\nGroup www-data\n" }
+        return text
+    }
+}
+
+/// SHA-1, for Apache's `{SHA}` password form in test configurations only.
+enum SHA1 {
+    static func hash(_ message: [UInt8]) -> [UInt8] {
+        var h: [UInt32] = [0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0]
+        var data = message
+        let bitLength = UInt64(message.count) &* 8
+        data.append(0x80)
+        while data.count % 64 != 56 { data.append(0) }
+        for shift in stride(from: 56, through: 0, by: -8) { data.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
+        for chunk in stride(from: 0, to: data.count, by: 64) {
+            var w = [UInt32](repeating: 0, count: 80)
+            for i in 0..<16 {
+                let b = chunk + i * 4
+                w[i] = UInt32(data[b]) << 24 | UInt32(data[b + 1]) << 16 | UInt32(data[b + 2]) << 8 | UInt32(data[b + 3])
+            }
+            for i in 16..<80 {
+                let x = w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]
+                w[i] = x << 1 | x >> 31
+            }
+            var (a, b, c, d, e) = (h[0], h[1], h[2], h[3], h[4])
+            for i in 0..<80 {
+                let (f, k): (UInt32, UInt32)
+                switch i {
+                case 0..<20: (f, k) = ((b & c) | (~b & d), 0x5A82_7999)
+                case 20..<40: (f, k) = (b ^ c ^ d, 0x6ED9_EBA1)
+                case 40..<60: (f, k) = ((b & c) | (b & d) | (c & d), 0x8F1B_BCDC)
+                default: (f, k) = (b ^ c ^ d, 0xCA62_C1D6)
+                }
+                let temp = (a << 5 | a >> 27) &+ f &+ e &+ k &+ w[i]
+                (e, d, c, b, a) = (d, c, b << 30 | b >> 2, a, temp)
+            }
+            h[0] = h[0] &+ a
+            h[1] = h[1] &+ b
+            h[2] = h[2] &+ c
+            h[3] = h[3] &+ d
+            h[4] = h[4] &+ e
+        }
+        return h.flatMap { value in (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * UInt32($0))) } }
+    }
+}

@@ -1,0 +1,237 @@
+import Foundation
+import ProviderCore
+import ProviderTesting
+import Testing
+import WebDAVAdapter
+
+/// A WebDAV collection at `/dav/` scripted on a ``FaultServer``: its normal answers, and what
+/// each test puts in their place.
+struct ScriptedDAV {
+    struct Entry {
+        var href: String
+        var props: String
+    }
+
+    var entries: [Entry] = []
+    var rootProps = ""
+
+    static let date = "Sat, 01 Jun 2024 10:00:00 GMT"
+
+    static func file(_ name: String, size: Int, etag: String = "\"e1\"", date: String = Self.date) -> Entry {
+        Entry(
+            href: "/dav/\(name)",
+            props:
+                "<d:resourcetype/><d:getcontentlength>\(size)</d:getcontentlength><d:getetag>\(etag)</d:getetag><d:getlastmodified>\(date)</d:getlastmodified>"
+        )
+    }
+
+    static func multistatus(_ responses: [Entry]) -> Data {
+        var text = #"<?xml version="1.0" encoding="utf-8"?><d:multistatus xmlns:d="DAV:">"#
+        for entry in responses {
+            text += "<d:response><d:href>\(entry.href)</d:href><d:propstat><d:prop>\(entry.props)</d:prop>"
+            text += "<d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response>"
+        }
+        return Data((text + "</d:multistatus>").utf8)
+    }
+
+    /// The normal answer to `PROPFIND` of the root, or `nil` for any other request.
+    func answer(_ request: FaultServer.Request) -> FaultServer.Action? {
+        guard request.method == "PROPFIND", request.path == "/dav/" || request.path == "/dav" else { return nil }
+        let root = Entry(href: "/dav/", props: "<d:resourcetype><d:collection/></d:resourcetype>\(rootProps)")
+        let body = Self.multistatus(request.headers["depth"] == "0" ? [root] : [root] + entries)
+        return .reply(status: 207, headers: ["Content-Type": "application/xml"], body: body)
+    }
+
+    static func propfindOf(_ entry: Entry) -> FaultServer.Action {
+        .reply(status: 207, headers: ["Content-Type": "application/xml"], body: multistatus([entry]))
+    }
+}
+
+@Suite("WebDAV faults and hostile replies")
+struct FaultTests {
+    static func backend(_ server: FaultServer, retries: Int = 2) async throws -> WebDAVBackend {
+        try await WebDAVBackend(url: server.url + "/dav", timeout: 2, retries: retries)
+    }
+
+    static func expectCode(_ code: FileProviderError.Code, _ body: () async throws -> Void) async {
+        do {
+            try await body()
+            Issue.record("expected \(code), got success")
+        } catch let error as FileProviderError {
+            #expect(error.code == code, "\(error)")
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+    }
+
+    static func upload(_ bytes: Int) throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("webdav-upload-\(UUID().uuidString)")
+        try Data(repeating: 7, count: bytes).write(to: url)
+        return url
+    }
+
+    @Test func unsafeNamesAndImpossibleValuesAreRefusedAndTheRestListed() async throws {
+        var dav = ScriptedDAV()
+        dav.entries = [
+            ScriptedDAV.file("good.txt", size: 5),
+            ScriptedDAV.Entry(href: "/dav/sub/", props: "<d:resourcetype><d:collection/></d:resourcetype>"),
+            ScriptedDAV.file("%2E%2E", size: 1),
+            ScriptedDAV.file("a%2Fb", size: 1),
+            ScriptedDAV.file("nul%00x", size: 1),
+            ScriptedDAV.file("%FF%FE", size: 1),
+            ScriptedDAV.file(String(repeating: "x", count: 256), size: 1),
+            ScriptedDAV.file("negative", size: -5),
+            ScriptedDAV.Entry(
+                href: "/dav/huge",
+                props: "<d:resourcetype/><d:getcontentlength>99999999999999999999</d:getcontentlength><d:getetag>\"e\"</d:getetag>"),
+            ScriptedDAV.file("bad-date", size: 1, date: "yesterday"),
+            ScriptedDAV.file("far-future", size: 1, date: "Fri, 01 Jan 2300 00:00:00 GMT"),
+            ScriptedDAV.file("no-etag", size: 1, etag: ""),
+            ScriptedDAV.file("outside", size: 1).with(href: "/elsewhere/outside"),
+        ]
+        let server = try FaultServer { request in dav.answer(request) ?? .reply(status: 404, headers: [:], body: Data()) }
+        defer { server.stop() }
+        let backend = try await Self.backend(server)
+        let page = try await backend.enumerateItems(in: .rootContainer, startingAt: .initialPageSortedByName)
+        #expect(page.items.map(\.filename) == ["good.txt", "sub"])
+        #expect(page.items.first?.size == 5)
+        #expect(page.refused.count == 11, "\(page.refused.map(\.reason))")
+    }
+
+    @Test func notWellFormedXMLIsCorruptData() async throws {
+        let server = try FaultServer { request in
+            if request.headers["depth"] == "1" {
+                return .reply(status: 207, headers: [:], body: Data("<d:multistatus xmlns:d=\"DAV:\"><d:response>".utf8))
+            }
+            return ScriptedDAV().answer(request) ?? .reply(status: 404, headers: [:], body: Data())
+        }
+        defer { server.stop() }
+        let backend = try await Self.backend(server)
+        await Self.expectCode(.corruptData) {
+            _ = try await backend.enumerateItems(in: .rootContainer, startingAt: .initialPageSortedByName)
+        }
+    }
+
+    @Test func serverErrorsAreRetriedThenServerUnreachable() async throws {
+        let server = try FaultServer { request in
+            if request.headers["depth"] == "1" { return .reply(status: 500, headers: [:], body: Data("boom".utf8)) }
+            return ScriptedDAV().answer(request) ?? .reply(status: 404, headers: [:], body: Data())
+        }
+        defer { server.stop() }
+        let backend = try await Self.backend(server, retries: 2)
+        await Self.expectCode(.serverUnreachable) {
+            _ = try await backend.enumerateItems(in: .rootContainer, startingAt: .initialPageSortedByName)
+        }
+        #expect(server.requests.filter { $0.headers["depth"] == "1" }.count == 3)
+    }
+
+    @Test func insufficientStorageIsInsufficientQuota() async throws {
+        let server = try FaultServer { request in
+            if request.method == "PUT" { return .reply(status: 507, headers: [:], body: Data()) }
+            return ScriptedDAV().answer(request) ?? .reply(status: 404, headers: [:], body: Data())
+        }
+        defer { server.stop() }
+        let backend = try await Self.backend(server)
+        let source = try Self.upload(100)
+        defer { try? FileManager.default.removeItem(at: source) }
+        let template = Item(identifier: ItemIdentifier("new.bin"), parentIdentifier: .rootContainer, filename: "new.bin", kind: .file)
+        await Self.expectCode(.insufficientQuota) {
+            _ = try await backend.createItem(basedOn: template, fields: [], contents: source, options: [])
+        }
+        // 507 is not retried.
+        #expect(server.requests.filter { $0.method == "PUT" }.count == 1)
+    }
+
+    @Test func anUploadOverTheAnnouncedQuotaIsNotSent() async throws {
+        var dav = ScriptedDAV()
+        dav.rootProps = "<d:quota-available-bytes>10</d:quota-available-bytes>"
+        let server = try FaultServer { request in dav.answer(request) ?? .reply(status: 201, headers: [:], body: Data()) }
+        defer { server.stop() }
+        let backend = try await Self.backend(server)
+        #expect(backend.availableBytes == 10)
+        let source = try Self.upload(100)
+        defer { try? FileManager.default.removeItem(at: source) }
+        let template = Item(identifier: ItemIdentifier("big.bin"), parentIdentifier: .rootContainer, filename: "big.bin", kind: .file)
+        await Self.expectCode(.insufficientQuota) {
+            _ = try await backend.createItem(basedOn: template, fields: [], contents: source, options: [])
+        }
+        #expect(server.requests.filter { $0.method == "PUT" }.isEmpty)
+    }
+
+    @Test func preconditionFailedMeansCollisionOrOutOfDate() async throws {
+        let current = ScriptedDAV.file("a.txt", size: 3, etag: "\"new\"")
+        let server = try FaultServer { request in
+            if request.method == "PUT" { return .reply(status: 412, headers: [:], body: Data()) }
+            if request.method == "PROPFIND", request.path == "/dav/a.txt" { return ScriptedDAV.propfindOf(current) }
+            return ScriptedDAV().answer(request) ?? .reply(status: 404, headers: [:], body: Data())
+        }
+        defer { server.stop() }
+        let backend = try await Self.backend(server)
+        let source = try Self.upload(3)
+        defer { try? FileManager.default.removeItem(at: source) }
+        let template = Item(identifier: ItemIdentifier("a.txt"), parentIdentifier: .rootContainer, filename: "a.txt", kind: .file)
+        await Self.expectCode(.filenameCollision) {
+            _ = try await backend.createItem(basedOn: template, fields: [], contents: source, options: [])
+        }
+        #expect(server.requests.first { $0.method == "PUT" }?.headers["if-none-match"] == "*")
+        let old = ItemVersion(content: Data("e\"old\"".utf8), metadata: Data())
+        await Self.expectCode(.versionOutOfDate) {
+            _ = try await backend.modifyItem(template, baseVersion: old, changedFields: [.contents], contents: source, options: [])
+        }
+        #expect(server.requests.last { $0.method == "PUT" }?.headers["if-match"] == "\"old\"")
+    }
+
+    @Test func aResetMidBodyIsResumedWithRange() async throws {
+        let data = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        let headers = ["ETag": "\"e1\"", "Last-Modified": ScriptedDAV.date]
+        let server = try FaultServer { request in
+            guard request.method == "GET" else {
+                return ScriptedDAV().answer(request) ?? .reply(status: 404, headers: [:], body: Data())
+            }
+            if let range = request.headers["range"], let start = Int(range.dropFirst(6).split(separator: "-")[0]) {
+                var extra = headers
+                extra["Content-Range"] = "bytes \(start)-\(data.count - 1)/\(data.count)"
+                return .reply(status: 206, headers: extra, body: data.subdata(in: start..<data.count))
+            }
+            return .truncate(body: data, sent: 70_000, headers: headers)
+        }
+        defer { server.stop() }
+        let backend = try await Self.backend(server)
+        let destination = FileManager.default.temporaryDirectory.appendingPathComponent("webdav-get-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: destination) }
+        let version = ItemVersion(content: Data("e\"e1\"".utf8), metadata: Data())
+        let item = try await backend.fetchContents(
+            for: ItemIdentifier("blob"), version: version, to: destination, offset: 0, progress: nil)
+        #expect(item.size == Int64(data.count))
+        #expect(try Data(contentsOf: destination) == data)
+        let gets = server.requests.filter { $0.method == "GET" }
+        #expect(gets.count == 2)
+        #expect(gets.last?.headers["range"] == "bytes=70000-")
+    }
+
+    @Test func aDownloadOfAnotherVersionIsRefusedBeforeAByteIsStored() async throws {
+        let server = try FaultServer { request in
+            if request.method == "GET" {
+                return .reply(status: 200, headers: ["ETag": "\"other\"", "Last-Modified": ScriptedDAV.date], body: Data("abc".utf8))
+            }
+            return ScriptedDAV().answer(request) ?? .reply(status: 404, headers: [:], body: Data())
+        }
+        defer { server.stop() }
+        let backend = try await Self.backend(server)
+        let destination = FileManager.default.temporaryDirectory.appendingPathComponent("webdav-get-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: destination) }
+        let version = ItemVersion(content: Data("e\"e1\"".utf8), metadata: Data())
+        await Self.expectCode(.versionNoLongerAvailable) {
+            _ = try await backend.fetchContents(for: ItemIdentifier("blob"), version: version, to: destination, offset: 0, progress: nil)
+        }
+        #expect(((try? Data(contentsOf: destination)) ?? Data()).isEmpty)
+    }
+}
+
+extension ScriptedDAV.Entry {
+    func with(href: String) -> Self {
+        var copy = self
+        copy.href = href
+        return copy
+    }
+}
