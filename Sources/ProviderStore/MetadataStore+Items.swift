@@ -205,11 +205,13 @@ extension MetadataStore {
         }
     }
 
-    /// The paths of a domain's dataless folders.
+    /// The paths of a domain's dataless folders (by the partial index `item_dataless`: reads
+    /// only them).
     public func datalessFolderPaths(domainID: Int64) throws(FileProviderError) -> [String] {
         try read { db in
             try String.fetchAll(
-                db.cachedStatement(sql: "SELECT path FROM item WHERE domainID = ? AND isDataless"), arguments: [domainID])
+                db.cachedStatement(sql: "SELECT path FROM item INDEXED BY item_dataless WHERE domainID = ? AND isDataless"),
+                arguments: [domainID])
         }
     }
 
