@@ -44,7 +44,7 @@ let package = Package(
         ),
         .target(name: "ProviderTesting", dependencies: ["ProviderCore"]),
         .target(
-            name: "LocalAdapter", dependencies: ["ProviderCore", .product(name: "Logging", package: "swift-log")],
+            name: "LocalAdapter", dependencies: ["ProviderCore", "AdapterKit", .product(name: "Logging", package: "swift-log")],
             path: "Adapters/Local"),
         .systemLibrary(
             name: "CLibSSH2", path: "Adapters/CLibSSH2", pkgConfig: "libssh2", providers: [.apt(["libssh2-1-dev"])]),

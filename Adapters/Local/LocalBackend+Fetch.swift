@@ -1,23 +1,10 @@
+import AdapterKit
 import Foundation
 import ProviderCore
 
 #if canImport(Glibc)
     import Glibc
 #endif
-
-/// Set when the task waiting on blocking work is cancelled; the work checks it between chunks.
-final class CancellationFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var cancelled = false
-
-    func cancel() { lock.withLock { cancelled = true } }
-    var isCancelled: Bool { lock.withLock { cancelled } }
-
-    /// Throws `cancelled` once the flag is set.
-    func check() throws(FileProviderError) {
-        if isCancelled { throw FileProviderError(.cancelled, "cancelled") }
-    }
-}
 
 extension LocalBackend {
     /// The size of the chunks files are copied in.
@@ -217,20 +204,5 @@ extension LocalBackend {
         } catch where error.code == .insufficientQuota {
             throw FileProviderError(.fileWriteOutOfSpace, error.message)
         }
-    }
-}
-
-/// Runs `body`, setting `flag` when the calling task is cancelled.
-func withCancellationFlag<T: Sendable>(
-    _ flag: CancellationFlag, _ body: () async throws(FileProviderError) -> T
-) async throws(FileProviderError) -> T {
-    do {
-        return try await withTaskCancellationHandler {
-            try await body()
-        } onCancel: {
-            flag.cancel()
-        }
-    } catch {
-        throw FileProviderError.wrap(error)
     }
 }
