@@ -83,6 +83,14 @@ final class FileHandleFD: @unchecked Sendable {
 
     /// The raw names in this folder, without `.` and `..`.
     func entryNames(displayPath: String) throws(FileProviderError) -> [[UInt8]] {
+        var names: [[UInt8]] = []
+        try forEachEntry(displayPath: displayPath) { name, _ in names.append(name) }
+        return names
+    }
+
+    /// Calls `body` with the raw name and the `d_type` of each entry of this folder but `.` and
+    /// `..`, read from a duplicate of the descriptor from the start.
+    func forEachEntry(displayPath: String, _ body: ([UInt8], Int32) -> Void) throws(FileProviderError) {
         let copy = Glibc.dup(fd)
         if copy == -1 { throw POSIXError.error("dup", path: displayPath) }
         guard let dir = Glibc.fdopendir(copy) else {
@@ -92,7 +100,6 @@ final class FileHandleFD: @unchecked Sendable {
         }
         defer { Glibc.closedir(dir) }
         Glibc.rewinddir(dir)
-        var names: [[UInt8]] = []
         while true {
             errno = 0
             guard let entry = Glibc.readdir(dir) else {
@@ -106,9 +113,8 @@ final class FileHandleFD: @unchecked Sendable {
                 if bytes[0] == 0x2E && (length == 1 || (length == 2 && bytes[1] == 0x2E)) { return nil }
                 return Array(bytes[0..<length])
             }
-            if let name { names.append(name) }
+            if let name { body(name, Int32(entry.pointee.d_type)) }
         }
-        return names
     }
 
     /// Creates the folder `name` inside this folder.
@@ -226,9 +232,10 @@ private let utimeOmit = (1 << 30) - 2
 
 /// Renames between folders, with `RENAME_NOREPLACE` where the system has it.
 enum Rename {
-    private typealias RenameAt2 = @convention(c) (
-        Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32
-    ) -> Int32
+    private typealias RenameAt2 =
+        @convention(c) (
+            Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32
+        ) -> Int32
 
     private static let renameat2: RenameAt2? = {
         guard let symbol = dlsym(nil, "renameat2") else { return nil }
@@ -334,9 +341,10 @@ struct Copier {
         deinit { bytes.deallocate() }
     }
 
-    private typealias CopyFileRange = @convention(c) (
-        Int32, UnsafeMutablePointer<off_t>?, Int32, UnsafeMutablePointer<off_t>?, Int, UInt32
-    ) -> Int
+    private typealias CopyFileRange =
+        @convention(c) (
+            Int32, UnsafeMutablePointer<off_t>?, Int32, UnsafeMutablePointer<off_t>?, Int, UInt32
+        ) -> Int
 
     /// glibc's `copy_file_range`, which Swift's Glibc module does not import.
     private static let copyFileRange: CopyFileRange? = {
@@ -525,31 +533,9 @@ extension FileHandleFD {
     /// The names of the folders directly inside this folder (by the entry's type; `lstat` when
     /// the file system does not say), never symlinks.
     func subfolderNames(displayPath: String) throws(FileProviderError) -> [[UInt8]] {
-        let copy = Glibc.dup(fd)
-        if copy == -1 { throw POSIXError.error("dup", path: displayPath) }
-        guard let dir = Glibc.fdopendir(copy) else {
-            let error = POSIXError.error("opendir", path: displayPath)
-            Glibc.close(copy)
-            throw error
-        }
-        defer { Glibc.closedir(dir) }
-        Glibc.rewinddir(dir)
         var names: [[UInt8]] = []
-        while true {
-            errno = 0
-            guard let entry = Glibc.readdir(dir) else {
-                if errno != 0 { throw POSIXError.error("readdir", path: displayPath) }
-                break
-            }
-            let type = Int32(entry.pointee.d_type)
-            guard type == Int32(DT_DIR) || type == Int32(DT_UNKNOWN) else { continue }
-            let name: [UInt8]? = withUnsafeBytes(of: &entry.pointee.d_name) { raw in
-                let bytes = raw.bindMemory(to: UInt8.self)
-                let length = bytes.firstIndex(of: 0) ?? bytes.count
-                if bytes[0] == 0x2E && (length == 1 || (length == 2 && bytes[1] == 0x2E)) { return nil }
-                return Array(bytes[0..<length])
-            }
-            guard let name else { continue }
+        try forEachEntry(displayPath: displayPath) { name, type in
+            guard type == Int32(DT_DIR) || type == Int32(DT_UNKNOWN) else { return }
             if type == Int32(DT_UNKNOWN) {
                 var info = Glibc.stat()
                 let isFolder = (name + [0]).withUnsafeBufferPointer { pointer in
@@ -557,7 +543,7 @@ extension FileHandleFD {
                         Glibc.fstatat(fd, $0.baseAddress!, &info, AT_SYMLINK_NOFOLLOW) == 0 && info.st_mode & S_IFMT == S_IFDIR
                     }
                 }
-                if !isFolder { continue }
+                if !isFolder { return }
             }
             names.append(name)
         }
