@@ -33,6 +33,43 @@ import Testing
             store: f.manager.store, executor: f.manager.executor, depth: 2, space: f.manager.spaceReservations)
     }
 
+    /// `a.bin` of a synced memory store holding `contents`, as a dataless file of a replica of
+    /// its own, with a downloader and a progressive hydrator for it.
+    struct PartialFile {
+        let controller: DomainController
+        let folder: Folder
+        let downloader: Downloader
+        let record: ItemRecord
+        let hydrator = ProgressiveHydrator(logger: Logger(label: "test"))
+        var replica: Replica { folder.replica }
+
+        init(_ f: Fixture, contents: Data) async throws {
+            _ = try f.memory.write(path: "a.bin", data: contents)
+            controller = try await f.addDomain()
+            try await controller.sync()
+            folder = try Folder()
+            downloader = DatalessLayoutTests.downloader(f, controller, folder.replica)
+            record = try controller.record(at: "a.bin")
+            try folder.replica.createPlaceholder(record.path, PlaceholderMetadata(domain: "mem", record: record))
+        }
+
+        /// The file's identity and change time now, as an access's event gives them.
+        func access() throws -> (ProgressiveHydrator.FileKey, Int64) {
+            var status = stat()
+            try #require(lstat(replica.path("a.bin"), &status) == 0)
+            return (
+                ProgressiveHydrator.FileKey(device: UInt64(status.st_dev), inode: UInt64(status.st_ino)),
+                ProgressiveHydrator.changeTime(status)
+            )
+        }
+
+        /// Makes bytes `range` present, as an access of them would.
+        func provide(_ range: Range<Int64>) async throws -> Bool {
+            let (key, changeTime) = try access()
+            return try await hydrator.provide(record, key: key, changeTime: changeTime, range: range, downloader: downloader)
+        }
+    }
+
     func metadata(_ identifier: String, size: Int64, date: Double = 1_700_000_000.25) -> PlaceholderMetadata {
         var record = ItemRecord(
             domainID: 1,
@@ -166,32 +203,18 @@ import Testing
     @Test func aFileOpenForWritingIsNotCompletedAsTheStoresBytes() async throws {
         try await Fixture.with { f in
             let contents = bytes(300_000, seed: 10)
-            _ = try f.memory.write(path: "a.bin", data: contents)
-            let controller = try await f.addDomain()
-            try await controller.sync()
-            let folder = try Folder()
-            let replica = folder.replica
-            let downloader = Self.downloader(f, controller, replica)
-            let a = try controller.record(at: "a.bin")
-            try replica.createPlaceholder(a.path, PlaceholderMetadata(domain: "mem", record: a))
-            var status = stat()
-            try #require(lstat(replica.path("a.bin"), &status) == 0)
-            let key = ProgressiveHydrator.FileKey(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
-            let hydrator = ProgressiveHydrator(logger: Logger(label: "test"))
-            let writer = open(replica.path("a.bin"), O_WRONLY | O_CLOEXEC)
+            let file = try await PartialFile(f, contents: contents)
+            let writer = open(file.replica.path("a.bin"), O_WRONLY | O_CLOEXEC)
             try #require(writer >= 0)
-            let whileOpen = try await hydrator.provide(
-                a, key: key, changeTime: ProgressiveHydrator.changeTime(status), range: 0..<300_000, downloader: downloader)
+            let whileOpen = try await file.provide(0..<300_000)
             #expect(!whileOpen, "completed while a program had it open for writing")
-            #expect(Replica.datalessOwner(atPath: replica.path("a.bin")) != nil, "no longer dataless")
-            #expect(try controller.record(at: "a.bin").state != .materialized)
+            #expect(Replica.datalessOwner(atPath: file.replica.path("a.bin")) != nil, "no longer dataless")
+            #expect(try file.controller.record(at: "a.bin").state != .materialized)
             close(writer)
-            try #require(lstat(replica.path("a.bin"), &status) == 0)
-            let afterClose = try await hydrator.provide(
-                a, key: key, changeTime: ProgressiveHydrator.changeTime(status), range: 0..<4096, downloader: downloader)
+            let afterClose = try await file.provide(0..<4096)
             #expect(afterClose)
-            #expect(try Data(contentsOf: replica.url("a.bin")) == contents)
-            #expect(try controller.record(at: "a.bin").state == .materialized)
+            #expect(try Data(contentsOf: file.replica.url("a.bin")) == contents)
+            #expect(try file.controller.record(at: "a.bin").state == .materialized)
         }
     }
 
@@ -202,33 +225,18 @@ import Testing
     @Test func anAccessHandledAfterTheFileWasCompletedWritesNothingIntoIt() async throws {
         try await Fixture.with { f in
             let contents = bytes(700_000, seed: 9)
-            _ = try f.memory.write(path: "a.bin", data: contents)
-            let controller = try await f.addDomain()
-            try await controller.sync()
-            let folder = try Folder()
-            let replica = folder.replica
-            let downloader = Self.downloader(f, controller, replica)
-            let a = try controller.record(at: "a.bin")
-            try replica.createPlaceholder(a.path, PlaceholderMetadata(domain: "mem", record: a))
-            func access() throws -> (ProgressiveHydrator.FileKey, Int64) {
-                var status = stat()
-                try #require(lstat(replica.path("a.bin"), &status) == 0)
-                return (
-                    ProgressiveHydrator.FileKey(device: UInt64(status.st_dev), inode: UInt64(status.st_ino)),
-                    ProgressiveHydrator.changeTime(status)
-                )
-            }
-            let hydrator = ProgressiveHydrator(logger: Logger(label: "test"))
-            let (key, changeTime) = try access()
-            let complete = try await hydrator.provide(a, key: key, changeTime: changeTime, range: 0..<700_000, downloader: downloader)
+            let file = try await PartialFile(f, contents: contents)
+            let (key, _) = try file.access()
+            let complete = try await file.provide(0..<700_000)
             #expect(complete)
-            #expect(try Data(contentsOf: replica.url("a.bin")) == contents)
+            #expect(try Data(contentsOf: file.replica.url("a.bin")) == contents)
             // The late access: of the record as the event's handler looked it up before.
-            let (_, later) = try access()
+            let (_, later) = try file.access()
             await #expect(throws: FileProviderError.self) {
-                _ = try await hydrator.provide(a, key: key, changeTime: later, range: 600_000..<650_000, downloader: downloader)
+                _ = try await file.hydrator.provide(
+                    file.record, key: key, changeTime: later, range: 600_000..<650_000, downloader: file.downloader)
             }
-            #expect(try Data(contentsOf: replica.url("a.bin")) == contents, "the complete file was written into")
+            #expect(try Data(contentsOf: file.replica.url("a.bin")) == contents, "the complete file was written into")
         }
     }
 
