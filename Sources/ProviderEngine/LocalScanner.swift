@@ -27,6 +27,9 @@ struct LocalScanner {
     /// Called after each folder is read, with its path (tests change the replica in the middle
     /// of a walk).
     var folderRead: (@Sendable (String) -> Void)?
+    /// The most changes of each kind one scan holds (``ScanFindings/defaultLimit``; tests set
+    /// fewer).
+    var findingsLimit = ScanFindings.defaultLimit
 
     /// - Parameter renamedIdentifiers: identifiers a folder move replaced since the
     ///   placeholders were written, to the new ones.
@@ -71,7 +74,7 @@ struct LocalScanner {
         let settled = { (print: FileFingerprint, path: String) -> Bool in
             settleNanos <= 0 || nowNanos - print.modificationNanos >= settleNanos || finishedWrites[path] == print.modificationNanos
         }
-        var findings = ScanFindings()
+        var findings = ScanFindings(limit: findingsLimit)
         // Depth first, each folder's subfolders in the order they were read: what waits is a
         // list of names per level, not the tree.
         var pending: [(path: String, record: ItemRecord?, below: Bool)] = []
@@ -93,10 +96,12 @@ struct LocalScanner {
         if !findings.occupiedDataless.isEmpty { return .occupied(findings.occupiedDataless.sorted()) }
         // A real file at a placeholder's name whose placeholder went elsewhere is a move and a
         // creation; known only now that every placeholder of the replica was seen.
-        for (record, entry) in findings.overwritten {
+        // Where the walk let stray placeholders go, an overwritten item's placeholder may be one
+        // of them: decided by a scan that holds them all.
+        for (record, entry) in findings.overflowed.contains(.stray) ? [] : findings.overwritten {
             if findings.stray[PlaceholderOwner.key(record.identifier.rawValue)]?.isEmpty == false {
-                findings.missing.append(record)
-                findings.created.append((record.path, entry))
+                findings.addMissing(record)
+                findings.addCreated(record.path, entry)
             } else {
                 classify(record, writtenOver: entry, settled: settled, into: &findings)
             }
@@ -178,7 +183,7 @@ struct LocalScanner {
                 record, here: listing.entries[name], hasPlaceholder: listing.placeholders.contains(name), settled: settled, into: &findings)
         }
         for (name, entry) in listing.entries where known[name] == nil {
-            findings.created.append((child(name), entry))
+            findings.addCreated(child(name), entry)
         }
         return listing.subfolders.map { (child($0), known[$0]) }
     }
@@ -201,7 +206,7 @@ struct LocalScanner {
         switch record.state {
         case .folder:
             if here?.kind == .folder { return }
-            findings.missing.append(record)
+            findings.addMissing(record)
         case .materialized:
             if let here, here.kind == .file {
                 let print = here.fingerprint
@@ -209,37 +214,37 @@ struct LocalScanner {
                     || print.inode != record.localInode
                 {
                     if let download = placedDownload(record, print) {
-                        findings.placed.append(download)
+                        findings.addPlaced(download)
                     } else if settled(print, record.path) {
-                        findings.changes.append(.modified(record: record, fingerprint: print))
+                        findings.add(.modified(record: record, fingerprint: print))
                     } else {
-                        findings.unsettled.append(record.path)
+                        findings.addUnsettled(record.path)
                     }
                 }
                 return
             }
             if here == nil, hasPlaceholder, let found = replica.placeholderOwner(record.path) {
                 if key(of: found) == PlaceholderOwner.key(record.identifier.rawValue) {
-                    findings.evicted.append(record)
+                    findings.addEvicted(record)
                     return
                 }
                 // Another item's placeholder moved onto this path.
-                if found.domain == nil || found.domain == domain { findings.stray[key(of: found), default: []].append(record.path) }
+                if found.domain == nil || found.domain == domain { findings.addStray(key(of: found), record.path) }
             }
-            findings.missing.append(record)
+            findings.addMissing(record)
         case .placeholder, .symlink:
             if let here, here.kind == .file, record.state == .placeholder {
                 if !hasPlaceholder {
                     // Its placeholder may have moved elsewhere (a move, and a new file here):
                     // decided once the whole replica was read.
-                    findings.overwritten.append((record, here))
+                    findings.addOverwritten(record, here)
                     return
                 }
                 classify(record, writtenOver: here, settled: settled, into: &findings)
                 return
             }
             if hasPlaceholder { return }
-            findings.missing.append(record)
+            findings.addMissing(record)
         }
     }
 
@@ -250,11 +255,11 @@ struct LocalScanner {
         _ record: ItemRecord, writtenOver here: Entry, settled: (FileFingerprint, String) -> Bool, into findings: inout ScanFindings
     ) {
         if let download = placedDownload(record, here.fingerprint) {
-            findings.placed.append(download)
+            findings.addPlaced(download)
         } else if settled(here.fingerprint, record.path) {
-            findings.changes.append(.writtenOverPlaceholder(record: record, fingerprint: here.fingerprint))
+            findings.add(.writtenOverPlaceholder(record: record, fingerprint: here.fingerprint))
         } else {
-            findings.unsettled.append(record.path)
+            findings.addUnsettled(record.path)
         }
     }
 
@@ -300,7 +305,7 @@ struct LocalScanner {
                 listing.placeholders.insert(base)
                 let basePath = relative.isEmpty ? base : relative + "/" + base
                 if known[base] == nil, let found = replica.placeholderOwner(basePath), found.domain == domain {
-                    findings.stray[key(of: found), default: []].append(basePath)
+                    findings.addStray(key(of: found), basePath)
                 }
                 continue
             }
@@ -322,7 +327,7 @@ struct LocalScanner {
                 {
                     listing.placeholders.insert(name)
                     if known[name].map({ found.isOwned(by: $0.identifier) }) != true {
-                        findings.stray[key(of: found), default: []].append(path)
+                        findings.addStray(key(of: found), path)
                     }
                     continue
                 }

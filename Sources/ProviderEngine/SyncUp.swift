@@ -22,6 +22,9 @@ final class SyncUp: Sendable {
     /// Called after the local scan reads each folder, with its path (tests change the replica
     /// in the middle of a scan).
     let folderScanned = Mutex<(@Sendable (String) -> Void)?>(nil)
+    /// The most changes of each kind one scan holds (``ScanFindings/defaultLimit``; tests set
+    /// fewer). A replica with more is sent in several passes.
+    let scanLimit = Mutex(ScanFindings.defaultLimit)
 
     init(context: DomainContext, downloader: Downloader, ignoreRules: IgnoreRules) {
         self.context = context
@@ -89,13 +92,20 @@ final class SyncUp: Sendable {
         var renamed: [String: String] = [:]
         var changingScans = 0
         // Passes: a folder move ends a pass (see below); what is left waits for the next sync.
-        for _ in 0..<8 {
+        // A partial scan (more changes than one scan holds) is followed by another as long as
+        // each sends something; those passes are not counted.
+        var passes = 0
+        var partialPasses = 0
+        while passes < 8 {
+            passes += 1
+            let passNotices = report.notices.count
             let settleNanos = Int64(settleSeconds * 1e9)
             let finished = settleNanos > 0 ? finishedWrites.current(maximumAge: settleSeconds) : [:]
             var scanner = LocalScanner(
                 replica: replica, domain: context.domain.name, ignore: ignoreRules, settleNanos: settleNanos, renamedIdentifiers: renamed,
                 finishedWrites: finished)
             scanner.folderRead = folderScanned.withLock { $0 }
+            scanner.findingsLimit = scanLimit.withLock { $0 }
             // Folder by folder against the database, on the executor (files and SQLite block).
             let records = StoreScanRecords(store: context.store, domainID: context.domainID)
             let passScope = scope
@@ -124,6 +134,19 @@ final class SyncUp: Sendable {
             }
             report.pendingLocal = result.unsettled
             try await tidy(result)
+            let madeProgress =
+                !result.changes.isEmpty || !result.strayPlaceholders.isEmpty || !result.evicted.isEmpty || !result.placed.isEmpty
+            if result.isPartial && !madeProgress {
+                report.notices.append(
+                    "\(context.domain.name): more local changes than one comparison holds, and none of those it held could be sent alone; the rest waits for the next sync"
+                )
+                break
+            }
+            if result.isPartial && result.changes.isEmpty && partialPasses < Self.partialPassLimit {
+                partialPasses += 1
+                passes -= 1
+                continue
+            }
             if result.changes.isEmpty {
                 // Nothing left to send: an unfinished entry can no longer be replayed.
                 if result.unsettled.isEmpty && scope.everything { try journal.closeStaleEntries() }
@@ -178,6 +201,15 @@ final class SyncUp: Sendable {
                 }
             }
             journal.prune()
+            if result.isPartial {
+                // The rest of what the scan could not hold: the next scan finds it, unless
+                // something failed in this pass (it would be found and fail again).
+                if report.notices.count > passNotices || partialPasses >= Self.partialPassLimit { break }
+                partialPasses += 1
+                if !changedFolderTree { passes -= 1 }
+                if changedFolderTree { scope = .all }
+                continue
+            }
             // A moved folder re-keys everything below it: scan again for edits made inside it.
             if changedFolderTree {
                 scope = .all
@@ -186,6 +218,10 @@ final class SyncUp: Sendable {
             if !movedAndEdited { break }
         }
     }
+
+    /// The most partial passes (scans that found more than they hold) one push makes: at
+    /// ``ScanFindings/defaultLimit`` each, 20 million changes.
+    static let partialPassLimit = 1_000
 
     /// How long push lets the replica hold still before each new scan, when the last one saw
     /// folders change while it would delete something.

@@ -74,7 +74,9 @@ extension ProviderManager {
         guard let domainID = domain.id else { throw FileProviderError(.providerDomainNotFound, "domain \(domain.name) has no id") }
         let replica = Replica(
             root: try replicaRoot(of: domain), staging: home.appendingPathComponent("staging/\(domainID)"), layout: domain.replicaMode)
-        let scanner = LocalScanner(replica: replica, domain: domain.name, ignore: IgnoreRules(extra: domain.ignoreList), settleNanos: 0)
+        var scanner = LocalScanner(replica: replica, domain: domain.name, ignore: IgnoreRules(extra: domain.ignoreList), settleNanos: 0)
+        // Every change is listed (the list is the answer): no partial scans here.
+        scanner.findingsLimit = .max
         // A replica that is gone has sent nothing and would send nothing: a sync refuses it.
         let knowsItems = try store.itemCount(domainID: domainID) > 1
         let name = domain.name
@@ -85,7 +87,7 @@ extension ProviderManager {
         var changes: [LocalChange] = []
         for _ in 0..<4 {
             let compared = records
-            let result = try await executor.run { try scanner.scan(compared) }
+            let result = try await executor.run { [scanner] in try scanner.scan(compared) }
             if result.occupiedDataless.isEmpty {
                 changes = result.changes
                 break
