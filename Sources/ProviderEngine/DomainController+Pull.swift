@@ -254,9 +254,18 @@ extension DomainController {
         let (store, domainID, executor) = (self.store, self.domainID, self.executor)
         let done = pass.writerDone
         done.withLock { $0 = false }
+        // A domain's first sync writes rows the database does not have: inserted and counted per
+        // batch (a row it has after all, the batch is written as any other).
+        let isNew = !pass.hadItems
         let writing = Task {
             defer { done.withLock { $0 = true } }
-            try await executor.run { try store.apply(domainID: domainID, upserts: batch, deletions: []) }
+            try await executor.run {
+                if isNew {
+                    try store.insertNew(domainID: domainID, records: batch)
+                } else {
+                    try store.apply(domainID: domainID, upserts: batch, deletions: [])
+                }
+            }
         }
         pass.writing = writing
         if wait { try await flush(&pass) }

@@ -105,19 +105,78 @@ extension MetadataStore {
                 try ranges.execute(arguments: [domainID, identifier.rawValue])
             }
         }
+        try write(upserts, insert: false, in: db)
+    }
+
+    /// Writes rows: replacing rows of the same identifier or path, or (`insert`) failing with
+    /// `SQLITE_CONSTRAINT` when there is one.
+    private static func write(_ upserts: [ItemRecord], insert: Bool, in db: Database) throws {
         // Many rows per statement: one step for 32 rows costs a third of 32 steps.
         var start = upserts.startIndex
         let arena = BindArena()
         if upserts.count >= Self.rowsPerUpsert {
-            let many = try db.cachedStatement(sql: Self.upsertMany)
+            let many = try db.cachedStatement(sql: insert ? Self.insertMany : Self.upsertMany)
             while upserts.endIndex - start >= Self.rowsPerUpsert {
                 try Self.execute(many, upserts[start..<(start + Self.rowsPerUpsert)], arena: arena, in: db)
                 start += Self.rowsPerUpsert
             }
         }
         if start < upserts.endIndex {
-            let one = try db.cachedStatement(sql: Self.upsert)
+            let one = try db.cachedStatement(sql: insert ? Self.insertOne : Self.upsert)
             for index in start..<upserts.endIndex { try Self.execute(one, upserts[index...index], arena: arena, in: db) }
+        }
+    }
+
+    /// Inserts items the database does not hold yet (a domain's first sync), in one
+    /// transaction, and adds them to the domain's counters once for the batch rather than row by
+    /// row. When one of them is there after all (its identifier or its path), the batch is
+    /// written as ``apply(domainID:upserts:deletions:)`` writes it.
+    /// - Throws: `localIOFailure` when the database fails.
+    public func insertNew(domainID: Int64, records: [ItemRecord]) throws(FileProviderError) {
+        if records.isEmpty { return }
+        try write { db in
+            do {
+                try db.inSavepoint {
+                    try db.execute(sql: "INSERT INTO itemCountPaused (id) VALUES (1)")
+                    try Self.write(records, insert: true, in: db)
+                    try db.execute(sql: "DELETE FROM itemCountPaused")
+                    try Self.count(records, domainID: domainID, in: db)
+                    return .commit
+                }
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                try Self.apply(domainID: domainID, upserts: records, deletions: [], in: db)
+            }
+        }
+    }
+
+    /// Adds new rows to their domain's counters (``Migrations`` v9), as the insert trigger
+    /// would one by one.
+    private static func count(_ records: [ItemRecord], domainID: Int64, in db: Database) throws {
+        struct Counts {
+            var items = 0
+            var pinned = 0
+            var bytes: Int64 = 0
+            var datalessFolders = 0
+        }
+        var byState: [ContentState: Counts] = [:]
+        for record in records where !record.path.isEmpty {
+            var counts = byState[record.state, default: Counts()]
+            counts.items += 1
+            if record.contentPolicy == .eager { counts.pinned += 1 }
+            if record.state == .materialized { counts.bytes &+= record.size }
+            if record.isDataless { counts.datalessFolders += 1 }
+            byState[record.state] = counts
+        }
+        let add = try db.cachedStatement(
+            sql: """
+                INSERT INTO itemCount (domainID, state, items, pinned, bytes, datalessFolders)
+                    SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM domain WHERE id = ?1)
+                    ON CONFLICT (domainID, state) DO UPDATE SET items = items + excluded.items,
+                        pinned = pinned + excluded.pinned, bytes = bytes + excluded.bytes,
+                        datalessFolders = datalessFolders + excluded.datalessFolders
+                """)
+        for (state, counts) in byState {
+            try add.execute(arguments: [domainID, state.rawValue, counts.items, counts.pinned, counts.bytes, counts.datalessFolders])
         }
     }
 
@@ -147,6 +206,8 @@ extension MetadataStore {
     private static let upsertMany =
         "INSERT OR REPLACE INTO item (\(ItemRecord.columnList)) VALUES "
         + Array(repeating: "(\(ItemRecord.placeholders))", count: rowsPerUpsert).joined(separator: ", ")
+    private static let insertMany = "INSERT" + upsertMany.dropFirst("INSERT OR REPLACE".count)
+    private static let insertOne = "INSERT" + upsert.dropFirst("INSERT OR REPLACE".count)
 
     /// Runs an upsert statement for as many records as it has rows, bound without
     /// `StatementArguments`.

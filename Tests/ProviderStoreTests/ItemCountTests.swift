@@ -72,6 +72,46 @@ import Testing
         }
     }
 
+    /// A first sync's batches of new rows are counted once per batch (the insert trigger is
+    /// paused inside the transaction); a batch holding a row the database has after all (same
+    /// identifier, or another identifier at the same path) is written as any other, and the
+    /// counters still say what a count would.
+    @Test func newRowsCountedPerBatchMatchACount() throws {
+        try withStore { store, _ in
+            let id = try makeDomain(store, "d")
+            func check(_ step: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+                #expect(try store.summary(domainID: id) == (try Self.counted(store, id)), "after \(step)", sourceLocation: sourceLocation)
+                let rows = try store.descendants(domainID: id, of: "").count + (try store.item(domainID: id, path: "") == nil ? 0 : 1)
+                #expect(try store.itemCount(domainID: id) == rows, "after \(step)", sourceLocation: sourceLocation)
+            }
+            var folder = record(id, "f", folder: true)
+            folder.isDataless = true
+            var pinned = record(id, "f/pinned.bin", size: 5)
+            pinned.contentPolicy = .eager
+            var downloaded = record(id, "f/down.bin", size: 77)
+            downloaded.state = .materialized
+            try store.insertNew(
+                domainID: id,
+                records: [record(id, "", folder: true), folder, pinned, downloaded] + (0..<40).map { record(id, "f/\($0).bin", size: 3) })
+            try check("new rows")
+            #expect(try store.summary(domainID: id).materializedBytes == 77)
+            // One row of the batch is there already: the batch replaces it, as apply does.
+            var again = record(id, "f/7.bin", size: 9)
+            again.state = .materialized
+            try store.insertNew(domainID: id, records: (40..<80).map { record(id, "f/\($0).bin", size: 3) } + [again])
+            try check("a batch with a row that was there")
+            // Another identifier at a path the database has: replaced too.
+            var samePath = record(id, "f/8.bin", size: 4)
+            samePath.identifier = ItemIdentifier("other-8")
+            try store.insertNew(domainID: id, records: [samePath])
+            try check("a row at a path that was there")
+            #expect(try store.item(domainID: id, path: "f/8.bin")?.identifier == ItemIdentifier("other-8"))
+            // The pause never outlives its transaction.
+            try store.apply(domainID: id, upserts: [record(id, "f/after.bin", size: 1)], deletions: [])
+            try check("a row written afterwards")
+        }
+    }
+
     /// A database from before the counters gets them counted when it is opened.
     @Test func anOlderDatabaseIsCountedWhenOpened() throws {
         let folder = try TemporaryFolder()
