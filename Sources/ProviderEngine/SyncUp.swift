@@ -134,8 +134,10 @@ final class SyncUp: Sendable {
             }
             report.pendingLocal = result.unsettled
             try await tidy(result)
+            let undone = try await withoutServerSideMoves(&result.changes, report: &report)
             let madeProgress =
                 !result.changes.isEmpty || !result.strayPlaceholders.isEmpty || !result.evicted.isEmpty || !result.placed.isEmpty
+                || undone > 0
             if result.isPartial && !madeProgress {
                 report.notices.append(
                     "\(context.domain.name): more local changes than one comparison holds, and none of those it held could be sent alone; the rest waits for the next sync"
@@ -217,6 +219,24 @@ final class SyncUp: Sendable {
             }
             if !movedAndEdited { break }
         }
+    }
+
+    /// For a store that cannot move items (``BackendCapabilities/supportsServerSideMove``):
+    /// rewrites `changes` without moves and moves back what cannot be sent otherwise
+    /// (``MovesWithoutServerSupport``), each with a notice.
+    /// - Returns: how many moves were undone.
+    /// - Throws: `cancelled` when the task was cancelled before the executor ran.
+    private func withoutServerSideMoves(_ changes: inout [LocalChange], report: inout SyncReport) async throws(FileProviderError)
+        -> Int
+    {
+        guard !context.backend.capabilities.supportsServerSideMove else { return 0 }
+        let (send, undo) = MovesWithoutServerSupport.rewrite(changes)
+        changes = send
+        if undo.isEmpty { return 0 }
+        let context = self.context
+        let fallback = MovesWithoutServerSupport(replica: context.replica, display: { context.display($0) })
+        report.notices += try await context.executor.run { undo.map { fallback.moveBack($0.record, from: $0.from) } }
+        return undo.count
     }
 
     /// The most partial passes (scans that found more than they hold) one push makes: at

@@ -240,6 +240,9 @@ extension MemoryBackend {
             var newKey = key
             if renames {
                 if key.isEmpty { throw FileProviderError(.invalidArgument, "the root cannot be renamed or moved") }
+                if !capabilities.supportsServerSideMove {
+                    throw FileProviderError(.notSupported, "this store cannot rename or move items")
+                }
                 let parent =
                     changedFields.contains(.parentItemIdentifier)
                     ? try tree.folderKey(item.parentIdentifier) : MemoryTree.parent(of: key)

@@ -42,11 +42,16 @@ public final class MemoryBackend: Backend, @unchecked Sendable {
     ///   - pageSize: the most items per listing page (small by default so paging is exercised).
     ///   - changeLogLimit: how many changes the feed remembers; older anchors expire.
     ///   - changeBatchSize: the most log entries one `enumerateChanges` call returns.
-    public init(hasChangeFeed: Bool = true, pageSize: Int = 100, changeLogLimit: Int = 10_000, changeBatchSize: Int = 500) {
+    ///   - supportsServerSideMove: without it, a rename or move throws `notSupported` (a store
+    ///     such as the media API's original dialect).
+    public init(
+        hasChangeFeed: Bool = true, pageSize: Int = 100, changeLogLimit: Int = 10_000, changeBatchSize: Int = 500,
+        supportsServerSideMove: Bool = true
+    ) {
         precondition(pageSize > 0 && changeBatchSize > 0 && changeLogLimit > 0)
         capabilities = BackendCapabilities(
             hasChangeFeed: hasChangeFeed, supportsThumbnails: false, supportsRangedReads: true,
-            supportsServerSideMove: true, supportsConditionalWrites: true, supportsSymlinks: true,
+            supportsServerSideMove: supportsServerSideMove, supportsConditionalWrites: true, supportsSymlinks: true,
             creatableKinds: [.file, .folder, .symlink], identifiersArePathDerived: true)
         self.pageSize = pageSize
         self.changeBatchSize = changeBatchSize
