@@ -30,6 +30,13 @@ struct ConformanceTests {
         try await BackendConformance(makeBackend: { MemoryBackend(hasChangeFeed: false) }).run(name)
     }
 
+    /// Every check passes against a store that cannot move: the move checks verify that it
+    /// declines with `notSupported` and changes nothing.
+    @Test("MemoryBackend without server-side moves", arguments: BackendConformance.checkNames)
+    func memoryWithoutMoves(_ name: String) async throws {
+        try await BackendConformance(makeBackend: { MemoryBackend(pageSize: 50, supportsServerSideMove: false) }).run(name)
+    }
+
     @Test func suiteHasEnoughChecks() {
         #expect(BackendConformance.checkNames.count >= 45)
         #expect(Set(BackendConformance.checkNames).count == BackendConformance.checkNames.count)
