@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// An opaque, string-backed identifier of an item, owned by the backend.
 ///
 /// Backends choose identifiers. Path-addressed stores may derive them from the item's path; a
@@ -33,12 +37,24 @@ public struct ItemIdentifier: RawRepresentable, Hashable, Comparable, Sendable, 
     /// Identifiers are equal when their UTF-8 bytes are: file systems keep NFC and NFD
     /// spellings of a name apart, and so do identifiers (Swift's `String ==` would merge them).
     public static func == (lhs: ItemIdentifier, rhs: ItemIdentifier) -> Bool {
-        lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8)
+        lhs.withBytes { a in
+            rhs.withBytes { b in a.count == b.count && (a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0) }
+        }
     }
 
     public func hash(into hasher: inout Hasher) {
-        for byte in rawValue.utf8 { hasher.combine(byte) }
+        // All bytes at once: a byte at a time made hashing a tenth of a re-sync's CPU.
+        withBytes { hasher.combine(bytes: $0) }
         hasher.combine(0xff as UInt8)
+    }
+
+    /// Calls `body` with the identifier's UTF-8 bytes (contiguous; a copy only for a string
+    /// that is not stored as UTF-8).
+    private func withBytes<T>(_ body: (UnsafeRawBufferPointer) -> T) -> T {
+        if let result = rawValue.utf8.withContiguousStorageIfAvailable({ body(UnsafeRawBufferPointer($0)) }) { return result }
+        var copy = rawValue
+        copy.makeContiguousUTF8()
+        return copy.utf8.withContiguousStorageIfAvailable { body(UnsafeRawBufferPointer($0)) }!
     }
 
     /// Orders by UTF-8 bytes, as SQLite and the backends do.
