@@ -47,7 +47,7 @@ extension WebDAVBackend {
             case 409: throw .noSuchItem(parent.identifier)
             default: try reply.check()
             }
-            return ItemResult(item: try await item(for: path.identifier))
+            return ItemResult(item: try await writtenItem(path))
         case .file:
             let source = contents?.path ?? "/dev/null"
             let size = try Self.size(ofUpload: source)
@@ -172,7 +172,7 @@ extension WebDAVBackend {
 
     // MARK: Shared
 
-    private func collision(_ path: ItemPath) -> FileProviderError {
+    func collision(_ path: ItemPath) -> FileProviderError {
         FileProviderError(.filenameCollision, "an item named \(path.name.debugDescription) already exists in \(path.parent.display)")
     }
 
@@ -218,7 +218,10 @@ extension WebDAVBackend {
         let isFolder = tag == nil
         var request = HTTPRequest("MOVE", endpoint(source, collection: isFolder))
         request.headers = ["Destination: \(absoluteURL(target, collection: isFolder))", "Overwrite: F"]
-        if let tag { request.headers.append("If-Match: \(tag)") }
+        if let tag {
+            request.headers.append("If-Match: \(tag)")
+            try await checkConditions(source, headers: ["If-Match: \(tag)"])
+        }
         // Apache answers 500 to a move into a folder that does not exist.
         request.finalStatuses = [500]
         let reply = try await sendIfMatch(source, tag: tag) { () throws(FileProviderError) in
@@ -234,18 +237,22 @@ extension WebDAVBackend {
         case 404: throw FileProviderError(.noSuchItem, "\(source.display) is gone")
         case 409: throw .noSuchItem(target.parent.identifier)
         case 412: throw try await preconditionFailed(source)
-        case 500:
+        case 403, 500:
+            // Apache answers 500, Go's x/net/webdav 403, to a move of something missing or into
+            // a folder that does not exist.
+            if try await propfind(source, depth: 0) == nil { throw FileProviderError(.noSuchItem, "\(source.display) is gone") }
             if try await propfind(target.parent, depth: 0) == nil { throw .noSuchItem(target.parent.identifier) }
             try reply.check()
         default: try reply.check()
         }
-        return try await item(for: target.identifier)
+        return try await writtenItem(target)
     }
 
-    /// `PUT` streaming `source`, after checking the upload fits the announced quota.
+    /// `PUT` streaming `source`, after checking the upload fits the announced quota and, on a
+    /// server that ignores conditional headers, that they hold.
     ///
     /// - Throws: `insufficientQuota` when `size` is over the server's last
-    ///   `quota-available-bytes`.
+    ///   `quota-available-bytes`; what ``checkConditions(_:headers:)`` throws.
     func put(_ path: ItemPath, from source: String, size: Int64, headers: [String]) async throws(FileProviderError)
         -> HTTPReply
     {
@@ -253,15 +260,76 @@ extension WebDAVBackend {
             throw FileProviderError(
                 .insufficientQuota, "\(path.display) is \(size) bytes; the server has \(available) bytes available")
         }
+        try await checkConditions(path, headers: headers)
         var request = HTTPRequest("PUT", endpoint(path))
         request.body = .file(path: source, size: size)
         request.headers = headers
         return try await send(request)
     }
 
+    /// On a server that ignores `If-Match` and `If-None-Match` (``capabilities`` without
+    /// `supportsConditionalWrites`), checks them here just before the write: not atomic, a
+    /// race with another writer stays possible. Does nothing on a server that checks them.
+    ///
+    /// - Throws: `filenameCollision` when `If-None-Match: *` is asked and something is at
+    ///   `path`; `noSuchItem` when `If-Match` is asked and nothing is there;
+    ///   `versionOutOfDate` when its ETag is another.
+    func checkConditions(_ path: ItemPath, headers: [String]) async throws(FileProviderError) {
+        guard !conditions.isSet else { return }
+        for header in headers {
+            if header == "If-None-Match: *" {
+                if try await propfind(path, depth: 0) != nil { throw collision(path) }
+            } else if header.hasPrefix("If-Match: ") {
+                let tag = header.dropFirst("If-Match: ".count)
+                guard let responses = try await propfind(path, depth: 0) else { throw .noSuchItem(path.identifier) }
+                guard var current = responses.first?.etag else { throw .versionOutOfDate(path.identifier) }
+                if current.hasPrefix("W/") { current.removeFirst(2) }
+                if current != tag { throw .versionOutOfDate(path.identifier) }
+            }
+        }
+    }
+
+    /// Whether the server checks conditional headers on writes: a `PUT` of an empty file with
+    /// a name of the adapter's own (`.fileprovider-probe-<UUID>` in the root) and an
+    /// `If-Match` that cannot hold. `412` means it checks them (Apache, Nextcloud); anything
+    /// else means it does not (Go's `x/net/webdav`, as `rclone serve webdav` runs it, writes
+    /// the file, which is deleted again at once), or cannot tell (a read-only root).
+    ///
+    /// - Throws: `serverUnreachable` after the retries; `cancelled`.
+    func serverChecksConditions() async throws(FileProviderError) -> Bool {
+        let path = ItemPath.root.appending(".fileprovider-probe-\(UUID().uuidString)")
+        var request = HTTPRequest("PUT", endpoint(path))
+        request.headers = ["If-Match: \"fileprovider-probe\""]
+        request.body = .data(Data(), contentType: "application/octet-stream")
+        let reply = try await send(request)
+        if reply.status == 412 { return true }
+        if reply.isSuccess { _ = try? await send(HTTPRequest("DELETE", endpoint(path))) }
+        return false
+    }
+
+    /// The item a write that succeeded made at `path`.
+    ///
+    /// - Throws: `invalidFilename` when nothing is there: the server kept the item under
+    ///   another name (`rclone serve webdav` lists a name with a control character with a
+    ///   Unicode picture of it instead, `line␊break` for `line\nbreak`); what
+    ///   ``item(for:)`` throws.
+    func writtenItem(_ path: ItemPath) async throws(FileProviderError) -> Item {
+        do {
+            return try await item(for: path.identifier)
+        } catch where error.code == .noSuchItem {
+            throw FileProviderError(
+                .invalidFilename,
+                "the server accepted \(path.name.debugDescription) but keeps it under another name; use a name without control characters"
+            )
+        }
+    }
+
     /// The item after an upload, checking the server kept every byte.
+    ///
+    /// - Throws: `corruptData` when the server kept another size; what ``writtenItem(_:)``
+    ///   throws.
     func uploadedItem(_ path: ItemPath, size: Int64) async throws(FileProviderError) -> Item {
-        let item = try await item(for: path.identifier)
+        let item = try await writtenItem(path)
         guard item.kind == .file, item.size == size else {
             throw FileProviderError(.corruptData, "the server kept \(item.size) of the \(size) bytes sent for \(path.display)")
         }

@@ -11,7 +11,17 @@ import ProviderCore
 /// the server checks the base version atomically. Every HTTP exchange runs on the backend's own
 /// connection threads, never on Swift's cooperative pool.
 public final class WebDAVBackend: Backend {
-    public let capabilities: BackendCapabilities
+    /// What the backend can do; `supportsConditionalWrites` says whether the server was seen to
+    /// check `If-Match` on a `PUT` (see ``serverChecksConditions()``).
+    public var capabilities: BackendCapabilities {
+        var capabilities = baseCapabilities
+        capabilities.supportsConditionalWrites = conditions.isSet
+        return capabilities
+    }
+    private let baseCapabilities: BackendCapabilities
+    /// Set when the server refused a `PUT` whose `If-Match` could not hold: it checks
+    /// conditional headers itself, and the adapter need not check versions before a write.
+    let conditions = Flag()
     /// The URL of the domain's root collection, without a trailing slash.
     public let baseURL: String
     /// The names of the root collection's path on the server (`["dav", "team"]`), to read hrefs.
@@ -74,13 +84,13 @@ public final class WebDAVBackend: Backend {
         client = try HTTPClient(settings: settings)
         baseURL = base
         basePath = path
-        capabilities = BackendCapabilities(
+        baseCapabilities = BackendCapabilities(
             hasChangeFeed: false, supportsThumbnails: false, supportsRangedReads: true, supportsServerSideMove: true,
-            supportsConditionalWrites: true, supportsSymlinks: false, creatableKinds: [.file, .folder],
+            supportsConditionalWrites: false, supportsSymlinks: false, creatableKinds: [.file, .folder],
             identifiersArePathDerived: true, listsOnlySomeFiles: false)
         do {
-            let root = try await rootItem()
-            _ = root
+            _ = try await rootItem()
+            if try await serverChecksConditions() { conditions.set() }
         } catch {
             client.close()
             parser.shutDown()
@@ -128,6 +138,16 @@ public final class WebDAVBackend: Backend {
         }
         return names
     }
+}
+
+/// A flag set once, read from any thread.
+final class Flag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+
+    var isSet: Bool { lock.withLock { value } }
+
+    func set() { lock.withLock { value = true } }
 }
 
 /// The bytes the server last said are available (`quota-available-bytes` of the root), or
