@@ -22,7 +22,7 @@ extension WebDAVBackend {
         async throws(FileProviderError) -> ItemResult
     {
         try Filename.validate(template.filename)
-        let parent = try ItemPath(template.parentIdentifier)
+        let parent = try await resolve(template.parentIdentifier)
         if parent.isRoot && ItemPath.reservedNames.contains(template.filename) {
             throw FileProviderError(.invalidFilename, "the name \(template.filename.debugDescription) is reserved")
         }
@@ -40,7 +40,7 @@ extension WebDAVBackend {
                     try reply.check()
                     break
                 }
-                if replay, let existing = try? await item(for: path.identifier), existing.kind == .folder {
+                if replay, let existing = try? await item(at: path), existing.kind == .folder {
                     return ItemResult(item: existing)
                 }
                 throw collision(path)
@@ -53,7 +53,7 @@ extension WebDAVBackend {
             let size = try Self.size(ofUpload: source)
             var headers = ["If-None-Match: *"]
             if replay {
-                if let existing = try? await item(for: path.identifier), existing.kind != .file { throw collision(path) }
+                if let existing = try? await item(at: path), existing.kind != .file { throw collision(path) }
                 headers = []
             }
             let reply = try await put(path, from: source, size: size, headers: headers)
@@ -81,7 +81,7 @@ extension WebDAVBackend {
         _ item: Item, baseVersion: ItemVersion, changedFields: ItemFields, contents: URL?,
         options: ModifyOptions
     ) async throws(FileProviderError) -> ItemResult {
-        let path = try ItemPath(item.identifier)
+        let path = try await resolve(item.identifier)
         let renames = changedFields.contains(.filename) || changedFields.contains(.parentItemIdentifier)
         if renames {
             if path.isRoot { throw FileProviderError(.invalidArgument, "the root cannot be renamed or moved") }
@@ -110,8 +110,8 @@ extension WebDAVBackend {
         }
         if renames {
             let name = changedFields.contains(.filename) ? item.filename : path.name
-            let parentIdentifier = changedFields.contains(.parentItemIdentifier) ? item.parentIdentifier : path.parent.identifier
-            let parent = try ItemPath(parentIdentifier)
+            let parent =
+                changedFields.contains(.parentItemIdentifier) ? try await resolve(item.parentIdentifier) : path.parent
             if parent.isRoot && ItemPath.reservedNames.contains(name) {
                 throw FileProviderError(.invalidFilename, "the name \(name.debugDescription) is reserved")
             }
@@ -145,7 +145,7 @@ extension WebDAVBackend {
     public func deleteItem(identifier: ItemIdentifier, baseVersion: ItemVersion?, options: DeleteOptions)
         async throws(FileProviderError)
     {
-        let path = try ItemPath(identifier)
+        let path = try await resolve(identifier)
         if path.isRoot { throw FileProviderError(.deletionRejected, "the root of a domain cannot be deleted") }
         let current = try await item(for: identifier)
         if let baseVersion, baseVersion.content != current.version.content { throw .versionOutOfDate(identifier) }
@@ -168,6 +168,7 @@ extension WebDAVBackend {
         case 412: throw try await preconditionFailed(path)
         default: try reply.check()
         }
+        places.forget(below: path)
     }
 
     // MARK: Shared
@@ -245,14 +246,18 @@ extension WebDAVBackend {
             try reply.check()
         default: try reply.check()
         }
+        places.move(source, to: target)
         return try await writtenItem(target)
     }
 
     /// `PUT` streaming `source`, after checking the upload fits the announced quota and, on a
-    /// server that ignores conditional headers, that they hold.
+    /// server that ignores conditional headers, that they hold. With `--vendor nextcloud` or
+    /// `owncloud` it sends `OC-Checksum: SHA1:<hex>`, which the server checks.
     ///
     /// - Throws: `insufficientQuota` when `size` is over the server's last
-    ///   `quota-available-bytes`; what ``checkConditions(_:headers:)`` throws.
+    ///   `quota-available-bytes`; `corruptData` when the server says the bytes it got do not
+    ///   match the checksum; `localIOFailure` when `source` cannot be read; what
+    ///   ``checkConditions(_:headers:)`` throws.
     func put(_ path: ItemPath, from source: String, size: Int64, headers: [String]) async throws(FileProviderError)
         -> HTTPReply
     {
@@ -264,7 +269,13 @@ extension WebDAVBackend {
         var request = HTTPRequest("PUT", endpoint(path))
         request.body = .file(path: source, size: size)
         request.headers = headers
-        return try await send(request)
+        if vendor.hasFileIDs { request.headers.append("OC-Checksum: SHA1:\(try await sha1(ofFile: source))") }
+        let reply = try await send(request)
+        if reply.status == 400, vendor.hasFileIDs, String(decoding: reply.body.prefix(500), as: UTF8.self).lowercased().contains("checksum")
+        {
+            throw FileProviderError(.corruptData, "the server received other bytes for \(path.display) than were sent (OC-Checksum)")
+        }
+        return reply
     }
 
     /// On a server that ignores `If-Match` and `If-None-Match` (``capabilities`` without
@@ -314,14 +325,13 @@ extension WebDAVBackend {
     ///   Unicode picture of it instead, `line␊break` for `line\nbreak`); what
     ///   ``item(for:)`` throws.
     func writtenItem(_ path: ItemPath) async throws(FileProviderError) -> Item {
-        do {
-            return try await item(for: path.identifier)
-        } catch where error.code == .noSuchItem {
+        guard let item = try await item(at: path) else {
             throw FileProviderError(
                 .invalidFilename,
                 "the server accepted \(path.name.debugDescription) but keeps it under another name; use a name without control characters"
             )
         }
+        return item
     }
 
     /// The item after an upload, checking the server kept every byte.

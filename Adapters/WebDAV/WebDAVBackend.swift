@@ -27,8 +27,15 @@ public final class WebDAVBackend: Backend {
     /// The names of the root collection's path on the server (`["dav", "team"]`), to read hrefs.
     let basePath: [String]
     let client: HTTPClient
+    /// The server's dialect: with `nextcloud` or `owncloud`, identifiers are the server's
+    /// `oc:fileid` and contents carry `OC-Checksum`.
+    public let vendor: WebDAVVendor
+    /// Where items with stable identifiers were last seen (``vendor`` `nextcloud`/`owncloud`).
+    let places = IdentifierMap()
     /// Parses listings off the cooperative pool.
     let parser = BlockingExecutor(name: "webdav-xml", threads: 1)
+    /// Computes checksums of files off the cooperative pool.
+    let hasher = BlockingExecutor(name: "webdav-hash", threads: 1)
     /// The server's last `quota-available-bytes` for the root.
     let quota = QuotaBox()
 
@@ -44,13 +51,15 @@ public final class WebDAVBackend: Backend {
     ///   - timeout: seconds without any byte moving before a transfer is abandoned (and retried).
     ///   - connections: how many connections (each on its own thread) run at once.
     ///   - retries: how many times a connection error, `429` or `5xx` is retried.
+    ///   - vendor: the server's dialect (``WebDAVVendor``).
     /// - Throws: `invalidArgument` for a URL that is not http(s), a file that cannot be read,
     ///   out-of-range numbers, or a URL that is not a WebDAV collection; `serverUnreachable`
     ///   when the server cannot be reached; `notAuthenticated` when it refuses the credentials
     ///   or its certificate is not trusted; `noSuchItem` when nothing is at `url`.
     public init(
         url: String, user: String? = nil, password: String? = nil, netrcFile: String? = nil, caFile: String? = nil,
-        connectTimeout: Double = 10, timeout: Double = 30, connections: Int = 4, retries: Int = 4
+        connectTimeout: Double = 10, timeout: Double = 30, connections: Int = 4, retries: Int = 4,
+        vendor: WebDAVVendor = .other
     ) async throws(FileProviderError) {
         var base = url
         while base.hasSuffix("/") { base.removeLast() }
@@ -84,16 +93,18 @@ public final class WebDAVBackend: Backend {
         client = try HTTPClient(settings: settings)
         baseURL = base
         basePath = path
+        self.vendor = vendor
         baseCapabilities = BackendCapabilities(
             hasChangeFeed: false, supportsThumbnails: false, supportsRangedReads: true, supportsServerSideMove: true,
             supportsConditionalWrites: false, supportsSymlinks: false, creatableKinds: [.file, .folder],
-            identifiersArePathDerived: true, listsOnlySomeFiles: false)
+            identifiersArePathDerived: !vendor.hasFileIDs, listsOnlySomeFiles: false)
         do {
             _ = try await rootItem()
             if try await serverChecksConditions() { conditions.set() }
         } catch {
             client.close()
             parser.shutDown()
+            hasher.shutDown()
             throw error
         }
     }
@@ -101,12 +112,14 @@ public final class WebDAVBackend: Backend {
     deinit {
         client.close()
         parser.shutDown()
+        hasher.shutDown()
     }
 
     /// Closes the connections and stops their threads.
     public func close() async {
         client.close()
         parser.shutDown()
+        hasher.shutDown()
     }
 
     // MARK: Requests
@@ -138,6 +151,19 @@ public final class WebDAVBackend: Backend {
         }
         return names
     }
+}
+
+/// The dialect of a WebDAV server (`--vendor`).
+public enum WebDAVVendor: String, Sendable, CaseIterable {
+    /// Nextcloud: `oc:fileid` identifiers, `OC-Checksum`.
+    case nextcloud
+    /// ownCloud: `oc:fileid` identifiers, `OC-Checksum`.
+    case owncloud
+    /// Any other server: path-derived identifiers, plain RFC 4918.
+    case other
+
+    /// Whether the server gives every item a stable `oc:fileid`.
+    var hasFileIDs: Bool { self != .other }
 }
 
 /// A flag set once, read from any thread.
