@@ -266,16 +266,89 @@ extension WebDAVBackend {
                 .insufficientQuota, "\(path.display) is \(size) bytes; the server has \(available) bytes available")
         }
         try await checkConditions(path, headers: headers)
-        var request = HTTPRequest("PUT", endpoint(path))
-        request.body = .file(path: source, size: size)
-        request.headers = headers
-        if vendor.hasFileIDs { request.headers.append("OC-Checksum: SHA1:\(try await sha1(ofFile: source))") }
-        let reply = try await send(request)
+        var headers = headers
+        if vendor.hasFileIDs { headers.append("OC-Checksum: SHA1:\(try await sha1(ofFile: source))") }
+        let reply: HTTPReply
+        if let uploads, size > chunkSize {
+            reply = try await putInChunks(path, from: source, size: size, headers: headers, uploads: uploads)
+        } else {
+            var request = HTTPRequest("PUT", endpoint(path))
+            request.body = .file(path: source, size: size)
+            request.headers = headers
+            reply = try await send(request)
+        }
         if reply.status == 400, vendor.hasFileIDs, String(decoding: reply.body.prefix(500), as: UTF8.self).lowercased().contains("checksum")
         {
             throw FileProviderError(.corruptData, "the server received other bytes for \(path.display) than were sent (OC-Checksum)")
         }
         return reply
+    }
+
+    /// Nextcloud's chunked upload (v2): `MKCOL` of a collection of the adapter's own under the
+    /// user's uploads (`fileprovider-<UUID>`), a `PUT` of each chunk (numbered from 1, at most
+    /// 10,000, each ``chunkSize`` or larger so that they fit), then a `MOVE` of its `.file` to
+    /// the destination with `OC-Total-Length` and `headers` (the conditions and
+    /// `OC-Checksum`), which the server checks as it would for a `PUT`. Returns the reply to the
+    /// `MOVE`, to be read as the reply to a `PUT`; the upload collection is deleted when a step
+    /// fails.
+    ///
+    /// - Throws: `localIOFailure` when `source` cannot be read; what ``AdapterKit/HTTPReply/check()``
+    ///   throws for a chunk the server refuses; `serverUnreachable` after the retries.
+    func putInChunks(_ path: ItemPath, from source: String, size: Int64, headers: [String], uploads: HTTPClient)
+        async throws(FileProviderError) -> HTTPReply
+    {
+        let folder = "/fileprovider-" + UUID().uuidString
+        let destination = "Destination: \(absoluteURL(path))"
+        let total = "OC-Total-Length: \(size)"
+        var make = HTTPRequest("MKCOL", folder)
+        make.headers = [destination]
+        try await send(make, on: uploads).check()
+        do {
+            let piece = max(chunkSize, (size + 9_999) / 10_000)
+            var offset: Int64 = 0
+            var number = 1
+            while offset < size {
+                let length = Int(min(piece, size - offset))
+                let start = offset
+                let chunk = try await hasher.run { () throws -> Data in try Self.read(source, at: start, count: length) }
+                var request = HTTPRequest("PUT", folder + "/" + String(format: "%05d", number))
+                request.body = .data(chunk, contentType: "application/octet-stream")
+                request.headers = [destination, total]
+                try await send(request, on: uploads).check()
+                offset += Int64(length)
+                number += 1
+            }
+            var assemble = HTTPRequest("MOVE", folder + "/.file")
+            assemble.headers = [destination, total] + headers
+            let reply = try await send(assemble, on: uploads)
+            if !reply.isSuccess { _ = try? await send(HTTPRequest("DELETE", folder), on: uploads) }
+            return reply
+        } catch {
+            _ = try? await send(HTTPRequest("DELETE", folder), on: uploads)
+            throw error
+        }
+    }
+
+    /// `count` bytes of a file from `offset`; call it off the cooperative pool.
+    ///
+    /// - Throws: `localIOFailure` when the file cannot be read or is shorter.
+    static func read(_ path: String, at offset: Int64, count: Int) throws(FileProviderError) -> Data {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw FileProviderError(.localIOFailure, "the file to upload \(path) cannot be read: \(String(cString: strerror(errno)))")
+        }
+        defer { Glibc.close(fd) }
+        var data = Data(count: count)
+        var done = 0
+        while done < count {
+            let got = data.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done)) }
+            if got < 0 && errno == EINTR { continue }
+            guard got > 0 else {
+                throw FileProviderError(.localIOFailure, "the file to upload \(path) changed or cannot be read while it was sent")
+            }
+            done += got
+        }
+        return data
     }
 
     /// On a server that ignores `If-Match` and `If-None-Match` (``capabilities`` without

@@ -27,6 +27,11 @@ public final class WebDAVBackend: Backend {
     /// The names of the root collection's path on the server (`["dav", "team"]`), to read hrefs.
     let basePath: [String]
     let client: HTTPClient
+    /// The client for Nextcloud's chunked uploads (`…/remote.php/dav/uploads/<user>`), outside
+    /// `url`; `nil` without `--vendor nextcloud` or when `url` is not `…/remote.php/dav/files/<user>/…`.
+    let uploads: HTTPClient?
+    /// Files larger than this go up in chunks of this size with ``uploads``.
+    let chunkSize: Int64
     /// The server's dialect: with `nextcloud` or `owncloud`, identifiers are the server's
     /// `oc:fileid` and contents carry `OC-Checksum`.
     public let vendor: WebDAVVendor
@@ -52,6 +57,8 @@ public final class WebDAVBackend: Backend {
     ///   - connections: how many connections (each on its own thread) run at once.
     ///   - retries: how many times a connection error, `429` or `5xx` is retried.
     ///   - vendor: the server's dialect (``WebDAVVendor``).
+    ///   - chunkSize: with `vendor` `nextcloud`, files larger than this many bytes go up with
+    ///     Nextcloud's chunked upload (v2) in chunks of this size (at least 4 KiB).
     /// - Throws: `invalidArgument` for a URL that is not http(s), a file that cannot be read,
     ///   out-of-range numbers, or a URL that is not a WebDAV collection; `serverUnreachable`
     ///   when the server cannot be reached; `notAuthenticated` when it refuses the credentials
@@ -59,7 +66,7 @@ public final class WebDAVBackend: Backend {
     public init(
         url: String, user: String? = nil, password: String? = nil, netrcFile: String? = nil, caFile: String? = nil,
         connectTimeout: Double = 10, timeout: Double = 30, connections: Int = 4, retries: Int = 4,
-        vendor: WebDAVVendor = .other
+        vendor: WebDAVVendor = .other, chunkSize: Int64 = 10 << 20
     ) async throws(FileProviderError) {
         var base = url
         while base.hasSuffix("/") { base.removeLast() }
@@ -80,6 +87,9 @@ public final class WebDAVBackend: Backend {
         guard (0...10).contains(retries) else {
             throw FileProviderError(.invalidArgument, "--retries must be 0 to 10, not \(retries)")
         }
+        guard chunkSize >= 4096 else {
+            throw FileProviderError(.invalidArgument, "the chunk size must be at least 4096 bytes, not \(chunkSize)")
+        }
         guard let path = Self.decodePath(parsed.path(percentEncoded: true)) else {
             throw FileProviderError(.invalidArgument, "--url has a path that cannot be decoded: '\(url)'")
         }
@@ -91,6 +101,20 @@ public final class WebDAVBackend: Backend {
         settings.authenticationHint = "check --user and the password (--password-env or --netrc-file)"
         settings.threadName = "webdav-http"
         client = try HTTPClient(settings: settings)
+        if vendor == .nextcloud, let uploadsURL = Self.uploadsURL(of: parsed) {
+            var uploadSettings = settings
+            uploadSettings.baseURL = uploadsURL
+            uploadSettings.threadName = "webdav-upload"
+            do {
+                uploads = try HTTPClient(settings: uploadSettings)
+            } catch {
+                client.close()
+                throw error
+            }
+        } else {
+            uploads = nil
+        }
+        self.chunkSize = chunkSize
         baseURL = base
         basePath = path
         self.vendor = vendor
@@ -103,6 +127,7 @@ public final class WebDAVBackend: Backend {
             if try await serverChecksConditions() { conditions.set() }
         } catch {
             client.close()
+            uploads?.close()
             parser.shutDown()
             hasher.shutDown()
             throw error
@@ -111,6 +136,7 @@ public final class WebDAVBackend: Backend {
 
     deinit {
         client.close()
+        uploads?.close()
         parser.shutDown()
         hasher.shutDown()
     }
@@ -118,18 +144,37 @@ public final class WebDAVBackend: Backend {
     /// Closes the connections and stops their threads.
     public func close() async {
         client.close()
+        uploads?.close()
         parser.shutDown()
         hasher.shutDown()
     }
 
     // MARK: Requests
 
-    /// Sends a request on the connection threads; task cancellation aborts the transfer.
-    func send(_ request: HTTPRequest) async throws(FileProviderError) -> HTTPReply {
+    /// Sends a request on the connection threads of `client` (the backend's own when `nil`);
+    /// task cancellation aborts the transfer.
+    func send(_ request: HTTPRequest, on client: HTTPClient? = nil) async throws(FileProviderError) -> HTTPReply {
         let flag = CancellationFlag()
+        let client = client ?? self.client
         return try await withCancellationFlag(flag) { () async throws(FileProviderError) in
             try await client.send(request, cancellation: flag)
         }
+    }
+
+    /// The uploads collection of Nextcloud's chunked upload for a URL under
+    /// `…/remote.php/dav/files/<user>`: `…/remote.php/dav/uploads/<user>`; `nil` for any other URL.
+    static func uploadsURL(of url: URL) -> String? {
+        let parts = url.path(percentEncoded: true).split(separator: "/", omittingEmptySubsequences: true)
+        guard
+            let start = parts.indices.first(where: { index in
+                index + 3 < parts.count && parts[index] == "remote.php" && parts[index + 1] == "dav" && parts[index + 2] == "files"
+            }),
+            let scheme = url.scheme, let host = url.host(percentEncoded: true)
+        else { return nil }
+        let authority = host.contains(":") ? "[\(host)]" : host
+        let port = url.port.map { ":\($0)" } ?? ""
+        let prefix = parts[..<(start + 2)].joined(separator: "/")
+        return "\(scheme)://\(authority)\(port)/\(prefix)/uploads/\(parts[start + 3])"
     }
 
     /// The endpoint of a path, percent-encoded; a collection's ends in `/`.

@@ -31,6 +31,17 @@ public final class NextcloudDAVServer: @unchecked Sendable {
     /// The folder the chunks of uploads in progress are kept in.
     public var uploads: URL { folder.appendingPathComponent("uploads") }
 
+    /// The chunked uploads assembled so far: each destination (relative to the user's files,
+    /// percent-encoded) and how many chunks it had.
+    public var assembledUploads: [(path: String, chunks: Int)] {
+        let text = (try? String(contentsOf: folder.appendingPathComponent("uploads.log"), encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ")
+            guard fields.count == 2, let chunks = Int(fields[1]) else { return nil }
+            return (String(fields[0]), chunks)
+        }
+    }
+
     private let folder: URL
     private let process: ServerProcessGroup
 

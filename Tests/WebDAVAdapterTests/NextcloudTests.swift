@@ -14,10 +14,11 @@ enum SharedNextcloud {
     /// - Throws: why the emulation could not be started.
     static func server() async throws -> NextcloudDAVServer { try await startup.value }
 
-    /// A `--vendor nextcloud` backend over a fresh, empty collection of the shared server.
+    /// A `--vendor nextcloud` backend over a fresh, empty collection of the shared server; files
+    /// over 4 KiB go up in chunks.
     static func backend() async throws -> WebDAVBackend {
         let server = try await server()
-        return try await WebDAVBackend(url: try server.makeFolder(), vendor: .nextcloud)
+        return try await WebDAVBackend(url: try server.makeFolder(), vendor: .nextcloud, chunkSize: 4096)
     }
 }
 
@@ -37,6 +38,18 @@ struct NextcloudTests {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("webdav-nc-\(UUID().uuidString)")
         try data.write(to: url)
         return url
+    }
+
+    /// The code of the error `body` throws; `nil` when it succeeds.
+    static func errorCode(_ body: () async throws -> Void) async -> FileProviderError.Code? {
+        do {
+            try await body()
+            return nil
+        } catch let error as FileProviderError {
+            return error.code
+        } catch {
+            return nil
+        }
     }
 
     static func fetch(_ backend: WebDAVBackend, _ item: Item) async throws -> Data {
@@ -175,6 +188,44 @@ struct NextcloudTests {
         #expect(sent.identifier == ItemIdentifier("fileid-7"))
         #expect(scripted.puts.last?.headers["oc-checksum"] == "SHA1:" + expected)
         await sender.close()
+    }
+
+    /// A file over the chunk size goes up in numbered chunks, assembled by a MOVE of `.file`
+    /// that carries the conditions: a replace with a stale base version is refused, nothing is
+    /// left in the uploads folder.
+    @Test func largeFilesGoUpInChunks() async throws {
+        // A server of its own: the shared one has other checks' uploads in progress.
+        let server = try await offThePool { try NextcloudDAVServer() }
+        defer { server.stop() }
+        let url = try server.makeFolder()
+        let name = URL(string: url)!.lastPathComponent
+        let backend = try await WebDAVBackend(url: url, vendor: .nextcloud, chunkSize: 65536)
+        let data = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 29 &+ 3) })
+        let source = try Self.upload(data)
+        defer { try? FileManager.default.removeItem(at: source) }
+        let template = Item(identifier: ItemIdentifier("t"), parentIdentifier: .rootContainer, filename: "big file.bin", kind: .file)
+        let item = try await backend.createItem(basedOn: template, fields: [], contents: source, options: []).item
+        #expect(item.size == Int64(data.count))
+        #expect(try Data(contentsOf: server.root.appendingPathComponent("\(name)/big file.bin")) == data)
+        #expect(server.assembledUploads.contains { $0.path == "\(name)/big%20file.bin" && $0.chunks == 5 })
+        // A second create of the name: If-None-Match on the MOVE refuses it.
+        await #expect(throws: FileProviderError.self) {
+            _ = try await backend.createItem(basedOn: template, fields: [], contents: source, options: [])
+        }
+        // A replace on the current version works; on the old one it is versionOutOfDate.
+        let changed = try Self.upload(Data(data.reversed()))
+        defer { try? FileManager.default.removeItem(at: changed) }
+        let replaced = try await backend.modifyItem(
+            item, baseVersion: item.version, changedFields: [.contents], contents: changed, options: []
+        ).item
+        #expect(replaced.identifier == item.identifier)
+        #expect(try await Self.fetch(backend, replaced) == Data(data.reversed()))
+        let stale = await Self.errorCode {
+            _ = try await backend.modifyItem(item, baseVersion: item.version, changedFields: [.contents], contents: source, options: [])
+        }
+        #expect(stale == .versionOutOfDate)
+        #expect((try FileManager.default.contentsOfDirectory(atPath: server.uploads.path)).isEmpty)
+        await backend.close()
     }
 
     @Test func aDownloadThatDoesNotMatchItsChecksumIsCorruptData() async throws {

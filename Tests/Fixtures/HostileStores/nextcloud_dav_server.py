@@ -322,6 +322,8 @@ class Handler(BaseHTTPRequestHandler):
         if total is not None and int(total) != len(data):
             return self.reply(400, b"the chunks do not add up to OC-Total-Length")
         shutil.rmtree(folder)
+        with open(ARGS.uploads.rstrip("/") + ".log", "a") as log:
+            log.write("%s %d\n" % (urllib.parse.quote(target), len(chunks)))
         return self.store(target, data, self.headers.get("OC-Checksum"))
 
     def do_DELETE(self):
