@@ -105,7 +105,8 @@ let package = Package(
             name: "SFTPAdapterTests", dependencies: ["SFTPAdapter", "AdapterKit", "ProviderCore", "ProviderTesting"]
         ),
         .testTarget(
-            name: "WebDAVAdapterTests", dependencies: ["WebDAVAdapter", "ProviderCore", "ProviderTesting"]
+            name: "WebDAVAdapterTests",
+            dependencies: ["WebDAVAdapter", "ProviderCore", "ProviderTesting", "ProviderEngine", "ProviderStore"]
         ),
         .testTarget(
             name: "MediaAPIAdapterTests",

@@ -12,7 +12,7 @@ PACKAGES=(
     libgd-dev            # Thumbnails via CGD (media-server, engine thumbnails)
     pkg-config           # system library targets
     openssh-server       # loopback sshd for the SFTP adapter tests
-    rclone               # benchmark peer
+    rclone               # benchmark peer; `rclone serve webdav`, the second server of the WebDAV adapter tests
     fuse3                # rclone mount, the peer of the on-access benchmarks (Benchmarks/bench_onaccess.py)
     hyperfine            # ad-hoc benchmarking
     python3              # Benchmarks/bench.py, the hostile SFTP server of the tests

@@ -6,12 +6,14 @@ extension WebDAVBackend {
     /// The `webdav` backend kind: a collection on a WebDAV server.
     ///
     /// Options: `url` (required), `user`, `password-env`, `netrc-file`, `ca-file`,
-    /// `connect-timeout`, `timeout`, `connections` and `retries`. The password is never stored:
+    /// `connect-timeout`, `timeout`, `connections`, `retries` and `vendor`
+    /// (`nextcloud|owncloud|other`). The password is never stored:
     /// `password-env` names an environment variable holding it, or `netrc-file` names a netrc
     /// file with the host's credentials. The factory connects and checks `url` is a collection,
     /// so it throws `serverUnreachable` when the server cannot be reached, `notAuthenticated`
     /// when the credentials are refused, `noSuchItem` when nothing is at `url`, and
-    /// `invalidArgument` for a bad option or an environment variable that is not set.
+    /// `invalidArgument` for a bad option (a `vendor` not in the list) or an environment
+    /// variable that is not set.
     public static let descriptor = BackendDescriptor(
         kind: "webdav",
         summary: "a collection on a WebDAV server (Apache mod_dav, nginx, Nextcloud, ownCloud, NAS)",
@@ -36,6 +38,11 @@ extension WebDAVBackend {
             BackendOption(
                 name: "retries", help: "how many times a connection error, 429 or 5xx is retried", type: .integer,
                 defaultValue: "4"),
+            BackendOption(
+                name: "vendor",
+                help:
+                    "the server's dialect: nextcloud or owncloud (stable identifiers from oc:fileid, OC-Checksum) or other",
+                defaultValue: "other"),
         ],
         libraryVersions: { ["libcurl": HTTPClient.libraryVersion] },
         factory: { configuration in
@@ -46,6 +53,10 @@ extension WebDAVBackend {
                 }
                 password = value
             }
+            let vendorName = configuration["vendor"].flatMap { $0.isEmpty ? nil : $0 } ?? "other"
+            guard let vendor = WebDAVVendor(rawValue: vendorName.lowercased()) else {
+                throw FileProviderError(.invalidArgument, "--vendor must be nextcloud, owncloud or other, not '\(vendorName)'")
+            }
             let user = configuration["user"].flatMap { $0.isEmpty ? nil : $0 }
             if password != nil && user == nil {
                 throw FileProviderError(.invalidArgument, "--password-env needs --user")
@@ -54,6 +65,7 @@ extension WebDAVBackend {
                 url: try configuration.string("url"), user: user, password: password, netrcFile: configuration["netrc-file"],
                 caFile: configuration["ca-file"], connectTimeout: Double(try configuration.integer("connect-timeout") ?? 10),
                 timeout: Double(try configuration.integer("timeout") ?? 30),
-                connections: try configuration.integer("connections") ?? 4, retries: try configuration.integer("retries") ?? 4)
+                connections: try configuration.integer("connections") ?? 4, retries: try configuration.integer("retries") ?? 4,
+                vendor: vendor)
         })
 }

@@ -26,7 +26,9 @@ extension WebDAVBackend {
     /// The file a `GET` reply's head describes: size, `ETag` and `Last-Modified`.
     ///
     /// - Throws: `corruptData` when the head has no ETag, no size or an impossible one.
-    func fileItem(_ path: ItemPath, from head: ReplyHead) throws(FileProviderError) -> Item {
+    func fileItem(_ path: ItemPath, _ identifier: ItemIdentifier, parent: ItemIdentifier, from head: ReplyHead)
+        throws(FileProviderError) -> Item
+    {
         guard let size = try head.resourceSize(of: "GET \(path.display)") else {
             throw FileProviderError(.corruptData, "GET \(path.display): the reply gave no size")
         }
@@ -35,7 +37,7 @@ extension WebDAVBackend {
         response.etag = head["etag"]
         response.lastModified = head["last-modified"]
         response.contentType = head["content-type"]
-        switch makeItem(response, at: path) {
+        switch makeItem(response, at: path, identifier: identifier, parent: parent) {
         case .success(let item): return item
         case .failure(let refusal): throw FileProviderError(.corruptData, "GET \(path.display): \(refusal.reason)")
         }
@@ -60,21 +62,24 @@ extension WebDAVBackend {
     /// `Range`.
     ///
     /// The reply's `ETag` is checked against `version` before a byte is stored, and every
-    /// attempt's against the first, so a transfer resumed after a break is the same file. (No
+    /// attempt's against the first, so a transfer resumed after a break is the same file; the
+    /// whole file against the reply's `OC-Checksum` when it has a `SHA1:`. (No
     /// `If-Match`: Apache fails it for a file changed within the last second, whose ETag is
     /// still weak.)
     /// - Throws: `noSuchItem` when the file is gone; `versionNoLongerAvailable` when `version`
     ///   is given and the server has another one, or the file changed during the transfer;
     ///   `invalidArgument` for the root; `corruptData` when the reply has no ETag or an
-    ///   impossible size, or fewer bytes than it announced; `fileWriteOutOfSpace` or
+    ///   impossible size, fewer bytes than it announced, or bytes that do not match its
+    ///   `OC-Checksum` (SHA-1); `fileWriteOutOfSpace` or
     ///   `localIOFailure` when `destination` cannot be written; `serverUnreachable` after the
     ///   retries; `cancelled`.
     public func fetchContents(
         for identifier: ItemIdentifier, version: ItemVersion?, to destination: URL, offset: Int64,
         progress: ProgressHandler?
     ) async throws(FileProviderError) -> Item {
-        let path = try ItemPath(identifier)
+        let path = try await resolve(identifier)
         if path.isRoot { throw FileProviderError(.invalidArgument, "the root is a folder; it has no contents") }
+        let parent = try await parentIdentifier(of: path)
         let seen = FirstItem()
         var request = HTTPRequest("GET", endpoint(path))
         request.sink = .file(path: destination.path, offset: max(0, offset))
@@ -86,7 +91,7 @@ extension WebDAVBackend {
             throw FileProviderError(.versionNoLongerAvailable, "\(path.display): the requested version is gone")
         }
         request.validate = { [self] head throws(FileProviderError) in
-            let item = try self.fileItem(path, from: head)
+            let item = try self.fileItem(path, identifier, parent: parent, from: head)
             if let version, item.version.content != version.content {
                 throw FileProviderError(.versionNoLongerAvailable, "\(path.display) changed on the server; the requested version is gone")
             }
@@ -103,6 +108,7 @@ extension WebDAVBackend {
         guard reply.fileLength == item.size else {
             throw FileProviderError(.corruptData, "the download of \(path.display) has \(reply.fileLength) of \(item.size) bytes")
         }
+        try await verifyChecksum(reply.head["oc-checksum"], file: destination.path, of: path)
         return item
     }
 
@@ -119,8 +125,9 @@ extension WebDAVBackend {
         for identifier: ItemIdentifier, version: ItemVersion, range: Range<Int64>, into destination: URL
     ) async throws(FileProviderError) -> PartialContents {
         try PartialContents.validate(range)
-        let path = try ItemPath(identifier)
+        let path = try await resolve(identifier)
         if path.isRoot { throw FileProviderError(.invalidArgument, "the root is a folder; it has no contents") }
+        let parent = try await parentIdentifier(of: path)
         if version == Self.folderVersion {
             throw FileProviderError(.invalidArgument, "\(path.display) is a folder; it has no contents")
         }
@@ -131,7 +138,7 @@ extension WebDAVBackend {
         var request = HTTPRequest("GET", endpoint(path))
         request.sink = .range(path: destination.path, range: range)
         request.validate = { [self] head throws(FileProviderError) in
-            let item = try self.fileItem(path, from: head)
+            let item = try self.fileItem(path, identifier, parent: parent, from: head)
             if item.version.content != version.content {
                 throw FileProviderError(.versionNoLongerAvailable, "\(path.display) changed on the server; the requested version is gone")
             }
@@ -153,5 +160,47 @@ extension WebDAVBackend {
         try await checkDownload(reply, of: path)
         guard let item = seen.value else { throw FileProviderError(.corruptData, "GET \(path.display) gave no headers") }
         return PartialContents(item: item, range: PartialContents.clamp(range, toSize: item.size))
+    }
+}
+
+extension WebDAVBackend {
+    /// The SHA-1 an `OC-Checksum` value names (`SHA1:<40 hex digits>`, among others such as
+    /// `MD5:…` or `ADLER32:…` separated by spaces), lowercased; `nil` when it names none.
+    ///
+    /// - Throws: `corruptData` when its `SHA1:` value is not 40 hex digits.
+    static func sha1(inChecksum header: String, of path: ItemPath) throws(FileProviderError) -> String? {
+        for part in header.split(whereSeparator: { $0 == " " || $0 == "," }) {
+            guard let colon = part.firstIndex(of: ":"), part[..<colon].uppercased() == "SHA1" else { continue }
+            let value = part[part.index(after: colon)...]
+            guard value.utf8.count == 40, value.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x66) })
+            else {
+                throw FileProviderError(
+                    .corruptData, "\(path.display): the server's OC-Checksum \(header.prefix(80).debugDescription) is malformed")
+            }
+            return value.lowercased()
+        }
+        return nil
+    }
+
+    /// The SHA-1 of a local file, on the backend's hashing thread.
+    ///
+    /// - Throws: `localIOFailure` when it cannot be read; `cancelled`.
+    func sha1(ofFile file: String) async throws(FileProviderError) -> String {
+        try await hasher.run { () throws -> String in try SHA1Digest.ofFile(file) }
+    }
+
+    /// Checks a downloaded file against the `OC-Checksum` of the reply (Nextcloud and ownCloud
+    /// send the checksum an upload gave); a reply without one, or with no `SHA1:` in it, is
+    /// not checked.
+    ///
+    /// - Throws: `corruptData` when the bytes have another SHA-1 or the header is malformed;
+    ///   `localIOFailure` when the file cannot be read.
+    func verifyChecksum(_ header: String?, file: String, of path: ItemPath) async throws(FileProviderError) {
+        guard let header, let expected = try Self.sha1(inChecksum: header, of: path) else { return }
+        let actual = try await sha1(ofFile: file)
+        guard actual == expected else {
+            throw FileProviderError(
+                .corruptData, "the download of \(path.display) does not match the server's OC-Checksum (SHA1 \(actual), not \(expected))")
+        }
     }
 }

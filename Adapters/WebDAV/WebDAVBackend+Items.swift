@@ -75,7 +75,7 @@ extension WebDAVBackend {
 
     /// Checks a response's name and values and makes its item; an unsafe name or an
     /// impossible number refuses it.
-    func outcome(of response: DAVResponse, in folder: ItemPath) -> Outcome {
+    func outcome(of response: DAVResponse, in folder: ItemPath, identifier folderIdentifier: ItemIdentifier) -> Outcome {
         guard let names = relativePath(of: response.href) else {
             let shown = String(response.href.prefix(200))
             return .refused(
@@ -91,16 +91,40 @@ extension WebDAVBackend {
             )
         }
         let path = folder.appending(name)
-        switch makeItem(response, at: path) {
-        case .success(let item): return .item(item)
-        case .failure(let refusal): return .refused(RefusedItem(identifier: path.identifier, filename: name, reason: refusal.reason))
+        let made = identifier(of: response, at: path).flatMap { identifier in
+            makeItem(response, at: path, identifier: identifier, parent: folderIdentifier)
+        }
+        switch made {
+        case .success(let item):
+            if vendor.hasFileIDs { places.remember(item.identifier, at: path) }
+            return .item(item)
+        case .failure(let refusal): return .refused(RefusedItem(identifier: nil, filename: name, reason: refusal.reason))
         }
     }
+
+    /// The identifier of the item a response describes at `path`: with a vendor that has
+    /// stable identifiers, `fileid-<oc:fileid>` (1 to 20 decimal digits, else refused), else
+    /// the path.
+    func identifier(of response: DAVResponse, at path: ItemPath) -> Result<ItemIdentifier, Refusal> {
+        if path.isRoot { return .success(.rootContainer) }
+        guard vendor.hasFileIDs else { return .success(path.identifier) }
+        guard let id = response.fileID, (1...20).contains(id.utf8.count), id.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+            let shown = (response.fileID ?? "none").prefix(40)
+            return .failure(Refusal(reason: "its oc:fileid \(shown.debugDescription) is not a number of at most 20 digits"))
+        }
+        return .success(ItemIdentifier(Self.fileIDPrefix + id))
+    }
+
+    static let fileIDPrefix = "fileid-"
 
     struct Refusal: Error { var reason: String }
 
     /// The item a response describes at `path`, after checking its values.
-    func makeItem(_ response: DAVResponse, at path: ItemPath) -> Result<Item, Refusal> {
+    ///
+    /// `identifier` and `parent` default to the ones derived from the path.
+    func makeItem(_ response: DAVResponse, at path: ItemPath, identifier: ItemIdentifier? = nil, parent: ItemIdentifier? = nil)
+        -> Result<Item, Refusal>
+    {
         var modified: Date?
         if let text = response.lastModified, !text.isEmpty {
             guard let date = Self.httpDate(text) else {
@@ -114,8 +138,8 @@ extension WebDAVBackend {
             // An unreadable or impossible creation date is left out: nothing depends on it.
             created = ItemBounds.problem(withDate: date, "creation date") == nil ? date : nil
         }
-        let identifier = path.isRoot ? ItemIdentifier.rootContainer : path.identifier
-        let parent = path.isRoot ? ItemIdentifier.rootContainer : path.parent.identifier
+        let identifier = path.isRoot ? ItemIdentifier.rootContainer : (identifier ?? path.identifier)
+        let parent = path.isRoot ? ItemIdentifier.rootContainer : (parent ?? path.parent.identifier)
         let name = path.isRoot ? (basePath.last ?? "webdav") : path.name
         if response.isCollection {
             return .success(
@@ -167,25 +191,114 @@ extension WebDAVBackend {
 
     /// Returns the current metadata of one item (`PROPFIND` with `Depth: 0`).
     ///
-    /// - Throws: `noSuchItem` when nothing is at the identifier's path; `corruptData` when the
-    ///   server describes it with an impossible value.
+    /// With stable identifiers, an item not at its last known place is looked for again
+    /// (``resolve(_:)``).
+    /// - Throws: `noSuchItem` when nothing is at the identifier's path (or, with stable
+    ///   identifiers, nowhere in the tree); `corruptData` when the server describes it with an
+    ///   impossible value.
     public func item(for identifier: ItemIdentifier) async throws(FileProviderError) -> Item {
-        let path = try ItemPath(identifier)
+        var path = try await resolve(identifier)
         if path.isRoot { return try await rootItem() }
-        guard let responses = try await propfind(path, depth: 0) else { throw .noSuchItem(identifier) }
+        if let item = try await item(at: path), item.identifier == identifier { return item }
+        guard vendor.hasFileIDs else { throw .noSuchItem(identifier) }
+        // Moved or deleted on the server since it was last seen: look for it again.
+        places.forget(below: path)
+        path = try await resolve(identifier)
+        if let item = try await item(at: path), item.identifier == identifier { return item }
+        throw .noSuchItem(identifier)
+    }
+
+    /// The item at `path` (`PROPFIND` with `Depth: 0`), or `nil` when nothing is there.
+    ///
+    /// - Throws: `corruptData` when the server describes it with an impossible value (or, with
+    ///   stable identifiers, without a usable `oc:fileid`); what ``parentIdentifier(of:)``
+    ///   throws.
+    func item(at path: ItemPath) async throws(FileProviderError) -> Item? {
+        if path.isRoot { return try await rootItem() }
+        guard let responses = try await propfind(path, depth: 0) else { return nil }
         guard let response = responses.first(where: { relativePath(of: $0.href)?.last == path.name }) ?? responses.first else {
             throw FileProviderError(.corruptData, "PROPFIND \(path.display) described nothing")
         }
-        switch makeItem(response, at: path) {
-        case .success(let item): return item
+        let parent = try await parentIdentifier(of: path)
+        let made = identifier(of: response, at: path).flatMap { identifier in
+            makeItem(response, at: path, identifier: identifier, parent: parent)
+        }
+        switch made {
+        case .success(let item):
+            if vendor.hasFileIDs { places.remember(item.identifier, at: path) }
+            return item
         case .failure(let refusal):
             throw FileProviderError(.corruptData, "\(path.display): \(refusal.reason); the server sent an impossible value")
         }
     }
 
+    /// The identifier of the folder `path` is in: derived from the path, or with stable
+    /// identifiers its `oc:fileid` (known, or asked with `PROPFIND`).
+    ///
+    /// - Throws: `noSuchItem` when the folder is gone; `corruptData` when it has no usable
+    ///   `oc:fileid`.
+    func parentIdentifier(of path: ItemPath) async throws(FileProviderError) -> ItemIdentifier {
+        let parent = path.parent
+        if parent.isRoot { return .rootContainer }
+        guard vendor.hasFileIDs else { return parent.identifier }
+        if let known = places.identifier(at: parent) { return known }
+        guard let responses = try await propfind(parent, depth: 0), let response = responses.first else {
+            throw FileProviderError(.noSuchItem, "the folder \(parent.display) is gone")
+        }
+        switch identifier(of: response, at: parent) {
+        case .success(let identifier):
+            places.remember(identifier, at: parent)
+            return identifier
+        case .failure(let refusal): throw FileProviderError(.corruptData, "\(parent.display): \(refusal.reason)")
+        }
+    }
+
+    /// The path of an identifier: the identifier itself when identifiers are paths; with
+    /// stable identifiers, the item's last known place, else found by a walk of the tree
+    /// (``find(_:)``).
+    ///
+    /// - Throws: `noSuchItem` for an identifier this backend did not make, or one found nowhere.
+    func resolve(_ identifier: ItemIdentifier) async throws(FileProviderError) -> ItemPath {
+        guard vendor.hasFileIDs else { return try ItemPath(identifier) }
+        if identifier == .rootContainer { return .root }
+        guard identifier.rawValue.hasPrefix(Self.fileIDPrefix) else { throw .noSuchItem(identifier) }
+        if let path = places.path(of: identifier) { return path }
+        return try await find(identifier)
+    }
+
+    /// The most folders a walk in search of an identifier lists.
+    static let walkLimit = 100_000
+
+    /// Lists the tree breadth-first from the root (recording where each item is) until
+    /// `identifier` is seen.
+    ///
+    /// - Throws: `noSuchItem` when it is nowhere (or not within ``walkLimit`` folders).
+    func find(_ identifier: ItemIdentifier) async throws(FileProviderError) -> ItemPath {
+        var queue: [ItemPath] = [.root]
+        var next = 0
+        while next < queue.count && next < Self.walkLimit {
+            let folder = queue[next]
+            next += 1
+            guard let responses = try await propfind(folder, depth: 1) else { continue }
+            for response in responses {
+                guard let names = relativePath(of: response.href), names.count == folder.components.count + 1,
+                    zip(names, folder.components).allSatisfy({ $0.utf8.elementsEqual($1.utf8) }),
+                    let name = names.last, Filename.isValid(name)
+                else { continue }
+                let path = folder.appending(name)
+                guard case .success(let found) = self.identifier(of: response, at: path) else { continue }
+                places.remember(found, at: path)
+                if response.isCollection { queue.append(path) }
+            }
+            if let path = places.path(of: identifier) { return path }
+        }
+        throw .noSuchItem(identifier)
+    }
+
     /// Returns the items directly inside a folder in one page (`PROPFIND` with `Depth: 1`),
     /// sorted by the bytes of their names. Entries with unsafe names (`..`, `/`, NUL, over 255
-    /// bytes, not UTF-8) or impossible values are refused; the others go on.
+    /// bytes, not UTF-8), impossible values or (with stable identifiers) no usable or a
+    /// repeated `oc:fileid` are refused; the others go on.
     ///
     /// - Throws: `noSuchItem` when the folder does not exist; `invalidArgument` when the
     ///   identifier is a file; `pageExpired` for a page other than the first; `corruptData` for
@@ -193,12 +306,25 @@ extension WebDAVBackend {
     public func enumerateItems(in container: ItemIdentifier, startingAt page: Page)
         async throws(FileProviderError) -> ItemPage
     {
-        let folder = try ItemPath(container)
         if !page.isInitial { throw FileProviderError(.pageExpired, "a WebDAV listing is one page") }
-        guard let responses = try await propfind(folder, depth: 1) else { throw .noSuchItem(container) }
+        var folder = try await resolve(container)
+        if let page = try await list(folder, as: container) { return page }
+        guard vendor.hasFileIDs, container != .rootContainer else { throw .noSuchItem(container) }
+        // Moved or deleted on the server since it was last seen: look for it again.
+        places.forget(below: folder)
+        folder = try await resolve(container)
+        if let page = try await list(folder, as: container) { return page }
+        throw .noSuchItem(container)
+    }
+
+    /// The listing of `folder`, whose identifier is `container`; `nil` when nothing is there
+    /// (or, with stable identifiers, another folder is).
+    private func list(_ folder: ItemPath, as container: ItemIdentifier) async throws(FileProviderError) -> ItemPage? {
+        guard let responses = try await propfind(folder, depth: 1) else { return nil }
         var items: [Item] = []
         items.reserveCapacity(responses.count)
         var refused: [RefusedItem] = []
+        var seen = Set<ItemIdentifier>()
         var sawSelf = false
         for response in responses {
             if let names = relativePath(of: response.href), names.count == folder.components.count,
@@ -206,11 +332,22 @@ extension WebDAVBackend {
             {
                 sawSelf = true
                 if !response.isCollection { throw FileProviderError(.invalidArgument, "\(folder.display) is not a folder") }
+                if vendor.hasFileIDs, !folder.isRoot, case .success(let found) = identifier(of: response, at: folder),
+                    found != container
+                {
+                    return nil
+                }
                 if folder.isRoot, let quota = response.quotaAvailable { updateQuota(quota) }
                 continue
             }
-            switch outcome(of: response, in: folder) {
-            case .item(let item): items.append(item)
+            switch outcome(of: response, in: folder, identifier: container) {
+            case .item(let item):
+                if seen.insert(item.identifier).inserted {
+                    items.append(item)
+                } else {
+                    refused.append(
+                        RefusedItem(identifier: nil, filename: item.filename, reason: "its oc:fileid is another entry's too"))
+                }
             case .refused(let item): refused.append(item)
             case .skipped: break
             }

@@ -22,7 +22,7 @@ extension WebDAVBackend {
         async throws(FileProviderError) -> ItemResult
     {
         try Filename.validate(template.filename)
-        let parent = try ItemPath(template.parentIdentifier)
+        let parent = try await resolve(template.parentIdentifier)
         if parent.isRoot && ItemPath.reservedNames.contains(template.filename) {
             throw FileProviderError(.invalidFilename, "the name \(template.filename.debugDescription) is reserved")
         }
@@ -40,20 +40,20 @@ extension WebDAVBackend {
                     try reply.check()
                     break
                 }
-                if replay, let existing = try? await item(for: path.identifier), existing.kind == .folder {
+                if replay, let existing = try? await item(at: path), existing.kind == .folder {
                     return ItemResult(item: existing)
                 }
                 throw collision(path)
             case 409: throw .noSuchItem(parent.identifier)
             default: try reply.check()
             }
-            return ItemResult(item: try await item(for: path.identifier))
+            return ItemResult(item: try await writtenItem(path))
         case .file:
             let source = contents?.path ?? "/dev/null"
             let size = try Self.size(ofUpload: source)
             var headers = ["If-None-Match: *"]
             if replay {
-                if let existing = try? await item(for: path.identifier), existing.kind != .file { throw collision(path) }
+                if let existing = try? await item(at: path), existing.kind != .file { throw collision(path) }
                 headers = []
             }
             let reply = try await put(path, from: source, size: size, headers: headers)
@@ -81,7 +81,7 @@ extension WebDAVBackend {
         _ item: Item, baseVersion: ItemVersion, changedFields: ItemFields, contents: URL?,
         options: ModifyOptions
     ) async throws(FileProviderError) -> ItemResult {
-        let path = try ItemPath(item.identifier)
+        let path = try await resolve(item.identifier)
         let renames = changedFields.contains(.filename) || changedFields.contains(.parentItemIdentifier)
         if renames {
             if path.isRoot { throw FileProviderError(.invalidArgument, "the root cannot be renamed or moved") }
@@ -110,8 +110,8 @@ extension WebDAVBackend {
         }
         if renames {
             let name = changedFields.contains(.filename) ? item.filename : path.name
-            let parentIdentifier = changedFields.contains(.parentItemIdentifier) ? item.parentIdentifier : path.parent.identifier
-            let parent = try ItemPath(parentIdentifier)
+            let parent =
+                changedFields.contains(.parentItemIdentifier) ? try await resolve(item.parentIdentifier) : path.parent
             if parent.isRoot && ItemPath.reservedNames.contains(name) {
                 throw FileProviderError(.invalidFilename, "the name \(name.debugDescription) is reserved")
             }
@@ -145,7 +145,7 @@ extension WebDAVBackend {
     public func deleteItem(identifier: ItemIdentifier, baseVersion: ItemVersion?, options: DeleteOptions)
         async throws(FileProviderError)
     {
-        let path = try ItemPath(identifier)
+        let path = try await resolve(identifier)
         if path.isRoot { throw FileProviderError(.deletionRejected, "the root of a domain cannot be deleted") }
         let current = try await item(for: identifier)
         if let baseVersion, baseVersion.content != current.version.content { throw .versionOutOfDate(identifier) }
@@ -168,11 +168,12 @@ extension WebDAVBackend {
         case 412: throw try await preconditionFailed(path)
         default: try reply.check()
         }
+        places.forget(below: path)
     }
 
     // MARK: Shared
 
-    private func collision(_ path: ItemPath) -> FileProviderError {
+    func collision(_ path: ItemPath) -> FileProviderError {
         FileProviderError(.filenameCollision, "an item named \(path.name.debugDescription) already exists in \(path.parent.display)")
     }
 
@@ -218,7 +219,10 @@ extension WebDAVBackend {
         let isFolder = tag == nil
         var request = HTTPRequest("MOVE", endpoint(source, collection: isFolder))
         request.headers = ["Destination: \(absoluteURL(target, collection: isFolder))", "Overwrite: F"]
-        if let tag { request.headers.append("If-Match: \(tag)") }
+        if let tag {
+            request.headers.append("If-Match: \(tag)")
+            try await checkConditions(source, headers: ["If-Match: \(tag)"])
+        }
         // Apache answers 500 to a move into a folder that does not exist.
         request.finalStatuses = [500]
         let reply = try await sendIfMatch(source, tag: tag) { () throws(FileProviderError) in
@@ -234,18 +238,26 @@ extension WebDAVBackend {
         case 404: throw FileProviderError(.noSuchItem, "\(source.display) is gone")
         case 409: throw .noSuchItem(target.parent.identifier)
         case 412: throw try await preconditionFailed(source)
-        case 500:
+        case 403, 500:
+            // Apache answers 500, Go's x/net/webdav 403, to a move of something missing or into
+            // a folder that does not exist.
+            if try await propfind(source, depth: 0) == nil { throw FileProviderError(.noSuchItem, "\(source.display) is gone") }
             if try await propfind(target.parent, depth: 0) == nil { throw .noSuchItem(target.parent.identifier) }
             try reply.check()
         default: try reply.check()
         }
-        return try await item(for: target.identifier)
+        places.move(source, to: target)
+        return try await writtenItem(target)
     }
 
-    /// `PUT` streaming `source`, after checking the upload fits the announced quota.
+    /// `PUT` streaming `source`, after checking the upload fits the announced quota and, on a
+    /// server that ignores conditional headers, that they hold. With `--vendor nextcloud` or
+    /// `owncloud` it sends `OC-Checksum: SHA1:<hex>`, which the server checks.
     ///
     /// - Throws: `insufficientQuota` when `size` is over the server's last
-    ///   `quota-available-bytes`.
+    ///   `quota-available-bytes`; `corruptData` when the server says the bytes it got do not
+    ///   match the checksum; `localIOFailure` when `source` cannot be read; what
+    ///   ``checkConditions(_:headers:)`` throws.
     func put(_ path: ItemPath, from source: String, size: Int64, headers: [String]) async throws(FileProviderError)
         -> HTTPReply
     {
@@ -253,15 +265,154 @@ extension WebDAVBackend {
             throw FileProviderError(
                 .insufficientQuota, "\(path.display) is \(size) bytes; the server has \(available) bytes available")
         }
+        try await checkConditions(path, headers: headers)
+        var headers = headers
+        if vendor.hasFileIDs { headers.append("OC-Checksum: SHA1:\(try await sha1(ofFile: source))") }
+        let reply: HTTPReply
+        if let uploads, size > chunkSize {
+            reply = try await putInChunks(path, from: source, size: size, headers: headers, uploads: uploads)
+        } else {
+            var request = HTTPRequest("PUT", endpoint(path))
+            request.body = .file(path: source, size: size)
+            request.headers = headers
+            reply = try await send(request)
+        }
+        if reply.status == 400, vendor.hasFileIDs, String(decoding: reply.body.prefix(500), as: UTF8.self).lowercased().contains("checksum")
+        {
+            throw FileProviderError(.corruptData, "the server received other bytes for \(path.display) than were sent (OC-Checksum)")
+        }
+        return reply
+    }
+
+    /// Nextcloud's chunked upload (v2): `MKCOL` of a collection of the adapter's own under the
+    /// user's uploads (`fileprovider-<UUID>`), a `PUT` of each chunk (numbered from 1, at most
+    /// 10,000, each ``chunkSize`` or larger so that they fit), then a `MOVE` of its `.file` to
+    /// the destination with `OC-Total-Length` and `headers` (the conditions and
+    /// `OC-Checksum`), which the server checks as it would for a `PUT`. Returns the reply to the
+    /// `MOVE`, to be read as the reply to a `PUT`; the upload collection is deleted when a step
+    /// fails.
+    ///
+    /// - Throws: `localIOFailure` when `source` cannot be read; what ``AdapterKit/HTTPReply/check()``
+    ///   throws for a chunk the server refuses; `serverUnreachable` after the retries.
+    func putInChunks(_ path: ItemPath, from source: String, size: Int64, headers: [String], uploads: HTTPClient)
+        async throws(FileProviderError) -> HTTPReply
+    {
+        let folder = "/fileprovider-" + UUID().uuidString
+        let destination = "Destination: \(absoluteURL(path))"
+        let total = "OC-Total-Length: \(size)"
+        var make = HTTPRequest("MKCOL", folder)
+        make.headers = [destination]
+        try await send(make, on: uploads).check()
+        do {
+            let piece = max(chunkSize, (size + 9_999) / 10_000)
+            var offset: Int64 = 0
+            var number = 1
+            while offset < size {
+                let length = Int(min(piece, size - offset))
+                let start = offset
+                let chunk = try await hasher.run { () throws -> Data in try Self.read(source, at: start, count: length) }
+                var request = HTTPRequest("PUT", folder + "/" + String(format: "%05d", number))
+                request.body = .data(chunk, contentType: "application/octet-stream")
+                request.headers = [destination, total]
+                try await send(request, on: uploads).check()
+                offset += Int64(length)
+                number += 1
+            }
+            var assemble = HTTPRequest("MOVE", folder + "/.file")
+            assemble.headers = [destination, total] + headers
+            let reply = try await send(assemble, on: uploads)
+            if !reply.isSuccess { _ = try? await send(HTTPRequest("DELETE", folder), on: uploads) }
+            return reply
+        } catch {
+            _ = try? await send(HTTPRequest("DELETE", folder), on: uploads)
+            throw error
+        }
+    }
+
+    /// `count` bytes of a file from `offset`; call it off the cooperative pool.
+    ///
+    /// - Throws: `localIOFailure` when the file cannot be read or is shorter.
+    static func read(_ path: String, at offset: Int64, count: Int) throws(FileProviderError) -> Data {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw FileProviderError(.localIOFailure, "the file to upload \(path) cannot be read: \(String(cString: strerror(errno)))")
+        }
+        defer { Glibc.close(fd) }
+        var data = Data(count: count)
+        var done = 0
+        while done < count {
+            let got = data.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done)) }
+            if got < 0 && errno == EINTR { continue }
+            guard got > 0 else {
+                throw FileProviderError(.localIOFailure, "the file to upload \(path) changed or cannot be read while it was sent")
+            }
+            done += got
+        }
+        return data
+    }
+
+    /// On a server that ignores `If-Match` and `If-None-Match` (``capabilities`` without
+    /// `supportsConditionalWrites`), checks them here just before the write: not atomic, a
+    /// race with another writer stays possible. Does nothing on a server that checks them.
+    ///
+    /// - Throws: `filenameCollision` when `If-None-Match: *` is asked and something is at
+    ///   `path`; `noSuchItem` when `If-Match` is asked and nothing is there;
+    ///   `versionOutOfDate` when its ETag is another.
+    func checkConditions(_ path: ItemPath, headers: [String]) async throws(FileProviderError) {
+        guard !conditions.isSet else { return }
+        for header in headers {
+            if header == "If-None-Match: *" {
+                if try await propfind(path, depth: 0) != nil { throw collision(path) }
+            } else if header.hasPrefix("If-Match: ") {
+                let tag = header.dropFirst("If-Match: ".count)
+                guard let responses = try await propfind(path, depth: 0) else { throw .noSuchItem(path.identifier) }
+                guard var current = responses.first?.etag else { throw .versionOutOfDate(path.identifier) }
+                if current.hasPrefix("W/") { current.removeFirst(2) }
+                if current != tag { throw .versionOutOfDate(path.identifier) }
+            }
+        }
+    }
+
+    /// Whether the server checks conditional headers on writes: a `PUT` of an empty file with
+    /// a name of the adapter's own (`.fileprovider-probe-<UUID>` in the root) and an
+    /// `If-Match` that cannot hold. `412` means it checks them (Apache, Nextcloud); anything
+    /// else means it does not (Go's `x/net/webdav`, as `rclone serve webdav` runs it, writes
+    /// the file, which is deleted again at once), or cannot tell (a read-only root).
+    ///
+    /// - Throws: `serverUnreachable` after the retries; `cancelled`.
+    func serverChecksConditions() async throws(FileProviderError) -> Bool {
+        let path = ItemPath.root.appending(".fileprovider-probe-\(UUID().uuidString)")
         var request = HTTPRequest("PUT", endpoint(path))
-        request.body = .file(path: source, size: size)
-        request.headers = headers
-        return try await send(request)
+        request.headers = ["If-Match: \"fileprovider-probe\""]
+        request.body = .data(Data(), contentType: "application/octet-stream")
+        let reply = try await send(request)
+        if reply.status == 412 { return true }
+        if reply.isSuccess { _ = try? await send(HTTPRequest("DELETE", endpoint(path))) }
+        return false
+    }
+
+    /// The item a write that succeeded made at `path`.
+    ///
+    /// - Throws: `invalidFilename` when nothing is there: the server kept the item under
+    ///   another name (`rclone serve webdav` lists a name with a control character with a
+    ///   Unicode picture of it instead, `line␊break` for `line\nbreak`); what
+    ///   ``item(for:)`` throws.
+    func writtenItem(_ path: ItemPath) async throws(FileProviderError) -> Item {
+        guard let item = try await item(at: path) else {
+            throw FileProviderError(
+                .invalidFilename,
+                "the server accepted \(path.name.debugDescription) but keeps it under another name; use a name without control characters"
+            )
+        }
+        return item
     }
 
     /// The item after an upload, checking the server kept every byte.
+    ///
+    /// - Throws: `corruptData` when the server kept another size; what ``writtenItem(_:)``
+    ///   throws.
     func uploadedItem(_ path: ItemPath, size: Int64) async throws(FileProviderError) -> Item {
-        let item = try await item(for: path.identifier)
+        let item = try await writtenItem(path)
         guard item.kind == .file, item.size == size else {
             throw FileProviderError(.corruptData, "the server kept \(item.size) of the \(size) bytes sent for \(path.display)")
         }

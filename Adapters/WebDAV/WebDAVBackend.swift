@@ -11,14 +11,36 @@ import ProviderCore
 /// the server checks the base version atomically. Every HTTP exchange runs on the backend's own
 /// connection threads, never on Swift's cooperative pool.
 public final class WebDAVBackend: Backend {
-    public let capabilities: BackendCapabilities
+    /// What the backend can do; `supportsConditionalWrites` says whether the server was seen to
+    /// check `If-Match` on a `PUT` (see ``serverChecksConditions()``).
+    public var capabilities: BackendCapabilities {
+        var capabilities = baseCapabilities
+        capabilities.supportsConditionalWrites = conditions.isSet
+        return capabilities
+    }
+    private let baseCapabilities: BackendCapabilities
+    /// Set when the server refused a `PUT` whose `If-Match` could not hold: it checks
+    /// conditional headers itself, and the adapter need not check versions before a write.
+    let conditions = Flag()
     /// The URL of the domain's root collection, without a trailing slash.
     public let baseURL: String
     /// The names of the root collection's path on the server (`["dav", "team"]`), to read hrefs.
     let basePath: [String]
     let client: HTTPClient
+    /// The client for Nextcloud's chunked uploads (`…/remote.php/dav/uploads/<user>`), outside
+    /// `url`; `nil` without `--vendor nextcloud` or when `url` is not `…/remote.php/dav/files/<user>/…`.
+    let uploads: HTTPClient?
+    /// Files larger than this go up in chunks of this size with ``uploads``.
+    let chunkSize: Int64
+    /// The server's dialect: with `nextcloud` or `owncloud`, identifiers are the server's
+    /// `oc:fileid` and contents carry `OC-Checksum`.
+    public let vendor: WebDAVVendor
+    /// Where items with stable identifiers were last seen (``vendor`` `nextcloud`/`owncloud`).
+    let places = IdentifierMap()
     /// Parses listings off the cooperative pool.
     let parser = BlockingExecutor(name: "webdav-xml", threads: 1)
+    /// Computes checksums of files off the cooperative pool.
+    let hasher = BlockingExecutor(name: "webdav-hash", threads: 1)
     /// The server's last `quota-available-bytes` for the root.
     let quota = QuotaBox()
 
@@ -34,13 +56,17 @@ public final class WebDAVBackend: Backend {
     ///   - timeout: seconds without any byte moving before a transfer is abandoned (and retried).
     ///   - connections: how many connections (each on its own thread) run at once.
     ///   - retries: how many times a connection error, `429` or `5xx` is retried.
+    ///   - vendor: the server's dialect (``WebDAVVendor``).
+    ///   - chunkSize: with `vendor` `nextcloud`, files larger than this many bytes go up with
+    ///     Nextcloud's chunked upload (v2) in chunks of this size (at least 4 KiB).
     /// - Throws: `invalidArgument` for a URL that is not http(s), a file that cannot be read,
     ///   out-of-range numbers, or a URL that is not a WebDAV collection; `serverUnreachable`
     ///   when the server cannot be reached; `notAuthenticated` when it refuses the credentials
     ///   or its certificate is not trusted; `noSuchItem` when nothing is at `url`.
     public init(
         url: String, user: String? = nil, password: String? = nil, netrcFile: String? = nil, caFile: String? = nil,
-        connectTimeout: Double = 10, timeout: Double = 30, connections: Int = 4, retries: Int = 4
+        connectTimeout: Double = 10, timeout: Double = 30, connections: Int = 4, retries: Int = 4,
+        vendor: WebDAVVendor = .other, chunkSize: Int64 = 10 << 20
     ) async throws(FileProviderError) {
         var base = url
         while base.hasSuffix("/") { base.removeLast() }
@@ -61,6 +87,9 @@ public final class WebDAVBackend: Backend {
         guard (0...10).contains(retries) else {
             throw FileProviderError(.invalidArgument, "--retries must be 0 to 10, not \(retries)")
         }
+        guard chunkSize >= 4096 else {
+            throw FileProviderError(.invalidArgument, "the chunk size must be at least 4096 bytes, not \(chunkSize)")
+        }
         guard let path = Self.decodePath(parsed.path(percentEncoded: true)) else {
             throw FileProviderError(.invalidArgument, "--url has a path that cannot be decoded: '\(url)'")
         }
@@ -72,41 +101,80 @@ public final class WebDAVBackend: Backend {
         settings.authenticationHint = "check --user and the password (--password-env or --netrc-file)"
         settings.threadName = "webdav-http"
         client = try HTTPClient(settings: settings)
+        if vendor == .nextcloud, let uploadsURL = Self.uploadsURL(of: parsed) {
+            var uploadSettings = settings
+            uploadSettings.baseURL = uploadsURL
+            uploadSettings.threadName = "webdav-upload"
+            do {
+                uploads = try HTTPClient(settings: uploadSettings)
+            } catch {
+                client.close()
+                throw error
+            }
+        } else {
+            uploads = nil
+        }
+        self.chunkSize = chunkSize
         baseURL = base
         basePath = path
-        capabilities = BackendCapabilities(
+        self.vendor = vendor
+        baseCapabilities = BackendCapabilities(
             hasChangeFeed: false, supportsThumbnails: false, supportsRangedReads: true, supportsServerSideMove: true,
-            supportsConditionalWrites: true, supportsSymlinks: false, creatableKinds: [.file, .folder],
-            identifiersArePathDerived: true, listsOnlySomeFiles: false)
+            supportsConditionalWrites: false, supportsSymlinks: false, creatableKinds: [.file, .folder],
+            identifiersArePathDerived: !vendor.hasFileIDs, listsOnlySomeFiles: false)
         do {
-            let root = try await rootItem()
-            _ = root
+            _ = try await rootItem()
+            if try await serverChecksConditions() { conditions.set() }
         } catch {
             client.close()
+            uploads?.close()
             parser.shutDown()
+            hasher.shutDown()
             throw error
         }
     }
 
     deinit {
         client.close()
+        uploads?.close()
         parser.shutDown()
+        hasher.shutDown()
     }
 
     /// Closes the connections and stops their threads.
     public func close() async {
         client.close()
+        uploads?.close()
         parser.shutDown()
+        hasher.shutDown()
     }
 
     // MARK: Requests
 
-    /// Sends a request on the connection threads; task cancellation aborts the transfer.
-    func send(_ request: HTTPRequest) async throws(FileProviderError) -> HTTPReply {
+    /// Sends a request on the connection threads of `client` (the backend's own when `nil`);
+    /// task cancellation aborts the transfer.
+    func send(_ request: HTTPRequest, on client: HTTPClient? = nil) async throws(FileProviderError) -> HTTPReply {
         let flag = CancellationFlag()
+        let client = client ?? self.client
         return try await withCancellationFlag(flag) { () async throws(FileProviderError) in
             try await client.send(request, cancellation: flag)
         }
+    }
+
+    /// The uploads collection of Nextcloud's chunked upload for a URL under
+    /// `…/remote.php/dav/files/<user>`: `…/remote.php/dav/uploads/<user>`; `nil` for any other URL.
+    static func uploadsURL(of url: URL) -> String? {
+        let parts = url.path(percentEncoded: true).split(separator: "/", omittingEmptySubsequences: true)
+        guard
+            let start = parts.indices.first(where: { index in
+                index + 3 < parts.count && parts[index] == "remote.php" && parts[index + 1] == "dav" && parts[index + 2] == "files"
+            }),
+            let scheme = url.scheme, let host = url.host(percentEncoded: true)
+        else { return nil }
+        let authority = host.contains(":") ? "[\(host)]" : host
+        let port = url.port.map { ":\($0)" } ?? ""
+        let prefix = parts[..<(start + 2)].joined(separator: "/")
+        return "\(scheme)://\(authority)\(port)/\(prefix)/uploads/\(parts[start + 3])"
     }
 
     /// The endpoint of a path, percent-encoded; a collection's ends in `/`.
@@ -128,6 +196,29 @@ public final class WebDAVBackend: Backend {
         }
         return names
     }
+}
+
+/// The dialect of a WebDAV server (`--vendor`).
+public enum WebDAVVendor: String, Sendable, CaseIterable {
+    /// Nextcloud: `oc:fileid` identifiers, `OC-Checksum`.
+    case nextcloud
+    /// ownCloud: `oc:fileid` identifiers, `OC-Checksum`.
+    case owncloud
+    /// Any other server: path-derived identifiers, plain RFC 4918.
+    case other
+
+    /// Whether the server gives every item a stable `oc:fileid`.
+    var hasFileIDs: Bool { self != .other }
+}
+
+/// A flag set once, read from any thread.
+final class Flag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+
+    var isSet: Bool { lock.withLock { value } }
+
+    func set() { lock.withLock { value = true } }
 }
 
 /// The bytes the server last said are available (`quota-available-bytes` of the root), or

@@ -9,10 +9,8 @@ import Foundation
 ///
 /// The binary is `$APACHE2`, else `/usr/sbin/apache2` (apt `apache2`, see
 /// scripts/install-deps.sh); modules come from `/usr/lib/apache2/modules`. Apache runs in the
-/// foreground, spawned in a session of its own with no signal blocked (its workers are in its
-/// process group), and stopped with `SIGKILL` to that group: by ``stop()``, and at the test
-/// process's exit for the servers a whole run shares, so no server outlives the tests. Run as
-/// root, Apache serves as `www-data`, so the served folder belongs to that user.
+/// foreground as a ``ServerProcessGroup`` (its workers are in its process group, killed with
+/// it). Run as root, Apache serves as `www-data`, so the served folder belongs to that user.
 public final class ApacheDAVServer: @unchecked Sendable {
     /// The folder the server serves at `/`.
     public let root: URL
@@ -22,10 +20,7 @@ public final class ApacheDAVServer: @unchecked Sendable {
     public var url: String { "http://127.0.0.1:\(port)" }
 
     private let folder: URL
-    /// Apache's main process: the leader of its process group.
-    private let pid: pid_t
-    private let lock = NSLock()
-    private var stopped = false
+    private let process: ServerProcessGroup
     private let owner: (uid: uid_t, gid: gid_t)?
 
     /// Whether Apache and mod_dav are installed.
@@ -46,93 +41,53 @@ public final class ApacheDAVServer: @unchecked Sendable {
         guard Self.isAvailable else {
             throw MediaServerError(message: "Apache with mod_dav is not installed (apt-get install apache2)")
         }
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("apache-dav-\(UUID().uuidString)")
-        root = folder.appendingPathComponent("root")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("apache-dav-\(UUID().uuidString)")
+        self.folder = folder
+        let root = folder.appendingPathComponent("root")
+        self.root = root
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(at: folder.appendingPathComponent("lock"), withIntermediateDirectories: true)
+        let owner: (uid: uid_t, gid: gid_t)?
         if getuid() == 0, let user = getpwnam("www-data") {
             owner = (user.pointee.pw_uid, user.pointee.pw_gid)
         } else {
             owner = nil
         }
-        var lastError = MediaServerError(message: "Apache did not start")
-        for _ in 0..<3 {
-            let port = try MediaServer.freePort()
-            let config = folder.appendingPathComponent("httpd.conf")
-            try Self.configuration(folder: folder, root: root, port: port, runAsRoot: owner != nil, users: users)
-                .write(to: config, atomically: true, encoding: .utf8)
-            if !users.isEmpty {
-                let lines = users.map { "\($0.key):\(Self.cryptPassword($0.value))" }.joined(separator: "\n") + "\n"
-                try lines.write(to: folder.appendingPathComponent("htpasswd"), atomically: true, encoding: .utf8)
-            }
-            if let owner {
-                for path in [folder.path, root.path, folder.appendingPathComponent("lock").path] {
-                    chown(path, owner.uid, owner.gid)
-                }
-            }
-            let log = folder.appendingPathComponent("stderr.log")
-            let pid = try ChildProcess.spawn(
-                Self.binary, ["-f", config.path, "-DFOREGROUND"], output: "/dev/null", error: log.path, ownSession: true)
-            Self.register(pid)
-            if Self.waitUntilReady(port: port, pid: pid) {
-                self.pid = pid
-                self.port = port
-                return
-            }
-            Self.kill(pid)
-            let text = [log, folder.appendingPathComponent("error.log")].compactMap { try? String(contentsOf: $0, encoding: .utf8) }
-                .joined()
-            lastError = MediaServerError(message: "Apache on port \(port) did not become ready: \(text.suffix(2000))")
+        self.owner = owner
+        let config = folder.appendingPathComponent("httpd.conf")
+        do {
+            (process, port) = try ServerProcessGroup.start(
+                "Apache", binary: Self.binary, errorLog: folder.appendingPathComponent("stderr.log"),
+                extraLogs: [folder.appendingPathComponent("error.log")],
+                prepare: { port in
+                    try Self.configuration(folder: folder, root: root, port: port, runAsRoot: owner != nil, users: users)
+                        .write(to: config, atomically: true, encoding: .utf8)
+                    if !users.isEmpty {
+                        let lines = users.map { "\($0.key):\(Self.cryptPassword($0.value))" }.joined(separator: "\n") + "\n"
+                        try lines.write(to: folder.appendingPathComponent("htpasswd"), atomically: true, encoding: .utf8)
+                    }
+                    if let owner {
+                        for path in [folder.path, root.path, folder.appendingPathComponent("lock").path] {
+                            chown(path, owner.uid, owner.gid)
+                        }
+                    }
+                },
+                arguments: { _ in ["-f", config.path, "-DFOREGROUND"] })
+        } catch {
+            try? FileManager.default.removeItem(at: folder)
+            throw error
         }
-        try? FileManager.default.removeItem(at: folder)
-        throw lastError
     }
 
     deinit { stop() }
 
     /// Apache's process group (its main process's pid), for tests of the fixture.
-    public var processGroup: pid_t? { pid }
+    public var processGroup: pid_t? { process.pid }
 
     /// Stops Apache (`SIGKILL` to its process group) and removes its files.
     public func stop() {
-        let first: Bool = lock.withLock {
-            defer { stopped = true }
-            return !stopped
-        }
-        guard first else { return }
-        Self.kill(pid)
+        process.stop()
         try? FileManager.default.removeItem(at: folder)
-    }
-
-    /// Kills Apache's process group and reaps its main process. Blocks until it is gone (at
-    /// once: `SIGKILL`).
-    static func kill(_ pid: pid_t) {
-        _ = Glibc.kill(-pid, SIGKILL)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        unregister(pid)
-    }
-
-    // MARK: Servers still running when the test process exits
-
-    nonisolated(unsafe) private static var running = Set<pid_t>()
-    private static let runningLock = NSLock()
-    private static let exitHook: Void = {
-        atexit {
-            ApacheDAVServer.runningLock.lock()
-            let groups = ApacheDAVServer.running
-            ApacheDAVServer.runningLock.unlock()
-            for group in groups { _ = Glibc.kill(-group, SIGKILL) }
-        }
-    }()
-
-    private static func register(_ group: pid_t) {
-        _ = exitHook
-        runningLock.withLock { _ = running.insert(group) }
-    }
-
-    private static func unregister(_ group: pid_t) {
-        runningLock.withLock { _ = running.remove(group) }
     }
 
     /// Makes a new empty folder in the served root and returns its URL, for a test that needs
@@ -150,22 +105,6 @@ public final class ApacheDAVServer: @unchecked Sendable {
         let path = root.appendingPathComponent(relativePath)
         try contents.write(to: path)
         if let owner { chown(path.path, owner.uid, owner.gid) }
-    }
-
-    static func waitUntilReady(port: Int, pid: pid_t) -> Bool {
-        for _ in 0..<400 {
-            // Still running: not a zombie (it is not reaped here, so the pid is still its).
-            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                let end = stat.range(of: ") ", options: .backwards), stat[end.upperBound...].first != "Z"
-            else { return false }
-            if let reply = MediaServer.rawRequest(port: port, "OPTIONS / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"),
-                reply.hasPrefix("HTTP/1.1 ")
-            {
-                return true
-            }
-            usleep(50_000)
-        }
-        return false
     }
 
     /// A password in Apache's `{SHA}` form (base64 of its SHA-1), which needs no crypt(3).

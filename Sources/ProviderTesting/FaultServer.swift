@@ -6,7 +6,7 @@ import Foundation
 
 /// A tiny HTTP/1.1 server on 127.0.0.1 whose every reply a test scripts: the protocol's normal
 /// answers where it wants them (the media API, WebDAV), and faults: a status, a body cut short,
-/// a connection reset, a stall. It runs on threads of its own (blocking POSIX sockets), one
+/// a connection reset, a stall, silence. It runs on threads of its own (blocking POSIX sockets), one
 /// per connection. Request bodies are read and dropped.
 public final class FaultServer: @unchecked Sendable {
     public struct Request: Sendable {
@@ -25,6 +25,8 @@ public final class FaultServer: @unchecked Sendable {
         case reset
         /// Headers and `sent` bytes, then nothing until the client gives up.
         case stall(body: Data, sent: Int, headers: [String: String] = [:])
+        /// No answer at all (not even a status line) until the client gives up.
+        case silence
         /// A status line and headers exactly as given (no `Content-Length` added), then `body`,
         /// then close: lengths and ranges that lie.
         case raw(status: Int, headers: [(String, String)], body: Data)
@@ -165,6 +167,10 @@ public final class FaultServer: @unchecked Sendable {
                 var text = "HTTP/1.1 \(status) Status\r\n"
                 for (name, value) in extra { text += "\(name): \(value)\r\n" }
                 sendAll(client, Array((text + "\r\n").utf8) + Array(body))
+                close(client)
+                return
+            case .silence:
+                while recv(client, &chunk, chunk.count, 0) > 0 {}
                 close(client)
                 return
             case .stall(let body, let sent, let extra):

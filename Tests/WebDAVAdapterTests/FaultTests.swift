@@ -42,6 +42,18 @@ struct ScriptedDAV {
         return .reply(status: 207, headers: ["Content-Type": "application/xml"], body: body)
     }
 
+    /// A server that answers the adapter's probe of conditional writes (a `PUT` with an
+    /// `If-Match` that cannot hold) as one that checks them, with `412`, and every other
+    /// request with `handler`.
+    static func server(_ handler: @escaping (FaultServer.Request) -> FaultServer.Action) throws -> FaultServer {
+        try FaultServer { request in
+            if request.method == "PUT", request.path.hasPrefix("/dav/.fileprovider-probe-") {
+                return .reply(status: 412, headers: [:], body: Data())
+            }
+            return handler(request)
+        }
+    }
+
     static func propfindOf(_ entry: Entry) -> FaultServer.Action {
         .reply(status: 207, headers: ["Content-Type": "application/xml"], body: multistatus([entry]))
     }
@@ -89,7 +101,7 @@ struct FaultTests {
             ScriptedDAV.file("no-etag", size: 1, etag: ""),
             ScriptedDAV.file("outside", size: 1).with(href: "/elsewhere/outside"),
         ]
-        let server = try FaultServer { request in dav.answer(request) ?? .reply(status: 404, headers: [:], body: Data()) }
+        let server = try ScriptedDAV.server { request in dav.answer(request) ?? .reply(status: 404, headers: [:], body: Data()) }
         defer { server.stop() }
         let backend = try await Self.backend(server)
         let page = try await backend.enumerateItems(in: .rootContainer, startingAt: .initialPageSortedByName)
@@ -99,7 +111,7 @@ struct FaultTests {
     }
 
     @Test func notWellFormedXMLIsCorruptData() async throws {
-        let server = try FaultServer { request in
+        let server = try ScriptedDAV.server { request in
             if request.headers["depth"] == "1" {
                 return .reply(status: 207, headers: [:], body: Data("<d:multistatus xmlns:d=\"DAV:\"><d:response>".utf8))
             }
@@ -113,7 +125,7 @@ struct FaultTests {
     }
 
     @Test func serverErrorsAreRetriedThenServerUnreachable() async throws {
-        let server = try FaultServer { request in
+        let server = try ScriptedDAV.server { request in
             if request.headers["depth"] == "1" { return .reply(status: 500, headers: [:], body: Data("boom".utf8)) }
             return ScriptedDAV().answer(request) ?? .reply(status: 404, headers: [:], body: Data())
         }
@@ -126,7 +138,7 @@ struct FaultTests {
     }
 
     @Test func insufficientStorageIsInsufficientQuota() async throws {
-        let server = try FaultServer { request in
+        let server = try ScriptedDAV.server { request in
             if request.method == "PUT" { return .reply(status: 507, headers: [:], body: Data()) }
             return ScriptedDAV().answer(request) ?? .reply(status: 404, headers: [:], body: Data())
         }
@@ -139,13 +151,13 @@ struct FaultTests {
             _ = try await backend.createItem(basedOn: template, fields: [], contents: source, options: [])
         }
         // 507 is not retried.
-        #expect(server.requests.filter { $0.method == "PUT" }.count == 1)
+        #expect(server.puts.count == 1)
     }
 
     @Test func anUploadOverTheAnnouncedQuotaIsNotSent() async throws {
         var dav = ScriptedDAV()
         dav.rootProps = "<d:quota-available-bytes>10</d:quota-available-bytes>"
-        let server = try FaultServer { request in dav.answer(request) ?? .reply(status: 201, headers: [:], body: Data()) }
+        let server = try ScriptedDAV.server { request in dav.answer(request) ?? .reply(status: 201, headers: [:], body: Data()) }
         defer { server.stop() }
         let backend = try await Self.backend(server)
         #expect(backend.availableBytes == 10)
@@ -155,12 +167,12 @@ struct FaultTests {
         await Self.expectCode(.insufficientQuota) {
             _ = try await backend.createItem(basedOn: template, fields: [], contents: source, options: [])
         }
-        #expect(server.requests.filter { $0.method == "PUT" }.isEmpty)
+        #expect(server.puts.isEmpty)
     }
 
     @Test func preconditionFailedMeansCollisionOrOutOfDate() async throws {
         let current = ScriptedDAV.file("a.txt", size: 3, etag: "\"new\"")
-        let server = try FaultServer { request in
+        let server = try ScriptedDAV.server { request in
             if request.method == "PUT" { return .reply(status: 412, headers: [:], body: Data()) }
             if request.method == "PROPFIND", request.path == "/dav/a.txt" { return ScriptedDAV.propfindOf(current) }
             return ScriptedDAV().answer(request) ?? .reply(status: 404, headers: [:], body: Data())
@@ -173,18 +185,18 @@ struct FaultTests {
         await Self.expectCode(.filenameCollision) {
             _ = try await backend.createItem(basedOn: template, fields: [], contents: source, options: [])
         }
-        #expect(server.requests.first { $0.method == "PUT" }?.headers["if-none-match"] == "*")
+        #expect(server.puts.first?.headers["if-none-match"] == "*")
         let old = ItemVersion(content: Data("e\"old\"".utf8), metadata: Data())
         await Self.expectCode(.versionOutOfDate) {
             _ = try await backend.modifyItem(template, baseVersion: old, changedFields: [.contents], contents: source, options: [])
         }
-        #expect(server.requests.last { $0.method == "PUT" }?.headers["if-match"] == "\"old\"")
+        #expect(server.puts.last?.headers["if-match"] == "\"old\"")
     }
 
     @Test func aResetMidBodyIsResumedWithRange() async throws {
         let data = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
         let headers = ["ETag": "\"e1\"", "Last-Modified": ScriptedDAV.date]
-        let server = try FaultServer { request in
+        let server = try ScriptedDAV.server { request in
             guard request.method == "GET" else {
                 return ScriptedDAV().answer(request) ?? .reply(status: 404, headers: [:], body: Data())
             }
@@ -210,7 +222,7 @@ struct FaultTests {
     }
 
     @Test func aDownloadOfAnotherVersionIsRefusedBeforeAByteIsStored() async throws {
-        let server = try FaultServer { request in
+        let server = try ScriptedDAV.server { request in
             if request.method == "GET" {
                 return .reply(status: 200, headers: ["ETag": "\"other\"", "Last-Modified": ScriptedDAV.date], body: Data("abc".utf8))
             }
@@ -226,6 +238,11 @@ struct FaultTests {
         }
         #expect(((try? Data(contentsOf: destination)) ?? Data()).isEmpty)
     }
+}
+
+extension FaultServer {
+    /// The `PUT`s seen, without the adapter's probe of conditional writes.
+    var puts: [Request] { requests.filter { $0.method == "PUT" && !$0.path.hasPrefix("/dav/.fileprovider-probe-") } }
 }
 
 extension ScriptedDAV.Entry {

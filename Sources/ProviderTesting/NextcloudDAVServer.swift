@@ -1,0 +1,92 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// An emulation of Nextcloud's WebDAV dialect on 127.0.0.1 for tests:
+/// `Tests/Fixtures/HostileStores/nextcloud_dav_server.py` (Python's standard library only). It
+/// is not Nextcloud: it speaks the subset the `webdav` adapter uses with `--vendor nextcloud`
+/// (files under `/remote.php/dav/files/<user>/`, `oc:fileid` that stays with an item across a
+/// `MOVE`, `OC-Checksum` checked on upload and sent on download, chunked upload v2), and can
+/// lie on purpose (``Fault``). It runs as a ``ServerProcessGroup``: ready once it answers,
+/// stopped by its pid.
+public final class NextcloudDAVServer: @unchecked Sendable {
+    /// What the emulation does wrong on purpose.
+    public enum Fault: String, Sendable {
+        /// `GET` sends an `OC-Checksum` that does not match the bytes.
+        case badChecksum = "bad-checksum"
+        /// A listing's first entry has the `oc:fileid` `../../etc`.
+        case badFileID = "bad-fileid"
+    }
+
+    /// The folder the user's files are in (`/remote.php/dav/files/<user>/`).
+    public let root: URL
+    /// The TCP port on 127.0.0.1.
+    public let port: Int
+    /// The user name in the URLs.
+    public let user: String
+    /// The URL of the user's files, without a trailing slash.
+    public var filesURL: String { "http://127.0.0.1:\(port)/remote.php/dav/files/\(user)" }
+    /// The folder the chunks of uploads in progress are kept in.
+    public var uploads: URL { folder.appendingPathComponent("uploads") }
+
+    /// The chunked uploads assembled so far: each destination (relative to the user's files,
+    /// percent-encoded) and how many chunks it had.
+    public var assembledUploads: [(path: String, chunks: Int)] {
+        let text = (try? String(contentsOf: folder.appendingPathComponent("uploads.log"), encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ")
+            guard fields.count == 2, let chunks = Int(fields[1]) else { return nil }
+            return (String(fields[0]), chunks)
+        }
+    }
+
+    private let folder: URL
+    private let process: ServerProcessGroup
+
+    /// The script, found from this file's place in the checkout.
+    public static let scriptPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../Tests/Fixtures/HostileStores/nextcloud_dav_server.py").standardizedFileURL.path
+
+    /// Starts the emulation and waits until it answers.
+    ///
+    /// - Parameters:
+    ///   - user: the user name in the URLs; with `password`, every request needs it (HTTP Basic).
+    ///   - fault: what to do wrong, or `nil`.
+    /// - Throws: ``MediaServerError`` when python3 is missing, the script exits early or does not
+    ///   answer within 20 seconds.
+    public init(user: String = "alice", password: String? = nil, fault: Fault? = nil) throws {
+        self.user = user
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("nextcloud-dav-\(UUID().uuidString)")
+        self.folder = folder
+        root = folder.appendingPathComponent("files")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        var options = ["--root", root.path, "--uploads", folder.appendingPathComponent("uploads").path, "--user", user]
+        if let password { options += ["--password", password] }
+        if let fault { options += ["--fault", fault.rawValue] }
+        do {
+            (process, port) = try ServerProcessGroup.start(
+                "the Nextcloud emulation", binary: "/usr/bin/env", errorLog: folder.appendingPathComponent("server.log"),
+                arguments: { port in ["python3", Self.scriptPath, "--port", String(port)] + options })
+        } catch {
+            try? FileManager.default.removeItem(at: folder)
+            throw error
+        }
+    }
+
+    deinit { stop() }
+
+    /// Stops the server (`SIGKILL` to its process group) and removes its files.
+    public func stop() {
+        process.stop()
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    /// Makes a new empty folder among the user's files and returns its URL, for a test that
+    /// needs a fresh store.
+    public func makeFolder(_ name: String = "store-\(UUID().uuidString)") throws -> String {
+        try FileManager.default.createDirectory(at: root.appendingPathComponent(name), withIntermediateDirectories: true)
+        return filesURL + "/" + name
+    }
+}
