@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "SFTPAdapter", targets: ["SFTPAdapter"]),
         .library(name: "MediaAPIAdapter", targets: ["MediaAPIAdapter"]),
         .library(name: "WebDAVAdapter", targets: ["WebDAVAdapter"]),
+        .library(name: "ExternalAdapter", targets: ["ExternalAdapter"]),
         .library(name: "Thumbnails", targets: ["Thumbnails"]),
         .executable(name: "media-server", targets: ["media-server"]),
         .executable(name: "fileproviderctl", targets: ["fileproviderctl"]),
@@ -58,6 +59,9 @@ let package = Package(
         .target(name: "AdapterKit", dependencies: ["ProviderCore", "CCurl"], path: "Adapters/Kit"),
         .target(name: "MediaAPIAdapter", dependencies: ["ProviderCore", "AdapterKit"], path: "Adapters/MediaAPI"),
         .target(name: "WebDAVAdapter", dependencies: ["ProviderCore", "AdapterKit"], path: "Adapters/WebDAV"),
+        // Backends that are programs of their own, spoken to over a line protocol
+        // (Docs/ExternalBackends.md).
+        .target(name: "ExternalAdapter", dependencies: ["ProviderCore"], path: "Adapters/External"),
         // libgd is loaded with dlopen on first use (see Sources/CGD); its headers come from
         // apt's libgd-dev.
         .target(name: "CGD", linkerSettings: [.linkedLibrary("dl")]),
@@ -73,7 +77,7 @@ let package = Package(
             name: "fileproviderctl",
             dependencies: [
                 "ProviderCore", "ProviderStore", "ProviderEngine", "LocalAdapter", "SFTPAdapter",
-                "MediaAPIAdapter", "WebDAVAdapter", "CSystemShims",
+                "MediaAPIAdapter", "WebDAVAdapter", "ExternalAdapter", "ProviderTesting", "CSystemShims",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -104,6 +108,8 @@ let package = Package(
         .testTarget(
             name: "SFTPAdapterTests", dependencies: ["SFTPAdapter", "AdapterKit", "ProviderCore", "ProviderTesting"]
         ),
+        .testTarget(
+            name: "ExternalAdapterTests", dependencies: ["ExternalAdapter", "ProviderCore", "ProviderTesting"]),
         .testTarget(
             name: "WebDAVAdapterTests", dependencies: ["WebDAVAdapter", "ProviderCore", "ProviderTesting"]
         ),
