@@ -1,10 +1,13 @@
+import ExternalAdapter
 import LocalAdapter
 import MediaAPIAdapter
 import ProviderCore
 import SFTPAdapter
 import WebDAVAdapter
 
-/// The one list of built-in adapters. A new backend adds its descriptor here.
+/// The one list of built-in adapters. A new backend adds its descriptor here. Kinds not in it
+/// are looked for as external backend programs (`fileprovider-backend-NAME`, see
+/// ``ExternalBackends``).
 enum AdapterList {
     static let descriptors: [BackendDescriptor] = [
         LocalBackend.descriptor,
@@ -13,5 +16,5 @@ enum AdapterList {
         WebDAVBackend.descriptor,
     ]
 
-    static var registry: BackendRegistry { BackendRegistry(descriptors) }
+    static var registry: BackendRegistry { BackendRegistry(descriptors, resolver: ExternalBackends.resolver) }
 }

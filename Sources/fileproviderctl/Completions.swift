@@ -1,4 +1,5 @@
 import ArgumentParser
+import ExternalAdapter
 import Foundation
 import ProviderCore
 import ProviderEngine
@@ -22,7 +23,7 @@ extension CompletionKind {
     }
 
     /// The built-in backend kinds.
-    static var backendKinds: CompletionKind { .list(AdapterList.descriptors.map(\.kind)) }
+    static var backendKinds: CompletionKind { .list(AdapterList.descriptors.map(\.kind) + ExternalBackends.all().map(\.kind)) }
 }
 
 enum Completions {

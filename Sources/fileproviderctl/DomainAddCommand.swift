@@ -34,7 +34,9 @@ struct DomainAddCommand: AsyncParsableCommand {
     var name: String
 
     @Option(
-        help: ArgumentHelp("The backend kind: \(AdapterList.descriptors.map(\.kind).joined(separator: ", ")).", valueName: "kind"),
+        help: ArgumentHelp(
+            "The backend kind: \(AdapterList.descriptors.map(\.kind).joined(separator: ", ")), or an external backend program's name (see 'fileproviderctl backend list').",
+            valueName: "kind"),
         completion: .backendKinds)
     var backend: String
 

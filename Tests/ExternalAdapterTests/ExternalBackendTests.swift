@@ -21,9 +21,9 @@ enum ExternalFixtures {
         try await ExternalBackend.start(kind: "pyfolder", programPath: pyfolder, options: ["root": root])
     }
 
-    /// The hostile backend, told what to do wrong by its `mode` option.
+    /// The hostile backend, told what to do wrong by its `behaviour` option.
     static func hostileBackend(_ mode: String) async throws -> ExternalBackend {
-        try await ExternalBackend.start(kind: "hostile", programPath: hostile, options: ["mode": mode])
+        try await ExternalBackend.start(kind: "hostile", programPath: hostile, options: ["behaviour": mode])
     }
 }
 
