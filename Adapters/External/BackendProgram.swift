@@ -40,6 +40,7 @@ final class BackendProgram: @unchecked Sendable {
     private var pending: [Int: Pending] = [:]
     private var nextID = 1
     private var deathError: FileProviderError?
+    private var stopReason: String?
     private var stderrTail = Data()
     private let stderrDone = DispatchSemaphore(value: 0)
 
@@ -179,8 +180,10 @@ final class BackendProgram: @unchecked Sendable {
     }
 
     /// Closes the program's input (a well-behaved program exits); with `kill`, also sends it
-    /// SIGKILL. Pending requests fail when its output ends.
-    func stop(kill killNow: Bool = false) {
+    /// SIGKILL. Pending requests fail when its output ends, with `reason` (what the program
+    /// did wrong) in their message when it is given.
+    func stop(kill killNow: Bool = false, reason: String? = nil) {
+        if let reason { lock.withLock { stopReason = reason } }
         shutdown(input, Int32(SHUT_WR))
         if killNow { kill(pid, SIGKILL) }
     }
@@ -243,8 +246,10 @@ final class BackendProgram: @unchecked Sendable {
         close(output)
         let ending = reap()
         _ = stderrDone.wait(timeout: .now() + 2)
-        let tail = lock.withLock { stderrTail }
-        var message = violation.map { "\($0.message); it was stopped" } ?? "\(displayName) (\(path)) ended: \(ending)"
+        let (tail, reason) = lock.withLock { (stderrTail, stopReason) }
+        var message =
+            violation.map { "\($0.message); it was stopped" } ?? reason.map { "\(displayName) (\(path)) \($0); it was stopped" }
+            ?? "\(displayName) (\(path)) ended: \(ending)"
         let text = TerminalText.escaped(String(decoding: tail, as: UTF8.self)).trimmingCharacters(in: .whitespacesAndNewlines)
         if !text.isEmpty { message += "; its last error output: \(text)" }
         let error = FileProviderError(violation?.code ?? .serverUnreachable, message)

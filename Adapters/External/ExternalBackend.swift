@@ -48,12 +48,23 @@ public final class ExternalBackend: Backend, @unchecked Sendable {
         return ExternalBackend(kind: kind, programPath: programPath, options: options, program: program, capabilities: capabilities)
     }
 
+    /// How long a program has to answer `hello` and `open`, in seconds.
+    static let handshakeTimeout: Double = 30
+
     static func displayName(kind: String) -> String { ExternalBackends.programPrefix + kind }
 
     private static func launch(kind: String, path: String, options: [String: String]) async throws(FileProviderError)
         -> (BackendProgram, BackendCapabilities)
     {
         let program = try BackendProgram(path: path, displayName: displayName(kind: kind))
+        // A program that never answers must not hold up the domain for ever.
+        let watchdog = Task {
+            try? await Task.sleep(for: .seconds(handshakeTimeout))
+            if !Task.isCancelled {
+                program.stop(kill: true, reason: "did not answer hello and open within \(Int(handshakeTimeout)) s")
+            }
+        }
+        defer { watchdog.cancel() }
         do {
             let hello = try await Self.hello(program)
             let opened = try await call(program, "open", OpenParams(options: options), OpenResult.self)
