@@ -88,6 +88,9 @@ let package = Package(
         // Keeps a pre-content fanotify group guarded when serve dies (Docs/Architecture.md,
         // "On-access files: the kernel layer"). C: a small process with no runtime to start.
         .executableTarget(name: "fileprovider-guard", dependencies: ["CSystemShims"]),
+        // The second reference external backend (Docs/ExternalBackends.md): a local folder, in C
+        // with the C library only; the first is Backends/python/fileprovider-backend-pyfolder.
+        .executableTarget(name: "fileprovider-backend-cfolder", path: "Backends/c"),
         // A minimal on-access provider (the kernel layer alone) the kill -9 tests run and kill.
         .executableTarget(
             name: "precontent-listener", dependencies: ["ProviderEngine", "ProviderCore"],

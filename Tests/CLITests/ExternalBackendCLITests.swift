@@ -9,9 +9,16 @@ import Testing
     static let pythonBackends = repository.appendingPathComponent("Backends/python").path
     static let fixtures = repository.appendingPathComponent("Tests/Fixtures/ExternalBackends").path
 
-    /// PATH with the reference backends and the hostile fixture first; no backends folder.
+    /// PATH with the Python reference backend and the hostile fixture first; the C reference
+    /// backend in the backends folder (`$XDG_DATA_HOME/fileprovider/backends`), as a link to
+    /// the one `swift build` made beside the binary.
     static func environment(_ temp: TemporaryFolder) -> [String: String] {
-        [
+        let backends = temp.url.appendingPathComponent("xdg/fileprovider/backends")
+        try? FileManager.default.createDirectory(at: backends, withIntermediateDirectories: true)
+        let cfolder = CLIRunner.locateBinary().deletingLastPathComponent().appendingPathComponent("fileprovider-backend-cfolder")
+        try? FileManager.default.createSymbolicLink(
+            atPath: backends.appendingPathComponent("fileprovider-backend-cfolder").path, withDestinationPath: cfolder.path)
+        return [
             "PATH": "\(pythonBackends):\(fixtures):\(ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")",
             "XDG_DATA_HOME": temp.url.appendingPathComponent("xdg").path,
         ]
@@ -31,6 +38,10 @@ import Testing
         let options = try #require(pyfolder["options"] as? [[String: Any]])
         #expect(options.first?["name"] as? String == "root")
         #expect(options.first?["required"] as? Bool == true)
+
+        let cfolder = try #require(entries.first { $0["kind"] as? String == "cfolder" })
+        #expect((cfolder["path"] as? String)?.hasSuffix("xdg/fileprovider/backends/fileprovider-backend-cfolder") == true)
+        #expect(cfolder["summary"] as? String == "a local folder, through the reference external backend in C")
 
         let text = try await cli.run(["backend", "list"], environment: Self.environment(temp))
         #expect(text.status == 0)
@@ -59,6 +70,18 @@ import Testing
         #expect(text.status == 0, "\(text.stderr)")
         #expect(text.stdout.contains("ok    renameFile"))
         #expect(text.stdout.contains("pyfolder: 1 of 1 checks passed"))
+    }
+
+    @Test func backendTestPassesForCfolder() async throws {
+        let temp = try TemporaryFolder()
+        let store = temp.url.appendingPathComponent("store")
+        try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
+        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let result = try await cli.run(
+            ["backend", "test", "cfolder", "--option", "root=\(store.path)"], environment: Self.environment(temp))
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stdout.contains("checks passed") && !result.stdout.contains("failed"), "\(result.stdout)")
+        #expect(!result.stdout.contains("FAIL"), "\(result.stdout)")
     }
 
     @Test func backendTestReportsFailuresAndRefusesAStoreWithData() async throws {

@@ -9,6 +9,8 @@ enum ExternalFixtures {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
     static let pyfolder = repository.appendingPathComponent("Backends/python/fileprovider-backend-pyfolder").path
+    /// The C reference backend, as `swift build` made it (beside `fileproviderctl`).
+    static let cfolder = repository.appendingPathComponent(".build/debug/fileprovider-backend-cfolder").path
     static let hostile = repository.appendingPathComponent("Tests/Fixtures/ExternalBackends/fileprovider-backend-hostile").path
 
     static func temporaryFolder() throws -> String {
@@ -35,6 +37,21 @@ struct PyfolderConformanceTests {
 
     @Test("pyfolder", arguments: BackendConformance.checkNames)
     func pyfolder(_ name: String) async throws {
+        try await Self.conformance.run(name)
+    }
+}
+
+@Suite("External backend: cfolder conformance")
+struct CfolderConformanceTests {
+    static let conformance = BackendConformance(
+        makeBackend: {
+            try await ExternalBackend.start(
+                kind: "cfolder", programPath: ExternalFixtures.cfolder, options: ["root": try ExternalFixtures.temporaryFolder()])
+        },
+        tearDown: { _ in })
+
+    @Test("cfolder", arguments: BackendConformance.checkNames)
+    func cfolder(_ name: String) async throws {
         try await Self.conformance.run(name)
     }
 }
