@@ -215,7 +215,10 @@ final class BackendProgram: @unchecked Sendable {
     // MARK: Reading
 
     private func readReplies() {
-        var buffer = Data()
+        // Bytes of lines not yet complete; the first `scanned` of them hold no newline, so
+        // each byte is looked at once however long a line grows.
+        var unread: [UInt8] = []
+        var scanned = 0
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         var violation: FileProviderError?
         reading: while true {
@@ -225,18 +228,19 @@ final class BackendProgram: @unchecked Sendable {
                 break
             }
             if count == 0 { break }
-            buffer.append(contentsOf: chunk[0..<count])
-            var start = buffer.startIndex
-            while let newline = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) {
-                let line = buffer[start..<newline]
-                start = buffer.index(after: newline)
-                if let error = handle(Data(line)) {
+            unread.append(contentsOf: chunk[0..<count])
+            var lineStart = 0
+            while let newline = Self.newline(in: unread, from: max(scanned, lineStart)) {
+                let line = Data(unread[lineStart..<newline])
+                lineStart = newline + 1
+                if let error = handle(line) {
                     violation = error
                     break reading
                 }
             }
-            buffer.removeSubrange(buffer.startIndex..<start)
-            if buffer.count > Self.maximumLineLength {
+            unread.removeFirst(lineStart)
+            scanned = unread.count
+            if unread.count > Self.maximumLineLength {
                 violation = FileProviderError(
                     .corruptData, "\(displayName) sent a line longer than \(Self.maximumLineLength) bytes")
                 break
@@ -261,6 +265,15 @@ final class BackendProgram: @unchecked Sendable {
         }
         for entry in failed.values { entry.completion(.failure(error)) }
         writer.shutDown()
+    }
+
+    /// The index of the first newline in `bytes` at or after `start`, or `nil`.
+    private static func newline(in bytes: [UInt8], from start: Int) -> Int? {
+        guard start < bytes.count else { return nil }
+        return bytes.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress, let found = memchr(base + start, 0x0a, buffer.count - start) else { return nil }
+            return base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+        }
     }
 
     /// Hands one line to its request; returns an error when the line breaks the protocol (the

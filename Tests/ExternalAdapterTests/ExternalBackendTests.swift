@@ -121,6 +121,20 @@ struct ExternalProtocolTests {
         #expect(error?.message.contains("malformed line") == true)
     }
 
+    @Test(arguments: [
+        ("unsolicited", "answered request 999999, which was never sent"),
+        ("flood", "sent a line longer than"),
+    ])
+    func protocolViolationStopsTheProgram(_ behaviour: String, _ message: String) async throws {
+        let backend = try await ExternalFixtures.hostileBackend(behaviour)
+        defer { Task { await backend.close() } }
+        let error = await #expect(throws: FileProviderError.self) {
+            try await backend.item(for: ItemIdentifier("/anything"))
+        }
+        #expect(error?.code == .corruptData)
+        #expect(error?.message.contains(message) == true, "\(error?.message ?? "")")
+    }
+
     @Test func hostileValuesAreRefused() async throws {
         let backend = try await ExternalFixtures.hostileBackend("values")
         defer { Task { await backend.close() } }
