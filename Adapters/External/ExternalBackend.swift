@@ -156,7 +156,17 @@ public final class ExternalBackend: Backend, @unchecked Sendable {
 
     public func item(for identifier: ItemIdentifier) async throws(FileProviderError) -> Item {
         let reply = try await call("item", IdentifierParams(identifier: identifier.rawValue), ItemReply.self)
-        return try reply.item.checkedItem(program: displayName)
+        return try answering(identifier, try reply.item.checkedItem(program: displayName))
+    }
+
+    /// `item` when it is the one asked for.
+    /// - Throws: `corruptData` when the program answered with another item.
+    private func answering(_ identifier: ItemIdentifier, _ item: Item) throws(FileProviderError) -> Item {
+        guard item.identifier == identifier else {
+            throw FileProviderError(
+                .corruptData, "\(displayName) answered a request for \(identifier.rawValue) with the item \(item.identifier.rawValue)")
+        }
+        return item
     }
 
     public func enumerateItems(in container: ItemIdentifier, startingAt page: Page) async throws(FileProviderError) -> ItemPage {
@@ -225,7 +235,7 @@ public final class ExternalBackend: Backend, @unchecked Sendable {
             identifier: identifier.rawValue, version: version.map(WireVersion.init), path: destination.path,
             offset: capabilities.supportsRangedReads ? offset : 0, length: nil)
         let reply = try await call("fetch", params, FetchResult.self, progress: progress)
-        let item = try reply.item.checkedItem(program: displayName)
+        let item = try answering(identifier, try reply.item.checkedItem(program: displayName))
         guard item.kind != .folder else {
             throw FileProviderError(.corruptData, "\(displayName) fetched the contents of a folder")
         }
@@ -273,7 +283,7 @@ public final class ExternalBackend: Backend, @unchecked Sendable {
             identifier: identifier.rawValue, version: WireVersion(version), path: destination.path, offset: range.lowerBound,
             length: Int64(range.count))
         let reply = try await call("fetch", params, FetchResult.self)
-        let item = try reply.item.checkedItem(program: displayName)
+        let item = try answering(identifier, try reply.item.checkedItem(program: displayName))
         let expected = PartialContents.clamp(range, toSize: item.size)
         guard reply.offset == expected.lowerBound, reply.length == Int64(expected.count) else {
             throw FileProviderError(

@@ -142,7 +142,7 @@ struct ExternalProtocolTests {
         #expect(page.items.map(\.filename) == ["fine.txt"])
         let reasons = page.refused.map(\.reason).joined(separator: " | ")
         #expect(page.refused.count == 4, "\(reasons)")
-        for bad in ["/huge-version", "/huge-size"] {
+        for bad in ["/huge-version", "/huge-size", "/other"] {
             let error = await #expect(throws: FileProviderError.self) { try await backend.item(for: ItemIdentifier(bad)) }
             #expect(error?.code == .corruptData, "\(bad)")
         }
