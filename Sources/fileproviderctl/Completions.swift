@@ -1,5 +1,4 @@
 import ArgumentParser
-import ExternalAdapter
 import Foundation
 import ProviderCore
 import ProviderEngine
@@ -23,7 +22,7 @@ extension CompletionKind {
     }
 
     /// The built-in backend kinds.
-    static var backendKinds: CompletionKind { .list(AdapterList.descriptors.map(\.kind) + ExternalBackends.all().map(\.kind)) }
+    static var backendKinds: CompletionKind { .list(AdapterList.descriptors.map(\.kind)) }
 }
 
 enum Completions {
