@@ -17,4 +17,13 @@ enum AdapterList {
     ]
 
     static var registry: BackendRegistry { BackendRegistry(descriptors, resolver: ExternalBackends.resolver) }
+
+    /// Describes the external backend of `kind`, if there is one, on a thread of its own: the
+    /// registry's resolver then answers from its cache instead of starting the program on the
+    /// calling (cooperative) thread.
+    /// - Throws: what ``ExternalBackends/resolver`` throws.
+    static func describeExternal(_ kind: String) async throws(FileProviderError) {
+        guard !descriptors.contains(where: { $0.kind == kind }) else { return }
+        _ = try await onOwnThread { () throws(FileProviderError) in try ExternalBackends.resolver(kind) }
+    }
 }

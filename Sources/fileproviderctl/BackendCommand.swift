@@ -164,9 +164,8 @@ struct BackendTestCommand: AsyncParsableCommand {
             let parts = option.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             values[String(parts[0])] = String(parts[1])
         }
-        let registry = AdapterList.registry
-        let kind = kind
-        let descriptor = try await onOwnThread { () throws(FileProviderError) in try registry.descriptor(for: kind) }
+        try await AdapterList.describeExternal(kind)
+        let descriptor = try AdapterList.registry.descriptor(for: kind)
         DomainAddCommand.normalizePaths(&values, descriptor: descriptor)
         let configuration = try descriptor.validate(values)
         let factory = descriptor.factory

@@ -118,6 +118,7 @@ struct DomainAddCommand: AsyncParsableCommand {
 
     func run() async throws {
         let manager = try global.manager()
+        try await AdapterList.describeExternal(backend)
         var options = try Self.parse(backendOptions)
         let descriptor = try manager.registry.descriptor(for: backend)
         Self.normalizePaths(&options, descriptor: descriptor)
