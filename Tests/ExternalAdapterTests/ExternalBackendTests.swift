@@ -135,6 +135,30 @@ struct ExternalProtocolTests {
         #expect(error?.message.contains(message) == true, "\(error?.message ?? "")")
     }
 
+    @Test func changeFeedAndThumbnailsGoThroughTheProtocol() async throws {
+        let backend = try await ExternalFixtures.hostileBackend("feed")
+        defer { Task { await backend.close() } }
+        #expect(backend.capabilities.hasChangeFeed)
+        #expect(backend.capabilities.supportsThumbnails)
+        let anchor = try await backend.currentSyncAnchor(for: .workingSet)
+        #expect(anchor == SyncAnchor(Data("a1".utf8)))
+        let changes = try await backend.enumerateChanges(in: .workingSet, from: anchor)
+        #expect(changes.updatedItems.map(\.filename) == ["new.txt"])
+        #expect(changes.deletedIdentifiers == [ItemIdentifier("/gone.txt")])
+        #expect(changes.newAnchor == SyncAnchor(Data("a2".utf8)))
+        #expect(!changes.moreComing)
+        let expired = await #expect(throws: FileProviderError.self) {
+            try await backend.enumerateChanges(in: .workingSet, from: SyncAnchor(Data("other".utf8)))
+        }
+        #expect(expired?.code == .syncAnchorExpired)
+        // An anchor over 500 bytes is refused, never made (SyncAnchor's precondition).
+        let long = await #expect(throws: FileProviderError.self) {
+            try await backend.enumerateChanges(in: .workingSet, from: SyncAnchor(Data("long".utf8)))
+        }
+        #expect(long?.code == .corruptData)
+        #expect(try await backend.fetchThumbnail(for: ItemIdentifier("/new.txt"), size: 64) == Data("JPEG".utf8))
+    }
+
     @Test func hostileValuesAreRefused() async throws {
         let backend = try await ExternalFixtures.hostileBackend("values")
         defer { Task { await backend.close() } }
