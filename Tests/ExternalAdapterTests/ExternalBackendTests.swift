@@ -9,8 +9,14 @@ enum ExternalFixtures {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
     static let pyfolder = repository.appendingPathComponent("Backends/python/fileprovider-backend-pyfolder").path
-    /// The C reference backend, as `swift build` made it (beside `fileproviderctl`).
-    static let cfolder = repository.appendingPathComponent(".build/debug/fileprovider-backend-cfolder").path
+    /// The C reference backend, as `swift build` made it: beside `$FILEPROVIDERCTL` when that
+    /// is set (as the CLI tests find the binary), else in `.build/debug`.
+    static let cfolder: String = {
+        if let binary = ProcessInfo.processInfo.environment["FILEPROVIDERCTL"], !binary.isEmpty {
+            return URL(fileURLWithPath: binary).deletingLastPathComponent().appendingPathComponent("fileprovider-backend-cfolder").path
+        }
+        return repository.appendingPathComponent(".build/debug/fileprovider-backend-cfolder").path
+    }()
     static let hostile = repository.appendingPathComponent("Tests/Fixtures/ExternalBackends/fileprovider-backend-hostile").path
 
     static func temporaryFolder() throws -> String {
