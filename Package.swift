@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "SFTPAdapter", targets: ["SFTPAdapter"]),
         .library(name: "MediaAPIAdapter", targets: ["MediaAPIAdapter"]),
         .library(name: "WebDAVAdapter", targets: ["WebDAVAdapter"]),
+        .library(name: "ExternalAdapter", targets: ["ExternalAdapter"]),
         .library(name: "Thumbnails", targets: ["Thumbnails"]),
         .executable(name: "media-server", targets: ["media-server"]),
         .executable(name: "fileproviderctl", targets: ["fileproviderctl"]),
@@ -58,6 +59,9 @@ let package = Package(
         .target(name: "AdapterKit", dependencies: ["ProviderCore", "CCurl"], path: "Adapters/Kit"),
         .target(name: "MediaAPIAdapter", dependencies: ["ProviderCore", "AdapterKit"], path: "Adapters/MediaAPI"),
         .target(name: "WebDAVAdapter", dependencies: ["ProviderCore", "AdapterKit"], path: "Adapters/WebDAV"),
+        // Backends that are programs of their own, spoken to over a line protocol
+        // (Docs/ExternalBackends.md).
+        .target(name: "ExternalAdapter", dependencies: ["ProviderCore"], path: "Adapters/External"),
         // libgd is loaded with dlopen on first use (see Sources/CGD); its headers come from
         // apt's libgd-dev.
         .target(name: "CGD", linkerSettings: [.linkedLibrary("dl")]),
@@ -73,7 +77,7 @@ let package = Package(
             name: "fileproviderctl",
             dependencies: [
                 "ProviderCore", "ProviderStore", "ProviderEngine", "LocalAdapter", "SFTPAdapter",
-                "MediaAPIAdapter", "WebDAVAdapter", "CSystemShims",
+                "MediaAPIAdapter", "WebDAVAdapter", "ExternalAdapter", "ProviderTesting", "CSystemShims",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -84,6 +88,9 @@ let package = Package(
         // Keeps a pre-content fanotify group guarded when serve dies (Docs/Architecture.md,
         // "On-access files: the kernel layer"). C: a small process with no runtime to start.
         .executableTarget(name: "fileprovider-guard", dependencies: ["CSystemShims"]),
+        // The second reference external backend (Docs/ExternalBackends.md): a local folder, in C
+        // with the C library only; the first is Backends/python/fileprovider-backend-pyfolder.
+        .executableTarget(name: "fileprovider-backend-cfolder", path: "Backends/c"),
         // A minimal on-access provider (the kernel layer alone) the kill -9 tests run and kill.
         .executableTarget(
             name: "precontent-listener", dependencies: ["ProviderEngine", "ProviderCore"],
@@ -104,6 +111,8 @@ let package = Package(
         .testTarget(
             name: "SFTPAdapterTests", dependencies: ["SFTPAdapter", "AdapterKit", "ProviderCore", "ProviderTesting"]
         ),
+        .testTarget(
+            name: "ExternalAdapterTests", dependencies: ["ExternalAdapter", "ProviderCore", "ProviderTesting"]),
         .testTarget(
             name: "WebDAVAdapterTests",
             dependencies: ["WebDAVAdapter", "ProviderCore", "ProviderTesting", "ProviderEngine", "ProviderStore"]

@@ -165,10 +165,18 @@ private func isASCIILetter(_ byte: UInt8) -> Bool {
 
 /// The backends a program knows, by kind name.
 public struct BackendRegistry: Sendable {
-    public private(set) var descriptors: [String: BackendDescriptor] = [:]
+    /// Finds the descriptor of a kind that is not registered, or returns `nil` (for example an
+    /// external backend program found on `PATH`, described when first asked for). Throws a
+    /// `FileProviderError` when it finds the kind but cannot describe it.
+    public typealias Resolver = @Sendable (_ kind: String) throws(FileProviderError) -> BackendDescriptor?
 
-    public init(_ descriptors: [BackendDescriptor] = []) {
+    public private(set) var descriptors: [String: BackendDescriptor] = [:]
+    /// Asked for kinds that are not registered; `nil` when there is nothing else to find.
+    public var resolver: Resolver?
+
+    public init(_ descriptors: [BackendDescriptor] = [], resolver: Resolver? = nil) {
         for descriptor in descriptors { register(descriptor) }
+        self.resolver = resolver
     }
 
     /// Adds a backend kind; a later registration of the same kind replaces the earlier one.
@@ -179,10 +187,13 @@ public struct BackendRegistry: Sendable {
     /// The kinds, sorted.
     public var kinds: [String] { descriptors.keys.sorted() }
 
-    /// The descriptor of a kind.
-    /// - Throws: `invalidArgument` listing the known kinds when `kind` is not one of them.
+    /// The descriptor of a kind: a registered one, else the one ``resolver`` finds.
+    /// - Throws: `invalidArgument` listing the known kinds when `kind` is not one of them; what
+    ///   ``resolver`` throws.
     public func descriptor(for kind: String) throws(FileProviderError) -> BackendDescriptor {
-        guard let descriptor = descriptors[kind] else {
+        var found = descriptors[kind]
+        if found == nil, let resolver { found = try resolver(kind) }
+        guard let descriptor = found else {
             throw FileProviderError(
                 .invalidArgument, "unknown backend '\(kind)'; known backends: \(kinds.joined(separator: ", "))")
         }

@@ -1,10 +1,13 @@
+import ExternalAdapter
 import LocalAdapter
 import MediaAPIAdapter
 import ProviderCore
 import SFTPAdapter
 import WebDAVAdapter
 
-/// The one list of built-in adapters. A new backend adds its descriptor here.
+/// The one list of built-in adapters. A new backend adds its descriptor here. Kinds not in it
+/// are looked for as external backend programs (`fileprovider-backend-NAME`, see
+/// ``ExternalBackends``).
 enum AdapterList {
     static let descriptors: [BackendDescriptor] = [
         LocalBackend.descriptor,
@@ -13,5 +16,14 @@ enum AdapterList {
         WebDAVBackend.descriptor,
     ]
 
-    static var registry: BackendRegistry { BackendRegistry(descriptors) }
+    static var registry: BackendRegistry { BackendRegistry(descriptors, resolver: ExternalBackends.resolver) }
+
+    /// Describes the external backend of `kind`, if there is one, on a thread of its own: the
+    /// registry's resolver then answers from its cache instead of starting the program on the
+    /// calling (cooperative) thread.
+    /// - Throws: what ``ExternalBackends/resolver`` throws.
+    static func describeExternal(_ kind: String) async throws(FileProviderError) {
+        guard !descriptors.contains(where: { $0.kind == kind }) else { return }
+        _ = try await onOwnThread { () throws(FileProviderError) in try ExternalBackends.resolver(kind) }
+    }
 }

@@ -34,7 +34,9 @@ struct DomainAddCommand: AsyncParsableCommand {
     var name: String
 
     @Option(
-        help: ArgumentHelp("The backend kind: \(AdapterList.descriptors.map(\.kind).joined(separator: ", ")).", valueName: "kind"),
+        help: ArgumentHelp(
+            "The backend kind: \(AdapterList.descriptors.map(\.kind).joined(separator: ", ")), or an external backend program's name (see 'fileproviderctl backend list').",
+            valueName: "kind"),
         completion: .backendKinds)
     var backend: String
 
@@ -116,6 +118,7 @@ struct DomainAddCommand: AsyncParsableCommand {
 
     func run() async throws {
         let manager = try global.manager()
+        try await AdapterList.describeExternal(backend)
         var options = try Self.parse(backendOptions)
         let descriptor = try manager.registry.descriptor(for: backend)
         Self.normalizePaths(&options, descriptor: descriptor)

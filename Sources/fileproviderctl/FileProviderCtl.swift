@@ -34,7 +34,7 @@ struct FileProviderCtl: AsyncParsableCommand {
             EvictCommand.self, PolicyCommand.self, PinCommand.self, UnpinCommand.self, StatusCommand.self, CacheCommand.self,
             ConflictsCommand.self,
             PendingCommand.self, WhyCommand.self, ServeCommand.self, SignalCommand.self, ThumbnailCommand.self,
-            DumpCommand.self, VersionCommand.self,
+            DumpCommand.self, BackendCommand.self, VersionCommand.self,
         ]
     )
 

@@ -95,6 +95,8 @@ protocol GlobalOptionsCommand {
     var global: GlobalOptions { get }
 }
 
+extension BackendListCommand: GlobalOptionsCommand {}
+extension BackendTestCommand: GlobalOptionsCommand {}
 extension CacheCommand: GlobalOptionsCommand {}
 extension ConflictsCommand: GlobalOptionsCommand {}
 extension DomainAddCommand: GlobalOptionsCommand {}

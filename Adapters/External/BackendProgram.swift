@@ -1,0 +1,406 @@
+import Foundation
+import ProviderCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One running backend program and the requests in flight to it: the only place that spawns
+/// it, writes its standard input and reads its standard output and error.
+///
+/// Its standard input and output are Unix stream sockets (writes use `MSG_NOSIGNAL`, so a dead
+/// program never raises `SIGPIPE` here). A thread of its own reads the replies line by line and
+/// hands each to the request with its id; another keeps the tail of the standard error. Writes
+/// run on a writer thread. When the program's output ends (it died, or closed it), every
+/// pending request fails at once with `serverUnreachable` naming the program, how it ended and
+/// the tail of what it wrote to standard error.
+final class BackendProgram: @unchecked Sendable {
+    /// What a request gets: a reply line (to decode) or an error.
+    typealias Completion = @Sendable (Result<Data, FileProviderError>) -> Void
+
+    private struct Pending {
+        var completion: Completion
+        var progress: ProgressHandler?
+    }
+
+    /// The longest line read from a program: 16 MiB (a page of thousands of items fits).
+    static let maximumLineLength = 16 << 20
+    /// How much of the program's standard error is kept for messages.
+    static let stderrTailLength = 2048
+
+    let path: String
+    let displayName: String
+    private let pid: pid_t
+    private let input: Int32
+    private let output: Int32
+    private let errors: Int32
+    private let writer: SerialWriter
+
+    private let lock = NSLock()
+    private var pending: [Int: Pending] = [:]
+    private var nextID = 1
+    private var deathError: FileProviderError?
+    private var stopReason: String?
+    private var stderrTail = Data()
+    private let stderrDone = DispatchSemaphore(value: 0)
+
+    /// Starts the program at `path` with no arguments, in a process group of its own.
+    ///
+    /// - Throws: `serverUnreachable` when it cannot be started.
+    init(path: String, displayName: String) throws(FileProviderError) {
+        self.path = path
+        self.displayName = displayName
+        var inputPair: [Int32] = [-1, -1]
+        var outputPair: [Int32] = [-1, -1]
+        var errorPair: [Int32] = [-1, -1]
+        let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        guard socketpair(AF_UNIX, type, 0, &inputPair) == 0 else {
+            throw POSIXError.error("socketpair for", path: path)
+        }
+        guard socketpair(AF_UNIX, type, 0, &outputPair) == 0 else {
+            let error = POSIXError.error("socketpair for", path: path)
+            close(inputPair[0])
+            close(inputPair[1])
+            throw error
+        }
+        guard socketpair(AF_UNIX, type, 0, &errorPair) == 0 else {
+            let error = POSIXError.error("socketpair for", path: path)
+            for fd in inputPair + outputPair { close(fd) }
+            throw error
+        }
+        // The program reads [1] of the input pair and writes [1] of the other two.
+        shutdown(inputPair[1], Int32(SHUT_WR))
+        shutdown(outputPair[1], Int32(SHUT_RD))
+        shutdown(errorPair[1], Int32(SHUT_RD))
+        var pid: pid_t = 0
+        let result = Self.spawn(path, stdin: inputPair[1], stdout: outputPair[1], stderr: errorPair[1], pid: &pid)
+        close(inputPair[1])
+        close(outputPair[1])
+        close(errorPair[1])
+        guard result == 0 else {
+            close(inputPair[0])
+            close(outputPair[0])
+            close(errorPair[0])
+            throw FileProviderError(.serverUnreachable, "cannot start \(path): \(String(cString: strerror(result)))")
+        }
+        self.pid = pid
+        input = inputPair[0]
+        output = outputPair[0]
+        errors = errorPair[0]
+        writer = SerialWriter(name: "backend-\(displayName)-writer")
+        let reader = Thread { [self] in readReplies() }
+        reader.name = "backend-\(displayName)-reader"
+        reader.stackSize = 1 << 20
+        reader.start()
+        let stderrReader = Thread { [self] in readErrors() }
+        stderrReader.name = "backend-\(displayName)-stderr"
+        stderrReader.stackSize = 1 << 18
+        stderrReader.start()
+    }
+
+    deinit {
+        writer.shutDown()
+        close(input)
+    }
+
+    private static func spawn(_ path: String, stdin: Int32, stdout: Int32, stderr: Int32, pid: inout pid_t) -> Int32 {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, stdin, 0)
+        posix_spawn_file_actions_adddup2(&actions, stdout, 1)
+        posix_spawn_file_actions_adddup2(&actions, stderr, 2)
+        // Nothing else of this process's descriptors (glibc's closefrom action is not imported
+        // into Swift; look it up).
+        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") {
+            typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+            _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
+        }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        // Its own session: a Ctrl-C at the terminal reaches the CLI, which stops the program
+        // by closing its input. POSIX_SPAWN_SETSID (glibc 2.26) is not imported into Swift.
+        let setSession: Int32 = 0x80
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | setSession))
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(path), nil]
+        defer { for pointer in argv { free(pointer) } }
+        return posix_spawn(&pid, path, &actions, &attributes, argv, environ)
+    }
+
+    /// Whether the program has ended (its output closed).
+    var hasEnded: Bool { lock.withLock { deathError != nil } }
+
+    /// Sends a request and calls `completion` once with its reply line or error; `progress`
+    /// gets the request's progress messages. Returns the request's id.
+    @discardableResult
+    func send(method: String, params: some Encodable, progress: ProgressHandler? = nil, completion: @escaping Completion) -> Int {
+        let id: Int
+        let dead: FileProviderError?
+        (id, dead) = lock.withLock {
+            let id = nextID
+            nextID += 1
+            if deathError == nil { pending[id] = Pending(completion: completion, progress: progress) }
+            return (id, deathError)
+        }
+        if let dead {
+            completion(.failure(dead))
+            return id
+        }
+        let line: Data
+        do {
+            line = try WireCoding.request(id: id, method: method, params: params)
+        } catch {
+            finish(id, .failure(FileProviderError(.invalidArgument, "cannot encode a \(method) request: \(error)")))
+            return id
+        }
+        let fd = input
+        let name = displayName
+        let accepted = writerRun {
+            if let failure = Self.writeAll(fd, line, name: name) { self.finish(id, .failure(failure)) }
+        }
+        if !accepted { finish(id, .failure(FileProviderError(.serverUnreachable, "\(displayName) is stopped"))) }
+        return id
+    }
+
+    /// Tells the program to stop working on a request, and fails the request with `cancelled`.
+    func cancel(_ id: Int) {
+        guard lock.withLock({ pending[id] != nil }) else { return }
+        finish(id, .failure(FileProviderError(.cancelled, "cancelled")))
+        guard let line = try? WireCoding.notification(method: "cancel", params: ["id": id]) else { return }
+        let fd = input
+        let name = displayName
+        _ = writerRun { _ = Self.writeAll(fd, line, name: name) }
+    }
+
+    /// Closes the program's input (a well-behaved program exits); with `kill`, also sends it
+    /// SIGKILL. Pending requests fail when its output ends, with `reason` (what the program
+    /// did wrong) in their message when it is given.
+    func stop(kill killNow: Bool = false, reason: String? = nil) {
+        if let reason { lock.withLock { stopReason = reason } }
+        shutdown(input, Int32(SHUT_WR))
+        if killNow { kill(pid, SIGKILL) }
+    }
+
+    private func writerRun(_ body: @escaping @Sendable () -> Void) -> Bool { writer.enqueue(body) }
+
+    private static func writeAll(_ fd: Int32, _ data: Data, name: String) -> FileProviderError? {
+        data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> FileProviderError? in
+            guard var pointer = buffer.baseAddress else { return nil }
+            var left = buffer.count
+            while left > 0 {
+                let written = Glibc.send(fd, pointer, left, Int32(MSG_NOSIGNAL))
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return FileProviderError(.serverUnreachable, "cannot write to \(name): \(String(cString: strerror(errno)))")
+                }
+                pointer += written
+                left -= written
+            }
+            return nil
+        }
+    }
+
+    private func finish(_ id: Int, _ result: Result<Data, FileProviderError>) {
+        guard let entry = lock.withLock({ pending.removeValue(forKey: id) }) else { return }
+        entry.completion(result)
+    }
+
+    // MARK: Reading
+
+    private func readReplies() {
+        // Bytes of lines not yet complete; the first `scanned` of them hold no newline, so
+        // each byte is looked at once however long a line grows.
+        var unread: [UInt8] = []
+        var scanned = 0
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        var violation: FileProviderError?
+        reading: while true {
+            let count = chunk.withUnsafeMutableBytes { read(output, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                break
+            }
+            if count == 0 { break }
+            unread.append(contentsOf: chunk[0..<count])
+            var lineStart = 0
+            while let newline = Self.newline(in: unread, from: max(scanned, lineStart)) {
+                let line = Data(unread[lineStart..<newline])
+                lineStart = newline + 1
+                if let error = handle(line) {
+                    violation = error
+                    break reading
+                }
+            }
+            unread.removeFirst(lineStart)
+            scanned = unread.count
+            if unread.count > Self.maximumLineLength {
+                violation = FileProviderError(
+                    .corruptData, "\(displayName) sent a line longer than \(Self.maximumLineLength) bytes")
+                break
+            }
+        }
+        if violation != nil { kill(pid, SIGKILL) }
+        close(output)
+        let ending = reap()
+        _ = stderrDone.wait(timeout: .now() + 2)
+        let (tail, reason) = lock.withLock { (stderrTail, stopReason) }
+        var message =
+            violation.map { "\($0.message); it was stopped" } ?? reason.map { "\(displayName) (\(path)) \($0); it was stopped" }
+            ?? "\(displayName) (\(path)) ended: \(ending)"
+        let text = TerminalText.escaped(String(decoding: tail, as: UTF8.self)).trimmingCharacters(in: .whitespacesAndNewlines)
+        if !text.isEmpty { message += "; its last error output: \(text)" }
+        let error = FileProviderError(violation?.code ?? .serverUnreachable, message)
+        let failed = lock.withLock {
+            deathError = error
+            let all = pending
+            pending = [:]
+            return all
+        }
+        for entry in failed.values { entry.completion(.failure(error)) }
+        writer.shutDown()
+    }
+
+    /// The index of the first newline in `bytes` at or after `start`, or `nil`.
+    private static func newline(in bytes: [UInt8], from start: Int) -> Int? {
+        guard start < bytes.count else { return nil }
+        return bytes.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress, let found = memchr(base + start, 0x0a, buffer.count - start) else { return nil }
+            return base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+        }
+    }
+
+    /// Hands one line to its request; returns an error when the line breaks the protocol (the
+    /// program is then stopped).
+    private func handle(_ line: Data) -> FileProviderError? {
+        if line.isEmpty { return nil }
+        let envelope: WireEnvelope
+        do {
+            envelope = try WireCoding.decoder.decode(WireEnvelope.self, from: line)
+        } catch {
+            return FileProviderError(.corruptData, "\(displayName) sent a malformed line: \(Self.excerpt(line))")
+        }
+        let (entry, issued) = lock.withLock { (pending[envelope.id], envelope.id > 0 && envelope.id < nextID) }
+        guard let entry else {
+            // A reply to a request given up (cancelled) is dropped; one to a request never
+            // sent breaks the protocol.
+            return issued ? nil : FileProviderError(.corruptData, "\(displayName) answered request \(envelope.id), which was never sent")
+        }
+        if let progress = envelope.progress {
+            guard let completed = progress.completed, ItemBounds.problem(withSize: completed) == nil,
+                progress.total.map({ ItemBounds.problem(withSize: $0) == nil && $0 >= completed }) ?? true
+            else {
+                finish(
+                    envelope.id, .failure(FileProviderError(.corruptData, "\(displayName) sent impossible progress: \(Self.excerpt(line))"))
+                )
+                return nil
+            }
+            entry.progress?(completed, progress.total)
+            return nil
+        }
+        if let error = envelope.error {
+            finish(envelope.id, .failure(error.fileProviderError(program: displayName)))
+        } else if envelope.hasResult {
+            finish(envelope.id, .success(line))
+        } else {
+            finish(
+                envelope.id,
+                .failure(FileProviderError(.corruptData, "\(displayName) sent a reply with no result or error: \(Self.excerpt(line))")))
+        }
+        return nil
+    }
+
+    static func excerpt(_ line: Data) -> String {
+        let text = String(decoding: line.prefix(200), as: UTF8.self)
+        return TerminalText.escaped(text) + (line.count > 200 ? "…" : "")
+    }
+
+    private func readErrors() {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(errors, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            lock.withLock {
+                stderrTail.append(contentsOf: chunk[0..<count])
+                if stderrTail.count > Self.stderrTailLength { stderrTail = Data(stderrTail.suffix(Self.stderrTailLength)) }
+            }
+        }
+        close(errors)
+        stderrDone.signal()
+    }
+
+    /// Waits for the program's end: a program that closed its output but goes on running gets
+    /// 2 seconds, then SIGKILL.
+    private func reap() -> String {
+        var status: Int32 = 0
+        let deadline = Date().addingTimeInterval(2)
+        while true {
+            let result = waitpid(pid, &status, WNOHANG)
+            if result == pid { break }
+            if result == -1 && errno != EINTR { return "its exit status is unknown" }
+            if Date() > deadline {
+                kill(pid, SIGKILL)
+                while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+                return "it closed its output and was killed"
+            }
+            usleep(5_000)
+        }
+        let signal = status & 0x7f
+        return signal == 0 ? "exit status \((status >> 8) & 0xff)" : "killed by signal \(signal)"
+    }
+}
+
+/// One thread that runs writes in the order they were queued, so lines never interleave and a
+/// program that does not read blocks no caller.
+final class SerialWriter: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var jobs: [@Sendable () -> Void] = []
+    private var isShutDown = false
+
+    init(name: String) {
+        let thread = Thread { [self] in loop() }
+        thread.name = name
+        thread.stackSize = 1 << 18
+        thread.start()
+    }
+
+    /// Queues a job; `false` once shut down.
+    func enqueue(_ job: @escaping @Sendable () -> Void) -> Bool {
+        condition.withLock {
+            if isShutDown { return false }
+            jobs.append(job)
+            condition.signal()
+            return true
+        }
+    }
+
+    /// Stops the thread once the queued jobs have run.
+    func shutDown() {
+        condition.withLock {
+            isShutDown = true
+            condition.broadcast()
+        }
+    }
+
+    private func loop() {
+        while true {
+            condition.lock()
+            while jobs.isEmpty && !isShutDown { condition.wait() }
+            if jobs.isEmpty {
+                condition.unlock()
+                return
+            }
+            let batch = jobs
+            jobs = []
+            condition.unlock()
+            for job in batch { job() }
+        }
+    }
+}

@@ -1,0 +1,187 @@
+import Foundation
+import ProviderCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Finds external backend programs (`fileprovider-backend-NAME`) and describes them.
+///
+/// Programs are looked for in `$XDG_DATA_HOME/fileprovider/backends` (by default
+/// `~/.local/share/fileprovider/backends`), then in each folder of `PATH`; the first
+/// executable file of a name wins.
+public enum ExternalBackends {
+    /// What the name of every backend program starts with.
+    public static let programPrefix = "fileprovider-backend-"
+
+    /// One program found.
+    public struct Program: Sendable, Hashable {
+        /// The kind name: what follows the prefix.
+        public var kind: String
+        /// The program's absolute path.
+        public var path: String
+
+        public init(kind: String, path: String) {
+            self.kind = kind
+            self.path = path
+        }
+    }
+
+    /// Whether `kind` can name an external backend: 1 to 64 of `a-z`, `0-9`, `-`, `_` and `.`,
+    /// starting with a letter or a digit.
+    public static func isValidKind(_ kind: String) -> Bool {
+        let bytes = Array(kind.utf8)
+        guard !bytes.isEmpty, bytes.count <= 64 else { return false }
+        func allowed(_ byte: UInt8) -> Bool {
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+        }
+        return allowed(bytes[0])
+            && bytes.allSatisfy { allowed($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".") }
+    }
+
+    /// The folders searched, in order.
+    public static func searchFolders(environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
+        var folders: [String] = []
+        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") {
+            folders.append(data + "/fileprovider/backends")
+        } else if let home = environment["HOME"], home.hasPrefix("/") {
+            folders.append(home + "/.local/share/fileprovider/backends")
+        }
+        for folder in (environment["PATH"] ?? "").split(separator: ":", omittingEmptySubsequences: true) where folder.hasPrefix("/") {
+            folders.append(String(folder))
+        }
+        return folders
+    }
+
+    private static func isExecutableFile(_ path: String) -> Bool {
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return false }
+        return access(path, X_OK) == 0
+    }
+
+    /// The program of a kind, or `nil`.
+    public static func find(_ kind: String, environment: [String: String] = ProcessInfo.processInfo.environment) -> Program? {
+        guard isValidKind(kind) else { return nil }
+        for folder in searchFolders(environment: environment) {
+            let path = folder + "/" + programPrefix + kind
+            if isExecutableFile(path) { return Program(kind: kind, path: path) }
+        }
+        return nil
+    }
+
+    /// Every program found, one per kind (the first found), sorted by kind.
+    public static func all(environment: [String: String] = ProcessInfo.processInfo.environment) -> [Program] {
+        var found: [String: Program] = [:]
+        for folder in searchFolders(environment: environment) {
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { continue }
+            for name in names.sorted() where name.hasPrefix(programPrefix) {
+                let kind = String(name.dropFirst(programPrefix.count))
+                guard isValidKind(kind), found[kind] == nil else { continue }
+                let path = folder + "/" + name
+                if isExecutableFile(path) { found[kind] = Program(kind: kind, path: path) }
+            }
+        }
+        return found.values.sorted { $0.kind < $1.kind }
+    }
+
+    /// Starts a program, asks for its descriptor (`hello`, then `describe`) and stops it.
+    ///
+    /// - Throws: `serverUnreachable` when it cannot be started, dies or does not answer within
+    ///   `timeout` seconds; `notSupported` when it speaks another protocol version;
+    ///   `corruptData` for a malformed reply or option.
+    public static func describe(_ program: Program, timeout: TimeInterval = 30) throws(FileProviderError) -> BackendDescriptor {
+        let process = try BackendProgram(path: program.path, displayName: ExternalBackend.displayName(kind: program.kind))
+        defer { process.stop(kill: true) }
+        let hello = try wait(process, "hello", HelloParams(versions: WireCoding.versions), HelloResult.self, timeout: timeout)
+        guard WireCoding.versions.contains(hello.version) else {
+            throw FileProviderError(.notSupported, "\(process.displayName) speaks protocol version \(hello.version), not 1")
+        }
+        let described = try wait(process, "describe", [String: String](), DescribeResult.self, timeout: timeout)
+        return try descriptor(program, described, name: process.displayName)
+    }
+
+    /// Sends one request and blocks the calling thread until its reply.
+    private static func wait<R: Decodable>(
+        _ process: BackendProgram, _ method: String, _ params: some Encodable, _ type: R.Type, timeout: TimeInterval
+    ) throws(FileProviderError) -> R {
+        let done = DispatchSemaphore(value: 0)
+        let box = ReplyBox()
+        process.send(method: method, params: params) { result in
+            box.set(result)
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + timeout) == .success, let outcome = box.value else {
+            throw FileProviderError(.serverUnreachable, "\(process.displayName) did not answer \(method) within \(Int(timeout)) s")
+        }
+        let line = try outcome.get()
+        return try WireCoding.result(type, from: line, program: process.displayName, method: method)
+    }
+
+    private static func descriptor(_ program: Program, _ described: DescribeResult, name: String) throws(FileProviderError)
+        -> BackendDescriptor
+    {
+        var options: [BackendOption] = []
+        var seen: Set<String> = []
+        for wire in (described.options ?? []).prefix(65) {
+            guard options.count < 64 else { throw FileProviderError(.corruptData, "\(name) describes more than 64 options") }
+            guard isValidKind(wire.name), !wire.name.contains("."), !wire.name.contains("_"), seen.insert(wire.name).inserted else {
+                throw FileProviderError(
+                    .corruptData,
+                    "\(name) describes an option with a bad or repeated name '\(TerminalText.escaped(String(wire.name.prefix(64))))'")
+            }
+            let type = BackendOption.ValueType(rawValue: wire.type ?? "string")
+            guard let type else {
+                throw FileProviderError(
+                    .corruptData,
+                    "\(name) gives option \(wire.name) the unknown type '\(TerminalText.escaped(String((wire.type ?? "").prefix(32))))'")
+            }
+            if let value = wire.default, value.utf8.count > 4096 {
+                throw FileProviderError(.corruptData, "\(name) gives option \(wire.name) a default over 4096 bytes")
+            }
+            options.append(
+                BackendOption(
+                    name: wire.name, help: TerminalText.escaped(String((wire.help ?? "").prefix(1000))), type: type,
+                    defaultValue: wire.default, isRequired: wire.required ?? false, isSecret: wire.secret ?? false))
+        }
+        let summary = TerminalText.escaped(String((described.summary ?? "external backend").prefix(200)))
+        return descriptor(program, summary: summary, options: options)
+    }
+
+    /// The descriptor of a program, whose factory starts it with the options.
+    public static func descriptor(_ program: Program, summary: String, options: [BackendOption]) -> BackendDescriptor {
+        BackendDescriptor(kind: program.kind, summary: summary, options: options) { configuration in
+            try await ExternalBackend.start(kind: program.kind, programPath: program.path, options: configuration.values)
+        }
+    }
+
+    private static let cache = DescriptorCache()
+
+    /// For ``BackendRegistry/resolver``: the descriptor of an external program of `kind` found
+    /// on the search path (described once per process), or `nil` when there is none.
+    ///
+    /// It starts the program and waits for its description on the calling thread (a program
+    /// start, once per kind and process).
+    public static let resolver: BackendRegistry.Resolver = { (kind: String) throws(FileProviderError) -> BackendDescriptor? in
+        guard let program = find(kind) else { return nil }
+        if let cached = cache.get(program) { return cached }
+        let descriptor = try describe(program)
+        cache.set(program, descriptor)
+        return descriptor
+    }
+}
+
+private final class ReplyBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var result: Result<Data, FileProviderError>?
+
+    func set(_ value: Result<Data, FileProviderError>) { lock.withLock { result = value } }
+    var value: Result<Data, FileProviderError>? { lock.withLock { result } }
+}
+
+private final class DescriptorCache: @unchecked Sendable {
+    private let lock = NSLock()
+    private var descriptors: [ExternalBackends.Program: BackendDescriptor] = [:]
+
+    func get(_ program: ExternalBackends.Program) -> BackendDescriptor? { lock.withLock { descriptors[program] } }
+    func set(_ program: ExternalBackends.Program, _ descriptor: BackendDescriptor) { lock.withLock { descriptors[program] = descriptor } }
+}

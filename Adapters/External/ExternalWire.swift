@@ -1,0 +1,472 @@
+import Foundation
+import ProviderCore
+
+// The wire types of the external backend protocol (Docs/ExternalBackends.md), version 1.
+// Everything decoded here comes from a program the engine does not trust: each value is
+// checked where it is turned into a core type, and a value out of bounds is `corruptData`.
+
+/// Encoding and decoding of protocol lines.
+enum WireCoding {
+    /// The protocol versions this side speaks.
+    static let versions = [1]
+
+    static let decoder = JSONDecoder()
+
+    static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        return encoder
+    }()
+
+    private struct Request<Params: Encodable>: Encodable {
+        var id: Int
+        var method: String
+        var params: Params
+    }
+
+    private struct Notification<Params: Encodable>: Encodable {
+        var method: String
+        var params: Params
+    }
+
+    /// One request line, with its newline.
+    static func request(id: Int, method: String, params: some Encodable) throws -> Data {
+        var data = try encoder.encode(Request(id: id, method: method, params: params))
+        data.append(UInt8(ascii: "\n"))
+        return data
+    }
+
+    /// One notification line (no id, no reply), with its newline.
+    static func notification(method: String, params: some Encodable) throws -> Data {
+        var data = try encoder.encode(Notification(method: method, params: params))
+        data.append(UInt8(ascii: "\n"))
+        return data
+    }
+
+    private struct Reply<Result: Decodable>: Decodable {
+        var result: Result
+    }
+
+    /// Decodes the `result` of a reply line.
+    /// - Throws: `corruptData` naming the program and the method when it does not decode.
+    static func result<T: Decodable>(_ type: T.Type, from line: Data, program: String, method: String) throws(FileProviderError) -> T {
+        do {
+            return try decoder.decode(Reply<T>.self, from: line).result
+        } catch {
+            throw FileProviderError(
+                .corruptData, "\(program) sent a malformed \(method) reply (\(describe(error))): \(BackendProgram.excerpt(line))")
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        switch error {
+        case DecodingError.keyNotFound(let key, let context):
+            return "missing \(path(context.codingPath + [key]))"
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
+            return "wrong type at \(path(context.codingPath))"
+        case DecodingError.dataCorrupted(let context):
+            return "bad value at \(path(context.codingPath))"
+        default:
+            return "not JSON"
+        }
+    }
+
+    private static func path(_ keys: [any CodingKey]) -> String {
+        keys.isEmpty ? "the top" : keys.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+    }
+}
+
+/// Base64 of opaque bytes (versions, pages, anchors).
+struct WireBytes: Codable, Hashable {
+    var data: Data
+
+    init(_ data: Data) { self.data = data }
+
+    init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard text.utf8.count <= 4096, let data = Data(base64Encoded: text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not base64"))
+        }
+        self.data = data
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(data.base64EncodedString())
+    }
+}
+
+/// The first fields of every line from the program.
+struct WireEnvelope: Decodable {
+    var id: Int
+    var error: WireError?
+    var progress: WireProgress?
+    var hasResult: Bool
+
+    private enum CodingKeys: String, CodingKey { case id, error, progress, result }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(Int.self, forKey: .id)
+        error = try container.decodeIfPresent(WireError.self, forKey: .error)
+        progress = try container.decodeIfPresent(WireProgress.self, forKey: .progress)
+        hasResult = container.contains(.result)
+    }
+}
+
+struct WireProgress: Decodable {
+    var completed: Int64?
+    var total: Int64?
+}
+
+/// An error from the program: a `FileProviderError.Code` name and a message.
+struct WireError: Codable {
+    var code: String
+    var message: String?
+
+    private static let codes: [String: FileProviderError.Code] = {
+        let all: [FileProviderError.Code] = [
+            .notAuthenticated, .filenameCollision, .syncAnchorExpired, .pageExpired, .insufficientQuota,
+            .serverUnreachable, .noSuchItem, .deletionRejected, .directoryNotEmpty, .cannotSynchronize,
+            .versionNoLongerAvailable, .versionOutOfDate, .invalidFilename, .notSupported, .permissionDenied,
+            .invalidArgument, .localIOFailure, .corruptData, .cancelled, .fileWriteOutOfSpace,
+        ]
+        var table = Dictionary(all.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        table["pageExpired"] = .pageExpired
+        return table
+    }()
+
+    /// The error, with the program's message; an unknown code becomes `corruptData`.
+    func fileProviderError(program: String) -> FileProviderError {
+        let text = TerminalText.escaped(String((message ?? code).prefix(1000)))
+        guard let known = Self.codes[code] else {
+            return FileProviderError(
+                .corruptData, "\(program) answered with an unknown error code '\(TerminalText.escaped(String(code.prefix(64))))': \(text)")
+        }
+        return FileProviderError(known, text)
+    }
+}
+
+struct WireVersion: Codable {
+    var content: WireBytes
+    var metadata: WireBytes
+
+    init(_ version: ItemVersion) {
+        content = WireBytes(version.content)
+        metadata = WireBytes(version.metadata)
+    }
+
+    func version(program: String) throws(FileProviderError) -> ItemVersion {
+        guard content.data.count <= ItemVersion.maximumLength, metadata.data.count <= ItemVersion.maximumLength else {
+            throw FileProviderError(.corruptData, "\(program) sent a version part over \(ItemVersion.maximumLength) bytes")
+        }
+        return ItemVersion(content: content.data, metadata: metadata.data)
+    }
+}
+
+/// The longest identifier accepted from a program, in bytes.
+let maximumIdentifierLength = 1024
+/// The longest symlink target accepted from a program, in bytes.
+let maximumSymlinkTargetLength = 4096
+
+func checkedIdentifier(_ raw: String, program: String) throws(FileProviderError) -> ItemIdentifier {
+    let count = raw.utf8.count
+    guard count > 0, count <= maximumIdentifierLength, !raw.utf8.contains(0) else {
+        throw FileProviderError(
+            .corruptData, "\(program) sent an identifier that is empty, over \(maximumIdentifierLength) bytes or holds NUL")
+    }
+    return ItemIdentifier(raw)
+}
+
+struct WireItem: Codable {
+    var identifier: String
+    var parent: String
+    var filename: String
+    var kind: String
+    var size: Int64?
+    var contentType: String?
+    var created: Double?
+    var modified: Double?
+    var version: WireVersion
+    var capabilities: [String]?
+    var symlinkTarget: String?
+    var contentHash: String?
+
+    init(_ item: Item) {
+        identifier = item.identifier.rawValue
+        parent = item.parentIdentifier.rawValue
+        filename = item.filename
+        kind = item.kind.rawValue
+        size = item.size
+        contentType = item.contentType
+        created = item.creationDate?.timeIntervalSince1970
+        modified = item.contentModificationDate?.timeIntervalSince1970
+        version = WireVersion(item.version)
+        capabilities = nil
+        symlinkTarget = item.symlinkTargetPath
+        contentHash = item.contentHash
+    }
+
+    private static let capabilityNames: [String: ItemCapabilities] = [
+        "reading": .allowsReading, "writing": .allowsWriting, "reparenting": .allowsReparenting,
+        "renaming": .allowsRenaming, "trashing": .allowsTrashing, "deleting": .allowsDeleting,
+        "addingSubItems": .allowsAddingSubItems, "contentEnumerating": .allowsContentEnumerating,
+        "evicting": .allowsEvicting, "excludingFromSync": .allowsExcludingFromSync,
+    ]
+
+    /// The item, every value checked. An unsafe name or an impossible number is a refusal
+    /// (`.refused` with the item as far as it could be read) in a listing; a broken identifier,
+    /// kind or version is `corruptData` for the whole reply.
+    func item(program: String) throws(FileProviderError) -> CheckedItem {
+        let identifier = try checkedIdentifier(identifier, program: program)
+        let parent = try checkedIdentifier(parent, program: program)
+        guard let kind = ItemKind(rawValue: kind) else {
+            throw FileProviderError(
+                .corruptData, "\(program) sent an item of unknown kind '\(TerminalText.escaped(String(kind.prefix(32))))'")
+        }
+        let version = try version.version(program: program)
+        var capabilitySet: ItemCapabilities?
+        if let capabilities {
+            var set: ItemCapabilities = []
+            for name in capabilities.prefix(32) {
+                guard let known = Self.capabilityNames[name] else {
+                    throw FileProviderError(
+                        .corruptData, "\(program) sent an unknown item capability '\(TerminalText.escaped(String(name.prefix(32))))'")
+                }
+                set.insert(known)
+            }
+            capabilitySet = set
+        }
+        if let contentType, contentType.utf8.count > 255 || contentType.utf8.contains(0) {
+            throw FileProviderError(.corruptData, "\(program) sent a content type over 255 bytes")
+        }
+        if let contentHash, contentHash.utf8.count > 200 || contentHash.utf8.contains(0) {
+            throw FileProviderError(.corruptData, "\(program) sent a content hash over 200 bytes")
+        }
+        let shownName = String(filename.prefix(300))
+        if let problem = Self.problem(withName: filename) {
+            return .refused(RefusedItem(identifier: identifier, filename: shownName, reason: problem))
+        }
+        if kind == .symlink {
+            guard let target = symlinkTarget, !target.isEmpty, target.utf8.count <= maximumSymlinkTargetLength, !target.utf8.contains(0)
+            else {
+                return .refused(
+                    RefusedItem(
+                        identifier: identifier, filename: shownName, reason: "its symlink target is missing, empty, too long or holds NUL"))
+            }
+        }
+        for (value, what) in [(created, "creation date"), (modified, "modification date")] {
+            if let value, let problem = ItemBounds.problem(withDate: Date(timeIntervalSince1970: value), what) {
+                return .refused(RefusedItem(identifier: identifier, filename: shownName, reason: problem))
+            }
+        }
+        let size = kind == .folder ? 0 : (size ?? 0)
+        if let problem = ItemBounds.problem(withSize: size) {
+            return .refused(RefusedItem(identifier: identifier, filename: shownName, reason: problem))
+        }
+        let item = Item(
+            identifier: identifier, parentIdentifier: parent, filename: filename, kind: kind, contentType: contentType,
+            size: size, creationDate: created.map { Date(timeIntervalSince1970: $0) },
+            contentModificationDate: modified.map { Date(timeIntervalSince1970: $0) }, version: version,
+            capabilities: capabilitySet, symlinkTargetPath: kind == .symlink ? symlinkTarget : nil, contentHash: contentHash)
+        return .item(item)
+    }
+
+    /// The item, or `corruptData` when it would be a refusal (a single item, not a listing).
+    func checkedItem(program: String) throws(FileProviderError) -> Item {
+        switch try item(program: program) {
+        case .item(let item): return item
+        case .refused(let refused): throw FileProviderError(.corruptData, "\(program): \(refused.message)")
+        }
+    }
+
+    private static func problem(withName name: String) -> String? {
+        do {
+            try Filename.validate(name)
+            return nil
+        } catch {
+            return error.message
+        }
+    }
+}
+
+/// An item from a program, or why it was left out.
+enum CheckedItem {
+    case item(Item)
+    case refused(RefusedItem)
+}
+
+struct WireCapabilities: Codable {
+    var changeFeed: Bool?
+    var thumbnails: Bool?
+    var rangedReads: Bool?
+    var serverSideMove: Bool?
+    var conditionalWrites: Bool?
+    var symlinks: Bool?
+    var creatableKinds: [String]?
+    var contentHashAlgorithm: String?
+    var maximumUploadSize: Int64?
+    var pathDerivedIdentifiers: Bool?
+    var listsOnlySomeFiles: Bool?
+
+    func capabilities(program: String) throws(FileProviderError) -> BackendCapabilities {
+        var kinds: Set<ItemKind> = [.file, .folder]
+        if let creatableKinds {
+            kinds = []
+            for name in creatableKinds.prefix(8) {
+                guard let kind = ItemKind(rawValue: name) else {
+                    throw FileProviderError(
+                        .corruptData, "\(program) declares an unknown creatable kind '\(TerminalText.escaped(String(name.prefix(32))))'")
+                }
+                kinds.insert(kind)
+            }
+        }
+        if let algorithm = contentHashAlgorithm,
+            algorithm.isEmpty || algorithm.utf8.count > 32
+                || !algorithm.utf8.allSatisfy({ $0 >= 0x21 && $0 < 0x7f && $0 != UInt8(ascii: ":") })
+        {
+            throw FileProviderError(.corruptData, "\(program) declares a malformed hash algorithm name")
+        }
+        if let maximumUploadSize, maximumUploadSize <= 0 {
+            throw FileProviderError(.corruptData, "\(program) declares a maximum upload size of \(maximumUploadSize)")
+        }
+        return BackendCapabilities(
+            hasChangeFeed: changeFeed ?? false, supportsThumbnails: thumbnails ?? false,
+            supportsRangedReads: rangedReads ?? false, supportsServerSideMove: serverSideMove ?? false,
+            supportsConditionalWrites: conditionalWrites ?? false, supportsSymlinks: symlinks ?? false,
+            creatableKinds: kinds, contentHashAlgorithm: contentHashAlgorithm, maximumUploadSize: maximumUploadSize,
+            identifiersArePathDerived: pathDerivedIdentifiers ?? true, listsOnlySomeFiles: listsOnlySomeFiles ?? false)
+    }
+}
+
+// MARK: Messages
+
+struct HelloParams: Encodable { var versions: [Int] }
+
+struct HelloResult: Decodable {
+    var version: Int
+    var name: String
+    var capabilities: WireCapabilities?
+}
+
+struct WireOption: Decodable {
+    var name: String
+    var help: String?
+    var type: String?
+    var `default`: String?
+    var required: Bool?
+    var secret: Bool?
+}
+
+struct DescribeResult: Decodable {
+    var summary: String?
+    var options: [WireOption]?
+}
+
+struct OpenParams: Encodable { var options: [String: String] }
+
+struct OpenResult: Decodable { var capabilities: WireCapabilities? }
+
+struct IdentifierParams: Encodable { var identifier: String }
+
+struct ItemReply: Decodable { var item: WireItem }
+
+struct EnumerateParams: Encodable {
+    var container: String
+    var page: WireBytes
+}
+
+struct EnumerateResult: Decodable {
+    var items: [WireItem]
+    var nextPage: WireBytes?
+}
+
+struct ContainerParams: Encodable { var container: String }
+
+struct AnchorResult: Decodable { var anchor: WireBytes }
+
+struct ChangesParams: Encodable {
+    var container: String
+    var anchor: WireBytes
+}
+
+struct ChangesResult: Decodable {
+    var updated: [WireItem]
+    var deleted: [String]
+    var anchor: WireBytes
+    var moreComing: Bool?
+}
+
+struct FetchParams: Encodable {
+    var identifier: String
+    var version: WireVersion?
+    var path: String
+    var offset: Int64
+    var length: Int64?
+}
+
+struct FetchResult: Decodable {
+    var item: WireItem
+    var offset: Int64?
+    var length: Int64?
+}
+
+struct CreateParams: Encodable {
+    var template: WireItem
+    var fields: [String]
+    var contents: String?
+    var options: [String]
+}
+
+struct ModifyParams: Encodable {
+    var item: WireItem
+    var baseVersion: WireVersion
+    var changedFields: [String]
+    var contents: String?
+    var options: [String]
+}
+
+struct ItemResultReply: Decodable {
+    var item: WireItem
+    var stillPendingFields: [String]?
+    var shouldFetchContent: Bool?
+}
+
+struct DeleteParams: Encodable {
+    var identifier: String
+    var baseVersion: WireVersion?
+    var options: [String]
+}
+
+struct ThumbnailParams: Encodable {
+    var identifier: String
+    var size: Int
+    var path: String
+}
+
+struct EmptyResult: Decodable {}
+
+enum WireFields {
+    static let names: [(String, ItemFields)] = [
+        ("contents", .contents), ("filename", .filename), ("parentItemIdentifier", .parentItemIdentifier),
+        ("lastUsedDate", .lastUsedDate), ("tagData", .tagData), ("favoriteRank", .favoriteRank),
+        ("creationDate", .creationDate), ("contentModificationDate", .contentModificationDate),
+        ("fileSystemFlags", .fileSystemFlags), ("extendedAttributes", .extendedAttributes),
+        ("typeAndCreator", .typeAndCreator),
+    ]
+
+    static func encode(_ fields: ItemFields) -> [String] { names.filter { fields.contains($0.1) }.map(\.0) }
+
+    /// Fields from names; unknown names are `corruptData`.
+    static func decode(_ list: [String], program: String) throws(FileProviderError) -> ItemFields {
+        var fields: ItemFields = []
+        for name in list.prefix(32) {
+            guard let field = names.first(where: { $0.0 == name })?.1 else {
+                throw FileProviderError(
+                    .corruptData, "\(program) named an unknown field '\(TerminalText.escaped(String(name.prefix(32))))'")
+            }
+            fields.insert(field)
+        }
+        return fields
+    }
+}

@@ -1,0 +1,193 @@
+import ExternalAdapter
+import Foundation
+import ProviderCore
+import ProviderTesting
+import Testing
+
+/// Paths of the reference backends and the hostile fixtures, from this file's place in the tree.
+enum ExternalFixtures {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    static let pyfolder = repository.appendingPathComponent("Backends/python/fileprovider-backend-pyfolder").path
+    /// The C reference backend, as `swift build` made it: beside `$FILEPROVIDERCTL` when that
+    /// is set (as the CLI tests find the binary), else in `.build/debug`.
+    static let cfolder: String = {
+        if let binary = ProcessInfo.processInfo.environment["FILEPROVIDERCTL"], !binary.isEmpty {
+            return URL(fileURLWithPath: binary).deletingLastPathComponent().appendingPathComponent("fileprovider-backend-cfolder").path
+        }
+        return repository.appendingPathComponent(".build/debug/fileprovider-backend-cfolder").path
+    }()
+    static let hostile = repository.appendingPathComponent("Tests/Fixtures/ExternalBackends/fileprovider-backend-hostile").path
+
+    static func temporaryFolder() throws -> String {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("external-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url.path
+    }
+
+    static func pyfolderBackend(root: String) async throws -> ExternalBackend {
+        try await ExternalBackend.start(kind: "pyfolder", programPath: pyfolder, options: ["root": root])
+    }
+
+    /// The hostile backend, told what to do wrong by its `behaviour` option.
+    static func hostileBackend(_ mode: String) async throws -> ExternalBackend {
+        try await ExternalBackend.start(kind: "hostile", programPath: hostile, options: ["behaviour": mode])
+    }
+}
+
+@Suite("External backend: pyfolder conformance")
+struct PyfolderConformanceTests {
+    static let conformance = BackendConformance(
+        makeBackend: { try await ExternalFixtures.pyfolderBackend(root: try ExternalFixtures.temporaryFolder()) },
+        tearDown: { _ in })
+
+    @Test("pyfolder", arguments: BackendConformance.checkNames)
+    func pyfolder(_ name: String) async throws {
+        try await Self.conformance.run(name)
+    }
+}
+
+@Suite("External backend: cfolder conformance")
+struct CfolderConformanceTests {
+    static let conformance = BackendConformance(
+        makeBackend: {
+            try await ExternalBackend.start(
+                kind: "cfolder", programPath: ExternalFixtures.cfolder, options: ["root": try ExternalFixtures.temporaryFolder()])
+        },
+        tearDown: { _ in })
+
+    @Test("cfolder", arguments: BackendConformance.checkNames)
+    func cfolder(_ name: String) async throws {
+        try await Self.conformance.run(name)
+    }
+}
+
+@Suite("External backend: protocol")
+struct ExternalProtocolTests {
+    @Test func describeGivesTheProgramsOptions() throws {
+        let descriptor = try ExternalBackends.describe(.init(kind: "pyfolder", path: ExternalFixtures.pyfolder))
+        #expect(descriptor.kind == "pyfolder")
+        #expect(descriptor.options.map(\.name) == ["root"])
+        #expect(descriptor.options.first?.isRequired == true)
+        #expect(descriptor.options.first?.type == .path)
+    }
+
+    @Test func findsProgramsOnTheSearchPath() {
+        let folder = URL(fileURLWithPath: ExternalFixtures.pyfolder).deletingLastPathComponent().path
+        let environment = ["PATH": "/nonexistent:\(folder)", "HOME": "/nonexistent"]
+        #expect(ExternalBackends.find("pyfolder", environment: environment)?.path == ExternalFixtures.pyfolder)
+        #expect(ExternalBackends.find("../pyfolder", environment: environment) == nil)
+        #expect(ExternalBackends.all(environment: environment).map(\.kind).contains("pyfolder"))
+    }
+
+    @Test func openRefusesBadOptions() async throws {
+        await #expect(throws: FileProviderError.self) {
+            try await ExternalFixtures.pyfolderBackend(root: "/nonexistent/\(UUID().uuidString)")
+        }
+    }
+
+    @Test func crashMidRequestFailsPendingRequestsAndRestarts() async throws {
+        let backend = try await ExternalFixtures.hostileBackend("crash")
+        defer { Task { await backend.close() } }
+        // The program dies (exit status 3, after a line on stderr) when asked for this item.
+        let error = await #expect(throws: FileProviderError.self) {
+            try await backend.item(for: ItemIdentifier("/crash"))
+        }
+        #expect(error?.code == .serverUnreachable)
+        #expect(error?.message.contains("fileprovider-backend-hostile") == true)
+        #expect(error?.message.contains("exit status 3") == true)
+        #expect(error?.message.contains("about to crash") == true)
+        // The next call starts the program again.
+        let root = try await backend.item(for: .rootContainer)
+        #expect(root.kind == .folder)
+    }
+
+    @Test func crashFailsEveryRequestInFlight() async throws {
+        let backend = try await ExternalFixtures.hostileBackend("crash")
+        defer { Task { await backend.close() } }
+        // "/hang" is never answered; the crash must fail it too, not leave it waiting.
+        let hanging = Task { try await backend.item(for: ItemIdentifier("/hang")) }
+        let crashing = Task { try await backend.item(for: ItemIdentifier("/crash-later")) }
+        for result in [await hanging.result, await crashing.result] {
+            guard case .failure(let error as FileProviderError) = result else {
+                Issue.record("a request in flight when the program died did not fail: \(result)")
+                continue
+            }
+            #expect(error.code == .serverUnreachable)
+        }
+    }
+
+    @Test func malformedLineIsCorruptData() async throws {
+        let backend = try await ExternalFixtures.hostileBackend("malformed")
+        defer { Task { await backend.close() } }
+        let error = await #expect(throws: FileProviderError.self) {
+            try await backend.item(for: ItemIdentifier("/anything"))
+        }
+        #expect(error?.code == .corruptData)
+        #expect(error?.message.contains("malformed line") == true)
+    }
+
+    @Test(arguments: [
+        ("unsolicited", "answered request 999999, which was never sent"),
+        ("flood", "sent a line longer than"),
+    ])
+    func protocolViolationStopsTheProgram(_ behaviour: String, _ message: String) async throws {
+        let backend = try await ExternalFixtures.hostileBackend(behaviour)
+        defer { Task { await backend.close() } }
+        let error = await #expect(throws: FileProviderError.self) {
+            try await backend.item(for: ItemIdentifier("/anything"))
+        }
+        #expect(error?.code == .corruptData)
+        #expect(error?.message.contains(message) == true, "\(error?.message ?? "")")
+    }
+
+    @Test func changeFeedAndThumbnailsGoThroughTheProtocol() async throws {
+        let backend = try await ExternalFixtures.hostileBackend("feed")
+        defer { Task { await backend.close() } }
+        #expect(backend.capabilities.hasChangeFeed)
+        #expect(backend.capabilities.supportsThumbnails)
+        let anchor = try await backend.currentSyncAnchor(for: .workingSet)
+        #expect(anchor == SyncAnchor(Data("a1".utf8)))
+        let changes = try await backend.enumerateChanges(in: .workingSet, from: anchor)
+        #expect(changes.updatedItems.map(\.filename) == ["new.txt"])
+        #expect(changes.deletedIdentifiers == [ItemIdentifier("/gone.txt")])
+        #expect(changes.newAnchor == SyncAnchor(Data("a2".utf8)))
+        #expect(!changes.moreComing)
+        let expired = await #expect(throws: FileProviderError.self) {
+            try await backend.enumerateChanges(in: .workingSet, from: SyncAnchor(Data("other".utf8)))
+        }
+        #expect(expired?.code == .syncAnchorExpired)
+        // An anchor over 500 bytes is refused, never made (SyncAnchor's precondition).
+        let long = await #expect(throws: FileProviderError.self) {
+            try await backend.enumerateChanges(in: .workingSet, from: SyncAnchor(Data("long".utf8)))
+        }
+        #expect(long?.code == .corruptData)
+        #expect(try await backend.fetchThumbnail(for: ItemIdentifier("/new.txt"), size: 64) == Data("JPEG".utf8))
+    }
+
+    @Test func hostileValuesAreRefused() async throws {
+        let backend = try await ExternalFixtures.hostileBackend("values")
+        defer { Task { await backend.close() } }
+        let page = try await backend.enumerateItems(in: .rootContainer, startingAt: .initialPageSortedByName)
+        #expect(page.items.map(\.filename) == ["fine.txt"])
+        let reasons = page.refused.map(\.reason).joined(separator: " | ")
+        #expect(page.refused.count == 4, "\(reasons)")
+        for bad in ["/huge-version", "/huge-size", "/other"] {
+            let error = await #expect(throws: FileProviderError.self) { try await backend.item(for: ItemIdentifier(bad)) }
+            #expect(error?.code == .corruptData, "\(bad)")
+        }
+    }
+
+    @Test func cancellationIsPrompt() async throws {
+        let backend = try await ExternalFixtures.hostileBackend("crash")
+        defer { Task { await backend.close() } }
+        let task = Task { try await backend.item(for: ItemIdentifier("/hang")) }
+        task.cancel()
+        let result = await task.result
+        guard case .failure(let error as FileProviderError) = result else {
+            Issue.record("a cancelled request did not fail: \(result)")
+            return
+        }
+        #expect(error.code == .cancelled)
+    }
+}
