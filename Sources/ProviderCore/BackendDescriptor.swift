@@ -20,10 +20,15 @@ public struct BackendOption: Hashable, Sendable {
     /// take secrets only indirectly (the name of an environment variable, a key file), so this
     /// marks options whose *value* must still be redacted in output.
     public var isSecret: Bool
+    /// The value (a ``ValueType/path``) is where the store itself keeps its data on this machine
+    /// (the `local` backend's `root`): the engine refuses a replica folder (or a dataless
+    /// domain's backing folder) inside it or around it, since syncing a folder into itself
+    /// would copy it without end.
+    public var isStoreLocation: Bool
 
     public init(
         name: String, help: String, type: ValueType = .string, defaultValue: String? = nil,
-        isRequired: Bool = false, isSecret: Bool = false
+        isRequired: Bool = false, isSecret: Bool = false, isStoreLocation: Bool = false
     ) {
         self.name = name
         self.help = help
@@ -31,6 +36,7 @@ public struct BackendOption: Hashable, Sendable {
         self.defaultValue = defaultValue
         self.isRequired = isRequired
         self.isSecret = isSecret
+        self.isStoreLocation = isStoreLocation
     }
 }
 

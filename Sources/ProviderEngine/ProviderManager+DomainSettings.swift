@@ -29,7 +29,8 @@ extension ProviderManager {
     /// (never a file with local changes), its items come down.
     ///
     /// - Returns: the domain as saved.
-    /// - Throws: `providerDomainNotFound` for an unknown domain; `invalidArgument` for an unknown
+    /// - Throws: `providerDomainNotFound` for an unknown domain; `backendNotAvailable` when this
+    ///   program does not have the domain's backend; `invalidArgument` for an unknown
     ///   option, a value of the wrong type, a missing required option, or a store path over a
     ///   replica; what the backend throws when the store cannot be reached with them (nothing is
     ///   saved then); `localIOFailure` when the database fails.
@@ -39,7 +40,7 @@ extension ProviderManager {
     ) async throws(FileProviderError) -> DomainRecord {
         let domain = try domain(named: name)
         guard let id = domain.id else { throw FileProviderError(.providerDomainNotFound, "domain \(name) has no id") }
-        let descriptor = try registry.descriptor(for: domain.backendKind)
+        let descriptor = try descriptor(of: domain)
         let known = Set(descriptor.options.map(\.name))
         for option in removing where !known.contains(option) {
             let list = descriptor.options.map { "--\($0.name)" }.joined(separator: ", ")

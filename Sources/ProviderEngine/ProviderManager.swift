@@ -240,18 +240,40 @@ public final class ProviderManager: Sendable {
         }
     }
 
-    /// Checks that a local store's paths (any path option of the `local` backend, `--root` of
-    /// the others) do not overlap `folders`: (path, what it is, what to do instead).
+    /// Checks that the folders where a store keeps its data on this machine (the options its
+    /// descriptor marks ``BackendOption/isStoreLocation``) do not overlap `folders`: (path, what
+    /// it is, what to do instead).
     /// - Throws: `invalidArgument` naming both.
     static func checkStorePaths(
         descriptor: BackendDescriptor, configuration: BackendConfiguration, apartFrom folders: [(String, String, String)]
     ) throws(FileProviderError) {
-        for option in descriptor.options where option.type == .path {
-            guard let value = configuration[option.name], descriptor.kind == "local" || option.name == "root" else { continue }
+        for option in descriptor.options where option.isStoreLocation {
+            guard let value = configuration[option.name] else { continue }
             let other = URL(fileURLWithPath: value).standardizedFileURL.resolvingSymlinksInPath().path
             for (folder, what, instead) in folders where Self.overlaps(folder, other) {
                 throw FileProviderError(.invalidArgument, "\(what) overlaps --\(option.name) \(other); \(instead)")
             }
+        }
+    }
+
+    /// Whether this program has the backend of `domain` (its kind is in ``registry``). A domain
+    /// whose backend is missing (an external backend program that is not installed, a kind only
+    /// another tool links) stays as it is: `sync` and `serve` skip it, nothing is recorded on
+    /// it, and a program that has the backend syncs it as before.
+    public func isBackendAvailable(for domain: DomainRecord) -> Bool {
+        (try? registry.descriptor(for: domain.backendKind)) != nil
+    }
+
+    /// The descriptor of a domain's backend.
+    /// - Throws: `backendNotAvailable` when this program does not have it.
+    func descriptor(of domain: DomainRecord) throws(FileProviderError) -> BackendDescriptor {
+        do {
+            return try registry.descriptor(for: domain.backendKind)
+        } catch {
+            throw FileProviderError(
+                .backendNotAvailable,
+                "domain '\(domain.name)' uses the backend '\(domain.backendKind)', which is not available here (known backends: \(registry.kinds.joined(separator: ", "))); install it, or use the program that has it"
+            )
         }
     }
 
@@ -345,14 +367,23 @@ public final class ProviderManager: Sendable {
     /// The controller of a domain, made on first use and kept.
     /// - Throws: `providerDomainNotFound`; `providerDomainTemporarilyUnavailable` while a
     ///   conversion of the domain's replica mode is unfinished
-    ///   (``convertDomain(named:to:events:)``); what the backend's factory throws.
+    ///   (``convertDomain(named:to:events:)``); `backendNotAvailable` when this program does not
+    ///   have the domain's backend (``isBackendAvailable(for:)``; nothing is recorded on the
+    ///   domain); what the backend's factory throws.
     public func controller(for name: String) async throws(FileProviderError) -> DomainController {
         try checkNoUnfinishedConversion(name)
         if let existing = controllers.withLock({ $0[name] }) { return existing }
         let domain = try domain(named: name)
+        // A missing backend is no failure of the store: nothing is recorded on the domain.
+        let descriptor = try descriptor(of: domain)
         let backend: any Backend
-        do {
-            backend = try await registry.makeBackend(kind: domain.backendKind, values: domain.options)
+        do throws(FileProviderError) {
+            let configuration = try descriptor.validate(domain.options)
+            do {
+                backend = try await descriptor.factory(configuration)
+            } catch {
+                throw FileProviderError.wrap(error, as: .invalidArgument)
+            }
         } catch {
             // A store that cannot be reached backs the domain off, as a failed sync does.
             if let id = domain.id { Self.recordOutcome(error, domainID: id, store: store, policy: backoffPolicy) }

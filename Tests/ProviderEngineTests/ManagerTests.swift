@@ -96,6 +96,47 @@ import Testing
         }
     }
 
+    /// The check follows the descriptor (``BackendOption/isStoreLocation``), not an option's
+    /// name or the backend's kind: a store location of another name is checked, a path option
+    /// that is not one (a key file) may be anywhere.
+    @Test func everyOptionMarkedAsAStoreLocationAndNoOtherIsKeptApartFromReplicas() async throws {
+        try await Fixture.with { f in
+            let replica = f.folder.appendingPathComponent("replica")
+            await expectCode(.invalidArgument) {
+                try await f.addDomain("a", replica: replica.path, extra: ["spool": replica.appendingPathComponent("spool").path])
+            }
+            let keyFile = replica.appendingPathComponent("key").path
+            try await f.addDomain("b", replica: replica.path, extra: ["key-file": keyFile])
+            await expectCode(.invalidArgument) { try await f.manager.setBackendOptions(ofDomain: "b", ["spool": replica.path]) }
+        }
+    }
+
+    /// A domain whose backend this program does not have (a kind only another tool links, an
+    /// uninstalled external backend) is not a failure of its store: `controller(for:)` says
+    /// `backendNotAvailable` and records nothing on the domain (no error, no backoff); the other
+    /// domains work.
+    @Test func aDomainWhoseBackendIsMissingIsNotAvailableAndNothingIsRecorded() async throws {
+        try await Fixture.with { f in
+            try await f.addDomain("here")
+            try await f.addDomain("elsewhere", replica: f.folder.appendingPathComponent("r2").path)
+            var record = try f.manager.domain(named: "elsewhere")
+            record.backendKind = "jsonstore"
+            try f.manager.store.updateDomain(record)
+            let manager = try ProviderManager(home: f.home, registry: TestRemote.registry)
+            #expect(manager.isBackendAvailable(for: try manager.domain(named: "here")))
+            #expect(!manager.isBackendAvailable(for: try manager.domain(named: "elsewhere")))
+            for _ in 0..<3 {
+                await expectCode(.backendNotAvailable) { try await manager.controller(for: "elsewhere") }
+            }
+            let after = try manager.domain(named: "elsewhere")
+            #expect(after.lastError == nil)
+            #expect(DomainBackoff(after) == nil)
+            await expectCode(.backendNotAvailable) { try await manager.setBackendOptions(ofDomain: "elsewhere", ["store": "x"]) }
+            _ = try await manager.controller(for: "here").sync()
+            await manager.close()
+        }
+    }
+
     @Test func removeDomainDeletesItsReplicaAndMetadata() async throws {
         try await Fixture.with { f in
             try f.memory.write(path: "d/a.txt", data: Data("a".utf8))
