@@ -4,7 +4,11 @@ import Foundation
 public struct BackendOption: Hashable, Sendable {
     /// The type of an option's value.
     public enum ValueType: String, Hashable, Sendable {
-        case string, integer, boolean, path, url
+        case string, integer, boolean, url
+        /// A path on this machine (a folder, a key file, a CA bundle). The engine stores it
+        /// absolute: `~` and `~/…` become the user's home, a relative path is taken from the
+        /// current directory (``BackendDescriptor/normalizingPaths(_:relativeTo:)``).
+        case path
         /// The name of an environment variable (`[A-Za-z_][A-Za-z0-9_]*`) that holds a secret,
         /// read when the backend connects; never the secret itself.
         case environmentVariable = "variable"
@@ -125,6 +129,24 @@ public struct BackendDescriptor: Sendable {
             }
         }
         return BackendConfiguration(result)
+    }
+
+    /// `values` with the value of every ``BackendOption/ValueType/path`` option made absolute:
+    /// `~` and `~/…` (and `~user/…`) become the home folder, a relative path is taken from
+    /// `directory` (the current directory by default), `.` and `..` are resolved. Other values,
+    /// and defaults not given, are left as they are (a backend may read a default such as
+    /// `~/.ssh/known_hosts` in its own way).
+    public func normalizingPaths(
+        _ values: [String: String], relativeTo directory: String = FileManager.default.currentDirectoryPath
+    ) -> [String: String] {
+        var result = values
+        for option in options where option.type == .path {
+            guard let value = values[option.name], !value.isEmpty else { continue }
+            let expanded = (value as NSString).expandingTildeInPath
+            let absolute = expanded.hasPrefix("/") ? expanded : (directory as NSString).appendingPathComponent(expanded)
+            result[option.name] = URL(fileURLWithPath: absolute).standardizedFileURL.path
+        }
+        return result
     }
 
     /// The configuration with secret values replaced, for storing and printing.

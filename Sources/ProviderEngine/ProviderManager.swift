@@ -96,6 +96,10 @@ public final class ProviderManager: Sendable {
     ///   marks), with the reason; `filenameCollision` when the name is taken; what the backend
     ///   throws when the store cannot be reached.
     ///
+    /// Path options (``BackendOption/ValueType/path``) and `replicaPath` are stored absolute:
+    /// `~` is expanded and a relative path is taken from the current directory
+    /// (``BackendDescriptor/normalizingPaths(_:relativeTo:)``).
+    ///
     /// `cacheBudget` is the domain's own budget of downloaded contents (bytes; `nil`: none);
     /// `hydration` how a dataless domain fetches files on access (default: ``Hydration/progressive``
     /// for a dataless domain, ``Hydration/full`` otherwise).
@@ -145,9 +149,12 @@ public final class ProviderManager: Sendable {
             throw FileProviderError(.filenameCollision, "a domain named '\(name)' exists already; pick another name or remove it first")
         }
         let descriptor = try registry.descriptor(for: kind)
-        let configuration = try descriptor.validate(options)
-        let replica = URL(fileURLWithPath: replicaPath ?? home.appendingPathComponent("domains/\(name)").path)
-            .standardizedFileURL.resolvingSymlinksInPath()
+        let configuration = try descriptor.validate(descriptor.normalizingPaths(options))
+        let replica = URL(
+            fileURLWithPath: replicaPath.map { ($0 as NSString).expandingTildeInPath }
+                ?? home.appendingPathComponent("domains/\(name)").path
+        )
+        .standardizedFileURL.resolvingSymlinksInPath()
         let backing = mode == .dataless ? try backingURL(forDomainNamed: name) : nil
         try checkReplicaLocation(replica, backing: backing, descriptor: descriptor, configuration: configuration, mayHoldFiles: adopting)
         if let backing { try checkDatalessLocation(replica: replica, backing: backing) }

@@ -105,9 +105,34 @@ import Testing
             await expectCode(.invalidArgument) {
                 try await f.addDomain("a", replica: replica.path, extra: ["spool": replica.appendingPathComponent("spool").path])
             }
-            let keyFile = replica.appendingPathComponent("key").path
+            let keyFile = f.folder.appendingPathComponent("replica/../keys/key").path
             try await f.addDomain("b", replica: replica.path, extra: ["key-file": keyFile])
+            #expect(try f.manager.domain(named: "b").options["key-file"] == f.folder.appendingPathComponent("keys/key").path)
             await expectCode(.invalidArgument) { try await f.manager.setBackendOptions(ofDomain: "b", ["spool": replica.path]) }
+        }
+    }
+
+    /// A library caller gets what the CLI gets: path options and the replica folder are stored
+    /// absolute, `~` expanded and relative paths taken from the current directory.
+    @Test func pathOptionsAreStoredAbsolute() async throws {
+        try await Fixture.with { f in
+            let cwd = FileManager.default.currentDirectoryPath
+            let home = NSHomeDirectory()
+            try await f.addDomain(
+                "rel", replica: f.folder.appendingPathComponent("r1").path,
+                extra: ["key-file": "keys/./id", "root": "~/served/../store", "spool": "~/fpk-spool"])
+            let options = try f.manager.domain(named: "rel").options
+            #expect(options["key-file"] == URL(fileURLWithPath: cwd).appendingPathComponent("keys/id").standardizedFileURL.path)
+            #expect(options["root"] == URL(fileURLWithPath: home).appendingPathComponent("store").standardizedFileURL.path)
+            #expect(options["spool"] == URL(fileURLWithPath: home).appendingPathComponent("fpk-spool").standardizedFileURL.path)
+            // domain set too.
+            try await f.manager.setBackendOptions(ofDomain: "rel", ["key-file": "../k"])
+            #expect(
+                try f.manager.domain(named: "rel").options["key-file"]
+                    == URL(fileURLWithPath: cwd).deletingLastPathComponent().appendingPathComponent("k").standardizedFileURL.path)
+            // The descriptor's function, for any directory.
+            let normalized = TestRemote.descriptor.normalizingPaths(["key-file": "a/b", "store": "x/y"], relativeTo: "/base/dir")
+            #expect(normalized == ["key-file": "/base/dir/a/b", "store": "x/y"])
         }
     }
 
