@@ -26,7 +26,7 @@ PROCESSES: list[subprocess.Popen] = []
 
 
 def _binary(bench) -> str:
-    return os.environ.get("MEDIA_SERVER") or str(Path(bench.FPCTL).parent / "media-server")
+    return os.environ.get("MEDIA_SERVER") or str(bench.REPO / "Servers" / "media-server" / ".build" / "release" / "media-server")
 
 
 def _stop_all() -> None:
