@@ -63,6 +63,8 @@ import Testing
         #expect(line.contains("backend not available"), "\(status.stdout)")
         #expect(!(status.stdout.split(separator: "\n").first { $0.hasPrefix("here ") } ?? "").contains("not available"))
 
+        let show = try await cli.run(["domain", "show", "elsewhere"])
+        #expect(show.stdout.contains("backend:      jsonstore (backend not available: not synced here)"), "\(show.stdout)")
         let list = try await cli.run(["domain", "list"])
         #expect(list.stdout.contains("jsonstore (backend not available)"), "\(list.stdout)")
         for arguments in [["domain", "list"], ["status"]] {
