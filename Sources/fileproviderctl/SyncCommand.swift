@@ -17,7 +17,8 @@ struct SyncCommand: AsyncParsableCommand {
             and they have no local changes), moved items are moved, deleted items are removed; \
             items whose policy is eager (pinned) are downloaded (see 'fileproviderctl policy'). \
             A downloaded file with local changes is never removed. Without names, every connected \
-            domain is synced. One sync of a domain runs at a time: while 'serve' (or another \
+            domain is synced (one whose backend is not available here is skipped with a \
+            warning). One sync of a domain runs at a time: while 'serve' (or another \
             'sync') is syncing the same domain, this one says so and waits for it to finish.
 
             The database learns every item; the replica shows the items of populated folders. \
