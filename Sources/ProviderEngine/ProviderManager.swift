@@ -228,7 +228,16 @@ public final class ProviderManager: Sendable {
             mine.append(
                 (backing.path, "the backing folder \(backing.path) (in the state folder)", "choose another state folder with --home"))
         }
-        try Self.checkStorePaths(descriptor: descriptor, configuration: configuration, apartFrom: mine)
+        // The store's own folders stay apart from this domain's folders and, as `domain set`
+        // checks, from every other domain's.
+        var apart = mine
+        for domain in try store.domains() {
+            apart.append((domain.replicaPath, "the replica of domain '\(domain.name)'", "choose a store path outside it"))
+            if let theirBacking = try? backingURL(of: domain) {
+                apart.append((theirBacking.path, "the backing folder of domain '\(domain.name)'", "choose a store path outside it"))
+            }
+        }
+        try Self.checkStorePaths(descriptor: descriptor, configuration: configuration, apartFrom: apart)
         for domain in try store.domains() {
             var theirs = [(domain.replicaPath, "replica")]
             if let theirBacking = try? backingURL(of: domain) { theirs.append((theirBacking.path, "backing folder")) }

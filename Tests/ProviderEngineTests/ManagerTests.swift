@@ -108,6 +108,14 @@ import Testing
             let keyFile = f.folder.appendingPathComponent("replica/../keys/key").path
             try await f.addDomain("b", replica: replica.path, extra: ["key-file": keyFile])
             #expect(try f.manager.domain(named: "b").options["key-file"] == f.folder.appendingPathComponent("keys/key").path)
+            // Another domain's store location over b's replica is refused when it is added, as by `domain set`.
+            await expectCode(.invalidArgument) {
+                try await f.addDomain("c", replica: f.folder.appendingPathComponent("other").path, extra: ["spool": replica.path])
+            }
+            await expectCode(.invalidArgument) {
+                try await f.addDomain(
+                    "d", replica: f.folder.appendingPathComponent("d").path, extra: ["root": replica.appendingPathComponent("in").path])
+            }
             await expectCode(.invalidArgument) { try await f.manager.setBackendOptions(ofDomain: "b", ["spool": replica.path]) }
         }
     }
