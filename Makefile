@@ -14,6 +14,13 @@ RELEASE_BUILD   ?= -c release -Xswiftc -static-stdlib
 RELEASE_FLAGS   ?= $(RELEASE_BUILD) --product fileproviderctl
 # The binary demo and bench run (not exported: CLI tests default to the debug build).
 FILEPROVIDERCTL ?= $(CURDIR)/.build/release/fileproviderctl
+# media-server is a package of its own (so the kit's products link no server stack); it has its
+# own .build. Tests use its debug build (Sources/ProviderTesting/MediaServer.swift finds it),
+# demo and bench its release build. SWIFTPM_FLAGS are not passed to it (a --scratch-path there
+# would be shared by both packages); MEDIA_SERVER_FLAGS are.
+MEDIA_SERVER_PACKAGE := Servers/media-server
+MEDIA_SERVER_FLAGS ?=
+MEDIA_SERVER    ?= $(CURDIR)/$(MEDIA_SERVER_PACKAGE)/.build/release/media-server
 
 # make install PREFIX=/usr/local (default ~/.local); DESTDIR stages for packagers.
 PREFIX          ?= $(HOME)/.local
@@ -25,10 +32,10 @@ DATADIR         ?= $(PREFIX)/share
 INSTALL_ENV      = PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" BINDIR="$(BINDIR)" LIBEXECDIR="$(LIBEXECDIR)" MANDIR="$(MANDIR)" DATADIR="$(DATADIR)"
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build release man install uninstall test demo bench format clean
+.PHONY: help deps build release man install uninstall media-server test demo bench format clean
 
 help: ## List the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 deps: ## Install missing apt packages (idempotent)
 	@scripts/install-deps.sh
@@ -39,7 +46,7 @@ build: ## Debug build of every target
 release: deps ## Release build of fileproviderctl, fileprovider-guard and media-server (the demo and benchmarks use them)
 	$(SWIFT) build $(SWIFTPM_FLAGS) $(RELEASE_FLAGS)
 	$(SWIFT) build $(SWIFTPM_FLAGS) $(RELEASE_BUILD) --product fileprovider-guard
-	$(SWIFT) build $(SWIFTPM_FLAGS) $(RELEASE_BUILD) --product media-server
+	$(SWIFT) build --package-path $(MEDIA_SERVER_PACKAGE) $(MEDIA_SERVER_FLAGS) $(RELEASE_BUILD) --product media-server
 
 man: deps ## The man page, from the commands (swift-argument-parser's generate-manual plugin)
 	@scripts/manual.sh $(SWIFTPM_FLAGS) $(RELEASE_BUILD)
@@ -53,7 +60,10 @@ install: deps ## Install under PREFIX (default ~/.local): program, guard, man pa
 uninstall: ## Remove what install put under PREFIX (keeps the state folder and its domains)
 	@$(INSTALL_ENV) scripts/install.sh uninstall
 
-test: deps ## Build and run all tests, then scripts/test-*.sh in order
+media-server: deps ## Debug build of media-server (its own package, Servers/media-server), which the tests start
+	$(SWIFT) build --package-path $(MEDIA_SERVER_PACKAGE) $(MEDIA_SERVER_FLAGS)
+
+test: deps media-server ## Build and run all tests, then scripts/test-*.sh in order
 	$(SWIFT) build $(SWIFTPM_FLAGS) --build-tests
 	@SWIFT="$(SWIFT)" scripts/swift-test.sh $(SWIFTPM_FLAGS)
 	@set -e; for t in $$(ls scripts/test-*.sh 2>/dev/null | LC_ALL=C sort); do \
@@ -61,13 +71,13 @@ test: deps ## Build and run all tests, then scripts/test-*.sh in order
 	done
 
 demo: release ## Run scripts/demo.sh against a throwaway home
-	FILEPROVIDERCTL="$(FILEPROVIDERCTL)" scripts/demo.sh
+	FILEPROVIDERCTL="$(FILEPROVIDERCTL)" MEDIA_SERVER="$(MEDIA_SERVER)" scripts/demo.sh
 
 bench: release ## Run the benchmarks and update Docs/Performance.md
-	FILEPROVIDERCTL="$(FILEPROVIDERCTL)" $(PYTHON) Benchmarks/bench.py $(BENCH_ARGS)
+	FILEPROVIDERCTL="$(FILEPROVIDERCTL)" MEDIA_SERVER="$(MEDIA_SERVER)" $(PYTHON) Benchmarks/bench.py $(BENCH_ARGS)
 
-format: ## swift format Sources, Adapters and Tests in place
-	$(SWIFT) format -i -r Sources Adapters Tests
+format: ## swift format Sources, Adapters, Servers and Tests in place
+	$(SWIFT) format -i -r Sources Adapters Servers/media-server/Sources Tests
 
 clean: ## Remove build products and the demo home (keeps Benchmarks/data)
-	rm -rf .build demo-home
+	rm -rf .build $(MEDIA_SERVER_PACKAGE)/.build demo-home

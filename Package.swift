@@ -15,7 +15,6 @@ let package = Package(
         .library(name: "WebDAVAdapter", targets: ["WebDAVAdapter"]),
         .library(name: "ExternalAdapter", targets: ["ExternalAdapter"]),
         .library(name: "Thumbnails", targets: ["Thumbnails"]),
-        .executable(name: "media-server", targets: ["media-server"]),
         .executable(name: "fileproviderctl", targets: ["fileproviderctl"]),
         .executable(name: "fileprovider-guard", targets: ["fileprovider-guard"]),
     ],
@@ -23,7 +22,6 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
     ],
     targets: [
         .target(name: "ProviderCore"),
@@ -66,13 +64,8 @@ let package = Package(
         // apt's libgd-dev.
         .target(name: "CGD", linkerSettings: [.linkedLibrary("dl")]),
         .target(name: "Thumbnails", dependencies: ["ProviderCore", "CGD"]),
-        .executableTarget(
-            name: "media-server",
-            dependencies: [
-                "Thumbnails", .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
-        ),
+        // media-server (the media API's reference server, on Hummingbird) is a package of its
+        // own, Servers/media-server, so that linking the kit needs no server stack.
         .executableTarget(
             name: "fileproviderctl",
             dependencies: [

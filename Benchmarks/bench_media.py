@@ -7,7 +7,7 @@ talking to the same media-server on loopback.
 - media-first-sync-10k: `domain add` + `sync` of a folder of 10,000 entries (reference: one
   `curl` of the listing); the peak MiB column shows the memory target (under 100 MiB).
 
-One media-server (the release build next to fileproviderctl, or $MEDIA_SERVER) is started per
+One media-server (the release build of its package, Servers/media-server, or $MEDIA_SERVER) is started per
 dataset on a free loopback port the first time a benchmark needs it, and stopped at exit.
 """
 
@@ -26,7 +26,7 @@ PROCESSES: list[subprocess.Popen] = []
 
 
 def _binary(bench) -> str:
-    return os.environ.get("MEDIA_SERVER") or str(Path(bench.FPCTL).parent / "media-server")
+    return os.environ.get("MEDIA_SERVER") or str(bench.REPO / "Servers" / "media-server" / ".build" / "release" / "media-server")
 
 
 def _stop_all() -> None:

@@ -4,12 +4,14 @@
 # adds a `media` domain beside the local ones, syncs, lists, materializes, makes a thumbnail,
 # evicts, and stops the server.
 #
-#   MEDIA_SERVER  the server binary (default: media-server next to FILEPROVIDERCTL)
+#   MEDIA_SERVER  the server binary (default: the release build of its own package,
+#                 Servers/media-server/.build/release/media-server, which 'make release' makes)
 set -euo pipefail
 
 fpctl=${FILEPROVIDERCTL:?run this from scripts/demo.sh}
 demo=${DEMO_ROOT:?run this from scripts/demo.sh}
-server=${MEDIA_SERVER:-$(dirname "$fpctl")/media-server}
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+server=${MEDIA_SERVER:-$repo/Servers/media-server/.build/release/media-server}
 if [ ! -x "$server" ]; then
     echo "demo-media: $server not found; build it with 'make release'" >&2
     exit 1

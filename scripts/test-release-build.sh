@@ -8,4 +8,5 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 echo "== release build of fileproviderctl and media-server"
 swift build --package-path "$root" -c release -Xswiftc -static-stdlib --product fileproviderctl
-swift build --package-path "$root" -c release -Xswiftc -static-stdlib --product media-server
+# media-server is a package of its own (Servers/media-server), with its own .build.
+swift build --package-path "$root/Servers/media-server" -c release -Xswiftc -static-stdlib --product media-server

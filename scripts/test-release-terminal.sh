@@ -10,7 +10,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin=$(swift build --package-path "$root" -c release -Xswiftc -static-stdlib --show-bin-path)
 fpctl=${FILEPROVIDERCTL:-$bin/fileproviderctl}
-server=${MEDIA_SERVER:-$bin/media-server}
+server_bin=$(swift build --package-path "$root/Servers/media-server" -c release -Xswiftc -static-stdlib --show-bin-path)
+server=${MEDIA_SERVER:-$server_bin/media-server}
 echo "== progress on a pseudo-terminal"
 python3 "$root/Tests/Fixtures/ScriptTests/progress_pty.py" "$fpctl" "$server"
 echo "== serve under systemd's notify protocol and journald"

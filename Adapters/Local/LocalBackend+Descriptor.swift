@@ -10,7 +10,8 @@ extension LocalBackend {
         kind: "local",
         summary: "a folder of the local file system",
         options: [
-            BackendOption(name: "root", help: "the folder to serve; it must exist", type: .path, isRequired: true),
+            BackendOption(
+                name: "root", help: "the folder to serve; it must exist", type: .path, isRequired: true, isStoreLocation: true),
             BackendOption(
                 name: "page-size", help: "the most items one listing page holds", type: .integer,
                 defaultValue: "2000"),

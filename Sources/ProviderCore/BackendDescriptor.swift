@@ -4,7 +4,11 @@ import Foundation
 public struct BackendOption: Hashable, Sendable {
     /// The type of an option's value.
     public enum ValueType: String, Hashable, Sendable {
-        case string, integer, boolean, path, url
+        case string, integer, boolean, url
+        /// A path on this machine (a folder, a key file, a CA bundle). The engine stores it
+        /// absolute: `~` and `~/…` become the user's home, a relative path is taken from the
+        /// current directory (``BackendDescriptor/normalizingPaths(_:relativeTo:)``).
+        case path
         /// The name of an environment variable (`[A-Za-z_][A-Za-z0-9_]*`) that holds a secret,
         /// read when the backend connects; never the secret itself.
         case environmentVariable = "variable"
@@ -20,10 +24,15 @@ public struct BackendOption: Hashable, Sendable {
     /// take secrets only indirectly (the name of an environment variable, a key file), so this
     /// marks options whose *value* must still be redacted in output.
     public var isSecret: Bool
+    /// The value (a ``ValueType/path``) is where the store itself keeps its data on this machine
+    /// (the `local` backend's `root`): the engine refuses a replica folder (or a dataless
+    /// domain's backing folder) inside it or around it, since syncing a folder into itself
+    /// would copy it without end.
+    public var isStoreLocation: Bool
 
     public init(
         name: String, help: String, type: ValueType = .string, defaultValue: String? = nil,
-        isRequired: Bool = false, isSecret: Bool = false
+        isRequired: Bool = false, isSecret: Bool = false, isStoreLocation: Bool = false
     ) {
         self.name = name
         self.help = help
@@ -31,6 +40,7 @@ public struct BackendOption: Hashable, Sendable {
         self.defaultValue = defaultValue
         self.isRequired = isRequired
         self.isSecret = isSecret
+        self.isStoreLocation = isStoreLocation
     }
 }
 
@@ -119,6 +129,24 @@ public struct BackendDescriptor: Sendable {
             }
         }
         return BackendConfiguration(result)
+    }
+
+    /// `values` with the value of every ``BackendOption/ValueType/path`` option made absolute:
+    /// `~` and `~/…` (and `~user/…`) become the home folder, a relative path is taken from
+    /// `directory` (the current directory by default), `.` and `..` are resolved. Other values,
+    /// and defaults not given, are left as they are (a backend may read a default such as
+    /// `~/.ssh/known_hosts` in its own way).
+    public func normalizingPaths(
+        _ values: [String: String], relativeTo directory: String = FileManager.default.currentDirectoryPath
+    ) -> [String: String] {
+        var result = values
+        for option in options where option.type == .path {
+            guard let value = values[option.name], !value.isEmpty else { continue }
+            let expanded = (value as NSString).expandingTildeInPath
+            let absolute = expanded.hasPrefix("/") ? expanded : (directory as NSString).appendingPathComponent(expanded)
+            result[option.name] = URL(fileURLWithPath: absolute).standardizedFileURL.path
+        }
+        return result
     }
 
     /// The configuration with secret values replaced, for storing and printing.

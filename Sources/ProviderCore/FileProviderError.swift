@@ -67,6 +67,11 @@ public struct FileProviderError: Error, Hashable, Sendable, CustomStringConverti
         /// is needed and free) and by adapters when writing the engine's file fails with
         /// `ENOSPC` or `EDQUOT`.
         public static let fileWriteOutOfSpace = Code(rawValue: -3009)
+        /// The domain's backend is not one this program knows: an external backend program that
+        /// is not installed, or a kind only another tool links. Nothing is wrong with the store
+        /// or the domain: the domain is skipped (not synced, not backed off, no `lastError`)
+        /// until a program that has the backend runs.
+        public static let backendNotAvailable = Code(rawValue: -3010)
 
         private static let names: [Int: String] = [
             -1000: "notAuthenticated", -1001: "filenameCollision", -1002: "syncAnchorExpired",
@@ -78,6 +83,7 @@ public struct FileProviderError: Error, Hashable, Sendable, CustomStringConverti
             -3001: "versionOutOfDate", -3002: "invalidFilename", -3003: "notSupported",
             -3004: "permissionDenied", -3005: "invalidArgument", -3006: "localIOFailure",
             -3007: "corruptData", -3008: "cancelled", -3009: "fileWriteOutOfSpace",
+            -3010: "backendNotAvailable",
         ]
 
         /// Apple's name of the code, for logs and `--json` output.
@@ -117,7 +123,7 @@ public struct FileProviderError: Error, Hashable, Sendable, CustomStringConverti
             case .filenameCollision, .invalidFilename, .cannotSynchronize, .notSupported,
                 .permissionDenied, .invalidArgument, .deletionRejected, .directoryNotEmpty,
                 .unsyncedEdits, .nonEvictable, .nonEvictableChildren, .providerDomainNotFound,
-                .cancelled:
+                .cancelled, .backendNotAvailable:
                 return .reportToUser
             default:
                 return .retryWithBackoff

@@ -28,8 +28,12 @@ extension ProviderManager {
     /// store's contents to the next sync: items the new store lacks are removed from the replica
     /// (never a file with local changes), its items come down.
     ///
+    /// Path options are stored absolute, as ``BackendDescriptor/normalizingPaths(_:relativeTo:)``
+    /// makes them (`~` expanded, relative to the current directory).
+    ///
     /// - Returns: the domain as saved.
-    /// - Throws: `providerDomainNotFound` for an unknown domain; `invalidArgument` for an unknown
+    /// - Throws: `providerDomainNotFound` for an unknown domain; `backendNotAvailable` when this
+    ///   program does not have the domain's backend; `invalidArgument` for an unknown
     ///   option, a value of the wrong type, a missing required option, or a store path over a
     ///   replica; what the backend throws when the store cannot be reached with them (nothing is
     ///   saved then); `localIOFailure` when the database fails.
@@ -39,7 +43,8 @@ extension ProviderManager {
     ) async throws(FileProviderError) -> DomainRecord {
         let domain = try domain(named: name)
         guard let id = domain.id else { throw FileProviderError(.providerDomainNotFound, "domain \(name) has no id") }
-        let descriptor = try registry.descriptor(for: domain.backendKind)
+        let descriptor = try descriptor(of: domain)
+        let values = descriptor.normalizingPaths(values)
         let known = Set(descriptor.options.map(\.name))
         for option in removing where !known.contains(option) {
             let list = descriptor.options.map { "--\($0.name)" }.joined(separator: ", ")

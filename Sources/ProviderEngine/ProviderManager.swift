@@ -96,6 +96,10 @@ public final class ProviderManager: Sendable {
     ///   marks), with the reason; `filenameCollision` when the name is taken; what the backend
     ///   throws when the store cannot be reached.
     ///
+    /// Path options (``BackendOption/ValueType/path``) and `replicaPath` are stored absolute:
+    /// `~` is expanded and a relative path is taken from the current directory
+    /// (``BackendDescriptor/normalizingPaths(_:relativeTo:)``).
+    ///
     /// `cacheBudget` is the domain's own budget of downloaded contents (bytes; `nil`: none);
     /// `hydration` how a dataless domain fetches files on access (default: ``Hydration/progressive``
     /// for a dataless domain, ``Hydration/full`` otherwise).
@@ -145,9 +149,12 @@ public final class ProviderManager: Sendable {
             throw FileProviderError(.filenameCollision, "a domain named '\(name)' exists already; pick another name or remove it first")
         }
         let descriptor = try registry.descriptor(for: kind)
-        let configuration = try descriptor.validate(options)
-        let replica = URL(fileURLWithPath: replicaPath ?? home.appendingPathComponent("domains/\(name)").path)
-            .standardizedFileURL.resolvingSymlinksInPath()
+        let configuration = try descriptor.validate(descriptor.normalizingPaths(options))
+        let replica = URL(
+            fileURLWithPath: replicaPath.map { ($0 as NSString).expandingTildeInPath }
+                ?? home.appendingPathComponent("domains/\(name)").path
+        )
+        .standardizedFileURL.resolvingSymlinksInPath()
         let backing = mode == .dataless ? try backingURL(forDomainNamed: name) : nil
         try checkReplicaLocation(replica, backing: backing, descriptor: descriptor, configuration: configuration, mayHoldFiles: adopting)
         if let backing { try checkDatalessLocation(replica: replica, backing: backing) }
@@ -221,7 +228,16 @@ public final class ProviderManager: Sendable {
             mine.append(
                 (backing.path, "the backing folder \(backing.path) (in the state folder)", "choose another state folder with --home"))
         }
-        try Self.checkStorePaths(descriptor: descriptor, configuration: configuration, apartFrom: mine)
+        // The store's own folders stay apart from this domain's folders and, as `domain set`
+        // checks, from every other domain's.
+        var apart = mine
+        for domain in try store.domains() {
+            apart.append((domain.replicaPath, "the replica of domain '\(domain.name)'", "choose a store path outside it"))
+            if let theirBacking = try? backingURL(of: domain) {
+                apart.append((theirBacking.path, "the backing folder of domain '\(domain.name)'", "choose a store path outside it"))
+            }
+        }
+        try Self.checkStorePaths(descriptor: descriptor, configuration: configuration, apartFrom: apart)
         for domain in try store.domains() {
             var theirs = [(domain.replicaPath, "replica")]
             if let theirBacking = try? backingURL(of: domain) { theirs.append((theirBacking.path, "backing folder")) }
@@ -240,18 +256,40 @@ public final class ProviderManager: Sendable {
         }
     }
 
-    /// Checks that a local store's paths (any path option of the `local` backend, `--root` of
-    /// the others) do not overlap `folders`: (path, what it is, what to do instead).
+    /// Checks that the folders where a store keeps its data on this machine (the options its
+    /// descriptor marks ``BackendOption/isStoreLocation``) do not overlap `folders`: (path, what
+    /// it is, what to do instead).
     /// - Throws: `invalidArgument` naming both.
     static func checkStorePaths(
         descriptor: BackendDescriptor, configuration: BackendConfiguration, apartFrom folders: [(String, String, String)]
     ) throws(FileProviderError) {
-        for option in descriptor.options where option.type == .path {
-            guard let value = configuration[option.name], descriptor.kind == "local" || option.name == "root" else { continue }
+        for option in descriptor.options where option.isStoreLocation {
+            guard let value = configuration[option.name] else { continue }
             let other = URL(fileURLWithPath: value).standardizedFileURL.resolvingSymlinksInPath().path
             for (folder, what, instead) in folders where Self.overlaps(folder, other) {
                 throw FileProviderError(.invalidArgument, "\(what) overlaps --\(option.name) \(other); \(instead)")
             }
+        }
+    }
+
+    /// Whether this program has the backend of `domain` (its kind is in ``registry``). A domain
+    /// whose backend is missing (an external backend program that is not installed, a kind only
+    /// another tool links) stays as it is: `sync` and `serve` skip it, nothing is recorded on
+    /// it, and a program that has the backend syncs it as before.
+    public func isBackendAvailable(for domain: DomainRecord) -> Bool {
+        (try? registry.descriptor(for: domain.backendKind)) != nil
+    }
+
+    /// The descriptor of a domain's backend.
+    /// - Throws: `backendNotAvailable` when this program does not have it.
+    func descriptor(of domain: DomainRecord) throws(FileProviderError) -> BackendDescriptor {
+        do {
+            return try registry.descriptor(for: domain.backendKind)
+        } catch {
+            throw FileProviderError(
+                .backendNotAvailable,
+                "domain '\(domain.name)' uses the backend '\(domain.backendKind)', which is not available here (known backends: \(registry.kinds.joined(separator: ", "))); install it, or use the program that has it"
+            )
         }
     }
 
@@ -345,14 +383,23 @@ public final class ProviderManager: Sendable {
     /// The controller of a domain, made on first use and kept.
     /// - Throws: `providerDomainNotFound`; `providerDomainTemporarilyUnavailable` while a
     ///   conversion of the domain's replica mode is unfinished
-    ///   (``convertDomain(named:to:events:)``); what the backend's factory throws.
+    ///   (``convertDomain(named:to:events:)``); `backendNotAvailable` when this program does not
+    ///   have the domain's backend (``isBackendAvailable(for:)``; nothing is recorded on the
+    ///   domain); what the backend's factory throws.
     public func controller(for name: String) async throws(FileProviderError) -> DomainController {
         try checkNoUnfinishedConversion(name)
         if let existing = controllers.withLock({ $0[name] }) { return existing }
         let domain = try domain(named: name)
+        // A missing backend is no failure of the store: nothing is recorded on the domain.
+        let descriptor = try descriptor(of: domain)
         let backend: any Backend
-        do {
-            backend = try await registry.makeBackend(kind: domain.backendKind, values: domain.options)
+        do throws(FileProviderError) {
+            let configuration = try descriptor.validate(domain.options)
+            do {
+                backend = try await descriptor.factory(configuration)
+            } catch {
+                throw FileProviderError.wrap(error, as: .invalidArgument)
+            }
         } catch {
             // A store that cannot be reached backs the domain off, as a failed sync does.
             if let id = domain.id { Self.recordOutcome(error, domainID: id, store: store, policy: backoffPolicy) }

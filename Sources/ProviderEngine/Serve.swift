@@ -187,6 +187,8 @@ public final class Server: Sendable {
         var nextFullScan = Date()
         /// The domain was disconnected (and this was logged).
         var disconnected = false
+        /// The domain's backend was not available (and this was logged).
+        var backendMissing = false
         /// How many folders and dataless folders the domain had when its dataless folders were
         /// last marked (see ``watchDatalessFolders(of:)``).
         var markedFolders: [Int]?
@@ -289,6 +291,7 @@ public final class Server: Sendable {
             } else {
                 controller = try await manager.controller(for: name)
                 state.controller = controller
+                state.backendMissing = false
             }
             let logger = self.logger
             let changes = changedFolders[name]
@@ -319,6 +322,10 @@ public final class Server: Sendable {
                     "\(name): \(report.pendingLocal.count) files still being written; checking again in \(Self.seconds(options.settleSeconds))"
                 )
             }
+        } catch where error.code == .backendNotAvailable {
+            // Not a failure of the store: said once, nothing recorded; looked for at every poll.
+            if !state.backendMissing { logger.warning("\(name): not synced: \(error.message)") }
+            state.backendMissing = true
         } catch {
             var line = "\(name): sync failed: \(error.message)"
             if error.code.reaction == .backOffDomain, let backoff = try? manager.backoff(ofDomain: name) {

@@ -7,9 +7,10 @@ import Foundation
 /// A `media-server` process on 127.0.0.1 for tests: started over a folder on a free port
 /// picked at run time, ready once `GET /` answers, stopped by its pid.
 ///
-/// The binary is `$MEDIA_SERVER`, else `media-server` next to the test bundle, else
-/// `<package>/.build/debug/media-server`. The server also exits when the test process does (it
-/// watches a pipe from this process), so no server outlives a crashed test run.
+/// The binary is `$MEDIA_SERVER`, else the debug build of the server's own package,
+/// `<repository>/Servers/media-server/.build/debug/media-server` (`make test` builds it; so does
+/// `swift build --package-path Servers/media-server`). The server also exits when the test
+/// process does (it watches a pipe from this process), so no server outlives a crashed test run.
 public final class MediaServer: @unchecked Sendable {
     /// The folder the server serves.
     public let root: URL
@@ -35,17 +36,9 @@ public final class MediaServer: @unchecked Sendable {
     public static func locateBinary() -> URL {
         let environment = ProcessInfo.processInfo.environment
         if let path = environment["MEDIA_SERVER"], !path.isEmpty { return URL(fileURLWithPath: path) }
-        var folders = Bundle.allBundles.map { $0.bundleURL.deletingLastPathComponent() }
-        if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            folders.append(URL(fileURLWithPath: executable).deletingLastPathComponent())
-        }
-        for folder in folders {
-            let candidate = folder.appendingPathComponent("media-server")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-        }
-        let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
-        return package.appendingPathComponent(".build/debug/media-server")
+        return repository.appendingPathComponent("Servers/media-server/.build/debug/media-server")
     }
 
     /// Starts a server and waits until it answers `GET /`.
@@ -65,7 +58,7 @@ public final class MediaServer: @unchecked Sendable {
         self.compat = compat
         let binary = Self.locateBinary()
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
-            throw MediaServerError(message: "media-server not found at \(binary.path); build it or set MEDIA_SERVER")
+            throw MediaServerError(message: "media-server not found at \(binary.path); build it (swift build --package-path Servers/media-server) or set MEDIA_SERVER")
         }
         var lastError = MediaServerError(message: "media-server did not start")
         var log = folder

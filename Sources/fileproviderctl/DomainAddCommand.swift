@@ -107,21 +107,11 @@ struct DomainAddCommand: AsyncParsableCommand {
         return values
     }
 
-    /// Expands `~` in the values of path options and makes them absolute.
-    static func normalizePaths(_ options: inout [String: String], descriptor: BackendDescriptor) {
-        for option in descriptor.options where option.type == .path {
-            if let value = options[option.name] {
-                options[option.name] = URL(fileURLWithPath: (value as NSString).expandingTildeInPath).standardizedFileURL.path
-            }
-        }
-    }
-
     func run() async throws {
         let manager = try global.manager()
         try await AdapterList.describeExternal(backend)
-        var options = try Self.parse(backendOptions)
-        let descriptor = try manager.registry.descriptor(for: backend)
-        Self.normalizePaths(&options, descriptor: descriptor)
+        // The engine makes path options absolute (`~`, relative to this directory).
+        let options = try Self.parse(backendOptions)
         let budget = try cacheBudget.map { text throws(FileProviderError) in try ByteCount.parseOrNone(text) } ?? nil
         let replicaPath = replica.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath).standardizedFileURL.path }
         let record: DomainRecord

@@ -26,8 +26,9 @@ struct DomainListCommand: AsyncParsableCommand {
         for domain in domains {
             let summary = try manager.store.summary(domainID: domain.id ?? 0)
             let backing = try manager.backingURL(of: domain)?.path ?? "-"
+            let backend = domain.backendKind + (manager.isBackendAvailable(for: domain) ? "" : " (backend not available)")
             text +=
-                "\(domain.name)\t\(domain.backendKind)\t\(domain.replicaMode.rawValue)\t\(summary.total)\t\(Output.date(domain.lastSyncAt))\t\(domain.replicaPath)\t\(backing)\n"
+                "\(domain.name)\t\(backend)\t\(domain.replicaMode.rawValue)\t\(summary.total)\t\(Output.date(domain.lastSyncAt))\t\(domain.replicaPath)\t\(backing)\n"
         }
         Output.write(text)
     }
@@ -37,6 +38,8 @@ struct DomainListCommand: AsyncParsableCommand {
 struct DomainJSON: Encodable {
     var name: String
     var backend: String
+    /// Whether this program has the backend; a domain without it is not synced here.
+    var backendAvailable: Bool
     var options: [String: String]
     var replica: String
     /// `placeholder-files` or `dataless` (see ``ReplicaMode``).
@@ -67,6 +70,7 @@ struct DomainJSON: Encodable {
     init(_ record: DomainRecord, summary: ItemSummary?, manager: ProviderManager) throws(FileProviderError) {
         name = record.name
         backend = record.backendKind
+        backendAvailable = manager.isBackendAvailable(for: record)
         options = record.options
         replica = record.replicaPath
         mode = record.replicaMode.rawValue

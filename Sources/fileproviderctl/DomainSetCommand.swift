@@ -78,11 +78,9 @@ struct DomainSetCommand: AsyncParsableCommand {
         let manager = try global.manager()
         let before = try manager.domain(named: name)
         let budget = try cacheBudget.map { text throws(FileProviderError) in try ByteCount.parseOrNone(text) }
-        var values = try DomainAddCommand.parse(backendOptions)
+        let values = try DomainAddCommand.parse(backendOptions)
         let changesBackend = !values.isEmpty || !unset.isEmpty
         if changesBackend {
-            let descriptor = try manager.registry.descriptor(for: before.backendKind)
-            DomainAddCommand.normalizePaths(&values, descriptor: descriptor)
             try await manager.setBackendOptions(
                 ofDomain: name, values, removing: unset.map { $0.hasPrefix("--") ? String($0.dropFirst(2)) : $0 })
         }

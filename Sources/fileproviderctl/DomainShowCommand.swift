@@ -22,7 +22,7 @@ struct DomainShowCommand: AsyncParsableCommand {
         }
         var lines = [
             "name:         \(domain.name)",
-            "backend:      \(domain.backendKind)",
+            "backend:      \(domain.backendKind)" + (shown.backendAvailable ? "" : " (backend not available: not synced here)"),
         ]
         for (key, value) in domain.options.sorted(by: { $0.key < $1.key }) {
             lines.append("  --\(key) \(value)")

@@ -15,7 +15,8 @@ struct ServeCommand: AsyncParsableCommand {
         abstract: "Keep domains in sync continuously: watch replicas, poll stores, back off on outages.",
         discussion: """
             Runs every connected domain (or the named ones; a disconnected one is skipped, and one \
-            disconnected while served is paused until it is connected again) in one process until SIGTERM or \
+            disconnected while served is paused until it is connected again; one whose backend is \
+            not available here is skipped with a warning) in one process until SIGTERM or \
             SIGINT. Local changes are seen with inotify and synced after a short quiet time; a \
             file still being written is uploaded once it has not changed for --settle seconds. \
             Each store is polled every --poll-interval seconds, and at once after \
@@ -108,10 +109,13 @@ struct ServeCommand: AsyncParsableCommand {
 
         let manager = try global.manager()
         let candidates = names.isEmpty ? try manager.domains() : try names.map { try manager.domain(named: $0) }
-        let domains = candidates.filter(\.isConnected).map(\.name)
+        let domains = candidates.filter { $0.isConnected && manager.isBackendAvailable(for: $0) }.map(\.name)
         for domain in candidates where !domain.isConnected {
             logger.notice(
                 "not serving \(domain.name): it is disconnected ('fileproviderctl domain connect \(domain.name)', then start serve again)")
+        }
+        for domain in candidates where domain.isConnected && !manager.isBackendAvailable(for: domain) {
+            logger.warning("not serving \(domain.name): backend '\(domain.backendKind)' not available")
         }
         let intervals = try parsedPollIntervals()
         for name in intervals.keys where !domains.contains(name) {
@@ -122,7 +126,9 @@ struct ServeCommand: AsyncParsableCommand {
             Output.error(
                 candidates.isEmpty
                     ? "no connected domains to serve; add one with 'fileproviderctl domain add'"
-                    : "no connected domains to serve; connect one with 'fileproviderctl domain connect NAME'")
+                    : candidates.contains(where: \.isConnected)
+                        ? "no domain to serve: the backends of the connected domains are not available"
+                        : "no connected domains to serve; connect one with 'fileproviderctl domain connect NAME'")
             throw CommandFailure()
         }
         let server = Server(

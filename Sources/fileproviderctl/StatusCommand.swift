@@ -39,6 +39,7 @@ struct StatusCommand: AsyncParsableCommand {
             var line =
                 "\(domain.name) (\(domain.backendKind), \(domain.replicaMode.rawValue)): \(summary.total) items, \(summary.materialized) materialized (\(Output.bytes(summary.materializedBytes))), \(summary.placeholders) placeholders, \(summary.pinned) pinned, \(summary.datalessFolders) dataless folders; last sync \(Output.date(domain.lastSyncAt))"
             if !domain.isConnected { line += "; disconnected: nothing is synced ('fileproviderctl domain connect \(domain.name)')" }
+            if !manager.isBackendAvailable(for: domain) { line += "; backend not available: not synced here" }
             if let holder = DomainLock.holder(home: manager.home, domain: domain.name) { line += "; served by process \(holder)" }
             print(line)
             if let backing = try manager.backingURL(of: domain) { print("  files kept in \(backing.path)") }

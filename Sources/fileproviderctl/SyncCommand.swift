@@ -17,7 +17,8 @@ struct SyncCommand: AsyncParsableCommand {
             and they have no local changes), moved items are moved, deleted items are removed; \
             items whose policy is eager (pinned) are downloaded (see 'fileproviderctl policy'). \
             A downloaded file with local changes is never removed. Without names, every connected \
-            domain is synced. One sync of a domain runs at a time: while 'serve' (or another \
+            domain is synced (one whose backend is not available here is skipped with a \
+            warning). One sync of a domain runs at a time: while 'serve' (or another \
             'sync') is syncing the same domain, this one says so and waits for it to finish.
 
             The database learns every item; the replica shows the items of populated folders. \
@@ -49,10 +50,18 @@ struct SyncCommand: AsyncParsableCommand {
     func run() async throws {
         let manager = try global.manager()
         let all = names.isEmpty ? try manager.domains() : []
-        let domains = names.isEmpty ? all.filter(\.isConnected).map(\.name) : names
+        // Without names: every connected domain whose backend this program has. A domain whose
+        // backend is missing is no failure (another program syncs it); named, it is one.
+        let domains = names.isEmpty ? all.filter { $0.isConnected && manager.isBackendAvailable(for: $0) }.map(\.name) : names
         for name in domains { _ = try manager.domain(named: name) }
+        var skipped: [SyncSkipped] = []
         for domain in all where !domain.isConnected {
             Output.warning("\(domain.name): disconnected, not synced ('fileproviderctl domain connect \(domain.name)')")
+            skipped.append(SyncSkipped(domain: domain.name, reason: "disconnected"))
+        }
+        for domain in all where domain.isConnected && !manager.isBackendAvailable(for: domain) {
+            Output.warning("\(domain.name): backend '\(domain.backendKind)' not available, not synced")
+            skipped.append(SyncSkipped(domain: domain.name, reason: "backend not available"))
         }
         var reports: [SyncReport] = []
         var failures: [SyncFailure] = []
@@ -98,7 +107,8 @@ struct SyncCommand: AsyncParsableCommand {
         }
         await manager.close()
         if output.json {
-            try Output.json(SyncJSON(reports: reports, failures: failures, peakResidentBytes: PeakMemory.residentBytes()))
+            try Output.json(
+                SyncJSON(reports: reports, failures: failures, skipped: skipped, peakResidentBytes: PeakMemory.residentBytes()))
         }
         if let interruption {
             FileHandle.standardError.write(Data("interrupted: \(interruption); run the same command again to finish\n".utf8))
@@ -125,9 +135,16 @@ struct SyncFailure: Encodable {
     var code: String
 }
 
+/// A domain a sync of all domains left out, and why: `disconnected` or `backend not available`.
+struct SyncSkipped: Encodable {
+    var domain: String
+    var reason: String
+}
+
 struct SyncJSON: Encodable {
     var reports: [SyncReport]
     var failures: [SyncFailure]
+    var skipped: [SyncSkipped]
     /// The process's peak resident memory while it ran (``PeakMemory``); left out where the
     /// system does not say.
     var peakResidentBytes: Int64?

@@ -1,6 +1,7 @@
 import Foundation
 import LocalAdapter
 import ProviderCore
+import ProviderTesting
 import Testing
 
 #if canImport(Glibc)

@@ -82,13 +82,17 @@ final class TestRemote: @unchecked Sendable {
         registryLock.withLock { byName[name] }
     }
 
-    /// The `memory` kind: option `store` names a registered remote; `root` is a path option
-    /// (unused by the backend) so the engine's replica-overlap check can be exercised.
+    /// The `memory` kind: option `store` names a registered remote; `root` and `spool` are path
+    /// options marked as where the store keeps its data, `key-file` a path option that is not
+    /// (all unused by the backend), so the engine's replica-overlap check and its path
+    /// normalisation can be exercised.
     static let descriptor = BackendDescriptor(
         kind: "memory", summary: "a shared in-memory store for engine tests",
         options: [
             BackendOption(name: "store", help: "the name of a registered TestRemote", isRequired: true),
-            BackendOption(name: "root", help: "a path the store claims to serve", type: .path),
+            BackendOption(name: "root", help: "a path the store claims to serve", type: .path, isStoreLocation: true),
+            BackendOption(name: "spool", help: "another folder the store keeps data in", type: .path, isStoreLocation: true),
+            BackendOption(name: "key-file", help: "a file the store reads, not a store location", type: .path),
         ],
         factory: { configuration in
             let name = try configuration.string("store")

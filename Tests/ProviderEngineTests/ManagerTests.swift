@@ -96,6 +96,80 @@ import Testing
         }
     }
 
+    /// The check follows the descriptor (``BackendOption/isStoreLocation``), not an option's
+    /// name or the backend's kind: a store location of another name is checked, a path option
+    /// that is not one (a key file) may be anywhere.
+    @Test func everyOptionMarkedAsAStoreLocationAndNoOtherIsKeptApartFromReplicas() async throws {
+        try await Fixture.with { f in
+            let replica = f.folder.appendingPathComponent("replica")
+            await expectCode(.invalidArgument) {
+                try await f.addDomain("a", replica: replica.path, extra: ["spool": replica.appendingPathComponent("spool").path])
+            }
+            let keyFile = f.folder.appendingPathComponent("replica/../keys/key").path
+            try await f.addDomain("b", replica: replica.path, extra: ["key-file": keyFile])
+            #expect(try f.manager.domain(named: "b").options["key-file"] == f.folder.appendingPathComponent("keys/key").path)
+            // Another domain's store location over b's replica is refused when it is added, as by `domain set`.
+            await expectCode(.invalidArgument) {
+                try await f.addDomain("c", replica: f.folder.appendingPathComponent("other").path, extra: ["spool": replica.path])
+            }
+            await expectCode(.invalidArgument) {
+                try await f.addDomain(
+                    "d", replica: f.folder.appendingPathComponent("d").path, extra: ["root": replica.appendingPathComponent("in").path])
+            }
+            await expectCode(.invalidArgument) { try await f.manager.setBackendOptions(ofDomain: "b", ["spool": replica.path]) }
+        }
+    }
+
+    /// A library caller gets what the CLI gets: path options and the replica folder are stored
+    /// absolute, `~` expanded and relative paths taken from the current directory.
+    @Test func pathOptionsAreStoredAbsolute() async throws {
+        try await Fixture.with { f in
+            let cwd = FileManager.default.currentDirectoryPath
+            let home = NSHomeDirectory()
+            try await f.addDomain(
+                "rel", replica: f.folder.appendingPathComponent("r1").path,
+                extra: ["key-file": "keys/./id", "root": "~/served/../store", "spool": "~/fpk-spool"])
+            let options = try f.manager.domain(named: "rel").options
+            #expect(options["key-file"] == URL(fileURLWithPath: cwd).appendingPathComponent("keys/id").standardizedFileURL.path)
+            #expect(options["root"] == URL(fileURLWithPath: home).appendingPathComponent("store").standardizedFileURL.path)
+            #expect(options["spool"] == URL(fileURLWithPath: home).appendingPathComponent("fpk-spool").standardizedFileURL.path)
+            // domain set too.
+            try await f.manager.setBackendOptions(ofDomain: "rel", ["key-file": "../k"])
+            #expect(
+                try f.manager.domain(named: "rel").options["key-file"]
+                    == URL(fileURLWithPath: cwd).deletingLastPathComponent().appendingPathComponent("k").standardizedFileURL.path)
+            // The descriptor's function, for any directory.
+            let normalized = TestRemote.descriptor.normalizingPaths(["key-file": "a/b", "store": "x/y"], relativeTo: "/base/dir")
+            #expect(normalized == ["key-file": "/base/dir/a/b", "store": "x/y"])
+        }
+    }
+
+    /// A domain whose backend this program does not have (a kind only another tool links, an
+    /// uninstalled external backend) is not a failure of its store: `controller(for:)` says
+    /// `backendNotAvailable` and records nothing on the domain (no error, no backoff); the other
+    /// domains work.
+    @Test func aDomainWhoseBackendIsMissingIsNotAvailableAndNothingIsRecorded() async throws {
+        try await Fixture.with { f in
+            try await f.addDomain("here")
+            try await f.addDomain("elsewhere", replica: f.folder.appendingPathComponent("r2").path)
+            var record = try f.manager.domain(named: "elsewhere")
+            record.backendKind = "jsonstore"
+            try f.manager.store.updateDomain(record)
+            let manager = try ProviderManager(home: f.home, registry: TestRemote.registry)
+            #expect(manager.isBackendAvailable(for: try manager.domain(named: "here")))
+            #expect(!manager.isBackendAvailable(for: try manager.domain(named: "elsewhere")))
+            for _ in 0..<3 {
+                await expectCode(.backendNotAvailable) { try await manager.controller(for: "elsewhere") }
+            }
+            let after = try manager.domain(named: "elsewhere")
+            #expect(after.lastError == nil)
+            #expect(DomainBackoff(after) == nil)
+            await expectCode(.backendNotAvailable) { try await manager.setBackendOptions(ofDomain: "elsewhere", ["store": "x"]) }
+            _ = try await manager.controller(for: "here").sync()
+            await manager.close()
+        }
+    }
+
     @Test func removeDomainDeletesItsReplicaAndMetadata() async throws {
         try await Fixture.with { f in
             try f.memory.write(path: "d/a.txt", data: Data("a".utf8))
