@@ -166,8 +166,7 @@ struct BackendTestCommand: AsyncParsableCommand {
         }
         try await AdapterList.describeExternal(kind)
         let descriptor = try AdapterList.registry.descriptor(for: kind)
-        DomainAddCommand.normalizePaths(&values, descriptor: descriptor)
-        let configuration = try descriptor.validate(values)
+        let configuration = try descriptor.validate(descriptor.normalizingPaths(values))
         let factory = descriptor.factory
         let makeBackend: BackendConformance.MakeBackend = { try await factory(configuration) }
 
