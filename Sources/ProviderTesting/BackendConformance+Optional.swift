@@ -105,16 +105,16 @@ extension BackendConformance {
             let file = try await c.createFile("notes.txt", Data("not an image".utf8))
             guard c.capabilities.supportsThumbnails else {
                 try await c.expectError(.notSupported, "fetchThumbnail without thumbnail support") {
-                    try await c.backend.fetchThumbnail(for: file.identifier, size: 64)
+                    try await c.backend.fetchThumbnail(for: file.identifier, size: 128)
                 }
                 return
             }
             try await c.expectError(.notSupported, "a thumbnail of a text file") {
-                try await c.backend.fetchThumbnail(for: file.identifier, size: 64)
+                try await c.backend.fetchThumbnail(for: file.identifier, size: 128)
             }
             try await c.backend.deleteItem(identifier: file.identifier, baseVersion: nil, options: [])
             try await c.expectError(.noSuchItem, "a thumbnail of a deleted file") {
-                try await c.backend.fetchThumbnail(for: file.identifier, size: 64)
+                try await c.backend.fetchThumbnail(for: file.identifier, size: 128)
             }
         }),
     ]

@@ -19,19 +19,47 @@ public struct BackendConformance: Sendable {
     /// Releases what `makeBackend` made (a temporary folder, a server account), after `close()`.
     public typealias TearDown = @Sendable (any Backend) async -> Void
 
+    /// What a backend declares it cannot do, beyond what its capabilities say (as rclone's
+    /// `fstests.Opt`): the suite adapts to it instead of the backend failing.
+    public struct Limitations: Sendable {
+        /// Checks the store cannot pass, each with the reason (say why in words a reader of the
+        /// test understands: "the server lists control characters under another name"). They
+        /// are not run: ``BackendConformance/applicableCheckNames`` leaves them out and
+        /// ``BackendConformance/run(_:)`` returns at once.
+        public var cannot: [String: String]
+        /// A suffix every file's name needs for the store to keep or list it (a store that
+        /// lists only some files, ``BackendCapabilities/listsOnlySomeFiles``): the checks'
+        /// files get it added to their names and taken off every name read back.
+        public var fileNameSuffix: String?
+
+        public init(cannot: [String: String] = [:], fileNameSuffix: String? = nil) {
+            self.cannot = cannot
+            self.fileNameSuffix = fileNameSuffix
+        }
+    }
+
     let makeBackend: MakeBackend
     let tearDown: TearDown
+    /// What the backend under test declares it cannot do.
+    public let limitations: Limitations
 
     /// - Parameters:
     ///   - makeBackend: returns a backend over a fresh, empty store on every call.
+    ///   - limitations: what the backend declares it cannot do (none by default).
     ///   - tearDown: runs after each check with the backend it used (already closed).
-    public init(makeBackend: @escaping MakeBackend, tearDown: @escaping TearDown = { _ in }) {
+    public init(
+        makeBackend: @escaping MakeBackend, limitations: Limitations = Limitations(), tearDown: @escaping TearDown = { _ in }
+    ) {
         self.makeBackend = makeBackend
+        self.limitations = limitations
         self.tearDown = tearDown
     }
 
     /// The names of every check, in a stable order.
     public static let checkNames: [String] = checks.map(\.name)
+
+    /// The checks this backend runs: every check but those its ``Limitations/cannot`` names.
+    public var applicableCheckNames: [String] { Self.checkNames.filter { limitations.cannot[$0] == nil } }
 
     /// Runs one check.
     ///
@@ -41,16 +69,18 @@ public struct BackendConformance: Sendable {
         guard let entry = Self.checks.first(where: { $0.name == check }) else {
             throw ConformanceFailure(check: check, message: "no such check; see BackendConformance.checkNames")
         }
+        if limitations.cannot[check] != nil { return }
         let backend = try await makeBackend()
-        let context = try ConformanceContext(backend: backend, check: check)
+        let tested = limitations.fileNameSuffix.map { SuffixedNames(inner: backend, suffix: $0) } ?? backend
+        let context = try ConformanceContext(backend: tested, check: check)
         do {
             try await entry.body(context)
         } catch {
-            await finish(context)
+            await finish(context, backend)
             if error is ConformanceFailure { throw error }
             throw ConformanceFailure(check: check, message: "unexpected error: \(Self.describe(error))")
         }
-        await finish(context)
+        await finish(context, backend)
     }
 
     /// Runs every check, collecting failures.
@@ -58,7 +88,7 @@ public struct BackendConformance: Sendable {
     /// - Returns: the failures, empty when the backend conforms.
     public func runAll() async -> [ConformanceFailure] {
         var failures: [ConformanceFailure] = []
-        for name in Self.checkNames {
+        for name in applicableCheckNames {
             do {
                 try await run(name)
             } catch let failure as ConformanceFailure {
@@ -70,10 +100,10 @@ public struct BackendConformance: Sendable {
         return failures
     }
 
-    private func finish(_ context: ConformanceContext) async {
+    private func finish(_ context: ConformanceContext, _ backend: any Backend) async {
         await context.backend.close()
         context.removeScratch()
-        await tearDown(context.backend)
+        await tearDown(backend)
     }
 
     static func describe(_ error: any Error) -> String {

@@ -35,6 +35,28 @@ struct ConformanceTests {
         try await Self.media.run(name)
     }
 
+    /// The original API (media-server `--compat`): it lists only `.jpg`, `.jpeg` and `.png`
+    /// files, so the suite's names get `.jpg`; what it cannot do is declared.
+    static let original = BackendConformance(
+        makeBackend: {
+            let server = try await SharedServers.compat()
+            let folder = try server.makeFolder()
+            return try await MediaBackend(url: server.url, root: folder, pageSize: 64)
+        },
+        limitations: .init(
+            cannot: [
+                "contentVersionChangesWithContents":
+                    "no ETag: a version is the size and Last-Modified in seconds, the same after a same-size edit within a second",
+                "partialReadOfAChangedVersionThrows":
+                    "no ETag: a version is the size and Last-Modified in seconds, the same after a same-size edit within a second",
+                "nameOf255Bytes": "every name needs `.jpg` to be listed, which makes a 255-byte name too long",
+            ], fileNameSuffix: ".jpg"))
+
+    @Test("MediaBackend (original API)", arguments: original.applicableCheckNames)
+    func mediaOriginal(_ name: String) async throws {
+        try await Self.original.run(name)
+    }
+
     @Test func extendedServerIsDiscovered() async throws {
         let backend = try await MediaBackend(url: try await SharedServers.extended().url)
         defer { Task { await backend.close() } }
