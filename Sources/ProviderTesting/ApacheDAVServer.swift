@@ -1,4 +1,5 @@
 import Foundation
+import ProviderCore
 
 #if canImport(Glibc)
     import Glibc
@@ -109,7 +110,9 @@ public final class ApacheDAVServer: @unchecked Sendable {
 
     /// A password in Apache's `{SHA}` form (base64 of its SHA-1), which needs no crypt(3).
     static func cryptPassword(_ password: String) -> String {
-        "{SHA}" + Data(SHA1.hash(Array(password.utf8))).base64EncodedString()
+        var digest = SHA1Digest()
+        Array(password.utf8).withUnsafeBytes { digest.update($0) }
+        return "{SHA}" + Data(digest.finishBytes()).base64EncodedString()
     }
 
     static func configuration(folder: URL, root: URL, port: Int, runAsRoot: Bool, users: [String: String]) -> String {
@@ -162,46 +165,5 @@ public final class ApacheDAVServer: @unchecked Sendable {
         text += "</Directory>\n"
         if runAsRoot { text += "User www-data\nGroup www-data\n" }
         return text
-    }
-}
-
-/// SHA-1, for Apache's `{SHA}` password form in test configurations only.
-enum SHA1 {
-    static func hash(_ message: [UInt8]) -> [UInt8] {
-        var h: [UInt32] = [0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0]
-        var data = message
-        let bitLength = UInt64(message.count) &* 8
-        data.append(0x80)
-        while data.count % 64 != 56 { data.append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) { data.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
-        for chunk in stride(from: 0, to: data.count, by: 64) {
-            var w = [UInt32](repeating: 0, count: 80)
-            for i in 0..<16 {
-                let b = chunk + i * 4
-                w[i] = UInt32(data[b]) << 24 | UInt32(data[b + 1]) << 16 | UInt32(data[b + 2]) << 8 | UInt32(data[b + 3])
-            }
-            for i in 16..<80 {
-                let x = w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]
-                w[i] = x << 1 | x >> 31
-            }
-            var (a, b, c, d, e) = (h[0], h[1], h[2], h[3], h[4])
-            for i in 0..<80 {
-                let (f, k): (UInt32, UInt32)
-                switch i {
-                case 0..<20: (f, k) = ((b & c) | (~b & d), 0x5A82_7999)
-                case 20..<40: (f, k) = (b ^ c ^ d, 0x6ED9_EBA1)
-                case 40..<60: (f, k) = ((b & c) | (b & d) | (c & d), 0x8F1B_BCDC)
-                default: (f, k) = (b ^ c ^ d, 0xCA62_C1D6)
-                }
-                let temp = (a << 5 | a >> 27) &+ f &+ e &+ k &+ w[i]
-                (e, d, c, b, a) = (d, c, b << 30 | b >> 2, a, temp)
-            }
-            h[0] = h[0] &+ a
-            h[1] = h[1] &+ b
-            h[2] = h[2] &+ c
-            h[3] = h[3] &+ d
-            h[4] = h[4] &+ e
-        }
-        return h.flatMap { value in (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * UInt32($0))) } }
     }
 }

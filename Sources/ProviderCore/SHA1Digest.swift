@@ -1,18 +1,20 @@
 import Foundation
-import ProviderCore
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// SHA-1 (FIPS 180-4), streamed: for Nextcloud's and ownCloud's `OC-Checksum: SHA1:<hex>`,
-/// which detects damage in transit, not tampering.
-struct SHA1Digest {
+/// SHA-1 (FIPS 180-4), streamed: for checksums that detect damage in transit, never for
+/// security (Nextcloud's and ownCloud's `OC-Checksum: SHA1:<hex>`, Apache's `{SHA}` password
+/// form in test configurations).
+public struct SHA1Digest: Sendable {
     private var h: (UInt32, UInt32, UInt32, UInt32, UInt32) = (0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0)
     private var pending: [UInt8] = []
     private var length: UInt64 = 0
 
-    mutating func update(_ bytes: UnsafeRawBufferPointer) {
+    public init() {}
+
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
         length &+= UInt64(bytes.count)
         var index = 0
         if !pending.isEmpty {
@@ -32,7 +34,15 @@ struct SHA1Digest {
     }
 
     /// The digest as 40 lowercase hex digits.
-    mutating func finish() -> String {
+    public mutating func finish() -> String {
+        finishBytes().map { byte in
+            let hex = String(byte, radix: 16)
+            return hex.count == 1 ? "0" + hex : hex
+        }.joined()
+    }
+
+    /// The digest's 20 bytes.
+    public mutating func finishBytes() -> [UInt8] {
         let bits = length &* 8
         var tail: [UInt8] = [0x80]
         while (pending.count + tail.count) % 64 != 56 { tail.append(0) }
@@ -40,10 +50,7 @@ struct SHA1Digest {
         let saved = length
         tail.withUnsafeBytes { update($0) }
         length = saved
-        return [h.0, h.1, h.2, h.3, h.4].map { word in
-            let hex = String(word, radix: 16)
-            return String(repeating: "0", count: 8 - hex.count) + hex
-        }.joined()
+        return [h.0, h.1, h.2, h.3, h.4].flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> (24 - 8 * UInt32($0))) } }
     }
 
     private mutating func compress(_ block: UnsafeRawBufferPointer) {
@@ -73,7 +80,7 @@ struct SHA1Digest {
     /// The SHA-1 of a file's contents, read in 1 MiB blocks; call it off the cooperative pool.
     ///
     /// - Throws: `localIOFailure` when the file cannot be read.
-    static func ofFile(_ path: String) throws(FileProviderError) -> String {
+    public static func ofFile(_ path: String) throws(FileProviderError) -> String {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             throw FileProviderError(.localIOFailure, "cannot read \(path) to checksum it: \(String(cString: strerror(errno)))")
