@@ -103,35 +103,17 @@ final class BackendProgram: @unchecked Sendable {
         close(input)
     }
 
+    /// Starts the program in a session of its own (a Ctrl-C at the terminal reaches the CLI,
+    /// which stops the program by closing its input), with the three descriptors and no other.
     private static func spawn(_ path: String, stdin: Int32, stdout: Int32, stderr: Int32, pid: inout pid_t) -> Int32 {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, stdin, 0)
-        posix_spawn_file_actions_adddup2(&actions, stdout, 1)
-        posix_spawn_file_actions_adddup2(&actions, stderr, 2)
-        // Nothing else of this process's descriptors (glibc's closefrom action is not imported
-        // into Swift; look it up).
-        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") {
-            typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-            _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
+        var launch = ProgramLaunch(path: path)
+        (launch.standardInput, launch.standardOutput, launch.standardError) = (.descriptor(stdin), .descriptor(stdout), .descriptor(stderr))
+        switch launch.start() {
+        case .success(let started):
+            pid = started
+            return 0
+        case .failure(let failure): return failure.errno
         }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        // Its own session: a Ctrl-C at the terminal reaches the CLI, which stops the program
-        // by closing its input. POSIX_SPAWN_SETSID (glibc 2.26) is not imported into Swift.
-        let setSession: Int32 = 0x80
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | setSession))
-        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(path), nil]
-        defer { for pointer in argv { free(pointer) } }
-        return posix_spawn(&pid, path, &actions, &attributes, argv, environ)
     }
 
     /// Whether the program has ended (its output closed).

@@ -69,53 +69,21 @@ final class Subprocess {
         throws(Failure)
     {
         precondition(!arguments.isEmpty)
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        for (descriptor, target) in [(standardInput, Int32(0)), (standardOutput, 1), (standardError, 2)] {
-            if descriptor < 0 {
-                posix_spawn_file_actions_addopen(&actions, target, "/dev/null", target == 0 ? O_RDONLY : O_WRONLY, 0)
-            } else {
-                posix_spawn_file_actions_adddup2(&actions, descriptor, target)
-            }
+        func stream(_ descriptor: Int32) -> ProgramLaunch.Stream { descriptor < 0 ? .null : .descriptor(descriptor) }
+        var launch = ProgramLaunch(path: arguments[0], arguments: Array(arguments.dropFirst()))
+        launch.standardInput = stream(standardInput)
+        launch.standardOutput = stream(standardOutput)
+        launch.standardError = stream(standardError)
+        switch launch.start() {
+        case .success(let pid): self.pid = pid
+        case .failure(let error): throw .cannotStart(error.description)
         }
-        Self.closeTheRest(&actions)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        sigaddset(&defaults, SIGPIPE)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(
-            &attributes, Int16(SHIM_POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        let envp: [UnsafeMutablePointer<CChar>?] =
-            ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { for pointer in envp { free(pointer) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, arguments[0], &actions, &attributes, argv, envp)
-        guard result == 0 else { throw .cannotStart(String(cString: strerror(result))) }
-        self.pid = pid
         pidfd = pidfd_open(pid, 0)
     }
 
     deinit {
         if ending == nil { _ = stop(grace: 1) }
         if pidfd >= 0 { close(pidfd) }
-    }
-
-    /// Leaves the program none of this process's descriptors but 0, 1 and 2 (glibc's
-    /// `posix_spawn_file_actions_addclosefrom_np`, looked up: Swift does not import it).
-    private static func closeTheRest(_ actions: inout posix_spawn_file_actions_t) {
-        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
-        else { return }
-        _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
     }
 
     /// Reaps the process if it has ended.

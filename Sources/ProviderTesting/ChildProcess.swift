@@ -1,4 +1,5 @@
 import Foundation
+import ProviderCore
 
 #if canImport(Glibc)
     import Glibc
@@ -49,48 +50,18 @@ public enum ChildProcess {
         _ path: String, _ arguments: [String], environment: [String: String]? = nil, output: String, error: String,
         ownSession: Bool = false
     ) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        if error == output {
-            posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        } else {
-            posix_spawn_file_actions_addopen(&actions, 2, error, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        }
-        // Nothing else of this process's descriptors (glibc's closefrom action is not imported
-        // into Swift; look it up).
-        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") {
-            typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-            _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
-        }
-        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        let variables = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
-        let envp: [UnsafeMutablePointer<CChar>?] = variables.map { strdup($0) } + [nil]
-        defer { for pointer in envp { free(pointer) } }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        if ownSession {
-            var none = sigset_t()
-            sigemptyset(&none)
-            posix_spawnattr_setsigmask(&attributes, &none)
-            var all = sigset_t()
-            sigfillset(&all)
-            posix_spawnattr_setsigdefault(&attributes, &all)
-            // POSIX_SPAWN_SETSID (glibc 2.26), which Swift's Glibc module does not import.
-            let setSession: Int32 = 0x80
-            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | setSession))
-        }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
-        guard result == 0 else {
+        var launch = ProgramLaunch(path: path, arguments: arguments)
+        launch.environment = environment
+        launch.standardOutput = .appending(output)
+        launch.standardError = error == output ? .standardOutput : .appending(error)
+        launch.ownSession = ownSession
+        switch launch.start() {
+        case .success(let pid): return pid
+        case .failure(let failure):
             throw CocoaError(
-                .executableLoad, userInfo: [NSLocalizedDescriptionKey: "cannot start \(path): \(String(cString: strerror(result)))"])
+                .executableLoad,
+                userInfo: [NSLocalizedDescriptionKey: "cannot start \(path): \(failure)"])
         }
-        return pid
     }
 
     /// ``spawn(_:_:environment:output:error:)``, then waits for the program's end (and first
