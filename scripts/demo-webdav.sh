@@ -91,12 +91,7 @@ if [ "$ready" != yes ]; then
     exit 1
 fi
 
-bold='' plain=''
-if [ -t 1 ]; then bold=$'\033[1m' plain=$'\033[0m'; fi
-run() {
-    printf '\n%s==> fileproviderctl %s%s\n' "$bold" "$*" "$plain"
-    "$fpctl" "$@"
-}
+. "$(dirname "$0")/demo-lib.sh"
 
 echo "Apache mod_dav: pid $apache_pid on 127.0.0.1:$port, serving $server/dav at /dav"
 run domain add web --backend webdav --url "http://127.0.0.1:$port/dav"

@@ -37,17 +37,7 @@ printf 'FileProviderKit demo\n\nThis file is pinned: it stays materialized.\n' >
 printf 'milk\neggs\nbread\n' > "$docs/shopping.txt"
 printf '# Ideas\n\n- sync both ways\n- keep both on conflict\n' > "$docs/notes/ideas.md"
 
-bold='' plain=''
-if [ -t 1 ]; then bold=$'\033[1m' plain=$'\033[0m'; fi
-
-step() {
-    printf '\n%s==> %s%s\n' "$bold" "$*" "$plain"
-}
-
-run() {
-    step "fileproviderctl $*"
-    "$fpctl" "$@"
-}
+. "$(dirname "$0")/demo-lib.sh"
 
 echo "demo home: $FILEPROVIDER_HOME"
 echo "sources:   $photos, $docs"
