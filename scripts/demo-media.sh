@@ -36,7 +36,7 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 
-. "$(dirname "$0")/demo-lib.sh"
+. "$(dirname "$0")/demo.lib.sh"
 
 echo "media-server (pid $pid) serves $media on http://127.0.0.1:$port"
 run domain add media --backend media --url "http://127.0.0.1:$port"

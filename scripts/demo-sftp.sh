@@ -74,7 +74,7 @@ if [ "$ready" != yes ]; then
     exit 1
 fi
 
-. "$(dirname "$0")/demo-lib.sh"
+. "$(dirname "$0")/demo.lib.sh"
 
 echo "sshd: pid $sshd_pid on 127.0.0.1:$port, serving $server/data"
 run domain add remote --backend sftp --host 127.0.0.1 --port "$port" --user "$user" \

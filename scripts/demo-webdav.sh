@@ -91,7 +91,7 @@ if [ "$ready" != yes ]; then
     exit 1
 fi
 
-. "$(dirname "$0")/demo-lib.sh"
+. "$(dirname "$0")/demo.lib.sh"
 
 echo "Apache mod_dav: pid $apache_pid on 127.0.0.1:$port, serving $server/dav at /dav"
 run domain add web --backend webdav --url "http://127.0.0.1:$port/dav"

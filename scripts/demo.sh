@@ -37,7 +37,7 @@ printf 'FileProviderKit demo\n\nThis file is pinned: it stays materialized.\n' >
 printf 'milk\neggs\nbread\n' > "$docs/shopping.txt"
 printf '# Ideas\n\n- sync both ways\n- keep both on conflict\n' > "$docs/notes/ideas.md"
 
-. "$(dirname "$0")/demo-lib.sh"
+. "$(dirname "$0")/demo.lib.sh"
 
 echo "demo home: $FILEPROVIDER_HOME"
 echo "sources:   $photos, $docs"
