@@ -160,14 +160,25 @@ public enum ExternalBackends {
     /// on the search path (described once per process), or `nil` when there is none.
     ///
     /// It starts the program and waits for its description on the calling thread (a program
-    /// start, once per kind and process).
+    /// start, once per kind and process; a program that could not describe itself is not
+    /// started again for ``failureRetrySeconds``): callers on Swift's cooperative pool describe
+    /// the kinds they need first, on a thread of their own.
     public static let resolver: BackendRegistry.Resolver = { (kind: String) throws(FileProviderError) -> BackendDescriptor? in
         guard let program = find(kind) else { return nil }
-        if let cached = cache.get(program) { return cached }
-        let descriptor = try describe(program)
-        cache.set(program, descriptor)
-        return descriptor
+        if let cached = cache.get(program) { return try cached.get() }
+        do throws(FileProviderError) {
+            let descriptor = try describe(program)
+            cache.set(program, .success(descriptor))
+            return descriptor
+        } catch {
+            cache.set(program, .failure(error))
+            throw error
+        }
     }
+
+    /// How long a program that failed to describe itself is taken as failing before it is
+    /// started again.
+    public static let failureRetrySeconds = 60.0
 }
 
 private final class ReplyBox: @unchecked Sendable {
@@ -180,8 +191,18 @@ private final class ReplyBox: @unchecked Sendable {
 
 private final class DescriptorCache: @unchecked Sendable {
     private let lock = NSLock()
-    private var descriptors: [ExternalBackends.Program: BackendDescriptor] = [:]
+    private var descriptors: [ExternalBackends.Program: (result: Result<BackendDescriptor, FileProviderError>, at: Date)] = [:]
 
-    func get(_ program: ExternalBackends.Program) -> BackendDescriptor? { lock.withLock { descriptors[program] } }
-    func set(_ program: ExternalBackends.Program, _ descriptor: BackendDescriptor) { lock.withLock { descriptors[program] = descriptor } }
+    /// A description, or a failure younger than ``ExternalBackends/failureRetrySeconds``.
+    func get(_ program: ExternalBackends.Program) -> Result<BackendDescriptor, FileProviderError>? {
+        lock.withLock {
+            guard let entry = descriptors[program] else { return nil }
+            if case .failure = entry.result, Date().timeIntervalSince(entry.at) >= ExternalBackends.failureRetrySeconds { return nil }
+            return entry.result
+        }
+    }
+
+    func set(_ program: ExternalBackends.Program, _ result: Result<BackendDescriptor, FileProviderError>) {
+        lock.withLock { descriptors[program] = (result, Date()) }
+    }
 }

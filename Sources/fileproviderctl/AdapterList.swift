@@ -2,6 +2,7 @@ import ExternalAdapter
 import LocalAdapter
 import MediaAPIAdapter
 import ProviderCore
+import ProviderStore
 import SFTPAdapter
 import WebDAVAdapter
 
@@ -25,5 +26,12 @@ enum AdapterList {
     static func describeExternal(_ kind: String) async throws(FileProviderError) {
         guard !descriptors.contains(where: { $0.kind == kind }) else { return }
         _ = try await onOwnThread { () throws(FileProviderError) in try ExternalBackends.resolver(kind) }
+    }
+
+    /// Describes the external backends of these domains, each once, on a thread of its own,
+    /// before a command asks the engine whether it has them (``describeExternal(_:)``). A
+    /// program that fails to describe itself is left for the command to report.
+    static func describeExternal(of domains: [DomainRecord]) async {
+        for kind in Set(domains.map(\.backendKind)) { try? await describeExternal(kind) }
     }
 }

@@ -13,6 +13,7 @@ struct DomainListCommand: AsyncParsableCommand {
     func run() async throws {
         let manager = try global.manager()
         let domains = try manager.domains()
+        await AdapterList.describeExternal(of: domains)
         if output.json {
             try Output.json(
                 try domains.map { try DomainJSON($0, summary: try manager.store.summary(domainID: $0.id ?? 0), manager: manager) })

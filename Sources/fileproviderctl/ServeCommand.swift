@@ -109,6 +109,7 @@ struct ServeCommand: AsyncParsableCommand {
 
         let manager = try global.manager()
         let candidates = names.isEmpty ? try manager.domains() : try names.map { try manager.domain(named: $0) }
+        await AdapterList.describeExternal(of: candidates)
         let domains = candidates.filter { $0.isConnected && manager.isBackendAvailable(for: $0) }.map(\.name)
         for domain in candidates where !domain.isConnected {
             logger.notice(

@@ -16,6 +16,7 @@ struct StatusCommand: AsyncParsableCommand {
     func run() async throws {
         let manager = try global.manager()
         let domains = names.isEmpty ? try manager.domains() : try names.map { try manager.domain(named: $0) }
+        await AdapterList.describeExternal(of: domains)
         let rows = try domains.map { ($0, try manager.store.summary(domainID: $0.id ?? 0)) }
         if output.json {
             try Output.json(try rows.map { try DomainJSON($0.0, summary: $0.1, manager: manager) })

@@ -50,6 +50,7 @@ struct SyncCommand: AsyncParsableCommand {
     func run() async throws {
         let manager = try global.manager()
         let all = names.isEmpty ? try manager.domains() : []
+        await AdapterList.describeExternal(of: names.isEmpty ? all : names.compactMap { try? manager.domain(named: $0) })
         // Without names: every connected domain whose backend this program has. A domain whose
         // backend is missing is no failure (another program syncs it); named, it is one.
         let domains = names.isEmpty ? all.filter { $0.isConnected && manager.isBackendAvailable(for: $0) }.map(\.name) : names
