@@ -43,13 +43,22 @@ final class BackendProgram: @unchecked Sendable {
     private var stopReason: String?
     private var stderrTail = Data()
     private let stderrDone = DispatchSemaphore(value: 0)
+    /// When the program last sent a line, or a request began to wait while none did.
+    private var lastHeard = DispatchTime.now()
+    /// Runs ``checkSilence()``; guarded by `lock`.
+    private var watchdog: DispatchSourceTimer?
+
+    /// How long the program may send nothing at all (no reply, no progress) while requests wait
+    /// for it, in seconds, before it is stopped (``ExternalBackend/defaultSilenceLimit``).
+    let silenceLimit: Double
 
     /// Starts the program at `path` with no arguments, in a process group of its own.
     ///
     /// - Throws: `serverUnreachable` when it cannot be started.
-    init(path: String, displayName: String) throws(FileProviderError) {
+    init(path: String, displayName: String, silenceLimit: Double = ExternalBackend.defaultSilenceLimit) throws(FileProviderError) {
         self.path = path
         self.displayName = displayName
+        self.silenceLimit = silenceLimit
         var inputPair: [Int32] = [-1, -1]
         var outputPair: [Int32] = [-1, -1]
         var errorPair: [Int32] = [-1, -1]
@@ -98,7 +107,41 @@ final class BackendProgram: @unchecked Sendable {
         stderrReader.start()
     }
 
+    /// Starts stopping the program when it stays silent longer than ``silenceLimit`` while
+    /// requests wait (after its handshake, which has a time limit of its own).
+    func watchForSilence() {
+        let timer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
+        let period = max(0.05, min(1, silenceLimit / 4))
+        timer.schedule(deadline: .now() + period, repeating: period)
+        timer.setEventHandler { [weak self] in self?.checkSilence() }
+        let earlier = lock.withLock {
+            defer { watchdog = timer }
+            lastHeard = .now()
+            return watchdog
+        }
+        earlier?.cancel()
+        timer.resume()
+    }
+
+    /// Stops the program when requests have waited longer than ``silenceLimit`` without a line
+    /// from it.
+    private func checkSilence() {
+        let waiting = lock.withLock { () -> Int? in
+            guard deathError == nil, !pending.isEmpty else { return nil }
+            let silent = Double(DispatchTime.now().uptimeNanoseconds - lastHeard.uptimeNanoseconds) / 1e9
+            return silent > silenceLimit ? pending.count : nil
+        }
+        guard let waiting else { return }
+        lock.withLock { watchdog }?.cancel()
+        stop(
+            kill: true,
+            reason:
+                "sent nothing for \(String(format: "%g", silenceLimit)) s while \(waiting) request\(waiting == 1 ? "" : "s") waited (a program sends progress during long work)"
+        )
+    }
+
     deinit {
+        lock.withLock { watchdog }?.cancel()
         writer.shutDown()
         close(input)
     }
@@ -128,7 +171,11 @@ final class BackendProgram: @unchecked Sendable {
         (id, dead) = lock.withLock {
             let id = nextID
             nextID += 1
-            if deathError == nil { pending[id] = Pending(completion: completion, progress: progress) }
+            if deathError == nil {
+                // Time the program spent idle does not count as silence towards this request.
+                if pending.isEmpty { lastHeard = .now() }
+                pending[id] = Pending(completion: completion, progress: progress)
+            }
             return (id, deathError)
         }
         if let dead {
@@ -246,6 +293,7 @@ final class BackendProgram: @unchecked Sendable {
             return all
         }
         for entry in failed.values { entry.completion(.failure(error)) }
+        lock.withLock { watchdog }?.cancel()
         writer.shutDown()
     }
 
@@ -261,6 +309,7 @@ final class BackendProgram: @unchecked Sendable {
     /// Hands one line to its request; returns an error when the line breaks the protocol (the
     /// program is then stopped).
     private func handle(_ line: Data) -> FileProviderError? {
+        lock.withLock { lastHeard = .now() }
         if line.isEmpty { return nil }
         let envelope: WireEnvelope
         do {

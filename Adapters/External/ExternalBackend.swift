@@ -19,14 +19,25 @@ public final class ExternalBackend: Backend, @unchecked Sendable {
     public let capabilities: BackendCapabilities
     private let options: [String: String]
     private let displayName: String
+    /// How long the program may stay silent while requests wait (``defaultSilenceLimit``).
+    private let silenceLimit: Double
+
+    /// How long, in seconds, a program may send nothing at all (no reply, no progress) while
+    /// requests wait for it before it is stopped: a program that hangs fails its requests with
+    /// `serverUnreachable` instead of holding a sync for ever. Long work sends progress.
+    public static let defaultSilenceLimit: Double = 120
 
     private let lock = NSLock()
     private var program: BackendProgram?
     private var starting: Task<BackendProgram, any Error>?
     private var isClosed = false
 
-    private init(kind: String, programPath: String, options: [String: String], program: BackendProgram, capabilities: BackendCapabilities) {
+    private init(
+        kind: String, programPath: String, options: [String: String], silenceLimit: Double, program: BackendProgram,
+        capabilities: BackendCapabilities
+    ) {
         self.kind = kind
+        self.silenceLimit = silenceLimit
         self.programPath = programPath
         self.options = options
         self.program = program
@@ -41,11 +52,18 @@ public final class ExternalBackend: Backend, @unchecked Sendable {
     /// - Throws: `serverUnreachable` when the program cannot be started or dies;
     ///   `notSupported` when it speaks no protocol version this side speaks; `corruptData` for
     ///   a malformed reply; what the program answers to `open` (typically `invalidArgument`).
-    public static func start(kind: String, programPath: String, options: [String: String]) async throws(FileProviderError)
+    ///
+    /// `silenceLimit`: how long, in seconds, the program may send nothing while requests wait
+    /// for it before it is stopped and they fail with `serverUnreachable` (120 by default).
+    public static func start(
+        kind: String, programPath: String, options: [String: String], silenceLimit: Double = ExternalBackend.defaultSilenceLimit
+    ) async throws(FileProviderError)
         -> ExternalBackend
     {
-        let (program, capabilities) = try await launch(kind: kind, path: programPath, options: options)
-        return ExternalBackend(kind: kind, programPath: programPath, options: options, program: program, capabilities: capabilities)
+        let (program, capabilities) = try await launch(kind: kind, path: programPath, options: options, silenceLimit: silenceLimit)
+        return ExternalBackend(
+            kind: kind, programPath: programPath, options: options, silenceLimit: silenceLimit, program: program, capabilities: capabilities
+        )
     }
 
     /// How long a program has to answer `hello` and `open`, in seconds.
@@ -53,10 +71,10 @@ public final class ExternalBackend: Backend, @unchecked Sendable {
 
     static func displayName(kind: String) -> String { ExternalBackends.programPrefix + kind }
 
-    private static func launch(kind: String, path: String, options: [String: String]) async throws(FileProviderError)
+    private static func launch(kind: String, path: String, options: [String: String], silenceLimit: Double) async throws(FileProviderError)
         -> (BackendProgram, BackendCapabilities)
     {
-        let program = try BackendProgram(path: path, displayName: displayName(kind: kind))
+        let program = try BackendProgram(path: path, displayName: displayName(kind: kind), silenceLimit: silenceLimit)
         // A program that never answers must not hold up the domain for ever.
         let watchdog = Task {
             try? await Task.sleep(for: .seconds(handshakeTimeout))
@@ -70,6 +88,7 @@ public final class ExternalBackend: Backend, @unchecked Sendable {
             let opened = try await call(program, "open", OpenParams(options: options), OpenResult.self)
             let capabilities = try (opened.capabilities ?? hello.capabilities ?? WireCapabilities())
                 .capabilities(program: program.displayName)
+            program.watchForSilence()
             return (program, capabilities)
         } catch {
             program.stop(kill: true)
@@ -101,8 +120,10 @@ public final class ExternalBackend: Backend, @unchecked Sendable {
             if let starting { return .waiting(starting) }
             let kind = kind
             let path = programPath
-            let options = options
-            let task = Task<BackendProgram, any Error> { try await Self.launch(kind: kind, path: path, options: options).0 }
+            let (options, silenceLimit) = (options, silenceLimit)
+            let task = Task<BackendProgram, any Error> {
+                try await Self.launch(kind: kind, path: path, options: options, silenceLimit: silenceLimit).0
+            }
             starting = task
             return .waiting(task)
         }

@@ -102,6 +102,21 @@ struct ExternalProtocolTests {
         #expect(root.kind == .folder)
     }
 
+    /// A program that stays alive but never answers is stopped once it has been silent for the
+    /// silence limit while a request waited: the request fails clearly, the next call restarts it.
+    @Test(.timeLimit(.minutes(1))) func aSilentProgramIsStoppedNotWaitedForForEver() async throws {
+        let backend = try await ExternalBackend.start(
+            kind: "hostile", programPath: ExternalFixtures.hostile, options: ["behaviour": "crash"], silenceLimit: 1)
+        defer { Task { await backend.close() } }
+        let error = await #expect(throws: FileProviderError.self) {
+            try await backend.item(for: ItemIdentifier("/hang"))
+        }
+        #expect(error?.code == .serverUnreachable)
+        #expect(error?.message.contains("sent nothing for") == true, "\(error?.message ?? "")")
+        let root = try await backend.item(for: .rootContainer)
+        #expect(root.kind == .folder)
+    }
+
     @Test func crashFailsEveryRequestInFlight() async throws {
         let backend = try await ExternalFixtures.hostileBackend("crash")
         defer { Task { await backend.close() } }
