@@ -102,9 +102,34 @@ public struct Replica: Sendable {
         var temporary = ""
         var fd: Int32 = -1
         // Locked until renamed: a temporary file nobody holds a lock on was left by a process
-        // that died, and ``removeAbandonedTemporary(atPath:)`` may delete it. A scan can take
-        // that lock between the create and the writer's lock and delete the new file: the
-        // writer then holds an unlinked file and starts over with another name.
+        // that died, and ``removeAbandonedTemporary(atPath:)`` may delete it. Where the file
+        // system has unnamed files, the file is locked before it has a name, so no scan can
+        // ever take it.
+        let parent = slash == target.startIndex ? "." : String(target[..<target.index(before: slash)])
+        let folder = parent.isEmpty ? "/" : parent
+        let unnamed = fp_open_unnamed(folder, 0o644)
+        if unnamed >= 0 {
+            _ = flock(unnamed, LOCK_EX)
+            defer { close(unnamed) }
+            try writeAll(unnamed, bytes, path: target)
+            for _ in 0..<8 {
+                temporary = target[..<slash] + ".fp-tmp-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+                if fp_link_unnamed(unnamed, temporary) == 0 {
+                    do {
+                        try POSIXError.check(rename(temporary, target), "cannot rename into place", path: target)
+                    } catch {
+                        unlink(temporary)
+                        throw error
+                    }
+                    return
+                }
+                if errno != EEXIST { break }
+            }
+            // No /proc to name it through: the named way below.
+        }
+        // Otherwise a scan can take the lock between the create and the writer's lock and
+        // delete the new file: the writer then holds an unlinked file and starts over with
+        // another name.
         for _ in 0..<8 {
             temporary = target[..<slash] + ".fp-tmp-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
             fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
