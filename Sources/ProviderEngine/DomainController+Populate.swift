@@ -135,7 +135,7 @@ extension DomainController {
         }
         let adoptedPaths = Set(adopted.map(\.path))
         let files = children.filter { $0.kind != .folder && $0.state != .materialized && !adoptedPaths.contains($0.path) }
-        let errors = await writePlaceholders(files, creating: true)
+        let errors = await context.writePlaceholders(files, creating: true)
         if let (index, error) = errors.first {
             throw FileProviderError(error.code, "\(display(files[index].path)): \(error.message)")
         }

@@ -99,7 +99,7 @@ extension DomainController {
                     }
                 }
                 pulling = true
-                try await pull(report: &report, events: events, populationBudget: populationBudget)
+                try await syncDown.pull(report: &report, events: events, populationBudget: populationBudget)
                 // Sync down notes what a cancellation stopped and goes on to the end.
                 if Task.isCancelled { throw Self.notStarted }
             } catch where error.code == .cancelled && Task.isCancelled {

@@ -8,7 +8,8 @@ import ProviderStore
 ///
 /// A facade, as Apple's `NSFileProviderManager` is: it takes the domain's locks and hands the
 /// work to parts with one job each over one ``DomainContext``: the ``Downloader`` (downloads
-/// into the replica) and sync up's ``SyncUp`` (scan, journal, conflicts, uploads).
+/// into the replica), sync up's ``SyncUp`` (scan, journal, conflicts, uploads) and sync down's
+/// ``SyncDown`` (listings, placeholders, records, due downloads).
 public final class DomainController: Sendable {
     /// What the domain's parts share: the domain, its store, its replica, the database, the executor.
     let context: DomainContext
@@ -37,6 +38,14 @@ public final class DomainController: Sendable {
     public let backoffPolicy: BackoffPolicy
     /// Files a watcher saw finished being written: uploaded without waiting for the settle time.
     public var finishedWrites: FinishedWrites { syncUp.finishedWrites }
+    /// Sync down, for one sync: the walk or the change feed, the replica's placeholders and
+    /// moves, the records, the due downloads.
+    var syncDown: SyncDown {
+        SyncDown(
+            context: context, downloader: downloader, downloadDepth: downloadDepth, feedAnchor: feedAnchor,
+            populateFolder: { [self] (path) async throws(FileProviderError) in try await populateFolder(path, ancestors: true) },
+            evictUpdated: { [self] records, policies, report in await evictUpdated(records, policies: policies, report: &report) })
+    }
     /// How many new files and edits go to the store at once.
     public static let uploadDepth = SyncUp.uploadDepth
     /// The domain's sync lock and serve lock files (see ``DomainLock``).

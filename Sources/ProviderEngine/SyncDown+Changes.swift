@@ -2,7 +2,7 @@ import Foundation
 import ProviderCore
 import ProviderStore
 
-extension DomainController {
+extension SyncDown {
     /// Sync down from the store's change feed (`enumerateChanges` of `.workingSet`), batch after
     /// batch until nothing more is coming: changed and new items are placed folder by folder,
     /// parents first, as a walk would place them; deleted items go to the pass's gone list and
@@ -82,7 +82,7 @@ extension DomainController {
                 var entries: [Entry] = []
                 for var item in items {
                     let inRoot = visit.record.path.isEmpty
-                    if let problem = Self.problem(withRemoteName: item.filename, inRoot: inRoot) {
+                    if let problem = DomainController.problem(withRemoteName: item.filename, inRoot: inRoot) {
                         report.notices.append("\(display(visit.record.path)): skipped an item: \(problem)")
                         continue
                     }
@@ -136,7 +136,7 @@ extension DomainController {
     private func storedVisit(of identifier: ItemIdentifier, isNew: Bool) throws(FileProviderError) -> FolderVisit? {
         guard let record = try store.item(domainID: domainID, identifier: identifier), record.kind == .folder else { return nil }
         if record.path.isEmpty { return FolderVisit(record: record, isOnDisk: true, isNew: false) }
-        let parent = try store.item(domainID: domainID, path: Self.split(record.path).parent)
+        let parent = try store.item(domainID: domainID, path: DomainController.split(record.path).parent)
         return FolderVisit(record: record, isOnDisk: parent.map { !$0.isDataless } ?? false, isNew: isNew)
     }
 }

@@ -69,7 +69,76 @@ struct PullPass {
     }
 }
 
-extension DomainController {
+/// Sync down of one domain: lists the store (a walk of every folder, several at once, or the
+/// store's change feed from the last anchor), compares each listing with the database as it
+/// arrives, writes what changed into the replica (placeholders, moves, removals), queues the
+/// records for the database in batches, settles what went away or moved, and downloads what
+/// must be (outdated downloaded files, pinned files).
+///
+/// Made by ``DomainController`` for each sync, while it holds the domain's sync lock and tree
+/// lock; what sync down needs of the rest of the domain (populating a dataless folder, evicting
+/// files a policy evicts on a remote update) it is given as closures.
+struct SyncDown: Sendable {
+    let context: DomainContext
+    let downloader: Downloader
+    /// How many folders are listed at once (at least 4).
+    let downloadDepth: Int
+    /// The change-feed anchor this domain's controller last stored (see
+    /// ``DomainController/feedAnchor``).
+    let feedAnchor: Mutex<SyncAnchor?>
+    /// Populates a dataless folder and the dataless folders above it (the caller holds the tree lock).
+    let populateFolder: @Sendable (String) async throws(FileProviderError) -> Void
+    /// Evicts downloaded files whose policy evicts them on a remote update; returns those kept
+    /// (local changes).
+    let evictUpdated: @Sendable ([ItemRecord], PolicyResolver, inout SyncReport) async -> [ItemRecord]
+
+    var domain: DomainRecord { context.domain }
+    var domainID: Int64 { context.domainID }
+    var backend: any Backend { context.backend }
+    var replica: Replica { context.replica }
+    var store: MetadataStore { context.store }
+    var executor: BlockingExecutor { context.executor }
+    func display(_ path: String) -> String { context.display(path) }
+
+    /// The domain's content policies, from the database.
+    /// - Throws: `localIOFailure` when the database fails.
+    func policies() throws(FileProviderError) -> PolicyResolver {
+        PolicyResolver(explicit: try store.explicitPolicies(domainID: domainID))
+    }
+
+    func evictUpdated(_ records: [ItemRecord], policies: PolicyResolver, report: inout SyncReport) async -> [ItemRecord] {
+        await evictUpdated(records, policies, &report)
+    }
+
+    /// Partly downloaded files of a `dataless` replica whose present ranges are all of an older
+    /// content version than the item's and whose policy evicts on a remote update.
+    func staleUpdatedPartials(_ policies: PolicyResolver) throws(FileProviderError) -> [ItemRecord] {
+        guard replica.layout == .dataless else { return [] }
+        var stale: [ItemRecord] = []
+        for identifier in try store.partiallyPresent(domainID: domainID).keys {
+            guard let record = try store.item(domainID: domainID, identifier: identifier), record.kind == .file,
+                record.state == .placeholder, policies.policy(of: record.path).evictsOnRemoteUpdate,
+                try store.presentRanges(domainID: domainID, identifier: identifier, contentVersion: record.contentVersion).isEmpty
+            else { continue }
+            stale.append(record)
+        }
+        return stale
+    }
+
+    func writePlaceholders(_ records: [ItemRecord], creating: Bool) async -> [Int: FileProviderError] {
+        await context.writePlaceholders(records, creating: creating)
+    }
+
+    func moveLocalCopy(of old: ItemRecord, to new: ItemRecord) throws(FileProviderError) {
+        try context.moveLocalCopy(of: old, to: new)
+    }
+
+    func removeLocalCopy(of record: ItemRecord) throws(FileProviderError) -> Bool {
+        try context.removeLocalCopy(of: record)
+    }
+}
+
+extension SyncDown {
     /// One folder listed during the walk.
     private struct Listing: Sendable {
         var visit: FolderVisit
@@ -310,7 +379,7 @@ extension DomainController {
         var names = Set<String>(minimumCapacity: items.count)
         for var item in items {
             let name = item.filename
-            if let problem = Self.problem(withRemoteName: name, inRoot: inRoot) {
+            if let problem = DomainController.problem(withRemoteName: name, inRoot: inRoot) {
                 report.notices.append("\(display(folder.path)): skipped an item: \(problem)")
                 continue
             }
@@ -380,7 +449,7 @@ extension DomainController {
             let withinBudget = visit.isNew && visit.isOnDisk && pass.budget >= entries.count
             if mustHold || pass.isPinned(folder.path) {
                 try await flush(&pass, wait: true)
-                try await populateFolder(folder.path, ancestors: true)
+                try await populateFolder(folder.path)
                 folder = try store.item(domainID: domainID, identifier: folder.identifier) ?? folder
                 (populated, populatedBefore) = (true, true)
             } else if withinBudget {
@@ -402,7 +471,7 @@ extension DomainController {
             if mustHold || pinned || withinBudget {
                 if !visit.isOnDisk {
                     try await flush(&pass, wait: true)
-                    try await populateFolder(Self.split(folder.path).parent, ancestors: true)
+                    try await populateFolder(DomainController.split(folder.path).parent)
                     visit.isOnDisk = true
                     folder = try store.item(domainID: domainID, identifier: folder.identifier) ?? folder
                 }
