@@ -15,6 +15,10 @@ struct StallTests {
     static let data = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
     static let headers = ["ETag": "\"e1\"", "Last-Modified": ScriptedDAV.date]
     static let version = ItemVersion(content: Data("e\"e1\"".utf8), metadata: Data())
+    /// The most seconds one attempt with a 1 s timeout may take: what ends it is the timeout
+    /// (its message says so), not how fast a loaded machine runs the test; far less than the
+    /// time limit, which is what a transfer without the timeout would meet.
+    static let bound = 20.0
 
     /// A collection with one file, `blob`, whose `GET` (ranged or not) gets `fault`; other
     /// requests get `other` when given.
@@ -67,7 +71,7 @@ struct StallTests {
         defer { try? FileManager.default.removeItem(at: destination) }
         #expect(error?.code == .serverUnreachable)
         #expect(error?.message.contains("no byte moved for 1 s") == true, "\(String(describing: error))")
-        #expect(seconds >= 1 && seconds < 4, "gave up after \(seconds) s")
+        #expect(seconds >= 1 && seconds < Self.bound, "gave up after \(seconds) s")
         // What arrived is at most the part sent: never taken for the whole file.
         let stored = (try? Data(contentsOf: destination)) ?? Data()
         #expect(stored.count <= 70_000)
@@ -87,7 +91,7 @@ struct StallTests {
         #expect(error?.code == .serverUnreachable)
         #expect(error?.message.contains("no byte moved for 1 s") == true, "\(String(describing: error))")
         #expect(server.requests.filter { $0.method == "GET" }.count == 3)
-        #expect(seconds >= 3 && seconds < 12, "gave up after \(seconds) s")
+        #expect(seconds >= 3 && seconds < 3 * Self.bound, "gave up after \(seconds) s")
         await backend.close()
     }
 
@@ -106,7 +110,7 @@ struct StallTests {
             _ = try await backend.enumerateItems(in: .rootContainer, startingAt: .initialPageSortedByName)
         }
         #expect(listing?.code == .serverUnreachable, "\(String(describing: listing))")
-        #expect(listingSeconds < 4)
+        #expect(listingSeconds < Self.bound)
         let source = FileManager.default.temporaryDirectory.appendingPathComponent("webdav-stall-up-\(UUID().uuidString)")
         try Data(repeating: 1, count: 1000).write(to: source)
         defer { try? FileManager.default.removeItem(at: source) }
@@ -116,7 +120,7 @@ struct StallTests {
         }
         #expect(upload?.code == .serverUnreachable, "\(String(describing: upload))")
         #expect(upload?.message.contains("no byte moved for 1 s") == true, "\(String(describing: upload))")
-        #expect(uploadSeconds < 4)
+        #expect(uploadSeconds < Self.bound)
         await backend.close()
     }
 
