@@ -50,6 +50,37 @@ extension BackendConformance {
             // Either way the result is the whole file.
             try c.expect(result == data, "after resuming the bytes differ")
         }),
+        ("fetchWithOffsetReadsOnlyTheRest", { c in
+            // With ranged reads a resumed fetch must not fetch (or write) what the destination
+            // already holds: the bytes before `offset` stay as they were, whatever they are.
+            let data = ConformanceContext.pattern(2 * (1 << 20) + 5, seed: 12)
+            let item = try await c.createFile("rest.bin", data)
+            let offset = 1_000_003
+            let url = try c.destination()
+            let kept = Data(repeating: 0xA5, count: offset)
+            try kept.write(to: url)
+            do {
+                _ = try await c.backend.fetchContents(for: item.identifier, version: nil, to: url, offset: Int64(offset), progress: nil)
+            } catch let error as FileProviderError where error.code == .corruptData && c.capabilities.supportsRangedReads {
+                // A backend that checks a checksum of the whole file finds these bytes are not
+                // the item's: refusing is right, rewriting them is not.
+                let result = try Data(contentsOf: url)
+                try c.expect(
+                    result.prefix(offset) == kept,
+                    "a backend with supportsRangedReads rewrote the bytes before the offset (it fetched the whole file again)")
+                return
+            }
+            let result = try Data(contentsOf: url)
+            guard c.capabilities.supportsRangedReads else {
+                try c.expect(result == data, "without ranged reads a resumed fetch rewrites the whole file")
+                return
+            }
+            try c.expect(result.count == data.count, "after resuming the file has \(result.count) bytes, not \(data.count)")
+            try c.expect(
+                result.prefix(offset) == kept,
+                "a backend with supportsRangedReads rewrote the bytes before the offset (it fetched the whole file again)")
+            try c.expect(result.dropFirst(offset) == data.dropFirst(offset), "the bytes after the offset differ")
+        }),
         ("fetchReportsProgress", { c in
             let data = ConformanceContext.pattern(2 * (1 << 20) + 3, seed: 3)
             let item = try await c.createFile("progress.bin", data)
