@@ -10,6 +10,35 @@ final class ProgressLog: @unchecked Sendable {
     var all: [(Int64, Int64?)] { lock.withLock { reports } }
 }
 
+/// The task of a fetch, cancelled from its own progress handler at the first report of a part
+/// of the file (which may come before the task is known here).
+final class CancelOnProgress: @unchecked Sendable {
+    private let lock = NSLock()
+    private var task: Task<Item, any Error>?
+    private var requestedAt: Int64?
+
+    /// The bytes done when the cancellation was asked for, if it was.
+    var requested: Int64? { lock.withLock { requestedAt } }
+
+    func set(_ task: Task<Item, any Error>) {
+        let cancelNow = lock.withLock {
+            self.task = task
+            return requestedAt != nil
+        }
+        if cancelNow { task.cancel() }
+    }
+
+    func progress(_ completed: Int64, _ total: Int64?) {
+        guard let total, completed < total else { return }
+        let task = lock.withLock { () -> Task<Item, any Error>? in
+            if requestedAt != nil { return nil }
+            requestedAt = completed
+            return self.task
+        }
+        task?.cancel()
+    }
+}
+
 extension BackendConformance {
     static func roundTrip(_ c: ConformanceContext, _ name: String, _ data: Data) async throws {
         let item = try await c.createFile(name, data)
@@ -93,6 +122,30 @@ extension BackendConformance {
             try c.expect(reports.last?.0 == Int64(data.count), "the last progress report is \(String(describing: reports.last?.0)), not \(data.count)")
             let completed = reports.map(\.0)
             try c.expect(completed == completed.sorted(), "progress went backwards: \(completed)")
+        }),
+        ("cancellingAFetchEndsItWithCancelled", { c in
+            // Cancelled at its first report of a part of the file, a fetch ends with `cancelled`
+            // instead of going on to the end (a fetch that reports only its end is not cancelled).
+            let data = ConformanceContext.pattern(24 << 20, seed: 13)
+            let item = try await c.createFile("long.bin", data)
+            let url = try c.destination()
+            let cancel = CancelOnProgress()
+            let backend = c.backend
+            let task = Task { () async throws -> Item in
+                try await backend.fetchContents(
+                    for: item.identifier, version: nil, to: url, offset: 0, progress: { cancel.progress($0, $1) })
+            }
+            cancel.set(task)
+            switch await task.result {
+            case .success:
+                if let at = cancel.requested {
+                    throw c.failure("a fetch cancelled after \(at) of \(data.count) bytes went on to the end")
+                }
+            case .failure(let error):
+                guard let error = error as? FileProviderError else { throw c.failure("a cancelled fetch threw \(error)") }
+                try c.expect(cancel.requested != nil, "a fetch nobody cancelled failed: \(error.code.name): \(error.message)")
+                try c.expect(error.code == .cancelled, "a cancelled fetch ended with \(error.code.name), not cancelled: \(error.message)")
+            }
         }),
         ("fetchWithCurrentVersion", { c in
             let item = try await c.createFile("versioned", Data("v1".utf8))

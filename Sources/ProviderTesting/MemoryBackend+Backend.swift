@@ -114,23 +114,30 @@ extension MemoryBackend {
             }
             return (item, node.data)
         }
-        try await executor.run { () throws -> Void in
-            let start = offset > 0 && offset <= Int64(data.count) ? Int(offset) : 0
-            do {
-                let handle = try FileHandle(forWritingTo: destination)
-                defer { try? handle.close() }
-                try handle.truncate(atOffset: UInt64(start))
-                try handle.seek(toOffset: UInt64(start))
-                progress?(Int64(start), Int64(data.count))
-                var position = start
-                while position < data.count {
-                    let end = min(data.count, position + (1 << 20))
-                    try handle.write(contentsOf: data[position..<end])
-                    position = end
-                    progress?(Int64(position), Int64(data.count))
+        // Cancelling the task stops the copy between two MiB (as a real transfer stops).
+        let flag = CancellationFlag()
+        try await withCancellationFlag(flag) { () async throws(FileProviderError) in
+            try await executor.run { () throws -> Void in
+                let start = offset > 0 && offset <= Int64(data.count) ? Int(offset) : 0
+                do {
+                    let handle = try FileHandle(forWritingTo: destination)
+                    defer { try? handle.close() }
+                    try handle.truncate(atOffset: UInt64(start))
+                    try handle.seek(toOffset: UInt64(start))
+                    progress?(Int64(start), Int64(data.count))
+                    var position = start
+                    while position < data.count {
+                        try flag.check()
+                        let end = min(data.count, position + (1 << 20))
+                        try handle.write(contentsOf: data[position..<end])
+                        position = end
+                        progress?(Int64(position), Int64(data.count))
+                    }
+                } catch let error as FileProviderError {
+                    throw error
+                } catch {
+                    throw FileProviderError.wrap(error, as: .localIOFailure, context: "writing \(destination.path)")
                 }
-            } catch {
-                throw FileProviderError.wrap(error, as: .localIOFailure, context: "writing \(destination.path)")
             }
         }
         let start = offset > 0 && offset <= Int64(data.count) ? offset : 0

@@ -20,6 +20,6 @@ struct ConformanceTests {
     }
 
     @Test func runsEveryCheck() {
-        #expect(BackendConformance.checkNames.count == 78)
+        #expect(BackendConformance.checkNames.count == 79)
     }
 }
