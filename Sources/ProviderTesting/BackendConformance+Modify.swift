@@ -43,6 +43,28 @@ extension BackendConformance {
             let found = try await c.backend.item(for: current.identifier)
             try c.expect(found.version == current.version, "a refused write changed the version")
         }),
+        ("modifyReplayNeverOverwritesAnotherWrite", { c in
+            // `mayAlreadyExist` says a modification may have been applied already (a replay
+            // after a crash); it never lifts the version check: a replay whose base is out of
+            // date because someone else wrote is refused, and their bytes stay.
+            let file = try await c.createFile("replayed.txt", Data("base".utf8))
+            let theirs = Data("their write, longer".utf8)
+            let current = try await c.setContents(file, theirs)
+            try await c.expectError(.versionOutOfDate, "a replayed write over another writer's") {
+                try await c.setContents(file, Data("my write".utf8), base: file.version, options: [.mayAlreadyExist])
+            }
+            try c.expect(try await c.fetch(current.identifier) == theirs, "a replayed write overwrote another writer's bytes")
+            // The replay of a write that did reach the store either returns the item or is
+            // refused as out of date; the store keeps those bytes either way.
+            let mine = Data("my own write".utf8)
+            let applied = try await c.setContents(current, mine)
+            do {
+                let again = try await c.setContents(current, mine, base: current.version, options: [.mayAlreadyExist])
+                try c.expect(again.size == Int64(mine.count), "a replayed write reports size \(again.size)")
+            } catch let error as FileProviderError where error.code == .versionOutOfDate {
+            }
+            try c.expect(try await c.fetch(applied.identifier) == mine, "the replay of an applied write changed the bytes")
+        }),
         ("modifyMissingThrowsNoSuchItem", { c in
             let file = try await c.createFile("vanishing")
             try await c.backend.deleteItem(identifier: file.identifier, baseVersion: nil, options: [])

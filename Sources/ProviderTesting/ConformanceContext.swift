@@ -155,9 +155,9 @@ final class ConformanceContext: @unchecked Sendable {
         ).item
     }
 
-    func setContents(_ item: Item, _ data: Data, base: ItemVersion? = nil) async throws -> Item {
+    func setContents(_ item: Item, _ data: Data, base: ItemVersion? = nil, options: ModifyOptions = []) async throws -> Item {
         try await backend.modifyItem(
-            item, baseVersion: base ?? item.version, changedFields: [.contents], contents: try file(data), options: []
+            item, baseVersion: base ?? item.version, changedFields: [.contents], contents: try file(data), options: options
         ).item
     }
 
