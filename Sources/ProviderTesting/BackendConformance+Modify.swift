@@ -65,6 +65,48 @@ extension BackendConformance {
             }
             try c.expect(try await c.fetch(applied.identifier) == mine, "the replay of an applied write changed the bytes")
         }),
+        ("changesByASecondWriterAreSeen", { c in
+            // Another process changes the store behind this backend's back: what it reads next
+            // is the store as it is now (no cache hides it), and a write based on what it saw
+            // before is refused.
+            guard let openSecond = c.openSecond else { return }
+            let file = try await c.createFile("shared.txt", Data("one".utf8))
+            let gone = try await c.createFile("gone.txt", Data("going".utf8))
+            _ = try await c.list()
+            _ = try await c.backend.item(for: file.identifier)
+            let other = try await openSecond()
+            do {
+                let seen = try await other.item(for: file.identifier)
+                let theirs = Data("two, written by another".utf8)
+                let written = try await other.modifyItem(
+                    seen, baseVersion: seen.version, changedFields: [.contents], contents: try c.file(theirs), options: []
+                ).item
+                let created = try await other.createItem(
+                    basedOn: c.template("new.txt", in: .rootContainer, kind: .file), fields: [.contents, .filename],
+                    contents: try c.file(Data("new".utf8)), options: []
+                ).item
+                try await other.deleteItem(identifier: gone.identifier, baseVersion: nil, options: [])
+                let now = try await c.backend.item(for: file.identifier)
+                try c.expect(now.version == written.version, "item(for:) after another writer's edit reports the old version")
+                try c.expect(now.size == Int64(theirs.count), "item(for:) after another writer's edit reports size \(now.size)")
+                try c.expect(try await c.fetch(file.identifier) == theirs, "a fetch after another writer's edit gives the old bytes")
+                let names = try await c.list().map(\.filename).sorted()
+                try c.expect(names == ["new.txt", "shared.txt"], "the listing after another writer's changes is \(names)")
+                try c.expect(
+                    try await c.backend.item(for: created.identifier).size == 3, "item(for:) of another writer's new file")
+                try await c.expectError(.noSuchItem, "item(for:) of a file another writer deleted") {
+                    try await c.backend.item(for: gone.identifier)
+                }
+                try await c.expectError(.versionOutOfDate, "a write based on the version before another writer's edit") {
+                    try await c.setContents(file, Data("mine".utf8))
+                }
+                try c.expect(try await c.fetch(file.identifier) == theirs, "a refused write changed another writer's bytes")
+            } catch {
+                await other.close()
+                throw error
+            }
+            await other.close()
+        }),
         ("modifyMissingThrowsNoSuchItem", { c in
             let file = try await c.createFile("vanishing")
             try await c.backend.deleteItem(identifier: file.identifier, baseVersion: nil, options: [])

@@ -18,7 +18,8 @@ extension BackendConformance {
     /// store, which must be empty at the start, and the store is emptied through a new backend
     /// after each check (everything in the root is deleted recursively).
     public static func overExistingStore(makeBackend: @escaping MakeBackend) -> BackendConformance {
-        BackendConformance(makeBackend: makeBackend) { _ in
+        // Every backend it makes is over that one store: a second writer is one more of them.
+        BackendConformance(makeBackend: makeBackend, sameStore: { _ in try await makeBackend() }) { _ in
             guard let backend = try? await makeBackend() else { return }
             if let items = try? await backend.enumerateAllItems(in: .rootContainer) {
                 for item in items {

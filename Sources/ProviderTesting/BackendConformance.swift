@@ -38,20 +38,31 @@ public struct BackendConformance: Sendable {
         }
     }
 
+    /// Makes a second backend over the same store as the one given (another process's view of
+    /// it: a second writer).
+    public typealias SameStore = @Sendable (any Backend) async throws -> any Backend
+
     let makeBackend: MakeBackend
     let tearDown: TearDown
     /// What the backend under test declares it cannot do.
     public let limitations: Limitations
+    /// A second backend over a check's store, for the checks of changes made behind the
+    /// backend's back; without it those checks have nothing to compare and pass.
+    let sameStore: SameStore?
 
     /// - Parameters:
     ///   - makeBackend: returns a backend over a fresh, empty store on every call.
     ///   - limitations: what the backend declares it cannot do (none by default).
     ///   - tearDown: runs after each check with the backend it used (already closed).
+    ///   - sameStore: makes a second backend over the store of the backend given, for the
+    ///     checks of a second writer (`changesByASecondWriterAreSeen`).
     public init(
-        makeBackend: @escaping MakeBackend, limitations: Limitations = Limitations(), tearDown: @escaping TearDown = { _ in }
+        makeBackend: @escaping MakeBackend, limitations: Limitations = Limitations(), sameStore: SameStore? = nil,
+        tearDown: @escaping TearDown = { _ in }
     ) {
         self.makeBackend = makeBackend
         self.limitations = limitations
+        self.sameStore = sameStore
         self.tearDown = tearDown
     }
 
@@ -71,8 +82,15 @@ public struct BackendConformance: Sendable {
         }
         if limitations.cannot[check] != nil { return }
         let backend = try await makeBackend()
-        let tested = limitations.fileNameSuffix.map { SuffixedNames(inner: backend, suffix: $0) } ?? backend
+        let suffix = limitations.fileNameSuffix
+        let tested = suffix.map { SuffixedNames(inner: backend, suffix: $0) } ?? backend
         let context = try ConformanceContext(backend: tested, check: check)
+        if let sameStore {
+            context.openSecond = { () async throws -> any Backend in
+                let second = try await sameStore(backend)
+                return suffix.map { SuffixedNames(inner: second, suffix: $0) } ?? second
+            }
+        }
         do {
             try await entry.body(context)
         } catch {

@@ -19,6 +19,9 @@ final class ConformanceContext: @unchecked Sendable {
     }
 
     var capabilities: BackendCapabilities { backend.capabilities }
+    /// Opens a second backend over this check's store (``BackendConformance/SameStore``), when
+    /// the suite was given one; set before the check runs.
+    var openSecond: (@Sendable () async throws -> any Backend)?
 
     func removeScratch() { try? FileManager.default.removeItem(at: scratch) }
 
@@ -163,9 +166,15 @@ final class ConformanceContext: @unchecked Sendable {
 
     /// Fails unless two items describe the same thing (identifier, parent, name, kind, size, version).
     func expectSame(_ lhs: Item, _ rhs: Item, _ what: String) throws {
-        try expect(lhs.identifier.rawValue.utf8.elementsEqual(rhs.identifier.rawValue.utf8), "\(what): identifier \(lhs.identifier) vs \(rhs.identifier)")
-        try expect(lhs.parentIdentifier.rawValue.utf8.elementsEqual(rhs.parentIdentifier.rawValue.utf8), "\(what): parent \(lhs.parentIdentifier) vs \(rhs.parentIdentifier)")
-        try expect(lhs.filename.utf8.elementsEqual(rhs.filename.utf8), "\(what): name \(lhs.filename.debugDescription) vs \(rhs.filename.debugDescription)")
+        try expect(
+            lhs.identifier.rawValue.utf8.elementsEqual(rhs.identifier.rawValue.utf8),
+            "\(what): identifier \(lhs.identifier) vs \(rhs.identifier)")
+        try expect(
+            lhs.parentIdentifier.rawValue.utf8.elementsEqual(rhs.parentIdentifier.rawValue.utf8),
+            "\(what): parent \(lhs.parentIdentifier) vs \(rhs.parentIdentifier)")
+        try expect(
+            lhs.filename.utf8.elementsEqual(rhs.filename.utf8),
+            "\(what): name \(lhs.filename.debugDescription) vs \(rhs.filename.debugDescription)")
         try expect(lhs.kind == rhs.kind, "\(what): kind \(lhs.kind) vs \(rhs.kind)")
         try expect(lhs.size == rhs.size, "\(what): size \(lhs.size) vs \(rhs.size)")
         try expect(lhs.version == rhs.version, "\(what): version \(lhs.version) vs \(rhs.version)")

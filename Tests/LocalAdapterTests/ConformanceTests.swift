@@ -9,6 +9,7 @@ struct ConformanceTests {
     /// A local backend over a fresh temporary folder, with small pages so paging is exercised.
     static let local = BackendConformance(
         makeBackend: { try LocalBackend(rootPath: try TemporaryFolder().path, pageSize: 64) },
+        sameStore: { first in try LocalBackend(rootPath: try #require(first as? LocalBackend).rootPath, pageSize: 64) },
         tearDown: { backend in
             if let local = backend as? LocalBackend { try? FileManager.default.removeItem(atPath: local.rootPath) }
         })
@@ -35,6 +36,15 @@ struct ConformanceTests {
     @Test("MemoryBackend without server-side moves", arguments: BackendConformance.checkNames)
     func memoryWithoutMoves(_ name: String) async throws {
         try await BackendConformance(makeBackend: { MemoryBackend(pageSize: 50, supportsServerSideMove: false) }).run(name)
+    }
+
+    /// The second-writer check compares two backends: given a "second" one over another store,
+    /// it fails (it is not passed by having nothing to compare).
+    @Test func aSecondBackendOverAnotherStoreFailsTheSecondWriterCheck() async {
+        let wrong = BackendConformance(
+            makeBackend: { try LocalBackend(rootPath: try TemporaryFolder().path, pageSize: 64) },
+            sameStore: { _ in try LocalBackend(rootPath: try TemporaryFolder().path, pageSize: 64) })
+        await #expect(throws: ConformanceFailure.self) { try await wrong.run("changesByASecondWriterAreSeen") }
     }
 
     @Test func suiteHasEnoughChecks() {

@@ -10,6 +10,9 @@ struct ConformanceTests {
     /// A backend over a fresh folder of the shared sshd, with small pages so paging is exercised.
     static let sftp = BackendConformance(
         makeBackend: { try TestServer.backend(try await TestServer.shared(), pageSize: 64) },
+        sameStore: { first in
+            try TestServer.backend(try await TestServer.shared(), root: try #require(first as? SFTPBackend).rootFolder, pageSize: 64)
+        },
         tearDown: { backend in
             if let sftp = backend as? SFTPBackend { try? FileManager.default.removeItem(atPath: sftp.rootFolder) }
         })
@@ -20,6 +23,6 @@ struct ConformanceTests {
     }
 
     @Test func runsEveryCheck() {
-        #expect(BackendConformance.checkNames.count == 80)
+        #expect(BackendConformance.checkNames.count == 81)
     }
 }

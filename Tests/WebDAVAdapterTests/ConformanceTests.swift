@@ -21,7 +21,9 @@ enum SharedApache {
 
 @Suite("BackendConformance against Apache mod_dav")
 struct ConformanceTests {
-    static let webdav = BackendConformance(makeBackend: { try await SharedApache.backend() })
+    static let webdav = BackendConformance(
+        makeBackend: { try await SharedApache.backend() },
+        sameStore: { first in try await WebDAVBackend(url: try #require(first as? WebDAVBackend).baseURL) })
 
     @Test("WebDAVBackend", arguments: BackendConformance.checkNames)
     func conformance(_ name: String) async throws {
@@ -54,7 +56,8 @@ struct RcloneConformanceTests {
         limitations: .init(cannot: [
             "nameWithNewline":
                 "it lists a name with a control character under another name (a Unicode picture of the character)"
-        ]))
+        ]),
+        sameStore: { first in try await WebDAVBackend(url: try #require(first as? WebDAVBackend).baseURL) })
 
     @Test("WebDAVBackend", arguments: webdav.applicableCheckNames)
     func conformance(_ name: String) async throws {
