@@ -12,7 +12,8 @@ public struct BackendCapabilities: Hashable, Sendable, Codable {
     /// Writes check the base version atomically in the store (a conditional write); otherwise the
     /// check happens just before the write and a race with another writer is possible.
     public var supportsConditionalWrites: Bool
-    /// The store can hold symlinks.
+    /// The store can hold symlinks (and lists them as symlinks). A store whose `creatableKinds`
+    /// has `.symlink` must say so (checked by the conformance suite).
     public var supportsSymlinks: Bool
     /// The item kinds the store can create.
     public var creatableKinds: Set<ItemKind>
@@ -23,6 +24,8 @@ public struct BackendCapabilities: Hashable, Sendable, Codable {
     /// Identifiers are derived from paths: a rename or move gives a new identifier.
     public var identifiersArePathDerived: Bool
     /// Some files in the store are not listed (for example a store that lists images only).
+    /// The conformance suite then needs `BackendConformance.Limitations.fileNameSuffix`, a
+    /// suffix the store lists.
     public var listsOnlySomeFiles: Bool
 
     public init(

@@ -57,6 +57,17 @@ struct ConformanceTests {
         try await Self.original.run(name)
     }
 
+    /// A store that lists only some files, run without a name suffix it lists, is refused with
+    /// a message saying what to give the suite (its checks would fail for the wrong reason).
+    @Test func aStoreThatListsOnlySomeFilesNeedsASuffix() async throws {
+        let bare = BackendConformance(makeBackend: {
+            let server = try await SharedServers.compat()
+            return try await MediaBackend(url: server.url, root: try server.makeFolder(), pageSize: 64)
+        })
+        let failure = await #expect(throws: ConformanceFailure.self) { try await bare.run("createFolder") }
+        #expect(failure?.message.contains("fileNameSuffix") == true, "\(String(describing: failure))")
+    }
+
     @Test func extendedServerIsDiscovered() async throws {
         let backend = try await MediaBackend(url: try await SharedServers.extended().url)
         defer { Task { await backend.close() } }
