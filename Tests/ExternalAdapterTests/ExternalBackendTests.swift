@@ -64,8 +64,9 @@ struct CfolderConformanceTests {
 
 @Suite("External backend: protocol")
 struct ExternalProtocolTests {
-    @Test func describeGivesTheProgramsOptions() throws {
-        let descriptor = try ExternalBackends.describe(.init(kind: "pyfolder", path: ExternalFixtures.pyfolder))
+    @Test func describeGivesTheProgramsOptions() async throws {
+        // describe waits for the program on the calling thread: never a cooperative one.
+        let descriptor = try await offThePool { try ExternalBackends.describe(.init(kind: "pyfolder", path: ExternalFixtures.pyfolder)) }
         #expect(descriptor.kind == "pyfolder")
         #expect(descriptor.options.map(\.name) == ["root"])
         #expect(descriptor.options.first?.isRequired == true)
@@ -104,7 +105,7 @@ struct ExternalProtocolTests {
 
     /// A program that stays alive but never answers is stopped once it has been silent for the
     /// silence limit while a request waited: the request fails clearly, the next call restarts it.
-    @Test(.timeLimit(.minutes(1))) func aSilentProgramIsStoppedNotWaitedForForEver() async throws {
+    @Test(.timeLimit(.minutes(5))) func aSilentProgramIsStoppedNotWaitedForForEver() async throws {
         let backend = try await ExternalBackend.start(
             kind: "hostile", programPath: ExternalFixtures.hostile, options: ["behaviour": "crash"], silenceLimit: 1)
         defer { Task { await backend.close() } }

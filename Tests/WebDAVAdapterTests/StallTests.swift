@@ -10,7 +10,7 @@ import WebDAVAdapter
 /// is given up once no byte moved for the backend's `timeout`, with an error that says so, and
 /// nothing partial is ever taken for a complete file. Without the timeout these tests would
 /// wait forever (the time limit ends them then).
-@Suite("WebDAV stalls", .timeLimit(.minutes(2)))
+@Suite("WebDAV stalls", .timeLimit(.minutes(5)))
 struct StallTests {
     static let data = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
     static let headers = ["ETag": "\"e1\"", "Last-Modified": ScriptedDAV.date]
