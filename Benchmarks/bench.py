@@ -150,6 +150,18 @@ class Run:
     def dest(self) -> Path:  # not created: cp -r and rclone copy create it
         return self.work / "dest"
 
+    @property
+    def replica(self) -> Path:  # the domain's replica folder (placeholder-files mode)
+        return self.home / "domains" / DOMAIN
+
+    @property
+    def remote(self) -> Path:  # an upload row's store folder on a server; the row creates it
+        return self.work / "remote"
+
+    def fill_replica(self) -> list[str]:
+        """Copies the dataset into the replica (new local files for `sync` to upload)."""
+        return ["sh", "-c", f'cp -r "{self.data}"/. "{self.replica}"/']
+
     def fpctl(self, *args: str) -> list[str]:
         # --home goes last: it is a subcommand option, not accepted before the subcommand
         return [str(FPCTL), *args, "--home", str(self.home)]
@@ -199,6 +211,11 @@ def at_most_times(factor: float, peer: str) -> Target:
     return Target(f"≤ {factor:g}× {peer}", lambda ours, ref: ref is not None and ours <= factor * ref)
 
 
+def at_least_speed(fraction: float, peer: str) -> Target:
+    """At least `fraction` of a peer's speed on the same work: ours ≤ peer's time / fraction."""
+    return Target(f"≥ {fraction:g}× {peer}'s speed", lambda ours, ref: ref is not None and ours * fraction <= ref)
+
+
 def faster_than(peer: str) -> Target:
     return Target(f"< {peer}", lambda ours, ref: ref is not None and ours < ref)
 
@@ -238,6 +255,23 @@ class Benchmark:
 
 def ours(name: str, timed: Commands, setup: Commands = lambda run: []) -> Tool:
     return Tool(name, timed, setup, ours=True)
+
+
+def rclone_copy(
+    transfers: int,
+    source: Callable[[Run], str],
+    destination: Callable[[Run], str],
+    setup: Commands = lambda run: [],
+    runs: int | None = None,
+) -> Tool:
+    """`rclone copy --transfers N` from source to destination (local paths or on-the-fly remotes
+    such as `:sftp,host=…:path`), named after its transfers; `runs` as in Tool."""
+    return Tool(
+        f"rclone copy --transfers {transfers}",
+        lambda r: [r.rclone("copy", "--transfers", str(transfers), source(r), destination(r))],
+        setup,
+        runs=runs,
+    )
 
 
 BENCHMARKS = [

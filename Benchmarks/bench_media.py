@@ -105,7 +105,7 @@ def register(bench) -> None:
                 ),
             ],
             reference="curl -o",
-            target=bench.Target("≥ 0.9× curl's speed", lambda ours_s, ref: ref is not None and ours_s * 0.9 <= ref),
+            target=bench.at_least_speed(0.9, "curl"),
         )
     )
     bench.BENCHMARKS.append(

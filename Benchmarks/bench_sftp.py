@@ -112,21 +112,12 @@ def register(bench) -> None:
             "--user", s.user, "--identity", str(s.key), "--known-hosts", str(s.known_hosts), "--root", str(root),
         )
 
-    def remote(run) -> Path:  # an empty folder on the server for uploads
-        return run.work / "remote"
-
-    def replica(run) -> Path:
-        return run.home / "domains" / DOMAIN
-
     def add_and_sync(run) -> list[list[str]]:
         return [add(run, run.data), run.fpctl("sync", DOMAIN)]
 
     def add_empty_and_fill_replica(run) -> list[list[str]]:
-        remote(run).mkdir()
-        return [
-            add(run, remote(run)), run.fpctl("sync", DOMAIN),
-            ["sh", "-c", f'cp -r "{run.data}"/. "{replica(run)}"/'],
-        ]
+        run.remote.mkdir()
+        return [add(run, run.remote), run.fpctl("sync", DOMAIN), run.fill_replica()]
 
     def sftp_batch(run, commands: str) -> list[str]:
         batch = run.work / "batch"
@@ -142,20 +133,12 @@ def register(bench) -> None:
         return [["mkdir", "-p", str(run.dest)]]
 
     def make_remote(run) -> list[list[str]]:
-        remote(run).mkdir()
+        run.remote.mkdir()
         return []
 
-    rclone_copy_down = lambda transfers: Tool(
-        f"rclone copy --transfers {transfers}",
-        lambda r: [r.rclone("copy", "--transfers", str(transfers), server().rclone_remote(r.data), str(r.dest))],
-    )
-    rclone_copy_up = lambda transfers: Tool(
-        f"rclone copy --transfers {transfers}",
-        lambda r: [r.rclone("copy", "--transfers", str(transfers), str(r.data), server().rclone_remote(remote(r)))],
-        setup=make_remote,
-    )
-    at_least = lambda fraction, peer: bench.Target(
-        f"≥ {fraction:g}× {peer} throughput", lambda mine, ref: ref is not None and mine * fraction <= ref
+    rclone_copy_down = lambda transfers: bench.rclone_copy(transfers, lambda r: server().rclone_remote(r.data), lambda r: str(r.dest))
+    rclone_copy_up = lambda transfers: bench.rclone_copy(
+        transfers, lambda r: str(r.data), lambda r: server().rclone_remote(r.remote), setup=make_remote
     )
 
     bench.BENCHMARKS += [
@@ -169,19 +152,19 @@ def register(bench) -> None:
                 rclone_copy_down(4),
             ],
             reference="sftp get",
-            target=at_least(0.85, "sftp"),
+            target=bench.at_least_speed(0.85, "sftp"),
         ),
         Benchmark(
             "sftp-upload-1g",
             "big1g",
             [
                 ours("fileproviderctl sync (sftp upload)", lambda r: [r.fpctl("sync", DOMAIN)], setup=add_empty_and_fill_replica),
-                Tool("sftp put", lambda r: [sftp_batch(r, f'put "{r.data}/big.bin" "{remote(r)}/big.bin"\n')], setup=make_remote),
-                Tool("scp", lambda r: [scp(str(r.data / "big.bin"), f"{server().target()}:{remote(r)}/")], setup=make_remote),
+                Tool("sftp put", lambda r: [sftp_batch(r, f'put "{r.data}/big.bin" "{r.remote}/big.bin"\n')], setup=make_remote),
+                Tool("scp", lambda r: [scp(str(r.data / "big.bin"), f"{server().target()}:{r.remote}/")], setup=make_remote),
                 rclone_copy_up(4),
             ],
             reference="sftp put",
-            target=at_least(0.85, "sftp"),
+            target=bench.at_least_speed(0.85, "sftp"),
         ),
         Benchmark(
             "sftp-materialize-10k",
@@ -205,8 +188,8 @@ def register(bench) -> None:
                 ours("fileproviderctl sync (sftp upload)", lambda r: [r.fpctl("sync", DOMAIN)], setup=add_empty_and_fill_replica),
                 rclone_copy_up(4),
                 rclone_copy_up(16),
-                Tool("sftp put -r", lambda r: [sftp_batch(r, f'put -r "{r.data}" "{remote(r)}/data"\n')], setup=make_remote),
-                Tool("scp -r", lambda r: [scp(str(r.data), f"{server().target()}:{remote(r)}/")], setup=make_remote),
+                Tool("sftp put -r", lambda r: [sftp_batch(r, f'put -r "{r.data}" "{r.remote}/data"\n')], setup=make_remote),
+                Tool("scp -r", lambda r: [scp(str(r.data), f"{server().target()}:{r.remote}/")], setup=make_remote),
                 Tool("cp -r", lambda r: [["cp", "-r", str(r.data), str(r.dest)]]),
             ],
             reference="cp -r",
