@@ -2,26 +2,6 @@ import AdapterKit
 import Foundation
 import ProviderCore
 
-/// The version a download started with, so a resumed attempt can check it is the same file.
-final class VersionBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var item: Item?
-
-    /// Keeps the first item; throws when a later one has another content version.
-    func check(_ candidate: Item) throws(FileProviderError) {
-        let first: Item = lock.withLock {
-            if item == nil { item = candidate }
-            return item!
-        }
-        if first.version.content != candidate.version.content {
-            throw FileProviderError(
-                .versionNoLongerAvailable, "\(candidate.filename) changed on the server during the download; fetch it again")
-        }
-    }
-
-    var value: Item? { lock.withLock { item } }
-}
-
 extension MediaBackend {
     /// Streams a file into `destination` with `GET /file`, resuming after `offset` bytes with
     /// `Range`.
@@ -40,7 +20,7 @@ extension MediaBackend {
     ) async throws(FileProviderError) -> Item {
         let path = try MediaPath(identifier)
         if path.isRoot { throw FileProviderError(.invalidArgument, "the root is a folder; it has no contents") }
-        let seen = VersionBox()
+        let seen = FirstItem()
         var request = HTTPRequest("GET", "/file", query: itemQuery(path))
         request.sink = .file(path: destination.path, offset: max(0, offset))
         request.progress = progress
@@ -96,7 +76,7 @@ extension MediaBackend {
         let path = try MediaPath(identifier)
         if path.isRoot { throw FileProviderError(.invalidArgument, "the root is a folder; it has no contents") }
         let dialect = self.dialect
-        let seen = VersionBox()
+        let seen = FirstItem()
         var request = HTTPRequest("GET", "/file", query: itemQuery(path))
         request.sink = .range(path: destination.path, range: range)
         if dialect == .extended, let etag = Self.etag(of: version) { request.headers.append("If-Match: \"\(etag)\"") }

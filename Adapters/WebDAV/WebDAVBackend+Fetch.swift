@@ -2,26 +2,6 @@ import AdapterKit
 import Foundation
 import ProviderCore
 
-/// The item a download started with, so a resumed attempt can check it is the same file.
-final class FirstItem: @unchecked Sendable {
-    private let lock = NSLock()
-    private var item: Item?
-
-    /// Keeps the first item; throws when a later one has another content version.
-    func check(_ candidate: Item) throws(FileProviderError) {
-        let first: Item = lock.withLock {
-            if item == nil { item = candidate }
-            return item!
-        }
-        if first.version.content != candidate.version.content {
-            throw FileProviderError(
-                .versionNoLongerAvailable, "\(candidate.filename) changed on the server during the download; fetch it again")
-        }
-    }
-
-    var value: Item? { lock.withLock { item } }
-}
-
 extension WebDAVBackend {
     /// The file a `GET` reply's head describes: size, `ETag` and `Last-Modified`.
     ///
