@@ -143,6 +143,9 @@ extension SyncDown {
     private struct Listing: Sendable {
         var visit: FolderVisit
         var result: Result<ItemListing, FileProviderError>
+        /// The folder's children as the database had them when it was listed (none when it
+        /// cannot have any: a folder new in this sync, or a domain's first sync).
+        var stored: Result<[ItemRecord], FileProviderError>
     }
 
     /// Sync down. With a change feed and an anchor from an earlier sync, applies what changed
@@ -197,7 +200,7 @@ extension SyncDown {
         var foldersListed = 0
         var itemsSeen = 0
         var rootError: FileProviderError?
-        let backend = self.backend
+        let (backend, context, hadItems) = (self.backend, self.context, pass.hadItems)
         let depth = max(4, downloadDepth)
         var failure: FileProviderError?
         var listingSeconds = 0.0
@@ -206,14 +209,18 @@ extension SyncDown {
             while true {
                 while failure == nil, running < depth, let visit = queue.popLast() {
                     running += 1
+                    let readsStored = hadItems || !visit.isNew
                     group.addTask {
+                        // The stored children are read beside the listing, on the engine's
+                        // threads: the walk's loop only compares.
+                        async let stored = Self.storedChildren(of: visit, context, if: readsStored)
+                        let result: Result<ItemListing, FileProviderError>
                         do {
-                            return Listing(
-                                visit: visit,
-                                result: .success(try await backend.listAllItems(in: visit.record.identifier)))
+                            result = .success(try await backend.listAllItems(in: visit.record.identifier))
                         } catch {
-                            return Listing(visit: visit, result: .failure(FileProviderError.wrap(error)))
+                            result = .failure(FileProviderError.wrap(error))
                         }
+                        return Listing(visit: visit, result: result, stored: await stored)
                     }
                 }
                 let waitStarted = Date()
@@ -233,7 +240,9 @@ extension SyncDown {
                     do throws(FileProviderError) {
                         // Reversed onto the stack: folders are listed in name order, so rows
                         // reach the database mostly in key order (fuller pages, 11% smaller).
-                        queue += try await take(listing.visit, listing: items, pass: &pass, report: &report).reversed()
+                        queue += try await take(
+                            listing.visit, listing: items, stored: try listing.stored.get(), pass: &pass, report: &report
+                        ).reversed()
                     } catch {
                         failure = error
                     }
@@ -348,7 +357,8 @@ extension SyncDown {
     /// item deeper or with a longer path than ``WalkBounds`` allows are skipped with a notice; a
     /// stored item of the same identifier is kept as it was (with what is below it).
     private func take(
-        _ visit: FolderVisit, listing: ItemListing, pass: inout PullPass, report: inout SyncReport
+        _ visit: FolderVisit, listing: ItemListing, stored storedChildren: [ItemRecord], pass: inout PullPass,
+        report: inout SyncReport
     )
         async throws(FileProviderError) -> [FolderVisit]
     {
@@ -356,13 +366,8 @@ extension SyncDown {
         let items = listing.items
         pass.listedFolders.insert(folder.identifier)
         let inRoot = folder.path.isEmpty
-        var stored: [ItemIdentifier: ItemRecord] = [:]
-        // A domain's first sync has nothing stored below the root to compare with.
-        if pass.hadItems || !visit.isNew {
-            for child in try store.children(domainID: domainID, parent: folder.identifier) {
-                stored[child.identifier] = child
-            }
-        }
+        var stored = [ItemIdentifier: ItemRecord](minimumCapacity: storedChildren.count)
+        for child in storedChildren { stored[child.identifier] = child }
         let ancestors = visit.ancestors + [folder.identifier]
         let rootLength = replica.root.path.utf8.count
         /// Skips an entry: reported, and what the database has of it stays as it is.
@@ -419,6 +424,20 @@ extension SyncDown {
             var subfolder = subfolder
             subfolder.ancestors = ancestors
             return subfolder
+        }
+    }
+
+    /// A folder's children as the database has them (none unless `reads`), read on the
+    /// engine's executor. Fails with `localIOFailure` when the database fails.
+    private static func storedChildren(of visit: FolderVisit, _ context: DomainContext, if reads: Bool) async
+        -> Result<[ItemRecord], FileProviderError>
+    {
+        guard reads else { return .success([]) }
+        let (store, domainID, parent) = (context.store, context.domainID, visit.record.identifier)
+        do {
+            return .success(try await context.executor.run { try store.children(domainID: domainID, parent: parent) })
+        } catch {
+            return .failure(error)
         }
     }
 
