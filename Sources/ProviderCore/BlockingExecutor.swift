@@ -67,7 +67,10 @@ public final class BlockingExecutor: @unchecked Sendable {
         threadCount = threads
         for index in 0..<threads {
             let queue = self.queue
-            let thread = Thread { queue.loop() }
+            let thread = Thread {
+                PoolCheck.markBlockingThread()
+                queue.loop()
+            }
             thread.name = "\(name)-\(index)"
             thread.stackSize = 1 << 20
             thread.start()

@@ -43,16 +43,28 @@ extension SyncDown {
         // 1. Moves of files found by content version.
         if var candidates = pass.newFilesByVersion, !candidates.isEmpty {
             var remaining: [ItemRecord] = []
+            var pairs: [(old: ItemRecord, new: ItemIdentifier)] = []
             for old in gone {
                 guard old.kind == .file, !old.contentVersion.isEmpty,
                     var list = candidates[old.contentVersion],
-                    let identifier = list.popLast(),
-                    var record = try store.item(domainID: domainID, identifier: identifier)
+                    let identifier = list.popLast()
                 else {
                     remaining.append(old)
                     continue
                 }
                 candidates[old.contentVersion] = list
+                pairs.append((old, identifier))
+            }
+            // The new files' records, in one job on the engine's threads.
+            let (store, domainID, identifiers) = (self.store, self.domainID, pairs.map(\.new))
+            let found = try await executor.run {
+                try identifiers.map { try store.item(domainID: domainID, identifier: $0) }
+            }
+            for ((old, _), found) in zip(pairs, found) {
+                guard var record = found else {
+                    remaining.append(old)
+                    continue
+                }
                 do {
                     try await adoptLocalCopy(of: old, into: &record)
                     upserts.append(record)

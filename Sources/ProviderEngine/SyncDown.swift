@@ -143,9 +143,8 @@ extension SyncDown {
     private struct Listing: Sendable {
         var visit: FolderVisit
         var result: Result<ItemListing, FileProviderError>
-        /// The folder's children as the database had them when it was listed (none when it
-        /// cannot have any: a folder new in this sync, or a domain's first sync).
-        var stored: Result<[ItemRecord], FileProviderError>
+        /// What the database had of the folder when it was listed.
+        var stored: Result<StoredChildren, FileProviderError>
     }
 
     /// Sync down. With a change feed and an anchor from an earlier sync, applies what changed
@@ -211,16 +210,18 @@ extension SyncDown {
                     running += 1
                     let readsStored = hadItems || !visit.isNew
                     group.addTask {
-                        // The stored children are read beside the listing, on the engine's
-                        // threads: the walk's loop only compares.
-                        async let stored = Self.storedChildren(of: visit, context, if: readsStored)
                         let result: Result<ItemListing, FileProviderError>
                         do {
                             result = .success(try await backend.listAllItems(in: visit.record.identifier))
                         } catch {
-                            result = .failure(FileProviderError.wrap(error))
+                            return Listing(visit: visit, result: .failure(FileProviderError.wrap(error)), stored: .success(.none))
                         }
-                        return Listing(visit: visit, result: result, stored: await stored)
+                        // What the database has of the folder is read here, on the engine's
+                        // threads, beside the other listings: the walk's loop only compares.
+                        let stored = await StoredChildren.read(
+                            of: visit.record.identifier, listed: try? result.get().items, context,
+                            children: readsStored, moves: hadItems)
+                        return Listing(visit: visit, result: result, stored: stored)
                     }
                 }
                 let waitStarted = Date()
@@ -357,7 +358,7 @@ extension SyncDown {
     /// item deeper or with a longer path than ``WalkBounds`` allows are skipped with a notice; a
     /// stored item of the same identifier is kept as it was (with what is below it).
     private func take(
-        _ visit: FolderVisit, listing: ItemListing, stored storedChildren: [ItemRecord], pass: inout PullPass,
+        _ visit: FolderVisit, listing: ItemListing, stored known: StoredChildren, pass: inout PullPass,
         report: inout SyncReport
     )
         async throws(FileProviderError) -> [FolderVisit]
@@ -366,8 +367,8 @@ extension SyncDown {
         let items = listing.items
         pass.listedFolders.insert(folder.identifier)
         let inRoot = folder.path.isEmpty
-        var stored = [ItemIdentifier: ItemRecord](minimumCapacity: storedChildren.count)
-        for child in storedChildren { stored[child.identifier] = child }
+        var stored = [ItemIdentifier: ItemRecord](minimumCapacity: known.children.count)
+        for child in known.children { stored[child.identifier] = child }
         let ancestors = visit.ancestors + [folder.identifier]
         let rootLength = replica.root.path.utf8.count
         /// Skips an entry: reported, and what the database has of it stays as it is.
@@ -405,9 +406,7 @@ extension SyncDown {
             }
             item.parentIdentifier = folder.identifier
             var old = stored.removeValue(forKey: item.identifier)
-            if old == nil, pass.hadItems,
-                let elsewhere = try store.item(domainID: domainID, identifier: item.identifier)
-            {
+            if old == nil, let elsewhere = known.elsewhere[item.identifier] {
                 // Moved here from another folder under the same identifier.
                 old = elsewhere
                 pass.movedIn.insert(item.identifier)
@@ -424,20 +423,6 @@ extension SyncDown {
             var subfolder = subfolder
             subfolder.ancestors = ancestors
             return subfolder
-        }
-    }
-
-    /// A folder's children as the database has them (none unless `reads`), read on the
-    /// engine's executor. Fails with `localIOFailure` when the database fails.
-    private static func storedChildren(of visit: FolderVisit, _ context: DomainContext, if reads: Bool) async
-        -> Result<[ItemRecord], FileProviderError>
-    {
-        guard reads else { return .success([]) }
-        let (store, domainID, parent) = (context.store, context.domainID, visit.record.identifier)
-        do {
-            return .success(try await context.executor.run { try store.children(domainID: domainID, parent: parent) })
-        } catch {
-            return .failure(error)
         }
     }
 

@@ -99,6 +99,7 @@ public final class MetadataStore: Sendable {
 
     /// Runs `body` in a read transaction, turning database errors into `FileProviderError`.
     func read<T>(_ body: (Database) throws -> T) throws(FileProviderError) -> T {
+        PoolCheck.note()
         do {
             return try Self.retryingLockProtocolErrors { try pool.read(body) }
         } catch {
@@ -108,6 +109,7 @@ public final class MetadataStore: Sendable {
 
     /// Runs `body` in a write transaction, turning database errors into `FileProviderError`.
     func write<T>(_ body: (Database) throws -> T) throws(FileProviderError) -> T {
+        PoolCheck.note()
         do {
             return try Self.retryingLockProtocolErrors { try pool.write(body) }
         } catch {
