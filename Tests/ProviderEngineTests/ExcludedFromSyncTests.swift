@@ -1,0 +1,170 @@
+import Foundation
+import ProviderCore
+import ProviderEngine
+import ProviderStore
+import ProviderTesting
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Local items the store cannot take (``BackendCapabilities/creatableKinds``,
+/// ``BackendCapabilities/maximumUploadSize``) are excluded from sync before anything is sent:
+/// kept in the replica as they are, told once, listed by the domain, never retried until they
+/// change; everything else in the same sync goes up.
+@Suite("Items excluded from sync by the store's capabilities")
+struct ExcludedFromSyncTests {
+    /// A store without symlinks, as WebDAV or the media API.
+    static func withoutSymlinks() -> MemoryBackend {
+        MemoryBackend(hasChangeFeed: false, pageSize: 7, creatableKinds: [.file, .folder])
+    }
+
+    /// A store that takes files up to 1,000 bytes.
+    static func limited() -> MemoryBackend {
+        MemoryBackend(hasChangeFeed: false, pageSize: 7, maximumUploadSize: 1_000)
+    }
+
+    static func write(_ data: Data, _ url: URL) throws {
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try data.write(to: url)
+    }
+
+    static func isSymlink(_ url: URL) -> Bool {
+        var info = stat()
+        return lstat(url.path, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK
+    }
+
+    @Test func aSymlinkTheStoreCannotHoldIsKeptLocalAndToldOnce() async throws {
+        try await Fixture.with(memory: Self.withoutSymlinks()) { f in
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            let link = f.url(controller, "link")
+            #expect(symlink("target.txt", link.path) == 0)
+            try Self.write(Data("plain".utf8), f.url(controller, "plain.txt"))
+            let report = try await controller.sync()
+            #expect(report.notices.count == 1, "\(report.notices)")
+            #expect(report.notices.first?.contains("/link") == true && report.notices.first?.contains("symlink") == true)
+            #expect(report.uploaded == 1)
+            #expect(f.memory.contents(of: "plain.txt") == Data("plain".utf8))
+            #expect(f.memory.callCount(.createItem) == 1, "only plain.txt was sent")
+            #expect(Self.isSymlink(link), "the symlink stays as it was")
+            let excluded = try f.manager.excludedItems(inDomain: "mem")
+            #expect(excluded.map(\.path) == ["link"] && excluded.first?.kind == "symlink")
+            #expect(excluded.first?.reason.contains("cannot hold symlinks") == true, "\(excluded)")
+
+            let again = try await controller.sync()
+            #expect(again.notices.isEmpty && again.uploaded == 0, "\(again.notices)")
+            #expect(f.memory.callCount(.createItem) == 1, "not retried")
+            #expect(try f.manager.excludedItems(inDomain: "mem").map(\.path) == ["link"])
+            let unsent = try await f.manager.unsentChanges(inDomain: "mem")
+            #expect(unsent.map(\.path) == ["/link"] && unsent.first?.reason.contains("excluded from sync") == true, "\(unsent)")
+
+            // Replaced by a regular file: sendable, it goes up.
+            #expect(unlink(link.path) == 0)
+            try Self.write(Data("now a file".utf8), link)
+            let later = try await controller.sync()
+            #expect(later.notices.isEmpty && later.uploaded == 1, "\(later.notices)")
+            #expect(f.memory.contents(of: "link") == Data("now a file".utf8))
+            #expect(try f.manager.excludedItems(inDomain: "mem").isEmpty)
+        }
+    }
+
+    @Test func aSymlinkIsNeverSentEvenWhereTheStoreHoldsSymlinks() async throws {
+        try await Fixture.with { f in
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            #expect(symlink("/etc/passwd", f.url(controller, "link").path) == 0)
+            let report = try await controller.sync()
+            #expect(report.notices.count == 1 && report.notices.first?.contains("never sent") == true, "\(report.notices)")
+            #expect(f.memory.callCount(.createItem) == 0)
+            #expect(try f.manager.excludedItems(inDomain: "mem").map(\.path) == ["link"])
+            // Gone from the replica: no longer listed.
+            #expect(unlink(f.url(controller, "link").path) == 0)
+            let again = try await controller.sync()
+            #expect(again.notices.isEmpty, "\(again.notices)")
+            #expect(try f.manager.excludedItems(inDomain: "mem").isEmpty)
+        }
+    }
+
+    @Test func aNewFileOverTheLimitIsRefusedBeforeAByteIsSent() async throws {
+        try await Fixture.with(memory: Self.limited()) { f in
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            let big = f.url(controller, "big.bin")
+            try Self.write(Data(repeating: 7, count: 2_000), big)
+            try Self.write(Data("small".utf8), f.url(controller, "docs/small.txt"))
+            let report = try await controller.sync()
+            #expect(report.notices.count == 1, "\(report.notices)")
+            let notice = report.notices.first ?? ""
+            #expect(notice.contains("/big.bin") && notice.contains("2,000 bytes") && notice.contains("1,000 bytes"), "\(notice)")
+            #expect(f.memory.callCount(.createItem) == 2, "docs and small.txt, not big.bin")
+            #expect(f.memory.contents(of: "docs/small.txt") == Data("small".utf8))
+            #expect(f.memory.contents(of: "big.bin") == nil)
+            #expect(FileManager.default.contents(atPath: big.path)?.count == 2_000, "kept in the replica")
+            #expect(try f.manager.excludedItems(inDomain: "mem").map(\.path) == ["big.bin"])
+
+            for _ in 0..<2 {
+                let again = try await controller.sync()
+                #expect(again.notices.isEmpty && again.uploaded == 0, "\(again.notices)")
+            }
+            #expect(f.memory.callCount(.createItem) == 2, "not retried")
+
+            // Changed to fit: it goes up.
+            try Self.write(Data(repeating: 8, count: 900), big)
+            let later = try await controller.sync()
+            #expect(later.notices.isEmpty && later.uploaded == 1, "\(later.notices)")
+            #expect(f.memory.contents(of: "big.bin")?.count == 900)
+            #expect(try f.manager.excludedItems(inDomain: "mem").isEmpty)
+        }
+    }
+
+    @Test func anEditOverTheLimitIsRefusedAndTheStoreKeepsItsVersion() async throws {
+        try await Fixture.with(memory: Self.limited()) { f in
+            _ = try f.memory.write(path: "a.txt", data: Data("first".utf8))
+            _ = try f.memory.write(path: "b.txt", data: Data("second".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            _ = await controller.materialize(paths: ["a.txt", "b.txt"], recursive: false)
+            try Self.write(Data(repeating: 1, count: 5_000), f.url(controller, "a.txt"))
+            try Self.write(Data("second, edited".utf8), f.url(controller, "b.txt"))
+            let report = try await controller.sync()
+            #expect(report.notices.count == 1 && report.notices.first?.contains("/a.txt") == true, "\(report.notices)")
+            #expect(report.uploaded == 1)
+            #expect(f.memory.callCount(.modifyItem) == 1, "only b.txt was sent")
+            #expect(f.memory.contents(of: "a.txt") == Data("first".utf8))
+            #expect(f.memory.contents(of: "b.txt") == Data("second, edited".utf8))
+            #expect(try f.manager.excludedItems(inDomain: "mem").map(\.path) == ["a.txt"])
+            // Its local edit is not lost: it cannot be evicted.
+            let evicted = await controller.evict(paths: ["a.txt"], recursive: false)
+            #expect(evicted.first?.error?.code == .unsyncedEdits)
+
+            let again = try await controller.sync()
+            #expect(again.notices.isEmpty && again.uploaded == 0, "\(again.notices)")
+            #expect(f.memory.callCount(.modifyItem) == 1, "not retried")
+
+            try Self.write(Data("fits".utf8), f.url(controller, "a.txt"))
+            let later = try await controller.sync()
+            #expect(later.notices.isEmpty && later.uploaded == 1, "\(later.notices)")
+            #expect(f.memory.contents(of: "a.txt") == Data("fits".utf8))
+            #expect(try f.manager.excludedItems(inDomain: "mem").isEmpty)
+        }
+    }
+
+    @Test func aFolderTheStoreCannotCreateKeepsWhatIsInItLocal() async throws {
+        try await Fixture.with(memory: MemoryBackend(hasChangeFeed: false, pageSize: 7, creatableKinds: [.file])) { f in
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            try Self.write(Data("in".utf8), f.url(controller, "folder/inside.txt"))
+            try Self.write(Data("top".utf8), f.url(controller, "top.txt"))
+            let report = try await controller.sync()
+            #expect(report.notices.count == 1 && report.notices.first?.contains("/folder") == true, "\(report.notices)")
+            #expect(f.memory.callCount(.createItem) == 1 && f.memory.contents(of: "top.txt") == Data("top".utf8))
+            #expect(try f.manager.excludedItems(inDomain: "mem").map(\.path) == ["folder"])
+            let again = try await controller.sync()
+            #expect(again.notices.isEmpty && again.uploaded == 0, "\(again.notices)")
+            #expect(f.memory.callCount(.createItem) == 1)
+            #expect(FileManager.default.contents(atPath: f.url(controller, "folder/inside.txt").path) == Data("in".utf8))
+        }
+    }
+}
