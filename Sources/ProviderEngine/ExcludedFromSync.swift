@@ -104,7 +104,8 @@ struct ExcludedFromSync {
 
     /// The exclusion of a file of `size` bytes over the store's limit, else `nil`.
     private func tooLarge(_ path: String, _ size: Int64) -> Exclusion? {
-        guard let limit = capabilities.maximumUploadSize, size > limit else { return nil }
+        // A negative limit (a store's bad number) reads as 0: nothing traps on it.
+        guard let limit = capabilities.maximumUploadSize.map({ max(0, $0) }), size > limit else { return nil }
         return Exclusion(
             path: path, kind: .file, size: size,
             reason:

@@ -1,9 +1,10 @@
 import Foundation
 import ProviderCore
-import ProviderEngine
 import ProviderStore
 import ProviderTesting
 import Testing
+
+@testable import ProviderEngine
 
 #if canImport(Glibc)
     import Glibc
@@ -148,6 +149,57 @@ struct ExcludedFromSyncTests {
             #expect(later.notices.isEmpty && later.uploaded == 1, "\(later.notices)")
             #expect(f.memory.contents(of: "a.txt") == Data("fits".utf8))
             #expect(try f.manager.excludedItems(inDomain: "mem").isEmpty)
+        }
+    }
+
+    /// Without server-side moves a moved file would go up again whole: one over the limit is
+    /// excluded with the deletion of its old place, so the store keeps its copy.
+    @Test func aMovedFileOverTheLimitKeepsTheStoresCopyWhereTheStoreCannotMove() async throws {
+        let store = MemoryBackend(hasChangeFeed: false, pageSize: 7, supportsServerSideMove: false, maximumUploadSize: 1_000)
+        try await Fixture.with(memory: store) { f in
+            _ = try f.memory.write(path: "a/doc.txt", data: Data("contents".utf8))
+            _ = try f.memory.write(path: "b/keep.txt", data: Data("x".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            _ = await controller.materialize(paths: ["a/doc.txt"], recursive: false)
+            let handle = try FileHandle(forWritingTo: f.url(controller, "a/doc.txt"))
+            try handle.write(contentsOf: Data(repeating: 3, count: 2_000))
+            try handle.close()
+            #expect(rename(f.url(controller, "a/doc.txt").path, f.url(controller, "b/doc.txt").path) == 0)
+            let report = try await controller.sync()
+            #expect(report.notices.count == 1 && report.notices.first?.contains("/b/doc.txt") == true, "\(report.notices)")
+            #expect(f.memory.callCount(.createItem) == 0 && f.memory.callCount(.deleteItem) == 0)
+            #expect(f.memory.contents(of: "a/doc.txt") == Data("contents".utf8), "the store keeps its copy")
+            let again = try await controller.sync()
+            #expect(again.notices.isEmpty && again.uploaded == 0, "\(again.notices)")
+            #expect(f.memory.callCount(.createItem) == 0 && f.memory.callCount(.deleteItem) == 0)
+        }
+    }
+
+    /// `serve` compares only the folders a watcher saw change: an exclusion elsewhere stays
+    /// recorded while its item is there, untold, and is forgotten once the item is gone.
+    @Test func aScanOfSomeFoldersKeepsExclusionsElsewhereUntilTheirItemIsGone() async throws {
+        try await Fixture.with(memory: Self.limited()) { f in
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            try Self.write(Data(repeating: 7, count: 2_000), f.url(controller, "big.bin"))
+            let report = try await controller.sync()
+            #expect(report.notices.count == 1, "\(report.notices)")
+            let changes = ChangedFolders()
+            changes.watched { true }
+            _ = await changes.take()
+            try Self.write(Data("one".utf8), f.url(controller, "docs/one.txt"))
+            changes.treeAppeared("docs")
+            let scoped = try await controller.sync(changes: changes)
+            #expect(scoped.notices.isEmpty && scoped.uploaded == 2, "\(scoped.notices)")
+            #expect(try f.manager.excludedItems(inDomain: "mem").map(\.path) == ["big.bin"], "still there, still excluded")
+            #expect(unlink(f.url(controller, "big.bin").path) == 0)
+            try Self.write(Data("two".utf8), f.url(controller, "docs/two.txt"))
+            changes.folderChanged("docs")
+            let later = try await controller.sync(changes: changes)
+            #expect(later.notices.isEmpty && later.uploaded == 1, "\(later.notices)")
+            #expect(try f.manager.excludedItems(inDomain: "mem").isEmpty, "gone from the replica: forgotten")
+            #expect(f.memory.callCount(.createItem) == 3, "docs, one.txt, two.txt; never big.bin")
         }
     }
 
