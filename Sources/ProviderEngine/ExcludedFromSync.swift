@@ -20,7 +20,6 @@ import ProviderStore
 /// store) and is covered by the folder's entry.
 struct ExcludedFromSync {
     let capabilities: BackendCapabilities
-    let display: (String) -> String
 
     /// What an excluded change is: its path, kind, size and why.
     struct Exclusion {
@@ -28,6 +27,36 @@ struct ExcludedFromSync {
         var kind: ItemKind
         var size: Int64
         var reason: String
+    }
+
+    /// Takes out of `result` (a scan of `scope`) the changes the store cannot take: each is
+    /// recorded and told once (a notice); a recorded exclusion is forgotten once its path has a
+    /// change the store takes, or nothing excluded is there any more (after a scan of the whole
+    /// replica: not found excluded again).
+    /// - Throws: `localIOFailure` when the database fails; `cancelled` when the task was
+    ///   cancelled before the executor ran.
+    static func takeOut(from result: inout LocalScanResult, scope: ScanScope, context: DomainContext, report: inout SyncReport)
+        async throws(FileProviderError)
+    {
+        let recorded = try context.store.excludedItems(domainID: context.domainID)
+        var known: [String: ExcludedItemRecord] = [:]
+        for record in recorded { known[record.path] = record }
+        let filter = ExcludedFromSync(capabilities: context.backend.capabilities)
+        let sorted = filter.sort(result.changes, known: known, domainID: context.domainID)
+        result.changes = sorted.send
+        for record in sorted.new { report.notices.append("\(context.display(record.path)): excluded from sync: \(record.reason)") }
+        var forget = sorted.sendable
+        let handled = Set(sorted.sendable).union(sorted.excluded).union(result.unsettled)
+        let unseen = recorded.filter { !handled.contains($0.path) }
+        if scope.everything && !result.isPartial {
+            forget += unseen.map(\.path)
+        } else if !unseen.isEmpty {
+            let replica = context.replica
+            forget += try await context.executor.run {
+                unseen.filter { !ExcludedFromSync.stillThere(replica, $0.path, kind: $0.kind) }.map(\.path)
+            }
+        }
+        try context.store.updateExcludedItems(domainID: context.domainID, saving: sorted.new, removing: forget)
     }
 
     /// What ``sort(_:known:domainID:)`` decided.

@@ -134,7 +134,7 @@ final class SyncUp: Sendable {
             }
             report.pendingLocal = result.unsettled
             try await tidy(result)
-            try await withoutExcluded(&result, scope: scope, report: &report)
+            try await ExcludedFromSync.takeOut(from: &result, scope: scope, context: context, report: &report)
             let undone = try await withoutServerSideMoves(&result.changes, report: &report)
             let madeProgress =
                 !result.changes.isEmpty || !result.strayPlaceholders.isEmpty || !result.evicted.isEmpty || !result.placed.isEmpty
@@ -178,7 +178,7 @@ final class SyncUp: Sendable {
                 if end > index {
                     do {
                         try await sendTogether(Self.spreadOverFolders(ordered[index..<end]), report: &report)
-                    } catch where error.code == .cancelled {
+                    } catch  where error.code == .cancelled {
                         report.unsent += ordered.endIndex - end
                         throw error
                     }
@@ -198,7 +198,7 @@ final class SyncUp: Sendable {
                     } else {
                         try await send(change, report: &report)
                     }
-                } catch where error.code == .cancelled {
+                } catch  where error.code == .cancelled {
                     report.unsent += ordered.endIndex - index + 1
                     throw error
                 }
@@ -220,38 +220,6 @@ final class SyncUp: Sendable {
             }
             if !movedAndEdited { break }
         }
-    }
-
-    /// Takes out of `result` the changes the store cannot take (``ExcludedFromSync``): each is
-    /// recorded and told once (a notice); a recorded exclusion is forgotten once its path has a
-    /// change the store takes, or nothing excluded is there any more (after a scan of the whole
-    /// replica: not found excluded again).
-    /// - Throws: `localIOFailure` when the database fails; `cancelled` when the task was
-    ///   cancelled before the executor ran.
-    private func withoutExcluded(_ result: inout LocalScanResult, scope: ScanScope, report: inout SyncReport)
-        async throws(FileProviderError)
-    {
-        let context = self.context
-        let recorded = try context.store.excludedItems(domainID: context.domainID)
-        let capabilities = context.backend.capabilities
-        var known: [String: ExcludedItemRecord] = [:]
-        for record in recorded { known[record.path] = record }
-        let filter = ExcludedFromSync(capabilities: capabilities, display: { context.display($0) })
-        let sorted = filter.sort(result.changes, known: known, domainID: context.domainID)
-        result.changes = sorted.send
-        for record in sorted.new { report.notices.append("\(context.display(record.path)): excluded from sync: \(record.reason)") }
-        var forget = sorted.sendable
-        let handled = Set(sorted.sendable).union(sorted.excluded).union(result.unsettled)
-        let unseen = recorded.filter { !handled.contains($0.path) }
-        if scope.everything && !result.isPartial {
-            forget += unseen.map(\.path)
-        } else if !unseen.isEmpty {
-            let replica = context.replica
-            forget += try await context.executor.run {
-                unseen.filter { !ExcludedFromSync.stillThere(replica, $0.path, kind: $0.kind) }.map(\.path)
-            }
-        }
-        try context.store.updateExcludedItems(domainID: context.domainID, saving: sorted.new, removing: forget)
     }
 
     /// For a store that cannot move items (``BackendCapabilities/supportsServerSideMove``):
@@ -337,7 +305,7 @@ final class SyncUp: Sendable {
         do {
             try await uploader.upload(change, report: &report)
             return true
-        } catch where error.code.reaction == .backOffDomain || error.code == .cancelled {
+        } catch  where error.code.reaction == .backOffDomain || error.code == .cancelled {
             throw error
         } catch {
             report.notices.append("\(context.display(change.path)): not uploaded: \(error.message)")
