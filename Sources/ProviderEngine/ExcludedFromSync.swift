@@ -86,6 +86,11 @@ struct ExcludedFromSync {
             default: break
             }
             guard let exclusion else {
+                if let refused = known[change.path], Self.isUnchanged(since: refused, change) {
+                    // Refused by the store as it is now: not sent again, not told again.
+                    sorted.excluded.insert(change.path)
+                    continue
+                }
                 if known[change.path] != nil { sorted.sendable.append(change.path) }
                 sorted.send.append(change)
                 continue
@@ -129,6 +134,42 @@ struct ExcludedFromSync {
         case .moved, .deleted:
             return nil
         }
+    }
+
+    /// Whether `change` is of the item the store refused (``ExcludedItemRecord/refusedByStore``)
+    /// as it was then: a file with the same size, modification time and inode, a folder still
+    /// a folder.
+    static func isUnchanged(since refused: ExcludedItemRecord, _ change: LocalChange) -> Bool {
+        guard refused.refusedByStore else { return false }
+        let print: FileFingerprint
+        switch change {
+        case .created(_, .folder, _): return refused.kind == ItemKind.folder.rawValue
+        case .created(_, .file, let found), .modified(_, let found), .writtenOverPlaceholder(_, let found): print = found
+        default: return false
+        }
+        return refused.kind == ItemKind.file.rawValue && print.size == refused.size
+            && print.modificationNanos == refused.modificationNanos && print.inode == refused.inode
+    }
+
+    /// An exclusion for a change the store refused where the engine could not foresee it:
+    /// `notSupported` (a kind or a file it cannot hold) or `invalidFilename` for a new item or
+    /// an edit (in place: a `.placeholder` file's name was never the item's, see
+    /// ``Uploader``). `nil` for other errors and changes: they are retried as before.
+    static func refusal(of change: LocalChange, _ error: FileProviderError, domainID: Int64, layout: ReplicaMode)
+        -> ExcludedItemRecord?
+    {
+        guard error.code == .notSupported || error.code == .invalidFilename else { return nil }
+        let (path, kind, print): (String, ItemKind, FileFingerprint)
+        switch change {
+        case .created(let at, let made, let found) where made != .symlink: (path, kind, print) = (at, made, found)
+        case .modified(let record, let found): (path, kind, print) = (record.path, .file, found)
+        case .writtenOverPlaceholder(let record, let found) where layout == .dataless: (path, kind, print) = (record.path, .file, found)
+        default: return nil
+        }
+        return ExcludedItemRecord(
+            domainID: domainID, path: path, kind: kind.rawValue, size: kind == .file ? print.size : 0,
+            reason: "the store refused it: \(error.message); not sent again until it changes", refusedByStore: true,
+            modificationNanos: print.modificationNanos, inode: print.inode)
     }
 
     /// The exclusion of a file of `size` bytes over the store's limit, else `nil`.

@@ -18,14 +18,28 @@ public struct ExcludedItemRecord: Codable, Hashable, Sendable, FetchableRecord, 
     public var reason: String
     /// When the item was first excluded for this reason.
     public var since: Date
+    /// The store refused it (`notSupported`, `invalidFilename`) where the engine could not
+    /// foresee it: it is not sent again while the file is as it was then (``modificationNanos``,
+    /// ``inode``, ``size``; a folder while it is a folder).
+    public var refusedByStore: Bool
+    /// The file's modification time (ns since 1970) when the store refused it.
+    public var modificationNanos: Int64?
+    /// The file's inode when the store refused it.
+    public var inode: Int64?
 
-    public init(domainID: Int64, path: String, kind: String, size: Int64, reason: String, since: Date = Date()) {
+    public init(
+        domainID: Int64, path: String, kind: String, size: Int64, reason: String, since: Date = Date(), refusedByStore: Bool = false,
+        modificationNanos: Int64? = nil, inode: Int64? = nil
+    ) {
         self.domainID = domainID
         self.path = path
         self.kind = kind
         self.size = size
         self.reason = reason
         self.since = since
+        self.refusedByStore = refusedByStore
+        self.modificationNanos = modificationNanos
+        self.inode = inode
     }
 }
 

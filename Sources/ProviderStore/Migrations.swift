@@ -244,6 +244,9 @@ enum Migrations {
                 t.column("size", .integer).notNull()
                 t.column("reason", .text).notNull()
                 t.column("since", .datetime).notNull()
+                t.column("refusedByStore", .boolean).notNull().defaults(to: false)
+                t.column("modificationNanos", .integer)
+                t.column("inode", .integer)
                 t.primaryKey(["domainID", "path"])
             }
         }

@@ -152,6 +152,48 @@ struct ExcludedFromSyncTests {
         }
     }
 
+    /// A refusal the engine could not foresee (the media API's original dialect refuses names
+    /// it would not list, with `notSupported`) is told once and not sent again until the item
+    /// changes; its journal entry is closed.
+    @Test func aRefusalByTheStoreIsToldOnceAndNotRetriedUntilTheItemChanges() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "kept.txt", data: Data("kept".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            _ = await controller.materialize(paths: ["kept.txt"], recursive: false)
+            let notes = f.url(controller, "notes.txt")
+            try Self.write(Data("text".utf8), notes)
+            f.memory.setFailure(FileProviderError(.notSupported, "this store lists images only"), for: .createItem, times: 1)
+            let report = try await controller.sync()
+            #expect(report.notices.count == 1, "\(report.notices)")
+            #expect(report.notices.first?.contains("excluded from sync: the store refused it: this store lists images only") == true)
+            #expect(try f.manager.excludedItems(inDomain: "mem").map(\.path) == ["notes.txt"])
+            #expect(try f.manager.store.unfinishedOperations(domainID: controller.domainID).isEmpty, "its entry is closed")
+
+            try Self.write(Data("other".utf8), f.url(controller, "other.txt"))
+            f.memory.setFailure(FileProviderError(.notSupported, "too large for this store"), for: .modifyItem, times: 1)
+            try Self.write(Data("kept, edited".utf8), f.url(controller, "kept.txt"))
+            let again = try await controller.sync()
+            #expect(again.uploaded == 1 && again.notices.count == 1, "\(again.notices)")
+            #expect(again.notices.first?.contains("/kept.txt") == true)
+            #expect(f.memory.callCount(.createItem) == 2, "other.txt only: notes.txt is not sent again")
+            #expect(f.memory.callCount(.modifyItem) == 1)
+            let quiet = try await controller.sync()
+            #expect(quiet.notices.isEmpty && quiet.uploaded == 0, "\(quiet.notices)")
+            #expect(f.memory.callCount(.createItem) == 2 && f.memory.callCount(.modifyItem) == 1, "neither is sent again")
+            #expect(try f.manager.excludedItems(inDomain: "mem").map(\.path) == ["kept.txt", "notes.txt"])
+
+            // Changed: sent again, and taken this time.
+            try Self.write(Data("text, edited".utf8), notes)
+            try Self.write(Data("kept, edited again".utf8), f.url(controller, "kept.txt"))
+            let later = try await controller.sync()
+            #expect(later.notices.isEmpty && later.uploaded == 2, "\(later.notices)")
+            #expect(f.memory.contents(of: "notes.txt") == Data("text, edited".utf8))
+            #expect(f.memory.contents(of: "kept.txt") == Data("kept, edited again".utf8))
+            #expect(try f.manager.excludedItems(inDomain: "mem").isEmpty)
+        }
+    }
+
     /// Without server-side moves a moved file would go up again whole: one over the limit is
     /// excluded with the deletion of its old place, so the store keeps its copy.
     @Test func aMovedFileOverTheLimitKeepsTheStoresCopyWhereTheStoreCannotMove() async throws {
