@@ -53,7 +53,8 @@ public struct ItemExplanation: Sendable, Codable {
     /// The store has newer contents than the downloaded file.
     public var outdated: Bool
     /// A local change not uploaded yet: `edited`, `created`, `deleted`, `overwrotePlaceholder`,
-    /// or `ignored` (a name that is never uploaded).
+    /// `ignored` (a name that is never uploaded), or `excluded` (excluded from sync: the store
+    /// cannot take it, see `ExcludedFromSync`).
     public var localChange: String?
     public var operations: [Operation]
     /// The item's last error (an upload or a download that failed).
@@ -90,7 +91,7 @@ extension ProviderManager {
 
         var explanation = ItemExplanation(
             domain: domain.name, path: "/" + path, known: record != nil,
-            kind: record?.kind.rawValue ?? (onDisk?.isDirectory == true ? "folder" : "file"),
+            kind: record?.kind.rawValue ?? (onDisk?.isDirectory == true ? "folder" : onDisk?.isSymlink == true ? "symlink" : "file"),
             state: record?.state.rawValue ?? "local", policy: ContentPolicy.lazy.rawValue, policySetOn: nil, pinned: false, pinnedBy: nil,
             outdated: record?.isOutdated ?? false,
             localChange: nil, operations: [], lastError: record?.lastError, conflicts: [],
@@ -212,6 +213,12 @@ extension ProviderManager {
                     "new in the replica; not uploaded yet (the next sync sends it; a file still being written waits until it stops changing)"
                 )
             }
+        }
+
+        // Excluded from sync by the last sync: the store cannot take it.
+        if let excluded = try store.excludedItems(domainID: domainID).first(where: { $0.path == path }) {
+            explanation.localChange = "excluded"
+            reasons.append("excluded from sync since \(Self.timestamp(excluded.since)): \(excluded.reason)")
         }
 
         // Journalled operations.

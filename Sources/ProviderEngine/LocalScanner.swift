@@ -332,6 +332,10 @@ struct LocalScanner {
                     continue
                 }
                 listing.entries[name] = Entry(fingerprint: print, kind: .file)
+            } else if print.isSymlink && known[name] == nil {
+                // Never sent nor followed; found as new so that sync up can say so
+                // (ExcludedFromSync). One at a known item's name is not its item.
+                listing.entries[name] = Entry(fingerprint: print, kind: .symlink)
             }
         }
         return listing

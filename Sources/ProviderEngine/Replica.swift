@@ -15,6 +15,8 @@ public struct FileFingerprint: Hashable, Sendable {
     public var inode: Int64
     public var isRegularFile: Bool
     public var isDirectory: Bool
+    /// A symlink (the fingerprint describes the link, never its target).
+    public var isSymlink = false
 }
 
 /// The replica folder of one domain: real folders, materialized files under their real names,
@@ -218,7 +220,8 @@ public struct Replica: Sendable {
             modificationNanos: Self.nanoseconds(info.st_mtim),
             inode: Int64(info.st_ino),
             isRegularFile: (info.st_mode & S_IFMT) == S_IFREG,
-            isDirectory: (info.st_mode & S_IFMT) == S_IFDIR)
+            isDirectory: (info.st_mode & S_IFMT) == S_IFDIR,
+            isSymlink: (info.st_mode & S_IFMT) == S_IFLNK)
     }
 
     /// Sets a file's modification date.

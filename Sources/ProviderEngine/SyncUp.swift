@@ -134,6 +134,7 @@ final class SyncUp: Sendable {
             }
             report.pendingLocal = result.unsettled
             try await tidy(result)
+            try await ExcludedFromSync.takeOut(from: &result, scope: scope, context: context, report: &report)
             let undone = try await withoutServerSideMoves(&result.changes, report: &report)
             let madeProgress =
                 !result.changes.isEmpty || !result.strayPlaceholders.isEmpty || !result.evicted.isEmpty || !result.placed.isEmpty
@@ -295,8 +296,10 @@ final class SyncUp: Sendable {
     }
 
     /// Sends one change. A failure that backs the whole domain off, and a cancellation, are
-    /// thrown; any other is noted on the item, and the next sync tries again. Returns whether it
-    /// worked.
+    /// thrown; a refusal that says the store cannot take the item as it is (`notSupported`,
+    /// `invalidFilename` for a new item or an edit) excludes it from sync
+    /// (``ExcludedFromSync/refusal(of:_:domainID:layout:)``); any other is noted on the item, and
+    /// the next sync tries again. Returns whether it worked.
     /// - Throws: an error whose code's reaction is `backOffDomain` (`serverUnreachable`,
     ///   `notAuthenticated`, `insufficientQuota`, …), or `cancelled`.
     @discardableResult
@@ -307,6 +310,21 @@ final class SyncUp: Sendable {
         } catch where error.code.reaction == .backOffDomain || error.code == .cancelled {
             throw error
         } catch {
+            let domainID = context.domainID
+            if let refused = ExcludedFromSync.refusal(of: change, error, domainID: domainID, layout: context.replica.layout) {
+                // The store cannot take it as it is: told once, not sent again until it changes.
+                try? context.store.updateExcludedItems(domainID: domainID, saving: [refused], removing: [])
+                // Its refused operation is closed: nothing was done, and a change sends it afresh.
+                var key = Self.journalKey(of: change)
+                if case .writtenOverPlaceholder(let record, _) = change { key = .modify(record) }
+                if var entry = try? context.store.unfinishedOperation(domainID: domainID, templateIdentifier: key.template) {
+                    entry.state = .done
+                    entry.lastError = "excluded from sync: \(error.message)"
+                    try? context.store.updateJournal(entry)
+                }
+                report.notices.append("\(context.display(refused.path)): excluded from sync: \(refused.reason)")
+                return false
+            }
             report.notices.append("\(context.display(change.path)): not uploaded: \(error.message)")
             if var record = try? context.store.item(domainID: context.domainID, path: change.path) {
                 record.lastError = error.message

@@ -128,6 +128,7 @@ extension ProviderManager {
                     path: "/" + path, kind: .unfinished, from: (payload?["from"] as? String).map { "/" + $0 },
                     itemKind: payload?["kind"] as? String, operation: operation, reason: what))
         }
+        unsent = Self.markingExcluded(unsent, try store.excludedItems(domainID: domainID))
         return unsent.enumerated().sorted { a, b in
             a.element.path != b.element.path ? a.element.path < b.element.path : a.offset < b.offset
         }.map(\.element)

@@ -234,6 +234,22 @@ enum Migrations {
                     END;
                     """)
         }
+        migrator.registerMigration("v12: items excluded from sync") { db in
+            // Local items the store cannot take (a kind it cannot create, a file over its size
+            // limit): kept in the replica, told once, listed by status (MetadataStore+Exclusions).
+            try db.create(table: "excludedItem") { t in
+                t.column("domainID", .integer).notNull().references("domain", onDelete: .cascade)
+                t.column("path", .text).notNull()
+                t.column("kind", .text).notNull()
+                t.column("size", .integer).notNull()
+                t.column("reason", .text).notNull()
+                t.column("since", .datetime).notNull()
+                t.column("refusedByStore", .boolean).notNull().defaults(to: false)
+                t.column("modificationNanos", .integer)
+                t.column("inode", .integer)
+                t.primaryKey(["domainID", "path"])
+            }
+        }
         return migrator
     }
 

@@ -192,12 +192,18 @@ extension MemoryBackend {
     ///   exist; `invalidArgument` when it is not a folder or a symlink has no target;
     ///   `filenameCollision` when the name is taken (with `mayAlreadyExist`, only by an item of
     ///   another kind: an item of the same kind is returned, a file's contents replaced by the
-    ///   template's); `localIOFailure` when `contents` cannot be read; an injected failure.
+    ///   template's); `notSupported` for a kind not in ``BackendCapabilities/creatableKinds``
+    ///   and for contents over ``BackendCapabilities/maximumUploadSize``; `localIOFailure` when
+    ///   `contents` cannot be read; an injected failure.
     public func createItem(basedOn template: Item, fields: ItemFields, contents: URL?, options: CreateOptions)
         async throws(FileProviderError) -> ItemResult
     {
         try await begin(.createItem, template.identifier)
+        guard capabilities.creatableKinds.contains(template.kind) else {
+            throw FileProviderError(.notSupported, "this store cannot create a \(template.kind.rawValue)")
+        }
         let data = try await read(contents)
+        try checkUploadSize(data)
         return try withTree { (tree) throws(FileProviderError) -> ItemResult in
             let parent = try tree.folderKey(template.parentIdentifier)
             let key = try MemoryTree.childKey(named: template.filename, in: parent)
@@ -230,7 +236,8 @@ extension MemoryBackend {
     /// change are one atomic step.
     ///
     /// - Throws: `noSuchItem` when the item or the new parent is gone; `versionOutOfDate` when
-    ///   the item's version is not `baseVersion`; `filenameCollision` when the new name is
+    ///   the item's version is not `baseVersion`; `notSupported` for contents over
+    ///   ``BackendCapabilities/maximumUploadSize``; `filenameCollision` when the new name is
     ///   taken; `invalidFilename` for an unsafe name; `invalidArgument` for contents on a
     ///   non-file, renaming the root or moving a folder into itself; an injected failure.
     public func modifyItem(
@@ -239,6 +246,7 @@ extension MemoryBackend {
     ) async throws(FileProviderError) -> ItemResult {
         try await begin(.modifyItem, item.identifier)
         let data = changedFields.contains(.contents) ? try await read(contents) : Data()
+        try checkUploadSize(data)
         return try withTree { (tree) throws(FileProviderError) -> ItemResult in
             var key = try MemoryTree.key(for: item.identifier)
             let current = try tree.existingItem(at: key)
@@ -307,6 +315,15 @@ extension MemoryBackend {
     public func fetchThumbnail(for identifier: ItemIdentifier, size: Int) async throws(FileProviderError) -> Data {
         try await begin(.fetchThumbnail, identifier)
         throw FileProviderError(.notSupported, "the memory backend has no thumbnails")
+    }
+
+    /// Refuses an upload over ``BackendCapabilities/maximumUploadSize`` (after reading it, as a
+    /// server that refuses a body once received).
+    /// - Throws: `notSupported` for a file over the limit.
+    private func checkUploadSize(_ data: Data) throws(FileProviderError) {
+        if let limit = capabilities.maximumUploadSize, Int64(data.count) > limit {
+            throw FileProviderError(.notSupported, "this store accepts files up to \(limit) bytes; this one has \(data.count)")
+        }
     }
 
     /// Reads an upload on the backend's threads.

@@ -44,15 +44,21 @@ public final class MemoryBackend: Backend, @unchecked Sendable {
     ///   - changeBatchSize: the most log entries one `enumerateChanges` call returns.
     ///   - supportsServerSideMove: without it, a rename or move throws `notSupported` (a store
     ///     such as the media API's original dialect).
+    ///   - creatableKinds: the kinds `createItem` accepts; it throws `notSupported` for the others
+    ///     (a store such as WebDAV, which cannot hold symlinks).
+    ///   - maximumUploadSize: the largest file `createItem` and `modifyItem` accept; a larger one
+    ///     is read in full and then refused with `notSupported`, as a server that refuses a body
+    ///     after receiving it.
     public init(
         hasChangeFeed: Bool = true, pageSize: Int = 100, changeLogLimit: Int = 10_000, changeBatchSize: Int = 500,
-        supportsServerSideMove: Bool = true
+        supportsServerSideMove: Bool = true, creatableKinds: Set<ItemKind> = [.file, .folder, .symlink],
+        maximumUploadSize: Int64? = nil
     ) {
         precondition(pageSize > 0 && changeBatchSize > 0 && changeLogLimit > 0)
         capabilities = BackendCapabilities(
             hasChangeFeed: hasChangeFeed, supportsThumbnails: false, supportsRangedReads: true,
             supportsServerSideMove: supportsServerSideMove, supportsConditionalWrites: true, supportsSymlinks: true,
-            creatableKinds: [.file, .folder, .symlink], identifiersArePathDerived: true)
+            creatableKinds: creatableKinds, maximumUploadSize: maximumUploadSize, identifiersArePathDerived: true)
         self.pageSize = pageSize
         self.changeBatchSize = changeBatchSize
         tree = MemoryTree(logLimit: changeLogLimit)

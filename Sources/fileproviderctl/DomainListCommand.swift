@@ -64,6 +64,8 @@ struct DomainJSON: Encodable {
     var cache: CacheUsageJSON
     /// Its last automatic evictions, newest first.
     var evictions: [EvictionJSON]
+    /// Local items excluded from sync (the store cannot take them), by path.
+    var excluded: [ExcludedJSON]
     /// Only from `domain add --adopt-replica`: what it took over.
     var adopted: AdoptionSummary?
 
@@ -87,6 +89,26 @@ struct DomainJSON: Encodable {
         cacheBudget = record.cacheBudget
         cache = CacheUsageJSON(try manager.cacheUsage(of: record))
         evictions = try manager.evictions(of: record).map(EvictionJSON.init)
+        excluded = try manager.excludedItems(inDomain: record.name).map(ExcludedJSON.init)
+    }
+}
+
+/// A local item excluded from sync as `--json` prints it.
+struct ExcludedJSON: Encodable {
+    /// Its path in the domain, starting with `/`.
+    var path: String
+    /// `file`, `folder` or `symlink`.
+    var kind: String
+    var size: Int64
+    var reason: String
+    var since: Date
+
+    init(_ record: ExcludedItemRecord) {
+        path = "/" + record.path
+        kind = record.kind
+        size = record.size
+        reason = record.reason
+        since = record.since
     }
 }
 

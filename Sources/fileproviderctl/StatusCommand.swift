@@ -55,6 +55,14 @@ struct StatusCommand: AsyncParsableCommand {
                     "  evicted \(Output.date(eviction.at)) \(Output.name("/" + eviction.path)) (\(Output.bytes(eviction.size))): \(Output.text(eviction.reason))"
                 )
             }
+            let excluded = try manager.excludedItems(inDomain: domain.name)
+            if !excluded.isEmpty {
+                print(
+                    "  \(excluded.count) item\(excluded.count == 1 ? "" : "s") excluded from sync (kept in the replica, not sent: the store cannot take \(excluded.count == 1 ? "it" : "them"))"
+                )
+                for item in excluded.prefix(3) { print("    \(Output.name("/" + item.path)): \(Output.text(item.reason))") }
+                if excluded.count > 3 { print("    … 'fileproviderctl pending \(domain.name)' lists them all") }
+            }
             if let backoff = DomainBackoff(domain) {
                 let failures = "\(backoff.failureCount) failure\(backoff.failureCount == 1 ? "" : "s")"
                 let due = backoff.isWaiting() ? "" : " (retry due)"

@@ -198,6 +198,36 @@ struct CompatTests {
         await backend.close()
     }
 
+    /// What the original API cannot take is excluded from sync, told once, never sent again:
+    /// a file over its 25 MiB limit and a symlink before anything is sent (the capabilities say
+    /// so), a name it would not list when the adapter refuses it. The rest goes up.
+    @Test func engineExcludesWhatTheOriginalAPICannotTake() async throws {
+        let folder = try server.makeFolder()
+        try server.put("photo.png", try Samples.png(), in: folder)
+        let engine = try Engine()
+        try await engine.manager.addDomain(name: "media", kind: "media", options: ["url": server.url, "root": folder])
+        let controller = try await engine.manager.controller(for: "media")
+        _ = try await controller.sync()
+        let replica = engine.replica("media")
+        let small = try Samples.png(32, 32, seed: 4)
+        try small.write(to: replica.appendingPathComponent("small.png"))
+        try Data("not an image".utf8).write(to: replica.appendingPathComponent("notes.txt"))
+        try Data(repeating: 1, count: 25 << 20 + 1).write(to: replica.appendingPathComponent("huge.png"))
+        try FileManager.default.createSymbolicLink(
+            atPath: replica.appendingPathComponent("link").path, withDestinationPath: "photo.png")
+
+        let report = try await controller.sync()
+        #expect(report.notices.count == 3, "\(report.notices)")
+        #expect(report.notices.allSatisfy { $0.contains("excluded from sync") }, "\(report.notices)")
+        #expect(server.contents("small.png", in: folder) == small)
+        #expect(server.contents("notes.txt", in: folder) == nil && server.contents("huge.png", in: folder) == nil)
+        #expect(try engine.manager.excludedItems(inDomain: "media").map(\.path) == ["huge.png", "link", "notes.txt"])
+        let again = try await controller.sync()
+        #expect(again.notices.isEmpty && again.uploaded == 0, "\(again.notices)")
+        #expect(FileManager.default.contents(atPath: replica.appendingPathComponent("notes.txt").path) == Data("not an image".utf8))
+        await engine.manager.close()
+    }
+
     @Test func engineSyncsMaterializesEvictsUploadsAndDeletes() async throws {
         let folder = try server.makeFolder()
         let png = try Samples.png()

@@ -8,7 +8,9 @@ import Testing
         "v1: domains, items, anchors, journal, checkpoints, thumbnails", "v2: conflicts, ignore patterns", "v3: domain backoff",
         "v4: dataless folders",
         "v5: journal by template", "v6: materialized and pinned items", "v7: replica modes",
-        "v8: content policies, present ranges, last use, budgets", "v9: item counters", "v10: dataless folders index", "v11: counting paused for new rows",
+        "v8: content policies, present ranges, last use, budgets", "v9: item counters", "v10: dataless folders index",
+        "v11: counting paused for new rows",
+        "v12: items excluded from sync",
     ]
 
     @Test func migrationsApplyAndAreListedByName() throws {
