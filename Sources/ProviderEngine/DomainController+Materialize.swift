@@ -31,14 +31,11 @@ extension DomainController {
         for path in paths {
             do {
                 let target = try record(at: path)
-                if target.kind == .folder {
-                    let inside =
-                        recursive
-                        ? try store.descendants(domainID: domainID, of: path)
-                        : try store.children(domainID: domainID, parent: target.identifier)
-                    files += inside.filter { $0.kind == .file }
+                if target.kind == .folder && recursive {
+                    outcomes += await materializeSubtree(of: target.path, events: events)
+                } else if target.kind == .folder {
+                    files += try store.children(domainID: domainID, parent: target.identifier).filter { $0.kind == .file }
                     folders.append(path)
-                    if recursive { folders += inside.filter { $0.kind == .folder && $0.isDataless }.map(\.path) }
                 } else if target.kind == .symlink {
                     outcomes.append(
                         ItemOutcome(
@@ -53,29 +50,91 @@ extension DomainController {
                 outcomes.append(ItemOutcome(path: location(path), error: error))
             }
         }
-        // The folders are made first and populated after the downloads: a file about to be
-        // downloaded then never gets a placeholder just to have it replaced (two new files on
-        // disk per download instead of one; on a busy ext4 creating them cost as much as the
-        // downloads). Populating adopts what was downloaded and writes placeholders for the rest.
+        if files.isEmpty && folders.isEmpty { return outcomes }
         let parents = folders + files.map { Self.split($0.path).parent }
+        return outcomes + (await download(files, into: parents, events: events))
+    }
+
+    /// Downloads `files` after making the folders `parents` in the replica, then populates
+    /// those folders. The folders are made first and populated after the downloads: a file
+    /// about to be downloaded then never gets a placeholder just to have it replaced (two new
+    /// files on disk per download instead of one; on a busy ext4 creating them cost as much as
+    /// the downloads). Populating adopts what was downloaded and writes placeholders for the
+    /// rest. Returns an outcome per file (and one for folders that could not be populated).
+    private func download(_ files: [ItemRecord], into parents: [String], populating: [String]? = nil, events: EventHandler?)
+        async -> [ItemOutcome]
+    {
         do {
             try await makeFolders(parents)
         } catch {
-            return outcomes + files.map { ItemOutcome(path: location($0.path), error: error) }
+            return files.map { ItemOutcome(path: location($0.path), error: error) }
         }
-        let downloaded = await downloader.download(files, events: events)
+        var outcomes = await downloader.download(files, events: events)
         // A file asked for is a file used: the newest for least-recently-used eviction.
         let identifiers = Dictionary(files.map { (location($0.path), $0.identifier) }, uniquingKeysWith: { first, _ in first })
-        for outcome in downloaded where outcome.error == nil {
+        for outcome in outcomes where outcome.error == nil {
             if let identifier = identifiers[outcome.path] { useRecorder.used(domainID: domainID, identifier: identifier) }
         }
-        outcomes += downloaded
         // Interrupted: the next run (or sync) populates the folders, adopting what was downloaded.
         if Task.isCancelled { return outcomes }
+        let populated = populating ?? parents
+        if populated.isEmpty { return outcomes }
         do {
-            try await populateFolders(parents)
+            try await populateFolders(populated)
         } catch {
-            outcomes.append(ItemOutcome(path: location(parents.first ?? ""), error: error))
+            outcomes.append(ItemOutcome(path: location(populated.first ?? ""), error: error))
+        }
+        return outcomes
+    }
+
+    /// Downloads every file below the folder at `path` and shows every folder below it, a page
+    /// of ``subtreePage`` records at a time (a subtree of any size in bounded memory). A folder
+    /// is populated once the pages have passed its last item (its items are contiguous in path
+    /// order), so a file about to be downloaded never gets a placeholder first. Progress counts
+    /// the whole subtree.
+    private func materializeSubtree(of path: String, events: EventHandler?) async -> [ItemOutcome] {
+        let (store, domainID) = (self.store, self.domainID)
+        let totals: (count: Int, bytes: Int64)
+        do {
+            totals = try await executor.run { try store.filesToDownload(domainID: domainID, below: path) }
+        } catch {
+            return [ItemOutcome(path: location(path), error: error)]
+        }
+        let progress = SubtreeProgress(totals: totals, events: events)
+        var outcomes: [ItemOutcome] = []
+        var open = [path]  // folders whose items the pages have not passed yet
+        var after: String?
+        let pageSize = max(1, subtreePage.withLock { $0 })
+        while !Task.isCancelled {
+            let page: [ItemRecord]
+            do {
+                let from = after
+                page = try await executor.run {
+                    try store.descendants(domainID: domainID, of: path, after: from, limit: pageSize)
+                }
+            } catch {
+                outcomes.append(ItemOutcome(path: location(after ?? path), error: error))
+                break
+            }
+            guard let last = page.last?.path else { break }
+            after = last
+            let files = page.filter { $0.kind == .file }
+            let folders = page.filter { $0.kind == .folder && $0.isDataless }.map(\.path)
+            let parents = folders + files.map { Self.split($0.path).parent }
+            var seen = Set(open)
+            for parent in parents where seen.insert(parent).inserted { open.append(parent) }
+            // Done: the folders whose items all lie before the page's last path.
+            let done = open.filter { $0 != last && !last.hasPrefix($0.isEmpty ? "" : $0 + "/") }
+            open.removeAll { $0 != last && !last.hasPrefix($0.isEmpty ? "" : $0 + "/") }
+            outcomes += await download(files, into: parents, populating: done, events: progress.handler)
+            progress.finishPage()
+            if page.count < pageSize { break }
+        }
+        if Task.isCancelled || open.isEmpty { return outcomes }
+        do {
+            try await populateFolders(open)
+        } catch {
+            outcomes.append(ItemOutcome(path: location(open.first ?? ""), error: error))
         }
         return outcomes
     }
@@ -105,4 +164,56 @@ extension DomainController {
     /// The error of work a cancellation stopped before it started (or, for a batch, before it
     /// was done): code `cancelled`.
     public static let notStarted = FileProviderError(.cancelled, "interrupted before it was done")
+}
+
+/// Progress of a recursive materialize over the whole subtree: the downloads of each page
+/// report their own counts, which this adds to the pages done before, against the subtree's
+/// totals (raised when a page finds more than was counted).
+private final class SubtreeProgress: Sendable {
+    private let state: Mutex<(done: (bytes: Int64, items: Int, resumed: Int64), page: (bytes: Int64, items: Int, resumed: Int64))>
+    private let totals: (count: Int, bytes: Int64)
+    private let events: EventHandler?
+
+    init(totals: (count: Int, bytes: Int64), events: EventHandler?) {
+        self.totals = totals
+        self.events = events
+        state = Mutex(((0, 0, 0), (0, 0, 0)))
+    }
+
+    var handler: EventHandler? {
+        guard let events else { return nil }
+        return { [self] event in
+            guard case .transfer(let bytes, _, let items, _, let resumed) = event else {
+                events(event)
+                return
+            }
+            let now = state.withLock { value in
+                value.page = (bytes, items, resumed)
+                return (
+                    bytes: Self.add(value.done.bytes, bytes), items: value.done.items + items,
+                    resumed: Self.add(value.done.resumed, resumed)
+                )
+            }
+            events(
+                .transfer(
+                    completedBytes: now.bytes, totalBytes: max(totals.bytes, now.bytes), completedItems: now.items,
+                    totalItems: max(totals.count, now.items), resumedBytes: now.resumed))
+        }
+    }
+
+    /// Adds the finished page's counts to what is done.
+    func finishPage() {
+        state.withLock { value in
+            value.done = (
+                Self.add(value.done.bytes, value.page.bytes), value.done.items + value.page.items,
+                Self.add(value.done.resumed, value.page.resumed)
+            )
+            value.page = (0, 0, 0)
+        }
+    }
+
+    private static func add(_ a: Int64, _ b: Int64) -> Int64 {
+        let (sum, overflow) = a.addingReportingOverflow(b)
+        return overflow ? .max : sum
+    }
 }

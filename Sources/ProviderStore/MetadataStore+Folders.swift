@@ -67,6 +67,57 @@ extension MetadataStore {
         }
     }
 
+    /// At most `limit` items below the folder at `path` (not the folder itself), in path order,
+    /// starting after the item at `after` (from the first with `nil`): a subtree of any size in
+    /// pages, each read in its own transaction.
+    /// - Throws: `localIOFailure` when the database fails.
+    public func descendants(domainID: Int64, of path: String, after: String?, limit: Int) throws(FileProviderError)
+        -> [ItemRecord]
+    {
+        // "after" as a lower bound: the smallest string greater than it is after + "\0"; a path
+        // never holds NUL, so ">" is written as ">=" on that.
+        let low = after.map { $0 + "\u{0}" } ?? (path.isEmpty ? "" : path + "/")
+        let high = path.isEmpty ? nil : path + "0"
+        return try read { db in
+            let rows: RowCursor
+            if let high {
+                rows = try Row.fetchCursor(
+                    db.cachedStatement(sql: Self.selectFrom + " LIMIT ?"), arguments: [domainID, low, high, max(1, limit)])
+            } else {
+                rows = try Row.fetchCursor(
+                    db.cachedStatement(sql: Self.selectFromRoot + " LIMIT ?"), arguments: [domainID, low, max(1, limit)])
+            }
+            var found: [ItemRecord] = []
+            while let row = try rows.next() { found.append(ItemRecord(row: row)) }
+            return found
+        }
+    }
+
+    /// How many files below the folder at `path` are not downloaded with the store's current
+    /// contents (placeholders, outdated or partial copies), and their sizes in the store
+    /// added up (negative sizes as 0, the sum saturating).
+    /// - Throws: `localIOFailure` when the database fails.
+    public func filesToDownload(domainID: Int64, below path: String) throws(FileProviderError) -> (count: Int, bytes: Int64) {
+        let (low, high) = path.isEmpty ? ("", nil) : (path + "/", path + "0")
+        let range = high == nil ? "path >= ? AND path <> ''" : "path >= ? AND path < ?"
+        let sql = """
+            SELECT size FROM item INDEXED BY item_path WHERE domainID = ? AND \(range) AND kind = 'file' \
+            AND NOT (state = 'materialized' AND localContentVersion IS contentVersion)
+            """
+        return try read { db in
+            let arguments: StatementArguments = high.map { [domainID, low, $0] } ?? [domainID, low]
+            let sizes = try Int64.fetchCursor(db.cachedStatement(sql: sql), arguments: arguments)
+            var count = 0
+            var bytes: Int64 = 0
+            while let size = try sizes.next() {
+                count += 1
+                let (sum, overflow) = bytes.addingReportingOverflow(max(0, size))
+                bytes = overflow ? .max : sum
+            }
+            return (count, bytes)
+        }
+    }
+
     /// Calls `body` with the path of every folder of a domain (the root is ""), one row at a
     /// time, without holding them. `body` runs inside one read transaction and must not use the
     /// database.
