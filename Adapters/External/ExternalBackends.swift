@@ -90,14 +90,26 @@ public enum ExternalBackends {
     ///   `timeout` seconds; `notSupported` when it speaks another protocol version;
     ///   `corruptData` for a malformed reply or option.
     public static func describe(_ program: Program, timeout: TimeInterval = 30) throws(FileProviderError) -> BackendDescriptor {
+        try describe(program, timeout: timeout, park: false)
+    }
+
+    /// ``describe(_:timeout:)``; with `park`, the program is kept running afterwards for the
+    /// first ``ExternalBackend`` of its path in this process (``ParkedPrograms``).
+    static func describe(_ program: Program, timeout: TimeInterval, park: Bool) throws(FileProviderError) -> BackendDescriptor {
         let process = try BackendProgram(path: program.path, displayName: ExternalBackend.displayName(kind: program.kind))
-        defer { process.stop(kill: true) }
+        var parked = false
+        defer { if !parked { process.stop(kill: true) } }
         let hello = try wait(process, "hello", HelloParams(versions: WireCoding.versions), HelloResult.self, timeout: timeout)
         guard WireCoding.versions.contains(hello.version) else {
             throw FileProviderError(.notSupported, "\(process.displayName) speaks protocol version \(hello.version), not 1")
         }
         let described = try wait(process, "describe", [String: String](), DescribeResult.self, timeout: timeout)
-        return try descriptor(program, described, name: process.displayName)
+        let descriptor = try descriptor(program, described, name: process.displayName)
+        if park {
+            ParkedPrograms.shared.park(process, hello: hello)
+            parked = true
+        }
+        return descriptor
     }
 
     /// Sends one request and blocks the calling thread until its reply.
@@ -162,12 +174,14 @@ public enum ExternalBackends {
     /// It starts the program and waits for its description on the calling thread (a program
     /// start, once per kind and process; a program that could not describe itself is not
     /// started again for ``failureRetrySeconds``): callers on Swift's cooperative pool describe
-    /// the kinds they need first, on a thread of their own.
+    /// the kinds they need first, on a thread of their own. The described program is kept
+    /// running for ``parkedProgramSeconds``: the first ``ExternalBackend`` of it in this process
+    /// opens its store there instead of starting it again.
     public static let resolver: BackendRegistry.Resolver = { (kind: String) throws(FileProviderError) -> BackendDescriptor? in
         guard let program = find(kind) else { return nil }
         if let cached = cache.get(program) { return try cached.get() }
         do throws(FileProviderError) {
-            let descriptor = try describe(program)
+            let descriptor = try describe(program, timeout: 30, park: true)
             cache.set(program, .success(descriptor))
             return descriptor
         } catch {
@@ -179,6 +193,10 @@ public enum ExternalBackends {
     /// How long a program that failed to describe itself is taken as failing before it is
     /// started again.
     public static let failureRetrySeconds = 60.0
+
+    /// How long a program started by ``resolver`` to describe itself is kept running for the
+    /// first ``ExternalBackend`` of it to take over, in seconds.
+    public static let parkedProgramSeconds = 60.0
 }
 
 private final class ReplyBox: @unchecked Sendable {
