@@ -24,6 +24,8 @@ import Testing
         return [
             "PATH": "\(pythonBackends):\(fixtures):\(systemPython)\(ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")",
             "XDG_DATA_HOME": temp.url.appendingPathComponent("xdg").path,
+            // The programs' descriptions are remembered here, not in the user's cache.
+            "XDG_CACHE_HOME": temp.url.appendingPathComponent("cache").path,
         ]
     }
 
