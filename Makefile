@@ -29,13 +29,16 @@ BINDIR          ?= $(PREFIX)/bin
 LIBEXECDIR      ?= $(PREFIX)/libexec/fileprovider
 MANDIR          ?= $(PREFIX)/share/man
 DATADIR         ?= $(PREFIX)/share
-INSTALL_ENV      = PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" BINDIR="$(BINDIR)" LIBEXECDIR="$(LIBEXECDIR)" MANDIR="$(MANDIR)" DATADIR="$(DATADIR)"
+# make install-backends: where the reference external backends go (a folder fileproviderctl
+# searches: one of PATH, or $XDG_DATA_HOME/fileprovider/backends).
+BACKENDDIR      ?= $(BINDIR)
+INSTALL_ENV      = PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" BINDIR="$(BINDIR)" LIBEXECDIR="$(LIBEXECDIR)" MANDIR="$(MANDIR)" DATADIR="$(DATADIR)" BACKENDDIR="$(BACKENDDIR)"
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build release man install uninstall media-server test demo bench format clean
+.PHONY: help deps build release man install install-backends uninstall media-server test demo bench format clean
 
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 
 deps: ## Install missing apt packages (idempotent)
 	@scripts/install-deps.sh
@@ -57,7 +60,11 @@ install: deps ## Install under PREFIX (default ~/.local): program, guard, man pa
 	@$(INSTALL_ENV) scripts/install.sh install "$$($(SWIFT) build $(SWIFTPM_FLAGS) $(RELEASE_BUILD) --show-bin-path)" \
 		"$$(scripts/manual.sh $(SWIFTPM_FLAGS) $(RELEASE_BUILD))"
 
-uninstall: ## Remove what install put under PREFIX (keeps the state folder and its domains)
+install-backends: deps ## Install the reference external backends pyfolder (Python) and cfolder (C) into BACKENDDIR (default PREFIX/bin)
+	$(SWIFT) build $(SWIFTPM_FLAGS) $(RELEASE_BUILD) --product fileprovider-backend-cfolder
+	@$(INSTALL_ENV) scripts/install.sh install-backends "$$($(SWIFT) build $(SWIFTPM_FLAGS) $(RELEASE_BUILD) --show-bin-path)"
+
+uninstall: ## Remove what install and install-backends put under PREFIX (keeps the state folder and its domains)
 	@$(INSTALL_ENV) scripts/install.sh uninstall
 
 media-server: deps ## Debug build of media-server (its own package, Servers/media-server), which the tests start

@@ -5,10 +5,12 @@
 # again finds nothing to remove.
 #
 #   scripts/install.sh install BIN_FOLDER MAN_PAGE
+#   scripts/install.sh install-backends BIN_FOLDER     (`make install-backends`)
 #   scripts/install.sh uninstall
 #
 # Environment (the Makefile passes them): PREFIX (default ~/.local), DESTDIR (staging root for
-# packagers, default none), BINDIR, LIBEXECDIR, MANDIR, DATADIR (defaults under PREFIX).
+# packagers, default none), BINDIR, LIBEXECDIR, MANDIR, DATADIR (defaults under PREFIX),
+# BACKENDDIR (default BINDIR).
 #
 # What goes where (each shell's and systemd's own search paths under PREFIX):
 #   BINDIR/fileproviderctl                          the program (Swift runtime linked in,
@@ -19,6 +21,10 @@
 #   DATADIR/zsh/site-functions/_fileproviderctl
 #   DATADIR/fish/vendor_completions.d/fileproviderctl.fish
 #   DATADIR/systemd/user/fileproviderctl-serve.service
+# and with install-backends, the reference external backends (Docs/ExternalBackends.md), where
+# fileproviderctl finds them (a folder of PATH, or $XDG_DATA_HOME/fileprovider/backends):
+#   BACKENDDIR/fileprovider-backend-pyfolder        Python, standard library only
+#   BACKENDDIR/fileprovider-backend-cfolder         C (debug information stripped)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,6 +34,7 @@ bindir=${BINDIR:-$prefix/bin}
 libexecdir=${LIBEXECDIR:-$prefix/libexec/fileprovider}
 mandir=${MANDIR:-$prefix/share/man}
 datadir=${DATADIR:-$prefix/share}
+backenddir=${BACKENDDIR:-$bindir}
 
 files=(
     "$bindir/fileproviderctl"
@@ -37,6 +44,8 @@ files=(
     "$datadir/zsh/site-functions/_fileproviderctl"
     "$datadir/fish/vendor_completions.d/fileproviderctl.fish"
     "$datadir/systemd/user/fileproviderctl-serve.service"
+    "$backenddir/fileprovider-backend-pyfolder"
+    "$backenddir/fileprovider-backend-cfolder"
 )
 
 # Copies $1 to $2 with mode $3 through a temporary file renamed into place.
@@ -83,6 +92,24 @@ done. Next:
   (make sure $bindir is on your PATH; zsh: add $datadir/zsh/site-functions to fpath)
 EOF
     ;;
+install-backends)
+    bin=${2:?usage: install.sh install-backends BIN_FOLDER}
+    [ -f "$bin/fileprovider-backend-cfolder" ] ||
+        { echo "install: $bin/fileprovider-backend-cfolder is missing; run 'make install-backends', which builds it" >&2; exit 1; }
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+    echo "installing the reference backends into ${destdir}${backenddir}:"
+    place "$root/Backends/python/fileprovider-backend-pyfolder" "$backenddir/fileprovider-backend-pyfolder" 755
+    cp "$bin/fileprovider-backend-cfolder" "$work/fileprovider-backend-cfolder"
+    if command -v strip >/dev/null; then strip --strip-debug "$work/fileprovider-backend-cfolder"; fi
+    place "$work/fileprovider-backend-cfolder" "$backenddir/fileprovider-backend-cfolder" 755
+    case ":$PATH:" in
+    *":$backenddir:"*) ;;
+    *) [ "$backenddir" = "${XDG_DATA_HOME:-$HOME/.local/share}/fileprovider/backends" ] ||
+        echo "(fileproviderctl finds them once $backenddir is on your PATH)" ;;
+    esac
+    echo "done: 'fileproviderctl backend list' shows pyfolder and cfolder"
+    ;;
 uninstall)
     echo "removing from ${destdir}${prefix}:"
     for file in "${files[@]}"; do
@@ -93,9 +120,10 @@ uninstall)
     done
     # The folders this installed into, if nothing else is in them now.
     rmdir "$destdir$libexecdir" 2>/dev/null || true
+    [ "$backenddir" = "$bindir" ] || rmdir "$destdir$backenddir" 2>/dev/null || true
     ;;
 *)
-    echo "usage: scripts/install.sh install BIN_FOLDER MAN_PAGE | uninstall" >&2
+    echo "usage: scripts/install.sh install BIN_FOLDER MAN_PAGE | install-backends BIN_FOLDER | uninstall" >&2
     exit 2
     ;;
 esac

@@ -3,8 +3,9 @@
 # without the Swift toolchain: run with a bare environment (the toolchain off PATH and no
 # LD_LIBRARY_PATH) and checked for library paths into the toolchain; its man page read with
 # `man -l`; its bash and zsh (and, where installed, fish) completions asked for domain names and
-# DOMAIN:/paths; the systemd user unit verified; a second install changes nothing; uninstall
-# removes it all. Reuses the release build of test-release-build.sh (same flags as
+# DOMAIN:/paths; the systemd user unit verified; `make install-backends` puts the reference
+# external backends where the program finds them (PREFIX/bin, or BACKENDDIR) and a domain of each
+# syncs; a second install changes nothing; uninstall removes it all. Reuses the release build of test-release-build.sh (same flags as
 # `make install`). Works from any directory.
 set -euo pipefail
 
@@ -46,6 +47,32 @@ bare "$fpctl" sync --home "$work/home" >/dev/null || fail "sync"
 bare "$fpctl" ls family:/ --home "$work/home" | grep -q "readme.txt" || fail "ls does not list readme.txt"
 bare "$fpctl" materialize family:/readme.txt --home "$work/home" >/dev/null || fail "materialize"
 [ "$(cat "$work/home/domains/family/readme.txt")" = hello ] || fail "the materialized file's contents"
+
+echo "== make install-backends"
+make -s -C "$root" install-backends PREFIX="$prefix" >"$work/backends.log" 2>&1 || { cat "$work/backends.log"; fail "make install-backends"; }
+for kind in pyfolder cfolder; do
+    [ -x "$prefix/bin/fileprovider-backend-$kind" ] || fail "fileprovider-backend-$kind was not installed"
+done
+# Found on PATH, without the toolchain: listed as external, and a domain of each syncs.
+with_backends() { env -i PATH="$prefix/bin:/usr/bin:/bin" LD_LIBRARY_PATH= HOME="$work/user" LANG=C.UTF-8 "$@"; }
+listed=$(with_backends "$fpctl" backend list) || fail "backend list"
+for kind in pyfolder cfolder; do
+    grep -q "^$kind  external  $prefix/bin/fileprovider-backend-$kind" <<<"$listed" || fail "backend list does not show $kind: $listed"
+    with_backends "$fpctl" domain add "by-$kind" --backend "$kind" --root "$work/store" --home "$work/backends-home" >/dev/null ||
+        fail "domain add with --backend $kind"
+    with_backends "$fpctl" sync "by-$kind" --home "$work/backends-home" >/dev/null || fail "sync of a $kind domain"
+    with_backends "$fpctl" ls "by-$kind:/" --home "$work/backends-home" | grep -q "readme.txt" || fail "ls of a $kind domain"
+done
+# Into the backends folder of the user's data (searched without PATH), then removed from it.
+xdg_backends=$work/user/.local/share/fileprovider/backends
+make -s -C "$root" install-backends PREFIX="$prefix" BACKENDDIR="$xdg_backends" >/dev/null || fail "make install-backends BACKENDDIR=…"
+bare "$fpctl" backend list | grep -q "^cfolder  external  $xdg_backends/fileprovider-backend-cfolder" ||
+    fail "backend list does not find cfolder in $xdg_backends"
+make -s -C "$root" uninstall PREFIX="$prefix" BACKENDDIR="$xdg_backends" >/dev/null || fail "make uninstall BACKENDDIR=…"
+[ ! -e "$xdg_backends" ] || fail "uninstall left $xdg_backends"
+# That uninstall removed the rest too: install it again.
+make -s -C "$root" install PREFIX="$prefix" >"$work/install.log" 2>&1 || { cat "$work/install.log"; fail "make install after uninstall"; }
+make -s -C "$root" install-backends PREFIX="$prefix" >"$work/backends.log" 2>&1 || { cat "$work/backends.log"; fail "make install-backends"; }
 
 echo "== man -l"
 command -v man >/dev/null || fail "man is not installed (scripts/install-deps.sh installs man-db)"
@@ -149,6 +176,7 @@ fi
 echo "== install again (idempotent), then uninstall"
 before=$(cd "$prefix" && find . -type f -exec sha256sum {} + | sort)
 make -s -C "$root" install PREFIX="$prefix" >"$work/install2.log" 2>&1 || { cat "$work/install2.log"; fail "a second make install"; }
+make -s -C "$root" install-backends PREFIX="$prefix" >"$work/install2.log" 2>&1 || { cat "$work/install2.log"; fail "a second make install-backends"; }
 after=$(cd "$prefix" && find . -type f -exec sha256sum {} + | sort)
 [ "$before" = "$after" ] || { diff <(echo "$before") <(echo "$after") || true; fail "a second install changed files"; }
 make -s -C "$root" uninstall PREFIX="$prefix" >/dev/null || fail "make uninstall"

@@ -71,10 +71,18 @@ public final class ExternalBackend: Backend, @unchecked Sendable {
 
     static func displayName(kind: String) -> String { ExternalBackends.programPrefix + kind }
 
+    /// Starts the program (or takes the one started to describe it, ``ParkedPrograms``), says
+    /// hello when it has not and opens the store.
     private static func launch(kind: String, path: String, options: [String: String], silenceLimit: Double) async throws(FileProviderError)
         -> (BackendProgram, BackendCapabilities)
     {
-        let program = try BackendProgram(path: path, displayName: displayName(kind: kind), silenceLimit: silenceLimit)
+        let parked = ParkedPrograms.shared.take(path: path, silenceLimit: silenceLimit)
+        let program: BackendProgram
+        if let parked {
+            program = parked.program
+        } else {
+            program = try BackendProgram(path: path, displayName: displayName(kind: kind), silenceLimit: silenceLimit)
+        }
         // A program that never answers must not hold up the domain for ever.
         let watchdog = Task {
             try? await Task.sleep(for: .seconds(handshakeTimeout))
@@ -84,7 +92,8 @@ public final class ExternalBackend: Backend, @unchecked Sendable {
         }
         defer { watchdog.cancel() }
         do {
-            let hello = try await Self.hello(program)
+            let hello: HelloResult
+            if let parked { hello = parked.hello } else { hello = try await Self.hello(program) }
             let opened = try await call(program, "open", OpenParams(options: options), OpenResult.self)
             let capabilities = try (opened.capabilities ?? hello.capabilities ?? WireCapabilities())
                 .capabilities(program: program.displayName)

@@ -86,18 +86,45 @@ public enum ExternalBackends {
 
     /// Starts a program, asks for its descriptor (`hello`, then `describe`) and stops it.
     ///
+    /// With `remember`, the description is also written to the cache of descriptions on disk
+    /// (`$XDG_CACHE_HOME/fileprovider/backends`), which ``resolver`` reads instead of starting
+    /// the program while its file stays the same (`backend list` refreshes it this way).
+    /// Blocks the calling thread: call it on a thread of its own.
+    ///
     /// - Throws: `serverUnreachable` when it cannot be started, dies or does not answer within
     ///   `timeout` seconds; `notSupported` when it speaks another protocol version;
     ///   `corruptData` for a malformed reply or option.
-    public static func describe(_ program: Program, timeout: TimeInterval = 30) throws(FileProviderError) -> BackendDescriptor {
+    public static func describe(_ program: Program, timeout: TimeInterval = 30, remember: Bool = false) throws(FileProviderError)
+        -> BackendDescriptor
+    {
+        try describe(program, timeout: timeout, park: false, remember: remember)
+    }
+
+    /// ``describe(_:timeout:remember:)``; with `park`, the program is kept running afterwards
+    /// for the first ``ExternalBackend`` of its path in this process (``ParkedPrograms``).
+    static func describe(_ program: Program, timeout: TimeInterval, park: Bool, remember: Bool) throws(FileProviderError)
+        -> BackendDescriptor
+    {
+        // The file's identity before the program starts: a file replaced meanwhile is not
+        // remembered under the new one's identity.
+        let key = remember ? DescriptionCache.key(of: program.path) : nil
         let process = try BackendProgram(path: program.path, displayName: ExternalBackend.displayName(kind: program.kind))
-        defer { process.stop(kill: true) }
+        var parked = false
+        defer { if !parked { process.stop(kill: true) } }
         let hello = try wait(process, "hello", HelloParams(versions: WireCoding.versions), HelloResult.self, timeout: timeout)
         guard WireCoding.versions.contains(hello.version) else {
             throw FileProviderError(.notSupported, "\(process.displayName) speaks protocol version \(hello.version), not 1")
         }
         let described = try wait(process, "describe", [String: String](), DescribeResult.self, timeout: timeout)
-        return try descriptor(program, described, name: process.displayName)
+        let descriptor = try descriptor(program, described, name: process.displayName)
+        if let key, DescriptionCache.key(of: program.path) == key {
+            DescriptionCache()?.store(described, kind: program.kind, key: key)
+        }
+        if park {
+            ParkedPrograms.shared.park(process, hello: hello)
+            parked = true
+        }
+        return descriptor
     }
 
     /// Sends one request and blocks the calling thread until its reply.
@@ -159,15 +186,20 @@ public enum ExternalBackends {
     /// For ``BackendRegistry/resolver``: the descriptor of an external program of `kind` found
     /// on the search path (described once per process), or `nil` when there is none.
     ///
-    /// It starts the program and waits for its description on the calling thread (a program
-    /// start, once per kind and process; a program that could not describe itself is not
-    /// started again for ``failureRetrySeconds``): callers on Swift's cooperative pool describe
-    /// the kinds they need first, on a thread of their own.
+    /// It answers from the cache of descriptions on disk when that holds the description of
+    /// the program's file as it is now (``DescriptionCache``); else it starts the program and
+    /// waits for its description on the calling thread (a program start, once per kind and
+    /// process; a program that could not describe itself is not started again for
+    /// ``failureRetrySeconds``) and remembers it on disk. Either way it blocks on files or the
+    /// program: callers on Swift's cooperative pool describe the kinds they need first, on a
+    /// thread of their own. A program started to describe itself is kept running for
+    /// ``parkedProgramSeconds``: the first ``ExternalBackend`` of it in this process opens its
+    /// store there instead of starting it again.
     public static let resolver: BackendRegistry.Resolver = { (kind: String) throws(FileProviderError) -> BackendDescriptor? in
         guard let program = find(kind) else { return nil }
         if let cached = cache.get(program) { return try cached.get() }
         do throws(FileProviderError) {
-            let descriptor = try describe(program)
+            let descriptor = try rememberedOrDescribed(program)
             cache.set(program, .success(descriptor))
             return descriptor
         } catch {
@@ -176,9 +208,27 @@ public enum ExternalBackends {
         }
     }
 
+    /// The description of `program` from the disk cache when it holds one for the program's
+    /// file as it is now and that passes the checks of a program's reply; else the program's
+    /// own (it is kept running and its description remembered).
+    /// - Throws: what ``describe(_:timeout:remember:)`` throws.
+    private static func rememberedOrDescribed(_ program: Program) throws(FileProviderError) -> BackendDescriptor {
+        if let disk = DescriptionCache(), let key = DescriptionCache.key(of: program.path),
+            let stored = disk.description(kind: program.kind, key: key),
+            let descriptor = try? descriptor(program, stored, name: ExternalBackend.displayName(kind: program.kind))
+        {
+            return descriptor
+        }
+        return try describe(program, timeout: 30, park: true, remember: true)
+    }
+
     /// How long a program that failed to describe itself is taken as failing before it is
     /// started again.
     public static let failureRetrySeconds = 60.0
+
+    /// How long a program started by ``resolver`` to describe itself is kept running for the
+    /// first ``ExternalBackend`` of it to take over, in seconds.
+    public static let parkedProgramSeconds = 60.0
 }
 
 private final class ReplyBox: @unchecked Sendable {

@@ -349,7 +349,7 @@ struct HelloResult: Decodable {
     var capabilities: WireCapabilities?
 }
 
-struct WireOption: Decodable {
+struct WireOption: Codable {
     var name: String
     var help: String?
     var type: String?
@@ -358,7 +358,7 @@ struct WireOption: Decodable {
     var secret: Bool?
 }
 
-struct DescribeResult: Decodable {
+struct DescribeResult: Codable {
     var summary: String?
     var options: [WireOption]?
 }

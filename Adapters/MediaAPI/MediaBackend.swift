@@ -32,6 +32,10 @@ public final class MediaBackend: Backend {
     public let baseURL: String
     /// The domain's root folder on the server, as names (empty for the server's root).
     let rootComponents: [String]
+    /// The domain's root folder on the server, `a/b` (empty for the server's root): what
+    /// `init(url:root:…)` was given, without empty or `.` parts. Another `MediaBackend` with the
+    /// same ``baseURL`` and root sees the same store.
+    public var root: String { rootComponents.joined(separator: "/") }
     /// The most items one listing page holds (extended servers page on the server; with the
     /// original API a listing is one page).
     public let pageSize: Int

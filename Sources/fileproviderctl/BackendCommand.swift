@@ -21,7 +21,9 @@ struct BackendListCommand: AsyncParsableCommand {
             $XDG_DATA_HOME/fileprovider/backends (default ~/.local/share/fileprovider/backends), \
             then in each folder of PATH; the first one of a name wins, and a built-in backend of \
             the same name wins over it. Each program found is started and asked to describe \
-            itself (Docs/ExternalBackends.md).
+            itself; other commands use what it said, kept in $XDG_CACHE_HOME/fileprovider/backends \
+            (default ~/.cache/fileprovider/backends), until the program's file changes \
+            (Docs/ExternalBackends.md).
             """
     )
 
@@ -40,7 +42,9 @@ struct BackendListCommand: AsyncParsableCommand {
                 kind: program.kind, origin: "external", path: program.path, summary: nil, options: nil, error: nil,
                 shadowed: builtIn.contains(program.kind) ? true : nil)
             do {
-                let descriptor = try await onOwnThread { () throws(FileProviderError) in try ExternalBackends.describe(program) }
+                let descriptor = try await onOwnThread { () throws(FileProviderError) in
+                    try ExternalBackends.describe(program, remember: true)
+                }
                 entry.summary = descriptor.summary
                 entry.options = descriptor.options.map(BackendOptionJSON.init)
             } catch {

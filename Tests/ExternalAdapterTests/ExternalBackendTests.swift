@@ -8,7 +8,7 @@ import Testing
 enum ExternalFixtures {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
-    static let pyfolder = repository.appendingPathComponent("Backends/python/fileprovider-backend-pyfolder").path
+    static let pyfolder = direct("Backends/python/fileprovider-backend-pyfolder")
     /// The C reference backend, as `swift build` made it: beside `$FILEPROVIDERCTL` when that
     /// is set (as the CLI tests find the binary), else in `.build/debug`.
     static let cfolder: String = {
@@ -17,7 +17,33 @@ enum ExternalFixtures {
         }
         return repository.appendingPathComponent(".build/debug/fileprovider-backend-cfolder").path
     }()
-    static let hostile = repository.appendingPathComponent("Tests/Fixtures/ExternalBackends/fileprovider-backend-hostile").path
+    static let hostile = direct("Tests/Fixtures/ExternalBackends/fileprovider-backend-hostile")
+
+    /// A folder of this test process for the copies ``direct(_:)`` makes.
+    private static let directFolder = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "external-tests-programs-\(UUID().uuidString)")
+
+    /// The Python script at `relative` (from the repository), run by `/usr/bin/python3`
+    /// directly: a copy whose `#!/usr/bin/env python3` line names `/usr/bin/python3`. Through
+    /// `env`, a version manager's shim first on PATH (pyenv's) is what runs, at ~0.2 s a start,
+    /// and the conformance suites start the programs ~80 times. The script itself where there is
+    /// no `/usr/bin/python3` or it cannot be copied.
+    static func direct(_ relative: String) -> String {
+        let original = repository.appendingPathComponent(relative)
+        let python = "/usr/bin/python3"
+        guard FileManager.default.isExecutableFile(atPath: python), let text = try? String(contentsOf: original, encoding: .utf8),
+            text.hasPrefix("#!/usr/bin/env python3\n")
+        else { return original.path }
+        let copy = directFolder.appendingPathComponent(original.lastPathComponent)
+        do {
+            try FileManager.default.createDirectory(at: directFolder, withIntermediateDirectories: true)
+            try Data(("#!" + python + text.dropFirst("#!/usr/bin/env python3".count)).utf8).write(to: copy, options: .atomic)
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: copy.path)
+        } catch {
+            return original.path
+        }
+        return copy.path
+    }
 
     static func temporaryFolder() throws -> String {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("external-tests-\(UUID().uuidString)")

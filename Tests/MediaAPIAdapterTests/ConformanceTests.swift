@@ -28,7 +28,14 @@ struct ConformanceTests {
             let server = try await SharedServers.extended()
             let folder = try server.makeFolder()
             return try await MediaBackend(url: server.url, root: folder, pageSize: 64)
-        })
+        },
+        sameStore: secondBackend)
+
+    /// A second backend over the server and root folder of `first` (another writer of its store).
+    @Sendable static func secondBackend(_ first: any Backend) async throws -> any Backend {
+        let first = try #require(first as? MediaBackend)
+        return try await MediaBackend(url: first.baseURL, root: first.root, pageSize: first.pageSize)
+    }
 
     @Test("MediaBackend (extended)", arguments: BackendConformance.checkNames)
     func media(_ name: String) async throws {
@@ -50,7 +57,8 @@ struct ConformanceTests {
                 "partialReadOfAChangedVersionThrows":
                     "no ETag: a version is the size and Last-Modified in seconds, the same after a same-size edit within a second",
                 "nameOf255Bytes": "every name needs `.jpg` to be listed, which makes a 255-byte name too long",
-            ], fileNameSuffix: ".jpg"))
+            ], fileNameSuffix: ".jpg"),
+        sameStore: secondBackend)
 
     @Test("MediaBackend (original API)", arguments: original.applicableCheckNames)
     func mediaOriginal(_ name: String) async throws {
