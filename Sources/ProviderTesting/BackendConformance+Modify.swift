@@ -2,6 +2,15 @@ import Foundation
 import ProviderCore
 
 extension BackendConformance {
+    /// What a backend call gave: its item, or its error as a `FileProviderError`.
+    static func outcome(_ call: () async throws -> Item) async -> Result<Item, FileProviderError> {
+        do {
+            return .success(try await call())
+        } catch {
+            return .failure(FileProviderError.wrap(error))
+        }
+    }
+
     /// Checks that a backend without server-side moves (``BackendCapabilities/supportsServerSideMove``)
     /// declines a rename and a move with `notSupported` and changes nothing; `true` when it has
     /// them (the check goes on).
@@ -101,6 +110,54 @@ extension BackendConformance {
                     try await c.setContents(file, Data("mine".utf8))
                 }
                 try c.expect(try await c.fetch(file.identifier) == theirs, "a refused write changed another writer's bytes")
+            } catch {
+                await other.close()
+                throw error
+            }
+            await other.close()
+        }),
+        ("racingWritersWithOneBaseVersionOneWins", { c in
+            // `supportsConditionalWrites` says the store itself compares the base version with
+            // the item's as it writes (`If-Match`): two writers that start from the same version
+            // at the same moment can never both win. Without it the check runs just before the
+            // write, a race is possible, and the engine knows it.
+            guard c.capabilities.supportsConditionalWrites, let openSecond = c.openSecond else { return }
+            let other = try await openSecond()
+            do {
+                var file = try await c.createFile("raced.txt", Data("start".utf8))
+                for round in 0..<6 {
+                    // Different sizes: a version made of the size and the time differs too.
+                    let mine = Data(String(repeating: "m", count: 10 + round).utf8)
+                    let theirs = Data(String(repeating: "t", count: 40 + round).utf8)
+                    let (first, second) = (try c.file(mine), try c.file(theirs))
+                    let base = file
+                    async let a = Self.outcome {
+                        try await c.backend.modifyItem(
+                            base, baseVersion: base.version, changedFields: [.contents], contents: first, options: []
+                        ).item
+                    }
+                    async let b = Self.outcome {
+                        try await other.modifyItem(
+                            base, baseVersion: base.version, changedFields: [.contents], contents: second, options: []
+                        ).item
+                    }
+                    let results = [await a, await b]
+                    let winners = results.compactMap { try? $0.get() }
+                    try c.expect(
+                        winners.count == 1,
+                        "round \(round): \(winners.count) of two writers from one base version were taken")
+                    for case .failure(let error) in results {
+                        try c.expect(
+                            error.code == .versionOutOfDate,
+                            "round \(round): the losing writer got \(error.code) (\(error.message)), not versionOutOfDate")
+                    }
+                    guard let winner = winners.first else { break }
+                    let bytes = try await c.fetch(base.identifier)
+                    try c.expect(
+                        bytes == (winner.size == Int64(mine.count) ? mine : theirs),
+                        "round \(round): the store holds \(bytes.count) bytes, not the winner's \(winner.size)")
+                    file = try await c.backend.item(for: base.identifier)
+                }
             } catch {
                 await other.close()
                 throw error
