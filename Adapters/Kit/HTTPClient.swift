@@ -75,14 +75,19 @@ public final class HTTPClient: Sendable {
         return tls.map { "\(version) (\($0))" } ?? version
     }
 
-    /// - Throws: `invalidArgument` when libcurl cannot be set up.
+    /// - Throws: `invalidArgument` when a number in `settings` is out of the range
+    ///   ``HTTPOptions/check()`` allows, or libcurl cannot be set up.
     public init(settings: ClientSettings) throws(FileProviderError) {
+        try HTTPOptions(
+            connectTimeout: settings.connectTimeout, timeout: settings.stallTimeout, connections: settings.connections,
+            retries: settings.retries
+        ).check()
         guard Self.globalInit == CURLE_OK else {
             throw FileProviderError(.invalidArgument, "libcurl could not be initialized")
         }
         self.settings = settings
         var connections: [HTTPConnection] = []
-        for index in 0..<max(1, settings.connections) {
+        for index in 0..<settings.connections {
             guard let connection = HTTPConnection(name: "\(settings.threadName)-\(index)") else {
                 throw FileProviderError(.invalidArgument, "libcurl could not make a connection handle")
             }

@@ -75,17 +75,11 @@ public final class WebDAVBackend: Backend {
         else {
             throw FileProviderError(.invalidArgument, "--url must be an http:// or https:// URL of a collection, not '\(url)'")
         }
-        for file in [caFile, netrcFile].compactMap({ $0 }) where !FileManager.default.isReadableFile(atPath: file) {
-            throw FileProviderError(.invalidArgument, "the file \(file) cannot be read")
-        }
-        guard (1...64).contains(connections) else {
-            throw FileProviderError(.invalidArgument, "--connections must be 1 to 64, not \(connections)")
-        }
-        guard connectTimeout > 0, timeout > 0 else {
-            throw FileProviderError(.invalidArgument, "timeouts must be more than 0 seconds")
-        }
-        guard (0...10).contains(retries) else {
-            throw FileProviderError(.invalidArgument, "--retries must be 0 to 10, not \(retries)")
+        let http = HTTPOptions(
+            caFile: caFile, connectTimeout: connectTimeout, timeout: timeout, connections: connections, retries: retries)
+        try http.check()
+        if let netrcFile, !FileManager.default.isReadableFile(atPath: netrcFile) {
+            throw FileProviderError(.invalidArgument, "--netrc-file: the file \(netrcFile) cannot be read")
         }
         guard chunkSize >= 4096 else {
             throw FileProviderError(.invalidArgument, "the chunk size must be at least 4096 bytes, not \(chunkSize)")
@@ -93,9 +87,7 @@ public final class WebDAVBackend: Backend {
         guard let path = Self.decodePath(parsed.path(percentEncoded: true)) else {
             throw FileProviderError(.invalidArgument, "--url has a path that cannot be decoded: '\(url)'")
         }
-        var settings = ClientSettings(
-            baseURL: base, caFile: caFile, connectTimeout: connectTimeout, stallTimeout: timeout, connections: connections,
-            retries: retries)
+        var settings = http.clientSettings(baseURL: base)
         if let password { settings.basicCredentials = (user ?? "", password) }
         settings.netrcFile = netrcFile
         settings.authenticationHint = "check --user and the password (--password-env or --netrc-file)"
