@@ -116,7 +116,7 @@ public final class HTTPClient: Sendable {
         switch request.sink {
         case .file(_, let offset): resumeAt = max(0, offset)
         case .range(_, let range): resumeAt = range.lowerBound
-        case .memory: break
+        case .memory, .spool: break
         }
         var attempt = 0
         while true {
@@ -149,7 +149,7 @@ public final class HTTPClient: Sendable {
             case .failure(let error, let retryable, let stored):
                 switch request.sink {
                 case .file, .range: if stored > resumeAt { resumeAt = stored }
-                case .memory: break
+                case .memory, .spool: break
                 }
                 if retryable && retriesLeft {
                     await pause(attempt: attempt, retryAfter: nil)

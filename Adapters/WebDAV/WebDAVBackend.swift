@@ -43,6 +43,8 @@ public final class WebDAVBackend: Backend {
     let hasher = BlockingExecutor(name: "webdav-hash", threads: 1)
     /// The server's last `quota-available-bytes` for the root.
     let quota = QuotaBox()
+    /// What listings held in memory, for tests.
+    let listingMemory = ListingMemory()
 
     /// Connects to a WebDAV server and checks that `url` is a collection.
     ///
@@ -237,5 +239,24 @@ extension WebDAVBackend {
             return
         }
         quota.set(value)
+    }
+}
+
+/// What the listings of a backend held, for tests that check a reply is never in memory whole:
+/// the largest reply body kept in memory (none, since replies are spooled to a file), the
+/// largest reply spooled, and the reads the parser made from the spool.
+final class ListingMemory: Sendable {
+    let reads = ReadCounter()
+    private let bodies = ReadCounter()
+    private let spooled = ReadCounter()
+
+    /// The most bytes of a listing's reply body held in memory.
+    var largestBodyInMemory: Int { bodies.largest }
+    /// The longest listing reply, in bytes (spooled to a file).
+    var largestReply: Int { spooled.largest }
+
+    func record(reply: HTTPReply) {
+        bodies.record(reply.body.count)
+        spooled.record(Int(clamping: reply.fileLength))
     }
 }
