@@ -28,7 +28,7 @@ struct ListingMemoryTests {
     }()
 
     static func server(firstListing: FaultServer.Action? = nil) throws -> FaultServer {
-        let listings = Counter()
+        let listings = StepCounter()
         return try ScriptedDAV.server { request in
             guard request.method == "PROPFIND", request.headers["depth"] == "1" else {
                 return ScriptedDAV().answer(request) ?? .reply(status: 404, headers: [:], body: Data())
@@ -75,19 +75,5 @@ struct ListingMemoryTests {
         #expect(listings.count == 2)
         #expect(listings.allSatisfy { $0.headers["range"] == nil })
         await backend.close()
-    }
-}
-
-/// Counts calls from the server's thread.
-private final class Counter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = 0
-
-    /// The number of calls before this one.
-    func next() -> Int {
-        lock.withLock {
-            defer { value += 1 }
-            return value
-        }
     }
 }
