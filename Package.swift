@@ -106,6 +106,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ExternalAdapterTests", dependencies: ["ExternalAdapter", "ProviderCore", "ProviderTesting"]),
+        .testTarget(name: "AdapterKitTests", dependencies: ["AdapterKit", "ProviderCore", "ProviderTesting"]),
         .testTarget(
             name: "WebDAVAdapterTests",
             dependencies: ["WebDAVAdapter", "ProviderCore", "ProviderTesting", "ProviderEngine", "ProviderStore"]

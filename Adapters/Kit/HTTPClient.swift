@@ -75,14 +75,19 @@ public final class HTTPClient: Sendable {
         return tls.map { "\(version) (\($0))" } ?? version
     }
 
-    /// - Throws: `invalidArgument` when libcurl cannot be set up.
+    /// - Throws: `invalidArgument` when a number in `settings` is out of the range
+    ///   ``HTTPOptions/check()`` allows, or libcurl cannot be set up.
     public init(settings: ClientSettings) throws(FileProviderError) {
+        try HTTPOptions(
+            connectTimeout: settings.connectTimeout, timeout: settings.stallTimeout, connections: settings.connections,
+            retries: settings.retries
+        ).check()
         guard Self.globalInit == CURLE_OK else {
             throw FileProviderError(.invalidArgument, "libcurl could not be initialized")
         }
         self.settings = settings
         var connections: [HTTPConnection] = []
-        for index in 0..<max(1, settings.connections) {
+        for index in 0..<settings.connections {
             guard let connection = HTTPConnection(name: "\(settings.threadName)-\(index)") else {
                 throw FileProviderError(.invalidArgument, "libcurl could not make a connection handle")
             }
@@ -111,7 +116,7 @@ public final class HTTPClient: Sendable {
         switch request.sink {
         case .file(_, let offset): resumeAt = max(0, offset)
         case .range(_, let range): resumeAt = range.lowerBound
-        case .memory: break
+        case .memory, .spool: break
         }
         var attempt = 0
         while true {
@@ -144,7 +149,7 @@ public final class HTTPClient: Sendable {
             case .failure(let error, let retryable, let stored):
                 switch request.sink {
                 case .file, .range: if stored > resumeAt { resumeAt = stored }
-                case .memory: break
+                case .memory, .spool: break
                 }
                 if retryable && retriesLeft {
                     await pause(attempt: attempt, retryAfter: nil)

@@ -44,6 +44,7 @@ final class HTTPConnection: @unchecked Sendable {
         for line in request.headers { add(line) }
         switch request.sink {
         case .file: if resumeAt > 0 { add("Range: bytes=\(resumeAt)-") }
+        case .spool: break
         case .range(_, let range): add("Range: bytes=\(resumeAt)-\(range.upperBound - 1)")
         case .memory: break
         }

@@ -29,6 +29,12 @@ public enum ReplySink: Sendable {
     /// are never written). A reply that completes with fewer bytes than the range holds up to
     /// the end of the resource is `corruptData`; one cut off is retried from where it stopped.
     case range(path: String, range: Range<Int64>)
+    /// Streamed into a file from its first byte (created if missing, truncated when a
+    /// successful reply starts), refusing replies longer than `limit` bytes with
+    /// `corruptData`. An attempt that breaks off starts again from the first byte, never with
+    /// `Range`: for replies that are read afterwards rather than resumed, such as a
+    /// `PROPFIND`'s multistatus, so that a large one is never held in memory.
+    case spool(path: String, limit: Int64)
 }
 
 /// The status line and headers of a reply; header names in lower case.

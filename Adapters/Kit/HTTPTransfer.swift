@@ -44,6 +44,10 @@ final class HTTPTransfer {
             pending.reserveCapacity(Self.blockSize + 64 * 1024)
             sinkFile = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
             if sinkFile < 0 { return POSIXError.localWriteError("open", path: path) }
+        case .spool(let path, _):
+            pending.reserveCapacity(Self.blockSize + 64 * 1024)
+            sinkFile = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+            if sinkFile < 0 { return POSIXError.localWriteError("open", path: path) }
         case .range(let path, let range):
             pending.reserveCapacity(Int(min(Int64(Self.blockSize + 64 * 1024), Int64(range.count))))
             // The engine's existing file: never created or truncated here.
@@ -115,7 +119,7 @@ final class HTTPTransfer {
             return true
         }
         var start: Int64 = 0
-        if head.status == 206 {
+        if head.status == 206, case .file = request.sink {
             guard head.rangeStart == resumeAt else {
                 failure = FileProviderError(.corruptData, "the server resumed at another byte than \(resumeAt)")
                 return false
@@ -152,7 +156,11 @@ final class HTTPTransfer {
                 return 0
             }
             body.append(contentsOf: bytes)
-        case .file:
+        case .file, .spool:
+            if case .spool(_, let limit) = request.sink, storedLength + Int64(pending.count) + Int64(bytes.count) > limit {
+                failure = FileProviderError(.corruptData, "the reply is larger than \(limit) bytes")
+                return 0
+            }
             // libcurl hands over at most 16 KiB at a time; write in 1 MiB blocks.
             pending.append(contentsOf: bytes)
             if pending.count >= Self.blockSize && !flush() { return 0 }

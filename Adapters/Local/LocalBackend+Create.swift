@@ -22,17 +22,12 @@ extension LocalBackend {
     public func createItem(basedOn template: Item, fields: ItemFields, contents: URL?, options: CreateOptions)
         async throws(FileProviderError) -> ItemResult
     {
-        try Filename.validate(template.filename)
-        let parentPath = try LocalPath(template.parentIdentifier)
-        guard parentPath.allowsChild(named: template.filename) else {
-            throw FileProviderError(.invalidFilename, "the name \(template.filename.debugDescription) is reserved")
-        }
+        let new = try NewItem(template, options: options, reservedPrefix: LocalPath.stagingPrefix)
         let flag = CancellationFlag()
         return try await withCancellationFlag(flag) { () async throws(FileProviderError) -> ItemResult in
             try await self.io { () throws(FileProviderError) -> ItemResult in
                 let (folder, _) = try self.openContainer(template.parentIdentifier)
-                let path = parentPath.appending(template.filename)
-                let replay = options.contains(.mayAlreadyExist)
+                let (path, replay) = (new.path, new.replay)
                 switch template.kind {
                 case .folder:
                     try self.createFolder(at: path, in: folder, replay: replay)

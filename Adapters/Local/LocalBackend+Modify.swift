@@ -21,12 +21,8 @@ extension LocalBackend {
         _ item: Item, baseVersion: ItemVersion, changedFields: ItemFields, contents: URL?,
         options: ModifyOptions
     ) async throws(FileProviderError) -> ItemResult {
-        let path = try LocalPath(item.identifier)
-        let renames = changedFields.contains(.filename) || changedFields.contains(.parentItemIdentifier)
-        if renames {
-            if path.isRoot { throw FileProviderError(.invalidArgument, "the root cannot be renamed or moved") }
-            try Filename.validate(item.filename)
-        }
+        let change = try ItemChange(item, changedFields: changedFields)
+        let path = change.path
         let flag = CancellationFlag()
         return try await withCancellationFlag(flag) { () async throws(FileProviderError) -> ItemResult in
             try await self.io { () throws(FileProviderError) -> ItemResult in
@@ -40,11 +36,9 @@ extension LocalBackend {
                     try located.parent.setModificationDate(date, of: path.name, displayPath: path.display)
                     located = try self.currentItem(at: path)
                 }
-                if renames {
-                    let name = changedFields.contains(.filename) ? item.filename : path.name
-                    let parent = changedFields.contains(.parentItemIdentifier)
-                        ? item.parentIdentifier : located.item.parentIdentifier
-                    located = try self.move(located, toName: name, in: parent)
+                if change.renames {
+                    located = try self.move(
+                        located, toName: change.name, in: change.parent(current: located.item.parentIdentifier))
                 }
                 return ItemResult(item: located.item)
             }
@@ -83,11 +77,8 @@ extension LocalBackend {
             return located
         }
         let parentPath = try LocalPath(parent)
-        guard parentPath.allowsChild(named: name) else {
-            throw FileProviderError(.invalidFilename, "the name \(name.debugDescription) is reserved")
-        }
+        let target = try parentPath.child(named: name, reservedPrefix: LocalPath.stagingPrefix)
         let (destination, _) = try openContainer(parent)
-        let target = parentPath.appending(name)
         // The last check before the rename.
         let now = try currentItem(at: path)
         try Self.check(now.item, against: located.item.version)

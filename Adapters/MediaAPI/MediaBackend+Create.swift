@@ -25,13 +25,8 @@ extension MediaBackend {
     public func createItem(basedOn template: Item, fields: ItemFields, contents: URL?, options: CreateOptions)
         async throws(FileProviderError) -> ItemResult
     {
-        try Filename.validate(template.filename)
-        let parent = try MediaPath(template.parentIdentifier)
-        guard parent.allowsChild(named: template.filename) else {
-            throw FileProviderError(.invalidFilename, "the name \(template.filename.debugDescription) is reserved")
-        }
-        let path = parent.appending(template.filename)
-        let replay = options.contains(.mayAlreadyExist)
+        let new = try NewItem(template, options: options, reservedPrefix: MediaPath.uploadPrefix)
+        let (path, replay) = (new.path, new.replay)
         switch template.kind {
         case .symlink:
             throw FileProviderError(.notSupported, "the media API cannot hold symlinks")

@@ -5,8 +5,9 @@ import ProviderCore
 extension MediaBackend {
     /// The `media` backend kind: a server of the HTTP media API.
     ///
-    /// Options: `url` (required), `root`, `token-env`, `ca-file`, `connect-timeout`, `timeout`,
-    /// `connections`, `retries` and `page-size`. The factory connects to find out which API the
+    /// Options: `url` (required), `root`, `token-env`, the kit's HTTP options
+    /// (``HTTPOptions/backendOptions``: `ca-file`, `connect-timeout`, `timeout`, `connections`,
+    /// `retries`) and `page-size`. The factory connects to find out which API the
     /// server speaks, so it throws `serverUnreachable` when the server cannot be reached,
     /// `notAuthenticated` when the token is refused and `invalidArgument` for a bad option or an
     /// environment variable that is not set.
@@ -19,18 +20,8 @@ extension MediaBackend {
             BackendOption(
                 name: "token-env", help: "the name of an environment variable holding a bearer token (the token itself is never stored)",
                 type: .environmentVariable),
-            BackendOption(name: "ca-file", help: "a CA bundle to verify the server's HTTPS certificate with", type: .path),
-            BackendOption(name: "connect-timeout", help: "seconds to wait for a connection", type: .integer, defaultValue: "10"),
-            BackendOption(
-                name: "timeout", help: "seconds without any byte moving before a transfer is retried", type: .integer,
-                defaultValue: "30"),
-            BackendOption(
-                name: "connections", help: "how many connections (each on its own thread) run at once", type: .integer,
-                defaultValue: "4"),
-            BackendOption(
-                name: "retries", help: "how many times a connection error, 429 or 5xx is retried", type: .integer,
-                defaultValue: "4"),
-            BackendOption(name: "page-size", help: "the most items one listing page holds", type: .integer, defaultValue: "1000"),
+        ] + HTTPOptions.backendOptions + [
+            BackendOption(name: "page-size", help: "the most items one listing page holds", type: .integer, defaultValue: "1000")
         ],
         libraryVersions: { ["libcurl": HTTPClient.libraryVersion] },
         factory: { configuration in
@@ -44,11 +35,10 @@ extension MediaBackend {
                 }
                 token = value
             }
+            let http = try HTTPOptions(configuration: configuration)
             return try await MediaBackend(
-                url: try configuration.string("url"), root: configuration["root"] ?? "", token: token,
-                caFile: configuration["ca-file"], connectTimeout: Double(try configuration.integer("connect-timeout") ?? 10),
-                timeout: Double(try configuration.integer("timeout") ?? 30),
-                connections: try configuration.integer("connections") ?? 4,
-                retries: try configuration.integer("retries") ?? 4, pageSize: try configuration.integer("page-size") ?? 1000)
+                url: try configuration.string("url"), root: configuration["root"] ?? "", token: token, caFile: http.caFile,
+                connectTimeout: http.connectTimeout, timeout: http.timeout, connections: http.connections,
+                retries: http.retries, pageSize: try configuration.integer("page-size") ?? 1000)
         })
 }

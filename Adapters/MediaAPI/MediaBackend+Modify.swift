@@ -21,11 +21,9 @@ extension MediaBackend {
         _ item: Item, baseVersion: ItemVersion, changedFields: ItemFields, contents: URL?,
         options: ModifyOptions
     ) async throws(FileProviderError) -> ItemResult {
-        let path = try MediaPath(item.identifier)
-        let renames = changedFields.contains(.filename) || changedFields.contains(.parentItemIdentifier)
+        let change = try ItemChange(item, changedFields: changedFields)
+        let (path, renames) = (change.path, change.renames)
         if renames {
-            if path.isRoot { throw FileProviderError(.invalidArgument, "the root cannot be renamed or moved") }
-            try Filename.validate(item.filename)
             if dialect == .original {
                 throw FileProviderError(
                     .notSupported, "this media server cannot rename or move \(path.display): the media API has no such request")
@@ -65,13 +63,8 @@ extension MediaBackend {
                 tag = Self.etag(of: uploaded.version) ?? tag
             }
             if renames {
-                let name = changedFields.contains(.filename) ? item.filename : path.name
-                let parentIdentifier = changedFields.contains(.parentItemIdentifier) ? item.parentIdentifier : path.parent.identifier
-                let parent = try MediaPath(parentIdentifier)
-                guard parent.allowsChild(named: name) else {
-                    throw FileProviderError(.invalidFilename, "the name \(name.debugDescription) is reserved")
-                }
-                let target = parent.appending(name)
+                let parent = try MediaPath(change.parent(current: path.parent.identifier))
+                let target = try parent.child(named: change.name, reservedPrefix: MediaPath.uploadPrefix)
                 if target.identifier != path.identifier || !target.identifier.rawValue.utf8.elementsEqual(path.identifier.rawValue.utf8) {
                     current = try await move(path, to: target, ifMatch: tag)
                 }

@@ -69,18 +69,9 @@ public final class MediaBackend: Backend {
         else {
             throw FileProviderError(.invalidArgument, "--url must be an http:// or https:// URL, not '\(url)'")
         }
-        if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
-            throw FileProviderError(.invalidArgument, "the CA file \(caFile) cannot be read")
-        }
-        guard (1...64).contains(connections) else {
-            throw FileProviderError(.invalidArgument, "--connections must be 1 to 64, not \(connections)")
-        }
-        guard connectTimeout > 0, timeout > 0 else {
-            throw FileProviderError(.invalidArgument, "timeouts must be more than 0 seconds")
-        }
-        guard (0...10).contains(retries) else {
-            throw FileProviderError(.invalidArgument, "--retries must be 0 to 10, not \(retries)")
-        }
+        let http = HTTPOptions(
+            caFile: caFile, connectTimeout: connectTimeout, timeout: timeout, connections: connections, retries: retries)
+        try http.check()
         guard pageSize >= 1 else {
             throw FileProviderError(.invalidArgument, "the page size must be at least 1, not \(pageSize)")
         }
@@ -92,9 +83,8 @@ public final class MediaBackend: Backend {
             }
             names.append(name)
         }
-        var settings = ClientSettings(
-            baseURL: base, token: token, caFile: caFile, connectTimeout: connectTimeout, stallTimeout: timeout,
-            connections: connections, retries: retries)
+        var settings = http.clientSettings(baseURL: base)
+        settings.token = token
         settings.authenticationHint = "check the bearer token (--token-env)"
         settings.threadName = "media-http"
         let client = try HTTPClient(settings: settings)

@@ -18,11 +18,8 @@ extension SFTPBackend {
     public func createItem(basedOn template: Item, fields: ItemFields, contents: URL?, options: CreateOptions)
         async throws(FileProviderError) -> ItemResult
     {
-        try Filename.validate(template.filename)
-        let parentPath = try SFTPPath(template.parentIdentifier)
-        guard parentPath.allowsChild(named: template.filename) else {
-            throw FileProviderError(.invalidFilename, "the name \(template.filename.debugDescription) is reserved")
-        }
+        let new = try NewItem(template, options: options, reservedPrefix: SFTPPath.stagingPrefix)
+        let parentPath = new.parent
         if template.kind == .symlink {
             guard let target = template.symlinkTargetPath, !target.isEmpty, !target.utf8.contains(0) else {
                 throw FileProviderError(.invalidArgument, "a symlink needs a target path")
@@ -31,9 +28,9 @@ extension SFTPBackend {
         let flag = CancellationFlag()
         return try await withConnection(flag) { connection throws(FileProviderError) -> ItemResult in
             let folder = try self.container(parentPath, on: connection)
-            let path = parentPath.appending(template.filename)
+            let path = new.path
             let remote = path.remote(under: connection.rootPath)
-            let replay = options.contains(.mayAlreadyExist)
+            let replay = new.replay
             switch template.kind {
             case .folder:
                 try self.createFolder(path, remote: remote, replay: replay, on: connection)

@@ -19,12 +19,8 @@ extension SFTPBackend {
         _ item: Item, baseVersion: ItemVersion, changedFields: ItemFields, contents: URL?,
         options: ModifyOptions
     ) async throws(FileProviderError) -> ItemResult {
-        let path = try SFTPPath(item.identifier)
-        let renames = changedFields.contains(.filename) || changedFields.contains(.parentItemIdentifier)
-        if renames {
-            if path.isRoot { throw FileProviderError(.invalidArgument, "the root cannot be renamed or moved") }
-            try Filename.validate(item.filename)
-        }
+        let change = try ItemChange(item, changedFields: changedFields)
+        let path = change.path
         let explicitDate = changedFields.contains(.contentModificationDate) ? item.contentModificationDate : nil
         let flag = CancellationFlag()
         return try await withConnection(flag) { connection throws(FileProviderError) -> ItemResult in
@@ -39,11 +35,9 @@ extension SFTPBackend {
                 try connection.setTimes(located.remote, modification: seconds, access: located.attributes.accessTime)
                 located = try self.locate(path, on: connection)
             }
-            if renames {
-                let name = changedFields.contains(.filename) ? item.filename : path.name
-                let parent = changedFields.contains(.parentItemIdentifier)
-                    ? item.parentIdentifier : located.item.parentIdentifier
-                located = try self.move(located, toName: name, in: parent, on: connection)
+            if change.renames {
+                located = try self.move(
+                    located, toName: change.name, in: change.parent(current: located.item.parentIdentifier), on: connection)
             }
             return ItemResult(item: located.item)
         }
@@ -80,14 +74,11 @@ extension SFTPBackend {
             return located
         }
         let parentPath = try SFTPPath(parent)
-        guard parentPath.allowsChild(named: name) else {
-            throw FileProviderError(.invalidFilename, "the name \(name.debugDescription) is reserved")
-        }
+        let target = try parentPath.child(named: name, reservedPrefix: SFTPPath.stagingPrefix)
         if located.item.kind == .folder && path.contains(parentPath) {
             throw FileProviderError(.invalidArgument, "\(path.display) cannot be moved into itself")
         }
         _ = try container(parentPath, on: connection)
-        let target = parentPath.appending(name)
         let remote = target.remote(under: connection.rootPath)
         // The last check before the rename.
         let now = try locate(path, on: connection)

@@ -55,13 +55,29 @@ final class MultistatusParser: NSObject, XMLParserDelegate {
 
     init(limit: Int) { self.limit = limit }
 
-    /// The responses of a multistatus body.
+    /// The responses of a multistatus body in memory.
     ///
     /// - Throws: `MultistatusError` when the body is not well-formed XML or holds more than
     ///   `limit` responses.
     static func parse(_ data: Data, limit: Int) throws -> [DAVResponse] {
+        try parse(XMLParser(data: data), limit: limit)
+    }
+
+    /// The responses of a multistatus body in a file, read in chunks (swift-corelibs-foundation's
+    /// `XMLParser(stream:)` reads 128 KiB at a time into libxml2's push parser), so the body is
+    /// never in memory whole.
+    ///
+    /// - Throws: `MultistatusError` when the file cannot be read, the body is not well-formed
+    ///   XML or holds more than `limit` responses.
+    static func parse(file path: String, limit: Int, reads: ReadCounter? = nil) throws -> [DAVResponse] {
+        guard let file = InputStream(fileAtPath: path) else {
+            throw MultistatusError(message: "the reply could not be read back")
+        }
+        return try parse(XMLParser(stream: reads.map { CountingInputStream(file, counter: $0) } ?? file), limit: limit)
+    }
+
+    private static func parse(_ parser: XMLParser, limit: Int) throws -> [DAVResponse] {
         let delegate = MultistatusParser(limit: limit)
-        let parser = XMLParser(data: data)
         parser.shouldProcessNamespaces = true
         parser.shouldResolveExternalEntities = false
         parser.delegate = delegate
@@ -147,4 +163,49 @@ final class MultistatusParser: NSObject, XMLParserDelegate {
 
 struct MultistatusError: Error {
     var message: String
+}
+
+/// The sizes of the reads a parse made from its stream, so tests can see a body is read in
+/// chunks, never whole.
+final class ReadCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _largest = 0
+    private var _total: Int64 = 0
+
+    /// The most bytes one read returned.
+    var largest: Int { lock.withLock { _largest } }
+    /// The bytes read in all.
+    var total: Int64 { lock.withLock { _total } }
+
+    func record(_ count: Int) {
+        guard count > 0 else { return }
+        lock.withLock {
+            _largest = max(_largest, count)
+            _total += Int64(count)
+        }
+    }
+}
+
+/// An input stream that passes reads on to another and counts them.
+final class CountingInputStream: InputStream {
+    private let base: InputStream
+    private let counter: ReadCounter
+
+    init(_ base: InputStream, counter: ReadCounter) {
+        self.base = base
+        self.counter = counter
+        super.init(data: Data())
+    }
+
+    override func open() { base.open() }
+    override func close() { base.close() }
+    override var hasBytesAvailable: Bool { base.hasBytesAvailable }
+    override var streamStatus: Stream.Status { base.streamStatus }
+    override var streamError: Error? { base.streamError }
+
+    override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength length: Int) -> Int {
+        let count = base.read(buffer, maxLength: length)
+        counter.record(count)
+        return count
+    }
 }

@@ -5,15 +5,15 @@ import ProviderCore
 extension WebDAVBackend {
     /// The `webdav` backend kind: a collection on a WebDAV server.
     ///
-    /// Options: `url` (required), `user`, `password-env`, `netrc-file`, `ca-file`,
-    /// `connect-timeout`, `timeout`, `connections`, `retries` and `vendor`
-    /// (`nextcloud|owncloud|other`). The password is never stored:
+    /// Options: `url` (required), `user`, `password-env`, `netrc-file`, the kit's HTTP options
+    /// (``HTTPOptions/backendOptions``: `ca-file`, `connect-timeout`, `timeout`, `connections`,
+    /// `retries`) and `vendor` (`nextcloud|owncloud|other`). The password is never stored:
     /// `password-env` names an environment variable holding it, or `netrc-file` names a netrc
     /// file with the host's credentials. The factory connects and checks `url` is a collection,
     /// so it throws `serverUnreachable` when the server cannot be reached, `notAuthenticated`
     /// when the credentials are refused, `noSuchItem` when nothing is at `url`, and
-    /// `invalidArgument` for a bad option (a `vendor` not in the list) or an environment
-    /// variable that is not set.
+    /// `invalidArgument` for a bad option (a `vendor` not in the list, an HTTP option out of
+    /// range) or an environment variable that is not set.
     public static let descriptor = BackendDescriptor(
         kind: "webdav",
         summary: "a collection on a WebDAV server (Apache mod_dav, nginx, Nextcloud, ownCloud, NAS)",
@@ -27,22 +27,12 @@ extension WebDAVBackend {
                 help: "the name of an environment variable holding the password (the password itself is never stored)",
                 type: .environmentVariable),
             BackendOption(name: "netrc-file", help: "a netrc file holding the user name and password for the host", type: .path),
-            BackendOption(name: "ca-file", help: "a CA bundle to verify the server's HTTPS certificate with", type: .path),
-            BackendOption(name: "connect-timeout", help: "seconds to wait for a connection", type: .integer, defaultValue: "10"),
-            BackendOption(
-                name: "timeout", help: "seconds without any byte moving before a transfer is retried", type: .integer,
-                defaultValue: "30"),
-            BackendOption(
-                name: "connections", help: "how many connections (each on its own thread) run at once", type: .integer,
-                defaultValue: "4"),
-            BackendOption(
-                name: "retries", help: "how many times a connection error, 429 or 5xx is retried", type: .integer,
-                defaultValue: "4"),
+        ] + HTTPOptions.backendOptions + [
             BackendOption(
                 name: "vendor",
                 help:
                     "the server's dialect: nextcloud or owncloud (stable identifiers from oc:fileid, OC-Checksum) or other",
-                defaultValue: "other"),
+                defaultValue: "other")
         ],
         libraryVersions: { ["libcurl": HTTPClient.libraryVersion] },
         factory: { configuration in
@@ -61,11 +51,10 @@ extension WebDAVBackend {
             if password != nil && user == nil {
                 throw FileProviderError(.invalidArgument, "--password-env needs --user")
             }
+            let http = try HTTPOptions(configuration: configuration)
             return try await WebDAVBackend(
                 url: try configuration.string("url"), user: user, password: password, netrcFile: configuration["netrc-file"],
-                caFile: configuration["ca-file"], connectTimeout: Double(try configuration.integer("connect-timeout") ?? 10),
-                timeout: Double(try configuration.integer("timeout") ?? 30),
-                connections: try configuration.integer("connections") ?? 4, retries: try configuration.integer("retries") ?? 4,
-                vendor: vendor)
+                caFile: http.caFile, connectTimeout: http.connectTimeout, timeout: http.timeout, connections: http.connections,
+                retries: http.retries, vendor: vendor)
         })
 }

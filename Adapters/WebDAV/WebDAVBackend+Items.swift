@@ -18,26 +18,46 @@ extension WebDAVBackend {
         return String(bytes: version.content.dropFirst(), encoding: .utf8)
     }
 
+    /// The longest multistatus reply a listing takes, in bytes: far more than a folder of
+    /// ``ProviderCore/ItemBounds/maximumEntriesPerFolder`` entries needs; it goes to a file,
+    /// never into memory.
+    static let maximumListingReply: Int64 = 1 << 30
+
+    /// The longest reply to a `PROPFIND` with `Depth: 0` (one entry), held in memory.
+    static let maximumItemReply = 1 << 20
+
     /// `PROPFIND` with `Depth` 0 or 1 on a path; `nil` when nothing is there (`404`).
     ///
-    /// - Throws: `corruptData` when the reply is not a multistatus body this adapter can read;
-    ///   what ``AdapterKit/HTTPReply/check()`` throws for other statuses.
+    /// A listing's reply (`Depth: 1`) is spooled into a temporary file (removed again at once)
+    /// and parsed from it in chunks, so memory does not grow with the length of the reply, only
+    /// with its entries; a single item's (`Depth: 0`) is read in memory, up to
+    /// ``maximumItemReply`` bytes.
+    ///
+    /// - Throws: `corruptData` when the reply is not a multistatus body this adapter can read
+    ///   or is longer than its limit; `localIOFailure` when the temporary file cannot be
+    ///   written; what ``AdapterKit/HTTPReply/check()`` throws for other statuses.
     func propfind(_ path: ItemPath, depth: Int) async throws(FileProviderError) -> [DAVResponse]? {
         var request = HTTPRequest("PROPFIND", endpoint(path, collection: depth > 0))
         request.headers = ["Depth: \(depth)"]
         request.body = .data(propfindBody, contentType: "application/xml; charset=utf-8")
-        request.sink = .memory(limit: 256 << 20)
+        let spool = FileManager.default.temporaryDirectory.appendingPathComponent(".webdav-propfind-\(UUID().uuidString)").path
+        let spooled = depth > 0
+        defer { if spooled { try? FileManager.default.removeItem(atPath: spool) } }
+        request.sink = spooled ? .spool(path: spool, limit: Self.maximumListingReply) : .memory(limit: Self.maximumItemReply)
         let reply = try await send(request)
         if reply.status == 404 { return nil }
         try reply.check()
         guard reply.status == 207 else {
             throw FileProviderError(.corruptData, "PROPFIND \(path.display): the server answered \(reply.status), not 207 Multi-Status")
         }
-        let body = reply.body
+        if spooled { listingMemory.record(reply: reply) }
         let limit = ItemBounds.maximumEntriesPerFolder + 1
+        let reads = listingMemory.reads
+        let body = reply.body
         let parsed: Result<[DAVResponse], MultistatusError> = try await parser.run {
             do {
-                return .success(try MultistatusParser.parse(body, limit: limit))
+                if !spooled { return .success(try MultistatusParser.parse(body, limit: limit)) }
+                return .success(try MultistatusParser.parse(file: spool, limit: limit, reads: reads))
             } catch let error as MultistatusError {
                 return .failure(error)
             }

@@ -21,13 +21,8 @@ extension WebDAVBackend {
     public func createItem(basedOn template: Item, fields: ItemFields, contents: URL?, options: CreateOptions)
         async throws(FileProviderError) -> ItemResult
     {
-        try Filename.validate(template.filename)
-        let parent = try await resolve(template.parentIdentifier)
-        if parent.isRoot && ItemPath.reservedNames.contains(template.filename) {
-            throw FileProviderError(.invalidFilename, "the name \(template.filename.debugDescription) is reserved")
-        }
-        let path = parent.appending(template.filename)
-        let replay = options.contains(.mayAlreadyExist)
+        let new = try await NewItem(template, options: options, reservedPrefix: nil, resolve: resolve)
+        let (parent, path, replay) = (new.parent, new.path, new.replay)
         switch template.kind {
         case .symlink:
             throw FileProviderError(.notSupported, "WebDAV cannot hold symlinks")
@@ -81,12 +76,8 @@ extension WebDAVBackend {
         _ item: Item, baseVersion: ItemVersion, changedFields: ItemFields, contents: URL?,
         options: ModifyOptions
     ) async throws(FileProviderError) -> ItemResult {
-        let path = try await resolve(item.identifier)
-        let renames = changedFields.contains(.filename) || changedFields.contains(.parentItemIdentifier)
-        if renames {
-            if path.isRoot { throw FileProviderError(.invalidArgument, "the root cannot be renamed or moved") }
-            try Filename.validate(item.filename)
-        }
+        let change = try await ItemChange(item, changedFields: changedFields, resolve: resolve)
+        let path = change.path
         var current: Item?
         var tag = Self.etag(of: baseVersion)
         let isFolder = baseVersion == Self.folderVersion
@@ -108,14 +99,9 @@ extension WebDAVBackend {
             current = uploaded
             tag = Self.etag(of: uploaded.version)
         }
-        if renames {
-            let name = changedFields.contains(.filename) ? item.filename : path.name
-            let parent =
-                changedFields.contains(.parentItemIdentifier) ? try await resolve(item.parentIdentifier) : path.parent
-            if parent.isRoot && ItemPath.reservedNames.contains(name) {
-                throw FileProviderError(.invalidFilename, "the name \(name.debugDescription) is reserved")
-            }
-            let target = parent.appending(name)
+        if change.renames {
+            let parent = if let moved = change.movesTo { try await resolve(moved) } else { path.parent }
+            let target = try parent.child(named: change.name, reservedPrefix: nil)
             if !target.identifier.rawValue.utf8.elementsEqual(path.identifier.rawValue.utf8) {
                 if path.contains(target) {
                     throw FileProviderError(.invalidArgument, "\(path.display) cannot be moved into itself")

@@ -43,6 +43,8 @@ public final class WebDAVBackend: Backend {
     let hasher = BlockingExecutor(name: "webdav-hash", threads: 1)
     /// The server's last `quota-available-bytes` for the root.
     let quota = QuotaBox()
+    /// What listings held in memory, for tests.
+    let listingMemory = ListingMemory()
 
     /// Connects to a WebDAV server and checks that `url` is a collection.
     ///
@@ -75,17 +77,11 @@ public final class WebDAVBackend: Backend {
         else {
             throw FileProviderError(.invalidArgument, "--url must be an http:// or https:// URL of a collection, not '\(url)'")
         }
-        for file in [caFile, netrcFile].compactMap({ $0 }) where !FileManager.default.isReadableFile(atPath: file) {
-            throw FileProviderError(.invalidArgument, "the file \(file) cannot be read")
-        }
-        guard (1...64).contains(connections) else {
-            throw FileProviderError(.invalidArgument, "--connections must be 1 to 64, not \(connections)")
-        }
-        guard connectTimeout > 0, timeout > 0 else {
-            throw FileProviderError(.invalidArgument, "timeouts must be more than 0 seconds")
-        }
-        guard (0...10).contains(retries) else {
-            throw FileProviderError(.invalidArgument, "--retries must be 0 to 10, not \(retries)")
+        let http = HTTPOptions(
+            caFile: caFile, connectTimeout: connectTimeout, timeout: timeout, connections: connections, retries: retries)
+        try http.check()
+        if let netrcFile, !FileManager.default.isReadableFile(atPath: netrcFile) {
+            throw FileProviderError(.invalidArgument, "--netrc-file: the file \(netrcFile) cannot be read")
         }
         guard chunkSize >= 4096 else {
             throw FileProviderError(.invalidArgument, "the chunk size must be at least 4096 bytes, not \(chunkSize)")
@@ -93,9 +89,7 @@ public final class WebDAVBackend: Backend {
         guard let path = Self.decodePath(parsed.path(percentEncoded: true)) else {
             throw FileProviderError(.invalidArgument, "--url has a path that cannot be decoded: '\(url)'")
         }
-        var settings = ClientSettings(
-            baseURL: base, caFile: caFile, connectTimeout: connectTimeout, stallTimeout: timeout, connections: connections,
-            retries: retries)
+        var settings = http.clientSettings(baseURL: base)
         if let password { settings.basicCredentials = (user ?? "", password) }
         settings.netrcFile = netrcFile
         settings.authenticationHint = "check --user and the password (--password-env or --netrc-file)"
@@ -245,5 +239,24 @@ extension WebDAVBackend {
             return
         }
         quota.set(value)
+    }
+}
+
+/// What the listings of a backend held, for tests that check a reply is never in memory whole:
+/// the largest reply body kept in memory (none, since replies are spooled to a file), the
+/// largest reply spooled, and the reads the parser made from the spool.
+final class ListingMemory: Sendable {
+    let reads = ReadCounter()
+    private let bodies = ReadCounter()
+    private let spooled = ReadCounter()
+
+    /// The most bytes of a listing's reply body held in memory.
+    var largestBodyInMemory: Int { bodies.largest }
+    /// The longest listing reply, in bytes (spooled to a file).
+    var largestReply: Int { spooled.largest }
+
+    func record(reply: HTTPReply) {
+        bodies.record(reply.body.count)
+        spooled.record(Int(clamping: reply.fileLength))
     }
 }

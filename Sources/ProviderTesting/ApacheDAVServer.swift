@@ -5,25 +5,15 @@ import ProviderCore
     import Glibc
 #endif
 
-/// An Apache `mod_dav` server on 127.0.0.1 for tests: its own configuration, a folder it serves
-/// over WebDAV and a free port picked at run time; ready once it answers, stopped by its pid.
+/// An Apache `mod_dav` server on 127.0.0.1 for tests (a ``LoopbackDAVServer``): its own
+/// configuration, a folder it serves over WebDAV and a free port picked at run time; ready once
+/// it answers, stopped by its pid.
 ///
 /// The binary is `$APACHE2`, else `/usr/sbin/apache2` (apt `apache2`, see
 /// scripts/install-deps.sh); modules come from `/usr/lib/apache2/modules`. Apache runs in the
 /// foreground as a ``ServerProcessGroup`` (its workers are in its process group, killed with
 /// it). Run as root, Apache serves as `www-data`, so the served folder belongs to that user.
-public final class ApacheDAVServer: @unchecked Sendable {
-    /// The folder the server serves at `/`.
-    public let root: URL
-    /// The TCP port on 127.0.0.1.
-    public let port: Int
-    /// The server's base URL (its `/`).
-    public var url: String { "http://127.0.0.1:\(port)" }
-
-    private let folder: URL
-    private let process: ServerProcessGroup
-    private let owner: (uid: uid_t, gid: gid_t)?
-
+public final class ApacheDAVServer: LoopbackDAVServer, @unchecked Sendable {
     /// Whether Apache and mod_dav are installed.
     public static var isAvailable: Bool {
         FileManager.default.isExecutableFile(atPath: binary) && FileManager.default.fileExists(atPath: modules + "/mod_dav_fs.so")
@@ -42,22 +32,17 @@ public final class ApacheDAVServer: @unchecked Sendable {
         guard Self.isAvailable else {
             throw MediaServerError(message: "Apache with mod_dav is not installed (apt-get install apache2)")
         }
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("apache-dav-\(UUID().uuidString)")
-        self.folder = folder
-        let root = folder.appendingPathComponent("root")
-        self.root = root
-        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(at: folder.appendingPathComponent("lock"), withIntermediateDirectories: true)
         let owner: (uid: uid_t, gid: gid_t)?
         if getuid() == 0, let user = getpwnam("www-data") {
             owner = (user.pointee.pw_uid, user.pointee.pw_gid)
         } else {
             owner = nil
         }
-        self.owner = owner
-        let config = folder.appendingPathComponent("httpd.conf")
-        do {
-            (process, port) = try ServerProcessGroup.start(
+        try super.init(scratchPrefix: "apache-dav", owner: owner) { folder, root in
+            let config = folder.appendingPathComponent("httpd.conf")
+            let lock = folder.appendingPathComponent("lock")
+            try FileManager.default.createDirectory(at: lock, withIntermediateDirectories: true)
+            return try ServerProcessGroup.start(
                 "Apache", binary: Self.binary, errorLog: folder.appendingPathComponent("stderr.log"),
                 extraLogs: [folder.appendingPathComponent("error.log")],
                 prepare: { port in
@@ -68,44 +53,11 @@ public final class ApacheDAVServer: @unchecked Sendable {
                         try lines.write(to: folder.appendingPathComponent("htpasswd"), atomically: true, encoding: .utf8)
                     }
                     if let owner {
-                        for path in [folder.path, root.path, folder.appendingPathComponent("lock").path] {
-                            chown(path, owner.uid, owner.gid)
-                        }
+                        for path in [folder.path, root.path, lock.path] { chown(path, owner.uid, owner.gid) }
                     }
                 },
                 arguments: { _ in ["-f", config.path, "-DFOREGROUND"] })
-        } catch {
-            try? FileManager.default.removeItem(at: folder)
-            throw error
         }
-    }
-
-    deinit { stop() }
-
-    /// Apache's process group (its main process's pid), for tests of the fixture.
-    public var processGroup: pid_t? { process.pid }
-
-    /// Stops Apache (`SIGKILL` to its process group) and removes its files.
-    public func stop() {
-        process.stop()
-        try? FileManager.default.removeItem(at: folder)
-    }
-
-    /// Makes a new empty folder in the served root and returns its URL, for a test that needs
-    /// a fresh store.
-    public func makeFolder(_ name: String = "store-\(UUID().uuidString)") throws -> String {
-        let path = root.appendingPathComponent(name)
-        try FileManager.default.createDirectory(at: path, withIntermediateDirectories: true)
-        if let owner { chown(path.path, owner.uid, owner.gid) }
-        return url + "/" + name
-    }
-
-    /// Writes a file into the served root directly (as another client of the server would),
-    /// owned by the server's user.
-    public func writeFile(_ relativePath: String, _ contents: Data) throws {
-        let path = root.appendingPathComponent(relativePath)
-        try contents.write(to: path)
-        if let owner { chown(path.path, owner.uid, owner.gid) }
     }
 
     /// A password in Apache's `{SHA}` form (base64 of its SHA-1), which needs no crypt(3).

@@ -9,9 +9,9 @@ import Foundation
 /// is not Nextcloud: it speaks the subset the `webdav` adapter uses with `--vendor nextcloud`
 /// (files under `/remote.php/dav/files/<user>/`, `oc:fileid` that stays with an item across a
 /// `MOVE`, `OC-Checksum` checked on upload and sent on download, chunked upload v2), and can
-/// lie on purpose (``Fault``). It runs as a ``ServerProcessGroup``: ready once it answers,
-/// stopped by its pid.
-public final class NextcloudDAVServer: @unchecked Sendable {
+/// lie on purpose (``Fault``). It is a ``LoopbackDAVServer``: ready once it answers, stopped by
+/// its pid; ``LoopbackDAVServer/root`` is the folder of the user's files.
+public final class NextcloudDAVServer: LoopbackDAVServer, @unchecked Sendable {
     /// What the emulation does wrong on purpose.
     public enum Fault: String, Sendable {
         /// `GET` sends an `OC-Checksum` that does not match the bytes.
@@ -20,14 +20,11 @@ public final class NextcloudDAVServer: @unchecked Sendable {
         case badFileID = "bad-fileid"
     }
 
-    /// The folder the user's files are in (`/remote.php/dav/files/<user>/`).
-    public let root: URL
-    /// The TCP port on 127.0.0.1.
-    public let port: Int
     /// The user name in the URLs.
     public let user: String
-    /// The URL of the user's files, without a trailing slash.
-    public var filesURL: String { "http://127.0.0.1:\(port)/remote.php/dav/files/\(user)" }
+    /// The URL of the user's files (``LoopbackDAVServer/root``), without a trailing slash.
+    public var filesURL: String { "\(url)/remote.php/dav/files/\(user)" }
+    public override var rootURL: String { filesURL }
     /// The folder the chunks of uploads in progress are kept in.
     public var uploads: URL { folder.appendingPathComponent("uploads") }
 
@@ -42,9 +39,6 @@ public final class NextcloudDAVServer: @unchecked Sendable {
         }
     }
 
-    private let folder: URL
-    private let process: ServerProcessGroup
-
     /// The script, found from this file's place in the checkout.
     public static let scriptPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../Tests/Fixtures/HostileStores/nextcloud_dav_server.py").standardizedFileURL.path
@@ -58,35 +52,13 @@ public final class NextcloudDAVServer: @unchecked Sendable {
     ///   answer within 20 seconds.
     public init(user: String = "alice", password: String? = nil, fault: Fault? = nil) throws {
         self.user = user
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("nextcloud-dav-\(UUID().uuidString)")
-        self.folder = folder
-        root = folder.appendingPathComponent("files")
-        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        var options = ["--root", root.path, "--uploads", folder.appendingPathComponent("uploads").path, "--user", user]
-        if let password { options += ["--password", password] }
-        if let fault { options += ["--fault", fault.rawValue] }
-        do {
-            (process, port) = try ServerProcessGroup.start(
+        try super.init(scratchPrefix: "nextcloud-dav", rootName: "files") { folder, root in
+            var options = ["--root", root.path, "--uploads", folder.appendingPathComponent("uploads").path, "--user", user]
+            if let password { options += ["--password", password] }
+            if let fault { options += ["--fault", fault.rawValue] }
+            return try ServerProcessGroup.start(
                 "the Nextcloud emulation", binary: "/usr/bin/env", errorLog: folder.appendingPathComponent("server.log"),
                 arguments: { port in ["python3", Self.scriptPath, "--port", String(port)] + options })
-        } catch {
-            try? FileManager.default.removeItem(at: folder)
-            throw error
         }
-    }
-
-    deinit { stop() }
-
-    /// Stops the server (`SIGKILL` to its process group) and removes its files.
-    public func stop() {
-        process.stop()
-        try? FileManager.default.removeItem(at: folder)
-    }
-
-    /// Makes a new empty folder among the user's files and returns its URL, for a test that
-    /// needs a fresh store.
-    public func makeFolder(_ name: String = "store-\(UUID().uuidString)") throws -> String {
-        try FileManager.default.createDirectory(at: root.appendingPathComponent(name), withIntermediateDirectories: true)
-        return filesURL + "/" + name
     }
 }

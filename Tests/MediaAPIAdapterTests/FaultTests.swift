@@ -15,7 +15,7 @@ struct FaultTests {
     /// request (the last repeats); everything else answers normally.
     static func server(_ script: [FaultServer.Action?]) throws -> FaultServer {
         let api = OriginalAPI(files: ["photo.png": data])
-        let counter = Counter()
+        let counter = StepCounter()
         return try FaultServer { request in
             let isDownload = request.path == "/file" && request.headers["range"] != "bytes=0-0"
             guard isDownload else { return api.answer(request) ?? api.full(request) }
@@ -200,18 +200,5 @@ struct FaultTests {
         #expect(!everything.contains { $0.hasSuffix("escape.png") || $0.hasSuffix("/x") || $0 == "x" })
         _ = home
         await engine.manager.close()
-    }
-}
-
-/// Counts calls from the fault server's thread.
-final class Counter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = 0
-
-    func next() -> Int {
-        lock.withLock {
-            defer { value += 1 }
-            return value
-        }
     }
 }

@@ -6,7 +6,7 @@ import Testing
     import Glibc
 #endif
 
-/// The test servers themselves: a stopped Apache (or rclone) is gone, with every process of its group, at once
+/// The test servers themselves: a stopped Apache (or rclone, or the Nextcloud emulation) is gone, with every process of its group, at once
 /// (it once ignored SIGTERM, blocked in the test process and inherited, and its stop hung).
 @Suite("Server fixtures")
 struct ServerFixtureTests {
@@ -29,5 +29,32 @@ struct ServerFixtureTests {
         try await offThePool { server.stop() }
         #expect(await eventually(timeout: 10) { kill(-group, 0) == -1 && errno == ESRCH })
         #expect(MediaServer.rawRequest(port: port, "OPTIONS / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n") == nil)
+    }
+
+    /// What the three servers share (`LoopbackDAVServer`): a folder made in the served root is
+    /// served at `rootURL`, and a stop kills the group and removes the server's files.
+    @Test(arguments: ["apache", "rclone", "nextcloud"])
+    func theSharedBaseServesMadeFoldersAndCleansUp(_ kind: String) async throws {
+        let server: LoopbackDAVServer = try await offThePool {
+            switch kind {
+            case "apache": try ApacheDAVServer()
+            case "rclone": try RcloneDAVServer()
+            default: try NextcloudDAVServer()
+            }
+        }
+        let url = try server.makeFolder("made")
+        #expect(url == server.rootURL + "/made")
+        #expect(url.hasPrefix(server.url + "/"))
+        var isFolder: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: server.root.appendingPathComponent("made").path, isDirectory: &isFolder))
+        #expect(isFolder.boolValue)
+        let path = String(url.dropFirst(server.url.count)) + "/"
+        let reply = MediaServer.rawRequest(
+            port: server.port, "PROPFIND \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\nDepth: 0\r\nContent-Length: 0\r\n\r\n")
+        #expect(reply?.hasPrefix("HTTP/1.1 207") == true || reply?.hasPrefix("HTTP/1.0 207") == true, "\(reply ?? "no reply")")
+        let group = try #require(server.processGroup)
+        try await offThePool { server.stop() }
+        #expect(await eventually(timeout: 10) { kill(-group, 0) == -1 && errno == ESRCH })
+        #expect(!FileManager.default.fileExists(atPath: server.root.path))
     }
 }
