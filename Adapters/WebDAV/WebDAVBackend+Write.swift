@@ -400,7 +400,10 @@ extension WebDAVBackend {
     func uploadedItem(_ path: ItemPath, size: Int64) async throws(FileProviderError) -> Item {
         let item = try await writtenItem(path)
         guard item.kind == .file, item.size == size else {
-            throw FileProviderError(.corruptData, "the server kept \(item.size) of the \(size) bytes sent for \(path.display)")
+            throw FileProviderError(
+                .corruptData,
+                "the server kept \(item.size) of the \(size) bytes sent for \(path.display) (or another writer replaced it at the same moment)"
+            )
         }
         return item
     }

@@ -8,17 +8,14 @@ import ProviderCore
 /// Identifiers are paths relative to the collection at `url` (`docs/a.txt`); that collection
 /// is ``ItemIdentifier/rootContainer``. Listings are `PROPFIND` with `Depth: 1`, a file's content
 /// version is its ETag, and writes are conditional on it (`If-Match`, `If-None-Match: *`), so
-/// the server checks the base version atomically. Every HTTP exchange runs on the backend's own
+/// the server checks the base version as a write starts. Every HTTP exchange runs on the backend's own
 /// connection threads, never on Swift's cooperative pool.
 public final class WebDAVBackend: Backend {
-    /// What the backend can do; `supportsConditionalWrites` says whether the server was seen to
-    /// check `If-Match` on a `PUT` (see ``serverChecksConditions()``).
-    public var capabilities: BackendCapabilities {
-        var capabilities = baseCapabilities
-        capabilities.supportsConditionalWrites = conditions.isSet
-        return capabilities
-    }
-    private let baseCapabilities: BackendCapabilities
+    /// What the backend can do. `supportsConditionalWrites` is false even where the server
+    /// checks `If-Match` (``conditions``): Apache `mod_dav` evaluates it when a `PUT` starts and
+    /// renames the upload into place when it ends, so two writers from one version can both be
+    /// taken (the conformance check `racingWritersWithOneBaseVersionOneWins` showed it).
+    public let capabilities: BackendCapabilities
     /// Set when the server refused a `PUT` whose `If-Match` could not hold: it checks
     /// conditional headers itself, and the adapter need not check versions before a write.
     let conditions = Flag()
@@ -112,7 +109,7 @@ public final class WebDAVBackend: Backend {
         baseURL = base
         basePath = path
         self.vendor = vendor
-        baseCapabilities = BackendCapabilities(
+        capabilities = BackendCapabilities(
             hasChangeFeed: false, supportsThumbnails: false, supportsRangedReads: true, supportsServerSideMove: true,
             supportsConditionalWrites: false, supportsSymlinks: false, creatableKinds: [.file, .folder],
             identifiersArePathDerived: !vendor.hasFileIDs, listsOnlySomeFiles: false)
