@@ -40,7 +40,9 @@ public final class MetadataStore: Sendable {
                 try db.execute(sql: "PRAGMA synchronous = NORMAL")
                 // Sync down writes up to 16,384 rows per transaction: a small page cache spills
                 // to the WAL again and again (ten writes a row). 16 MiB keeps a batch in memory.
-                try db.execute(sql: "PRAGMA cache_size = -16384")
+                // Readers (up to five at once: sync down reads folders beside its walk) read a
+                // folder's rows at a time; 4 MiB each, the file system's cache behind them.
+                try db.execute(sql: "PRAGMA cache_size = \(db.configuration.readonly ? -4096 : -16384)")
                 // Statement journals (one per INSERT OR REPLACE) stay in memory, not in temp files.
                 try db.execute(sql: "PRAGMA temp_store = MEMORY")
                 // A row INSERT OR REPLACE replaces fires the delete trigger that keeps the
