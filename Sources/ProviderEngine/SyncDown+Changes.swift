@@ -22,14 +22,14 @@ extension SyncDown {
                 let changes = try await backend.enumerateChanges(in: .workingSet, from: anchor)
                 seen += changes.updatedItems.count + changes.deletedIdentifiers.count
                 try await apply(changes, pass: &pass, report: &report)
-                try await flush(&pass, wait: true)
+                try await pass.flush(to: context, wait: true)
                 events?(.listing(folders: 0, items: seen))
                 anchor = changes.newAnchor
                 if !changes.moreComing { break }
             }
         } catch {
             // Nothing of this pass may still be writing when the caller lists the store instead.
-            try? await flush(&pass, wait: true)
+            try? await pass.flush(to: context, wait: true)
             throw error
         }
         report.listedItems = seen
@@ -79,7 +79,7 @@ extension SyncDown {
                     continue
                 }
                 placed = true
-                var entries: [Entry] = []
+                var entries: [FolderPlacer.Entry] = []
                 for var item in items {
                     let inRoot = visit.record.path.isEmpty
                     if let problem = DomainController.problem(withRemoteName: item.filename, inRoot: inRoot) {
@@ -109,7 +109,7 @@ extension SyncDown {
                     }
                     entries.append((item, path, old))
                 }
-                for subfolder in try await place(entries, in: visit, complete: false, pass: &pass, report: &report) {
+                for subfolder in try await placer.place(entries, in: visit, complete: false, pass: &pass, report: &report) {
                     folders[subfolder.record.identifier] = subfolder
                 }
                 // A folder that moved under the same identifier takes what is below it along
@@ -118,7 +118,7 @@ extension SyncDown {
                     entry.old.flatMap { $0.kind == .folder && $0.path != entry.path ? ($0.path, entry.path) : nil }
                 }
                 if !moved.isEmpty {
-                    try await flush(&pass, wait: true)
+                    try await pass.flush(to: context, wait: true)
                     for (from, to) in moved { try store.renameSubtree(domainID: domainID, from: from, to: to) }
                 }
             }
@@ -127,7 +127,7 @@ extension SyncDown {
                 throw FileProviderError(.syncAnchorExpired, "the change feed named items whose folder is unknown (\(names))")
             }
             // What the next round looks up must be in the database.
-            try await flush(&pass, wait: true)
+            try await pass.flush(to: context, wait: true)
             pending = waiting
         }
     }

@@ -1,0 +1,250 @@
+import Foundation
+import ProviderCore
+import ProviderStore
+
+/// Places what one folder's listing (or a batch of the change feed) says into the replica and
+/// the pass: new items as placeholders or dataless folders (or in the database only, when the
+/// folder is dataless), changed items moved or rewritten where they now belong, a dataless
+/// folder populated when it must hold something; the records go to the pass's batches.
+struct FolderPlacer: Sendable {
+    let context: DomainContext
+    /// Populates a dataless folder and the dataless folders above it (the caller holds the tree lock).
+    let populateFolder: @Sendable (String) async throws(FileProviderError) -> Void
+
+    var domain: DomainRecord { context.domain }
+    var domainID: Int64 { context.domainID }
+    var replica: Replica { context.replica }
+    var store: MetadataStore { context.store }
+    var executor: BlockingExecutor { context.executor }
+    func display(_ path: String) -> String { context.display(path) }
+
+    /// One item of a folder as the store has it now: its new path and, when the database knew
+    /// it, its record.
+    typealias Entry = (item: Item, path: String, old: ItemRecord?)
+
+    /// Writes a folder's new and changed items into the replica (when the folder is populated)
+    /// and queues their records. `complete` says that `entries` is the folder's whole listing
+    /// (a walk), so a dataless folder can be populated from it; otherwise (a change feed) a
+    /// folder that must be populated is populated from the database first. Returns the
+    /// subfolders.
+    func place(_ entries: [Entry], in visit: FolderVisit, complete: Bool, pass: inout PullPass, report: inout SyncReport)
+        async throws(FileProviderError) -> [FolderVisit]
+    {
+        var visit = visit
+        var folder = visit.record
+
+        // Whether this folder's items are in the replica: it is populated, or becomes so now
+        // (a new folder within the budget, a folder in a pinned folder, or a folder that must
+        // receive a downloaded file or a populated folder moved into it).
+        var populated = !folder.isDataless
+        var populatedBefore = populated
+        if !populated && !complete {
+            let mustHold = entries.contains { entry in
+                entry.old.map { $0.state == .materialized || ($0.kind == .folder && !$0.isDataless) } ?? false
+            }
+            let withinBudget = visit.isNew && visit.isOnDisk && pass.budget >= entries.count
+            if mustHold || pass.isPinned(folder.path) {
+                try await pass.flush(to: context, wait: true)
+                try await populateFolder(folder.path)
+                folder = try store.item(domainID: domainID, identifier: folder.identifier) ?? folder
+                (populated, populatedBefore) = (true, true)
+            } else if withinBudget {
+                // A new folder: the feed brings all its items.
+                pass.budget -= entries.count
+                populated = true
+                folder.isDataless = false
+                pass.upserts.append(folder)
+                populatedBefore = true
+            }
+        }
+        if !populated {
+            let mustHold = entries.contains { entry in
+                entry.old.map { $0.state == .materialized || ($0.kind == .folder && !$0.isDataless) }
+                    ?? false
+            }
+            let pinned = pass.isPinned(folder.path)
+            let withinBudget = visit.isNew && visit.isOnDisk && pass.budget >= entries.count
+            if mustHold || pinned || withinBudget {
+                if !visit.isOnDisk {
+                    try await pass.flush(to: context, wait: true)
+                    try await populateFolder(DomainController.split(folder.path).parent)
+                    visit.isOnDisk = true
+                    folder = try store.item(domainID: domainID, identifier: folder.identifier) ?? folder
+                }
+                if withinBudget && !mustHold && !pinned { pass.budget -= entries.count }
+                populated = true
+                folder.isDataless = false
+                pass.upserts.append(folder)
+            }
+        }
+
+        var subfolders: [FolderVisit] = []
+        var placeholders: [ItemRecord] = []
+        var newFolders: [ItemRecord] = []
+        for (item, path, old) in entries {
+            guard let old else {
+                var record = ItemRecord(domainID: domainID, item: item, path: path)
+                if item.kind == .folder {
+                    record.isDataless = true
+                    pass.newFolders.insert(item.identifier)
+                    if populated {
+                        newFolders.append(record)
+                    } else {
+                        pass.upserts.append(record)
+                        subfolders.append(FolderVisit(record: record, isOnDisk: false, isNew: true))
+                    }
+                } else {
+                    if populated { placeholders.append(record) } else { pass.upserts.append(record) }
+                    if item.kind == .file {
+                        if pass.isPinned(path) { pass.redownload.append(record) }
+                        if !item.version.content.isEmpty {
+                            pass.newFilesByVersion?[item.version.content, default: []].append(item.identifier)
+                        }
+                    }
+                }
+                report.added += 1
+                continue
+            }
+            var record = old
+            record.update(from: item, path: path)
+            let changed =
+                old.path != path || old.version != item.version || old.filename != item.filename
+                || old.parentIdentifier != folder.identifier
+            if changed || !populatedBefore && populated {
+                do {
+                    try await placeLocalCopy(of: old, as: &record, inPopulatedFolder: populated)
+                } catch {
+                    report.notices.append("\(display(path)): not updated: \(error.message)")
+                    if item.kind == .folder { pass.failedFolders.append(old.path) }
+                    continue
+                }
+                if changed { report.updated += 1 }
+                if record.isOutdated { pass.redownload.append(record) }
+                pass.upserts.append(record)
+            }
+            if item.kind == .folder {
+                subfolders.append(FolderVisit(record: record, isOnDisk: populated, isNew: false))
+            }
+        }
+
+        // New folders, then new placeholders, written in parallel.
+        if !newFolders.isEmpty {
+            let replica = self.replica
+            let paths = newFolders.map(\.path)
+            let made = try await executor.run { () -> [Result<Int64?, FileProviderError>] in
+                paths.map { path in
+                    do {
+                        try replica.makeFolder(path)
+                        return .success(replica.fingerprint(atPath: replica.path(path))?.inode)
+                    } catch {
+                        return .failure(FileProviderError.wrap(error))
+                    }
+                }
+            }
+            for (index, var record) in newFolders.enumerated() {
+                switch made[index] {
+                case .success(let inode):
+                    record.localInode = inode
+                    // A change feed names a new folder's items only if it has some: an empty
+                    // one is never placed again, so it is populated (empty) now, within the budget.
+                    if !complete && pass.budget > 0 {
+                        record.isDataless = false
+                        pass.budget -= 1
+                    }
+                    pass.upserts.append(record)
+                    subfolders.append(FolderVisit(record: record, isOnDisk: true, isNew: true))
+                case .failure(let error):
+                    report.added -= 1
+                    report.notices.append("\(display(record.path)): \(error.message)")
+                }
+            }
+        }
+        if !placeholders.isEmpty {
+            let errors = await writePlaceholders(placeholders, creating: true)
+            for (index, record) in placeholders.enumerated() {
+                if let error = errors[index] {
+                    report.added -= 1
+                    report.notices.append("\(display(record.path)): \(error.message)")
+                } else {
+                    pass.upserts.append(record)
+                }
+            }
+        }
+        // A batch goes as soon as the database is idle (so little is left to write when the
+        // walk ends); the walk waits for it only when the backlog is full.
+        if pass.upserts.count >= PullPass.backlog || (pass.upserts.count >= PullPass.batchSize && pass.isWriterIdle) {
+            try await pass.flush(to: context)
+        }
+        return subfolders
+    }
+
+    /// Puts an item that changed in the store (renamed, moved, new version) where it now
+    /// belongs in the replica, from wherever its local copy is: moved along when it is on disk
+    /// and its folder is populated, written fresh when only the new place is populated, removed
+    /// when only the old one was. Blocking parts run on the executor.
+    private func placeLocalCopy(
+        of old: ItemRecord, as record: inout ItemRecord, inPopulatedFolder populated: Bool
+    )
+        async throws(FileProviderError)
+    {
+        let replica = self.replica
+        let name = domain.name
+        let oldCopy = try await executor.run { [self] in localCopyExists(old) }
+        switch (oldCopy, populated) {
+        case (true, true):
+            if old.path != record.path {
+                try await executor.run { [self, record] in try moveLocalCopy(of: old, to: record) }
+            } else if record.state == .placeholder || record.state == .symlink {
+                let metadata = PlaceholderMetadata(domain: name, record: record)
+                try await executor.run { [record] in try replica.writePlaceholder(record.path, metadata) }
+            }
+        case (false, true):
+            switch record.kind {
+            case .folder:
+                // Its items were not in the replica: it comes back dataless.
+                let path = record.path
+                let inode = try await executor.run { () throws -> Int64? in
+                    try replica.makeFolder(path)
+                    return replica.fingerprint(atPath: replica.path(path))?.inode
+                }
+                record.localInode = inode
+                record.isDataless = true
+            case .file, .symlink:
+                if record.state == .materialized { record.markPlaceholder() }
+                let metadata = PlaceholderMetadata(domain: name, record: record)
+                try await executor.run { [record] in try replica.writePlaceholder(record.path, metadata) }
+            }
+        case (true, false):
+            // Only placeholders and empty dataless folders get here (see `take`).
+            _ = try await executor.run { [self] in try removeLocalCopy(of: old) }
+            if record.kind == .folder { record.isDataless = true }
+        case (false, false):
+            if record.kind == .folder { record.isDataless = true }
+        }
+    }
+
+    /// Whether an item's local copy (its file, placeholder or folder) is in the replica.
+    /// Blocking.
+    func localCopyExists(_ record: ItemRecord) -> Bool {
+        switch record.state {
+        case .placeholder, .symlink:
+            return replica.placeholderExists(record.path)
+        case .materialized:
+            return replica.fingerprint(atPath: replica.path(record.path))?.isRegularFile == true
+                && !(replica.layout == .dataless && replica.placeholderExists(record.path))
+        case .folder: return replica.fingerprint(atPath: replica.path(record.path))?.isDirectory == true
+        }
+    }
+
+    func writePlaceholders(_ records: [ItemRecord], creating: Bool) async -> [Int: FileProviderError] {
+        await context.writePlaceholders(records, creating: creating)
+    }
+
+    func moveLocalCopy(of old: ItemRecord, to new: ItemRecord) throws(FileProviderError) {
+        try context.moveLocalCopy(of: old, to: new)
+    }
+
+    func removeLocalCopy(of record: ItemRecord) throws(FileProviderError) -> Bool {
+        try context.removeLocalCopy(of: record)
+    }
+}

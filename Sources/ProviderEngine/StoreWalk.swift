@@ -1,0 +1,171 @@
+import Foundation
+import ProviderCore
+import ProviderStore
+
+/// Sync down's walk of the whole store: lists folders several at once (each listing task also
+/// reads what the database has of its folder, on the engine's threads), compares each listing
+/// with the database as it arrives and hands the differences to the ``FolderPlacer``. Memory
+/// is bounded by the folders in flight and the pass's batches, not by the store.
+struct StoreWalk: Sendable {
+    let context: DomainContext
+    let placer: FolderPlacer
+    /// How many folders are listed at once.
+    let depth: Int
+
+    var domainID: Int64 { context.domainID }
+    var replica: Replica { context.replica }
+    func display(_ path: String) -> String { context.display(path) }
+
+    /// One folder listed during the walk.
+    private struct Listing: Sendable {
+        var visit: FolderVisit
+        var result: Result<ItemListing, FileProviderError>
+        /// What the database had of the folder when it was listed.
+        var stored: Result<StoredChildren, FileProviderError>
+    }
+
+    /// Walks the store from `root`, placing each folder's listing. A folder that cannot be
+    /// listed is reported and its stored items kept (`pass.failedFolders`). Returns the time
+    /// spent waiting for listings.
+    /// - Throws: what the backend throws when the root cannot be listed; what placing throws
+    ///   (`localIOFailure` when the database fails).
+    func run(from root: ItemRecord, pass: inout PullPass, report: inout SyncReport, events: EventHandler?)
+        async throws(FileProviderError) -> Double
+    {
+        var queue = [FolderVisit(record: root, isOnDisk: true, isNew: false)]
+        var foldersListed = 0
+        var itemsSeen = 0
+        var rootError: FileProviderError?
+        let (backend, context, hadItems) = (self.context.backend, self.context, pass.hadItems)
+        var failure: FileProviderError?
+        var listingSeconds = 0.0
+        await withTaskGroup(of: Listing.self) { group in
+            var running = 0
+            while true {
+                while failure == nil, running < depth, let visit = queue.popLast() {
+                    running += 1
+                    let readsStored = hadItems || !visit.isNew
+                    group.addTask {
+                        let result: Result<ItemListing, FileProviderError>
+                        do {
+                            result = .success(try await backend.listAllItems(in: visit.record.identifier))
+                        } catch {
+                            return Listing(visit: visit, result: .failure(FileProviderError.wrap(error)), stored: .success(.none))
+                        }
+                        // What the database has of the folder is read here, on the engine's
+                        // threads, beside the other listings: the walk's loop only compares.
+                        let stored = await StoredChildren.read(
+                            of: visit.record.identifier, listed: try? result.get().items, context,
+                            children: readsStored, moves: hadItems)
+                        return Listing(visit: visit, result: result, stored: stored)
+                    }
+                }
+                let waitStarted = Date()
+                guard let listing = await group.next() else { break }
+                listingSeconds += Date().timeIntervalSince(waitStarted)
+                running -= 1
+                if failure != nil { continue }
+                foldersListed += 1
+                switch listing.result {
+                case .failure(let error):
+                    let path = listing.visit.record.path
+                    if path.isEmpty { rootError = error }
+                    pass.failedFolders.append(path)
+                    report.notices.append("\(display(path)): not listed: \(error.message)")
+                case .success(let items):
+                    itemsSeen += items.items.count
+                    do throws(FileProviderError) {
+                        // Reversed onto the stack: folders are listed in name order, so rows
+                        // reach the database mostly in key order (fuller pages, 11% smaller).
+                        queue += try await take(
+                            listing.visit, listing: items, stored: try listing.stored.get(), pass: &pass, report: &report
+                        ).reversed()
+                    } catch {
+                        failure = error
+                    }
+                }
+                events?(.listing(folders: foldersListed, items: itemsSeen))
+            }
+        }
+        if let rootError { throw rootError }
+        if let failure { throw failure }
+        report.listedItems = itemsSeen
+        return listingSeconds
+    }
+
+    /// Applies one folder's listing: compares it with the folder's stored children, writes what
+    /// changed into the replica (when the folder is populated) and queues the records. Returns
+    /// the subfolders to list next.
+    ///
+    /// An entry the store sent with an impossible value, a folder listed inside itself, and an
+    /// item deeper or with a longer path than ``WalkBounds`` allows are skipped with a notice; a
+    /// stored item of the same identifier is kept as it was (with what is below it).
+    private func take(
+        _ visit: FolderVisit, listing: ItemListing, stored known: StoredChildren, pass: inout PullPass,
+        report: inout SyncReport
+    )
+        async throws(FileProviderError) -> [FolderVisit]
+    {
+        let folder = visit.record
+        let items = listing.items
+        pass.listedFolders.insert(folder.identifier)
+        let inRoot = folder.path.isEmpty
+        var stored = [ItemIdentifier: ItemRecord](minimumCapacity: known.children.count)
+        for child in known.children { stored[child.identifier] = child }
+        let ancestors = visit.ancestors + [folder.identifier]
+        let rootLength = replica.root.path.utf8.count
+        /// Skips an entry: reported, and what the database has of it stays as it is.
+        func skip(_ identifier: ItemIdentifier?, _ problem: String) {
+            report.notices.append("\(display(folder.path)): skipped an item: \(problem)")
+            guard let identifier, let kept = stored.removeValue(forKey: identifier) else { return }
+            if kept.kind == .folder { pass.failedFolders.append(kept.path) }
+        }
+        for refused in listing.refused { skip(refused.identifier, refused.message) }
+
+        // What the listing holds, matched with what the database knows.
+        var entries: [(item: Item, path: String, old: ItemRecord?)] = []
+        entries.reserveCapacity(items.count)
+        var names = Set<String>(minimumCapacity: items.count)
+        for var item in items {
+            let name = item.filename
+            if let problem = DomainController.problem(withRemoteName: name, inRoot: inRoot) {
+                report.notices.append("\(display(folder.path)): skipped an item: \(problem)")
+                continue
+            }
+            // String equality is canonical (NFC and NFD spellings are equal) while names are
+            // bytes: only a name equal by bytes is a second item.
+            if !names.insert(name).inserted, entries.contains(where: { $0.item.filename.utf8.elementsEqual(name.utf8) }) {
+                report.notices.append(
+                    "\(display(folder.path)): skipped a second item named \(name.debugDescription)")
+                continue
+            }
+            let path = inRoot ? name : folder.path + "/" + name
+            if let problem = WalkBounds.problem(listing: item, inside: ancestors)
+                ?? WalkBounds.problem(placing: item.kind, at: path, rootLength: rootLength)
+            {
+                // The folder itself (listed inside itself) is not skipped from its own place.
+                skip(ancestors.contains(item.identifier) ? nil : item.identifier, problem)
+                continue
+            }
+            item.parentIdentifier = folder.identifier
+            var old = stored.removeValue(forKey: item.identifier)
+            if old == nil, let elsewhere = known.elsewhere[item.identifier] {
+                // Moved here from another folder under the same identifier.
+                old = elsewhere
+                pass.movedIn.insert(item.identifier)
+            }
+            if let known = old, known.kind != item.kind {
+                pass.gone.append(known)
+                pass.movedIn.remove(item.identifier)
+                old = nil
+            }
+            entries.append((item, path, old))
+        }
+        pass.gone += stored.values
+        return try await placer.place(entries, in: visit, complete: true, pass: &pass, report: &report).map { subfolder in
+            var subfolder = subfolder
+            subfolder.ancestors = ancestors
+            return subfolder
+        }
+    }
+}
