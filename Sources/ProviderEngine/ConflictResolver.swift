@@ -84,8 +84,8 @@ struct ConflictResolver: Sendable {
         try await context.executor.run { [replica = context.replica, original] in try replica.writePlaceholder(original.path, metadata) }
         try await save(original)
         let replica = context.replica
-        let copy = replica.fingerprint(atPath: replica.path(copyPath)).map { NewItem(path: copyPath, fingerprint: $0) }
-        return BothKept(original: original, copy: copy)
+        let print = try await context.executor.run { replica.fingerprint(atPath: replica.path(copyPath)) }
+        return BothKept(original: original, copy: print.map { NewItem(path: copyPath, fingerprint: $0) })
     }
 
     /// Downloads the store's version of a file that was edited on both sides (``keepBoth(_:report:)``);
@@ -134,7 +134,8 @@ struct ConflictResolver: Sendable {
         report.notices.append(
             "\(context.display(record.path)): a file was written there without the item's contents; the store's version keeps the name, yours is \(context.display(copyPath))"
         )
-        return replica.fingerprint(atPath: replica.path(copyPath)).map { NewItem(path: copyPath, fingerprint: $0) }
+        let print = try await context.executor.run { replica.fingerprint(atPath: replica.path(copyPath)) }
+        return print.map { NewItem(path: copyPath, fingerprint: $0) }
     }
 
     /// Edited here, deleted in the store (`noSuchItem` on an edit): the edit wins. The item's
@@ -146,7 +147,8 @@ struct ConflictResolver: Sendable {
             try await context.executor.run { [replica = context.replica] in try replica.removePlaceholder(record.path) }
         }
         try await forget(record)
-        try await self.record("editedAndDeleted", at: record.path, keptPath: nil, details: "edited here and deleted in the store; uploaded again")
+        try await self.record(
+            "editedAndDeleted", at: record.path, keptPath: nil, details: "edited here and deleted in the store; uploaded again")
         report.conflicts += 1
     }
 
@@ -220,7 +222,9 @@ struct ConflictResolver: Sendable {
     /// Records a conflict (`fileproviderctl conflicts`).
     /// - Throws: `localIOFailure` when the database cannot be written.
     private func record(_ kind: String, at path: String, keptPath: String?, details: String) async throws(FileProviderError) {
-        let (store, conflict) = (context.store, ConflictRecord(domainID: context.domainID, path: path, keptPath: keptPath, kind: kind, details: details))
+        let (store, conflict) = (
+            context.store, ConflictRecord(domainID: context.domainID, path: path, keptPath: keptPath, kind: kind, details: details)
+        )
         try await context.executor.runToCompletion { try store.recordConflict(conflict) }
     }
 

@@ -159,7 +159,10 @@ extension DomainController {
             // What the loop needs first, in one job on the executor.
             let (store, domainID, dataless) = (store, domainID, replica.layout == .dataless)
             (partial, unfinished) = try await executor.run {
-                (dataless ? try store.partiallyPresent(domainID: domainID) : [:], try store.itemsWithUnfinishedOperations(domainID: domainID))
+                (
+                    dataless ? try store.partiallyPresent(domainID: domainID) : [:],
+                    try store.itemsWithUnfinishedOperations(domainID: domainID)
+                )
             }
             targets = try await self.targets(paths, policies: true)
         } catch {

@@ -268,7 +268,9 @@ final class Downloader: Sendable {
             if checkpoint != nil {
                 let (store, domainID) = (store, domainID)
                 _ = try? await executor.runToCompletion {
-                    if replica.fileSize(atPath: staging) == nil { try store.removeCheckpoint(domainID: domainID, identifier: record.identifier) }
+                    if replica.fileSize(atPath: staging) == nil {
+                        try store.removeCheckpoint(domainID: domainID, identifier: record.identifier)
+                    }
                 }
             }
             throw error

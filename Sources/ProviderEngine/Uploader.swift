@@ -101,7 +101,7 @@ struct Uploader: Sendable {
         } catch where error.code == .filenameCollision {
             // The name is taken in the store: the later item gets `name 2.ext`.
             let renamed = try await conflicts.renameAfterNameCollision(path, kind: kind, moved: false, report: &report)
-            guard let print = replica.fingerprint(atPath: replica.path(renamed)) else { return }
+            guard let print = try await context.executor.run({ replica.fingerprint(atPath: replica.path(renamed)) }) else { return }
             try await uploadCreation(path: renamed, kind: kind, fingerprint: print, report: &report)
             return
         }
@@ -210,16 +210,19 @@ struct Uploader: Sendable {
     private func storeHoldsSameContents(_ record: ItemRecord, as local: URL) async throws(FileProviderError) -> Item? {
         let replica = context.replica
         let staging = replica.stagingPath(named: Downloader.stagingName(for: record.identifier) + ".compare")
-        defer { try? replica.removeFile(atPath: staging) }
         let current: Item
         do {
             try await context.executor.run { try replica.prepareStagingFile(atPath: staging, truncate: true) }
             current = try await context.backend.fetchContents(
                 for: record.identifier, version: nil, to: URL(fileURLWithPath: staging), offset: 0, progress: nil)
-        } catch where error.code == .noSuchItem {
-            return nil
+        } catch {
+            // The staging file goes, on the executor.
+            _ = try? await context.executor.runToCompletion { try? replica.removeFile(atPath: staging) }
+            if error.code == .noSuchItem { return nil }
+            throw error
         }
-        let same = try await context.executor.run { () -> Bool in
+        let same = try await context.executor.runToCompletion { () -> Bool in
+            defer { try? replica.removeFile(atPath: staging) }
             guard let a = FileManager.default.contents(atPath: staging), let b = FileManager.default.contents(atPath: local.path) else {
                 return false
             }

@@ -40,6 +40,21 @@ struct PoolUseTests {
         }
     }
 
+    /// The replica's blocking calls are counted as the database's are: on the pool, not on
+    /// the engine's executor.
+    @Test func replicaCallsOnThePoolAreCounted() async throws {
+        try await Fixture.with { f in
+            let controller = try await f.addDomain()
+            let (replica, executor) = (controller.replica, controller.executor)
+            let onPool = await PoolCheck.counting { _ = replica.fingerprint(atPath: replica.path("")) }
+            let offPool = try await PoolCheck.counting {
+                _ = try await executor.run { replica.fingerprint(atPath: replica.path("")) }
+            }
+            #expect(onPool == 1)
+            #expect(offPool == 0)
+        }
+    }
+
     @Test func syncDownsDatabaseCallsOnThePoolDoNotGrowWithTheChanges() async throws {
         let few = try await Self.poolUses(files: 3)
         let many = try await Self.poolUses(files: 40)
