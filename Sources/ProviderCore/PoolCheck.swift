@@ -7,9 +7,10 @@ import Synchronization
 
 /// Tells when blocking work runs on Swift's cooperative pool: code running in a task on a
 /// thread that is not one of a ``BlockingExecutor``'s. The metadata store calls ``note()``
-/// before each transaction; tests count those calls (``counting(_:)``) to check that per-item
-/// database work goes to the engine's threads, and `FILEPROVIDER_TRACE_POOL=1` prints the
-/// stack of each one to standard error.
+/// before each transaction and the engine's replica at its blocking entry points (file reads
+/// and writes, renames, `lstat`); tests count those calls (``counting(_:)``) to check that
+/// per-item database and file work goes to the engine's threads, and
+/// `FILEPROVIDER_TRACE_POOL=1` prints the stack of each one to standard error.
 public enum PoolCheck {
     /// Counts the blocking calls made on the cooperative pool by the tasks it is bound to.
     public final class Counter: Sendable {

@@ -43,7 +43,7 @@ struct ConflictResolver: Sendable {
     {
         let (_, name) = DomainController.split(path)
         let renamed = try await renameLocally(path, kind: kind) { ConflictName.numbered(name, $0) }
-        try record(
+        try await record(
             "nameCollision", at: path, keptPath: renamed,
             details: moved
                 ? "a local item was moved to a name the store already had; it was renamed"
@@ -70,7 +70,7 @@ struct ConflictResolver: Sendable {
         let copyPath = try await renameLocally(record.path, kind: .file) { attempt in
             attempt == 2 ? copyName : ConflictName.numbered(copyName, attempt - 1)
         }
-        try self.record(
+        try await self.record(
             "bothEdited", at: record.path, keptPath: copyPath,
             details: "edited here and in the store; the local version was kept as a conflicted copy")
         report.conflicts += 1
@@ -82,10 +82,10 @@ struct ConflictResolver: Sendable {
         original.markPlaceholder()
         let metadata = PlaceholderMetadata(domain: context.domain.name, record: original)
         try await context.executor.run { [replica = context.replica, original] in try replica.writePlaceholder(original.path, metadata) }
-        try context.store.save(original)
+        try await save(original)
         let replica = context.replica
-        let copy = replica.fingerprint(atPath: replica.path(copyPath)).map { NewItem(path: copyPath, fingerprint: $0) }
-        return BothKept(original: original, copy: copy)
+        let print = try await context.executor.run { replica.fingerprint(atPath: replica.path(copyPath)) }
+        return BothKept(original: original, copy: print.map { NewItem(path: copyPath, fingerprint: $0) })
     }
 
     /// Downloads the store's version of a file that was edited on both sides (``keepBoth(_:report:)``);
@@ -113,7 +113,7 @@ struct ConflictResolver: Sendable {
         let replica = context.replica
         if try await !context.storeStillHas(record.identifier) {
             try await context.executor.run { try replica.removePlaceholder(record.path) }
-            try context.store.apply(domainID: context.domainID, upserts: [], deletions: [record.identifier])
+            try await forget(record)
             return NewItem(path: record.path, fingerprint: fingerprint)
         }
         let (_, name) = DomainController.split(record.path)
@@ -127,14 +127,15 @@ struct ConflictResolver: Sendable {
                 try replica.writePlaceholder(record.path, metadata)
             }
         }
-        try self.record(
+        try await self.record(
             "overwrotePlaceholder", at: record.path, keptPath: copyPath,
             details: "a file was written at the name of an item that was not downloaded; the store's item kept the name")
         report.conflicts += 1
         report.notices.append(
             "\(context.display(record.path)): a file was written there without the item's contents; the store's version keeps the name, yours is \(context.display(copyPath))"
         )
-        return replica.fingerprint(atPath: replica.path(copyPath)).map { NewItem(path: copyPath, fingerprint: $0) }
+        let print = try await context.executor.run { replica.fingerprint(atPath: replica.path(copyPath)) }
+        return print.map { NewItem(path: copyPath, fingerprint: $0) }
     }
 
     /// Edited here, deleted in the store (`noSuchItem` on an edit): the edit wins. The item's
@@ -145,8 +146,9 @@ struct ConflictResolver: Sendable {
         if record.state == .placeholder {
             try await context.executor.run { [replica = context.replica] in try replica.removePlaceholder(record.path) }
         }
-        try context.store.apply(domainID: context.domainID, upserts: [], deletions: [record.identifier])
-        try self.record("editedAndDeleted", at: record.path, keptPath: nil, details: "edited here and deleted in the store; uploaded again")
+        try await forget(record)
+        try await self.record(
+            "editedAndDeleted", at: record.path, keptPath: nil, details: "edited here and deleted in the store; uploaded again")
         report.conflicts += 1
     }
 
@@ -159,9 +161,10 @@ struct ConflictResolver: Sendable {
     /// removed instead.
     /// - Throws: `localIOFailure` when the replica or the database cannot be written.
     func movedAndEdited(_ record: ItemRecord, to path: String, report: inout SyncReport) async throws(FileProviderError) -> Bool {
-        try context.store.deleteSubtree(domainID: context.domainID, path: record.path)
-        try context.relistNextSync()
-        try self.record(
+        let (store, domainID) = (context.store, context.domainID)
+        try await context.executor.runToCompletion { try store.deleteSubtree(domainID: domainID, path: record.path) }
+        try await context.executor.runToCompletion { [context] in try context.relistNextSync() }
+        try await self.record(
             "movedAndEdited", at: record.path, keptPath: path,
             details: "moved here and changed in the store; the store's version stayed at the old place")
         report.conflicts += 1
@@ -183,8 +186,8 @@ struct ConflictResolver: Sendable {
         restored.markPlaceholder()
         let metadata = PlaceholderMetadata(domain: context.domain.name, record: restored)
         try await context.executor.run { [replica = context.replica] in try replica.writePlaceholder(record.path, metadata) }
-        try context.store.save(restored)
-        try self.record(
+        try await save(restored)
+        try await self.record(
             "deletedAndEdited", at: record.path, keptPath: nil,
             details: "deleted here and edited in the store; the store's version came back")
         report.conflicts += 1
@@ -193,9 +196,9 @@ struct ConflictResolver: Sendable {
     /// A folder deleted here whose deletion the store refused in part (files it changed, items
     /// this replica never saw): what it kept comes back with the next listing.
     /// - Throws: `localIOFailure` when the database cannot be written.
-    func folderDeletionKeptItems(_ record: ItemRecord, report: inout SyncReport) throws(FileProviderError) {
-        try context.relistNextSync()
-        try self.record(
+    func folderDeletionKeptItems(_ record: ItemRecord, report: inout SyncReport) async throws(FileProviderError) {
+        try await context.executor.runToCompletion { [context] in try context.relistNextSync() }
+        try await self.record(
             "deletedAndEdited", at: record.path, keptPath: nil,
             details: "deleted here while the store had changes or new items in it; those came back")
         report.conflicts += 1
@@ -204,11 +207,25 @@ struct ConflictResolver: Sendable {
 
     // MARK: Helpers
 
+    /// Saves a record on the executor. - Throws: `localIOFailure` when the database fails.
+    private func save(_ record: ItemRecord) async throws(FileProviderError) {
+        let store = context.store
+        try await context.executor.runToCompletion { try store.save(record) }
+    }
+
+    /// Deletes an item's record on the executor. - Throws: `localIOFailure` when the database fails.
+    private func forget(_ record: ItemRecord) async throws(FileProviderError) {
+        let (store, domainID, identifier) = (context.store, context.domainID, record.identifier)
+        try await context.executor.runToCompletion { try store.apply(domainID: domainID, upserts: [], deletions: [identifier]) }
+    }
+
     /// Records a conflict (`fileproviderctl conflicts`).
     /// - Throws: `localIOFailure` when the database cannot be written.
-    private func record(_ kind: String, at path: String, keptPath: String?, details: String) throws(FileProviderError) {
-        try context.store.recordConflict(
-            ConflictRecord(domainID: context.domainID, path: path, keptPath: keptPath, kind: kind, details: details))
+    private func record(_ kind: String, at path: String, keptPath: String?, details: String) async throws(FileProviderError) {
+        let (store, conflict) = (
+            context.store, ConflictRecord(domainID: context.domainID, path: path, keptPath: keptPath, kind: kind, details: details)
+        )
+        try await context.executor.runToCompletion { try store.recordConflict(conflict) }
     }
 
     /// Renames a local item to the first free name `makeName(2)`, `makeName(3)`, …; returns the

@@ -16,14 +16,21 @@ extension DomainController {
     public func evict(paths: [String], recursive: Bool) async -> [ItemOutcome] {
         var outcomes: [ItemOutcome] = []
         var updated: [ItemRecord] = []
-        for path in paths {
+        // The records named and the policies, in one job on the executor.
+        let targets: Targets
+        do {
+            targets = try await self.targets(paths, policies: true)
+        } catch {
+            return paths.map { ItemOutcome(path: location($0), error: error) }
+        }
+        for (path, found) in zip(paths, targets.records) {
             if Task.isCancelled {
                 outcomes.append(ItemOutcome(path: location(path), error: Self.notStarted))
                 continue
             }
             do {
-                let target = try record(at: path)
-                let policies = try policies()
+                let target = try found.get()
+                let policies = try targets.policies.get()
                 if let holder = Self.pinHolder(of: target.path, policies) { throw pinnedError(path, holder: holder) }
                 var files = [target]
                 if target.kind == .folder {
@@ -74,7 +81,8 @@ extension DomainController {
             }
         }
         do {
-            try store.apply(domainID: domainID, upserts: updated, deletions: [])
+            let (store, domainID, upserts) = (store, domainID, updated)
+            try await executor.runToCompletion { try store.apply(domainID: domainID, upserts: upserts, deletions: []) }
         } catch {
             outcomes.append(ItemOutcome(path: location(""), error: error))
         }
@@ -126,7 +134,10 @@ extension DomainController {
             try replica.replaceWithPlaceholder(record.path, metadata)
         }
         // Ranges a fill recorded during the swap were of the file that is gone.
-        if replica.layout == .dataless { try store.removePresentRanges(domainID: domainID, identifier: record.identifier) }
+        if replica.layout == .dataless {
+            let (store, domainID) = (store, domainID)
+            try await executor.runToCompletion { try store.removePresentRanges(domainID: domainID, identifier: record.identifier) }
+        }
         return updated
     }
 

@@ -28,9 +28,16 @@ extension DomainController {
         // Folders to show in the replica: the folders named and, with `recursive`, every folder
         // below them (empty ones too), besides the folders of the files.
         var folders: [String] = []
-        for path in paths {
+        // The records named, in one job on the executor.
+        let targets: Targets
+        do {
+            targets = try await self.targets(paths, policies: false)
+        } catch {
+            return paths.map { ItemOutcome(path: location($0), error: error) }
+        }
+        for (path, found) in zip(paths, targets.records) {
             do {
-                let target = try record(at: path)
+                let target = try found.get()
                 if target.kind == .folder && recursive {
                     outcomes += await materializeSubtree(of: target.path, events: events)
                 } else if target.kind == .folder {

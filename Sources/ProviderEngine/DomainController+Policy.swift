@@ -87,19 +87,41 @@ extension DomainController {
     ) {
         var outcomes: [ItemOutcome] = []
         var named: [(path: String, kind: ItemKind, cleared: [String])] = []
-        for path in paths {
-            do {
-                let target = try record(at: path)
-                let cleared = try store.setContentPolicy(policy, domainID: domainID, path: path, clearingBelow: target.kind == .folder)
-                named.append((path, target.kind, cleared))
-            } catch {
-                outcomes.append(ItemOutcome(path: location(path), error: error))
+        // Every path's policy, then the policies as they are now, in one job on the executor.
+        let written: [Result<(kind: ItemKind, cleared: [String]), FileProviderError>]
+        let resolved: Result<PolicyResolver, FileProviderError>
+        do {
+            (written, resolved) = try await executor.run { [self] in
+                let written = paths.map { path -> Result<(kind: ItemKind, cleared: [String]), FileProviderError> in
+                    do throws(FileProviderError) {
+                        let target = try record(at: path)
+                        let cleared = try store.setContentPolicy(
+                            policy, domainID: domainID, path: path, clearingBelow: target.kind == .folder)
+                        return .success((target.kind, cleared))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+                guard written.contains(where: { (try? $0.get()) != nil }) else { return (written, .success(PolicyResolver(explicit: [:]))) }
+                do throws(FileProviderError) {
+                    return (written, .success(try policies()))
+                } catch {
+                    return (written, .failure(error))
+                }
+            }
+        } catch {
+            return ([], paths.map { ItemOutcome(path: location($0), error: error) })
+        }
+        for (path, result) in zip(paths, written) {
+            switch result {
+            case .success(let done): named.append((path, done.kind, done.cleared))
+            case .failure(let error): outcomes.append(ItemOutcome(path: location(path), error: error))
             }
         }
         if named.isEmpty { return ([], outcomes) }
         let resolver: PolicyResolver
         do {
-            resolver = try policies()
+            resolver = try resolved.get()
         } catch {
             return ([], outcomes + named.map { ItemOutcome(path: location($0.path), error: error) })
         }
@@ -132,19 +154,27 @@ extension DomainController {
         var outcomes: [ItemOutcome] = []
         let partial: [ItemIdentifier: Int64]
         let unfinished: Set<ItemIdentifier>
+        let targets: Targets
         do {
-            partial = replica.layout == .dataless ? try store.partiallyPresent(domainID: domainID) : [:]
-            unfinished = try store.itemsWithUnfinishedOperations(domainID: domainID)
+            // What the loop needs first, in one job on the executor.
+            let (store, domainID, dataless) = (store, domainID, replica.layout == .dataless)
+            (partial, unfinished) = try await executor.run {
+                (
+                    dataless ? try store.partiallyPresent(domainID: domainID) : [:],
+                    try store.itemsWithUnfinishedOperations(domainID: domainID)
+                )
+            }
+            targets = try await self.targets(paths, policies: true)
         } catch {
             return paths.map { ItemOutcome(path: location($0), error: error) }
         }
         let files = FileEvictor(domainID: domainID, domainName: domain.name, replica: replica, store: store, method: .lease)
         // Logged as automatic eviction logs what it takes (`status` shows them).
         var log: [EvictionRecord] = []
-        for path in paths {
+        for (path, found) in zip(paths, targets.records) {
             do {
-                let policies = try policies()
-                let target = try record(at: path)
+                let policies = try targets.policies.get()
+                let target = try found.get()
                 let records =
                     target.kind == .folder
                     ? try store.descendants(domainID: domainID, of: path).filter { $0.kind == .file } : [target]
@@ -203,7 +233,8 @@ extension DomainController {
             }
         }
         do {
-            try store.recordEvictions(log)
+            let (store, logged) = (store, log)
+            try await executor.runToCompletion { try store.recordEvictions(logged) }
         } catch {
             outcomes.append(ItemOutcome(path: location(""), error: error))
         }

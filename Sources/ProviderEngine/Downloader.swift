@@ -70,7 +70,8 @@ final class Downloader: Sendable {
             return overflow ? .max : sum
         }
         let counters = Mutex((bytes: Int64(0), items: 0, resumed: Int64(0)))
-        let checkpoints = (try? store.checkpoints(domainID: domainID)) ?? [:]
+        let (store, domainID) = (self.store, self.domainID)
+        let checkpoints = (try? await executor.run { try store.checkpoints(domainID: domainID) }) ?? [:]
         let report: @Sendable (Int64, TransferStep) -> Void = { delta, step in
             let now = counters.withLock { value -> (Int64, Int, Int64) in
                 // The positions come from the store: added without overflow, whatever they are.
@@ -136,19 +137,22 @@ final class Downloader: Sendable {
                     }
                 }
                 if finished.count >= 500 {
-                    if let error = flush(&finished) { outcomes.append(ItemOutcome(path: location(""), error: error)) }
+                    if let error = await flush(&finished) { outcomes.append(ItemOutcome(path: location(""), error: error)) }
                 }
                 if startNext() { running += 1 }
             }
         }
-        if let error = flush(&finished) { outcomes.append(ItemOutcome(path: location(""), error: error)) }
+        if let error = await flush(&finished) { outcomes.append(ItemOutcome(path: location(""), error: error)) }
         return outcomes
     }
 
-    private func flush(_ records: inout [ItemRecord]) -> FileProviderError? {
+    /// Records finished downloads in one job on the executor (run to its end); returns the
+    /// database's failure, if any.
+    private func flush(_ records: inout [ItemRecord]) async -> FileProviderError? {
         defer { records.removeAll(keepingCapacity: true) }
         do {
-            try store.apply(domainID: domainID, upserts: records, deletions: [])
+            let (store, domainID, upserts) = (store, domainID, records)
+            try await executor.runToCompletion { try store.apply(domainID: domainID, upserts: upserts, deletions: []) }
         } catch {
             return error
         }
@@ -243,10 +247,12 @@ final class Downloader: Sendable {
         if let checkpoint, checkpoint.contentVersion == record.contentVersion, backend.capabilities.supportsRangedReads {
             // Recorded before staging files went into 16 folders: the file moves over, so the
             // download still resumes and nothing stays behind at the old place.
-            if checkpoint.stagingPath != staging {
-                try? await executor.run { try replica.moveStagingFile(from: checkpoint.stagingPath, to: staging) }
-            }
-            offset = replica.fileSize(atPath: staging) ?? 0
+            // Moved (when it must) and measured in one job on the executor.
+            offset =
+                (try? await executor.run { () -> Int64 in
+                    if checkpoint.stagingPath != staging { try? replica.moveStagingFile(from: checkpoint.stagingPath, to: staging) }
+                    return replica.fileSize(atPath: staging) ?? 0
+                }) ?? 0
         }
         let resumeFrom = offset
         // A file that does not fit beside the running downloads and the reserve is refused
@@ -259,18 +265,26 @@ final class Downloader: Sendable {
                 try space.reserve(size: record.size, stagingFile: staging, folder: replica.staging.path, canResume: canResume)
             }
         } catch {
-            if checkpoint != nil, replica.fileSize(atPath: staging) == nil {
-                try? store.removeCheckpoint(domainID: domainID, identifier: record.identifier)
+            if checkpoint != nil {
+                let (store, domainID) = (store, domainID)
+                _ = try? await executor.runToCompletion {
+                    if replica.fileSize(atPath: staging) == nil {
+                        try store.removeCheckpoint(domainID: domainID, identifier: record.identifier)
+                    }
+                }
             }
             throw error
         }
         defer { space.release(ticket) }
         // Large downloads leave a checkpoint first, so even a killed process resumes.
         if checkpoint == nil, backend.capabilities.supportsRangedReads, record.size >= Self.checkpointThreshold {
-            try store.saveCheckpoint(
+            let (store, checkpoint) = (
+                store,
                 TransferCheckpoint(
                     domainID: domainID, identifier: record.identifier.rawValue, contentVersion: record.contentVersion,
-                    stagingPath: staging, bytesTransferred: 0, totalBytes: record.size))
+                    stagingPath: staging, bytesTransferred: 0, totalBytes: record.size)
+            )
+            try await executor.run { try store.saveCheckpoint(checkpoint) }
         }
         try await executor.run { try replica.prepareStagingFile(atPath: staging, truncate: resumeFrom == 0) }
         // Backends report positions in the file, the resumed part included: that part is

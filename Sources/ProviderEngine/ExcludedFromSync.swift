@@ -38,7 +38,8 @@ struct ExcludedFromSync {
     static func takeOut(from result: inout LocalScanResult, scope: ScanScope, context: DomainContext, report: inout SyncReport)
         async throws(FileProviderError)
     {
-        let recorded = try context.store.excludedItems(domainID: context.domainID)
+        let (store, domainID) = (context.store, context.domainID)
+        let recorded = try await context.executor.run { try store.excludedItems(domainID: domainID) }
         var known: [String: ExcludedItemRecord] = [:]
         for record in recorded { known[record.path] = record }
         let filter = ExcludedFromSync(capabilities: context.backend.capabilities)
@@ -56,7 +57,8 @@ struct ExcludedFromSync {
                 unseen.filter { !ExcludedFromSync.stillThere(replica, $0.path, kind: $0.kind) }.map(\.path)
             }
         }
-        try context.store.updateExcludedItems(domainID: context.domainID, saving: sorted.new, removing: forget)
+        let (new, removing) = (sorted.new, forget)
+        try await context.executor.run { try store.updateExcludedItems(domainID: domainID, saving: new, removing: removing) }
     }
 
     /// What ``sort(_:known:domainID:)`` decided.

@@ -12,14 +12,16 @@ final class JournalStep {
     /// Whether an earlier attempt of this operation did not finish (a replay).
     let replay: Bool
     private let store: MetadataStore
+    private let executor: BlockingExecutor
     private let entry: JournalEntry
     private let batch: JournalBatch?
     private(set) var isFinished = false
     /// Whether the store refused the operation (``send(_:)``): nothing was done.
     private(set) var wasRefused = false
 
-    init(store: MetadataStore, entry: JournalEntry, replay: Bool, batch: JournalBatch?) {
+    init(store: MetadataStore, executor: BlockingExecutor, entry: JournalEntry, replay: Bool, batch: JournalBatch?) {
         self.store = store
+        self.executor = executor
         self.entry = entry
         self.replay = replay
         self.batch = batch
@@ -45,24 +47,27 @@ final class JournalStep {
     /// closed already.
     /// - Throws: `localIOFailure` when the database cannot be written; the entry stays open, so
     ///   the next attempt is a replay again.
-    func close() throws(FileProviderError) {
+    func close() async throws(FileProviderError) {
         guard !isFinished else { return }
         var entry = entry
         entry.state = .done
         entry.lastError = nil
-        try store.updateJournal(entry)
+        let (store, done) = (store, entry)
+        try await executor.runToCompletion { try store.updateJournal(done) }
         isFinished = true
     }
 
     /// Writes the operation's resulting item and marks the entry done, in one transaction
     /// (one database write per upload fewer). In a ``JournalBatch`` that transaction may hold
     /// the results of other operations too (see ``JournalBatch/finish(_:saving:)``).
+    /// Written on the executor, to its end even when the task is cancelled meanwhile.
     /// - Throws: `localIOFailure` when the database cannot be written; the entry stays open.
-    func finish(saving record: ItemRecord) throws(FileProviderError) {
+    func finish(saving record: ItemRecord) async throws(FileProviderError) {
         if let batch {
-            batch.finish(entry, saving: record)
+            await batch.finish(entry, saving: record)
         } else {
-            try store.save(record, finishing: entry)
+            let (store, entry) = (store, entry)
+            try await executor.runToCompletion { try store.save(record, finishing: entry) }
         }
         isFinished = true
     }
@@ -123,6 +128,8 @@ final class JournalBatch: Sendable {
 
     private struct State {
         var opened: [String: (entry: JournalEntry, replay: Bool)] = [:]
+        /// The records of the folders the operations go into, read when their entries opened.
+        var folders: [String: ItemRecord?] = [:]
         var finished: [(entry: JournalEntry, record: ItemRecord)] = []
         var isWriting = false
         var failure: FileProviderError?
@@ -135,19 +142,37 @@ final class JournalBatch: Sendable {
     }
 
     private let store: MetadataStore
+    private let executor: BlockingExecutor
     private let state = Mutex(State())
 
-    init(store: MetadataStore) {
+    init(store: MetadataStore, executor: BlockingExecutor) {
         self.store = store
+        self.executor = executor
     }
 
-    /// Opens the entries of operations about to run, in one transaction.
-    /// - Throws: `localIOFailure` when the database cannot be written.
-    func open(_ entries: [JournalEntry]) throws(FileProviderError) {
-        let opened = try store.openJournalEntries(entries)
+    /// Opens the entries of operations about to run, in one transaction, and reads the records
+    /// of the folders at `folders` (where new items go), in one job on the executor.
+    /// - Throws: `localIOFailure` when the database cannot be written; `cancelled` when the
+    ///   task was cancelled before the job started.
+    func open(_ entries: [JournalEntry], folders: Set<String> = [], domainID: Int64 = 0) async throws(FileProviderError) {
+        let store = store
+        let known = state.withLock { state in Set(state.folders.keys) }
+        let (opened, read) = try await executor.run {
+            let opened = try store.openJournalEntries(entries)
+            var read: [String: ItemRecord?] = [:]
+            for path in folders.subtracting(known) { read[path] = .some(try store.item(domainID: domainID, path: path)) }
+            return (opened, read)
+        }
         state.withLock { state in
             for opened in opened { state.opened[opened.entry.templateIdentifier] = opened }
+            state.folders.merge(read) { _, new in new }
         }
+    }
+
+    /// The record of the folder at `path` as read by ``open(_:folders:domainID:)`` (`.some(nil)`
+    /// when the database has none), or `nil` when it was not read.
+    func folder(at path: String) -> ItemRecord?? {
+        state.withLock { state in state.folders[path] }
     }
 
     /// The entry opened for the operation with `template`, handed out once.
@@ -157,8 +182,9 @@ final class JournalBatch: Sendable {
 
     /// Records an operation's result: written now, with the results queued meanwhile, unless
     /// another task is writing, which then writes this one too before it stops. A failed write
-    /// is kept for ``close()`` to throw.
-    func finish(_ entry: JournalEntry, saving record: ItemRecord) {
+    /// is kept for ``close()`` to throw. Written on the executor, to its end even when the task
+    /// is cancelled meanwhile.
+    func finish(_ entry: JournalEntry, saving record: ItemRecord) async {
         var batch = state.withLock { state -> [(entry: JournalEntry, record: ItemRecord)] in
             state.finished.append((entry, record))
             if state.isWriting { return [] }
@@ -166,7 +192,15 @@ final class JournalBatch: Sendable {
             return state.takeFinished()
         }
         while !batch.isEmpty {
-            write(batch)
+            let written = batch
+            let store = store
+            var failure: FileProviderError?
+            do {
+                failure = try await executor.runToCompletion { () -> FileProviderError? in Self.write(written, to: store) }
+            } catch {
+                failure = error
+            }
+            if let failure { state.withLock { state in state.failure = state.failure ?? failure } }
             batch = state.withLock { state in
                 if state.finished.isEmpty { state.isWriting = false }
                 return state.takeFinished()
@@ -178,26 +212,39 @@ final class JournalBatch: Sendable {
     /// task was not started after a failure).
     /// - Throws: the first failed write (`localIOFailure`): the operations whose results it held
     ///   are replayed by the next sync.
-    func close() throws(FileProviderError) {
+    /// In one job on the executor, run to its end even when the task is cancelled.
+    func close() async throws(FileProviderError) {
         let (finished, unused) = state.withLock { state in
             defer { state.opened = [:] }
             return (state.takeFinished(), Array(state.opened.values))
         }
-        write(finished)
+        let store = store
+        var failure: FileProviderError?
         do {
-            try store.withdrawJournalEntries(unused)
+            failure = try await executor.runToCompletion { () -> FileProviderError? in
+                let failure = Self.write(finished, to: store)
+                do {
+                    try store.withdrawJournalEntries(unused)
+                } catch {
+                    return failure ?? FileProviderError.wrap(error)
+                }
+                return failure
+            }
         } catch {
-            state.withLock { state in state.failure = state.failure ?? error }
+            failure = error
         }
+        if let failure { state.withLock { state in state.failure = state.failure ?? failure } }
         if let failure = state.withLock({ $0.failure }) { throw failure }
     }
 
-    private func write(_ finished: [(entry: JournalEntry, record: ItemRecord)]) {
-        if finished.isEmpty { return }
+    /// Writes results in one transaction; returns the failure, if any. Blocking.
+    private static func write(_ finished: [(entry: JournalEntry, record: ItemRecord)], to store: MetadataStore) -> FileProviderError? {
+        if finished.isEmpty { return nil }
         do {
             try store.save(finished.map(\.record), finishing: finished.map(\.entry))
+            return nil
         } catch {
-            state.withLock { state in state.failure = state.failure ?? error }
+            return FileProviderError.wrap(error)
         }
     }
 }

@@ -48,27 +48,34 @@ struct MoveRecorder: Sendable {
         moved.update(from: item, path: path)
         moved.parentIdentifier = parent
         if let fingerprint, moved.state == .materialized { moved.localInode = fingerprint.inode }
-        if moved.state == .placeholder || moved.state == .symlink {
-            let metadata = PlaceholderMetadata(domain: context.domain.name, record: moved)
-            try await context.executor.run { [replica = context.replica] in try replica.writePlaceholder(path, metadata) }
+        let metadata =
+            moved.state == .placeholder || moved.state == .symlink ? PlaceholderMetadata(domain: context.domain.name, record: moved) : nil
+        let (store, domainID, replica) = (context.store, context.domainID, context.replica)
+        let deletions = record.identifier == moved.identifier ? [] : [record.identifier]
+        // The placeholder and the record in one job on the executor.
+        try await context.executor.runToCompletion { [moved] in
+            if let metadata { try replica.writePlaceholder(path, metadata) }
+            try store.apply(domainID: domainID, upserts: [moved], deletions: deletions)
         }
-        try context.store.apply(
-            domainID: context.domainID, upserts: [moved], deletions: record.identifier == moved.identifier ? [] : [record.identifier])
     }
 
     /// Adds the identifiers a folder move gave the items below it (matched by path) to `renamed`:
     /// the old identifiers of the records in `old` (the folder and what was below it at
     /// `oldPath`), to their new ones at `newPath`. Chains of moves within one push resolve to the
     /// newest identifier.
-    /// - Throws: `localIOFailure` when the database fails.
+    /// - Throws: `localIOFailure` when the database fails; `cancelled` when the task was
+    ///   cancelled before the database was read (on the executor).
     func noteRenamedIdentifiers(from old: [ItemRecord], oldPath: String, newPath: String, into renamed: inout [String: String])
-        throws(FileProviderError)
+        async throws(FileProviderError)
     {
         let (store, domainID) = (context.store, context.domainID)
-        var now: [String: String] = [:]
-        if let folder = try store.item(domainID: domainID, path: newPath) { now[""] = folder.identifier.rawValue }
-        for record in try store.descendants(domainID: domainID, of: newPath) {
-            now[String(record.path.dropFirst(newPath.count))] = record.identifier.rawValue
+        let now = try await context.executor.run {
+            var now: [String: String] = [:]
+            if let folder = try store.item(domainID: domainID, path: newPath) { now[""] = folder.identifier.rawValue }
+            for record in try store.descendants(domainID: domainID, of: newPath) {
+                now[String(record.path.dropFirst(newPath.count))] = record.identifier.rawValue
+            }
+            return now
         }
         var added: [String: String] = [:]
         for record in old {
@@ -88,10 +95,12 @@ struct MoveRecorder: Sendable {
         async throws(FileProviderError)
     {
         let (store, domainID) = (context.store, context.domainID)
-        let old = try store.descendants(domainID: domainID, of: oldPath)
+        let (old, stored) = try await context.executor.run {
+            (try store.descendants(domainID: domainID, of: oldPath), try store.item(domainID: domainID, path: oldPath))
+        }
         var byRelative: [String: ItemRecord] = [:]
         for record in old { byRelative[String(record.path.dropFirst(oldPath.count + 1))] = record }
-        var folderRecord = try store.item(domainID: domainID, path: oldPath) ?? ItemRecord(domainID: domainID, item: folder, path: newPath)
+        var folderRecord = stored ?? ItemRecord(domainID: domainID, item: folder, path: newPath)
         folderRecord.update(from: folder, path: newPath)
         folderRecord.parentIdentifier = parent
         folderRecord.localInode = inode ?? folderRecord.localInode
@@ -120,7 +129,7 @@ struct MoveRecorder: Sendable {
         // Known items the store no longer has below the folder (deleted or replaced meanwhile)
         // move along under an identifier no store uses, so sync down sees them gone and
         // removes their local copies as for any deletion in the store (keeping local edits).
-        if !byRelative.isEmpty { try context.relistNextSync() }
+        if !byRelative.isEmpty { try await context.executor.runToCompletion { [context] in try context.relistNextSync() } }
         for (relative, record) in byRelative {
             var gone = record
             gone.path = newPath + "/" + relative
@@ -139,7 +148,8 @@ struct MoveRecorder: Sendable {
                 }
             }
         }
-        try store.replaceSubtree(domainID: domainID, path: oldPath, with: upserts)
+        let replaced = upserts
+        try await context.executor.runToCompletion { try store.replaceSubtree(domainID: domainID, path: oldPath, with: replaced) }
         // Placeholders below the folder carry the old identifiers: the scan knows a moved
         // placeholder by its identifier, so each is rewritten (where it still is). A crash
         // before this leaves old identifiers, as before the move was recorded.

@@ -30,22 +30,24 @@ struct OperationJournal: Sendable {
         _ key: JournalKey, handled: Set<FileProviderError.Code> = [], resolvedOnReplay: Set<FileProviderError.Code> = [],
         _ body: (JournalStep) async throws -> T
     ) async throws(FileProviderError) -> T {
-        let store = context.store
+        let (store, executor) = (context.store, context.executor)
         let batch = JournalBatch.current
         var (entry, replay): (JournalEntry, Bool)
         if let opened = batch?.take(key.template) {
             (entry, replay) = opened
         } else {
-            // One entry in, one out.
-            (entry, replay) = try store.openJournalEntries([key.entry(domainID: context.domainID)])[0]
+            // One entry in, one out; on the executor (SQLite blocks).
+            let new = key.entry(domainID: context.domainID)
+            (entry, replay) = try await executor.run { try store.openJournalEntries([new])[0] }
         }
-        let step = JournalStep(store: store, entry: entry, replay: replay, batch: batch)
+        let step = JournalStep(store: store, executor: executor, entry: entry, replay: replay, batch: batch)
         do {
             let value = try await body(step)
             if !step.isFinished {
                 entry.state = .done
                 entry.lastError = nil
-                try store.updateJournal(entry)
+                let done = entry
+                try await executor.runToCompletion { try store.updateJournal(done) }
             }
             return value
         } catch {
@@ -60,28 +62,34 @@ struct OperationJournal: Sendable {
             let resolved = handled.contains(error.code) && !(step.replay && resolvedOnReplay.contains(error.code))
             entry.state = resolved ? .done : step.wasRefused && !step.replay ? .failed : .pending
             entry.lastError = error.message
-            try? store.updateJournal(entry)
+            let closed = entry
+            _ = try? await executor.runToCompletion { try store.updateJournal(closed) }
             throw error
         }
     }
 
-    /// Marks every unfinished journal entry done (used when the replica has no local changes).
-    /// - Throws: `localIOFailure` when the database fails.
-    func closeStaleEntries() throws(FileProviderError) {
-        let store = context.store
-        for var entry in try store.unfinishedOperations(domainID: context.domainID) {
-            entry.state = .done
-            entry.lastError = "superseded: the replica had no local change left for it"
-            try store.updateJournal(entry)
+    /// Marks every unfinished journal entry done (used when the replica has no local changes),
+    /// in one job on the executor.
+    /// - Throws: `localIOFailure` when the database fails; `cancelled` when the task was
+    ///   cancelled before the job started.
+    func closeStaleEntries() async throws(FileProviderError) {
+        let (store, domainID) = (context.store, context.domainID)
+        try await context.executor.run {
+            for var entry in try store.unfinishedOperations(domainID: domainID) {
+                entry.state = .done
+                entry.lastError = "superseded: the replica had no local change left for it"
+                try store.updateJournal(entry)
+            }
+            try store.pruneJournal(domainID: domainID)
         }
-        try store.pruneJournal(domainID: context.domainID)
     }
 
-    /// Removes the entries that are done; a failure is left for the next prune.
-    func prune() {
-        try? context.store.pruneJournal(domainID: context.domainID)
+    /// Removes the entries that are done, on the executor; a failure is left for the next prune.
+    func prune() async {
+        let (store, domainID) = (context.store, context.domainID)
+        _ = try? await context.executor.run { try store.pruneJournal(domainID: domainID) }
     }
 
     /// A batch for operations sent together (``JournalBatch``).
-    func makeBatch() -> JournalBatch { JournalBatch(store: context.store) }
+    func makeBatch() -> JournalBatch { JournalBatch(store: context.store, executor: context.executor) }
 }

@@ -32,6 +32,7 @@ extension Replica {
     /// The placeholder at `relative`, whose item it stands for, or `nil` when there is none
     /// (nothing there, a real file, a file that is not a placeholder). Blocking.
     public func placeholderOwner(_ relative: String) -> PlaceholderOwner? {
+        PoolCheck.note()
         switch layout {
         case .placeholderFiles:
             guard let metadata = try? readPlaceholder(relative) else { return nil }
@@ -58,6 +59,7 @@ extension Replica {
     /// a dataless file is removed, never a file with contents.
     /// - Throws: `localIOFailure` naming the file when it cannot be removed.
     public func removePlaceholder(_ relative: String) throws(FileProviderError) {
+        PoolCheck.note()
         switch layout {
         case .placeholderFiles:
             try removeFile(atPath: placeholderPath(relative))
@@ -70,6 +72,7 @@ extension Replica {
     /// Renames the placeholder at `from` to `to`, refusing to replace anything.
     /// - Throws: `filenameCollision` when `to` is taken; `noSuchItem` when there is none.
     public func movePlaceholder(from: String, to: String) throws(FileProviderError) {
+        PoolCheck.note()
         switch layout {
         case .placeholderFiles: try move(fromPath: placeholderPath(from), toPath: placeholderPath(to))
         case .dataless: try move(fromPath: path(from), toPath: path(to))
@@ -81,6 +84,7 @@ extension Replica {
     /// dataless file is replaced in one rename; a `.placeholder` file is removed after).
     /// - Throws: `filenameCollision` when a file with contents has the name; `localIOFailure`.
     public func placeFile(fromPath source: String, at relative: String) throws(FileProviderError) {
+        PoolCheck.note()
         let target = path(relative)
         switch layout {
         case .placeholderFiles:
@@ -101,6 +105,7 @@ extension Replica {
     /// the new file, another inode, carries none of `serve`'s marks that let reads through.
     /// - Throws: `localIOFailure` naming the file when it cannot be written or removed.
     public func replaceWithPlaceholder(_ relative: String, _ metadata: PlaceholderMetadata) throws(FileProviderError) {
+        PoolCheck.note()
         switch layout {
         case .placeholderFiles:
             try writePlaceholder(relative, metadata)
@@ -173,6 +178,7 @@ extension Replica {
     ///   or `localIOFailure` naming the file when it cannot be written (a size the file system
     ///   cannot hold: `EFBIG`).
     func createDatalessFile(_ relative: String, _ metadata: PlaceholderMetadata) throws(FileProviderError) {
+        PoolCheck.note()
         try writeDatalessFile(relative, metadata, replacing: false)
     }
 
@@ -182,6 +188,7 @@ extension Replica {
     /// contents is never touched.
     /// - Throws: as ``createDatalessFile(_:_:)``.
     func writeDatalessFile(_ relative: String, _ metadata: PlaceholderMetadata, replacing: Bool = false) throws(FileProviderError) {
+        PoolCheck.note()
         let target = path(relative)
         if !replacing, let print = fingerprint(atPath: target) {
             guard print.isRegularFile, Self.datalessOwner(atPath: target) != nil else {

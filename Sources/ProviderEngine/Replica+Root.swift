@@ -13,6 +13,7 @@ extension Replica {
     /// Marks the root folder as the replica of `domain`, where the file system keeps extended
     /// attributes. Blocking.
     public func markRoot(domain: String) {
+        PoolCheck.note()
         let value = Array(domain.utf8)
         _ = value.withUnsafeBytes { fp_set_xattr(root.path, Self.rootAttribute, $0.baseAddress, $0.count) }
     }
@@ -30,6 +31,7 @@ extension Replica {
     ///   again later) saying what is wrong and what to do, when the root is missing, not a
     ///   folder, empty and unmarked, or marked as another domain's replica.
     public func checkRoot(domain: String, knowsItems: Bool) throws(FileProviderError) {
+        PoolCheck.note()
         let nothingSent = "nothing was sent to the store, so nothing there is deleted"
         let startOver =
             "to start this replica again from the store, 'fileproviderctl domain remove \(domain) --keep-replica' and add the domain again"

@@ -52,6 +52,7 @@ public struct Replica: Sendable {
 
     /// Creates a folder; an existing folder is fine.
     public func makeFolder(_ relative: String) throws(FileProviderError) {
+        PoolCheck.note()
         let target = path(relative)
         if mkdir(target, 0o755) == 0 { return }
         let code = errno
@@ -69,6 +70,7 @@ public struct Replica: Sendable {
     /// system finds a free inode (slow on ext4 without a journal after a large deletion). Where
     /// the file system has no unnamed files, the placeholder is created under its name.
     public func createPlaceholder(_ relative: String, _ metadata: PlaceholderMetadata) throws(FileProviderError) {
+        PoolCheck.note()
         if layout == .dataless { return try createDatalessFile(relative, metadata) }
         let target = placeholderPath(relative)
         let bytes = metadata.encoded
@@ -93,6 +95,7 @@ public struct Replica: Sendable {
     /// Writes a placeholder atomically (a temporary file renamed into place), as Apple's
     /// `writePlaceholder(at:withMetadata:)`.
     public func writePlaceholder(_ relative: String, _ metadata: PlaceholderMetadata) throws(FileProviderError) {
+        PoolCheck.note()
         if layout == .dataless { return try writeDatalessFile(relative, metadata) }
         let target = placeholderPath(relative)
         try atomicWrite(metadata.encoded, to: target)
@@ -100,6 +103,7 @@ public struct Replica: Sendable {
 
     /// Writes bytes to a temporary sibling, then renames it over `target`.
     public func atomicWrite(_ bytes: [UInt8], to target: String) throws(FileProviderError) {
+        PoolCheck.note()
         let slash = target.lastIndex(of: "/").map { target.index(after: $0) } ?? target.startIndex
         var temporary = ""
         var fd: Int32 = -1
@@ -161,6 +165,7 @@ public struct Replica: Sendable {
     /// Returns whether it was deleted.
     @discardableResult
     public func removeAbandonedTemporary(atPath path: String) -> Bool {
+        PoolCheck.note()
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         if fd < 0 { return false }
         defer { close(fd) }
@@ -170,6 +175,7 @@ public struct Replica: Sendable {
 
     /// Reads a placeholder file (placeholder-files layout).
     public func readPlaceholder(_ relative: String) throws(FileProviderError) -> PlaceholderMetadata {
+        PoolCheck.note()
         let target = placeholderPath(relative)
         guard let data = FileManager.default.contents(atPath: target) else {
             throw FileProviderError(.noSuchItem, "no placeholder at \(target)")
@@ -179,12 +185,14 @@ public struct Replica: Sendable {
 
     /// Removes a file; a missing file is fine.
     public func removeFile(atPath target: String) throws(FileProviderError) {
+        PoolCheck.note()
         if unlink(target) == 0 || errno == ENOENT { return }
         throw POSIXError.error("cannot remove", path: target)
     }
 
     /// Removes an empty folder. Returns false when it holds something (nothing is removed).
     public func removeFolderIfEmpty(_ relative: String) throws(FileProviderError) -> Bool {
+        PoolCheck.note()
         let target = path(relative)
         if rmdir(target) == 0 || errno == ENOENT { return true }
         if errno == ENOTEMPTY || errno == EEXIST { return false }
@@ -194,11 +202,13 @@ public struct Replica: Sendable {
     /// Renames within the replica, refusing to replace an existing target.
     /// - Throws: `filenameCollision` when the target exists.
     public func move(fromPath source: String, toPath target: String) throws(FileProviderError) {
+        PoolCheck.note()
         if fp_rename_noreplace(source, target) != 0 { throw POSIXError.error("cannot move \(source) to", path: target) }
     }
 
     /// Renames, replacing the target.
     public func replace(fromPath source: String, toPath target: String) throws(FileProviderError) {
+        PoolCheck.note()
         try POSIXError.check(rename(source, target), "cannot move \(source) to", path: target)
     }
 
@@ -213,6 +223,7 @@ public struct Replica: Sendable {
     }
 
     public func fingerprint(atPath target: String) -> FileFingerprint? {
+        PoolCheck.note()
         var info = stat()
         guard lstat(target, &info) == 0 else { return nil }
         return FileFingerprint(
@@ -226,6 +237,7 @@ public struct Replica: Sendable {
 
     /// Sets a file's modification date.
     public func setModificationDate(_ date: Date, atPath target: String) throws(FileProviderError) {
+        PoolCheck.note()
         let seconds = date.timeIntervalSince1970.rounded(.down)
         let nanos = Int((date.timeIntervalSince1970 - seconds) * 1e9)
         var times = [timespec(tv_sec: Int(seconds), tv_nsec: nanos), timespec(tv_sec: Int(seconds), tv_nsec: nanos)]
@@ -252,6 +264,7 @@ public struct Replica: Sendable {
 
     /// The staging files present (absolute paths), in `staging` and its folders.
     public func stagedFiles() -> [String] {
+        PoolCheck.note()
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: staging.path) else { return [] }
         var files: [String] = []
         for name in names {
@@ -268,6 +281,7 @@ public struct Replica: Sendable {
     /// Removes the staging copies that replays download to compare with a local file
     /// (`*.compare`): only a process killed while comparing leaves one behind.
     public func removeComparisonCopies() {
+        PoolCheck.note()
         for path in stagedFiles() where path.hasSuffix(".compare") { unlink(path) }
     }
 
@@ -275,6 +289,7 @@ public struct Replica: Sendable {
     /// when `source` is not a file in `staging` or is missing.
     /// - Throws: `localIOFailure` when the file is there but cannot be moved.
     public func moveStagingFile(from source: String, to target: String) throws(FileProviderError) {
+        PoolCheck.note()
         guard source.hasPrefix(staging.path + "/"), !source.contains("/../"), source != target,
             fingerprint(atPath: source)?.isRegularFile == true
         else { return }
@@ -295,6 +310,7 @@ public struct Replica: Sendable {
     /// ``stagingPath(named:)``), making its folder first when it is missing.
     /// - Throws: `localIOFailure` naming the file when it cannot be created.
     public func prepareStagingFile(atPath target: String, truncate: Bool) throws(FileProviderError) {
+        PoolCheck.note()
         let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : 0)
         var fd = open(target, flags, 0o644)
         if fd < 0 && errno == ENOENT {

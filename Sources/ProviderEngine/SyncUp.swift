@@ -152,7 +152,7 @@ final class SyncUp: Sendable {
             }
             if result.changes.isEmpty {
                 // Nothing left to send: an unfinished entry can no longer be replayed.
-                if result.unsettled.isEmpty && scope.everything { try journal.closeStaleEntries() }
+                if result.unsettled.isEmpty && scope.everything { try await journal.closeStaleEntries() }
                 break
             }
             let ordered = Self.order(result.changes)
@@ -189,10 +189,11 @@ final class SyncUp: Sendable {
                 index += 1
                 do {
                     if case .moved(let record, let to, _) = change, record.kind == .folder {
-                        let before = try context.store.descendants(domainID: context.domainID, of: record.path)
+                        let (store, domainID) = (context.store, context.domainID)
+                        let before = try await context.executor.run { try store.descendants(domainID: domainID, of: record.path) }
                         if try await send(change, report: &report) {
                             changedFolderTree = true
-                            try moves.noteRenamedIdentifiers(
+                            try await moves.noteRenamedIdentifiers(
                                 from: [record] + before, oldPath: record.path, newPath: to, into: &renamed)
                         }
                     } else {
@@ -203,7 +204,7 @@ final class SyncUp: Sendable {
                     throw error
                 }
             }
-            journal.prune()
+            await journal.prune()
             if result.isPartial {
                 // The rest of what the scan could not hold: the next scan finds it, unless
                 // something failed in this pass (it would be found and fail again).
@@ -263,16 +264,17 @@ final class SyncUp: Sendable {
                     try replica.removePlaceholder(record.path)
                 }
             }
-            try context.store.recordPlacedDownloads(domainID: context.domainID, result.placed.map(\.download))
+            let (store, domainID) = (context.store, context.domainID)
+            try await context.executor.run { try store.recordPlacedDownloads(domainID: domainID, result.placed.map(\.download)) }
         }
         if !result.evicted.isEmpty {
-            try context.store.apply(
-                domainID: context.domainID,
-                upserts: result.evicted.map { record in
-                    var record = record
-                    record.markPlaceholder()
-                    return record
-                }, deletions: [])
+            let (store, domainID) = (context.store, context.domainID)
+            let upserts = result.evicted.map { record in
+                var record = record
+                record.markPlaceholder()
+                return record
+            }
+            try await context.executor.run { try store.apply(domainID: domainID, upserts: upserts, deletions: []) }
         }
         if !result.strayPlaceholders.isEmpty {
             let replica = context.replica
@@ -310,25 +312,32 @@ final class SyncUp: Sendable {
         } catch where error.code.reaction == .backOffDomain || error.code == .cancelled {
             throw error
         } catch {
-            let domainID = context.domainID
+            let (store, domainID) = (context.store, context.domainID)
             if let refused = ExcludedFromSync.refusal(of: change, error, domainID: domainID, layout: context.replica.layout) {
-                // The store cannot take it as it is: told once, not sent again until it changes.
-                try? context.store.updateExcludedItems(domainID: domainID, saving: [refused], removing: [])
                 // Its refused operation is closed: nothing was done, and a change sends it afresh.
                 var key = Self.journalKey(of: change)
                 if case .writtenOverPlaceholder(let record, _) = change { key = .modify(record) }
-                if var entry = try? context.store.unfinishedOperation(domainID: domainID, templateIdentifier: key.template) {
-                    entry.state = .done
-                    entry.lastError = "excluded from sync: \(error.message)"
-                    try? context.store.updateJournal(entry)
+                let template = key.template
+                // One job on the executor (SQLite blocks).
+                _ = try? await context.executor.runToCompletion {
+                    // The store cannot take it as it is: told once, not sent again until it changes.
+                    try? store.updateExcludedItems(domainID: domainID, saving: [refused], removing: [])
+                    if var entry = try? store.unfinishedOperation(domainID: domainID, templateIdentifier: template) {
+                        entry.state = .done
+                        entry.lastError = "excluded from sync: \(error.message)"
+                        try? store.updateJournal(entry)
+                    }
                 }
                 report.notices.append("\(context.display(refused.path)): excluded from sync: \(refused.reason)")
                 return false
             }
             report.notices.append("\(context.display(change.path)): not uploaded: \(error.message)")
-            if var record = try? context.store.item(domainID: context.domainID, path: change.path) {
-                record.lastError = error.message
-                try? context.store.save(record)
+            let path = change.path
+            _ = try? await context.executor.runToCompletion {
+                if var record = try? store.item(domainID: domainID, path: path) {
+                    record.lastError = error.message
+                    try? store.save(record)
+                }
             }
             return false
         }
@@ -350,13 +359,17 @@ final class SyncUp: Sendable {
                 var opened = changes.startIndex
                 var running = 0
                 var stop: FileProviderError?
-                func startNext() -> Bool {
+                func startNext() async -> Bool {
                     if stop == nil && Task.isCancelled { stop = DomainController.notStarted }
                     guard stop == nil, next < changes.endIndex else { return false }
                     if next == opened {
                         opened = min(next + JournalBatch.size, changes.endIndex)
+                        let part = changes[next..<opened]
                         do throws(FileProviderError) {
-                            try batch.open(changes[next..<opened].map { Self.journalKey(of: $0).entry(domainID: domainID) })
+                            // The entries and the folders new files go into, in one job.
+                            try await batch.open(
+                                part.map { Self.journalKey(of: $0).entry(domainID: domainID) },
+                                folders: Set(part.map { DomainController.split($0.path).parent }), domainID: domainID)
                         } catch {
                             stop = error
                             return false
@@ -375,13 +388,13 @@ final class SyncUp: Sendable {
                     }
                     return true
                 }
-                while running < Self.uploadDepth, startNext() { running += 1 }
+                while running < Self.uploadDepth, await startNext() { running += 1 }
                 var outcomes: [(SyncReport, FileProviderError?)] = []
                 while let outcome = await group.next() {
                     running -= 1
                     outcomes.append(outcome)
                     if let error = outcome.1, stop == nil { stop = error }
-                    if startNext() { running += 1 }
+                    if await startNext() { running += 1 }
                 }
                 return (outcomes, changes.endIndex - next, stop)
             }
@@ -397,7 +410,7 @@ final class SyncUp: Sendable {
         report.unsent += notStarted
         failure = failure ?? stopped
         do {
-            try batch.close()
+            try await batch.close()
         } catch {
             failure = failure ?? error
         }

@@ -64,8 +64,8 @@ struct Uploader: Sendable {
         async throws(FileProviderError)
     {
         let (parentPath, name) = DomainController.split(path)
-        let (store, domainID, replica, backend) = (context.store, context.domainID, context.replica, context.backend)
-        guard let parent = try store.item(domainID: domainID, path: parentPath), parent.kind == .folder else {
+        let (domainID, replica, backend) = (context.domainID, context.replica, context.backend)
+        guard let parent = try await folder(at: parentPath), parent.kind == .folder else {
             throw FileProviderError(.noSuchItem, "its folder \(context.display(parentPath)) is not in the store yet; it will be retried")
         }
         let template = Item.template(
@@ -91,7 +91,7 @@ struct Uploader: Sendable {
                         contentVersion: result.shouldFetchContent ? nil : result.item.version.content, fingerprint: fingerprint)
                     if !result.stillPendingFields.isDisjoint(with: Self.contentFields) { record.markContentsPending() }
                 }
-                try step.finish(saving: record)
+                try await step.finish(saving: record)
             }
         } catch where error.code == .filenameCollision && kind == .folder && !adopting {
             // A folder of that name is in the store already (made elsewhere, or by this replica
@@ -101,11 +101,21 @@ struct Uploader: Sendable {
         } catch where error.code == .filenameCollision {
             // The name is taken in the store: the later item gets `name 2.ext`.
             let renamed = try await conflicts.renameAfterNameCollision(path, kind: kind, moved: false, report: &report)
-            guard let print = replica.fingerprint(atPath: replica.path(renamed)) else { return }
+            guard let print = try await context.executor.run({ replica.fingerprint(atPath: replica.path(renamed)) }) else { return }
             try await uploadCreation(path: renamed, kind: kind, fingerprint: print, report: &report)
             return
         }
         report.uploaded += 1
+    }
+
+    /// The record of the folder at `path`: as the task's ``JournalBatch`` read it, else read on
+    /// the executor. `nil` when the database has none.
+    /// - Throws: `localIOFailure` when the database fails; `cancelled` when the task was
+    ///   cancelled before the read.
+    private func folder(at path: String) async throws(FileProviderError) -> ItemRecord? {
+        if let read = JournalBatch.current?.folder(at: path) { return read }
+        let (store, domainID) = (context.store, context.domainID)
+        return try await context.executor.run { try store.item(domainID: domainID, path: path) }
     }
 
     // MARK: Edits
@@ -151,7 +161,7 @@ struct Uploader: Sendable {
                     report.uploaded += 1
                     return
                 }
-                try attempt.close()
+                try await attempt.close()
             }
             let kept = try await conflicts.keepBoth(record, report: &report)
             if let copy = kept.copy {
@@ -185,7 +195,12 @@ struct Uploader: Sendable {
         if record.state == .placeholder {
             try await context.executor.run { [replica = context.replica] in try replica.removePlaceholder(record.path) }
         }
-        if let step { try step.finish(saving: updated) } else { try context.store.save(updated) }
+        if let step {
+            try await step.finish(saving: updated)
+        } else {
+            let store = context.store
+            try await context.executor.runToCompletion { [updated] in try store.save(updated) }
+        }
     }
 
     /// The store's current item when its contents are byte for byte the local file's, else `nil`.
@@ -195,16 +210,19 @@ struct Uploader: Sendable {
     private func storeHoldsSameContents(_ record: ItemRecord, as local: URL) async throws(FileProviderError) -> Item? {
         let replica = context.replica
         let staging = replica.stagingPath(named: Downloader.stagingName(for: record.identifier) + ".compare")
-        defer { try? replica.removeFile(atPath: staging) }
         let current: Item
         do {
             try await context.executor.run { try replica.prepareStagingFile(atPath: staging, truncate: true) }
             current = try await context.backend.fetchContents(
                 for: record.identifier, version: nil, to: URL(fileURLWithPath: staging), offset: 0, progress: nil)
-        } catch where error.code == .noSuchItem {
-            return nil
+        } catch {
+            // The staging file goes, on the executor.
+            _ = try? await context.executor.runToCompletion { try? replica.removeFile(atPath: staging) }
+            if error.code == .noSuchItem { return nil }
+            throw error
         }
-        let same = try await context.executor.run { () -> Bool in
+        let same = try await context.executor.runToCompletion { () -> Bool in
+            defer { try? replica.removeFile(atPath: staging) }
             guard let a = FileManager.default.contents(atPath: staging), let b = FileManager.default.contents(atPath: local.path) else {
                 return false
             }
@@ -224,7 +242,7 @@ struct Uploader: Sendable {
     {
         let (parentPath, name) = DomainController.split(path)
         let (store, domainID, backend) = (context.store, context.domainID, context.backend)
-        guard let parent = try store.item(domainID: domainID, path: parentPath), parent.kind == .folder else {
+        guard let parent = try await folder(at: parentPath), parent.kind == .folder else {
             throw FileProviderError(
                 .noSuchItem, "its new folder \(context.display(parentPath)) is not in the store yet; it will be retried")
         }
@@ -258,7 +276,7 @@ struct Uploader: Sendable {
             if let attempt, attempt.replay {
                 let adopted = try await moves.adoptReplayedMove(
                     record, to: path, name: name, parent: parent.identifier, fingerprint: fingerprint)
-                try attempt.close()
+                try await attempt.close()
                 if adopted {
                     report.uploaded += 1
                     return
@@ -284,7 +302,7 @@ struct Uploader: Sendable {
             if let attempt, replayed {
                 let adopted = try await moves.adoptReplayedMove(
                     record, to: path, name: name, parent: parent.identifier, fingerprint: fingerprint)
-                try attempt.close()
+                try await attempt.close()
                 if adopted {
                     report.uploaded += 1
                     return
@@ -295,7 +313,7 @@ struct Uploader: Sendable {
             // settled the folders (the local folder holding the item is uploaded again first).
             if try await context.storeStillHas(record.identifier) { throw error }
             // Moved here, deleted in the store.
-            try store.deleteSubtree(domainID: domainID, path: record.path)
+            try await context.executor.runToCompletion { try store.deleteSubtree(domainID: domainID, path: record.path) }
             if record.state == .placeholder || record.state == .symlink {
                 try await context.executor.run { [replica = context.replica] in try replica.removePlaceholder(path) }
                 return
@@ -344,7 +362,8 @@ struct Uploader: Sendable {
             try await conflicts.deletedAndEdited(record, report: &report)
             return
         }
-        try context.store.deleteSubtree(domainID: context.domainID, path: record.path)
+        let (store, domainID) = (context.store, context.domainID)
+        try await context.executor.runToCompletion { try store.deleteSubtree(domainID: domainID, path: record.path) }
         report.uploaded += 1
     }
 
@@ -370,7 +389,7 @@ struct Uploader: Sendable {
         func depth(_ path: String) -> Int { path.utf8.reduce(0) { $0 + ($1 == UInt8(ascii: "/") ? 1 : 0) } }
         let (store, domainID, backend) = (context.store, context.domainID, context.backend)
         // What was in dataless folders was never in the replica: its user did not see it.
-        let all = try store.descendants(domainID: domainID, of: record.path)
+        let all = try await context.executor.run { try store.descendants(domainID: domainID, of: record.path) }
         let dataless = Set((all + [record]).filter(\.isDataless).map(\.path))
         let below = dataless.isEmpty ? all : all.filter { !dataless.contains(DomainController.split($0.path).parent) }
         let ordered = (below + [record]).enumerated().sorted { a, b in
@@ -395,8 +414,8 @@ struct Uploader: Sendable {
             }
         }
         // Forget the subtree: what the store kept comes back as new items with this sync's listing.
-        try store.deleteSubtree(domainID: domainID, path: record.path)
-        if !kept.isEmpty { try conflicts.folderDeletionKeptItems(record, report: &report) }
+        try await context.executor.runToCompletion { try store.deleteSubtree(domainID: domainID, path: record.path) }
+        if !kept.isEmpty { try await conflicts.folderDeletionKeptItems(record, report: &report) }
         report.uploaded += 1
     }
 }

@@ -40,9 +40,71 @@ struct PoolUseTests {
         }
     }
 
+    /// The replica's blocking calls are counted as the database's are: on the pool, not on
+    /// the engine's executor.
+    @Test func replicaCallsOnThePoolAreCounted() async throws {
+        try await Fixture.with { f in
+            let controller = try await f.addDomain()
+            let (replica, executor) = (controller.replica, controller.executor)
+            let onPool = await PoolCheck.counting { _ = replica.fingerprint(atPath: replica.path("")) }
+            let offPool = try await PoolCheck.counting {
+                _ = try await executor.run { replica.fingerprint(atPath: replica.path("")) }
+            }
+            #expect(onPool == 1)
+            #expect(offPool == 0)
+        }
+    }
+
     @Test func syncDownsDatabaseCallsOnThePoolDoNotGrowWithTheChanges() async throws {
         let few = try await Self.poolUses(files: 3)
         let many = try await Self.poolUses(files: 40)
         #expect(many == few, "\(few) calls on the pool for 3 changed files of each kind, \(many) for 40")
+    }
+}
+
+/// Sync up: the database work of each local change (journal entries, the records of what was
+/// sent, the lookups of folders and descendants) runs on the engine's threads.
+@Suite("Sync up's database work off the cooperative pool")
+struct SyncUpPoolUseTests {
+    /// Syncs a store of `count` files in each of three folders, downloads them, then changes
+    /// the replica (new files, edits, files moved between folders, files deleted) and returns
+    /// how many database calls the sync that sends those changes made on the pool.
+    static func poolUses(files count: Int) async throws -> Int {
+        try await Fixture.with { f in
+            for index in 0..<count {
+                _ = try f.memory.write(path: "a/f\(index).txt", data: Data("a \(index)\n".utf8))
+                _ = try f.memory.write(path: "b/g\(index).txt", data: Data("b \(index)\n".utf8))
+                _ = try f.memory.write(path: "c/h\(index).txt", data: Data("c \(index)\n".utf8))
+            }
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            for folder in ["a", "b", "c"] {
+                #expect(await controller.materialize(paths: [folder], recursive: true).allSatisfy { $0.error == nil })
+            }
+            let replica = controller.replica
+            for index in 0..<count {
+                try Data("new \(index)\n".utf8).write(to: replica.url("a/new\(index).txt"))
+                try Data("edited \(index)\n".utf8).write(to: replica.url("a/f\(index).txt"))
+                try FileManager.default.moveItem(at: replica.url("b/g\(index).txt"), to: replica.url("a/g\(index).txt"))
+                try FileManager.default.removeItem(at: replica.url("c/h\(index).txt"))
+            }
+            let report = Mutex<SyncReport?>(nil)
+            let uses = try await PoolCheck.counting {
+                let done = try await controller.sync()
+                report.withLock { $0 = done }
+            }
+            let done = try #require(report.withLock { $0 })
+            #expect(done.uploaded >= 4 * count && done.notices.isEmpty, "\(done)")
+            #expect(f.memory.contents(of: "a/g0.txt") == Data("b 0\n".utf8))
+            #expect(f.memory.contents(of: "a/f0.txt") == Data("edited 0\n".utf8))
+            #expect(f.memory.contents(of: "c/h0.txt") == nil)
+            return uses
+        }
+    }
+
+    @Test func syncUpsDatabaseCallsOnThePoolDoNotGrowWithTheChanges() async throws {
+        let few = try await Self.poolUses(files: 3)
+        let many = try await Self.poolUses(files: 40)
+        #expect(many == few, "\(few) calls on the pool for 3 local changes of each kind, \(many) for 40")
     }
 }
