@@ -93,6 +93,20 @@ extension MetadataStore {
         }
     }
 
+    /// How many dataless folders lie below the folder at `path` (not the folder itself).
+    /// - Throws: `localIOFailure` when the database fails.
+    public func datalessFolderCount(domainID: Int64, below path: String) throws(FileProviderError) -> Int {
+        let (low, high) = path.isEmpty ? ("", nil) : (path + "/", path + "0")
+        let range = high == nil ? "path >= ? AND path <> ''" : "path >= ? AND path < ?"
+        let sql = """
+            SELECT count(*) FROM item INDEXED BY item_path WHERE domainID = ? AND \(range) AND kind = 'folder' AND isDataless
+            """
+        return try read { db in
+            let arguments: StatementArguments = high.map { [domainID, low, $0] } ?? [domainID, low]
+            return try Int.fetchOne(db.cachedStatement(sql: sql), arguments: arguments) ?? 0
+        }
+    }
+
     /// How many files below the folder at `path` are not downloaded with the store's current
     /// contents (placeholders, outdated or partial copies), and their sizes in the store
     /// added up (negative sizes as 0, the sum saturating).
