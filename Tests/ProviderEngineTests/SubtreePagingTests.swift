@@ -28,6 +28,25 @@ struct SubtreePagingTests {
         return controller
     }
 
+    @Test func pagesGiveEveryItemOfTheSubtreeOnceInPathOrder() async throws {
+        try await Fixture.with { f in
+            for path in Self.inside + Self.outside { try f.memory.write(path: path, data: Data("\(path)\n".utf8)) }
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            let every = try controller.list(at: "a", recursive: true).map(\.path)
+            for size in [1, 2, 3, 100] {
+                controller.subtreePage.withLock { $0 = size }
+                var read: [String] = []
+                try await controller.forEachSubtreePage(below: "a") { page in
+                    read += page.map(\.path)
+                    return true
+                }
+                #expect(read == every, "pages of \(size)")
+            }
+            #expect(Set(every).isSuperset(of: Self.inside) && every.allSatisfy { $0.hasPrefix("a/") })
+        }
+    }
+
     @Test func recursiveEvictTakesEveryFileOfTheSubtreeOnce() async throws {
         try await Fixture.with { f in
             let controller = try await materialized(f)
