@@ -15,7 +15,6 @@ extension DomainController {
     /// every other one gets a `cancelled` outcome.
     public func evict(paths: [String], recursive: Bool) async -> [ItemOutcome] {
         var outcomes: [ItemOutcome] = []
-        var updated: [ItemRecord] = []
         // The records named and the policies, in one job on the executor.
         let targets: Targets
         do {
@@ -32,46 +31,22 @@ extension DomainController {
                 let target = try found.get()
                 let policies = try targets.policies.get()
                 if let holder = Self.pinHolder(of: target.path, policies) { throw pinnedError(path, holder: holder) }
-                var files = [target]
-                if target.kind == .folder {
-                    files =
-                        (recursive
-                        ? try store.descendants(domainID: domainID, of: path)
-                        : try store.children(domainID: domainID, parent: target.identifier))
-                        .filter { $0.kind == .file }
-                }
-                for file in files where file.state == .materialized {
-                    if Task.isCancelled {
-                        outcomes.append(ItemOutcome(path: location(file.path), error: Self.notStarted))
-                        continue
-                    }
-                    do {
-                        if let holder = Self.pinHolder(of: file.path, policies) {
-                            throw pinnedError(file.path, holder: holder)
-                        }
-                        updated.append(try await evictFile(file))
-                        outcomes.append(ItemOutcome(path: location(file.path), error: nil))
-                    } catch {
-                        outcomes.append(ItemOutcome(path: location(file.path), error: FileProviderError.wrap(error)))
-                    }
-                }
-                // Partly present files of a dataless replica (progressive hydration): their
-                // fetched ranges go, as automatic eviction takes them.
+                let (store, domainID, dataless) = (store, domainID, replica.layout == .dataless)
+                let partial = dataless ? try await executor.run { try store.partiallyPresent(domainID: domainID) } : [:]
                 var refused = false
-                if replica.layout == .dataless {
-                    let partial = try store.partiallyPresent(domainID: domainID)
-                    let evictor = FileEvictor(domainID: domainID, domainName: domain.name, replica: replica, store: store, method: .lease)
-                    for file in files where file.state == .placeholder && partial[file.identifier] != nil {
-                        if Self.pinHolder(of: file.path, policies) != nil { continue }
-                        let outcome = try await executor.run { try evictor.evictPartial(named: file) }
-                        if case .kept(let why) = outcome {
-                            let error = FileProviderError(.nonEvictable, "\(display(file.path)) was not evicted: \(why)")
-                            outcomes.append(ItemOutcome(path: location(file.path), error: error))
-                            if file.identifier == target.identifier { refused = true }
-                        } else if file.identifier != target.identifier {
-                            outcomes.append(ItemOutcome(path: location(file.path), error: nil))
-                        }
+                if target.kind == .folder && recursive {
+                    // A page of the subtree at a time: any size in bounded memory.
+                    try await forEachSubtreePage(below: target.path) { page throws(FileProviderError) in
+                        let files = page.filter { $0.kind == .file }
+                        outcomes += try await evictFiles(files, of: target, policies: policies, partial: partial, refused: &refused)
+                        return true
                     }
+                } else {
+                    let files =
+                        target.kind == .folder
+                        ? try await executor.run { try store.children(domainID: domainID, parent: target.identifier) }
+                            .filter { $0.kind == .file } : [target]
+                    outcomes += try await evictFiles(files, of: target, policies: policies, partial: partial, refused: &refused)
                 }
                 if target.kind == .file && target.state != .materialized && !refused {
                     outcomes.append(ItemOutcome(path: location(path), error: nil))
@@ -80,13 +55,73 @@ extension DomainController {
                 outcomes.append(ItemOutcome(path: location(path), error: FileProviderError.wrap(error)))
             }
         }
-        do {
-            let (store, domainID, upserts) = (store, domainID, updated)
-            try await executor.runToCompletion { try store.apply(domainID: domainID, upserts: upserts, deletions: []) }
-        } catch {
-            outcomes.append(ItemOutcome(path: location(""), error: error))
-        }
         return outcomes
+    }
+
+    /// ``evict(paths:recursive:)`` of some of the files `target` stands for: the materialized
+    /// ones are swapped for placeholders and saved; in a dataless replica the partly present
+    /// ones (`partial`) lose their fetched ranges. Sets `refused` when `target` itself is kept.
+    /// Returns an outcome per file evicted or refused (and one naming the root when the
+    /// database could not save the evicted files).
+    /// - Throws: `localIOFailure` when a partly present file could not be evicted for a failing
+    ///   replica or database (the files evicted before it are saved).
+    private func evictFiles(
+        _ files: [ItemRecord], of target: ItemRecord, policies: PolicyResolver, partial: [ItemIdentifier: Int64], refused: inout Bool
+    ) async throws(FileProviderError) -> [ItemOutcome] {
+        var outcomes: [ItemOutcome] = []
+        var updated: [ItemRecord] = []
+        for file in files where file.state == .materialized {
+            if Task.isCancelled {
+                outcomes.append(ItemOutcome(path: location(file.path), error: Self.notStarted))
+                continue
+            }
+            do {
+                if let holder = Self.pinHolder(of: file.path, policies) {
+                    throw pinnedError(file.path, holder: holder)
+                }
+                updated.append(try await evictFile(file))
+                outcomes.append(ItemOutcome(path: location(file.path), error: nil))
+            } catch {
+                outcomes.append(ItemOutcome(path: location(file.path), error: FileProviderError.wrap(error)))
+            }
+        }
+        // Partly present files of a dataless replica (progressive hydration): their
+        // fetched ranges go, as automatic eviction takes them.
+        if replica.layout == .dataless {
+            let evictor = FileEvictor(domainID: domainID, domainName: domain.name, replica: replica, store: store, method: .lease)
+            for file in files where file.state == .placeholder && partial[file.identifier] != nil {
+                if Self.pinHolder(of: file.path, policies) != nil { continue }
+                let outcome: FileEvictor.Outcome
+                do {
+                    outcome = try await executor.run { try evictor.evictPartial(named: file) }
+                } catch {
+                    outcomes += await save(updated)
+                    throw error
+                }
+                if case .kept(let why) = outcome {
+                    let error = FileProviderError(.nonEvictable, "\(display(file.path)) was not evicted: \(why)")
+                    outcomes.append(ItemOutcome(path: location(file.path), error: error))
+                    if file.identifier == target.identifier { refused = true }
+                } else if file.identifier != target.identifier {
+                    outcomes.append(ItemOutcome(path: location(file.path), error: nil))
+                }
+            }
+        }
+        return outcomes + (await save(updated))
+    }
+
+    /// Saves evicted files' records (on the executor, to the end even when the task is
+    /// cancelled: the files are already placeholders); returns an outcome naming the root when
+    /// the database fails.
+    private func save(_ evicted: [ItemRecord]) async -> [ItemOutcome] {
+        if evicted.isEmpty { return [] }
+        do {
+            let (store, domainID) = (store, domainID)
+            try await executor.runToCompletion { try store.apply(domainID: domainID, upserts: evicted, deletions: []) }
+            return []
+        } catch {
+            return [ItemOutcome(path: location(""), error: error)]
+        }
     }
 
     /// The path of the item whose ``ContentPolicy/eager`` policy keeps an item downloaded (the

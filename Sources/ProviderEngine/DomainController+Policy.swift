@@ -175,68 +175,79 @@ extension DomainController {
             do {
                 let policies = try targets.policies.get()
                 let target = try found.get()
-                let records =
-                    target.kind == .folder
-                    ? try store.descendants(domainID: domainID, of: path).filter { $0.kind == .file } : [target]
-                for file in records {
-                    let bytes: Int64
-                    if file.state == .materialized {
-                        bytes = file.size
-                    } else if let present = partial[file.identifier] {
-                        bytes = present
-                    } else {
-                        continue
-                    }
-                    if Task.isCancelled {
-                        outcomes.append(ItemOutcome(path: location(file.path), error: Self.notStarted))
-                        continue
-                    }
-                    // Another policy set below meanwhile (by another process) wins.
-                    let (policy, setOn) = policies.resolve(file.path)
-                    guard policy == .onlineOnly else { continue }
-                    let shown = location(file.path)
-                    let notUploaded = FileProviderError(
-                        .unsyncedEdits,
-                        "\(display(file.path)) has local changes that are not uploaded; not evicted now (online-only: evicted once a sync has uploaded them)"
-                    )
-                    if unfinished.contains(file.identifier) {
-                        outcomes.append(ItemOutcome(path: shown, error: notUploaded))
-                        continue
-                    }
-                    let candidate = EvictionCandidate.file(file, bytes: bytes, isPartial: file.state != .materialized)
-                    let reason = EvictionReason.onlineOnly(setOn: "/" + (setOn ?? ""))
-                    do {
-                        switch try await executor.run({ try files.evict(candidate, for: reason) }) {
-                        case .evicted(let bytes):
-                            outcomes.append(ItemOutcome(path: shown, error: nil))
-                            log.append(EvictionRecord(domainID: domainID, path: file.path, size: bytes, reason: reason.description))
-                        case .gone:
-                            // Evicted, moved or deleted meanwhile: nothing of it to drop here.
+                // A folder's subtree a page at a time (any size in bounded memory); each page's
+                // evictions are logged before the next is read.
+                func evictPage(_ records: [ItemRecord]) async {
+                    for file in records {
+                        let bytes: Int64
+                        if file.state == .materialized {
+                            bytes = file.size
+                        } else if let present = partial[file.identifier] {
+                            bytes = present
+                        } else {
                             continue
-                        case .kept(let why) where why.hasPrefix("has local changes"):
-                            outcomes.append(ItemOutcome(path: shown, error: notUploaded))
-                        case .kept(let why):
-                            outcomes.append(
-                                ItemOutcome(
-                                    path: shown,
-                                    error: FileProviderError(
-                                        .nonEvictable,
-                                        "\(display(file.path)) is not evicted now: \(why) (online-only: automatic eviction takes it once it can)"
-                                    )))
                         }
-                    } catch {
-                        outcomes.append(ItemOutcome(path: shown, error: error))
+                        if Task.isCancelled {
+                            outcomes.append(ItemOutcome(path: location(file.path), error: Self.notStarted))
+                            continue
+                        }
+                        // Another policy set below meanwhile (by another process) wins.
+                        let (policy, setOn) = policies.resolve(file.path)
+                        guard policy == .onlineOnly else { continue }
+                        let shown = location(file.path)
+                        let notUploaded = FileProviderError(
+                            .unsyncedEdits,
+                            "\(display(file.path)) has local changes that are not uploaded; not evicted now (online-only: evicted once a sync has uploaded them)"
+                        )
+                        if unfinished.contains(file.identifier) {
+                            outcomes.append(ItemOutcome(path: shown, error: notUploaded))
+                            continue
+                        }
+                        let candidate = EvictionCandidate.file(file, bytes: bytes, isPartial: file.state != .materialized)
+                        let reason = EvictionReason.onlineOnly(setOn: "/" + (setOn ?? ""))
+                        do {
+                            switch try await executor.run({ try files.evict(candidate, for: reason) }) {
+                            case .evicted(let bytes):
+                                outcomes.append(ItemOutcome(path: shown, error: nil))
+                                log.append(EvictionRecord(domainID: domainID, path: file.path, size: bytes, reason: reason.description))
+                            case .gone:
+                                // Evicted, moved or deleted meanwhile: nothing of it to drop here.
+                                continue
+                            case .kept(let why) where why.hasPrefix("has local changes"):
+                                outcomes.append(ItemOutcome(path: shown, error: notUploaded))
+                            case .kept(let why):
+                                outcomes.append(
+                                    ItemOutcome(
+                                        path: shown,
+                                        error: FileProviderError(
+                                            .nonEvictable,
+                                            "\(display(file.path)) is not evicted now: \(why) (online-only: automatic eviction takes it once it can)"
+                                        )))
+                            }
+                        } catch {
+                            outcomes.append(ItemOutcome(path: shown, error: error))
+                        }
                     }
+                    if log.isEmpty { return }
+                    do {
+                        let (store, logged) = (store, log)
+                        try await executor.runToCompletion { try store.recordEvictions(logged) }
+                    } catch {
+                        outcomes.append(ItemOutcome(path: location(""), error: error))
+                    }
+                    log.removeAll()
+                }
+                if target.kind == .folder {
+                    try await forEachSubtreePage(below: target.path) { page in
+                        await evictPage(page.filter { $0.kind == .file })
+                        return true
+                    }
+                } else {
+                    await evictPage([target])
                 }
             } catch {
                 outcomes.append(ItemOutcome(path: location(path), error: error))
             }
-        }
-        do {
-            let (store, logged) = (store, log)
-            try await executor.runToCompletion { try store.recordEvictions(logged) }
-        } catch {
-            outcomes.append(ItemOutcome(path: location(""), error: error))
         }
         return outcomes
     }

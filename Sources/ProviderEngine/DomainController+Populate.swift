@@ -34,17 +34,26 @@ extension DomainController {
                         try await populateFolder(target.kind == .folder ? path : Self.split(path).parent, ancestors: true)
                     }
                     if recursive && target.kind == .folder {
-                        let below = try store.descendants(domainID: domainID, of: path).filter { $0.kind == .folder && $0.isDataless }
-                        for (index, folder) in below.enumerated() {
-                            if Task.isCancelled {
-                                throw FileProviderError(
-                                    .cancelled,
-                                    "interrupted after populating \(index) of the \(below.count) dataless folders below it; \(below.count - index) are still dataless"
-                                )
+                        // The dataless folders below, a page of the subtree at a time (any size
+                        // in bounded memory); counted first for the message on cancellation.
+                        let (store, domainID, below) = (self.store, self.domainID, target.path)
+                        let count = try await executor.run { try store.datalessFolderCount(domainID: domainID, below: below) }
+                        var index = 0
+                        try await forEachSubtreePage(below: below) { page throws(FileProviderError) in
+                            for folder in page where folder.kind == .folder && folder.isDataless {
+                                if Task.isCancelled {
+                                    let left = max(count - index, 0)
+                                    throw FileProviderError(
+                                        .cancelled,
+                                        "interrupted after populating \(index) of the \(max(count, index)) dataless folders below it; \(left) are still dataless"
+                                    )
+                                }
+                                try await finishing { [self] () async throws(FileProviderError) in
+                                    try await populateFolder(folder.path, ancestors: true)
+                                }
+                                index += 1
                             }
-                            try await finishing { [self] () async throws(FileProviderError) in
-                                try await populateFolder(folder.path, ancestors: true)
-                            }
+                            return true
                         }
                     }
                     outcomes.append(ItemOutcome(path: location(path), error: nil))

@@ -138,7 +138,10 @@ public final class DomainController: Sendable {
         return record
     }
 
-    /// The items directly inside a folder, or the item itself when it is not a folder.
+    /// The items directly inside a folder, or the item itself when it is not a folder; with
+    /// `recursive`, every item below the folder, in path order, in one array (for tests and
+    /// small trees: the engine's recursive operations read a subtree in pages instead, see
+    /// ``forEachSubtreePage(below:_:)``).
     public func list(at path: String, recursive: Bool) throws(FileProviderError) -> [ItemRecord] {
         let target = try record(at: path)
         guard target.kind == .folder else { return [target] }

@@ -74,22 +74,38 @@ extension MetadataStore {
     public func descendants(domainID: Int64, of path: String, after: String?, limit: Int) throws(FileProviderError)
         -> [ItemRecord]
     {
-        // "after" as a lower bound: the smallest string greater than it is after + "\0"; a path
-        // never holds NUL, so ">" is written as ">=" on that.
-        let low = after.map { $0 + "\u{0}" } ?? (path.isEmpty ? "" : path + "/")
+        // After `after` is "path > after" (not ">= after + NUL": a string bound as text ends at
+        // its first NUL, so that read the item at `after` again, once per page).
+        let (low, lowOperator) = after.map { ($0, ">") } ?? (path.isEmpty ? "" : path + "/", ">=")
         let high = path.isEmpty ? nil : path + "0"
+        let select = "SELECT \(ItemRecord.columnList) FROM item INDEXED BY item_path WHERE domainID = ? AND path \(lowOperator) ?"
         return try read { db in
             let rows: RowCursor
             if let high {
                 rows = try Row.fetchCursor(
-                    db.cachedStatement(sql: Self.selectFrom + " LIMIT ?"), arguments: [domainID, low, high, max(1, limit)])
+                    db.cachedStatement(sql: select + " AND path < ? ORDER BY path LIMIT ?"),
+                    arguments: [domainID, low, high, max(1, limit)])
             } else {
                 rows = try Row.fetchCursor(
-                    db.cachedStatement(sql: Self.selectFromRoot + " LIMIT ?"), arguments: [domainID, low, max(1, limit)])
+                    db.cachedStatement(sql: select + " AND path <> '' ORDER BY path LIMIT ?"), arguments: [domainID, low, max(1, limit)])
             }
             var found: [ItemRecord] = []
             while let row = try rows.next() { found.append(ItemRecord(row: row)) }
             return found
+        }
+    }
+
+    /// How many dataless folders lie below the folder at `path` (not the folder itself).
+    /// - Throws: `localIOFailure` when the database fails.
+    public func datalessFolderCount(domainID: Int64, below path: String) throws(FileProviderError) -> Int {
+        let (low, high) = path.isEmpty ? ("", nil) : (path + "/", path + "0")
+        let range = high == nil ? "path >= ? AND path <> ''" : "path >= ? AND path < ?"
+        let sql = """
+            SELECT count(*) FROM item INDEXED BY item_path WHERE domainID = ? AND \(range) AND kind = 'folder' AND isDataless
+            """
+        return try read { db in
+            let arguments: StatementArguments = high.map { [domainID, low, $0] } ?? [domainID, low]
+            return try Int.fetchOne(db.cachedStatement(sql: sql), arguments: arguments) ?? 0
         }
     }
 

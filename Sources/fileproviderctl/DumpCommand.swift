@@ -1,4 +1,5 @@
 import ArgumentParser
+import ProviderCore
 import ProviderEngine
 import ProviderStore
 
@@ -16,8 +17,13 @@ struct DumpCommand: AsyncParsableCommand {
     func run() async throws {
         let manager = try global.manager()
         let domain = try manager.domain(named: name)
-        let records = try manager.store.allItems(domainID: domain.id ?? 0).sorted { $0.path < $1.path }
-        let policies = PolicyResolver(explicit: try manager.store.explicitPolicies(domainID: domain.id ?? 0))
-        Output.write(ItemJSON.encode(records, domain: name, policies: policies, full: true))
+        let id = domain.id ?? 0
+        let policies = PolicyResolver(explicit: try manager.store.explicitPolicies(domainID: id))
+        // Printed as read, in path order: the root, then the rest a page at a time (a domain of
+        // any size in bounded memory).
+        var json = ItemJSON.Stream(domain: name, policies: policies, full: true)
+        if let root = try manager.store.item(domainID: id, path: "") { json.write([root]) }
+        try ItemPages.forEachPage(manager.store, domainID: id, below: "") { json.write($0) }
+        json.finish()
     }
 }

@@ -38,25 +38,37 @@ struct ListCommand: AsyncParsableCommand {
             throw FileProviderError(
                 .noSuchItem, "no item at \(location.description); run 'fileproviderctl sync \(location.domain)' to refresh")
         }
-        let records: [ItemRecord]
-        if target.kind != .folder {
-            records = [target]
-        } else if recursive {
-            records = try manager.store.descendants(domainID: id, of: location.path)
-        } else {
-            records = try manager.store.children(domainID: id, parent: target.identifier)
-        }
         let policies = PolicyResolver(explicit: try manager.store.explicitPolicies(domainID: id))
         let partial = try manager.store.partiallyPresent(domainID: id)
-        if output.json {
-            Output.write(ItemJSON.encode(records, domain: location.domain, policies: policies, partial: partial))
-            return
+        var json = ItemJSON.Stream(domain: location.domain, policies: policies, partial: partial)
+        let base = location.path.isEmpty ? 0 : location.path.count + 1
+        // Printed as read: a subtree a page at a time, in path order (any size in bounded memory).
+        let print = { (records: [ItemRecord]) in
+            if output.json {
+                json.write(records)
+            } else {
+                Output.write(Self.lines(records, relativeTo: recursive && target.kind == .folder ? base : nil, policies, partial))
+            }
         }
+        if target.kind != .folder {
+            print([target])
+        } else if recursive {
+            try ItemPages.forEachPage(manager.store, domainID: id, below: location.path, print)
+        } else {
+            print(try manager.store.children(domainID: id, parent: target.identifier))
+        }
+        if output.json { json.finish() }
+    }
+
+    /// The text lines of `records`: each named by its path with the first `base` characters
+    /// dropped, or by its name when `base` is `nil`.
+    private static func lines(
+        _ records: [ItemRecord], relativeTo base: Int?, _ policies: PolicyResolver, _ partial: [ItemIdentifier: Int64]
+    ) -> String {
         var text = ""
         text.reserveCapacity(records.count * 80)
-        let base = location.path.isEmpty ? 0 : location.path.count + 1
         for record in records {
-            let shown = recursive && target.kind == .folder ? String(record.path.dropFirst(base)) : record.filename
+            let shown = base.map { String(record.path.dropFirst($0)) } ?? record.filename
             let size = record.kind == .folder ? "-" : Output.bytes(record.size)
             var state = record.stateLabel
             if record.state == .placeholder, let present = partial[record.identifier], record.size > 0 {
@@ -69,7 +81,33 @@ struct ListCommand: AsyncParsableCommand {
             text += String(repeating: " ", count: max(0, 10 - size.count)) + size + "  "
             text += Output.date(record.modificationDate) + "  " + Output.name(shown) + (record.kind == .folder ? "/" : "") + "\n"
         }
-        Output.write(text)
+        return text
+    }
+}
+
+/// Reads a subtree from the database a page at a time, for commands that print as they read.
+enum ItemPages {
+    /// Records read from the database at once (tests make it small).
+    static let pageSize: Int = {
+        if let text = ProcessInfo.processInfo.environment["FILEPROVIDERCTL_PAGE"], let size = Int(text), size > 0 { return size }
+        return 4_096
+    }()
+
+    /// Calls `body` with the items below the folder at `path` (every item but the root for ""),
+    /// in path order, a page at a time, each page read in its own transaction (none is held
+    /// open while `body` writes).
+    /// - Throws: `localIOFailure` when the database fails.
+    static func forEachPage(
+        _ store: MetadataStore, domainID: Int64, below path: String, _ body: ([ItemRecord]) -> Void
+    ) throws(FileProviderError) {
+        var after: String?
+        while true {
+            let page = try store.descendants(domainID: domainID, of: path, after: after, limit: pageSize)
+            guard let last = page.last?.path else { return }
+            after = last
+            body(page)
+            if page.count < pageSize { return }
+        }
     }
 }
 
@@ -85,29 +123,66 @@ enum ItemJSON {
         out.reserveCapacity(records.count * 200)
         for (index, record) in records.enumerated() {
             if index > 0 { out += "," }
-            out += "\n{\"domain\":" + quote(domain) + ",\"path\":" + quote("/" + record.path)
-            out += ",\"name\":" + quote(record.filename) + ",\"identifier\":" + quote(record.identifier.rawValue)
-            out += ",\"kind\":\"\(record.kind.rawValue)\",\"state\":\"\(record.state.rawValue)\""
-            let (policy, setOn) = policies.resolve(record.path)
-            out += ",\"policy\":\"\(policy.rawValue)\",\"policySetOn\":" + (setOn.map { quote("/" + $0) } ?? "null")
-            out += ",\"pinned\":\(policy == .eager),\"size\":\(record.size)"
-            if record.kind == .folder { out += ",\"dataless\":\(record.isDataless)" }
-            out += ",\"contentType\":" + quote(record.contentType) + ",\"mimeType\":" + quote(ContentType.mimeType(of: record.contentType))
-            if let date = record.modificationDate { out += ",\"modified\":\"" + Output.jsonDate(date) + "\"" }
-            if record.state == .materialized { out += ",\"outdated\":\(record.isOutdated)" }
-            if record.state == .placeholder, let present = partial[record.identifier] { out += ",\"presentBytes\":\(present)" }
-            if let target = record.symlinkTarget { out += ",\"symlinkTarget\":" + quote(target) }
-            if full {
-                out += ",\"parentIdentifier\":" + quote(record.parentIdentifier.rawValue)
-                out +=
-                    ",\"contentVersion\":\"\(record.contentVersion.hexString)\",\"metadataVersion\":\"\(record.metadataVersion.hexString)\""
-                if let version = record.localContentVersion { out += ",\"localContentVersion\":\"\(version.hexString)\"" }
-                if let error = record.lastError { out += ",\"lastError\":" + quote(error) }
-            }
-            out += "}"
+            out += "\n" + element(record, domain: domain, policies: policies, partial: partial, full: full)
         }
         out += records.isEmpty ? "]\n" : "\n]\n"
         return out
+    }
+
+    /// One item's JSON object, as ``encode(_:domain:policies:partial:full:)`` writes it.
+    static func element(
+        _ record: ItemRecord, domain: String, policies: PolicyResolver, partial: [ItemIdentifier: Int64], full: Bool
+    ) -> String {
+        var out = "{\"domain\":" + quote(domain) + ",\"path\":" + quote("/" + record.path)
+        out += ",\"name\":" + quote(record.filename) + ",\"identifier\":" + quote(record.identifier.rawValue)
+        out += ",\"kind\":\"\(record.kind.rawValue)\",\"state\":\"\(record.state.rawValue)\""
+        let (policy, setOn) = policies.resolve(record.path)
+        out += ",\"policy\":\"\(policy.rawValue)\",\"policySetOn\":" + (setOn.map { quote("/" + $0) } ?? "null")
+        out += ",\"pinned\":\(policy == .eager),\"size\":\(record.size)"
+        if record.kind == .folder { out += ",\"dataless\":\(record.isDataless)" }
+        out += ",\"contentType\":" + quote(record.contentType) + ",\"mimeType\":" + quote(ContentType.mimeType(of: record.contentType))
+        if let date = record.modificationDate { out += ",\"modified\":\"" + Output.jsonDate(date) + "\"" }
+        if record.state == .materialized { out += ",\"outdated\":\(record.isOutdated)" }
+        if record.state == .placeholder, let present = partial[record.identifier] { out += ",\"presentBytes\":\(present)" }
+        if let target = record.symlinkTarget { out += ",\"symlinkTarget\":" + quote(target) }
+        if full {
+            out += ",\"parentIdentifier\":" + quote(record.parentIdentifier.rawValue)
+            out +=
+                ",\"contentVersion\":\"\(record.contentVersion.hexString)\",\"metadataVersion\":\"\(record.metadataVersion.hexString)\""
+            if let version = record.localContentVersion { out += ",\"localContentVersion\":\"\(version.hexString)\"" }
+            if let error = record.lastError { out += ",\"lastError\":" + quote(error) }
+        }
+        return out + "}"
+    }
+
+    /// A JSON array written to standard output element by element, as records are read: the
+    /// same bytes as ``encode(_:domain:policies:partial:full:)`` of all of them at once.
+    struct Stream {
+        let domain: String
+        let policies: PolicyResolver
+        var partial: [ItemIdentifier: Int64] = [:]
+        var full = false
+        private var count = 0
+
+        init(domain: String, policies: PolicyResolver, partial: [ItemIdentifier: Int64] = [:], full: Bool = false) {
+            (self.domain, self.policies, self.partial, self.full) = (domain, policies, partial, full)
+        }
+
+        /// Writes these records' elements (and the opening bracket before the first).
+        mutating func write(_ records: [ItemRecord]) {
+            if records.isEmpty { return }
+            var out = count == 0 ? "[" : ""
+            out.reserveCapacity(records.count * 200)
+            for record in records {
+                if count > 0 { out += "," }
+                out += "\n" + ItemJSON.element(record, domain: domain, policies: policies, partial: partial, full: full)
+                count += 1
+            }
+            Output.write(out)
+        }
+
+        /// Closes the array (an empty one when nothing was written).
+        func finish() { Output.write(count == 0 ? "[]\n" : "\n]\n") }
     }
 
     static func quote(_ string: String) -> String { JSONText.quoted(string) }

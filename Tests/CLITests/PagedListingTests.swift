@@ -1,0 +1,55 @@
+import Foundation
+import Testing
+
+/// `ls -R` and `dump` print as they read, a page of the subtree at a time
+/// (`FILEPROVIDERCTL_PAGE` records; 4,096 unless set): the output is the same bytes whatever the
+/// page size, every item once, in path order, and items beside the folder that sort around its
+/// subtree ("-" and "." come before "/") are not in it.
+@Suite struct PagedListingTests {
+    static let inside = ["a/f0", "a/f1", "a/x/g0", "a/x/g1", "a/x/g2", "a/x/deep/h0", "a/x/deep/h1", "a/y/i0", "a/y/more/k", "a/z"]
+    static let outside = ["a-b/j", "a.c/k", "b/l"]
+
+    @Test func listingAndDumpAreTheSameWhateverThePageSize() async throws {
+        let temp = try TemporaryFolder()
+        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let src = temp.url.appendingPathComponent("src")
+        for path in Self.inside + Self.outside { try temp.write("src/" + path, Data(path.utf8)) }
+        try FileManager.default.createDirectory(at: src.appendingPathComponent("e"), withIntermediateDirectories: true)
+        #expect(try await cli.run(["domain", "add", "d", "--backend", "local", "--root", src.path]).status == 0)
+        #expect(try await cli.run(["sync"]).status == 0)
+
+        let commands: [[String]] = [
+            ["ls", "-R", "d:/a"], ["ls", "-R", "d:/a", "--json"], ["ls", "-R", "d:/"], ["ls", "-R", "d:/", "--json"], ["dump", "d"],
+            ["ls", "-R", "d:/e", "--json"], ["ls", "d:/a", "--json"], ["ls", "d:/a/z", "--json"],
+        ]
+        for command in commands {
+            let whole = try await cli.run(command)
+            #expect(whole.status == 0, "\(command): \(whole.stderr)")
+            for page in ["1", "3"] {
+                let paged = try await cli.run(command, environment: ["FILEPROVIDERCTL_PAGE": page])
+                #expect(paged.status == 0, "\(command): \(paged.stderr)")
+                #expect(paged.stdout == whole.stdout, "\(command) in pages of \(page)")
+            }
+        }
+        let below = Set(
+            Self.inside.flatMap { path in
+                let parts = path.split(separator: "/")
+                return (2...parts.count).map { "/" + parts[..<$0].joined(separator: "/") }
+            })
+        let paged = try await cli.run(["ls", "-R", "d:/a", "--json"], environment: ["FILEPROVIDERCTL_PAGE": "3"])
+        let items = try JSONSerialization.jsonObject(with: Data(paged.stdout.utf8)) as? [[String: Any]] ?? []
+        let paths = items.compactMap { $0["path"] as? String }
+        #expect(paths == below.sorted())
+        let text = try await cli.run(["ls", "-R", "d:/a"], environment: ["FILEPROVIDERCTL_PAGE": "3"])
+        #expect(text.stdout.split(separator: "\n").count == below.count)
+        #expect(try await cli.run(["ls", "-R", "d:/e", "--json"]).stdout == "[]\n")
+
+        let dump = try await cli.run(["dump", "d"], environment: ["FILEPROVIDERCTL_PAGE": "2"])
+        let dumped = (try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [[String: Any]] ?? []).compactMap {
+            $0["path"] as? String
+        }
+        #expect(dumped.first == "/")
+        #expect(dumped == dumped.sorted() && Set(dumped).count == dumped.count)
+        #expect(Set(dumped).isSuperset(of: below) && dumped.contains("/a-b/j") && dumped.contains("/a.c/k") && dumped.contains("/e"))
+    }
+}
