@@ -27,6 +27,7 @@ struct SubtreeMaterializeTests {
                 if case .transfer(_, _, let done, let total, _) = event { last.set((done, total)) }
             }
             #expect(Set(outcomes.map(\.path)) == Set(Self.inside.map { "mem:/" + $0 }))
+            #expect(outcomes.count == Self.inside.count, "each file once: \(outcomes.map(\.path))")
             #expect(outcomes.allSatisfy { $0.error == nil }, "\(outcomes.compactMap(\.message))")
             for path in Self.inside {
                 #expect(try controller.record(at: path).state == .materialized, "\(path)")
