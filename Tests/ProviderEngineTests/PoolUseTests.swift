@@ -9,6 +9,31 @@ import Testing
 /// and writes the database on the engine's threads. A sync of a store with more changes makes
 /// no more database calls on the pool than one with few: what remains there is per sync, not
 /// per item.
+/// What the pool-use tests share.
+enum PoolUses {
+    /// A domain over a store of `count` files in each of the folders a, b and c, synced once.
+    static func syncedStore(_ f: Fixture, files count: Int) async throws -> DomainController {
+        for index in 0..<count {
+            _ = try f.memory.write(path: "a/f\(index).txt", data: Data("a \(index)\n".utf8))
+            _ = try f.memory.write(path: "b/g\(index).txt", data: Data("b \(index)\n".utf8))
+            _ = try f.memory.write(path: "c/h\(index).txt", data: Data("c \(index)\n".utf8))
+        }
+        let controller = try await f.addDomain()
+        try await controller.sync()
+        return controller
+    }
+
+    /// Syncs and returns how many blocking calls the sync made on the pool, with its report.
+    static func sync(_ controller: DomainController) async throws -> (uses: Int, report: SyncReport) {
+        let report = Mutex<SyncReport?>(nil)
+        let uses = try await PoolCheck.counting {
+            let done = try await controller.sync()
+            report.withLock { $0 = done }
+        }
+        return (uses, try #require(report.withLock { $0 }))
+    }
+}
+
 @Suite("Database work off the cooperative pool")
 struct PoolUseTests {
     /// Syncs a store of `count` files in two folders, then changes it behind the engine (new
@@ -16,25 +41,14 @@ struct PoolUseTests {
     /// database calls the second sync made on the pool.
     static func poolUses(files count: Int) async throws -> Int {
         try await Fixture.with { f in
-            for index in 0..<count {
-                _ = try f.memory.write(path: "a/f\(index).txt", data: Data("a \(index)\n".utf8))
-                _ = try f.memory.write(path: "b/g\(index).txt", data: Data("b \(index)\n".utf8))
-                _ = try f.memory.write(path: "c/h\(index).txt", data: Data("c \(index)\n".utf8))
-            }
-            let controller = try await f.addDomain()
-            try await controller.sync()
+            let controller = try await PoolUses.syncedStore(f, files: count)
             for index in 0..<count {
                 _ = try f.memory.write(path: "a/new\(index).txt", data: Data("new \(index)\n".utf8))
                 try f.memory.remove(path: "b/g\(index).txt")
                 _ = try f.memory.write(path: "a/g\(index).txt", data: Data("b \(index)\n".utf8))
             }
             try f.memory.remove(path: "c")
-            let report = Mutex<SyncReport?>(nil)
-            let uses = try await PoolCheck.counting {
-                let done = try await controller.sync()
-                report.withLock { $0 = done }
-            }
-            let done = try #require(report.withLock { $0 })
+            let (uses, done) = try await PoolUses.sync(controller)
             #expect(done.added >= count && done.deleted >= count, "\(done)")
             return uses
         }
@@ -71,13 +85,7 @@ struct SyncUpPoolUseTests {
     /// how many database calls the sync that sends those changes made on the pool.
     static func poolUses(files count: Int) async throws -> Int {
         try await Fixture.with { f in
-            for index in 0..<count {
-                _ = try f.memory.write(path: "a/f\(index).txt", data: Data("a \(index)\n".utf8))
-                _ = try f.memory.write(path: "b/g\(index).txt", data: Data("b \(index)\n".utf8))
-                _ = try f.memory.write(path: "c/h\(index).txt", data: Data("c \(index)\n".utf8))
-            }
-            let controller = try await f.addDomain()
-            try await controller.sync()
+            let controller = try await PoolUses.syncedStore(f, files: count)
             for folder in ["a", "b", "c"] {
                 #expect(await controller.materialize(paths: [folder], recursive: true).allSatisfy { $0.error == nil })
             }
@@ -88,12 +96,7 @@ struct SyncUpPoolUseTests {
                 try FileManager.default.moveItem(at: replica.url("b/g\(index).txt"), to: replica.url("a/g\(index).txt"))
                 try FileManager.default.removeItem(at: replica.url("c/h\(index).txt"))
             }
-            let report = Mutex<SyncReport?>(nil)
-            let uses = try await PoolCheck.counting {
-                let done = try await controller.sync()
-                report.withLock { $0 = done }
-            }
-            let done = try #require(report.withLock { $0 })
+            let (uses, done) = try await PoolUses.sync(controller)
             #expect(done.uploaded >= 4 * count && done.notices.isEmpty, "\(done)")
             #expect(f.memory.contents(of: "a/g0.txt") == Data("b 0\n".utf8))
             #expect(f.memory.contents(of: "a/f0.txt") == Data("edited 0\n".utf8))
