@@ -119,6 +119,32 @@ final class Inotify: @unchecked Sendable {
         return events
     }
 
+    /// The events queued within `milliseconds` (as soon as there are some), else none.
+    /// Blocking.
+    /// - Throws: `localIOFailure` when polling or reading fails.
+    func events(within milliseconds: Int32) throws(FileProviderError) -> [InotifyEvent] {
+        var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        while poll(&ready, 1, milliseconds) < 0 {
+            if errno != EINTR { throw POSIXError.error("cannot wait for events on", path: "inotify") }
+        }
+        return ready.revents == 0 ? [] : try drain()
+    }
+
+    /// Whether `events` hold the first half of a rename (`IN_MOVED_FROM`) without its second
+    /// (`IN_MOVED_TO`, the same cookie): the kernel queues them one after the other, so a read
+    /// can fall between them.
+    static func hasUnpairedMove(_ events: [InotifyEvent]) -> Bool {
+        var open = Set<UInt32>()
+        for event in events {
+            if event.has(IN_MOVED_FROM) {
+                open.insert(event.cookie)
+            } else if event.has(IN_MOVED_TO) {
+                open.remove(event.cookie)
+            }
+        }
+        return !open.isEmpty
+    }
+
     /// The events queued now, without waiting. Blocking (a few reads).
     /// - Throws: `localIOFailure` when reading fails.
     func drain() throws(FileProviderError) -> [InotifyEvent] {

@@ -188,7 +188,16 @@ final class ServeWatcher: @unchecked Sendable {
                     defer { waiting = [] }
                     return waiting ?? []
                 }
-                let events = waiting.isEmpty ? try inotify.read() : try inotify.drain()
+                var events = waiting.isEmpty ? try inotify.read() : try inotify.drain()
+                // A rename read without its second half would make the folder it left look
+                // like a deletion to a scan of that folder alone (the folder it went to is not
+                // in the scan's scope yet): wait a little for the other half (a move out of the
+                // replica has none, and costs these 50 ms at most).
+                var waits = 0
+                while Inotify.hasUnpairedMove(events) && waits < 5 {
+                    events += try inotify.events(within: 10)
+                    waits += 1
+                }
                 var woken: [Int: ServeWake] = [:]
                 for event in events { handle(event, into: &woken) }
                 for (index, reasons) in woken { targets[index].wakeup.signal(reasons) }
