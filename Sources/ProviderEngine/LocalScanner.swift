@@ -64,11 +64,16 @@ struct LocalScanner {
     /// - Throws: `localIOFailure` when the database fails.
     ///
     /// A `scope` short of ``ScanScope/all`` reads only the folders it names (a watcher saw their
-    /// entries change) and the trees that appeared, so a re-sync costs what changed.
-    func scan(_ records: some ScanRecords, scope: ScanScope = .all, now: Date = Date()) throws(FileProviderError) -> LocalScanResult {
+    /// entries change) and the trees that appeared, so a re-sync costs what changed. Its
+    /// `changesSince` is the time (``coarseClockNanos()``) just before the scope was taken: a
+    /// change after it (a move into a folder outside the scope) may be in no folder read, so
+    /// a folder changed since then counts as changed during the scan.
+    func scan(_ records: some ScanRecords, scope: ScanScope = .all, changesSince: Int64? = nil, now: Date = Date())
+        throws(FileProviderError) -> LocalScanResult
+    {
         // The kernel dates a folder's changes from its coarse clock: a change after this reads
         // as this or later.
-        let walkStarted = Self.coarseClockNanos()
+        let walkStarted = min(Self.coarseClockNanos(), changesSince ?? .max)
         let nowNanos = Int64(now.timeIntervalSince1970 * 1e9)
         // Settled: unchanged for the settle time, or seen finished and not changed since.
         let settled = { (print: FileFingerprint, path: String) -> Bool in
@@ -134,7 +139,7 @@ struct LocalScanner {
     }
 
     /// The kernel's coarse real-time clock (what it dates file changes with), in nanoseconds.
-    private static func coarseClockNanos() -> Int64 {
+    static func coarseClockNanos() -> Int64 {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME_COARSE, &now)
         return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)

@@ -61,6 +61,8 @@ final class SyncUp: Sendable {
     ) async throws(FileProviderError) {
         let started = Date()
         defer { report.phases.upload += Date().timeIntervalSince(started) }
+        // Before the scope is taken: a change after this may be in no folder of the scope.
+        var scopeTaken = LocalScanner.coarseClockNanos()
         var scope = await changes?.take() ?? .all
         let (notices, conflicts, uploaded) = (report.notices.count, report.conflicts, report.uploaded)
         var finished = false
@@ -74,7 +76,9 @@ final class SyncUp: Sendable {
                 changes.putBack(scope)
             }
         }
-        try await compareAndSend(report: &report, settleSeconds: settleSeconds, scope: &scope, changes: changes, populate: populate)
+        try await compareAndSend(
+            report: &report, settleSeconds: settleSeconds, scope: &scope, scopeTaken: &scopeTaken, changes: changes,
+            populate: populate)
         finished = true
     }
 
@@ -82,8 +86,8 @@ final class SyncUp: Sendable {
     /// ``ScanScope/all`` once a folder move re-keyed items.
     /// - Throws: what ``push(report:settleSeconds:changes:populate:)`` throws.
     private func compareAndSend(
-        report: inout SyncReport, settleSeconds: Double, scope: inout ScanScope, changes: ChangedFolders?,
-        populate: (String) async throws(FileProviderError) -> Void
+        report: inout SyncReport, settleSeconds: Double, scope: inout ScanScope, scopeTaken: inout Int64,
+        changes: ChangedFolders?, populate: (String) async throws(FileProviderError) -> Void
     ) async throws(FileProviderError) {
         let replica = context.replica
         _ = try? await context.executor.run { replica.removeComparisonCopies() }
@@ -108,8 +112,11 @@ final class SyncUp: Sendable {
             scanner.findingsLimit = scanLimit.withLock { $0 }
             // Folder by folder against the database, on the executor (files and SQLite block).
             let records = StoreScanRecords(store: context.store, domainID: context.domainID)
-            let passScope = scope
-            var result = try await context.executor.run { [scanner] in try scanner.scan(records, scope: passScope) }
+            // A watcher's scope: changes since it was taken count as changes during the scan.
+            let (passScope, since) = (scope, changes == nil ? nil : scopeTaken)
+            var result = try await context.executor.run { [scanner] in
+                try scanner.scan(records, scope: passScope, changesSince: since)
+            }
             if result.replicaChangedDuringScan {
                 // What looks deleted may have moved into a folder read earlier: scan again once
                 // the replica holds still; if it never does, deletions wait for the next sync.
@@ -117,7 +124,10 @@ final class SyncUp: Sendable {
                     try? await Task.sleep(for: Self.scansOfAChangingReplica[changingScans])
                     changingScans += 1
                     // Where it moved to changed meanwhile: the watcher has seen it.
-                    if let changes { scope.formUnion(await changes.take()) }
+                    if let changes {
+                        scopeTaken = LocalScanner.coarseClockNanos()
+                        scope.formUnion(await changes.take())
+                    }
                     continue
                 }
                 let waiting = result.changes.filter(\.isDeletion).count + result.strayPlaceholders.count
@@ -178,7 +188,7 @@ final class SyncUp: Sendable {
                 if end > index {
                     do {
                         try await sendTogether(Self.spreadOverFolders(ordered[index..<end]), report: &report)
-                    } catch where error.code == .cancelled {
+                    } catch  where error.code == .cancelled {
                         report.unsent += ordered.endIndex - end
                         throw error
                     }
@@ -199,7 +209,7 @@ final class SyncUp: Sendable {
                     } else {
                         try await send(change, report: &report)
                     }
-                } catch where error.code == .cancelled {
+                } catch  where error.code == .cancelled {
                     report.unsent += ordered.endIndex - index + 1
                     throw error
                 }
@@ -309,7 +319,7 @@ final class SyncUp: Sendable {
         do {
             try await uploader.upload(change, report: &report)
             return true
-        } catch where error.code.reaction == .backOffDomain || error.code == .cancelled {
+        } catch  where error.code.reaction == .backOffDomain || error.code == .cancelled {
             throw error
         } catch {
             let (store, domainID) = (context.store, context.domainID)

@@ -120,4 +120,39 @@ struct ScanRaceTests {
             #expect(f.memory.contents(of: "a/one.bin") == nil, "deleted once the replica held still")
         }
     }
+
+    /// serve compares only the folders its watcher saw change. A file moved after the scope
+    /// was taken (from a folder in it into one outside it, before the walk began) is missing
+    /// from the folder read and in no other: the move changed both folders after the scope was
+    /// taken, so the scan holds its deletion back (``LocalScanResult/replicaChangedDuringScan``)
+    /// and the sync looks again with what the watcher saw since.
+    @Test func aFileMovedAfterAWatchersScopeWasTakenIsNotDeleted() async throws {
+        try await Fixture.with { f in
+            let controller = try await Self.domain(f, mode: .placeholderFiles)
+            #expect(await controller.materialize(paths: ["a/one.bin"], recursive: false).allSatisfy { $0.error == nil })
+            // The scope {a} was taken a moment ago; then the file moved into b.
+            let scopeTaken = LocalScanner.coarseClockNanos() - 1_000_000_000
+            try FileManager.default.moveItem(
+                at: controller.replica.url("a/one.bin"), to: controller.replica.url("b/moved.bin"))
+            // The walk begins on a later tick of the kernel's coarse clock than the move (as it
+            // does when a sync is slow to start): the walk alone would not see it as changing.
+            var status = stat()
+            #expect(lstat(controller.replica.path("b"), &status) == 0)
+            let changed = Int64(status.st_ctim.tv_sec) * 1_000_000_000 + Int64(status.st_ctim.tv_nsec)
+            while LocalScanner.coarseClockNanos() <= changed { sched_yield() }
+            let scanner = LocalScanner(
+                replica: controller.replica, domain: controller.domain.name, ignore: controller.ignoreRules, settleNanos: 0)
+            let records = StoreScanRecords(store: controller.store, domainID: controller.domainID)
+            let scope = ScanScope(everything: false, folders: ["a"], trees: [])
+            let result = try scanner.scan(records, scope: scope, changesSince: scopeTaken)
+            let deletes = result.changes.contains { $0.isDeletion }
+            #expect(deletes, "the folder read alone shows a deletion: \(result.changes)")
+            #expect(result.replicaChangedDuringScan, "a deletion found after a move since the scope was taken")
+            // The sync acts on it as on a change during the walk: a move, nothing deleted.
+            let report = try await controller.sync(settleSeconds: 0)
+            #expect(f.memory.callCount(.deleteItem) == 0, "\(report.notices)")
+            #expect(f.memory.contents(of: "b/moved.bin") == bytes(5_000, seed: 1))
+        }
+    }
+
 }
