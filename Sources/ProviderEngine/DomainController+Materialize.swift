@@ -110,32 +110,27 @@ extension DomainController {
         let progress = SubtreeProgress(totals: totals, events: events)
         var outcomes: [ItemOutcome] = []
         var open = [path]  // folders whose items the pages have not passed yet
-        var after: String?
-        let pageSize = max(1, subtreePage.withLock { $0 })
-        while !Task.isCancelled {
-            let page: [ItemRecord]
-            do {
-                let from = after
-                page = try await executor.run {
-                    try store.descendants(domainID: domainID, of: path, after: from, limit: pageSize)
-                }
-            } catch {
-                outcomes.append(ItemOutcome(path: location(after ?? path), error: error))
-                break
+        var last: String?
+        do {
+            try await forEachSubtreePage(below: path) { page in
+                if Task.isCancelled { return false }
+                guard let end = page.last?.path else { return false }
+                last = end
+                let files = page.filter { $0.kind == .file }
+                let folders = page.filter { $0.kind == .folder && $0.isDataless }.map(\.path)
+                let parents = folders + files.map { Self.split($0.path).parent }
+                var seen = Set(open)
+                for parent in parents where seen.insert(parent).inserted { open.append(parent) }
+                // Done: the folders whose items all lie before the page's last path.
+                let isOpen = { (folder: String) in folder == end || end.hasPrefix(folder.isEmpty ? "" : folder + "/") }
+                let done = open.filter { !isOpen($0) }
+                open.removeAll { !isOpen($0) }
+                outcomes += await download(files, into: parents, populating: done, events: progress.handler)
+                progress.finishPage()
+                return true
             }
-            guard let last = page.last?.path else { break }
-            after = last
-            let files = page.filter { $0.kind == .file }
-            let folders = page.filter { $0.kind == .folder && $0.isDataless }.map(\.path)
-            let parents = folders + files.map { Self.split($0.path).parent }
-            var seen = Set(open)
-            for parent in parents where seen.insert(parent).inserted { open.append(parent) }
-            // Done: the folders whose items all lie before the page's last path.
-            let done = open.filter { $0 != last && !last.hasPrefix($0.isEmpty ? "" : $0 + "/") }
-            open.removeAll { $0 != last && !last.hasPrefix($0.isEmpty ? "" : $0 + "/") }
-            outcomes += await download(files, into: parents, populating: done, events: progress.handler)
-            progress.finishPage()
-            if page.count < pageSize { break }
+        } catch {
+            outcomes.append(ItemOutcome(path: location(last ?? path), error: error))
         }
         if Task.isCancelled || open.isEmpty { return outcomes }
         do {
