@@ -16,6 +16,9 @@ public struct SyncPhases: Codable, Sendable {
 public struct SyncReport: Codable, Sendable {
     public var domain: String
     public var listedItems = 0
+    /// Folders listed exactly as the last time their rows were made to match a listing, so
+    /// neither read nor compared again (``ListingDigest``).
+    public var unchangedFolders = 0
     public var added = 0
     public var updated = 0
     public var moved = 0

@@ -26,12 +26,12 @@ struct FolderPlacer: Sendable {
     /// and queues their records. `complete` says that `entries` is the folder's whole listing
     /// (a walk), so a dataless folder can be populated from it; otherwise (a change feed) a
     /// folder that must be populated is populated from the database first. Returns the
-    /// subfolders.
-    func place(_ entries: [Entry], in visit: FolderVisit, complete: Bool, pass: inout PullPass, report: inout SyncReport)
+    /// subfolders; `visit` ends with the folder as it is now (populated, written to the replica).
+    func place(_ entries: [Entry], in visit: inout FolderVisit, complete: Bool, pass: inout PullPass, report: inout SyncReport)
         async throws(FileProviderError) -> [FolderVisit]
     {
-        var visit = visit
         var folder = visit.record
+        defer { visit.record = folder }
 
         // Whether this folder's items are in the replica: it is populated, or becomes so now
         // (a new folder within the budget, a folder in a pinned folder, or a folder that must

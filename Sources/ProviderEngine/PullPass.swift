@@ -26,6 +26,9 @@ struct PullPass {
     static let batchSize = 1_024
 
     var upserts: [ItemRecord] = []
+    /// Digests of folders whose listings the waiting records make their rows match, written
+    /// after them (``ListingDigest``).
+    var listings: [FolderListing] = []
     /// Time spent waiting for the database (the rest of its work overlaps the walk).
     var databaseSeconds = 0.0
     /// The batch the database is writing.
@@ -82,9 +85,10 @@ struct PullPass {
                 throw FileProviderError.wrap(error)
             }
         }
-        if upserts.isEmpty { return }
-        let batch = upserts
+        if upserts.isEmpty && listings.isEmpty { return }
+        let (batch, kept) = (upserts, listings)
         upserts = []
+        listings = []
         // Room for a full backlog: growing an array of records copies every record again.
         upserts.reserveCapacity(Self.backlog + Self.batchSize)
         let (store, domainID, executor) = (context.store, context.domainID, context.executor)
@@ -97,9 +101,9 @@ struct PullPass {
             defer { done.withLock { $0 = true } }
             try await executor.run {
                 if isNew {
-                    try store.insertNew(domainID: domainID, records: batch)
+                    try store.insertNew(domainID: domainID, records: batch, listings: kept)
                 } else {
-                    try store.apply(domainID: domainID, upserts: batch, deletions: [])
+                    try store.apply(domainID: domainID, upserts: batch, deletions: [], listings: kept)
                 }
             }
         }

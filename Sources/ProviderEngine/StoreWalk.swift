@@ -37,6 +37,7 @@ struct StoreWalk: Sendable {
         var itemsSeen = 0
         var rootError: FileProviderError?
         let (backend, context, hadItems) = (self.context.backend, self.context, pass.hadItems)
+        let rootLength = replica.root.path.utf8.count
         var failure: FileProviderError?
         var listingSeconds = 0.0
         await withTaskGroup(of: Listing.self) { group in
@@ -55,7 +56,7 @@ struct StoreWalk: Sendable {
                         // What the database has of the folder is read here, on the engine's
                         // threads, beside the other listings: the walk's loop only compares.
                         let stored = await StoredChildren.read(
-                            of: visit.record.identifier, listed: try? result.get().items, context,
+                            of: visit, listing: try? result.get(), rootLength: rootLength, context,
                             children: readsStored, moves: hadItems)
                         return Listing(visit: visit, result: result, stored: stored)
                     }
@@ -100,6 +101,11 @@ struct StoreWalk: Sendable {
     /// An entry the store sent with an impossible value, a folder listed inside itself, and an
     /// item deeper or with a longer path than ``WalkBounds`` allows are skipped with a notice; a
     /// stored item of the same identifier is kept as it was (with what is below it).
+    ///
+    /// A folder whose listing is the one its rows were last made to match
+    /// (``StoredChildren/isUnchanged``) is not compared: only its subfolders are visited. When
+    /// the listing is taken in full and leaves nothing aside (no notice, nothing gone or moved
+    /// in, no folder that failed), its digest is kept with the pass's records.
     private func take(
         _ visit: FolderVisit, listing: ItemListing, stored known: StoredChildren, pass: inout PullPass,
         report: inout SyncReport
@@ -110,10 +116,28 @@ struct StoreWalk: Sendable {
         let items = listing.items
         pass.listedFolders.insert(folder.identifier)
         let inRoot = folder.path.isEmpty
-        var stored = [ItemIdentifier: ItemRecord](minimumCapacity: known.children.count)
-        for child in known.children { stored[child.identifier] = child }
         let ancestors = visit.ancestors + [folder.identifier]
         let rootLength = replica.root.path.utf8.count
+        var known = known
+        if known.isUnchanged {
+            // A pinned folder still dataless is populated by the full comparison.
+            if !visit.isNew, !folder.isDataless || !pass.isPinned(folder.path),
+                let subfolders = Self.unchangedSubfolders(of: visit, listing: listing, stored: known.children, ancestors: ancestors)
+            {
+                report.unchangedFolders += 1
+                return subfolders
+            }
+            known = try await StoredChildren.read(
+                of: visit, listing: listing, rootLength: rootLength, context, children: true, moves: pass.hadItems,
+                trustsDigest: false
+            ).get()
+        }
+        var stored = [ItemIdentifier: ItemRecord](minimumCapacity: known.children.count)
+        for child in known.children { stored[child.identifier] = child }
+        // Whether the listing is taken in full, with nothing left aside: then its digest is kept.
+        let noticesBefore = report.notices.count
+        let failedBefore = pass.failedFolders.count
+        var leftAside = !listing.refused.isEmpty || !known.elsewhere.isEmpty
         /// Skips an entry: reported, and what the database has of it stays as it is.
         func skip(_ identifier: ItemIdentifier?, _ problem: String) {
             report.notices.append("\(display(folder.path)): skipped an item: \(problem)")
@@ -158,14 +182,42 @@ struct StoreWalk: Sendable {
                 pass.gone.append(known)
                 pass.movedIn.remove(item.identifier)
                 old = nil
+                leftAside = true
             }
             entries.append((item, path, old))
         }
+        if !stored.isEmpty { leftAside = true }
         pass.gone += stored.values
-        return try await placer.place(entries, in: visit, complete: true, pass: &pass, report: &report).map { subfolder in
+        var placed = visit
+        let subfolders = try await placer.place(entries, in: &placed, complete: true, pass: &pass, report: &report)
+        if !leftAside, report.notices.count == noticesBefore, pass.failedFolders.count == failedBefore,
+            let digest = known.entriesDigest
+        {
+            // Kept after the records just queued, in the same or a later transaction.
+            let sealed = ListingDigest.seal(digest, folder: placed.record, ancestors: visit.ancestors, rootLength: rootLength)
+            pass.listings.append(FolderListing(identifier: folder.identifier, digest: sealed))
+        }
+        return subfolders.map { subfolder in
             var subfolder = subfolder
             subfolder.ancestors = ancestors
             return subfolder
         }
+    }
+
+    /// The visits of an unchanged folder's subfolders, from their stored records in the order
+    /// listed; `nil` when the stored subfolders are not exactly the listed ones (then the folder
+    /// is compared in full).
+    private static func unchangedSubfolders(
+        of visit: FolderVisit, listing: ItemListing, stored: [ItemRecord], ancestors: [ItemIdentifier]
+    ) -> [FolderVisit]? {
+        var byIdentifier = [ItemIdentifier: ItemRecord](minimumCapacity: stored.count)
+        for record in stored { byIdentifier[record.identifier] = record }
+        var visits: [FolderVisit] = []
+        visits.reserveCapacity(stored.count)
+        for item in listing.items where item.kind == .folder {
+            guard let record = byIdentifier.removeValue(forKey: item.identifier) else { return nil }
+            visits.append(FolderVisit(record: record, isOnDisk: !visit.record.isDataless, isNew: false, ancestors: ancestors))
+        }
+        return byIdentifier.isEmpty ? visits : nil
     }
 }

@@ -1,37 +1,61 @@
+import Foundation
 import ProviderCore
 import ProviderStore
 
 /// What the database has of a folder the walk listed: its stored children, and the stored
 /// records of listed items that are stored elsewhere (moved into the folder under the same
-/// identifier). Read in one job on the engine's executor, beside the walk.
+/// identifier). Read in one job on the engine's executor, beside the walk, with the listing's
+/// digest (``ListingDigest``): when the folder was listed the same way before and none of its
+/// rows changed since, only its subfolders are read (``isUnchanged``).
 struct StoredChildren: Sendable {
     static let none = StoredChildren(children: [], elsewhere: [:])
 
+    /// The folder's stored children; only its subfolders when ``isUnchanged``.
     var children: [ItemRecord]
     var elsewhere: [ItemIdentifier: ItemRecord]
+    /// The digest of the listing's entries (``ListingDigest/entries(of:)``), `nil` without a
+    /// listing.
+    var entriesDigest: ListingDigest.Entries?
+    /// The listing is the one the folder's rows were last made to match: nothing to compare.
+    var isUnchanged = false
 
-    /// Reads the stored children of `folder` (when `children`) and, when `moves`, the records
-    /// of the `listed` items that are not among them. Fails with `localIOFailure` when the
-    /// database fails.
+    /// Reads the stored children of the folder `visit` reached (when `children`) and, when
+    /// `moves`, the records of the `listing`'s items that are not among them. With
+    /// `trustsDigest`, a folder whose kept digest matches the listing's is read as unchanged
+    /// (`rootLength`: the replica root's length, part of the digest). Fails with
+    /// `localIOFailure` when the database fails.
     static func read(
-        of folder: ItemIdentifier, listed: [Item]?, _ context: DomainContext, children: Bool, moves: Bool
+        of visit: FolderVisit, listing: ItemListing?, rootLength: Int, _ context: DomainContext, children: Bool, moves: Bool,
+        trustsDigest: Bool = true
     ) async -> Result<StoredChildren, FileProviderError> {
-        guard children || moves, let listed else { return .success(.none) }
+        guard let listing else { return .success(.none) }
         let (store, domainID) = (context.store, context.domainID)
         do {
             return .success(
                 try await context.executor.run {
-                    let stored = children ? try store.children(domainID: domainID, parent: folder) : []
+                    let entries = ListingDigest.entries(of: listing)
+                    var stored: [ItemRecord] = []
+                    if children {
+                        let digest =
+                            trustsDigest && !visit.isNew
+                            ? ListingDigest.seal(entries, folder: visit.record, ancestors: visit.ancestors, rootLength: rootLength)
+                            : nil
+                        let folder = try store.storedFolder(domainID: domainID, parent: visit.record.identifier, digest: digest)
+                        if folder.isUnchanged {
+                            return StoredChildren(children: folder.children, elsewhere: [:], entriesDigest: entries, isUnchanged: true)
+                        }
+                        stored = folder.children
+                    }
                     var elsewhere: [ItemIdentifier: ItemRecord] = [:]
                     if moves {
                         let here = Set(stored.lazy.map(\.identifier))
-                        for item in listed where !here.contains(item.identifier) {
+                        for item in listing.items where !here.contains(item.identifier) {
                             if let record = try store.item(domainID: domainID, identifier: item.identifier) {
                                 elsewhere[item.identifier] = record
                             }
                         }
                     }
-                    return StoredChildren(children: stored, elsewhere: elsewhere)
+                    return StoredChildren(children: stored, elsewhere: elsewhere, entriesDigest: entries)
                 })
         } catch {
             return .failure(error)

@@ -109,7 +109,8 @@ extension SyncDown {
                     }
                     entries.append((item, path, old))
                 }
-                for subfolder in try await placer.place(entries, in: visit, complete: false, pass: &pass, report: &report) {
+                var placed = visit
+                for subfolder in try await placer.place(entries, in: &placed, complete: false, pass: &pass, report: &report) {
                     folders[subfolder.record.identifier] = subfolder
                 }
                 // A folder that moved under the same identifier takes what is below it along

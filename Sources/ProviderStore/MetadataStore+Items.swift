@@ -57,10 +57,13 @@ extension MetadataStore {
 
     /// The items directly inside a folder, by name.
     public func children(domainID: Int64, parent: ItemIdentifier) throws(FileProviderError) -> [ItemRecord] {
-        try read { db in
-            try Row.fetchCursor(db.cachedStatement(sql: Self.selectChildren), arguments: [domainID, parent.rawValue])
-                .map(ItemRecord.init(row:)).reduce(into: []) { $0.append($1) }
-        }
+        try read { db in try Self.children(domainID: domainID, parent: parent, in: db) }
+    }
+
+    /// ``children(domainID:parent:)`` inside a transaction that is already open.
+    static func children(domainID: Int64, parent: ItemIdentifier, in db: Database) throws -> [ItemRecord] {
+        try Row.fetchCursor(db.cachedStatement(sql: Self.selectChildren), arguments: [domainID, parent.rawValue])
+            .map(ItemRecord.init(row:)).reduce(into: []) { $0.append($1) }
     }
 
     /// Every item below a folder path (not the folder itself), ordered by path; every item of
@@ -89,10 +92,16 @@ extension MetadataStore {
         }
     }
 
-    /// Writes items and removes others, all in one transaction: deletions first, then upserts.
-    public func apply(domainID: Int64, upserts: [ItemRecord], deletions: [ItemIdentifier]) throws(FileProviderError) {
-        if upserts.isEmpty && deletions.isEmpty { return }
-        try write { db in try Self.apply(domainID: domainID, upserts: upserts, deletions: deletions, in: db) }
+    /// Writes items and removes others, all in one transaction: deletions first, then upserts,
+    /// then the digests of folders whose listings those rows now match (``FolderListing``).
+    public func apply(
+        domainID: Int64, upserts: [ItemRecord], deletions: [ItemIdentifier], listings: [FolderListing] = []
+    ) throws(FileProviderError) {
+        if upserts.isEmpty && deletions.isEmpty && listings.isEmpty { return }
+        try write { db in
+            try Self.apply(domainID: domainID, upserts: upserts, deletions: deletions, in: db)
+            try Self.keep(listings, domainID: domainID, in: db)
+        }
     }
 
     /// ``apply(domainID:upserts:deletions:)`` inside a transaction that is already open.
@@ -130,22 +139,26 @@ extension MetadataStore {
     /// Inserts items the database does not hold yet (a domain's first sync), in one
     /// transaction, and adds them to the domain's counters once for the batch rather than row by
     /// row. When one of them is there after all (its identifier or its path), the batch is
-    /// written as ``apply(domainID:upserts:deletions:)`` writes it.
+    /// written as ``apply(domainID:upserts:deletions:listings:)`` writes it. `listings`: digests
+    /// of folders whose listings the rows now match, kept after the rows.
     /// - Throws: `localIOFailure` when the database fails.
-    public func insertNew(domainID: Int64, records: [ItemRecord]) throws(FileProviderError) {
-        if records.isEmpty { return }
+    public func insertNew(domainID: Int64, records: [ItemRecord], listings: [FolderListing] = []) throws(FileProviderError) {
+        if records.isEmpty && listings.isEmpty { return }
         try write { db in
             do {
                 try db.inSavepoint {
+                    // The triggers that count rows and drop folder digests are paused.
                     try db.execute(sql: "INSERT INTO itemCountPaused (id) VALUES (1)")
                     try Self.write(records, insert: true, in: db)
                     try db.execute(sql: "DELETE FROM itemCountPaused")
                     try Self.count(records, domainID: domainID, in: db)
+                    try Self.dropListings(holding: records, domainID: domainID, in: db)
                     return .commit
                 }
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                 try Self.apply(domainID: domainID, upserts: records, deletions: [], in: db)
             }
+            try Self.keep(listings, domainID: domainID, in: db)
         }
     }
 

@@ -250,6 +250,39 @@ enum Migrations {
                 t.primaryKey(["domainID", "path"])
             }
         }
+        migrator.registerMigration("v13: folder listings") { db in
+            // A digest of each folder's last store listing that sync down applied in full
+            // (MetadataStore+Listings): a walk that lists the same again skips reading and
+            // comparing the folder's rows. Valid only while no row of the folder changed: any
+            // write to an item (inserted, replaced, updated, deleted) drops the digest of the
+            // folder it is in and its own, so a digest never outlives the rows it describes.
+            // New rows inserted with counting paused (MetadataStore.insertNew) drop their
+            // folders' digests once per batch instead. A partial index finds a folder's
+            // subfolders without reading its files.
+            try db.execute(
+                sql: """
+                    CREATE TABLE folderListing (
+                        domainID INTEGER NOT NULL REFERENCES domain ON DELETE CASCADE,
+                        identifier TEXT NOT NULL,
+                        digest BLOB NOT NULL,
+                        PRIMARY KEY (domainID, identifier)
+                    ) WITHOUT ROWID;
+                    CREATE TRIGGER item_listing_inserted AFTER INSERT ON item
+                    WHEN NOT EXISTS (SELECT 1 FROM itemCountPaused) BEGIN
+                        DELETE FROM folderListing WHERE domainID = NEW.domainID AND identifier IN (NEW.parentIdentifier, NEW.identifier);
+                    END;
+                    CREATE TRIGGER item_listing_deleted AFTER DELETE ON item BEGIN
+                        DELETE FROM folderListing WHERE domainID = OLD.domainID AND identifier IN (OLD.parentIdentifier, OLD.identifier);
+                    END;
+                    CREATE TRIGGER item_listing_updated AFTER UPDATE ON item BEGIN
+                        DELETE FROM folderListing WHERE domainID = OLD.domainID
+                            AND identifier IN (OLD.parentIdentifier, OLD.identifier, NEW.parentIdentifier, NEW.identifier);
+                        DELETE FROM folderListing WHERE domainID = NEW.domainID
+                            AND identifier IN (NEW.parentIdentifier, NEW.identifier);
+                    END;
+                    CREATE INDEX item_subfolder ON item (domainID, parentIdentifier) WHERE kind = 'folder';
+                    """)
+        }
         return migrator
     }
 

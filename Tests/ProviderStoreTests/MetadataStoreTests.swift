@@ -10,7 +10,7 @@ import Testing
         "v5: journal by template", "v6: materialized and pinned items", "v7: replica modes",
         "v8: content policies, present ranges, last use, budgets", "v9: item counters", "v10: dataless folders index",
         "v11: counting paused for new rows",
-        "v12: items excluded from sync",
+        "v12: items excluded from sync", "v13: folder listings",
     ]
 
     @Test func migrationsApplyAndAreListedByName() throws {
