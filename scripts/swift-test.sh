@@ -14,7 +14,9 @@ export SWIFT_BACKTRACE=${SWIFT_BACKTRACE:-enable=yes,threads=crashed,registers=n
 status=${PIPESTATUS[0]}
 if [ "$status" -ne 0 ]; then
     echo "==> swift test failed (exit $status); what went wrong, from $log:"
-    grep -aE "✘ Test .*(recorded an issue|failed)|Fatal error|signal code" "$log" | head -40
-    awk '/\*\*\* Program crashed/ { shown = 1 } shown && count < 40 { print; count++ }' "$log"
+    # The crashed thread's first frames, then the failures and the crash's message last: a CI
+    # log often shows only its last lines.
+    awk '/\*\*\* Program crashed/ { shown = 1 } shown && count < 16 { print; count++ }' "$log"
+    grep -aE "✘ Test .*(recorded an issue|failed)|Fatal error|Precondition failed|Assertion failed|signal code|\*\*\* Program crashed" "$log" | head -40
 fi
 exit "$status"
