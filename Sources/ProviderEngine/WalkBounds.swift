@@ -27,7 +27,8 @@ enum WalkBounds {
             if byte == UInt8(ascii: "/") { depth += 1 }
             length += 1
         }
-        let name = path.utf8.split(separator: UInt8(ascii: "/")).last.map { String(decoding: $0, as: UTF8.self) } ?? path
+        // Only a refusal names the item: a walk checks every item of the store.
+        var name: String { path.utf8.split(separator: UInt8(ascii: "/")).last.map { String(decoding: $0, as: UTF8.self) } ?? path }
         if depth > maximumDepth {
             return
                 "\(name.debugDescription) is \(depth) folders deep; the limit is \(maximumDepth) (a folder that contains itself?), so nothing below was walked"
