@@ -66,6 +66,19 @@ public final class ProcessExit: @unchecked Sendable {
         }
     }
 
+    /// How the process ended (its exit status, or the signal that ended it), or `nil` while it
+    /// runs. Foundation's `terminationStatus` and `terminationReason` trap (a precondition)
+    /// when read before the end: a test that gave up waiting reads this instead.
+    public var termination: (status: Int32, signaled: Bool)? {
+        lock.lock()
+        let done = exited
+        lock.unlock()
+        guard done else { return nil }
+        settle()
+        guard !process.isRunning else { return nil }
+        return (process.terminationStatus, process.terminationReason == .uncaughtSignal)
+    }
+
     /// Waits at most `seconds`; returns whether the process exited.
     public func wait(seconds: Double) -> Bool {
         lock.lock()

@@ -234,11 +234,15 @@ import Testing
             kill(process.processIdentifier, SIGKILL)
             _ = await wait(exited, upTo: 60)
         }
-        try errorHandle.close()
+        // The error file's handle is ProcessExit's to close (it does when the process ends).
         let seconds = Date().timeIntervalSince(start)
         let stderr = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
+        // Still running a minute after SIGKILL: reported as such, never read as ended
+        // (Foundation traps when asked for the status of a running process).
+        let termination = exited.termination
+        #expect(termination != nil, "\(arguments) still runs a minute after SIGKILL")
         return Attempt(
-            killed: killed && process.terminationReason == .uncaughtSignal, killSent: killed, status: process.terminationStatus,
+            killed: killed && termination?.signaled == true, killSent: killed, status: termination?.status ?? -1,
             stderr: stderr, seconds: seconds)
     }
 }

@@ -135,8 +135,11 @@ final class StartedProgram: @unchecked Sendable {
             unlink(outputPath)
             unlink(errorPath)
         }
+        // A program still running after SIGKILL (stuck in the kernel) is reported, never read
+        // as ended: Foundation traps when asked for the status of a running process.
+        let termination = exit.termination
         return ProgramOutcome(
-            status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
+            status: termination?.status ?? -1, signaled: termination?.signaled ?? false,
             output: FileManager.default.contents(atPath: outputPath) ?? Data(),
             errorText: (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "", timedOut: !ended)
     }
