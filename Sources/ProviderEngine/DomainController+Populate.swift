@@ -87,8 +87,12 @@ extension DomainController {
         let parents = Set(paths).sorted()
         if parents.isEmpty { return }
         // Nothing to do (the usual case) needs no lock.
-        var dataless: [String] = []
-        for parent in parents where try store.item(domainID: domainID, path: parent)?.isDataless ?? true { dataless.append(parent) }
+        let (store, domainID) = (self.store, self.domainID)
+        let dataless = try await blocking { () throws(FileProviderError) -> [String] in
+            var dataless: [String] = []
+            for parent in parents where try store.item(domainID: domainID, path: parent)?.isDataless ?? true { dataless.append(parent) }
+            return dataless
+        }
         if dataless.isEmpty { return }
         let lock = try await lockForSync(events: nil)
         defer { withExtendedLifetime(lock) {} }
@@ -102,7 +106,9 @@ extension DomainController {
     /// - Throws: `noSuchItem` when the database has no folder at `path`; `localIOFailure` when
     ///   the replica or the database cannot be written.
     func populateFolder(_ path: String, ancestors: Bool) async throws(FileProviderError) {
-        guard var folder = try store.item(domainID: domainID, path: path), folder.kind == .folder else {
+        let (store, domainID) = (self.store, self.domainID)
+        let found = try await blocking { () throws(FileProviderError) in try store.item(domainID: domainID, path: path) }
+        guard var folder = found, folder.kind == .folder else {
             throw FileProviderError(
                 .noSuchItem,
                 "no folder at \(display(path)); run 'fileproviderctl sync \(domain.name)' to refresh")
@@ -111,7 +117,8 @@ extension DomainController {
         if ancestors && !path.isEmpty {
             try await populateFolder(Self.split(path).parent, ancestors: true)
         }
-        let children = try store.children(domainID: domainID, parent: folder.identifier)
+        let parent = folder.identifier
+        let children = try await blocking { () throws(FileProviderError) in try store.children(domainID: domainID, parent: parent) }
         let replica = self.replica
         let folders = children.filter { $0.kind == .folder }
         // Folders first, downloads adopted, and local files that are in the way moved aside.
@@ -156,14 +163,17 @@ extension DomainController {
         upserts += adopted
         folder.isDataless = false
         upserts.append(folder)
-        try store.apply(domainID: domainID, upserts: upserts, deletions: [])
-        for (path, kept) in collisions {
-            try store.recordConflict(
-                ConflictRecord(
-                    domainID: domainID, path: path, keptPath: kept, kind: "nameCollision",
-                    details:
-                        "a local item had the name of an item of a folder that was not populated yet; it was renamed"
-                ))
+        // The records and the name collisions, in one job on the engine's threads.
+        try await blocking { [upserts] () throws(FileProviderError) in
+            try store.apply(domainID: domainID, upserts: upserts, deletions: [])
+            for (path, kept) in collisions {
+                try store.recordConflict(
+                    ConflictRecord(
+                        domainID: domainID, path: path, keptPath: kept, kind: "nameCollision",
+                        details:
+                            "a local item had the name of an item of a folder that was not populated yet; it was renamed"
+                    ))
+            }
         }
     }
 
