@@ -17,6 +17,10 @@ extension DomainController {
     /// them are still dataless.
     /// Never throws: each path's outcome says whether it worked.
     public func populate(paths: [String], recursive: Bool) async -> [ItemOutcome] {
+        await PoolCheck.during("populate") { await populating(paths: paths, recursive: recursive) }
+    }
+
+    private func populating(paths: [String], recursive: Bool) async -> [ItemOutcome] {
         let lock: DomainLock
         do throws(FileProviderError) {
             lock = try await lockForSync(events: nil)
@@ -29,7 +33,7 @@ extension DomainController {
             for path in paths {
                 do throws(FileProviderError) {
                     if Task.isCancelled { throw Self.notStarted }
-                    let target = try record(at: path)
+                    let target = try await blocking { [self] () throws(FileProviderError) in try record(at: path) }
                     try await finishing { [self] () async throws(FileProviderError) in
                         try await populateFolder(target.kind == .folder ? path : Self.split(path).parent, ancestors: true)
                     }

@@ -85,6 +85,15 @@ extension DomainController {
         events: EventHandler? = nil, upload: Bool = true, settleSeconds: Double = 0,
         populationBudget: Int = DomainController.defaultPopulationBudget, changes: ChangedFolders? = nil
     ) async throws(FileProviderError) -> SyncReport {
+        try await PoolCheck.during("sync") { () async throws(FileProviderError) -> SyncReport in
+            try await syncing(
+                events: events, upload: upload, settleSeconds: settleSeconds, populationBudget: populationBudget, changes: changes)
+        }
+    }
+
+    private func syncing(
+        events: EventHandler?, upload: Bool, settleSeconds: Double, populationBudget: Int, changes: ChangedFolders?
+    ) async throws(FileProviderError) -> SyncReport {
         try await blocking { [self] () throws(FileProviderError) in try checkConnected() }
         // Across processes (and tasks of this one) first, then the tree; populating takes them
         // in the same order.

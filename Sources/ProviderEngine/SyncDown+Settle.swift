@@ -14,7 +14,11 @@ extension SyncDown {
             // A change feed names a deleted folder, not always what was in it.
             var known = Set(gone.map(\.identifier))
             for folder in gone where folder.kind == .folder {
-                for record in try store.descendants(domainID: domainID, of: folder.path)
+                let (store, domainID) = (self.store, self.domainID)
+                let below = try await context.blocking { () throws(FileProviderError) in
+                    try store.descendants(domainID: domainID, of: folder.path)
+                }
+                for record in below
                 where !pass.movedIn.contains(record.identifier) && known.insert(record.identifier).inserted {
                     gone.append(record)
                 }

@@ -75,12 +75,9 @@ struct PoolUseTests {
         #expect(uses == 0, "\(uses) blocking calls on the pool")
     }
 
-    /// One call remains: settling reads what was below a folder the feed names as deleted in
-    /// one query on the pool (`SyncDown.settle`, which the work on whole-subtree memory moves
-    /// to pages read on the engine's threads; then this is 0).
-    @Test func syncDownFromAChangeFeedMakesAtMostOneBlockingCallOnThePool() async throws {
+    @Test func syncDownFromAChangeFeedMakesNoBlockingCallOnThePool() async throws {
         let uses = try await Self.poolUses(files: 12, feed: true)
-        #expect(uses <= 1, "\(uses) blocking calls on the pool")
+        #expect(uses == 0, "\(uses) blocking calls on the pool")
     }
 }
 
