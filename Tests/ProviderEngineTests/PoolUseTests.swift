@@ -70,6 +70,22 @@ struct PoolUseTests {
         }
     }
 
+    /// Strict mode (on for these tests): a blocking call on the pool inside an engine
+    /// operation records an issue; outside one, or exempt, it does not.
+    @Test func strictModeFailsABlockingCallOnThePoolInsideAnOperation() async throws {
+        try await Fixture.with { f in
+            let controller = try await f.addDomain()
+            let replica = controller.replica
+            await withKnownIssue {
+                await PoolCheck.during("a test's operation") { _ = replica.fingerprint(atPath: replica.path("")) }
+            }
+            _ = replica.fingerprint(atPath: replica.path(""))
+            await PoolCheck.during("a test's operation") {
+                PoolCheck.exempt { _ = replica.fingerprint(atPath: replica.path("")) }
+            }
+        }
+    }
+
     @Test func syncDownMakesNoBlockingCallOnThePool() async throws {
         let uses = try await Self.poolUses(files: 12)
         #expect(uses == 0, "\(uses) blocking calls on the pool")
