@@ -91,6 +91,16 @@ public final class BlockingExecutor: @unchecked Sendable {
     ///   the executor is shut down.
     public func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws(FileProviderError) -> T {
         if Task.isCancelled { throw FileProviderError(.cancelled, "cancelled") }
+        return try await runEvenIfCancelled(body)
+    }
+
+    /// Runs `body` on one of the executor's threads and returns its result, also when the task
+    /// is cancelled: for short steps a cancelled operation still takes (a check before it
+    /// starts, recording its outcome), which must not run on the cooperative pool instead.
+    ///
+    /// - Throws: what `body` throws, as `FileProviderError` (other errors are wrapped as
+    ///   `localIOFailure`); `cancelled` when the executor is shut down.
+    public func runEvenIfCancelled<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws(FileProviderError) -> T {
         let result: Result<T, FileProviderError> = await withCheckedContinuation { continuation in
             let accepted = enqueue {
                 do {

@@ -137,7 +137,9 @@ final class DatalessWatcher: @unchecked Sendable {
         let populate = self.populate
         Task { [self] in
             // Populated: later opens need not wait. A failure keeps the mark: the next open tries again.
-            if await populate(domain, relative) { _ = fp_fanotify_mark_folder(fd, path, 0) }
+            if await PoolCheck.during("population on open", { await populate(domain, relative) }) {
+                _ = fp_fanotify_mark_folder(fd, path, 0)
+            }
             _ = allow()
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + Self.holdLimit) {

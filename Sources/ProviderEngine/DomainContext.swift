@@ -19,6 +19,14 @@ struct DomainContext: Sendable {
     /// The engine's threads for blocking work (files, SQLite scans); never the cooperative pool.
     let executor: BlockingExecutor
 
+    /// Runs a short blocking step (database reads and writes, replica checks) on ``executor``,
+    /// never on the cooperative pool; it runs also when the task is cancelled, as the same step
+    /// run inline would (use `executor.run` for work a cancellation should not start).
+    /// - Throws: what `body` throws.
+    func blocking<T: Sendable>(_ body: @escaping @Sendable () throws(FileProviderError) -> T) async throws(FileProviderError) -> T {
+        try await executor.runEvenIfCancelled { () throws -> T in try body() }
+    }
+
     /// `DOMAIN:/path` of a relative path, exactly: for outcomes, JSON and keys.
     func location(_ path: String) -> String { "\(domain.name):/\(path)" }
 

@@ -68,8 +68,9 @@ extension DomainController {
     /// last error; a failure sets the last error and, when its code's reaction is
     /// `backOffDomain`, counts the failure and sets the next retry time with ``backoffPolicy``.
     /// Database errors are ignored: the sync's own outcome matters more.
-    func recordSyncOutcome(_ error: FileProviderError?) {
-        ProviderManager.recordOutcome(error, domainID: domainID, store: store, policy: backoffPolicy)
+    func recordSyncOutcome(_ error: FileProviderError?) async {
+        let (domainID, store, policy) = (self.domainID, self.store, backoffPolicy)
+        _ = try? await blocking { ProviderManager.recordOutcome(error, domainID: domainID, store: store, policy: policy) }
     }
 }
 

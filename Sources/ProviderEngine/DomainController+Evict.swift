@@ -14,6 +14,10 @@ extension DomainController {
     /// never throws. When the task is cancelled, the files evicted so far are recorded and
     /// every other one gets a `cancelled` outcome.
     public func evict(paths: [String], recursive: Bool) async -> [ItemOutcome] {
+        await PoolCheck.during("evict") { await evicting(paths: paths, recursive: recursive) }
+    }
+
+    private func evicting(paths: [String], recursive: Bool) async -> [ItemOutcome] {
         var outcomes: [ItemOutcome] = []
         // The records named and the policies, in one job on the executor.
         let targets: Targets

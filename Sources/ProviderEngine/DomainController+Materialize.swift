@@ -15,6 +15,10 @@ extension DomainController {
     /// `providerDomainTemporarilyUnavailable` while the domain is disconnected (`domain
     /// disconnect`: nothing is fetched from its store until it is connected again).
     public func materialize(paths: [String], recursive: Bool, events: EventHandler? = nil) async -> [ItemOutcome] {
+        await PoolCheck.during("materialize") { await materializing(paths: paths, recursive: recursive, events: events) }
+    }
+
+    private func materializing(paths: [String], recursive: Bool, events: EventHandler?) async -> [ItemOutcome] {
         do {
             _ = try await executor.run { () throws(FileProviderError) -> Bool in
                 try self.checkConnected()
@@ -41,7 +45,10 @@ extension DomainController {
                 if target.kind == .folder && recursive {
                     outcomes += await materializeSubtree(of: target.path, events: events)
                 } else if target.kind == .folder {
-                    files += try store.children(domainID: domainID, parent: target.identifier).filter { $0.kind == .file }
+                    let (store, domainID) = (self.store, self.domainID)
+                    files += try await blocking { () throws(FileProviderError) in
+                        try store.children(domainID: domainID, parent: target.identifier)
+                    }.filter { $0.kind == .file }
                     folders.append(path)
                 } else if target.kind == .symlink {
                     outcomes.append(

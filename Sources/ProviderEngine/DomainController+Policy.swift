@@ -85,6 +85,12 @@ extension DomainController {
     public func setPolicy(_ policy: ContentPolicy?, paths: [String], events: EventHandler? = nil) async -> (
         changes: [PolicyChange], outcomes: [ItemOutcome]
     ) {
+        await PoolCheck.during("setPolicy") { await settingPolicy(policy, paths: paths, events: events) }
+    }
+
+    private func settingPolicy(_ policy: ContentPolicy?, paths: [String], events: EventHandler?) async -> (
+        changes: [PolicyChange], outcomes: [ItemOutcome]
+    ) {
         var outcomes: [ItemOutcome] = []
         var named: [(path: String, kind: ItemKind, cleared: [String])] = []
         // Every path's policy, then the policies as they are now, in one job on the executor.
@@ -264,7 +270,10 @@ extension DomainController {
         var keep: [ItemRecord] = []
         var updated: [ItemRecord] = []
         var log: [EvictionRecord] = []
-        let partial = replica.layout == .dataless ? ((try? store.partiallyPresent(domainID: domainID)) ?? [:]) : [:]
+        let (store, domainID) = (self.store, self.domainID)
+        let partial =
+            replica.layout == .dataless
+            ? ((try? await blocking { () throws(FileProviderError) in try store.partiallyPresent(domainID: domainID) }) ?? [:]) : [:]
         for record in records {
             do {
                 updated.append(try await evictFile(record))
@@ -281,9 +290,11 @@ extension DomainController {
                 report.notices.append("\(display(record.path)): not evicted after its change in the store: \(error.message)")
             }
         }
-        do {
-            try store.apply(domainID: domainID, upserts: updated, deletions: [])
-            try store.recordEvictions(log)
+        do throws(FileProviderError) {
+            try await blocking { [store, domainID, updated, log] () throws(FileProviderError) in
+                try store.apply(domainID: domainID, upserts: updated, deletions: [])
+                try store.recordEvictions(log)
+            }
         } catch {
             report.notices.append("\(display("")): \(error.message)")
         }

@@ -17,6 +17,10 @@ extension DomainController {
     /// them are still dataless.
     /// Never throws: each path's outcome says whether it worked.
     public func populate(paths: [String], recursive: Bool) async -> [ItemOutcome] {
+        await PoolCheck.during("populate") { await populating(paths: paths, recursive: recursive) }
+    }
+
+    private func populating(paths: [String], recursive: Bool) async -> [ItemOutcome] {
         let lock: DomainLock
         do throws(FileProviderError) {
             lock = try await lockForSync(events: nil)
@@ -29,7 +33,7 @@ extension DomainController {
             for path in paths {
                 do throws(FileProviderError) {
                     if Task.isCancelled { throw Self.notStarted }
-                    let target = try record(at: path)
+                    let target = try await blocking { [self] () throws(FileProviderError) in try record(at: path) }
                     try await finishing { [self] () async throws(FileProviderError) in
                         try await populateFolder(target.kind == .folder ? path : Self.split(path).parent, ancestors: true)
                     }
@@ -87,8 +91,12 @@ extension DomainController {
         let parents = Set(paths).sorted()
         if parents.isEmpty { return }
         // Nothing to do (the usual case) needs no lock.
-        var dataless: [String] = []
-        for parent in parents where try store.item(domainID: domainID, path: parent)?.isDataless ?? true { dataless.append(parent) }
+        let (store, domainID) = (self.store, self.domainID)
+        let dataless = try await blocking { () throws(FileProviderError) -> [String] in
+            var dataless: [String] = []
+            for parent in parents where try store.item(domainID: domainID, path: parent)?.isDataless ?? true { dataless.append(parent) }
+            return dataless
+        }
         if dataless.isEmpty { return }
         let lock = try await lockForSync(events: nil)
         defer { withExtendedLifetime(lock) {} }
@@ -102,7 +110,9 @@ extension DomainController {
     /// - Throws: `noSuchItem` when the database has no folder at `path`; `localIOFailure` when
     ///   the replica or the database cannot be written.
     func populateFolder(_ path: String, ancestors: Bool) async throws(FileProviderError) {
-        guard var folder = try store.item(domainID: domainID, path: path), folder.kind == .folder else {
+        let (store, domainID) = (self.store, self.domainID)
+        let found = try await blocking { () throws(FileProviderError) in try store.item(domainID: domainID, path: path) }
+        guard var folder = found, folder.kind == .folder else {
             throw FileProviderError(
                 .noSuchItem,
                 "no folder at \(display(path)); run 'fileproviderctl sync \(domain.name)' to refresh")
@@ -111,7 +121,8 @@ extension DomainController {
         if ancestors && !path.isEmpty {
             try await populateFolder(Self.split(path).parent, ancestors: true)
         }
-        let children = try store.children(domainID: domainID, parent: folder.identifier)
+        let parent = folder.identifier
+        let children = try await blocking { () throws(FileProviderError) in try store.children(domainID: domainID, parent: parent) }
         let replica = self.replica
         let folders = children.filter { $0.kind == .folder }
         // Folders first, downloads adopted, and local files that are in the way moved aside.
@@ -156,14 +167,17 @@ extension DomainController {
         upserts += adopted
         folder.isDataless = false
         upserts.append(folder)
-        try store.apply(domainID: domainID, upserts: upserts, deletions: [])
-        for (path, kept) in collisions {
-            try store.recordConflict(
-                ConflictRecord(
-                    domainID: domainID, path: path, keptPath: kept, kind: "nameCollision",
-                    details:
-                        "a local item had the name of an item of a folder that was not populated yet; it was renamed"
-                ))
+        // The records and the name collisions, in one job on the engine's threads.
+        try await blocking { [upserts] () throws(FileProviderError) in
+            try store.apply(domainID: domainID, upserts: upserts, deletions: [])
+            for (path, kept) in collisions {
+                try store.recordConflict(
+                    ConflictRecord(
+                        domainID: domainID, path: path, keptPath: kept, kind: "nameCollision",
+                        details:
+                            "a local item had the name of an item of a folder that was not populated yet; it was renamed"
+                    ))
+            }
         }
     }
 

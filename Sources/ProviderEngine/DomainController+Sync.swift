@@ -85,7 +85,16 @@ extension DomainController {
         events: EventHandler? = nil, upload: Bool = true, settleSeconds: Double = 0,
         populationBudget: Int = DomainController.defaultPopulationBudget, changes: ChangedFolders? = nil
     ) async throws(FileProviderError) -> SyncReport {
-        try checkConnected()
+        try await PoolCheck.during("sync") { () async throws(FileProviderError) -> SyncReport in
+            try await syncing(
+                events: events, upload: upload, settleSeconds: settleSeconds, populationBudget: populationBudget, changes: changes)
+        }
+    }
+
+    private func syncing(
+        events: EventHandler?, upload: Bool, settleSeconds: Double, populationBudget: Int, changes: ChangedFolders?
+    ) async throws(FileProviderError) -> SyncReport {
+        try await blocking { [self] () throws(FileProviderError) in try checkConnected() }
         // Across processes (and tasks of this one) first, then the tree; populating takes them
         // in the same order.
         let lock = try await lockForSync(events: events)
@@ -108,10 +117,10 @@ extension DomainController {
             } catch where error.code == .cancelled && Task.isCancelled {
                 throw FileProviderError(.cancelled, Self.interruptionSummary(report, whilePulling: pulling))
             } catch {
-                recordSyncOutcome(error)
+                await recordSyncOutcome(error)
                 throw error
             }
-            recordSyncOutcome(nil)
+            await recordSyncOutcome(nil)
             report.seconds = Date().timeIntervalSince(started)
             return report
         }
@@ -147,8 +156,8 @@ extension DomainController {
     /// - Throws: `providerDomainTemporarilyUnavailable` when it is not; `localIOFailure` when
     ///   the database fails.
     func checkReplicaRoot() async throws(FileProviderError) {
-        let knowsItems = try store.itemCount(domainID: domainID) > 1
-        let (replica, name) = (self.replica, domain.name)
+        let (replica, name, store, domainID) = (self.replica, domain.name, self.store, self.domainID)
+        let knowsItems = try await blocking { () throws(FileProviderError) in try store.itemCount(domainID: domainID) > 1 }
         try await executor.run { try replica.checkRoot(domain: name, knowsItems: knowsItems) }
     }
 

@@ -15,14 +15,14 @@ extension DomainController {
     ///   unfinished.
     func lockForSync(events: EventHandler?) async throws(FileProviderError) -> DomainLock {
         let lock = try await waitForSyncLock(events: events)
-        try checkModeIsCurrent()
+        try await blocking { [self] () throws(FileProviderError) in try checkModeIsCurrent() }
         return lock
     }
 
     /// Checks that the domain is still in the replica mode this controller was made for and no
     /// conversion of it is unfinished: a conversion (``ProviderManager/convertDomain(named:to:events:)``,
     /// which holds the sync lock) moves the files to another folder, and a scan of the old one
-    /// would take every file for deleted.
+    /// would take every file for deleted. Blocking.
     /// - Throws: `providerDomainTemporarilyUnavailable` saying what to do; `localIOFailure` when
     ///   the database fails.
     func checkModeIsCurrent() throws(FileProviderError) {

@@ -20,23 +20,30 @@ extension DomainController {
     ///   image; `invalidArgument` for a `size` outside 1...4096; what materializing throws
     ///   (`serverUnreachable`, `unsyncedEdits`, …).
     public func thumbnail(at path: String, size: Int = Thumbnailer.defaultSize) async throws(FileProviderError) -> Data {
+        try await PoolCheck.during("thumbnail") { () async throws(FileProviderError) -> Data in
+            try await makingThumbnail(at: path, size: size)
+        }
+    }
+
+    private func makingThumbnail(at path: String, size: Int) async throws(FileProviderError) -> Data {
         guard (1...Thumbnailer.maximumSize).contains(size) else {
             throw FileProviderError(.invalidArgument, "a thumbnail size must be 1 to \(Thumbnailer.maximumSize) pixels, not \(size)")
         }
-        let target = try record(at: path)
+        let target = try await blocking { [self] () throws(FileProviderError) in try record(at: path) }
         guard target.kind == .file else {
             throw FileProviderError(.notSupported, "\(display(path)) is a \(target.kind.rawValue); only files have thumbnails")
         }
-        if let cached = try store.thumbnail(
-            domainID: domainID, identifier: target.identifier, contentVersion: target.contentVersion, size: size)
-        {
+        let (store, domainID) = (self.store, self.domainID)
+        if let cached = try await blocking({ () throws(FileProviderError) in
+            try store.thumbnail(domainID: domainID, identifier: target.identifier, contentVersion: target.contentVersion, size: size)
+        }) {
             return cached
         }
         if backend.capabilities.supportsThumbnails {
             let fetched = await fetchFromBackend(target, size: size)
             switch fetched {
             case .success(let data):
-                try cache(data, of: target, size: size)
+                try await cache(data, of: target, size: size)
                 return data
             case .failure(let error):
                 // The store may decline an image (a size its server cannot make): make it here.
@@ -58,25 +65,25 @@ extension DomainController {
         imageContentTypes.contains(record.contentType) || record.filename.lowercased().hasSuffix(".webp")
     }
 
-    private func cache(_ data: Data, of record: ItemRecord, size: Int) throws(FileProviderError) {
-        try store.saveThumbnail(
-            ThumbnailRecord(
-                domainID: domainID, identifier: record.identifier.rawValue, contentVersion: record.contentVersion, size: size,
-                data: data))
+    private func cache(_ data: Data, of record: ItemRecord, size: Int) async throws(FileProviderError) {
+        let thumbnail = ThumbnailRecord(
+            domainID: domainID, identifier: record.identifier.rawValue, contentVersion: record.contentVersion, size: size, data: data)
+        let store = self.store
+        try await blocking { () throws(FileProviderError) in try store.saveThumbnail(thumbnail) }
     }
 
     /// Makes a thumbnail from the replica's copy, materializing it first.
     private func localThumbnail(of record: ItemRecord, size: Int) async throws(FileProviderError) -> Data {
         let path = record.path
-        let file = replica.path(path)
-        let present = replica.fingerprint(atPath: file)
+        let (file, replica) = (self.replica.path(path), self.replica)
+        let present = try await blocking { replica.fingerprint(atPath: file) }
         if record.state != .materialized || record.isOutdated || present == nil {
             if let failure = await materialize(paths: [path], recursive: false).compactMap(\.error).first {
                 throw failure
             }
         }
-        let current = try self.record(at: path)
-        let edited = try await executor.run { [self] in
+        let current = try await blocking { [self] () throws(FileProviderError) in try self.record(at: path) }
+        let edited = try await executor.run {
             replica.fingerprint(atPath: file).map { replica.hasLocalChanges(current, $0) } ?? false
         }
         let label = display(path)
@@ -87,7 +94,7 @@ extension DomainController {
             }
             return try made.get()
         }
-        if !edited { try cache(data, of: current, size: size) }
+        if !edited { try await cache(data, of: current, size: size) }
         return data
     }
 }

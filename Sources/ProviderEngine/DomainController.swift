@@ -100,6 +100,13 @@ public final class DomainController: Sendable {
         syncUp = SyncUp(context: context, downloader: downloader, ignoreRules: IgnoreRules(extra: domain.ignoreList))
     }
 
+    /// Runs a short blocking step on the engine's executor, also when the task is cancelled
+    /// (``DomainContext/blocking(_:)``).
+    /// - Throws: what `body` throws.
+    func blocking<T: Sendable>(_ body: @escaping @Sendable () throws(FileProviderError) -> T) async throws(FileProviderError) -> T {
+        try await context.blocking(body)
+    }
+
     private static func sameDevice(_ a: String, _ b: String) -> Bool {
         var first = stat()
         var second = stat()

@@ -316,7 +316,8 @@ final class Downloader: Sendable {
             try place(record, item, staging: staging)
         }
         if checkpoint != nil || resumeFrom > 0 || record.size >= Self.checkpointThreshold {
-            try? store.removeCheckpoint(domainID: domainID, identifier: record.identifier)
+            let (store, domainID) = (self.store, self.domainID)
+            _ = try? await executor.runEvenIfCancelled { try store.removeCheckpoint(domainID: domainID, identifier: record.identifier) }
         }
         report(0, .finished)
         return updated

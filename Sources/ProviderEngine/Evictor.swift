@@ -71,6 +71,10 @@ public final class Evictor: Sendable {
     ///   database fails; `cancelled` when the task is cancelled (what was evicted is recorded).
     ///   A file that cannot be evicted is a notice of the pass, not an error.
     public func run() async throws(FileProviderError) -> EvictionPass {
+        try await PoolCheck.during("eviction") { () async throws(FileProviderError) -> EvictionPass in try await evicting() }
+    }
+
+    private func evicting() async throws(FileProviderError) -> EvictionPass {
         let manager = self.manager
         let names = domains
         // Uses this process collected and has not written yet (a file fetched a moment ago) must

@@ -46,7 +46,7 @@ struct FolderPlacer: Sendable {
             if mustHold || pass.isPinned(folder.path) {
                 try await pass.flush(to: context, wait: true)
                 try await populateFolder(folder.path)
-                folder = try store.item(domainID: domainID, identifier: folder.identifier) ?? folder
+                folder = try await stored(folder)
                 (populated, populatedBefore) = (true, true)
             } else if withinBudget {
                 // A new folder: the feed brings all its items.
@@ -69,7 +69,7 @@ struct FolderPlacer: Sendable {
                     try await pass.flush(to: context, wait: true)
                     try await populateFolder(DomainController.split(folder.path).parent)
                     visit.isOnDisk = true
-                    folder = try store.item(domainID: domainID, identifier: folder.identifier) ?? folder
+                    folder = try await stored(folder)
                 }
                 if withinBudget && !mustHold && !pinned { pass.budget -= entries.count }
                 populated = true
@@ -220,6 +220,16 @@ struct FolderPlacer: Sendable {
             if record.kind == .folder { record.isDataless = true }
         case (false, false):
             if record.kind == .folder { record.isDataless = true }
+        }
+    }
+
+    /// A folder's record as the database has it now (after a population), read on the engine's
+    /// threads; the record given when the database has none.
+    /// - Throws: `localIOFailure` when the database fails.
+    private func stored(_ folder: ItemRecord) async throws(FileProviderError) -> ItemRecord {
+        let (store, domainID) = (self.store, self.domainID)
+        return try await context.blocking { () throws(FileProviderError) in
+            try store.item(domainID: domainID, identifier: folder.identifier) ?? folder
         }
     }
 

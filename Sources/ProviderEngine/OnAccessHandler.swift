@@ -231,7 +231,7 @@ public final class OnAccessHandler: @unchecked Sendable {
             // Made under the lock, so the task's own removal comes after its insertion.
             running.withLock { running in
                 running[id] = Task { [self] in
-                    await provide(event, resolution)
+                    await PoolCheck.during("on-access fill") { await provide(event, resolution) }
                     _ = self.running.withLock { $0.removeValue(forKey: id) }
                 }
             }
@@ -447,18 +447,21 @@ public final class OnAccessHandler: @unchecked Sendable {
         let id = UUID()
         running.withLock { running in
             running[id] = Task { [self] in
-                do throws(FileProviderError) {
-                    let controller = try await manager.controller(for: entry.name)
-                    let record = try await item(entry, path: relative, key: key, descriptor: -1)
-                    try await hydrator.modified(record, key: access.key, changeTime: access.changeTime, downloader: controller.downloader)
-                    // Whole now, with the program's bytes: send the edit (the watcher ignored the
-                    // file's writes while it was being fetched).
-                    await synchronize?(entry.name, relative)
-                } catch {
-                    logger.error(
-                        "\(entry.name): \(TerminalText.quoted(relative)): written by process \(event.processIdentifier) while partly fetched; not completed: \(error.message)"
-                    )
-                    await recordFailure(error, domainID: entry.domainID, path: relative)
+                await PoolCheck.during("on-access write") {
+                    do throws(FileProviderError) {
+                        let controller = try await manager.controller(for: entry.name)
+                        let record = try await item(entry, path: relative, key: key, descriptor: -1)
+                        try await hydrator.modified(
+                            record, key: access.key, changeTime: access.changeTime, downloader: controller.downloader)
+                        // Whole now, with the program's bytes: send the edit (the watcher ignored the
+                        // file's writes while it was being fetched).
+                        await synchronize?(entry.name, relative)
+                    } catch {
+                        logger.error(
+                            "\(entry.name): \(TerminalText.quoted(relative)): written by process \(event.processIdentifier) while partly fetched; not completed: \(error.message)"
+                        )
+                        await recordFailure(error, domainID: entry.domainID, path: relative)
+                    }
                 }
                 _ = self.running.withLock { $0.removeValue(forKey: id) }
             }

@@ -41,7 +41,18 @@ extension ProviderManager {
     public func setBackendOptions(
         ofDomain name: String, _ values: [String: String], removing: [String] = []
     ) async throws(FileProviderError) -> DomainRecord {
-        let domain = try domain(named: name)
+        try await PoolCheck.during("domain set") { () async throws(FileProviderError) -> DomainRecord in
+            try await settingBackendOptions(ofDomain: name, values, removing: removing)
+        }
+    }
+
+    private func settingBackendOptions(
+        ofDomain name: String, _ values: [String: String], removing: [String]
+    ) async throws(FileProviderError) -> DomainRecord {
+        let store = self.store
+        let (domain, others) = try await blocking { [self] () throws(FileProviderError) in
+            (try self.domain(named: name), try store.domains())
+        }
         guard let id = domain.id else { throw FileProviderError(.providerDomainNotFound, "domain \(name) has no id") }
         let descriptor = try descriptor(of: domain)
         let values = descriptor.normalizingPaths(values)
@@ -59,7 +70,7 @@ extension ProviderManager {
         if let backing = try? backingURL(of: domain) {
             folders.append((backing.path, "the backing folder \(backing.path)", "choose a store path outside it"))
         }
-        for other in try store.domains() where other.id != id {
+        for other in others where other.id != id {
             folders.append((other.replicaPath, "the replica of domain '\(other.name)'", "choose a store path outside it"))
         }
         try Self.checkStorePaths(descriptor: descriptor, configuration: configuration, apartFrom: folders)
@@ -82,9 +93,9 @@ extension ProviderManager {
         let stored = descriptor.redacted(configuration).values.filter { key, _ in
             descriptor.options.first { $0.name == key }?.isSecret != true
         }
-        try store.setOptions(domainID: id, stored)
+        try await blocking { () throws(FileProviderError) in try store.setOptions(domainID: id, stored) }
         if let controller = controllers.withLock({ $0.removeValue(forKey: name) }) { await controller.close() }
-        return try self.domain(named: name)
+        return try await blocking { [self] () throws(FileProviderError) in try self.domain(named: name) }
     }
 
     /// Checks ignore patterns: none empty, none with a line break (they are stored one per line).

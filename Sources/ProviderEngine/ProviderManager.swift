@@ -138,6 +138,18 @@ public final class ProviderManager: Sendable {
         name: String, kind: String, options: [String: String], replicaPath: String?, ignorePatterns: [String],
         mode: ReplicaMode, cacheBudget: Int64?, hydration: Hydration?, adopting: Bool
     ) async throws(FileProviderError) -> (record: DomainRecord, adopted: AdoptionSummary?) {
+        try await PoolCheck.during("domain add") {
+            () async throws(FileProviderError) -> (record: DomainRecord, adopted: AdoptionSummary?) in
+            try await adding(
+                name: name, kind: kind, options: options, replicaPath: replicaPath, ignorePatterns: ignorePatterns, mode: mode,
+                cacheBudget: cacheBudget, hydration: hydration, adopting: adopting)
+        }
+    }
+
+    private func adding(
+        name: String, kind: String, options: [String: String], replicaPath: String?, ignorePatterns: [String],
+        mode: ReplicaMode, cacheBudget: Int64?, hydration: Hydration?, adopting: Bool
+    ) async throws(FileProviderError) -> (record: DomainRecord, adopted: AdoptionSummary?) {
         try Self.validateDomainName(name)
         try Self.validateIgnorePatterns(ignorePatterns)
         if adopting && mode == .dataless {
@@ -145,7 +157,8 @@ public final class ProviderManager: Sendable {
                 .invalidArgument, "a dataless domain cannot adopt a replica folder; add it in placeholder-files mode, then convert it")
         }
         if let cacheBudget, cacheBudget < 0 { throw FileProviderError(.invalidArgument, "a cache budget cannot be negative") }
-        if try store.domain(named: name) != nil {
+        let store = self.store
+        if try await blocking({ () throws(FileProviderError) in try store.domain(named: name) }) != nil {
             throw FileProviderError(.filenameCollision, "a domain named '\(name)' exists already; pick another name or remove it first")
         }
         let descriptor = try registry.descriptor(for: kind)
@@ -156,8 +169,12 @@ public final class ProviderManager: Sendable {
         )
         .standardizedFileURL.resolvingSymlinksInPath()
         let backing = mode == .dataless ? try backingURL(forDomainNamed: name) : nil
-        try checkReplicaLocation(replica, backing: backing, descriptor: descriptor, configuration: configuration, mayHoldFiles: adopting)
-        if let backing { try checkDatalessLocation(replica: replica, backing: backing) }
+        // The other domains' folders, the replica folder's contents: on the engine's threads.
+        try await blocking { [self] () throws(FileProviderError) in
+            try checkReplicaLocation(
+                replica, backing: backing, descriptor: descriptor, configuration: configuration, mayHoldFiles: adopting)
+            if let backing { try checkDatalessLocation(replica: replica, backing: backing) }
+        }
 
         let backend: any Backend
         do {
@@ -175,7 +192,7 @@ public final class ProviderManager: Sendable {
         if !adopting { await backend.close() }
 
         do throws(FileProviderError) {
-            try makeFolders(replica: replica, backing: backing, domain: name)
+            try await blocking { [self] () throws(FileProviderError) in try makeFolders(replica: replica, backing: backing, domain: name) }
         } catch {
             await backend.close()
             throw error
@@ -190,13 +207,18 @@ public final class ProviderManager: Sendable {
         record.hydration = hydration ?? (mode == .dataless ? .progressive : .full)
         let domainID: Int64
         do throws(FileProviderError) {
-            record = try store.insertDomain(record)
+            let unsaved = record
+            record = try await blocking { () throws(FileProviderError) -> DomainRecord in
+                let record = try store.insertDomain(unsaved)
+                guard let id = record.id else { throw FileProviderError(.localIOFailure, "the domain was not saved") }
+                var rootRecord = ItemRecord(domainID: id, item: root, path: "")
+                rootRecord.identifier = .rootContainer
+                rootRecord.parentIdentifier = .rootContainer
+                try store.save(rootRecord)
+                return record
+            }
             guard let id = record.id else { throw FileProviderError(.localIOFailure, "the domain was not saved") }
             domainID = id
-            var rootRecord = ItemRecord(domainID: domainID, item: root, path: "")
-            rootRecord.identifier = .rootContainer
-            rootRecord.parentIdentifier = .rootContainer
-            try store.save(rootRecord)
         } catch {
             if adopting { await backend.close() }
             throw error
@@ -211,7 +233,7 @@ public final class ProviderManager: Sendable {
             return (record, summary)
         } catch {
             await backend.close()
-            try? store.deleteDomain(id: domainID)
+            _ = try? await blocking { () throws(FileProviderError) in try store.deleteDomain(id: domainID) }
             throw FileProviderError(error.code, "cannot take over the replica folder \(replica.path): \(error.message)")
         }
     }
@@ -327,7 +349,13 @@ public final class ProviderManager: Sendable {
     ///   `keepReplica` nor `force` is given; `cannotSynchronize` (nothing removed) for a dataless
     ///   domain that a running `serve` serves; `localIOFailure` when the database fails.
     public func removeDomain(named name: String, keepReplica: Bool, force: Bool = false) async throws(FileProviderError) {
-        let domain = try domain(named: name)
+        try await PoolCheck.during("domain remove") { () async throws(FileProviderError) in
+            try await removingDomain(named: name, keepReplica: keepReplica, force: force)
+        }
+    }
+
+    private func removingDomain(named name: String, keepReplica: Bool, force: Bool) async throws(FileProviderError) {
+        let domain = try await blocking { [self] () throws(FileProviderError) in try self.domain(named: name) }
         try checkNoUnfinishedConversion(name)
         let root = try replicaRoot(of: domain)
         // A served dataless domain's backing folder is mounted at its replica path, where
@@ -355,7 +383,7 @@ public final class ProviderManager: Sendable {
             await controller.close()
         }
         guard let id = domain.id else { return }
-        try store.deleteDomain(id: id)
+        try await blocking { [store] () throws(FileProviderError) in try store.deleteDomain(id: id) }
         let staging = home.appendingPathComponent("staging/\(id)")
         try await executor.run { self.removeFolders(of: domain, root: root, staging: staging, keepReplica: keepReplica) }
     }
@@ -387,9 +415,15 @@ public final class ProviderManager: Sendable {
     ///   have the domain's backend (``isBackendAvailable(for:)``; nothing is recorded on the
     ///   domain); what the backend's factory throws.
     public func controller(for name: String) async throws(FileProviderError) -> DomainController {
+        try await PoolCheck.during("controller") { () async throws(FileProviderError) -> DomainController in
+            try await makingController(for: name)
+        }
+    }
+
+    private func makingController(for name: String) async throws(FileProviderError) -> DomainController {
         try checkNoUnfinishedConversion(name)
         if let existing = controllers.withLock({ $0[name] }) { return existing }
-        let domain = try domain(named: name)
+        let domain = try await blocking { [self] () throws(FileProviderError) in try self.domain(named: name) }
         // A missing backend is no failure of the store: nothing is recorded on the domain.
         let descriptor = try descriptor(of: domain)
         let backend: any Backend
@@ -402,15 +436,28 @@ public final class ProviderManager: Sendable {
             }
         } catch {
             // A store that cannot be reached backs the domain off, as a failed sync does.
-            if let id = domain.id { Self.recordOutcome(error, domainID: id, store: store, policy: backoffPolicy) }
+            if let id = domain.id {
+                let (store, policy) = (self.store, backoffPolicy)
+                _ = try? await blocking { Self.recordOutcome(error, domainID: id, store: store, policy: policy) }
+            }
             throw error
         }
-        let controller = try DomainController(domain: domain, backend: backend, manager: self)
+        // Its folders (staging, the replica root's device) are made and checked on the engine's threads.
+        let controller = try await blocking { [self] () throws(FileProviderError) in
+            try DomainController(domain: domain, backend: backend, manager: self)
+        }
         return controllers.withLock { map in
             if let existing = map[name] { return existing }
             map[name] = controller
             return controller
         }
+    }
+
+    /// Runs a short blocking step (database, folders) on the engine's executor, never on the
+    /// cooperative pool, also when the task is cancelled (as the same step run inline would).
+    /// - Throws: what `body` throws.
+    func blocking<T: Sendable>(_ body: @escaping @Sendable () throws(FileProviderError) -> T) async throws(FileProviderError) -> T {
+        try await executor.runEvenIfCancelled { () throws -> T in try body() }
     }
 
     /// The controller of a domain if one was made already, else `nil` (never makes one).

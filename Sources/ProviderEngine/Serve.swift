@@ -89,13 +89,20 @@ public final class Server: Sendable {
     ///   written. Failures of single syncs are logged, recorded on the domain and retried; they
     ///   never end `run()`.
     public func run(ready: @Sendable () -> Void = {}) async throws(FileProviderError) {
-        var records: [DomainRecord] = []
-        for name in domains { records.append(try manager.domain(named: name)) }
+        try await PoolCheck.during("serve") { () async throws(FileProviderError) in try await serving(ready: ready) }
+    }
+
+    private func serving(ready: @Sendable () -> Void) async throws(FileProviderError) {
+        let (manager, domains) = (self.manager, self.domains)
+        let records = try await manager.blocking { () throws(FileProviderError) -> [DomainRecord] in
+            var records: [DomainRecord] = []
+            for name in domains { records.append(try manager.domain(named: name)) }
+            return records
+        }
         var locks: [DomainLock] = []
         for name in domains { locks.append(try DomainLock.acquire(home: manager.home, domain: name)) }
         defer { _ = locks }
 
-        let manager = self.manager
         // A dataless domain's files are in its backing folder: the engine watches and writes
         // there, never through the replica path (which the on-access handler marks).
         var roots: [String: String] = [:]
@@ -131,7 +138,7 @@ public final class Server: Sendable {
             for changes in changedFolders.values { changes.watchesIncomplete() }
         }
         await watcher?.start()
-        startPopulatingOnOpen(records)
+        await startPopulatingOnOpen(records)
         logger.info(
             "serving \(domains.joined(separator: ", ")): poll every \(Self.seconds(options.pollInterval)), settle \(Self.seconds(options.settleSeconds))"
         )
@@ -219,7 +226,10 @@ public final class Server: Sendable {
 
             // A disconnected domain syncs nothing until it is connected again: `domain connect`
             // signals serve; the next poll looks again too.
-            if let record = try? manager.domain(named: name), !record.isConnected {
+            let manager = self.manager
+            if let record = try? await manager.blocking({ () throws(FileProviderError) in try manager.domain(named: name) }),
+                !record.isConnected
+            {
                 if !state.disconnected {
                     state.disconnected = true
                     logger.notice("\(name): disconnected; not synced until 'fileproviderctl domain connect \(name)'")
@@ -237,7 +247,7 @@ public final class Server: Sendable {
             // A backing-off domain waits (a signal retries at once).
             var backoff: DomainBackoff?
             do {
-                backoff = try manager.backoff(ofDomain: name)
+                backoff = try await manager.blocking { () throws(FileProviderError) in try manager.backoff(ofDomain: name) }
             } catch {
                 logger.error("\(name): \(error.message)")
             }
@@ -310,9 +320,11 @@ public final class Server: Sendable {
             // shows in the counters): a sync that changed nothing leaves the marks as they are
             // (reading every dataless folder of a large domain and marking each one again was
             // most of what an idle poll cost).
-            let folders = (try? manager.store.summary(domainID: controller.domainID)).map { [$0.folders, $0.datalessFolders] }
+            let (store, domainID) = (manager.store, controller.domainID)
+            let folders = (try? await manager.blocking { () throws(FileProviderError) in try store.summary(domainID: domainID) })
+                .map { [$0.folders, $0.datalessFolders] }
             if report.added + report.updated + report.moved + report.deleted > 0 || folders == nil || folders != state.markedFolders {
-                watchDatalessFolders(of: controller.domain)
+                await watchDatalessFolders(of: controller.domain)
                 state.markedFolders = folders
             }
             for notice in report.notices { logger.warning("\(notice)") }
@@ -328,7 +340,10 @@ public final class Server: Sendable {
             state.backendMissing = true
         } catch {
             var line = "\(name): sync failed: \(error.message)"
-            if error.code.reaction == .backOffDomain, let backoff = try? manager.backoff(ofDomain: name) {
+            let manager = self.manager
+            if error.code.reaction == .backOffDomain,
+                let backoff = try? await manager.blocking({ () throws(FileProviderError) in try manager.backoff(ofDomain: name) })
+            {
                 line +=
                     "; backing off until \(Self.clock(backoff.nextRetryAt)) after \(backoff.failureCount) failure\(backoff.failureCount == 1 ? "" : "s")"
             }
@@ -372,7 +387,7 @@ public final class Server: Sendable {
     // MARK: Dataless folders
 
     /// Starts populating dataless folders when they are opened (see ``DatalessWatcher``).
-    private func startPopulatingOnOpen(_ records: [DomainRecord]) {
+    private func startPopulatingOnOpen(_ records: [DomainRecord]) async {
         do {
             let watcher = try DatalessWatcher(
                 populate: { [self] domain, path in
@@ -385,22 +400,23 @@ public final class Server: Sendable {
                         }
                     }
                     // Its subfolders are dataless: opening one populates it in turn.
-                    watchDatalessFolders(of: controller.domain)
+                    await watchDatalessFolders(of: controller.domain)
                     return worked
                 }, logger: logger)
             watcher.start()
             datalessWatcher.withLock { $0 = watcher }
-            for record in records { watchDatalessFolders(of: record) }
+            for record in records { await watchDatalessFolders(of: record) }
         } catch {
             logger.notice("\(error.message)")
         }
     }
 
     /// Marks a domain's dataless folders, so opening one populates it.
-    private func watchDatalessFolders(of domain: DomainRecord) {
+    private func watchDatalessFolders(of domain: DomainRecord) async {
         guard let watcher = datalessWatcher.withLock({ $0 }), let id = domain.id else { return }
         do {
-            let folders = try manager.store.datalessFolderPaths(domainID: id)
+            let store = manager.store
+            let folders = try await manager.blocking { () throws(FileProviderError) in try store.datalessFolderPaths(domainID: id) }
             let root = try manager.replicaRoot(of: domain).path
             watcher.watch(domain: domain.name, root: root, datalessFolders: folders)
         } catch {

@@ -46,10 +46,15 @@ extension SyncDown {
         for refused in changes.refused { report.notices.append("\(display("")): skipped an item: \(refused.message)") }
         let rootLength = replica.root.path.utf8.count
         let updated = Set(changes.updatedItems.map(\.identifier))
-        for identifier in changes.deletedIdentifiers where !updated.contains(identifier) && identifier != .rootContainer {
-            if let record = try store.item(domainID: domainID, identifier: identifier), !record.path.isEmpty {
-                pass.gone.append(record)
+        let deleted = changes.deletedIdentifiers.filter { !updated.contains($0) && $0 != .rootContainer }
+        let (store, domainID) = (self.store, self.domainID)
+        // The records of the deleted items, in one job on the engine's threads.
+        pass.gone += try await context.blocking { () throws(FileProviderError) in
+            var records: [ItemRecord] = []
+            for identifier in deleted {
+                if let record = try store.item(domainID: domainID, identifier: identifier), !record.path.isEmpty { records.append(record) }
             }
+            return records
         }
 
         // Folders placed in this batch, with whether they are in the replica and new.
@@ -72,15 +77,24 @@ extension SyncDown {
             var placed = false
             for (parent, items) in byParent {
                 // A folder whose own change waits in this batch (new, or moved) comes first.
-                var visit = folders[parent]
-                if visit == nil { visit = try storedVisit(of: parent, isNew: pass.newFolders.contains(parent)) }
-                guard !pendingFolders.contains(parent), let visit else {
+                // The folder and the items' records, in one job on the engine's threads.
+                let (known, isNew) = (folders[parent], pass.newFolders.contains(parent))
+                let (found, records) = try await context.blocking {
+                    [self] () throws(FileProviderError) -> (FolderVisit?, [ItemRecord?]) in
+                    var visit = known
+                    if visit == nil { visit = try storedVisit(of: parent, isNew: isNew) }
+                    guard !pendingFolders.contains(parent), let visit else { return (nil, []) }
+                    var records: [ItemRecord?] = []
+                    for item in items { records.append(try store.item(domainID: domainID, identifier: item.identifier)) }
+                    return (visit, records)
+                }
+                guard let visit = found else {
                     waiting += items
                     continue
                 }
                 placed = true
                 var entries: [FolderPlacer.Entry] = []
-                for var item in items {
+                for (var item, stored) in zip(items, records) {
                     let inRoot = visit.record.path.isEmpty
                     if let problem = DomainController.problem(withRemoteName: item.filename, inRoot: inRoot) {
                         report.notices.append("\(display(visit.record.path)): skipped an item: \(problem)")
@@ -88,7 +102,7 @@ extension SyncDown {
                     }
                     item.parentIdentifier = visit.record.identifier
                     let path = inRoot ? item.filename : visit.record.path + "/" + item.filename
-                    var old = try store.item(domainID: domainID, identifier: item.identifier)
+                    var old = stored
                     if let known = old, known.kind == .folder,
                         visit.record.path == known.path || visit.record.path.hasPrefix(known.path + "/")
                     {
@@ -120,7 +134,9 @@ extension SyncDown {
                 }
                 if !moved.isEmpty {
                     try await pass.flush(to: context, wait: true)
-                    for (from, to) in moved { try store.renameSubtree(domainID: domainID, from: from, to: to) }
+                    try await context.blocking { () throws(FileProviderError) in
+                        for (from, to) in moved { try store.renameSubtree(domainID: domainID, from: from, to: to) }
+                    }
                 }
             }
             if !placed {
@@ -134,6 +150,7 @@ extension SyncDown {
     }
 
     /// A stored folder as a place for items, or `nil` when the database has no such folder.
+    /// Blocking.
     private func storedVisit(of identifier: ItemIdentifier, isNew: Bool) throws(FileProviderError) -> FolderVisit? {
         guard let record = try store.item(domainID: domainID, identifier: identifier), record.kind == .folder else { return nil }
         if record.path.isEmpty { return FolderVisit(record: record, isOnDisk: true, isNew: false) }

@@ -14,7 +14,11 @@ extension SyncDown {
             // A change feed names a deleted folder, not always what was in it.
             var known = Set(gone.map(\.identifier))
             for folder in gone where folder.kind == .folder {
-                for record in try store.descendants(domainID: domainID, of: folder.path)
+                let (store, domainID) = (self.store, self.domainID)
+                let below = try await context.blocking { () throws(FileProviderError) in
+                    try store.descendants(domainID: domainID, of: folder.path)
+                }
+                for record in below
                 where !pass.movedIn.contains(record.identifier) && known.insert(record.identifier).inserted {
                     gone.append(record)
                 }
@@ -23,7 +27,11 @@ extension SyncDown {
             // What the walk never reached: the contents of folders that went away, and records
             // whose parent is no longer in the store.
             var known = Set(gone.map(\.identifier))
-            for record in try store.items(domainID: domainID, outside: pass.listedFolders) {
+            let (store, domainID, listed) = (self.store, self.domainID, pass.listedFolders)
+            let unreached = try await context.blocking { () throws(FileProviderError) in
+                try store.items(domainID: domainID, outside: listed)
+            }
+            for record in unreached {
                 if pass.movedIn.contains(record.identifier) || !known.insert(record.identifier).inserted {
                     continue
                 }
@@ -113,7 +121,9 @@ extension SyncDown {
             }
         }
         let written = Date()
-        try store.apply(domainID: domainID, upserts: upserts, deletions: deletions)
+        try await context.blocking { [store, domainID, upserts, deletions] () throws(FileProviderError) in
+            try store.apply(domainID: domainID, upserts: upserts, deletions: deletions)
+        }
         pass.databaseSeconds += Date().timeIntervalSince(written)
         report.notices.append(contentsOf: notices)
     }

@@ -83,23 +83,34 @@ extension SyncDown {
         async throws(FileProviderError)
     {
         let started = Date()
-        guard let root = try store.item(domainID: domainID, path: "") else {
+        let (store, domainID, hasChangeFeed) = (self.store, self.domainID, backend.capabilities.hasChangeFeed)
+        // What the pull starts from, in one job on the engine's threads.
+        let (found, policies, hadItems, storedAnchor) = try await context.blocking {
+            [self] () throws(FileProviderError) -> (ItemRecord?, PolicyResolver, Bool, SyncAnchor?) in
+            guard let root = try store.item(domainID: domainID, path: "") else { return (nil, PolicyResolver(explicit: [:]), false, nil) }
+            let hadItems = try store.itemCount(domainID: domainID) > 1
+            let anchor = hasChangeFeed && hadItems ? try store.syncAnchor(domainID: domainID, container: .workingSet) : nil
+            return (root, try self.policies(), hadItems, anchor)
+        }
+        guard let root = found else {
             throw FileProviderError(
                 .providerDomainNotFound,
                 "domain \(domain.name) has no root record; remove it and add it again")
         }
-        var pass = PullPass(
-            policies: try policies(), budget: populationBudget,
-            hadItems: try store.itemCount(domainID: domainID) > 1)
+        var pass = PullPass(policies: policies, budget: populationBudget, hadItems: hadItems)
         var anchorAfterWalk: SyncAnchor?
-        if backend.capabilities.hasChangeFeed {
-            if pass.hadItems, let anchor = try store.syncAnchor(domainID: domainID, container: .workingSet) {
+        if hasChangeFeed {
+            if pass.hadItems, let anchor = storedAnchor {
                 do {
                     var feedPass = pass
                     feedPass.sweeps = false
                     let newAnchor = try await pullChanges(from: anchor, pass: &feedPass, report: &report, events: events)
                     try await settle(&feedPass, report: &report)
-                    if newAnchor != anchor { try store.setSyncAnchor(newAnchor, domainID: domainID, container: .workingSet) }
+                    if newAnchor != anchor {
+                        try await context.blocking { () throws(FileProviderError) in
+                            try store.setSyncAnchor(newAnchor, domainID: domainID, container: .workingSet)
+                        }
+                    }
                     feedAnchor.withLock { $0 = newAnchor }
                     report.phases.database = feedPass.databaseSeconds
                     report.phases.replica = Date().timeIntervalSince(started) - feedPass.databaseSeconds
@@ -112,7 +123,9 @@ extension SyncDown {
                     if feedAnchor.withLock({ $0 }) == anchor {
                         report.notices.append("\(display("")): \(error.message); listing the whole store")
                     }
-                    try store.setSyncAnchor(nil, domainID: domainID, container: .workingSet)
+                    try await context.blocking { () throws(FileProviderError) in
+                        try store.setSyncAnchor(nil, domainID: domainID, container: .workingSet)
+                    }
                 }
             }
             // "Now", taken before the walk: what changes during it comes with the next feed.
@@ -126,7 +139,9 @@ extension SyncDown {
         report.phases.database = pass.databaseSeconds
         report.phases.replica = Date().timeIntervalSince(started) - listingSeconds - pass.databaseSeconds
         if let anchorAfterWalk, pass.failedFolders.isEmpty {
-            try store.setSyncAnchor(anchorAfterWalk, domainID: domainID, container: .workingSet)
+            try await context.blocking { () throws(FileProviderError) in
+                try store.setSyncAnchor(anchorAfterWalk, domainID: domainID, container: .workingSet)
+            }
             feedAnchor.withLock { $0 = anchorAfterWalk }
         }
         try await downloadDue(&pass, report: &report, events: events)
@@ -140,25 +155,31 @@ extension SyncDown {
     /// ``ContentPolicy/eager``.
     private func downloadDue(_ pass: inout PullPass, report: inout SyncReport, events: EventHandler?) async throws(FileProviderError) {
         // Settling may have moved or adopted some of them: download what the database says now,
-        // under the policies as they are now.
-        let planned = Set(pass.redownload.map(\.identifier))
-        pass.redownload += try store.dueDownloads(domainID: domainID).filter { !planned.contains($0.identifier) }
-        let policies = try policies()
-        var current: [ItemRecord] = []
-        var evict: [ItemRecord] = []
-        for record in pass.redownload {
-            guard let now = try store.item(domainID: domainID, identifier: record.identifier), now.kind == .file else { continue }
-            let policy = policies.policy(of: now.path)
-            if now.state == .placeholder {
-                // Pinned (a folder above may have set another policy on a folder below it).
-                if policy == .eager { current.append(now) }
-            } else if now.isOutdated && policy.evictsOnRemoteUpdate {
-                evict.append(now)
-            } else {
-                current.append(now)
+        // under the policies as they are now (read in one job on the engine's threads).
+        let (store, domainID, redownload) = (self.store, self.domainID, pass.redownload)
+        let (due, evict, policies) = try await context.blocking {
+            [self] () throws(FileProviderError) -> ([ItemRecord], [ItemRecord], PolicyResolver) in
+            let planned = Set(redownload.map(\.identifier))
+            let due = redownload + (try store.dueDownloads(domainID: domainID).filter { !planned.contains($0.identifier) })
+            let policies = try self.policies()
+            var current: [ItemRecord] = []
+            var evict: [ItemRecord] = []
+            for record in due {
+                guard let now = try store.item(domainID: domainID, identifier: record.identifier), now.kind == .file else { continue }
+                let policy = policies.policy(of: now.path)
+                if now.state == .placeholder {
+                    // Pinned (a folder above may have set another policy on a folder below it).
+                    if policy == .eager { current.append(now) }
+                } else if now.isOutdated && policy.evictsOnRemoteUpdate {
+                    evict.append(now)
+                } else {
+                    current.append(now)
+                }
             }
+            evict += try staleUpdatedPartials(policies)
+            return (current, evict, policies)
         }
-        evict += try staleUpdatedPartials(policies)
+        var current = due
         if !evict.isEmpty {
             // A file with local changes is left to today's rules (its download refuses them).
             current += await evictUpdated(evict, policies: policies, report: &report).filter { $0.state == .materialized }

@@ -69,7 +69,13 @@ extension ProviderManager {
     ///   while a conversion of its replica mode is unfinished; `localIOFailure` when the
     ///   database fails; `cancelled` when the task is cancelled.
     public func unsentChanges(inDomain name: String) async throws(FileProviderError) -> [UnsentChange] {
-        let domain = try domain(named: name)
+        try await PoolCheck.during("unsent changes") { () async throws(FileProviderError) -> [UnsentChange] in
+            try await findingUnsentChanges(inDomain: name)
+        }
+    }
+
+    private func findingUnsentChanges(inDomain name: String) async throws(FileProviderError) -> [UnsentChange] {
+        let domain = try await blocking { [self] () throws(FileProviderError) in try self.domain(named: name) }
         try checkNoUnfinishedConversion(name)
         guard let domainID = domain.id else { throw FileProviderError(.providerDomainNotFound, "domain \(domain.name) has no id") }
         let replica = Replica(
@@ -78,9 +84,10 @@ extension ProviderManager {
         // Every change is listed (the list is the answer): no partial scans here.
         scanner.findingsLimit = .max
         // A replica that is gone has sent nothing and would send nothing: a sync refuses it.
-        let knowsItems = try store.itemCount(domainID: domainID) > 1
-        let name = domain.name
-        try await executor.run { try replica.checkRoot(domain: name, knowsItems: knowsItems) }
+        let (name, store) = (domain.name, self.store)
+        try await executor.run {
+            try replica.checkRoot(domain: name, knowsItems: try store.itemCount(domainID: domainID) > 1)
+        }
         // Folders never populated that hold something: compared as if the database did not know
         // them, so what is in them shows as new (sync populates them first, then compares).
         var records = StoreScanRecords(store: store, domainID: domainID)
@@ -99,7 +106,7 @@ extension ProviderManager {
         var keys: [String: Int] = [:]
         // Telling a download from a new file reads its mark: blocking.
         let found = changes
-        let (store, folders) = (self.store, records.forgotten)
+        let folders = records.forgotten
         let described = try await executor.run {
             found.compactMap { change in
                 Self.describe(change, unpopulated: folders, replica: replica) { path in
@@ -111,7 +118,10 @@ extension ProviderManager {
             keys[key] = unsent.count
             unsent.append(entry)
         }
-        for entry in try store.unfinishedOperations(domainID: domainID) {
+        let (unfinished, excluded) = try await executor.run {
+            (try store.unfinishedOperations(domainID: domainID), try store.excludedItems(domainID: domainID))
+        }
+        for entry in unfinished {
             let operation = ItemExplanation.Operation(
                 operation: entry.operation, state: entry.state.rawValue, attempts: entry.attempts, lastError: entry.lastError,
                 since: entry.createdAt)
@@ -128,7 +138,7 @@ extension ProviderManager {
                     path: "/" + path, kind: .unfinished, from: (payload?["from"] as? String).map { "/" + $0 },
                     itemKind: payload?["kind"] as? String, operation: operation, reason: what))
         }
-        unsent = Self.markingExcluded(unsent, try store.excludedItems(domainID: domainID))
+        unsent = Self.markingExcluded(unsent, excluded)
         return unsent.enumerated().sorted { a, b in
             a.element.path != b.element.path ? a.element.path < b.element.path : a.offset < b.offset
         }.map(\.element)

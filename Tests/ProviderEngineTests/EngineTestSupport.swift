@@ -215,6 +215,7 @@ struct Fixture: Sendable {
     var memory: MemoryBackend { remote.memory }
 
     init(memory: MemoryBackend = MemoryBackend(hasChangeFeed: false, pageSize: 7), spaceReserve: SpaceReserve = .standard) throws {
+        enforcePoolRule()
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-engine-\(UUID().uuidString)")
             .resolvingSymlinksInPath()
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -264,6 +265,14 @@ struct Fixture: Sendable {
     func placeholderURL(_ controller: DomainController, _ path: String) -> URL {
         URL(fileURLWithPath: controller.replica.placeholderPath(path))
     }
+}
+
+/// Turns on `PoolCheck`'s strict mode for this test process: a blocking call (a database
+/// transaction, a replica file operation) on the cooperative pool inside an engine operation
+/// (a sync, a materialize, `serve`, an on-access fill, ...) records an issue on the test that
+/// runs it. Every ``Fixture`` turns it on; it stays on.
+func enforcePoolRule() {
+    PoolCheck.enforce { message in Issue.record(Comment(rawValue: message)) }
 }
 
 /// What is at a URL, not following symlinks.
