@@ -18,6 +18,9 @@ struct DomainContext: Sendable {
     let store: MetadataStore
     /// The engine's threads for blocking work (files, SQLite scans); never the cooperative pool.
     let executor: BlockingExecutor
+    /// Records a recursive operation reads from the database at once
+    /// (``forEachSubtreePage(below:deepestFirst:_:)``; tests make it small).
+    let subtreePage = Mutex(4_096)
 
     /// `DOMAIN:/path` of a relative path, exactly: for outcomes, JSON and keys.
     func location(_ path: String) -> String { "\(domain.name):/\(path)" }
