@@ -148,4 +148,41 @@ struct SubtreeBoundsTests {
             for path in ["gone-b/keep.txt", "gone.c/keep.txt", "keep/k.txt"] { #expect(try controller.record(at: path).kind == .file) }
         }
     }
+    @Test(arguments: [1, 2, 3])
+    func aMovedFolderIsReKeyedAFolderListingAtATime(page: Int) async throws {
+        try await Fixture.with { f in
+            let files = ["m/a.txt", "m/b.bin", "m/x/c.txt", "m/x/deep/d.txt", "m/x/deep/e.txt", "m/y/f.txt", "m/y/g.txt", "m-b/keep.txt"]
+            for path in files { try f.memory.write(path: path, data: Data(path.utf8)) }
+            _ = try f.memory.mkdir(path: "m/empty")
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            #expect(codes(await controller.materialize(paths: ["m/b.bin"], recursive: false)) == [nil])
+            controller.subtreePage.withLock { $0 = page }
+            // The store deletes g.txt meanwhile; here the folder moves, and a placeholder that
+            // still names its old identifier moves out of it before the folder move is sent.
+            try f.memory.remove(path: "m/y/g.txt")
+            try FileManager.default.moveItem(at: f.url(controller, "m"), to: f.url(controller, "n"))
+            try FileManager.default.moveItem(
+                at: f.placeholderURL(controller, "n/x/c.txt"), to: f.placeholderURL(controller, "c moved.txt"))
+            let report = try await controller.sync()
+            #expect(report.notices.isEmpty, "\(report.notices)")
+            #expect(f.memory.callCount(.createItem) == 0, "nothing uploaded again")
+            #expect(f.memory.contents(of: "c moved.txt") == Data("m/x/c.txt".utf8), "moving a placeholder never deletes its item")
+            for path in ["a.txt", "b.bin", "x/deep/d.txt", "x/deep/e.txt", "y/f.txt"] {
+                #expect(f.memory.contents(of: "n/" + path) == Data(("m/" + path).utf8), "\(path)")
+                #expect(try controller.record(at: "n/" + path).identifier.rawValue == "n/" + path)
+            }
+            #expect(try controller.record(at: "n/b.bin").state == .materialized)
+            #expect(try placeholder(at: f.placeholderURL(controller, "n/x/deep/d.txt")).identifier == "n/x/deep/d.txt")
+            #expect(try controller.list(at: "", recursive: true).map(\.path).filter { $0 == "m" || $0.hasPrefix("m/") } == [])
+            #expect(
+                tree(at: controller.replica.root) == [
+                    "c moved.txt.placeholder", "m-b/", "m-b/keep.txt.placeholder", "n/", "n/a.txt.placeholder", "n/b.bin", "n/empty/",
+                    "n/x/",
+                    "n/x/deep/", "n/x/deep/d.txt.placeholder", "n/x/deep/e.txt.placeholder", "n/y/", "n/y/f.txt.placeholder",
+                ])
+            let again = try await controller.sync()
+            #expect(again.uploaded == 0 && again.deleted == 0 && again.added == 0, "\(again)")
+        }
+    }
 }

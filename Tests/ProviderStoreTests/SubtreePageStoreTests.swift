@@ -75,4 +75,50 @@ import Testing
         #expect(try store.partiallyPresent(domainID: id, among: []) == [:])
         #expect(try store.stalePartials(domainID: id).map(\.path) == ["r"])
     }
+    @Test func aFolderReKeyedInStagesReplacesItsSubtreeAtOnceAndOnlyThen() throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let url = folder.path("metadata.sqlite")
+        let store = try MetadataStore(url: url)
+        let id = try #require(
+            try store.insertDomain(DomainRecord(name: "d", backendKind: "local", configuration: [:], replicaPath: "/r")).id)
+        let otherDomain = try #require(
+            try store.insertDomain(DomainRecord(name: "o", backendKind: "local", configuration: [:], replicaPath: "/o")).id)
+        try store.apply(
+            domainID: id,
+            upserts: [
+                item("d", domainID: id, kind: .folder), item("d/a", domainID: id), item("d/b", domainID: id), item("d-x", domainID: id),
+            ],
+            deletions: [])
+        let counted = try store.itemCount(domainID: id)
+        try store.beginRekey(domainID: id)
+        try store.beginRekey(domainID: otherDomain)
+        try store.stageRekeyed(domainID: otherDomain, [item("o", domainID: otherDomain)])
+        try store.stageRekeyed(domainID: id, [item("e", domainID: id, kind: .folder)])
+        try store.stageRekeyed(domainID: id, [item("e/a", domainID: id), item("e/b", domainID: id)])
+        // Staged rows are no one's until the end: not this store's reads, not another connection's.
+        let other = try MetadataStore(url: url)
+        for reader in [store, other] {
+            #expect(try reader.descendants(domainID: id, of: "d").map(\.path) == ["d/a", "d/b"])
+            #expect(try reader.item(domainID: id, path: "e") == nil)
+        }
+        try store.finishRekey(domainID: id, path: "d")
+        #expect(try other.item(domainID: id, path: "d") == nil)
+        #expect(try other.descendants(domainID: id, of: "d").isEmpty)
+        #expect(try other.descendants(domainID: id, of: "e").map(\.path) == ["e/a", "e/b"])
+        #expect(try other.item(domainID: id, path: "d-x") != nil)
+        #expect(try other.itemCount(domainID: id) == counted, "the counters follow")
+        // Another domain's staged rows wait for its own end.
+        #expect(try other.item(domainID: otherDomain, path: "o") == nil)
+        try store.finishRekey(domainID: otherDomain, path: "none")
+        #expect(try other.item(domainID: otherDomain, path: "o") != nil)
+        // A re-keying that never finished (its process killed) is forgotten by the next one.
+        try store.beginRekey(domainID: id)
+        try store.stageRekeyed(domainID: id, [item("left", domainID: id)])
+        try store.beginRekey(domainID: id)
+        try store.stageRekeyed(domainID: id, [item("f", domainID: id, kind: .folder), item("f/a", domainID: id)])
+        try store.finishRekey(domainID: id, path: "e")
+        #expect(try store.item(domainID: id, path: "left") == nil)
+        #expect(try store.descendants(domainID: id, of: "").map(\.path) == ["d-x", "f", "f/a"])
+    }
 }
