@@ -14,15 +14,25 @@ extension DomainController {
     /// never throws. When the task is cancelled, the files evicted so far are recorded and
     /// every other one gets a `cancelled` outcome.
     public func evict(paths: [String], recursive: Bool) async -> [ItemOutcome] {
-        var outcomes: [ItemOutcome] = []
+        let collector = OutcomeCollector()
+        await evict(paths: paths, recursive: recursive, outcomes: collector.handler)
+        return collector.outcomes
+    }
+
+    /// ``evict(paths:recursive:)`` giving the outcomes to `report` as they come, a page of a
+    /// subtree at a time, instead of returning them all: `evict -R` of a million files holds no
+    /// million outcomes.
+    public func evict(paths: [String], recursive: Bool, outcomes report: OutcomeHandler) async {
         // The records named and the policies, in one job on the executor.
         let targets: Targets
         do {
             targets = try await self.targets(paths, policies: true)
         } catch {
-            return paths.map { ItemOutcome(path: location($0), error: error) }
+            return report(paths.map { ItemOutcome(path: location($0), error: error) })
         }
         for (path, found) in zip(paths, targets.records) {
+            var outcomes: [ItemOutcome] = []
+            defer { report(outcomes) }
             if Task.isCancelled {
                 outcomes.append(ItemOutcome(path: location(path), error: Self.notStarted))
                 continue
@@ -37,7 +47,8 @@ extension DomainController {
                     // A page of the subtree at a time: any size in bounded memory.
                     try await forEachSubtreePage(below: target.path) { page throws(FileProviderError) in
                         let files = page.filter { $0.kind == .file }
-                        outcomes += try await evictFiles(files, of: target, policies: policies, refused: &refused)
+                        report(outcomes + (try await evictFiles(files, of: target, policies: policies, refused: &refused)))
+                        outcomes.removeAll()
                         return true
                     }
                 } else {
@@ -54,7 +65,6 @@ extension DomainController {
                 outcomes.append(ItemOutcome(path: location(path), error: FileProviderError.wrap(error)))
             }
         }
-        return outcomes
     }
 
     /// ``evict(paths:recursive:)`` of some of the files `target` stands for: the materialized

@@ -185,4 +185,38 @@ struct SubtreeBoundsTests {
             #expect(again.uploaded == 0 && again.deleted == 0 && again.added == 0, "\(again)")
         }
     }
+    @Test func materializeAndEvictGiveTheirOutcomesAPageAtATime() async throws {
+        try await Fixture.with { f in
+            let files = ["a/f0", "a/f1", "a/x/g0", "a/x/g1", "a/x/deep/h0", "a/x/deep/h1", "a/y/i0", "a/z", "b/j"]
+            for path in files { try f.memory.write(path: path, data: Data(path.utf8)) }
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            controller.subtreePage.withLock { $0 = 3 }
+            let downloaded = OutcomeCollector()
+            let batches = Mutex<[Int]>([])
+            await controller.materialize(
+                paths: ["a"], recursive: true,
+                outcomes: { batch in
+                    downloaded.handler(batch)
+                    batches.withLock { $0.append(batch.count) }
+                })
+            #expect(downloaded.outcomes.map(\.path).sorted() == files.dropLast().map { "mem:/" + $0 }.sorted())
+            #expect(downloaded.outcomes.allSatisfy { $0.error == nil })
+            #expect(batches.withLock { $0 }.allSatisfy { $0 <= 3 }, "no more than a page held: \(batches.withLock { $0 })")
+            batches.withLock { $0.removeAll() }
+            let evicted = OutcomeCollector()
+            await controller.evict(
+                paths: ["a"], recursive: true,
+                outcomes: { batch in
+                    evicted.handler(batch)
+                    batches.withLock { $0.append(batch.count) }
+                })
+            #expect(evicted.outcomes.map(\.path).sorted() == files.dropLast().map { "mem:/" + $0 }.sorted())
+            #expect(batches.withLock { $0 }.allSatisfy { $0 <= 3 }, "\(batches.withLock { $0 })")
+            // The arrays of the same operations: the same outcomes.
+            #expect(
+                await controller.materialize(paths: ["a"], recursive: true).map(\.path).sorted()
+                    == files.dropLast().map { "mem:/" + $0 }.sorted())
+        }
+    }
 }
