@@ -18,6 +18,9 @@ struct DomainContext: Sendable {
     let store: MetadataStore
     /// The engine's threads for blocking work (files, SQLite scans); never the cooperative pool.
     let executor: BlockingExecutor
+    /// Records a recursive operation reads from the database at once
+    /// (``forEachSubtreePage(below:deepestFirst:_:)``; tests make it small).
+    let subtreePage = Mutex(4_096)
 
     /// Runs a short blocking step (database reads and writes, replica checks) on ``executor``,
     /// never on the cooperative pool; it runs also when the task is cancelled, as the same step

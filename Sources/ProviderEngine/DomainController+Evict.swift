@@ -14,19 +14,29 @@ extension DomainController {
     /// never throws. When the task is cancelled, the files evicted so far are recorded and
     /// every other one gets a `cancelled` outcome.
     public func evict(paths: [String], recursive: Bool) async -> [ItemOutcome] {
-        await PoolCheck.during("evict") { await evicting(paths: paths, recursive: recursive) }
+        let collector = OutcomeCollector()
+        await evict(paths: paths, recursive: recursive, outcomes: collector.handler)
+        return collector.outcomes
     }
 
-    private func evicting(paths: [String], recursive: Bool) async -> [ItemOutcome] {
-        var outcomes: [ItemOutcome] = []
+    /// ``evict(paths:recursive:)`` giving the outcomes to `report` as they come, a page of a
+    /// subtree at a time, instead of returning them all: `evict -R` of a million files holds no
+    /// million outcomes.
+    public func evict(paths: [String], recursive: Bool, outcomes report: OutcomeHandler) async {
+        await PoolCheck.during("evict") { await evicting(paths: paths, recursive: recursive, outcomes: report) }
+    }
+
+    private func evicting(paths: [String], recursive: Bool, outcomes report: OutcomeHandler) async {
         // The records named and the policies, in one job on the executor.
         let targets: Targets
         do {
             targets = try await self.targets(paths, policies: true)
         } catch {
-            return paths.map { ItemOutcome(path: location($0), error: error) }
+            return report(paths.map { ItemOutcome(path: location($0), error: error) })
         }
         for (path, found) in zip(paths, targets.records) {
+            var outcomes: [ItemOutcome] = []
+            defer { report(outcomes) }
             if Task.isCancelled {
                 outcomes.append(ItemOutcome(path: location(path), error: Self.notStarted))
                 continue
@@ -35,14 +45,14 @@ extension DomainController {
                 let target = try found.get()
                 let policies = try targets.policies.get()
                 if let holder = Self.pinHolder(of: target.path, policies) { throw pinnedError(path, holder: holder) }
-                let (store, domainID, dataless) = (store, domainID, replica.layout == .dataless)
-                let partial = dataless ? try await executor.run { try store.partiallyPresent(domainID: domainID) } : [:]
+                let (store, domainID) = (store, domainID)
                 var refused = false
                 if target.kind == .folder && recursive {
                     // A page of the subtree at a time: any size in bounded memory.
                     try await forEachSubtreePage(below: target.path) { page throws(FileProviderError) in
                         let files = page.filter { $0.kind == .file }
-                        outcomes += try await evictFiles(files, of: target, policies: policies, partial: partial, refused: &refused)
+                        report(outcomes + (try await evictFiles(files, of: target, policies: policies, refused: &refused)))
+                        outcomes.removeAll()
                         return true
                     }
                 } else {
@@ -50,7 +60,7 @@ extension DomainController {
                         target.kind == .folder
                         ? try await executor.run { try store.children(domainID: domainID, parent: target.identifier) }
                             .filter { $0.kind == .file } : [target]
-                    outcomes += try await evictFiles(files, of: target, policies: policies, partial: partial, refused: &refused)
+                    outcomes += try await evictFiles(files, of: target, policies: policies, refused: &refused)
                 }
                 if target.kind == .file && target.state != .materialized && !refused {
                     outcomes.append(ItemOutcome(path: location(path), error: nil))
@@ -59,21 +69,28 @@ extension DomainController {
                 outcomes.append(ItemOutcome(path: location(path), error: FileProviderError.wrap(error)))
             }
         }
-        return outcomes
     }
 
     /// ``evict(paths:recursive:)`` of some of the files `target` stands for: the materialized
     /// ones are swapped for placeholders and saved; in a dataless replica the partly present
-    /// ones (`partial`) lose their fetched ranges. Sets `refused` when `target` itself is kept.
+    /// ones (asked of the database for these files only) lose their fetched ranges. Sets
+    /// `refused` when `target` itself is kept.
     /// Returns an outcome per file evicted or refused (and one naming the root when the
     /// database could not save the evicted files).
     /// - Throws: `localIOFailure` when a partly present file could not be evicted for a failing
     ///   replica or database (the files evicted before it are saved).
     private func evictFiles(
-        _ files: [ItemRecord], of target: ItemRecord, policies: PolicyResolver, partial: [ItemIdentifier: Int64], refused: inout Bool
+        _ files: [ItemRecord], of target: ItemRecord, policies: PolicyResolver, refused: inout Bool
     ) async throws(FileProviderError) -> [ItemOutcome] {
         var outcomes: [ItemOutcome] = []
         var updated: [ItemRecord] = []
+        // Which of the placeholders are partly present, before anything is evicted.
+        var partial: [ItemIdentifier: Int64] = [:]
+        let placeholders = files.filter { $0.state == .placeholder }.map(\.identifier)
+        if replica.layout == .dataless && !placeholders.isEmpty {
+            let (store, domainID) = (store, domainID)
+            partial = try await executor.run { try store.partiallyPresent(domainID: domainID, among: placeholders) }
+        }
         for file in files where file.state == .materialized {
             if Task.isCancelled {
                 outcomes.append(ItemOutcome(path: location(file.path), error: Self.notStarted))

@@ -15,17 +15,28 @@ extension DomainController {
     /// `providerDomainTemporarilyUnavailable` while the domain is disconnected (`domain
     /// disconnect`: nothing is fetched from its store until it is connected again).
     public func materialize(paths: [String], recursive: Bool, events: EventHandler? = nil) async -> [ItemOutcome] {
-        await PoolCheck.during("materialize") { await materializing(paths: paths, recursive: recursive, events: events) }
+        let collector = OutcomeCollector()
+        await materialize(paths: paths, recursive: recursive, events: events, outcomes: collector.handler)
+        return collector.outcomes
     }
 
-    private func materializing(paths: [String], recursive: Bool, events: EventHandler?) async -> [ItemOutcome] {
+    /// ``materialize(paths:recursive:events:)`` giving the outcomes to `report` as they come, a
+    /// page of a subtree at a time, instead of returning them all: `materialize -R` of a million
+    /// files holds no million outcomes.
+    public func materialize(paths: [String], recursive: Bool, events: EventHandler? = nil, outcomes report: OutcomeHandler) async {
+        await PoolCheck.during("materialize") {
+            await materializing(paths: paths, recursive: recursive, events: events, outcomes: report)
+        }
+    }
+
+    private func materializing(paths: [String], recursive: Bool, events: EventHandler?, outcomes report: OutcomeHandler) async {
         do {
             _ = try await executor.run { () throws(FileProviderError) -> Bool in
                 try self.checkConnected()
                 return true
             }
         } catch {
-            return paths.map { ItemOutcome(path: location($0), error: error) }
+            return report(paths.map { ItemOutcome(path: location($0), error: error) })
         }
         var outcomes: [ItemOutcome] = []
         var files: [ItemRecord] = []
@@ -37,13 +48,15 @@ extension DomainController {
         do {
             targets = try await self.targets(paths, policies: false)
         } catch {
-            return paths.map { ItemOutcome(path: location($0), error: error) }
+            return report(paths.map { ItemOutcome(path: location($0), error: error) })
         }
         for (path, found) in zip(paths, targets.records) {
             do {
                 let target = try found.get()
                 if target.kind == .folder && recursive {
-                    outcomes += await materializeSubtree(of: target.path, events: events)
+                    report(outcomes)
+                    outcomes.removeAll()
+                    await materializeSubtree(of: target.path, events: events, outcomes: report)
                 } else if target.kind == .folder {
                     let (store, domainID) = (self.store, self.domainID)
                     files += try await blocking { () throws(FileProviderError) in
@@ -64,9 +77,9 @@ extension DomainController {
                 outcomes.append(ItemOutcome(path: location(path), error: error))
             }
         }
-        if files.isEmpty && folders.isEmpty { return outcomes }
+        if files.isEmpty && folders.isEmpty { return report(outcomes) }
         let parents = folders + files.map { Self.split($0.path).parent }
-        return outcomes + (await download(files, into: parents, events: events))
+        report(outcomes + (await download(files, into: parents, events: events)))
     }
 
     /// Downloads `files` after making the folders `parents` in the replica, then populates
@@ -105,17 +118,16 @@ extension DomainController {
     /// of ``subtreePage`` records at a time (a subtree of any size in bounded memory). A folder
     /// is populated once the pages have passed its last item (its items are contiguous in path
     /// order), so a file about to be downloaded never gets a placeholder first. Progress counts
-    /// the whole subtree.
-    private func materializeSubtree(of path: String, events: EventHandler?) async -> [ItemOutcome] {
+    /// the whole subtree. Each page's outcomes go to `report` before the next page is read.
+    private func materializeSubtree(of path: String, events: EventHandler?, outcomes report: OutcomeHandler) async {
         let (store, domainID) = (self.store, self.domainID)
         let totals: (count: Int, bytes: Int64)
         do {
             totals = try await executor.run { try store.filesToDownload(domainID: domainID, below: path) }
         } catch {
-            return [ItemOutcome(path: location(path), error: error)]
+            return report([ItemOutcome(path: location(path), error: error)])
         }
         let progress = SubtreeProgress(totals: totals, events: events)
-        var outcomes: [ItemOutcome] = []
         var open = [path]  // folders whose items the pages have not passed yet
         var last: String?
         do {
@@ -132,20 +144,19 @@ extension DomainController {
                 let isOpen = { (folder: String) in folder == end || end.hasPrefix(folder.isEmpty ? "" : folder + "/") }
                 let done = open.filter { !isOpen($0) }
                 open.removeAll { !isOpen($0) }
-                outcomes += await download(files, into: parents, populating: done, events: progress.handler)
+                report(await download(files, into: parents, populating: done, events: progress.handler))
                 progress.finishPage()
                 return true
             }
         } catch {
-            outcomes.append(ItemOutcome(path: location(last ?? path), error: error))
+            report([ItemOutcome(path: location(last ?? path), error: error)])
         }
-        if Task.isCancelled || open.isEmpty { return outcomes }
+        if Task.isCancelled || open.isEmpty { return }
         do {
             try await populateFolders(open)
         } catch {
-            outcomes.append(ItemOutcome(path: location(open.first ?? ""), error: error))
+            report([ItemOutcome(path: location(open.first ?? ""), error: error)])
         }
-        return outcomes
     }
 
     /// Makes these folders (relative paths) and the ones above them in the replica, so files

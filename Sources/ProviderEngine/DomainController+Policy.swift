@@ -158,18 +158,12 @@ extension DomainController {
     /// automatic eviction's are. Never throws.
     func evictOnlineOnly(paths: [String]) async -> [ItemOutcome] {
         var outcomes: [ItemOutcome] = []
-        let partial: [ItemIdentifier: Int64]
         let unfinished: Set<ItemIdentifier>
         let targets: Targets
+        let (store, domainID, dataless) = (store, domainID, replica.layout == .dataless)
         do {
-            // What the loop needs first, in one job on the executor.
-            let (store, domainID, dataless) = (store, domainID, replica.layout == .dataless)
-            (partial, unfinished) = try await executor.run {
-                (
-                    dataless ? try store.partiallyPresent(domainID: domainID) : [:],
-                    try store.itemsWithUnfinishedOperations(domainID: domainID)
-                )
-            }
+            // Bounded by the journal (operations not finished), not by the domain.
+            unfinished = try await executor.run { try store.itemsWithUnfinishedOperations(domainID: domainID) }
             targets = try await self.targets(paths, policies: true)
         } catch {
             return paths.map { ItemOutcome(path: location($0), error: error) }
@@ -182,8 +176,9 @@ extension DomainController {
                 let policies = try targets.policies.get()
                 let target = try found.get()
                 // A folder's subtree a page at a time (any size in bounded memory); each page's
-                // evictions are logged before the next is read.
-                func evictPage(_ records: [ItemRecord]) async {
+                // evictions are logged before the next is read. The bytes present of the page's
+                // partly downloaded files are read with it (`partial`).
+                func evictPage(_ records: [ItemRecord], partial: [ItemIdentifier: Int64]) async {
                     for file in records {
                         let bytes: Int64
                         if file.state == .materialized {
@@ -243,13 +238,20 @@ extension DomainController {
                     }
                     log.removeAll()
                 }
+                // The bytes present of `files` that are partly downloaded (a dataless replica).
+                func presentBytes(of files: [ItemRecord]) async throws(FileProviderError) -> [ItemIdentifier: Int64] {
+                    let placeholders = files.filter { $0.state == .placeholder }.map(\.identifier)
+                    if !dataless || placeholders.isEmpty { return [:] }
+                    return try await executor.run { try store.partiallyPresent(domainID: domainID, among: placeholders) }
+                }
                 if target.kind == .folder {
-                    try await forEachSubtreePage(below: target.path) { page in
-                        await evictPage(page.filter { $0.kind == .file })
+                    try await forEachSubtreePage(below: target.path) { page throws(FileProviderError) in
+                        let files = page.filter { $0.kind == .file }
+                        await evictPage(files, partial: try await presentBytes(of: files))
                         return true
                     }
                 } else {
-                    await evictPage([target])
+                    await evictPage([target], partial: try await presentBytes(of: [target]))
                 }
             } catch {
                 outcomes.append(ItemOutcome(path: location(path), error: error))
@@ -270,10 +272,14 @@ extension DomainController {
         var keep: [ItemRecord] = []
         var updated: [ItemRecord] = []
         var log: [EvictionRecord] = []
+        // Of these records only (a batch of what changed), read before any is evicted.
         let (store, domainID) = (self.store, self.domainID)
+        let placeholders = records.filter { $0.state == .placeholder }.map(\.identifier)
         let partial =
             replica.layout == .dataless
-            ? ((try? await blocking { () throws(FileProviderError) in try store.partiallyPresent(domainID: domainID) }) ?? [:]) : [:]
+            ? ((try? await blocking { () throws(FileProviderError) in
+                try store.partiallyPresent(domainID: domainID, among: placeholders)
+            }) ?? [:]) : [:]
         for record in records {
             do {
                 updated.append(try await evictFile(record))

@@ -57,8 +57,8 @@ public final class DomainController: Sendable {
     /// The change-feed anchor this controller last stored: an expired anchor it did not get
     /// from its own backend (an earlier process's) is expected, and not reported.
     let feedAnchor = Mutex<SyncAnchor?>(nil)
-    /// Records a recursive materialize reads from the database at once (tests make it small).
-    let subtreePage = Mutex(4_096)
+    /// Records a recursive operation reads from the database at once (tests make it small).
+    var subtreePage: Mutex<Int> { context.subtreePage }
 
     init(domain: DomainRecord, backend: any Backend, manager: ProviderManager, downloadDepth: Int = 8) throws(FileProviderError) {
         guard let id = domain.id else { throw FileProviderError(.providerDomainNotFound, "domain \(domain.name) has no id") }

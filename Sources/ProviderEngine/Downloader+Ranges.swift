@@ -146,7 +146,7 @@ extension Downloader {
         let domainID = self.domainID
         let target = replica.path(record.path)
         try await executor.run {
-            let bytes = try store.partiallyPresent(domainID: domainID)[record.identifier] ?? 0
+            let bytes = try store.presentBytes(domainID: domainID, identifier: record.identifier) ?? 0
             let current = try store.presentRanges(
                 domainID: domainID, identifier: record.identifier, contentVersion: record.contentVersion)
             guard bytes > 0, current.isEmpty, replica.isPlaceholder(of: record.identifier, at: record.path) else { return }

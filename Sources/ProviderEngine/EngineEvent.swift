@@ -19,6 +19,21 @@ public enum EngineEvent: Sendable {
 public typealias EventHandler = @Sendable (EngineEvent) -> Void
 
 /// The outcome of one item in a batch (materialize, evict, pin).
+/// Receives the outcomes of a command over many items as they come, a batch at a time (a page
+/// of a subtree), in order, one call after another: a command over a million files need not hold
+/// a million outcomes (see ``OutcomeCollector`` for the array).
+public typealias OutcomeHandler = @Sendable ([ItemOutcome]) -> Void
+
+/// Collects outcomes given to an ``OutcomeHandler`` into one array (tests, few items).
+public final class OutcomeCollector: Sendable {
+    private let collected = Mutex<[ItemOutcome]>([])
+    public init() {}
+    /// The handler that adds to ``outcomes``.
+    public var handler: OutcomeHandler { { [collected] batch in collected.withLock { $0 += batch } } }
+    /// The outcomes given so far, in order.
+    public var outcomes: [ItemOutcome] { collected.withLock { $0 } }
+}
+
 public struct ItemOutcome: Sendable {
     /// The item's `DOMAIN:/path`, exactly as it is (JSON prints it); text prints ``message``,
     /// or the path through ``TerminalText/quoted(_:)``.

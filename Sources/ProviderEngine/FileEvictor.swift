@@ -106,7 +106,7 @@ struct FileEvictor: Sendable {
             guard let state = Replica.datalessState(ofDescriptor: file.fd), state.key == PlaceholderOwner.key(record.identifier.rawValue)
             else { return .gone }
             if state.filling { return .kept("being downloaded") }
-            let present = try store.partiallyPresent(domainID: domainID)[record.identifier] ?? 0
+            let present = try store.presentBytes(domainID: domainID, identifier: record.identifier) ?? 0
             // The database first: from here on, a read fetches again whatever the file holds.
             try store.removePresentRanges(domainID: domainID, identifier: record.identifier)
             let size = Int64(file.status()?.st_size ?? 0)

@@ -59,107 +59,146 @@ struct MoveRecorder: Sendable {
         }
     }
 
-    /// Adds the identifiers a folder move gave the items below it (matched by path) to `renamed`:
-    /// the old identifiers of the records in `old` (the folder and what was below it at
-    /// `oldPath`), to their new ones at `newPath`. Chains of moves within one push resolve to the
-    /// newest identifier.
-    /// - Throws: `localIOFailure` when the database fails; `cancelled` when the task was
-    ///   cancelled before the database was read (on the executor).
-    func noteRenamedIdentifiers(from old: [ItemRecord], oldPath: String, newPath: String, into renamed: inout [String: String])
-        async throws(FileProviderError)
-    {
-        let (store, domainID) = (context.store, context.domainID)
-        let now = try await context.executor.run {
-            var now: [String: String] = [:]
-            if let folder = try store.item(domainID: domainID, path: newPath) { now[""] = folder.identifier.rawValue }
-            for record in try store.descendants(domainID: domainID, of: newPath) {
-                now[String(record.path.dropFirst(newPath.count))] = record.identifier.rawValue
-            }
-            return now
+    /// Old identifiers of placeholders a folder move re-keyed that were not where their items
+    /// are now (the user moved them elsewhere before the move was sent), to their new ones:
+    /// taken by ``noteRenamedIdentifiers(into:)``. Copies of the recorder share it.
+    let movedAwayPlaceholders = Mutex<[String: String]>([:])
+
+    /// Adds the identifiers folder moves gave placeholders that are away from their items
+    /// (``movedAwayPlaceholders``) to `renamed`, for the next scan to recognise them: a
+    /// placeholder where its item is was rewritten with the new identifier, and a downloaded
+    /// file is known by its inode, so only those are needed (what the user moved meanwhile,
+    /// not the whole subtree). Chains of moves within one push resolve to the newest identifier.
+    func noteRenamedIdentifiers(into renamed: inout [String: String]) {
+        let added = movedAwayPlaceholders.withLock { pending in
+            defer { pending.removeAll() }
+            return pending
         }
-        var added: [String: String] = [:]
-        for record in old {
-            guard let new = now[String(record.path.dropFirst(oldPath.count))], new != record.identifier.rawValue else { continue }
-            added[record.identifier.rawValue] = new
-        }
+        if added.isEmpty { return }
         // Chains of moves within one push: an older alias points at the newest identifier.
         for (key, value) in renamed { renamed[key] = added[value] ?? value }
         renamed.merge(added) { _, new in new }
     }
 
-    /// After a folder moved, lists it again in the store and gives every record below it its new
-    /// path and identifier, keeping each item's local state.
+    /// After a folder moved, lists it again in the store, a folder at a time, and gives every
+    /// record below it its new path and identifier, keeping each item's local state. Memory is
+    /// bounded by a folder's listing and a page of records (``DomainContext/subtreePage``): the
+    /// new records are staged in the database folder by folder and replace the old subtree in
+    /// one transaction at the end (``MetadataStore/finishRekey(domainID:path:)``).
     /// - Throws: what the backend throws while listing; `localIOFailure` when the replica or
     ///   the database cannot be written.
     private func rekeyFolder(from oldPath: String, to newPath: String, folder: Item, parent: ItemIdentifier, inode: Int64?)
         async throws(FileProviderError)
     {
-        let (store, domainID) = (context.store, context.domainID)
-        let (old, stored) = try await context.executor.run {
-            (try store.descendants(domainID: domainID, of: oldPath), try store.item(domainID: domainID, path: oldPath))
+        let (store, domainID, executor) = (context.store, context.domainID, context.executor)
+        let stored = try await executor.run {
+            try store.beginRekey(domainID: domainID)
+            return try store.item(domainID: domainID, path: oldPath)
         }
-        var byRelative: [String: ItemRecord] = [:]
-        for record in old { byRelative[String(record.path.dropFirst(oldPath.count + 1))] = record }
         var folderRecord = stored ?? ItemRecord(domainID: domainID, item: folder, path: newPath)
         folderRecord.update(from: folder, path: newPath)
         folderRecord.parentIdentifier = parent
         folderRecord.localInode = inode ?? folderRecord.localInode
-        var upserts = [folderRecord]
-        var queue: [(ItemIdentifier, String)] = [(folder.identifier, "")]
-        while let (identifier, relative) = queue.popLast() {
+        // Staged a page at a time (several small folders' records in one transaction).
+        let pageSize = max(1, context.subtreePage.withLock { $0 })
+        var pending: [(record: ItemRecord, old: ItemIdentifier?)] = [(folderRecord, stored?.identifier)]
+        func flush(atLeast count: Int) async throws(FileProviderError) {
+            guard !pending.isEmpty, pending.count >= count else { return }
+            try await stage(pending)
+            pending.removeAll()
+        }
+        var anyGone = false
+        // Folders still to list: the store's identifier, the path the records had before.
+        var queue: [(ItemIdentifier, String)] = [(folder.identifier, oldPath)]
+        while let (identifier, oldFolder) = queue.popLast() {
+            let known = try await executor.run { try store.children(domainID: domainID, inFolderAt: oldFolder) }
+            var byName: [String: ItemRecord] = [:]
+            for record in known { byName[String(record.path.dropFirst(oldFolder.count + 1))] = record }
             for var item in try await context.backend.enumerateAllItems(in: identifier) where Filename.isValid(item.filename) {
                 item.parentIdentifier = identifier
-                let childRelative = relative.isEmpty ? item.filename : relative + "/" + item.filename
-                let childPath = newPath + "/" + childRelative
                 // Only items this replica knew are re-keyed. Items someone else added to the
                 // folder are not recorded here: they have no placeholder yet, so the next scan
                 // would take them for local deletions. Sync down adds them as new items.
-                guard var record = byRelative[childRelative], record.kind == item.kind else { continue }
-                byRelative[childRelative] = nil
+                guard var record = byName[item.filename], record.kind == item.kind else { continue }
+                byName[item.filename] = nil
+                let old = record
                 // The known version stays, so sync down still sees a change made in the store
                 // meanwhile (and downloads it again or rewrites the placeholder).
                 let (contentVersion, metadataVersion) = (record.contentVersion, record.metadataVersion)
-                record.update(from: item, path: childPath)
+                record.update(from: item, path: newPath + old.path.dropFirst(oldPath.count))
                 record.contentVersion = contentVersion
                 record.metadataVersion = metadataVersion
-                upserts.append(record)
-                if item.kind == .folder { queue.append((item.identifier, childRelative)) }
+                pending.append((record, old.identifier))
+                if item.kind == .folder { queue.append((item.identifier, old.path)) }
+            }
+            try await flush(atLeast: pageSize)
+            // Known items the store no longer has in the folder (deleted or replaced meanwhile),
+            // and what was below them, move along under an identifier no store uses, so sync
+            // down sees them gone and removes their local copies as for any deletion in the
+            // store (keeping local edits).
+            for record in byName.values.sorted(by: { $0.path < $1.path }) {
+                anyGone = true
+                pending.append((Self.gone(record, from: oldPath, to: newPath), record.identifier))
+                if record.kind == .folder {
+                    try await context.forEachSubtreePage(below: record.path) { page throws(FileProviderError) in
+                        pending += page.map { (Self.gone($0, from: oldPath, to: newPath), $0.identifier) }
+                        try await flush(atLeast: pageSize)
+                        return true
+                    }
+                }
+                try await flush(atLeast: pageSize)
             }
         }
-        // Known items the store no longer has below the folder (deleted or replaced meanwhile)
-        // move along under an identifier no store uses, so sync down sees them gone and
-        // removes their local copies as for any deletion in the store (keeping local edits).
-        if !byRelative.isEmpty { try await context.executor.runToCompletion { [context] in try context.relistNextSync() } }
-        for (relative, record) in byRelative {
-            var gone = record
-            gone.path = newPath + "/" + relative
-            gone.identifier = ItemIdentifier("fileprovider-gone:" + UUID().uuidString)
-            upserts.append(gone)
-        }
-        let replica = context.replica
-        // Placeholders below carry their item's identifier: rewrite them, or a placeholder moved
-        // later would not be recognised as its item (and the item would look deleted here).
-        let rewritten = upserts.filter { $0.state == .placeholder || $0.state == .symlink }
-            .map { ($0.path, PlaceholderMetadata(domain: context.domain.name, record: $0)) }
-        if !rewritten.isEmpty {
-            try await context.executor.run {
-                for (path, metadata) in rewritten where replica.placeholderExists(path) {
-                    try replica.writePlaceholder(path, metadata)
+        try await flush(atLeast: 1)
+        if anyGone { try await executor.runToCompletion { [context] in try context.relistNextSync() } }
+        try await executor.runToCompletion { try store.finishRekey(domainID: domainID, path: oldPath) }
+        // Placeholders below the folder carry the old identifiers: the scan knows a moved
+        // placeholder by its identifier, so each is rewritten (where it still is), a page at a
+        // time. A crash before this leaves old identifiers, as before the move was recorded.
+        let (replica, name) = (context.replica, context.domain.name)
+        try await context.forEachSubtreePage(below: newPath) { page throws(FileProviderError) in
+            let placeholders = page.filter { $0.state == .placeholder || $0.state == .symlink }
+            if placeholders.isEmpty { return true }
+            try await executor.run {
+                for record in placeholders where replica.placeholderExists(record.path) {
+                    try? replica.writePlaceholder(record.path, PlaceholderMetadata(domain: name, record: record))
                 }
             }
+            return true
         }
-        let replaced = upserts
-        try await context.executor.runToCompletion { try store.replaceSubtree(domainID: domainID, path: oldPath, with: replaced) }
-        // Placeholders below the folder carry the old identifiers: the scan knows a moved
-        // placeholder by its identifier, so each is rewritten (where it still is). A crash
-        // before this leaves old identifiers, as before the move was recorded.
-        let placeholders = upserts.filter { $0.state == .placeholder || $0.state == .symlink }
-        if placeholders.isEmpty { return }
-        let name = context.domain.name
-        try await context.executor.run {
-            for record in placeholders where replica.placeholderExists(record.path) {
-                try? replica.writePlaceholder(record.path, PlaceholderMetadata(domain: name, record: record))
+    }
+
+    /// A known item the store no longer has below a moved folder: at its new path, under an
+    /// identifier no store uses.
+    private static func gone(_ record: ItemRecord, from oldPath: String, to newPath: String) -> ItemRecord {
+        var gone = record
+        gone.path = newPath + record.path.dropFirst(oldPath.count)
+        gone.identifier = ItemIdentifier("fileprovider-gone:" + UUID().uuidString)
+        return gone
+    }
+
+    /// Stages re-keyed records (each with its old identifier) in the database and rewrites the
+    /// placeholders among them: or a placeholder moved later would not be recognised as its
+    /// item (and the item would look deleted here). A placeholder not where its item now is
+    /// (moved by the user) keeps its old identifier, noted in ``movedAwayPlaceholders``.
+    /// - Throws: `localIOFailure` when the replica or the database cannot be written.
+    private func stage(_ batch: [(record: ItemRecord, old: ItemIdentifier?)]) async throws(FileProviderError) {
+        if batch.isEmpty { return }
+        let (store, domainID, replica, name) = (context.store, context.domainID, context.replica, context.domain.name)
+        let records = batch.map(\.record)
+        let placeholders = batch.filter { $0.record.state == .placeholder || $0.record.state == .symlink }
+        let away = try await context.executor.run { () throws(FileProviderError) -> [String: String] in
+            try store.stageRekeyed(domainID: domainID, records)
+            var away: [String: String] = [:]
+            for (record, old) in placeholders {
+                if replica.placeholderExists(record.path) {
+                    try replica.writePlaceholder(record.path, PlaceholderMetadata(domain: name, record: record))
+                } else if let old, old != record.identifier {
+                    away[old.rawValue] = record.identifier.rawValue
+                }
             }
+            return away
         }
+        if !away.isEmpty { movedAwayPlaceholders.withLock { $0.merge(away) { _, new in new } } }
     }
 }

@@ -25,6 +25,8 @@ public final class ProviderManager: Sendable {
     /// The wake-up of the eviction loop of a `serve` running in this process, if any (see
     /// ``requestEviction()``).
     let evictionWakeup = Mutex<Wakeup?>(nil)
+    /// Records a replica conversion reads from the database at once (tests make it small).
+    let conversionPage = Mutex(4_096)
 
     /// Opens the state folder `home`, creating it and the database when needed. The state
     /// folder and its `locks`, `staging` and `signals` folders are made (or made again, when an

@@ -82,6 +82,9 @@ struct ReplicaConversion {
     let estimated: Int
     /// Whether to stop at the next step (the command was interrupted).
     let stopped: @Sendable () -> Bool
+    /// Records read from the database at once, and dataless files found away from their items
+    /// looked up together (tests make it small).
+    var pageSize = 4_096
 
     /// The destination in the new mode's layout, and in the other one.
     private var newLayout: Replica { Replica(root: destination, staging: destination, layout: target) }
@@ -96,10 +99,11 @@ struct ReplicaConversion {
     func run(into report: inout ConversionReport) throws(FileProviderError) {
         var moved = try moveEntries()
         var done = 0
-        var owners: [UInt64: ItemRecord]?
+        var away: [AwayFile] = []
         while true {
             report.movedEntries += moved
-            try convert("", report: &report, done: &done, owners: &owners)
+            try convert("", report: &report, done: &done, away: &away)
+            try convertAway(&away, report: &report)
             // Anything put in the old folder while this ran goes too: it must end empty.
             moved = try moveEntries()
             if moved == 0 { return }
@@ -147,7 +151,7 @@ struct ReplicaConversion {
 
     /// Converts the placeholders in a folder of the destination and below, counting what it keeps.
     private func convert(
-        _ relative: String, report: inout ConversionReport, done: inout Int, owners: inout [UInt64: ItemRecord]?
+        _ relative: String, report: inout ConversionReport, done: inout Int, away: inout [AwayFile]
     ) throws(FileProviderError) {
         let replica = newLayout
         var subfolders: [String] = []
@@ -185,13 +189,14 @@ struct ReplicaConversion {
                 if Replica.datalessOwner(atPath: replica.path(path)) == nil { report.files += 1 }
             case .placeholderFiles:
                 if Replica.datalessOwner(atPath: replica.path(path)) != nil {
-                    try toPlaceholderFile(path, report: &report, owners: &owners)
+                    try toPlaceholderFile(path, report: &report, away: &away)
+                    if away.count >= max(1, pageSize) { try convertAway(&away, report: &report) }
                 } else if !name.hasSuffix(Replica.placeholderSuffix) {
                     report.files += 1
                 }
             }
         }
-        for folder in subfolders { try convert(folder, report: &report, done: &done, owners: &owners) }
+        for folder in subfolders { try convert(folder, report: &report, done: &done, away: &away) }
     }
 
     /// Makes `<base>.placeholder`, when it is one of this domain's placeholders, the dataless
@@ -222,34 +227,71 @@ struct ReplicaConversion {
         return true
     }
 
+    /// A dataless file found away from its item (the user moved it): its item is known only by
+    /// the key of its identifier (``PlaceholderOwner``), which the database cannot look up.
+    struct AwayFile {
+        var path: String
+        var key: UInt64
+    }
+
     /// Makes the dataless file at `path` a `<path>.placeholder` file with the metadata of its
     /// item, then removes it (only while it is still a dataless file). Its item is the one at
     /// `path` when the file is that item's; else the item whose identifier it carries (a
     /// dataless file moved by the user: its placeholder file, carrying the identifier, is a
     /// moved placeholder as well); else, for a dataless file no item owns, the item at `path`
     /// when that is a file. A dataless file of no item is removed: it holds no contents, and a
-    /// sync would remove it as well.
+    /// sync would remove it as well. A file away from its item is added to `away` and
+    /// converted by ``convertAway(_:report:)``.
     /// - Throws: `filenameCollision` when `<path>.placeholder` is a file that is not this item's
     ///   placeholder (it is never overwritten).
-    private func toPlaceholderFile(
-        _ path: String, report: inout ConversionReport, owners: inout [UInt64: ItemRecord]?
-    ) throws(FileProviderError) {
+    private func toPlaceholderFile(_ path: String, report: inout ConversionReport, away: inout [AwayFile]) throws(FileProviderError) {
+        guard let owner = Replica.datalessOwner(atPath: newLayout.path(path)) else { return }
+        let here = try store.item(domainID: domainID, path: path)
+        guard let record = here.flatMap({ owner.isOwned(by: $0.identifier) ? $0 : nil }) else {
+            away.append(AwayFile(path: path, key: owner.identifierKey))
+            return
+        }
+        try toPlaceholderFile(path, key: owner.identifierKey, record: record, report: &report)
+    }
+
+    /// Converts the dataless files in `away` (see ``toPlaceholderFile(_:report:away:)``) and
+    /// empties it: their items are found in one pass over the domain's records, a page at a
+    /// time, so memory is bounded by a page and by `away` (which the walk converts whenever it
+    /// holds ``pageSize`` files), not by the domain.
+    /// - Throws: as ``toPlaceholderFile(_:report:away:)``; `localIOFailure` when the database fails.
+    private func convertAway(_ away: inout [AwayFile], report: inout ConversionReport) throws(FileProviderError) {
+        if away.isEmpty { return }
+        let wanted = Set(away.map(\.key))
+        var owners: [UInt64: ItemRecord] = [:]
+        var after: String?
+        while owners.count < wanted.count {
+            let page = try store.descendants(domainID: domainID, of: "", after: after, limit: max(1, pageSize))
+            guard let last = page.last?.path else { break }
+            after = last
+            for item in page where item.kind != .folder {
+                let key = PlaceholderOwner.key(item.identifier.rawValue)
+                if wanted.contains(key) && owners[key] == nil { owners[key] = item }
+            }
+            if page.count < max(1, pageSize) { break }
+        }
+        let files = away
+        away.removeAll()
+        for file in files {
+            // Still the dataless file that was found (a run after a kill finds what is left).
+            guard Replica.datalessOwner(atPath: newLayout.path(file.path))?.identifierKey == file.key else { continue }
+            let here = try store.item(domainID: domainID, path: file.path)
+            let record = owners[file.key] ?? here.flatMap { $0.kind == .folder ? nil : $0 }
+            try toPlaceholderFile(file.path, key: file.key, record: record, report: &report)
+        }
+    }
+
+    /// ``toPlaceholderFile(_:report:away:)`` with the file's item found (`nil`: none); `key`
+    /// is the one the dataless file carries.
+    private func toPlaceholderFile(_ path: String, key: UInt64, record: ItemRecord?, report: inout ConversionReport)
+        throws(FileProviderError)
+    {
         let new = newLayout
         let full = new.path(path)
-        guard let owner = Replica.datalessOwner(atPath: full) else { return }
-        let here = try store.item(domainID: domainID, path: path)
-        var record = here.flatMap { owner.isOwned(by: $0.identifier) ? $0 : nil }
-        if record == nil {
-            if owners == nil {
-                // Built once, and only for a dataless file found away from its item.
-                var map: [UInt64: ItemRecord] = [:]
-                for item in try store.allItems(domainID: domainID) where item.kind != .folder {
-                    map[PlaceholderOwner.key(item.identifier.rawValue)] = item
-                }
-                owners = map
-            }
-            record = owners?[owner.identifierKey] ?? here.flatMap { $0.kind == .folder ? nil : $0 }
-        }
         guard let record else {
             try new.removeFile(atPath: full)
             report.removedPlaceholders += 1
@@ -258,7 +300,7 @@ struct ReplicaConversion {
         let placeholder = new.placeholderPath(path)
         if new.fingerprint(atPath: placeholder) != nil {
             let existing = try? new.readPlaceholder(path)
-            guard let existing, existing.domain == domain, owner.isOwned(by: ItemIdentifier(existing.identifier)) else {
+            guard let existing, existing.domain == domain, PlaceholderOwner.key(existing.identifier) == key else {
                 throw FileProviderError(
                     .filenameCollision,
                     "\(placeholder) is in the way of the placeholder of \(domain):/\(path); move it out of the way and run the same command again"
@@ -446,9 +488,11 @@ extension ProviderManager {
         // An interruption stops the work at the next entry; the marker keeps the domain blocked
         // until a rerun finishes.
         let stop = Mutex(false)
-        let conversion = ReplicaConversion(
+        var converting = ReplicaConversion(
             domain: name, domainID: id, target: mode, source: source, destination: destination, store: store, events: events,
             estimated: try store.itemCount(domainID: id), stopped: { stop.withLock { $0 } })
+        converting.pageSize = conversionPage.withLock { $0 }
+        let conversion = converting
         let started = report
         let executor = self.executor
         do {

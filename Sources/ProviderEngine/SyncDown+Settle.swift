@@ -7,31 +7,39 @@ extension SyncDown {
     /// from its place while a new one with the same content version appeared is a move (its
     /// local copy and content policy follow it); the rest were deleted in the store, and their
     /// local copies go too (files first, then folders deepest first), except a materialized file
-    /// with local changes, which is kept. Records change in one transaction after the replica.
+    /// with local changes, which is kept. Records change in one transaction after the replica,
+    /// per batch: the contents of a folder a change feed names as deleted are read and settled
+    /// a page at a time, deepest first (``DomainContext/forEachSubtreePage(below:deepestFirst:_:)``),
+    /// before the items the feed named; a subtree of any size in bounded memory.
     func settle(_ pass: inout PullPass, report: inout SyncReport) async throws(FileProviderError) {
         var gone = pass.gone.filter { !pass.movedIn.contains($0.identifier) }
+        var candidates = pass.newFilesByVersion
         if !pass.sweeps {
-            // A change feed names a deleted folder, not always what was in it.
-            var known = Set(gone.map(\.identifier))
-            for folder in gone where folder.kind == .folder {
-                let (store, domainID) = (self.store, self.domainID)
-                let below = try await context.blocking { () throws(FileProviderError) in
-                    try store.descendants(domainID: domainID, of: folder.path)
+            // A change feed names a deleted folder, not always what was in it. Folders below
+            // another one named are settled with its pages, and so is what the feed named in them.
+            let named = Set(gone.lazy.filter { $0.kind == .folder }.map(\.path))
+            func isBelowNamed(_ path: String) -> Bool {
+                var parent = DomainController.split(path).parent
+                while !parent.isEmpty {
+                    if named.contains(parent) { return true }
+                    parent = DomainController.split(parent).parent
                 }
-                for record in below
-                where !pass.movedIn.contains(record.identifier) && known.insert(record.identifier).inserted {
-                    gone.append(record)
+                return false
+            }
+            let tops = gone.filter { $0.kind == .folder && !isBelowNamed($0.path) }.map(\.path)
+            if !tops.isEmpty { gone = gone.filter { !isBelowNamed($0.path) } }
+            for top in tops {
+                try await context.forEachSubtreePage(below: top, deepestFirst: true) { page throws(FileProviderError) in
+                    let batch = page.filter { !pass.movedIn.contains($0.identifier) }
+                    try await settle(gone: batch, candidates: &candidates, pass: &pass, report: &report)
+                    return true
                 }
             }
         } else if pass.hadItems {
             // What the walk never reached: the contents of folders that went away, and records
             // whose parent is no longer in the store.
             var known = Set(gone.map(\.identifier))
-            let (store, domainID, listed) = (self.store, self.domainID, pass.listedFolders)
-            let unreached = try await context.blocking { () throws(FileProviderError) in
-                try store.items(domainID: domainID, outside: listed)
-            }
-            for record in unreached {
+            for record in try store.items(domainID: domainID, outside: pass.listedFolders) {
                 if pass.movedIn.contains(record.identifier) || !known.insert(record.identifier).inserted {
                     continue
                 }
@@ -43,24 +51,36 @@ extension SyncDown {
                 gone.append(record)
             }
         }
+        try await settle(gone: gone, candidates: &candidates, pass: &pass, report: &report)
+    }
+
+    /// Settles one batch of items gone from where the database has them (see
+    /// ``settle(_:report:)``): moves found by content version among `candidates` (the new files
+    /// not yet paired, by content version), then deletions; the records in one transaction.
+    /// A folder is removed only after the batches that hold what was below it.
+    private func settle(
+        gone: [ItemRecord], candidates: inout [Data: [ItemIdentifier]]?, pass: inout PullPass, report: inout SyncReport
+    ) async throws(FileProviderError) {
         if gone.isEmpty { return }
+        var gone = gone
         var upserts: [ItemRecord] = []
         var deletions: [ItemIdentifier] = []
         var notices: [String] = []
 
         // 1. Moves of files found by content version.
-        if var candidates = pass.newFilesByVersion, !candidates.isEmpty {
+        if var available = candidates, !available.isEmpty {
+            defer { candidates = available }
             var remaining: [ItemRecord] = []
             var pairs: [(old: ItemRecord, new: ItemIdentifier)] = []
             for old in gone {
                 guard old.kind == .file, !old.contentVersion.isEmpty,
-                    var list = candidates[old.contentVersion],
+                    var list = available[old.contentVersion],
                     let identifier = list.popLast()
                 else {
                     remaining.append(old)
                     continue
                 }
-                candidates[old.contentVersion] = list
+                available[old.contentVersion] = list
                 pairs.append((old, identifier))
             }
             // The new files' records, in one job on the engine's threads.
@@ -121,9 +141,7 @@ extension SyncDown {
             }
         }
         let written = Date()
-        try await context.blocking { [store, domainID, upserts, deletions] () throws(FileProviderError) in
-            try store.apply(domainID: domainID, upserts: upserts, deletions: deletions)
-        }
+        try store.apply(domainID: domainID, upserts: upserts, deletions: deletions)
         pass.databaseSeconds += Date().timeIntervalSince(written)
         report.notices.append(contentsOf: notices)
     }

@@ -44,18 +44,12 @@ struct SyncDown: Sendable {
     }
 
     /// Partly downloaded files of a `dataless` replica whose present ranges are all of an older
-    /// content version than the item's and whose policy evicts on a remote update.
+    /// content version than the item's and whose policy evicts on a remote update. The
+    /// database selects the stale ones (``MetadataStore/stalePartials(domainID:)``): what changed
+    /// in the store, not every partly present file of the domain.
     func staleUpdatedPartials(_ policies: PolicyResolver) throws(FileProviderError) -> [ItemRecord] {
         guard replica.layout == .dataless else { return [] }
-        var stale: [ItemRecord] = []
-        for identifier in try store.partiallyPresent(domainID: domainID).keys {
-            guard let record = try store.item(domainID: domainID, identifier: identifier), record.kind == .file,
-                record.state == .placeholder, policies.policy(of: record.path).evictsOnRemoteUpdate,
-                try store.presentRanges(domainID: domainID, identifier: identifier, contentVersion: record.contentVersion).isEmpty
-            else { continue }
-            stale.append(record)
-        }
-        return stale
+        return try store.stalePartials(domainID: domainID).filter { policies.policy(of: $0.path).evictsOnRemoteUpdate }
     }
 
     /// Places listings and changes into the replica and the pass.

@@ -94,6 +94,8 @@ final class SyncUp: Sendable {
         // Old identifiers of items a folder move re-keyed in an earlier pass, to their new ones: a
         // placeholder the user moved before the folder move was sent still carries the old one.
         var renamed: [String: String] = [:]
+        // Those of a move an earlier replay recorded.
+        moves.noteRenamedIdentifiers(into: &renamed)
         var changingScans = 0
         // Passes: a folder move ends a pass (see below); what is left waits for the next sync.
         // A partial scan (more changes than one scan holds) is followed by another as long as
@@ -198,13 +200,10 @@ final class SyncUp: Sendable {
                 let change = ordered[index]
                 index += 1
                 do {
-                    if case .moved(let record, let to, _) = change, record.kind == .folder {
-                        let (store, domainID) = (context.store, context.domainID)
-                        let before = try await context.executor.run { try store.descendants(domainID: domainID, of: record.path) }
+                    if case .moved(let record, _, _) = change, record.kind == .folder {
                         if try await send(change, report: &report) {
                             changedFolderTree = true
-                            try await moves.noteRenamedIdentifiers(
-                                from: [record] + before, oldPath: record.path, newPath: to, into: &renamed)
+                            moves.noteRenamedIdentifiers(into: &renamed)
                         }
                     } else {
                         try await send(change, report: &report)

@@ -386,18 +386,9 @@ struct Uploader: Sendable {
     /// folder never deletes what its user did not see.
     /// - Throws: what ``upload(_:report:)`` throws.
     private func uploadFolderDeletion(_ record: ItemRecord, report: inout SyncReport) async throws(FileProviderError) {
-        func depth(_ path: String) -> Int { path.utf8.reduce(0) { $0 + ($1 == UInt8(ascii: "/") ? 1 : 0) } }
         let (store, domainID, backend) = (context.store, context.domainID, context.backend)
-        // What was in dataless folders was never in the replica: its user did not see it.
-        let all = try await context.executor.run { try store.descendants(domainID: domainID, of: record.path) }
-        let dataless = Set((all + [record]).filter(\.isDataless).map(\.path))
-        let below = dataless.isEmpty ? all : all.filter { !dataless.contains(DomainController.split($0.path).parent) }
-        let ordered = (below + [record]).enumerated().sorted { a, b in
-            let (da, db) = (depth(a.element.path), depth(b.element.path))
-            return da != db ? da > db : a.offset < b.offset
-        }.map(\.element)
-        var kept: [String] = []
-        for item in ordered {
+        var kept = false
+        func delete(_ item: ItemRecord) async throws(FileProviderError) {
             do {
                 try await journal.run(.delete(item), handled: [.noSuchItem, .versionOutOfDate, .directoryNotEmpty]) { step in
                     // A file the store changed since it was downloaded stays (see `uploadDeletion`).
@@ -410,12 +401,29 @@ struct Uploader: Sendable {
             } catch where error.code == .noSuchItem {
                 // Already gone from the store.
             } catch where error.code == .versionOutOfDate || error.code == .directoryNotEmpty {
-                kept.append(item.path)
+                kept = true
             }
         }
+        // Bottom-up a page at a time, in reverse path order (every item before its folder): a
+        // subtree of any size in bounded memory. The records stay until the end, so each item's
+        // folder is still there to be asked whether it is dataless.
+        try await context.forEachSubtreePage(below: record.path, deepestFirst: true) { page throws(FileProviderError) in
+            // What was in dataless folders was never in the replica: its user did not see it.
+            let folders = Set(page.map { DomainController.split($0.path).parent })
+            let dataless = try await context.executor.run {
+                var dataless: Set<String> = []
+                for folder in folders {
+                    if try store.item(domainID: domainID, path: folder)?.isDataless == true { dataless.insert(folder) }
+                }
+                return dataless
+            }
+            for item in page where !dataless.contains(DomainController.split(item.path).parent) { try await delete(item) }
+            return true
+        }
+        try await delete(record)
         // Forget the subtree: what the store kept comes back as new items with this sync's listing.
         try await context.executor.runToCompletion { try store.deleteSubtree(domainID: domainID, path: record.path) }
-        if !kept.isEmpty { try await conflicts.folderDeletionKeptItems(record, report: &report) }
+        if kept { try await conflicts.folderDeletionKeptItems(record, report: &report) }
         report.uploaded += 1
     }
 }

@@ -34,7 +34,7 @@ extension MetadataStore {
         }
     }
 
-    private static func deleteSubtree(domainID: Int64, path: String, in db: Database) throws {
+    static func deleteSubtree(domainID: Int64, path: String, in db: Database) throws {
         // Two statements: with `OR` SQLite scans the whole domain instead of `item_path`.
         try db.cachedStatement(sql: "DELETE FROM item WHERE domainID = ? AND path = ?").execute(arguments: [domainID, path])
         try db.cachedStatement(sql: "DELETE FROM item WHERE domainID = ? AND path >= ? AND path < ?")

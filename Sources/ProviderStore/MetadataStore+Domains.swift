@@ -73,8 +73,12 @@ extension MetadataStore {
         if changed == 0 { throw FileProviderError(.providerDomainNotFound, "no domain with id \(domainID)") }
     }
 
-    /// Deletes a domain with its items, anchors, journal, checkpoints and thumbnails.
+    /// Deletes a domain with its items, anchors, journal, checkpoints and thumbnails (and
+    /// records a killed process left staged for it, which have no foreign key).
     public func deleteDomain(id: Int64) throws(FileProviderError) {
-        try write { db in _ = try DomainRecord.deleteOne(db, key: id) }
+        try write { db in
+            _ = try DomainRecord.deleteOne(db, key: id)
+            try db.execute(sql: "DELETE FROM itemRekey WHERE domainID = ?", arguments: [id])
+        }
     }
 }

@@ -95,6 +95,33 @@ extension MetadataStore {
         }
     }
 
+    /// At most `limit` items below the folder at `path` (not the folder itself), in reverse path
+    /// order, starting before the item at `before` (from the last with `nil`): every item comes
+    /// before the folder that holds it, so a subtree is taken apart deepest first, in pages,
+    /// each read in its own transaction.
+    /// - Throws: `localIOFailure` when the database fails.
+    public func descendants(domainID: Int64, of path: String, before: String?, limit: Int) throws(FileProviderError)
+        -> [ItemRecord]
+    {
+        let low = path.isEmpty ? "" : path + "/"
+        let high = before ?? (path.isEmpty ? nil : path + "0")
+        let select = "SELECT \(ItemRecord.columnList) FROM item INDEXED BY item_path WHERE domainID = ? AND path >= ? AND path <> ''"
+        return try read { db in
+            let rows: RowCursor
+            if let high {
+                rows = try Row.fetchCursor(
+                    db.cachedStatement(sql: select + " AND path < ? ORDER BY path DESC LIMIT ?"),
+                    arguments: [domainID, low, high, max(1, limit)])
+            } else {
+                rows = try Row.fetchCursor(
+                    db.cachedStatement(sql: select + " ORDER BY path DESC LIMIT ?"), arguments: [domainID, low, max(1, limit)])
+            }
+            var found: [ItemRecord] = []
+            while let row = try rows.next() { found.append(ItemRecord(row: row)) }
+            return found
+        }
+    }
+
     /// How many dataless folders lie below the folder at `path` (not the folder itself).
     /// - Throws: `localIOFailure` when the database fails.
     public func datalessFolderCount(domainID: Int64, below path: String) throws(FileProviderError) -> Int {

@@ -224,7 +224,7 @@ extension MetadataStore {
 
     /// Runs an upsert statement for as many records as it has rows, bound without
     /// `StatementArguments`.
-    private static func execute(
+    static func execute(
         _ statement: Statement, _ records: ArraySlice<ItemRecord>, arena: BindArena, in db: Database
     ) throws {
         let raw = statement.sqliteStatement

@@ -54,9 +54,69 @@ extension MetadataStore {
         }
     }
 
+    /// How many bytes of an item's file are present when it is partly present (not downloaded
+    /// whole, with present ranges: of any content version, as
+    /// ``partiallyPresent(domainID:)`` counts them), else `nil`. One indexed lookup.
+    /// - Throws: `localIOFailure` when the database fails.
+    public func presentBytes(domainID: Int64, identifier: ItemIdentifier) throws(FileProviderError) -> Int64? {
+        try read { db in try Self.presentBytes(domainID: domainID, identifier: identifier, in: db) }
+    }
+
+    /// ``partiallyPresent(domainID:)`` of some items only (a page of a subtree): memory and time
+    /// bounded by `identifiers`, not by the domain. Items that are not partly present are not in
+    /// the result.
+    /// - Throws: `localIOFailure` when the database fails.
+    public func partiallyPresent(domainID: Int64, among identifiers: some Sequence<ItemIdentifier>) throws(FileProviderError)
+        -> [ItemIdentifier: Int64]
+    {
+        try read { db in
+            var result: [ItemIdentifier: Int64] = [:]
+            for identifier in identifiers {
+                if let bytes = try Self.presentBytes(domainID: domainID, identifier: identifier, in: db) { result[identifier] = bytes }
+            }
+            return result
+        }
+    }
+
+    /// The files of a domain that are partly present and whose present ranges are all of an
+    /// older content version than the item's (it changed in the store since they were
+    /// fetched), with their records. Read from the ranges' table (its primary key), so it costs
+    /// what the domain has partly present, and returns only what changed.
+    /// - Throws: `localIOFailure` when the database fails.
+    public func stalePartials(domainID: Int64) throws(FileProviderError) -> [ItemRecord] {
+        try read { db in
+            try Row.fetchCursor(
+                db.cachedStatement(
+                    sql: """
+                        SELECT \(ItemRecord.columnList) FROM item
+                        WHERE domainID = ? AND identifier IN (SELECT DISTINCT identifier FROM presentRange WHERE domainID = ?)
+                        AND kind = 'file' AND state = 'placeholder'
+                        AND NOT EXISTS (SELECT 1 FROM presentRange r WHERE r.domainID = item.domainID
+                            AND r.identifier = item.identifier AND r.contentVersion = item.contentVersion)
+                        """),
+                arguments: [domainID, domainID]
+            ).map(ItemRecord.init(row:)).reduce(into: []) { $0.append($1) }
+        }
+    }
+
+    static func presentBytes(domainID: Int64, identifier: ItemIdentifier, in db: Database) throws -> Int64? {
+        let row = try Row.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT count(*), SUM(r."end" - r.start) FROM presentRange r
+                    JOIN item i ON i.domainID = r.domainID AND i.identifier = r.identifier AND i.state = 'placeholder'
+                    WHERE r.domainID = ? AND r.identifier = ?
+                    """),
+            arguments: [domainID, identifier.rawValue])
+        guard let row, (row[0] as Int? ?? 0) > 0 else { return nil }
+        return row[1] ?? 0
+    }
+
     /// The items of a domain that are partly present (not downloaded whole) with present ranges,
     /// with how many bytes are present (of any content version: stale ranges still occupy disk
-    /// until their file is rewritten).
+    /// until their file is rewritten). One entry per partly present file of the whole domain:
+    /// for a report of the domain (tests, tools); the engine asks per item or per page
+    /// (``presentBytes(domainID:identifier:)``, ``partiallyPresent(domainID:among:)``).
     /// - Throws: `localIOFailure` when the database fails.
     public func partiallyPresent(domainID: Int64) throws(FileProviderError) -> [ItemIdentifier: Int64] {
         try read { db in
@@ -81,11 +141,12 @@ extension MetadataStore {
             db.cachedStatement(
                 sql: "SELECT start, \"end\" FROM presentRange WHERE domainID = ? AND identifier = ? AND contentVersion = ? ORDER BY start"),
             arguments: [domainID, identifier.rawValue, contentVersion])
-        return merged(rows.compactMap { row in
-            let start: Int64 = row[0]
-            let end: Int64 = row[1]
-            return start >= 0 && start < end ? start..<end : nil
-        })
+        return merged(
+            rows.compactMap { row in
+                let start: Int64 = row[0]
+                let end: Int64 = row[1]
+                return start >= 0 && start < end ? start..<end : nil
+            })
     }
 
     /// Ranges sorted and merged where they overlap or touch.

@@ -283,6 +283,15 @@ enum Migrations {
                     CREATE INDEX item_subfolder ON item (domainID, parentIdentifier) WHERE kind = 'folder';
                     """)
         }
+        migrator.registerMigration("v14: staged records of a moved folder") { db in
+            // A moved folder's records with their new paths and identifiers, staged a page at a
+            // time while the store's listing of it is read, then moved into `item` in one
+            // transaction (MetadataStore+Rekey). The columns of `item` as they are here: a later
+            // migration that adds a column to `item` adds it here too. No constraints: rows are
+            // checked when they reach `item`.
+            try db.execute(sql: "CREATE TABLE itemRekey AS SELECT * FROM item WHERE 0")
+            try db.create(index: "itemRekey_domain", on: "itemRekey", columns: ["domainID"])
+        }
         return migrator
     }
 

@@ -65,10 +65,12 @@ struct EvictCommand: AsyncParsableCommand {
             return
         }
         let items = try ItemArguments.parse(["--"] + paths)
-        let outcomes = try await items.forEachDomain(manager) { controller, _, paths in
-            await controller.evict(paths: paths, recursive: recursive)
+        // Counted as they come (a page of a subtree at a time), not held: see OutcomeTally.
+        let tally = OutcomeTally(json: output.json)
+        try await items.forEachDomain(manager, into: tally) { controller, _, paths, outcomes in
+            await controller.evict(paths: paths, recursive: recursive, outcomes: outcomes)
         }
-        try Output.finish(outcomes, verb: "evicted", json: output.json)
+        try tally.finish(verb: "evicted")
     }
 
     static func show(_ pass: EvictionPass, json: Bool) throws {

@@ -26,6 +26,19 @@ struct ItemArguments: ParsableArguments {
         return order.map { ($0, byDomain[$0] ?? []) }
     }
 
+    /// Runs `body` once per domain with that domain's paths and `tally`'s handler, then closes
+    /// the manager. Every domain's controller is made first: a domain that cannot be opened
+    /// stops the command before anything is done or printed.
+    func forEachDomain(
+        _ manager: ProviderManager, into tally: OutcomeTally,
+        _ body: (DomainController, String, [String], OutcomeHandler) async -> Void
+    ) async throws {
+        var controllers: [(DomainController, String, [String])] = []
+        for (domain, paths) in try grouped(manager) { controllers.append((try await manager.controller(for: domain), domain, paths)) }
+        for (controller, domain, paths) in controllers { await body(controller, domain, paths, tally.handler) }
+        await manager.close()
+    }
+
     /// Runs `body` once per domain with that domain's paths, closes the manager, and returns
     /// every outcome.
     func forEachDomain(

@@ -39,11 +39,15 @@ struct ListCommand: AsyncParsableCommand {
                 .noSuchItem, "no item at \(location.description); run 'fileproviderctl sync \(location.domain)' to refresh")
         }
         let policies = PolicyResolver(explicit: try manager.store.explicitPolicies(domainID: id))
-        let partial = try manager.store.partiallyPresent(domainID: id)
-        var json = ItemJSON.Stream(domain: location.domain, policies: policies, partial: partial)
+        var json = ItemJSON.Stream(domain: location.domain, policies: policies)
         let base = location.path.isEmpty ? 0 : location.path.count + 1
-        // Printed as read: a subtree a page at a time, in path order (any size in bounded memory).
-        let print = { (records: [ItemRecord]) in
+        // Printed as read: a subtree a page at a time, in path order (any size in bounded memory),
+        // each page with the bytes present of its partly fetched files.
+        let store = manager.store
+        let print = { (records: [ItemRecord]) throws(FileProviderError) in
+            let placeholders = records.lazy.filter { $0.state == .placeholder }.map(\.identifier)
+            let partial = placeholders.isEmpty ? [:] : try store.partiallyPresent(domainID: id, among: placeholders)
+            json.partial = partial
             if output.json {
                 json.write(records)
             } else {
@@ -51,11 +55,11 @@ struct ListCommand: AsyncParsableCommand {
             }
         }
         if target.kind != .folder {
-            print([target])
+            try print([target])
         } else if recursive {
             try ItemPages.forEachPage(manager.store, domainID: id, below: location.path, print)
         } else {
-            print(try manager.store.children(domainID: id, parent: target.identifier))
+            try print(try manager.store.children(domainID: id, parent: target.identifier))
         }
         if output.json { json.finish() }
     }
@@ -96,16 +100,16 @@ enum ItemPages {
     /// Calls `body` with the items below the folder at `path` (every item but the root for ""),
     /// in path order, a page at a time, each page read in its own transaction (none is held
     /// open while `body` writes).
-    /// - Throws: `localIOFailure` when the database fails.
+    /// - Throws: `localIOFailure` when the database fails; what `body` throws.
     static func forEachPage(
-        _ store: MetadataStore, domainID: Int64, below path: String, _ body: ([ItemRecord]) -> Void
+        _ store: MetadataStore, domainID: Int64, below path: String, _ body: ([ItemRecord]) throws(FileProviderError) -> Void
     ) throws(FileProviderError) {
         var after: String?
         while true {
             let page = try store.descendants(domainID: domainID, of: path, after: after, limit: pageSize)
             guard let last = page.last?.path else { return }
             after = last
-            body(page)
+            try body(page)
             if page.count < pageSize { return }
         }
     }
@@ -115,7 +119,8 @@ enum ItemPages {
 enum ItemJSON {
     /// `policies`: the domain's content policies, for each item's `policy`, `policySetOn` and
     /// `pinned` (its policy is `eager`).
-    /// `partial`: the bytes present of partly fetched files (``MetadataStore/partiallyPresent(domainID:)``).
+    /// `partial`: the bytes present of partly fetched files, at least of `records`
+    /// (``MetadataStore/partiallyPresent(domainID:among:)``).
     static func encode(
         _ records: [ItemRecord], domain: String, policies: PolicyResolver, partial: [ItemIdentifier: Int64] = [:], full: Bool = false
     ) -> String {

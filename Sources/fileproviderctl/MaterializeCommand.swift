@@ -18,11 +18,13 @@ struct MaterializeCommand: AsyncParsableCommand {
     var recursive = false
 
     func run() async throws {
-        let outcomes = try await items.forEachDomain(try global.manager()) { controller, domain, paths in
+        // Counted as they come (a page of a subtree at a time), not held: see OutcomeTally.
+        let tally = OutcomeTally(json: output.json)
+        try await items.forEachDomain(try global.manager(), into: tally) { controller, domain, paths, outcomes in
             let bar = ProgressBar(label: "materialize \(domain)", options: progress)
             defer { bar.finish() }
-            return await controller.materialize(paths: paths, recursive: recursive, events: bar.handler)
+            await controller.materialize(paths: paths, recursive: recursive, events: bar.handler, outcomes: outcomes)
         }
-        try Output.finish(outcomes, verb: "materialized", json: output.json)
+        try tally.finish(verb: "materialized")
     }
 }

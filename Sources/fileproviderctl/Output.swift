@@ -38,15 +38,20 @@ enum Output {
 
     /// Prints a value as JSON.
     static func json<T: Encodable>(_ value: T) throws {
+        var data = try jsonEncoder().encode(value)
+        data.append(0x0a)
+        FileHandle.standardOutput.write(data)
+    }
+
+    /// The encoder of every JSON output: compact, keys sorted, dates as ``jsonDate(_:)``.
+    static func jsonEncoder() -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
             try container.encode(jsonDate(date))
         }
-        var data = try encoder.encode(value)
-        data.append(0x0a)
-        FileHandle.standardOutput.write(data)
+        return encoder
     }
 
     /// A date as every JSON output writes it: RFC 3339 in UTC with microseconds,
@@ -162,6 +167,12 @@ struct OutcomeJSON: Encodable {
     var ok: Bool
     var error: String?
     var code: String?
+
+    init(path: String, ok: Bool, error: String?, code: String?) { (self.path, self.ok, self.error, self.code) = (path, ok, error, code) }
+
+    init(_ outcome: ItemOutcome) {
+        self.init(path: outcome.path, ok: outcome.error == nil, error: outcome.error?.message, code: outcome.error?.code.name)
+    }
 }
 
 /// The state of an item as the CLI shows it.

@@ -32,7 +32,7 @@ func runProgram(_ arguments: [String], timeout: Double = 60) async throws -> Pro
 
 /// Whether `path` is a mount point now (from this process's mount table).
 func isMountPoint(_ path: String) -> Bool {
-    guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return false }
+    guard let table = readProcFile("/proc/self/mountinfo") else { return false }
     let escaped = path.replacingOccurrences(of: "\\", with: "\\134").replacingOccurrences(of: " ", with: "\\040")
     return table.split(separator: "\n").contains { line in
         let fields = line.split(separator: " ")

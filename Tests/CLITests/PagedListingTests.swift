@@ -1,5 +1,8 @@
 import Foundation
+import ProviderCore
 import Testing
+
+@testable import ProviderStore
 
 /// `ls -R` and `dump` print as they read, a page of the subtree at a time
 /// (`FILEPROVIDERCTL_PAGE` records; 4,096 unless set): the output is the same bytes whatever the
@@ -51,5 +54,46 @@ import Testing
         #expect(dumped.first == "/")
         #expect(dumped == dumped.sorted() && Set(dumped).count == dumped.count)
         #expect(Set(dumped).isSuperset(of: below) && dumped.contains("/a-b/j") && dumped.contains("/a.c/k") && dumped.contains("/e"))
+    }
+    /// The bytes present of partly fetched files are read per page, not for the whole domain:
+    /// a damaged range row elsewhere in the domain (its sizes add up beyond 2^63, so SQLite's
+    /// `SUM` fails) does not stop a listing of `a`, in pages of any size.
+    @Test func partlyFetchedFilesAreReadWithEachPage() async throws {
+        let temp = try TemporaryFolder()
+        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        for path in Self.inside + Self.outside { try temp.write("src/" + path, Data(path.utf8)) }
+        #expect(
+            try await cli.run(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path]).status
+                == 0)
+        #expect(try await cli.run(["sync"]).status == 0)
+        let store = try MetadataStore(url: cli.home.appendingPathComponent("metadata.sqlite"))
+        let id = try #require(try store.domains().first { $0.name == "d" }?.id)
+        let partial = ["a/f0", "a/x/g1", "a/y/more/k"]
+        for path in partial {
+            let record = try #require(try store.item(domainID: id, path: path))
+            try store.addPresentRange(0..<2, domainID: id, identifier: record.identifier, contentVersion: record.contentVersion)
+        }
+        let broken = try #require(try store.item(domainID: id, path: "b/l"))
+        try store.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO presentRange (domainID, identifier, contentVersion, start, "end")
+                    VALUES (?, ?, ?, 0, 9223372036854775807), (?, ?, ?, 1, 9223372036854775807)
+                    """,
+                arguments: [id, broken.identifier.rawValue, broken.contentVersion, id, broken.identifier.rawValue, broken.contentVersion])
+        }
+        for page in ["1", "3", "4096"] {
+            let text = try await cli.run(["ls", "-R", "d:/a"], environment: ["FILEPROVIDERCTL_PAGE": page])
+            #expect(text.status == 0, "\(text.stderr)")
+            let shown = text.stdout.split(separator: "\n").filter { $0.hasPrefix("partial ") }
+            #expect(shown.count == 3, "pages of \(page): \(text.stdout)")
+            #expect(shown.first?.hasPrefix("partial 50%") == true && shown.first?.hasSuffix(" f0") == true, "\(shown)")
+            let json = try await cli.run(["ls", "-R", "d:/a", "--json"], environment: ["FILEPROVIDERCTL_PAGE": page])
+            #expect(json.status == 0, "\(json.stderr)")
+            let items = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]] ?? []
+            var present: [String: Int] = [:]
+            for item in items { if let bytes = item["presentBytes"] as? Int { present[item["path"] as? String ?? ""] = bytes } }
+            #expect(present == ["/a/f0": 2, "/a/x/g1": 2, "/a/y/more/k": 2], "pages of \(page)")
+        }
     }
 }

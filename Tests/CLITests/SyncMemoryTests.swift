@@ -99,7 +99,7 @@ final class ScratchFolder {
     let url: URL
 
     init() throws {
-        let mounts = (try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8)) ?? ""
+        let mounts = readProcFile("/proc/self/mounts") ?? ""
         let isMemory = mounts.split(separator: "\n").contains { $0.split(separator: " ").dropFirst().prefix(2) == ["/dev/shm", "tmpfs"] }
         let parent =
             isMemory && access("/dev/shm", W_OK) == 0 ? URL(fileURLWithPath: "/dev/shm") : FileManager.default.temporaryDirectory

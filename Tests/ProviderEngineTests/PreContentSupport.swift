@@ -72,7 +72,7 @@ final class PreContentLab: @unchecked Sendable {
     /// Detaches mounts that labs of test processes no longer running left in `folder` (a test
     /// run killed before its cleanup).
     private static func detachLeftovers(in folder: String) {
-        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return }
+        guard let table = readProcFile("/proc/self/mountinfo") else { return }
         for line in table.split(separator: "\n") {
             let fields = line.split(separator: " ")
             guard fields.count > 4 else { continue }

@@ -316,4 +316,30 @@ import Testing
             #expect(f.memory.contents(of: "edit.txt") == Self.edited)
         }
     }
+    /// Dataless files the user moved away from their items find them a page of records at a
+    /// time (pages of 1 here), not in a map of every item of the domain.
+    @Test func datalessFilesMovedAwayFindTheirItemsAPageAtATime() async throws {
+        try await Fixture.with { f in
+            let old = try await prepare(f)
+            let replica = URL(fileURLWithPath: old.replica.root.path)
+            let backing = f.home.appendingPathComponent("replicas/mem")
+            _ = try await f.manager.convertDomain(named: "mem", to: .dataless)
+            f.manager.conversionPage.withLock { $0 = 1 }
+            try FileManager.default.createDirectory(at: backing.appendingPathComponent("elsewhere"), withIntermediateDirectories: true)
+            #expect(rename(backing.appendingPathComponent("cold.txt").path, backing.appendingPathComponent("sub/cold.txt").path) == 0)
+            #expect(
+                rename(backing.appendingPathComponent("sub/deep.txt").path, backing.appendingPathComponent("elsewhere/deep.txt").path) == 0)
+            let back = try await f.manager.convertDomain(named: "mem", to: .placeholderFiles)
+            #expect(back.convertedPlaceholders == 2 && back.removedPlaceholders == 0, "\(back)")
+            let cold = try placeholder(at: replica.appendingPathComponent("sub/cold.txt.placeholder"))
+            #expect(cold.size == 5000 && cold.filename == "cold.txt")
+            let deep = try placeholder(at: replica.appendingPathComponent("elsewhere/deep.txt.placeholder"))
+            #expect(deep.size == 700 && deep.filename == "deep.txt")
+            let controller = try await f.manager.controller(for: "mem")
+            try await controller.sync()
+            #expect(f.memory.contents(of: "sub/cold.txt") == bytes(5000, seed: 3))
+            #expect(f.memory.contents(of: "elsewhere/deep.txt") == bytes(700, seed: 4))
+            #expect(f.memory.contents(of: "cold.txt") == nil && f.memory.contents(of: "sub/deep.txt") == nil)
+        }
+    }
 }
