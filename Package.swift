@@ -91,7 +91,7 @@ let package = Package(
         .testTarget(name: "ProviderCoreTests", dependencies: ["ProviderCore"]),
         .testTarget(
             name: "ProviderStoreTests",
-            dependencies: ["ProviderStore", "ProviderCore", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["ProviderStore", "ProviderCore", "ProviderTesting", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(
             name: "ProviderEngineTests",

@@ -34,6 +34,9 @@ public struct ProgramLaunch {
     public var standardError = Stream.null
     /// Whether it leads a session of its own.
     public var ownSession = true
+    /// Whether it leads a process group of its own in this process's session (as Foundation's
+    /// `Process` starts programs); only without ``ownSession``, which makes a group too.
+    public var ownProcessGroup = false
 
     public init(path: String, arguments: [String] = []) {
         self.path = path
@@ -79,8 +82,10 @@ public struct ProgramLaunch {
         posix_spawnattr_setsigdefault(&attributes, &all)
         // POSIX_SPAWN_SETSID (glibc 2.26), which Swift's Glibc module does not import.
         let setSession: Int32 = 0x80
+        let group = !ownSession && ownProcessGroup ? Int32(POSIX_SPAWN_SETPGROUP) : 0
+        posix_spawnattr_setpgroup(&attributes, 0)
         posix_spawnattr_setflags(
-            &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | (ownSession ? setSession : 0)))
+            &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | (ownSession ? setSession : 0) | group))
         let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         let variables = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }

@@ -39,7 +39,11 @@ extension SyncDown {
             // What the walk never reached: the contents of folders that went away, and records
             // whose parent is no longer in the store.
             var known = Set(gone.map(\.identifier))
-            for record in try store.items(domainID: domainID, outside: pass.listedFolders) {
+            let (store, domainID, listed) = (self.store, self.domainID, pass.listedFolders)
+            let unreached = try await context.blocking { () throws(FileProviderError) in
+                try store.items(domainID: domainID, outside: listed)
+            }
+            for record in unreached {
                 if pass.movedIn.contains(record.identifier) || !known.insert(record.identifier).inserted {
                     continue
                 }
@@ -141,7 +145,9 @@ extension SyncDown {
             }
         }
         let written = Date()
-        try store.apply(domainID: domainID, upserts: upserts, deletions: deletions)
+        try await context.blocking { [store, domainID, upserts, deletions] () throws(FileProviderError) in
+            try store.apply(domainID: domainID, upserts: upserts, deletions: deletions)
+        }
         pass.databaseSeconds += Date().timeIntervalSince(written)
         report.notices.append(contentsOf: notices)
     }

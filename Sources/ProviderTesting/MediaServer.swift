@@ -23,7 +23,7 @@ public final class MediaServer: @unchecked Sendable {
     /// The server's process id.
     public var pid: Int32 { process.processIdentifier }
 
-    private let process: Process
+    private let process: TestProcess
     private let exit: ProcessExit
     private let stdin: Pipe
     private let removeRoot: Bool
@@ -58,15 +58,19 @@ public final class MediaServer: @unchecked Sendable {
         self.compat = compat
         let binary = Self.locateBinary()
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
-            throw MediaServerError(message: "media-server not found at \(binary.path); build it (swift build --package-path Servers/media-server) or set MEDIA_SERVER")
+            throw MediaServerError(
+                message:
+                    "media-server not found at \(binary.path); build it (swift build --package-path Servers/media-server) or set MEDIA_SERVER"
+            )
         }
         var lastError = MediaServerError(message: "media-server did not start")
         var log = folder
         for _ in 0..<3 {
             let port = try Self.freePort()
-            let process = Process()
+            let process = TestProcess()
             process.executableURL = binary
-            process.arguments = ["--root", folder.path, "--port", String(port), "--exit-on-stdin-eof"]
+            process.arguments =
+                ["--root", folder.path, "--port", String(port), "--exit-on-stdin-eof"]
                 + (compat ? ["--compat"] : []) + arguments
             var merged = ProcessInfo.processInfo.environment
             for (key, value) in environment { merged[key] = value }
@@ -145,7 +149,7 @@ public final class MediaServer: @unchecked Sendable {
     }
 
     /// Polls `GET /` until it answers 200, the process exits, or 20 seconds pass.
-    static func waitUntilReady(port: Int, process: Process) -> Bool {
+    static func waitUntilReady(port: Int, process: TestProcess) -> Bool {
         for _ in 0..<400 {
             if !process.isRunning { return false }
             if let reply = rawRequest(port: port, "GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"), reply.hasPrefix("HTTP/1.1 200") {

@@ -1,12 +1,12 @@
 import Foundation
 
-/// Waits for a child process to exit without `Process.waitUntilExit()`, which on Linux can miss
+/// Waits for a child process to exit without `TestProcess.waitUntilExit()`, which on Linux can miss
 /// its wake-up when many processes run at once and then waits forever for a child that is gone.
 ///
 /// Create it before `run()`: it installs the process's `terminationHandler`.
 ///
 /// Once the process has ended, the files it was given as standard output and error are closed
-/// here: Foundation never releases a `Process` that has a termination handler, so they stayed
+/// here: Foundation never releases a `TestProcess` that has a termination handler, so they stayed
 /// open, two descriptors per program run, and past 1,024 Foundation no longer reaped children
 /// and the test bundle hung. Those handles are its own from then on: close their descriptors
 /// nowhere else (it closes them even when made with `closeOnDealloc: false`, and a second
@@ -15,10 +15,10 @@ public final class ProcessExit: @unchecked Sendable {
     private let semaphore = DispatchSemaphore(value: 0)
     private let lock = NSLock()
     private var exited = false
-    private let process: Process
+    private let process: TestProcess
 
     /// Installs the termination handler on `process` (which must not be running yet).
-    public init(_ process: Process) {
+    public init(_ process: TestProcess) {
         self.process = process
         process.terminationHandler = { [self] ended in
             Self.closeOutputFiles(of: ended)
@@ -32,7 +32,7 @@ public final class ProcessExit: @unchecked Sendable {
     /// Closes this process's copies of the child's standard output and error when they are
     /// files or devices of its own (never this process's own standard streams, nor the shared
     /// null device).
-    private static func closeOutputFiles(of process: Process) {
+    private static func closeOutputFiles(of process: TestProcess) {
         let shared = [FileHandle.standardInput, FileHandle.standardOutput, FileHandle.standardError, FileHandle.nullDevice]
         var closed: [ObjectIdentifier] = []
         for case let handle as FileHandle in [process.standardOutput, process.standardError] {

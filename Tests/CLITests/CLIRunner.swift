@@ -29,7 +29,7 @@ struct CLIRunner {
     /// Makes `process` run the binary with `arguments`, `--home` added after them, and the
     /// environment without `FILEPROVIDER_HOME`, plus
     /// `environment`.
-    func configure(_ process: Process, _ arguments: [String], withHome: Bool = true, environment extra: [String: String] = [:]) {
+    func configure(_ process: TestProcess, _ arguments: [String], withHome: Bool = true, environment extra: [String: String] = [:]) {
         process.executableURL = binary
         process.arguments = arguments + (withHome ? ["--home", home.path] : [])
         process.environment = environment(extra)

@@ -29,8 +29,8 @@ import Testing
     }
 
     /// Starts the binary in the background; the exit to wait for comes with it.
-    static func start(_ cli: CLIRunner, _ arguments: [String]) throws -> (Process, ProcessExit) {
-        let process = Process()
+    static func start(_ cli: CLIRunner, _ arguments: [String]) throws -> (TestProcess, ProcessExit) {
+        let process = TestProcess()
         cli.configure(process, arguments)
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice

@@ -217,7 +217,7 @@ import Testing
     static func runAndMaybeKill(
         _ cli: CLIRunner, _ arguments: [String], environment: [String: String] = [:], after delay: Double
     ) async throws -> Attempt {
-        let process = Process()
+        let process = TestProcess()
         cli.configure(process, arguments, environment: environment)
         let errors = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-crash-stderr-\(UUID().uuidString)")
         _ = FileManager.default.createFile(atPath: errors.path, contents: nil)

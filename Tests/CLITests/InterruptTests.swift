@@ -10,7 +10,7 @@ import Testing
 /// A command of the real binary running in the background, its standard output and error going
 /// to files (or standard error to a pseudo-terminal).
 final class BackgroundCommand {
-    let process = Process()
+    let process = TestProcess()
     let exit: ProcessExit
     let outURL: URL
     let errURL: URL
@@ -439,7 +439,7 @@ final class Box<Value>: @unchecked Sendable {
 
 /// An exclusive write transaction on a database, held by another process until released.
 final class DatabaseWriteLock: @unchecked Sendable {
-    private let process = Process()
+    private let process = TestProcess()
     private let input = Pipe()
     private let exit: ProcessExit
 
@@ -528,7 +528,7 @@ enum FastFiles {
 
     /// Removes a folder and everything in it (`rm -rf`), before the test's temporary folder is.
     static func remove(_ root: URL) {
-        let process = Process()
+        let process = TestProcess()
         process.executableURL = URL(fileURLWithPath: "/bin/rm")
         process.arguments = ["-rf", root.path]
         let exit = ProcessExit(process)

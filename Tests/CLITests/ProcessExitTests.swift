@@ -8,7 +8,7 @@ import Testing
 
 /// The helper every test uses to wait for a child process must not keep the files given to the
 /// process as standard output and error open once it has ended: they stayed open (Foundation
-/// never releases a `Process` with a termination handler), two descriptors per program run, and
+/// never releases a `TestProcess` with a termination handler), two descriptors per program run, and
 /// past 1,024 of them Foundation no longer reaped children and the test bundle hung.
 struct ProcessExitTests {
     @Test func anEndedProcessLeavesItsOutputFileClosed() async throws {
@@ -18,7 +18,7 @@ struct ProcessExitTests {
         var file = stat()
         try #require(stat(path, &file) == 0)
         let (descriptor, status) = try await offThePool { () -> (Int32, Int32) in
-            let process = Process()
+            let process = TestProcess()
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
             process.arguments = ["-c", "echo done"]
             let output = try #require(FileHandle(forWritingAtPath: path))

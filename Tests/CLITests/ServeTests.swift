@@ -10,7 +10,7 @@ import Testing
 /// A `fileproviderctl serve` (or another command) running in the background, its output going
 /// to a log file.
 final class ServeProcess {
-    let process = Process()
+    let process = TestProcess()
     let exit: ProcessExit
     let log: URL
 

@@ -18,14 +18,14 @@ import Testing
 @Suite(.serialized) struct NeverZerosTests {
     /// A running `precontent-listener`.
     final class ListenerProcess: @unchecked Sendable {
-        let process: Process
+        let process: TestProcess
         let exit: ProcessExit
         /// Whether it took the group over from a guardian.
         let adopted: Bool
         /// Its guardian's process id.
         let guardian: Int32
 
-        private init(process: Process, exit: ProcessExit, adopted: Bool, guardian: Int32) {
+        private init(process: TestProcess, exit: ProcessExit, adopted: Bool, guardian: Int32) {
             self.process = process
             self.exit = exit
             self.adopted = adopted
@@ -53,7 +53,7 @@ import Testing
             _ lab: PreContentLab, delayMilliseconds: Int = 0, ignoreComplete: Bool = true, guarded: Bool = true,
             descriptorLimit: Int? = nil, raiseDescriptors: Int? = nil
         ) async throws -> ListenerProcess {
-            let process = Process()
+            let process = TestProcess()
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
             let limit = descriptorLimit.map { "ulimit -S -n \($0); " } ?? ""
             let arguments =
@@ -271,7 +271,9 @@ import Testing
                 _ = FileManager.default.createFile(atPath: previous.go, contents: nil)
                 let late = try await previous.program.finish(timeout: 30)
                 #expect(Reader.python.neverWrong(late, contents: previous.contents), "round \(round), opener: \(late)")
-                outcomes["opener " + (late.succeeded ? "read right" : "failed: \(late.errorText.split(separator: "\n").last ?? "")"), default: 0] += 1
+                outcomes[
+                    "opener " + (late.succeeded ? "read right" : "failed: \(late.errorText.split(separator: "\n").last ?? "")"), default: 0] +=
+                    1
                 carried = nil
             }
             let keep = round % 2 == 0 && round < rounds - 1

@@ -139,7 +139,7 @@ import Testing
             let controller = try await f.addDomain()
             try await controller.sync()
             _ = await controller.materialize(paths: ["a.txt"], recursive: false)
-            let copy = Process()
+            let copy = TestProcess()
             copy.executableURL = URL(fileURLWithPath: "/bin/cp")
             copy.arguments = ["-a", f.url(controller, "a.txt").path, f.url(controller, "b.txt").path]
             try copy.run()

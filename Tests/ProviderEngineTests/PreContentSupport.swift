@@ -112,12 +112,12 @@ func runProgram(_ arguments: [String], timeout: Double = 60) async throws -> Pro
 
 /// A program started by ``startProgram(_:)``.
 final class StartedProgram: @unchecked Sendable {
-    let process: Process
+    let process: TestProcess
     let exit: ProcessExit
     let outputPath: String
     let errorPath: String
 
-    init(process: Process, exit: ProcessExit, outputPath: String, errorPath: String) {
+    init(process: TestProcess, exit: ProcessExit, outputPath: String, errorPath: String) {
         self.process = process
         self.exit = exit
         self.outputPath = outputPath
@@ -147,7 +147,7 @@ final class StartedProgram: @unchecked Sendable {
 
 /// Starts a program with its output going to temporary files.
 func startProgram(_ arguments: [String], environment: [String: String] = [:]) throws -> StartedProgram {
-    let process = Process()
+    let process = TestProcess()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = arguments
     var merged = ProcessInfo.processInfo.environment

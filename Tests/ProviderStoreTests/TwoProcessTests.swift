@@ -1,6 +1,7 @@
 import Foundation
 import ProviderCore
 import ProviderStore
+import ProviderTesting
 import Testing
 
 /// Runs the built `fileproviderctl` in child processes that write to one database at once.
@@ -39,14 +40,14 @@ enum ControlTool {
             throw FileProviderError(.localIOFailure, "cannot create \(log.path)")
         }
         let handle = try FileHandle(forWritingTo: log)
-        let process = Process()
+        let process = TestProcess()
         process.executableURL = executable
         process.arguments = arguments
         process.standardOutput = handle
         process.standardError = handle
         process.standardInput = FileHandle.nullDevice
         let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { finished in continuation.resume(returning: finished.terminationStatus) }
+            process.terminationHandler = { (finished: TestProcess) in continuation.resume(returning: finished.terminationStatus) }
             do {
                 try process.run()
             } catch {
