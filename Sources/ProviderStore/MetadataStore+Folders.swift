@@ -77,22 +77,8 @@ extension MetadataStore {
         // After `after` is "path > after" (not ">= after + NUL": a string bound as text ends at
         // its first NUL, so that read the item at `after` again, once per page).
         let (low, lowOperator) = after.map { ($0, ">") } ?? (path.isEmpty ? "" : path + "/", ">=")
-        let high = path.isEmpty ? nil : path + "0"
-        let select = "SELECT \(ItemRecord.columnList) FROM item INDEXED BY item_path WHERE domainID = ? AND path \(lowOperator) ?"
-        return try read { db in
-            let rows: RowCursor
-            if let high {
-                rows = try Row.fetchCursor(
-                    db.cachedStatement(sql: select + " AND path < ? ORDER BY path LIMIT ?"),
-                    arguments: [domainID, low, high, max(1, limit)])
-            } else {
-                rows = try Row.fetchCursor(
-                    db.cachedStatement(sql: select + " AND path <> '' ORDER BY path LIMIT ?"), arguments: [domainID, low, max(1, limit)])
-            }
-            var found: [ItemRecord] = []
-            while let row = try rows.next() { found.append(ItemRecord(row: row)) }
-            return found
-        }
+        return try page(
+            domainID: domainID, low: low, lowOperator: lowOperator, high: path.isEmpty ? nil : path + "0", descending: false, limit: limit)
     }
 
     /// At most `limit` items below the folder at `path` (not the folder itself), in reverse path
@@ -103,19 +89,27 @@ extension MetadataStore {
     public func descendants(domainID: Int64, of path: String, before: String?, limit: Int) throws(FileProviderError)
         -> [ItemRecord]
     {
-        let low = path.isEmpty ? "" : path + "/"
         let high = before ?? (path.isEmpty ? nil : path + "0")
-        let select = "SELECT \(ItemRecord.columnList) FROM item INDEXED BY item_path WHERE domainID = ? AND path >= ? AND path <> ''"
+        return try page(
+            domainID: domainID, low: path.isEmpty ? "" : path + "/", lowOperator: ">=", high: high, descending: true, limit: limit)
+    }
+
+    /// At most `limit` rows (never the root) whose paths lie after `low` (by `lowOperator`) and
+    /// before `high` (when there is one), by the `item_path` index, in path order or its reverse.
+    private func page(domainID: Int64, low: String, lowOperator: String, high: String?, descending: Bool, limit: Int)
+        throws(FileProviderError) -> [ItemRecord]
+    {
+        var sql =
+            "SELECT \(ItemRecord.columnList) FROM item INDEXED BY item_path WHERE domainID = ? AND path \(lowOperator) ? AND path <> ''"
+        var arguments: StatementArguments = [domainID, low]
+        if let high {
+            sql += " AND path < ?"
+            arguments += [high]
+        }
+        sql += descending ? " ORDER BY path DESC LIMIT ?" : " ORDER BY path LIMIT ?"
+        arguments += [max(1, limit)]
         return try read { db in
-            let rows: RowCursor
-            if let high {
-                rows = try Row.fetchCursor(
-                    db.cachedStatement(sql: select + " AND path < ? ORDER BY path DESC LIMIT ?"),
-                    arguments: [domainID, low, high, max(1, limit)])
-            } else {
-                rows = try Row.fetchCursor(
-                    db.cachedStatement(sql: select + " ORDER BY path DESC LIMIT ?"), arguments: [domainID, low, max(1, limit)])
-            }
+            let rows = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: arguments)
             var found: [ItemRecord] = []
             while let row = try rows.next() { found.append(ItemRecord(row: row)) }
             return found
