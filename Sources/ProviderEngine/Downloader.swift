@@ -143,7 +143,14 @@ final class Downloader: Sendable {
             }
         }
         if let error = await flush(&finished) { outcomes.append(ItemOutcome(path: location(""), error: error)) }
-        return outcomes
+        // In the order the files were given, not the order the downloads ended: what a script
+        // reads (`materialize --json`) is the same from run to run.
+        var order = [String: Int](minimumCapacity: pending.count)
+        for (index, record) in pending.enumerated() { order[location(record.path)] = index }
+        return outcomes.enumerated().sorted { left, right in
+            let (a, b) = (order[left.element.path] ?? Int.max, order[right.element.path] ?? Int.max)
+            return a != b ? a < b : left.offset < right.offset
+        }.map(\.element)
     }
 
     /// Records finished downloads in one job on the executor (run to its end); returns the

@@ -302,7 +302,8 @@ struct OnAccessTests {
         #expect(domain.fetches(of: "a.bin") == 2, "\(domain.logs)")
 
         // Pinned and edited files refuse.
-        #expect(try await domain.cli.run(["pin", "d:/pinned.bin"]).status == 0)
+        let pin = try await domain.cli.run(["pin", "d:/pinned.bin"])
+        #expect(pin.status == 0, "\(pin.stderr)")
         let pinned = try await domain.cli.run(["evict", "d:/pinned.bin"])
         #expect(pinned.status != 0 && pinned.stderr.contains("pinned"), "\(pinned.stderr)")
         #expect((fileStatus(domain.backing + "/pinned.bin")?.st_blocks ?? 0) > 0)
