@@ -98,3 +98,30 @@ import Testing
         }
     }
 }
+
+/// What a walk did not reach: the rows whose parent is none of the folders it listed, found by
+/// visiting each distinct parent once (a row whose parent has no row of its own included).
+@Suite struct UnreachedItemsTests {
+    @Test func rowsOutsideTheListedFoldersAreFoundFolderByFolder() throws {
+        try withStore { store, _ in
+            let id = try makeDomain(store)
+            var orphan = record(id, "ghost/x.txt")
+            orphan.parentIdentifier = "ghost"
+            let rows = [
+                record(id, "", folder: true), record(id, "a", folder: true), record(id, "a/b", folder: true),
+                record(id, "a/one.txt"), record(id, "a/b/two.txt"), record(id, "a/b/three.txt"), record(id, "c", folder: true),
+                record(id, "c/four.txt"), record(id, "top.txt"), orphan,
+            ]
+            try store.apply(domainID: id, upserts: rows, deletions: [])
+            let outside = try store.items(domainID: id, outside: [.rootContainer, "a"])
+            #expect(outside.map(\.path).sorted() == ["a/b/three.txt", "a/b/two.txt", "c/four.txt", "ghost/x.txt"])
+            #expect(try store.items(domainID: id, outside: [.rootContainer, "a", "a/b", "c", "ghost"]).isEmpty)
+            // A parent identifier with a NUL (which a seek cannot pass) is read by a scan instead.
+            var odd = record(id, "odd.txt")
+            odd.parentIdentifier = ItemIdentifier("p\u{0}q")
+            try store.apply(domainID: id, upserts: [odd], deletions: [])
+            let all = try store.items(domainID: id, outside: [.rootContainer, "a", "a/b", "c", "ghost"])
+            #expect(all.map(\.path) == ["odd.txt"])
+        }
+    }
+}
