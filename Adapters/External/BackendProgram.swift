@@ -82,7 +82,17 @@ final class BackendProgram: @unchecked Sendable {
         shutdown(outputPair[1], Int32(SHUT_RD))
         shutdown(errorPair[1], Int32(SHUT_RD))
         var pid: pid_t = 0
-        let result = Self.spawn(path, stdin: inputPair[1], stdout: outputPair[1], stderr: errorPair[1], pid: &pid)
+        var result = Self.spawn(path, stdin: inputPair[1], stdout: outputPair[1], stderr: errorPair[1], pid: &pid)
+        // ETXTBSY: the program's file is still open for writing somewhere, most often in a child
+        // another thread started the instant it was written (installed, or made by a test): the
+        // child holds every descriptor until it executes its own program, a matter of
+        // milliseconds. Tried again for up to a fifth of a second.
+        var attempts = 1
+        while result == ETXTBSY && attempts < 10 {
+            usleep(20_000)
+            attempts += 1
+            result = Self.spawn(path, stdin: inputPair[1], stdout: outputPair[1], stderr: errorPair[1], pid: &pid)
+        }
         close(inputPair[1])
         close(outputPair[1])
         close(errorPair[1])
