@@ -10,11 +10,9 @@ import Testing
 /// records at a time), so its memory does not grow with the subtree. Here pages are 3 records.
 @Suite("Recursive materialize in pages")
 struct SubtreeMaterializeTests {
-    static let inside = [
-        "a/f0", "a/f1", "a/x/g0", "a/x/g1", "a/x/g2", "a/x/deep/h0", "a/x/deep/h1", "a/y/i0", "a/y/empty/.keep", "a/z",
-    ]
-    // Names that sort beside "a/" without being in it ("-" and "." come before "/").
-    static let outside = ["a-b/j", "a.c/k", "b/l"]
+    // The subtree of the paging tests, and names that sort beside "a/" without being in it.
+    static let inside = SubtreePagingTests.inside
+    static let outside = SubtreePagingTests.outside
 
     @Test func everyFileOfTheSubtreeIsDownloadedAndEveryFolderShownWithoutPlaceholders() async throws {
         try await Fixture.with { f in
