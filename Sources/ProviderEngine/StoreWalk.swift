@@ -120,8 +120,9 @@ struct StoreWalk: Sendable {
         let rootLength = replica.root.path.utf8.count
         var known = known
         if known.isUnchanged {
-            // A pinned folder still dataless is populated by the full comparison.
-            if !visit.isNew, !folder.isDataless || !pass.isPinned(folder.path),
+            // A pinned folder still dataless is populated by the full comparison. (A folder new
+            // in this sync is never read as unchanged: StoredChildren trusts no digest for it.)
+            if !folder.isDataless || !pass.isPinned(folder.path),
                 let subfolders = Self.unchangedSubfolders(of: visit, listing: listing, stored: known.children, ancestors: ancestors)
             {
                 report.unchangedFolders += 1
