@@ -29,7 +29,9 @@ public final class LocalBackend: Backend {
     public let capabilities = BackendCapabilities(
         hasChangeFeed: true, supportsThumbnails: false, supportsRangedReads: true,
         supportsServerSideMove: true, supportsConditionalWrites: false, supportsSymlinks: true,
-        creatableKinds: [.file, .folder, .symlink], identifiersArePathDerived: true)
+        creatableKinds: [.file, .folder, .symlink], identifiersArePathDerived: true,
+        // The feed is this process's inotify watches: a later process cannot use its anchors.
+        anchorsOutliveProcess: false)
 
     /// Opens a backend over the folder at `rootPath`.
     ///

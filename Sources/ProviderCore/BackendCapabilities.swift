@@ -2,6 +2,11 @@
 public struct BackendCapabilities: Hashable, Sendable, Codable {
     /// `currentSyncAnchor` and `enumerateChanges` work; otherwise the engine compares listings.
     public var hasChangeFeed: Bool
+    /// The change feed's anchors stay valid in a later process: the store keeps the feed
+    /// (a server's change log), not this process. When false (the local store's feed is its
+    /// process's inotify watches), a sync that says no later sync of this process follows the
+    /// feed (the CLI's one-shot `sync`) does not ask for an anchor, and the feed never starts.
+    public var anchorsOutliveProcess: Bool
     /// `fetchThumbnail` works.
     public var supportsThumbnails: Bool
     /// `fetchPartialContents` reads a range of a file, and `fetchContents` honours `offset`
@@ -39,7 +44,8 @@ public struct BackendCapabilities: Hashable, Sendable, Codable {
         contentHashAlgorithm: String? = nil,
         maximumUploadSize: Int64? = nil,
         identifiersArePathDerived: Bool = true,
-        listsOnlySomeFiles: Bool = false
+        listsOnlySomeFiles: Bool = false,
+        anchorsOutliveProcess: Bool = true
     ) {
         self.hasChangeFeed = hasChangeFeed
         self.supportsThumbnails = supportsThumbnails
@@ -52,5 +58,31 @@ public struct BackendCapabilities: Hashable, Sendable, Codable {
         self.maximumUploadSize = maximumUploadSize
         self.identifiersArePathDerived = identifiersArePathDerived
         self.listsOnlySomeFiles = listsOnlySomeFiles
+        self.anchorsOutliveProcess = anchorsOutliveProcess
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case hasChangeFeed, anchorsOutliveProcess, supportsThumbnails, supportsRangedReads, supportsServerSideMove
+        case supportsConditionalWrites, supportsSymlinks, creatableKinds, contentHashAlgorithm, maximumUploadSize
+        case identifiersArePathDerived, listsOnlySomeFiles
+    }
+
+    /// Decodes capabilities; `anchorsOutliveProcess`, added later, is `true` when absent.
+    /// - Throws: `DecodingError` when another key is missing or has the wrong type.
+    public init(from decoder: any Decoder) throws {
+        let values = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            hasChangeFeed: try values.decode(Bool.self, forKey: .hasChangeFeed),
+            supportsThumbnails: try values.decode(Bool.self, forKey: .supportsThumbnails),
+            supportsRangedReads: try values.decode(Bool.self, forKey: .supportsRangedReads),
+            supportsServerSideMove: try values.decode(Bool.self, forKey: .supportsServerSideMove),
+            supportsConditionalWrites: try values.decode(Bool.self, forKey: .supportsConditionalWrites),
+            supportsSymlinks: try values.decode(Bool.self, forKey: .supportsSymlinks),
+            creatableKinds: try values.decode(Set<ItemKind>.self, forKey: .creatableKinds),
+            contentHashAlgorithm: try values.decodeIfPresent(String.self, forKey: .contentHashAlgorithm),
+            maximumUploadSize: try values.decodeIfPresent(Int64.self, forKey: .maximumUploadSize),
+            identifiersArePathDerived: try values.decode(Bool.self, forKey: .identifiersArePathDerived),
+            listsOnlySomeFiles: try values.decode(Bool.self, forKey: .listsOnlySomeFiles),
+            anchorsOutliveProcess: try values.decodeIfPresent(Bool.self, forKey: .anchorsOutliveProcess) ?? true)
     }
 }

@@ -80,19 +80,28 @@ extension DomainController {
     ///
     /// `changes`: the folders a watcher saw change (``ChangedFolders``, kept by `serve`); sync
     /// up compares only those, and gives back what it did not finish. Without it, every folder.
+    ///
+    /// `followChanges`: whether later syncs of this controller follow the store's change feed
+    /// from where this one ends (`serve`, a program that syncs again). A one-shot sync (the
+    /// CLI's `sync`) passes `false`: a store whose feed lives in this process
+    /// (``BackendCapabilities/anchorsOutliveProcess`` false, the local store) then does not
+    /// start it.
     @discardableResult
     public func sync(
         events: EventHandler? = nil, upload: Bool = true, settleSeconds: Double = 0,
-        populationBudget: Int = DomainController.defaultPopulationBudget, changes: ChangedFolders? = nil
+        populationBudget: Int = DomainController.defaultPopulationBudget, changes: ChangedFolders? = nil,
+        followChanges: Bool = true
     ) async throws(FileProviderError) -> SyncReport {
         try await PoolCheck.during("sync") { () async throws(FileProviderError) -> SyncReport in
             try await syncing(
-                events: events, upload: upload, settleSeconds: settleSeconds, populationBudget: populationBudget, changes: changes)
+                events: events, upload: upload, settleSeconds: settleSeconds, populationBudget: populationBudget, changes: changes,
+                followChanges: followChanges)
         }
     }
 
     private func syncing(
-        events: EventHandler?, upload: Bool, settleSeconds: Double, populationBudget: Int, changes: ChangedFolders?
+        events: EventHandler?, upload: Bool, settleSeconds: Double, populationBudget: Int, changes: ChangedFolders?,
+        followChanges: Bool
     ) async throws(FileProviderError) -> SyncReport {
         try await blocking { [self] () throws(FileProviderError) in try checkConnected() }
         // Across processes (and tasks of this one) first, then the tree; populating takes them
@@ -111,7 +120,8 @@ extension DomainController {
                     }
                 }
                 pulling = true
-                try await syncDown.pull(report: &report, events: events, populationBudget: populationBudget)
+                try await syncDown.pull(
+                    report: &report, events: events, populationBudget: populationBudget, followChanges: followChanges)
                 // Sync down notes what a cancellation stopped and goes on to the end.
                 if Task.isCancelled { throw Self.notStarted }
             } catch where error.code == .cancelled && Task.isCancelled {

@@ -71,8 +71,13 @@ extension SyncDown {
     /// arrives. Then settles what went away or moved, and downloads what must be.
     /// - Throws: what the backend throws when the root cannot be listed or the feed fails;
     ///   `localIOFailure` when the database fails.
+    ///
+    /// `followChanges`: whether a later sync of this process follows the feed from where this
+    /// one ends. Without it, a backend whose anchors die with the process
+    /// (``BackendCapabilities/anchorsOutliveProcess`` false) is not asked for one: its feed
+    /// would start (the local store watches every folder) for an anchor nothing can use.
     func pull(
-        report: inout SyncReport, events: EventHandler?, populationBudget: Int
+        report: inout SyncReport, events: EventHandler?, populationBudget: Int, followChanges: Bool = true
     )
         async throws(FileProviderError)
     {
@@ -123,7 +128,9 @@ extension SyncDown {
                 }
             }
             // "Now", taken before the walk: what changes during it comes with the next feed.
-            anchorAfterWalk = try await backend.currentSyncAnchor(for: .workingSet)
+            if followChanges || backend.capabilities.anchorsOutliveProcess {
+                anchorAfterWalk = try await backend.currentSyncAnchor(for: .workingSet)
+            }
         }
         let walk = StoreWalk(context: context, placer: placer, depth: max(4, downloadDepth))
         let listingSeconds = try await walk.run(from: root, pass: &pass, report: &report, events: events)

@@ -77,10 +77,11 @@ extension MetadataStore {
         let drop = try db.cachedStatement(sql: Self.dropListing)
         var last: ItemIdentifier?
         var dropped = Set<ItemIdentifier>()
-        for record in records where record.parentIdentifier != last {
-            last = record.parentIdentifier
-            if dropped.insert(record.parentIdentifier).inserted {
-                try drop.execute(arguments: [domainID, record.parentIdentifier.rawValue])
+        for index in records.indices where records[index].parentIdentifier != last {
+            let parent = records[index].parentIdentifier
+            last = parent
+            if dropped.insert(parent).inserted {
+                try drop.execute(arguments: [domainID, parent.rawValue])
             }
         }
     }

@@ -49,16 +49,19 @@ public final class MemoryBackend: Backend, @unchecked Sendable {
     ///   - maximumUploadSize: the largest file `createItem` and `modifyItem` accept; a larger one
     ///     is read in full and then refused with `notSupported`, as a server that refuses a body
     ///     after receiving it.
+    ///   - anchorsOutliveProcess: ``BackendCapabilities/anchorsOutliveProcess`` (false: a store
+    ///     whose feed lives in the process, as the local store's).
     public init(
         hasChangeFeed: Bool = true, pageSize: Int = 100, changeLogLimit: Int = 10_000, changeBatchSize: Int = 500,
         supportsServerSideMove: Bool = true, creatableKinds: Set<ItemKind> = [.file, .folder, .symlink],
-        maximumUploadSize: Int64? = nil
+        maximumUploadSize: Int64? = nil, anchorsOutliveProcess: Bool = true
     ) {
         precondition(pageSize > 0 && changeBatchSize > 0 && changeLogLimit > 0)
         capabilities = BackendCapabilities(
             hasChangeFeed: hasChangeFeed, supportsThumbnails: false, supportsRangedReads: true,
             supportsServerSideMove: supportsServerSideMove, supportsConditionalWrites: true, supportsSymlinks: true,
-            creatableKinds: creatableKinds, maximumUploadSize: maximumUploadSize, identifiersArePathDerived: true)
+            creatableKinds: creatableKinds, maximumUploadSize: maximumUploadSize, identifiersArePathDerived: true,
+            anchorsOutliveProcess: anchorsOutliveProcess)
         self.pageSize = pageSize
         self.changeBatchSize = changeBatchSize
         tree = MemoryTree(logLimit: changeLogLimit)

@@ -79,7 +79,9 @@ struct SyncCommand: AsyncParsableCommand {
             }
             do {
                 let controller = try await manager.controller(for: name)
-                let report = try await controller.sync(events: events, upload: !downloadOnly, populationBudget: populateLimit)
+                // One sync and the process ends: a feed that lives in this process is not started.
+                let report = try await controller.sync(
+                    events: events, upload: !downloadOnly, populationBudget: populateLimit, followChanges: false)
                 bar.finish()
                 reports.append(report)
                 if !output.json {

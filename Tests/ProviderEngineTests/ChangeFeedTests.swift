@@ -52,6 +52,36 @@ import Testing
         }
     }
 
+    @Test func aOneShotSyncStartsNoFeedThatDiesWithTheProcess() async throws {
+        // A store whose anchors do not outlive the process (the local store's inotify feed).
+        try await Fixture.with(memory: MemoryBackend(hasChangeFeed: true, pageSize: 7, anchorsOutliveProcess: false)) { f in
+            try f.memory.write(path: "docs/a.txt", data: Data("a".utf8))
+            let controller = try await f.addDomain()
+            let first = try await controller.sync(followChanges: false)
+            #expect(first.added == 2, "\(first)")
+            #expect(f.memory.callCount(.currentSyncAnchor) == 0, "no anchor asked for: nothing could use it")
+            #expect(try anchor(f, controller) == nil)
+
+            // A sync whose process syncs again (serve) takes one, and the next follows the feed.
+            try await controller.sync()
+            #expect(f.memory.callCount(.currentSyncAnchor) == 1)
+            #expect(try anchor(f, controller) != nil)
+            let listings = f.memory.callCount(.enumerateItems)
+            try f.memory.write(path: "docs/b.txt", data: Data("b".utf8))
+            let next = try await controller.sync(followChanges: false)
+            #expect(next.added == 1, "\(next)")
+            #expect(f.memory.callCount(.enumerateItems) == listings, "the anchor this process holds is followed")
+        }
+        // A store that keeps its feed is asked for an anchor by a one-shot sync too.
+        try await Fixture.with(memory: Self.feed()) { f in
+            try f.memory.write(path: "a.txt", data: Data("a".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync(followChanges: false)
+            #expect(f.memory.callCount(.currentSyncAnchor) == 1)
+            #expect(try anchor(f, controller) != nil)
+        }
+    }
+
     @Test func aRemoteMoveKeepsTheDownloadedFile() async throws {
         try await Fixture.with(memory: Self.feed()) { f in
             try f.memory.write(path: "a/x.bin", data: bytes(5000, seed: 3))

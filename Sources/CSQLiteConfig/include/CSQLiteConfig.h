@@ -11,4 +11,13 @@ static inline int fp_sqlite_configure(void) {
     int stats = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
     return mode != SQLITE_OK ? mode : stats;
 }
+
+/// Turns the triggers of one connection on (`on` 1) or off (0), for every statement it prepares
+/// or runs next (SQLite expires its prepared statements when the setting changes, and prepares
+/// them again on their next step). Other connections are not affected. Returns SQLITE_OK or
+/// SQLite's error.
+static inline int fp_sqlite_enable_triggers(sqlite3 *db, int on) {
+    int now = -1;
+    return sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, on, &now);
+}
 #endif
