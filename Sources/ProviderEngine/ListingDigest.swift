@@ -39,14 +39,17 @@ struct ListingDigest {
         digest.add(format)
         digest.add(UInt64(listing.refused.count))
         digest.add(UInt64(listing.items.count))
-        for item in listing.items {
-            digest.add(item.identifier.rawValue)
-            digest.add(item.filename)
-            digest.add(item.kind == .file ? 1 : item.kind == .folder ? 2 : 3)
-            digest.add(UInt64(bitPattern: item.size))
-            digest.add(item.version.content)
-            digest.add(item.version.metadata)
-            if let target = item.symlinkTargetPath {
+        // By index: `for item in` would copy every item (a retain and release of each string).
+        let items = listing.items
+        for index in items.indices {
+            digest.add(items[index].identifier.rawValue)
+            digest.add(items[index].filename)
+            let kind = items[index].kind
+            digest.add(kind == .file ? 1 : kind == .folder ? 2 : 3)
+            digest.add(UInt64(bitPattern: items[index].size))
+            digest.add(items[index].version.content)
+            digest.add(items[index].version.metadata)
+            if let target = items[index].symlinkTargetPath {
                 digest.add(1)
                 digest.add(target)
             } else {
