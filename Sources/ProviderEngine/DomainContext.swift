@@ -19,7 +19,7 @@ struct DomainContext: Sendable {
     /// The engine's threads for blocking work (files, SQLite scans); never the cooperative pool.
     let executor: BlockingExecutor
     /// Records a recursive operation reads from the database at once
-    /// (``forEachSubtreePage(below:deepestFirst:_:)``; tests make it small).
+    /// (``RecordReader/forEachSubtreePage(below:deepestFirst:_:)``; tests make it small).
     let subtreePage = Mutex(4_096)
 
     /// Runs a short blocking step (database reads and writes, replica checks) on ``executor``,
@@ -42,6 +42,15 @@ struct DomainContext: Sendable {
     /// - Throws: `localIOFailure` when the database cannot be written.
     func relistNextSync() throws(FileProviderError) {
         try store.setSyncAnchor(nil, domainID: domainID, container: .workingSet)
+    }
+
+    /// ``RecordReader/forEachSubtreePage(below:deepestFirst:_:)``: the items below the folder at
+    /// `path`, a page at a time, for the parts that hold only the context.
+    /// - Throws: `localIOFailure` when the database fails; what `body` throws.
+    func forEachSubtreePage(
+        below path: String, deepestFirst: Bool = false, _ body: ([ItemRecord]) async throws(FileProviderError) -> Bool
+    ) async throws(FileProviderError) {
+        try await RecordReader(context: self).forEachSubtreePage(below: path, deepestFirst: deepestFirst, body)
     }
 
     /// Whether the store still has an item (`false` only for `noSuchItem`).

@@ -28,9 +28,9 @@ extension DomainController {
 
     private func evicting(paths: [String], recursive: Bool, outcomes report: OutcomeHandler) async {
         // The records named and the policies, in one job on the executor.
-        let targets: Targets
+        let targets: RecordReader.Targets
         do {
-            targets = try await self.targets(paths, policies: true)
+            targets = try await reader.targets(paths, policies: true)
         } catch {
             return report(paths.map { ItemOutcome(path: location($0), error: error) })
         }
@@ -49,7 +49,7 @@ extension DomainController {
                 var refused = false
                 if target.kind == .folder && recursive {
                     // A page of the subtree at a time: any size in bounded memory.
-                    try await forEachSubtreePage(below: target.path) { page throws(FileProviderError) in
+                    try await reader.forEachSubtreePage(below: target.path) { page throws(FileProviderError) in
                         let files = page.filter { $0.kind == .file }
                         report(outcomes + (try await evictFiles(files, of: target, policies: policies, refused: &refused)))
                         outcomes.removeAll()

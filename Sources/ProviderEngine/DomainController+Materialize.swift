@@ -44,9 +44,9 @@ extension DomainController {
         // below them (empty ones too), besides the folders of the files.
         var folders: [String] = []
         // The records named, in one job on the executor.
-        let targets: Targets
+        let targets: RecordReader.Targets
         do {
-            targets = try await self.targets(paths, policies: false)
+            targets = try await reader.targets(paths, policies: false)
         } catch {
             return report(paths.map { ItemOutcome(path: location($0), error: error) })
         }
@@ -131,7 +131,7 @@ extension DomainController {
         var open = [path]  // folders whose items the pages have not passed yet
         var last: String?
         do {
-            try await forEachSubtreePage(below: path) { page in
+            try await reader.forEachSubtreePage(below: path) { page in
                 if Task.isCancelled { return false }
                 guard let end = page.last?.path else { return false }
                 last = end

@@ -53,7 +53,7 @@ extension DomainController {
     /// The domain's content policies as they are now (see ``PolicyResolver``).
     /// - Throws: `localIOFailure` when the database fails.
     public func policies() throws(FileProviderError) -> PolicyResolver {
-        PolicyResolver(explicit: try store.explicitPolicies(domainID: domainID))
+        try reader.policies()
     }
 
     /// The content policy that applies to the item at `path`, and where it is set.
@@ -159,12 +159,12 @@ extension DomainController {
     func evictOnlineOnly(paths: [String]) async -> [ItemOutcome] {
         var outcomes: [ItemOutcome] = []
         let unfinished: Set<ItemIdentifier>
-        let targets: Targets
+        let targets: RecordReader.Targets
         let (store, domainID, dataless) = (store, domainID, replica.layout == .dataless)
         do {
             // Bounded by the journal (operations not finished), not by the domain.
             unfinished = try await executor.run { try store.itemsWithUnfinishedOperations(domainID: domainID) }
-            targets = try await self.targets(paths, policies: true)
+            targets = try await reader.targets(paths, policies: true)
         } catch {
             return paths.map { ItemOutcome(path: location($0), error: error) }
         }
@@ -245,7 +245,7 @@ extension DomainController {
                     return try await executor.run { try store.partiallyPresent(domainID: domainID, among: placeholders) }
                 }
                 if target.kind == .folder {
-                    try await forEachSubtreePage(below: target.path) { page throws(FileProviderError) in
+                    try await reader.forEachSubtreePage(below: target.path) { page throws(FileProviderError) in
                         let files = page.filter { $0.kind == .file }
                         await evictPage(files, partial: try await presentBytes(of: files))
                         return true

@@ -43,7 +43,7 @@ extension DomainController {
                         let (store, domainID, below) = (self.store, self.domainID, target.path)
                         let count = try await executor.run { try store.datalessFolderCount(domainID: domainID, below: below) }
                         var index = 0
-                        try await forEachSubtreePage(below: below) { page throws(FileProviderError) in
+                        try await reader.forEachSubtreePage(below: below) { page throws(FileProviderError) in
                             for folder in page where folder.kind == .folder && folder.isDataless {
                                 if Task.isCancelled {
                                     let left = max(count - index, 0)

@@ -26,8 +26,8 @@ extension DomainController {
     /// - Throws: `providerDomainTemporarilyUnavailable` saying what to do; `localIOFailure` when
     ///   the database fails.
     func checkModeIsCurrent() throws(FileProviderError) {
-        if let target = ReplicaConversion.markedTarget(atPath: conversionMarkerPath) {
-            throw ReplicaConversion.unfinished(domain.name, target)
+        if let target = ConversionMarker.target(atPath: conversionMarkerPath) {
+            throw ConversionMarker.unfinished(domain.name, target)
         }
         if let current = try store.domain(named: domain.name), current.id == domainID, current.replicaMode != domain.replicaMode {
             throw FileProviderError(

@@ -7,9 +7,10 @@ import ProviderStore
 /// requests to materialize the same item share one download.
 ///
 /// A facade, as Apple's `NSFileProviderManager` is: it takes the domain's locks and hands the
-/// work to parts with one job each over one ``DomainContext``: the ``Downloader`` (downloads
-/// into the replica), sync up's ``SyncUp`` (scan, journal, conflicts, uploads) and sync down's
-/// ``SyncDown`` (listings, placeholders, records, due downloads).
+/// work to parts with one job each over one ``DomainContext``: the ``RecordReader`` (the records
+/// a command acts on), the ``Downloader`` (downloads into the replica), sync up's ``SyncUp``
+/// (scan, journal, conflicts, uploads) and sync down's ``SyncDown`` (listings, placeholders,
+/// records, due downloads).
 public final class DomainController: Sendable {
     /// What the domain's parts share: the domain, its store, its replica, the database, the executor.
     let context: DomainContext
@@ -21,6 +22,8 @@ public final class DomainController: Sendable {
     var store: MetadataStore { context.store }
     var executor: BlockingExecutor { context.executor }
     let logger: Logger
+    /// Reads the records commands act on: at the paths they name, and subtrees a page at a time.
+    let reader: RecordReader
     /// Downloads files into the replica: materialize, sync's due downloads, conflicts.
     let downloader: Downloader
     /// Records when files were used (a `materialize` counts), for least-recently-used eviction.
@@ -94,6 +97,7 @@ public final class DomainController: Sendable {
         }
         let replica = Replica(root: replicaRoot, staging: staging, layout: domain.replicaMode)
         context = DomainContext(domain: domain, domainID: id, backend: backend, replica: replica, store: store, executor: executor)
+        reader = RecordReader(context: context)
         downloader = Downloader(
             domainID: id, domainName: domain.name, backend: backend, replica: replica, store: store, executor: executor,
             depth: downloadDepth, space: manager.spaceReservations)
@@ -137,18 +141,15 @@ public final class DomainController: Sendable {
     }
 
     /// The stored item at a path.
-    /// - Throws: `noSuchItem` saying how to refresh.
+    /// - Throws: `noSuchItem` saying how to refresh; `localIOFailure` when the database fails.
     public func record(at path: String) throws(FileProviderError) -> ItemRecord {
-        guard let record = try store.item(domainID: domainID, path: path) else {
-            throw FileProviderError(.noSuchItem, "no item at \(display(path)); run 'fileproviderctl sync \(domain.name)' to refresh")
-        }
-        return record
+        try reader.record(at: path)
     }
 
     /// The items directly inside a folder, or the item itself when it is not a folder; with
     /// `recursive`, every item below the folder, in path order, in one array (for tests and
     /// small trees: the engine's recursive operations read a subtree in pages instead, see
-    /// ``forEachSubtreePage(below:_:)``).
+    /// ``RecordReader/forEachSubtreePage(below:deepestFirst:_:)``).
     public func list(at path: String, recursive: Bool) throws(FileProviderError) -> [ItemRecord] {
         let target = try record(at: path)
         guard target.kind == .folder else { return [target] }

@@ -8,12 +8,9 @@ import Testing
 
     init() async throws {
         temp = try TemporaryFolder()
-        cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        cli = CLIRunner(in: temp)
         try temp.write("src/a.txt", Data("a".utf8))
-        let added = try await cli.run([
-            "domain", "add", "good", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path,
-        ])
-        #expect(added.status == 0)
+        try await cli.addLocalDomain("good", root: temp.url.appendingPathComponent("src"))
         try await cli.run(["sync"])
     }
 

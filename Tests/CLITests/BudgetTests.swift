@@ -9,14 +9,11 @@ import Testing
 @Suite struct BudgetTests {
     /// A local domain `d` over `src` with files `f0`…`f(count-1)` of `size` bytes, synced.
     func setUp(_ temp: TemporaryFolder, count: Int, size: Int = 64 << 10, extra: [String] = []) async throws -> CLIRunner {
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         for index in 0..<count {
             try temp.write("src/f\(index)", Data(repeating: UInt8(index), count: size))
         }
-        let added = try await cli.run(
-            ["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path] + extra)
-        #expect(added.status == 0, "\(added.stderr)")
-        #expect(try await cli.run(["sync", "d"]).status == 0)
+        try await cli.addLocalDomain("d", root: temp.url.appendingPathComponent("src"), options: extra, sync: true)
         return cli
     }
 

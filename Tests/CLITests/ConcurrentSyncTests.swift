@@ -47,8 +47,8 @@ import Testing
                 try temp.write("store/d\(folder)/f\(file).txt", Data("folder \(folder) file \(file)\n".utf8))
             }
         }
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
-        #expect(try await cli.run(["domain", "add", "r", "--backend", "local", "--root", store.path]).status == 0)
+        let cli = CLIRunner(in: temp)
+        try await cli.addLocalDomain("r", root: store)
         #expect(try await cli.run(["sync", "r", "--populate-limit", "100000"]).status == 0)
         let before = try Self.stamps(of: store)
         #expect(before.count == 2400)

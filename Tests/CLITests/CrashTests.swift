@@ -38,7 +38,7 @@ import Testing
     @Test func killNineDuringLargeUploadsAndDownloadsLosesAndDuplicatesNothing() async throws {
         let seed = Self.seed
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         let work = CrashWorkload(
             seed: seed, store: temp.url.appendingPathComponent("store"), replica: cli.home.appendingPathComponent("domains/crash"))
         try FileManager.default.createDirectory(at: work.store, withIntermediateDirectories: true)
@@ -95,7 +95,7 @@ import Testing
     @Test func killNineOfServeDuringLargeUploadsAndDownloadsLosesAndDuplicatesNothing() async throws {
         let seed = Self.seed &+ 1
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         let work = CrashWorkload(
             seed: seed, store: temp.url.appendingPathComponent("store"), replica: cli.home.appendingPathComponent("domains/crash"))
         let (store, replica) = (work.store, work.replica)
@@ -103,8 +103,7 @@ import Testing
         // Files the store gets land below a pinned folder, so serve downloads them by itself.
         try work.write(store, "down/pinned.txt", Data("pinned".utf8))
         work.expected["down/pinned.txt"] = Data("pinned".utf8)
-        #expect(try await cli.run(["domain", "add", "crash", "--backend", "local", "--root", store.path]).status == 0)
-        #expect(try await cli.run(["sync", "crash"]).status == 0)
+        try await cli.addLocalDomain("crash", root: store, sync: true)
         #expect(try await cli.run(["pin", "crash:/down"]).status == 0)
 
         let serve = ["serve", "crash", "--poll-interval", "0.3", "--settle", "0"]

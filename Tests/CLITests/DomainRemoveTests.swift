@@ -12,9 +12,7 @@ import Testing
         try temp.write("src/deleted.txt", Data("d".utf8))
         try temp.write("src/failed.txt", Data("f".utf8))
         for index in 0..<3 { try temp.write("src/far/item\(index).txt", Data("x".utf8)) }
-        #expect(
-            try await cli.run(["domain", "add", "r", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path]).status
-                == 0)
+        try await cli.addLocalDomain("r", root: temp.url.appendingPathComponent("src"))
         // No entry for new folders: "far" stays dataless (empty in the replica).
         #expect(try await cli.run(["sync", "r", "--populate-limit", "0"]).status == 0)
         #expect(try await cli.run(["materialize", "r:/edited.txt"]).status == 0)
@@ -44,7 +42,7 @@ import Testing
 
     @Test func refusesToDeleteChangesTheStoreDoesNotHaveAndListsThem() async throws {
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         let replica = try await prepared(temp, cli)
 
         let refused = try await cli.run(["domain", "remove", "r"])
@@ -109,7 +107,7 @@ import Testing
 
     @Test func keepReplicaKeepsEverythingLocalAndForceDeletes() async throws {
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         let replica = try await prepared(temp, cli)
         // A file of the user's that looks like a placeholder but is not one of this domain's.
         try Data("mine".utf8).write(to: replica.appendingPathComponent("failed.txt.placeholder"))
@@ -128,7 +126,7 @@ import Testing
 
         // --force deletes the replica with what the store does not have.
         let temp2 = try TemporaryFolder()
-        let cli2 = CLIRunner(home: temp2.url.appendingPathComponent("home"))
+        let cli2 = CLIRunner(in: temp2)
         let replica2 = try await prepared(temp2, cli2)
         let forced = try await cli2.run(["domain", "remove", "r", "--force"])
         #expect(forced.status == 0, "\(forced.stderr)")

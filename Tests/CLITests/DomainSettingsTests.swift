@@ -11,12 +11,11 @@ import Testing
 
     init() async throws {
         temp = try TemporaryFolder()
-        cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        cli = CLIRunner(in: temp)
         try temp.write("src/a.txt", Data("a".utf8))
         try temp.write("src/sub/b.txt", Data("bb".utf8))
         try temp.write("other/c.txt", Data("ccc".utf8))
-        let added = try await cli.run(["domain", "add", "d", "--backend", "local", "--root", src.path])
-        #expect(added.status == 0, "\(added.stderr)")
+        try await cli.addLocalDomain("d", root: src)
         #expect(try await cli.run(["sync"]).status == 0)
     }
 

@@ -5,7 +5,7 @@ import Testing
 @Suite struct EndToEndTests {
     @Test func twoLocalDomainsSideBySide() async throws {
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         var random = SystemRandomNumberGenerator()
         let binary = Data((0..<300_000).map { _ in UInt8.random(in: 0...255, using: &random) })
         try temp.write("photos/2024/beach.jpg", binary)
@@ -16,10 +16,7 @@ import Testing
         try temp.write("docs/ünïcødé name.txt", Data("x".utf8))
 
         for name in ["photos", "docs"] {
-            let added = try await cli.run([
-                "domain", "add", name, "--backend", "local", "--root", temp.url.appendingPathComponent(name).path,
-            ])
-            #expect(added.status == 0, "\(added.stderr)")
+            try await cli.addLocalDomain(name, root: temp.url.appendingPathComponent(name))
         }
         let sync = try await cli.run(["sync"])
         #expect(sync.status == 0, "\(sync.stderr)")
@@ -69,9 +66,9 @@ import Testing
 
     @Test func materializeRecursivelyAndPin() async throws {
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         for index in 0..<50 { try temp.write("src/f\(index / 10)/file\(index).txt", Data("content \(index)".utf8)) }
-        try await cli.run(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path])
+        try await cli.addLocalDomain("d", root: temp.url.appendingPathComponent("src"))
         try await cli.run(["sync", "d"])
         let result = try await cli.run(["materialize", "-R", "d:/"])
         #expect(result.status == 0, "\(result.stderr)")
@@ -97,10 +94,10 @@ import Testing
 @Suite struct DatalessCLITests {
     @Test func populateShowsTheItemsOfADatalessFolder() async throws {
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         for index in 0..<12 { try temp.write("src/albums/a\(index % 3)/photo\(index).jpg", Data("photo \(index)".utf8)) }
         try temp.write("src/top.txt", Data("top".utf8))
-        try await cli.run(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path])
+        try await cli.addLocalDomain("d", root: temp.url.appendingPathComponent("src"))
         let sync = try await cli.run(["sync", "d", "--populate-limit", "0"])
         #expect(sync.status == 0, "\(sync.stderr)")
         let replica = cli.home.appendingPathComponent("domains/d")

@@ -8,11 +8,8 @@ import Testing
     @Test func aSymlinkIsToldOnceAndListedByStatusPendingAndWhy() async throws {
         let temp = try TemporaryFolder()
         try temp.write("store/a.txt", Data("a".utf8))
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
-        #expect(
-            try await cli.run(["domain", "add", "p", "--backend", "local", "--root", temp.url.appendingPathComponent("store").path]).status
-                == 0)
-        #expect(try await cli.run(["sync", "p"]).status == 0)
+        let cli = CLIRunner(in: temp)
+        try await cli.addLocalDomain("p", root: temp.url.appendingPathComponent("store"), sync: true)
         let replica = cli.home.appendingPathComponent("domains/p")
         try FileManager.default.createSymbolicLink(atPath: replica.appendingPathComponent("link").path, withDestinationPath: "a.txt")
 

@@ -34,7 +34,7 @@ import Testing
 
     @Test func backendListShowsBuiltInAndExternal() async throws {
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         let listed = try await cli.run(["backend", "list", "--json"], environment: Self.environment(temp))
         #expect(listed.status == 0, "\(listed.stderr)")
         let entries = try #require(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])
@@ -61,7 +61,7 @@ import Testing
         let temp = try TemporaryFolder()
         let store = temp.url.appendingPathComponent("store")
         try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         let checks = ["enumerateEmptyRoot", "roundTripSeveralMiB", "moveFolderWithChildren", "partialReadsAtStartMiddleAndEnd"]
         let result = try await cli.run(
             ["backend", "test", "pyfolder", "--option", "root=\(store.path)", "--json"] + checks.flatMap { ["--check", $0] },
@@ -84,7 +84,7 @@ import Testing
         let temp = try TemporaryFolder()
         let store = temp.url.appendingPathComponent("store")
         try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         let result = try await cli.run(
             ["backend", "test", "cfolder", "--option", "root=\(store.path)"], environment: Self.environment(temp))
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
@@ -94,7 +94,7 @@ import Testing
 
     @Test func backendTestReportsFailuresAndRefusesAStoreWithData() async throws {
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         try temp.write("store/keep.txt", Data("mine".utf8))
         let refused = try await cli.run(
             ["backend", "test", "pyfolder", "--option", "root=\(temp.url.appendingPathComponent("store").path)"],
@@ -116,7 +116,7 @@ import Testing
 
     @Test func pyfolderDomainSyncsAndMaterializes() async throws {
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         let environment = Self.environment(temp)
         let contents = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
         try temp.write("store/photos/beach.jpg", contents)
@@ -145,7 +145,7 @@ import Testing
 
     @Test func crashingProgramGivesAClearError() async throws {
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         let environment = Self.environment(temp)
         // It answers for the root, so the domain is added; its listing then crashes it.
         let added = try await cli.run(["domain", "add", "bad", "--backend", "hostile", "--behaviour", "crash"], environment: environment)
@@ -159,7 +159,7 @@ import Testing
 
     @Test func missingProgramIsNamed() async throws {
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         let added = try await cli.run(
             ["domain", "add", "x", "--backend", "no-such-backend", "--root", temp.url.path], environment: Self.environment(temp))
         #expect(added.status == 2)

@@ -46,7 +46,7 @@ import Testing
     /// `status` and `domain list` do not start it.
     @Test func eachCommandStartsTheProgramOnceAtMost() async throws {
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         let (environment, log) = try Self.countedBackend(temp)
         try await Self.addDomain(cli, temp, environment, log: log)
 
@@ -68,7 +68,7 @@ import Testing
     /// description is malformed or breaks the rules of a program's reply.
     @Test func aStaleOrHostileEntryIsNotUsed() async throws {
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         let (environment, log) = try Self.countedBackend(temp)
         try await Self.addDomain(cli, temp, environment, log: log)
         let program = temp.url.appendingPathComponent("counted-bin/fileprovider-backend-counted")

@@ -7,18 +7,14 @@ import Testing
     @Test func materializeOnAFullDiskRefusesWhatDoesNotFitAndLeavesNoPartialFile() async throws {
         try await SmallFileSystem.with(size: 8 << 20) { disk in
             let temp = try TemporaryFolder()
-            let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+            let cli = CLIRunner(in: temp)
             let size = 1536 << 10
             for index in 0..<6 {
                 try temp.write("src/f\(index).bin", Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* (index + 3)) }))
             }
             let replica = disk.root.appendingPathComponent("replica")
-            let added = try await cli.run([
-                "domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path, "--replica",
-                replica.path,
-            ])
-            #expect(added.status == 0, "\(added.stderr)")
-            #expect(try await cli.run(["sync", "d"]).status == 0)
+            try await cli.addLocalDomain(
+                "d", root: temp.url.appendingPathComponent("src"), options: ["--replica", replica.path], sync: true)
             let before = disk.available
 
             let result = try await cli.run(["materialize", "-R", "d:/", "--json"])

@@ -9,10 +9,9 @@ import Testing
 
     init() async throws {
         temp = try TemporaryFolder()
-        cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        cli = CLIRunner(in: temp)
         try temp.write("src/a.txt", Data("a".utf8))
-        let added = try await cli.run(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path])
-        #expect(added.status == 0, "\(added.stderr)")
+        try await cli.addLocalDomain("d", root: temp.url.appendingPathComponent("src"))
     }
 
     var home: String { cli.home.path }

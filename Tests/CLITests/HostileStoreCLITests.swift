@@ -10,7 +10,7 @@ struct HostileStoreCLITests {
     @Test func syncMaterializeAndLsSurviveAHostileSFTPServer() async throws {
         try await HostileSFTPServer.withStarted { server in
             let temp = try TemporaryFolder()
-            let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+            let cli = CLIRunner(in: temp)
             let add =
                 ["domain", "add", "evil", "--backend", "sftp"]
                 + server.options().sorted(by: { $0.key < $1.key }).flatMap { ["--\($0.key)", $0.value] }

@@ -160,10 +160,7 @@ final class PseudoTerminal: @unchecked Sendable {
             contents[path] = Data("\(path)\n".utf8) + Data(repeating: UInt8(index % 251), count: 1500 + index % 700)
         }
         try FastFiles.write(contents, below: temp.url.appendingPathComponent("store"))
-        let added = try await cli.run([
-            "domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("store").path,
-        ])
-        #expect(added.status == 0, "\(added.stderr)")
+        try await cli.addLocalDomain("d", root: temp.url.appendingPathComponent("store"))
         let synced = try await cli.run(["sync", "d", "--populate-limit", "\(populateLimit)"])
         #expect(synced.status == 0, "\(synced.stderr)")
         return contents
@@ -205,7 +202,7 @@ final class PseudoTerminal: @unchecked Sendable {
     @Test func ctrlCDuringMaterializeStopsCleanlyAndTheSameCommandFinishes() async throws {
         let temp = try TemporaryFolder()
         defer { FastFiles.remove(temp.url) }
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         let store = try await makeDomain(temp, cli, files: 4000)
         let replica = cli.home.appendingPathComponent("domains/d")
         let run = try BackgroundCommand(cli, ["materialize", "-R", "d:/"], logs: temp.url)
@@ -236,7 +233,7 @@ final class PseudoTerminal: @unchecked Sendable {
     @Test func sigtermDuringPinExitsWith143AndPinAgainFinishes() async throws {
         let temp = try TemporaryFolder()
         defer { FastFiles.remove(temp.url) }
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         let store = try await makeDomain(temp, cli, files: 4000)
         let replica = cli.home.appendingPathComponent("domains/d")
 
@@ -259,7 +256,7 @@ final class PseudoTerminal: @unchecked Sendable {
     @Test func ctrlCDuringSyncLeavesTheJournalReplayableAndSyncAgainSendsTheRestOnce() async throws {
         let temp = try TemporaryFolder()
         defer { FastFiles.remove(temp.url) }
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         _ = try await makeDomain(temp, cli, files: 20)
         let replica = cli.home.appendingPathComponent("domains/d")
         var local: [String: Data] = [:]
@@ -301,7 +298,7 @@ final class PseudoTerminal: @unchecked Sendable {
     @Test func ctrlCDuringEvictRecordsWhatWasEvictedAndEvictAgainFinishes() async throws {
         let temp = try TemporaryFolder()
         defer { FastFiles.remove(temp.url) }
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         let store = try await makeDomain(temp, cli, files: 3000)
         let replica = cli.home.appendingPathComponent("domains/d")
         #expect(try await cli.run(["materialize", "-R", "d:/"]).status == 0)
@@ -332,7 +329,7 @@ final class PseudoTerminal: @unchecked Sendable {
     @Test func ctrlCDuringPopulateSaysWhatIsStillDatalessAndPopulateAgainFinishes() async throws {
         let temp = try TemporaryFolder()
         defer { FastFiles.remove(temp.url) }
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         var files: [String: Data] = [:]
         for folder in 0..<30 {
             for sub in 0..<40 {
@@ -340,9 +337,7 @@ final class PseudoTerminal: @unchecked Sendable {
             }
         }
         try FastFiles.write(files, below: temp.url.appendingPathComponent("store"))
-        #expect(
-            try await cli.run(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("store").path]).status
-                == 0)
+        try await cli.addLocalDomain("d", root: temp.url.appendingPathComponent("store"))
         #expect(try await cli.run(["sync", "d", "--populate-limit", "0"]).status == 0)
         let replica = cli.home.appendingPathComponent("domains/d")
 
@@ -367,7 +362,7 @@ final class PseudoTerminal: @unchecked Sendable {
     @Test func theProgressLineIsErasedBeforeTheSummary() async throws {
         let temp = try TemporaryFolder()
         defer { FastFiles.remove(temp.url) }
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         _ = try await makeDomain(temp, cli, files: 4000)
         let run = try BackgroundCommand(cli, ["materialize", "-R", "d:/"], logs: temp.url, terminal: true)
         let terminal = try #require(run.terminal)
@@ -389,7 +384,7 @@ final class PseudoTerminal: @unchecked Sendable {
     @Test func aSecondCtrlCStopsAtOnceAndNothingIsCorrupt() async throws {
         let temp = try TemporaryFolder()
         defer { FastFiles.remove(temp.url) }
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         let store = try await makeDomain(temp, cli, files: 3000)
         let replica = cli.home.appendingPathComponent("domains/d")
 

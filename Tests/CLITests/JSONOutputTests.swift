@@ -36,12 +36,12 @@ import Testing
 
     @Test func datesAreRFC3339KeysAreDocumentedAndMIMETypesAreGiven() async throws {
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         let src = temp.url.appendingPathComponent("src")
         try temp.write("src/a.jpg", Data("jpeg".utf8))
         try temp.write("src/sub/b.txt", Data("text".utf8))
         try temp.write("src/c.unknownext", Data("?".utf8))
-        #expect(try await cli.run(["domain", "add", "d", "--backend", "local", "--root", src.path, "--cache-budget", "1"]).status == 0)
+        try await cli.addLocalDomain("d", root: src, options: ["--cache-budget", "1"])
         #expect(try await cli.run(["sync"]).status == 0)
         #expect(try await cli.run(["materialize", "-R", "d:/"]).status == 0)
         // A conflict (for `conflicts` and `why`), an automatic eviction, a pending change.

@@ -7,12 +7,10 @@ import Testing
 @Suite struct ManyOutcomesTests {
     @Test func jsonRowsAreOneArrayInOrderAcrossDomainsAndPaths() async throws {
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         for path in ["one/a.txt", "one/sub/b.txt", "one/sub/c.txt", "two/d.txt"] { try temp.write(path, Data(path.utf8)) }
         for name in ["one", "two"] {
-            #expect(
-                try await cli.run(["domain", "add", name, "--backend", "local", "--root", temp.url.appendingPathComponent(name).path])
-                    .status == 0)
+            try await cli.addLocalDomain(name, root: temp.url.appendingPathComponent(name))
         }
         #expect(try await cli.run(["sync"]).status == 0)
         let result = try await cli.run(["materialize", "-R", "one:/sub", "one:/missing", "two:/d.txt", "one:/a.txt", "--json"])
@@ -38,11 +36,9 @@ import Testing
 
     @Test func theFirstThousandFailuresAreNamedAndTheRestCounted() async throws {
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         try temp.write("src/a.txt", Data("a".utf8))
-        #expect(
-            try await cli.run(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path]).status
-                == 0)
+        try await cli.addLocalDomain("d", root: temp.url.appendingPathComponent("src"))
         #expect(try await cli.run(["sync"]).status == 0)
         let missing = (0..<1_002).map { "d:/missing-\($0)" }
         let result = try await cli.run(["materialize"] + missing + ["d:/a.txt"])

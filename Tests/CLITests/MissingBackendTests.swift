@@ -10,13 +10,10 @@ import Testing
     /// Two local domains, then one of them turned into a kind this program does not know, as a
     /// program of its own that links the engine with another backend would have added it.
     static func setUp(_ temp: TemporaryFolder) async throws -> CLIRunner {
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         for name in ["here", "elsewhere"] {
             try temp.write("\(name)/a.txt", Data(name.utf8))
-            let added = try await cli.run([
-                "domain", "add", name, "--backend", "local", "--root", temp.url.appendingPathComponent(name).path,
-            ])
-            #expect(added.status == 0, "\(added.stderr)")
+            try await cli.addLocalDomain(name, root: temp.url.appendingPathComponent(name))
         }
         let database = try MetadataStore(url: cli.home.appendingPathComponent("metadata.sqlite"))
         var record = try #require(try database.domain(named: "elsewhere"))

@@ -80,7 +80,7 @@ final class ServedDomain {
     ) async throws {
         self.temp = temp
         self.storeFolder = storeFolder
-        cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        cli = CLIRunner(in: temp)
         replica = temp.url.appendingPathComponent("replica").path
         for (path, contents) in files { try write(path, contents) }
         let add =

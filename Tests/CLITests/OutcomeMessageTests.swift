@@ -6,13 +6,10 @@ import Testing
 @Suite struct OutcomeMessageTests {
     @Test func evictOfAFilePinnedThroughItsFolderNamesTheFolderOnce() async throws {
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         try temp.write("src/sub/f", Data("f".utf8))
         try temp.write("src/top.txt", Data("t".utf8))
-        #expect(
-            try await cli.run(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path]).status
-                == 0)
-        #expect(try await cli.run(["sync", "d"]).status == 0)
+        try await cli.addLocalDomain("d", root: temp.url.appendingPathComponent("src"), sync: true)
         #expect(try await cli.run(["pin", "d:/sub"]).status == 0)
 
         let refused = try await cli.run(["evict", "d:/sub/f"])
@@ -46,13 +43,10 @@ import Testing
 
     @Test func everyFailedItemIsNamedOnce() async throws {
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         try temp.write("src/a.txt", Data("a".utf8))
         try FileManager.default.createSymbolicLink(atPath: temp.url.appendingPathComponent("src/link").path, withDestinationPath: "a.txt")
-        #expect(
-            try await cli.run(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path]).status
-                == 0)
-        #expect(try await cli.run(["sync", "d"]).status == 0)
+        try await cli.addLocalDomain("d", root: temp.url.appendingPathComponent("src"), sync: true)
         #expect(try await cli.run(["materialize", "d:/a.txt"]).status == 0)
         try Data("edited".utf8).write(to: cli.home.appendingPathComponent("domains/d/a.txt"))
 

@@ -14,11 +14,11 @@ import Testing
 
     @Test func listingAndDumpAreTheSameWhateverThePageSize() async throws {
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         let src = temp.url.appendingPathComponent("src")
         for path in Self.inside + Self.outside { try temp.write("src/" + path, Data(path.utf8)) }
         try FileManager.default.createDirectory(at: src.appendingPathComponent("e"), withIntermediateDirectories: true)
-        #expect(try await cli.run(["domain", "add", "d", "--backend", "local", "--root", src.path]).status == 0)
+        try await cli.addLocalDomain("d", root: src)
         #expect(try await cli.run(["sync"]).status == 0)
 
         let commands: [[String]] = [
@@ -60,11 +60,9 @@ import Testing
     /// `SUM` fails) does not stop a listing of `a`, in pages of any size.
     @Test func partlyFetchedFilesAreReadWithEachPage() async throws {
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         for path in Self.inside + Self.outside { try temp.write("src/" + path, Data(path.utf8)) }
-        #expect(
-            try await cli.run(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path]).status
-                == 0)
+        try await cli.addLocalDomain("d", root: temp.url.appendingPathComponent("src"))
         #expect(try await cli.run(["sync"]).status == 0)
         let store = try MetadataStore(url: cli.home.appendingPathComponent("metadata.sqlite"))
         let id = try #require(try store.domains().first { $0.name == "d" }?.id)

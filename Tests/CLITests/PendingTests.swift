@@ -11,11 +11,8 @@ import Testing
         try temp.write("store/gone.txt", Data("two".utf8))
         try temp.write("store/move.txt", Data("three".utf8))
         try temp.write("store/log.txt", Data("line1\n".utf8))
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
-        #expect(
-            try await cli.run(["domain", "add", "p", "--backend", "local", "--root", temp.url.appendingPathComponent("store").path]).status
-                == 0)
-        #expect(try await cli.run(["sync", "p"]).status == 0)
+        let cli = CLIRunner(in: temp)
+        try await cli.addLocalDomain("p", root: temp.url.appendingPathComponent("store"), sync: true)
         #expect(try await cli.run(["materialize", "p:/edit.txt", "p:/move.txt"]).status == 0)
         let replica = cli.home.appendingPathComponent("domains/p")
         try Data("edited".utf8).write(to: replica.appendingPathComponent("edit.txt"))
@@ -50,11 +47,8 @@ import Testing
     @Test func pendingOfAMissingReplicaSaysSoAndListsNoDeletions() async throws {
         let temp = try TemporaryFolder()
         try temp.write("store/a.txt", Data("a".utf8))
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
-        #expect(
-            try await cli.run(["domain", "add", "p", "--backend", "local", "--root", temp.url.appendingPathComponent("store").path]).status
-                == 0)
-        #expect(try await cli.run(["sync", "p"]).status == 0)
+        let cli = CLIRunner(in: temp)
+        try await cli.addLocalDomain("p", root: temp.url.appendingPathComponent("store"), sync: true)
         try FileManager.default.removeItem(at: cli.home.appendingPathComponent("domains/p"))
         let result = try await cli.run(["pending", "p"])
         #expect(result.status == 1)

@@ -10,14 +10,12 @@ import Testing
 @Suite struct PolicyCLITests {
     /// A local domain `d` over `src` with photos/2023/{a,b}.jpg, photos/2024/c.jpg and notes.txt.
     private func makeDomain(_ temp: TemporaryFolder) async throws -> CLIRunner {
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         try temp.write("src/photos/2023/a.jpg", Data("a".utf8))
         try temp.write("src/photos/2023/b.jpg", Data("bb".utf8))
         try temp.write("src/photos/2024/c.jpg", Data("ccc".utf8))
         try temp.write("src/notes.txt", Data("notes".utf8))
-        let added = try await cli.run(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path])
-        #expect(added.status == 0, "\(added.stderr)")
-        #expect(try await cli.run(["sync", "d"]).status == 0)
+        try await cli.addLocalDomain("d", root: temp.url.appendingPathComponent("src"), sync: true)
         return cli
     }
 

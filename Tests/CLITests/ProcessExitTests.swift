@@ -45,7 +45,7 @@ struct ProcessExitTests {
 struct TerminalDescriptorTests {
     @Test func aDescriptorOpenedWhileATerminalCommandRunsStaysOpen() async throws {
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         let anchorPath = temp.url.appendingPathComponent("anchor").path
         _ = FileManager.default.createFile(atPath: anchorPath, contents: nil)
         let anchor = open(anchorPath, O_RDONLY | O_CLOEXEC)

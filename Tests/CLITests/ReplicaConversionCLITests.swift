@@ -23,10 +23,8 @@ import Testing
         try temp.write("src/edit.txt", Data("the store's version".utf8))
         try temp.write("src/sub/deep.txt", Data("deep".utf8))
         try temp.write("src/sub/warm.txt", Data("warm".utf8))
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
-        let src = temp.url.appendingPathComponent("src").path
-        #expect(try await cli.run(["domain", "add", "d", "--backend", "local", "--root", src]).status == 0)
-        #expect(try await cli.run(["sync", "d"]).status == 0)
+        let cli = CLIRunner(in: temp)
+        try await cli.addLocalDomain("d", root: temp.url.appendingPathComponent("src"), sync: true)
         #expect(try await cli.run(["materialize", "d:/a.txt", "d:/edit.txt", "d:/sub/warm.txt"]).status == 0)
         #expect(try await cli.run(["pin", "d:/pinned.txt"]).status == 0)
         let replica = cli.home.appendingPathComponent("domains/d")
@@ -137,9 +135,9 @@ import Testing
     @Test func aConversionKilledWithSIGKILLIsFinishedByARerun() async throws {
         let temp = try TemporaryFolder()
         for index in 0..<1500 { try temp.write("src/f\(index / 100)/file\(index).txt", Data("file \(index)".utf8)) }
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         let src = temp.url.appendingPathComponent("src")
-        #expect(try await cli.run(["domain", "add", "d", "--backend", "local", "--root", src.path]).status == 0)
+        try await cli.addLocalDomain("d", root: src)
         #expect(try await cli.run(["sync", "d", "--populate-limit", "100000"]).status == 0)
         #expect(try await cli.run(["materialize", "d:/f0/file1.txt", "d:/f3/file300.txt"]).status == 0)
         let replica = cli.home.appendingPathComponent("domains/d")

@@ -9,7 +9,7 @@ import Testing
     func prepared() throws -> (TemporaryFolder, CLIRunner, String) {
         let temp = try TemporaryFolder()
         try temp.write("src/a.txt", Data("a".utf8))
-        return (temp, CLIRunner(home: temp.url.appendingPathComponent("home")), temp.url.appendingPathComponent("src").path)
+        return (temp, CLIRunner(in: temp), temp.url.appendingPathComponent("src").path)
     }
 
     @Test func theDefaultModeIsPlaceholderFilesAndAnUnknownModeIsAUsageError() async throws {

@@ -14,7 +14,7 @@ struct SSHAgentCLITests {
         // A home without ~/.ssh: the agent's key is the only credential.
         let userHome = temp.url.appendingPathComponent("user")
         try FileManager.default.createDirectory(at: userHome, withIntermediateDirectories: true)
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         func add(_ name: String, agentSocket: String) async throws -> CLIRunner.Result {
             try await cli.run(
                 [

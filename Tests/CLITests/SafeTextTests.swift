@@ -17,11 +17,10 @@ struct SafeTextTests {
 
     init() async throws {
         temp = try TemporaryFolder()
-        cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        cli = CLIRunner(in: temp)
         try temp.write("src/\(Self.red)", Data("red".utf8))
         try temp.write("src/\(Self.broken)", Data("broken".utf8))
-        let added = try await cli.run(["domain", "add", "d", "--backend", "local", "--root", src.path])
-        #expect(added.status == 0, "\(added.stderr)")
+        try await cli.addLocalDomain("d", root: src)
         let synced = try await cli.run(["sync"])
         #expect(synced.status == 0, "\(synced.stderr)")
     }

@@ -15,7 +15,7 @@ struct SecretVariableTests {
     ])
     func aValueThatIsNotAVariableNameIsRefusedWithoutRepeatingIt(_ options: [String]) async throws {
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         let result = try await cli.run(["domain", "add", "d"] + options)
         #expect(result.status == 2, "\(result.stderr)")
         #expect(result.stderr.contains("takes the name of an environment variable"), "\(result.stderr)")
@@ -28,7 +28,7 @@ struct SecretVariableTests {
     @Test func anUnsetVariableIsNamedNotTakenForAWrongSecret() async throws {
         let server = try await SSHServer.shared()
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         // A home without ~/.ssh and no agent: only the credentials named here are tried.
         let userHome = temp.url.appendingPathComponent("user")
         try FileManager.default.createDirectory(at: userHome, withIntermediateDirectories: true)

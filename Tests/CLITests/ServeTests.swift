@@ -52,10 +52,10 @@ func waitUntil(timeout: Double = 10, _ condition: () async throws -> Bool) async
 @Suite struct ServeTests {
     @Test func serveUploadsLocalFilesPollsOnSignalAndStopsCleanly() async throws {
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         try temp.write("src/a.txt", Data("hello".utf8))
         let src = temp.url.appendingPathComponent("src")
-        #expect(try await cli.run(["domain", "add", "d", "--backend", "local", "--root", src.path]).status == 0)
+        try await cli.addLocalDomain("d", root: src)
         let replica = cli.home.appendingPathComponent("domains/d")
 
         let serve = try ServeProcess(
@@ -126,11 +126,9 @@ func waitUntil(timeout: Double = 10, _ condition: () async throws -> Bool) async
 
     @Test func syncWaitsWhileAnotherProcessSyncsTheDomain() async throws {
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         try temp.write("src/a.txt", Data("a".utf8))
-        #expect(
-            try await cli.run(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path]).status
-                == 0)
+        try await cli.addLocalDomain("d", root: temp.url.appendingPathComponent("src"))
 
         // This test process takes the domain's sync lock, as serve does for each pass.
         let lockPath = cli.home.appendingPathComponent("locks/sync/d.lock").path
@@ -155,12 +153,10 @@ func waitUntil(timeout: Double = 10, _ condition: () async throws -> Bool) async
 
     @Test func serveWritesADatalessFolderWhenAProgramOpensIt() async throws {
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         for index in 0..<6 { try temp.write("src/albums/a\(index % 2)/photo\(index).jpg", Data("photo \(index)".utf8)) }
         try temp.write("src/albums/cover.jpg", Data("cover".utf8))
-        #expect(
-            try await cli.run(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path]).status
-                == 0)
+        try await cli.addLocalDomain("d", root: temp.url.appendingPathComponent("src"))
         #expect(try await cli.run(["sync", "d", "--populate-limit", "0"]).status == 0)
         let replica = cli.home.appendingPathComponent("domains/d")
         let serve = try ServeProcess(cli, ["d", "--poll-interval", "3600"], log: temp.url.appendingPathComponent("serve.log"))
@@ -183,7 +179,7 @@ func waitUntil(timeout: Double = 10, _ condition: () async throws -> Bool) async
 
     @Test func serveRefusesBadOptions() async throws {
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         #expect(try await cli.run(["serve", "nope"]).status == 2)
         #expect(try await cli.run(["serve", "--poll-interval", "0"]).status == 2)
         let none = try await cli.run(["serve"])
@@ -192,12 +188,12 @@ func waitUntil(timeout: Double = 10, _ condition: () async throws -> Bool) async
 
     @Test func whyExplainsPendingPinnedAndConflictedItems() async throws {
         let temp = try TemporaryFolder()
-        let cli = CLIRunner(home: temp.url.appendingPathComponent("home"))
+        let cli = CLIRunner(in: temp)
         try temp.write("src/docs/a.txt", Data("one".utf8))
         try temp.write("src/docs/b.txt", Data("base".utf8))
         try temp.write("src/p/pinned.txt", Data("keep".utf8))
         let src = temp.url.appendingPathComponent("src")
-        _ = try await cli.run(["domain", "add", "d", "--backend", "local", "--root", src.path])
+        try await cli.addLocalDomain("d", root: src)
         _ = try await cli.run(["sync", "d"])
         let replica = cli.home.appendingPathComponent("domains/d")
 

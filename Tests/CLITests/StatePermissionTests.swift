@@ -36,9 +36,7 @@ import Testing
         let home = temp.url.appendingPathComponent("home")
         let cli = CLIRunner(home: home)
         try temp.write("src/a.txt", Data("a".utf8))
-        let added = try await cli.run(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path])
-        #expect(added.status == 0, "\(added.stderr)")
-        #expect(try await cli.run(["sync", "d"]).status == 0)
+        try await cli.addLocalDomain("d", root: temp.url.appendingPathComponent("src"), sync: true)
 
         // The -wal and -shm files exist while the database is open (here, in this process).
         let database = try MetadataStore(url: home.appendingPathComponent("metadata.sqlite"))
@@ -58,10 +56,7 @@ import Testing
         let home = temp.url.appendingPathComponent("home")
         let cli = CLIRunner(home: home)
         try temp.write("src/a.txt", Data("a".utf8))
-        #expect(
-            try await cli.run(["domain", "add", "d", "--backend", "local", "--root", temp.url.appendingPathComponent("src").path]).status
-                == 0)
-        #expect(try await cli.run(["sync", "d"]).status == 0)
+        try await cli.addLocalDomain("d", root: temp.url.appendingPathComponent("src"), sync: true)
         let database = try MetadataStore(url: home.appendingPathComponent("metadata.sqlite"))
         #expect(try database.domain(named: "d") != nil)
         // As an older version left them: readable to everyone.

@@ -150,7 +150,7 @@ import Testing
 
             // What a kill -9 in the middle leaves: the marker, the backing folder made and
             // marked, some entries moved, one placeholder converted but its old form not removed.
-            try ReplicaConversion.writeMarker(.dataless, atPath: f.manager.conversionMarkerPath(forDomainNamed: "mem"))
+            try ConversionMarker.write(.dataless, atPath: f.manager.conversionMarkerPath(forDomainNamed: "mem"))
             try f.manager.makeFolders(replica: replica, backing: backing, domain: "mem")
             for name in ["kept.txt", "sub", "cold.txt.placeholder"] {
                 #expect(rename(replica.appendingPathComponent(name).path, backing.appendingPathComponent(name).path) == 0)
@@ -206,7 +206,7 @@ import Testing
             let before = try contents(replica)
             _ = try await f.manager.convertDomain(named: "mem", to: .dataless)
 
-            try ReplicaConversion.writeMarker(.placeholderFiles, atPath: f.manager.conversionMarkerPath(forDomainNamed: "mem"))
+            try ConversionMarker.write(.placeholderFiles, atPath: f.manager.conversionMarkerPath(forDomainNamed: "mem"))
             for name in ["edit.txt", "sub", "cold.txt"] {
                 #expect(rename(backing.appendingPathComponent(name).path, replica.appendingPathComponent(name).path) == 0)
             }
@@ -238,7 +238,7 @@ import Testing
             let marker = f.manager.conversionMarkerPath(forDomainNamed: "mem")
             for steps in [0, 1, 2, 4, 6, 9] {
                 for (target, source, destination) in [(ReplicaMode.dataless, replica, backing), (.placeholderFiles, backing, replica)] {
-                    try ReplicaConversion.writeMarker(target, atPath: marker)
+                    try ConversionMarker.write(target, atPath: marker)
                     if target == .dataless { try f.manager.makeFolders(replica: replica, backing: backing, domain: "mem") }
                     let counter = Mutex(0)
                     let conversion = ReplicaConversion(

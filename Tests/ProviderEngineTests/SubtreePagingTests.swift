@@ -37,7 +37,7 @@ struct SubtreePagingTests {
             for size in [1, 2, 3, 100] {
                 controller.subtreePage.withLock { $0 = size }
                 var read: [String] = []
-                try await controller.forEachSubtreePage(below: "a") { page in
+                try await controller.reader.forEachSubtreePage(below: "a") { page in
                     read += page.map(\.path)
                     return true
                 }

@@ -1,0 +1,161 @@
+import Foundation
+import ProviderCore
+import ProviderStore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension ProviderManager {
+    /// The marker of an unfinished conversion of a domain: `<home>/conversions/<name>`, holding
+    /// the target mode.
+    func conversionMarkerPath(forDomainNamed name: String) -> String {
+        home.appendingPathComponent("conversions/\(name)").path
+    }
+
+    /// The mode an unfinished conversion of the domain was taking it to (written before the
+    /// conversion moves anything, removed once the new mode is recorded), or `nil` when none is
+    /// unfinished.
+    public func unfinishedConversion(ofDomainNamed name: String) -> String? {
+        ConversionMarker.target(atPath: conversionMarkerPath(forDomainNamed: name))
+    }
+
+    /// Refuses engine work on a domain whose conversion did not finish: its files may be in
+    /// two folders, and a scan of either would take the others for deleted.
+    /// - Throws: `providerDomainTemporarilyUnavailable` saying how to finish the conversion.
+    func checkNoUnfinishedConversion(_ name: String) throws(FileProviderError) {
+        if let target = unfinishedConversion(ofDomainNamed: name) { throw ConversionMarker.unfinished(name, target) }
+    }
+
+    /// Converts a domain's replica to `mode`, moving its files without losing any: downloaded,
+    /// pinned and edited files, conflicted copies and everything else the user put there are
+    /// moved as they are (renamed, so the next sync sees the same edits against the same base
+    /// versions); only placeholders change their form. To `dataless`: the replica folder's
+    /// contents move into the backing folder (``backingURL(forDomainNamed:)``), each
+    /// `<name>.placeholder` becomes a dataless file, and the replica folder stays empty (the
+    /// mount point of `serve`). To `placeholder-files`: the backing folder's contents move into
+    /// the replica folder, each dataless file becomes `<name>.placeholder`, and the backing
+    /// folder is removed.
+    ///
+    /// Holds the domain's serve lock (no `serve` may run it) and sync lock (waiting for a
+    /// running sync) throughout. The target mode is written to a marker file first: until the
+    /// new mode is recorded, no engine work starts on the domain (``controller(for:)`` and syncs
+    /// refuse with a message saying how to finish), and running this again after an
+    /// interruption, even `kill -9`, finishes the conversion. Both folders must be on one file
+    /// system: files move by renaming, never by copying.
+    ///
+    /// A domain in `mode` already is left as it is (``ConversionReport/unchanged``).
+    /// - Throws: `providerDomainNotFound` for an unknown domain; `cannotSynchronize` while a
+    ///   `serve` process serves the domain; `invalidArgument` when a conversion to the other
+    ///   mode did not finish, the replica folder and backing folder overlap each other or
+    ///   another domain's folders, the backing folder holds files already, or the replica
+    ///   folder is still a mount point; `notSupported` when dataless files cannot work here
+    ///   (``OnAccessSupport/problem(forBacking:)``) or the two folders are on different file
+    ///   systems; `filenameCollision` when a file of one name is in both folders;
+    ///   `localIOFailure` (or the failure's code) naming a file that cannot be moved or written;
+    ///   `cancelled` when the task is cancelled while waiting for a sync.
+    public func convertDomain(
+        named name: String, to mode: ReplicaMode, events: ConversionEventHandler? = nil
+    ) async throws(FileProviderError) -> ConversionReport {
+        _ = try domain(named: name)
+        let markerPath = conversionMarkerPath(forDomainNamed: name)
+        if let pending = ConversionMarker.target(atPath: markerPath), pending != mode.rawValue {
+            throw FileProviderError(
+                .invalidArgument,
+                "the conversion of domain '\(name)' to \(pending) did not finish; finish it first with 'fileproviderctl domain convert \(name) --mode \(pending)', then convert it to \(mode.rawValue)"
+            )
+        }
+        let serveLock: DomainLock
+        do {
+            serveLock = try DomainLock.acquire(home: home, domain: name)
+        } catch where error.code == .cannotSynchronize {
+            let who = DomainLock.holder(home: home, domain: name).map { "process \($0)" } ?? "another process"
+            throw FileProviderError(
+                .cannotSynchronize,
+                "domain '\(name)' is served by \(who); stop 'fileproviderctl serve' first (a conversion moves every file serve watches), then run this command again"
+            )
+        }
+        defer { withExtendedLifetime(serveLock) {} }
+        let syncLock = try await waitForSyncLock(of: name, events: events)
+        defer { withExtendedLifetime(syncLock) {} }
+
+        // Read again under the locks: another conversion may have finished meanwhile.
+        let domain = try self.domain(named: name)
+        guard let id = domain.id else { throw FileProviderError(.providerDomainNotFound, "domain \(name) has no id") }
+        let resumed = ConversionMarker.target(atPath: markerPath) != nil
+        let replica = URL(fileURLWithPath: domain.replicaPath)
+        let backing = try backingURL(forDomainNamed: name)
+        let (source, destination) = mode == .dataless ? (replica, backing) : (backing, replica)
+        let from: ReplicaMode = mode == .dataless ? .placeholderFiles : .dataless
+        var report = ConversionReport(domain: name, from: from, to: mode, source: source.path, destination: destination.path)
+        report.resumed = resumed
+        if !resumed && domain.replicaMode == mode {
+            report.from = mode
+            report.unchanged = true
+            return report
+        }
+        let folders = ConversionFolders(
+            manager: self, domain: domain, mode: mode, replica: replica, backing: backing, markerPath: markerPath)
+        if !resumed { try await executor.run { try folders.check() } }
+        try await executor.run { try folders.prepare() }
+        // An interruption stops the work at the next entry; the marker keeps the domain blocked
+        // until a rerun finishes.
+        let stop = Mutex(false)
+        var converting = ReplicaConversion(
+            domain: name, domainID: id, target: mode, source: source, destination: destination, store: store, events: events,
+            estimated: try store.itemCount(domainID: id), stopped: { stop.withLock { $0 } })
+        converting.pageSize = conversionPage.withLock { $0 }
+        let conversion = converting
+        let started = report
+        let executor = self.executor
+        do {
+            report = try await withTaskCancellationHandler {
+                try await executor.run { () throws(FileProviderError) -> ConversionReport in
+                    var report = started
+                    try conversion.run(into: &report)
+                    // The old folder is empty now; a dataless domain's old backing folder goes.
+                    if mode == .placeholderFiles && rmdir(backing.path) != 0 && errno != ENOENT {
+                        throw POSIXError.error("cannot remove the emptied backing folder", path: backing.path)
+                    }
+                    return report
+                }
+            } onCancel: {
+                stop.withLock { $0 = true }
+            }
+        } catch {
+            throw FileProviderError.wrap(error)
+        }
+        // Done: recorded and finished even when an interruption comes now.
+        try store.setReplicaMode(domainID: id, mode)
+        let finishing = Task.detached {
+            // The emptied replica folder is no replica of the domain's any more: a process that
+            // still has the old mode finds it unmarked and empty and refuses to scan it.
+            try await executor.run { try folders.finish() }
+        }
+        do { try await finishing.value } catch { throw FileProviderError.wrap(error) }
+        if let controller = controllers.withLock({ $0.removeValue(forKey: name) }) { await controller.close() }
+        return report
+    }
+
+    /// Takes a domain's sync lock, waiting while a sync holds it.
+    /// - Throws: `cancelled` when the task is cancelled while waiting; `localIOFailure` when
+    ///   the lock file cannot be created or locked.
+    private func waitForSyncLock(of name: String, events: ConversionEventHandler?) async throws(FileProviderError) -> DomainLock {
+        let path = DomainLock.syncPath(home: home, domain: name)
+        var reported = false
+        var delay: UInt64 = 10_000_000
+        while true {
+            if let lock = try DomainLock.attempt(path) { return lock }
+            if !reported {
+                reported = true
+                events?(.waitingForSync(process: DomainLock.holder(path: path).flatMap { $0 > 0 ? $0 : nil }))
+            }
+            do {
+                try await Task.sleep(nanoseconds: delay)
+            } catch {
+                throw FileProviderError(.cancelled, "stopped waiting for the sync of \(name) to finish; nothing was converted")
+            }
+            delay = min(delay * 2, 100_000_000)
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import ProviderCore
+import ProviderStore
+
+/// Reads the records the domain's commands act on, on the executor (never on the cooperative
+/// pool): the records at the paths a command names, with the content policies, in one job; and
+/// the items below a folder a page at a time, so a subtree of any size is read in bounded
+/// memory. Over the domain's ``DomainContext``; the ``DomainController`` holds one for
+/// materialize, evict, pin and populate, and sync's parts reach the paging through
+/// ``DomainContext/forEachSubtreePage(below:deepestFirst:_:)``.
+///
+/// A value of references only: copies read the same database.
+struct RecordReader: Sendable {
+    let context: DomainContext
+
+    /// What the per-path loops of materialize, evict and unpin read before they start: the
+    /// record at each path and, when asked, the domain's content policies.
+    struct Targets: Sendable {
+        /// The record at each path, in order, or what ``RecordReader/record(at:)`` throws for it.
+        var records: [Result<ItemRecord, FileProviderError>]
+        /// The domain's content policies (an empty resolver when not asked for), or the
+        /// database's failure.
+        var policies: Result<PolicyResolver, FileProviderError>
+    }
+
+    /// The stored item at a path. Blocking.
+    /// - Throws: `noSuchItem` saying how to refresh; `localIOFailure` when the database fails.
+    func record(at path: String) throws(FileProviderError) -> ItemRecord {
+        guard let record = try context.store.item(domainID: context.domainID, path: path) else {
+            throw FileProviderError(
+                .noSuchItem, "no item at \(context.display(path)); run 'fileproviderctl sync \(context.domain.name)' to refresh")
+        }
+        return record
+    }
+
+    /// The domain's content policies as they are now (see ``PolicyResolver``). Blocking.
+    /// - Throws: `localIOFailure` when the database fails.
+    func policies() throws(FileProviderError) -> PolicyResolver {
+        PolicyResolver(explicit: try context.store.explicitPolicies(domainID: context.domainID))
+    }
+
+    /// Reads the records at `paths` (and, with `policies`, the content policies) in one job on
+    /// the executor: a command naming many files makes one blocking call, not one per file, and
+    /// none on the cooperative pool.
+    /// - Throws: `cancelled` when the task was cancelled before the job started (failures of
+    ///   the database are in the result, per path).
+    func targets(_ paths: [String], policies withPolicies: Bool) async throws(FileProviderError) -> Targets {
+        try await context.executor.run { [self] in
+            let records = paths.map { path -> Result<ItemRecord, FileProviderError> in
+                do throws(FileProviderError) {
+                    return .success(try record(at: path))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            var resolved = Result<PolicyResolver, FileProviderError>.success(PolicyResolver(explicit: [:]))
+            if withPolicies {
+                do throws(FileProviderError) {
+                    resolved = .success(try policies())
+                } catch {
+                    resolved = .failure(error)
+                }
+            }
+            return Targets(records: records, policies: resolved)
+        }
+    }
+
+    /// Calls `body` with the items below the folder at `path` (not the folder itself; every
+    /// item of the domain for ""), a page of ``DomainContext/subtreePage`` records at a time,
+    /// each page read on the executor in its own transaction: a subtree of any size in bounded
+    /// memory. In path order, or with `deepestFirst` in reverse path order (every item before
+    /// the folder that holds it). The next page starts after (before) the last path of the one
+    /// before, so `body` may change or remove the items' rows but not give them other paths.
+    /// Stops early when `body` returns `false`.
+    /// - Throws: `localIOFailure` when the database fails; what `body` throws.
+    func forEachSubtreePage(
+        below path: String, deepestFirst: Bool = false, _ body: ([ItemRecord]) async throws(FileProviderError) -> Bool
+    ) async throws(FileProviderError) {
+        let (store, domainID) = (context.store, context.domainID)
+        let pageSize = max(1, context.subtreePage.withLock { $0 })
+        var bound: String?
+        while true {
+            let from = bound
+            let page = try await context.executor.run {
+                deepestFirst
+                    ? try store.descendants(domainID: domainID, of: path, before: from, limit: pageSize)
+                    : try store.descendants(domainID: domainID, of: path, after: from, limit: pageSize)
+            }
+            guard let last = page.last?.path else { return }
+            bound = last
+            guard try await body(page), page.count == pageSize else { return }
+        }
+    }
+}
