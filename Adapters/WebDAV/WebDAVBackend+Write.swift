@@ -173,32 +173,46 @@ extension WebDAVBackend {
     /// Sends a request that carries `If-Match: tag` (`send`), and sends it again while a `412`
     /// comes only from a weak ETag: Apache fails `If-Match` for a file changed within the last
     /// second or so (its ETag is weak, `W/"…"`) even when the value is the same, and makes the
-    /// ETag strong once the change is older. So while the server's ETag has the value of
-    /// `tag`, this waits 250 ms and tries again, for at most ``weakTagPatience``; any other
-    /// `412`, and the last one, is returned. With `tag` `nil` the request is sent once.
+    /// ETag strong once the change is older (by the server's clock). So while the server's ETag
+    /// has the value of `tag`, this sends the request again: at once when the ETag is strong by
+    /// now, else after ``weakTagPause``; at most ``weakTagRetries`` times. Any other `412`, and
+    /// the last one, is returned. With `tag` `nil` the request is sent once.
+    ///
+    /// The bound is a number of attempts, not a time on this side: each attempt starts at least
+    /// a pause after the server answered the one before, so the attempts span at least
+    /// `weakTagRetries` pauses of the server's time however slowly the replies reach the
+    /// adapter. (A deadline on the adapter's clock gave up on a loaded machine, where the first
+    /// reply took longer than the whole deadline, and refused a write from the current
+    /// version as `versionOutOfDate`.)
     private func sendIfMatch(
         _ path: ItemPath, tag: String?, _ send: () async throws(FileProviderError) -> HTTPReply
     ) async throws(FileProviderError) -> HTTPReply {
-        let clock = ContinuousClock()
-        let deadline = clock.now + Self.weakTagPatience
+        var retries = 0
         while true {
             let reply = try await send()
-            guard let tag, reply.status == 412, clock.now < deadline else { return reply }
+            guard let tag, reply.status == 412, retries < Self.weakTagRetries else { return reply }
+            retries += 1
             // The same value, weak (or strong by now, when it turned strong after the 412).
             guard let responses = try await propfind(path, depth: 0), var current = responses.first?.etag else { return reply }
-            if current.hasPrefix("W/") { current.removeFirst(2) }
+            let weak = current.hasPrefix("W/")
+            if weak { current.removeFirst(2) }
             guard current == tag else { return reply }
-            do {
-                try await Task.sleep(for: .milliseconds(250))
-            } catch {
-                throw FileProviderError(.cancelled, "cancelled")
+            if weak {
+                do {
+                    try await Task.sleep(for: Self.weakTagPause)
+                } catch {
+                    throw FileProviderError(.cancelled, "cancelled")
+                }
             }
         }
     }
 
-    /// How long a conditional write waits for a weak ETag to become strong (see
-    /// `sendIfMatch`).
-    static let weakTagPatience = Duration.seconds(4)
+    /// How many times a conditional write refused for a weak ETag of the base version's value
+    /// is sent again (see `sendIfMatch`).
+    static let weakTagRetries = 16
+    /// The pause before a conditional write refused for a weak ETag is sent again: Apache's
+    /// ETag turns strong one second after the change, so 16 pauses of 250 ms leave it 4 s.
+    static let weakTagPause = Duration.milliseconds(250)
 
     /// `MOVE` with `Overwrite: F`.
     private func move(_ source: ItemPath, to target: ItemPath, ifMatch tag: String?) async throws(FileProviderError) -> Item {

@@ -19,6 +19,9 @@ public final class FaultServer: @unchecked Sendable {
     public enum Action {
         /// A full reply.
         case reply(status: Int, headers: [String: String], body: Data)
+        /// A full reply `seconds` after the request: a server, or a machine, too busy to answer
+        /// at once (the wait is on the connection's own thread; other connections go on).
+        case late(seconds: Double, status: Int, headers: [String: String], body: Data)
         /// Headers announcing `body.count` bytes, then only `sent` of them, then close.
         case truncate(body: Data, sent: Int, status: Int = 200, headers: [String: String] = [:])
         /// Close with a TCP reset before answering.
@@ -151,6 +154,10 @@ public final class FaultServer: @unchecked Sendable {
             }
             switch action {
             case .reply(let status, let extra, let body):
+                sendHead(client, status: status, headers: extra, length: body.count)
+                sendAll(client, Array(body))
+            case .late(let seconds, let status, let extra, let body):
+                Thread.sleep(forTimeInterval: seconds)
                 sendHead(client, status: status, headers: extra, length: body.count)
                 sendAll(client, Array(body))
             case .truncate(let body, let sent, let status, let extra):
