@@ -130,7 +130,10 @@ import Testing
             try f.memory.write(path: "far/sub/deeper.txt", data: Data("d".utf8))
             try await controller.sync(populationBudget: 0)
             #expect(tree(at: controller.replica.root) == ["far/"])
-            #expect(try controller.list(at: "far", recursive: true).map(\.path) == ["far/away.txt", "far/new.txt", "far/sub", "far/sub/deeper.txt"])
+            #expect(
+                try controller.list(at: "far", recursive: true).map(\.path) == [
+                    "far/away.txt", "far/new.txt", "far/sub", "far/sub/deeper.txt",
+                ])
             #expect(try controller.record(at: "far/sub").isDataless)
             // Populated later, it shows everything the feed brought.
             #expect(codes(await controller.populate(paths: ["far"], recursive: true)) == [nil])
