@@ -57,34 +57,51 @@ extension ProviderManager {
     public func convertDomain(
         named name: String, to mode: ReplicaMode, events: ConversionEventHandler? = nil
     ) async throws(FileProviderError) -> ConversionReport {
-        _ = try domain(named: name)
-        let markerPath = conversionMarkerPath(forDomainNamed: name)
-        if let pending = ConversionMarker.target(atPath: markerPath), pending != mode.rawValue {
-            throw FileProviderError(
-                .invalidArgument,
-                "the conversion of domain '\(name)' to \(pending) did not finish; finish it first with 'fileproviderctl domain convert \(name) --mode \(pending)', then convert it to \(mode.rawValue)"
-            )
+        try await PoolCheck.during("convert") { () async throws(FileProviderError) -> ConversionReport in
+            try await converting(named: name, to: mode, events: events)
         }
-        let serveLock: DomainLock
-        do {
-            serveLock = try DomainLock.acquire(home: home, domain: name)
-        } catch where error.code == .cannotSynchronize {
-            let who = DomainLock.holder(home: home, domain: name).map { "process \($0)" } ?? "another process"
-            throw FileProviderError(
-                .cannotSynchronize,
-                "domain '\(name)' is served by \(who); stop 'fileproviderctl serve' first (a conversion moves every file serve watches), then run this command again"
-            )
+    }
+
+    /// ``convertDomain(named:to:events:)``: every database read, lock and file operation on the
+    /// engine's threads.
+    private func converting(
+        named name: String, to mode: ReplicaMode, events: ConversionEventHandler?
+    ) async throws(FileProviderError) -> ConversionReport {
+        let markerPath = conversionMarkerPath(forDomainNamed: name)
+        let home = self.home
+        let serveLock = try await blocking { [self] () throws(FileProviderError) -> DomainLock in
+            _ = try self.domain(named: name)
+            if let pending = ConversionMarker.target(atPath: markerPath), pending != mode.rawValue {
+                throw FileProviderError(
+                    .invalidArgument,
+                    "the conversion of domain '\(name)' to \(pending) did not finish; finish it first with 'fileproviderctl domain convert \(name) --mode \(pending)', then convert it to \(mode.rawValue)"
+                )
+            }
+            do throws(FileProviderError) {
+                return try DomainLock.acquire(home: home, domain: name)
+            } catch where error.code == .cannotSynchronize {
+                let who = DomainLock.holder(home: home, domain: name).map { "process \($0)" } ?? "another process"
+                throw FileProviderError(
+                    .cannotSynchronize,
+                    "domain '\(name)' is served by \(who); stop 'fileproviderctl serve' first (a conversion moves every file serve watches), then run this command again"
+                )
+            }
         }
         defer { withExtendedLifetime(serveLock) {} }
         let syncLock = try await waitForSyncLock(of: name, events: events)
         defer { withExtendedLifetime(syncLock) {} }
 
         // Read again under the locks: another conversion may have finished meanwhile.
-        let domain = try self.domain(named: name)
-        guard let id = domain.id else { throw FileProviderError(.providerDomainNotFound, "domain \(name) has no id") }
-        let resumed = ConversionMarker.target(atPath: markerPath) != nil
+        let (domain, id, resumed, backing, estimated) = try await blocking {
+            [self] () throws(FileProviderError) -> (DomainRecord, Int64, Bool, URL, Int) in
+            let record = try self.domain(named: name)
+            guard let id = record.id else { throw FileProviderError(.providerDomainNotFound, "domain \(name) has no id") }
+            return (
+                record, id, ConversionMarker.target(atPath: markerPath) != nil, try backingURL(forDomainNamed: name),
+                try self.store.itemCount(domainID: id)
+            )
+        }
         let replica = URL(fileURLWithPath: domain.replicaPath)
-        let backing = try backingURL(forDomainNamed: name)
         let (source, destination) = mode == .dataless ? (replica, backing) : (backing, replica)
         let from: ReplicaMode = mode == .dataless ? .placeholderFiles : .dataless
         var report = ConversionReport(domain: name, from: from, to: mode, source: source.path, destination: destination.path)
@@ -103,7 +120,7 @@ extension ProviderManager {
         let stop = Mutex(false)
         var converting = ReplicaConversion(
             domain: name, domainID: id, target: mode, source: source, destination: destination, store: store, events: events,
-            estimated: try store.itemCount(domainID: id), stopped: { stop.withLock { $0 } })
+            estimated: estimated, stopped: { stop.withLock { $0 } })
         converting.pageSize = conversionPage.withLock { $0 }
         let conversion = converting
         let started = report
@@ -126,7 +143,8 @@ extension ProviderManager {
             throw FileProviderError.wrap(error)
         }
         // Done: recorded and finished even when an interruption comes now.
-        try store.setReplicaMode(domainID: id, mode)
+        let store = self.store
+        try await blocking { () throws(FileProviderError) in try store.setReplicaMode(domainID: id, mode) }
         let finishing = Task.detached {
             // The emptied replica folder is no replica of the domain's any more: a process that
             // still has the old mode finds it unmarked and empty and refuses to scan it.
@@ -145,10 +163,15 @@ extension ProviderManager {
         var reported = false
         var delay: UInt64 = 10_000_000
         while true {
-            if let lock = try DomainLock.attempt(path) { return lock }
+            let asksHolder = !reported
+            let (lock, holder) = try await blocking { () throws(FileProviderError) -> (DomainLock?, Int32?) in
+                if let lock = try DomainLock.attempt(path) { return (lock, nil) }
+                return (nil, asksHolder ? DomainLock.holder(path: path) : nil)
+            }
+            if let lock { return lock }
             if !reported {
                 reported = true
-                events?(.waitingForSync(process: DomainLock.holder(path: path).flatMap { $0 > 0 ? $0 : nil }))
+                events?(.waitingForSync(process: holder.flatMap { $0 > 0 ? $0 : nil }))
             }
             do {
                 try await Task.sleep(nanoseconds: delay)
