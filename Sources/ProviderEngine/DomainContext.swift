@@ -44,15 +44,6 @@ struct DomainContext: Sendable {
         try store.setSyncAnchor(nil, domainID: domainID, container: .workingSet)
     }
 
-    /// ``RecordReader/forEachSubtreePage(below:deepestFirst:_:)``: the items below the folder at
-    /// `path`, a page at a time, for the parts that hold only the context.
-    /// - Throws: `localIOFailure` when the database fails; what `body` throws.
-    func forEachSubtreePage(
-        below path: String, deepestFirst: Bool = false, _ body: ([ItemRecord]) async throws(FileProviderError) -> Bool
-    ) async throws(FileProviderError) {
-        try await RecordReader(context: self).forEachSubtreePage(below: path, deepestFirst: deepestFirst, body)
-    }
-
     /// Whether the store still has an item (`false` only for `noSuchItem`).
     /// - Throws: what the backend's `item(for:)` throws, except `noSuchItem`.
     func storeStillHas(_ identifier: ItemIdentifier) async throws(FileProviderError) -> Bool {

@@ -140,7 +140,7 @@ struct MoveRecorder: Sendable {
                 anyGone = true
                 pending.append((Self.gone(record, from: oldPath, to: newPath), record.identifier))
                 if record.kind == .folder {
-                    try await context.forEachSubtreePage(below: record.path) { page throws(FileProviderError) in
+                    try await RecordReader(context: context).forEachSubtreePage(below: record.path) { page throws(FileProviderError) in
                         pending += page.map { (Self.gone($0, from: oldPath, to: newPath), $0.identifier) }
                         try await flush(atLeast: pageSize)
                         return true
@@ -156,7 +156,7 @@ struct MoveRecorder: Sendable {
         // placeholder by its identifier, so each is rewritten (where it still is), a page at a
         // time. A crash before this leaves old identifiers, as before the move was recorded.
         let (replica, name) = (context.replica, context.domain.name)
-        try await context.forEachSubtreePage(below: newPath) { page throws(FileProviderError) in
+        try await RecordReader(context: context).forEachSubtreePage(below: newPath) { page throws(FileProviderError) in
             let placeholders = page.filter { $0.state == .placeholder || $0.state == .symlink }
             if placeholders.isEmpty { return true }
             try await executor.run {

@@ -6,8 +6,8 @@ import ProviderStore
 /// pool): the records at the paths a command names, with the content policies, in one job; and
 /// the items below a folder a page at a time, so a subtree of any size is read in bounded
 /// memory. Over the domain's ``DomainContext``; the ``DomainController`` holds one for
-/// materialize, evict, pin and populate, and sync's parts reach the paging through
-/// ``DomainContext/forEachSubtreePage(below:deepestFirst:_:)``.
+/// materialize, evict, pin and populate, and sync's parts (settling, uploads, moves) make one
+/// over their context for the paging.
 ///
 /// A value of references only: copies read the same database.
 struct RecordReader: Sendable {

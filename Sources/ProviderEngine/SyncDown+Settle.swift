@@ -9,7 +9,7 @@ extension SyncDown {
     /// local copies go too (files first, then folders deepest first), except a materialized file
     /// with local changes, which is kept. Records change in one transaction after the replica,
     /// per batch: the contents of a folder a change feed names as deleted are read and settled
-    /// a page at a time, deepest first (``DomainContext/forEachSubtreePage(below:deepestFirst:_:)``),
+    /// a page at a time, deepest first (``RecordReader/forEachSubtreePage(below:deepestFirst:_:)``),
     /// before the items the feed named; a subtree of any size in bounded memory.
     func settle(_ pass: inout PullPass, report: inout SyncReport) async throws(FileProviderError) {
         var gone = pass.gone.filter { !pass.movedIn.contains($0.identifier) }
@@ -29,7 +29,7 @@ extension SyncDown {
             let tops = gone.filter { $0.kind == .folder && !isBelowNamed($0.path) }.map(\.path)
             if !tops.isEmpty { gone = gone.filter { !isBelowNamed($0.path) } }
             for top in tops {
-                try await context.forEachSubtreePage(below: top, deepestFirst: true) { page throws(FileProviderError) in
+                try await RecordReader(context: context).forEachSubtreePage(below: top, deepestFirst: true) { page throws(FileProviderError) in
                     let batch = page.filter { !pass.movedIn.contains($0.identifier) }
                     try await settle(gone: batch, candidates: &candidates, pass: &pass, report: &report)
                     return true
