@@ -154,48 +154,79 @@ extension SyncDown {
     /// ``ContentPolicy/onlineOnly``) are evicted instead of downloaded again, unless they
     /// hold local changes; placeholders are downloaded only where the policy is
     /// ``ContentPolicy/eager``.
+    ///
+    /// A page at a time (``DomainContext/subtreePage`` records): this pass's files first, then
+    /// the database's (``MetadataStore/dueDownloads(domainID:after:limit:)``), each page checked,
+    /// evicted and downloaded before the next is read, so memory is bounded by the page, not by
+    /// how much is due in the domain. A file of this pass is not read again from the database.
     private func downloadDue(_ pass: inout PullPass, report: inout SyncReport, events: EventHandler?) async throws(FileProviderError) {
-        // Settling may have moved or adopted some of them: download what the database says now,
-        // under the policies as they are now (read in one job on the engine's threads).
-        let (store, domainID, redownload) = (self.store, self.domainID, pass.redownload)
-        let (due, evict, policies) = try await context.blocking {
-            [self] () throws(FileProviderError) -> ([ItemRecord], [ItemRecord], PolicyResolver) in
-            let planned = Set(redownload.map(\.identifier))
-            let due = redownload + (try store.dueDownloads(domainID: domainID).filter { !planned.contains($0.identifier) })
-            let policies = try self.policies()
-            var current: [ItemRecord] = []
-            var evict: [ItemRecord] = []
-            for record in due {
-                guard let now = try store.item(domainID: domainID, identifier: record.identifier), now.kind == .file else { continue }
-                let policy = policies.policy(of: now.path)
-                if now.state == .placeholder {
-                    // Pinned (a folder above may have set another policy on a folder below it).
-                    if policy == .eager { current.append(now) }
-                } else if now.isOutdated && policy.evictsOnRemoteUpdate {
-                    evict.append(now)
-                } else {
-                    current.append(now)
+        let (store, domainID) = (self.store, self.domainID)
+        let pageSize = max(1, context.subtreePage.withLock { $0 })
+        let planned = Set(pass.redownload.map(\.identifier))
+        var fromPass = pass.redownload[...]
+        pass.redownload = []
+        var policies: PolicyResolver?
+        var cursor: DueDownloadsCursor?
+        var storeDone = false
+        var downloadSeconds: Double?
+        while !fromPass.isEmpty || !storeDone {
+            let taken = Array(fromPass.prefix(pageSize))
+            fromPass = fromPass.dropFirst(taken.count)
+            // Settling may have moved or adopted some of them: download what the database says
+            // now, under the policies as they are now (read once, in the first page's job, with
+            // the stale partial downloads; each page in one job on the engine's threads).
+            let (readStore, after, known) = (taken.count < pageSize && !storeDone, cursor, policies)
+            let page = try await context.blocking {
+                [self] () throws(FileProviderError) -> (
+                    due: [ItemRecord], evict: [ItemRecord], policies: PolicyResolver, next: DueDownloadsCursor?
+                ) in
+                let policies: PolicyResolver
+                if let known { policies = known } else { policies = try self.policies() }
+                var due = taken
+                var next = after
+                if readStore {
+                    let found = try store.dueDownloads(domainID: domainID, after: after, limit: pageSize - taken.count)
+                    due += found.records.filter { !planned.contains($0.identifier) }
+                    next = found.next
                 }
+                var current: [ItemRecord] = []
+                var evict: [ItemRecord] = []
+                for record in due {
+                    guard let now = try store.item(domainID: domainID, identifier: record.identifier), now.kind == .file else { continue }
+                    let policy = policies.policy(of: now.path)
+                    if now.state == .placeholder {
+                        // Pinned (a folder above may have set another policy on a folder below it).
+                        if policy == .eager { current.append(now) }
+                    } else if now.isOutdated && policy.evictsOnRemoteUpdate {
+                        evict.append(now)
+                    } else {
+                        current.append(now)
+                    }
+                }
+                if known == nil { evict += try staleUpdatedPartials(policies) }
+                return (current, evict, policies, next)
             }
-            evict += try staleUpdatedPartials(policies)
-            return (current, evict, policies)
-        }
-        var current = due
-        if !evict.isEmpty {
-            // A file with local changes is left to today's rules (its download refuses them).
-            current += await evictUpdated(evict, policies: policies, report: &report).filter { $0.state == .materialized }
-        }
-        pass.redownload = current
-        if !pass.redownload.isEmpty {
+            policies = page.policies
+            if readStore {
+                cursor = page.next
+                storeDone = page.next == nil
+            }
+            var current = page.due
+            if !page.evict.isEmpty {
+                // A file with local changes is left to today's rules (its download refuses them).
+                current += await evictUpdated(page.evict, policies: page.policies, report: &report).filter { $0.state == .materialized }
+            }
+            if current.isEmpty { continue }
             let downloadsStarted = Date()
-            defer { report.phases.downloads = Date().timeIntervalSince(downloadsStarted) }
-            for outcome in await downloader.download(pass.redownload, events: events) {
+            for outcome in await downloader.download(current, events: events) {
                 if let notice = outcome.notDownloadedNotice {
                     report.notices.append(notice)
                 } else {
                     report.downloaded += 1
                 }
             }
+            downloadSeconds = (downloadSeconds ?? 0) + Date().timeIntervalSince(downloadsStarted)
         }
+        if let downloadSeconds { report.phases.downloads = downloadSeconds }
     }
 }
