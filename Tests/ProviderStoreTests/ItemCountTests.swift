@@ -109,6 +109,22 @@ import Testing
             // The pause never outlives its transaction.
             try store.apply(domainID: id, upserts: [record(id, "f/after.bin", size: 1)], deletions: [])
             try check("a row written afterwards")
+            // Rows written again, many to a statement, one of them at another identifier's path
+            // (that row goes): the counters still say what a count says.
+            var rewritten = (10..<50).map { index in
+                var row = record(id, "f/\(index).bin", size: 6)
+                row.state = index.isMultiple(of: 2) ? .materialized : .placeholder
+                return row
+            }
+            var elsewhere = record(id, "f/60.bin", size: 2)
+            elsewhere.identifier = ItemIdentifier("other-60")
+            rewritten[3] = elsewhere
+            try store.apply(domainID: id, upserts: rewritten, deletions: [])
+            try check("rows written again, one at another's path")
+            #expect(try store.item(domainID: id, path: "f/60.bin")?.identifier == ItemIdentifier("other-60"))
+            #expect(try store.item(domainID: id, identifier: ItemIdentifier("f/60.bin")) == nil)
+            #expect(try store.item(domainID: id, path: "f/12.bin")?.state == .materialized)
+            #expect(try store.item(domainID: id, path: "f/49.bin")?.size == 6)
         }
     }
 
