@@ -29,7 +29,8 @@ extension SyncDown {
             let tops = gone.filter { $0.kind == .folder && !isBelowNamed($0.path) }.map(\.path)
             if !tops.isEmpty { gone = gone.filter { !isBelowNamed($0.path) } }
             for top in tops {
-                try await RecordReader(context: context).forEachSubtreePage(below: top, deepestFirst: true) { page throws(FileProviderError) in
+                try await RecordReader(context: context).forEachSubtreePage(below: top, deepestFirst: true) {
+                    page throws(FileProviderError) in
                     let batch = page.filter { !pass.movedIn.contains($0.identifier) }
                     try await settle(gone: batch, candidates: &candidates, pass: &pass, report: &report)
                     return true

@@ -407,7 +407,8 @@ struct Uploader: Sendable {
         // Bottom-up a page at a time, in reverse path order (every item before its folder): a
         // subtree of any size in bounded memory. The records stay until the end, so each item's
         // folder is still there to be asked whether it is dataless.
-        try await RecordReader(context: context).forEachSubtreePage(below: record.path, deepestFirst: true) { page throws(FileProviderError) in
+        try await RecordReader(context: context).forEachSubtreePage(below: record.path, deepestFirst: true) {
+            page throws(FileProviderError) in
             // What was in dataless folders was never in the replica: its user did not see it.
             let folders = Set(page.map { DomainController.split($0.path).parent })
             let dataless = try await context.executor.run {
