@@ -37,6 +37,12 @@ struct DomainContext: Sendable {
     /// characters that must not reach a terminal (``TerminalText/quoted(_:)``).
     func display(_ path: String) -> String { TerminalText.quoted(location(path)) }
 
+    /// The domain's content policies as they are now (see ``PolicyResolver``). Blocking.
+    /// - Throws: `localIOFailure` when the database fails.
+    func policies() throws(FileProviderError) -> PolicyResolver {
+        PolicyResolver(explicit: try store.explicitPolicies(domainID: domainID))
+    }
+
     /// Makes the next sync down list the whole store: what the database just forgot (or marked
     /// gone) comes back, or goes, with a listing, and a change feed would not name it.
     /// - Throws: `localIOFailure` when the database cannot be written.
@@ -50,7 +56,7 @@ struct DomainContext: Sendable {
         do {
             _ = try await backend.item(for: identifier)
             return true
-        } catch where error.code == .noSuchItem {
+        } catch  where error.code == .noSuchItem {
             return false
         }
     }

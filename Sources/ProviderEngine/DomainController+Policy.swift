@@ -53,7 +53,7 @@ extension DomainController {
     /// The domain's content policies as they are now (see ``PolicyResolver``).
     /// - Throws: `localIOFailure` when the database fails.
     public func policies() throws(FileProviderError) -> PolicyResolver {
-        try reader.policies()
+        try context.policies()
     }
 
     /// The content policy that applies to the item at `path`, and where it is set.
@@ -290,7 +290,7 @@ extension DomainController {
                     EvictionRecord(
                         domainID: domainID, path: record.path, size: max(0, bytes),
                         reason: "changed in the store (\(policy.rawValue), set on /\(setOn ?? ""))"))
-            } catch where error.code == .unsyncedEdits {
+            } catch  where error.code == .unsyncedEdits {
                 keep.append(record)
             } catch {
                 report.notices.append("\(display(record.path)): not evicted after its change in the store: \(error.message)")

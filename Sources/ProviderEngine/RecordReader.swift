@@ -33,12 +33,6 @@ struct RecordReader: Sendable {
         return record
     }
 
-    /// The domain's content policies as they are now (see ``PolicyResolver``). Blocking.
-    /// - Throws: `localIOFailure` when the database fails.
-    func policies() throws(FileProviderError) -> PolicyResolver {
-        PolicyResolver(explicit: try context.store.explicitPolicies(domainID: context.domainID))
-    }
-
     /// Reads the records at `paths` (and, with `policies`, the content policies) in one job on
     /// the executor: a command naming many files makes one blocking call, not one per file, and
     /// none on the cooperative pool.
@@ -56,7 +50,7 @@ struct RecordReader: Sendable {
             var resolved = Result<PolicyResolver, FileProviderError>.success(PolicyResolver(explicit: [:]))
             if withPolicies {
                 do throws(FileProviderError) {
-                    resolved = .success(try policies())
+                    resolved = .success(try context.policies())
                 } catch {
                     resolved = .failure(error)
                 }

@@ -33,12 +33,6 @@ struct SyncDown: Sendable {
     var executor: BlockingExecutor { context.executor }
     func display(_ path: String) -> String { context.display(path) }
 
-    /// The domain's content policies, from the database.
-    /// - Throws: `localIOFailure` when the database fails.
-    func policies() throws(FileProviderError) -> PolicyResolver {
-        PolicyResolver(explicit: try store.explicitPolicies(domainID: domainID))
-    }
-
     func evictUpdated(_ records: [ItemRecord], policies: PolicyResolver, report: inout SyncReport) async -> [ItemRecord] {
         await evictUpdated(records, policies, &report)
     }
@@ -89,7 +83,7 @@ extension SyncDown {
             guard let root = try store.item(domainID: domainID, path: "") else { return (nil, PolicyResolver(explicit: [:]), false, nil) }
             let hadItems = try store.itemCount(domainID: domainID) > 1
             let anchor = hasChangeFeed && hadItems ? try store.syncAnchor(domainID: domainID, container: .workingSet) : nil
-            return (root, try self.policies(), hadItems, anchor)
+            return (root, try context.policies(), hadItems, anchor)
         }
         guard let root = found else {
             throw FileProviderError(
@@ -115,7 +109,7 @@ extension SyncDown {
                     report.phases.replica = Date().timeIntervalSince(started) - feedPass.databaseSeconds
                     try await downloadDue(&feedPass, report: &report, events: events)
                     return
-                } catch where error.code == .syncAnchorExpired {
+                } catch  where error.code == .syncAnchorExpired {
                     // The feed forgot the anchor (or could not place a change): list everything.
                     // An anchor an earlier process stored is expected to expire with a feed
                     // that lives in the process (the local store's): not worth a notice.
@@ -181,7 +175,7 @@ extension SyncDown {
                     due: [ItemRecord], evict: [ItemRecord], policies: PolicyResolver, next: DueDownloadsCursor?
                 ) in
                 let policies: PolicyResolver
-                if let known { policies = known } else { policies = try self.policies() }
+                if let known { policies = known } else { policies = try context.policies() }
                 var due = taken
                 var next = after
                 if readStore {
