@@ -159,26 +159,9 @@ extension ProviderManager {
     /// - Throws: `cancelled` when the task is cancelled while waiting; `localIOFailure` when
     ///   the lock file cannot be created or locked.
     private func waitForSyncLock(of name: String, events: ConversionEventHandler?) async throws(FileProviderError) -> DomainLock {
-        let path = DomainLock.syncPath(home: home, domain: name)
-        var reported = false
-        var delay: UInt64 = 10_000_000
-        while true {
-            let asksHolder = !reported
-            let (lock, holder) = try await blocking { () throws(FileProviderError) -> (DomainLock?, Int32?) in
-                if let lock = try DomainLock.attempt(path) { return (lock, nil) }
-                return (nil, asksHolder ? DomainLock.holder(path: path) : nil)
-            }
-            if let lock { return lock }
-            if !reported {
-                reported = true
-                events?(.waitingForSync(process: holder.flatMap { $0 > 0 ? $0 : nil }))
-            }
-            do {
-                try await Task.sleep(nanoseconds: delay)
-            } catch {
-                throw FileProviderError(.cancelled, "stopped waiting for the sync of \(name) to finish; nothing was converted")
-            }
-            delay = min(delay * 2, 100_000_000)
+        let wait = SyncLockWait(path: DomainLock.syncPath(home: home, domain: name), pidGrace: 0, executor: executor)
+        return try await wait.lock(cancelledMessage: "stopped waiting for the sync of \(name) to finish; nothing was converted") {
+            holder in events?(.waitingForSync(process: holder.process))
         }
     }
 }

@@ -291,6 +291,38 @@ import Testing
         }
     }
 
+    /// While a sync holds the domain's sync lock, a conversion says whose it is, waits, and runs
+    /// once the lock is free; a cancelled wait converts nothing.
+    @Test func aConversionWaitsForTheSyncLockAndSaysForWhom() async throws {
+        try await Fixture.with { f in
+            let controller = try await prepare(f)
+            let before = try contents(controller.replica.root)
+            let path = DomainLock.syncPath(home: f.home, domain: "mem")
+            var held: DomainLock? = try DomainLock.attempt(path)
+            #expect(held != nil)
+            let waited = Mutex<[Int32?]>([])
+            let events: ConversionEventHandler = { event in
+                if case .waitingForSync(let process) = event { waited.withLock { $0.append(process) } }
+            }
+
+            let cancelled = Task { try await f.manager.convertDomain(named: "mem", to: .dataless, events: events) }
+            #expect(await eventually { waited.withLock { $0.count } == 1 }, "the conversion did not say it waits")
+            cancelled.cancel()
+            await expectCode(.cancelled) { _ = try await cancelled.value }
+            #expect(try contents(controller.replica.root) == before)
+            #expect(try f.manager.domain(named: "mem").replicaMode == .placeholderFiles)
+
+            let converting = Task { try await f.manager.convertDomain(named: "mem", to: .dataless, events: events) }
+            #expect(await eventually { waited.withLock { $0.count } == 2 })
+            #expect(waited.withLock { $0 } == [getpid(), getpid()], "the holder's pid, reported once per wait")
+            #expect(held != nil)
+            held = nil
+            let report = try await converting.value
+            #expect(!report.unchanged)
+            #expect(try f.manager.domain(named: "mem").replicaMode == .dataless)
+        }
+    }
+
     /// A file beside a placeholder's name, a user's own `.placeholder` file and a dataless file
     /// moved by the user are all handled without losing anything.
     @Test func oddFilesAreKeptAndAMovedDatalessFileStaysAMovedPlaceholder() async throws {
