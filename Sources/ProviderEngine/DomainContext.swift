@@ -37,10 +37,18 @@ struct DomainContext: Sendable {
     /// characters that must not reach a terminal (``TerminalText/quoted(_:)``).
     func display(_ path: String) -> String { TerminalText.quoted(location(path)) }
 
-    /// The domain's content policies as they are now (see ``PolicyResolver``). Blocking.
+    /// The domain's content policies as they are now (see ``PolicyResolver``): the folders'
+    /// (a file's own is in its record). Blocking.
     /// - Throws: `localIOFailure` when the database fails.
     func policies() throws(FileProviderError) -> PolicyResolver {
-        PolicyResolver(explicit: try store.explicitPolicies(domainID: domainID))
+        PolicyResolver(folders: try store.explicitFolderPolicies(domainID: domainID))
+    }
+
+    /// The content policies as they are now of the folders that hold `path` only: a resolver
+    /// that answers for that one item (with its record) in a few indexed reads. Blocking.
+    /// - Throws: `localIOFailure` when the database fails.
+    func policies(along path: String) throws(FileProviderError) -> PolicyResolver {
+        PolicyResolver(folders: try store.explicitFolderPolicies(domainID: domainID, along: path))
     }
 
     /// Makes the next sync down list the whole store: what the database just forgot (or marked

@@ -44,7 +44,7 @@ extension DomainController {
             do {
                 let target = try found.get()
                 let policies = try targets.policies.get()
-                if let holder = Self.pinHolder(of: target.path, policies) { throw pinnedError(path, holder: holder) }
+                if let holder = Self.pinHolder(of: target, policies) { throw pinnedError(path, holder: holder) }
                 let (store, domainID) = (store, domainID)
                 var refused = false
                 if target.kind == .folder && recursive {
@@ -97,7 +97,7 @@ extension DomainController {
                 continue
             }
             do {
-                if let holder = Self.pinHolder(of: file.path, policies) {
+                if let holder = Self.pinHolder(of: file, policies) {
                     throw pinnedError(file.path, holder: holder)
                 }
                 updated.append(try await evictFile(file))
@@ -111,7 +111,7 @@ extension DomainController {
         if replica.layout == .dataless {
             let evictor = FileEvictor(domainID: domainID, domainName: domain.name, replica: replica, store: store, method: .lease)
             for file in files where file.state == .placeholder && partial[file.identifier] != nil {
-                if Self.pinHolder(of: file.path, policies) != nil { continue }
+                if Self.pinHolder(of: file, policies) != nil { continue }
                 let outcome: FileEvictor.Outcome
                 do {
                     outcome = try await executor.run { try evictor.evictPartial(named: file) }
@@ -147,13 +147,15 @@ extension DomainController {
 
     /// The path of the item whose ``ContentPolicy/eager`` policy keeps an item downloaded (the
     /// item itself or the nearest folder above with a policy of its own), else `nil`.
+    /// Reads the policies of the folders above it only.
+    /// - Throws: `localIOFailure` when the database fails.
     func pinHolder(of record: ItemRecord) throws(FileProviderError) -> String? {
-        Self.pinHolder(of: record.path, try policies())
+        Self.pinHolder(of: record, try context.policies(along: record.path))
     }
 
-    /// ``pinHolder(of:)`` with the domain's policies given.
-    static func pinHolder(of path: String, _ policies: PolicyResolver) -> String? {
-        let (policy, setOn) = policies.resolve(path)
+    /// ``pinHolder(of:)`` with the domain's policies given (its own policy is `record`'s).
+    static func pinHolder(of record: ItemRecord, _ policies: PolicyResolver) -> String? {
+        let (policy, setOn) = policies.resolve(record)
         return policy == .eager ? setOn : nil
     }
 

@@ -22,10 +22,15 @@ public struct EffectivePolicy: Sendable, Hashable {
 }
 
 extension PolicyResolver {
-    /// The policy of `path`, and where it is set.
-    public func effective(_ path: String) -> EffectivePolicy {
-        let (policy, setOn) = resolve(path)
+    /// The policy of the item at `path` whose own policy is `own`, and where it is set.
+    public func effective(_ path: String, own: ContentPolicy?) -> EffectivePolicy {
+        let (policy, setOn) = resolve(path, own: own)
         return EffectivePolicy(path: path, policy: policy, setOn: setOn)
+    }
+
+    /// The policy of `record`'s item, and where it is set.
+    public func effective(_ record: ItemRecord) -> EffectivePolicy {
+        effective(record.path, own: record.contentPolicy)
     }
 }
 
@@ -50,7 +55,8 @@ public struct PolicyChange: Sendable {
 }
 
 extension DomainController {
-    /// The domain's content policies as they are now (see ``PolicyResolver``).
+    /// The domain's content policies as they are now (see ``PolicyResolver``: the folders'; a
+    /// file's own is in its record).
     /// - Throws: `localIOFailure` when the database fails.
     public func policies() throws(FileProviderError) -> PolicyResolver {
         try context.policies()
@@ -60,8 +66,8 @@ extension DomainController {
     /// - Throws: `noSuchItem` when the domain has no item there; `localIOFailure` when the
     ///   database fails.
     public func effectivePolicy(at path: String) throws(FileProviderError) -> EffectivePolicy {
-        _ = try record(at: path)
-        return try policies().effective(path)
+        let record = try record(at: path)
+        return try context.policies(along: path).effective(record)
     }
 
     /// Sets the content policy of items (Apple's `NSFileProviderContentPolicy`, cfapi's pin
@@ -108,7 +114,7 @@ extension DomainController {
                         return .failure(error)
                     }
                 }
-                guard written.contains(where: { (try? $0.get()) != nil }) else { return (written, .success(PolicyResolver(explicit: [:]))) }
+                guard written.contains(where: { (try? $0.get()) != nil }) else { return (written, .success(PolicyResolver.none)) }
                 do throws(FileProviderError) {
                     return (written, .success(try policies()))
                 } catch {
@@ -135,7 +141,8 @@ extension DomainController {
         var download: [String] = []
         var evict: [String] = []
         for (path, kind, cleared) in named {
-            let now = resolver.effective(path)
+            // Its own policy is the one just written (a folder's is in the resolver too).
+            let now = resolver.effective(path, own: policy)
             changes.append(
                 PolicyChange(path: location(path), policy: now.policy, setOn: now.setOn.map(location), cleared: cleared.map(location)))
             switch now.policy {
@@ -193,7 +200,7 @@ extension DomainController {
                             continue
                         }
                         // Another policy set below meanwhile (by another process) wins.
-                        let (policy, setOn) = policies.resolve(file.path)
+                        let (policy, setOn) = policies.resolve(file)
                         guard policy == .onlineOnly else { continue }
                         let shown = location(file.path)
                         let notUploaded = FileProviderError(
@@ -284,7 +291,7 @@ extension DomainController {
             do {
                 updated.append(try await evictFile(record))
                 report.evictedOnUpdate += 1
-                let (policy, setOn) = policies.resolve(record.path)
+                let (policy, setOn) = policies.resolve(record)
                 let bytes = record.state == .materialized ? (record.localSize ?? 0) : (partial[record.identifier] ?? 0)
                 log.append(
                     EvictionRecord(

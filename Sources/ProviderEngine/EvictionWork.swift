@@ -31,7 +31,9 @@ final class EvictionWork {
                 layout: record.replicaMode)
             let files = FileEvictor(domainID: id, domainName: record.name, replica: replica, store: store, method: evictor.method)
             domains.append(
-                EvictionDomain(record: record, id: id, files: files, root: root, usage: usage, policies: snapshot.policies[id] ?? [:]))
+                EvictionDomain(
+                    record: record, id: id, files: files, root: root, usage: usage, policies: snapshot.policies[id] ?? [:],
+                    hasOnlineOnly: snapshot.hasOnlineOnly.contains(id)))
         }
         self.domains = domains.sorted { $0.name < $1.name }
         pass.cacheBudget = snapshot.settings.cacheBudget
@@ -55,7 +57,7 @@ final class EvictionWork {
 
     /// Whether anything is over, or online-only files may be downloaded.
     private var hasWork: Bool {
-        if domains.contains(where: { domain in domain.policies.explicit.values.contains(.onlineOnly) }) { return true }
+        if domains.contains(where: \.hasOnlineOnly) { return true }
         if domains.contains(where: { domain in domain.record.cacheBudget.map { domain.usage.total > $0 } ?? false }) { return true }
         if let budget = snapshot.settings.cacheBudget, totalUsage > budget { return true }
         if let floor = snapshot.settings.freeSpaceFloor, snapshot.spaces.values.contains(where: { $0.available < floor }) {
@@ -64,19 +66,36 @@ final class EvictionWork {
         return false
     }
 
-    /// 1. Every downloaded file whose effective policy is online-only.
+    /// 1. Every downloaded file whose effective policy is online-only: the files below each
+    /// folder set online-only, then the files set online-only themselves (read from the
+    /// database a page at a time, not held: a user may have set a million of them).
     private func evictOnlineOnly() async throws(FileProviderError) {
-        for domain in domains {
-            let folders = domain.policies.explicit.filter { $0.value == .onlineOnly }.keys.sorted()
+        for domain in domains where domain.hasOnlineOnly {
+            let folders = domain.policies.folders.filter { $0.value == .onlineOnly }.keys.sorted()
             for folder in folders {
                 let stream = CandidateStream(domain, below: folder)
                 while let candidate = try await stream.peek(executor, store) {
                     stream.pop()
-                    let resolved = domain.policies.resolve(candidate.path)
+                    let resolved = domain.policies.resolve(candidate)
                     guard resolved.policy == .onlineOnly else { continue }
                     _ = try await evict(candidate, in: domain, for: .onlineOnly(setOn: "/" + (resolved.setOn ?? "")))
                 }
             }
+            let (store, id) = (store, domain.id)
+            var after: String?
+            repeat {
+                if domain.isBusy { break }
+                let from = after
+                let page = try await executor.run {
+                    try store.filesHoldingContents(
+                        domainID: id, ownPolicy: .onlineOnly, after: from, limit: CandidateStream.pageSize)
+                }
+                after = page.next
+                for candidate in page.candidates where !domain.settled.contains(candidate.identifier) {
+                    if domain.isBusy { break }
+                    _ = try await evict(candidate, in: domain, for: .onlineOnly(setOn: "/" + candidate.path))
+                }
+            } while after != nil
         }
     }
 
@@ -211,7 +230,7 @@ final class EvictionWork {
             keep(domain, shown, "its upload to the store is not finished")
             return 0
         }
-        let resolved = domain.policies.resolve(candidate.path)
+        let resolved = domain.policies.resolve(candidate)
         if reason.isPressure && !resolved.policy.isEvictable {
             keep(domain, shown, "pinned (\(resolved.policy.rawValue), set on /\(resolved.setOn ?? ""))")
             return 0
@@ -333,5 +352,13 @@ final class EvictionWork {
                 budget: domain.record.cacheBudget)
         }
         return pass
+    }
+}
+
+extension PolicyResolver {
+    /// The policy of a candidate's file (its own, which the candidate brings, else its
+    /// nearest folder's), and where it is set.
+    func resolve(_ candidate: EvictionCandidate) -> (policy: ContentPolicy, setOn: String?) {
+        resolve(candidate.path, own: candidate.contentPolicy)
     }
 }

@@ -125,9 +125,11 @@ struct EvictionSnapshot: Sendable {
     var scope: Set<Int64>
     var settings: CacheSettings
     var notices: [String]
-    /// Per domain of the scope: its explicit policies, the folder its files are in and its
-    /// file system's space.
+    /// Per domain of the scope: its folders' explicit policies (a file's own is read with it),
+    /// whether any item has an online-only policy of its own, the folder its files are in and
+    /// its file system's space.
     var policies: [Int64: [String: ContentPolicy]]
+    var hasOnlineOnly: Set<Int64>
     var roots: [Int64: String]
     var spaces: [Int64: FileSystemSpace]
 
@@ -148,12 +150,16 @@ struct EvictionSnapshot: Sendable {
         }
         let (settings, notices) = try CacheSettings.load(from: store)
         var snapshot = EvictionSnapshot(
-            all: [], scope: scope, settings: settings, notices: notices, policies: [:], roots: [:], spaces: [:])
+            all: [], scope: scope, settings: settings, notices: notices, policies: [:], hasOnlineOnly: [], roots: [:], spaces: [:])
         for record in records {
             guard let id = record.id else { continue }
             snapshot.all.append((record, try store.cacheUsage(domainID: id)))
             guard scope.contains(id) else { continue }
-            snapshot.policies[id] = try store.explicitPolicies(domainID: id)
+            let folders = try store.explicitFolderPolicies(domainID: id)
+            snapshot.policies[id] = folders
+            var hasOnlineOnly = folders.values.contains(.onlineOnly)
+            if !hasOnlineOnly { hasOnlineOnly = try store.hasExplicitPolicy(.onlineOnly, domainID: id) }
+            if hasOnlineOnly { snapshot.hasOnlineOnly.insert(id) }
             guard let root = try? manager.replicaRoot(of: record).path else { continue }
             snapshot.roots[id] = root
             snapshot.spaces[id] = FileSystemSpace.measure(root)
@@ -169,7 +175,10 @@ final class EvictionDomain {
     let files: FileEvictor
     let root: String
     var usage: CacheUsage
+    /// The folders' policies (a candidate brings its file's own).
     let policies: PolicyResolver
+    /// Whether an item (a folder or a file) has an online-only policy of its own.
+    let hasOnlineOnly: Bool
     /// The domain's sync lock, once taken.
     var lock: DomainLock?
     /// Another process syncs it (or it is being converted): passed over until the next pass.
@@ -179,13 +188,17 @@ final class EvictionDomain {
     /// Candidates this pass already took or left.
     var settled: Set<ItemIdentifier> = []
 
-    init(record: DomainRecord, id: Int64, files: FileEvictor, root: String, usage: CacheUsage, policies: [String: ContentPolicy]) {
+    init(
+        record: DomainRecord, id: Int64, files: FileEvictor, root: String, usage: CacheUsage, policies: [String: ContentPolicy],
+        hasOnlineOnly: Bool
+    ) {
         self.record = record
         self.id = id
         self.files = files
         self.root = root
         self.usage = usage
-        self.policies = PolicyResolver(explicit: policies)
+        self.policies = PolicyResolver(folders: policies)
+        self.hasOnlineOnly = hasOnlineOnly
     }
 
     var name: String { record.name }

@@ -44,7 +44,8 @@ struct FileEvictor: Sendable {
         guard let record = try store.item(domainID: domainID, identifier: candidate.identifier), record.kind == .file,
             record.path == candidate.path
         else { return .gone }
-        let resolved = PolicyResolver(explicit: try store.explicitPolicies(domainID: domainID)).resolve(record.path)
+        // Its own policy from its row, the folders above it read afresh.
+        let resolved = PolicyResolver(folders: try store.explicitFolderPolicies(domainID: domainID, along: record.path)).resolve(record)
         if reason.isPressure {
             if !resolved.policy.isEvictable {
                 return .kept("pinned (\(resolved.policy.rawValue), set on /\(resolved.setOn ?? ""))")

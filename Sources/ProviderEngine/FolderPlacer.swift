@@ -43,7 +43,7 @@ struct FolderPlacer: Sendable {
                 entry.old.map { $0.state == .materialized || ($0.kind == .folder && !$0.isDataless) } ?? false
             }
             let withinBudget = visit.isNew && visit.isOnDisk && pass.budget >= entries.count
-            if mustHold || pass.isPinned(folder.path) {
+            if mustHold || pass.isPinned(folder) {
                 try await pass.flush(to: context, wait: true)
                 try await populateFolder(folder.path)
                 folder = try await stored(folder)
@@ -62,7 +62,7 @@ struct FolderPlacer: Sendable {
                 entry.old.map { $0.state == .materialized || ($0.kind == .folder && !$0.isDataless) }
                     ?? false
             }
-            let pinned = pass.isPinned(folder.path)
+            let pinned = pass.isPinned(folder)
             let withinBudget = visit.isNew && visit.isOnDisk && pass.budget >= entries.count
             if mustHold || pinned || withinBudget {
                 if !visit.isOnDisk {
@@ -96,7 +96,7 @@ struct FolderPlacer: Sendable {
                 } else {
                     if populated { placeholders.append(record) } else { pass.upserts.append(record) }
                     if item.kind == .file {
-                        if pass.isPinned(path) { pass.redownload.append(record) }
+                        if pass.isPinned(record) { pass.redownload.append(record) }
                         if !item.version.content.isEmpty {
                             pass.newFilesByVersion?[item.version.content, default: []].append(item.identifier)
                         }

@@ -99,7 +99,9 @@ extension ProviderManager {
         var reasons: [String] = []
 
         // State and content policy.
-        let policy = PolicyResolver(explicit: try store.explicitPolicies(domainID: domainID)).effective(path)
+        // Its own policy is in its row; the folders above it are read for what it inherits.
+        let policy = PolicyResolver(folders: try store.explicitFolderPolicies(domainID: domainID, along: path))
+            .effective(path, own: record?.contentPolicy)
         explanation.policy = policy.policy.rawValue
         explanation.policySetOn = policy.setOn.map { "/" + $0 }
         if let record {

@@ -1,23 +1,34 @@
 import ProviderStore
 
-/// Answers which content policy applies to a path of one domain: the policy set on the item
+/// Answers which content policy applies to an item of one domain: the policy set on the item
 /// itself, else on its nearest folder above, else ``ContentPolicy/lazy`` (policies inherit
-/// downward, as Apple's content policies and cfapi's pin states). Built from the few explicit
-/// policies of the domain (``MetadataStore/explicitPolicies(domainID:)``); a value, so a pass
-/// takes one and asks it many times.
+/// downward, as Apple's content policies and cfapi's pin states).
+///
+/// Holds the explicit policies of the domain's folders only (and the root's,
+/// ``MetadataStore/explicitFolderPolicies(domainID:)``): a file's own policy is in its row
+/// (``ItemRecord/contentPolicy``), so a domain whose user pinned a million files one by one
+/// holds none of them here. Ask with the item's record (``resolve(_:)-(ItemRecord)``), which
+/// brings the item's own policy; a path alone (``resolve(_:)-(String)``) is right for a folder
+/// and for a path the database has no row for. A value, so a pass takes one and asks it many
+/// times.
 public struct PolicyResolver: Sendable {
-    /// The explicit policies by path ("" is the root).
-    public let explicit: [String: ContentPolicy]
+    /// The explicit policies of folders by path ("" is the root).
+    public let folders: [String: ContentPolicy]
 
-    public init(explicit: [String: ContentPolicy]) { self.explicit = explicit }
+    public init(folders: [String: ContentPolicy]) { self.folders = folders }
 
-    /// The policy of `path` and the path it was set on (`nil` for the default).
-    public func resolve(_ path: String) -> (policy: ContentPolicy, setOn: String?) {
-        // Most domains set no policy: `ls` of many rows asks for nothing.
-        if explicit.isEmpty { return (.lazy, nil) }
+    /// No policy set on any folder.
+    public static let none = PolicyResolver(folders: [:])
+
+    /// The policy of the item at `path` whose own policy is `own`, and the path it was set on
+    /// (`nil` for the default).
+    public func resolve(_ path: String, own: ContentPolicy?) -> (policy: ContentPolicy, setOn: String?) {
+        if let own { return (own, path) }
+        // Most domains set no policy on a folder: `ls` of many rows asks for nothing.
+        if folders.isEmpty { return (.lazy, nil) }
         var current = Substring(path)
         while true {
-            if let policy = explicit[String(current)] { return (policy, String(current)) }
+            if let policy = folders[String(current)] { return (policy, String(current)) }
             if current.isEmpty { return (.lazy, nil) }
             if let slash = current.lastIndex(of: "/") {
                 current = current[..<slash]
@@ -27,6 +38,17 @@ public struct PolicyResolver: Sendable {
         }
     }
 
-    /// The policy of `path`.
-    public func policy(of path: String) -> ContentPolicy { resolve(path).policy }
+    /// The policy of `record`'s item (its own, else its nearest folder's), and where it is set.
+    public func resolve(_ record: ItemRecord) -> (policy: ContentPolicy, setOn: String?) {
+        resolve(record.path, own: record.contentPolicy)
+    }
+
+    /// The policy of the folder (or of the path the database has no row for) at `path`, and
+    /// where it is set. A file's own policy is not held here: ask with its record.
+    public func resolve(_ path: String) -> (policy: ContentPolicy, setOn: String?) {
+        resolve(path, own: nil)
+    }
+
+    /// The policy of `record`'s item.
+    public func policy(of record: ItemRecord) -> ContentPolicy { resolve(record).policy }
 }

@@ -65,10 +65,10 @@ struct PullPass {
         newFilesByVersion = hadItems ? [:] : nil
     }
 
-    /// Whether the item at `path` is kept downloaded (its policy, its own or inherited, is
+    /// Whether `record`'s item is kept downloaded (its policy, its own or inherited, is
     /// ``ContentPolicy/eager``).
-    func isPinned(_ path: String) -> Bool {
-        policies.policy(of: path) == .eager
+    func isPinned(_ record: ItemRecord) -> Bool {
+        policies.policy(of: record) == .eager
     }
 
     /// Hands the waiting records to the database on the executor, so the walk goes on while

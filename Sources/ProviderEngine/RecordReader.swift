@@ -18,8 +18,8 @@ struct RecordReader: Sendable {
     struct Targets: Sendable {
         /// The record at each path, in order, or what ``RecordReader/record(at:)`` throws for it.
         var records: [Result<ItemRecord, FileProviderError>]
-        /// The domain's content policies (an empty resolver when not asked for), or the
-        /// database's failure.
+        /// The domain's content policies (the folders'; an empty resolver when not asked for), or
+        /// the database's failure. Ask it with each record: a file's own policy is in its row.
         var policies: Result<PolicyResolver, FileProviderError>
     }
 
@@ -47,7 +47,7 @@ struct RecordReader: Sendable {
                     return .failure(error)
                 }
             }
-            var resolved = Result<PolicyResolver, FileProviderError>.success(PolicyResolver(explicit: [:]))
+            var resolved = Result<PolicyResolver, FileProviderError>.success(PolicyResolver.none)
             if withPolicies {
                 do throws(FileProviderError) {
                     resolved = .success(try context.policies())

@@ -122,7 +122,7 @@ struct StoreWalk: Sendable {
         if known.isUnchanged {
             // A pinned folder still dataless is populated by the full comparison. (A folder new
             // in this sync is never read as unchanged: StoredChildren trusts no digest for it.)
-            if !folder.isDataless || !pass.isPinned(folder.path),
+            if !folder.isDataless || !pass.isPinned(folder),
                 let subfolders = Self.unchangedSubfolders(of: visit, listing: listing, stored: known.children, ancestors: ancestors)
             {
                 report.unchangedFolders += 1

@@ -43,7 +43,7 @@ struct SyncDown: Sendable {
     /// in the store, not every partly present file of the domain.
     func staleUpdatedPartials(_ policies: PolicyResolver) throws(FileProviderError) -> [ItemRecord] {
         guard replica.layout == .dataless else { return [] }
-        return try store.stalePartials(domainID: domainID).filter { policies.policy(of: $0.path).evictsOnRemoteUpdate }
+        return try store.stalePartials(domainID: domainID).filter { policies.policy(of: $0).evictsOnRemoteUpdate }
     }
 
     /// Places listings and changes into the replica and the pass.
@@ -80,7 +80,7 @@ extension SyncDown {
         // What the pull starts from, in one job on the engine's threads.
         let (found, policies, hadItems, storedAnchor) = try await context.blocking {
             [self] () throws(FileProviderError) -> (ItemRecord?, PolicyResolver, Bool, SyncAnchor?) in
-            guard let root = try store.item(domainID: domainID, path: "") else { return (nil, PolicyResolver(explicit: [:]), false, nil) }
+            guard let root = try store.item(domainID: domainID, path: "") else { return (nil, PolicyResolver.none, false, nil) }
             let hadItems = try store.itemCount(domainID: domainID) > 1
             let anchor = hasChangeFeed && hadItems ? try store.syncAnchor(domainID: domainID, container: .workingSet) : nil
             return (root, try context.policies(), hadItems, anchor)
@@ -187,7 +187,7 @@ extension SyncDown {
                 var evict: [ItemRecord] = []
                 for record in due {
                     guard let now = try store.item(domainID: domainID, identifier: record.identifier), now.kind == .file else { continue }
-                    let policy = policies.policy(of: now.path)
+                    let policy = policies.policy(of: now)
                     if now.state == .placeholder {
                         // Pinned (a folder above may have set another policy on a folder below it).
                         if policy == .eager { current.append(now) }

@@ -28,6 +28,9 @@ public struct EvictionCandidate: Hashable, Sendable {
     /// When programs last used it, in seconds since 1970; 0 when no use was recorded (the
     /// oldest).
     public var lastUsedAt: Double
+    /// The content policy set on the file itself (``ItemRecord/contentPolicy``); `nil` when it
+    /// inherits its folder's.
+    public var contentPolicy: ContentPolicy? = nil
 
     /// Where the next page of candidates starts (after this one).
     public var cursor: EvictionCursor { EvictionCursor(lastUsedAt: lastUsedAt, identifier: identifier.rawValue) }
@@ -108,11 +111,12 @@ extension MetadataStore {
             below ? "AND (\(column) = ?5 OR (\(column) >= ?5 || '/' AND \(column) < ?5 || '0'))" : ""
         }
         return """
-            SELECT c.identifier, c.path, c.partial, c.bytes, COALESCE(u.lastUsedAt, 0) AS used FROM (
-              SELECT identifier, path, 0 AS partial, CASE WHEN localSize >= 0 THEN localSize ELSE MAX(size, 0) END AS bytes
+            SELECT c.identifier, c.path, c.partial, c.bytes, COALESCE(u.lastUsedAt, 0) AS used, c.contentPolicy FROM (
+              SELECT identifier, path, 0 AS partial, CASE WHEN localSize >= 0 THEN localSize ELSE MAX(size, 0) END AS bytes,
+                contentPolicy
                 FROM item \(index) WHERE domainID = ?1 AND state = 'materialized' AND kind = 'file' \(subtree("path"))
               UNION ALL
-              SELECT i.identifier, i.path, 1, TOTAL(MAX(0, p."end" - p.start)) FROM presentRange p
+              SELECT i.identifier, i.path, 1, TOTAL(MAX(0, p."end" - p.start)), i.contentPolicy FROM presentRange p
                 JOIN item i ON i.domainID = p.domainID AND i.identifier = p.identifier
                 WHERE p.domainID = ?1 AND i.state = 'placeholder' AND i.kind = 'file' \(subtree("i.path")) GROUP BY i.identifier
             ) c LEFT JOIN itemUse u ON u.domainID = ?1 AND u.identifier = c.identifier
@@ -143,8 +147,64 @@ extension MetadataStore {
                 let used: Double = row[4]
                 return EvictionCandidate(
                     identifier: ItemIdentifier(row[0] as String), path: row[1], isPartial: (row[2] as Int64) != 0,
-                    bytes: Self.bytes(row[3] as Double), lastUsedAt: used.isFinite ? used : 0)
+                    bytes: Self.bytes(row[3] as Double), lastUsedAt: used.isFinite ? used : 0,
+                    contentPolicy: (row[5] as String?).map { ContentPolicy(rawValue: $0) ?? .eager })
             }
+        }
+    }
+
+    /// `comparison` is ">=" for the first page (from ""), ">" after an identifier.
+    private static func selectFilesWithOwnPolicy(_ comparison: String) -> String {
+        """
+        SELECT i.identifier, i.path, i.state, CASE WHEN i.localSize >= 0 THEN i.localSize ELSE MAX(i.size, 0) END,
+          (SELECT TOTAL(MAX(0, p."end" - p.start)) FROM presentRange p WHERE p.domainID = i.domainID AND p.identifier = i.identifier),
+          EXISTS (SELECT 1 FROM presentRange p WHERE p.domainID = i.domainID AND p.identifier = i.identifier)
+        FROM item i INDEXED BY item_policy
+        WHERE i.domainID = ?1 AND i.contentPolicy = ?2 AND i.kind = 'file' AND i.identifier \(comparison) ?3
+        ORDER BY i.identifier LIMIT ?4
+        """
+    }
+    private static let selectFilesWithOwnPolicyFirst = selectFilesWithOwnPolicy(">=")
+    private static let selectFilesWithOwnPolicyAfter = selectFilesWithOwnPolicy(">")
+
+    /// The files of a domain whose own content policy is `policy` (set on the file itself, not
+    /// inherited) that hold contents, as candidates: materialized ones, and placeholders with
+    /// present ranges. At most `limit` such files of the domain are looked at, in identifier
+    /// order from after `after` (from the first with `nil`), through the partial index
+    /// `item_policy`; returns the candidates among them and where the next page starts (`nil`
+    /// after the last). Each page is its own transaction, so evicting a page's files does not
+    /// change the next page.
+    /// - Throws: `localIOFailure` when the database fails.
+    public func filesHoldingContents(domainID: Int64, ownPolicy policy: ContentPolicy, after: String?, limit: Int)
+        throws(FileProviderError) -> (candidates: [EvictionCandidate], next: String?)
+    {
+        try read { db in
+            let limit = max(1, limit)
+            let statement = try db.cachedStatement(
+                sql: after == nil ? Self.selectFilesWithOwnPolicyFirst : Self.selectFilesWithOwnPolicyAfter)
+            let rows = try Row.fetchCursor(statement, arguments: [domainID, policy.rawValue, after ?? "", limit])
+            var candidates: [EvictionCandidate] = []
+            var (count, last) = (0, after)
+            while let row = try rows.next() {
+                count += 1
+                let identifier: String = row[0]
+                last = identifier
+                let state: String = row[2]
+                let isPartial: Bool
+                let bytes: Int64
+                if state == ContentState.materialized.rawValue {
+                    (isPartial, bytes) = (false, Self.bytes(row[3] as Double))
+                } else if state == ContentState.placeholder.rawValue, row[5] as Bool {
+                    (isPartial, bytes) = (true, Self.bytes(row[4] as Double))
+                } else {
+                    continue
+                }
+                candidates.append(
+                    EvictionCandidate(
+                        identifier: ItemIdentifier(identifier), path: row[1], isPartial: isPartial, bytes: bytes, lastUsedAt: 0,
+                        contentPolicy: policy))
+            }
+            return (candidates, count < limit ? nil : last)
         }
     }
 

@@ -44,6 +44,8 @@ extension MetadataStore {
 extension EvictionCandidate {
     /// A candidate for `record`'s file, holding `bytes` (partly, with `isPartial`), never used.
     public static func file(_ record: ItemRecord, bytes: Int64, isPartial: Bool) -> EvictionCandidate {
-        EvictionCandidate(identifier: record.identifier, path: record.path, isPartial: isPartial, bytes: bytes, lastUsedAt: 0)
+        EvictionCandidate(
+            identifier: record.identifier, path: record.path, isPartial: isPartial, bytes: bytes, lastUsedAt: 0,
+            contentPolicy: record.contentPolicy)
     }
 }

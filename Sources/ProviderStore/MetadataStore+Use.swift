@@ -48,8 +48,79 @@ extension MetadataStore {
 }
 
 extension MetadataStore {
-    /// The content policies set explicitly in a domain, by item path (few rows: read through
-    /// the partial index `item_policy`).
+    /// The content policies set explicitly on the folders of a domain (the root too), by path:
+    /// what inheritance needs (``ItemRecord/contentPolicy`` is a file's own). Read through the
+    /// partial index `item_policy`; the files' own policies (a user may pin a million files
+    /// one by one) are neither returned nor held.
+    /// - Throws: `localIOFailure` when the database fails.
+    public func explicitFolderPolicies(domainID: Int64) throws(FileProviderError) -> [String: ContentPolicy] {
+        try read { db in
+            var result: [String: ContentPolicy] = [:]
+            let rows = try Row.fetchCursor(
+                db.cachedStatement(
+                    sql: """
+                        SELECT path, contentPolicy FROM item INDEXED BY item_policy
+                        WHERE domainID = ? AND contentPolicy IS NOT NULL AND (kind = 'folder' OR path = '')
+                        """),
+                arguments: [domainID])
+            while let row = try rows.next() {
+                result[row[0]] = ContentPolicy(rawValue: row[1] as String) ?? .eager
+            }
+            return result
+        }
+    }
+
+    /// The content policies set explicitly on the folders that hold `path` (the root, each
+    /// folder above it, and `path` itself when it is a folder), by path: what inheritance needs
+    /// to answer for that one path, at most one row per path component (read through the
+    /// unique index `item_path`).
+    /// - Throws: `localIOFailure` when the database fails.
+    public func explicitFolderPolicies(domainID: Int64, along path: String) throws(FileProviderError) -> [String: ContentPolicy] {
+        // "", "a", "a/b", "a/b/c" for "a/b/c".
+        var paths = [""]
+        if !path.isEmpty {
+            var rest = path[...]
+            while let slash = rest.firstIndex(of: "/") {
+                paths.append(String(path[..<slash]))
+                rest = path[path.index(after: slash)...]
+            }
+            paths.append(path)
+        }
+        var arguments: StatementArguments = [domainID]
+        for ancestor in paths { arguments += [ancestor] }
+        let marks = Array(repeating: "?", count: paths.count).joined(separator: ", ")
+        return try read { db in
+            var result: [String: ContentPolicy] = [:]
+            let rows = try Row.fetchCursor(
+                db,
+                sql: """
+                    SELECT path, contentPolicy FROM item INDEXED BY item_path
+                    WHERE domainID = ? AND path IN (\(marks)) AND contentPolicy IS NOT NULL AND (kind = 'folder' OR path = '')
+                    """,
+                arguments: arguments)
+            while let row = try rows.next() {
+                result[row[0]] = ContentPolicy(rawValue: row[1] as String) ?? .eager
+            }
+            return result
+        }
+    }
+
+    /// Whether an item of a domain (a folder or a file) has `policy` set on itself; read
+    /// through the partial index `item_policy`, nothing held.
+    /// - Throws: `localIOFailure` when the database fails.
+    public func hasExplicitPolicy(_ policy: ContentPolicy, domainID: Int64) throws(FileProviderError) -> Bool {
+        try read { db in
+            try Bool.fetchOne(
+                db.cachedStatement(
+                    sql: "SELECT EXISTS (SELECT 1 FROM item INDEXED BY item_policy WHERE domainID = ? AND contentPolicy = ?)"),
+                arguments: [domainID, policy.rawValue]) ?? false
+        }
+    }
+
+    /// Every content policy set explicitly in a domain, by item path, files' own included: one
+    /// entry per pinned file, so it grows with what a user pins. For tests and inspection; the
+    /// engine resolves policies from ``explicitFolderPolicies(domainID:)`` and each item's own
+    /// ``ItemRecord/contentPolicy``.
     /// - Throws: `localIOFailure` when the database fails.
     public func explicitPolicies(domainID: Int64) throws(FileProviderError) -> [String: ContentPolicy] {
         try read { db in

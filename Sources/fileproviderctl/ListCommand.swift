@@ -38,7 +38,7 @@ struct ListCommand: AsyncParsableCommand {
             throw FileProviderError(
                 .noSuchItem, "no item at \(location.description); run 'fileproviderctl sync \(location.domain)' to refresh")
         }
-        let policies = PolicyResolver(explicit: try manager.store.explicitPolicies(domainID: id))
+        let policies = PolicyResolver(folders: try manager.store.explicitFolderPolicies(domainID: id))
         var json = ItemJSON.Stream(domain: location.domain, policies: policies)
         let base = location.path.isEmpty ? 0 : location.path.count + 1
         // Printed as read: a subtree a page at a time, in path order (any size in bounded memory),
@@ -79,7 +79,7 @@ struct ListCommand: AsyncParsableCommand {
                 state = "partial \(min(99, Int(present * 100 / record.size)))%"
             }
             text += state.padding(toLength: 22, withPad: " ", startingAt: 0)
-            let (policy, setOn) = policies.resolve(record.path)
+            let (policy, setOn) = policies.resolve(record)
             let policyLabel = policy.rawValue + (setOn == record.path ? "*" : "")
             text += policyLabel.padding(toLength: 24, withPad: " ", startingAt: 0)
             text += String(repeating: " ", count: max(0, 10 - size.count)) + size + "  "
@@ -117,8 +117,8 @@ enum ItemPages {
 
 /// Items as `ls --json` and `dump --json` print them: written by hand, fast for 10,000 rows.
 enum ItemJSON {
-    /// `policies`: the domain's content policies, for each item's `policy`, `policySetOn` and
-    /// `pinned` (its policy is `eager`).
+    /// `policies`: the domain's folders' content policies (each record brings its own), for
+    /// each item's `policy`, `policySetOn` and `pinned` (its policy is `eager`).
     /// `partial`: the bytes present of partly fetched files, at least of `records`
     /// (``MetadataStore/partiallyPresent(domainID:among:)``).
     static func encode(
@@ -141,7 +141,7 @@ enum ItemJSON {
         var out = "{\"domain\":" + quote(domain) + ",\"path\":" + quote("/" + record.path)
         out += ",\"name\":" + quote(record.filename) + ",\"identifier\":" + quote(record.identifier.rawValue)
         out += ",\"kind\":\"\(record.kind.rawValue)\",\"state\":\"\(record.state.rawValue)\""
-        let (policy, setOn) = policies.resolve(record.path)
+        let (policy, setOn) = policies.resolve(record)
         out += ",\"policy\":\"\(policy.rawValue)\",\"policySetOn\":" + (setOn.map { quote("/" + $0) } ?? "null")
         out += ",\"pinned\":\(policy == .eager),\"size\":\(record.size)"
         if record.kind == .folder { out += ",\"dataless\":\(record.isDataless)" }

@@ -51,7 +51,7 @@ import Testing
             #expect(online.changes.first?.cleared == ["mem:/a/b"])
             #expect(Set(online.outcomes.map(\.path)) == ["mem:/a/x.txt", "mem:/a/new/deep.txt"])
             #expect(codes(online.outcomes) == [nil, nil])
-            #expect(try controller.policies().explicit == ["a": .onlineOnly])
+            #expect(try controller.policies().folders == ["a": .onlineOnly])
             #expect(try controller.summary().materialized == 0)
             #expect(tree(at: controller.replica.root).filter { !$0.hasSuffix("/") && !$0.hasSuffix(".placeholder") }.isEmpty)
 
@@ -59,7 +59,7 @@ import Testing
             let inherit = await controller.setPolicy(nil, paths: ["a", "c.txt"])
             #expect(inherit.changes.map(\.policy) == [.lazy, .lazy])
             #expect(inherit.changes.map(\.setOn) == [nil, nil])
-            #expect(try controller.policies().explicit.isEmpty)
+            #expect(try controller.policies().folders.isEmpty)
             #expect(try controller.record(at: "a").contentPolicy == nil)
         }
     }
@@ -222,6 +222,53 @@ import Testing
             #expect(plain.policy == "lazy" && plain.policySetOn == nil)
             #expect(plain.reasons.contains { $0.hasPrefix("lazy (the default): downloaded when read, evictable") })
             #expect(plain.reasons.last?.hasPrefix("in sync with the store") == true, "\(plain.reasons)")
+        }
+    }
+
+    /// A file's own policy is in its row, not in the resolver (which holds the folders'
+    /// only), and wins over its folder's everywhere it is asked.
+    @Test func aFilesOwnPolicyWinsOverItsFolders() async throws {
+        try await Fixture.with { f in
+            try f.memory.write(path: "e/own.txt", data: Data("own".utf8))
+            try f.memory.write(path: "e/other.txt", data: Data("other".utf8))
+            try f.memory.write(path: "o/keep.txt", data: Data("keep".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            _ = await controller.setPolicy(.eager, paths: ["e"])
+            let lazy = await controller.setPolicy(.lazy, paths: ["e/own.txt"])
+            #expect(lazy.changes.map { "\($0.policy.rawValue) \($0.setOn ?? "-")" } == ["lazy mem:/e/own.txt"])
+            _ = await controller.setPolicy(.onlineOnly, paths: ["o"])
+            let eager = await controller.setPolicy(.eager, paths: ["o/keep.txt"])
+            #expect(eager.changes.map { "\($0.policy.rawValue) \($0.setOn ?? "-")" } == ["eager mem:/o/keep.txt"])
+            #expect(codes(eager.outcomes) == [nil])
+
+            let resolver = try controller.policies()
+            #expect(resolver.folders == ["e": .eager, "o": .onlineOnly])
+            #expect(resolver.resolve(try controller.record(at: "e/own.txt")) == (.lazy, "e/own.txt"))
+            #expect(resolver.resolve(try controller.record(at: "e/other.txt")) == (.eager, "e"))
+            #expect(resolver.resolve(try controller.record(at: "o/keep.txt")) == (.eager, "o/keep.txt"))
+            #expect(
+                try controller.effectivePolicy(at: "e/own.txt") == EffectivePolicy(path: "e/own.txt", policy: .lazy, setOn: "e/own.txt"))
+            #expect(try controller.effectivePolicy(at: "o/keep.txt").isOwn)
+            #expect(try controller.isEffectivelyPinned(controller.record(at: "o/keep.txt")))
+            #expect(try !controller.isEffectivelyPinned(controller.record(at: "e/own.txt")))
+            let explained = try f.manager.explain(ItemLocation(domain: "mem", path: "o/keep.txt"))
+            #expect(explained.policy == "eager" && explained.policySetOn == "/o/keep.txt" && explained.pinnedBy == "/o/keep.txt")
+
+            // evict: the lazy file goes, its eager sibling is refused through the folder.
+            #expect(codes(await controller.evict(paths: ["e/own.txt"], recursive: false)) == [nil])
+            let refused = await controller.evict(paths: ["e", "o"], recursive: true)
+            #expect(codes(refused) == [.nonEvictable, .nonEvictable])
+            #expect(refused.map(\.path) == ["mem:/e", "mem:/o/keep.txt"])
+            #expect(try controller.record(at: "o/keep.txt").state == .materialized)
+
+            // Sync: a new version of the eager file in the online-only folder is downloaded
+            // again, not evicted; the lazy file in the eager folder stays a placeholder.
+            try f.memory.write(path: "o/keep.txt", data: Data("keep 2".utf8))
+            let report = try await controller.sync()
+            #expect(report.evictedOnUpdate == 0 && report.downloaded == 1, "\(report.notices)")
+            #expect(try Data(contentsOf: f.url(controller, "o/keep.txt")) == Data("keep 2".utf8))
+            #expect(try controller.record(at: "e/own.txt").state == .placeholder)
         }
     }
 

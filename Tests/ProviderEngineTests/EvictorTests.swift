@@ -139,6 +139,38 @@ import Testing
         }
     }
 
+    @Test func filesSetOnlineOnlyThemselvesAreEvictedAndOwnPoliciesWinInAFolder() async throws {
+        try await Fixture.with { f in
+            let controller = try await domain(f, files: ["solo", "pinned/online", "o/own-eager", "o/x", "plain"])
+            let store = f.manager.store
+            // Set in the database (as another process would), not by setPolicy: nothing
+            // evicted yet; only the pass finds them.
+            for (path, policy) in [
+                ("solo", ContentPolicy.onlineOnly), ("pinned", .eager), ("pinned/online", .onlineOnly), ("o", .onlineOnly),
+                ("o/own-eager", .eager),
+            ] {
+                var record = try controller.record(at: path)
+                record.contentPolicy = policy
+                try store.save(record)
+            }
+            // The resolver holds the folders' policies only.
+            #expect(try controller.policies().folders == ["pinned": .eager, "o": .onlineOnly])
+            let pass = try await Evictor(manager: f.manager).run()
+            #expect(pass.evicted.map(\.path).sorted() == ["/o/x", "/pinned/online", "/solo"])
+            #expect(pass.evicted.first { $0.path == "/solo" }?.reason == "online-only (set on /solo)")
+            #expect(pass.evicted.first { $0.path == "/pinned/online" }?.reason == "online-only (set on /pinned/online)")
+            #expect(pass.evicted.first { $0.path == "/o/x" }?.reason == "online-only (set on /o)")
+            #expect(try state(controller, "o/own-eager") == .materialized)
+            #expect(try state(controller, "plain") == .materialized)
+            // Under pressure, a file's own eager policy in an online-only folder keeps it too.
+            try store.setCacheBudget(domainID: controller.domainID, 0)
+            let pressed = try await Evictor(manager: f.manager).run()
+            #expect(pressed.evicted.map(\.path) == ["/plain"])
+            #expect(pressed.kept.map(\.path) == ["/o/own-eager"])
+            #expect(pressed.kept.first?.reason == "pinned (eager, set on /o/own-eager)")
+        }
+    }
+
     @Test func theFreeSpaceFloorEvictsTheOldestFilesUntilItIsMet() async throws {
         try await Fixture.with { f in
             let controller = try await domain(f, files: ["a", "b", "c"])
