@@ -292,6 +292,13 @@ enum Migrations {
             try db.execute(sql: "CREATE TABLE itemRekey AS SELECT * FROM item WHERE 0")
             try db.create(index: "itemRekey_domain", on: "itemRekey", columns: ["domainID"])
         }
+        migrator.registerMigration("v15: policies indexed by value") { db in
+            // The rows of one policy (the online-only files an eviction pass pages through, the
+            // pinned placeholders a sync downloads) are one range of the index, in identifier
+            // order, instead of a read of every row that has a policy.
+            try db.execute(sql: "DROP INDEX item_policy")
+            try db.execute(sql: "CREATE INDEX item_policy ON item(domainID, contentPolicy) WHERE contentPolicy IS NOT NULL")
+        }
         return migrator
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import ProviderCore
 import Testing
 
@@ -108,5 +109,23 @@ import Testing
         let below = try store.evictionCandidates(domainID: id, below: "")
         #expect(below.first { $0.path == "p" }?.contentPolicy == .eager)
         #expect(below.first { $0.path == "f/x" }.map { $0.contentPolicy == nil } == true)
+    }
+
+    /// The rows of one policy are one range of `item_policy` (v15): looking for a policy
+    /// nobody set reads none of the rows of the others.
+    @Test func oneValueOfAPolicyIsOneRangeOfItsIndex() throws {
+        try withStore { store, _ in
+            let plan = try store.read { db in
+                try Row.fetchAll(
+                    db,
+                    sql: """
+                        EXPLAIN QUERY PLAN SELECT identifier FROM item INDEXED BY item_policy
+                        WHERE domainID = 1 AND contentPolicy = 'online-only' AND identifier > 'a' ORDER BY identifier
+                        """
+                ).map { $0["detail"] as String }.joined(separator: "\n")
+            }
+            #expect(plan.contains("item_policy (domainID=? AND contentPolicy=? AND identifier>?)"), "\(plan)")
+            #expect(!plan.contains("TEMP B-TREE"), "\(plan)")
+        }
     }
 }
