@@ -50,8 +50,8 @@ extension MetadataStore {
 extension MetadataStore {
     /// The content policies set explicitly on the folders of a domain (the root too), by path:
     /// what inheritance needs (``ItemRecord/contentPolicy`` is a file's own). Read through the
-    /// partial index `item_policy`; the files' own policies (a user may pin a million files
-    /// one by one) are neither returned nor held.
+    /// partial index `item_folder_policy`; the files' own policies (a user may pin a million
+    /// files one by one) are neither read, returned nor held.
     /// - Throws: `localIOFailure` when the database fails.
     public func explicitFolderPolicies(domainID: Int64) throws(FileProviderError) -> [String: ContentPolicy] {
         try read { db in
@@ -59,7 +59,7 @@ extension MetadataStore {
             let rows = try Row.fetchCursor(
                 db.cachedStatement(
                     sql: """
-                        SELECT path, contentPolicy FROM item INDEXED BY item_policy
+                        SELECT path, contentPolicy FROM item INDEXED BY item_folder_policy
                         WHERE domainID = ? AND contentPolicy IS NOT NULL AND (kind = 'folder' OR path = '')
                         """),
                 arguments: [domainID])

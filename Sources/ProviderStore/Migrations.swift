@@ -292,12 +292,16 @@ enum Migrations {
             try db.execute(sql: "CREATE TABLE itemRekey AS SELECT * FROM item WHERE 0")
             try db.create(index: "itemRekey_domain", on: "itemRekey", columns: ["domainID"])
         }
-        migrator.registerMigration("v15: policies indexed by value") { db in
+        migrator.registerMigration("v15: policies indexed by value and on folders") { db in
             // The rows of one policy (the online-only files an eviction pass pages through, the
             // pinned placeholders a sync downloads) are one range of the index, in identifier
             // order, instead of a read of every row that has a policy.
             try db.execute(sql: "DROP INDEX item_policy")
             try db.execute(sql: "CREATE INDEX item_policy ON item(domainID, contentPolicy) WHERE contentPolicy IS NOT NULL")
+            // The policies set on folders and the root, which every sync holds to resolve
+            // inheritance, without reading the rows of files pinned one by one.
+            try db.execute(
+                sql: "CREATE INDEX item_folder_policy ON item(domainID) WHERE contentPolicy IS NOT NULL AND (kind = 'folder' OR path = '')")
         }
         return migrator
     }

@@ -126,6 +126,16 @@ import Testing
             }
             #expect(plan.contains("item_policy (domainID=? AND contentPolicy=? AND identifier>?)"), "\(plan)")
             #expect(!plan.contains("TEMP B-TREE"), "\(plan)")
+            let folders = try store.read { db in
+                try Row.fetchAll(
+                    db,
+                    sql: """
+                        EXPLAIN QUERY PLAN SELECT path FROM item INDEXED BY item_folder_policy
+                        WHERE domainID = 1 AND contentPolicy IS NOT NULL AND (kind = 'folder' OR path = '')
+                        """
+                ).map { $0["detail"] as String }.joined(separator: "\n")
+            }
+            #expect(folders.contains("item_folder_policy (domainID=?)"), "\(folders)")
         }
     }
 }

@@ -11,7 +11,7 @@ import Testing
         "v8: content policies, present ranges, last use, budgets", "v9: item counters", "v10: dataless folders index",
         "v11: counting paused for new rows",
         "v12: items excluded from sync", "v13: folder listings",
-        "v14: staged records of a moved folder", "v15: policies indexed by value",
+        "v14: staged records of a moved folder", "v15: policies indexed by value and on folders",
     ]
 
     @Test func migrationsApplyAndAreListedByName() throws {
