@@ -32,6 +32,10 @@ struct FolderPlacer: Sendable {
     {
         var folder = visit.record
         defer { visit.record = folder }
+        // A folder's deferred record goes with its own listing, once (below, unless a
+        // population queues it first).
+        var queuedFolder = false
+        defer { visit.recordPending = false }
 
         // Whether this folder's items are in the replica: it is populated, or becomes so now
         // (a new folder within the budget, a folder in a pinned folder, or a folder that must
@@ -54,6 +58,7 @@ struct FolderPlacer: Sendable {
                 populated = true
                 folder.isDataless = false
                 pass.upserts.append(folder)
+                queuedFolder = true
                 populatedBefore = true
             }
         }
@@ -75,8 +80,10 @@ struct FolderPlacer: Sendable {
                 populated = true
                 folder.isDataless = false
                 pass.upserts.append(folder)
+                queuedFolder = true
             }
         }
+        if visit.recordPending { pass.queuePendingFolder(folder, alreadyQueued: queuedFolder) }
 
         var subfolders: [FolderVisit] = []
         var placeholders: [ItemRecord] = []
@@ -90,8 +97,9 @@ struct FolderPlacer: Sendable {
                     if populated {
                         newFolders.append(record)
                     } else {
-                        pass.upserts.append(record)
-                        subfolders.append(FolderVisit(record: record, isOnDisk: false, isNew: true))
+                        if !pass.defersFolderRecords { pass.upserts.append(record) }
+                        subfolders.append(
+                            FolderVisit(record: record, isOnDisk: false, isNew: true, recordPending: pass.defersFolderRecords))
                     }
                 } else {
                     if populated { placeholders.append(record) } else { pass.upserts.append(record) }
@@ -151,8 +159,9 @@ struct FolderPlacer: Sendable {
                         record.isDataless = false
                         pass.budget -= 1
                     }
-                    pass.upserts.append(record)
-                    subfolders.append(FolderVisit(record: record, isOnDisk: true, isNew: true))
+                    if !pass.defersFolderRecords { pass.upserts.append(record) }
+                    subfolders.append(
+                        FolderVisit(record: record, isOnDisk: true, isNew: true, recordPending: pass.defersFolderRecords))
                 case .failure(let error):
                     report.added -= 1
                     report.notices.append("\(display(record.path)): \(error.message)")

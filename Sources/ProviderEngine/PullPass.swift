@@ -13,6 +13,10 @@ struct FolderVisit: Sendable {
     /// The identifiers of the folders above it, from the root down, as the walk reached it
     /// (empty outside a walk): a folder listed with one of them is listed inside itself.
     var ancestors: [ItemIdentifier] = []
+    /// Whether ``record`` is still to be queued: during a domain's first sync a new folder's
+    /// record goes to the database with its own listing, not its parent's
+    /// (``PullPass/defersFolderRecords``).
+    var recordPending = false
 }
 
 /// The state of one sync down while the walk goes on: what to write, what went away, what to
@@ -29,6 +33,10 @@ struct PullPass {
     /// Digests of folders whose listings the waiting records make their rows match, written
     /// after them (``ListingDigest``).
     var listings: [FolderListing] = []
+    /// Digests of folders whose new subfolders' records wait for their own listings
+    /// (``defersFolderRecords``), by folder, with how many still wait: each goes to
+    /// ``listings`` once the last of them is queued.
+    var digestsAwaitingSubfolders: [ItemIdentifier: (listing: FolderListing, waiting: Int)] = [:]
     /// Time spent waiting for the database (the rest of its work overlaps the walk).
     var databaseSeconds = 0.0
     /// The batch the database is writing.
@@ -54,6 +62,15 @@ struct PullPass {
     var budget: Int
     /// Whether the database held items before this sync (then moves are looked for).
     let hadItems: Bool
+    /// Whether a new folder's record is queued with the folder's own listing rather than its
+    /// parent's (``FolderVisit/recordPending``), and each batch is written in key order: then
+    /// a first sync's rows reach the database in about the order of its indexes, and SQLite
+    /// appends them instead of inserting each folder's rows between rows written before
+    /// (1.8 instead of 3.2 CPU-seconds of SQLite for 1,000,000 rows). Only during a domain's
+    /// first sync with no policy on any folder: nothing then reads a folder's row back from
+    /// the database before the walk reaches the folder (a pinned folder is populated from
+    /// its stored rows).
+    let defersFolderRecords: Bool
     /// A walk of the whole store: what it did not reach went away. A change feed names what
     /// went away itself.
     var sweeps = true
@@ -62,7 +79,23 @@ struct PullPass {
         self.policies = policies
         self.budget = budget
         self.hadItems = hadItems
+        defersFolderRecords = !hadItems && policies.folders.isEmpty
         newFilesByVersion = hadItems ? [:] : nil
+    }
+
+    /// Queues the record of a folder whose record waited for its own listing
+    /// (``FolderVisit/recordPending``), and its parent's digest once no other subfolder's
+    /// record waits.
+    mutating func queuePendingFolder(_ record: ItemRecord, alreadyQueued: Bool = false) {
+        if !alreadyQueued { upserts.append(record) }
+        guard var awaiting = digestsAwaitingSubfolders[record.parentIdentifier] else { return }
+        awaiting.waiting -= 1
+        if awaiting.waiting > 0 {
+            digestsAwaitingSubfolders[record.parentIdentifier] = awaiting
+        } else {
+            digestsAwaitingSubfolders[record.parentIdentifier] = nil
+            listings.append(awaiting.listing)
+        }
     }
 
     /// Whether `record`'s item is kept downloaded (its policy, its own or inherited, is
@@ -86,6 +119,11 @@ struct PullPass {
             }
         }
         if upserts.isEmpty && listings.isEmpty { return }
+        if defersFolderRecords {
+            // In key order (the order of SQLite's BINARY collation for ASCII names; any order
+            // is correct, this one is cheap to insert).
+            upserts.sort { $0.identifier.rawValue < $1.identifier.rawValue }
+        }
         let (batch, kept) = (upserts, listings)
         upserts = []
         listings = []

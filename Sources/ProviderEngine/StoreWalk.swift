@@ -32,7 +32,7 @@ struct StoreWalk: Sendable {
     func run(from root: ItemRecord, pass: inout PullPass, report: inout SyncReport, events: EventHandler?)
         async throws(FileProviderError) -> Double
     {
-        var queue = [FolderVisit(record: root, isOnDisk: true, isNew: false)]
+        var queue = FolderQueue([FolderVisit(record: root, isOnDisk: true, isNew: false)])
         var foldersListed = 0
         var itemsSeen = 0
         var rootError: FileProviderError?
@@ -43,7 +43,7 @@ struct StoreWalk: Sendable {
         await withTaskGroup(of: Listing.self) { group in
             var running = 0
             while true {
-                while failure == nil, running < depth, let visit = queue.popLast() {
+                while failure == nil, running < depth, let visit = queue.pop() {
                     running += 1
                     let readsStored = hadItems || !visit.isNew
                     group.addTask {
@@ -70,17 +70,19 @@ struct StoreWalk: Sendable {
                 switch listing.result {
                 case .failure(let error):
                     let path = listing.visit.record.path
+                    // A new folder not listed is still recorded (dataless, as found).
+                    if listing.visit.recordPending { pass.queuePendingFolder(listing.visit.record) }
                     if path.isEmpty { rootError = error }
                     pass.failedFolders.append(path)
                     report.notices.append("\(display(path)): not listed: \(error.message)")
                 case .success(let items):
                     itemsSeen += items.items.count
                     do throws(FileProviderError) {
-                        // Reversed onto the stack: folders are listed in name order, so rows
-                        // reach the database mostly in key order (fuller pages, 11% smaller).
-                        queue += try await take(
-                            listing.visit, listing: items, stored: try listing.stored.get(), pass: &pass, report: &report
-                        ).reversed()
+                        // Listed in path order (FolderQueue), so rows reach the database
+                        // mostly in key order.
+                        queue.push(
+                            contentsOf: try await take(
+                                listing.visit, listing: items, stored: try listing.stored.get(), pass: &pass, report: &report))
                     } catch {
                         failure = error
                     }
@@ -194,9 +196,18 @@ struct StoreWalk: Sendable {
         if !leftAside, report.notices.count == noticesBefore, pass.failedFolders.count == failedBefore,
             let digest = known.entriesDigest
         {
-            // Kept after the records just queued, in the same or a later transaction.
+            // Kept after the records just queued, in the same or a later transaction. A digest
+            // says the folder's rows match its listing: while the records of new subfolders
+            // wait for their own listings, it waits for the last of them (a crash before
+            // would leave them unrecorded under a folder taken for unchanged).
             let sealed = ListingDigest.seal(digest, folder: placed.record, ancestors: visit.ancestors, rootLength: rootLength)
-            pass.listings.append(FolderListing(identifier: folder.identifier, digest: sealed))
+            let kept = FolderListing(identifier: folder.identifier, digest: sealed)
+            let pending = subfolders.count { $0.recordPending }
+            if pending > 0 {
+                pass.digestsAwaitingSubfolders[folder.identifier] = (kept, pending)
+            } else {
+                pass.listings.append(kept)
+            }
         }
         return subfolders.map { subfolder in
             var subfolder = subfolder

@@ -135,3 +135,58 @@ import Testing
         }
     }
 }
+
+/// During a domain's first sync a new folder's record goes to the database with its own
+/// listing (``PullPass/defersFolderRecords``), and its parent's digest waits for it.
+@Suite struct DeferredFolderRecordTests {
+    @Test func aSubfolderNotListedInAFirstSyncIsStillRecordedAndTheNextSyncListsIt() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "a/f.txt", data: Data("f".utf8))
+            _ = try f.memory.write(path: "a/b/g.txt", data: Data("g".utf8))
+            let b = try await f.memory.item(for: "a/b").identifier
+            let a = try await f.memory.item(for: "a").identifier
+            let memory = f.memory
+            // Only a/b's listing fails, once: nothing else is listed while it is.
+            memory.setHook(for: .enumerateItems) { identifier in
+                if identifier == b {
+                    memory.setFailure(FileProviderError(.cannotSynchronize, "a/b is not there today"), for: .enumerateItems, times: 1)
+                }
+            }
+            let controller = try await f.addDomain()
+            let first = try await controller.sync()
+            memory.setHook(for: .enumerateItems, nil)
+            let store = controller.store
+            let id = controller.domainID
+            #expect(first.notices.contains { $0.contains("a/b") }, "\(first)")
+            let recorded = try #require(try store.item(domainID: id, path: "a/b"), "the folder not listed was not recorded")
+            #expect(recorded.kind == .folder && recorded.identifier == b)
+            #expect(try store.item(domainID: id, path: "a/f.txt") != nil)
+            #expect(try store.item(domainID: id, path: "a/b/g.txt") == nil)
+            // a's rows match its listing once a/b's record is written: its digest is kept.
+            #expect(try store.listingDigest(domainID: id, folder: a) != nil)
+            #expect(try store.listingDigest(domainID: id, folder: b) == nil)
+
+            let second = try await controller.sync()
+            #expect(second.added == 1, "\(second)")
+            #expect(try store.item(domainID: id, path: "a/b/g.txt") != nil)
+            #expect(try store.listingDigest(domainID: id, folder: b) != nil)
+        }
+    }
+
+    /// A first sync writes each new folder's row once, and every folder's digest (the root's,
+    /// and those of folders that hold folders) ends up kept: a second sync compares nothing.
+    @Test func aFirstSyncKeepsEveryDigestAndOneRowPerFolder() async throws {
+        try await Fixture.with { f in
+            for path in ["x/y/z/deep.txt", "x/y/mid.txt", "x/top.txt", "w/v/u.txt", "root.txt"] {
+                _ = try f.memory.write(path: path, data: Data(path.utf8))
+            }
+            let controller = try await f.addDomain()
+            let first = try await controller.sync()
+            #expect(first.added == 10, "\(first)")
+            let folders = try controller.store.descendants(domainID: controller.domainID, of: "").filter { $0.kind == .folder }
+            #expect(folders.map(\.path) == ["w", "w/v", "x", "x/y", "x/y/z"])
+            let again = try await controller.sync()
+            #expect(again.unchangedFolders == 6 && again.added == 0 && again.updated == 0, "\(again)")
+        }
+    }
+}
