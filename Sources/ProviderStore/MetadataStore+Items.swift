@@ -6,8 +6,9 @@ import ProviderCore
 
 extension MetadataStore {
     private static let selectByIdentifier = "SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ? AND identifier = ?"
+    /// Completed by ``materializedItems(domainID:identifiers:)`` with the identifiers asked for.
     private static let selectMaterialized = """
-        SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ? AND identifier = ? AND state = 'materialized' \
+        SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ? AND state = 'materialized' \
         AND localContentVersion IS contentVersion
         """
     private static let selectByPath = "SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ? AND path = ?"
@@ -30,19 +31,35 @@ extension MetadataStore {
         }
     }
 
+    /// The most identifiers ``materializedItems(domainID:identifiers:)`` asks for in one
+    /// statement (a download batch's files fit in one).
+    static let materializedChunk = 64
+
     /// The items among these that are materialized with the store's current content (not
-    /// outdated), by identifier, read in one transaction; only those rows are decoded.
+    /// outdated), by identifier, read in one transaction; only those rows are decoded. Up to
+    /// ``materializedChunk`` identifiers go to SQLite in one statement (`identifier IN (…)`),
+    /// not one look-up each.
     public func materializedItems(domainID: Int64, identifiers: [ItemIdentifier]) throws(FileProviderError)
         -> [ItemIdentifier: ItemRecord]
     {
         if identifiers.isEmpty { return [:] }
         return try read { db in
-            let statement = try db.cachedStatement(sql: Self.selectMaterialized)
             var found: [ItemIdentifier: ItemRecord] = [:]
-            for identifier in identifiers {
-                if let row = try Row.fetchOne(statement, arguments: [domainID, identifier.rawValue]) {
-                    found[identifier] = ItemRecord(row: row)
+            var start = identifiers.startIndex
+            while start < identifiers.endIndex {
+                let end = min(start + Self.materializedChunk, identifiers.endIndex)
+                let chunk = identifiers[start..<end]
+                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                let statement = try db.cachedStatement(sql: Self.selectMaterialized + " AND identifier IN (\(marks))")
+                var values: [(any DatabaseValueConvertible)?] = [domainID]
+                values.reserveCapacity(chunk.count + 1)
+                for identifier in chunk { values.append(identifier.rawValue) }
+                let rows = try Row.fetchCursor(statement, arguments: StatementArguments(values))
+                while let row = try rows.next() {
+                    let record = ItemRecord(row: row)
+                    found[record.identifier] = record
                 }
+                start = end
             }
             return found
         }

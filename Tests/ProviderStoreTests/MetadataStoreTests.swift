@@ -558,4 +558,25 @@ import Testing
             #expect(try store.materializedItems(domainID: domain, identifiers: []).isEmpty)
         }
     }
+
+    @Test func manyIdentifiersAreAskedForInChunksAndAllAnswered() throws {
+        try withStore { store, _ in
+            let domain = try makeDomain(store)
+            // 150 items (three statements of at most 64), every third one materialized; the
+            // identifiers asked for come in another order, with unknown ones between.
+            let records = (0..<150).map { index -> ItemRecord in
+                var item = record(domain, "f\(index)", size: 1)
+                if index % 3 == 0 {
+                    item.state = .materialized
+                    item.localContentVersion = item.contentVersion
+                }
+                return item
+            }
+            try store.apply(domainID: domain, upserts: records, deletions: [])
+            let asked = (0..<150).reversed().flatMap { [ItemIdentifier("f\($0)"), ItemIdentifier("missing\($0)")] }
+            let found = try store.materializedItems(domainID: domain, identifiers: asked)
+            #expect(Set(found.keys) == Set((0..<150).filter { $0 % 3 == 0 }.map { ItemIdentifier("f\($0)") }))
+            #expect(found.allSatisfy { $0.key == $0.value.identifier && $0.value.path == $0.key.rawValue })
+        }
+    }
 }
