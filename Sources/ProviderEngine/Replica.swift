@@ -299,7 +299,7 @@ public struct Replica: Sendable {
 
     /// Makes the folder of `target` (a path from ``stagingPath(named:)``) when it is missing.
     /// - Throws: `localIOFailure` naming the folder when it cannot be made.
-    private func makeStagingFolder(holding target: String) throws(FileProviderError) {
+    func makeStagingFolder(holding target: String) throws(FileProviderError) {
         let folder = String(target[..<(target.lastIndex(of: "/") ?? target.endIndex)])
         if mkdir(folder, 0o755) != 0 && errno != EEXIST {
             throw POSIXError.error("cannot create the staging folder", path: folder)
