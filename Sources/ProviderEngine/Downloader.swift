@@ -164,7 +164,7 @@ final class Downloader: Sendable {
         defer { records.removeAll(keepingCapacity: true) }
         do {
             let (store, domainID, upserts) = (store, domainID, records)
-            try await executor.runToCompletion { try store.apply(domainID: domainID, upserts: upserts, deletions: []) }
+            try await executor.runToCompletion { try store.recordDownloads(domainID: domainID, records: upserts) }
         } catch {
             return error
         }
