@@ -32,16 +32,23 @@ public struct Replica: Sendable {
     /// How a file that is not downloaded looks: `<name>.placeholder`, or a dataless file under
     /// its real name.
     public let layout: ReplicaMode
+    /// `root.path` and `staging.path`, worked out once: a URL decodes its path on every read,
+    /// and each file the engine touches asks for one (1.5% of the CPU of `materialize -R` of
+    /// small files).
+    private let rootPath: String
+    private let stagingFolder: String
 
     public init(root: URL, staging: URL, layout: ReplicaMode = .placeholderFiles) {
         self.root = root
         self.staging = staging
         self.layout = layout
+        rootPath = root.path
+        stagingFolder = staging.path
     }
 
     /// The absolute path of an item at a relative path.
     public func path(_ relative: String) -> String {
-        relative.isEmpty ? root.path : root.path + "/" + relative
+        relative.isEmpty ? rootPath : rootPath + "/" + relative
     }
 
     /// The URL of an item at a relative path.
@@ -259,7 +266,7 @@ public struct Replica: Sendable {
     public func stagingPath(named name: String) -> String {
         var hash: UInt32 = 0x811c_9dc5
         for byte in name.utf8 { hash = (hash ^ UInt32(byte)) &* 0x0100_0193 }
-        return staging.path + "/" + String(hash % 16, radix: 16) + "/" + name
+        return stagingFolder + "/" + String(hash % 16, radix: 16) + "/" + name
     }
 
     /// The staging files present (absolute paths), in `staging` and its folders.
