@@ -203,6 +203,10 @@ extension Downloader {
         let placed: [Result<ItemRecord, FileProviderError>]
         do {
             placed = try await executor.runToCompletion { [self] () -> [Result<ItemRecord, FileProviderError>] in
+                // Each staging folder opened once for the batch: its files are dated, read and
+                // renamed by name, not by walking their whole paths three times each.
+                let folders = StagingFolders()
+                defer { folders.close() }
                 var results: [Result<ItemRecord, FileProviderError>] = prepared.map { step in
                     switch step {
                     case .done(let record): return .success(record)
@@ -219,7 +223,7 @@ extension Downloader {
                         do throws(FileProviderError) {
                             let absent = !placeholderFree.isEmpty && placeholderFree.contains(record.path)
                             results[file.index] = .success(
-                                try place(record, item, staging: file.path, placeholderAbsent: absent))
+                                try place(record, item, staging: file.path, placeholderAbsent: absent, folders: folders))
                         } catch {
                             results[file.index] = .failure(error)
                         }

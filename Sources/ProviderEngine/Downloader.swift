@@ -363,21 +363,24 @@ final class Downloader: Sendable {
     ///
     /// `placeholderAbsent`: the caller knows that no `.placeholder` file stands beside the name
     /// (see ``download(_:events:placeholderFree:)``), so none is removed after the rename.
+    /// `folders`: the placing job's open staging folders, through which the staging file is
+    /// dated, read and renamed by name (`nil`: by its path).
     /// - Throws: `corruptData` when the file is not the size the store announced;
     ///   `unsyncedEdits` when the materialized file has local changes, `cannotSynchronize` when
     ///   a local file is in the way (nothing is replaced then); `localIOFailure`.
-    func place(_ stored: ItemRecord, _ item: Item, staging: String, placeholderAbsent: Bool = false) throws(FileProviderError)
-        -> ItemRecord
-    {
+    func place(
+        _ stored: ItemRecord, _ item: Item, staging: String, placeholderAbsent: Bool = false, folders: StagingFolders? = nil
+    ) throws(FileProviderError) -> ItemRecord {
         let path = stored.path
         let expected = item.size
         // From here on, whatever fails, the staging file does not stay behind.
         var placed = false
         defer { if !placed { try? replica.removeFile(atPath: staging) } }
-        if let date = item.contentModificationDate { try replica.setModificationDate(date, atPath: staging) }
+        let file = folders?.file(atPath: staging) ?? StagedFile(path: staging)
+        if let date = item.contentModificationDate { try replica.setModificationDate(date, of: file) }
         // Dated first, so one look gives the size to check and the fingerprint. A rename keeps
         // size, date and inode: this is the placed file's fingerprint too.
-        guard let staged = replica.fingerprint(atPath: staging) else {
+        guard let staged = replica.fingerprint(of: file) else {
             throw FileProviderError(.localIOFailure, "\(staging) vanished right after it was written")
         }
         guard staged.isRegularFile, staged.size == expected else {
@@ -396,7 +399,7 @@ final class Downloader: Sendable {
         // The usual case first: nothing at the name (its `.placeholder` file stands beside
         // it, unless the caller knows there is none). The rename refuses to replace anything;
         // when it fails, the checks below look at whatever is there.
-        if replica.layout == .placeholderFiles, (try? replica.move(fromPath: staging, toPath: target)) != nil {
+        if replica.layout == .placeholderFiles, (try? replica.move(file, toPath: target)) != nil {
             placed = true
             if !placeholderAbsent { try replica.removeFile(atPath: replica.placeholderPath(path)) }
             return updated

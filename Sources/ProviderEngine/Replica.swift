@@ -244,12 +244,46 @@ public struct Replica: Sendable {
 
     /// Sets a file's modification date.
     public func setModificationDate(_ date: Date, atPath target: String) throws(FileProviderError) {
+        try setModificationDate(date, of: StagedFile(path: target))
+    }
+
+    /// Sets a file's modification date, through its folder's descriptor when it has one.
+    func setModificationDate(_ date: Date, of file: StagedFile) throws(FileProviderError) {
         PoolCheck.note()
         let seconds = date.timeIntervalSince1970.rounded(.down)
         let nanos = Int((date.timeIntervalSince1970 - seconds) * 1e9)
         var times = [timespec(tv_sec: Int(seconds), tv_nsec: nanos), timespec(tv_sec: Int(seconds), tv_nsec: nanos)]
         times[0].tv_nsec = fp_utime_omit()
-        try POSIXError.check(utimensat(AT_FDCWD, target, &times, AT_SYMLINK_NOFOLLOW), "cannot set the date of", path: target)
+        let done =
+            file.folder.map { utimensat($0, file.name, &times, AT_SYMLINK_NOFOLLOW) }
+            ?? utimensat(AT_FDCWD, file.path, &times, AT_SYMLINK_NOFOLLOW)
+        try POSIXError.check(done, "cannot set the date of", path: file.path)
+    }
+
+    /// The fingerprint of a file, looked up through its folder's descriptor when it has one.
+    func fingerprint(of file: StagedFile) -> FileFingerprint? {
+        guard let folder = file.folder else { return fingerprint(atPath: file.path) }
+        PoolCheck.note()
+        var info = stat()
+        guard fstatat(folder, file.name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
+        return FileFingerprint(
+            size: Int64(info.st_size),
+            modificationNanos: Self.nanoseconds(info.st_mtim),
+            inode: Int64(info.st_ino),
+            isRegularFile: (info.st_mode & S_IFMT) == S_IFREG,
+            isDirectory: (info.st_mode & S_IFMT) == S_IFDIR,
+            isSymlink: (info.st_mode & S_IFMT) == S_IFLNK)
+    }
+
+    /// ``move(fromPath:toPath:)`` of a file looked up through its folder's descriptor when it
+    /// has one.
+    /// - Throws: `filenameCollision` when the target exists.
+    func move(_ file: StagedFile, toPath target: String) throws(FileProviderError) {
+        guard let folder = file.folder else { return try move(fromPath: file.path, toPath: target) }
+        PoolCheck.note()
+        if fp_rename_noreplace_at(folder, file.name, target) != 0 {
+            throw POSIXError.error("cannot move \(file.path) to", path: target)
+        }
     }
 
     /// The size of a file, or `nil` when it does not exist.
