@@ -31,7 +31,9 @@ public final class LocalBackend: Backend {
         supportsServerSideMove: true, supportsConditionalWrites: false, supportsSymlinks: true,
         creatableKinds: [.file, .folder, .symlink], identifiersArePathDerived: true,
         // The feed is this process's inotify watches: a later process cannot use its anchors.
-        anchorsOutliveProcess: false)
+        anchorsOutliveProcess: false,
+        // A fetch opens its destination with O_CREAT.
+        createsFetchDestinations: true)
 
     /// Opens a backend over the folder at `rootPath`.
     ///

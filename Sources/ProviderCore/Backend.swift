@@ -72,7 +72,9 @@ public protocol Backend: Sendable {
     func enumerateChanges(in container: ItemIdentifier, from anchor: SyncAnchor)
         async throws(FileProviderError) -> ChangeSet
 
-    /// Streams the contents of a file into `destination`, which the engine has created.
+    /// Streams the contents of a file into `destination`, which the engine has created (unless
+    /// the backend declares ``BackendCapabilities/createsFetchDestinations``: then, for a
+    /// transfer from offset 0, the backend creates it; its folder exists).
     ///
     /// With `offset` greater than 0 the backend resumes an interrupted transfer: the first
     /// `offset` bytes are already in `destination`, and the backend appends the rest. A backend

@@ -32,6 +32,11 @@ public struct BackendCapabilities: Hashable, Sendable, Codable {
     /// The conformance suite then needs `BackendConformance.Limitations.fileNameSuffix`, a
     /// suffix the store lists.
     public var listsOnlySomeFiles: Bool
+    /// `fetchContents` (one file or a batch) creates a destination that does not exist yet
+    /// when it starts at offset 0, so the engine does not create each staging file first (one
+    /// `open` and `close` per file less; it still makes their folder). Checked by the
+    /// conformance suite.
+    public var createsFetchDestinations: Bool
 
     public init(
         hasChangeFeed: Bool = false,
@@ -45,7 +50,8 @@ public struct BackendCapabilities: Hashable, Sendable, Codable {
         maximumUploadSize: Int64? = nil,
         identifiersArePathDerived: Bool = true,
         listsOnlySomeFiles: Bool = false,
-        anchorsOutliveProcess: Bool = true
+        anchorsOutliveProcess: Bool = true,
+        createsFetchDestinations: Bool = false
     ) {
         self.hasChangeFeed = hasChangeFeed
         self.supportsThumbnails = supportsThumbnails
@@ -59,15 +65,17 @@ public struct BackendCapabilities: Hashable, Sendable, Codable {
         self.identifiersArePathDerived = identifiersArePathDerived
         self.listsOnlySomeFiles = listsOnlySomeFiles
         self.anchorsOutliveProcess = anchorsOutliveProcess
+        self.createsFetchDestinations = createsFetchDestinations
     }
 
     private enum CodingKeys: String, CodingKey {
         case hasChangeFeed, anchorsOutliveProcess, supportsThumbnails, supportsRangedReads, supportsServerSideMove
         case supportsConditionalWrites, supportsSymlinks, creatableKinds, contentHashAlgorithm, maximumUploadSize
-        case identifiersArePathDerived, listsOnlySomeFiles
+        case identifiersArePathDerived, listsOnlySomeFiles, createsFetchDestinations
     }
 
-    /// Decodes capabilities; `anchorsOutliveProcess`, added later, is `true` when absent.
+    /// Decodes capabilities; `anchorsOutliveProcess`, added later, is `true` when absent, and
+    /// `createsFetchDestinations`, added later still, `false`.
     /// - Throws: `DecodingError` when another key is missing or has the wrong type.
     public init(from decoder: any Decoder) throws {
         let values = try decoder.container(keyedBy: CodingKeys.self)
@@ -83,6 +91,7 @@ public struct BackendCapabilities: Hashable, Sendable, Codable {
             maximumUploadSize: try values.decodeIfPresent(Int64.self, forKey: .maximumUploadSize),
             identifiersArePathDerived: try values.decode(Bool.self, forKey: .identifiersArePathDerived),
             listsOnlySomeFiles: try values.decode(Bool.self, forKey: .listsOnlySomeFiles),
-            anchorsOutliveProcess: try values.decodeIfPresent(Bool.self, forKey: .anchorsOutliveProcess) ?? true)
+            anchorsOutliveProcess: try values.decodeIfPresent(Bool.self, forKey: .anchorsOutliveProcess) ?? true,
+            createsFetchDestinations: try values.decodeIfPresent(Bool.self, forKey: .createsFetchDestinations) ?? false)
     }
 }

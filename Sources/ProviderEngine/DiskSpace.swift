@@ -169,7 +169,9 @@ final class SpaceReservations: Sendable {
     func reserve(size: Int64, stagingFile: String, folder: String, canResume: Bool) throws(FileProviderError) -> Ticket {
         try promises.withLock { state -> Result<Ticket, FileProviderError> in
             var space = FileSystemSpace.measure(folder)
-            return promise(size: size, stagingFile: stagingFile, folder: folder, canResume: canResume, space: &space, state: &state)
+            var total: Int64?
+            return promise(
+                size: size, stagingFile: stagingFile, folder: folder, canResume: canResume, space: &space, state: &state, total: &total)
         }.get()
     }
 
@@ -179,17 +181,24 @@ final class SpaceReservations: Sendable {
     func reserve(_ files: [(size: Int64, stagingFile: String)], folder: String) -> [Result<Ticket, FileProviderError>] {
         promises.withLock { state in
             var space = FileSystemSpace.measure(folder)
+            // The promises' total is summed once for the batch and kept up to date, not summed
+            // again for each file (hundreds of promises while `depth` batches run).
+            var total: Int64?
             return files.map { file in
-                promise(size: file.size, stagingFile: file.stagingFile, folder: folder, canResume: false, space: &space, state: &state)
+                promise(
+                    size: file.size, stagingFile: file.stagingFile, folder: folder, canResume: false, space: &space, state: &state,
+                    total: &total)
             }
         }
     }
 
     /// The promise of one download against `space`, measured under the lock (`nil`: nothing
     /// to measure with), which is measured again when a leftover staging file is deleted.
+    /// `total` is the sum of the rounded sizes of the promises on `space`'s device (`nil`: not
+    /// summed yet); it is kept true for the next call under the same lock, or set to `nil`.
     private func promise(
         size: Int64, stagingFile: String, folder: String, canResume: Bool, space measured: inout FileSystemSpace?,
-        state: inout (next: Int, byDevice: [UInt64: [Int: Promise]])
+        state: inout (next: Int, byDevice: [UInt64: [Int: Promise]]), total: inout Int64?
     ) -> Result<Ticket, FileProviderError> {
         guard var space = measured else {
             // Nothing to measure with: do not stand in the way (a full disk still shows
@@ -197,17 +206,24 @@ final class SpaceReservations: Sendable {
             state.next += 1
             return .success(Ticket(id: state.next, device: .max))
         }
-        let promises = state.byDevice[space.device] ?? [:]
         let kept = reserve.bytes(ofFileSystemSize: space.size)
+        let device = space.device
+        let summed =
+            total ?? (state.byDevice[device] ?? [:]).values.reduce(Int64(0)) { $0.addingClamped(space.rounded($1.size)) }
+        let most = summed.addingClamped(space.rounded(size))
         func promise() -> Result<Ticket, FileProviderError> {
             state.next += 1
-            state.byDevice[space.device, default: [:]][state.next] = Promise(stagingFile: stagingFile, size: size)
-            return .success(Ticket(id: state.next, device: space.device))
+            state.byDevice[device, default: [:]][state.next] = Promise(stagingFile: stagingFile, size: size)
+            return .success(Ticket(id: state.next, device: device))
         }
         // Plenty of room even if no byte were written yet: no file needs a look.
-        let most = promises.values.reduce(space.rounded(size)) { $0.addingClamped(space.rounded($1.size)) }
-        if most <= space.available.subtractingClamped(kept) { return promise() }
-        let promised = Self.outstanding(promises, on: space)
+        if most <= space.available.subtractingClamped(kept) {
+            total = most
+            return promise()
+        }
+        // From here on the space may be measured again: the next call sums afresh.
+        total = nil
+        let promised = Self.outstanding(state.byDevice[device] ?? [:], on: space)
         var written = FileSystemSpace.allocated(atPath: stagingFile)
         let needed = max(0, space.rounded(size) - written)
         if needed <= space.available.subtractingClamped(promised.bytes).subtractingClamped(kept) { return promise() }

@@ -88,15 +88,33 @@ extension DomainController {
     /// files on disk per download instead of one; on a busy ext4 creating them cost as much as
     /// the downloads). Populating adopts what was downloaded and writes placeholders for the
     /// rest. Returns an outcome per file (and one for folders that could not be populated).
+    ///
+    /// In the placeholder-files layout it first tries to take the domain's sync lock, without
+    /// waiting, and reads each folder of the files once (``placeholderFree(_:)``). While it holds
+    /// the lock no population or sync runs in any process, so a file whose `.placeholder` was
+    /// not in its folder gets none until the download is placed: removing it is skipped (an
+    /// `unlink` that fails, per file). Without the lock (a sync or a population holds it) every
+    /// download removes its placeholder. The lock is kept through the downloads and the
+    /// population, and let go at once when no file skips the removal.
     private func download(_ files: [ItemRecord], into parents: [String], populating: [String]? = nil, events: EventHandler?)
         async -> [ItemOutcome]
     {
+        var lock: DomainLock?
+        // Held through the downloads and the population, whatever path returns.
+        defer { withExtendedLifetime(lock) {} }
+        if replica.layout == .placeholderFiles, !files.isEmpty {
+            let path = syncLockPath
+            lock = try? await blocking { () throws(FileProviderError) in try DomainLock.attempt(path) }
+        }
         do {
             try await makeFolders(parents)
         } catch {
             return files.map { ItemOutcome(path: location($0.path), error: error) }
         }
-        var outcomes = await downloader.download(files, events: events)
+        var free = Set<String>()
+        if lock != nil { free = (try? await placeholderFree(files)) ?? [] }
+        if free.isEmpty { lock = nil }
+        var outcomes = await downloader.download(files, events: events, placeholderFree: free)
         // A file asked for is a file used: the newest for least-recently-used eviction.
         let identifiers = Dictionary(files.map { (location($0.path), $0.identifier) }, uniquingKeysWith: { first, _ in first })
         for outcome in outcomes where outcome.error == nil {
@@ -107,7 +125,7 @@ extension DomainController {
         let populated = populating ?? parents
         if populated.isEmpty { return outcomes }
         do {
-            try await populateFolders(populated)
+            try await populateFolders(populated, holding: lock)
         } catch {
             outcomes.append(ItemOutcome(path: location(populated.first ?? ""), error: error))
         }
@@ -156,6 +174,28 @@ extension DomainController {
             try await populateFolders(open)
         } catch {
             report([ItemOutcome(path: location(open.first ?? ""), error: error)])
+        }
+    }
+
+    /// The paths of those of `files` that have no `.placeholder` file beside them, from one
+    /// read of each of their folders (in one job on the executor). A folder that cannot be read,
+    /// or holds more than four entries per file of it here and 1,024 more (reading it would
+    /// cost more than looking name by name), names none. The caller holds the sync lock.
+    /// - Throws: `cancelled` when the task is cancelled before the job starts.
+    private func placeholderFree(_ files: [ItemRecord]) async throws(FileProviderError) -> Set<String> {
+        var byFolder: [String: [(path: String, name: String)]] = [:]
+        for file in files {
+            let (parent, name) = Self.split(file.path)
+            byFolder[parent, default: []].append((file.path, name))
+        }
+        let (replica, folders) = (self.replica, byFolder)
+        return try await executor.run {
+            var free = Set<String>()
+            for (folder, entries) in folders {
+                guard let present = replica.placeholderNames(in: folder, limit: 4 * entries.count + 1024) else { continue }
+                for entry in entries where !present.contains(entry.name) { free.insert(entry.path) }
+            }
+            return free
         }
     }
 

@@ -85,9 +85,10 @@ extension DomainController {
     }
 
     /// Makes sure these folders (relative paths) are populated, so files can be written into
-    /// them.
-    /// - Throws: what ``populateFolder(_:ancestors:)`` throws.
-    func populateFolders(_ paths: [String]) async throws(FileProviderError) {
+    /// them. `held` is the domain's sync lock when the caller holds it already (then it is not
+    /// taken again, and the replica mode is checked as ``lockForSync(events:)`` would).
+    /// - Throws: what ``populateFolder(_:ancestors:)`` and ``lockForSync(events:)`` throw.
+    func populateFolders(_ paths: [String], holding held: DomainLock? = nil) async throws(FileProviderError) {
         let parents = Set(paths).sorted()
         if parents.isEmpty { return }
         // Nothing to do (the usual case) needs no lock.
@@ -98,7 +99,13 @@ extension DomainController {
             return dataless
         }
         if dataless.isEmpty { return }
-        let lock = try await lockForSync(events: nil)
+        let lock: DomainLock
+        if let held {
+            lock = held
+            try await blocking { [self] () throws(FileProviderError) in try checkModeIsCurrent() }
+        } else {
+            lock = try await lockForSync(events: nil)
+        }
         defer { withExtendedLifetime(lock) {} }
         try await treeLock.withLock { () async throws(FileProviderError) in
             for parent in dataless { try await populateFolder(parent, ancestors: true) }

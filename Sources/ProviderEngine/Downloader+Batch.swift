@@ -38,9 +38,11 @@ extension Downloader {
     }
 
     /// Downloads a batch of small files (none with a checkpoint): items another request is
-    /// downloading already are waited for, the others share one task (``performBatch(_:report:)``)
+    /// downloading already are waited for, the others share one task (``performBatch(_:report:placeholderFree:)``)
     /// that later requests for them wait for. Returns each file's outcome.
-    func downloadBatch(_ records: [ItemRecord], report: @escaping @Sendable (Int64, TransferStep) -> Void) async
+    func downloadBatch(
+        _ records: [ItemRecord], report: @escaping @Sendable (Int64, TransferStep) -> Void, placeholderFree: Set<String> = []
+    ) async
         -> [(ItemRecord, Result<ItemRecord, FileProviderError>)]
     {
         let (mine, waits, task) = downloads.withLock {
@@ -56,7 +58,7 @@ extension Downloader {
             }
             guard !mine.isEmpty else { return (mine, waits, nil) }
             let batch = mine
-            let task = Task { [self] in await self.performBatch(batch, report: report) }
+            let task = Task { [self] in await self.performBatch(batch, report: report, placeholderFree: placeholderFree) }
             for (index, record) in mine.enumerated() { map[record.identifier] = SharedDownload(task: task, index: index) }
             return (mine, waits, task)
         }
@@ -83,15 +85,19 @@ extension Downloader {
 
     /// Downloads a batch of small files with three hand-offs for the whole batch instead of
     /// several per file: one job on the executor checks which are materialized meanwhile (one
-    /// database read), promises the space and creates the staging files; the backend fetches
+    /// database read), promises the space and creates the staging files (only their folders
+    /// for a backend that creates its destinations,
+    /// ``BackendCapabilities/createsFetchDestinations``); the backend fetches
     /// the rest in one call (``Backend/fetchContents(_:progress:)``); one job places them
-    /// (``place(_:_:staging:)``, never cut short) or cleans up after each failure
+    /// (``place(_:_:staging:placeholderAbsent:)``, never cut short) or cleans up after each failure
     /// (``failed(_:_:staging:ticket:)``). Failed items leave ``downloads``; placed ones stay
     /// until their batch is recorded. Returns an outcome per record, in order.
-    func performBatch(_ records: [ItemRecord], report: @escaping @Sendable (Int64, TransferStep) -> Void) async
+    func performBatch(
+        _ records: [ItemRecord], report: @escaping @Sendable (Int64, TransferStep) -> Void, placeholderFree: Set<String> = []
+    ) async
         -> [Result<ItemRecord, FileProviderError>]
     {
-        let results = await fetchAndPlace(records, report: report)
+        let results = await fetchAndPlace(records, report: report, placeholderFree: placeholderFree)
         var failedItems: [ItemIdentifier] = []
         for (index, result) in results.enumerated() {
             if case .failure = result { failedItems.append(records[index].identifier) }
@@ -108,18 +114,24 @@ extension Downloader {
     private enum Prepared: Sendable {
         /// Materialized meanwhile (by another process, or a request recorded since): its record.
         case done(ItemRecord)
-        /// Space promised and staging file created.
+        /// Space promised and staging file created (only its folder made, for a backend that
+        /// creates its destinations).
         case staged(path: String, ticket: SpaceReservations.Ticket)
         case failed(FileProviderError)
     }
 
-    private func fetchAndPlace(_ records: [ItemRecord], report: @escaping @Sendable (Int64, TransferStep) -> Void) async
+    private func fetchAndPlace(
+        _ records: [ItemRecord], report: @escaping @Sendable (Int64, TransferStep) -> Void, placeholderFree: Set<String>
+    ) async
         -> [Result<ItemRecord, FileProviderError>]
     {
         let replica = self.replica
         let store = self.store
         let space = self.space
         let domainID = self.domainID
+        // A backend that creates its destinations gets none made for it: only their folders,
+        // each once per batch (at most 16 `mkdir`s, however many files).
+        let createsDestinations = backend.capabilities.createsFetchDestinations
         let prepared: [Prepared]
         do {
             prepared = try await executor.run { () -> [Prepared] in
@@ -137,11 +149,20 @@ extension Downloader {
                     }
                 }
                 let tickets = space.reserve(wanted.map { ($0.size, $0.stagingFile) }, folder: replica.staging.path)
+                var madeFolders = Set<Substring>()
                 for (file, ticket) in zip(wanted, tickets) {
                     do throws(FileProviderError) {
                         let ticket = try ticket.get()
                         do throws(FileProviderError) {
-                            try replica.prepareStagingFile(atPath: file.stagingFile, truncate: true)
+                            if createsDestinations {
+                                let folder = file.stagingFile[..<(file.stagingFile.lastIndex(of: "/") ?? file.stagingFile.endIndex)]
+                                if !madeFolders.contains(folder) {
+                                    try replica.makeStagingFolder(holding: file.stagingFile)
+                                    madeFolders.insert(folder)
+                                }
+                            } else {
+                                try replica.prepareStagingFile(atPath: file.stagingFile, truncate: true)
+                            }
                         } catch {
                             space.release(ticket)
                             throw error
@@ -182,6 +203,10 @@ extension Downloader {
         let placed: [Result<ItemRecord, FileProviderError>]
         do {
             placed = try await executor.runToCompletion { [self] () -> [Result<ItemRecord, FileProviderError>] in
+                // Each staging folder opened once for the batch: its files are dated, read and
+                // renamed by name, not by walking their whole paths three times each.
+                let folders = StagingFolders()
+                defer { folders.close() }
                 var results: [Result<ItemRecord, FileProviderError>] = prepared.map { step in
                     switch step {
                     case .done(let record): return .success(record)
@@ -196,7 +221,9 @@ extension Downloader {
                     case .success(let item):
                         space.release(file.ticket)
                         do throws(FileProviderError) {
-                            results[file.index] = .success(try place(record, item, staging: file.path))
+                            let absent = !placeholderFree.isEmpty && placeholderFree.contains(record.path)
+                            results[file.index] = .success(
+                                try place(record, item, staging: file.path, placeholderAbsent: absent, folders: folders))
                         } catch {
                             results[file.index] = .failure(error)
                         }

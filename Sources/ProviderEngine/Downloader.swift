@@ -53,7 +53,12 @@ final class Downloader: Sendable {
     /// Downloads files that are not materialized or are outdated, `downloadDepth` at a time, and
     /// records them in batches. Once the task is cancelled no download starts: each file not
     /// started gets a `cancelled` outcome (see ``notStarted``).
-    public func download(_ records: [ItemRecord], events: EventHandler?) async -> [ItemOutcome] {
+    ///
+    /// `placeholderFree` names files (relative paths) the caller knows have no `.placeholder`
+    /// file beside them until they are placed: it read their folders while holding the
+    /// domain's sync lock, which it keeps until the downloads are placed. Such a small file
+    /// skips removing its placeholder; every other download removes it.
+    public func download(_ records: [ItemRecord], events: EventHandler?, placeholderFree: Set<String> = []) async -> [ItemOutcome] {
         let replica = self.replica
         // A file recorded as materialized but missing (an evict interrupted after the file went)
         // is downloaded again.
@@ -120,7 +125,7 @@ final class Downloader: Sendable {
                             return [(record, .failure(FileProviderError.wrap(error)))]
                         }
                     }
-                    return await self.downloadBatch(batch, report: report)
+                    return await self.downloadBatch(batch, report: report, placeholderFree: placeholderFree)
                 }
                 return true
             }
@@ -159,7 +164,7 @@ final class Downloader: Sendable {
         defer { records.removeAll(keepingCapacity: true) }
         do {
             let (store, domainID, upserts) = (store, domainID, records)
-            try await executor.runToCompletion { try store.apply(domainID: domainID, upserts: upserts, deletions: []) }
+            try await executor.runToCompletion { try store.recordDownloads(domainID: domainID, records: upserts) }
         } catch {
             return error
         }
@@ -355,19 +360,27 @@ final class Downloader: Sendable {
     /// (``DownloadMark``), renamed to the item's name over its placeholder or an earlier
     /// download of it. Returns the record to write. Whatever fails, the staging file does not
     /// stay behind. Blocking.
+    ///
+    /// `placeholderAbsent`: the caller knows that no `.placeholder` file stands beside the name
+    /// (see ``download(_:events:placeholderFree:)``), so none is removed after the rename.
+    /// `folders`: the placing job's open staging folders, through which the staging file is
+    /// dated, read and renamed by name (`nil`: by its path).
     /// - Throws: `corruptData` when the file is not the size the store announced;
     ///   `unsyncedEdits` when the materialized file has local changes, `cannotSynchronize` when
     ///   a local file is in the way (nothing is replaced then); `localIOFailure`.
-    func place(_ stored: ItemRecord, _ item: Item, staging: String) throws(FileProviderError) -> ItemRecord {
+    func place(
+        _ stored: ItemRecord, _ item: Item, staging: String, placeholderAbsent: Bool = false, folders: StagingFolders? = nil
+    ) throws(FileProviderError) -> ItemRecord {
         let path = stored.path
         let expected = item.size
         // From here on, whatever fails, the staging file does not stay behind.
         var placed = false
         defer { if !placed { try? replica.removeFile(atPath: staging) } }
-        if let date = item.contentModificationDate { try replica.setModificationDate(date, atPath: staging) }
+        let file = folders?.file(atPath: staging) ?? StagedFile(path: staging)
+        if let date = item.contentModificationDate { try replica.setModificationDate(date, of: file) }
         // Dated first, so one look gives the size to check and the fingerprint. A rename keeps
         // size, date and inode: this is the placed file's fingerprint too.
-        guard let staged = replica.fingerprint(atPath: staging) else {
+        guard let staged = replica.fingerprint(of: file) else {
             throw FileProviderError(.localIOFailure, "\(staging) vanished right after it was written")
         }
         guard staged.isRegularFile, staged.size == expected else {
@@ -384,11 +397,11 @@ final class Downloader: Sendable {
         updated.lastError = nil
         let target = replica.path(path)
         // The usual case first: nothing at the name (its `.placeholder` file stands beside
-        // it). The rename refuses to replace anything; when it fails, the checks below look at
-        // whatever is there.
-        if replica.layout == .placeholderFiles, (try? replica.move(fromPath: staging, toPath: target)) != nil {
+        // it, unless the caller knows there is none). The rename refuses to replace anything;
+        // when it fails, the checks below look at whatever is there.
+        if replica.layout == .placeholderFiles, (try? replica.move(file, toPath: target)) != nil {
             placed = true
-            try replica.removeFile(atPath: replica.placeholderPath(path))
+            if !placeholderAbsent { try replica.removeFile(atPath: replica.placeholderPath(path)) }
             return updated
         }
         if let existing = replica.fingerprint(atPath: target), replica.layout == .placeholderFiles || !replica.placeholderExists(path) {

@@ -42,6 +42,34 @@ extension Replica {
         }
     }
 
+    /// The names whose `.placeholder` file stands in the folder `relative` (placeholder-files
+    /// layout), read in one pass over the folder; `nil` when it cannot be read or holds more
+    /// than `limit` entries (the caller then looks name by name). Blocking.
+    public func placeholderNames(in relative: String, limit: Int) -> Set<String>? {
+        PoolCheck.note()
+        guard layout == .placeholderFiles, let directory = opendir(path(relative)) else { return nil }
+        defer { closedir(directory) }
+        var names = Set<String>()
+        var entries = 0
+        let suffix = Array(Self.placeholderSuffix.utf8)
+        // readdir ends with NULL on an error too: only errno tells a listing cut short.
+        errno = 0
+        while let entry = readdir(directory) {
+            entries += 1
+            if entries > limit { return nil }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw -> String? in
+                let bytes = raw.bindMemory(to: UInt8.self)
+                let length = bytes.firstIndex(of: 0) ?? bytes.count
+                guard length > suffix.count, bytes[(length - suffix.count)..<length].elementsEqual(suffix) else { return nil }
+                // A name that is no valid file name is no item's either.
+                return Filename.decode(bytes[..<(length - suffix.count)])
+            }
+            if let name { names.insert(name) }
+            errno = 0
+        }
+        return errno == 0 ? names : nil
+    }
+
     /// Whether a placeholder stands at `relative`. Blocking.
     public func placeholderExists(_ relative: String) -> Bool {
         switch layout {

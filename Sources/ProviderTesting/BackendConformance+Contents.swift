@@ -241,6 +241,27 @@ extension BackendConformance {
             let indices = log.all.map(\.0)
             try c.expect(indices.allSatisfy { (0..<Int64(requests.count)).contains($0) }, "progress named files outside the batch: \(indices)")
         }),
+        ("fetchCreatesMissingDestinationsWhereItSaysSo", { c in
+            // With `createsFetchDestinations` the engine no longer creates staging files first:
+            // a fetch from offset 0 into a file that does not exist yet must create it.
+            guard c.capabilities.createsFetchDestinations else { return }
+            let data = ConformanceContext.pattern(3000, seed: 60)
+            let item = try await c.createFile("created-by-fetch", data)
+            let single = try c.destination()
+            try FileManager.default.removeItem(at: single)
+            _ = try await c.backend.fetchContents(for: item.identifier, version: nil, to: single, offset: 0, progress: nil)
+            try c.expect(try Data(contentsOf: single) == data, "a fetch into a missing destination did not write the file")
+            let batch = try [c.destination(), c.destination()]
+            for url in batch { try FileManager.default.removeItem(at: url) }
+            let results = await c.backend.fetchContents(
+                batch.map { ContentRequest(identifier: item.identifier, destination: $0) }, progress: nil)
+            for (index, result) in results.enumerated() {
+                if case .failure(let error) = result {
+                    try c.expect(false, "batch fetch \(index) into a missing destination failed: \(error.message)")
+                }
+                try c.expect(try Data(contentsOf: batch[index]) == data, "batch fetch \(index) into a missing destination got other bytes")
+            }
+        }),
         ("contentHashIsWellFormed", { c in
             let item = try await c.createFile("hashed", Data("hash me".utf8))
             let found = try await c.backend.item(for: item.identifier)

@@ -182,6 +182,31 @@ struct DiskSpaceTests {
         }
     }
 
+    @Test func aBatchGetsTicketsForTheFilesThatFitBesideThePromisesAlreadyMade() throws {
+        try SmallFileSystemSync.with(size: 8 << 20) { disk in
+            let reservations = SpaceReservations(reserve: .standard)
+            let folder = disk.root.path
+            let size: Int64 = 512 << 10
+            let kept = SpaceReserve.standard.bytes(ofFileSystemSize: Int64(disk.size))
+            let fit = Int((disk.available - kept) / size)
+            #expect(fit >= 2 && fit < 20, "\(fit) files fit: the test would not show anything")
+            // One batch: the files that fit beside each other get tickets, the rest are refused.
+            let files = (0..<20).map { (size: size, stagingFile: folder + "/f\($0).part") }
+            let first = reservations.reserve(files, folder: folder)
+            let tickets = first.compactMap { try? $0.get() }
+            #expect(tickets.count == fit)
+            #expect(first.prefix(fit).allSatisfy { (try? $0.get()) != nil })
+            for result in first.dropFirst(fit) {
+                if case .failure(let error) = result { #expect(error.code == .fileWriteOutOfSpace) } else { Issue.record("\(result)") }
+            }
+            // A second batch counts the first one's promises; once they are given back, it fits.
+            #expect(reservations.reserve([files[0]], folder: folder).allSatisfy { (try? $0.get()) == nil })
+            for ticket in tickets { reservations.release(ticket) }
+            let again = reservations.reserve(Array(files.prefix(fit)), folder: folder)
+            #expect(again.allSatisfy { (try? $0.get()) != nil })
+        }
+    }
+
     @Test func theReserveIsOnePercentBetween64MiBAnd2GiBAndAtMostATenth() {
         let reserve = SpaceReserve.standard
         #expect(reserve.bytes(ofFileSystemSize: 8 << 20) == (8 << 20) / 10)
@@ -200,5 +225,14 @@ struct DiskSpaceTests {
         #expect(FileSystemSpace.format((1 << 30) + (1 << 29) / 5) == "1.1 GiB")
         #expect(FileSystemSpace.format((300 << 20) + 1, roundingUp: true) == "301 MiB")
         #expect(FileSystemSpace.format((1 << 20) + 1, roundingUp: true) == "1.1 MiB")
+    }
+}
+
+/// ``SmallFileSystem/with(size:_:)`` for a body that does not suspend.
+private enum SmallFileSystemSync {
+    static func with(size: Int, _ body: (SmallFileSystem) throws -> Void) throws {
+        let fileSystem = try SmallFileSystem(size: size)
+        defer { fileSystem.unmount() }
+        try body(fileSystem)
     }
 }

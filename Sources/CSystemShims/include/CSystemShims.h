@@ -16,6 +16,18 @@ static inline int fp_rename_noreplace(const char *from, const char *to) {
     return renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
 }
 
+/// Renames `name` in the folder `folder` (a descriptor) to the path `to`, failing with EEXIST
+/// instead of replacing an existing `to`.
+static inline int fp_rename_noreplace_at(int folder, const char *name, const char *to) {
+    return renameat2(folder, name, AT_FDCWD, to, RENAME_NOREPLACE);
+}
+
+/// A descriptor of the folder `path` for `*at` calls only (O_PATH: nothing is read through
+/// it), or -1 with errno.
+static inline int fp_open_folder_path(const char *path) {
+    return open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
 /// An unnamed regular file in `folder` (O_TMPFILE), open for writing, or -1 with errno
 /// (EOPNOTSUPP, EISDIR or EINVAL where the file system has no unnamed files). Making it does
 /// not take the folder's lock, so several threads can make files in one folder at once.

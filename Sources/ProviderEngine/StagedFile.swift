@@ -1,0 +1,60 @@
+import CSystemShims
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A staging file the engine places: its path and, while a batch is placed, a descriptor of its
+/// folder through which it is dated, read and renamed by name alone instead of by its whole
+/// path (``Replica/setModificationDate(_:of:)``, ``Replica/fingerprint(of:)``,
+/// ``Replica/move(_:toPath:)``). Messages name the path.
+struct StagedFile {
+    let path: String
+    /// An `O_PATH` descriptor of the folder holding it, or `nil`: then the path is used.
+    let folder: Int32?
+    /// The last component of `path`.
+    let name: String
+
+    init(path: String) {
+        self.path = path
+        folder = nil
+        name = path
+    }
+
+    fileprivate init(path: String, folder: Int32, name: String) {
+        self.path = path
+        self.folder = folder
+        self.name = name
+    }
+}
+
+/// The staging folders of one placing job, each opened once (`O_PATH`) for the files placed
+/// from it; ``close()`` closes them. Used by one job on one thread. Blocking.
+final class StagingFolders {
+    private var descriptors: [Substring: Int32] = [:]
+
+    /// The staging file at `path`, with its folder's descriptor (`nil` when the folder cannot
+    /// be opened: the file is then handled by its path).
+    func file(atPath path: String) -> StagedFile {
+        guard let slash = path.lastIndex(of: "/") else { return StagedFile(path: path) }
+        let folderPath = path[..<slash]
+        let descriptor: Int32
+        if let known = descriptors[folderPath] {
+            descriptor = known
+        } else {
+            descriptor = fp_open_folder_path(String(folderPath))
+            if descriptor < 0 { return StagedFile(path: path) }
+            descriptors[folderPath] = descriptor
+        }
+        return StagedFile(path: path, folder: descriptor, name: String(path[path.index(after: slash)...]))
+    }
+
+    /// Closes the folders opened.
+    func close() {
+        for descriptor in descriptors.values { Glibc.close(descriptor) }
+        descriptors.removeAll()
+    }
+
+    deinit { close() }
+}
