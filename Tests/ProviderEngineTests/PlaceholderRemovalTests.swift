@@ -107,4 +107,27 @@ struct PlaceholderRemovalTests {
         #expect(controller.replica.stagedFiles().isEmpty)
         await manager.close()
     }
+
+    /// Only a page of small files holds the domain's sync lock while it downloads: a sync in
+    /// another process is never kept waiting for large transfers.
+    @Test func onlyASmallPageHoldsTheSyncLockWhileItDownloads() async throws {
+        try await Fixture.with { f in
+            try f.memory.write(path: "q/small.txt", data: Data("small\n".utf8))
+            try f.memory.write(path: "r/big.bin", data: Data(count: Int(DomainController.placeholderFreeBytes) + 1))
+            let controller = try await f.addDomain()
+            try await controller.sync(populationBudget: 0)
+            let path = controller.syncLockPath
+            let heldDuringFetch = Mutex<[Bool]>([])
+            f.memory.setHook(for: .fetchContents) { _ in
+                // A lock this process holds is refused at once; a free one is taken and let go.
+                let free = (try? DomainLock.attempt(path)) ?? nil
+                heldDuringFetch.withLock { $0.append(free == nil) }
+            }
+            #expect(await controller.materialize(paths: ["q/small.txt"], recursive: false).allSatisfy { $0.error == nil })
+            #expect(await controller.materialize(paths: ["r/big.bin"], recursive: false).allSatisfy { $0.error == nil })
+            f.memory.setHook(for: .fetchContents, nil)
+            #expect(heldDuringFetch.withLock { $0 } == [true, false])
+            #expect(tree(at: controller.replica.root).filter { $0.hasSuffix(".placeholder") } == [])
+        }
+    }
 }
