@@ -48,6 +48,12 @@ public final class MetadataStore: Sendable {
                 // A row INSERT OR REPLACE replaces fires the delete trigger that keeps the
                 // item counters (itemCount) true.
                 try db.execute(sql: "PRAGMA recursive_triggers = ON")
+                // The writer's log is checkpointed on a thread of its own (WALCheckpointer);
+                // the log file is cut back to 16 MiB when it starts over.
+                if !db.configuration.readonly, let connection = db.sqliteConnection {
+                    WALCheckpointer.install(on: connection)
+                    try db.execute(sql: "PRAGMA journal_size_limit = \(16 << 20)")
+                }
             }
             pool = try Self.openExclusively(url.path, configuration: configuration, lockPath: url.path + ".lock")
         } catch {
