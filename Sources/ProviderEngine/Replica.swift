@@ -233,9 +233,14 @@ public struct Replica: Sendable {
         PoolCheck.note()
         var info = stat()
         guard lstat(target, &info) == 0 else { return nil }
-        return FileFingerprint(
+        return Self.fingerprint(info)
+    }
+
+    /// The fingerprint of what `info` describes.
+    private static func fingerprint(_ info: stat) -> FileFingerprint {
+        FileFingerprint(
             size: Int64(info.st_size),
-            modificationNanos: Self.nanoseconds(info.st_mtim),
+            modificationNanos: nanoseconds(info.st_mtim),
             inode: Int64(info.st_ino),
             isRegularFile: (info.st_mode & S_IFMT) == S_IFREG,
             isDirectory: (info.st_mode & S_IFMT) == S_IFDIR,
@@ -266,13 +271,7 @@ public struct Replica: Sendable {
         PoolCheck.note()
         var info = stat()
         guard fstatat(folder, file.name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
-        return FileFingerprint(
-            size: Int64(info.st_size),
-            modificationNanos: Self.nanoseconds(info.st_mtim),
-            inode: Int64(info.st_ino),
-            isRegularFile: (info.st_mode & S_IFMT) == S_IFREG,
-            isDirectory: (info.st_mode & S_IFMT) == S_IFDIR,
-            isSymlink: (info.st_mode & S_IFMT) == S_IFLNK)
+        return Self.fingerprint(info)
     }
 
     /// ``move(fromPath:toPath:)`` of a file looked up through its folder's descriptor when it
