@@ -64,7 +64,7 @@ struct DomainContext: Sendable {
         do {
             _ = try await backend.item(for: identifier)
             return true
-        } catch  where error.code == .noSuchItem {
+        } catch where error.code == .noSuchItem {
             return false
         }
     }

@@ -297,7 +297,7 @@ extension DomainController {
                     EvictionRecord(
                         domainID: domainID, path: record.path, size: max(0, bytes),
                         reason: "changed in the store (\(policy.rawValue), set on /\(setOn ?? ""))"))
-            } catch  where error.code == .unsyncedEdits {
+            } catch where error.code == .unsyncedEdits {
                 keep.append(record)
             } catch {
                 report.notices.append("\(display(record.path)): not evicted after its change in the store: \(error.message)")

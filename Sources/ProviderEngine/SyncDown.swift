@@ -109,7 +109,7 @@ extension SyncDown {
                     report.phases.replica = Date().timeIntervalSince(started) - feedPass.databaseSeconds
                     try await downloadDue(&feedPass, report: &report, events: events)
                     return
-                } catch  where error.code == .syncAnchorExpired {
+                } catch where error.code == .syncAnchorExpired {
                     // The feed forgot the anchor (or could not place a change): list everything.
                     // An anchor an earlier process stored is expected to expire with a feed
                     // that lives in the process (the local store's): not worth a notice.
