@@ -41,14 +41,14 @@ struct DomainContext: Sendable {
     /// (a file's own is in its record). Blocking.
     /// - Throws: `localIOFailure` when the database fails.
     func policies() throws(FileProviderError) -> PolicyResolver {
-        PolicyResolver(folders: try store.explicitFolderPolicies(domainID: domainID))
+        try PolicyResolver.read(from: store, domainID: domainID)
     }
 
     /// The content policies as they are now of the folders that hold `path` only: a resolver
     /// that answers for that one item (with its record) in a few indexed reads. Blocking.
     /// - Throws: `localIOFailure` when the database fails.
     func policies(along path: String) throws(FileProviderError) -> PolicyResolver {
-        PolicyResolver(folders: try store.explicitFolderPolicies(domainID: domainID, along: path))
+        try PolicyResolver.read(from: store, domainID: domainID, along: path)
     }
 
     /// Makes the next sync down list the whole store: what the database just forgot (or marked

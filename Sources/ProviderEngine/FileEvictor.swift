@@ -45,7 +45,7 @@ struct FileEvictor: Sendable {
             record.path == candidate.path
         else { return .gone }
         // Its own policy from its row, the folders above it read afresh.
-        let resolved = PolicyResolver(folders: try store.explicitFolderPolicies(domainID: domainID, along: record.path)).resolve(record)
+        let resolved = try PolicyResolver.read(from: store, domainID: domainID, along: record.path).resolve(record)
         if reason.isPressure {
             if !resolved.policy.isEvictable {
                 return .kept("pinned (\(resolved.policy.rawValue), set on /\(resolved.setOn ?? ""))")

@@ -100,8 +100,7 @@ extension ProviderManager {
 
         // State and content policy.
         // Its own policy is in its row; the folders above it are read for what it inherits.
-        let policy = PolicyResolver(folders: try store.explicitFolderPolicies(domainID: domainID, along: path))
-            .effective(path, own: record?.contentPolicy)
+        let policy = try PolicyResolver.read(from: store, domainID: domainID, along: path).effective(path, own: record?.contentPolicy)
         explanation.policy = policy.policy.rawValue
         explanation.policySetOn = policy.setOn.map { "/" + $0 }
         if let record {

@@ -1,3 +1,4 @@
+import ProviderCore
 import ProviderStore
 
 /// Answers which content policy applies to an item of one domain: the policy set on the item
@@ -19,6 +20,18 @@ public struct PolicyResolver: Sendable {
 
     /// No policy set on any folder.
     public static let none = PolicyResolver(folders: [:])
+
+    /// A domain's policies as the database has them now: those set on its folders and its root
+    /// (``MetadataStore/explicitFolderPolicies(domainID:)``), or with `along`, only those of
+    /// the folders that hold that path (a resolver for that one item, in a few indexed reads).
+    /// Blocking.
+    /// - Throws: `localIOFailure` when the database fails.
+    public static func read(from store: MetadataStore, domainID: Int64, along path: String? = nil) throws(FileProviderError)
+        -> PolicyResolver
+    {
+        guard let path else { return PolicyResolver(folders: try store.explicitFolderPolicies(domainID: domainID)) }
+        return PolicyResolver(folders: try store.explicitFolderPolicies(domainID: domainID, along: path))
+    }
 
     /// The policy of the item at `path` whose own policy is `own`, and the path it was set on
     /// (`nil` for the default).

@@ -18,7 +18,7 @@ struct DumpCommand: AsyncParsableCommand {
         let manager = try global.manager()
         let domain = try manager.domain(named: name)
         let id = domain.id ?? 0
-        let policies = PolicyResolver(folders: try manager.store.explicitFolderPolicies(domainID: id))
+        let policies = try PolicyResolver.read(from: manager.store, domainID: id)
         // Printed as read, in path order: the root, then the rest a page at a time (a domain of
         // any size in bounded memory).
         var json = ItemJSON.Stream(domain: name, policies: policies, full: true)

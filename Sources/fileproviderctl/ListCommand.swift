@@ -38,7 +38,7 @@ struct ListCommand: AsyncParsableCommand {
             throw FileProviderError(
                 .noSuchItem, "no item at \(location.description); run 'fileproviderctl sync \(location.domain)' to refresh")
         }
-        let policies = PolicyResolver(folders: try manager.store.explicitFolderPolicies(domainID: id))
+        let policies = try PolicyResolver.read(from: manager.store, domainID: id)
         var json = ItemJSON.Stream(domain: location.domain, policies: policies)
         let base = location.path.isEmpty ? 0 : location.path.count + 1
         // Printed as read: a subtree a page at a time, in path order (any size in bounded memory),
