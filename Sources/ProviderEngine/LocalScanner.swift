@@ -298,12 +298,7 @@ struct LocalScanner {
         guard let directory = opendir(replica.path(relative)) else { return listing }
         defer { closedir(directory) }
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw -> String? in
-                let bytes = raw.bindMemory(to: UInt8.self)
-                let length = bytes.firstIndex(of: 0) ?? bytes.count
-                return Filename.decode(bytes[..<length])
-            }
-            guard let name, name != ".", name != ".." else { continue }
+            guard let name = Filename.decode(entry), name != ".", name != ".." else { continue }
             let path = relative.isEmpty ? name : relative + "/" + name
             if replica.layout == .placeholderFiles && name.hasSuffix(Replica.placeholderSuffix) {
                 let base = String(name.dropLast(Replica.placeholderSuffix.count))

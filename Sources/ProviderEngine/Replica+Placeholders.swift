@@ -51,20 +51,16 @@ extension Replica {
         defer { closedir(directory) }
         var names = Set<String>()
         var entries = 0
-        let suffix = Array(Self.placeholderSuffix.utf8)
+        let suffix = Self.placeholderSuffix.utf8.count
         // readdir ends with NULL on an error too: only errno tells a listing cut short.
         errno = 0
         while let entry = readdir(directory) {
             entries += 1
             if entries > limit { return nil }
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw -> String? in
-                let bytes = raw.bindMemory(to: UInt8.self)
-                let length = bytes.firstIndex(of: 0) ?? bytes.count
-                guard length > suffix.count, bytes[(length - suffix.count)..<length].elementsEqual(suffix) else { return nil }
-                // A name that is no valid file name is no item's either.
-                return Filename.decode(bytes[..<(length - suffix.count)])
+            // A name that is no valid file name is no item's either.
+            if let name = Filename.decode(entry), name.utf8.count > suffix, name.hasSuffix(Self.placeholderSuffix) {
+                names.insert(String(name.dropLast(Self.placeholderSuffix.count)))
             }
-            if let name { names.insert(name) }
             errno = 0
         }
         return errno == 0 ? names : nil

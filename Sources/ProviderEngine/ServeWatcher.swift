@@ -332,11 +332,9 @@ final class ServeWatcher: @unchecked Sendable {
             defer { closedir(directory) }
             while let entry = readdir(directory) {
                 guard Int32(entry.pointee.d_type) == Int32(DT_DIR) || Int32(entry.pointee.d_type) == Int32(DT_UNKNOWN) else { continue }
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw -> String? in
-                    let bytes = raw.bindMemory(to: UInt8.self)
-                    return Filename.decode(bytes[..<(bytes.firstIndex(of: 0) ?? bytes.count)])
+                guard let name = Filename.decode(entry), name != ".", name != "..", !targets[target].ignore.ignores(name) else {
+                    continue
                 }
-                guard let name, name != ".", name != "..", !targets[target].ignore.ignores(name) else { continue }
                 let child = folder + "/" + name
                 var info = stat()
                 guard lstat(child, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { continue }
