@@ -106,14 +106,12 @@ final class FileHandleFD: @unchecked Sendable {
                 if errno != 0 { throw POSIXError.error("readdir", path: displayPath) }
                 break
             }
-            let name: [UInt8]? = withUnsafeBytes(of: &entry.pointee.d_name) { raw in
-                let bytes = raw.bindMemory(to: UInt8.self)
-                let length = bytes.firstIndex(of: 0) ?? bytes.count
+            let name: [UInt8]? = DirectoryEntry.withName(of: entry) { bytes in
                 // "." and "..", without making arrays to compare with.
-                if bytes[0] == 0x2E && (length == 1 || (length == 2 && bytes[1] == 0x2E)) { return nil }
-                return Array(bytes[0..<length])
+                if bytes.first == 0x2E && (bytes.count == 1 || (bytes.count == 2 && bytes[1] == 0x2E)) { return nil }
+                return Array(bytes)
             }
-            if let name { body(name, Int32(entry.pointee.d_type)) }
+            if let name { body(name, DirectoryEntry.type(of: entry)) }
         }
     }
 

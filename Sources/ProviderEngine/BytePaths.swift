@@ -16,9 +16,7 @@ enum BytePaths {
         defer { closedir(directory) }
         var names: [[CChar]] = []
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                Array(raw.bindMemory(to: CChar.self).prefix { $0 != 0 })
-            }
+            let name = DirectoryEntry.nameBytes(of: entry).map { CChar(bitPattern: $0) }
             if name == [46] || name == [46, 46] { continue }
             names.append(name)
         }

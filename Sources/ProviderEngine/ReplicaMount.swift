@@ -169,10 +169,7 @@ public final class ReplicaMount: Sendable {
         guard let folder = opendir(parent) else { return nil }
         defer { closedir(folder) }
         while let entry = readdir(folder) {
-            let entryName = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            if entryName == name { return UInt64(entry.pointee.d_ino) }
+            if Filename.decode(entry) == name { return DirectoryEntry.inode(of: entry) }
         }
         return nil
     }

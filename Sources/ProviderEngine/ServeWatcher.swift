@@ -331,7 +331,8 @@ final class ServeWatcher: @unchecked Sendable {
             guard let directory = opendir(folder) else { continue }
             defer { closedir(directory) }
             while let entry = readdir(directory) {
-                guard Int32(entry.pointee.d_type) == Int32(DT_DIR) || Int32(entry.pointee.d_type) == Int32(DT_UNKNOWN) else { continue }
+                let type = DirectoryEntry.type(of: entry)
+                guard type == Int32(DT_DIR) || type == Int32(DT_UNKNOWN) else { continue }
                 guard let name = Filename.decode(entry), name != ".", name != "..", !targets[target].ignore.ignores(name) else {
                     continue
                 }
