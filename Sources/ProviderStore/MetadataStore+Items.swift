@@ -126,19 +126,31 @@ extension MetadataStore {
     /// ``apply(domainID:upserts:deletions:listings:)`` writes them, but a row still at the same
     /// identifier, parent, name, path and kind (a download's usual case) is changed in place by
     /// one `UPDATE`: not deleted and inserted again, with every index entry and trigger that
-    /// costs (about half the database's time per downloaded file). Any other row (moved or
-    /// gone meanwhile) is written as `apply` writes it.
+    /// costs. The updates run with the connection's triggers off: the counters take the
+    /// difference the rows made, read before and after (``ItemCounts``), and the digests of
+    /// the rows' folders are dropped once per folder, as the triggers would row by row (with
+    /// them, the triggers' programs were half of this write). Any other row (moved or gone
+    /// meanwhile) is written as `apply` writes it.
     /// - Throws: `localIOFailure` when the database fails.
     public func recordDownloads(domainID: Int64, records: [ItemRecord]) throws(FileProviderError) {
         if records.isEmpty { return }
         try write { db in
-            let update = try db.cachedStatement(sql: Self.updateInPlace)
+            let identifiers = records.map(\.identifier)
+            let before = try ItemCounts(rowsOf: identifiers, domainID: domainID, in: db)
             let arena = BindArena()
             var rest: [ItemRecord] = []
-            for index in records.indices {
-                try Self.execute(update, records[index...index], arena: arena, in: db)
-                if db.changesCount == 0 { rest.append(records[index]) }
+            var updated: [ItemRecord] = []
+            try ItemCounts.withoutTriggers(db) {
+                let update = try db.cachedStatement(sql: Self.updateInPlace)
+                for index in records.indices {
+                    try Self.execute(update, records[index...index], arena: arena, in: db)
+                    if db.changesCount == 0 { rest.append(records[index]) } else { updated.append(records[index]) }
+                }
             }
+            let after = try ItemCounts(rowsOf: identifiers, domainID: domainID, in: db)
+            try after.subtracting(before).add(domainID: domainID, in: db)
+            try Self.dropListings(holding: updated, domainID: domainID, in: db)
+            try Self.dropOwnListings(of: updated.filter { $0.kind == .folder }, domainID: domainID, in: db)
             try Self.apply(domainID: domainID, upserts: rest, deletions: [], in: db)
         }
     }
@@ -204,8 +216,8 @@ extension MetadataStore {
                     // The rows go in with this connection's triggers off: no trigger program
                     // runs per row (they counted rows and dropped folder digests, which the
                     // batch does once below; 0.6 CPU-seconds of a million-item first sync).
-                    try Self.withoutTriggers(db) { try Self.write(records, insert: true, in: db) }
-                    try Self.count(records, domainID: domainID, in: db)
+                    try ItemCounts.withoutTriggers(db) { try Self.write(records, insert: true, in: db) }
+                    try ItemCounts(records).add(domainID: domainID, in: db)
                     try Self.dropListings(holding: records, domainID: domainID, in: db)
                     return .commit
                 }
@@ -213,50 +225,6 @@ extension MetadataStore {
                 try Self.apply(domainID: domainID, upserts: records, deletions: [], in: db)
             }
             try Self.keep(listings, domainID: domainID, in: db)
-        }
-    }
-
-    /// Runs `body` with the triggers of `db`'s connection off, and turns them on again however
-    /// it ends. Statements prepared meanwhile have no trigger programs; SQLite prepares every
-    /// statement again when the setting changes, so none keeps it.
-    /// - Throws: what `body` throws; `DatabaseError` when SQLite refuses the setting.
-    private static func withoutTriggers<T>(_ db: Database, _ body: () throws -> T) throws -> T {
-        let connection = db.sqliteConnection
-        let off = fp_sqlite_enable_triggers(connection, 0)
-        guard off == SQLITE_OK else { throw DatabaseError(resultCode: ResultCode(rawValue: off), message: "cannot turn triggers off") }
-        defer { _ = fp_sqlite_enable_triggers(connection, 1) }
-        return try body()
-    }
-
-    /// Adds new rows to their domain's counters (``Migrations`` v9), as the insert trigger
-    /// would one by one.
-    private static func count(_ records: [ItemRecord], domainID: Int64, in db: Database) throws {
-        struct Counts {
-            var items = 0
-            var pinned = 0
-            var bytes: Int64 = 0
-            var datalessFolders = 0
-        }
-        var byState: [ContentState: Counts] = [:]
-        for index in records.indices where !records[index].path.isEmpty {
-            let state = records[index].state
-            var counts = byState[state, default: Counts()]
-            counts.items += 1
-            if records[index].contentPolicy == .eager { counts.pinned += 1 }
-            if state == .materialized { counts.bytes &+= records[index].size }
-            if records[index].isDataless { counts.datalessFolders += 1 }
-            byState[state] = counts
-        }
-        let add = try db.cachedStatement(
-            sql: """
-                INSERT INTO itemCount (domainID, state, items, pinned, bytes, datalessFolders)
-                    SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM domain WHERE id = ?1)
-                    ON CONFLICT (domainID, state) DO UPDATE SET items = items + excluded.items,
-                        pinned = pinned + excluded.pinned, bytes = bytes + excluded.bytes,
-                        datalessFolders = datalessFolders + excluded.datalessFolders
-                """)
-        for (state, counts) in byState {
-            try add.execute(arguments: [domainID, state.rawValue, counts.items, counts.pinned, counts.bytes, counts.datalessFolders])
         }
     }
 

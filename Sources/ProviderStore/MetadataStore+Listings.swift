@@ -85,4 +85,12 @@ extension MetadataStore {
             }
         }
     }
+
+    /// Drops the digests of these folders' own listings (a row written with triggers off, as
+    /// the update trigger would).
+    static func dropOwnListings(of folders: [ItemRecord], domainID: Int64, in db: Database) throws {
+        if folders.isEmpty { return }
+        let drop = try db.cachedStatement(sql: Self.dropListing)
+        for index in folders.indices { try drop.execute(arguments: [domainID, folders[index].identifier.rawValue]) }
+    }
 }

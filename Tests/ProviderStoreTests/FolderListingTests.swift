@@ -54,6 +54,20 @@ import Testing
         }
     }
 
+    /// Downloads are recorded with the triggers off: the folders of the rows still lose their
+    /// digests, once each, and no other folder does.
+    @Test func recordedDownloadsDropTheirFoldersDigestsOnly() throws {
+        try withStore { store, _ in
+            let id = try Self.store(store, firstSync: true)
+            var file = try #require(try store.item(domainID: id, path: "a/b/two.txt"))
+            file.state = .materialized
+            file.localContentVersion = file.contentVersion
+            try store.recordDownloads(domainID: id, records: [file])
+            #expect(try Self.kept(store, id) == [ItemIdentifier.rootContainer.rawValue, "a"])
+            #expect(try store.item(domainID: id, path: "a/b/two.txt")?.state == .materialized)
+        }
+    }
+
     @Test func aFoldersOwnRowDropsItsDigestAndItsParents() throws {
         try withStore { store, _ in
             let id = try Self.store(store, firstSync: false)

@@ -128,6 +128,69 @@ import Testing
         }
     }
 
+    /// Downloads are recorded with the triggers off and counted per batch, from the rows as
+    /// they were before and after: whatever state, policy and size the rows had (a placeholder,
+    /// a pinned one, a file downloaded before at another size, a row moved or gone meanwhile,
+    /// a folder), the counters say what a count says.
+    @Test func recordedDownloadsCountedPerBatchMatchACount() throws {
+        try withStore { store, _ in
+            let id = try makeDomain(store, "d")
+            let other = try makeDomain(store, "other")
+            func check(_ step: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+                for domain in [id, other] {
+                    #expect(
+                        try store.summary(domainID: domain) == (try Self.counted(store, domain)), "after \(step)",
+                        sourceLocation: sourceLocation)
+                }
+            }
+            var pinned = record(id, "f/pinned.bin", size: 5)
+            pinned.contentPolicy = .eager
+            var before = record(id, "f/before.bin", size: 50)
+            before.state = .materialized
+            var folder = record(id, "f/sub", folder: true)
+            folder.isDataless = true
+            try store.apply(
+                domainID: id,
+                upserts: [
+                    record(id, "", folder: true), record(id, "f", folder: true), pinned, before, folder, record(id, "f/moved.bin", size: 8),
+                ]
+                    + (0..<100).map { record(id, "f/\($0).bin", size: Int64($0)) },
+                deletions: [])
+            try store.apply(domainID: other, upserts: [record(other, "", folder: true), record(other, "x.bin", size: 7)], deletions: [])
+            try check("inserts")
+            func downloaded(_ path: String, size: Int64) throws -> ItemRecord {
+                var row = try #require(try store.item(domainID: id, path: path))
+                row.state = .materialized
+                row.size = size
+                row.localContentVersion = row.contentVersion
+                row.localSize = size
+                return row
+            }
+            var moved = try downloaded("f/moved.bin", size: 9)
+            moved.path = "f/moved-again.bin"
+            moved.filename = "moved-again.bin"
+            var gone = record(id, "f/gone.bin", size: 3)
+            gone.state = .materialized
+            var populated = try #require(try store.item(domainID: id, path: "f/sub"))
+            populated.isDataless = false
+            // More rows than one statement reads (64 identifiers per statement).
+            let rows = try (0..<100).map { try downloaded("f/\($0).bin", size: Int64($0) * 3) }
+            try store.recordDownloads(
+                domainID: id,
+                records: rows + [try downloaded("f/pinned.bin", size: 6), try downloaded("f/before.bin", size: 51), moved, gone, populated])
+            try check("downloads recorded")
+            #expect(try store.summary(domainID: id).materialized == 104)
+            #expect(try store.summary(domainID: id).pinned == 1)
+            #expect(try store.summary(domainID: id).datalessFolders == 0)
+            // Recorded again (a download of files already recorded): nothing changes.
+            try store.recordDownloads(domainID: id, records: rows)
+            try check("downloads recorded again")
+            // Triggers are on again for every other write.
+            try store.apply(domainID: id, upserts: [record(id, "f/after.bin", size: 1)], deletions: [ItemIdentifier("f/3.bin")])
+            try check("writes afterwards")
+        }
+    }
+
     /// A database from before the counters gets them counted when it is opened.
     @Test func anOlderDatabaseIsCountedWhenOpened() throws {
         let folder = try TemporaryFolder()
