@@ -27,9 +27,11 @@ struct ItemCounts {
     }
 
     /// What the rows of `identifiers` count for now (rows that are not there count for nothing),
-    /// read ``MetadataStore/materializedChunk`` identifiers per statement.
+    /// read ``MetadataStore/materializedChunk`` identifiers per statement, bound and read
+    /// without GRDB's rows and arguments (this runs twice per batch of finished downloads).
     /// - Throws: `DatabaseError` when the database fails.
     init(rowsOf identifiers: [ItemIdentifier], domainID: Int64, in db: Database) throws {
+        let arena = BindArena()
         var start = identifiers.startIndex
         while start < identifiers.endIndex {
             let end = min(start + MetadataStore.materializedChunk, identifiers.endIndex)
@@ -39,13 +41,36 @@ struct ItemCounts {
                     SELECT state, contentPolicy IS 'eager', CASE WHEN state = 'materialized' THEN size ELSE 0 END, isDataless
                     FROM item WHERE domainID = ? AND path <> '' AND identifier IN (\(marks))
                     """)
-            var values: [(any DatabaseValueConvertible)?] = [domainID]
-            values.reserveCapacity(end - start + 1)
-            for identifier in identifiers[start..<end] { values.append(identifier.rawValue) }
-            let rows = try Row.fetchCursor(statement, arguments: StatementArguments(values))
-            while let row = try rows.next() {
-                count(state: row[0], pinned: row[1], bytes: row[2], dataless: row[3])
+            let raw = statement.sqliteStatement
+            sqlite3_reset(raw)
+            arena.reset(reserving: identifiers[start..<end].reduce(0) { $0 + $1.rawValue.utf8.count })
+            var code = sqlite3_bind_int64(raw, 1, domainID)
+            for (offset, identifier) in identifiers[start..<end].enumerated() where code == SQLITE_OK {
+                var value = identifier.rawValue
+                code = value.withUTF8 { bytes in
+                    // Bound where the arena holds it (SQLITE_STATIC) until the bindings are cleared.
+                    guard let copy = arena.copy(UnsafeRawBufferPointer(bytes)) else {
+                        return sqlite3_bind_text(raw, Int32(offset + 2), "", 0, nil)
+                    }
+                    return sqlite3_bind_text(raw, Int32(offset + 2), copy.assumingMemoryBound(to: CChar.self), Int32(bytes.count), nil)
+                }
             }
+            while code == SQLITE_OK {
+                let step = sqlite3_step(raw)
+                guard step == SQLITE_ROW else {
+                    code = step == SQLITE_DONE ? SQLITE_DONE : step
+                    break
+                }
+                // A state is a short word: a small string, no allocation.
+                let state = sqlite3_column_text(raw, 0).map { String(cString: $0) } ?? ""
+                count(
+                    state: state, pinned: sqlite3_column_int64(raw, 1) != 0, bytes: sqlite3_column_int64(raw, 2),
+                    dataless: sqlite3_column_int64(raw, 3) != 0)
+            }
+            let message = code == SQLITE_DONE ? nil : String(cString: sqlite3_errmsg(db.sqliteConnection))
+            sqlite3_reset(raw)
+            sqlite3_clear_bindings(raw)
+            if code != SQLITE_DONE { throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message) }
             start = end
         }
     }
