@@ -109,9 +109,37 @@ public enum ContentType {
         case .folder: return folder
         case .symlink: return symlink
         case .file:
+            if let known = guessASCII(filename) { return known }
             guard let dot = filename.lastIndex(of: "."), dot != filename.startIndex else { return data }
             let ext = filename[filename.index(after: dot)...].lowercased()
             return byExtension[ext] ?? data
+        }
+    }
+
+    /// The longest extension ``byExtension`` knows.
+    private static let longestExtension = 5
+
+    /// ``guess(filename:kind:)`` for a file whose extension and the byte before its dot are
+    /// ASCII (every listed item's type is guessed: this looks at bytes, where the general
+    /// path breaks the name into characters and lowercases a copy of the extension); `nil`
+    /// for any other name, which the general path answers.
+    private static func guessASCII(_ filename: String) -> String? {
+        let utf8 = filename.utf8
+        guard let dot = utf8.lastIndex(of: 0x2E) else { return data }
+        // A dot first (a hidden file without extension) or after a byte that is not ASCII
+        // (where a character may join it): the general path.
+        guard dot != utf8.startIndex, utf8[utf8.index(before: dot)] < 0x80 else { return nil }
+        let ext = utf8[utf8.index(after: dot)...]
+        if ext.contains(where: { $0 >= 0x80 }) { return nil }
+        if ext.count > longestExtension { return data }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: longestExtension) { buffer in
+            var count = 0
+            for byte in ext {
+                buffer[count] = byte >= 0x41 && byte <= 0x5A ? byte + 0x20 : byte
+                count += 1
+            }
+            // At most five bytes: a small string, no allocation.
+            return byExtension[String(decoding: UnsafeBufferPointer(rebasing: buffer[0..<count]), as: UTF8.self)] ?? data
         }
     }
 }

@@ -18,11 +18,14 @@ struct ItemCounts {
 
     /// What `records` add to the counters.
     init(_ records: [ItemRecord]) {
-        for index in records.indices where !records[index].path.isEmpty {
-            let record = records[index]
-            count(
-                state: record.state.rawValue, pinned: record.contentPolicy == .eager,
-                bytes: record.state == .materialized ? record.size : 0, dataless: record.isDataless)
+        // Through the buffer: `records[index]` would copy each record (its strings retained).
+        records.withUnsafeBufferPointer { rows in
+            for index in rows.indices where !rows[index].path.isEmpty {
+                let state = rows[index].state
+                count(
+                    state: state.rawValue, pinned: rows[index].contentPolicy == .eager,
+                    bytes: state == .materialized ? rows[index].size : 0, dataless: rows[index].isDataless)
+            }
         }
     }
 

@@ -59,10 +59,10 @@ extension ItemRecord {
     /// first SQLite error code, or `SQLITE_OK`.
     func bind(to statement: SQLiteStatement, firstIndex: Int32 = 1, arena: BindArena) -> Int32 {
         var code = SQLITE_OK
-        func check(_ result: Int32) { if code == SQLITE_OK { code = result } }
+        @inline(__always) func check(_ result: Int32) { if code == SQLITE_OK { code = result } }
         // A nil destructor is SQLITE_STATIC: SQLite reads the bytes where they are (in the
         // arena) until the binding is replaced or cleared.
-        func text(_ index: Int32, _ value: String?) {
+        @inline(__always) func text(_ index: Int32, _ value: String?) {
             guard var value else { return check(sqlite3_bind_null(statement, index)) }
             value.withUTF8 { bytes in
                 guard let copy = arena.copy(UnsafeRawBufferPointer(bytes)) else {
@@ -72,7 +72,7 @@ extension ItemRecord {
                     sqlite3_bind_text(statement, index, copy.assumingMemoryBound(to: CChar.self), Int32(bytes.count), nil))
             }
         }
-        func blob(_ index: Int32, _ value: Data?) {
+        @inline(__always) func blob(_ index: Int32, _ value: Data?) {
             guard let value else { return check(sqlite3_bind_null(statement, index)) }
             value.withUnsafeBytes { bytes in
                 // An empty blob is still a blob (NOT NULL columns): zeroblob(0), not NULL.
@@ -80,11 +80,11 @@ extension ItemRecord {
                 check(sqlite3_bind_blob(statement, index, copy, Int32(bytes.count), nil))
             }
         }
-        func int(_ index: Int32, _ value: Int64?) {
+        @inline(__always) func int(_ index: Int32, _ value: Int64?) {
             guard let value else { return check(sqlite3_bind_null(statement, index)) }
             check(sqlite3_bind_int64(statement, index, value))
         }
-        func double(_ index: Int32, _ value: Double?) {
+        @inline(__always) func double(_ index: Int32, _ value: Double?) {
             guard let value else { return check(sqlite3_bind_null(statement, index)) }
             check(sqlite3_bind_double(statement, index, value))
         }

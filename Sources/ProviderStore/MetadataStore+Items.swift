@@ -264,15 +264,17 @@ extension MetadataStore {
     ) throws {
         let raw = statement.sqliteStatement
         sqlite3_reset(raw)
-        // By index: `for record in records` would copy every record (a retain and a release
-        // of each of its strings) on the database's thread, the first sync's busiest.
-        var bytes = 0
-        for index in records.indices { bytes += records[index].boundByteCount }
-        arena.reset(reserving: bytes)
+        // Through the buffer: `for record in records`, and even `records[index].bind(…)` on
+        // the slice, copy every record (a retain and a release of each of its strings) on the
+        // database's thread, the first sync's busiest; the buffer's elements are borrowed.
         var code = SQLITE_OK
-        for index in records.indices where code == SQLITE_OK {
-            let row = Int32(index - records.startIndex)
-            code = records[index].bind(to: raw, firstIndex: row * ItemRecord.columnCount + 1, arena: arena)
+        records.withUnsafeBufferPointer { rows in
+            var bytes = 0
+            for index in rows.indices { bytes += rows[index].boundByteCount }
+            arena.reset(reserving: bytes)
+            for index in rows.indices where code == SQLITE_OK {
+                code = rows[index].bind(to: raw, firstIndex: Int32(index) * ItemRecord.columnCount + 1, arena: arena)
+            }
         }
         if code == SQLITE_OK {
             code = sqlite3_step(raw)
