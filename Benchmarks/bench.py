@@ -358,6 +358,9 @@ class Sample:
     # User + system CPU time of the measured process and the children it waited for (wait4's
     # rusage); None for tools that measure themselves.
     cpu_seconds: float | None = None
+    # What a tool that measures itself printed besides "seconds", "peak_mib" and
+    # "fetched_bytes" (kept in latest.json as "reported").
+    reported: dict | None = None
 
 
 def kill(pid: int) -> None:
@@ -408,8 +411,10 @@ def measure_reported(argv: list[str]) -> Sample:
     try:
         values = json.loads(done.stdout.decode().strip().splitlines()[-1])
         fetched = values.get("fetched_bytes")
+        rest = {k: v for k, v in values.items() if k not in ("seconds", "peak_mib", "fetched_bytes")}
         return Sample(
-            float(values["seconds"]), float(values.get("peak_mib", 0.0)), None if fetched is None else float(fetched)
+            float(values["seconds"]), float(values.get("peak_mib", 0.0)), None if fetched is None else float(fetched),
+            reported=rest or None,
         )
     except (IndexError, ValueError, KeyError) as e:
         raise CommandFailed(argv, 0, f"no JSON measurement on the last line of its output ({e})") from None
@@ -438,11 +443,13 @@ def iterate(tool: Tool, data: Path, runs_dir: Path = RUNS) -> Sample:
         samples = [measure_reported(argv) if tool.reports else measure(argv, tool.timeout) for argv in tool.timed(run)]
         fetched = [s.fetched_bytes for s in samples if s.fetched_bytes is not None]
         cpu = [s.cpu_seconds for s in samples]
+        reported = {k: v for s in samples for k, v in (s.reported or {}).items()}
         return Sample(
             sum(s.seconds for s in samples),
             max(s.peak_mib for s in samples),
             sum(fetched) if fetched else None,
             None if None in cpu else sum(cpu),
+            reported=reported or None,
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -526,7 +533,9 @@ def run_benchmark(bench: Benchmark, runs: int, warmup: int) -> list[Result]:
                 result.error = result.error or str(e)
             return results
     try:
-        for round in range(warmup + runs):
+        # As many rounds as the tool measured most often needs (a row whose tools all run once
+        # has one round after the warm-up).
+        for round in range(warmup + max(runs if t.runs is None else t.runs for t in bench.tools)):
             for tool, result in zip(bench.tools, results):
                 if result.error is not None:
                     continue
@@ -717,6 +726,7 @@ def save_raw(benches: list[Benchmark], results: list[Result], info: dict[str, st
                 "items": by_name[r.benchmark].items,
                 "cpu_seconds_per_10k_items": cpu_per_10k(by_name[r.benchmark], r) if r.ok else None,
                 "fetched_bytes": r.fetched or None,
+                "reported": [s.reported for s in r.samples] if any(s.reported for s in r.samples) else None,
                 "error": r.error,
                 "targets": targets(r),
             }

@@ -15,6 +15,12 @@ files each (10,100 folders), against rclone on the same tree.
   Target: < 1 s.
 - scale-1m-status, scale-1m-domain-list, scale-1m-ls (`ls` of d00/d00, 100 files; peer `ls -la`
   of the same folder of the tree): each < 50 ms, after an untimed first sync.
+- scale-serve-10x100k: ten local stores of 100,000 files each (10 × 100 × 100, dataset
+  serve10x100k, generated once like scale1m), ten domains added and synced (untimed), then one
+  `serve` of all ten with default options (Benchmarks/serve_idle.py): after every domain's
+  first sync in serve, the CPU time serve uses in 60 s with nothing changing, its resident
+  memory and peak, and how soon a file saved in three of the replicas is in its store. Runs
+  once. Targets: < 0.6 CPU-seconds in the 60 s (1% of a core), peak < 200 MiB.
 
 The rows belong to the group `scale-1m` (`--only scale-1m`, `--skip scale-1m`). The tree is
 generated once (Benchmarks/make_tree.py, a few minutes) into Benchmarks/data/scale1m with its
@@ -32,6 +38,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 MAKE_TREE = HERE / "make_tree.py"
 LATENCY = HERE / "serve_latency.py"
+SERVE_IDLE = HERE / "serve_idle.py"
+SERVED_DOMAINS = 10  # scale-serve-10x100k: ten domains of 100,000 files
 GROUP = "scale-1m"
 FOLDER = "d00/d00"  # a folder of 100 files, in every size of the tree
 
@@ -59,6 +67,14 @@ def register(bench) -> None:
 
     bench.DATASETS[dataset] = bench.Dataset(dataset, 1, make)
 
+    def make_served(root: Path) -> None:
+        print(f"  {SERVED_DOMAINS} trees of 100,000 files (generated once; reused while serve10x100k.stamp matches)", file=sys.stderr)
+        root.mkdir(parents=True)
+        for index in range(SERVED_DOMAINS):
+            subprocess.run([sys.executable, str(MAKE_TREE), str(root / f"t{index}"), "10"], check=True)
+
+    bench.DATASETS["serve10x100k"] = bench.Dataset("serve10x100k", 1, make_served)
+
     lsjson = Tool("rclone lsjson -R", lambda r: [r.rclone("lsjson", "-R", str(r.data))])
     bisync_timeout = float(os.environ.get("BENCH_BISYNC_TIMEOUT", "3600"))
 
@@ -77,6 +93,20 @@ def register(bench) -> None:
         return [stale, *Run.add_and_sync(r), r.fpctl("populate", f"{DOMAIN}:/{FOLDER}")]
 
     peak = bench.peak_under_mib(150)
+    served_tool = f"fileproviderctl serve of {SERVED_DOMAINS} × 100,000 items: CPU-s in 60 s idle"
+
+    def served_setup(r):
+        commands = []
+        for index in range(SERVED_DOMAINS):
+            name = f"s{index}"
+            commands += [r.fpctl("domain", "add", name, "--backend", "local", "--root", str(r.data / f"t{index}")), r.fpctl("sync", name)]
+        return commands
+
+    def served(r):
+        specs = []
+        for index in range(SERVED_DOMAINS):
+            specs += ["--domain", f"s{index}:{r.home / 'domains' / f's{index}'}:{r.data / f't{index}'}"]
+        return [[sys.executable, str(SERVE_IDLE), str(bench.FPCTL), str(r.home), *specs]]
     quick = bench.under_seconds(0.050)
     serve_tool = f"fileproviderctl serve: save in {FOLDER} → in the store (median of 5)"
 
@@ -130,6 +160,15 @@ def register(bench) -> None:
             ],
             reference=serve_tool,
             target=bench.under_seconds(1.0),
+            group=GROUP,
+        ),
+        Benchmark(
+            "scale-serve-10x100k",
+            "serve10x100k",
+            [Tool(served_tool, served, setup=served_setup, ours=True, reports=True, runs=1)],
+            reference=served_tool,
+            target=Target("idle CPU < 1% (< 0.6 CPU-s in 60 s)", lambda mine, ref: mine < 0.6),
+            also=((served_tool, bench.peak_under_mib(200)),),
             group=GROUP,
         ),
         Benchmark(
