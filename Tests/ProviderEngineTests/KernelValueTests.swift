@@ -10,7 +10,7 @@ import Testing
 
 /// Numbers the engine takes from the kernel and from files in the replica, which must never
 /// trap: 64-bit inode numbers with the top bit set (NFS, CIFS and FUSE file systems hand them
-/// out).
+/// out), placeholder files with dates no item can have.
 @Suite struct KernelValueTests {
     @Test func anInodeNumberWithTheTopBitSetIsKeptAsItsBitPattern() {
         var info = stat()
@@ -21,5 +21,21 @@ import Testing
             let print = Replica.fingerprint(info)
             #expect(print.inode == kept && print.isRegularFile && print.size == 3, "inode \(inode)")
         }
+    }
+
+    @Test func aPlaceholderFileWithAnImpossibleDateIsReadWithoutIt() throws {
+        func placeholder(date: String) throws -> PlaceholderMetadata {
+            let text = """
+                {"domain":"d","identifier":"i","parentIdentifier":"p","filename":"f","kind":"file",\
+                "contentType":"public.data","size":3,"contentModificationDate":\(date),\
+                "contentVersion":"00","metadataVersion":"00"}
+                """
+            return try PlaceholderMetadata.read(from: Data(text.utf8))
+        }
+        for date in ["1e300", "-1e300", "1e10", "-1e11"] {
+            #expect(try placeholder(date: date).contentModificationDate == nil, "\(date)")
+        }
+        #expect(try placeholder(date: "1600000000.5").contentModificationDate == 1_600_000_000.5)
+        #expect(try placeholder(date: "0").contentModificationDate == 0)
     }
 }
