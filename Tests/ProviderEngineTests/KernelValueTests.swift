@@ -1,5 +1,6 @@
 import Foundation
 import ProviderCore
+import ProviderStore
 import Testing
 
 @testable import ProviderEngine
@@ -37,5 +38,25 @@ import Testing
         }
         #expect(try placeholder(date: "1600000000.5").contentModificationDate == 1_600_000_000.5)
         #expect(try placeholder(date: "0").contentModificationDate == 0)
+    }
+}
+
+/// The scan's settle test on file times a program set: a file dated centuries back (1684 on
+/// tmpfs, here 1906 against a clock in 2223) is settled, and its age past Int64 does not trap.
+@Suite struct ScanTimeTests {
+    @Test func aFileDatedFarBackIsSettledWithoutOverflow() throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-old-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url.appendingPathComponent("staging"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: url) }
+        let replica = Replica(root: url, staging: url.appendingPathComponent("staging"))
+        try Data("old".utf8).write(to: replica.url("old.txt"))
+        var times = [timespec(tv_sec: -2_000_000_000, tv_nsec: 0), timespec(tv_sec: -2_000_000_000, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, replica.path("old.txt"), &times, 0) == 0)
+        let root = ItemRecord(
+            domainID: 1, item: Item(identifier: .rootContainer, parentIdentifier: .rootContainer, filename: "", kind: .folder), path: "")
+        let scanner = LocalScanner(replica: replica, domain: "d", ignore: IgnoreRules(), settleNanos: 1_000_000_000)
+        let result = scanner.scan(records: [root], now: Date(timeIntervalSince1970: 8_000_000_000))
+        #expect(result.changes.map(\.path) == ["old.txt"], "\(result.changes)")
+        #expect(result.unsettled.isEmpty)
     }
 }
