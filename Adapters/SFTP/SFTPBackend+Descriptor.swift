@@ -103,7 +103,11 @@ extension SFTPBackend {
             identity = path
         }
         let timeout = try configuration.integer("timeout") ?? 30
-        guard timeout >= 1 else { throw FileProviderError(.invalidArgument, "--timeout takes at least 1 second") }
+        // At most a day, as the HTTP adapters: the connect wait is poll's Int32 of milliseconds,
+        // and a larger number trapped converting to it.
+        guard (1...86_400).contains(timeout) else {
+            throw FileProviderError(.invalidArgument, "--timeout takes 1 to 86400 seconds, not \(timeout)")
+        }
         // Domains added before ssh -G stored these defaults literally; they mean "as ssh does".
         let knownHosts = configuration["known-hosts"].flatMap { $0 == "~/.ssh/known_hosts" ? nil : $0 }
         let configFile = configuration["ssh-config"].flatMap { $0 == "~/.ssh/config" ? nil : $0 }

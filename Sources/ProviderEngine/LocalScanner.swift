@@ -75,9 +75,13 @@ struct LocalScanner {
         // as this or later.
         let walkStarted = min(Self.coarseClockNanos(), changesSince ?? .max)
         let nowNanos = Int64(now.timeIntervalSince1970 * 1e9)
-        // Settled: unchanged for the settle time, or seen finished and not changed since.
+        // Settled: unchanged for the settle time, or seen finished and not changed since. A
+        // file's time is any a program set (1684 on tmpfs, from a tar archive): an age past
+        // Int64 is a file long settled (or, dated far ahead, not settled).
         let settled = { (print: FileFingerprint, path: String) -> Bool in
-            settleNanos <= 0 || nowNanos - print.modificationNanos >= settleNanos || finishedWrites[path] == print.modificationNanos
+            let (age, overflow) = nowNanos.subtractingReportingOverflow(print.modificationNanos)
+            return settleNanos <= 0 || (overflow ? print.modificationNanos < 0 : age >= settleNanos)
+                || finishedWrites[path] == print.modificationNanos
         }
         var findings = ScanFindings(limit: findingsLimit)
         // Depth first, each folder's subfolders in the order they were read: what waits is a

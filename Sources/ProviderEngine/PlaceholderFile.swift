@@ -33,14 +33,23 @@ public struct PlaceholderMetadata: Codable, Hashable, Sendable {
         symlinkTarget = record.symlinkTarget
     }
 
-    /// Reads a placeholder file.
+    /// Reads a placeholder file. A date no item can have (the file is in the replica, where
+    /// any program may write it: 1e300 would trap when a conversion dates a dataless file with
+    /// it) is dropped.
     /// - Throws: `corruptData` when the file is not a placeholder.
     public static func read(from data: Data) throws(FileProviderError) -> PlaceholderMetadata {
+        var metadata: PlaceholderMetadata
         do {
-            return try JSONDecoder().decode(PlaceholderMetadata.self, from: data)
+            metadata = try JSONDecoder().decode(PlaceholderMetadata.self, from: data)
         } catch {
             throw FileProviderError(.corruptData, "not a placeholder file: \(error)")
         }
+        if let seconds = metadata.contentModificationDate,
+            ItemBounds.problem(withDate: Date(timeIntervalSince1970: seconds), "date") != nil
+        {
+            metadata.contentModificationDate = nil
+        }
+        return metadata
     }
 
     /// The JSON bytes, written by hand: JSONEncoder is too slow for 100,000 placeholders.

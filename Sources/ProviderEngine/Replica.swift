@@ -236,12 +236,13 @@ public struct Replica: Sendable {
         return Self.fingerprint(info)
     }
 
-    /// The fingerprint of what `info` describes.
-    private static func fingerprint(_ info: stat) -> FileFingerprint {
+    /// The fingerprint of what `info` describes. The inode number is kept as its bit pattern:
+    /// NFS, CIFS and FUSE file systems hand out 64-bit numbers with the top bit set.
+    static func fingerprint(_ info: stat) -> FileFingerprint {
         FileFingerprint(
             size: Int64(info.st_size),
             modificationNanos: nanoseconds(info.st_mtim),
-            inode: Int64(info.st_ino),
+            inode: Int64(bitPattern: UInt64(info.st_ino)),
             isRegularFile: (info.st_mode & S_IFMT) == S_IFREG,
             isDirectory: (info.st_mode & S_IFMT) == S_IFDIR,
             isSymlink: (info.st_mode & S_IFMT) == S_IFLNK)

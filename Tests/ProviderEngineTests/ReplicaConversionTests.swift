@@ -348,6 +348,26 @@ import Testing
             #expect(f.memory.contents(of: "edit.txt") == Self.edited)
         }
     }
+
+    /// A placeholder file anyone may have written, with a date no item can have: the
+    /// conversion makes its dataless file without that date (converting 1e300 seconds to a
+    /// `timespec` trapped).
+    @Test func aPlaceholderWithAnImpossibleDateConvertsWithoutIt() async throws {
+        try await Fixture.with { f in
+            let old = try await prepare(f)
+            let replica = URL(fileURLWithPath: old.replica.root.path)
+            let backing = f.home.appendingPathComponent("replicas/mem")
+            let file = replica.appendingPathComponent("cold.txt.placeholder")
+            var json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any])
+            json["contentModificationDate"] = 1e300
+            try JSONSerialization.data(withJSONObject: json).write(to: file)
+            #expect(try PlaceholderMetadata.read(from: Data(contentsOf: file)).contentModificationDate == nil)
+            let converted = try await f.manager.convertDomain(named: "mem", to: .dataless)
+            #expect(converted.convertedPlaceholders == 2)
+            #expect(isDataless(backing.appendingPathComponent("cold.txt")))
+        }
+    }
+
     /// Dataless files the user moved away from their items find them a page of records at a
     /// time (pages of 1 here), not in a map of every item of the domain.
     @Test func datalessFilesMovedAwayFindTheirItemsAPageAtATime() async throws {

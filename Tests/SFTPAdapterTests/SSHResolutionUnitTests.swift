@@ -256,6 +256,20 @@ struct SSHResolutionUnitTests {
         }
     }
 
+    /// A timeout whose milliseconds do not fit poll's Int32 is refused when the domain is
+    /// configured (it trapped when the connection waited for the server).
+    @Test func aTimeoutPollCannotWaitIsRefused() throws {
+        for (given, accepted) in [("1", true), ("86400", true), ("0", false), ("86401", false), ("3000000", false)] {
+            let options = try SFTPBackend.descriptor.validate(["host": "box", "timeout": given])
+            do {
+                let request = try SFTPBackend.request(options)
+                #expect(accepted && request.timeout == Int(given), "--timeout \(given)")
+            } catch {
+                #expect(!accepted && error.code == .invalidArgument, "--timeout \(given): \(error)")
+            }
+        }
+    }
+
     /// A stand-in for `ssh` that runs `script`.
     static func fakeSSH(_ script: String) throws -> String {
         let path = try TestServer.scratch().appendingPathComponent("ssh").path
