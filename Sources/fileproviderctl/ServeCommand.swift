@@ -64,23 +64,33 @@ struct ServeCommand: AsyncParsableCommand {
     /// The log level: `--log-level`, `-v` or `-q` (``GlobalOptions/logLevel(default:)``), else info.
     var logLevel: String { global.logLevel(default: .info).rawValue }
 
+    /// The longest any of serve's intervals may be: a year. Longer ones overflow the
+    /// nanoseconds serve counts in (about 292 years).
+    static let longestSeconds: Double = 365 * 86_400
+
     func validate() throws {
-        guard pollInterval > 0, pollInterval.isFinite else { throw ValidationError("--poll-interval must be a positive number of seconds") }
-        guard settle >= 0, settle.isFinite else { throw ValidationError("--settle must be 0 or more seconds") }
-        guard evictionInterval > 0, evictionInterval.isFinite else {
-            throw ValidationError("--eviction-interval must be a positive number of seconds")
+        func check(_ value: Double, _ option: String, zero: Bool = false) throws {
+            guard value.isFinite, zero ? value >= 0 : value > 0, value <= Self.longestSeconds else {
+                let range = zero ? "0 to" : "more than 0 and at most"
+                throw ValidationError("\(option) takes \(range) \(Int(Self.longestSeconds)) seconds (a year), not \(value)")
+            }
         }
-        guard fullScanInterval > 0, fullScanInterval.isFinite else {
-            throw ValidationError("--full-scan-interval must be a positive number of seconds")
-        }
+        try check(pollInterval, "--poll-interval")
+        try check(settle, "--settle", zero: true)
+        try check(evictionInterval, "--eviction-interval")
+        try check(fullScanInterval, "--full-scan-interval")
         _ = try parsedPollIntervals()
     }
 
     func parsedPollIntervals() throws -> [String: Double] {
         var result: [String: Double] = [:]
         for value in domainPollIntervals {
-            guard let equals = value.lastIndex(of: "="), let seconds = Double(value[value.index(after: equals)...]), seconds > 0 else {
-                throw ValidationError("--domain-poll-interval takes DOMAIN=SECONDS with a positive number, not '\(value)'")
+            guard let equals = value.lastIndex(of: "="), let seconds = Double(value[value.index(after: equals)...]), seconds > 0,
+                seconds.isFinite, seconds <= Self.longestSeconds
+            else {
+                throw ValidationError(
+                    "--domain-poll-interval takes DOMAIN=SECONDS, more than 0 and at most \(Int(Self.longestSeconds)) seconds (a year), not '\(value)'"
+                )
             }
             result[String(value[..<equals])] = seconds
         }

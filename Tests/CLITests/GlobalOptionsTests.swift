@@ -108,4 +108,17 @@ import Testing
         #expect(!quiet.output.contains("serving"), "\(quiet.output)")
         #expect(!quiet.output.contains("stopped"), "\(quiet.output)")
     }
+
+    /// Intervals serve counts in nanoseconds: infinite, negative and absurdly long ones are usage
+    /// errors that say the range, never a crash.
+    @Test func serveRefusesIntervalsItCannotCount() async throws {
+        for arguments in [
+            ["--settle", "1e10"], ["--poll-interval", "1e300"], ["--eviction-interval", "inf"], ["--full-scan-interval=-1"],
+            ["--domain-poll-interval", "d=inf"], ["--domain-poll-interval", "d=1e12"], ["--settle", "nan"],
+        ] {
+            let result = try await cli.run(["serve", "d"] + arguments)
+            #expect(result.status == 64 || result.status == 2, "\(arguments): \(result.status) \(result.stderr)")
+            #expect(result.stderr.contains("31536000 seconds (a year)"), "\(arguments): \(result.stderr)")
+        }
+    }
 }
