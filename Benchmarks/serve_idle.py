@@ -20,20 +20,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-
-def wait_for(condition, timeout: float, interval: float = 0.001) -> bool:
-    deadline = time.perf_counter() + timeout
-    while time.perf_counter() < deadline:
-        if condition():
-            return True
-        time.sleep(interval)
-    return condition()
+from serve_latency import stop, wait_for
 
 
 def cpu_seconds(pid: int) -> float:
@@ -116,12 +108,7 @@ def main() -> int:
         )
         return 0
     finally:
-        serve.send_signal(signal.SIGTERM)
-        try:
-            serve.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            serve.kill()
-            serve.wait()
+        stop(serve, timeout=60)
         for path in saved:
             try:
                 path.unlink()

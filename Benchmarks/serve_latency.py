@@ -39,6 +39,16 @@ def wait_for(condition, timeout: float, interval: float = 0.001) -> bool:
     return condition()
 
 
+def stop(serve: subprocess.Popen, timeout: float = 30) -> None:
+    """SIGTERM, then SIGKILL if serve has not stopped within `timeout` seconds."""
+    serve.send_signal(signal.SIGTERM)
+    try:
+        serve.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        serve.kill()
+        serve.wait()
+
+
 def peak_mib(pid: int) -> float:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -101,12 +111,7 @@ def main() -> int:
         print(json.dumps({"seconds": statistics.median(latencies), "latencies": latencies, "peak_mib": peak}))
         return 0
     finally:
-        serve.send_signal(signal.SIGTERM)
-        try:
-            serve.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            serve.kill()
-            serve.wait()
+        stop(serve)
         if args.clean:
             for index in range(args.saves):
                 for name in (f"latency-{index}.bin", f".latency-{index}.bin.swp"):

@@ -27,17 +27,25 @@ import Testing
         return summary
     }
 
+    /// Expects each domain's counters to say what a count of its rows says, and its item count
+    /// (the counters and the root) to be its rows.
+    static func expectCounted(
+        _ store: MetadataStore, _ domains: [Int64], after step: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        for domain in domains {
+            #expect(try store.summary(domainID: domain) == (try counted(store, domain)), "after \(step)", sourceLocation: sourceLocation)
+            let rows =
+                try store.descendants(domainID: domain, of: "").count + (try store.item(domainID: domain, path: "") == nil ? 0 : 1)
+            #expect(try store.itemCount(domainID: domain) == rows, "after \(step)", sourceLocation: sourceLocation)
+        }
+    }
+
     @Test func theCountersFollowEveryKindOfWrite() throws {
         try withStore { store, _ in
             let id = try makeDomain(store, "d")
             let other = try makeDomain(store, "other")
             func check(_ step: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
-                for domain in [id, other] {
-                    let summary = try store.summary(domainID: domain)
-                    #expect(summary == (try Self.counted(store, domain)), "after \(step)", sourceLocation: sourceLocation)
-                }
-                let rows = try store.descendants(domainID: id, of: "").count + (try store.item(domainID: id, path: "") == nil ? 0 : 1)
-                #expect(try store.itemCount(domainID: id) == rows, "after \(step)", sourceLocation: sourceLocation)
+                try Self.expectCounted(store, [id, other], after: step, sourceLocation: sourceLocation)
             }
             var folder = record(id, "f", folder: true)
             folder.isDataless = true
@@ -80,9 +88,7 @@ import Testing
         try withStore { store, _ in
             let id = try makeDomain(store, "d")
             func check(_ step: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
-                #expect(try store.summary(domainID: id) == (try Self.counted(store, id)), "after \(step)", sourceLocation: sourceLocation)
-                let rows = try store.descendants(domainID: id, of: "").count + (try store.item(domainID: id, path: "") == nil ? 0 : 1)
-                #expect(try store.itemCount(domainID: id) == rows, "after \(step)", sourceLocation: sourceLocation)
+                try Self.expectCounted(store, [id], after: step, sourceLocation: sourceLocation)
             }
             var folder = record(id, "f", folder: true)
             folder.isDataless = true
@@ -137,11 +143,7 @@ import Testing
             let id = try makeDomain(store, "d")
             let other = try makeDomain(store, "other")
             func check(_ step: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
-                for domain in [id, other] {
-                    #expect(
-                        try store.summary(domainID: domain) == (try Self.counted(store, domain)), "after \(step)",
-                        sourceLocation: sourceLocation)
-                }
+                try Self.expectCounted(store, [id, other], after: step, sourceLocation: sourceLocation)
             }
             var pinned = record(id, "f/pinned.bin", size: 5)
             pinned.contentPolicy = .eager
