@@ -6,7 +6,25 @@ public enum JSONText {
     /// `string` as a JSON string literal, quotes included: `"`, `\` and control characters
     /// escaped, everything else as it is.
     public static func quoted(_ string: String) -> String {
-        var out = "\""
+        var out = ""
+        append(quoted: string, to: &out)
+        return out
+    }
+
+    /// Appends ``quoted(_:)`` of `string` to `out`.
+    public static func append(quoted string: String, to out: inout String) {
+        out += "\""
+        append(escaped: string, to: &out)
+        out += "\""
+    }
+
+    /// Appends `string` escaped for the inside of a JSON string literal (no quotes around it).
+    public static func append(escaped string: String, to out: inout String) {
+        // Most strings need no escape: one pass over the bytes, one copy.
+        if string.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            out += string
+            return
+        }
         for scalar in string.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""
@@ -22,7 +40,6 @@ public enum JSONText {
                 }
             }
         }
-        return out + "\""
     }
 
     /// A JSON object of string values, keys sorted.

@@ -12,6 +12,8 @@ public enum TerminalText {
     /// `esc\u{1B}[31mRED.txt` is `'esc'$'\033''[31mRED.txt'`. A name without such characters is
     /// returned as it is (spaces and quotes included), as `ls` prints to a pipe.
     public static func quoted(_ name: String) -> String {
+        // Printable ASCII (most names) needs no look at Unicode properties.
+        if name.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return name }
         guard name.unicodeScalars.contains(where: isUnsafe) else { return name }
         return quoted(bytes: Array(name.utf8))
     }
@@ -67,6 +69,7 @@ public enum TerminalText {
     /// C1: escape sequences, line breaks, carriage returns), line and paragraph separators, and
     /// bidirectional controls (which make a name read in another order than it is).
     public static func isUnsafe(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar.value < 0x80 { return scalar.value < 0x20 || scalar.value == 0x7F }
         let properties = scalar.properties
         switch properties.generalCategory {
         case .control, .lineSeparator, .paragraphSeparator: return true

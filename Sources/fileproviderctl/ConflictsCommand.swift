@@ -44,7 +44,7 @@ struct ConflictsCommand: AsyncParsableCommand {
         for conflict in conflicts {
             let domain = names[conflict.domainID] ?? "?"
             text +=
-                "\(Output.date(conflict.createdAt))  \(conflict.kind.padding(toLength: max(21, conflict.kind.count + 1), withPad: " ", startingAt: 0))\(Output.name("\(domain):/\(conflict.path)"))"
+                "\(Output.date(conflict.createdAt))  \(Output.padded(conflict.kind, to: max(21, conflict.kind.count + 1)))\(Output.name("\(domain):/\(conflict.path)"))"
             if let kept = conflict.keptPath { text += " -> \(Output.name("\(domain):/\(kept)"))" }
             text += "\n    \(Output.text(conflict.details))\n"
         }

@@ -60,7 +60,7 @@ struct DomainRemoveCommand: AsyncParsableCommand {
             let width = min(40, shown.map(\.count).max() ?? 0)
             for (change, path) in zip(unsent, shown) {
                 text +=
-                    "  \(path.padding(toLength: max(width, path.count), withPad: " ", startingAt: 0))  \(change.kind.rawValue): \(Output.text(change.reason))\n"
+                    "  \(Output.padded(path, to: width))  \(change.kind.rawValue): \(Output.text(change.reason))\n"
             }
             text +=
                 "Send them with 'fileproviderctl sync \(name)', keep the replica folder with --keep-replica, or remove it anyway (losing them) with --force.\n"

@@ -78,10 +78,10 @@ struct ListCommand: AsyncParsableCommand {
             if record.state == .placeholder, let present = partial[record.identifier], record.size > 0 {
                 state = "partial \(min(99, Int(present * 100 / record.size)))%"
             }
-            text += state.padding(toLength: 22, withPad: " ", startingAt: 0)
+            text += Output.padded(state, to: 22)
             let (policy, setOn) = policies.resolve(record)
             let policyLabel = policy.rawValue + (setOn == record.path ? "*" : "")
-            text += policyLabel.padding(toLength: 24, withPad: " ", startingAt: 0)
+            text += Output.padded(policyLabel, to: 24)
             text += String(repeating: " ", count: max(0, 10 - size.count)) + size + "  "
             text += Output.date(record.modificationDate) + "  " + Output.name(shown) + (record.kind == .folder ? "/" : "") + "\n"
         }
@@ -128,7 +128,8 @@ enum ItemJSON {
         out.reserveCapacity(records.count * 200)
         for (index, record) in records.enumerated() {
             if index > 0 { out += "," }
-            out += "\n" + element(record, domain: domain, policies: policies, partial: partial, full: full)
+            out += "\n"
+            append(record, to: &out, domain: domain, policies: policies, partial: partial, full: full)
         }
         out += records.isEmpty ? "]\n" : "\n]\n"
         return out
@@ -138,18 +139,58 @@ enum ItemJSON {
     static func element(
         _ record: ItemRecord, domain: String, policies: PolicyResolver, partial: [ItemIdentifier: Int64], full: Bool
     ) -> String {
-        var out = "{\"domain\":" + quote(domain) + ",\"path\":" + quote("/" + record.path)
-        out += ",\"name\":" + quote(record.filename) + ",\"identifier\":" + quote(record.identifier.rawValue)
-        out += ",\"kind\":\"\(record.kind.rawValue)\",\"state\":\"\(record.state.rawValue)\""
+        var out = ""
+        append(record, to: &out, domain: domain, policies: policies, partial: partial, full: full)
+        return out
+    }
+
+    /// Appends one item's JSON object to `out`, piece by piece (no string per item or per
+    /// field: a 10,000-item listing spent a fifth of its time building them).
+    static func append(
+        _ record: ItemRecord, to out: inout String, domain: String, policies: PolicyResolver, partial: [ItemIdentifier: Int64],
+        full: Bool
+    ) {
+        out += "{\"domain\":"
+        JSONText.append(quoted: domain, to: &out)
+        out += ",\"path\":\"/"
+        JSONText.append(escaped: record.path, to: &out)
+        out += "\",\"name\":"
+        JSONText.append(quoted: record.filename, to: &out)
+        out += ",\"identifier\":"
+        JSONText.append(quoted: record.identifier.rawValue, to: &out)
+        out += ",\"kind\":\""
+        out += record.kind.rawValue
+        out += "\",\"state\":\""
+        out += record.state.rawValue
         let (policy, setOn) = policies.resolve(record)
-        out += ",\"policy\":\"\(policy.rawValue)\",\"policySetOn\":" + (setOn.map { quote("/" + $0) } ?? "null")
-        out += ",\"pinned\":\(policy == .eager),\"size\":\(record.size)"
-        if record.kind == .folder { out += ",\"dataless\":\(record.isDataless)" }
-        out += ",\"contentType\":" + quote(record.contentType) + ",\"mimeType\":" + quote(ContentType.mimeType(of: record.contentType))
-        if let date = record.modificationDate { out += ",\"modified\":\"" + Output.jsonDate(date) + "\"" }
-        if record.state == .materialized { out += ",\"outdated\":\(record.isOutdated)" }
+        out += "\",\"policy\":\""
+        out += policy.rawValue
+        out += "\",\"policySetOn\":"
+        if let setOn {
+            out += "\"/"
+            JSONText.append(escaped: setOn, to: &out)
+            out += "\""
+        } else {
+            out += "null"
+        }
+        out += policy == .eager ? ",\"pinned\":true,\"size\":" : ",\"pinned\":false,\"size\":"
+        out += String(record.size)
+        if record.kind == .folder { out += record.isDataless ? ",\"dataless\":true" : ",\"dataless\":false" }
+        out += ",\"contentType\":"
+        JSONText.append(quoted: record.contentType, to: &out)
+        out += ",\"mimeType\":"
+        JSONText.append(quoted: ContentType.mimeType(of: record.contentType), to: &out)
+        if let date = record.modificationDate {
+            out += ",\"modified\":\""
+            out += Output.jsonDate(date)
+            out += "\""
+        }
+        if record.state == .materialized { out += record.isOutdated ? ",\"outdated\":true" : ",\"outdated\":false" }
         if record.state == .placeholder, let present = partial[record.identifier] { out += ",\"presentBytes\":\(present)" }
-        if let target = record.symlinkTarget { out += ",\"symlinkTarget\":" + quote(target) }
+        if let target = record.symlinkTarget {
+            out += ",\"symlinkTarget\":"
+            JSONText.append(quoted: target, to: &out)
+        }
         if full {
             out += ",\"parentIdentifier\":" + quote(record.parentIdentifier.rawValue)
             out +=
@@ -157,7 +198,7 @@ enum ItemJSON {
             if let version = record.localContentVersion { out += ",\"localContentVersion\":\"\(version.hexString)\"" }
             if let error = record.lastError { out += ",\"lastError\":" + quote(error) }
         }
-        return out + "}"
+        out += "}"
     }
 
     /// A JSON array written to standard output element by element, as records are read: the
@@ -180,7 +221,8 @@ enum ItemJSON {
             out.reserveCapacity(records.count * 200)
             for record in records {
                 if count > 0 { out += "," }
-                out += "\n" + ItemJSON.element(record, domain: domain, policies: policies, partial: partial, full: full)
+                out += "\n"
+                ItemJSON.append(record, to: &out, domain: domain, policies: policies, partial: partial, full: full)
                 count += 1
             }
             Output.write(out)

@@ -79,6 +79,14 @@ enum Output {
     /// `1.5 KiB`, `3.0 MiB` (``ByteCount/format(_:)``).
     static func bytes(_ count: Int64) -> String { ByteCount.format(count) }
 
+    /// `text` followed by spaces up to `width` characters; longer text is returned whole. (Not
+    /// Foundation's `padding(toLength:withPad:startingAt:)`: it bridges through `NSString`, a
+    /// fifth of `ls`'s time for a 10,000-item folder, and cuts longer text.)
+    static func padded(_ text: String, to width: Int) -> String {
+        let count = text.count
+        return count >= width ? text : text + String(repeating: " ", count: width - count)
+    }
+
     /// A budget in binary units (`20.0 GiB`), or `none`.
     static func budget(_ bytes: Int64?) -> String {
         bytes.map { Output.bytes($0) } ?? "none"

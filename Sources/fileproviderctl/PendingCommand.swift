@@ -46,7 +46,7 @@ struct PendingCommand: AsyncParsableCommand {
             var text = ""
             for (row, path) in zip(rows, shown) {
                 text +=
-                    "\(path.padding(toLength: max(width, path.count), withPad: " ", startingAt: 0))  \(row.kind): \(Output.text(row.reason))\n"
+                    "\(Output.padded(path, to: width))  \(row.kind): \(Output.text(row.reason))\n"
             }
             Output.write(text)
             for failure in failures { Output.warning("\(failure.domain): \(failure.error)") }

@@ -73,6 +73,15 @@ import Testing
         #expect(try store.partiallyPresent(domainID: id, among: paths.map { ItemIdentifier($0) }) == domain)
         #expect(try store.partiallyPresent(domainID: id, among: [ItemIdentifier("q"), ItemIdentifier("t")]) == [ItemIdentifier("q"): 300])
         #expect(try store.partiallyPresent(domainID: id, among: []) == [:])
+        // Fewer partly present files than the page: one pass over the ranges, matched with the page.
+        #expect(
+            try store.partiallyPresent(domainID: id, among: ["t", "r", "s", "u", "v"].map { ItemIdentifier($0) }) == [
+                ItemIdentifier("r"): 300
+            ])
+        let other = try #require(
+            try store.insertDomain(DomainRecord(name: "e", backendKind: "local", configuration: [:], replicaPath: "/e")).id)
+        try store.apply(domainID: other, upserts: paths.map { item($0, domainID: other) }, deletions: [])
+        #expect(try store.partiallyPresent(domainID: other, among: paths.map { ItemIdentifier($0) }) == [:])
         #expect(try store.stalePartials(domainID: id).map(\.path) == ["r"])
     }
     @Test func aFolderReKeyedInStagesReplacesItsSubtreeAtOnceAndOnlyThen() throws {
