@@ -107,11 +107,17 @@ final class BackendProgram: @unchecked Sendable {
         output = outputPair[0]
         errors = errorPair[0]
         writer = SerialWriter(name: "backend-\(displayName)-writer")
-        let reader = Thread { [self] in readReplies() }
+        let reader = Thread { [self] in
+            ThreadName.setCurrent("backend-reader")
+            readReplies()
+        }
         reader.name = "backend-\(displayName)-reader"
         reader.stackSize = 1 << 20
         reader.start()
-        let stderrReader = Thread { [self] in readErrors() }
+        let stderrReader = Thread { [self] in
+            ThreadName.setCurrent("backend-stderr")
+            readErrors()
+        }
         stderrReader.name = "backend-\(displayName)-stderr"
         stderrReader.stackSize = 1 << 18
         stderrReader.start()
@@ -406,7 +412,10 @@ final class SerialWriter: @unchecked Sendable {
     private var isShutDown = false
 
     init(name: String) {
-        let thread = Thread { [self] in loop() }
+        let thread = Thread { [self] in
+            ThreadName.setCurrent(name)
+            loop()
+        }
         thread.name = name
         thread.stackSize = 1 << 18
         thread.start()

@@ -190,6 +190,7 @@ final class ChangeFeed: @unchecked Sendable {
 
     private func startThread(_ made: InotifyFD) {
         let thread = Thread { [self] in
+            ThreadName.setCurrent("local-feed")
             while true {
                 made.wait()
                 let done = lock.withLock { () -> Bool in

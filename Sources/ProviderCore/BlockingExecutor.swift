@@ -67,11 +67,13 @@ public final class BlockingExecutor: @unchecked Sendable {
         threadCount = threads
         for index in 0..<threads {
             let queue = self.queue
+            let threadName = "\(name)-\(index)"
             let thread = Thread {
+                ThreadName.setCurrent(threadName)
                 PoolCheck.markBlockingThread()
                 queue.loop()
             }
-            thread.name = "\(name)-\(index)"
+            thread.name = threadName
             thread.stackSize = 1 << 20
             thread.start()
         }

@@ -77,6 +77,7 @@ final class DatalessWatcher: @unchecked Sendable {
     /// Starts the thread that answers events.
     func start() {
         let thread = Thread { [self] in
+            ThreadName.setCurrent("fileprovider-dataless")
             loop()
             finished.open()
         }

@@ -164,6 +164,7 @@ public final class OnAccessHandler: @unchecked Sendable {
     public func start() {
         started.withLock { $0 = true }
         let thread = Thread { [self] in
+            ThreadName.setCurrent("fileprovider-on-access")
             loop()
             finished.open()
         }

@@ -124,6 +124,7 @@ final class ServeWatcher: @unchecked Sendable {
     func start() async {
         await withCheckedContinuation { (ready: CheckedContinuation<Void, Never>) in
             let thread = Thread { [self] in
+                ThreadName.setCurrent("fileprovider-inotify")
                 setUp()
                 ready.resume()
                 loop()

@@ -58,7 +58,10 @@ final class WALCheckpointer: @unchecked Sendable {
         waiting.append(path)
         if !started {
             started = true
-            let thread = Thread { [self] in loop() }
+            let thread = Thread { [self] in
+                ThreadName.setCurrent("wal-checkpoint")
+                loop()
+            }
             thread.name = "wal-checkpoint"
             thread.start()
         }
