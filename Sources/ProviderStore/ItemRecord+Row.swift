@@ -13,6 +13,24 @@ extension ItemRecord {
     static let columnCount: Int32 = 23
     static let placeholders = Array(repeating: "?", count: Int(columnCount)).joined(separator: ", ")
 
+    /// The columns a row new in the store has values for (``isFresh``), in the order of
+    /// ``bindFresh(to:firstIndex:arena:)``: ``columnList`` without the policy, the local
+    /// columns and the error, which an insert leaves `NULL`. A first sync binds 17 values a row
+    /// instead of 23 (binding was a sixth of its database thread's time).
+    static let freshColumnList = """
+        domainID, identifier, parentIdentifier, filename, path, kind, contentType, size, creationDate, \
+        modificationDate, contentVersion, metadataVersion, capabilities, symlinkTarget, contentHash, state, isDataless
+        """
+    static let freshColumnCount: Int32 = 17
+    static let freshPlaceholders = Array(repeating: "?", count: Int(freshColumnCount)).joined(separator: ", ")
+
+    /// Whether the columns ``freshColumnList`` leaves out are all `NULL` in this row: no policy
+    /// set on it, nothing downloaded or recorded of a local copy, no error.
+    var isFresh: Bool {
+        contentPolicy == nil && localContentVersion == nil && localSize == nil && localModificationNanos == nil
+            && localInode == nil && lastError == nil
+    }
+
     /// Decodes a row selected with ``columnList``, by position (faster than Codable).
     init(row: Row) {
         domainID = row[0]
@@ -58,6 +76,17 @@ extension ItemRecord {
     /// ``boundByteCount`` more bytes) and bound from there without another copy. Returns the
     /// first SQLite error code, or `SQLITE_OK`.
     func bind(to statement: SQLiteStatement, firstIndex: Int32 = 1, arena: BindArena) -> Int32 {
+        bind(to: statement, firstIndex: firstIndex, arena: arena, fresh: false)
+    }
+
+    /// ``bind(to:firstIndex:arena:)`` for a statement of ``freshColumnList``: the 17 values of
+    /// a row that ``isFresh``, to parameters `firstIndex` to `firstIndex + 16`.
+    func bindFresh(to statement: SQLiteStatement, firstIndex: Int32 = 1, arena: BindArena) -> Int32 {
+        bind(to: statement, firstIndex: firstIndex, arena: arena, fresh: true)
+    }
+
+    @inline(__always)
+    private func bind(to statement: SQLiteStatement, firstIndex: Int32, arena: BindArena, fresh: Bool) -> Int32 {
         var code = SQLITE_OK
         @inline(__always) func check(_ result: Int32) { if code == SQLITE_OK { code = result } }
         // A nil destructor is SQLITE_STATIC: SQLite reads the bytes where they are (in the
@@ -104,6 +133,10 @@ extension ItemRecord {
         text(firstIndex + 13, symlinkTarget)
         text(firstIndex + 14, contentHash)
         text(firstIndex + 15, state.rawValue)
+        if fresh {
+            int(firstIndex + 16, isDataless ? 1 : 0)
+            return code
+        }
         text(firstIndex + 16, contentPolicy?.rawValue)
         blob(firstIndex + 17, localContentVersion)
         int(firstIndex + 18, localSize)

@@ -186,19 +186,24 @@ extension MetadataStore {
     /// Writes rows: replacing rows of the same identifier or path, or (`insert`) failing with
     /// `SQLITE_CONSTRAINT` when there is one.
     private static func write(_ upserts: [ItemRecord], insert: Bool, in db: Database) throws {
-        // Many rows per statement: one step for 32 rows costs a third of 32 steps.
+        // Many rows per statement: one step for 32 rows costs a third of 32 steps. Inserted rows
+        // that have nothing in the columns a new row leaves NULL (a first sync's, nearly all) bind
+        // only the others.
+        let fresh = insert && upserts.allSatisfy(\.isFresh)
         var start = upserts.startIndex
         let arena = BindArena()
         if upserts.count >= Self.rowsPerUpsert {
-            let many = try db.cachedStatement(sql: insert ? Self.insertMany : Self.upsertMany)
+            let many = try db.cachedStatement(sql: fresh ? Self.insertFreshMany : insert ? Self.insertMany : Self.upsertMany)
             while upserts.endIndex - start >= Self.rowsPerUpsert {
-                try Self.execute(many, upserts[start..<(start + Self.rowsPerUpsert)], arena: arena, in: db)
+                try Self.execute(many, upserts[start..<(start + Self.rowsPerUpsert)], arena: arena, fresh: fresh, in: db)
                 start += Self.rowsPerUpsert
             }
         }
         if start < upserts.endIndex {
-            let one = try db.cachedStatement(sql: insert ? Self.insertOne : Self.upsert)
-            for index in start..<upserts.endIndex { try Self.execute(one, upserts[index...index], arena: arena, in: db) }
+            let one = try db.cachedStatement(sql: fresh ? Self.insertFreshOne : insert ? Self.insertOne : Self.upsert)
+            for index in start..<upserts.endIndex {
+                try Self.execute(one, upserts[index...index], arena: arena, fresh: fresh, in: db)
+            }
         }
     }
 
@@ -256,11 +261,17 @@ extension MetadataStore {
         + Array(repeating: "(\(ItemRecord.placeholders))", count: rowsPerUpsert).joined(separator: ", ")
     private static let insertMany = "INSERT" + upsertMany.dropFirst("INSERT OR REPLACE".count)
     private static let insertOne = "INSERT" + upsert.dropFirst("INSERT OR REPLACE".count)
+    private static let insertFreshOne = "INSERT INTO item (\(ItemRecord.freshColumnList)) VALUES (\(ItemRecord.freshPlaceholders))"
+    private static let insertFreshMany =
+        "INSERT INTO item (\(ItemRecord.freshColumnList)) VALUES "
+        + Array(repeating: "(\(ItemRecord.freshPlaceholders))", count: rowsPerUpsert).joined(separator: ", ")
 
     /// Runs an upsert statement for as many records as it has rows, bound without
     /// `StatementArguments`.
+    /// With `fresh`, the statement has the columns of ``ItemRecord/freshColumnList`` and
+    /// every record ``ItemRecord/isFresh``.
     static func execute(
-        _ statement: Statement, _ records: ArraySlice<ItemRecord>, arena: BindArena, in db: Database
+        _ statement: Statement, _ records: ArraySlice<ItemRecord>, arena: BindArena, fresh: Bool = false, in db: Database
     ) throws {
         let raw = statement.sqliteStatement
         sqlite3_reset(raw)
@@ -272,8 +283,14 @@ extension MetadataStore {
             var bytes = 0
             for index in rows.indices { bytes += rows[index].boundByteCount }
             arena.reset(reserving: bytes)
-            for index in rows.indices where code == SQLITE_OK {
-                code = rows[index].bind(to: raw, firstIndex: Int32(index) * ItemRecord.columnCount + 1, arena: arena)
+            if fresh {
+                for index in rows.indices where code == SQLITE_OK {
+                    code = rows[index].bindFresh(to: raw, firstIndex: Int32(index) * ItemRecord.freshColumnCount + 1, arena: arena)
+                }
+            } else {
+                for index in rows.indices where code == SQLITE_OK {
+                    code = rows[index].bind(to: raw, firstIndex: Int32(index) * ItemRecord.columnCount + 1, arena: arena)
+                }
             }
         }
         if code == SQLITE_OK {
@@ -284,7 +301,7 @@ extension MetadataStore {
         sqlite3_reset(raw)
         sqlite3_clear_bindings(raw)
         if code != SQLITE_OK {
-            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: Self.upsert)
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: statement.sql)
         }
     }
 
