@@ -16,6 +16,9 @@ import Testing
     @Test func invalidUTF8IsNotDecoded() {
         #expect(Filename.decode([0x66, 0xff, 0x6f]) == nil)
         #expect(Filename.decode(Array("ok".utf8)) == "ok")
+        #expect(Filename.decode(Array("café 📄".utf8)) == "café 📄")
+        #expect(Filename.decode(Array("ok".utf8)[...]) == "ok")
+        #expect(Filename.decode([0x6f, 0x80]) == nil)
     }
 }
 
