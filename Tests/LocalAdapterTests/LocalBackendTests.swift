@@ -275,4 +275,19 @@ struct LocalBackendTests {
             #expect(names == names.sorted())
         }
     }
+
+    /// A folder whose entries take many reads of the kernel's directory records (3,000 long
+    /// names, about 300 KiB of records against a 32 KiB buffer) is listed whole, and listed
+    /// whole again (each listing reads from the start).
+    @Test func aFolderOfManyLongNamesIsListedWhole() async throws {
+        try await withBackend { backend, folder in
+            let names = (0..<3000).map { String(format: "entry-%05d-", $0) + String(repeating: "é", count: 24) }
+            for name in names { close(open(folder.url.appendingPathComponent(name).path, O_CREAT | O_WRONLY, 0o644)) }
+            for _ in 0..<2 {
+                let listed = try await backend.listAllItems(in: .rootContainer).items.map(\.filename)
+                #expect(listed.count == names.count)
+                #expect(listed.sorted() == names.sorted())
+            }
+        }
+    }
 }
