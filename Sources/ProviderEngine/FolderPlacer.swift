@@ -102,13 +102,14 @@ struct FolderPlacer: Sendable {
                             FolderVisit(record: record, isOnDisk: false, isNew: true, recordPending: pass.defersFolderRecords))
                     }
                 } else {
-                    if populated { placeholders.append(record) } else { pass.upserts.append(record) }
                     if item.kind == .file {
                         if pass.isPinned(record) { pass.redownload.append(record) }
                         if !item.version.content.isEmpty {
                             pass.newFilesByVersion?[item.version.content, default: []].append(item.identifier)
                         }
                     }
+                    // The record's last use: moved into the list, not copied.
+                    if populated { placeholders.append(record) } else { pass.upserts.append(record) }
                 }
                 report.added += 1
                 continue
