@@ -166,7 +166,7 @@ struct StoreWalk: Sendable {
                     "\(display(folder.path)): skipped a second item named \(name.debugDescription)")
                 continue
             }
-            let path = inRoot ? name : folder.path + "/" + name
+            let path = inRoot ? name : Self.childPath(name, in: folder.path, identifier: item.identifier.rawValue)
             if let problem = WalkBounds.problem(listing: item, inside: ancestors)
                 ?? WalkBounds.problem(placing: item.kind, at: path, rootLength: rootLength)
             {
@@ -231,5 +231,20 @@ struct StoreWalk: Sendable {
             visits.append(FolderVisit(record: record, isOnDisk: !visit.record.isDataless, isNew: false, ancestors: ancestors))
         }
         return byIdentifier.isEmpty ? visits : nil
+    }
+
+    /// `folder/name`; the item's identifier itself when it is that path (stores that name items
+    /// by path), so the record holds one string for both instead of a second one made per item.
+    static func childPath(_ name: String, in folder: String, identifier: String) -> String {
+        let reused = identifier.utf8.withContiguousStorageIfAvailable { id in
+            folder.utf8.withContiguousStorageIfAvailable { parent in
+                name.utf8.withContiguousStorageIfAvailable { child in
+                    id.count == parent.count + 1 + child.count && id[parent.count] == UInt8(ascii: "/")
+                        && id[..<parent.count].elementsEqual(parent) && id[(parent.count + 1)...].elementsEqual(child)
+                }
+            }
+        }
+        if reused == true { return identifier }
+        return folder + "/" + name
     }
 }
