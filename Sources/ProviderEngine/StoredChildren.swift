@@ -5,8 +5,9 @@ import ProviderStore
 /// What the database has of a folder the walk listed: its stored children, and the stored
 /// records of listed items that are stored elsewhere (moved into the folder under the same
 /// identifier). Read in one job on the engine's executor, beside the walk, with the listing's
-/// digest (``ListingDigest``; without anything to read, the digest alone, in the caller's task): when the folder was listed the same way before and none of its
-/// rows changed since, only its subfolders are read (``isUnchanged``).
+/// digest (``ListingDigest``; with nothing to read, the digest alone, in the caller's task):
+/// when the folder was listed the same way before and none of its rows changed since, only its
+/// subfolders are read (``isUnchanged``).
 struct StoredChildren: Sendable {
     static let none = StoredChildren(children: [], elsewhere: [:])
 
