@@ -64,13 +64,13 @@ extension MetadataStore {
 
     /// ``partiallyPresent(domainID:)`` of some items only (a page of a subtree): memory and time
     /// bounded by `identifiers`, not by the domain. Items that are not partly present are not in
-    /// the result. The domain's partly present files are counted first, up to the page's size:
-    /// none (the usual case) answers at once; when fewer than the page, their identifiers are
-    /// read in one pass over the ranges' primary key and only the page's are looked up;
-    /// otherwise each item of the page is. So the cost follows the smaller of the page and what
-    /// the domain has partly present (`ls` of a 10,000-item folder made 10,000 lookups before).
-    /// Each item's bytes are summed alone, so a damaged range row of another item never fails
-    /// the page.
+    /// the result. The identifiers of the domain's partly present files are read first, up to
+    /// the page's size, in one pass over the ranges' primary key: none (the usual case) answers
+    /// at once; fewer than the page are all of them, and only the page's among them are looked
+    /// up; otherwise each item of the page is. So the cost follows the smaller of the page and
+    /// what the domain has partly present (`ls` of a 10,000-item folder made 10,000 lookups
+    /// before). Each item's bytes are summed alone, so a damaged range row of another item
+    /// never fails the page.
     /// - Throws: `localIOFailure` when the database fails.
     public func partiallyPresent(domainID: Int64, among identifiers: some Sequence<ItemIdentifier>) throws(FileProviderError)
         -> [ItemIdentifier: Int64]
@@ -78,25 +78,16 @@ extension MetadataStore {
         let page = Array(identifiers)
         guard !page.isEmpty else { return [:] }
         return try read { db in
-            let partlyPresent =
-                try Int.fetchOne(
-                    db.cachedStatement(
-                        sql: "SELECT count(*) FROM (SELECT DISTINCT identifier FROM presentRange WHERE domainID = ? LIMIT ?)"),
-                    arguments: [domainID, page.count]) ?? 0
-            var result: [ItemIdentifier: Int64] = [:]
-            if partlyPresent == 0 { return result }
+            let partlyPresent = try String.fetchAll(
+                db.cachedStatement(sql: "SELECT DISTINCT identifier FROM presentRange WHERE domainID = ? LIMIT ?"),
+                arguments: [domainID, page.count]
+            ).map { ItemIdentifier($0) }
             var lookups = page
-            if partlyPresent < page.count {
-                // The page's among the domain's (one pass over the key, no sums: a damaged range
-                // row of another item must not fail this page).
+            if partlyPresent.count < page.count {
                 let wanted = Set(page)
-                lookups = []
-                let rows = try String.fetchCursor(
-                    db.cachedStatement(sql: "SELECT DISTINCT identifier FROM presentRange WHERE domainID = ?"), arguments: [domainID])
-                while let identifier = try rows.next() {
-                    if wanted.contains(ItemIdentifier(identifier)) { lookups.append(ItemIdentifier(identifier)) }
-                }
+                lookups = partlyPresent.filter { wanted.contains($0) }
             }
+            var result: [ItemIdentifier: Int64] = [:]
             for identifier in lookups {
                 if let bytes = try Self.presentBytes(domainID: domainID, identifier: identifier, in: db) { result[identifier] = bytes }
             }
