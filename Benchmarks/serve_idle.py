@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from serve_latency import stop, wait_for
+from serve_latency import seconds_until_stored, stop, wait_for
 
 
 def cpu_seconds(pid: int) -> float:
@@ -88,12 +88,10 @@ def main() -> int:
             saved.append(store / file_name)
             with open(replica / file_name, "wb") as f:
                 f.write(payload)
-            written = time.perf_counter()
-            landed = store / file_name
-            if not wait_for(lambda: landed.exists() and landed.stat().st_size == len(payload), 30):
-                print(f"{file_name} did not reach {name}'s store in 30 s:\n{log_path.read_text(errors='replace')}", file=sys.stderr)
+            latency = seconds_until_stored(store / file_name, len(payload), time.perf_counter(), f"{file_name} ({name})", log_path)
+            if latency is None:
                 return 1
-            latencies.append(time.perf_counter() - written)
+            latencies.append(latency)
         print(
             json.dumps(
                 {

@@ -39,6 +39,15 @@ def wait_for(condition, timeout: float, interval: float = 0.001) -> bool:
     return condition()
 
 
+def seconds_until_stored(landed: Path, size: int, since: float, what: str, log_path: Path) -> float | None:
+    """Seconds from `since` until `landed` is in the store with `size` bytes (30 s at most);
+    None, after printing `what` did not arrive with serve's log, when it is not."""
+    if not wait_for(lambda: landed.exists() and landed.stat().st_size == size, 30):
+        print(f"{what} did not reach the store in 30 s:\n{log_path.read_text(errors='replace')}", file=sys.stderr)
+        return None
+    return time.perf_counter() - since
+
+
 def stop(serve: subprocess.Popen, timeout: float = 30) -> None:
     """SIGTERM, then SIGKILL if serve has not stopped within `timeout` seconds."""
     serve.send_signal(signal.SIGTERM)
@@ -100,12 +109,10 @@ def main() -> int:
                 with open(temporary, "wb") as f:
                     f.write(payload)
                 os.rename(temporary, target)
-            saved = time.perf_counter()
-            landed = store / name
-            if not wait_for(lambda: landed.exists() and landed.stat().st_size == len(payload), 30):
-                print(f"{name} did not reach the store in 30 s:\n{log_path.read_text(errors='replace')}", file=sys.stderr)
+            latency = seconds_until_stored(store / name, len(payload), time.perf_counter(), name, log_path)
+            if latency is None:
                 return 1
-            latencies.append(time.perf_counter() - saved)
+            latencies.append(latency)
             time.sleep(0.5)  # let serve go idle, so each save is measured on its own
         peak = peak_mib(serve.pid)
         print(json.dumps({"seconds": statistics.median(latencies), "latencies": latencies, "peak_mib": peak}))
