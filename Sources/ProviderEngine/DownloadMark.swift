@@ -102,7 +102,7 @@ struct DownloadMark: Equatable {
     static func carry(atPath path: String, from old: ItemIdentifier, to new: ItemIdentifier) {
         var info = stat()
         guard old != new, lstat(path, &info) == 0, var mark = read(atPath: path),
-            mark.inode == Int64(bitPattern: UInt64(info.st_ino)), mark.identifierHash == FNV1a.hash(old.rawValue.utf8)
+            mark.inode == Replica.inode(info), mark.identifierHash == FNV1a.hash(old.rawValue.utf8)
         else { return }
         mark.identifierHash = FNV1a.hash(new.rawValue.utf8)
         mark.save(atPath: path)

@@ -82,7 +82,7 @@ struct FileEvictor: Sendable {
             return .kept(why)
         case .held(let file):
             defer { file.release() }
-            guard let status = file.status(), Int64(bitPattern: UInt64(status.st_ino)) == print.inode, Int64(status.st_size) == print.size,
+            guard let status = file.status(), Replica.inode(status) == print.inode, Int64(status.st_size) == print.size,
                 Replica.nanoseconds(status.st_mtim) == print.modificationNanos
             else { return .kept("changed while it was being evicted") }
             var updated = record

@@ -236,13 +236,16 @@ public struct Replica: Sendable {
         return Self.fingerprint(info)
     }
 
-    /// The fingerprint of what `info` describes. The inode number is kept as its bit pattern:
+    /// The inode number of what `info` describes as the database keeps it: its bit pattern, as
     /// NFS, CIFS and FUSE file systems hand out 64-bit numbers with the top bit set.
+    static func inode(_ info: stat) -> Int64 { Int64(bitPattern: UInt64(info.st_ino)) }
+
+    /// The fingerprint of what `info` describes (its inode number as ``inode(_:)`` keeps it).
     static func fingerprint(_ info: stat) -> FileFingerprint {
         FileFingerprint(
             size: Int64(info.st_size),
             modificationNanos: nanoseconds(info.st_mtim),
-            inode: Int64(bitPattern: UInt64(info.st_ino)),
+            inode: inode(info),
             isRegularFile: (info.st_mode & S_IFMT) == S_IFREG,
             isDirectory: (info.st_mode & S_IFMT) == S_IFDIR,
             isSymlink: (info.st_mode & S_IFMT) == S_IFLNK)
