@@ -43,6 +43,11 @@ struct PullPass {
     var writing: Task<Void, any Error>?
     /// Set by the writing task when it is done.
     var writerDone = Mutex(true)
+    /// The array the last batch was written from, emptied by the writer with its capacity
+    /// kept: the next batch is gathered in it. (A fresh array for 9,216 records is memory
+    /// the allocator maps anew and the kernel faults in page by page, every batch: 0.2
+    /// CPU-seconds of a first sync of 1,000,000 items.)
+    let spareBatch = Mutex<[ItemRecord]>([])
     var isWriterIdle: Bool { writerDone.withLock { $0 } }
     /// Stored items missing from their folder's listing; settled at the end.
     var gone: [ItemRecord] = []
@@ -124,12 +129,19 @@ struct PullPass {
             // is correct, this one is cheap to insert).
             upserts.sort { $0.identifier.rawValue < $1.identifier.rawValue }
         }
-        let (batch, kept) = (upserts, listings)
-        upserts = []
-        listings = []
+        var next = spareBatch.withLock { spare in
+            defer { spare = [] }
+            return spare
+        }
         // Room for a full backlog: growing an array of records copies every record again.
-        upserts.reserveCapacity(Self.backlog + Self.batchSize)
-        let (store, domainID, executor) = (context.store, context.domainID, context.executor)
+        next.reserveCapacity(Self.backlog + Self.batchSize)
+        swap(&upserts, &next)
+        // The writer takes the batch out of the box (the only reference: emptied in place,
+        // not copied) and puts it back empty.
+        let batch = Mutex(consume next)
+        let kept = listings
+        listings = []
+        let (store, domainID, executor, spare) = (context.store, context.domainID, context.executor, spareBatch)
         let done = writerDone
         done.withLock { $0 = false }
         // A domain's first sync writes rows the database does not have: inserted and counted per
@@ -138,11 +150,17 @@ struct PullPass {
         writing = Task {
             defer { done.withLock { $0 = true } }
             try await executor.run {
-                if isNew {
-                    try store.insertNew(domainID: domainID, records: batch, listings: kept)
-                } else {
-                    try store.apply(domainID: domainID, upserts: batch, deletions: [], listings: kept)
+                var records = batch.withLock { records in
+                    defer { records = [] }
+                    return records
                 }
+                if isNew {
+                    try store.insertNew(domainID: domainID, records: records, listings: kept)
+                } else {
+                    try store.apply(domainID: domainID, upserts: records, deletions: [], listings: kept)
+                }
+                records.removeAll(keepingCapacity: true)
+                spare.withLock { $0 = records }
             }
         }
         if wait { try await flush(to: context) }
