@@ -248,7 +248,12 @@ extension Backend {
             do throws(FileProviderError) {
                 while let current = page {
                     let result = try await enumerateItems(in: container, startingAt: current)
-                    listing.items.append(contentsOf: result.items)
+                    // The first page's items are taken as they are (not copied one by one).
+                    if listing.items.isEmpty {
+                        listing.items = result.items
+                    } else {
+                        listing.items.append(contentsOf: result.items)
+                    }
                     listing.refused.append(contentsOf: result.refused)
                     if listing.items.count + listing.refused.count > ItemBounds.maximumEntriesPerFolder {
                         throw ItemBounds.tooManyEntries(in: container.rawValue)

@@ -32,7 +32,7 @@ public enum ItemBounds {
     }
 
     /// Why `size` cannot be the size of an item's contents, or `nil`.
-    public static func problem(withSize size: some BinaryInteger) -> String? {
+    @inlinable public static func problem(withSize size: some BinaryInteger) -> String? {
         if size < 0 { return "its size \(size) is negative" }
         if size > maximumSize { return "its size \(size) is over the limit of \(maximumSize) bytes" }
         return nil
@@ -49,7 +49,7 @@ public enum ItemBounds {
     }
 
     /// Why a date in seconds since 1970 (as a store sends it) cannot be an item's date, or `nil`.
-    public static func problem(withSeconds seconds: some BinaryInteger, _ what: String) -> String? {
+    @inlinable public static func problem(withSeconds seconds: some BinaryInteger, _ what: String) -> String? {
         guard let value = Int64(exactly: seconds), value >= Int64(earliestDate.timeIntervalSince1970),
             value < Int64(latestDate.timeIntervalSince1970)
         else {
@@ -70,11 +70,19 @@ public enum ItemBounds {
     /// ``maximumSize`` (a folder's size is not looked at), a date that is not finite or
     /// outside ``earliestDate``..<``latestDate``.
     public static func problem(with item: Item) -> String? {
-        if item.kind != .folder, let problem = problem(withSize: item.size) { return problem }
-        if let date = item.contentModificationDate, let problem = problem(withDate: date, "modification date") {
+        problem(
+            kind: item.kind, size: item.size, contentModificationDate: item.contentModificationDate,
+            creationDate: item.creationDate)
+    }
+
+    /// ``problem(with:)`` from an item's values, for callers that read them in place (passing
+    /// an item held in an array copies it).
+    public static func problem(kind: ItemKind, size: Int64, contentModificationDate: Date?, creationDate: Date?) -> String? {
+        if kind != .folder, let problem = problem(withSize: size) { return problem }
+        if let date = contentModificationDate, let problem = problem(withDate: date, "modification date") {
             return problem
         }
-        if let date = item.creationDate, let problem = problem(withDate: date, "creation date") { return problem }
+        if let date = creationDate, let problem = problem(withDate: date, "creation date") { return problem }
         return nil
     }
 

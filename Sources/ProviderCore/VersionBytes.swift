@@ -8,20 +8,22 @@ import Foundation
 /// let content = VersionBytes(tag: 0x66).appending(size).appending(modificationNanos).data
 /// ```
 public struct VersionBytes: Sendable {
-    private var bytes: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-    private var count = 0
+    // Inlinable (with `appending`): a backend builds two versions per listed item, and a generic
+    // call not specialized for its integer type costs more than the rest of the work.
+    @usableFromInline var bytes: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+    @usableFromInline var count = 0
 
     /// Starts with a tag byte that says what kind of version follows.
     public init(tag: UInt8) { append(tag) }
 
     /// Adds an integer, little-endian. At most 32 bytes in all.
-    public func appending<T: FixedWidthInteger>(_ value: T) -> VersionBytes {
+    @inlinable public func appending<T: FixedWidthInteger>(_ value: T) -> VersionBytes {
         var copy = self
         copy.append(value)
         return copy
     }
 
-    private mutating func append<T: FixedWidthInteger>(_ value: T) {
+    @inlinable mutating func append<T: FixedWidthInteger>(_ value: T) {
         let size = MemoryLayout<T>.size
         precondition(count + size <= 32, "a version holds at most 32 bytes")
         withUnsafeMutableBytes(of: &bytes) { buffer in

@@ -129,8 +129,17 @@ struct CheckedBackend: Backend {
 
     /// Moves the items with impossible values from `items` to `refused`.
     private static func sort(_ items: inout [Item], refusing refused: inout [RefusedItem]) {
-        // The usual case, nothing impossible, copies nothing.
-        guard items.contains(where: { ItemBounds.problem(with: $0) != nil }) else { return }
+        // The usual case, nothing impossible, copies nothing (each item's values are read in
+        // place: `contains(where:)`, or passing an item, would copy every one).
+        let anyImpossible = items.withUnsafeBufferPointer { buffer in
+            buffer.indices.contains { index in
+                ItemBounds.problem(
+                    kind: buffer[index].kind, size: buffer[index].size,
+                    contentModificationDate: buffer[index].contentModificationDate,
+                    creationDate: buffer[index].creationDate) != nil
+            }
+        }
+        guard anyImpossible else { return }
         var kept: [Item] = []
         kept.reserveCapacity(items.count)
         for item in items {

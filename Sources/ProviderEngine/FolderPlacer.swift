@@ -27,7 +27,12 @@ struct FolderPlacer: Sendable {
     /// (a walk), so a dataless folder can be populated from it; otherwise (a change feed) a
     /// folder that must be populated is populated from the database first. Returns the
     /// subfolders; `visit` ends with the folder as it is now (populated, written to the replica).
-    func place(_ entries: [Entry], in visit: inout FolderVisit, complete: Bool, pass: inout PullPass, report: inout SyncReport)
+    /// `mustHold` says that an entry's stored record is one the folder must be populated for
+    /// (``mustHold(_:)``).
+    func place(
+        _ entries: consuming [Entry], mustHold: Bool, in visit: inout FolderVisit, complete: Bool, pass: inout PullPass,
+        report: inout SyncReport
+    )
         async throws(FileProviderError) -> [FolderVisit]
     {
         var folder = visit.record
@@ -43,9 +48,6 @@ struct FolderPlacer: Sendable {
         var populated = !folder.isDataless
         var populatedBefore = populated
         if !populated && !complete {
-            let mustHold = entries.contains { entry in
-                entry.old.map { $0.state == .materialized || ($0.kind == .folder && !$0.isDataless) } ?? false
-            }
             let withinBudget = visit.isNew && visit.isOnDisk && pass.budget >= entries.count
             if mustHold || pass.isPinned(folder) {
                 try await pass.flush(to: context, wait: true)
@@ -63,10 +65,6 @@ struct FolderPlacer: Sendable {
             }
         }
         if !populated {
-            let mustHold = entries.contains { entry in
-                entry.old.map { $0.state == .materialized || ($0.kind == .folder && !$0.isDataless) }
-                    ?? false
-            }
             let pinned = pass.isPinned(folder)
             let withinBudget = visit.isNew && visit.isOnDisk && pass.budget >= entries.count
             if mustHold || pinned || withinBudget {
@@ -88,7 +86,10 @@ struct FolderPlacer: Sendable {
         var subfolders: [FolderVisit] = []
         var placeholders: [ItemRecord] = []
         var newFolders: [ItemRecord] = []
-        for (item, path, old) in entries {
+        // Taken out of the list one by one, in order (reversed, then from the end): each entry
+        // is moved, not copied and released (a first sync places a million).
+        entries.withUnsafeMutableBufferPointer { $0.reverse() }
+        while let (item, path, old) = entries.popLast() {
             guard let old else {
                 var record = ItemRecord(domainID: domainID, item: item, path: path)
                 if item.kind == .folder {
@@ -109,7 +110,7 @@ struct FolderPlacer: Sendable {
                         }
                     }
                     // The record's last use: moved into the list, not copied.
-                    if populated { placeholders.append(record) } else { pass.upserts.append(record) }
+                    if populated { placeholders.append(consume record) } else { pass.upserts.append(consume record) }
                 }
                 report.added += 1
                 continue
@@ -186,6 +187,13 @@ struct FolderPlacer: Sendable {
             try await pass.flush(to: context)
         }
         return subfolders
+    }
+
+    /// Whether a dataless folder must be populated to take an item the database knew as
+    /// `old`: a downloaded file or a populated folder. Callers ask it while they gather the
+    /// entries (iterating them again would copy each one: a first sync places a million).
+    static func mustHold(_ old: ItemRecord) -> Bool {
+        old.state == .materialized || (old.kind == .folder && !old.isDataless)
     }
 
     /// Puts an item that changed in the store (renamed, moved, new version) where it now

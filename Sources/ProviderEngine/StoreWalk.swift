@@ -22,6 +22,14 @@ struct StoreWalk: Sendable {
         var result: Result<ItemListing, FileProviderError>
         /// What the database had of the folder when it was listed.
         var stored: Result<StoredChildren, FileProviderError>
+
+        /// The listing, taken out (this value keeps an empty one), so that its items can be
+        /// moved out of it rather than copied; `nil` when listing failed.
+        mutating func takeListing() -> ItemListing? {
+            guard case .success(let listing) = result else { return nil }
+            result = .success(ItemListing(items: []))
+            return listing
+        }
     }
 
     /// Walks the store from `root`, placing each folder's listing. A folder that cannot be
@@ -62,20 +70,12 @@ struct StoreWalk: Sendable {
                     }
                 }
                 let waitStarted = Date()
-                guard let listing = await group.next() else { break }
+                guard var listing = await group.next() else { break }
                 listingSeconds += Date().timeIntervalSince(waitStarted)
                 running -= 1
                 if failure != nil { continue }
                 foldersListed += 1
-                switch listing.result {
-                case .failure(let error):
-                    let path = listing.visit.record.path
-                    // A new folder not listed is still recorded (dataless, as found).
-                    if listing.visit.recordPending { pass.queuePendingFolder(listing.visit.record) }
-                    if path.isEmpty { rootError = error }
-                    pass.failedFolders.append(path)
-                    report.notices.append("\(display(path)): not listed: \(error.message)")
-                case .success(let items):
+                if let items = listing.takeListing() {
                     itemsSeen += items.items.count
                     do throws(FileProviderError) {
                         // Listed in path order (FolderQueue), so rows reach the database
@@ -86,6 +86,13 @@ struct StoreWalk: Sendable {
                     } catch {
                         failure = error
                     }
+                } else if case .failure(let error) = listing.result {
+                    let path = listing.visit.record.path
+                    // A new folder not listed is still recorded (dataless, as found).
+                    if listing.visit.recordPending { pass.queuePendingFolder(listing.visit.record) }
+                    if path.isEmpty { rootError = error }
+                    pass.failedFolders.append(path)
+                    report.notices.append("\(display(path)): not listed: \(error.message)")
                 }
                 events?(.listing(folders: foldersListed, items: itemsSeen))
             }
@@ -109,13 +116,12 @@ struct StoreWalk: Sendable {
     /// the listing is taken in full and leaves nothing aside (no notice, nothing gone or moved
     /// in, no folder that failed), its digest is kept with the pass's records.
     private func take(
-        _ visit: FolderVisit, listing: ItemListing, stored known: StoredChildren, pass: inout PullPass,
+        _ visit: FolderVisit, listing: consuming ItemListing, stored known: StoredChildren, pass: inout PullPass,
         report: inout SyncReport
     )
         async throws(FileProviderError) -> [FolderVisit]
     {
         let folder = visit.record
-        let items = listing.items
         pass.listedFolders.insert(folder.identifier)
         let inRoot = folder.path.isEmpty
         let ancestors = visit.ancestors + [folder.identifier]
@@ -150,10 +156,16 @@ struct StoreWalk: Sendable {
         for refused in listing.refused { skip(refused.identifier, refused.message) }
 
         // What the listing holds, matched with what the database knows.
-        var entries: [(item: Item, path: String, old: ItemRecord?)] = []
+        // The items are moved out of the listing one by one, in order (reversed, then taken
+        // from the end), not copied and released: a first sync takes a million.
+        var items: [Item] = []
+        swap(&items, &listing.items)
+        items.withUnsafeMutableBufferPointer { $0.reverse() }
+        var entries: [FolderPlacer.Entry] = []
         entries.reserveCapacity(items.count)
         var names = Set<String>(minimumCapacity: items.count)
-        for var item in items {
+        var mustHold = false
+        while var item = items.popLast() {
             let name = item.filename
             if let problem = DomainController.problem(withRemoteName: name, inRoot: inRoot) {
                 report.notices.append("\(display(folder.path)): skipped an item: \(problem)")
@@ -175,8 +187,9 @@ struct StoreWalk: Sendable {
                 continue
             }
             item.parentIdentifier = folder.identifier
-            var old = stored.removeValue(forKey: item.identifier)
-            if old == nil, let elsewhere = known.elsewhere[item.identifier] {
+            // (Nothing stored, as in a first sync: no key is hashed.)
+            var old = stored.isEmpty ? nil : stored.removeValue(forKey: item.identifier)
+            if old == nil, !known.elsewhere.isEmpty, let elsewhere = known.elsewhere[item.identifier] {
                 // Moved here from another folder under the same identifier.
                 old = elsewhere
                 pass.movedIn.insert(item.identifier)
@@ -187,12 +200,14 @@ struct StoreWalk: Sendable {
                 old = nil
                 leftAside = true
             }
+            if let known = old, FolderPlacer.mustHold(known) { mustHold = true }
             entries.append((item, path, old))
         }
         if !stored.isEmpty { leftAside = true }
         pass.gone += stored.values
         var placed = visit
-        let subfolders = try await placer.place(entries, in: &placed, complete: true, pass: &pass, report: &report)
+        let subfolders = try await placer.place(
+            consume entries, mustHold: mustHold, in: &placed, complete: true, pass: &pass, report: &report)
         if !leftAside, report.notices.count == noticesBefore, pass.failedFolders.count == failedBefore,
             let digest = known.entriesDigest
         {

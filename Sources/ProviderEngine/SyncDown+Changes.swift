@@ -94,6 +94,7 @@ extension SyncDown {
                 }
                 placed = true
                 var entries: [FolderPlacer.Entry] = []
+                var mustHold = false
                 for (var item, stored) in zip(items, records) {
                     let inRoot = visit.record.path.isEmpty
                     if let problem = DomainController.problem(withRemoteName: item.filename, inRoot: inRoot) {
@@ -121,16 +122,19 @@ extension SyncDown {
                         pass.movedIn.remove(known.identifier)
                         old = nil
                     }
+                    if let known = old, FolderPlacer.mustHold(known) { mustHold = true }
                     entries.append((item, path, old))
-                }
-                var placed = visit
-                for subfolder in try await placer.place(entries, in: &placed, complete: false, pass: &pass, report: &report) {
-                    folders[subfolder.record.identifier] = subfolder
                 }
                 // A folder that moved under the same identifier takes what is below it along
                 // (a walk would list it; the feed names only the folder).
                 let moved = entries.compactMap { entry in
                     entry.old.flatMap { $0.kind == .folder && $0.path != entry.path ? ($0.path, entry.path) : nil }
+                }
+                var placed = visit
+                for subfolder in try await placer.place(
+                    consume entries, mustHold: mustHold, in: &placed, complete: false, pass: &pass, report: &report)
+                {
+                    folders[subfolder.record.identifier] = subfolder
                 }
                 if !moved.isEmpty {
                     try await pass.flush(to: context, wait: true)

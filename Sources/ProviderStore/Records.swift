@@ -118,7 +118,13 @@ public struct ItemRecord: Codable, Hashable, Sendable {
     public var lastError: String?
 
     /// A record for an item seen in the store; not materialized, not pinned.
-    public init(domainID: Int64, item: Item, path: String) {
+    @inlinable public init(domainID: Int64, item: Item, path: String) {
+        let state: ContentState
+        switch item.kind {
+        case .folder: state = .folder
+        case .symlink: state = .symlink
+        case .file: state = .placeholder
+        }
         self.domainID = domainID
         self.identifier = item.identifier
         self.parentIdentifier = item.parentIdentifier
@@ -134,11 +140,7 @@ public struct ItemRecord: Codable, Hashable, Sendable {
         self.capabilities = item.capabilities.rawValue
         self.symlinkTarget = item.symlinkTargetPath
         self.contentHash = item.contentHash
-        switch item.kind {
-        case .folder: state = .folder
-        case .symlink: state = .symlink
-        case .file: state = .placeholder
-        }
+        self.state = state
         self.contentPolicy = nil
         self.isDataless = false
     }
