@@ -61,11 +61,19 @@ extension ItemRecord {
 
     /// The bytes of this row's text and blob values: what ``bind(to:firstIndex:arena:)`` copies
     /// into its arena.
+    ///
+    /// This and the `bind` methods are `mutating` only so that a caller reads a row where it
+    /// lies in an array's buffer (through an `UnsafeMutableBufferPointer`): a non-mutating call
+    /// on an element copies the whole record first, a retain and a release of each of its
+    /// strings and blobs, on the database's thread, for every row of a first sync. They change
+    /// nothing.
     var boundByteCount: Int {
-        identifier.rawValue.utf8.count + parentIdentifier.rawValue.utf8.count + filename.utf8.count + path.utf8.count
-            + kind.rawValue.utf8.count + contentType.utf8.count + contentVersion.count + metadataVersion.count
-            + (symlinkTarget?.utf8.count ?? 0) + (contentHash?.utf8.count ?? 0) + state.rawValue.utf8.count
-            + (localContentVersion?.count ?? 0) + (lastError?.utf8.count ?? 0) + (contentPolicy?.rawValue.utf8.count ?? 0)
+        mutating get {
+            identifier.rawValue.utf8.count + parentIdentifier.rawValue.utf8.count + filename.utf8.count + path.utf8.count
+                + kind.rawValue.utf8.count + contentType.utf8.count + contentVersion.count + metadataVersion.count
+                + (symlinkTarget?.utf8.count ?? 0) + (contentHash?.utf8.count ?? 0) + state.rawValue.utf8.count
+                + (localContentVersion?.count ?? 0) + (lastError?.utf8.count ?? 0) + (contentPolicy?.rawValue.utf8.count ?? 0)
+        }
     }
 
     /// Binds the values, in the order of ``columnList``, straight to a prepared SQLite
@@ -75,18 +83,18 @@ extension ItemRecord {
     /// multi-row statement). Text and blobs are copied into `arena` (which must have room for
     /// ``boundByteCount`` more bytes) and bound from there without another copy. Returns the
     /// first SQLite error code, or `SQLITE_OK`.
-    func bind(to statement: SQLiteStatement, firstIndex: Int32 = 1, arena: BindArena) -> Int32 {
+    mutating func bind(to statement: SQLiteStatement, firstIndex: Int32 = 1, arena: BindArena) -> Int32 {
         bind(to: statement, firstIndex: firstIndex, arena: arena, fresh: false)
     }
 
     /// ``bind(to:firstIndex:arena:)`` for a statement of ``freshColumnList``: the 17 values of
     /// a row that ``isFresh``, to parameters `firstIndex` to `firstIndex + 16`.
-    func bindFresh(to statement: SQLiteStatement, firstIndex: Int32 = 1, arena: BindArena) -> Int32 {
+    mutating func bindFresh(to statement: SQLiteStatement, firstIndex: Int32 = 1, arena: BindArena) -> Int32 {
         bind(to: statement, firstIndex: firstIndex, arena: arena, fresh: true)
     }
 
     @inline(__always)
-    private func bind(to statement: SQLiteStatement, firstIndex: Int32, arena: BindArena, fresh: Bool) -> Int32 {
+    private mutating func bind(to statement: SQLiteStatement, firstIndex: Int32, arena: BindArena, fresh: Bool) -> Int32 {
         var code = SQLITE_OK
         @inline(__always) func check(_ result: Int32) { if code == SQLITE_OK { code = result } }
         // A nil destructor is SQLITE_STATIC: SQLite reads the bytes where they are (in the

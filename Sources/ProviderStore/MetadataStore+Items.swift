@@ -276,10 +276,12 @@ extension MetadataStore {
         let raw = statement.sqliteStatement
         sqlite3_reset(raw)
         // Through the buffer: `for record in records`, and even `records[index].bind(…)` on
-        // the slice, copy every record (a retain and a release of each of its strings) on the
-        // database's thread, the first sync's busiest; the buffer's elements are borrowed.
+        // the slice or its buffer, copy every record (a retain and a release of each of its
+        // strings) on the database's thread, the first sync's busiest. The rows are read in
+        // place through `mutating` accessors that change nothing (see `boundByteCount`).
         var code = SQLITE_OK
-        records.withUnsafeBufferPointer { rows in
+        records.withUnsafeBufferPointer { buffer in
+            let rows = UnsafeMutableBufferPointer(mutating: buffer)
             var bytes = 0
             for index in rows.indices { bytes += rows[index].boundByteCount }
             arena.reset(reserving: bytes)
