@@ -103,17 +103,23 @@ public enum ContentType {
         return "application/octet-stream"
     }
 
+    /// The type an item of `kind` has when nothing more is known of it: `public.data` for a
+    /// file, `public.folder`, `public.symlink`.
+    public static func implied(by kind: ItemKind) -> String {
+        switch kind {
+        case .file: data
+        case .folder: folder
+        case .symlink: symlink
+        }
+    }
+
     /// The type of an item from its kind and the extension of its name.
     public static func guess(filename: String, kind: ItemKind) -> String {
-        switch kind {
-        case .folder: return folder
-        case .symlink: return symlink
-        case .file:
-            if let known = guessASCII(filename) { return known }
-            guard let dot = filename.lastIndex(of: "."), dot != filename.startIndex else { return data }
-            let ext = filename[filename.index(after: dot)...].lowercased()
-            return byExtension[ext] ?? data
-        }
+        guard kind == .file else { return implied(by: kind) }
+        if let known = guessASCII(filename) { return known }
+        guard let dot = filename.lastIndex(of: "."), dot != filename.startIndex else { return data }
+        let ext = filename[filename.index(after: dot)...].lowercased()
+        return byExtension[ext] ?? data
     }
 
     /// The longest extension ``byExtension`` knows.

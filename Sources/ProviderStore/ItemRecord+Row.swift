@@ -31,18 +31,6 @@ extension ItemRecord {
             && localInode == nil && lastError == nil
     }
 
-    /// The content type a row leaves out: the one of its kind when nothing more is known
-    /// (`public.data`, `public.folder`, `public.symlink`). Such a row stores `''` in
-    /// `contentType` (11–14 bytes less in nearly every row of a store that does not type its
-    /// files) and is read back with it; any other type is stored as it is.
-    static func impliedContentType(of kind: ItemKind) -> String {
-        switch kind {
-        case .file: ContentType.data
-        case .folder: ContentType.folder
-        case .symlink: ContentType.symlink
-        }
-    }
-
     /// Decodes a row selected with ``columnList``, by position (faster than Codable).
     init(row: Row) {
         domainID = row[0]
@@ -51,8 +39,10 @@ extension ItemRecord {
         filename = row[3]
         path = row[4]
         kind = ItemKind(rawValue: row[5] as String) ?? .file
+        // A row leaves out the type its kind implies (`ContentType.implied(by:)`): it stores
+        // `''` (11–14 bytes less in nearly every row of a store that does not type its files).
         let storedType: String = row[6]
-        contentType = storedType.isEmpty ? Self.impliedContentType(of: kind) : storedType
+        contentType = storedType.isEmpty ? ContentType.implied(by: kind) : storedType
         size = row[7]
         creationDate = (row[8] as Double?).map(Date.init(timeIntervalSince1970:))
         modificationDate = (row[9] as Double?).map(Date.init(timeIntervalSince1970:))
@@ -145,7 +135,7 @@ extension ItemRecord {
         text(firstIndex + 4, path)
         text(firstIndex + 5, kind.rawValue)
         // (Small strings: compared without touching memory.)
-        text(firstIndex + 6, contentType == Self.impliedContentType(of: kind) ? "" : contentType)
+        text(firstIndex + 6, contentType == ContentType.implied(by: kind) ? "" : contentType)
         int(firstIndex + 7, size)
         double(firstIndex + 8, creationDate?.timeIntervalSince1970)
         double(firstIndex + 9, modificationDate?.timeIntervalSince1970)
