@@ -88,7 +88,7 @@ struct FolderPlacer: Sendable {
         var newFolders: [ItemRecord] = []
         // Taken out of the list one by one, in order (reversed, then from the end): each entry
         // is moved, not copied and released (a first sync places a million).
-        entries.withUnsafeMutableBufferPointer { $0.reverse() }
+        entries.reverseByMoving()
         while let (item, path, old) = entries.popLast() {
             guard let old else {
                 var record = ItemRecord(domainID: domainID, item: item, path: path)

@@ -12,6 +12,15 @@ final class Mutex<Value>: @unchecked Sendable {
         defer { lock.unlock() }
         return try body(&value)
     }
+
+    /// Puts `replacement` in and returns the value it replaces, which the caller then holds
+    /// alone (an array taken out can be changed in place, not copied first).
+    func exchange(_ replacement: Value) -> Value {
+        withLock { value in
+            defer { value = replacement }
+            return value
+        }
+    }
 }
 
 /// A lock tasks wait for without blocking a thread: one holder at a time, waiters served in

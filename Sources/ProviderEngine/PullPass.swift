@@ -129,10 +129,7 @@ struct PullPass {
             // is correct, this one is cheap to insert).
             upserts.sort { $0.identifier.rawValue < $1.identifier.rawValue }
         }
-        var next = spareBatch.withLock { spare in
-            defer { spare = [] }
-            return spare
-        }
+        var next = spareBatch.exchange([])
         // Room for a full backlog: growing an array of records copies every record again.
         next.reserveCapacity(Self.backlog + Self.batchSize)
         swap(&upserts, &next)
@@ -150,10 +147,7 @@ struct PullPass {
         writing = Task {
             defer { done.withLock { $0 = true } }
             try await executor.run {
-                var records = batch.withLock { records in
-                    defer { records = [] }
-                    return records
-                }
+                var records = batch.exchange([])
                 if isNew {
                     try store.insertNew(domainID: domainID, records: records, listings: kept)
                 } else {

@@ -160,7 +160,7 @@ struct StoreWalk: Sendable {
         // from the end), not copied and released: a first sync takes a million.
         var items: [Item] = []
         swap(&items, &listing.items)
-        items.withUnsafeMutableBufferPointer { $0.reverse() }
+        items.reverseByMoving()
         var entries: [FolderPlacer.Entry] = []
         entries.reserveCapacity(items.count)
         var names = Set<String>(minimumCapacity: items.count)
