@@ -8,8 +8,9 @@ import ProviderCore
 /// change set's) `refused`, which sync down reports as `DOMAIN:/folder: skipped an item: …`;
 /// a single item (`item(for:)`, the item a download or an upload returns) with one is a
 /// `corruptData` error naming it. A ranged read must return the file and version asked for and
-/// exactly the requested range clamped to the file's size. Everything else is passed through
-/// unchanged.
+/// exactly the requested range clamped to the file's size; a create or a change must return
+/// the item asked for (its kind and name, and for a change its identifier unless a rename gave
+/// it a new one). Everything else is passed through unchanged.
 struct CheckedBackend: Backend {
     let base: any Backend
 
@@ -95,24 +96,59 @@ struct CheckedBackend: Backend {
     }
 
     /// - Throws: what the backend throws; `corruptData` when the created item has an
-    ///   impossible value.
+    ///   impossible value, or is not the item asked for: another kind, or another name than the
+    ///   template's (unless the name is still pending).
     func createItem(basedOn template: Item, fields: ItemFields, contents: URL?, options: CreateOptions)
         async throws(FileProviderError) -> ItemResult
     {
         var result = try await base.createItem(basedOn: template, fields: fields, contents: contents, options: options)
         result.item = try ItemBounds.check(result.item)
+        try Self.checkReply(result, to: "create", of: template, naming: template.filename)
         return result
     }
 
     /// - Throws: what the backend throws; `corruptData` when the changed item has an
-    ///   impossible value.
+    ///   impossible value, or is not the item asked for: another kind; another name than the one
+    ///   asked (the new one of a rename, else the item's own; unless the name is still pending);
+    ///   another identifier, unless the change renamed or moved an item of a store whose
+    ///   identifiers are paths.
     func modifyItem(
         _ item: Item, baseVersion: ItemVersion, changedFields: ItemFields, contents: URL?, options: ModifyOptions
     ) async throws(FileProviderError) -> ItemResult {
         var result = try await base.modifyItem(
             item, baseVersion: baseVersion, changedFields: changedFields, contents: contents, options: options)
         result.item = try ItemBounds.check(result.item)
+        try Self.checkReply(result, to: "change", of: item, naming: item.filename)
+        let movable = !changedFields.isDisjoint(with: [.filename, .parentItemIdentifier])
+        if !(movable && capabilities.identifiersArePathDerived),
+            !result.item.identifier.rawValue.utf8.elementsEqual(item.identifier.rawValue.utf8)
+        {
+            throw FileProviderError(
+                .corruptData,
+                "the store answered a change of '\(item.identifier.rawValue)' with another item, '\(result.item.identifier.rawValue)'; nothing was recorded"
+            )
+        }
         return result
+    }
+
+    /// Checks that the item a create or a change returned is the one asked for: the same kind,
+    /// and the name asked for (by bytes) unless the store says the name is still pending.
+    /// - Throws: `corruptData` naming both.
+    private static func checkReply(_ result: ItemResult, to operation: String, of asked: Item, naming name: String)
+        throws(FileProviderError)
+    {
+        let item = result.item
+        if item.kind != asked.kind {
+            throw FileProviderError(
+                .corruptData,
+                "the store answered the \(operation) of \(asked.kind) \(name.debugDescription) with a \(item.kind); nothing was recorded")
+        }
+        if !result.stillPendingFields.contains(.filename), !item.filename.utf8.elementsEqual(name.utf8) {
+            throw FileProviderError(
+                .corruptData,
+                "the store answered the \(operation) of \(name.debugDescription) with an item named \(item.filename.debugDescription); nothing was recorded"
+            )
+        }
     }
 
     func deleteItem(identifier: ItemIdentifier, baseVersion: ItemVersion?, options: DeleteOptions)

@@ -66,10 +66,13 @@ extension DomainContext {
     }
 
     /// Removes an item's local copy. Returns true when a materialized file was kept because it
-    /// changed locally. Blocking; runs on the executor.
+    /// changed locally. Another item's placeholder at the item's path (a store that replaced
+    /// the item: the new one's was written there) is not the item's, and stays. Blocking; runs
+    /// on the executor.
     func removeLocalCopy(of record: ItemRecord) throws(FileProviderError) -> Bool {
         switch record.state {
         case .placeholder, .symlink:
+            if let owner = replica.placeholderOwner(record.path), !owner.isOwned(by: record.identifier) { return false }
             try replica.removePlaceholder(record.path)
             return false
         case .materialized:

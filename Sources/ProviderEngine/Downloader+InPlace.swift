@@ -19,7 +19,8 @@ extension Downloader {
     /// Concurrent fills of one item share one download.
     /// - Throws: `noSuchItem` when the file at the item's path is not its dataless file;
     ///   `fileWriteOutOfSpace` when it does not fit beside the reserve; what the backend
-    ///   throws; `corruptData` when the store sent another size than it announced.
+    ///   throws; `corruptData` when the store sent another size than it announced, or bytes that
+    ///   do not match the content hash it sent.
     func fillInPlace(_ record: ItemRecord) async throws(FileProviderError) -> ItemRecord {
         let key = ItemIdentifier("fill:" + record.identifier.rawValue)
         let task = fills.withLock { map -> Task<ItemRecord, any Error> in
@@ -78,6 +79,12 @@ extension Downloader {
                     .corruptData,
                     "the download of \(self.display(record.path)) was \(replica.fileSize(atPath: target) ?? 0) bytes, expected \(item.size); try again"
                 )
+            }
+            do {
+                try self.checkHash(of: item, staged: target, path: record.path)
+            } catch {
+                try Self.restoreDataless(atPath: target, size: record.size)
+                throw error
             }
             if let date = item.contentModificationDate { try replica.setModificationDate(date, atPath: target) }
             guard let filled = replica.fingerprint(atPath: target) else {

@@ -355,6 +355,20 @@ final class Downloader: Sendable {
         return full?.error ?? error
     }
 
+    /// Checks a complete download against the content hash the store sent with it (an
+    /// algorithm the engine computes: ``ContentHash/isCheckable``). Blocking.
+    /// - Throws: `corruptData` naming both hashes when the bytes are not the ones hashed;
+    ///   `localIOFailure` when the staging file cannot be read.
+    func checkHash(of item: Item, staged: String, path: String) throws(FileProviderError) {
+        guard let text = item.contentHash, let hash = ContentHash(text), hash.isCheckable,
+            let found = try hash.ofFile(staged), found != hash.hex
+        else { return }
+        throw FileProviderError(
+            .corruptData,
+            "the download of \(display(path)) does not match the store's hash (\(hash.algorithm) \(found), the store says \(hash.hex)); nothing was placed, try again"
+        )
+    }
+
     /// Places a complete download of `stored`'s item (`item`, as the store sent it) from
     /// `staging` into the replica: checked for size, dated, marked as the engine's download
     /// (``DownloadMark``), renamed to the item's name over its placeholder or an earlier
@@ -365,8 +379,8 @@ final class Downloader: Sendable {
     /// (see ``download(_:events:placeholderFree:)``), so none is removed after the rename.
     /// `folders`: the placing job's open staging folders, through which the staging file is
     /// dated, read and renamed by name (`nil`: by its path).
-    /// - Throws: `corruptData` when the file is not the size the store announced;
-    ///   `unsyncedEdits` when the materialized file has local changes, `cannotSynchronize` when
+    /// - Throws: `corruptData` when the file is not the size the store announced, or its bytes
+    ///   not the ones of the content hash it sent; `unsyncedEdits` when the materialized file has local changes, `cannotSynchronize` when
     ///   a local file is in the way (nothing is replaced then); `localIOFailure`.
     func place(
         _ stored: ItemRecord, _ item: Item, staging: String, placeholderAbsent: Bool = false, folders: StagingFolders? = nil
@@ -387,6 +401,7 @@ final class Downloader: Sendable {
             throw FileProviderError(
                 .corruptData, "the download of \(display(path)) was \(staged.size) bytes, expected \(expected); try again")
         }
+        try checkHash(of: item, staged: staging, path: path)
         // Marked as ours before it gets its name: whoever finds it there before it is
         // recorded (a sync in another process, the next run after a kill) knows it is a
         // download, not a local edit.

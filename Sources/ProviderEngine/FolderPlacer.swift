@@ -117,8 +117,11 @@ struct FolderPlacer: Sendable {
             }
             var record = old
             record.update(from: item, path: path)
+            // A new identifier: the store replaced the item by a new one of the same name
+            // (``pairReplaced(_:gone:)``); the record is re-keyed, its local copy kept.
+            let replaced = old.identifier != item.identifier
             let changed =
-                old.path != path || old.version != item.version || old.filename != item.filename
+                replaced || old.path != path || old.version != item.version || old.filename != item.filename
                 || old.parentIdentifier != folder.identifier
             if changed || !populatedBefore && populated {
                 do {
@@ -130,6 +133,7 @@ struct FolderPlacer: Sendable {
                 }
                 if changed { report.updated += 1 }
                 if record.isOutdated { pass.redownload.append(record) }
+                if replaced { pass.replaced.append((old: old.identifier, new: record.identifier, kind: record.kind)) }
                 pass.upserts.append(record)
             }
             if item.kind == .folder {
@@ -187,6 +191,46 @@ struct FolderPlacer: Sendable {
             try await pass.flush(to: context)
         }
         return subfolders
+    }
+
+    /// Pairs new entries (no stored record of their identifier) with stored items of the same
+    /// kind that are gone from the same path (`gone`, by bytes): the store replaced the item by
+    /// a new one of the same name (deleted and made again, a new identifier; or a store that
+    /// hands out new identifiers). Each pair is placed as a change of the stored item, re-keyed
+    /// to the new identifier: its local copy stays where it is (a placeholder is rewritten, a
+    /// downloaded file is downloaded again, or kept beside the new one when it holds edits)
+    /// rather than being removed as a deletion's after the new item's was written in its place.
+    /// Returns the identifiers of the stored items paired (taken out of `gone` by the caller)
+    /// and whether one of them must be held (``mustHold(_:)``).
+    static func pairReplaced(_ entries: inout [Entry], gone: [ItemRecord]) -> (paired: Set<ItemIdentifier>, mustHold: Bool) {
+        var byPath: [[UInt8]: Int] = [:]
+        for (index, record) in gone.enumerated() where !record.path.isEmpty { byPath[Array(record.path.utf8)] = index }
+        if byPath.isEmpty { return ([], false) }
+        var paired = Set<ItemIdentifier>()
+        var mustHold = false
+        for index in entries.indices where entries[index].old == nil {
+            guard let found = byPath.removeValue(forKey: Array(entries[index].path.utf8)) else { continue }
+            let record = gone[found]
+            guard record.kind == entries[index].item.kind, record.identifier != entries[index].item.identifier else { continue }
+            entries[index].old = record
+            paired.insert(record.identifier)
+            if Self.mustHold(record) { mustHold = true }
+        }
+        return (paired, mustHold)
+    }
+
+    /// Gives the children of folders the store replaced (``PullPass/replaced``) their new parent
+    /// in the database, before those folders are listed or their changes placed.
+    /// - Throws: `localIOFailure` when the database fails.
+    func reparentReplacedFolders(_ replaced: ArraySlice<(old: ItemIdentifier, new: ItemIdentifier, kind: ItemKind)>)
+        async throws(FileProviderError)
+    {
+        let folders = replaced.filter { $0.kind == .folder }
+        if folders.isEmpty { return }
+        let (store, domainID) = (self.store, self.domainID)
+        try await context.blocking { () throws(FileProviderError) in
+            for folder in folders { try store.reparentChildren(domainID: domainID, from: folder.old, to: folder.new) }
+        }
     }
 
     /// Whether a dataless folder must be populated to take an item the database knew as

@@ -51,6 +51,10 @@ struct PullPass {
     var isWriterIdle: Bool { writerDone.withLock { $0 } }
     /// Stored items missing from their folder's listing; settled at the end.
     var gone: [ItemRecord] = []
+    /// Stored items the store replaced by a new one of the same name, re-keyed to it
+    /// (``FolderPlacer/pairReplaced(_:gone:)``): a replaced folder's children take the new
+    /// parent before it is listed; what else the database kept of the old identifier goes.
+    var replaced: [(old: ItemIdentifier, new: ItemIdentifier, kind: ItemKind)] = []
     /// Items that moved to another folder under the same identifier (not gone).
     var movedIn = Set<ItemIdentifier>()
     /// New files by content version, to recognise a path-derived move (a stored file gone and

@@ -203,11 +203,19 @@ struct StoreWalk: Sendable {
             if let known = old, FolderPlacer.mustHold(known) { mustHold = true }
             entries.append((item, path, old))
         }
+        // (Nothing stored, as in a first sync: no entry is looked at again.)
+        if !stored.isEmpty, entries.contains(where: { $0.old == nil }) {
+            let pairing = FolderPlacer.pairReplaced(&entries, gone: Array(stored.values))
+            for identifier in pairing.paired { stored[identifier] = nil }
+            if pairing.mustHold { mustHold = true }
+        }
         if !stored.isEmpty { leftAside = true }
         pass.gone += stored.values
         var placed = visit
+        let replacedBefore = pass.replaced.count
         let subfolders = try await placer.place(
             consume entries, mustHold: mustHold, in: &placed, complete: true, pass: &pass, report: &report)
+        try await placer.reparentReplacedFolders(pass.replaced[replacedBefore...])
         if !leftAside, report.notices.count == noticesBefore, pass.failedFolders.count == failedBefore,
             let digest = known.entriesDigest
         {

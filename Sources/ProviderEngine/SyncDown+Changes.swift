@@ -125,17 +125,24 @@ extension SyncDown {
                     if let known = old, FolderPlacer.mustHold(known) { mustHold = true }
                     entries.append((item, path, old))
                 }
+                if !pass.gone.isEmpty, entries.contains(where: { $0.old == nil }) {
+                    let pairing = FolderPlacer.pairReplaced(&entries, gone: pass.gone)
+                    if !pairing.paired.isEmpty { pass.gone.removeAll { pairing.paired.contains($0.identifier) } }
+                    if pairing.mustHold { mustHold = true }
+                }
                 // A folder that moved under the same identifier takes what is below it along
                 // (a walk would list it; the feed names only the folder).
                 let moved = entries.compactMap { entry in
                     entry.old.flatMap { $0.kind == .folder && $0.path != entry.path ? ($0.path, entry.path) : nil }
                 }
                 var placed = visit
+                let replacedBefore = pass.replaced.count
                 for subfolder in try await placer.place(
                     consume entries, mustHold: mustHold, in: &placed, complete: false, pass: &pass, report: &report)
                 {
                     folders[subfolder.record.identifier] = subfolder
                 }
+                try await placer.reparentReplacedFolders(pass.replaced[replacedBefore...])
                 if !moved.isEmpty {
                     try await pass.flush(to: context, wait: true)
                     try await context.blocking { () throws(FileProviderError) in

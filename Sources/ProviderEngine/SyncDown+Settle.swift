@@ -57,6 +57,12 @@ extension SyncDown {
             }
         }
         try await settle(gone: gone, candidates: &candidates, pass: &pass, report: &report)
+        if !pass.replaced.isEmpty {
+            let (store, domainID, replaced) = (self.store, self.domainID, pass.replaced.map(\.old))
+            try await context.blocking { () throws(FileProviderError) in
+                try store.forgetReplaced(domainID: domainID, identifiers: replaced)
+            }
+        }
     }
 
     /// Settles one batch of items gone from where the database has them (see

@@ -83,6 +83,7 @@ struct Uploader: Sendable {
                         basedOn: template, fields: [.contents, .filename, .parentItemIdentifier, .contentModificationDate],
                         contents: contents, options: step.replay || adopting ? [.mayAlreadyExist] : [])
                 }
+                try await checkNew(result.item.identifier, createdAt: path)
                 var record = ItemRecord(domainID: domainID, item: result.item, path: path)
                 record.parentIdentifier = parent.identifier
                 record.localInode = fingerprint.inode
@@ -106,6 +107,24 @@ struct Uploader: Sendable {
             return
         }
         report.uploaded += 1
+    }
+
+    /// Checks that the identifier a create returned for the item at `path` is not another
+    /// item's: recorded, the new file would take that item's place (and lose its own bytes at
+    /// the next eviction).
+    /// - Throws: `corruptData` naming both items; `localIOFailure` when the database fails.
+    private func checkNew(_ identifier: ItemIdentifier, createdAt path: String) async throws(FileProviderError) {
+        let (store, domainID) = (context.store, context.domainID)
+        guard
+            let other = try await context.blocking({ () throws(FileProviderError) in
+                try store.item(domainID: domainID, identifier: identifier)
+            }),
+            other.path != path
+        else { return }
+        throw FileProviderError(
+            .corruptData,
+            "the store answered the creation of \(context.display(path)) with the identifier of \(context.display(other.path)); nothing was recorded, the local file stays as it is"
+        )
     }
 
     /// The record of the folder at `path`: as the task's ``JournalBatch`` read it, else read on

@@ -29,3 +29,27 @@ import Testing
         #expect(digest.finishBytes().count == 20)
     }
 }
+
+@Suite struct SHA256DigestTests {
+    /// FIPS 180-4's examples: the empty message, one block, two blocks; and fed in pieces.
+    @Test func knownDigests() {
+        func digest(_ text: String, piece: Int = .max) -> String {
+            var digest = SHA256Digest()
+            let bytes = Array(text.utf8)
+            var start = 0
+            repeat {
+                let end = min(bytes.count, start + piece)
+                bytes[start..<end].withUnsafeBytes { digest.update($0) }
+                start = end
+            } while start < bytes.count
+            return digest.finish()
+        }
+        #expect(digest("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(digest("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        let twoBlocks = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"
+        #expect(digest(twoBlocks) == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        #expect(digest(twoBlocks, piece: 7) == digest(twoBlocks))
+        #expect(ContentHash("SHA256:ABCDEF") == ContentHash("sha256:abcdef"))
+        #expect(ContentHash("sha256") == nil && ContentHash("sha256:xyz") == nil)
+    }
+}

@@ -14,10 +14,19 @@ final class TestRemote: @unchecked Sendable {
     private var extraItems: [ItemIdentifier: [Item]] = [:]
     private var pending: (fields: ItemFields, times: Int) = ([], 0)
     private var createHooks: [@Sendable () -> Void] = []
+    private var backendInPlace: (any Backend)?
 
     init(memory: MemoryBackend = MemoryBackend(hasChangeFeed: false, pageSize: 7)) {
         self.memory = memory
     }
+
+    /// Makes domains of this remote talk to `backend` instead of ``memory`` (a store with
+    /// identifiers of its own over the same memory, ``OpaqueIdentifierBackend``).
+    func serve(through backend: any Backend) {
+        lock.withLock { backendInPlace = backend }
+    }
+
+    fileprivate var backend: (any Backend)? { lock.withLock { backendInPlace } }
 
     /// Makes listings of `folder` fail with `error` (`nil` to stop).
     func failListing(of folder: ItemIdentifier, with error: FileProviderError?) {
@@ -99,7 +108,7 @@ final class TestRemote: @unchecked Sendable {
             guard let remote = TestRemote.named(name) else {
                 throw FileProviderError(.serverUnreachable, "no test remote named '\(name)'")
             }
-            return TestBackend(remote: remote)
+            return remote.backend ?? TestBackend(remote: remote)
         })
 
     static var registry: BackendRegistry { BackendRegistry([descriptor]) }
