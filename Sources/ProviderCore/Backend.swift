@@ -133,7 +133,8 @@ public protocol Backend: Sendable {
     /// may replace what it finds at the name.
     ///
     /// The template's identifier is a temporary one chosen by the engine; the returned item
-    /// carries the store's identifier. `contents` is a file to upload for a file, `nil` for a
+    /// carries the store's identifier, and the template's kind and name (the engine refuses any
+    /// other item as `corruptData`, and records nothing). `contents` is a file to upload for a file, `nil` for a
     /// folder or a symlink (whose target is `template.symlinkTargetPath`).
     /// - Throws: `filenameCollision` when an item with that name exists and `options` does not
     ///   contain `mayAlreadyExist` (with it, the existing item is returned when it is of the same
@@ -147,7 +148,9 @@ public protocol Backend: Sendable {
     ///
     /// `baseVersion` is the version the change was made against; the store must still have it.
     /// `item` carries the new values of the fields named in `changedFields`. A rename or move
-    /// in a path-addressed store returns an item with a new identifier.
+    /// in a path-addressed store returns an item with a new identifier; any other change
+    /// returns the same identifier, and every change the kind and the name asked for (the
+    /// engine refuses another item as `corruptData`).
     /// - Throws: `noSuchItem` when the item is gone; `versionOutOfDate` when the store's version
     ///   is not `baseVersion` (nothing is changed); `filenameCollision` when the new name is
     ///   taken; `invalidFilename` for an unsafe name; `insufficientQuota` when the store is full;
