@@ -164,6 +164,7 @@ struct StoreWalk: Sendable {
         var entries: [FolderPlacer.Entry] = []
         entries.reserveCapacity(items.count)
         var names = Set<String>(minimumCapacity: items.count)
+        var opaqueIdentifiers = false
         var mustHold = false
         while var item = items.popLast() {
             let name = item.filename
@@ -179,6 +180,9 @@ struct StoreWalk: Sendable {
                 continue
             }
             let path = inRoot ? name : Self.childPath(name, in: folder.path, identifier: item.identifier.rawValue)
+            // An identifier that is the item's path is unique with its name (the usual case for
+            // stores that name items by path); others are checked below.
+            if !opaqueIdentifiers, path != item.identifier.rawValue { opaqueIdentifiers = true }
             if let problem = WalkBounds.problem(listing: item, inside: ancestors)
                 ?? WalkBounds.problem(placing: item.kind, at: path, rootLength: rootLength)
             {
@@ -202,6 +206,24 @@ struct StoreWalk: Sendable {
             }
             if let known = old, FolderPlacer.mustHold(known) { mustHold = true }
             entries.append((item, path, old))
+        }
+        if opaqueIdentifiers {
+            // Two items of one identifier: the database would keep one record and the replica
+            // both placeholders. The first is taken, the others skipped.
+            var identifiers = Set<ItemIdentifier>(minimumCapacity: entries.count)
+            var unique: [FolderPlacer.Entry] = []
+            unique.reserveCapacity(entries.count)
+            entries.reverseByMoving()
+            while let entry = entries.popLast() {
+                if identifiers.insert(entry.item.identifier).inserted {
+                    unique.append(entry)
+                } else {
+                    report.notices.append(
+                        "\(display(folder.path)): skipped an item: \(entry.item.filename.debugDescription) has the identifier \(TerminalText.quoted(entry.item.identifier.rawValue)) of another item of the listing"
+                    )
+                }
+            }
+            entries = unique
         }
         // (Nothing stored, as in a first sync: no entry is looked at again.)
         if !stored.isEmpty, entries.contains(where: { $0.old == nil }) {

@@ -144,4 +144,21 @@ import Testing
             #expect(try Data(contentsOf: controller.replica.url("a.txt")) == Data("hello".utf8))
         }
     }
+
+    /// A listing with two items of one identifier: the first is taken, the second skipped with
+    /// a notice (the database would keep one record, the replica both placeholders).
+    @Test func aSecondItemWithTheSameIdentifierIsSkipped() async throws {
+        try await Fixture.with { f in
+            try f.memory.write(path: "a.txt", data: Data("a".utf8))
+            let controller = try await f.addDomain()
+            var twin = try await f.memory.item(for: ItemIdentifier("a.txt"))
+            twin.filename = "twin.txt"
+            f.remote.inject([twin], into: .rootContainer)
+            let report = try await controller.sync()
+            #expect(report.notices.contains { $0.contains("\"twin.txt\" has the identifier") }, "\(report.notices)")
+            #expect(try controller.record(at: "a.txt").identifier.rawValue == "a.txt")
+            #expect((try? controller.record(at: "twin.txt")) == nil)
+            #expect(tree(at: controller.replica.root).filter { !$0.hasPrefix(".") } == ["a.txt.placeholder"])
+        }
+    }
 }
