@@ -132,7 +132,16 @@ struct FolderPlacer: Sendable {
                     continue
                 }
                 if changed { report.updated += 1 }
-                if record.isOutdated { pass.redownload.append(record) }
+                if try await isUnkeptUpload(old, now: item) {
+                    // Not downloaded over: the file counts as changed here, and the next sync
+                    // sends it against the store's version (a conflict: both are kept).
+                    record.markContentsPending()
+                    report.notices.append(
+                        "\(display(path)): the store lists another version than the one it took from this replica; the local file is kept and sent again"
+                    )
+                } else if record.isOutdated {
+                    pass.redownload.append(record)
+                }
                 if replaced { pass.replaced.append((old: old.identifier, new: record.identifier, kind: record.kind)) }
                 pass.upserts.append(record)
             }
@@ -231,6 +240,23 @@ struct FolderPlacer: Sendable {
         try await context.blocking { () throws(FileProviderError) in
             for folder in folders { try store.reparentChildren(domainID: domainID, from: folder.old, to: folder.new) }
         }
+    }
+
+    /// Whether the store lists, at another version and size, a file this replica sent and no
+    /// listing has shown since: the store took the upload and did not keep it (or went back),
+    /// and a download would replace the only copy of those bytes. (The same size is taken for
+    /// the same bytes under a version the store renamed.) Reads the database only for a file
+    /// that is downloaded and in sync whose version changed.
+    /// - Throws: `localIOFailure` when the database fails.
+    private func isUnkeptUpload(_ old: ItemRecord, now item: Item) async throws(FileProviderError) -> Bool {
+        guard old.kind == .file, old.state == .materialized, old.localContentVersion == old.contentVersion,
+            item.version.content != old.contentVersion, item.size != old.size
+        else { return false }
+        let (store, domainID) = (self.store, self.domainID)
+        let upload = try await context.blocking { () throws(FileProviderError) in
+            try store.unconfirmedUpload(domainID: domainID, identifier: old.identifier)
+        }
+        return upload?.contentVersion == old.contentVersion
     }
 
     /// Whether a dataless folder must be populated to take an item the database knew as

@@ -23,6 +23,11 @@ extension SyncDown {
                 seen += changes.updatedItems.count + changes.deletedIdentifiers.count
                 try await apply(changes, pass: &pass, report: &report)
                 try await pass.flush(to: context, wait: true)
+                // What the feed showed is confirmed (a version the store did not keep was seen
+                // while placing it). Its deletions are settled with the pass, and confirmed by
+                // the next walk.
+                let (store, domainID, shown) = (self.store, self.domainID, changes.updatedItems.map(\.identifier))
+                try await context.blocking { () throws(FileProviderError) in try store.confirmUploads(domainID: domainID, shown) }
                 events?(.listing(folders: 0, items: seen))
                 anchor = changes.newAnchor
                 if !changes.moreComing { break }

@@ -123,10 +123,24 @@ extension SyncDown {
         // 2. Deletions: files first, then folders deepest first.
         let goneFiles = gone.filter { $0.kind != .folder }
         let goneFolders = gone.filter { $0.kind == .folder }.sorted { $0.path > $1.path }
+        let (store, domainID) = (self.store, self.domainID)
         for record in goneFiles {
             do {
-                let kept = try await executor.run { [self] in try self.removeLocalCopy(of: record) }
-                if kept {
+                let (kept, unconfirmed) = try await executor.run { [self] () throws -> (Bool, Bool) in
+                    // A file this replica sent that no listing showed since: the store took it
+                    // and did not keep it. Its bytes stay (sent again as a new file).
+                    var record = record
+                    let unconfirmed =
+                        try record.state == .materialized
+                        && store.unconfirmedUpload(domainID: domainID, identifier: record.identifier) != nil
+                    if unconfirmed { record.markContentsPending() }
+                    return (try self.removeLocalCopy(of: record), unconfirmed)
+                }
+                if kept && unconfirmed {
+                    notices.append(
+                        "\(display(record.path)): the store took this file from this replica but no longer lists it; the local file was kept and is sent again"
+                    )
+                } else if kept {
                     notices.append(
                         "\(display(record.path)): deleted in the store; the local copy has changes and was kept"
                     )
@@ -152,8 +166,9 @@ extension SyncDown {
             }
         }
         let written = Date()
-        try await context.blocking { [store, domainID, upserts, deletions] () throws(FileProviderError) in
+        try await context.blocking { [upserts, deletions] () throws(FileProviderError) in
             try store.apply(domainID: domainID, upserts: upserts, deletions: deletions)
+            try store.confirmUploads(domainID: domainID, deletions)
         }
         pass.databaseSeconds += Date().timeIntervalSince(written)
         report.notices.append(contentsOf: notices)

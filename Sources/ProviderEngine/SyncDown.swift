@@ -133,6 +133,13 @@ extension SyncDown {
         try await settle(&pass, report: &report)
         report.phases.database = pass.databaseSeconds
         report.phases.replica = Date().timeIntervalSince(started) - listingSeconds - pass.databaseSeconds
+        if pass.failedFolders.isEmpty {
+            // Every item was listed, and those gone settled: the uploads noted before the walk
+            // are confirmed (or were kept as the store did not keep them).
+            try await context.blocking { () throws(FileProviderError) in
+                try store.confirmUploads(domainID: domainID, notedBefore: started)
+            }
+        }
         if let anchorAfterWalk, pass.failedFolders.isEmpty {
             try await context.blocking { () throws(FileProviderError) in
                 try store.setSyncAnchor(anchorAfterWalk, domainID: domainID, container: .workingSet)

@@ -246,6 +246,9 @@ extension MetadataStore {
         let now = Date()
         try write { db in
             try Self.apply(domainID: domainID, upserts: records, deletions: [], in: db)
+            // The files the store took (created or changed): unconfirmed until it lists them.
+            let uploads = zip(records, entries).filter { $0.1.operation == "create" || $0.1.operation == "modify" }.map(\.0)
+            try Self.noteUnconfirmed(uploads, now: now, in: db)
             for var entry in entries {
                 entry.state = .done
                 entry.lastError = nil

@@ -303,6 +303,21 @@ enum Migrations {
             try db.execute(
                 sql: "CREATE INDEX item_folder_policy ON item(domainID) WHERE contentPolicy IS NOT NULL AND (kind = 'folder' OR path = '')")
         }
+        migrator.registerMigration("v16: uploads no listing has confirmed") { db in
+            // The files this engine created or changed in the store, with the content version
+            // the store answered, until a listing (or the change feed) shows them: a store that
+            // took an upload and then lists the item gone, or at another version, did not keep
+            // it, and the local bytes are kept instead of removed or downloaded over
+            // (MetadataStore+Unconfirmed).
+            try db.create(table: "unconfirmedUpload", options: [.withoutRowID]) { t in
+                t.column("domainID", .integer).notNull().references("domain", onDelete: .cascade)
+                t.column("identifier", .text).notNull()
+                t.column("contentVersion", .blob).notNull()
+                t.column("size", .integer).notNull()
+                t.column("createdAt", .double).notNull()
+                t.primaryKey(["domainID", "identifier"])
+            }
+        }
         return migrator
     }
 
