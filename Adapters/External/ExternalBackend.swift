@@ -202,17 +202,10 @@ public final class ExternalBackend: Backend, @unchecked Sendable {
     public func enumerateItems(in container: ItemIdentifier, startingAt page: Page) async throws(FileProviderError) -> ItemPage {
         let reply = try await call(
             "enumerate", EnumerateParams(container: container.rawValue, page: WireBytes(page.rawValue)), EnumerateResult.self)
-        var items: [Item] = []
-        var refused: [RefusedItem] = []
-        items.reserveCapacity(reply.items.count)
+        var sorter = ListingSorter(capacity: reply.items.count)
         for wire in reply.items {
-            switch try wire.item(program: displayName) {
-            case .item(let item) where item.parentIdentifier == container:
-                items.append(item)
-            case .item(let item):
-                refused.append(RefusedItem(item, "it is listed in \(container.rawValue) but names another parent"))
-            case .refused(let refusal):
-                refused.append(refusal)
+            sorter.add(wire.item(program: displayName)) { item in
+                item.parentIdentifier == container ? nil : "it is listed in \(container.rawValue) but names another parent"
             }
         }
         var next: Page?
@@ -222,7 +215,7 @@ public final class ExternalBackend: Backend, @unchecked Sendable {
             }
             next = Page(token.data)
         }
-        return ItemPage(items: items, nextPage: next, refused: refused)
+        return ItemPage(items: sorter.items, nextPage: next, refused: sorter.refused)
     }
 
     public func currentSyncAnchor(for container: ItemIdentifier) async throws(FileProviderError) -> SyncAnchor {
@@ -235,19 +228,13 @@ public final class ExternalBackend: Backend, @unchecked Sendable {
         guard capabilities.hasChangeFeed else { throw FileProviderError(.notSupported, "this store has no change feed") }
         let reply = try await call(
             "changes", ChangesParams(container: container.rawValue, anchor: WireBytes(anchor.rawValue)), ChangesResult.self)
-        var updated: [Item] = []
-        var refused: [RefusedItem] = []
-        for wire in reply.updated {
-            switch try wire.item(program: displayName) {
-            case .item(let item): updated.append(item)
-            case .refused(let refusal): refused.append(refusal)
-            }
-        }
+        var sorter = ListingSorter(capacity: reply.updated.count, refusesRepeats: false)
+        for wire in reply.updated { sorter.add(wire.item(program: displayName)) }
         var deleted: [ItemIdentifier] = []
         for raw in reply.deleted { deleted.append(try checkedIdentifier(raw, program: displayName)) }
         return ChangeSet(
-            updatedItems: updated, deletedIdentifiers: deleted, newAnchor: try self.anchor(reply.anchor),
-            moreComing: reply.moreComing ?? false, refused: refused)
+            updatedItems: sorter.items, deletedIdentifiers: deleted, newAnchor: try self.anchor(reply.anchor),
+            moreComing: reply.moreComing ?? false, refused: sorter.refused)
     }
 
     private func anchor(_ token: WireBytes) throws(FileProviderError) -> SyncAnchor {
