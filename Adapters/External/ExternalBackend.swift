@@ -269,6 +269,12 @@ public final class ExternalBackend: Backend, @unchecked Sendable {
         guard item.kind != .folder else {
             throw FileProviderError(.corruptData, "\(displayName) fetched the contents of a folder")
         }
+        if let version, item.version.content != version.content {
+            throw FileProviderError(
+                .versionNoLongerAvailable,
+                "\(displayName) was asked for one version of \(identifier.rawValue) and wrote another (a program answers versionNoLongerAvailable when the version asked for is gone); the contents were not kept, the item is listed again at the next sync"
+            )
+        }
         return item
     }
 
