@@ -308,16 +308,43 @@ struct ListedWireItem: Decodable {
 
     var decoded: Decoded
 
-    private struct Names: Decodable {
+    /// What can be read of an item that does not decode, and which of its values cannot be.
+    private struct Probe: Decodable {
         var identifier: String?
         var filename: String?
+        var problem: String?
 
-        private enum CodingKeys: String, CodingKey { case identifier, filename }
+        private enum CodingKeys: String, CodingKey {
+            case identifier, parent, filename, kind, size, created, modified, version, capabilities, symlinkTarget, contentHash
+            case contentType
+        }
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             identifier = try? container.decodeIfPresent(String.self, forKey: .identifier)
             filename = try? container.decodeIfPresent(String.self, forKey: .filename)
+            func fails(_ body: () throws -> Void) -> Bool { (try? body()) == nil }
+            let checks: [(String, () throws -> Void)] = [
+                ("its identifier is missing or not text", { _ = try container.decode(String.self, forKey: .identifier) }),
+                ("its parent is missing or not text", { _ = try container.decode(String.self, forKey: .parent) }),
+                ("its name is missing or not valid Unicode text", { _ = try container.decode(String.self, forKey: .filename) }),
+                ("its kind is missing or not text", { _ = try container.decode(String.self, forKey: .kind) }),
+                (
+                    "its size is not a whole number of bytes below 2^63",
+                    { _ = try container.decodeIfPresent(Int64.self, forKey: .size) }
+                ),
+                ("its creation date is not a finite number", { _ = try container.decodeIfPresent(Double.self, forKey: .created) }),
+                (
+                    "its modification date is not a finite number",
+                    { _ = try container.decodeIfPresent(Double.self, forKey: .modified) }
+                ),
+                ("its version is missing or not base64", { _ = try container.decode(WireVersion.self, forKey: .version) }),
+                ("its capabilities are not a list of names", { _ = try container.decodeIfPresent([String].self, forKey: .capabilities) }),
+                ("its content type is not text", { _ = try container.decodeIfPresent(String.self, forKey: .contentType) }),
+                ("its symlink target is not text", { _ = try container.decodeIfPresent(String.self, forKey: .symlinkTarget) }),
+                ("its content hash is not text", { _ = try container.decodeIfPresent(String.self, forKey: .contentHash) }),
+            ]
+            problem = checks.first { fails($0.1) }?.0
         }
     }
 
@@ -326,8 +353,10 @@ struct ListedWireItem: Decodable {
         do {
             decoded = .wire(try WireItem(from: decoder))
         } catch {
-            let names = try? Names(from: decoder)
-            decoded = .unreadable(identifier: names?.identifier, filename: names?.filename, problem: WireCoding.describe(error))
+            let probe = try? Probe(from: decoder)
+            decoded = .unreadable(
+                identifier: probe?.identifier, filename: probe?.filename,
+                problem: probe?.problem ?? "it is not an object of the protocol's item (\(WireCoding.describe(error)))")
         }
     }
 
@@ -349,7 +378,7 @@ struct ListedWireItem: Decodable {
             return .refused(
                 RefusedItem(
                     identifier: checked, filename: filename.map { String($0.prefix(300)) } ?? "?",
-                    reason: "it cannot be read: \(problem)\(named)"))
+                    reason: "\(problem)\(named)"))
         }
     }
 }

@@ -54,8 +54,13 @@ struct LiarBackendTests {
         #expect(page.refused.count == 6, "\(reasons)")
         let named = Set(page.refused.compactMap(\.identifier?.rawValue))
         #expect(named == ["/huge", "/fraction", "/far", "/surrogate", "/alias"], "\(reasons)")
-        for refusal in page.refused where refusal.identifier != nil {
-            #expect(refusal.message.contains(refusal.identifier!.rawValue) || refusal.filename != "?", "\(refusal.message)")
+        let expected = [
+            "/huge": "its size", "/fraction": "its size", "/far": "its modification date", "/surrogate": "its name",
+            "/alias": "unknown kind",
+        ]
+        for (identifier, what) in expected {
+            let refusal = page.refused.first { $0.identifier?.rawValue == identifier }
+            #expect(refusal?.reason.contains(what) == true, "\(identifier): \(refusal?.reason ?? "not refused")")
         }
         let duplicate = try #require(page.refused.first { $0.filename == "copy.txt" }, "\(reasons)")
         #expect(duplicate.identifier == nil)
