@@ -310,14 +310,14 @@ final class BackendProgram: @unchecked Sendable {
     }
 
     /// A write to the program failed: it died or closed its input. Its requests fail when it
-    /// has ended; one still running a moment later is stopped.
+    /// has ended; one still running after ``stopGrace`` is killed.
     private func stoppedReading(_ failure: FileProviderError) {
         let first = lock.withLock {
             defer { if inputFailure == nil { inputFailure = failure.message } }
             return inputFailure == nil && deathError == nil
         }
         guard first else { return }
-        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + 0.5) { [self] in
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + stopGrace) { [self] in
             guard !lock.withLock({ hasExited }) else { return }
             stop(kill: true, reason: "stopped reading its input (\(failure.message))")
         }
