@@ -300,6 +300,14 @@ public enum ExternalBackends {
     /// started again.
     public static let failureRetrySeconds = 60.0
 
+    /// Stops the programs started to describe themselves and not taken by a domain (they are
+    /// kept for ``parkedProgramSeconds``), and returns once they have ended: a command calls it
+    /// before it exits, so that a program that ignores the end of its input is not left
+    /// running (it gets SIGTERM after ``ExternalBackend/defaultStopGrace``, then SIGKILL).
+    public static func stopParkedPrograms() async {
+        await ParkedPrograms.shared.stopAll()
+    }
+
     /// How long a program started by ``resolver`` to describe itself is kept running for the
     /// first ``ExternalBackend`` of it to take over, in seconds.
     public static let parkedProgramSeconds = 60.0

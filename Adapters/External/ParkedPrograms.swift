@@ -50,6 +50,18 @@ final class ParkedPrograms: @unchecked Sendable {
         return entry
     }
 
+    /// Stops every parked program (closes its input; one still running after its grace period
+    /// gets SIGTERM, then SIGKILL) and returns once they have all ended: a process calls it
+    /// before it exits, so that no program is left running.
+    func stopAll() async {
+        let all = lock.withLock {
+            defer { parked = [:] }
+            return Array(parked.values)
+        }
+        for entry in all { entry.program.stop() }
+        for entry in all { await entry.program.waitUntilEnded() }
+    }
+
     /// Whether a program of `path` is parked (for tests).
     func isParked(path: String) -> Bool { lock.withLock { parked[path] != nil } }
 }

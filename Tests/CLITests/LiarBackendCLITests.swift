@@ -124,3 +124,28 @@ import Testing
         #expect(names.isSubset(of: reserved), "not reserved: \(names.subtracting(reserved).sorted())")
     }
 }
+
+extension LiarBackendCLITests {
+    /// A program started only to describe itself (`status` with a stale description) and never
+    /// used is ended before the command exits, also when it ignores the end of its input.
+    @Test(.timeLimit(.minutes(2))) func aProgramStartedToDescribeItselfIsNotLeftRunning() async throws {
+        let temp = try TemporaryFolder()
+        let cli = CLIRunner(in: temp)
+        var (environment, path) = try Self.program(temp, named: "liar")
+        let added = try await cli.run(["domain", "add", "described", "--backend", "liar"], environment: environment)
+        #expect(added.status == 0, "\(added.stderr)")
+        let handle = try FileHandle(forWritingTo: path)
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data("# changed\n".utf8))
+        try handle.close()
+        let pidfile = temp.url.appendingPathComponent("described.pid").path
+        environment["LIAR_BEHAVIOUR"] = "ignore-eof"
+        environment["LIAR_PIDFILE"] = pidfile
+        let status = try await cli.run(["status"], environment: environment)
+        #expect(status.status == 0, "\(status.stderr)")
+        let pid = try #require(pid_t(String(decoding: try Data(contentsOf: URL(fileURLWithPath: pidfile)), as: UTF8.self)))
+        let running = Self.isRunning(pid)
+        if running { kill(pid, SIGKILL) }
+        #expect(!running, "status left the program it described running")
+    }
+}
