@@ -149,3 +149,28 @@ extension LiarBackendCLITests {
         #expect(!running, "status left the program it described running")
     }
 }
+
+extension LiarBackendCLITests {
+    /// One bad item leaves out that item, with a warning naming it; its folder syncs. (Before:
+    /// the whole root failed, quoting the first, innocent item.)
+    @Test func aSyncLeavesOutOnlyTheBadItemsWithAWarningForEach() async throws {
+        let temp = try TemporaryFolder()
+        let cli = CLIRunner(in: temp)
+        let (environment, _) = try Self.program(temp, named: "liar")
+        let added = try await cli.run(
+            ["domain", "add", "mixed", "--backend", "liar", "--behaviour", "bad-items"], environment: environment)
+        #expect(added.status == 0, "\(added.stderr)")
+        let synced = try await cli.run(["sync", "mixed"], environment: environment)
+        #expect(synced.status == 0, "\(synced.stderr)")
+        for (name, what) in [
+            ("huge", "its size"), ("fraction", "its size"), ("far", "its modification date"), ("?", "identifier /surrogate"),
+            ("alias", "unknown kind"), ("copy.txt", "came earlier"),
+        ] {
+            let warning = synced.stderr.split(separator: "\n").first { $0.contains("skipped an item: \"\(name)\"") }
+            #expect(warning?.contains(what) == true, "\(name): \(synced.stderr)")
+        }
+        let listed = try await cli.run(["ls", "mixed:/", "--json"], environment: environment)
+        let items = try #require(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])
+        #expect(Set(items.compactMap { $0["path"] as? String }) == ["/a.txt", "/z.txt"])
+    }
+}
