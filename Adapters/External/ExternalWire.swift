@@ -369,8 +369,7 @@ struct ListedWireItem: Decodable {
                 return try wire.item(program: program)
             } catch {
                 let identifier = try? checkedIdentifier(wire.identifier, program: program)
-                let reason = error.message.hasPrefix(program + " ") ? String(error.message.dropFirst(program.count + 1)) : error.message
-                return .refused(RefusedItem(identifier: identifier, filename: String(wire.filename.prefix(300)), reason: reason))
+                return .refused(RefusedItem(identifier: identifier, filename: String(wire.filename.prefix(300)), reason: error.message))
             }
         case .unreadable(let identifier, let filename, let problem):
             let checked = identifier.flatMap { try? checkedIdentifier($0, program: program) }
