@@ -10,10 +10,13 @@ import ProviderCore
 ///
 /// Its standard input and output are Unix stream sockets (writes use `MSG_NOSIGNAL`, so a dead
 /// program never raises `SIGPIPE` here). A thread of its own reads the replies line by line and
-/// hands each to the request with its id; another keeps the tail of the standard error. Writes
-/// run on a writer thread. When the program's output ends (it died, or closed it), every
-/// pending request fails at once with `serverUnreachable` naming the program, how it ended and
-/// the tail of what it wrote to standard error.
+/// hands each to the request with its id; another keeps the tail of the standard error; a third
+/// waits for the program's own exit (`waitid`), so a program that dies while a child it started
+/// still holds its output is seen to end, and is reaped. Writes run on a writer thread. When the
+/// program exits (or closes its output), every pending request fails at once with
+/// `serverUnreachable` naming the program, how it ended and the tail of what it wrote to
+/// standard error; a request the program could not be sent because it stopped reading fails
+/// the same way, once the program has ended.
 final class BackendProgram: @unchecked Sendable {
     /// What a request gets: a reply line (to decode) or an error.
     typealias Completion = @Sendable (Result<Data, FileProviderError>) -> Void
@@ -21,6 +24,9 @@ final class BackendProgram: @unchecked Sendable {
     private struct Pending {
         var completion: Completion
         var progress: ProgressHandler?
+        /// The most bytes its progress has said are done; only progress beyond it counts as
+        /// the program being heard from.
+        var completed: Int64 = -1
     }
 
     /// The longest line read from a program: 16 MiB (a page of thousands of items fits).
@@ -43,22 +49,42 @@ final class BackendProgram: @unchecked Sendable {
     private var stopReason: String?
     private var stderrTail = Data()
     private let stderrDone = DispatchSemaphore(value: 0)
-    /// When the program last sent a line, or a request began to wait while none did.
+    /// Signalled once the program has been reaped.
+    private let reaped = DispatchSemaphore(value: 0)
+    /// When the program last sent a reply or progress that advanced, or a request began to
+    /// wait while none did.
     private var lastHeard = DispatchTime.now()
+    /// Set (under `lock`) once the program has exited, before it is reaped: no signal is sent
+    /// to its pid after that.
+    private var hasExited = false
+    /// How it ended (`exit status 3`), once reaped.
+    private var ending: String?
+    private var exitWaiters: [@Sendable () -> Void] = []
+    /// Written to (never read) when the program has exited: the reader threads poll it.
+    private let exitPipe: (read: Int32, write: Int32)
+    /// Whether a write to the program's input failed (it stopped reading).
+    private var inputFailure: String?
     /// Runs ``checkSilence()``; guarded by `lock`.
     private var watchdog: DispatchSourceTimer?
 
     /// How long the program may send nothing at all (no reply, no progress) while requests wait
     /// for it, in seconds, before it is stopped (``ExternalBackend/defaultSilenceLimit``).
     let silenceLimit: Double
+    /// How long a program whose input was closed has to exit before it gets `SIGTERM`, and then
+    /// `SIGKILL`, in seconds (``ExternalBackend/defaultStopGrace``).
+    let stopGrace: Double
 
     /// Starts the program at `path` with no arguments, in a process group of its own.
     ///
     /// - Throws: `serverUnreachable` when it cannot be started.
-    init(path: String, displayName: String, silenceLimit: Double = ExternalBackend.defaultSilenceLimit) throws(FileProviderError) {
+    init(
+        path: String, displayName: String, silenceLimit: Double = ExternalBackend.defaultSilenceLimit,
+        stopGrace: Double = ExternalBackend.defaultStopGrace
+    ) throws(FileProviderError) {
         self.path = path
         self.displayName = displayName
         self.silenceLimit = silenceLimit
+        self.stopGrace = stopGrace
         var inputPair: [Int32] = [-1, -1]
         var outputPair: [Int32] = [-1, -1]
         var errorPair: [Int32] = [-1, -1]
@@ -106,7 +132,20 @@ final class BackendProgram: @unchecked Sendable {
         input = inputPair[0]
         output = outputPair[0]
         errors = errorPair[0]
+        var pipeFDs: [Int32] = [-1, -1]
+        if socketpair(AF_UNIX, type, 0, &pipeFDs) != 0 {
+            // Without it the readers end at the end of the output, as they did before.
+            pipeFDs = [-1, -1]
+        }
+        exitPipe = (pipeFDs[0], pipeFDs[1])
         writer = SerialWriter(name: "backend-\(displayName)-writer")
+        let waiter = Thread { [self] in
+            ThreadName.setCurrent("backend-waiter")
+            waitForExit()
+        }
+        waiter.name = "backend-\(displayName)-waiter"
+        waiter.stackSize = 1 << 16
+        waiter.start()
         let reader = Thread { [self] in
             ThreadName.setCurrent("backend-reader")
             readReplies()
@@ -152,7 +191,7 @@ final class BackendProgram: @unchecked Sendable {
         stop(
             kill: true,
             reason:
-                "sent nothing for \(String(format: "%g", silenceLimit)) s while \(waiting) request\(waiting == 1 ? "" : "s") waited (a program sends progress during long work)"
+                "sent no reply and no progress that advanced for \(String(format: "%g", silenceLimit)) s while \(waiting) request\(waiting == 1 ? "" : "s") waited (a program sends progress, with more bytes done each time, during long work)"
         )
     }
 
@@ -160,6 +199,10 @@ final class BackendProgram: @unchecked Sendable {
         lock.withLock { watchdog }?.cancel()
         writer.shutDown()
         close(input)
+        if exitPipe.read >= 0 {
+            close(exitPipe.read)
+            close(exitPipe.write)
+        }
     }
 
     /// Starts the program in a session of its own (a Ctrl-C at the terminal reaches the CLI,
@@ -208,7 +251,9 @@ final class BackendProgram: @unchecked Sendable {
         let fd = input
         let name = displayName
         let accepted = writerRun {
-            if let failure = Self.writeAll(fd, line, name: name) { self.finish(id, .failure(failure)) }
+            // A program that stopped reading has most often died: the request fails with how it
+            // ended once it has (not with the write's `Broken pipe`).
+            if let failure = Self.writeAll(fd, line, name: name) { self.stoppedReading(failure) }
         }
         if !accepted { finish(id, .failure(FileProviderError(.serverUnreachable, "\(displayName) is stopped"))) }
         return id
@@ -225,12 +270,57 @@ final class BackendProgram: @unchecked Sendable {
     }
 
     /// Closes the program's input (a well-behaved program exits); with `kill`, also sends it
-    /// SIGKILL. Pending requests fail when its output ends, with `reason` (what the program
-    /// did wrong) in their message when it is given.
+    /// SIGKILL. A program still running ``stopGrace`` seconds after its input was closed gets
+    /// SIGTERM, and SIGKILL after as long again. Pending requests fail when it has ended, with
+    /// `reason` (what the program did wrong) in their message when it is given.
     func stop(kill killNow: Bool = false, reason: String? = nil) {
-        if let reason { lock.withLock { stopReason = reason } }
+        if let reason { lock.withLock { if stopReason == nil { stopReason = reason } } }
         shutdown(input, Int32(SHUT_WR))
-        if killNow { kill(pid, SIGKILL) }
+        if killNow {
+            signal(SIGKILL)
+            return
+        }
+        let grace = stopGrace
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + grace) { [self] in
+            guard signal(SIGTERM) else { return }
+            DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + grace) { [self] in signal(SIGKILL) }
+        }
+    }
+
+    /// Sends `signal` to the program unless it has exited; `true` when it was sent.
+    @discardableResult
+    private func signal(_ signal: Int32) -> Bool {
+        lock.withLock {
+            guard !hasExited else { return false }
+            kill(pid, signal)
+            return true
+        }
+    }
+
+    /// Returns once the program has exited and been reaped.
+    func waitUntilEnded() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ended = lock.withLock {
+                if ending != nil { return true }
+                exitWaiters.append { continuation.resume() }
+                return false
+            }
+            if ended { continuation.resume() }
+        }
+    }
+
+    /// A write to the program failed: it died or closed its input. Its requests fail when it
+    /// has ended; one still running after ``stopGrace`` is killed.
+    private func stoppedReading(_ failure: FileProviderError) {
+        let first = lock.withLock {
+            defer { if inputFailure == nil { inputFailure = failure.message } }
+            return inputFailure == nil && deathError == nil
+        }
+        guard first else { return }
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + stopGrace) { [self] in
+            guard !lock.withLock({ hasExited }) else { return }
+            stop(kill: true, reason: "stopped reading its input (\(failure.message))")
+        }
     }
 
     private func writerRun(_ body: @escaping @Sendable () -> Void) -> Bool { writer.enqueue(body) }
@@ -266,13 +356,10 @@ final class BackendProgram: @unchecked Sendable {
         var scanned = 0
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         var violation: FileProviderError?
+        var exitSeen: DispatchTime?
         reading: while true {
-            let count = chunk.withUnsafeMutableBytes { read(output, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                break
-            }
-            if count == 0 { break }
+            let count = chunk.withUnsafeMutableBytes { readUntilExit(output, $0, exitSeen: &exitSeen) }
+            if count <= 0 { break }
             unread.append(contentsOf: chunk[0..<count])
             var lineStart = 0
             while let newline = Self.newline(in: unread, from: max(scanned, lineStart)) {
@@ -291,13 +378,25 @@ final class BackendProgram: @unchecked Sendable {
                 break
             }
         }
-        if violation != nil { kill(pid, SIGKILL) }
+        if violation != nil { signal(SIGKILL) }
         close(output)
-        let ending = reap()
+        // A program that closed its output but goes on running gets 2 seconds, then SIGKILL.
+        var ending: String
+        if reaped.wait(timeout: .now() + 2) == .timedOut {
+            signal(SIGKILL)
+            reaped.wait()
+            ending = "it closed its output and was killed"
+        } else {
+            ending = lock.withLock { self.ending } ?? "its exit status is unknown"
+        }
+        reaped.signal()
         _ = stderrDone.wait(timeout: .now() + 2)
         let (tail, reason) = lock.withLock { (stderrTail, stopReason) }
+        if reason == nil, violation == nil, let failure = lock.withLock({ inputFailure }) {
+            ending += " (\(failure))"
+        }
         var message =
-            violation.map { "\($0.message); it was stopped" } ?? reason.map { "\(displayName) (\(path)) \($0); it was stopped" }
+            violation.map { "\($0.message); it was stopped" } ?? reason.map { "\(displayName) (\(path)) \($0); it was stopped (\(ending))" }
             ?? "\(displayName) (\(path)) ended: \(ending)"
         let text = TerminalText.escaped(String(decoding: tail, as: UTF8.self)).trimmingCharacters(in: .whitespacesAndNewlines)
         if !text.isEmpty { message += "; its last error output: \(text)" }
@@ -325,7 +424,6 @@ final class BackendProgram: @unchecked Sendable {
     /// Hands one line to its request; returns an error when the line breaks the protocol (the
     /// program is then stopped).
     private func handle(_ line: Data) -> FileProviderError? {
-        lock.withLock { lastHeard = .now() }
         if line.isEmpty { return nil }
         let envelope: WireEnvelope
         do {
@@ -333,7 +431,11 @@ final class BackendProgram: @unchecked Sendable {
         } catch {
             return FileProviderError(.corruptData, "\(displayName) sent a malformed line: \(Self.excerpt(line))")
         }
-        let (entry, issued) = lock.withLock { (pending[envelope.id], envelope.id > 0 && envelope.id < nextID) }
+        let (entry, issued) = lock.withLock { () -> (Pending?, Bool) in
+            // A reply is being heard from; progress only when it advances (below).
+            if envelope.progress == nil { lastHeard = .now() }
+            return (pending[envelope.id], envelope.id > 0 && envelope.id < nextID)
+        }
         guard let entry else {
             // A reply to a request given up (cancelled) is dropped; one to a request never
             // sent breaks the protocol.
@@ -348,10 +450,32 @@ final class BackendProgram: @unchecked Sendable {
                 )
                 return nil
             }
-            entry.progress?(completed, progress.total)
+            if envelope.error != nil || envelope.hasResult {
+                finish(
+                    envelope.id,
+                    .failure(
+                        FileProviderError(.corruptData, "\(displayName) sent progress and a reply in one line: \(Self.excerpt(line))")))
+                return nil
+            }
+            let advanced = lock.withLock { () -> Bool in
+                guard var current = pending[envelope.id], completed > current.completed else { return false }
+                current.completed = completed
+                pending[envelope.id] = current
+                lastHeard = .now()
+                return true
+            }
+            if advanced { entry.progress?(completed, progress.total) }
             return nil
         }
-        if let error = envelope.error {
+        if envelope.error != nil && envelope.hasResult {
+            finish(
+                envelope.id,
+                .failure(
+                    FileProviderError(
+                        .corruptData,
+                        "\(displayName) sent a reply with both a result and an error, so whether the request was done is unknown: \(Self.excerpt(line))"
+                    )))
+        } else if let error = envelope.error {
             finish(envelope.id, .failure(error.fileProviderError(program: displayName)))
         } else if envelope.hasResult {
             finish(envelope.id, .success(line))
@@ -370,9 +494,9 @@ final class BackendProgram: @unchecked Sendable {
 
     private func readErrors() {
         var chunk = [UInt8](repeating: 0, count: 4096)
+        var exitSeen: DispatchTime?
         while true {
-            let count = chunk.withUnsafeMutableBytes { read(errors, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
+            let count = chunk.withUnsafeMutableBytes { readUntilExit(errors, $0, exitSeen: &exitSeen) }
             if count <= 0 { break }
             lock.withLock {
                 stderrTail.append(contentsOf: chunk[0..<count])
@@ -383,24 +507,66 @@ final class BackendProgram: @unchecked Sendable {
         stderrDone.signal()
     }
 
-    /// Waits for the program's end: a program that closed its output but goes on running gets
-    /// 2 seconds, then SIGKILL.
-    private func reap() -> String {
-        var status: Int32 = 0
-        let deadline = Date().addingTimeInterval(2)
+    /// How long, in seconds, what a program wrote before it exited is still read (a child it
+    /// started may hold its output open and go on writing).
+    private static let drainSeconds = 0.2
+
+    /// Reads from `fd` (the program's output or error) into `buffer`, until the program has
+    /// exited: after that only what is there already, for ``drainSeconds``. Returns the count
+    /// read, 0 at the end (of the stream, or of the program), -1 on an error.
+    private func readUntilExit(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, exitSeen: inout DispatchTime?) -> Int {
         while true {
-            let result = waitpid(pid, &status, WNOHANG)
-            if result == pid { break }
-            if result == -1 && errno != EINTR { return "its exit status is unknown" }
-            if Date() > deadline {
-                kill(pid, SIGKILL)
-                while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-                return "it closed its output and was killed"
+            guard exitPipe.read >= 0 else {
+                let count = read(fd, buffer.baseAddress, buffer.count)
+                if count < 0 && errno == EINTR { continue }
+                return count
             }
-            usleep(5_000)
+            if let exitSeen, DispatchTime.now().uptimeNanoseconds - exitSeen.uptimeNanoseconds > UInt64(Self.drainSeconds * 1e9) {
+                return 0
+            }
+            var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: exitPipe.read, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&fds, exitSeen == nil ? 2 : 1, exitSeen == nil ? -1 : 0)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                return -1
+            }
+            if fds[0].revents != 0 {
+                let count = read(fd, buffer.baseAddress, buffer.count)
+                if count < 0 && errno == EINTR { continue }
+                return count
+            }
+            if exitSeen != nil { return 0 }
+            if fds[1].revents != 0 { exitSeen = .now() }
         }
-        let signal = status & 0x7f
-        return signal == 0 ? "exit status \((status >> 8) & 0xff)" : "killed by signal \(signal)"
+    }
+
+    /// Waits for the program's own exit (not the end of its output, which a child it started
+    /// may hold), wakes the readers, then reaps it.
+    private func waitForExit() {
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) == -1 && errno == EINTR {}
+        lock.withLock { hasExited = true }
+        if exitPipe.write >= 0 {
+            var byte: UInt8 = 1
+            _ = write(exitPipe.write, &byte, 1)
+        }
+        var status: Int32 = 0
+        var result: pid_t
+        repeat { result = waitpid(pid, &status, 0) } while result == -1 && errno == EINTR
+        let text: String
+        if result == pid {
+            let signal = status & 0x7f
+            text = signal == 0 ? "exit status \((status >> 8) & 0xff)" : "killed by signal \(signal)"
+        } else {
+            text = "its exit status is unknown"
+        }
+        let waiters = lock.withLock {
+            ending = text
+            defer { exitWaiters = [] }
+            return exitWaiters
+        }
+        reaped.signal()
+        for waiter in waiters { waiter() }
     }
 }
 

@@ -109,6 +109,12 @@ struct DescriptionCache: Sendable {
         if !written || rename(temporary, file(kind)) != 0 { unlink(temporary) }
     }
 
+    /// Forgets what the program of `kind` described (it now fails to describe itself).
+    func remove(kind: String) {
+        guard ExternalBackends.isValidKind(kind) else { return }
+        unlink(file(kind))
+    }
+
     /// The contents of a regular file (symlinks not followed) of at most `limit` bytes.
     private static func readRegularFile(_ path: String, limit: Int) -> Data? {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)

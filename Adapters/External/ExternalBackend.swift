@@ -21,11 +21,18 @@ public final class ExternalBackend: Backend, @unchecked Sendable {
     private let displayName: String
     /// How long the program may stay silent while requests wait (``defaultSilenceLimit``).
     private let silenceLimit: Double
+    /// How long a program whose input was closed has to exit (``defaultStopGrace``).
+    private let stopGrace: Double
 
     /// How long, in seconds, a program may send nothing at all (no reply, no progress) while
     /// requests wait for it before it is stopped: a program that hangs fails its requests with
     /// `serverUnreachable` instead of holding a sync for ever. Long work sends progress.
     public static let defaultSilenceLimit: Double = 120
+
+    /// How long, in seconds, a program has to exit once its input is closed before it gets
+    /// `SIGTERM`, and then `SIGKILL` after as long again: a program that ignores the end of its
+    /// input is not left running after a command.
+    public static let defaultStopGrace: Double = 2
 
     private let lock = NSLock()
     private var program: BackendProgram?
@@ -33,11 +40,12 @@ public final class ExternalBackend: Backend, @unchecked Sendable {
     private var isClosed = false
 
     private init(
-        kind: String, programPath: String, options: [String: String], silenceLimit: Double, program: BackendProgram,
-        capabilities: BackendCapabilities
+        kind: String, programPath: String, options: [String: String], silenceLimit: Double, stopGrace: Double,
+        program: BackendProgram, capabilities: BackendCapabilities
     ) {
         self.kind = kind
         self.silenceLimit = silenceLimit
+        self.stopGrace = stopGrace
         self.programPath = programPath
         self.options = options
         self.program = program
@@ -53,17 +61,21 @@ public final class ExternalBackend: Backend, @unchecked Sendable {
     ///   `notSupported` when it speaks no protocol version this side speaks; `corruptData` for
     ///   a malformed reply; what the program answers to `open` (typically `invalidArgument`).
     ///
-    /// `silenceLimit`: how long, in seconds, the program may send nothing while requests wait
-    /// for it before it is stopped and they fail with `serverUnreachable` (120 by default).
+    /// `silenceLimit`: how long, in seconds, the program may send no reply and no progress
+    /// that advances while requests wait for it before it is stopped and they fail with
+    /// `serverUnreachable` (120 by default). `stopGrace`: how long, in seconds, it has to exit
+    /// once its input is closed before it gets `SIGTERM`, then `SIGKILL` (2 by default).
     public static func start(
-        kind: String, programPath: String, options: [String: String], silenceLimit: Double = ExternalBackend.defaultSilenceLimit
+        kind: String, programPath: String, options: [String: String], silenceLimit: Double = ExternalBackend.defaultSilenceLimit,
+        stopGrace: Double = ExternalBackend.defaultStopGrace
     ) async throws(FileProviderError)
         -> ExternalBackend
     {
-        let (program, capabilities) = try await launch(kind: kind, path: programPath, options: options, silenceLimit: silenceLimit)
+        let (program, capabilities) = try await launch(
+            kind: kind, path: programPath, options: options, silenceLimit: silenceLimit, stopGrace: stopGrace)
         return ExternalBackend(
-            kind: kind, programPath: programPath, options: options, silenceLimit: silenceLimit, program: program, capabilities: capabilities
-        )
+            kind: kind, programPath: programPath, options: options, silenceLimit: silenceLimit, stopGrace: stopGrace, program: program,
+            capabilities: capabilities)
     }
 
     /// How long a program has to answer `hello` and `open`, in seconds.
@@ -73,15 +85,16 @@ public final class ExternalBackend: Backend, @unchecked Sendable {
 
     /// Starts the program (or takes the one started to describe it, ``ParkedPrograms``), says
     /// hello when it has not and opens the store.
-    private static func launch(kind: String, path: String, options: [String: String], silenceLimit: Double) async throws(FileProviderError)
-        -> (BackendProgram, BackendCapabilities)
-    {
-        let parked = ParkedPrograms.shared.take(path: path, silenceLimit: silenceLimit)
+    private static func launch(
+        kind: String, path: String, options: [String: String], silenceLimit: Double, stopGrace: Double
+    ) async throws(FileProviderError) -> (BackendProgram, BackendCapabilities) {
+        let parked = ParkedPrograms.shared.take(path: path, silenceLimit: silenceLimit, stopGrace: stopGrace)
         let program: BackendProgram
         if let parked {
             program = parked.program
         } else {
-            program = try BackendProgram(path: path, displayName: displayName(kind: kind), silenceLimit: silenceLimit)
+            program = try BackendProgram(
+                path: path, displayName: displayName(kind: kind), silenceLimit: silenceLimit, stopGrace: stopGrace)
         }
         // A program that never answers must not hold up the domain for ever.
         let watchdog = Task {
@@ -129,9 +142,9 @@ public final class ExternalBackend: Backend, @unchecked Sendable {
             if let starting { return .waiting(starting) }
             let kind = kind
             let path = programPath
-            let (options, silenceLimit) = (options, silenceLimit)
+            let (options, silenceLimit, stopGrace) = (options, silenceLimit, stopGrace)
             let task = Task<BackendProgram, any Error> {
-                try await Self.launch(kind: kind, path: path, options: options, silenceLimit: silenceLimit).0
+                try await Self.launch(kind: kind, path: path, options: options, silenceLimit: silenceLimit, stopGrace: stopGrace).0
             }
             starting = task
             return .waiting(task)
@@ -202,17 +215,10 @@ public final class ExternalBackend: Backend, @unchecked Sendable {
     public func enumerateItems(in container: ItemIdentifier, startingAt page: Page) async throws(FileProviderError) -> ItemPage {
         let reply = try await call(
             "enumerate", EnumerateParams(container: container.rawValue, page: WireBytes(page.rawValue)), EnumerateResult.self)
-        var items: [Item] = []
-        var refused: [RefusedItem] = []
-        items.reserveCapacity(reply.items.count)
+        var sorter = ListingSorter(capacity: reply.items.count)
         for wire in reply.items {
-            switch try wire.item(program: displayName) {
-            case .item(let item) where item.parentIdentifier == container:
-                items.append(item)
-            case .item(let item):
-                refused.append(RefusedItem(item, "it is listed in \(container.rawValue) but names another parent"))
-            case .refused(let refusal):
-                refused.append(refusal)
+            sorter.add(wire.item(program: displayName)) { item in
+                item.parentIdentifier == container ? nil : "it is listed in \(container.rawValue) but names another parent"
             }
         }
         var next: Page?
@@ -222,7 +228,7 @@ public final class ExternalBackend: Backend, @unchecked Sendable {
             }
             next = Page(token.data)
         }
-        return ItemPage(items: items, nextPage: next, refused: refused)
+        return ItemPage(items: sorter.items, nextPage: next, refused: sorter.refused)
     }
 
     public func currentSyncAnchor(for container: ItemIdentifier) async throws(FileProviderError) -> SyncAnchor {
@@ -235,19 +241,13 @@ public final class ExternalBackend: Backend, @unchecked Sendable {
         guard capabilities.hasChangeFeed else { throw FileProviderError(.notSupported, "this store has no change feed") }
         let reply = try await call(
             "changes", ChangesParams(container: container.rawValue, anchor: WireBytes(anchor.rawValue)), ChangesResult.self)
-        var updated: [Item] = []
-        var refused: [RefusedItem] = []
-        for wire in reply.updated {
-            switch try wire.item(program: displayName) {
-            case .item(let item): updated.append(item)
-            case .refused(let refusal): refused.append(refusal)
-            }
-        }
+        var sorter = ListingSorter(capacity: reply.updated.count, refusesRepeats: false)
+        for wire in reply.updated { sorter.add(wire.item(program: displayName)) }
         var deleted: [ItemIdentifier] = []
         for raw in reply.deleted { deleted.append(try checkedIdentifier(raw, program: displayName)) }
         return ChangeSet(
-            updatedItems: updated, deletedIdentifiers: deleted, newAnchor: try self.anchor(reply.anchor),
-            moreComing: reply.moreComing ?? false, refused: refused)
+            updatedItems: sorter.items, deletedIdentifiers: deleted, newAnchor: try self.anchor(reply.anchor),
+            moreComing: reply.moreComing ?? false, refused: sorter.refused)
     }
 
     private func anchor(_ token: WireBytes) throws(FileProviderError) -> SyncAnchor {
@@ -268,6 +268,12 @@ public final class ExternalBackend: Backend, @unchecked Sendable {
         let item = try answering(identifier, try reply.item.checkedItem(program: displayName))
         guard item.kind != .folder else {
             throw FileProviderError(.corruptData, "\(displayName) fetched the contents of a folder")
+        }
+        if let version, item.version.content != version.content {
+            throw FileProviderError(
+                .versionNoLongerAvailable,
+                "\(displayName) was asked for one version of \(identifier.rawValue) and wrote another (a program answers versionNoLongerAvailable when the version asked for is gone); the contents were not kept, the item is listed again at the next sync"
+            )
         }
         return item
     }
@@ -387,14 +393,19 @@ public final class ExternalBackend: Backend, @unchecked Sendable {
         return data
     }
 
-    /// Closes the program's input; a program exits when its input ends.
+    /// Closes the program's input and returns once it has exited: a program exits when its
+    /// input ends; one still running after ``defaultStopGrace`` (the `stopGrace` of
+    /// ``start(kind:programPath:options:silenceLimit:stopGrace:)``) gets `SIGTERM`, then
+    /// `SIGKILL` after as long again.
     public func close() async {
         let current = lock.withLock {
             isClosed = true
             starting?.cancel()
             return program
         }
-        current?.stop()
+        guard let current else { return }
+        current.stop()
+        await current.waitUntilEnded()
     }
 }
 

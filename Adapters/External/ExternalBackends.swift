@@ -108,6 +108,18 @@ public enum ExternalBackends {
         // The file's identity before the program starts: a file replaced meanwhile is not
         // remembered under the new one's identity.
         let key = remember ? DescriptionCache.key(of: program.path) : nil
+        do {
+            return try describe(program, timeout: timeout, park: park, key: key)
+        } catch {
+            // What it said before is no longer what it says: no command takes it from the cache.
+            if remember { DescriptionCache()?.remove(kind: program.kind) }
+            throw error
+        }
+    }
+
+    private static func describe(_ program: Program, timeout: TimeInterval, park: Bool, key: DescriptionCache.Key?)
+        throws(FileProviderError) -> BackendDescriptor
+    {
         let process = try BackendProgram(path: program.path, displayName: ExternalBackend.displayName(kind: program.kind))
         var parked = false
         defer { if !parked { process.stop(kill: true) } }
@@ -138,7 +150,9 @@ public enum ExternalBackends {
             done.signal()
         }
         guard done.wait(timeout: .now() + timeout) == .success, let outcome = box.value else {
-            throw FileProviderError(.serverUnreachable, "\(process.displayName) did not answer \(method) within \(Int(timeout)) s")
+            throw FileProviderError(
+                .serverUnreachable,
+                "\(process.displayName) is not answering: no reply to \(method) within \(String(format: "%g", timeout)) s")
         }
         let line = try outcome.get()
         return try WireCoding.result(type, from: line, program: process.displayName, method: method)
@@ -156,6 +170,12 @@ public enum ExternalBackends {
                     .corruptData,
                     "\(name) describes an option with a bad or repeated name '\(TerminalText.escaped(String(wire.name.prefix(64))))'")
             }
+            guard !reservedOptionNames.contains(wire.name) else {
+                throw FileProviderError(
+                    .corruptData,
+                    "\(name) describes an option --\(wire.name), which 'fileproviderctl domain add' has itself, so it could never be set; rename the option in the program (reserved: \(reservedOptionNames.sorted().joined(separator: ", ")))"
+                )
+            }
             let type = BackendOption.ValueType(rawValue: wire.type ?? "string")
             guard let type else {
                 throw FileProviderError(
@@ -165,13 +185,46 @@ public enum ExternalBackends {
             if let value = wire.default, value.utf8.count > 4096 {
                 throw FileProviderError(.corruptData, "\(name) gives option \(wire.name) a default over 4096 bytes")
             }
-            options.append(
-                BackendOption(
-                    name: wire.name, help: TerminalText.escaped(String((wire.help ?? "").prefix(1000))), type: type,
-                    defaultValue: wire.default, isRequired: wire.required ?? false, isSecret: wire.secret ?? false))
+            let option = BackendOption(
+                name: wire.name, help: oneLine(String((wire.help ?? "").prefix(1000))), type: type, defaultValue: wire.default,
+                isRequired: wire.required ?? false, isSecret: wire.secret ?? false)
+            if let value = wire.default {
+                // The checks `domain add` makes of a value given for the option.
+                let alone = BackendDescriptor(kind: program.kind, summary: "", options: [option]) { _ in
+                    throw FileProviderError(.notSupported, "not started")
+                }
+                do {
+                    _ = try alone.validate([wire.name: value])
+                } catch {
+                    throw FileProviderError(
+                        .corruptData,
+                        "\(name) gives option --\(wire.name) a default of the wrong type: \(error.message); fix the default in the program")
+                }
+            }
+            options.append(option)
         }
-        let summary = TerminalText.escaped(String((described.summary ?? "external backend").prefix(200)))
+        let summary = oneLine(String((described.summary ?? "external backend").prefix(200)))
         return descriptor(program, summary: summary, options: options)
+    }
+
+    /// The names of the options `fileproviderctl domain add` has itself (and its global ones):
+    /// a program's option of one of these names could never be given, so a description that
+    /// declares one is refused.
+    public static let reservedOptionNames: Set<String> = [
+        "backend", "replica", "ignore", "mode", "cache-budget", "hydration", "adopt-replica", "home", "verbose", "quiet",
+        "log-level", "json", "help", "version",
+    ]
+
+    /// Text from a program for one line of output: line breaks and tabs become spaces (a
+    /// summary or a help holding a line break would forge a line of `backend list`), other
+    /// characters that must not reach a terminal are escaped.
+    static func oneLine(_ text: String) -> String {
+        let flat = String(
+            String.UnicodeScalarView(
+                text.unicodeScalars.map { scalar in
+                    ["\n", "\r", "\t", "\u{0B}", "\u{0C}", "\u{85}", "\u{2028}", "\u{2029}"].contains(scalar) ? " " : scalar
+                }))
+        return TerminalText.escaped(flat)
     }
 
     /// The descriptor of a program, whose factory starts it with the options.
@@ -196,10 +249,20 @@ public enum ExternalBackends {
     /// ``parkedProgramSeconds``: the first ``ExternalBackend`` of it in this process opens its
     /// store there instead of starting it again.
     public static let resolver: BackendRegistry.Resolver = { (kind: String) throws(FileProviderError) -> BackendDescriptor? in
+        try resolve(kind, timeout: 30)
+    }
+
+    /// What ``resolver`` does, waiting for a program at most `timeout` seconds for each of
+    /// `hello` and `describe`: commands that only show domains (`status`, `domain list`) call it
+    /// first with ``showingTimeout``, so a program that does not answer holds them that long
+    /// at most, and ``resolver`` then answers from what this found (the program's failure too)
+    /// for ``failureRetrySeconds``. Blocks the calling thread.
+    /// - Throws: what ``describe(_:timeout:remember:)`` throws.
+    public static func resolve(_ kind: String, timeout: TimeInterval) throws(FileProviderError) -> BackendDescriptor? {
         guard let program = find(kind) else { return nil }
         if let cached = cache.get(program) { return try cached.get() }
         do throws(FileProviderError) {
-            let descriptor = try rememberedOrDescribed(program)
+            let descriptor = try rememberedOrDescribed(program, timeout: timeout)
             cache.set(program, .success(descriptor))
             return descriptor
         } catch {
@@ -208,23 +271,42 @@ public enum ExternalBackends {
         }
     }
 
+    /// How long `status` and `domain list` wait for a program that is not described on disk
+    /// to answer each of `hello` and `describe`, in seconds (``resolve(_:timeout:)``).
+    public static let showingTimeout: TimeInterval = 3
+
+    /// Why the program of `kind` could not describe itself in this process, if it could not
+    /// (``resolve(_:timeout:)`` or ``resolver`` tried), for a command to say so.
+    public static func failure(of kind: String) -> FileProviderError? {
+        guard let program = find(kind), case .failure(let error) = cache.get(program) else { return nil }
+        return error
+    }
+
     /// The description of `program` from the disk cache when it holds one for the program's
     /// file as it is now and that passes the checks of a program's reply; else the program's
     /// own (it is kept running and its description remembered).
     /// - Throws: what ``describe(_:timeout:remember:)`` throws.
-    private static func rememberedOrDescribed(_ program: Program) throws(FileProviderError) -> BackendDescriptor {
+    private static func rememberedOrDescribed(_ program: Program, timeout: TimeInterval) throws(FileProviderError) -> BackendDescriptor {
         if let disk = DescriptionCache(), let key = DescriptionCache.key(of: program.path),
             let stored = disk.description(kind: program.kind, key: key),
             let descriptor = try? descriptor(program, stored, name: ExternalBackend.displayName(kind: program.kind))
         {
             return descriptor
         }
-        return try describe(program, timeout: 30, park: true, remember: true)
+        return try describe(program, timeout: timeout, park: true, remember: true)
     }
 
     /// How long a program that failed to describe itself is taken as failing before it is
     /// started again.
     public static let failureRetrySeconds = 60.0
+
+    /// Stops the programs started to describe themselves and not taken by a domain (they are
+    /// kept for ``parkedProgramSeconds``), and returns once they have ended: a command calls it
+    /// before it exits, so that a program that ignores the end of its input is not left
+    /// running (it gets SIGTERM after ``ExternalBackend/defaultStopGrace``, then SIGKILL).
+    public static func stopParkedPrograms() async {
+        await ParkedPrograms.shared.stopAll()
+    }
 
     /// How long a program started by ``resolver`` to describe itself is kept running for the
     /// first ``ExternalBackend`` of it to take over, in seconds.

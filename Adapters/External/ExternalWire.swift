@@ -296,6 +296,130 @@ enum CheckedItem {
     case refused(RefusedItem)
 }
 
+/// One item of a listing or a change feed, decoded on its own, so that one item with a value
+/// that cannot be read (a size of 2^63 or a fraction, a date of 1e400, a name with a lone
+/// surrogate, a wrong type) is left out with a refusal naming it and the others are kept.
+struct ListedWireItem: Decodable {
+    enum Decoded {
+        case wire(WireItem)
+        /// What could be read of it (each may be `nil`) and why it could not be decoded.
+        case unreadable(identifier: String?, filename: String?, problem: String)
+    }
+
+    var decoded: Decoded
+
+    /// What can be read of an item that does not decode, and which of its values cannot be.
+    private struct Probe: Decodable {
+        var identifier: String?
+        var filename: String?
+        var problem: String?
+
+        private enum CodingKeys: String, CodingKey {
+            case identifier, parent, filename, kind, size, created, modified, version, capabilities, symlinkTarget, contentHash
+            case contentType
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            identifier = try? container.decodeIfPresent(String.self, forKey: .identifier)
+            filename = try? container.decodeIfPresent(String.self, forKey: .filename)
+            func fails(_ body: () throws -> Void) -> Bool { (try? body()) == nil }
+            let checks: [(String, () throws -> Void)] = [
+                ("its identifier is missing or not text", { _ = try container.decode(String.self, forKey: .identifier) }),
+                ("its parent is missing or not text", { _ = try container.decode(String.self, forKey: .parent) }),
+                ("its name is missing or not valid Unicode text", { _ = try container.decode(String.self, forKey: .filename) }),
+                ("its kind is missing or not text", { _ = try container.decode(String.self, forKey: .kind) }),
+                (
+                    "its size is not a whole number of bytes below 2^63",
+                    { _ = try container.decodeIfPresent(Int64.self, forKey: .size) }
+                ),
+                ("its creation date is not a finite number", { _ = try container.decodeIfPresent(Double.self, forKey: .created) }),
+                (
+                    "its modification date is not a finite number",
+                    { _ = try container.decodeIfPresent(Double.self, forKey: .modified) }
+                ),
+                ("its version is missing or not base64", { _ = try container.decode(WireVersion.self, forKey: .version) }),
+                ("its capabilities are not a list of names", { _ = try container.decodeIfPresent([String].self, forKey: .capabilities) }),
+                ("its content type is not text", { _ = try container.decodeIfPresent(String.self, forKey: .contentType) }),
+                ("its symlink target is not text", { _ = try container.decodeIfPresent(String.self, forKey: .symlinkTarget) }),
+                ("its content hash is not text", { _ = try container.decodeIfPresent(String.self, forKey: .contentHash) }),
+            ]
+            problem = checks.first { fails($0.1) }?.0
+        }
+    }
+
+    /// Never throws: an element that throws would stop the array's decoding at it.
+    init(from decoder: any Decoder) {
+        do {
+            decoded = .wire(try WireItem(from: decoder))
+        } catch {
+            let probe = try? Probe(from: decoder)
+            decoded = .unreadable(
+                identifier: probe?.identifier, filename: probe?.filename,
+                problem: probe?.problem ?? "it is not an object of the protocol's item (\(WireCoding.describe(error)))")
+        }
+    }
+
+    /// The item, every value checked (``WireItem/item(program:)``), or why it is left out:
+    /// in a listing every problem of one item is a refusal of that item.
+    func item(program: String) -> CheckedItem {
+        switch decoded {
+        case .wire(let wire):
+            do {
+                return try wire.item(program: program)
+            } catch {
+                let identifier = try? checkedIdentifier(wire.identifier, program: program)
+                return .refused(RefusedItem(identifier: identifier, filename: String(wire.filename.prefix(300)), reason: error.message))
+            }
+        case .unreadable(let identifier, let filename, let problem):
+            let checked = identifier.flatMap { try? checkedIdentifier($0, program: program) }
+            let named = checked.map { " (identifier \(TerminalText.escaped(String($0.rawValue.prefix(200)))))" } ?? ""
+            return .refused(
+                RefusedItem(
+                    identifier: checked, filename: filename.map { String($0.prefix(300)) } ?? "?",
+                    reason: "\(problem)\(named)"))
+        }
+    }
+}
+
+/// Sorts a page's items into those kept and those left out: an item refused by its checks, and
+/// in a listing an item whose identifier came earlier in the same page (the first one is kept;
+/// a change feed may name an item twice).
+struct ListingSorter {
+    var items: [Item] = []
+    var refused: [RefusedItem] = []
+    private var seen: Set<ItemIdentifier> = []
+    private let refusesRepeats: Bool
+
+    init(capacity: Int, refusesRepeats: Bool = true) {
+        items.reserveCapacity(capacity)
+        self.refusesRepeats = refusesRepeats
+    }
+
+    /// Adds `checked`; `refusal` says why an item that was read is left out anyway (another
+    /// parent), or `nil`.
+    mutating func add(_ checked: CheckedItem, refusal: (Item) -> String? = { _ in nil }) {
+        switch checked {
+        case .item(let item):
+            if let reason = refusal(item) {
+                refused.append(RefusedItem(item, reason))
+            } else if refusesRepeats, !seen.insert(item.identifier).inserted {
+                // No identifier: the one kept must not be taken for a refused item.
+                refused.append(
+                    RefusedItem(
+                        identifier: nil, filename: item.filename,
+                        reason:
+                            "its identifier \(TerminalText.escaped(String(item.identifier.rawValue.prefix(200)))) came earlier in the same listing (the first was kept)"
+                    ))
+            } else {
+                items.append(item)
+            }
+        case .refused(let refusal):
+            refused.append(refusal)
+        }
+    }
+}
+
 struct WireCapabilities: Codable {
     var changeFeed: Bool?
     var thumbnails: Bool?
@@ -377,7 +501,7 @@ struct EnumerateParams: Encodable {
 }
 
 struct EnumerateResult: Decodable {
-    var items: [WireItem]
+    var items: [ListedWireItem]
     var nextPage: WireBytes?
 }
 
@@ -391,7 +515,7 @@ struct ChangesParams: Encodable {
 }
 
 struct ChangesResult: Decodable {
-    var updated: [WireItem]
+    var updated: [ListedWireItem]
     var deleted: [String]
     var anchor: WireBytes
     var moreComing: Bool?

@@ -38,15 +38,28 @@ final class ParkedPrograms: @unchecked Sendable {
         }
     }
 
-    /// The parked program of `path`, if one is still running with this silence limit; it is
-    /// no longer parked. One that ended or watches another limit is stopped and not returned.
-    func take(path: String, silenceLimit: Double) -> Parked? {
+    /// The parked program of `path`, if one is still running with this silence limit and
+    /// grace period; it is no longer parked. One that ended or has other limits is stopped and
+    /// not returned.
+    func take(path: String, silenceLimit: Double, stopGrace: Double) -> Parked? {
         guard let entry = lock.withLock({ parked.removeValue(forKey: path) }) else { return nil }
-        guard !entry.program.hasEnded, entry.program.silenceLimit == silenceLimit else {
+        guard !entry.program.hasEnded, entry.program.silenceLimit == silenceLimit, entry.program.stopGrace == stopGrace else {
             entry.program.stop(kill: true)
             return nil
         }
         return entry
+    }
+
+    /// Stops every parked program (closes its input; one still running after its grace period
+    /// gets SIGTERM, then SIGKILL) and returns once they have all ended: a process calls it
+    /// before it exits, so that no program is left running.
+    func stopAll() async {
+        let all = lock.withLock {
+            defer { parked = [:] }
+            return Array(parked.values)
+        }
+        for entry in all { entry.program.stop() }
+        for entry in all { await entry.program.waitUntilEnded() }
     }
 
     /// Whether a program of `path` is parked (for tests).

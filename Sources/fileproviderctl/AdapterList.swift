@@ -23,15 +23,24 @@ enum AdapterList {
     /// registry's resolver then answers from its cache instead of starting the program on the
     /// calling (cooperative) thread.
     /// - Throws: what ``ExternalBackends/resolver`` throws.
-    static func describeExternal(_ kind: String) async throws(FileProviderError) {
+    /// With `timeout`, a program is waited for that long at most for each answer (commands that
+    /// only show domains pass ``ExternalBackends/showingTimeout``).
+    static func describeExternal(_ kind: String, timeout: Double = 30) async throws(FileProviderError) {
         guard !descriptors.contains(where: { $0.kind == kind }) else { return }
-        _ = try await onOwnThread { () throws(FileProviderError) in try ExternalBackends.resolver(kind) }
+        _ = try await onOwnThread { () throws(FileProviderError) in try ExternalBackends.resolve(kind, timeout: timeout) }
     }
 
     /// Describes the external backends of these domains, each once, on a thread of its own,
-    /// before a command asks the engine whether it has them (``describeExternal(_:)``). A
-    /// program that fails to describe itself is left for the command to report.
-    static func describeExternal(of domains: [DomainRecord]) async {
-        for kind in Set(domains.map(\.backendKind)) { try? await describeExternal(kind) }
+    /// before a command asks the engine whether it has them (``describeExternal(_:timeout:)``).
+    /// A program that fails to describe itself is left for the command to report
+    /// (``unavailableReason(_:)``).
+    static func describeExternal(of domains: [DomainRecord], timeout: Double = 30) async {
+        for kind in Set(domains.map(\.backendKind)) { try? await describeExternal(kind, timeout: timeout) }
+    }
+
+    /// Why the external backend of `kind` is not available (it did not answer, or failed to
+    /// describe itself), when a command tried to describe it; else `nil`.
+    static func unavailableReason(_ kind: String) -> String? {
+        ExternalBackends.failure(of: kind)?.message
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ExternalAdapter
 import Foundation
 import ProviderCore
 import ProviderEngine
@@ -13,7 +14,7 @@ struct DomainListCommand: AsyncParsableCommand {
     func run() async throws {
         let manager = try global.manager()
         let domains = try manager.domains()
-        await AdapterList.describeExternal(of: domains)
+        await AdapterList.describeExternal(of: domains, timeout: ExternalBackends.showingTimeout)
         if output.json {
             try Output.json(
                 try domains.map { try DomainJSON($0, summary: try manager.store.summary(domainID: $0.id ?? 0), manager: manager) })
@@ -27,7 +28,12 @@ struct DomainListCommand: AsyncParsableCommand {
         for domain in domains {
             let summary = try manager.store.summary(domainID: domain.id ?? 0)
             let backing = try manager.backingURL(of: domain)?.path ?? "-"
-            let backend = domain.backendKind + (manager.isBackendAvailable(for: domain) ? "" : " (backend not available)")
+            var backend = domain.backendKind
+            if !manager.isBackendAvailable(for: domain) {
+                backend +=
+                    " (backend not available" + (AdapterList.unavailableReason(domain.backendKind).map { ": " + Output.text($0) } ?? "")
+                    + ")"
+            }
             text +=
                 "\(domain.name)\t\(backend)\t\(domain.replicaMode.rawValue)\t\(summary.total)\t\(Output.date(domain.lastSyncAt))\t\(domain.replicaPath)\t\(backing)\n"
         }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CSystemShims
+import ExternalAdapter
 import Foundation
 import ProviderCore
 
@@ -45,6 +46,8 @@ struct FileProviderCtl: AsyncParsableCommand {
         Interruption.shared.install()
         Terminal.shared.install()
         let status = await runCommand()
+        // Programs started to describe themselves and not used are not left running.
+        await ExternalBackends.stopParkedPrograms()
         Glibc.exit(Interruption.shared.exitStatus ?? status)
     }
 

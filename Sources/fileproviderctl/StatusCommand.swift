@@ -1,4 +1,5 @@
 import ArgumentParser
+import ExternalAdapter
 import ProviderEngine
 
 struct StatusCommand: AsyncParsableCommand {
@@ -16,7 +17,7 @@ struct StatusCommand: AsyncParsableCommand {
     func run() async throws {
         let manager = try global.manager()
         let domains = names.isEmpty ? try manager.domains() : try names.map { try manager.domain(named: $0) }
-        await AdapterList.describeExternal(of: domains)
+        await AdapterList.describeExternal(of: domains, timeout: ExternalBackends.showingTimeout)
         let rows = try domains.map { ($0, try manager.store.summary(domainID: $0.id ?? 0)) }
         if output.json {
             try Output.json(try rows.map { try DomainJSON($0.0, summary: $0.1, manager: manager) })
@@ -40,7 +41,10 @@ struct StatusCommand: AsyncParsableCommand {
             var line =
                 "\(domain.name) (\(domain.backendKind), \(domain.replicaMode.rawValue)): \(summary.total) items, \(summary.materialized) materialized (\(Output.bytes(summary.materializedBytes))), \(summary.placeholders) placeholders, \(summary.pinned) pinned, \(summary.datalessFolders) dataless folders; last sync \(Output.date(domain.lastSyncAt))"
             if !domain.isConnected { line += "; disconnected: nothing is synced ('fileproviderctl domain connect \(domain.name)')" }
-            if !manager.isBackendAvailable(for: domain) { line += "; backend not available: not synced here" }
+            if !manager.isBackendAvailable(for: domain) {
+                line += "; backend not available: not synced here"
+                if let reason = AdapterList.unavailableReason(domain.backendKind) { line += " (\(Output.text(reason)))" }
+            }
             if let holder = DomainLock.holder(home: manager.home, domain: domain.name) { line += "; served by process \(holder)" }
             print(line)
             if let backing = try manager.backingURL(of: domain) { print("  files kept in \(backing.path)") }

@@ -139,7 +139,7 @@ struct ExternalProtocolTests {
             try await backend.item(for: ItemIdentifier("/hang"))
         }
         #expect(error?.code == .serverUnreachable)
-        #expect(error?.message.contains("sent nothing for") == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains("sent no reply and no progress that advanced for") == true, "\(error?.message ?? "")")
         let root = try await backend.item(for: .rootContainer)
         #expect(root.kind == .folder)
     }
