@@ -65,7 +65,8 @@ import Testing
             let result = try await cli.run(command, environment: environment)
             let elapsed = Date().timeIntervalSince(started)
             #expect(result.status == 0, "\(result.stderr)")
-            #expect(elapsed < 15, "\(command.joined(separator: " ")) took \(elapsed) s")
+            // 3 s for the program, the rest for a loaded machine; it was 30 s for the program alone.
+            #expect(elapsed < 25, "\(command.joined(separator: " ")) took \(elapsed) s")
             #expect(result.stdout.contains("backend not available"), "\(result.stdout)")
             #expect(result.stdout.contains("is not answering"), "\(result.stdout)")
         }
