@@ -305,8 +305,11 @@ final class Downloader: Sendable {
         let progressBase = Mutex(offset)
         let item: Item
         do {
+            // A resumed download asks for the version its first bytes are of: the rest of
+            // another version after them would be a file the store never had.
             item = try await backend.fetchContents(
-                for: record.identifier, version: nil, to: URL(fileURLWithPath: staging, isDirectory: false), offset: offset,
+                for: record.identifier, version: offset > 0 ? record.version : nil, to: URL(fileURLWithPath: staging, isDirectory: false),
+                offset: offset,
                 progress: { completed, _ in
                     let delta = progressBase.withLock { last -> Int64 in
                         guard completed > last else { return 0 }
@@ -337,14 +340,18 @@ final class Downloader: Sendable {
 
     /// What follows a failed fetch into `staging`: on a full disk the partial file gives its
     /// space back unless the reserve stays free; a partial file stays with a checkpoint where
-    /// the store can resume it, else it is removed. Returns the error to report. Blocking.
+    /// the store can resume it (not when its version is no longer there), else it is removed. Returns the error to report. Blocking.
     func failed(_ record: ItemRecord, _ error: FileProviderError, staging: String, ticket: SpaceReservations.Ticket) -> FileProviderError {
         let ranged = backend.capabilities.supportsRangedReads
         let full = space.outOfSpace(
             error, size: record.size, stagingFile: staging, folder: replica.staging.path, ticket: ticket, canResume: ranged)
         if full?.keptPartial == false { try? store.removeCheckpoint(domainID: domainID, identifier: record.identifier) }
         let done = replica.fileSize(atPath: staging) ?? 0
-        if done > 0 && ranged {
+        if error.code == .versionNoLongerAvailable {
+            // Its bytes are of a version the store no longer has: nothing to resume.
+            try? store.removeCheckpoint(domainID: domainID, identifier: record.identifier)
+            try? replica.removeFile(atPath: staging)
+        } else if done > 0 && ranged {
             try? store.saveCheckpoint(
                 TransferCheckpoint(
                     domainID: domainID, identifier: record.identifier.rawValue, contentVersion: record.contentVersion,

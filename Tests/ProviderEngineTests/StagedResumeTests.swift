@@ -69,4 +69,28 @@ import Testing
             #expect(controller.replica.stagedFiles().isEmpty)
         }
     }
+
+    /// The store's file changed (same size) after the checkpoint, before the sync that would
+    /// record it: the resumed download asks for the version it began, the store says it is no
+    /// longer there, and the partial file goes. Never the first part of one version and the
+    /// rest of another under the file's name.
+    @Test func aDownloadIsNotResumedIntoAnotherVersion() async throws {
+        try await Fixture.with { f in
+            let (controller, data, checkpoint) = try await interruptedDownload(f)
+            try staged.write(to: URL(fileURLWithPath: checkpoint.stagingPath))
+            let changed = Data(data.reversed())
+            _ = try f.memory.write(path: "big.bin", data: changed)
+            let outcomes = await controller.materialize(paths: ["big.bin"], recursive: false)
+            #expect(outcomes.first?.error?.code == .versionNoLongerAvailable, "\(outcomes)")
+            #expect(!FileManager.default.fileExists(atPath: f.url(controller, "big.bin").path))
+            #expect(controller.replica.stagedFiles().isEmpty, "the partial file of the old version goes")
+            #expect(try f.manager.store.checkpoints(domainID: controller.domainID).isEmpty)
+            // The next sync records the new version, and it downloads whole.
+            _ = try await controller.sync()
+            #expect(codes(await controller.materialize(paths: ["big.bin"], recursive: false)) == [nil])
+            let result = try Data(contentsOf: f.url(controller, "big.bin"))
+            let whole = result == changed
+            #expect(whole, "the store's new version, whole")
+        }
+    }
 }
