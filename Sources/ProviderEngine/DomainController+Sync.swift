@@ -37,6 +37,11 @@ public struct SyncReport: Codable, Sendable {
     public var unsent = 0
     /// Items left as they were, with why (an unsafe name, local changes kept, an error).
     public var notices: [String] = []
+    /// The store stopped answering while the sync listed it (a folder below the root failed
+    /// with an error that backs the domain off: unreachable, not authenticated, out of quota):
+    /// what was listed is synced, the rest kept as it was, and the domain backs off as after a
+    /// failed sync. `nil` when every folder answered.
+    public var unreachable: String?
     public var seconds = 0.0
     /// Time spent listing the store, changing the replica, and writing the database.
     public var phases = SyncPhases()
@@ -130,7 +135,7 @@ extension DomainController {
                 await recordSyncOutcome(error)
                 throw error
             }
-            await recordSyncOutcome(nil)
+            await recordSyncOutcome(report.unreachable.map { FileProviderError(.serverUnreachable, $0) })
             report.seconds = Date().timeIntervalSince(started)
             return report
         }

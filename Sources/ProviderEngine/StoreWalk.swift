@@ -93,6 +93,9 @@ struct StoreWalk: Sendable {
                     if path.isEmpty { rootError = error }
                     pass.failedFolders.append(path)
                     report.notices.append("\(display(path)): not listed: \(error.message)")
+                    if error.code.reaction == .backOffDomain, report.unreachable == nil {
+                        report.unreachable = "\(display(path)): not listed: \(error.message)"
+                    }
                 }
                 events?(.listing(folders: foldersListed, items: itemsSeen))
             }

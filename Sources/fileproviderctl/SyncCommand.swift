@@ -67,6 +67,7 @@ struct SyncCommand: AsyncParsableCommand {
         var reports: [SyncReport] = []
         var failures: [SyncFailure] = []
         var interruption: String?
+        var incomplete = false
         for (index, name) in domains.enumerated() {
             let bar = ProgressBar(label: name, options: progress)
             let draw = bar.handler
@@ -93,6 +94,15 @@ struct SyncCommand: AsyncParsableCommand {
                             + " in \(String(format: "%.2f", report.seconds)) s")
                     for notice in report.notices { Output.warning(notice) }
                 }
+                if let unreachable = report.unreachable {
+                    // Synced as far as the store answered: an error, and the domain backs off.
+                    incomplete = true
+                    if !output.json {
+                        Output.error(
+                            "\(name): the store stopped answering during the sync (\(unreachable)); what it listed was synced, the rest is kept as it was and synced once it answers"
+                        )
+                    }
+                }
             } catch {
                 bar.finish()
                 let wrapped = FileProviderError.wrap(error)
@@ -117,7 +127,7 @@ struct SyncCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("interrupted: \(interruption); run the same command again to finish\n".utf8))
             throw CommandInterrupted()
         }
-        if !failures.isEmpty { throw CommandFailure() }
+        if !failures.isEmpty || incomplete { throw CommandFailure() }
     }
 }
 

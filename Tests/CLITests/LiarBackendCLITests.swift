@@ -174,4 +174,22 @@ extension LiarBackendCLITests {
         let items = try #require(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])
         #expect(Set(items.compactMap { $0["path"] as? String }) == ["/a.txt", "/z.txt"])
     }
+
+    /// A program that dies while a folder below the root is listed: what was listed is synced,
+    /// the sync says the store stopped answering and exits 1, and the domain backs off (was:
+    /// a warning, exit 0, no backoff).
+    @Test(.timeLimit(.minutes(2))) func aDeathDuringASubfolderListingIsAFailureThatBacksOff() async throws {
+        let temp = try TemporaryFolder()
+        let cli = CLIRunner(in: temp)
+        let (environment, _) = try Self.program(temp, named: "liar")
+        let added = try await cli.run(
+            ["domain", "add", "dying", "--backend", "liar", "--behaviour", "die-in-subfolder"], environment: environment)
+        #expect(added.status == 0, "\(added.stderr)")
+        let synced = try await cli.run(["sync", "dying"], environment: environment)
+        #expect(synced.status == 1, "\(synced.stdout) \(synced.stderr)")
+        #expect(synced.stderr.contains("error: dying: the store stopped answering during the sync"), "\(synced.stderr)")
+        #expect(synced.stderr.contains("exit status 9") || synced.stderr.contains("dying in a subfolder"), "\(synced.stderr)")
+        let status = try await cli.run(["status", "dying", "--json"], environment: environment)
+        #expect(status.stdout.contains("nextRetryAt") || status.stdout.contains("backoff"), "\(status.stdout)")
+    }
 }

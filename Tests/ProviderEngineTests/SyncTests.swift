@@ -38,7 +38,8 @@ import Testing
             #expect(report.added == 6 + 21)
             #expect(report.listedItems == 6 + 21)
 
-            let expected = ["docs/", "docs/a.txt.placeholder", "docs/sub/", "docs/sub/b.bin.placeholder", "empty/", "many/"]
+            let expected =
+                ["docs/", "docs/a.txt.placeholder", "docs/sub/", "docs/sub/b.bin.placeholder", "empty/", "many/"]
                 + (0..<20).map { "many/f\($0).placeholder" } + ["top.txt.placeholder"]
             #expect(tree(at: controller.replica.root) == expected.sorted())
 
@@ -229,7 +230,8 @@ import Testing
             #expect(try Data(contentsOf: f.url(controller, "new/kept.bin")) == data)
             #expect(try controller.record(at: "new/kept.bin").state == .materialized)
             #expect(try controller.record(at: "new/ph.txt").state == .placeholder)
-            #expect(try f.manager.store.descendants(domainID: controller.domainID, of: "").map(\.path) == ["new", "new/kept.bin", "new/ph.txt"])
+            #expect(
+                try f.manager.store.descendants(domainID: controller.domainID, of: "").map(\.path) == ["new", "new/kept.bin", "new/ph.txt"])
         }
     }
 
@@ -262,7 +264,8 @@ import Testing
             #expect(entry(at: f.home.appendingPathComponent("x.placeholder")) == .none)
             #expect(entry(at: f.home.appendingPathComponent("domains/x.placeholder")) == .none)
             #expect(entry(at: f.home.appendingPathComponent("up.placeholder")) == .none)
-            #expect(try f.manager.store.descendants(domainID: controller.domainID, of: "").map(\.path) == ["dir", "dir/inner.txt", "ok.txt"])
+            #expect(
+                try f.manager.store.descendants(domainID: controller.domainID, of: "").map(\.path) == ["dir", "dir/inner.txt", "ok.txt"])
         }
     }
 
@@ -291,6 +294,34 @@ import Testing
             try await controller.sync()
             #expect(entry(at: f.placeholderURL(controller, "keep/a.txt")) == .none)
             #expect(entry(at: f.placeholderURL(controller, "keep/deep/b.txt")) == .file)
+        }
+    }
+
+    /// A store that stops answering below the root: what it listed is synced, the rest kept,
+    /// and the report says so (the CLI exits 1) and the domain backs off; a folder the store
+    /// refuses (permission) is a notice only.
+    @Test func aStoreThatStopsAnsweringDuringTheWalkBacksTheDomainOff() async throws {
+        try await Fixture.with { f in
+            try f.memory.write(path: "keep/a.txt", data: Data("a".utf8))
+            try f.memory.write(path: "shut/b.txt", data: Data("b".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            f.remote.failListing(of: "shut", with: FileProviderError(.permissionDenied, "no entry"))
+            let refused = try await controller.sync()
+            #expect(refused.unreachable == nil)
+            #expect(try f.manager.backoff(ofDomain: "mem") == nil)
+            f.remote.failListing(of: "keep", with: FileProviderError(.serverUnreachable, "connection reset"))
+            try f.memory.write(path: "new.txt", data: Data("n".utf8))
+            let report = try await controller.sync()
+            #expect(report.unreachable?.contains("keep") == true && report.unreachable?.contains("connection reset") == true)
+            #expect(report.added == 1, "what was listed is synced")
+            #expect(try f.manager.backoff(ofDomain: "mem") != nil, "the domain backs off")
+            #expect(entry(at: f.placeholderURL(controller, "keep/a.txt")) == .file, "what was not listed is kept")
+            f.remote.failListing(of: "keep", with: nil)
+            f.remote.failListing(of: "shut", with: nil)
+            let again = try await controller.sync()
+            #expect(again.unreachable == nil)
+            #expect(try f.manager.backoff(ofDomain: "mem") == nil)
         }
     }
 
