@@ -136,7 +136,9 @@ final class Downloader: Sendable {
                     switch result {
                     case .success(let updated):
                         finished.append(updated)
-                        outcomes.append(ItemOutcome(path: location(record.path), error: nil))
+                        outcomes.append(
+                            ItemOutcome(
+                                path: location(record.path), error: nil, notice: Self.versionNotice(record, updated, display(record.path))))
                     case .failure(let error):
                         outcomes.append(ItemOutcome(path: location(record.path), error: error))
                     }
@@ -156,6 +158,16 @@ final class Downloader: Sendable {
             let (a, b) = (order[left.element.path] ?? Int.max, order[right.element.path] ?? Int.max)
             return a != b ? a < b : left.offset < right.offset
         }.map(\.element)
+    }
+
+    /// The notice of a download of another content version than the one the database had
+    /// from the store's listing: the file changed meanwhile (once), or the store lists one
+    /// version and sends another (at every sync, each time downloaded again); `nil` when the
+    /// version is the one listed.
+    static func versionNotice(_ requested: ItemRecord, _ downloaded: ItemRecord, _ shown: String) -> String? {
+        guard !requested.contentVersion.isEmpty, downloaded.contentVersion != requested.contentVersion else { return nil }
+        return
+            "\(shown): the store sent another version than it listed (listed \(requested.contentVersion.hexString.prefix(16)), sent \(downloaded.contentVersion.hexString.prefix(16))); the one sent was kept. Once, the file changed meanwhile; at every sync, the store contradicts itself and the file is downloaded each time"
     }
 
     /// Records finished downloads in one job on the executor (run to its end); returns the

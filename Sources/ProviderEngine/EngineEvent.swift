@@ -40,10 +40,14 @@ public struct ItemOutcome: Sendable {
     public var path: String
     /// `nil` when it worked.
     public var error: FileProviderError?
+    /// What a user should know of an item that worked (a download of another version than
+    /// the store listed), naming it; `nil` when there is nothing to say.
+    public var notice: String?
 
-    public init(path: String, error: FileProviderError?) {
+    public init(path: String, error: FileProviderError?, notice: String? = nil) {
         self.path = path
         self.error = error
+        self.notice = notice
     }
 
     /// The failure in one line that names the item once, or `nil` when it worked: the error's

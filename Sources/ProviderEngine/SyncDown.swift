@@ -224,6 +224,7 @@ extension SyncDown {
                     report.notices.append(notice)
                 } else {
                     report.downloaded += 1
+                    if let notice = outcome.notice { report.notices.append(notice) }
                 }
             }
             downloadSeconds = (downloadSeconds ?? 0) + Date().timeIntervalSince(downloadsStarted)

@@ -16,6 +16,8 @@ import Testing
         var answer: String?
         let keepsName: Bool
         let hash: String?
+        /// Downloads come with another content version than the listing's.
+        var sendsAnotherVersion = false
         var forwardee: any Backend { memory }
 
         init(memory: MemoryBackend, answer: String? = nil, keepsName: Bool = false, hash: String? = nil) {
@@ -52,6 +54,7 @@ import Testing
             var item = try await memory.fetchContents(
                 for: identifier, version: version, to: destination, offset: offset, progress: progress)
             item.contentHash = hash
+            if sendsAnotherVersion { item.version = ItemVersion(content: Data("another".utf8), metadata: item.version.metadata) }
             return item
         }
 
@@ -159,6 +162,27 @@ import Testing
             #expect(try controller.record(at: "a.txt").identifier.rawValue == "a.txt")
             #expect((try? controller.record(at: "twin.txt")) == nil)
             #expect(tree(at: controller.replica.root).filter { !$0.hasPrefix(".") } == ["a.txt.placeholder"])
+        }
+    }
+
+    /// A store that lists one version and sends another: each sync downloads the file again,
+    /// and says so.
+    @Test func aDownloadOfAnotherVersionThanListedIsANotice() async throws {
+        try await Fixture.with { f in
+            try f.memory.write(path: "a.txt", data: Data("a".utf8))
+            let store = LyingStore(memory: f.memory)
+            store.sendsAnotherVersion = true
+            f.remote.serve(through: store)
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            #expect(codes(await controller.materialize(paths: ["a.txt"], recursive: false)) == [nil])
+            let report = try await controller.sync()
+            #expect(report.downloaded == 1)
+            #expect(report.notices.contains { $0.contains("a.txt") && $0.contains("another version than it listed") }, "\(report.notices)")
+            store.sendsAnotherVersion = false
+            _ = try await controller.sync()
+            let quiet = try await controller.sync()
+            #expect(quiet.downloaded == 0 && quiet.notices.isEmpty, "\(quiet.notices)")
         }
     }
 }
