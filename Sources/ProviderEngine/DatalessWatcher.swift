@@ -29,8 +29,9 @@ final class DatalessWatcher: @unchecked Sendable {
     private let wakeWrite: Int32
     private let populate: Populate
     private let logger: Logger
-    /// Replica roots (standardized absolute paths) by domain.
-    private let roots = Mutex<[String: String]>([:])
+    /// Where programs reach each domain's folders, by domain: absolute paths, symlinks
+    /// resolved as `/proc/self/fd` shows them (see ``watch(domain:root:seenAt:datalessFolders:)``).
+    private let roots = Mutex<[String: [String]]>([:])
     private let stopRequested = Mutex(false)
     private let finished = Latch()
 
@@ -62,13 +63,17 @@ final class DatalessWatcher: @unchecked Sendable {
         Glibc.close(wakeWrite)
     }
 
-    /// Marks the dataless folders of a domain (relative paths); folders not in the replica are
-    /// skipped. Any thread; marking a folder twice is harmless.
-    func watch(domain: String, root: String, datalessFolders: [String]) {
-        let root = URL(fileURLWithPath: root).standardizedFileURL.path
-        roots.withLock { $0[domain] = root }
+    /// Marks the dataless folders of a domain (relative paths) under `root`, the folder the
+    /// engine writes them in; folders not there are skipped. `seenAt` are the other paths
+    /// where programs reach the same folders: a dataless domain's replica path, where its
+    /// backing folder (`root`) is mounted. An event names the folder by the path the program
+    /// opened, so each is matched. Any thread; marking a folder twice is harmless.
+    func watch(domain: String, root: String, seenAt: [String] = [], datalessFolders: [String]) {
+        let marked = Self.resolved(root)
+        let paths = [marked] + seenAt.map(Self.resolved).filter { $0 != marked }
+        roots.withLock { $0[domain] = paths }
         for path in datalessFolders where !path.isEmpty {
-            if fp_fanotify_mark_folder(fd, root + "/" + path, 1) != 0 && errno != ENOENT && errno != ENOTDIR {
+            if fp_fanotify_mark_folder(fd, marked + "/" + path, 1) != 0 && errno != ENOENT && errno != ENOTDIR {
                 logger.debug("\(domain): cannot watch \(TerminalText.quoted(path)): \(String(cString: strerror(errno)))")
             }
         }
@@ -152,14 +157,24 @@ final class DatalessWatcher: @unchecked Sendable {
         }
     }
 
-    /// The domain and relative path of an absolute path in a served replica.
+    /// The domain and relative path of an absolute path in a served replica, by any of the
+    /// paths its folders are seen at.
     private func locate(_ path: String) -> (String, String)? {
         roots.withLock { roots in
-            for (domain, root) in roots where path.hasPrefix(root + "/") {
-                return (domain, String(path.dropFirst(root.count + 1)))
+            for (domain, paths) in roots {
+                for root in paths where path.hasPrefix(root + "/") {
+                    return (domain, String(path.dropFirst(root.count + 1)))
+                }
             }
             return nil
         }
+    }
+
+    /// `path` absolute, standardized, and with its symlinks resolved where it exists (as
+    /// `/proc/self/fd` links name it).
+    private static func resolved(_ path: String) -> String {
+        let standardized = URL(fileURLWithPath: path).standardizedFileURL.path
+        return OnAccessHandler.resolvedPath(standardized) ?? standardized
     }
 
     /// The path an event's descriptor refers to.

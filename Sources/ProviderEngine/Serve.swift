@@ -417,8 +417,10 @@ public final class Server: Sendable {
         do {
             let store = manager.store
             let folders = try await manager.blocking { () throws(FileProviderError) in try store.datalessFolderPaths(domainID: id) }
+            // Marked where the engine writes them; programs open them at the replica path,
+            // which is another path to the same folders when the replica is a mount of them.
             let root = try manager.replicaRoot(of: domain).path
-            watcher.watch(domain: domain.name, root: root, datalessFolders: folders)
+            watcher.watch(domain: domain.name, root: root, seenAt: [domain.replicaPath], datalessFolders: folders)
         } catch {
             logger.warning("\(domain.name): \(error.message)")
         }
