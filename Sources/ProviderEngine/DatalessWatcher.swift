@@ -72,8 +72,15 @@ final class DatalessWatcher: @unchecked Sendable {
         let marked = Self.resolved(root)
         let paths = [marked] + seenAt.map(Self.resolved).filter { $0 != marked }
         roots.withLock { $0[domain] = paths }
-        for path in datalessFolders where !path.isEmpty {
-            if fp_fanotify_mark_folder(fd, marked + "/" + path, 1) != 0 && errno != ENOENT && errno != ENOTDIR {
+        mark(domain: domain, folders: datalessFolders)
+    }
+
+    /// Marks more dataless folders (relative paths) of a domain already watched
+    /// (``watch(domain:root:seenAt:datalessFolders:)``); nothing for another domain. Any thread.
+    func mark(domain: String, folders: [String]) {
+        guard let root = roots.withLock({ $0[domain]?.first }) else { return }
+        for path in folders where !path.isEmpty {
+            if fp_fanotify_mark_folder(fd, root + "/" + path, 1) != 0 && errno != ENOENT && errno != ENOTDIR {
                 logger.debug("\(domain): cannot watch \(TerminalText.quoted(path)): \(String(cString: strerror(errno)))")
             }
         }

@@ -139,10 +139,10 @@ struct FolderPlacer: Sendable {
 
         // New folders, then new placeholders, written in parallel.
         if !newFolders.isEmpty {
-            let replica = self.replica
+            let (replica, watchers, name) = (self.replica, context.newDatalessFolders, domain.name)
             let paths = newFolders.map(\.path)
             let made = try await executor.run { () -> [Result<Int64?, FileProviderError>] in
-                paths.map { path in
+                let made = paths.map { path -> Result<Int64?, FileProviderError> in
                     do {
                         try replica.makeFolder(path)
                         return .success(replica.fingerprint(atPath: replica.path(path))?.inode)
@@ -150,6 +150,15 @@ struct FolderPlacer: Sendable {
                         return .failure(FileProviderError.wrap(error))
                     }
                 }
+                // Dataless until visited (most stay so): a program opening one from now on
+                // waits for its items (serve's watcher).
+                watchers.made(
+                    domain: name,
+                    paths: zip(paths, made).compactMap { path, result in
+                        if case .success = result { return path }
+                        return nil
+                    })
+                return made
             }
             for (index, var record) in newFolders.enumerated() {
                 switch made[index] {
@@ -220,9 +229,10 @@ struct FolderPlacer: Sendable {
             switch record.kind {
             case .folder:
                 // Its items were not in the replica: it comes back dataless.
-                let path = record.path
+                let (path, watchers, name) = (record.path, context.newDatalessFolders, domain.name)
                 let inode = try await executor.run { () throws -> Int64? in
                     try replica.makeFolder(path)
+                    watchers.made(domain: name, paths: [path])
                     return replica.fingerprint(atPath: replica.path(path))?.inode
                 }
                 record.localInode = inode

@@ -159,6 +159,7 @@ public final class Server: Sendable {
         await task.value
         await onAccess.withLock { $0 }?.stop()
         await watcher?.stop()
+        manager.newDatalessFolders.listen(nil)
         await datalessWatcher.withLock { $0 }?.stop()
         logger.info("stopped")
     }
@@ -406,6 +407,8 @@ public final class Server: Sendable {
             watcher.start()
             datalessWatcher.withLock { $0 = watcher }
             for record in records { await watchDatalessFolders(of: record) }
+            // The folders a sync makes dataless are marked as it makes them, not after it.
+            manager.newDatalessFolders.listen { domain, paths in watcher.mark(domain: domain, folders: paths) }
         } catch {
             logger.notice("\(error.message)")
         }
