@@ -34,6 +34,10 @@ final class DatalessWatcher: @unchecked Sendable {
     private let roots = Mutex<[String: [String]]>([:])
     private let stopRequested = Mutex(false)
     private let finished = Latch()
+    /// Whether ``fd`` is still open: ``stop()`` closes it, which lets every program still
+    /// waiting go on and takes the marks away (a process that goes on after serve would
+    /// otherwise wait forever on a folder marked earlier). Calls on it hold this lock.
+    private let isOpen = Mutex(true)
 
     /// - Throws: `permissionDenied` without `CAP_SYS_ADMIN`; `localIOFailure` when fanotify
     ///   cannot be started otherwise.
@@ -58,7 +62,7 @@ final class DatalessWatcher: @unchecked Sendable {
     }
 
     deinit {
-        Glibc.close(fd)
+        isOpen.withLock { open in if open { Glibc.close(fd) } }
         Glibc.close(wakeRead)
         Glibc.close(wakeWrite)
     }
@@ -78,10 +82,23 @@ final class DatalessWatcher: @unchecked Sendable {
     /// Marks more dataless folders (relative paths) of a domain already watched
     /// (``watch(domain:root:seenAt:datalessFolders:)``); nothing for another domain. Any thread.
     func mark(domain: String, folders: [String]) {
+        setMarks(domain: domain, folders: folders, add: true)
+    }
+
+    /// Removes the marks of folders (relative paths) of a domain that were populated; a folder
+    /// without one is fine. Any thread.
+    func unmark(domain: String, folders: [String]) {
+        setMarks(domain: domain, folders: folders, add: false)
+    }
+
+    private func setMarks(domain: String, folders: [String], add: Bool) {
         guard let root = roots.withLock({ $0[domain]?.first }) else { return }
-        for path in folders where !path.isEmpty {
-            if fp_fanotify_mark_folder(fd, root + "/" + path, 1) != 0 && errno != ENOENT && errno != ENOTDIR {
-                logger.debug("\(domain): cannot watch \(TerminalText.quoted(path)): \(String(cString: strerror(errno)))")
+        isOpen.withLock { open in
+            guard open else { return }
+            for path in folders where !path.isEmpty {
+                if fp_fanotify_mark_folder(fd, root + "/" + path, add ? 1 : 0) != 0 && add && errno != ENOENT && errno != ENOTDIR {
+                    logger.debug("\(domain): cannot watch \(TerminalText.quoted(path)): \(String(cString: strerror(errno)))")
+                }
             }
         }
     }
@@ -97,12 +114,17 @@ final class DatalessWatcher: @unchecked Sendable {
         thread.start()
     }
 
-    /// Stops the thread; returns once it ended (events still queued are allowed).
+    /// Stops the thread; returns once it ended, then closes the group: events still queued
+    /// or waiting for a population are allowed, and no folder is marked any more.
     func stop() async {
         stopRequested.withLock { $0 = true }
         var byte: UInt8 = 1
         _ = write(wakeWrite, &byte, 1)
         await finished.wait()
+        isOpen.withLock { open in
+            if open { Glibc.close(fd) }
+            open = false
+        }
     }
 
     // MARK: The thread
@@ -139,7 +161,7 @@ final class DatalessWatcher: @unchecked Sendable {
                     return !done
                 })
             else { return false }
-            _ = fp_fanotify_respond(fd, event.fd, 1)
+            isOpen.withLock { open in if open { _ = fp_fanotify_respond(fd, event.fd, 1) } }
             Glibc.close(event.fd)
             return true
         }
@@ -151,7 +173,7 @@ final class DatalessWatcher: @unchecked Sendable {
         Task { [self] in
             // Populated: later opens need not wait. A failure keeps the mark: the next open tries again.
             if await PoolCheck.during("population on open", { await populate(domain, relative) }) {
-                _ = fp_fanotify_mark_folder(fd, path, 0)
+                isOpen.withLock { open in if open { _ = fp_fanotify_mark_folder(fd, path, 0) } }
             }
             _ = allow()
         }

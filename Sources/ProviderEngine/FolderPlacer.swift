@@ -190,6 +190,12 @@ struct FolderPlacer: Sendable {
                 }
             }
         }
+        // Made dataless by this sync and marked then (``NewDatalessFolders``): populated now,
+        // with its items on disk, so opening it need not wait any more.
+        if populated && visit.isNew && context.newDatalessFolders.isListening {
+            let (watchers, name, path) = (context.newDatalessFolders, domain.name, folder.path)
+            try await executor.run { watchers.filled(domain: name, paths: [path]) }
+        }
         // A batch goes as soon as the database is idle (so little is left to write when the
         // walk ends); the walk waits for it only when the backlog is full.
         if pass.upserts.count >= PullPass.backlog || (pass.upserts.count >= PullPass.batchSize && pass.isWriterIdle) {

@@ -408,7 +408,9 @@ public final class Server: Sendable {
             datalessWatcher.withLock { $0 = watcher }
             for record in records { await watchDatalessFolders(of: record) }
             // The folders a sync makes dataless are marked as it makes them, not after it.
-            manager.newDatalessFolders.listen { domain, paths in watcher.mark(domain: domain, folders: paths) }
+            manager.newDatalessFolders.listen { domain, paths, dataless in
+                if dataless { watcher.mark(domain: domain, folders: paths) } else { watcher.unmark(domain: domain, folders: paths) }
+            }
         } catch {
             logger.notice("\(error.message)")
         }
