@@ -136,6 +136,7 @@ extension DomainController {
         let folders = children.filter { $0.kind == .folder }
         // Folders first, downloads adopted, and local files that are in the way moved aside.
         let taken = Set(children.map(\.path))
+        let (watchers, name) = (context.newDatalessFolders, domain.name)
         let (inodes, collisions, adopted, edits) = try await executor.run {
             () throws -> ([Int64?], [(String, String)], [ItemRecord], Set<String>) in
             try replica.makeFolder(path)
@@ -168,6 +169,9 @@ extension DomainController {
                 try replica.makeFolder(child.path)
                 inodes.append(replica.fingerprint(atPath: replica.path(child.path))?.inode)
             }
+            // Its subfolders are dataless: serve marks them before the folder's own open
+            // (which may have started this population) goes on.
+            watchers.made(domain: name, paths: folders.map(\.path))
             return (inodes, collisions, adopted, edits)
         }
         let kept = edits.union(adopted.map(\.path))

@@ -400,8 +400,8 @@ public final class Server: Sendable {
                             worked = false
                         }
                     }
-                    // Its subfolders are dataless: opening one populates it in turn.
-                    await watchDatalessFolders(of: controller.domain)
+                    // Its subfolders are dataless: the population had them marked as it made
+                    // them (NewDatalessFolders), so opening one populates it in turn.
                     return worked
                 }, logger: logger)
             watcher.start()
