@@ -108,6 +108,11 @@ final class DatalessWatcher: @unchecked Sendable {
         let thread = Thread { [self] in
             ThreadName.setCurrent("fileprovider-dataless")
             loop()
+            // Closed here, off the cooperative pool: programs still waiting go on, marks go.
+            isOpen.withLock { open in
+                if open { Glibc.close(fd) }
+                open = false
+            }
             finished.open()
         }
         thread.name = "fileprovider-dataless"
@@ -121,10 +126,6 @@ final class DatalessWatcher: @unchecked Sendable {
         var byte: UInt8 = 1
         _ = write(wakeWrite, &byte, 1)
         await finished.wait()
-        isOpen.withLock { open in
-            if open { Glibc.close(fd) }
-            open = false
-        }
     }
 
     // MARK: The thread
