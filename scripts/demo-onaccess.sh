@@ -2,7 +2,9 @@
 # The on-access domain of the demo: started by scripts/demo.sh with FILEPROVIDERCTL, DEMO_ROOT and
 # FILEPROVIDER_HOME set. Adds a `dataless` domain (every file under its real name, fetched when
 # any program reads it), shows the real sizes of files that were never downloaded, starts
-# `serve`, and `cat`s one: serve fetches it on the read. Needs root, Linux 6.14 or later and
+# `serve`, and `cat`s one: serve fetches it on the read; then lists a folder too large to be
+# written by the sync (a dataless folder: serve fills it when ls opens it) and reads a file
+# inside it, all through the replica path. Needs root, Linux 6.14 or later and
 # the demo home on ext4, xfs, btrfs or bcachefs; elsewhere it says why and stops (the
 # placeholder-files domains above show the rest).
 set -euo pipefail
@@ -15,6 +17,10 @@ mkdir -p "$library/papers"
 printf 'On-access files: this text was fetched when cat read it.\n' > "$library/papers/never-downloaded.txt"
 head -c 3000000 /dev/urandom > "$library/papers/dataset.bin"
 head -c 64000000 /dev/urandom > "$library/papers/video.bin"
+# More entries than a sync writes into the replica at once (its population budget, 250): the
+# folder stays dataless until a program opens it.
+mkdir -p "$library/archive"
+for i in $(seq -w 1 400); do printf 'archived note %s\n' "$i" > "$library/archive/note-$i.txt"; done
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -24,6 +30,8 @@ if ! "$fpctl" domain add library --backend local --root "$library" --replica "$r
     exit 0
 fi
 "$fpctl" sync library
+step "fileproviderctl why library:/archive"
+"$fpctl" why library:/archive
 step "the files are not downloaded, yet they have their names and sizes"
 ls -l "$demo/home/replicas/library/papers"
 du -h "$demo/home/replicas/library/papers"
@@ -51,6 +59,10 @@ for _ in $(seq 50); do
     sleep 0.1
 done
 du -h "$demo/home/replicas/library/papers/video.bin"
+step "ls $replica/archive | wc -l   (a dataless folder: serve fills it when ls opens it)"
+ls "$replica/archive" | wc -l
+step "cat $replica/archive/note-123.txt"
+cat "$replica/archive/note-123.txt"
 step "serve's log"
 grep "fetched on access" "$demo/serve-library.log" || true
 "$fpctl" ls library:/papers

@@ -22,9 +22,11 @@ int fp_precontent_init(int writable) {
 
 // Besides the pre-content events, a mount mark asks for notifications of writes (a program
 // wrote into a partially present file) and of opens (when a file was last used): neither waits.
-#define FP_MOUNT_EVENTS (FAN_PRE_ACCESS | FAN_MODIFY | FAN_CLOSE_WRITE | FAN_OPEN)
-// What an ignore mark stops for a complete file: everything but the opens.
-#define FP_IGNORED_EVENTS (FAN_PRE_ACCESS | FAN_MODIFY | FAN_CLOSE_WRITE)
+// Opens also wait (FAN_OPEN_PERM, files only): a small file is filled before its open returns,
+// so the change time a program sees first is the one it keeps (tar compares them).
+#define FP_MOUNT_EVENTS (FAN_PRE_ACCESS | FAN_OPEN_PERM | FAN_MODIFY | FAN_CLOSE_WRITE | FAN_OPEN)
+// What an ignore mark stops for a complete file: everything but the opens' notifications.
+#define FP_IGNORED_EVENTS (FAN_PRE_ACCESS | FAN_OPEN_PERM | FAN_MODIFY | FAN_CLOSE_WRITE)
 
 int fp_precontent_mark_mount(int group, int dirfd, const char *path, int add) {
     return fanotify_mark(group, (add ? FAN_MARK_ADD : FAN_MARK_REMOVE) | FAN_MARK_MOUNT, FP_MOUNT_EVENTS, dirfd, path);

@@ -29,10 +29,15 @@ final class DatalessWatcher: @unchecked Sendable {
     private let wakeWrite: Int32
     private let populate: Populate
     private let logger: Logger
-    /// Replica roots (standardized absolute paths) by domain.
-    private let roots = Mutex<[String: String]>([:])
+    /// Where programs reach each domain's folders, by domain: absolute paths, symlinks
+    /// resolved as `/proc/self/fd` shows them (see ``watch(domain:root:seenAt:datalessFolders:)``).
+    private let roots = Mutex<[String: [String]]>([:])
     private let stopRequested = Mutex(false)
     private let finished = Latch()
+    /// Whether ``fd`` is still open: ``stop()`` closes it, which lets every program still
+    /// waiting go on and takes the marks away (a process that goes on after serve would
+    /// otherwise wait forever on a folder marked earlier). Calls on it hold this lock.
+    private let isOpen = Mutex(true)
 
     /// - Throws: `permissionDenied` without `CAP_SYS_ADMIN`; `localIOFailure` when fanotify
     ///   cannot be started otherwise.
@@ -57,19 +62,43 @@ final class DatalessWatcher: @unchecked Sendable {
     }
 
     deinit {
-        Glibc.close(fd)
+        isOpen.withLock { open in if open { Glibc.close(fd) } }
         Glibc.close(wakeRead)
         Glibc.close(wakeWrite)
     }
 
-    /// Marks the dataless folders of a domain (relative paths); folders not in the replica are
-    /// skipped. Any thread; marking a folder twice is harmless.
-    func watch(domain: String, root: String, datalessFolders: [String]) {
-        let root = URL(fileURLWithPath: root).standardizedFileURL.path
-        roots.withLock { $0[domain] = root }
-        for path in datalessFolders where !path.isEmpty {
-            if fp_fanotify_mark_folder(fd, root + "/" + path, 1) != 0 && errno != ENOENT && errno != ENOTDIR {
-                logger.debug("\(domain): cannot watch \(TerminalText.quoted(path)): \(String(cString: strerror(errno)))")
+    /// Marks the dataless folders of a domain (relative paths) under `root`, the folder the
+    /// engine writes them in; folders not there are skipped. `seenAt` are the other paths
+    /// where programs reach the same folders: a dataless domain's replica path, where its
+    /// backing folder (`root`) is mounted. An event names the folder by the path the program
+    /// opened, so each is matched. Any thread; marking a folder twice is harmless.
+    func watch(domain: String, root: String, seenAt: [String] = [], datalessFolders: [String]) {
+        let marked = Self.resolved(root)
+        let paths = [marked] + seenAt.map(Self.resolved).filter { $0 != marked }
+        roots.withLock { $0[domain] = paths }
+        mark(domain: domain, folders: datalessFolders)
+    }
+
+    /// Marks more dataless folders (relative paths) of a domain already watched
+    /// (``watch(domain:root:seenAt:datalessFolders:)``); nothing for another domain. Any thread.
+    func mark(domain: String, folders: [String]) {
+        setMarks(domain: domain, folders: folders, add: true)
+    }
+
+    /// Removes the marks of folders (relative paths) of a domain that were populated; a folder
+    /// without one is fine. Any thread.
+    func unmark(domain: String, folders: [String]) {
+        setMarks(domain: domain, folders: folders, add: false)
+    }
+
+    private func setMarks(domain: String, folders: [String], add: Bool) {
+        guard let root = roots.withLock({ $0[domain]?.first }) else { return }
+        isOpen.withLock { open in
+            guard open else { return }
+            for path in folders where !path.isEmpty {
+                if fp_fanotify_mark_folder(fd, root + "/" + path, add ? 1 : 0) != 0 && add && errno != ENOENT && errno != ENOTDIR {
+                    logger.debug("\(domain): cannot watch \(TerminalText.quoted(path)): \(String(cString: strerror(errno)))")
+                }
             }
         }
     }
@@ -79,13 +108,19 @@ final class DatalessWatcher: @unchecked Sendable {
         let thread = Thread { [self] in
             ThreadName.setCurrent("fileprovider-dataless")
             loop()
+            // Closed here, off the cooperative pool: programs still waiting go on, marks go.
+            isOpen.withLock { open in
+                if open { Glibc.close(fd) }
+                open = false
+            }
             finished.open()
         }
         thread.name = "fileprovider-dataless"
         thread.start()
     }
 
-    /// Stops the thread; returns once it ended (events still queued are allowed).
+    /// Stops the thread; returns once it ended, then closes the group: events still queued
+    /// or waiting for a population are allowed, and no folder is marked any more.
     func stop() async {
         stopRequested.withLock { $0 = true }
         var byte: UInt8 = 1
@@ -127,7 +162,7 @@ final class DatalessWatcher: @unchecked Sendable {
                     return !done
                 })
             else { return false }
-            _ = fp_fanotify_respond(fd, event.fd, 1)
+            isOpen.withLock { open in if open { _ = fp_fanotify_respond(fd, event.fd, 1) } }
             Glibc.close(event.fd)
             return true
         }
@@ -139,7 +174,7 @@ final class DatalessWatcher: @unchecked Sendable {
         Task { [self] in
             // Populated: later opens need not wait. A failure keeps the mark: the next open tries again.
             if await PoolCheck.during("population on open", { await populate(domain, relative) }) {
-                _ = fp_fanotify_mark_folder(fd, path, 0)
+                isOpen.withLock { open in if open { _ = fp_fanotify_mark_folder(fd, path, 0) } }
             }
             _ = allow()
         }
@@ -152,14 +187,24 @@ final class DatalessWatcher: @unchecked Sendable {
         }
     }
 
-    /// The domain and relative path of an absolute path in a served replica.
+    /// The domain and relative path of an absolute path in a served replica, by any of the
+    /// paths its folders are seen at.
     private func locate(_ path: String) -> (String, String)? {
         roots.withLock { roots in
-            for (domain, root) in roots where path.hasPrefix(root + "/") {
-                return (domain, String(path.dropFirst(root.count + 1)))
+            for (domain, paths) in roots {
+                for root in paths where path.hasPrefix(root + "/") {
+                    return (domain, String(path.dropFirst(root.count + 1)))
+                }
             }
             return nil
         }
+    }
+
+    /// `path` absolute, standardized, and with its symlinks resolved where it exists (as
+    /// `/proc/self/fd` links name it).
+    private static func resolved(_ path: String) -> String {
+        let standardized = URL(fileURLWithPath: path).standardizedFileURL.path
+        return OnAccessHandler.resolvedPath(standardized) ?? standardized
     }
 
     /// The path an event's descriptor refers to.

@@ -18,6 +18,8 @@ struct DomainContext: Sendable {
     let store: MetadataStore
     /// The engine's threads for blocking work (files, SQLite scans); never the cooperative pool.
     let executor: BlockingExecutor
+    /// Told of the dataless folders a sync makes (``NewDatalessFolders``).
+    let newDatalessFolders: NewDatalessFolders
     /// Records a recursive operation reads from the database at once
     /// (``RecordReader/forEachSubtreePage(below:deepestFirst:_:)``; tests make it small).
     let subtreePage = Mutex(4_096)

@@ -10,7 +10,9 @@ extension DomainController {
     /// every folder below too.
     ///
     /// A local file that took the name of an item of the folder (made before the folder was
-    /// populated) is renamed `name 2.ext` and recorded as a name collision; nothing is lost.
+    /// populated) is renamed `name 2.ext` and recorded as a name collision; nothing is lost. In
+    /// a layout where writing an item's name edits the item (dataless), such a file is left in
+    /// place and sent as an edit of the item by the next scan.
     /// Takes the domain's sync lock, so it waits for a sync running in another process (`serve`).
     /// When the task is cancelled, the folder being populated is finished, no other folder is
     /// started, and the paths not done get a `cancelled` outcome saying how many folders below
@@ -134,11 +136,13 @@ extension DomainController {
         let folders = children.filter { $0.kind == .folder }
         // Folders first, downloads adopted, and local files that are in the way moved aside.
         let taken = Set(children.map(\.path))
-        let (inodes, collisions, adopted) = try await executor.run {
-            () throws -> ([Int64?], [(String, String)], [ItemRecord]) in
+        let (watchers, name) = (context.newDatalessFolders, domain.name)
+        let (inodes, collisions, adopted, edits) = try await executor.run {
+            () throws -> ([Int64?], [(String, String)], [ItemRecord], Set<String>) in
             try replica.makeFolder(path)
             var collisions: [(String, String)] = []
             var adopted: [ItemRecord] = []
+            var edits: Set<String> = []
             for child in children where child.state != .materialized {
                 guard let print = replica.fingerprint(atPath: replica.path(child.path)) else { continue }
                 if child.kind == .folder && print.isDirectory { continue }
@@ -150,6 +154,13 @@ extension DomainController {
                     adopted.append(child)
                     continue
                 }
+                // A file written at the item's name is the item's edit where the layout says
+                // so: left where it stands, and the next scan sends it with the item's version
+                // as base (a store that changed meanwhile gives a conflict).
+                if replica.writesAtAnItemsNameEditIt && child.kind == .file && print.isRegularFile {
+                    edits.insert(child.path)
+                    continue
+                }
                 collisions.append(
                     (child.path, try Self.moveAside(child.path, avoiding: taken, in: replica)))
             }
@@ -158,10 +169,13 @@ extension DomainController {
                 try replica.makeFolder(child.path)
                 inodes.append(replica.fingerprint(atPath: replica.path(child.path))?.inode)
             }
-            return (inodes, collisions, adopted)
+            // Its subfolders are dataless: serve marks them before the folder's own open
+            // (which may have started this population) goes on.
+            watchers.made(domain: name, paths: folders.map(\.path))
+            return (inodes, collisions, adopted, edits)
         }
-        let adoptedPaths = Set(adopted.map(\.path))
-        let files = children.filter { $0.kind != .folder && $0.state != .materialized && !adoptedPaths.contains($0.path) }
+        let kept = edits.union(adopted.map(\.path))
+        let files = children.filter { $0.kind != .folder && $0.state != .materialized && !kept.contains($0.path) }
         let errors = await context.writePlaceholders(files, creating: true)
         if let (index, error) = errors.first {
             throw FileProviderError(error.code, "\(display(files[index].path)): \(error.message)")

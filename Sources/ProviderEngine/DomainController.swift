@@ -96,7 +96,9 @@ public final class DomainController: Sendable {
                 .localIOFailure, "cannot create the staging folder \(staging.path): \(FileProviderError.wrap(error).message)")
         }
         let replica = Replica(root: replicaRoot, staging: staging, layout: domain.replicaMode)
-        context = DomainContext(domain: domain, domainID: id, backend: backend, replica: replica, store: store, executor: executor)
+        context = DomainContext(
+            domain: domain, domainID: id, backend: backend, replica: replica, store: store, executor: executor,
+            newDatalessFolders: manager.newDatalessFolders)
         reader = RecordReader(context: context)
         downloader = Downloader(
             domainID: id, domainName: domain.name, backend: backend, replica: replica, store: store, executor: executor,

@@ -152,10 +152,10 @@ struct FolderPlacer: Sendable {
 
         // New folders, then new placeholders, written in parallel.
         if !newFolders.isEmpty {
-            let replica = self.replica
+            let (replica, watchers, name) = (self.replica, context.newDatalessFolders, domain.name)
             let paths = newFolders.map(\.path)
             let made = try await executor.run { () -> [Result<Int64?, FileProviderError>] in
-                paths.map { path in
+                let made = paths.map { path -> Result<Int64?, FileProviderError> in
                     do {
                         try replica.makeFolder(path)
                         return .success(replica.fingerprint(atPath: replica.path(path))?.inode)
@@ -163,6 +163,15 @@ struct FolderPlacer: Sendable {
                         return .failure(FileProviderError.wrap(error))
                     }
                 }
+                // Dataless until visited (most stay so): a program opening one from now on
+                // waits for its items (serve's watcher).
+                watchers.made(
+                    domain: name,
+                    paths: zip(paths, made).compactMap { path, result in
+                        if case .success = result { return path }
+                        return nil
+                    })
+                return made
             }
             for (index, var record) in newFolders.enumerated() {
                 switch made[index] {
@@ -193,6 +202,12 @@ struct FolderPlacer: Sendable {
                     pass.upserts.append(record)
                 }
             }
+        }
+        // Made dataless by this sync and marked then (``NewDatalessFolders``): populated now,
+        // with its items on disk, so opening it need not wait any more.
+        if populated && visit.isNew && context.newDatalessFolders.isListening {
+            let (watchers, name, path) = (context.newDatalessFolders, domain.name, folder.path)
+            try await executor.run { watchers.filled(domain: name, paths: [path]) }
         }
         // A batch goes as soon as the database is idle (so little is left to write when the
         // walk ends); the walk waits for it only when the backlog is full.
@@ -290,9 +305,10 @@ struct FolderPlacer: Sendable {
             switch record.kind {
             case .folder:
                 // Its items were not in the replica: it comes back dataless.
-                let path = record.path
+                let (path, watchers, name) = (record.path, context.newDatalessFolders, domain.name)
                 let inode = try await executor.run { () throws -> Int64? in
                     try replica.makeFolder(path)
+                    watchers.made(domain: name, paths: [path])
                     return replica.fingerprint(atPath: replica.path(path))?.inode
                 }
                 record.localInode = inode

@@ -206,7 +206,7 @@ public final class OnAccessHandler: @unchecked Sendable {
     /// task.
     private func dispatch(_ event: PreContentGroup.Event) {
         switch event.kind {
-        case .access: break
+        case .access, .opening: break
         case .modified:
             noteWrite(event)
             return
@@ -218,6 +218,13 @@ public final class OnAccessHandler: @unchecked Sendable {
             return
         }
         let resolution = resolve(event)
+        // An open of a dataless file fetches nothing unless the file is filled on open.
+        if event.kind == .opening, case .dataless(let served, _, _, let access) = resolution,
+            !Self.fillsOnOpen(served.hydration, size: access.range.upperBound)
+        {
+            answer(event, .allow)
+            return
+        }
         switch resolution {
         case .complete:
             try? group.ignore(event)
@@ -237,6 +244,19 @@ public final class OnAccessHandler: @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// Files up to this size are filled whole before a program's open of them returns (with
+    /// progressive hydration; with full hydration every file is): the program's first `fstat`
+    /// then sees the change time the file keeps. `tar` compares the change time after its open
+    /// with the one after reading and says "file changed as we read it" (exit 1) when a fill
+    /// ran in between. Larger files are fetched as they are read, so an open does not wait
+    /// for gigabytes; `tar` of one that was never read exits 1, its bytes right.
+    static let fillOnOpenLimit: Int64 = 16 << 20
+
+    /// Whether an open of a dataless file of `size` bytes waits until it is filled whole.
+    static func fillsOnOpen(_ hydration: Hydration, size: Int64) -> Bool {
+        hydration == .full || size <= fillOnOpenLimit
     }
 
     /// What the event's file is. Blocking (a few system calls); the event thread only.

@@ -34,6 +34,9 @@ public final class PreContentGroup: @unchecked Sendable {
             /// writing (`FAN_CLOSE_WRITE`, which also covers writes through `mmap`): a
             /// notification, nothing waits for its answer.
             case modified
+            /// A program is opening the file (`FAN_OPEN_PERM`): the open waits for the answer,
+            /// and needs no bytes (the handler fills a small file whole then).
+            case opening
             /// A program opened the file (`FAN_OPEN`): a notification, for when it was last used.
             case opened
             /// An event of another kind (`mask`), from a mark other than ``PreContentGroup``'s.
@@ -55,6 +58,7 @@ public final class PreContentGroup: @unchecked Sendable {
 
         public var kind: Kind {
             if mask & UInt64(FAN_PRE_ACCESS) != 0 { return .access }
+            if mask & UInt64(FAN_OPEN_PERM) != 0 { return .opening }
             if mask & UInt64(FAN_MODIFY | FAN_CLOSE_WRITE) != 0 { return .modified }
             if mask & UInt64(FAN_OPEN) != 0 { return .opened }
             return .other

@@ -22,6 +22,8 @@ public final class ProviderManager: Sendable {
     /// Records when programs use files, for least-recently-used eviction; written about once a
     /// second and when the manager closes. The on-access handler and `serve`'s watcher feed it.
     public let useRecorder: UseRecorder
+    /// Told of the dataless folders syncs make (`serve` marks them at once).
+    let newDatalessFolders = NewDatalessFolders()
     /// The wake-up of the eviction loop of a `serve` running in this process, if any (see
     /// ``requestEviction()``).
     let evictionWakeup = Mutex<Wakeup?>(nil)

@@ -74,6 +74,18 @@ extension Replica {
         }
     }
 
+    /// Whether a file a program writes at the name of an item that is not downloaded is an
+    /// edit of that item. In the dataless layout it is: the item's file has the item's name,
+    /// so a program writing that name writes the item's own file (and where the folder was not
+    /// populated yet, it would have had the folder been opened first). A `.placeholder` file's
+    /// name is never the item's, so there what is written is kept beside the item.
+    var writesAtAnItemsNameEditIt: Bool {
+        switch layout {
+        case .placeholderFiles: return false
+        case .dataless: return true
+        }
+    }
+
     /// Whether `identifier`'s own placeholder stands at `relative`. Blocking.
     public func isPlaceholder(of identifier: ItemIdentifier, at relative: String) -> Bool {
         placeholderOwner(relative)?.isOwned(by: identifier) == true

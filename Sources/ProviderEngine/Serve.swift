@@ -159,6 +159,7 @@ public final class Server: Sendable {
         await task.value
         await onAccess.withLock { $0 }?.stop()
         await watcher?.stop()
+        manager.newDatalessFolders.listen(nil)
         await datalessWatcher.withLock { $0 }?.stop()
         logger.info("stopped")
     }
@@ -399,13 +400,17 @@ public final class Server: Sendable {
                             worked = false
                         }
                     }
-                    // Its subfolders are dataless: opening one populates it in turn.
-                    await watchDatalessFolders(of: controller.domain)
+                    // Its subfolders are dataless: the population had them marked as it made
+                    // them (NewDatalessFolders), so opening one populates it in turn.
                     return worked
                 }, logger: logger)
             watcher.start()
             datalessWatcher.withLock { $0 = watcher }
             for record in records { await watchDatalessFolders(of: record) }
+            // The folders a sync makes dataless are marked as it makes them, not after it.
+            manager.newDatalessFolders.listen { domain, paths, dataless in
+                if dataless { watcher.mark(domain: domain, folders: paths) } else { watcher.unmark(domain: domain, folders: paths) }
+            }
         } catch {
             logger.notice("\(error.message)")
         }
@@ -417,8 +422,10 @@ public final class Server: Sendable {
         do {
             let store = manager.store
             let folders = try await manager.blocking { () throws(FileProviderError) in try store.datalessFolderPaths(domainID: id) }
+            // Marked where the engine writes them; programs open them at the replica path,
+            // which is another path to the same folders when the replica is a mount of them.
             let root = try manager.replicaRoot(of: domain).path
-            watcher.watch(domain: domain.name, root: root, datalessFolders: folders)
+            watcher.watch(domain: domain.name, root: root, seenAt: [domain.replicaPath], datalessFolders: folders)
         } catch {
             logger.warning("\(domain.name): \(error.message)")
         }

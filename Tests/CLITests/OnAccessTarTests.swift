@@ -1,0 +1,70 @@
+import Foundation
+import ProviderTesting
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `tar c` of a tree of a `dataless` domain that was never downloaded, through the replica
+/// path: tar compares a file's change time after its open with the one after reading it, and
+/// says "file changed as we read it" (exit 1) when a fill ran in between. Small files are
+/// filled before their open returns, so tar exits 0 and archives the store's bytes.
+@Suite("tar of files never downloaded", .serialized, .timeLimit(.minutes(5)))
+struct OnAccessTarTests {
+    /// Extracts `archive` into a new folder of `temp` and returns that folder.
+    static func extract(_ archive: String, in temp: TemporaryFolder, as name: String) async throws -> String {
+        let folder = temp.url.appendingPathComponent(name).path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let run = try await runProgram(["tar", "xf", archive, "-C", folder])
+        #expect(run.succeeded, "tar x: \(run)")
+        return folder
+    }
+
+    @Test(arguments: [ServedDomain.Store.local, .sftp])
+    func tarOfATreeNeverDownloadedExitsZeroWithTheStoresBytes(_ kind: ServedDomain.Store) async throws {
+        let temp = try TemporaryFolder()
+        let store = try await OnAccessTests.StoreUnderTest(kind, temp: temp)
+        var files: [String: Data] = [:]
+        files["t/a.txt"] = Data("a\n".utf8)
+        files["t/empty"] = Data()
+        files["t/sub/deeper/b.bin"] = patterned(70_001, seed: 1)
+        files["t/sub/c.bin"] = patterned(3_000_000, seed: 2)
+        files["t/sub/d.bin"] = patterned(9_000_000, seed: 3)
+        // Past the population budget: tar's opendir fills the folder, then it reads its files.
+        for index in 0..<300 { files[String(format: "t/many/n%03d", index)] = Data("note \(index)\n".utf8) }
+        let domain = try await ServedDomain(
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: files)
+        try await domain.startServe()
+
+        let archive = temp.url.appendingPathComponent("t.tar").path
+        let tar = try await runProgram(["tar", "cf", archive, "-C", domain.replica, "t"])
+        #expect(tar.succeeded, "tar c: \(tar)")
+        #expect(!tar.errorText.contains("changed as we read it"), "\(tar)")
+        let out = try await Self.extract(archive, in: temp, as: "out")
+        for (path, contents) in files {
+            #expect(FileManager.default.contents(atPath: out + "/" + path) == contents, "\(path) in the archive is not the store's")
+        }
+        try await domain.stopServe()
+        await store.stop()
+    }
+
+    @Test func withFullHydrationALargeFileToo() async throws {
+        let temp = try TemporaryFolder()
+        let store = try await OnAccessTests.StoreUnderTest(.local, temp: temp)
+        let large = patterned(20 << 20, seed: 4)
+        let domain = try await ServedDomain(
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options,
+            files: ["big/large.bin": large, "big/small.txt": Data("small\n".utf8)], addArguments: ["--hydration", "full"])
+        try await domain.startServe()
+
+        let archive = temp.url.appendingPathComponent("big.tar").path
+        let tar = try await runProgram(["tar", "cf", archive, "-C", domain.replica, "big"])
+        #expect(tar.succeeded, "tar c: \(tar)")
+        let out = try await Self.extract(archive, in: temp, as: "out")
+        #expect(FileManager.default.contents(atPath: out + "/big/large.bin") == large)
+        #expect(FileManager.default.contents(atPath: out + "/big/small.txt") == Data("small\n".utf8))
+        try await domain.stopServe()
+        await store.stop()
+    }
+}
