@@ -55,6 +55,7 @@ extension WebDAVBackend {
             return try await WebDAVBackend(
                 url: try configuration.string("url"), user: user, password: password, netrcFile: configuration["netrc-file"],
                 caFile: http.caFile, connectTimeout: http.connectTimeout, timeout: http.timeout, connections: http.connections,
-                retries: http.retries, vendor: vendor)
+                retries: http.retries, vendor: vendor,
+                probeFolder: ProbeMemory(environment: ProcessInfo.processInfo.environment)?.folder)
         })
 }

@@ -40,6 +40,8 @@ public final class WebDAVBackend: Backend {
     let hasher = BlockingExecutor(name: "webdav-hash", threads: 1)
     /// The server's last `quota-available-bytes` for the root.
     let quota = QuotaBox()
+    /// Whether the server's listings give files an ETag or only a date and size.
+    let versionForms = VersionForms()
     /// What listings held in memory, for tests.
     let listingMemory = ListingMemory()
 
@@ -58,6 +60,8 @@ public final class WebDAVBackend: Backend {
     ///   - vendor: the server's dialect (``WebDAVVendor``).
     ///   - chunkSize: with `vendor` `nextcloud`, files larger than this many bytes go up with
     ///     Nextcloud's chunked upload (v2) in chunks of this size (at least 4 KiB).
+    ///   - probeFolder: a folder to remember what the probe of conditional writes found in
+    ///     (``ProbeMemory``), so that it runs once per `url` and `user`; `nil` probes at every open.
     /// - Throws: `invalidArgument` for a URL that is not http(s), a file that cannot be read,
     ///   out-of-range numbers, or a URL that is not a WebDAV collection; `serverUnreachable`
     ///   when the server cannot be reached; `notAuthenticated` when it refuses the credentials
@@ -65,7 +69,7 @@ public final class WebDAVBackend: Backend {
     public init(
         url: String, user: String? = nil, password: String? = nil, netrcFile: String? = nil, caFile: String? = nil,
         connectTimeout: Double = 10, timeout: Double = 30, connections: Int = 4, retries: Int = 4,
-        vendor: WebDAVVendor = .other, chunkSize: Int64 = 10 << 20
+        vendor: WebDAVVendor = .other, chunkSize: Int64 = 10 << 20, probeFolder: String? = nil
     ) async throws(FileProviderError) {
         var base = url
         while base.hasSuffix("/") { base.removeLast() }
@@ -115,7 +119,7 @@ public final class WebDAVBackend: Backend {
             identifiersArePathDerived: !vendor.hasFileIDs, listsOnlySomeFiles: false)
         do {
             _ = try await rootItem()
-            if try await serverChecksConditions() { conditions.set() }
+            if try await checksConditions(memory: probeFolder.map(ProbeMemory.init(folder:)), user: user) { conditions.set() }
         } catch {
             client.close()
             uploads?.close()
