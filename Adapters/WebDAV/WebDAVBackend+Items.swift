@@ -37,7 +37,8 @@ extension WebDAVBackend {
     /// with its entries; a single item's (`Depth: 0`) is read in memory, up to
     /// ``maximumItemReply`` bytes.
     ///
-    /// - Throws: `corruptData` when the reply is not a multistatus body this adapter can read
+    /// - Throws: `invalidArgument` for a listing of a file the server refuses with `403`
+    ///   (lighttpd); `corruptData` when the reply is not a multistatus body this adapter can read
     ///   or is longer than its limit; `localIOFailure` when the temporary file cannot be
     ///   written; what ``AdapterKit/HTTPReply/check()`` throws for other statuses.
     func propfind(_ path: ItemPath, depth: Int) async throws(FileProviderError) -> [DAVResponse]? {
@@ -50,6 +51,10 @@ extension WebDAVBackend {
         request.sink = spooled ? .spool(path: spool, limit: Self.maximumListingReply) : .memory(limit: Self.maximumItemReply)
         let reply = try await send(request)
         if reply.status == 404 { return nil }
+        if reply.status == 403, depth > 0, let one = try await propfind(path, depth: 0), one.first?.isCollection == false {
+            // lighttpd answers 403 to a listing of a file (its URL ends in `/`).
+            throw FileProviderError(.invalidArgument, "\(path.display) is not a folder")
+        }
         try reply.check()
         guard reply.status == 207 else {
             throw FileProviderError(.corruptData, "PROPFIND \(path.display): the server answered \(reply.status), not 207 Multi-Status")

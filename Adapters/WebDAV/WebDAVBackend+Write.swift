@@ -261,7 +261,8 @@ extension WebDAVBackend {
     /// `owncloud` it sends `OC-Checksum: SHA1:<hex>`, which the server checks.
     ///
     /// - Throws: `insufficientQuota` when `size` is over the server's last
-    ///   `quota-available-bytes`; `corruptData` when the server says the bytes it got do not
+    ///   `quota-available-bytes`; `noSuchItem` when the server answers `500` and the folder
+    ///   `path` is in is gone (nginx); `corruptData` when the server says the bytes it got do not
     ///   match the checksum; `localIOFailure` when `source` cannot be read; what
     ///   ``checkConditions(_:headers:)`` throws.
     func put(_ path: ItemPath, from source: String, size: Int64, headers: [String], expecting stamp: ItemVersion? = nil)
@@ -283,7 +284,18 @@ extension WebDAVBackend {
             var request = HTTPRequest("PUT", endpoint(path))
             request.body = .file(path: source, size: size)
             request.headers = headers
-            reply = try await send(request)
+            // nginx answers 500 to a PUT into a folder that does not exist: not worth retrying.
+            request.finalStatuses = [500]
+            let first = try await send(request)
+            if first.status == 500 {
+                if !path.parent.isRoot, try await propfind(path.parent, depth: 0) == nil {
+                    throw FileProviderError(.noSuchItem, "the folder \(path.parent.display) is gone")
+                }
+                request.finalStatuses = []
+                reply = try await send(request)
+            } else {
+                reply = first
+            }
         }
         if reply.status == 400, vendor.hasFileIDs, String(decoding: reply.body.prefix(500), as: UTF8.self).lowercased().contains("checksum")
         {

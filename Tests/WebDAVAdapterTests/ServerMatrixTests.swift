@@ -41,7 +41,11 @@ enum SharedServers {
 @Suite("BackendConformance against nginx + dav-ext")
 struct NginxConformanceTests {
     static let webdav = BackendConformance(
-        makeBackend: { try await SharedServers.nginx.backend() }, limitations: .init(cannot: [:]),
+        makeBackend: { try await SharedServers.nginx.backend() },
+        limitations: .init(cannot: [
+            "moveIntoMissingFolderThrowsNoSuchItem":
+                "its dav module makes the missing folders of a MOVE's destination, so the move succeeds"
+        ]),
         sameStore: SharedServers.sameStore)
 
     @Test("WebDAVBackend", arguments: webdav.applicableCheckNames)
@@ -54,7 +58,12 @@ struct NginxConformanceTests {
 @Suite("BackendConformance against lighttpd mod_webdav")
 struct LighttpdConformanceTests {
     static let webdav = BackendConformance(
-        makeBackend: { try await SharedServers.lighttpd.backend() }, limitations: .init(cannot: [:]),
+        makeBackend: { try await SharedServers.lighttpd.backend() },
+        limitations: .init(cannot: [
+            "nameWithNewline": "it refuses a URL with a control character (400 Bad Request)",
+            "nameOf255Bytes":
+                "it writes an upload to a temporary file named after the file plus a suffix, which a 255-byte name leaves over the file system's limit (500)",
+        ]),
         sameStore: SharedServers.sameStore)
 
     @Test("WebDAVBackend", arguments: webdav.applicableCheckNames)
@@ -67,7 +76,11 @@ struct LighttpdConformanceTests {
 @Suite("BackendConformance against wsgidav")
 struct WsgiDAVConformanceTests {
     static let webdav = BackendConformance(
-        makeBackend: { try await SharedServers.wsgidav.backend() }, limitations: .init(cannot: [:]),
+        makeBackend: { try await SharedServers.wsgidav.backend() },
+        limitations: .init(cannot: [
+            "partialReadOfAChangedVersionThrows":
+                "its ETag is inode-mtime-size with the time in whole seconds: a change of the same size within the same second keeps the ETag"
+        ]),
         sameStore: SharedServers.sameStore)
 
     @Test("WebDAVBackend", arguments: webdav.applicableCheckNames)
@@ -202,9 +215,11 @@ struct ServerTwoWaySyncTests {
         }
     }
 
-    /// The transfers (`GET`, `PUT`) a server logged while `body` ran; `nil` for a server
-    /// without a request log.
-    static func transfers(on server: LoopbackDAVServer, during body: () async throws -> Void) async throws -> [String]? {
+    /// The transfers (`GET`, `PUT`) in `collection` a server logged while `body` ran; `nil` for
+    /// a server without a request log.
+    static func transfers(on server: LoopbackDAVServer, in collection: String, during body: () async throws -> Void)
+        async throws -> [String]?
+    {
         guard let logging = server as? LoggingDAVServer else {
             try await body()
             return nil
@@ -222,7 +237,8 @@ struct ServerTwoWaySyncTests {
         try await body()
         _ = await settled()
         return logging.requests().dropFirst(before).filter {
-            ($0.method == "GET" || $0.method == "PUT") && !$0.path.hasPrefix("/fileprovider-mark-")
+            // Only this collection's: other tests use their own collections of the server meanwhile.
+            ($0.method == "GET" || $0.method == "PUT") && $0.path.hasPrefix("/\(collection)/")
         }.map {
             "\($0.method) \($0.path)"
         }
@@ -251,7 +267,7 @@ struct ServerTwoWaySyncTests {
         #expect(FileManager.default.contents(atPath: replica.appendingPathComponent("hello.txt").path) == Data("hello".utf8))
 
         // An idle sync: nothing moves.
-        let idle = try await Self.transfers(on: server) {
+        let idle = try await Self.transfers(on: server, in: name) {
             let report = try await controller.sync()
             #expect(report.downloaded == 0 && report.uploaded == 0 && report.updated == 0, "\(report)")
         }
@@ -267,7 +283,7 @@ struct ServerTwoWaySyncTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: replica.path).filter { $0.contains("conflicted") }.isEmpty)
 
         // Idle again after the upload.
-        let after = try await Self.transfers(on: server) {
+        let after = try await Self.transfers(on: server, in: name) {
             let report = try await controller.sync()
             #expect(report.downloaded == 0 && report.uploaded == 0 && report.updated == 0, "\(report)")
         }
@@ -281,7 +297,7 @@ struct ServerTwoWaySyncTests {
         #expect(changes.unsent == 0, "\(changes)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: store.appendingPathComponent("docs").path) == ["b.txt"])
         #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent("hello.txt").path))
-        let last = try await Self.transfers(on: server) {
+        let last = try await Self.transfers(on: server, in: name) {
             let report = try await controller.sync()
             #expect(report.downloaded == 0 && report.uploaded == 0, "\(report)")
         }
