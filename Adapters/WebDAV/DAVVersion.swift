@@ -70,7 +70,11 @@ enum DAVVersion: Equatable {
     init?(_ content: Data) {
         guard let kind = content.first, let text = String(bytes: content.dropFirst(), encoding: .utf8) else { return nil }
         switch kind {
-        case UInt8(ascii: "e"): self = .etag(text)
+        case UInt8(ascii: "e"):
+            // Read as an ETag from a server is: a version stored before ETags had one form
+            // (wsgidav's unquoted `eabc`) still names its tag (`"abc"`) in `If-Match`.
+            guard case .tag(let tag) = EntityTag.parse(text) else { return nil }
+            self = .etag(tag.quoted)
         case UInt8(ascii: "m"):
             let parts = text.split(separator: "-", maxSplits: 1)
             guard parts.count == 2, let seconds = Int64(parts[0]), let size = Int64(parts[1]) else { return nil }

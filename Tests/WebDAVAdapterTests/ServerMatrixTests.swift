@@ -109,6 +109,8 @@ struct VersionFormTests {
         #expect(DAVVersion(DAVVersion.etag("\"x\"").content) == .etag("\"x\""))
         #expect(DAVVersion(DAVVersion.stamp(seconds: 1_700_000_000, size: 12).content) == .stamp(seconds: 1_700_000_000, size: 12))
         #expect(DAVVersion(Data("folder".utf8)) == nil)
+        // A version stored from wsgidav's unquoted getetag before ETags had one form.
+        #expect(DAVVersion(Data("e16228881-1796424990-5".utf8)) == .etag("\"16228881-1796424990-5\""))
     }
 
     static func fetch(_ backend: WebDAVBackend, _ item: Item, version: ItemVersion?) async throws -> (Item, Data) {
