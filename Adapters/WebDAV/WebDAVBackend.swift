@@ -2,13 +2,15 @@ import AdapterKit
 import Foundation
 import ProviderCore
 
-/// A backend over a WebDAV server (RFC 4918): Apache `mod_dav`, nginx, Nextcloud, ownCloud,
-/// NAS boxes. It talks HTTP through the adapter kit's libcurl client.
+/// A backend over a WebDAV server (RFC 4918): Apache `mod_dav`, nginx, lighttpd, wsgidav,
+/// Nextcloud, ownCloud, NAS boxes. It talks HTTP through the adapter kit's libcurl client.
 ///
 /// Identifiers are paths relative to the collection at `url` (`docs/a.txt`); that collection
 /// is ``ItemIdentifier/rootContainer``. Listings are `PROPFIND` with `Depth: 1`, a file's content
-/// version is its ETag, and writes are conditional on it (`If-Match`, `If-None-Match: *`), so
-/// the server checks the base version as a write starts. Every HTTP exchange runs on the backend's own
+/// version is its ETag (in one form, ``EntityTag``) or, on a server whose listings give none
+/// (nginx), its date and size (``DAVVersion/stamp(_:size:)``), and writes are conditional on it
+/// (`If-Match`, `If-None-Match: *`; a stamp is checked with a `PROPFIND` just before), so the
+/// server checks the base version as a write starts. Every HTTP exchange runs on the backend's own
 /// connection threads, never on Swift's cooperative pool.
 public final class WebDAVBackend: Backend {
     /// What the backend can do. `supportsConditionalWrites` is false even where the server
