@@ -246,8 +246,9 @@ struct ServerTwoWaySyncTests {
         }
     }
 
-    /// An edit in the replica replaces the server's file (no conflicted copy), an idle sync
-    /// afterwards transfers nothing, a rename and a deletion reach the server.
+    /// An edit in the replica replaces the server's file (no conflicted copy), a new file and
+    /// folder go up once, an idle sync afterwards transfers nothing, a rename and a deletion
+    /// reach the server.
     @Test(arguments: ["nginx", "lighttpd", "wsgidav", "apache", "rclone"])
     func editRenameDeleteAndIdle(_ kind: String) async throws {
         let server = try await Self.server(kind)
@@ -275,13 +276,16 @@ struct ServerTwoWaySyncTests {
         }
         #expect(idle?.isEmpty ?? true, "\(idle ?? [])")
 
-        // An edit replaces the server's file.
+        // An edit replaces the server's file; a new file and folder go up.
         try Data("hello, edited".utf8).write(to: replica.appendingPathComponent("hello.txt"))
+        try FileManager.default.createDirectory(at: replica.appendingPathComponent("new"), withIntermediateDirectories: true)
+        try Data("new".utf8).write(to: replica.appendingPathComponent("new/made.txt"))
         let edit = try await controller.sync()
-        #expect(edit.uploaded == 1 && edit.conflicts == 0, "\(edit)")
+        #expect(edit.uploaded >= 2 && edit.conflicts == 0 && edit.unsent == 0, "\(edit)")
         #expect(try Data(contentsOf: store.appendingPathComponent("hello.txt")) == Data("hello, edited".utf8))
+        #expect(try Data(contentsOf: store.appendingPathComponent("new/made.txt")) == Data("new".utf8))
         let names = try FileManager.default.contentsOfDirectory(atPath: store.path).sorted()
-        #expect(names == ["docs", "hello.txt"])
+        #expect(names == ["docs", "hello.txt", "new"])
         #expect(try FileManager.default.contentsOfDirectory(atPath: replica.path).filter { $0.contains("conflicted") }.isEmpty)
 
         // Idle again after the upload.
