@@ -10,7 +10,7 @@ import Foundation
 // requests it served (``LoggingDAVServer/requests()``), so a test can count transfers.
 
 /// A ``LoopbackDAVServer`` that logs every request it serves to a file, one line each with
-/// `"METHOD /path` in it (nginx's and lighttpd's access logs, wsgidav's request log).
+/// `"METHOD /path` in it (Apache's, nginx's and lighttpd's access logs, wsgidav's request log).
 public class LoggingDAVServer: LoopbackDAVServer, @unchecked Sendable {
     /// One request the server served.
     public struct Request: Sendable, Equatable {
@@ -25,11 +25,11 @@ public class LoggingDAVServer: LoopbackDAVServer, @unchecked Sendable {
     public var requestLog: URL { folder.appendingPathComponent(logName) }
 
     init(
-        scratchPrefix: String, logName: String,
+        scratchPrefix: String, logName: String, owner: (uid: uid_t, gid: gid_t)? = nil,
         start: (_ folder: URL, _ root: URL, _ log: URL) throws -> (group: ServerProcessGroup, port: Int)
     ) throws {
         self.logName = logName
-        try super.init(scratchPrefix: scratchPrefix) { folder, root in
+        try super.init(scratchPrefix: scratchPrefix, owner: owner) { folder, root in
             try start(folder, root, folder.appendingPathComponent(logName))
         }
     }
