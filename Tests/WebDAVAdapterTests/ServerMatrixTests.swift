@@ -248,7 +248,7 @@ struct ServerTwoWaySyncTests {
 
     /// An edit in the replica replaces the server's file (no conflicted copy), a new file and
     /// folder go up once, an idle sync afterwards transfers nothing, a rename and a deletion
-    /// reach the server.
+    /// reach the server; opened again, the backend does not probe the server again.
     @Test(arguments: ["nginx", "lighttpd", "wsgidav", "apache", "rclone"])
     func editRenameDeleteAndIdle(_ kind: String) async throws {
         let server = try await Self.server(kind)
@@ -309,5 +309,15 @@ struct ServerTwoWaySyncTests {
         }
         #expect(last?.isEmpty ?? true, "\(last ?? [])")
         await manager.close()
+
+        // As another process would: the backend opened again neither probes (its answer is
+        // remembered) nor transfers anything at an idle sync.
+        let reopened = try await Self.transfers(on: server, in: name) {
+            let again = try ProviderManager(home: home.url, registry: BackendRegistry([WebDAVBackend.descriptor]))
+            let report = try await again.controller(for: "dav").sync()
+            #expect(report.downloaded == 0 && report.uploaded == 0, "\(report)")
+            await again.close()
+        }
+        #expect(reopened?.isEmpty ?? true, "\(reopened ?? [])")
     }
 }
