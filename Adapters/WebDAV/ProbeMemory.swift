@@ -14,7 +14,8 @@ import ProviderCore
 /// Entries are written atomically (a temporary file renamed into place, mode 0600) and read as
 /// hostile input: a file that is not a regular file, is over ``maximumEntrySize``, is not the
 /// expected JSON or names another URL or user is ignored (and the server probed again).
-/// Failures to write are ignored: the memory only saves a probe.
+/// Failures to write are ignored: the memory only saves a probe. At most ``maximumEntries``
+/// are kept (the least recently written go first).
 struct ProbeMemory: Sendable {
     private struct Entry: Codable {
         var format: Int
@@ -87,6 +88,27 @@ struct ProbeMemory: Sendable {
         }
         close(fd)
         if !written || rename(temporary, target) != 0 { unlink(temporary) }
+        prune()
+    }
+
+    /// The most entries kept: past it, the least recently written go (a machine that runs the
+    /// tests makes one for every collection a test opens).
+    static let maximumEntries = 1000
+
+    /// Removes the least recently written entries past ``maximumEntries``.
+    private func prune() {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder), names.count > Self.maximumEntries
+        else { return }
+        var entries: [(path: String, written: Int)] = []
+        for name in names where name.hasSuffix(".json") {
+            let path = folder + "/" + name
+            var info = stat()
+            guard lstat(path, &info) == 0 else { continue }
+            entries.append((path, info.st_mtim.tv_sec))
+        }
+        guard entries.count > Self.maximumEntries else { return }
+        entries.sort { $0.written < $1.written }
+        for entry in entries.prefix(entries.count - Self.maximumEntries) { unlink(entry.path) }
     }
 
     /// The contents of a regular file (symlinks not followed) of at most `limit` bytes.

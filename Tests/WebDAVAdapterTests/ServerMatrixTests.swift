@@ -205,6 +205,25 @@ struct ProbeMemoryTests {
     }
 }
 
+extension ProbeMemoryTests {
+    /// The memory keeps at most `maximumEntries`: the least recently written go.
+    @Test func theMemoryKeepsTheNewestEntries() throws {
+        let folder = try TemporaryFolder("webdav-probe-prune")
+        defer { folder.remove() }
+        let old = Date(timeIntervalSinceNow: -86_400)
+        for index in 0..<(ProbeMemory.maximumEntries + 5) {
+            let path = folder.url("old-\(index).json")
+            try Data("{}".utf8).write(to: path)
+            try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: path.path)
+        }
+        let memory = ProbeMemory(folder: folder.path)
+        memory.remember(true, url: "http://127.0.0.1:1/dav", user: nil)
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        #expect(names.count == ProbeMemory.maximumEntries)
+        #expect(memory.recall(url: "http://127.0.0.1:1/dav", user: nil) == true)
+    }
+}
+
 @Suite("WebDAV two-way sync against each server")
 struct ServerTwoWaySyncTests {
     static func server(_ kind: String) async throws -> LoopbackDAVServer {
