@@ -55,4 +55,24 @@ import Testing
         // Arguments of a command that takes no subcommand are left to it.
         #expect(try await cli.run(["help", "sync"], withHome: false).status == 0)
     }
+
+    @Test func materializingAFolderOfFoldersSaysToUseRecursive() async throws {
+        try temp.write("tree/one/a.txt", Data("a".utf8))
+        try temp.write("tree/two/deep/b.txt", Data("b".utf8))
+        try temp.write("tree/two/c.txt", Data("c".utf8))
+        try await cli.addLocalDomain("tree", root: temp.url.appendingPathComponent("tree"), sync: true)
+        let result = try await cli.run(["materialize", "tree:/"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == "materialized 0 items\n")
+        #expect(
+            result.stderr
+                == "warning: tree:/: 2 subfolders with 4 items below them not materialized; add -R to materialize everything below the folder\n"
+        )
+        let one = try await cli.run(["materialize", "tree:/two"])
+        #expect(one.stdout == "materialized 1 item\n")
+        #expect(one.stderr.contains("warning: tree:/two: 1 subfolder with 1 item below it not materialized; add -R"))
+        let recursive = try await cli.run(["materialize", "-R", "tree:/"])
+        #expect(recursive.status == 0)
+        #expect(recursive.stderr.isEmpty)
+    }
 }
