@@ -75,4 +75,31 @@ import Testing
         #expect(recursive.status == 0)
         #expect(recursive.stderr.isEmpty)
     }
+
+    @Test func aDamagedDatabaseSaysHowToRecover() async throws {
+        for index in 0..<400 { try temp.write("many/folder\(index % 20)/file-\(index)-with-a-longer-name.txt", Data("\(index)".utf8)) }
+        try await cli.addLocalDomain("many", root: temp.url.appendingPathComponent("many"), sync: true)
+        let database = cli.home.appendingPathComponent("metadata.sqlite")
+        // The write-ahead log goes too (lost with the disk), so the damaged pages are read.
+        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: database.path + suffix) }
+        // Every page but the first (the header and the schema's root) overwritten with garbage.
+        var bytes = try Data(contentsOf: database)
+        let pageSize = Int(bytes[16]) << 8 | Int(bytes[17])
+        #expect(bytes.count > 8 * pageSize)
+        for offset in stride(from: pageSize * 2, to: bytes.count - pageSize, by: 1) {
+            bytes[offset] = UInt8(truncatingIfNeeded: offset &* 31)
+        }
+        try bytes.write(to: database)
+        for arguments in [
+            ["status"], ["sync"], ["ls", "many:/"], ["domain", "list"], ["materialize", "-R", "many:/"], ["dump", "many"],
+        ] {
+            let result = try await cli.run(arguments)
+            #expect(result.status == 1, "\(arguments): \(result.stdout) \(result.stderr)")
+            #expect(result.stderr.contains("the metadata database \(database.path) is damaged"), "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains("PRAGMA integrity_check"))
+            #expect(result.stderr.contains("The files in the replica folders are safe"))
+            #expect(result.stderr.contains("--adopt-replica"))
+            #expect(!result.stderr.contains("SQLite error"), "\(arguments): \(result.stderr)")
+        }
+    }
 }
