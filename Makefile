@@ -72,6 +72,7 @@ media-server: deps ## Debug build of media-server (its own package, Servers/medi
 
 test: deps media-server ## Build and run all tests, then scripts/test-*.sh in order
 	$(SWIFT) build $(SWIFTPM_FLAGS) --build-tests
+	$(SWIFT) build $(SWIFTPM_FLAGS) --product generate-manual
 	@SWIFT="$(SWIFT)" scripts/swift-test.sh $(SWIFTPM_FLAGS)
 	@set -e; for t in $$(ls scripts/test-*.sh 2>/dev/null | LC_ALL=C sort); do \
 		echo "==> $$t"; bash "$$t"; \

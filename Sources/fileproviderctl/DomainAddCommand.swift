@@ -54,7 +54,7 @@ struct DomainAddCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "The most bytes of downloaded contents to keep, as 20G or 512M (binary units: 1G = 1024³ bytes); automatic eviction drops the least recently used files beyond it. Default: no budget of its own.",
+            "The most bytes of downloaded contents to keep, as 20G or 512M (binary units: 1G = 1024^3 bytes); automatic eviction drops the least recently used files beyond it. Default: no budget of its own.",
             valueName: "size"))
     var cacheBudget: String?
 
