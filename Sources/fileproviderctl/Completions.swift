@@ -1,4 +1,5 @@
 import ArgumentParser
+import ExternalAdapter
 import Foundation
 import ProviderCore
 import ProviderEngine
@@ -21,13 +22,23 @@ extension CompletionKind {
         .custom { words, index, prefix in Completions.itemPaths(words: words, index: index, prefix: prefix) }
     }
 
-    /// The built-in backend kinds.
-    static var backendKinds: CompletionKind { .list(AdapterList.descriptors.map(\.kind)) }
+    /// The backend kinds: the built-in ones, and the external backend programs found
+    /// (``ExternalBackends/all(environment:)``, which starts none of them). Never file names.
+    static var backendKinds: CompletionKind {
+        .custom { _, _, prefix in Completions.backendKinds(prefix: prefix) }
+    }
 }
 
 enum Completions {
     /// At most this many candidates are offered (a folder of a million items stays quick).
     static let limit = 2000
+
+    /// The backend kinds that start with `prefix`, built-in ones first, each once.
+    static func backendKinds(prefix: String) -> [String] {
+        let builtIn = AdapterList.descriptors.map(\.kind)
+        let external = ExternalBackends.all().map(\.kind).filter { !builtIn.contains($0) }
+        return (builtIn + external).filter { $0.hasPrefix(prefix) }
+    }
 
     static func domainNames(words: [String], index: Int, prefix: String) -> [String] {
         guard let store = openStore(words) else { return [] }

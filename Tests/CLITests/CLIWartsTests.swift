@@ -102,4 +102,16 @@ import Testing
             #expect(!result.stderr.contains("SQLite error"), "\(arguments): \(result.stderr)")
         }
     }
+
+    @Test func backendKindsCompleteAsKindsNotFiles() async throws {
+        let words = ["fileproviderctl", "domain", "add", "x", "--backend", "sf"]
+        let result = try await cli.run(
+            ["---completion", "domain", "add", "--", "--backend", "5", "2"] + words, withHome: false)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.split(separator: "\n") == ["sftp"])
+        let all = try await cli.run(
+            ["---completion", "domain", "add", "--", "--backend", "5", "0", "fileproviderctl", "domain", "add", "x", "--backend", ""],
+            withHome: false)
+        #expect(Set(all.stdout.split(separator: "\n")).isSuperset(of: ["local", "sftp", "media", "webdav"]))
+    }
 }
