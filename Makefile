@@ -46,9 +46,10 @@ deps: ## Install missing apt packages (idempotent)
 build: ## Debug build of every target
 	$(SWIFT) build $(SWIFTPM_FLAGS)
 
-release: deps ## Release build of fileproviderctl, fileprovider-guard and media-server (the demo and benchmarks use them)
+release: deps ## Release build of fileproviderctl, fileprovider-guard (and the man page beside them) and media-server (the demo and benchmarks use them)
 	$(SWIFT) build $(SWIFTPM_FLAGS) $(RELEASE_FLAGS)
 	$(SWIFT) build $(SWIFTPM_FLAGS) $(RELEASE_BUILD) --product fileprovider-guard
+	@cp "$$(scripts/manual.sh $(SWIFTPM_FLAGS) $(RELEASE_BUILD))" "$$($(SWIFT) build $(SWIFTPM_FLAGS) $(RELEASE_BUILD) --show-bin-path)/fileproviderctl.1"
 	$(SWIFT) build --package-path $(MEDIA_SERVER_PACKAGE) $(MEDIA_SERVER_FLAGS) $(RELEASE_BUILD) --product media-server
 
 man: deps ## The man page, from the commands (swift-argument-parser's generate-manual plugin)
