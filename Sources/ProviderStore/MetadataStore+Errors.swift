@@ -29,7 +29,7 @@ extension MetadataStore {
             .localIOFailure,
             """
             the metadata database \(path) is damaged (\(name)): a disk error or a copy made while it was written broke \
-            it. The files in the replica folders are safe: nothing was changed. Check it with \
+            it. The files in the replica folders are safe (the database only records them). Check it with \
             sqlite3 '\(path)' 'PRAGMA integrity_check'; to start again, stop 'fileproviderctl serve', move \
             metadata.sqlite and its -wal and -shm files aside, and add each domain again on its replica folder \
             with 'fileproviderctl domain add NAME --backend KIND ... --replica DIR --adopt-replica' (see \
