@@ -55,6 +55,10 @@ struct FileProviderCtl: AsyncParsableCommand {
     /// exit status.
     static func runCommand() async -> Int32 {
         do {
+            if let shell = Completions.scriptRequest(Array(CommandLine.arguments.dropFirst())) {
+                print(Completions.script(for: shell))
+                return 0
+            }
             let reordered = GlobalArguments.reorder(Array(CommandLine.arguments.dropFirst()), root: Self.self)
             if let message = CommandSuggestion.unknownCommand(in: reordered, root: Self.self) {
                 Output.error(message)

@@ -1,4 +1,5 @@
 import Foundation
+import ProviderTesting
 import Testing
 
 /// The command line's warts of issue #36: each is a command that did something surprising and
@@ -113,5 +114,29 @@ import Testing
             ["---completion", "domain", "add", "--", "--backend", "5", "0", "fileproviderctl", "domain", "add", "x", "--backend", ""],
             withHome: false)
         #expect(Set(all.stdout.split(separator: "\n")).isSuperset(of: ["local", "sftp", "media", "webdav"]))
+    }
+
+    /// bash's completion of `--backend sf` in a folder holding a folder `sftp`: the candidate is
+    /// the kind, and bash is told it is no file name (`complete -o filenames` made it `sftp/`).
+    @Test func bashDoesNotTakeBackendKindsForFolders() async throws {
+        let script = try await cli.run(["--generate-completion-script", "bash"], withHome: false)
+        #expect(script.status == 0)
+        try temp.write("completion.bash", Data(script.stdout.utf8))
+        let folder = temp.url.appendingPathComponent("cwd")
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("sftp"), withIntermediateDirectories: true)
+        let program = """
+            cd '\(folder.path)'
+            source '\(temp.url.appendingPathComponent("completion.bash").path)'
+            compopt() { echo "compopt $*"; }
+            COMP_WORDS=('\(cli.binary.path)' domain add x --backend sf)
+            COMP_CWORD=5
+            COMP_LINE="${COMP_WORDS[*]}"
+            COMP_POINT=${#COMP_LINE}
+            _fileproviderctl fileproviderctl sf --backend
+            printf 'reply %s\\n' "${COMPREPLY[@]}"
+            """
+        let completed = try await offThePool { try ChildProcess.capture("/bin/bash", ["--norc", "-c", program]) }
+        let output = String(decoding: completed.output, as: UTF8.self)
+        #expect(output == "compopt +o filenames\nreply sftp\n", "\(String(decoding: completed.errorOutput, as: UTF8.self))")
     }
 }
