@@ -155,6 +155,21 @@ struct DomainAddCommand: AsyncParsableCommand {
         return kept + moved + arguments[index...]
     }
 
+    /// A backend option that a built-in backend of `kind` does not take, and that is a typo of
+    /// one of `domain add`'s own options or of the backend's (`--replcia`, `--rooot`), is
+    /// refused with the option meant; other unknown names are left to the engine, which lists
+    /// the backend's options.
+    /// - Throws: `invalidArgument` naming the nearest option.
+    static func checkNames(of options: [String: String], kind: String) throws(FileProviderError) {
+        guard let descriptor = AdapterList.descriptors.first(where: { $0.kind == kind }) else { return }
+        let known = descriptor.options.map(\.name)
+        for name in options.keys.sorted() where !known.contains(name) {
+            if let meant = CommandSuggestion.closest(to: name, among: Array(ownOptions.keys).sorted() + known) {
+                throw FileProviderError(.invalidArgument, "unknown option '--\(name)'; did you mean '--\(meant)'?")
+            }
+        }
+    }
+
     /// Parses `--name value` and `--name=value` pairs.
     static func parse(_ arguments: [String]) throws(FileProviderError) -> [String: String] {
         var values: [String: String] = [:]
@@ -183,6 +198,7 @@ struct DomainAddCommand: AsyncParsableCommand {
         try await AdapterList.describeExternal(backend)
         // The engine makes path options absolute (`~`, relative to this directory).
         let options = try Self.parse(backendOptions)
+        try Self.checkNames(of: options, kind: backend)
         let budget = try cacheBudget.map { text throws(FileProviderError) in try ByteCount.parseOrNone(text) } ?? nil
         let replicaPath = replica.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath).standardizedFileURL.path }
         let record: DomainRecord

@@ -34,9 +34,14 @@ import Testing
         let shown = try await cli.run(["domain", "show", "between"])
         #expect(shown.stdout.contains(temp.url.appendingPathComponent("r").path))
         // An option neither `domain add` nor the backend takes is named, wherever it stands.
-        let unknown = try await cli.run(["domain", "add", "--backend", "local", "--rooot", root, "other"])
+        let typo = try await cli.run(["domain", "add", "--backend", "local", "--rooot", root, "other"])
+        #expect(typo.status == 2)
+        #expect(typo.stderr == "error: unknown option '--rooot'; did you mean '--root'?\n")
+        let own = try await cli.run(["domain", "add", "--backend", "local", "--root", root, "--replcia", root + "2", "other"])
+        #expect(own.stderr == "error: unknown option '--replcia'; did you mean '--replica'?\n")
+        let unknown = try await cli.run(["domain", "add", "--backend", "local", "--root", root, "--colour", "red", "other"])
         #expect(unknown.status == 2)
-        #expect(unknown.stderr.contains("the local backend has no option --rooot; its options are --root"))
+        #expect(unknown.stderr.contains("the local backend has no option --colour; its options are --root"))
         let missing = try await cli.run(["domain", "add", "--backend", "local", "--root", root])
         #expect(missing.status == 2)
         #expect(
