@@ -31,6 +31,12 @@ import Testing
             #expect(added.status == 0, "\(arguments): \(added.stderr)")
             #expect(added.stdout.contains("added domain '\(name)' (local)"))
         }
+        // A boolean option of a built-in backend takes the next word only when it is a boolean
+        // (the store is not there: what matters is the name the error names).
+        for flag in [["--accept-new-host-key"], ["--accept-new-host-key", "yes"]] {
+            let sftp = try await cli.run(["domain", "add", "--backend", "sftp", "--host", "127.0.0.1", "--port", "1"] + flag + ["far"])
+            #expect(sftp.stderr.contains("cannot reach the store of 'far'"), "\(flag): \(sftp.stderr)")
+        }
         let shown = try await cli.run(["domain", "show", "between"])
         #expect(shown.stdout.contains(temp.url.appendingPathComponent("r").path))
         // An option neither `domain add` nor the backend takes is named, wherever it stands.
