@@ -33,30 +33,42 @@ struct MaterializeCommand: AsyncParsableCommand {
         try tally.finish(verb: "materialized")
     }
 
-    /// Counting the items below subfolders stops here (a warning need not read a whole tree).
-    static let countLimit = 100_000
+    /// The warning reads at most this many items below a folder, a page at a time (a folder of
+    /// a million files is not read whole to find its subfolders).
+    static let scanLimit = 100_000
 
     /// Without -R, a folder's subfolders are not materialized: the warning that says so for the
     /// folder at `path`, naming how many subfolders and items below them were left, or `nil`
-    /// when it has no subfolders (or is not a folder).
+    /// when it has no subfolders (or is not a folder). Past ``scanLimit`` items the counts are
+    /// lower bounds (`at least`).
     static func subfoldersLeft(in path: String, of domain: String, _ controller: DomainController, _ store: MetadataStore) -> String? {
-        guard let children = try? controller.list(at: path, recursive: false) else { return nil }
-        let folders = children.filter { $0.kind == .folder && $0.path != path }
-        guard !folders.isEmpty else { return nil }
+        let target = try? store.item(domainID: controller.domainID, path: path)
+        guard path.isEmpty || target?.kind == .folder else { return nil }
+        let prefix = path.isEmpty ? "" : path + "/"
+        var folders = 0
         var items = 0
-        for folder in folders where items < countLimit {
-            var after: String?
-            while items < countLimit,
-                let page = try? store.descendants(domainID: controller.domainID, of: folder.path, after: after, limit: 1000),
-                let last = page.last
-            {
-                items += page.count
-                after = last.path
+        var scanned = 0
+        var after: String?
+        while scanned < scanLimit,
+            let page = try? store.descendants(domainID: controller.domainID, of: path, after: after, limit: 1000),
+            let last = page.last
+        {
+            for item in page {
+                let relative = item.path.dropFirst(prefix.count)
+                if relative.contains("/") {
+                    items += 1
+                } else if item.kind == .folder {
+                    folders += 1
+                }
             }
+            scanned += page.count
+            after = last.path
         }
-        let counted = items >= countLimit ? "more than \(countLimit) items" : "\(items) item\(items == 1 ? "" : "s")"
-        let subfolders = "\(folders.count) subfolder\(folders.count == 1 ? "" : "s")"
+        guard folders > 0 else { return nil }
+        let more = scanned >= scanLimit ? "at least " : ""
+        let subfolders = "\(more)\(folders) subfolder\(folders == 1 ? "" : "s")"
+        let below = "\(more)\(items) item\(items == 1 ? "" : "s")"
         return
-            "\(domain):/\(path): \(subfolders) with \(counted) below \(folders.count == 1 ? "it" : "them") not materialized; add -R to materialize everything below the folder"
+            "\(domain):/\(path): \(subfolders) with \(below) below \(folders == 1 ? "it" : "them") not materialized; add -R to materialize everything below the folder"
     }
 }
