@@ -9,7 +9,21 @@ enum CommandSuggestion {
     static func unknownCommand(in arguments: [String], root: any ParsableCommand.Type) -> String? {
         var command = root
         var path: [String] = []
-        for word in arguments {
+        var index = 0
+        while index < arguments.count {
+            let word = arguments[index]
+            index += 1
+            // The options every command takes, moved before the word by GlobalArguments when no
+            // command was recognized (`--home DIR sycn`).
+            if GlobalArguments.valued.contains(word) {
+                index += 1
+                continue
+            }
+            let combined =
+                word.count > 2 && word.hasPrefix("-") && !word.hasPrefix("--") && word.dropFirst().allSatisfy { $0 == "v" || $0 == "q" }
+            if combined || GlobalArguments.flags.contains(word) || GlobalArguments.valued.contains(where: { word.hasPrefix($0 + "=") }) {
+                continue
+            }
             if let next = GlobalArguments.subcommand(named: word, of: command) {
                 path.append(word)
                 command = next

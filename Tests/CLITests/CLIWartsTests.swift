@@ -58,6 +58,8 @@ import Testing
         let sync = try await cli.run(["sycn"])
         #expect(sync.status == 2)
         #expect(sync.stderr == "error: unknown command 'sycn'; did you mean 'sync'?\n")
+        let global = try await cli.run(["--json", "--home", cli.home.path, "sycn"], withHome: false)
+        #expect(global.stderr == "error: unknown command 'sycn'; did you mean 'sync'?\n")
         let add = try await cli.run(["domain", "ad", "x", "--backend", "local"])
         #expect(add.status == 2)
         #expect(add.stderr == "error: unknown command 'domain ad'; did you mean 'domain add'?\n")
