@@ -46,9 +46,10 @@ deps: ## Install missing apt packages (idempotent)
 build: ## Debug build of every target
 	$(SWIFT) build $(SWIFTPM_FLAGS)
 
-release: deps ## Release build of fileproviderctl, fileprovider-guard and media-server (the demo and benchmarks use them)
+release: deps ## Release build of fileproviderctl, fileprovider-guard (and the man page beside them) and media-server (the demo and benchmarks use them)
 	$(SWIFT) build $(SWIFTPM_FLAGS) $(RELEASE_FLAGS)
 	$(SWIFT) build $(SWIFTPM_FLAGS) $(RELEASE_BUILD) --product fileprovider-guard
+	@cp "$$(scripts/manual.sh $(SWIFTPM_FLAGS) $(RELEASE_BUILD))" "$$($(SWIFT) build $(SWIFTPM_FLAGS) $(RELEASE_BUILD) --show-bin-path)/fileproviderctl.1"
 	$(SWIFT) build --package-path $(MEDIA_SERVER_PACKAGE) $(MEDIA_SERVER_FLAGS) $(RELEASE_BUILD) --product media-server
 
 man: deps ## The man page, from the commands (swift-argument-parser's generate-manual plugin)
@@ -72,6 +73,7 @@ media-server: deps ## Debug build of media-server (its own package, Servers/medi
 
 test: deps media-server ## Build and run all tests, then scripts/test-*.sh in order
 	$(SWIFT) build $(SWIFTPM_FLAGS) --build-tests
+	$(SWIFT) build $(SWIFTPM_FLAGS) --product generate-manual
 	@SWIFT="$(SWIFT)" scripts/swift-test.sh $(SWIFTPM_FLAGS)
 	@set -e; for t in $$(ls scripts/test-*.sh 2>/dev/null | LC_ALL=C sort); do \
 		echo "==> $$t"; bash "$$t"; \

@@ -4,7 +4,9 @@
 # `serve` keeps its old binary: files are renamed into place, never written over), removing
 # again finds nothing to remove.
 #
-#   scripts/install.sh install BIN_FOLDER MAN_PAGE
+#   scripts/install.sh install BIN_FOLDER [MAN_PAGE]
+#       MAN_PAGE defaults to BIN_FOLDER/fileproviderctl.1, which `make release` writes there:
+#       a release build's folder copied to another machine installs without the toolchain.
 #   scripts/install.sh install-backends BIN_FOLDER     (`make install-backends`)
 #   scripts/install.sh uninstall
 #
@@ -60,8 +62,8 @@ place() {
 
 case "${1:-}" in
 install)
-    bin=${2:?usage: install.sh install BIN_FOLDER MAN_PAGE}
-    manual=${3:?usage: install.sh install BIN_FOLDER MAN_PAGE}
+    bin=${2:?usage: install.sh install BIN_FOLDER [MAN_PAGE]}
+    manual=${3:-$bin/fileproviderctl.1}
     for file in "$bin/fileproviderctl" "$bin/fileprovider-guard" "$manual"; do
         [ -f "$file" ] || { echo "install: $file is missing; run 'make install', which builds it" >&2; exit 1; }
     done

@@ -11,7 +11,30 @@ extension MetadataStore {
         if let error = error as? DatabaseError, error.resultCode == .SQLITE_FULL {
             return FileProviderError(.localIOFailure, "the disk holding \(url.path) is full: free some space and try again")
         }
+        if let damaged = Self.damaged(error, path: url.path) { return damaged }
         return FileProviderError(.localIOFailure, "metadata database \(url.path): \(Self.describe(error))")
+    }
+
+    /// For an error that says the database file is damaged (`SQLITE_CORRUPT`, `SQLITE_NOTADB`
+    /// and their extended codes, `SQLITE_IOERR_CORRUPTFS`): a `localIOFailure` saying so and how
+    /// to recover, instead of SQLite's bare `database disk image is malformed`; `nil` for
+    /// any other error.
+    static func damaged(_ error: any Error, path: String) -> FileProviderError? {
+        guard let error = error as? DatabaseError,
+            error.resultCode == .SQLITE_CORRUPT || error.resultCode == .SQLITE_NOTADB
+                || error.extendedResultCode.rawValue == 8458
+        else { return nil }
+        let name = resultCodeNames[error.extendedResultCode.rawValue] ?? "SQLite error \(error.extendedResultCode.rawValue)"
+        return FileProviderError(
+            .localIOFailure,
+            """
+            the metadata database \(path) is damaged (\(name)): a disk error or a copy made while it was written broke \
+            it. The files in the replica folders are safe (the database only records them). Check it with \
+            sqlite3 '\(path)' 'PRAGMA integrity_check'; to start again, stop 'fileproviderctl serve', move \
+            metadata.sqlite and its -wal and -shm files aside, and add each domain again on its replica folder \
+            with 'fileproviderctl domain add NAME --backend KIND ... --replica DIR --adopt-replica' (see \
+            "A damaged database" in Docs/Database.md)
+            """)
     }
 
     /// An error for a message: a `DatabaseError` as "SQLite error 10 (SQLITE_IOERR_SHORT_READ /

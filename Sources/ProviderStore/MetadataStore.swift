@@ -57,6 +57,7 @@ public final class MetadataStore: Sendable {
             }
             pool = try Self.openExclusively(url.path, configuration: configuration, lockPath: url.path + ".lock")
         } catch {
+            if let damaged = Self.damaged(error, path: url.path) { throw damaged }
             throw FileProviderError(.localIOFailure, "cannot open the metadata database \(url.path): \(Self.describe(error))")
         }
     }

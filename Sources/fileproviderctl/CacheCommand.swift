@@ -19,7 +19,7 @@ struct CacheCommand: AsyncParsableCommand {
             this, files of the domains there are evicted until it has it again.
 
             SIZE is a number with K, M, G or T; the units are binary (1K = 1024 bytes, 1G = \
-            1024³ bytes); 'none' removes the setting. Automatic eviction never takes a pinned \
+            1024^3 bytes); 'none' removes the setting. Automatic eviction never takes a pinned \
             (eager) file, a file a program has open, or a file with changes not uploaded. It runs \
             in 'fileproviderctl serve' (within seconds of a change here) and once with \
             'fileproviderctl evict --to-budget'.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ExternalAdapter
 import Foundation
 import ProviderCore
 import ProviderEngine
@@ -21,13 +22,52 @@ extension CompletionKind {
         .custom { words, index, prefix in Completions.itemPaths(words: words, index: index, prefix: prefix) }
     }
 
-    /// The built-in backend kinds.
-    static var backendKinds: CompletionKind { .list(AdapterList.descriptors.map(\.kind)) }
+    /// The backend kinds: the built-in ones, and the external backend programs found
+    /// (``ExternalBackends/all(environment:)``, which starts none of them). Never file names.
+    static var backendKinds: CompletionKind {
+        .custom { _, _, prefix in Completions.backendKinds(prefix: prefix) }
+    }
 }
 
 enum Completions {
+    /// The completion script for `shell`, as swift-argument-parser writes it, with one change for
+    /// bash: the script registers itself with `complete -o filenames` (for the paths it offers),
+    /// and with it bash takes every candidate for a file name, so a backend kind that is also a
+    /// folder of the current directory (`sftp`) was completed as `sftp/`. Where it offers backend
+    /// kinds it turns that off (`compopt +o filenames`) for this completion.
+    static func script(for shell: CompletionShell) -> String {
+        let script = FileProviderCtl.completionScript(for: shell)
+        guard shell == .bash else { return script }
+        var lines: [Substring] = []
+        for line in script.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.contains("---completion domain add -- --backend ") || line.contains("---completion backend test -- positional@0 ") {
+                let indent = line.prefix { $0 == " " }
+                lines.append("\(indent)compopt +o filenames 2>/dev/null")
+            }
+            lines.append(line)
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// The shell `arguments` ask a completion script for (`--generate-completion-script bash`,
+    /// or `=bash`), when they are only that; else `nil`.
+    static func scriptRequest(_ arguments: [String]) -> CompletionShell? {
+        let option = "--generate-completion-script"
+        var value: String?
+        if arguments.count == 2, arguments[0] == option { value = arguments[1] }
+        if arguments.count == 1, arguments[0].hasPrefix(option + "=") { value = String(arguments[0].dropFirst(option.count + 1)) }
+        return value.flatMap(CompletionShell.init(rawValue:))
+    }
+
     /// At most this many candidates are offered (a folder of a million items stays quick).
     static let limit = 2000
+
+    /// The backend kinds that start with `prefix`, built-in ones first, each once.
+    static func backendKinds(prefix: String) -> [String] {
+        let builtIn = AdapterList.descriptors.map(\.kind)
+        let external = ExternalBackends.all().map(\.kind).filter { !builtIn.contains($0) }
+        return (builtIn + external).filter { $0.hasPrefix(prefix) }
+    }
 
     static func domainNames(words: [String], index: Int, prefix: String) -> [String] {
         guard let store = openStore(words) else { return [] }

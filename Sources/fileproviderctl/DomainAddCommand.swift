@@ -54,7 +54,7 @@ struct DomainAddCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "The most bytes of downloaded contents to keep, as 20G or 512M (binary units: 1G = 1024³ bytes); automatic eviction drops the least recently used files beyond it. Default: no budget of its own.",
+            "The most bytes of downloaded contents to keep, as 20G or 512M (binary units: 1G = 1024^3 bytes); automatic eviction drops the least recently used files beyond it. Default: no budget of its own.",
             valueName: "size"))
     var cacheBudget: String?
 
@@ -82,6 +82,92 @@ struct DomainAddCommand: AsyncParsableCommand {
             lines.append(text)
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// The options `domain add` itself takes (and the ones every command takes), each with
+    /// whether a value follows it. Any other `--NAME` is a backend option.
+    static let ownOptions: [String: Bool] = [
+        "backend": true, "replica": true, "ignore": true, "mode": true, "cache-budget": true, "hydration": true,
+        "home": true, "log-level": true,
+        "adopt-replica": false, "json": false, "verbose": false, "quiet": false, "help": false,
+    ]
+
+    /// `arguments` (a whole command line, after ``GlobalArguments/reorder(_:root:)``) with the
+    /// backend options of `domain add` moved after everything else, so they parse wherever the
+    /// domain's name stands: `domain add --backend local --root /x foo` is read as
+    /// `domain add --backend local foo --root /x`. Other command lines are returned as they are.
+    ///
+    /// A backend option is a `--NAME` that is not one of ``ownOptions``; the word after it is
+    /// its value unless it starts with `--`, or unless the option is a boolean option of the
+    /// built-in backend named by `--backend` and the word is not `true`, `false`, `yes`, `no`,
+    /// `on`, `off`, `1` or `0`. Arguments after `--` stay where they are.
+    ///
+    /// - Throws: `invalidArgument` when backend options are given and no name (swift-argument-
+    ///   parser would call the first one an unknown option).
+    static func placingBackendOptions(_ arguments: [String]) throws(FileProviderError) -> [String] {
+        guard arguments.count > 2, arguments[0] == "domain", arguments[1] == "add" else { return arguments }
+        var kind: String?
+        for (index, argument) in arguments.enumerated() {
+            if argument == "--" { break }
+            if argument == "--backend", index + 1 < arguments.count { kind = arguments[index + 1] }
+            if argument.hasPrefix("--backend=") { kind = String(argument.dropFirst("--backend=".count)) }
+        }
+        let booleans = Set(
+            AdapterList.descriptors.first { $0.kind == kind }?.options.filter { $0.type == .boolean }.map(\.name) ?? [])
+        let literals: Set<String> = ["true", "false", "yes", "no", "on", "off", "1", "0"]
+        var kept = Array(arguments[..<2])
+        var moved: [String] = []
+        var named = false
+        var index = 2
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument == "--" { break }
+            index += 1
+            guard argument.hasPrefix("--"), argument.count > 2 else {
+                kept.append(argument)
+                if !argument.hasPrefix("-") { named = true }
+                continue
+            }
+            let name = String(argument.dropFirst(2).prefix { $0 != "=" })
+            let inline = argument.contains("=")
+            if let takesValue = ownOptions[name] {
+                kept.append(argument)
+                if takesValue, !inline, index < arguments.count {
+                    kept.append(arguments[index])
+                    index += 1
+                }
+                continue
+            }
+            moved.append(argument)
+            if !inline, index < arguments.count, !arguments[index].hasPrefix("--"),
+                !booleans.contains(name) || literals.contains(arguments[index].lowercased())
+            {
+                moved.append(arguments[index])
+                index += 1
+            }
+        }
+        let help = arguments.contains("--help") || arguments.contains("-h")
+        if !moved.isEmpty, !named, index == arguments.count, !help {
+            throw FileProviderError(
+                .invalidArgument,
+                "the domain's name is missing: fileproviderctl domain add NAME --backend KIND [backend options]")
+        }
+        return kept + moved + arguments[index...]
+    }
+
+    /// A backend option that a built-in backend of `kind` does not take, and that is a typo of
+    /// one of `domain add`'s own options or of the backend's (`--replcia`, `--rooot`), is
+    /// refused with the option meant; other unknown names are left to the engine, which lists
+    /// the backend's options.
+    /// - Throws: `invalidArgument` naming the nearest option.
+    static func checkNames(of options: [String: String], kind: String) throws(FileProviderError) {
+        guard let descriptor = AdapterList.descriptors.first(where: { $0.kind == kind }) else { return }
+        let known = descriptor.options.map(\.name)
+        for name in options.keys.sorted() where !known.contains(name) {
+            if let meant = CommandSuggestion.closest(to: name, among: Array(ownOptions.keys).sorted() + known) {
+                throw FileProviderError(.invalidArgument, "unknown option '--\(name)'; did you mean '--\(meant)'?")
+            }
+        }
     }
 
     /// Parses `--name value` and `--name=value` pairs.
@@ -112,6 +198,7 @@ struct DomainAddCommand: AsyncParsableCommand {
         try await AdapterList.describeExternal(backend)
         // The engine makes path options absolute (`~`, relative to this directory).
         let options = try Self.parse(backendOptions)
+        try Self.checkNames(of: options, kind: backend)
         let budget = try cacheBudget.map { text throws(FileProviderError) in try ByteCount.parseOrNone(text) } ?? nil
         let replicaPath = replica.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath).standardizedFileURL.path }
         let record: DomainRecord

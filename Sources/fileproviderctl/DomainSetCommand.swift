@@ -14,7 +14,7 @@ struct DomainSetCommand: AsyncParsableCommand {
             more, automatic eviction drops the least recently used files that may go (not \
             pinned, not open, no local changes): 'fileproviderctl serve' within seconds, or \
             'fileproviderctl evict --to-budget' at once. SIZE is a number with K, M, G or T; the \
-            units are binary (1K = 1024 bytes, 1G = 1024³ bytes); 'none' removes the budget.
+            units are binary (1K = 1024 bytes, 1G = 1024^3 bytes); 'none' removes the budget.
 
             --hydration full|progressive: how a dataless domain fetches a file a program reads: \
             the whole file on the first access, or only the parts reads need (with read-ahead). \

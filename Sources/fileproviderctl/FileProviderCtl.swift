@@ -55,7 +55,16 @@ struct FileProviderCtl: AsyncParsableCommand {
     /// exit status.
     static func runCommand() async -> Int32 {
         do {
-            let arguments = GlobalArguments.reorder(Array(CommandLine.arguments.dropFirst()), root: Self.self)
+            if let shell = Completions.scriptRequest(Array(CommandLine.arguments.dropFirst())) {
+                print(Completions.script(for: shell))
+                return 0
+            }
+            let reordered = GlobalArguments.reorder(Array(CommandLine.arguments.dropFirst()), root: Self.self)
+            if let message = CommandSuggestion.unknownCommand(in: reordered, root: Self.self) {
+                Output.error(message)
+                return 2
+            }
+            let arguments = try DomainAddCommand.placingBackendOptions(reordered)
             let command = ParsedCommand(try parseAsRoot(arguments))
             if let global = (command.value as? any GlobalOptionsCommand)?.global, !(command.value is ServeCommand) {
                 global.bootstrapLogging()

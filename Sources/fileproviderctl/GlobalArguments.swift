@@ -81,7 +81,7 @@ enum GlobalArguments {
     }
 
     /// The subcommand of `command` called `name` (or one of its aliases).
-    private static func subcommand(named name: String, of command: any ParsableCommand.Type) -> (any ParsableCommand.Type)? {
+    static func subcommand(named name: String, of command: any ParsableCommand.Type) -> (any ParsableCommand.Type)? {
         command.configuration.subcommands.first { candidate in
             let configuration = candidate.configuration
             return (configuration.commandName ?? candidate._commandName) == name || configuration.aliases.contains(name)
