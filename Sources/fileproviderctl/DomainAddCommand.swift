@@ -43,7 +43,10 @@ struct DomainAddCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The replica folder (default: <home>/domains/<name>); must be empty or new.", valueName: "dir"))
     var replica: String?
 
-    @Option(help: ArgumentHelp("A name pattern (* and ? wildcards) never uploaded from the replica; repeatable.", valueName: "pattern"))
+    @Option(
+        help: ArgumentHelp(
+            "A name pattern (*, ? and [...] wildcards) never uploaded from the replica, besides the default list of editors' and git's swap and lock files; !PATTERN takes PATTERN off that list; repeatable.",
+            valueName: "pattern"))
     var ignore: [String] = []
 
     @Option(
