@@ -376,6 +376,7 @@ struct OnAccessTests {
     /// reader waiting at that moment is the window Reliability.md names (its bytes are not
     /// checked here). Any command detaches the mount first thing (`domain check-mounts` says
     /// so); a later reader finds nothing, never zeros, and the next `serve` serves every byte.
+    /// So does the next `serve` before it mounts, and any other command (`ls`), with a warning.
     /// The guardian runs with `oom_score_adj` -1000, and a live `serve`'s mount is left alone.
     @Test func serveAndItsGuardianKilledTogetherLeaveNoMountToReadZerosThrough() async throws {
         let temp = try TemporaryFolder()
@@ -430,7 +431,15 @@ struct OnAccessTests {
         #expect(await waitUntil(timeout: 30) { third.output.contains("files on access at") }, "\(third.output)")
         let again = try await runProgram(["cat", domain.replica + "/big.bin"])
         #expect(again.succeeded && again.output == big, "\(again)")
-        try await domain.stopServe()
+        // Both killed once more: any other command (here 'ls', offline) detaches the mount first.
+        let fourth = try #require(domain.serve)
+        kill(try #require(Self.guardian(of: fourth.process.processIdentifier)), SIGKILL)
+        _ = await fourth.stop(SIGKILL, timeout: 30)
+        #expect(isMountPoint(domain.replica))
+        let listed = try await domain.cli.run(["ls", "d:/"])
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(listed.stderr.contains("detached the replica mount"), "\(listed.stderr)")
+        #expect(!isMountPoint(domain.replica))
         await store.stop()
     }
 
