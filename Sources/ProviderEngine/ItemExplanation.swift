@@ -205,6 +205,11 @@ extension ProviderManager {
             if let pattern = ignore.patterns.first(where: { fnmatch($0, name, 0) == 0 }) {
                 explanation.localChange = "ignored"
                 reasons.append("only in the replica and never uploaded: its name matches the ignore pattern \(pattern.debugDescription)")
+            } else if ignore.ignores(name, inFolder: parentPath) {
+                explanation.localChange = "ignored"
+                reasons.append(
+                    "only in the replica and never uploaded: a lock file inside a .git folder (the ignore rule \(IgnoreRules.gitLocks.debugDescription))"
+                )
             } else if !onDisk.isRegularFile && !onDisk.isDirectory {
                 explanation.localChange = "ignored"
                 reasons.append("only in the replica and never uploaded: only files and folders are uploaded")

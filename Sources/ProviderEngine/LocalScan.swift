@@ -50,7 +50,12 @@ public struct IgnoreRules: Sendable {
     public static let defaults = [
         "*.swp", "*.swx", ".*.sw[a-p]", "*.kate-swp", ".#*", "~$*", ".~lock.*#", "*.tmp", "*~", ".DS_Store",
         "index.lock", "HEAD.lock", "ORIG_HEAD.lock", "FETCH_HEAD.lock", "config.lock", "packed-refs.lock", "shallow.lock",
+        gitLocks,
     ]
+    /// The default rule for every `*.lock` file inside a folder named `.git`, at any depth (git's
+    /// ref locks, `.git/refs/heads/main.lock`): the one rule that looks at the folder too
+    /// (``ignores(_:inFolder:)``).
+    public static let gitLocks = ".git/**/*.lock"
     /// ``own`` and ``defaults``.
     public static let builtIn = own + defaults
     public var patterns: [String]
@@ -62,6 +67,15 @@ public struct IgnoreRules: Sendable {
         patterns = Self.own + Self.defaults.filter { !removed.contains($0) } + extra.filter { !$0.hasPrefix("!") }
     }
 
+    /// Whether `name`, in the folder at the relative path `folder`, is never uploaded: what
+    /// ``ignores(_:)`` says, or a `*.lock` file inside a `.git` folder (``gitLocks``, unless the
+    /// domain took it off).
+    public func ignores(_ name: String, inFolder folder: String) -> Bool {
+        if ignores(name) { return true }
+        return name.hasSuffix(".lock") && patterns.contains(Self.gitLocks) && folder.split(separator: "/").contains(".git")
+    }
+
+    /// Whether the name `name` is never uploaded, wherever it is.
     public func ignores(_ name: String) -> Bool {
         if name.hasSuffix(Replica.placeholderSuffix) { return true }
         return patterns.contains { fnmatch($0, name, 0) == 0 }

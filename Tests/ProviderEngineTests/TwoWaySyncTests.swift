@@ -329,6 +329,7 @@ import Testing
             try await controller.sync()
             let local = [
                 "repo/.git/index.lock", "repo/.git/HEAD.lock", "repo/.git/config.lock", "repo/.git/packed-refs.lock",
+                "repo/.git/refs/heads/main.lock",
                 ".notes.txt.swo", ".notes.txt.swn", "notes.txt.kate-swp", ".~lock.report.odt#",
             ]
             for name in local { try write(Data("x".utf8), f, controller, name) }
