@@ -155,6 +155,9 @@ grep -qx "Type=notify" "$unit" || fail "the unit is not Type=notify"
 # The guardian must outlive serve in the system unit (it holds the on-access group).
 grep -qx "KillMode=process" "$root/Packaging/systemd/fileproviderctl-serve-system.service.in" ||
     fail "the system unit would kill fileprovider-guard with serve"
+# A replica mount left by serve and its guardian killed together is detached after any stop.
+grep -qx "ExecStopPost=-@BINDIR@/fileproviderctl domain check-mounts" "$root/Packaging/systemd/fileproviderctl-serve-system.service.in" ||
+    fail "the system unit does not check the replica mounts after serve stops"
 if command -v systemd-analyze >/dev/null; then
     # --user needs a user manager; a unit file is checked the same without one.
     if ! systemd-analyze verify --man=no "$unit" >"$work/verify.log" 2>&1; then

@@ -14,6 +14,8 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <dirent.h>
+#include <stdlib.h>
 
 int fp_precontent_init(int writable) {
     return fanotify_init(FAN_CLASS_PRE_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK | FAN_UNLIMITED_QUEUE | FAN_UNLIMITED_MARKS,
@@ -300,4 +302,68 @@ long fp_channel_peer_uid(int socket) {
     socklen_t length = sizeof credentials;
     if (getsockopt(socket, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
     return (long)credentials.uid;
+}
+
+// MARK: whether a live group guards a mount
+
+/// Whether the fdinfo of a fanotify descriptor at `path` lists a mark with events on mount `id`.
+static int fp_fdinfo_marks_mount(const char *path, unsigned long long id) {
+    FILE *file = fopen(path, "re");
+    if (!file) return 0;
+    char line[1024];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, file)) {
+        if (strncmp(line, "fanotify ", 9) != 0) continue;
+        unsigned long long mask = 0, mount = 0;
+        int hasMount = 0;
+        char *save = NULL;
+        for (char *token = strtok_r(line + 9, " \n", &save); token; token = strtok_r(NULL, " \n", &save)) {
+            if (strncmp(token, "mask:", 5) == 0) mask = strtoull(token + 5, NULL, 16);
+            else if (strncmp(token, "mnt_id:", 7) == 0) {
+                mount = strtoull(token + 7, NULL, 16);
+                hasMount = 1;
+            }
+        }
+        found = hasMount && mask != 0 && mount == id;
+    }
+    fclose(file);
+    return found;
+}
+
+int fp_mount_is_guarded(unsigned long long mountID) {
+    DIR *processes = opendir("/proc");
+    if (!processes) return -1;
+    int guarded = 0, unreadable = 0;
+    struct dirent *process;
+    while (!guarded && (process = readdir(processes))) {
+        if (process->d_name[0] < '1' || process->d_name[0] > '9') continue;
+        char folder[64];
+        snprintf(folder, sizeof folder, "/proc/%s/fd", process->d_name);
+        DIR *descriptors = opendir(folder);
+        if (!descriptors) {
+            // A process that ended meanwhile is no holder; one we may not look into could be.
+            if (errno == EACCES || errno == EPERM) unreadable = 1;
+            continue;
+        }
+        struct dirent *descriptor;
+        while (!guarded && (descriptor = readdir(descriptors))) {
+            if (descriptor->d_name[0] < '0' || descriptor->d_name[0] > '9') continue;
+            char path[128], target[64];
+            snprintf(path, sizeof path, "/proc/%s/fd/%s", process->d_name, descriptor->d_name);
+            ssize_t length = readlink(path, target, sizeof target - 1);
+            if (length <= 0) continue;
+            target[length] = 0;
+            if (strcmp(target, "anon_inode:[fanotify]") != 0) continue;
+            snprintf(path, sizeof path, "/proc/%s/fdinfo/%s", process->d_name, descriptor->d_name);
+            guarded = fp_fdinfo_marks_mount(path, mountID);
+        }
+        closedir(descriptors);
+    }
+    closedir(processes);
+    if (guarded) return 1;
+    if (unreadable) {
+        errno = EACCES;
+        return -1;
+    }
+    return 0;
 }

@@ -115,11 +115,11 @@ extension ProviderManager {
                     .reduce(Int64(0)) { $0 + ($1.upperBound - $1.lowerBound) }
                 if present > 0 {
                     reasons.append(
-                        "partly fetched: \(present) of \(record.size) bytes are on disk (progressive hydration); a program reading the rest in \(domain.replicaPath) while serve runs fetches what it reads, 'fileproviderctl materialize \(display)' all of it, 'fileproviderctl evict \(display)' gives the bytes back"
+                        "partly fetched: \(present) of \(record.size) bytes are on disk (progressive hydration); a program reading the rest in \(domain.replicaPath) while serve runs fetches what it reads, 'fileproviderctl materialize \(display)' all of it, 'fileproviderctl evict \(display)' gives the bytes back; programs that map holes first (tar --sparse, SEEK_DATA/SEEK_HOLE, FIEMAP) skip what is missing and read zeros"
                     )
                 } else {
                     reasons.append(
-                        "dataless: under its real name, the contents not downloaded; a program reading it in \(domain.replicaPath) while serve runs, or 'fileproviderctl materialize \(display)', downloads them"
+                        "dataless: under its real name, the contents not downloaded; a program reading it in \(domain.replicaPath) while serve runs, or 'fileproviderctl materialize \(display)', downloads them; programs that map holes first (tar --sparse, SEEK_DATA/SEEK_HOLE, FIEMAP) skip what is missing and read zeros"
                     )
                 }
             case .placeholder:
@@ -205,6 +205,11 @@ extension ProviderManager {
             if let pattern = ignore.patterns.first(where: { fnmatch($0, name, 0) == 0 }) {
                 explanation.localChange = "ignored"
                 reasons.append("only in the replica and never uploaded: its name matches the ignore pattern \(pattern.debugDescription)")
+            } else if ignore.ignores(name, inFolder: parentPath) {
+                explanation.localChange = "ignored"
+                reasons.append(
+                    "only in the replica and never uploaded: a lock file inside a .git folder (the ignore rule \(IgnoreRules.gitLocks.debugDescription))"
+                )
             } else if !onDisk.isRegularFile && !onDisk.isDirectory {
                 explanation.localChange = "ignored"
                 reasons.append("only in the replica and never uploaded: only files and folders are uploaded")

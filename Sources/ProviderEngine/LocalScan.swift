@@ -35,14 +35,47 @@ enum LocalChange: Sendable {
     }
 }
 
-/// Which local names are never uploaded: editors' temporary files, our own files, and a domain's
-/// own patterns (`*` and `?` wildcards, matched against the name).
+/// Which local names are never uploaded: our own files, the default list of editors' temporary,
+/// swap and lock files and git's lock files, and a domain's own patterns (`*`, `?` and `[...]`
+/// wildcards, matched against the name). A domain's pattern `!PATTERN` takes `PATTERN` off the
+/// default list (our own files stay ignored).
 public struct IgnoreRules: Sendable {
-    public static let builtIn = ["*.swp", "*.swx", ".#*", "~$*", "*.tmp", "*~", ".fp-tmp-*", ".fileprovider-staging*", ".DS_Store"]
+    /// Our own files: never uploaded, whatever a domain's patterns say.
+    public static let own = [".fp-tmp-*", ".fileprovider-staging*"]
+    /// Names never uploaded unless a domain's `!PATTERN` takes one off: editors' swap, backup and
+    /// lock files (vim, emacs, kate, LibreOffice, Microsoft Office), temporary files, macOS's
+    /// folder settings, and the lock files git makes beside its `.git` files while it rewrites
+    /// them (`index.lock` and the like: uploaded, a concurrent git elsewhere would see the
+    /// repository locked).
+    public static let defaults = [
+        "*.swp", "*.swx", ".*.sw[a-p]", "*.kate-swp", ".#*", "~$*", ".~lock.*#", "*.tmp", "*~", ".DS_Store",
+        "index.lock", "HEAD.lock", "ORIG_HEAD.lock", "FETCH_HEAD.lock", "config.lock", "packed-refs.lock", "shallow.lock",
+        gitLocks,
+    ]
+    /// The default rule for every `*.lock` file inside a folder named `.git`, at any depth (git's
+    /// ref locks, `.git/refs/heads/main.lock`): the one rule that looks at the folder too
+    /// (``ignores(_:inFolder:)``).
+    public static let gitLocks = ".git/**/*.lock"
+    /// ``own`` and ``defaults``.
+    public static let builtIn = own + defaults
     public var patterns: [String]
 
-    public init(extra: [String] = []) { patterns = Self.builtIn + extra }
+    /// The built-in patterns, without the defaults that `extra`'s `!PATTERN` entries take off,
+    /// and `extra`'s other patterns.
+    public init(extra: [String] = []) {
+        let removed = Set(extra.filter { $0.hasPrefix("!") }.map { String($0.dropFirst()) })
+        patterns = Self.own + Self.defaults.filter { !removed.contains($0) } + extra.filter { !$0.hasPrefix("!") }
+    }
 
+    /// Whether `name`, in the folder at the relative path `folder`, is never uploaded: what
+    /// ``ignores(_:)`` says, or a `*.lock` file inside a `.git` folder (``gitLocks``, unless the
+    /// domain took it off).
+    public func ignores(_ name: String, inFolder folder: String) -> Bool {
+        if ignores(name) { return true }
+        return name.hasSuffix(".lock") && patterns.contains(Self.gitLocks) && folder.split(separator: "/").contains(".git")
+    }
+
+    /// Whether the name `name` is never uploaded, wherever it is.
     public func ignores(_ name: String) -> Bool {
         if name.hasSuffix(Replica.placeholderSuffix) { return true }
         return patterns.contains { fnmatch($0, name, 0) == 0 }

@@ -316,7 +316,7 @@ struct LocalScanner {
                 replica.removeAbandonedTemporary(atPath: replica.path(path))
                 continue
             }
-            if ignore.ignores(name) || !Filename.isValid(name) { continue }
+            if ignore.ignores(name, inFolder: relative) || !Filename.isValid(name) { continue }
             if relative.isEmpty && replica.path(name) == replica.staging.path { continue }
             guard let print = replica.fingerprint(atPath: replica.path(path)) else { continue }
             if print.isDirectory {

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import ProviderCore
 import ProviderStore
 
@@ -111,5 +112,34 @@ extension ProviderManager {
     /// Whether two absolute paths are the same or one is inside the other.
     static func overlaps(_ a: String, _ b: String) -> Bool {
         a == b || a.hasPrefix(b.hasSuffix("/") ? b : b + "/") || b.hasPrefix(a.hasSuffix("/") ? a : a + "/")
+    }
+}
+
+extension ProviderManager {
+    /// Detaches the replica mount of every dataless domain that no live fanotify group guards
+    /// any more (``ReplicaMount/detachUnguarded(at:backing:)``): what `serve` and its guardian
+    /// leave when both are killed at once, a mount through which programs would read the holes
+    /// of files never downloaded as zeros. Every `fileproviderctl` command runs it when it opens
+    /// the state folder, and `serve` before it mounts; a mount that is fine costs one `statx` and
+    /// a look at the fanotify descriptors of every process. Returns the names of the domains
+    /// whose mount it detached; a domain it cannot judge (not root) is logged and skipped.
+    @discardableResult
+    public func detachUnguardedReplicaMounts() -> [String] {
+        guard let domains = try? domains() else { return [] }
+        var detached: [String] = []
+        for domain in domains where domain.replicaMode == .dataless && ReplicaMount.isMountPoint(domain.replicaPath) {
+            guard let backing = try? backingURL(of: domain) else { continue }
+            do {
+                if try ReplicaMount.detachUnguarded(at: domain.replicaPath, backing: backing.path) {
+                    logger.warning(
+                        "\(domain.name): detached the replica mount at \(domain.replicaPath), which no serve guarded any more (serve and its guardian were killed together); programs reading through it could have read zeros"
+                    )
+                    detached.append(domain.name)
+                }
+            } catch {
+                logger.debug("\(domain.name): cannot check the replica mount at \(domain.replicaPath): \(error)")
+            }
+        }
+        return detached
     }
 }

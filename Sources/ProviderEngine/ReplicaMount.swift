@@ -151,13 +151,66 @@ public final class ReplicaMount: Sendable {
         return detached
     }
 
+    /// Detaches the bind mount of `backing` at `replica` (and the anchor under it) when no live
+    /// fanotify group of any process marks it: what `serve` and its guardian leave when both die
+    /// at once (`systemctl kill -s KILL`, an OOM kill of their cgroup). The kernel drops a
+    /// group's marks with the group, and an unmarked mount lets programs read a file's holes as
+    /// zeros. A mount a live group marks (a running `serve`, or a guardian that outlived it) is
+    /// left; so is an anchor without the bind on it (a `serve` attaching its mount right now)
+    /// and anything else mounted there. Returns whether it detached something.
+    /// - Throws: `permissionDenied` when the descriptors of some process cannot be read (not
+    ///   root), so a live group may exist: nothing is detached; `localIOFailure` when the
+    ///   kernel refuses the detach.
+    @discardableResult
+    public static func detachUnguarded(at replica: String, backing: String) throws(FileProviderError) -> Bool {
+        let replica = URL(fileURLWithPath: replica).standardizedFileURL.path
+        guard isMountPoint(replica), isBind(of: backing, at: replica), let before = try? identity(of: replica),
+            let listed = try? identity(of: replica, unique: false)
+        else { return false }
+        switch fp_mount_is_guarded(listed.mountID) {
+        case 1: return false
+        case 0: break
+        default:
+            throw FileProviderError(
+                .permissionDenied,
+                "cannot tell whether a live fanotify group guards the replica mount at \(replica): the descriptors of some processes cannot be read (run as root)"
+            )
+        }
+        // Detach only the mount looked at (a serve may have replaced it meanwhile).
+        guard let now = try? identity(of: replica), now.isMountRoot, now.mountID == before.mountID else { return false }
+        if fp_detach_mount(replica) != 0 { throw mountFailure("cannot detach the unguarded mount at", path: replica) }
+        // The anchor under it: the replica folder bound onto itself.
+        if isMountPoint(replica), !isBind(of: backing, at: replica), let top = try? identity(of: replica), top.isMountRoot,
+            isAnchor(replica)
+        {
+            _ = fp_detach_mount(replica)
+        }
+        return true
+    }
+
     // MARK: Helpers
 
-    /// The mount a path is on (its unique id) and whether it is that mount's root.
-    static func identity(of path: String) throws(FileProviderError) -> (mountID: UInt64, isMountRoot: Bool) {
+    /// Whether the mount root at `replica` is the folder `backing` (a bind of it).
+    private static func isBind(of backing: String, at replica: String) -> Bool {
+        var top = stat()
+        var source = stat()
+        guard stat(replica, &top) == 0, stat(backing, &source) == 0 else { return false }
+        return top.st_dev == source.st_dev && top.st_ino == source.st_ino
+    }
+
+    /// Whether the mount root at `replica` is the replica folder itself (the anchor).
+    private static func isAnchor(_ replica: String) -> Bool {
+        var top = stat()
+        guard stat(replica, &top) == 0 else { return false }
+        return entryInode(of: replica).map { top.st_ino == $0 } ?? false
+    }
+
+    /// The mount a path is on and whether it is that mount's root. `unique`: the 64-bit id no
+    /// other mount ever gets; else the id mountinfo and fanotify's fdinfo show.
+    static func identity(of path: String, unique: Bool = true) throws(FileProviderError) -> (mountID: UInt64, isMountRoot: Bool) {
         var id: UInt64 = 0
         var root: Int32 = 0
-        if fp_mount_identity(path, 1, &id, &root) != 0 { throw mountFailure("cannot look at the mount of", path: path) }
+        if fp_mount_identity(path, unique ? 1 : 0, &id, &root) != 0 { throw mountFailure("cannot look at the mount of", path: path) }
         return (id, root != 0)
     }
 

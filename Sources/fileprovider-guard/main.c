@@ -33,7 +33,9 @@
 //                          owner died: its unanswered events are denied as in 1 and the old
 //                          guardian goes on guarding.
 // The log is <run folder>/guard.log. SIGINT, SIGTERM, SIGHUP and SIGQUIT are ignored: stopping
-// this process while it guards is what lets programs read zeros.
+// this process while it guards is what lets programs read zeros. For the same reason it sets its
+// oom_score_adj to -1000 and, on a unified cgroup v2 hierarchy, moves into a cgroup of its own
+// (standApart), so that only a kill of it by its own pid takes it down with its owner.
 #include "CSystemShims.h"
 
 #include <errno.h>
@@ -44,6 +46,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <time.h>
 
 enum { GROUP = 3, CHANNEL = 4, MAX_MOUNTS = 256 };
@@ -291,6 +295,34 @@ static void defend(long limit) {
     }
 }
 
+/// Makes this process hard to take down with its owner, for one kill of both is what lets
+/// programs read zeros: the OOM killer never picks it (oom_score_adj -1000; it holds a few
+/// kilobytes), and on a unified cgroup v2 hierarchy it leaves its owner's cgroup for
+/// /sys/fs/cgroup/fileprovider-guard, so a kill of the owner's whole cgroup (`systemctl kill`
+/// of the unit, an OOM kill of a cgroup with memory.oom.group, the end of a login session)
+/// misses it. Where cgroups are not unified (cgroup v1 or hybrid, as in many containers) it
+/// stays where it is. Failures are logged, never fatal.
+static void standApart(void) {
+    int adjust = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (adjust < 0 || write(adjust, "-1000", 5) != 5) say("cannot set oom_score_adj to -1000: %s", strerror(errno));
+    if (adjust >= 0) close(adjust);
+    struct statfs system;
+    if (statfs("/sys/fs/cgroup", &system) != 0 || system.f_type != 0x63677270 /* CGROUP2_SUPER_MAGIC */) return;
+    const char *own = "/sys/fs/cgroup/fileprovider-guard";
+    if (mkdir(own, 0755) != 0 && errno != EEXIST) {
+        say("cannot make the cgroup %s (%s): a kill of the owner's cgroup takes this process too", own, strerror(errno));
+        return;
+    }
+    char path[PATH_MAX], pid[32];
+    snprintf(path, sizeof path, "%s/cgroup.procs", own);
+    int length = snprintf(pid, sizeof pid, "%d", (int)getpid());
+    int procs = open(path, O_WRONLY | O_CLOEXEC);
+    if (procs < 0 || write(procs, pid, length) != length) {
+        say("cannot move into the cgroup %s (%s): a kill of the owner's cgroup takes this process too", own, strerror(errno));
+    }
+    if (procs >= 0) close(procs);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: fileprovider-guard RUN_FOLDER FD_LIMIT (group on fd 3, channel on fd 4)\n");
@@ -310,6 +342,7 @@ int main(int argc, char **argv) {
         say("descriptor %d is not a fanotify group; exiting", GROUP);
         return 2;
     }
+    standApart();
     // Listening from the start: a new owner that comes while this process still works for
     // the old one waits in the queue instead of finding no guardian and starting a new group.
     snprintf(socketPath, sizeof socketPath, "%s/guard-%d.sock", runFolder, (int)getpid());

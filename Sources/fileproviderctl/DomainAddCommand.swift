@@ -18,7 +18,9 @@ struct DomainAddCommand: AsyncParsableCommand {
               dataless           Every file is under its real name and is fetched when any program \
             reads, writes or runs it; needs root (CAP_SYS_ADMIN), Linux 6.14 or later, a state \
             folder on ext4, xfs, btrfs or bcachefs, and a running 'fileproviderctl serve' (without \
-            it the replica folder is empty; the files are kept in <home>/replicas/<name>).
+            it the replica folder is empty; the files are kept in <home>/replicas/<name>). \
+            Programs that map holes before they read (tar --sparse, SEEK_DATA/SEEK_HOLE, FIEMAP) \
+            skip what is not downloaded and get zeros: materialize first.
 
             \(AdapterList.descriptors.map(Self.describe).joined(separator: "\n\n"))
 
@@ -43,7 +45,10 @@ struct DomainAddCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The replica folder (default: <home>/domains/<name>); must be empty or new.", valueName: "dir"))
     var replica: String?
 
-    @Option(help: ArgumentHelp("A name pattern (* and ? wildcards) never uploaded from the replica; repeatable.", valueName: "pattern"))
+    @Option(
+        help: ArgumentHelp(
+            "A name pattern (*, ? and [...] wildcards) never uploaded from the replica, besides the default list of editors' and git's swap and lock files; !PATTERN takes PATTERN off that list; repeatable.",
+            valueName: "pattern"))
     var ignore: [String] = []
 
     @Option(
@@ -237,11 +242,18 @@ struct DomainAddCommand: AsyncParsableCommand {
             print(
                 "added domain '\(record.name)' (\(record.backendKind), \(shown.mode)); replica: \(record.replicaPath); files kept in: \(backing)"
             )
+            print(Self.datalessLimit(record.name))
             print("next: fileproviderctl sync \(record.name)")
         } else {
             print("added domain '\(record.name)' (\(record.backendKind)); replica: \(record.replicaPath)")
             print("next: fileproviderctl sync \(record.name)")
         }
+    }
+
+    /// The limit of the dataless mode that `domain add --mode dataless` states: programs that
+    /// map holes read zeros without an error.
+    static func datalessLimit(_ name: String) -> String {
+        "limit: programs that map holes before reading (tar --sparse, SEEK_DATA/SEEK_HOLE, FIEMAP) skip what is not downloaded and get zeros instead of its bytes; run 'fileproviderctl materialize -R \(name):/' before such a backup"
     }
 }
 

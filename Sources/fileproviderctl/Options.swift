@@ -9,10 +9,16 @@ struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("The state folder (database, default replicas).", valueName: "dir"), completion: .directory)
     var home: String?
 
-    /// Opens the state folder.
-    func manager() throws -> ProviderManager {
+    /// Opens the state folder, and first detaches the replica mount of any dataless domain
+    /// that no live `serve` or guardian guards any more
+    /// (``ProviderManager/detachUnguardedReplicaMounts()``), so no command leaves a mount
+    /// through which programs read zeros (unless `checkingMounts` is false).
+    func manager(checkingMounts: Bool = true) throws -> ProviderManager {
         let url = home.map { URL(fileURLWithPath: $0) } ?? ProviderManager.defaultHome()
-        return try ProviderManager(home: url, registry: AdapterList.registry, logger: Logger(label: "fileprovider.engine").escapingText())
+        let manager = try ProviderManager(
+            home: url, registry: AdapterList.registry, logger: Logger(label: "fileprovider.engine").escapingText())
+        if checkingMounts { manager.detachUnguardedReplicaMounts() }
+        return manager
     }
 
     @Flag(name: .shortAndLong, help: "Log more: -v logs debug messages, -vv trace messages too.")

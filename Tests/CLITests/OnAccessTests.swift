@@ -359,4 +359,120 @@ struct OnAccessTests {
         try await domain.stopServe()
         await store.stop()
     }
+
+    /// The `fileprovider-guard` child of the process `pid`.
+    static func guardian(of pid: Int32) -> Int32? {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        for task in tasks {
+            let children = (readProcFile("/proc/\(pid)/task/\(task)/children") ?? "").split(separator: " ").compactMap { Int32($0) }
+            for child in children where (readProcFile("/proc/\(child)/comm") ?? "").hasPrefix("fileprovider-gu") { return child }
+        }
+        return nil
+    }
+
+    /// `serve` and its guardian killed together (what `systemctl kill -s KILL` does to a unit, or
+    /// an OOM kill of a whole cgroup): nobody answers any more and the kernel dropped the marks
+    /// with the group, so the mount left behind would show files never downloaded as zeros. A
+    /// reader waiting at that moment is the window Reliability.md names (its bytes are not
+    /// checked here). Any command detaches the mount first thing (`domain check-mounts` says
+    /// so); a later reader finds nothing, never zeros, and the next `serve` serves every byte.
+    /// So does the next `serve` before it mounts, and any other command (`ls`), with a warning.
+    /// The guardian runs with `oom_score_adj` -1000, and a live `serve`'s mount is left alone.
+    @Test func serveAndItsGuardianKilledTogetherLeaveNoMountToReadZerosThrough() async throws {
+        let temp = try TemporaryFolder()
+        let store = try await StoreUnderTest(.local, temp: temp)
+        let big = patterned(8_000_000, seed: 9)
+        let other = patterned(300_000, seed: 10)
+        let domain = try await ServedDomain(
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options,
+            files: ["big.bin": big, "other.bin": other])
+        try await domain.startServe()
+        let serve = try #require(domain.serve)
+        let guardian = try #require(Self.guardian(of: serve.process.processIdentifier), "no fileprovider-guard child of serve")
+        // Where the system refuses the setting (some sandboxes answer EIO), the guardian says so.
+        let guardLog = (try? String(contentsOfFile: domain.cli.home.path + "/run/guard.log", encoding: .utf8)) ?? ""
+        #expect(
+            readProcFile("/proc/\(guardian)/oom_score_adj")?.trimmingCharacters(in: .whitespacesAndNewlines) == "-1000"
+                || guardLog.contains("cannot set oom_score_adj"), "\(guardLog)")
+        let kept = try await domain.cli.run(["domain", "check-mounts"])
+        #expect(kept.status == 0 && kept.stdout.isEmpty, "\(kept.stdout) \(kept.stderr)")
+        #expect(isMountPoint(domain.replica), "the check detached the mount of a live serve")
+
+        let replica = domain.replica
+        let reader = Task { try await runProgram(["cat", replica + "/big.bin"], timeout: 60) }
+        kill(guardian, SIGKILL)
+        _ = await serve.stop(SIGKILL, timeout: 30)
+        let waiting = try await reader.value
+        #expect(!waiting.timedOut, "\(waiting)")
+        #expect(isMountPoint(domain.replica), "something detached the mount already: this test shows nothing")
+
+        let detached = try await domain.cli.run(["domain", "check-mounts"])
+        #expect(detached.status == 0, "\(detached.stderr)")
+        #expect(detached.stdout.contains("d: detached its unguarded replica mount"), "\(detached.stdout) \(detached.stderr)")
+        #expect(!isMountPoint(domain.replica))
+        let later = try await runProgram(["cat", domain.replica + "/other.bin"])
+        #expect(!later.succeeded && later.output.isEmpty && later.errorText.contains("No such file"), "\(later)")
+
+        try await domain.startServe()
+        for (name, contents) in [("big.bin", big), ("other.bin", other)] {
+            let read = try await runProgram(["cat", domain.replica + "/" + name])
+            #expect(read.succeeded && read.output == contents, "\(name): \(read)")
+        }
+        // Both killed again: the next serve detaches what they left before it mounts.
+        let evicted = try await domain.cli.run(["evict", "-R", "d:/"])
+        #expect(evicted.status == 0, "\(evicted.stderr)")
+        let second = try #require(domain.serve)
+        kill(try #require(Self.guardian(of: second.process.processIdentifier)), SIGKILL)
+        _ = await second.stop(SIGKILL, timeout: 30)
+        #expect(isMountPoint(domain.replica))
+        try await domain.startServe()
+        // The stale mount counts as mounted: wait for the new serve's own.
+        let third = try #require(domain.serve)
+        #expect(await waitUntil(timeout: 30) { third.output.contains("files on access at") }, "\(third.output)")
+        let again = try await runProgram(["cat", domain.replica + "/big.bin"])
+        #expect(again.succeeded && again.output == big, "\(again)")
+        // Both killed once more: any other command (here 'ls', offline) detaches the mount first.
+        let fourth = try #require(domain.serve)
+        kill(try #require(Self.guardian(of: fourth.process.processIdentifier)), SIGKILL)
+        _ = await fourth.stop(SIGKILL, timeout: 30)
+        #expect(isMountPoint(domain.replica))
+        let listed = try await domain.cli.run(["ls", "d:/"])
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(listed.stderr.contains("detached the replica mount"), "\(listed.stderr)")
+        #expect(!isMountPoint(domain.replica))
+        await store.stop()
+    }
+
+    /// What the dataless mode's contract says of programs that map holes (README's mode table,
+    /// `domain add`): `tar --sparse` opens a file, then maps its data with `SEEK_DATA` and
+    /// `SEEK_HOLE` and reads only that. A file of up to 16 MiB is filled when it is opened, so it
+    /// is archived right; a larger one of a progressive domain is mapped before anything reads
+    /// it, and the archive holds zeros where it was not downloaded (tar at most warns that the
+    /// file changed as it read it: the fetch of its first chunk changes its ctime).
+    @Test func tarSparseArchivesZerosOfALargeFileNeverDownloadedAsTheDocsSay() async throws {
+        let temp = try TemporaryFolder()
+        let store = try await StoreUnderTest(.local, temp: temp)
+        let small = patterned(200_000, seed: 11)
+        let large = patterned(20 * 1024 * 1024, seed: 12)
+        let domain = try await ServedDomain(
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options,
+            files: ["small.bin": small, "large.bin": large])
+        try await domain.startServe()
+        let archive = temp.url.appendingPathComponent("a.tar").path
+        let out = temp.url.appendingPathComponent("out").path
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        let tar = try await runProgram(["tar", "--sparse", "-cf", archive, "-C", domain.replica, "small.bin", "large.bin"], timeout: 120)
+        #expect(!tar.timedOut && (tar.succeeded || tar.errorText.contains("file changed as we read it")), "\(tar)")
+        let extracted = try await runProgram(["tar", "-xf", archive, "-C", out])
+        #expect(extracted.succeeded, "\(extracted)")
+        #expect(FileManager.default.contents(atPath: out + "/small.bin") == small)
+        let archived = FileManager.default.contents(atPath: out + "/large.bin") ?? Data()
+        #expect(archived.count == large.count)
+        #expect(archived != large, "tar --sparse archived every byte: the docs' limit no longer holds, say so")
+        #expect(archived.suffix(4096) == Data(count: 4096), "the end of the large file was not archived as zeros")
+        let why = try await domain.cli.run(["why", "d:/large.bin"])
+        #expect(why.stdout.contains("programs that map holes first (tar --sparse"), "\(why.stdout) \(why.stderr)")
+        try await domain.stopServe()
+        await store.stop()
+    }
 }

@@ -191,6 +191,48 @@ import Testing
         #expect(ReplicaMount.isMountPoint(lab.replica))
     }
 
+    /// The owner and its guardian killed together (`systemctl kill -s KILL` of a unit, an OOM
+    /// kill of a whole cgroup): the kernel drops the group's marks with the group, so a waiting
+    /// program reads holes as zeros (the window Reliability.md names) and the mount stays,
+    /// unguarded. ``ReplicaMount/detachUnguarded(at:backing:)`` (what every command, `serve`
+    /// and the unit's check run) leaves a mount a live group marks and detaches this one; a
+    /// later reader finds nothing, and a new owner serves the file right. The guardian runs
+    /// with `oom_score_adj` -1000.
+    @Test func ownerAndGuardianKilledTogetherLeaveAMountTheCheckDetaches() async throws {
+        let lab = try PreContentLab()
+        defer { lab.remove() }
+        let contents = patterned(64 * 1024, seed: 15)
+        try lab.makeDataless("file", contents)
+        let listener = try await ListenerProcess.start(lab, delayMilliseconds: 60_000)
+        // Where the system refuses the setting (some sandboxes answer EIO), the guardian says so.
+        let adjust = try String(contentsOfFile: "/proc/\(listener.guardian)/oom_score_adj", encoding: .utf8)
+        #expect(
+            adjust.trimmingCharacters(in: .whitespacesAndNewlines) == "-1000" || Self.log(lab).contains("cannot set oom_score_adj"),
+            "\(Self.log(lab))")
+        #expect(try ReplicaMount.detachUnguarded(at: lab.replica, backing: lab.backing) == false)
+        #expect(ReplicaMount.isMountPoint(lab.replica), "the check detached a mount its live group marks")
+
+        let reader = try startProgram(["cat", lab.replica + "/file"])
+        try #require(await lab.listenerSawEvent(of: "file"), "cat never reached the listener")
+        kill(listener.guardian, SIGKILL)
+        try await listener.killNine()
+        let read = try await reader.finish(timeout: 30)
+        // What remains: the program that waited when both died reads the holes.
+        #expect(read.succeeded && read.output == Data(count: contents.count), "\(read)")
+        #expect(ReplicaMount.isMountPoint(lab.replica))
+
+        #expect(try ReplicaMount.detachUnguarded(at: lab.replica, backing: lab.backing))
+        #expect(!ReplicaMount.isMountPoint(lab.replica), "the anchor stayed")
+        let later = try await runProgram(["cat", lab.replica + "/file"])
+        #expect(!later.succeeded && later.output.isEmpty && later.errorText.contains("No such file"), "\(later)")
+
+        let next = try await ListenerProcess.start(lab)
+        let again = try await runProgram(["cat", lab.replica + "/file"])
+        #expect(again.succeeded && again.output == contents, "\(again)")
+        try await next.killNine()
+        await Self.expectAllGone(lab, guardians: [next.guardian])
+    }
+
     /// An owner that raised its descriptor limit without telling its guardian read its events
     /// under numbers above the limit the guardian knows: the guardian still finds and denies
     /// them (it tries every number up to the system's limit after the urgent work).

@@ -318,6 +318,33 @@ import Testing
         }
     }
 
+    /// git's lock files, vim's further swap files and other editors' lock files are never
+    /// uploaded by default (in a folder named `.git` as anywhere); a domain's `!PATTERN` takes a
+    /// default off (here `*.tmp`), and never our own staging names.
+    @Test func lockAndSwapFilesStayLocalByDefaultAndADomainCanTakeADefaultOff() async throws {
+        try await Fixture.with { f in
+            try await f.manager.addDomain(
+                name: "ig", kind: "memory", options: ["store": f.remoteName], ignorePatterns: ["!*.tmp", "!.fp-tmp-*"])
+            let controller = try await f.manager.controller(for: "ig")
+            try await controller.sync()
+            let local = [
+                "repo/.git/index.lock", "repo/.git/HEAD.lock", "repo/.git/config.lock", "repo/.git/packed-refs.lock",
+                "repo/.git/refs/heads/main.lock",
+                ".notes.txt.swo", ".notes.txt.swn", "notes.txt.kate-swp", ".~lock.report.odt#",
+            ]
+            for name in local { try write(Data("x".utf8), f, controller, name) }
+            try write(Data("real".utf8), f, controller, "repo/.git/index")
+            try write(Data("kept".utf8), f, controller, "scratch.tmp")
+            try write(Data("lock".utf8), f, controller, "Cargo.lock")
+            try await controller.sync()
+            let stored = Set(f.memory.allIdentifiers.map(\.rawValue))
+            for name in local { #expect(!stored.contains(name), "\(name) was uploaded") }
+            for name in ["repo/.git/index", "scratch.tmp", "Cargo.lock"] { #expect(stored.contains(name), "\(name) was not uploaded") }
+        }
+        #expect(IgnoreRules(extra: ["!.fp-tmp-*"]).ignores(".fp-tmp-x"))
+        #expect(IgnoreRules().ignores(".a.swp") && !IgnoreRules(extra: ["!*.tmp"]).ignores("a.tmp") && IgnoreRules().ignores("a.tmp"))
+    }
+
     @Test func temporaryFilesOfADeadProcessAreRemovedAndNeverUploaded() async throws {
         try await Fixture.with { f in
             _ = try f.memory.write(path: "d/a.txt", data: Data("a".utf8))

@@ -278,6 +278,12 @@ int fp_detach_mount(const char *path);
 /// 64-bit id no other mount ever gets (STATX_MNT_ID_UNIQUE, Linux 6.8).
 int fp_mount_identity(const char *path, int unique, unsigned long long *mountID, int *isMountRoot);
 
+/// Whether a live fanotify group of any process marks the mount with id `mountID` (the id
+/// /proc/self/mountinfo shows: fp_mount_identity with `unique` 0) with events: 1 when one
+/// does, 0 when none does, -1 with errno EACCES when some process's descriptors could not be
+/// read (not root) and none of the others marks it. Looks at every process's descriptors.
+int fp_mount_is_guarded(unsigned long long mountID);
+
 // MARK: the guardian (precontent.c)
 
 /// Starts `executable` with `argv` (NULL-terminated), `groupFD` as its descriptor 3,
