@@ -120,14 +120,18 @@ extension ProviderManager {
     /// any more (``ReplicaMount/detachUnguarded(at:backing:)``): what `serve` and its guardian
     /// leave when both are killed at once, a mount through which programs would read the holes
     /// of files never downloaded as zeros. Every `fileproviderctl` command runs it when it opens
-    /// the state folder, and `serve` before it mounts; a mount that is fine costs one `statx` and
-    /// a look at the fanotify descriptors of every process. Returns the names of the domains
+    /// the state folder, and `serve` before it mounts; a mount is looked at only without a
+    /// `serve` holding the domain's lock, and then costs one `statx` and a look at the fanotify
+    /// descriptors of every process. Returns the names of the domains
     /// whose mount it detached; a domain it cannot judge (not root) is logged and skipped.
     @discardableResult
     public func detachUnguardedReplicaMounts() -> [String] {
         guard let domains = try? domains() else { return [] }
         var detached: [String] = []
         for domain in domains where domain.replicaMode == .dataless && ReplicaMount.isMountPoint(domain.replicaPath) {
+            // A running `serve` (it holds the domain's lock) guards its mount: no process's
+            // descriptors need a look, so a command run beside `serve` stays as fast as without.
+            if DomainLock.holder(home: home, domain: domain.name) != nil { continue }
             guard let backing = try? backingURL(of: domain) else { continue }
             do {
                 if try ReplicaMount.detachUnguarded(at: domain.replicaPath, backing: backing.path) {
