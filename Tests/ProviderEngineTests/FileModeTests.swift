@@ -144,6 +144,29 @@ private struct LocalStoreFixture {
         }
     }
 
+    /// A row written before the flags were kept (a plain file's, the default of migration
+    /// v17) of an executable file downloaded as 0644: the next sync records the store's bit
+    /// and gives it to the file, with no change in the store's versions.
+    @Test func rowsFromBeforeTheFlagsLearnThemAtTheNextSync() async throws {
+        try await LocalStoreFixture.with { f in
+            try f.write("run.sh", Self.script, mode: 0o755)
+            let controller = try await f.addDomain(mode: .placeholderFiles)
+            // One-shot syncs, as the CLI's (and the first of each process): listings, not the
+            // local store's feed of this process.
+            try await controller.sync(followChanges: false)
+            _ = await controller.materialize(paths: ["run.sh"], recursive: false)
+            let local = controller.replica.path("run.sh")
+            var record = try #require(try f.manager.store.item(domainID: controller.domainID, path: "run.sh"))
+            record.fileSystemFlags = FileSystemFlags.plainFile.rawValue
+            try f.manager.store.save(record)
+            #expect(chmod(local, 0o644) == 0)
+            let report = try await controller.sync(followChanges: false)
+            #expect(report.uploaded == 0, "\(report)")
+            #expect(mode(local) == 0o755)
+            #expect(try f.manager.store.item(domainID: controller.domainID, path: "run.sh")?.isExecutable == true)
+        }
+    }
+
     /// A local `chmod +x` of a downloaded file goes up as a metadata change (`modifyItem` of
     /// `.fileSystemFlags`) and outlives an eviction; `chmod -x` goes up too.
     @Test func aChmodInTheReplicaReachesALocalStore() async throws {
