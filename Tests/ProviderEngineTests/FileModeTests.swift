@@ -169,8 +169,9 @@ private struct LocalStoreFixture {
 
     /// A local `chmod +x` of a downloaded file goes up as a metadata change (`modifyItem` of
     /// `.fileSystemFlags`) and outlives an eviction; `chmod -x` goes up too.
-    @Test func aChmodInTheReplicaReachesALocalStore() async throws {
-        try await LocalStoreFixture.with { f in try await Self.chmodReachesTheStore(f) }
+    @Test(arguments: [ReplicaMode.placeholderFiles, .dataless])
+    func aChmodInTheReplicaReachesALocalStore(mode replicaMode: ReplicaMode) async throws {
+        try await LocalStoreFixture.with { f in try await Self.chmodReachesTheStore(f, mode: replicaMode) }
     }
 
     /// The same over SFTP (a real sshd on loopback): the permissions attribute.
@@ -179,10 +180,10 @@ private struct LocalStoreFixture {
         try await LocalStoreFixture.with(sftp: server) { f in try await Self.chmodReachesTheStore(f) }
     }
 
-    private static func chmodReachesTheStore(_ f: LocalStoreFixture) async throws {
+    private static func chmodReachesTheStore(_ f: LocalStoreFixture, mode replicaMode: ReplicaMode = .placeholderFiles) async throws {
         try f.write("tool", script, mode: 0o644)
         let storePath = f.store.appendingPathComponent("tool").path
-        let controller = try await f.addDomain(mode: .placeholderFiles)
+        let controller = try await f.addDomain(mode: replicaMode)
         try await controller.sync()
         _ = await controller.materialize(paths: ["tool"], recursive: false)
         let local = controller.replica.path("tool")
@@ -197,6 +198,7 @@ private struct LocalStoreFixture {
         // Nothing more to send, and the x bit outlives an eviction.
         #expect(try await controller.sync().uploaded == 0)
         _ = await controller.evict(paths: ["tool"], recursive: false)
+        if replicaMode == .dataless { #expect(mode(local) == 0o755) }
         _ = await controller.materialize(paths: ["tool"], recursive: false)
         #expect(mode(local) == 0o755)
         #expect(try run("./tool", in: controller.replica.root.path) == 0)
