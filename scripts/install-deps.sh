@@ -9,6 +9,10 @@ PACKAGES=(
     libssh2-1-dev        # Adapters/SFTP via CLibSSH2
     libcurl4-openssl-dev # Adapters/Kit (the HTTP client of MediaAPI and WebDAV) via CCurl
     apache2              # loopback Apache mod_dav for the WebDAV adapter tests
+    nginx-light          # loopback nginx (dav module) for the WebDAV adapter tests' server matrix
+    libnginx-mod-http-dav-ext # its PROPFIND and OPTIONS (the dav-ext module)
+    lighttpd             # loopback lighttpd for the WebDAV adapter tests' server matrix
+    lighttpd-mod-webdav  # its mod_webdav
     libgd-dev            # Thumbnails via CGD (media-server, engine thumbnails)
     pkg-config           # system library targets
     openssh-server       # loopback sshd for the SFTP adapter tests
@@ -37,6 +41,14 @@ install_paramiko() {
     python3 -m pip install -q paramiko 2>/dev/null || python3 -m pip install -q --break-system-packages paramiko
 }
 
+# wsgidav and cheroot (PyPI) for the loopback wsgidav of the WebDAV adapter tests' server
+# matrix (Sources/ProviderTesting/MoreDAVServers.swift), installed as paramiko is.
+install_wsgidav() {
+    python3 -c 'import wsgidav, cheroot' 2>/dev/null && return 0
+    echo "install-deps: installing wsgidav and cheroot (pip)" >&2
+    python3 -m pip install -q wsgidav cheroot 2>/dev/null || python3 -m pip install -q --break-system-packages wsgidav cheroot
+}
+
 missing=()
 for pkg in "${PACKAGES[@]}"; do
     is_installed "$pkg" || missing+=("$pkg")
@@ -44,6 +56,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
     install_paramiko
+    install_wsgidav
     exit 0
 fi
 
@@ -54,3 +67,4 @@ export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 install_paramiko
+install_wsgidav

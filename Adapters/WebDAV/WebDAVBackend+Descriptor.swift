@@ -9,7 +9,9 @@ extension WebDAVBackend {
     /// (``HTTPOptions/backendOptions``: `ca-file`, `connect-timeout`, `timeout`, `connections`,
     /// `retries`) and `vendor` (`nextcloud|owncloud|other`). The password is never stored:
     /// `password-env` names an environment variable holding it, or `netrc-file` names a netrc
-    /// file with the host's credentials. The factory connects and checks `url` is a collection,
+    /// file with the host's credentials. What the probe of conditional writes found is
+    /// remembered in `$XDG_CACHE_HOME/fileprovider/webdav` (``ProbeMemory``), so the probe
+    /// writes to the server once per URL and user. The factory connects and checks `url` is a collection,
     /// so it throws `serverUnreachable` when the server cannot be reached, `notAuthenticated`
     /// when the credentials are refused, `noSuchItem` when nothing is at `url`, and
     /// `invalidArgument` for a bad option (a `vendor` not in the list, an HTTP option out of
@@ -55,6 +57,7 @@ extension WebDAVBackend {
             return try await WebDAVBackend(
                 url: try configuration.string("url"), user: user, password: password, netrcFile: configuration["netrc-file"],
                 caFile: http.caFile, connectTimeout: http.connectTimeout, timeout: http.timeout, connections: http.connections,
-                retries: http.retries, vendor: vendor)
+                retries: http.retries, vendor: vendor,
+                probeFolder: ProbeMemory(environment: ProcessInfo.processInfo.environment)?.folder)
         })
 }

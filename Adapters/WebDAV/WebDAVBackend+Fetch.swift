@@ -3,10 +3,15 @@ import Foundation
 import ProviderCore
 
 extension WebDAVBackend {
-    /// The file a `GET` reply's head describes: size, `ETag` and `Last-Modified`.
+    /// The file a `GET` reply's head describes: size, `ETag` and `Last-Modified`, its version
+    /// in `form` (the listings' form: a stamp from `Last-Modified` and the size where they give
+    /// no ETag, even when the reply has one).
     ///
-    /// - Throws: `corruptData` when the head has no ETag, no size or an impossible one.
-    func fileItem(_ path: ItemPath, _ identifier: ItemIdentifier, parent: ItemIdentifier, from head: ReplyHead)
+    /// - Throws: `corruptData` when the head has no ETag (for `form` `etag`) or no date (for
+    ///   `stamp`), no size or an impossible one.
+    func fileItem(
+        _ path: ItemPath, _ identifier: ItemIdentifier, parent: ItemIdentifier, from head: ReplyHead, form: VersionForms.Form
+    )
         throws(FileProviderError) -> Item
     {
         guard let size = try head.resourceSize(of: "GET \(path.display)") else {
@@ -17,10 +22,30 @@ extension WebDAVBackend {
         response.etag = head["etag"]
         response.lastModified = head["last-modified"]
         response.contentType = head["content-type"]
-        switch makeItem(response, at: path, identifier: identifier, parent: parent) {
+        switch makeItem(response, at: path, identifier: identifier, parent: parent, form: form) {
         case .success(let item): return item
         case .failure(let refusal): throw FileProviderError(.corruptData, "GET \(path.display): \(refusal.reason)")
         }
+    }
+
+    /// The form of version a download at `path` reads from its reply: the form of `version`
+    /// when one is asked for, else the form the server's listings gave. Before any listing
+    /// (a download first thing after opening), the item is looked up once (`PROPFIND`
+    /// `Depth: 0`) to learn it.
+    ///
+    /// - Throws: `versionNoLongerAvailable` for a version this backend did not make; `noSuchItem`
+    ///   when nothing is at `path`; what ``item(at:)`` throws.
+    func versionForm(asking version: ItemVersion?, at path: ItemPath) async throws(FileProviderError) -> VersionForms.Form {
+        if let version {
+            switch DAVVersion(version.content) {
+            case .etag: return .etag
+            case .stamp: return .stamp
+            case nil: throw FileProviderError(.versionNoLongerAvailable, "\(path.display): the requested version is gone")
+            }
+        }
+        if let form = versionForms.current { return form }
+        guard try await item(at: path) != nil else { throw .noSuchItem(path.identifier) }
+        return versionForms.current ?? .etag
     }
 
     /// What a failed `GET` means: a `404` of a path that is a collection is a folder.
@@ -67,11 +92,9 @@ extension WebDAVBackend {
         if version == Self.folderVersion {
             throw FileProviderError(.invalidArgument, "\(path.display) is a folder; it has no contents")
         }
-        if let version, Self.etag(of: version) == nil {
-            throw FileProviderError(.versionNoLongerAvailable, "\(path.display): the requested version is gone")
-        }
+        let form = try await versionForm(asking: version, at: path)
         request.validate = { [self] head throws(FileProviderError) in
-            let item = try self.fileItem(path, identifier, parent: parent, from: head)
+            let item = try self.fileItem(path, identifier, parent: parent, from: head, form: form)
             if let version, item.version.content != version.content {
                 throw FileProviderError(.versionNoLongerAvailable, "\(path.display) changed on the server; the requested version is gone")
             }
@@ -111,14 +134,12 @@ extension WebDAVBackend {
         if version == Self.folderVersion {
             throw FileProviderError(.invalidArgument, "\(path.display) is a folder; it has no contents")
         }
-        guard Self.etag(of: version) != nil else {
-            throw FileProviderError(.versionNoLongerAvailable, "\(path.display): the requested version is gone")
-        }
+        let form = try await versionForm(asking: version, at: path)
         let seen = FirstItem()
         var request = HTTPRequest("GET", endpoint(path))
         request.sink = .range(path: destination.path, range: range)
         request.validate = { [self] head throws(FileProviderError) in
-            let item = try self.fileItem(path, identifier, parent: parent, from: head)
+            let item = try self.fileItem(path, identifier, parent: parent, from: head, form: form)
             if item.version.content != version.content {
                 throw FileProviderError(.versionNoLongerAvailable, "\(path.display) changed on the server; the requested version is gone")
             }

@@ -8,15 +8,19 @@ extension WebDAVBackend {
     static let folderVersion = ItemVersion(content: Data("folder".utf8), metadata: Data())
 
     /// The ETag of a content version, in its strong form with quotes (`"3-5f1c"`), or `nil`
-    /// for a version this backend did not make.
+    /// for a stamp (``DAVVersion/stamp(_:size:)``) or a version this backend did not make.
     ///
     /// A version holds the entity tag without a weak `W/` prefix: Apache marks the ETag of a
     /// file changed within the last second weak and makes it strong, with the same value, a
     /// second later, and that is the same contents.
     static func etag(of version: ItemVersion) -> String? {
-        guard version.content.first == UInt8(ascii: "e") else { return nil }
-        return String(bytes: version.content.dropFirst(), encoding: .utf8)
+        guard case .etag(let quoted) = DAVVersion(version.content) else { return nil }
+        return quoted
     }
+
+    /// Whether a content version is a stamp: the server gives no ETag, the adapter checks the
+    /// version itself before a write.
+    static func isStamp(_ version: ItemVersion) -> Bool { DAVVersion(version.content)?.isStamp == true }
 
     /// The longest multistatus reply a listing takes, in bytes: far more than a folder of
     /// ``ProviderCore/ItemBounds/maximumEntriesPerFolder`` entries needs; it goes to a file,
@@ -33,7 +37,8 @@ extension WebDAVBackend {
     /// with its entries; a single item's (`Depth: 0`) is read in memory, up to
     /// ``maximumItemReply`` bytes.
     ///
-    /// - Throws: `corruptData` when the reply is not a multistatus body this adapter can read
+    /// - Throws: `invalidArgument` for a listing of a file the server refuses with `403`
+    ///   (lighttpd); `corruptData` when the reply is not a multistatus body this adapter can read
     ///   or is longer than its limit; `localIOFailure` when the temporary file cannot be
     ///   written; what ``AdapterKit/HTTPReply/check()`` throws for other statuses.
     func propfind(_ path: ItemPath, depth: Int) async throws(FileProviderError) -> [DAVResponse]? {
@@ -46,6 +51,10 @@ extension WebDAVBackend {
         request.sink = spooled ? .spool(path: spool, limit: Self.maximumListingReply) : .memory(limit: Self.maximumItemReply)
         let reply = try await send(request)
         if reply.status == 404 { return nil }
+        if reply.status == 403, depth > 0, let one = try await propfind(path, depth: 0), one.first?.isCollection == false {
+            // lighttpd answers 403 to a listing of a file (its URL ends in `/`).
+            throw FileProviderError(.invalidArgument, "\(path.display) is not a folder")
+        }
         try reply.check()
         guard reply.status == 207 else {
             throw FileProviderError(.corruptData, "PROPFIND \(path.display): the server answered \(reply.status), not 207 Multi-Status")
@@ -141,8 +150,16 @@ extension WebDAVBackend {
 
     /// The item a response describes at `path`, after checking its values.
     ///
-    /// `identifier` and `parent` default to the ones derived from the path.
-    func makeItem(_ response: DAVResponse, at path: ItemPath, identifier: ItemIdentifier? = nil, parent: ItemIdentifier? = nil)
+    /// `identifier` and `parent` default to the ones derived from the path. A file's content
+    /// version is its ETag (``EntityTag``) or, where the server gave none, its stamp
+    /// (``DAVVersion/stamp(_:size:)``: `getlastmodified` and `getcontentlength`). `form` is
+    /// `nil` for a `PROPFIND` response, which takes the form its values give and records it
+    /// (``versionForms``); a `GET` reply's head is given the form the listings have, so that
+    /// both describe one version alike.
+    func makeItem(
+        _ response: DAVResponse, at path: ItemPath, identifier: ItemIdentifier? = nil, parent: ItemIdentifier? = nil,
+        form: VersionForms.Form? = nil
+    )
         -> Result<Item, Refusal>
     {
         var modified: Date?
@@ -172,10 +189,19 @@ extension WebDAVBackend {
             return .failure(Refusal(reason: "its size \(lengthText.prefix(40).debugDescription) is not a number"))
         }
         if let problem = ItemBounds.problem(withSize: size) { return .failure(Refusal(reason: problem)) }
-        guard var etag = response.etag, !etag.isEmpty else { return .failure(Refusal(reason: "the server gave no ETag")) }
-        if etag.hasPrefix("W/") { etag.removeFirst(2) }
-        guard etag.utf8.count < ItemVersion.maximumLength, etag.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7f }) else {
-            return .failure(Refusal(reason: "its ETag is longer than \(ItemVersion.maximumLength - 1) bytes or not printable ASCII"))
+        let version: DAVVersion
+        switch (EntityTag.parse(response.etag), form) {
+        case (.invalid(let reason), nil), (.invalid(let reason), .etag): return .failure(Refusal(reason: reason))
+        case (.tag(let tag), nil), (.tag(let tag), .etag):
+            if form == nil { versionForms.record(.etag) }
+            version = .etag(tag.quoted)
+        case (.none, .etag): return .failure(Refusal(reason: "the server gave no ETag (its listings do)"))
+        case (_, nil), (_, .stamp):
+            guard let modified else {
+                return .failure(Refusal(reason: "the server gave neither an ETag nor a modification date"))
+            }
+            if form == nil { versionForms.record(.stamp) }
+            version = DAVVersion.stamp(modified, size: size)
         }
         var contentType: String?
         if let type = response.contentType, type.utf8.count <= 200 { contentType = type }
@@ -183,7 +209,7 @@ extension WebDAVBackend {
             Item(
                 identifier: identifier, parentIdentifier: parent, filename: name, kind: .file, contentType: contentType,
                 size: size, creationDate: created, contentModificationDate: modified,
-                version: ItemVersion(content: Data(("e" + etag).utf8), metadata: Data((response.lastModified ?? "").utf8.prefix(64)))))
+                version: ItemVersion(content: version.content, metadata: Data((response.lastModified ?? "").utf8.prefix(64)))))
     }
 
     /// The root collection.

@@ -80,14 +80,17 @@ extension WebDAVBackend {
         let path = change.path
         var current: Item?
         var tag = Self.etag(of: baseVersion)
+        // A stamp (no ETag on this server): the version is checked here before each write.
+        var stamp = Self.isStamp(baseVersion) ? baseVersion : nil
         let isFolder = baseVersion == Self.folderVersion
         if changedFields.contains(.contents) {
             if isFolder { throw FileProviderError(.invalidArgument, "\(path.display) is not a file; its contents cannot be set") }
-            guard let etag = tag else { throw .versionOutOfDate(item.identifier) }
+            guard tag != nil || stamp != nil else { throw .versionOutOfDate(item.identifier) }
             let source = contents?.path ?? "/dev/null"
             let size = try Self.size(ofUpload: source)
-            let reply = try await sendIfMatch(path, tag: etag) { () throws(FileProviderError) in
-                try await put(path, from: source, size: size, headers: ["If-Match: \(etag)"])
+            let headers = tag.map { ["If-Match: \($0)"] } ?? []
+            let reply = try await sendIfMatch(path, tag: tag) { () throws(FileProviderError) in
+                try await put(path, from: source, size: size, headers: headers, expecting: stamp)
             }
             switch reply.status {
             case 404: throw .noSuchItem(item.identifier)
@@ -98,6 +101,7 @@ extension WebDAVBackend {
             let uploaded = try await uploadedItem(path, size: size)
             current = uploaded
             tag = Self.etag(of: uploaded.version)
+            stamp = Self.isStamp(uploaded.version) ? uploaded.version : nil
         }
         if change.renames {
             let parent = if let moved = change.movesTo { try await resolve(moved) } else { path.parent }
@@ -109,10 +113,10 @@ extension WebDAVBackend {
                 if isFolder {
                     let now = try await self.item(for: item.identifier)
                     if now.kind != .folder { throw .versionOutOfDate(item.identifier) }
-                } else if tag == nil {
+                } else if tag == nil && stamp == nil {
                     throw .versionOutOfDate(item.identifier)
                 }
-                current = try await move(path, to: target, ifMatch: isFolder ? nil : tag)
+                current = try await move(path, to: target, isFolder: isFolder, ifMatch: isFolder ? nil : tag, expecting: stamp)
             }
         }
         if let current { return ItemResult(item: current) }
@@ -193,11 +197,10 @@ extension WebDAVBackend {
             guard let tag, reply.status == 412, retries < Self.weakTagRetries else { return reply }
             retries += 1
             // The same value, weak (or strong by now, when it turned strong after the 412).
-            guard let responses = try await propfind(path, depth: 0), var current = responses.first?.etag else { return reply }
-            let weak = current.hasPrefix("W/")
-            if weak { current.removeFirst(2) }
-            guard current == tag else { return reply }
-            if weak {
+            guard let responses = try await propfind(path, depth: 0), case .tag(let current) = EntityTag.parse(responses.first?.etag),
+                current.quoted == tag
+            else { return reply }
+            if current.isWeak {
                 do {
                     try await Task.sleep(for: Self.weakTagPause)
                 } catch {
@@ -214,9 +217,12 @@ extension WebDAVBackend {
     /// ETag turns strong one second after the change, so 16 pauses of 250 ms leave it 4 s.
     static let weakTagPause = Duration.milliseconds(250)
 
-    /// `MOVE` with `Overwrite: F`.
-    private func move(_ source: ItemPath, to target: ItemPath, ifMatch tag: String?) async throws(FileProviderError) -> Item {
-        let isFolder = tag == nil
+    /// `MOVE` with `Overwrite: F`, and `If-Match: tag` for a file with an ETag; a file with a
+    /// stamp is checked to still have the version `expecting` just before.
+    private func move(_ source: ItemPath, to target: ItemPath, isFolder: Bool, ifMatch tag: String?, expecting stamp: ItemVersion?)
+        async throws(FileProviderError) -> Item
+    {
+        if let stamp { try await checkVersion(source, is: stamp) }
         var request = HTTPRequest("MOVE", endpoint(source, collection: isFolder))
         request.headers = ["Destination: \(absoluteURL(target, collection: isFolder))", "Overwrite: F"]
         if let tag {
@@ -255,10 +261,12 @@ extension WebDAVBackend {
     /// `owncloud` it sends `OC-Checksum: SHA1:<hex>`, which the server checks.
     ///
     /// - Throws: `insufficientQuota` when `size` is over the server's last
-    ///   `quota-available-bytes`; `corruptData` when the server says the bytes it got do not
+    ///   `quota-available-bytes`; `noSuchItem` when the server answers `500` and the folder
+    ///   `path` is in is gone (nginx); `corruptData` when the server says the bytes it got do not
     ///   match the checksum; `localIOFailure` when `source` cannot be read; what
     ///   ``checkConditions(_:headers:)`` throws.
-    func put(_ path: ItemPath, from source: String, size: Int64, headers: [String]) async throws(FileProviderError)
+    func put(_ path: ItemPath, from source: String, size: Int64, headers: [String], expecting stamp: ItemVersion? = nil)
+        async throws(FileProviderError)
         -> HTTPReply
     {
         if let available = availableBytes, size > available {
@@ -266,6 +274,7 @@ extension WebDAVBackend {
                 .insufficientQuota, "\(path.display) is \(size) bytes; the server has \(available) bytes available")
         }
         try await checkConditions(path, headers: headers)
+        if let stamp { try await checkVersion(path, is: stamp) }
         var headers = headers
         if vendor.hasFileIDs { headers.append("OC-Checksum: SHA1:\(try await sha1(ofFile: source))") }
         let reply: HTTPReply
@@ -275,7 +284,18 @@ extension WebDAVBackend {
             var request = HTTPRequest("PUT", endpoint(path))
             request.body = .file(path: source, size: size)
             request.headers = headers
-            reply = try await send(request)
+            // nginx answers 500 to a PUT into a folder that does not exist: not worth retrying.
+            request.finalStatuses = [500]
+            let first = try await send(request)
+            if first.status == 500 {
+                if !path.parent.isRoot, try await propfind(path.parent, depth: 0) == nil {
+                    throw FileProviderError(.noSuchItem, "the folder \(path.parent.display) is gone")
+                }
+                request.finalStatuses = []
+                reply = try await send(request)
+            } else {
+                reply = first
+            }
         }
         if reply.status == 400, vendor.hasFileIDs, String(decoding: reply.body.prefix(500), as: UTF8.self).lowercased().contains("checksum")
         {
@@ -366,11 +386,35 @@ extension WebDAVBackend {
             } else if header.hasPrefix("If-Match: ") {
                 let tag = header.dropFirst("If-Match: ".count)
                 guard let responses = try await propfind(path, depth: 0) else { throw .noSuchItem(path.identifier) }
-                guard var current = responses.first?.etag else { throw .versionOutOfDate(path.identifier) }
-                if current.hasPrefix("W/") { current.removeFirst(2) }
-                if current != tag { throw .versionOutOfDate(path.identifier) }
+                guard case .tag(let current) = EntityTag.parse(responses.first?.etag), current.quoted == tag else {
+                    throw .versionOutOfDate(path.identifier)
+                }
             }
         }
+    }
+
+    /// Checks, just before a write, that the file at `path` still has the version `expected`
+    /// (a stamp: the server gives no ETag to send in `If-Match`). Not atomic with the write.
+    ///
+    /// - Throws: `noSuchItem` when nothing is there; `versionOutOfDate` when it has another
+    ///   version; what ``item(at:)`` throws.
+    func checkVersion(_ path: ItemPath, is expected: ItemVersion) async throws(FileProviderError) {
+        guard let now = try await item(at: path) else { throw .noSuchItem(path.identifier) }
+        if now.version.content != expected.content { throw .versionOutOfDate(path.identifier) }
+    }
+
+    /// Whether the server checks conditional headers on writes: what `memory` remembers for
+    /// ``baseURL`` and `user`, else the probe (``serverChecksConditions()``), whose answer
+    /// `memory` then keeps. Without `memory` the server is probed.
+    ///
+    /// - Throws: what ``serverChecksConditions()`` throws.
+    func checksConditions(memory: ProbeMemory?, user: String?) async throws(FileProviderError) -> Bool {
+        guard let memory else { return try await serverChecksConditions() }
+        let url = baseURL
+        if let known = try await hasher.run({ memory.recall(url: url, user: user) }) { return known }
+        let checks = try await serverChecksConditions()
+        try await hasher.run { memory.remember(checks, url: url, user: user) }
+        return checks
     }
 
     /// Whether the server checks conditional headers on writes: a `PUT` of an empty file with

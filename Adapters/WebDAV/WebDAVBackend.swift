@@ -2,13 +2,15 @@ import AdapterKit
 import Foundation
 import ProviderCore
 
-/// A backend over a WebDAV server (RFC 4918): Apache `mod_dav`, nginx, Nextcloud, ownCloud,
-/// NAS boxes. It talks HTTP through the adapter kit's libcurl client.
+/// A backend over a WebDAV server (RFC 4918): Apache `mod_dav`, nginx, lighttpd, wsgidav,
+/// Nextcloud, ownCloud, NAS boxes. It talks HTTP through the adapter kit's libcurl client.
 ///
 /// Identifiers are paths relative to the collection at `url` (`docs/a.txt`); that collection
 /// is ``ItemIdentifier/rootContainer``. Listings are `PROPFIND` with `Depth: 1`, a file's content
-/// version is its ETag, and writes are conditional on it (`If-Match`, `If-None-Match: *`), so
-/// the server checks the base version as a write starts. Every HTTP exchange runs on the backend's own
+/// version is its ETag (in one form, ``EntityTag``) or, on a server whose listings give none
+/// (nginx), its date and size (``DAVVersion/stamp(_:size:)``), and writes are conditional on it
+/// (`If-Match`, `If-None-Match: *`; a stamp is checked with a `PROPFIND` just before), so the
+/// server checks the base version as a write starts. Every HTTP exchange runs on the backend's own
 /// connection threads, never on Swift's cooperative pool.
 public final class WebDAVBackend: Backend {
     /// What the backend can do. `supportsConditionalWrites` is false even where the server
@@ -40,6 +42,8 @@ public final class WebDAVBackend: Backend {
     let hasher = BlockingExecutor(name: "webdav-hash", threads: 1)
     /// The server's last `quota-available-bytes` for the root.
     let quota = QuotaBox()
+    /// Whether the server's listings give files an ETag or only a date and size.
+    let versionForms = VersionForms()
     /// What listings held in memory, for tests.
     let listingMemory = ListingMemory()
 
@@ -58,6 +62,8 @@ public final class WebDAVBackend: Backend {
     ///   - vendor: the server's dialect (``WebDAVVendor``).
     ///   - chunkSize: with `vendor` `nextcloud`, files larger than this many bytes go up with
     ///     Nextcloud's chunked upload (v2) in chunks of this size (at least 4 KiB).
+    ///   - probeFolder: a folder to remember what the probe of conditional writes found in
+    ///     (``ProbeMemory``), so that it runs once per `url` and `user`; `nil` probes at every open.
     /// - Throws: `invalidArgument` for a URL that is not http(s), a file that cannot be read,
     ///   out-of-range numbers, or a URL that is not a WebDAV collection; `serverUnreachable`
     ///   when the server cannot be reached; `notAuthenticated` when it refuses the credentials
@@ -65,7 +71,7 @@ public final class WebDAVBackend: Backend {
     public init(
         url: String, user: String? = nil, password: String? = nil, netrcFile: String? = nil, caFile: String? = nil,
         connectTimeout: Double = 10, timeout: Double = 30, connections: Int = 4, retries: Int = 4,
-        vendor: WebDAVVendor = .other, chunkSize: Int64 = 10 << 20
+        vendor: WebDAVVendor = .other, chunkSize: Int64 = 10 << 20, probeFolder: String? = nil
     ) async throws(FileProviderError) {
         var base = url
         while base.hasSuffix("/") { base.removeLast() }
@@ -115,7 +121,7 @@ public final class WebDAVBackend: Backend {
             identifiersArePathDerived: !vendor.hasFileIDs, listsOnlySomeFiles: false)
         do {
             _ = try await rootItem()
-            if try await serverChecksConditions() { conditions.set() }
+            if try await checksConditions(memory: probeFolder.map(ProbeMemory.init(folder:)), user: user) { conditions.set() }
         } catch {
             client.close()
             uploads?.close()

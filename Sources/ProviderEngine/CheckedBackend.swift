@@ -96,8 +96,8 @@ struct CheckedBackend: Backend {
     }
 
     /// - Throws: what the backend throws; `corruptData` when the created item has an
-    ///   impossible value, or is not the item asked for: another kind, or another name than the
-    ///   template's (unless the name is still pending).
+    ///   impossible value, or is not the item asked for: another kind, or another name or
+    ///   folder than the template's (unless still pending).
     func createItem(basedOn template: Item, fields: ItemFields, contents: URL?, options: CreateOptions)
         async throws(FileProviderError) -> ItemResult
     {
@@ -108,8 +108,9 @@ struct CheckedBackend: Backend {
     }
 
     /// - Throws: what the backend throws; `corruptData` when the changed item has an
-    ///   impossible value, or is not the item asked for: another kind; another name than the one
-    ///   asked (the new one of a rename, else the item's own; unless the name is still pending);
+    ///   impossible value, or is not the item asked for: another kind; another name or folder
+    ///   than the one asked (the new one of a rename or move, else the item's own; unless still
+    ///   pending);
     ///   another identifier, unless the change renamed or moved an item of a store whose
     ///   identifiers are paths.
     func modifyItem(
@@ -132,7 +133,8 @@ struct CheckedBackend: Backend {
     }
 
     /// Checks that the item a create or a change returned is the one asked for: the same kind,
-    /// and the name asked for (by bytes) unless the store says the name is still pending.
+    /// the name asked for (by bytes) and the folder asked for, unless the store says the name
+    /// or the folder is still pending.
     /// - Throws: `corruptData` naming both.
     private static func checkReply(_ result: ItemResult, to operation: String, of asked: Item, naming name: String)
         throws(FileProviderError)
@@ -147,6 +149,14 @@ struct CheckedBackend: Backend {
             throw FileProviderError(
                 .corruptData,
                 "the store answered the \(operation) of \(name.debugDescription) with an item named \(item.filename.debugDescription); nothing was recorded"
+            )
+        }
+        if !result.stillPendingFields.contains(.parentItemIdentifier),
+            !item.parentIdentifier.rawValue.utf8.elementsEqual(asked.parentIdentifier.rawValue.utf8)
+        {
+            throw FileProviderError(
+                .corruptData,
+                "the store answered the \(operation) of \(name.debugDescription) in '\(asked.parentIdentifier.rawValue)' with an item in '\(item.parentIdentifier.rawValue)'; nothing was recorded"
             )
         }
     }

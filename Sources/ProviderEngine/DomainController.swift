@@ -172,11 +172,9 @@ public final class DomainController: Sendable {
         guard path == root || path.hasPrefix(root + "/") else { return nil }
         path = path == root ? "" : String(path.dropFirst(root.count + 1))
         if let record = try store.item(domainID: domainID, path: path) { return record.identifier }
-        if path.hasSuffix(Replica.placeholderSuffix) {
-            path.removeLast(Replica.placeholderSuffix.count)
-            return try store.item(domainID: domainID, path: path)?.identifier
-        }
-        return nil
+        let (folder, name) = Self.split(path)
+        guard let item = replica.itemName(ofPlaceholderFile: name, in: folder) else { return nil }
+        return try store.item(domainID: domainID, path: folder.isEmpty ? item : folder + "/" + item)?.identifier
     }
 
     /// `urlForItem(withPersistentIdentifier:)`: where an item lives in the replica (its real
@@ -185,8 +183,8 @@ public final class DomainController: Sendable {
         try store.item(domainID: domainID, identifier: identifier).map { replica.url($0.path) }
     }
 
-    /// `placeholderURL(for:)`: the placeholder sibling of an item URL.
+    /// `placeholderURL(for:)`: the placeholder sibling of an item URL (``PlaceholderName``).
     public func placeholderURL(for url: URL) -> URL {
-        url.deletingLastPathComponent().appendingPathComponent(url.lastPathComponent + Replica.placeholderSuffix)
+        url.deletingLastPathComponent().appendingPathComponent(PlaceholderName.of(url.lastPathComponent))
     }
 }

@@ -311,8 +311,7 @@ struct LocalScanner {
         while let entry = readdir(directory) {
             guard let name = Filename.decode(entry), name != ".", name != ".." else { continue }
             let path = relative.isEmpty ? name : relative + "/" + name
-            if replica.layout == .placeholderFiles && name.hasSuffix(Replica.placeholderSuffix) {
-                let base = String(name.dropLast(Replica.placeholderSuffix.count))
+            if replica.layout == .placeholderFiles, let base = replica.itemName(ofPlaceholderFile: name, in: relative) {
                 listing.placeholders.insert(base)
                 let basePath = relative.isEmpty ? base : relative + "/" + base
                 if known[base] == nil, let found = replica.placeholderOwner(basePath), found.domain == domain {

@@ -87,8 +87,8 @@ struct PlaceholderConverter {
             }
             switch target {
             case .dataless:
-                if name.hasSuffix(Replica.placeholderSuffix) && name != Replica.placeholderSuffix,
-                    try toDataless(String(path.dropLast(Replica.placeholderSuffix.count)), report: &report)
+                if let item = oldLayout.itemName(ofPlaceholderFile: name, in: relative),
+                    try toDataless(relative.isEmpty ? item : relative + "/" + item, report: &report)
                 {
                     continue
                 }

@@ -44,7 +44,11 @@ extension ProviderManager {
                     if relative.hasSuffix(Replica.placeholderSuffix), let id = domain.id,
                         try store.item(domainID: id, path: relative) == nil
                     {
-                        relative.removeLast(Replica.placeholderSuffix.count)
+                        // `name.placeholder` means `name` (a shortened one, the name it holds).
+                        let (folder, name) = DomainController.split(relative)
+                        if let item = Replica.itemName(ofPlaceholderFile: name, atPath: absolute) {
+                            relative = folder.isEmpty ? item : folder + "/" + item
+                        }
                     }
                     return ItemLocation(domain: domain.name, path: try Self.normalize(relative))
                 }

@@ -58,8 +58,8 @@ extension Replica {
             entries += 1
             if entries > limit { return nil }
             // A name that is no valid file name is no item's either.
-            if let name = Filename.decode(entry), name.utf8.count > suffix, name.hasSuffix(Self.placeholderSuffix) {
-                names.insert(String(name.dropLast(Self.placeholderSuffix.count)))
+            if let name = Filename.decode(entry), name.utf8.count > suffix, let item = itemName(ofPlaceholderFile: name, in: relative) {
+                names.insert(item)
             }
             errno = 0
         }

@@ -60,8 +60,18 @@ public struct Replica: Sendable {
     /// The URL of an item at a relative path.
     public func url(_ relative: String) -> URL { URL(fileURLWithPath: path(relative)) }
 
-    /// The placeholder path of a relative path, as Apple's `placeholderURL(for:)`.
-    public func placeholderPath(_ relative: String) -> String { path(relative) + Self.placeholderSuffix }
+    /// The placeholder path of a relative path, as Apple's `placeholderURL(for:)`: the path
+    /// with `.placeholder` added, or in its folder the shortened name of an item whose name is
+    /// too long for that (``PlaceholderName``).
+    public func placeholderPath(_ relative: String) -> String {
+        let slash = relative.lastIndex(of: "/")
+        let name = slash.map { relative[relative.index(after: $0)...] } ?? relative[...]
+        if name.utf8.count + Self.placeholderSuffix.utf8.count <= PlaceholderName.maximumBytes {
+            return path(relative) + Self.placeholderSuffix
+        }
+        let folder = slash.map { String(relative[..<$0]) } ?? ""
+        return path(folder) + "/" + PlaceholderName.of(String(name))
+    }
 
     /// Creates a folder; an existing folder is fine.
     public func makeFolder(_ relative: String) throws(FileProviderError) {

@@ -107,7 +107,16 @@ public final class Server: Sendable {
         // there, never through the replica path (which the on-access handler marks).
         var roots: [String: String] = [:]
         for record in records { roots[record.name] = try manager.replicaRoot(of: record).standardizedFileURL.path }
-        try await startOnAccess(records)
+        // Dataless folders are marked before the replica is mounted: a program that opens one
+        // the moment the mount appears is held until it is filled, never shown it empty.
+        await startPopulatingOnOpen(records)
+        do {
+            try await startOnAccess(records)
+        } catch {
+            manager.newDatalessFolders.listen(nil)
+            await datalessWatcher.withLock { $0 }?.stop()
+            throw error
+        }
         let targets = records.map { record in
             let name = record.name
             let id = record.id ?? 0
@@ -138,7 +147,6 @@ public final class Server: Sendable {
             for changes in changedFolders.values { changes.watchesIncomplete() }
         }
         await watcher?.start()
-        await startPopulatingOnOpen(records)
         logger.info(
             "serving \(domains.joined(separator: ", ")): poll every \(Self.seconds(options.pollInterval)), settle \(Self.seconds(options.settleSeconds))"
         )

@@ -5,15 +5,15 @@ import ProviderCore
     import Glibc
 #endif
 
-/// An Apache `mod_dav` server on 127.0.0.1 for tests (a ``LoopbackDAVServer``): its own
-/// configuration, a folder it serves over WebDAV and a free port picked at run time; ready once
-/// it answers, stopped by its pid.
+/// An Apache `mod_dav` server on 127.0.0.1 for tests (a ``LoggingDAVServer``): its own
+/// configuration, a folder it serves over WebDAV and a free port picked at run time, an access
+/// log of every request; ready once it answers, stopped by its pid.
 ///
 /// The binary is `$APACHE2`, else `/usr/sbin/apache2` (apt `apache2`, see
 /// scripts/install-deps.sh); modules come from `/usr/lib/apache2/modules`. Apache runs in the
 /// foreground as a ``ServerProcessGroup`` (its workers are in its process group, killed with
 /// it). Run as root, Apache serves as `www-data`, so the served folder belongs to that user.
-public final class ApacheDAVServer: LoopbackDAVServer, @unchecked Sendable {
+public final class ApacheDAVServer: LoggingDAVServer, @unchecked Sendable {
     /// Whether Apache and mod_dav are installed.
     public static var isAvailable: Bool {
         FileManager.default.isExecutableFile(atPath: binary) && FileManager.default.fileExists(atPath: modules + "/mod_dav_fs.so")
@@ -38,7 +38,7 @@ public final class ApacheDAVServer: LoopbackDAVServer, @unchecked Sendable {
         } else {
             owner = nil
         }
-        try super.init(scratchPrefix: "apache-dav", owner: owner) { folder, root in
+        try super.init(scratchPrefix: "apache-dav", logName: "access.log", owner: owner) { folder, root, log in
             let config = folder.appendingPathComponent("httpd.conf")
             let lock = folder.appendingPathComponent("lock")
             try FileManager.default.createDirectory(at: lock, withIntermediateDirectories: true)
@@ -46,7 +46,7 @@ public final class ApacheDAVServer: LoopbackDAVServer, @unchecked Sendable {
                 "Apache", binary: Self.binary, errorLog: folder.appendingPathComponent("stderr.log"),
                 extraLogs: [folder.appendingPathComponent("error.log")],
                 prepare: { port in
-                    try Self.configuration(folder: folder, root: root, port: port, runAsRoot: owner != nil, users: users)
+                    try Self.configuration(folder: folder, root: root, log: log, port: port, runAsRoot: owner != nil, users: users)
                         .write(to: config, atomically: true, encoding: .utf8)
                     if !users.isEmpty {
                         let lines = users.map { "\($0.key):\(Self.cryptPassword($0.value))" }.joined(separator: "\n") + "\n"
@@ -67,7 +67,7 @@ public final class ApacheDAVServer: LoopbackDAVServer, @unchecked Sendable {
         return "{SHA}" + Data(digest.finishBytes()).base64EncodedString()
     }
 
-    static func configuration(folder: URL, root: URL, port: Int, runAsRoot: Bool, users: [String: String]) -> String {
+    static func configuration(folder: URL, root: URL, log: URL, port: Int, runAsRoot: Bool, users: [String: String]) -> String {
         let modules = Self.modules
         var text = """
             ServerRoot "\(folder.path)"
@@ -76,6 +76,7 @@ public final class ApacheDAVServer: LoopbackDAVServer, @unchecked Sendable {
             PidFile "\(folder.path)/apache.pid"
             ErrorLog "\(folder.path)/error.log"
             LogLevel warn
+            CustomLog "\(log.path)" "%h %l %u %t \\"%r\\" %>s %b"
             Mutex file:\(folder.path)/lock
             DefaultRuntimeDir "\(folder.path)/lock"
             LoadModule mpm_event_module \(modules)/mod_mpm_event.so

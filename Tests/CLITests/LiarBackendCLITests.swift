@@ -60,6 +60,9 @@ import Testing
         try handle.write(contentsOf: Data("# changed\n".utf8))
         try handle.close()
         environment["LIAR_BEHAVIOUR"] = "hello-hang"
+        // Only this program to describe (on a loaded machine each other one found on PATH
+        // costs a start of its own).
+        environment["PATH"] = path.deletingLastPathComponent().path + ":" + ExternalBackendCLITests.systemPython + "/bin"
         for command in [["status"], ["domain", "list"]] {
             let started = Date()
             let result = try await cli.run(command, environment: environment)

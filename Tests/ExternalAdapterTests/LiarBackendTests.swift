@@ -119,8 +119,8 @@ struct LiarBackendTests {
     /// A program that stopped reading and died: the request that could not be written to it
     /// fails with how the program ended and its last error output, not `Broken pipe`.
     @Test(.timeLimit(.minutes(1))) func aRequestThatCannotBeWrittenSaysHowTheProgramEnded() async throws {
-        // The program exits 3 seconds after it stopped reading; it is not killed before that.
-        let backend = try await Self.start("crash-on-create", stopGrace: 10)
+        // The program exits 8 seconds after it stopped reading; it is not killed before that.
+        let backend = try await Self.start("crash-on-create", stopGrace: 20)
         defer { Task { await backend.close() } }
         let item = try await backend.item(for: ItemIdentifier("/a.txt"))
         let template = Item(

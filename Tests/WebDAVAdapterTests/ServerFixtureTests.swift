@@ -31,14 +31,17 @@ struct ServerFixtureTests {
         #expect(MediaServer.rawRequest(port: port, "OPTIONS / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n") == nil)
     }
 
-    /// What the three servers share (`LoopbackDAVServer`): a folder made in the served root is
+    /// What the servers share (`LoopbackDAVServer`): a folder made in the served root is
     /// served at `rootURL`, and a stop kills the group and removes the server's files.
-    @Test(arguments: ["apache", "rclone", "nextcloud"])
+    @Test(arguments: ["apache", "rclone", "nextcloud", "nginx", "lighttpd", "wsgidav"])
     func theSharedBaseServesMadeFoldersAndCleansUp(_ kind: String) async throws {
         let server: LoopbackDAVServer = try await offThePool {
             switch kind {
             case "apache": try ApacheDAVServer()
             case "rclone": try RcloneDAVServer()
+            case "nginx": try NginxDAVServer()
+            case "lighttpd": try LighttpdDAVServer()
+            case "wsgidav": try WsgiDAVServer()
             default: try NextcloudDAVServer()
             }
         }
