@@ -167,6 +167,27 @@ private struct LocalStoreFixture {
         }
     }
 
+    /// An `evict` right after a local chmod, before a sync sent it, is refused (`unsyncedEdits`)
+    /// where the store keeps the bit: the eviction would undo it.
+    @Test func anEvictionBeforeTheChmodWentUpIsRefused() async throws {
+        try await LocalStoreFixture.with { f in
+            try f.write("tool", Self.script, mode: 0o644)
+            let controller = try await f.addDomain(mode: .placeholderFiles)
+            try await controller.sync()
+            _ = await controller.materialize(paths: ["tool"], recursive: false)
+            let local = controller.replica.path("tool")
+            #expect(chmod(local, 0o755) == 0)
+            let refused = await controller.evict(paths: ["tool"], recursive: false)
+            #expect(refused.first?.error?.code == .unsyncedEdits, "\(refused)")
+            #expect(mode(local) == 0o755)
+            #expect(try await controller.sync().uploaded == 1)
+            let evicted = await controller.evict(paths: ["tool"], recursive: false)
+            #expect(evicted.allSatisfy { $0.error == nil }, "\(evicted)")
+            _ = await controller.materialize(paths: ["tool"], recursive: false)
+            #expect(mode(local) == 0o755)
+        }
+    }
+
     /// A local `chmod +x` of a downloaded file goes up as a metadata change (`modifyItem` of
     /// `.fileSystemFlags`) and outlives an eviction; `chmod -x` goes up too.
     @Test(arguments: [ReplicaMode.placeholderFiles, .dataless])
