@@ -191,6 +191,8 @@ struct WireItem: Codable {
     var capabilities: [String]?
     var symlinkTarget: String?
     var contentHash: String?
+    /// The owner's x bit of a file (`FileSystemFlags.userExecutable`); missing: not executable.
+    var executable: Bool?
 
     init(_ item: Item) {
         identifier = item.identifier.rawValue
@@ -205,6 +207,7 @@ struct WireItem: Codable {
         capabilities = nil
         symlinkTarget = item.symlinkTargetPath
         contentHash = item.contentHash
+        executable = item.kind == .file ? item.fileSystemFlags.contains(.userExecutable) : nil
     }
 
     private static let capabilityNames: [String: ItemCapabilities] = [
@@ -268,7 +271,8 @@ struct WireItem: Codable {
             identifier: identifier, parentIdentifier: parent, filename: filename, kind: kind, contentType: contentType,
             size: size, creationDate: created.map { Date(timeIntervalSince1970: $0) },
             contentModificationDate: modified.map { Date(timeIntervalSince1970: $0) }, version: version,
-            capabilities: capabilitySet, symlinkTargetPath: kind == .symlink ? symlinkTarget : nil, contentHash: contentHash)
+            capabilities: capabilitySet, symlinkTargetPath: kind == .symlink ? symlinkTarget : nil, contentHash: contentHash,
+            fileSystemFlags: kind == .file && executable == true ? FileSystemFlags.plainFile.union(.userExecutable) : .plainFile)
         return .item(item)
     }
 
@@ -316,7 +320,7 @@ struct ListedWireItem: Decodable {
 
         private enum CodingKeys: String, CodingKey {
             case identifier, parent, filename, kind, size, created, modified, version, capabilities, symlinkTarget, contentHash
-            case contentType
+            case contentType, executable
         }
 
         init(from decoder: any Decoder) throws {
@@ -343,6 +347,7 @@ struct ListedWireItem: Decodable {
                 ("its content type is not text", { _ = try container.decodeIfPresent(String.self, forKey: .contentType) }),
                 ("its symlink target is not text", { _ = try container.decodeIfPresent(String.self, forKey: .symlinkTarget) }),
                 ("its content hash is not text", { _ = try container.decodeIfPresent(String.self, forKey: .contentHash) }),
+                ("its executable flag is not true or false", { _ = try container.decodeIfPresent(Bool.self, forKey: .executable) }),
             ]
             problem = checks.first { fails($0.1) }?.0
         }
@@ -432,6 +437,8 @@ struct WireCapabilities: Codable {
     var maximumUploadSize: Int64?
     var pathDerivedIdentifiers: Bool?
     var listsOnlySomeFiles: Bool?
+    /// `modify` applies `fileSystemFlags` (the item's `executable`).
+    var fileSystemFlags: Bool?
 
     func capabilities(program: String) throws(FileProviderError) -> BackendCapabilities {
         var kinds: Set<ItemKind> = [.file, .folder]
@@ -459,7 +466,8 @@ struct WireCapabilities: Codable {
             supportsRangedReads: rangedReads ?? false, supportsServerSideMove: serverSideMove ?? false,
             supportsConditionalWrites: conditionalWrites ?? false, supportsSymlinks: symlinks ?? false,
             creatableKinds: kinds, contentHashAlgorithm: contentHashAlgorithm, maximumUploadSize: maximumUploadSize,
-            identifiersArePathDerived: pathDerivedIdentifiers ?? true, listsOnlySomeFiles: listsOnlySomeFiles ?? false)
+            identifiersArePathDerived: pathDerivedIdentifiers ?? true, listsOnlySomeFiles: listsOnlySomeFiles ?? false,
+            supportsFileSystemFlags: fileSystemFlags ?? false)
     }
 }
 

@@ -36,7 +36,7 @@ extension LocalBackend {
                 case .file:
                     try self.createFile(
                         at: path, in: folder, contents: contents, date: template.contentModificationDate,
-                        replay: replay, cancellation: flag)
+                        flags: template.fileSystemFlags, replay: replay, cancellation: flag)
                 }
                 return ItemResult(item: try self.currentItem(at: path).item)
             }
@@ -87,14 +87,14 @@ extension LocalBackend {
     }
 
     private func createFile(
-        at path: LocalPath, in folder: FileHandleFD, contents: URL?, date: Date?, replay: Bool,
+        at path: LocalPath, in folder: FileHandleFD, contents: URL?, date: Date?, flags: FileSystemFlags, replay: Bool,
         cancellation: CancellationFlag
     ) throws(FileProviderError) {
         if replay, try folder.statEntry(path.name, displayPath: path.display) != nil {
             try checkReplay(at: path, in: folder, kind: .file, replay: replay)
             if try file(path.name, in: folder, displayPath: path.display, hasContentsOf: contents) { return }
             let (staging, lock) = try stage(
-                contents, in: folder, folderPath: path.parent, modificationDate: date, cancellation: cancellation)
+                contents, in: folder, folderPath: path.parent, modificationDate: date, flags: flags, cancellation: cancellation)
             defer { withExtendedLifetime(lock) {} }
             do {
                 try Rename.replacing(from: folder, staging, to: folder, path.name, displayPath: path.display)
@@ -105,7 +105,7 @@ extension LocalBackend {
             return
         }
         let (staging, lock) = try stage(
-            contents, in: folder, folderPath: path.parent, modificationDate: date, cancellation: cancellation)
+            contents, in: folder, folderPath: path.parent, modificationDate: date, flags: flags, cancellation: cancellation)
         defer { withExtendedLifetime(lock) {} }
         do {
             try Rename.noReplace(from: folder, staging, to: folder, path.name, displayPath: path.display)
@@ -115,7 +115,7 @@ extension LocalBackend {
                 // Created by someone else meanwhile: a replay may still take it.
                 if replay {
                     try createFile(
-                        at: path, in: folder, contents: contents, date: date, replay: replay,
+                        at: path, in: folder, contents: contents, date: date, flags: flags, replay: replay,
                         cancellation: cancellation)
                     return
                 }

@@ -102,7 +102,8 @@ extension LocalBackend {
             identifier: identifier, parentIdentifier: parentIdentifier, filename: name,
             kind: kind, size: kind == .folder ? 0 : Int64(info.st_size),
             contentModificationDate: info.st_mtim.date, version: Self.version(of: info, kind: kind),
-            symlinkTargetPath: target)
+            symlinkTargetPath: target,
+            fileSystemFlags: kind == .file ? FileSystemFlags(posixMode: UInt32(info.st_mode)) : .plainFile)
     }
 
     /// Why an entry's status cannot describe an item, or `nil`: the file system's numbers are

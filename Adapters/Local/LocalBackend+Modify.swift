@@ -7,12 +7,13 @@ import ProviderCore
 #endif
 
 extension LocalBackend {
-    /// Changes a file's contents or modification date, renames or moves an item.
+    /// Changes a file's contents, modification date or executable bit (`.fileSystemFlags`:
+    /// `chmod u+x,g+x,o+x` where r is set, or the x bits cleared), renames or moves an item.
     ///
-    /// New contents go to a staging file in the item's folder; the version is checked again
-    /// just before the staging file is renamed over the item. A rename or move never replaces an
-    /// existing item and returns the item with its new path-derived identifier. Other fields are
-    /// accepted and ignored.
+    /// New contents go to a staging file in the item's folder, with the file's executable bit
+    /// (or the new one); the version is checked again just before the staging file is renamed
+    /// over the item. A rename or move never replaces an existing item and returns the item
+    /// with its new path-derived identifier. Other fields are accepted and ignored.
     /// - Throws: `noSuchItem` when the item or the new parent is gone; `versionOutOfDate` when
     ///   the item's version is not `baseVersion` (nothing is changed); `filenameCollision` when
     ///   the new name is taken; `invalidFilename` for an unsafe new name; `invalidArgument` for
@@ -29,12 +30,23 @@ extension LocalBackend {
                 var located = try self.currentItem(at: path)
                 try Self.check(located.item, against: baseVersion)
                 if changedFields.contains(.contents) {
+                    // New contents keep the store's executable bit unless the flags change too.
+                    let flags = changedFields.contains(.fileSystemFlags) ? item.fileSystemFlags : located.item.fileSystemFlags
                     located = try self.replaceContents(
-                        of: located, with: contents, date: item.contentModificationDate, base: baseVersion,
+                        of: located, with: contents, date: item.contentModificationDate, flags: flags, base: baseVersion,
                         cancellation: flag)
-                } else if changedFields.contains(.contentModificationDate), let date = item.contentModificationDate {
-                    try located.parent.setModificationDate(date, of: path.name, displayPath: path.display)
-                    located = try self.currentItem(at: path)
+                } else {
+                    if changedFields.contains(.contentModificationDate), let date = item.contentModificationDate {
+                        try located.parent.setModificationDate(date, of: path.name, displayPath: path.display)
+                        located = try self.currentItem(at: path)
+                    }
+                    if changedFields.contains(.fileSystemFlags), located.item.kind == .file,
+                        located.item.fileSystemFlags.contains(.userExecutable) != item.fileSystemFlags.contains(.userExecutable)
+                    {
+                        let mode = item.fileSystemFlags.applied(toMode: UInt32(located.info.st_mode & 0o7777))
+                        try located.parent.setMode(mode_t(mode), of: path.name, displayPath: path.display)
+                        located = try self.currentItem(at: path)
+                    }
                 }
                 if change.renames {
                     located = try self.move(
@@ -46,7 +58,7 @@ extension LocalBackend {
     }
 
     private func replaceContents(
-        of located: LocatedItem, with contents: URL?, date: Date?, base: ItemVersion,
+        of located: LocatedItem, with contents: URL?, date: Date?, flags: FileSystemFlags, base: ItemVersion,
         cancellation: CancellationFlag
     ) throws(FileProviderError) -> LocatedItem {
         let path = located.path
@@ -54,7 +66,7 @@ extension LocalBackend {
             throw FileProviderError(.invalidArgument, "\(path.display) is not a file; its contents cannot be set")
         }
         let (staging, lock) = try stage(
-            contents, in: located.parent, folderPath: path.parent, modificationDate: date,
+            contents, in: located.parent, folderPath: path.parent, modificationDate: date, flags: flags,
             cancellation: cancellation)
         defer { withExtendedLifetime(lock) {} }
         do {

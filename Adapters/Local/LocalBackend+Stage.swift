@@ -18,7 +18,7 @@ extension LocalBackend {
     ///   throws (`insufficientQuota`, `permissionDenied`); `cancelled`.
     func stage(
         _ contents: URL?, in folder: FileHandleFD, folderPath: LocalPath, modificationDate: Date?,
-        cancellation: CancellationFlag
+        flags: FileSystemFlags = .plainFile, cancellation: CancellationFlag
     ) throws(FileProviderError) -> (name: String, lock: FileHandleFD) {
         let name = LocalPath.stagingName()
         let display = folderPath.appending(name).display
@@ -35,6 +35,11 @@ extension LocalBackend {
                     if count == 0 { break }
                     try output.writeAll(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), displayPath: display)
                 }
+            }
+            if flags.contains(.userExecutable) {
+                // Created 0666 less the umask: x where r is.
+                let mode = try output.mode(displayPath: display)
+                try output.setMode(mode_t(flags.applied(toMode: UInt32(mode))), displayPath: display)
             }
             if let modificationDate { try output.setModificationDate(modificationDate, displayPath: display) }
         } catch {

@@ -33,7 +33,9 @@ public final class LocalBackend: Backend {
         // The feed is this process's inotify watches: a later process cannot use its anchors.
         anchorsOutliveProcess: false,
         // A fetch opens its destination with O_CREAT.
-        createsFetchDestinations: true)
+        createsFetchDestinations: true,
+        // The executable bit: `chmod`.
+        supportsFileSystemFlags: true)
 
     /// Opens a backend over the folder at `rootPath`.
     ///

@@ -145,6 +145,27 @@ final class FileHandleFD: @unchecked Sendable {
         }
     }
 
+    /// Sets the permission bits of the entry `name` in this folder (never through a symlink:
+    /// the caller knows it is a file).
+    /// - Throws: `localIOFailure` (`noSuchItem` when it is gone) naming `displayPath`.
+    func setMode(_ mode: mode_t, of name: String, displayPath: String) throws(FileProviderError) {
+        if Glibc.fchmodat(fd, name, mode & 0o7777, 0) == -1 { throw POSIXError.error("set the mode of", path: displayPath) }
+    }
+
+    /// Sets the permission bits of this open file.
+    /// - Throws: `localIOFailure` naming `displayPath`.
+    func setMode(_ mode: mode_t, displayPath: String) throws(FileProviderError) {
+        if Glibc.fchmod(fd, mode & 0o7777) == -1 { throw POSIXError.error("set the mode of", path: displayPath) }
+    }
+
+    /// The permission bits of this open file.
+    /// - Throws: `localIOFailure` naming `displayPath`.
+    func mode(displayPath: String) throws(FileProviderError) -> mode_t {
+        var info = Glibc.stat()
+        if Glibc.fstat(fd, &info) == -1 { throw POSIXError.error("read the status of", path: displayPath) }
+        return info.st_mode & 0o7777
+    }
+
     /// Sets the modification date of this open file.
     func setModificationDate(_ date: Date, displayPath: String) throws(FileProviderError) {
         var times = [timespec(tv_sec: 0, tv_nsec: utimeOmit), timespec(date)]

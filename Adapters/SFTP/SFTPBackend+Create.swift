@@ -42,6 +42,12 @@ extension SFTPBackend {
                 let created = try self.createFile(
                     path, remote: remote, folder: folder, contents: contents, date: template.contentModificationDate,
                     replay: replay, cancellation: flag, on: connection)
+                if template.fileSystemFlags.contains(.userExecutable) {
+                    // Uploaded 0644: x where r is, then looked up again.
+                    let attributes = try connection.lstat(remote)
+                    try connection.setPermissions(remote, template.fileSystemFlags.applied(toMode: attributes.permissions & 0o7777))
+                    return ItemResult(item: try self.locate(path, on: connection).item)
+                }
                 if let created { return ItemResult(item: created) }
             }
             return ItemResult(item: try self.locate(path, on: connection).item)

@@ -89,7 +89,8 @@ extension SFTPBackend {
             identifier: path.identifier, parentIdentifier: path.parent.identifier, filename: path.name, kind: kind,
             size: kind == .folder ? 0 : attributes.size,
             contentModificationDate: Date(timeIntervalSince1970: TimeInterval(attributes.modificationTime)),
-            version: Self.version(of: attributes, kind: kind), symlinkTargetPath: target)
+            version: Self.version(of: attributes, kind: kind), symlinkTargetPath: target,
+            fileSystemFlags: kind == .file ? FileSystemFlags(posixMode: attributes.permissions) : .plainFile)
     }
 
     /// The version of an item from its attributes.

@@ -3,9 +3,11 @@ import Foundation
 import ProviderCore
 
 extension SFTPBackend {
-    /// Changes a file's contents or modification date, renames or moves an item.
+    /// Changes a file's contents, modification date or executable bit (`.fileSystemFlags`: the
+    /// permissions attribute, x where r is set or no x), renames or moves an item.
     ///
-    /// New contents are uploaded to a staging file in the item's folder; the version is checked
+    /// New contents are uploaded to a staging file in the item's folder, with the file's
+    /// executable bit (or the new one); the version is checked
     /// again just before the staging file is renamed over the item (with
     /// `posix-rename@openssh.com` where offered), so a stale write never overwrites. A rename or
     /// move never replaces an existing item and returns the item with its new path-derived
@@ -27,13 +29,24 @@ extension SFTPBackend {
             var located = try self.locate(path, on: connection)
             try Self.check(located.item, against: baseVersion)
             if changedFields.contains(.contents) {
+                // New contents keep the store's executable bit unless the flags change too.
+                let flags = changedFields.contains(.fileSystemFlags) ? item.fileSystemFlags : located.item.fileSystemFlags
                 located = try self.replaceContents(
-                    of: located, with: contents, date: explicitDate, base: baseVersion, cancellation: flag,
+                    of: located, with: contents, date: explicitDate, flags: flags, base: baseVersion, cancellation: flag,
                     on: connection)
-            } else if let explicitDate {
-                let seconds = Int64(explicitDate.timeIntervalSince1970.rounded(.down))
-                try connection.setTimes(located.remote, modification: seconds, access: located.attributes.accessTime)
-                located = try self.locate(path, on: connection)
+            } else {
+                if let explicitDate {
+                    let seconds = Int64(explicitDate.timeIntervalSince1970.rounded(.down))
+                    try connection.setTimes(located.remote, modification: seconds, access: located.attributes.accessTime)
+                    located = try self.locate(path, on: connection)
+                }
+                if changedFields.contains(.fileSystemFlags), located.item.kind == .file,
+                    located.item.fileSystemFlags.contains(.userExecutable) != item.fileSystemFlags.contains(.userExecutable)
+                {
+                    let permissions = item.fileSystemFlags.applied(toMode: located.attributes.permissions & 0o7777)
+                    try connection.setPermissions(located.remote, permissions)
+                    located = try self.locate(path, on: connection)
+                }
             }
             if change.renames {
                 located = try self.move(
@@ -44,8 +57,8 @@ extension SFTPBackend {
     }
 
     private func replaceContents(
-        of located: LocatedItem, with contents: URL?, date: Date?, base: ItemVersion, cancellation: CancellationFlag,
-        on connection: SFTPConnection
+        of located: LocatedItem, with contents: URL?, date: Date?, flags: FileSystemFlags, base: ItemVersion,
+        cancellation: CancellationFlag, on connection: SFTPConnection
     ) throws(FileProviderError) -> LocatedItem {
         let path = located.path
         guard located.item.kind == .file else {
@@ -58,6 +71,10 @@ extension SFTPBackend {
             let now = try locate(path, on: connection)
             try Self.check(now.item, against: base)
             try stamp(staging, current: now.attributes, explicit: date, on: connection)
+            if flags.contains(.userExecutable) {
+                let staged = try connection.lstat(staging)
+                try connection.setPermissions(staging, flags.applied(toMode: staged.permissions & 0o7777))
+            }
             try replace(located.remote, with: staging, on: connection)
         } catch {
             if !connection.isDead { try? connection.unlink(staging) }

@@ -36,7 +36,9 @@ public final class SFTPBackend: Backend {
     public let capabilities = BackendCapabilities(
         hasChangeFeed: false, supportsThumbnails: false, supportsRangedReads: true,
         supportsServerSideMove: true, supportsConditionalWrites: false, supportsSymlinks: true,
-        creatableKinds: [.file, .folder, .symlink], identifiersArePathDerived: true)
+        creatableKinds: [.file, .folder, .symlink], identifiersArePathDerived: true,
+        // The executable bit: the permissions attribute.
+        supportsFileSystemFlags: true)
 
     /// Makes a backend for a server; nothing is connected (and the ssh configuration is not
     /// read) until the first operation.

@@ -307,6 +307,18 @@ final class SFTPConnection: @unchecked Sendable {
         if rc != 0 { throw failure("set the dates of", path: path) }
     }
 
+    /// Sets the permission bits of `path` (SETSTAT of the permissions attribute).
+    func setPermissions(_ path: String, _ permissions: UInt32) throws(FileProviderError) {
+        count()
+        var attributes = LIBSSH2_SFTP_ATTRIBUTES()
+        attributes.flags = UInt(LIBSSH2_SFTP_ATTR_PERMISSIONS)
+        attributes.permissions = UInt(permissions & 0o7777)
+        let rc = withPath(path) { pointer, length in
+            libssh2_sftp_stat_ex(sftp, pointer, length, LIBSSH2_SFTP_SETSTAT, &attributes)
+        }
+        if rc != 0 { throw failure("set the mode of", path: path) }
+    }
+
     func mkdir(_ path: String, mode: Int = 0o755) throws(FileProviderError) {
         count()
         let rc = withPath(path) { pointer, length in libssh2_sftp_mkdir_ex(sftp, pointer, length, mode) }

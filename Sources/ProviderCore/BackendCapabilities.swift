@@ -37,6 +37,10 @@ public struct BackendCapabilities: Hashable, Sendable, Codable {
     /// `open` and `close` per file less; it still makes their folder). Checked by the
     /// conformance suite.
     public var createsFetchDestinations: Bool
+    /// `modifyItem` applies `.fileSystemFlags` (at least ``FileSystemFlags/userExecutable``:
+    /// the store keeps an executable bit), so the engine sends a local `chmod +x`/`chmod -x`
+    /// of a file in the replica up as a metadata change. When false it is kept locally only.
+    public var supportsFileSystemFlags: Bool
 
     public init(
         hasChangeFeed: Bool = false,
@@ -51,7 +55,8 @@ public struct BackendCapabilities: Hashable, Sendable, Codable {
         identifiersArePathDerived: Bool = true,
         listsOnlySomeFiles: Bool = false,
         anchorsOutliveProcess: Bool = true,
-        createsFetchDestinations: Bool = false
+        createsFetchDestinations: Bool = false,
+        supportsFileSystemFlags: Bool = false
     ) {
         self.hasChangeFeed = hasChangeFeed
         self.supportsThumbnails = supportsThumbnails
@@ -66,16 +71,17 @@ public struct BackendCapabilities: Hashable, Sendable, Codable {
         self.listsOnlySomeFiles = listsOnlySomeFiles
         self.anchorsOutliveProcess = anchorsOutliveProcess
         self.createsFetchDestinations = createsFetchDestinations
+        self.supportsFileSystemFlags = supportsFileSystemFlags
     }
 
     private enum CodingKeys: String, CodingKey {
         case hasChangeFeed, anchorsOutliveProcess, supportsThumbnails, supportsRangedReads, supportsServerSideMove
         case supportsConditionalWrites, supportsSymlinks, creatableKinds, contentHashAlgorithm, maximumUploadSize
-        case identifiersArePathDerived, listsOnlySomeFiles, createsFetchDestinations
+        case identifiersArePathDerived, listsOnlySomeFiles, createsFetchDestinations, supportsFileSystemFlags
     }
 
     /// Decodes capabilities; `anchorsOutliveProcess`, added later, is `true` when absent, and
-    /// `createsFetchDestinations`, added later still, `false`.
+    /// `createsFetchDestinations` and `supportsFileSystemFlags`, added later still, `false`.
     /// - Throws: `DecodingError` when another key is missing or has the wrong type.
     public init(from decoder: any Decoder) throws {
         let values = try decoder.container(keyedBy: CodingKeys.self)
@@ -92,6 +98,7 @@ public struct BackendCapabilities: Hashable, Sendable, Codable {
             identifiersArePathDerived: try values.decode(Bool.self, forKey: .identifiersArePathDerived),
             listsOnlySomeFiles: try values.decode(Bool.self, forKey: .listsOnlySomeFiles),
             anchorsOutliveProcess: try values.decodeIfPresent(Bool.self, forKey: .anchorsOutliveProcess) ?? true,
-            createsFetchDestinations: try values.decodeIfPresent(Bool.self, forKey: .createsFetchDestinations) ?? false)
+            createsFetchDestinations: try values.decodeIfPresent(Bool.self, forKey: .createsFetchDestinations) ?? false,
+            supportsFileSystemFlags: try values.decodeIfPresent(Bool.self, forKey: .supportsFileSystemFlags) ?? false)
     }
 }

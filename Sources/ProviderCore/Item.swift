@@ -27,6 +27,10 @@ public struct Item: Hashable, Sendable, Codable {
     /// A hash of the contents in the form `algorithm:hex` (for example `sha256:…`), where the
     /// backend has one; the engine checks downloads against it.
     public var contentHash: String?
+    /// Executable, writable, hidden, as in Apple's `fileSystemFlags`; ``FileSystemFlags/plainFile``
+    /// unless the store says otherwise (stores with POSIX modes: local, SFTP; external
+    /// programs that send them).
+    public var fileSystemFlags: FileSystemFlags = .plainFile
 
     public init(
         identifier: ItemIdentifier,
@@ -40,7 +44,8 @@ public struct Item: Hashable, Sendable, Codable {
         version: ItemVersion = .empty,
         capabilities: ItemCapabilities? = nil,
         symlinkTargetPath: String? = nil,
-        contentHash: String? = nil
+        contentHash: String? = nil,
+        fileSystemFlags: FileSystemFlags = .plainFile
     ) {
         self.identifier = identifier
         self.parentIdentifier = parentIdentifier
@@ -54,6 +59,7 @@ public struct Item: Hashable, Sendable, Codable {
         self.capabilities = capabilities ?? (kind == .folder ? .folder : .file)
         self.symlinkTargetPath = symlinkTargetPath
         self.contentHash = contentHash
+        self.fileSystemFlags = fileSystemFlags
     }
 
     /// A template for `Backend.createItem`: a temporary identifier chosen by the engine, the

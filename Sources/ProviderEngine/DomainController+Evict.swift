@@ -170,19 +170,26 @@ extension DomainController {
 
     /// Swaps one file for its placeholder (a dataless file in a `dataless` replica) and forgets
     /// its present ranges; returns its record as a placeholder, for the caller to save.
-    /// - Throws: `unsyncedEdits` when the file has local changes not uploaded (nothing is
-    ///   evicted); `localIOFailure` when the replica or the database fails.
+    /// - Throws: `unsyncedEdits` when the file has local changes not uploaded, or a local
+    ///   `chmod` not sent yet to a store that keeps the executable bit (nothing is evicted);
+    ///   `localIOFailure` when the replica or the database fails.
     func evictFile(_ record: ItemRecord) async throws(FileProviderError) -> ItemRecord {
         var updated = record
         updated.markPlaceholder()
         let metadata = PlaceholderMetadata(domain: domain.name, record: updated)
         let replica = self.replica
+        let keepsFlags = backend.capabilities.supportsFileSystemFlags
         try await executor.run { [self] in
             let path = replica.path(record.path)
             if let print = replica.fingerprint(atPath: path) {
                 if replica.hasLocalChanges(record, print) {
                     throw FileProviderError(
                         .unsyncedEdits, "\(display(record.path)) has local changes that are not uploaded; nothing was evicted")
+                }
+                if keepsFlags && record.state == .materialized && print.isRegularFile && print.isExecutable != record.isExecutable {
+                    throw FileProviderError(
+                        .unsyncedEdits,
+                        "\(display(record.path)) has a local change of its executable bit that is not sent yet; sync, then evict")
                 }
             }
             // Present ranges (only a dataless replica has them) are forgotten before the swap: a

@@ -413,8 +413,13 @@ final class Downloader: Sendable {
         if let date = item.contentModificationDate { try replica.setModificationDate(date, of: file) }
         // Dated first, so one look gives the size to check and the fingerprint. A rename keeps
         // size, date and inode: this is the placed file's fingerprint too.
-        guard let staged = replica.fingerprint(of: file) else {
+        guard var staged = replica.fingerprint(of: file) else {
             throw FileProviderError(.localIOFailure, "\(staging) vanished right after it was written")
+        }
+        // The store's executable bit, before the file has its name (a chmod keeps the fingerprint).
+        if item.kind == .file, item.fileSystemFlags.contains(.userExecutable) != staged.isExecutable {
+            try replica.applyFlags(item.fileSystemFlags, toPath: staging, current: staged.permissions)
+            staged.permissions = item.fileSystemFlags.applied(toMode: staged.permissions)
         }
         guard staged.isRegularFile, staged.size == expected else {
             throw FileProviderError(

@@ -133,7 +133,7 @@ struct ExcludedFromSync {
             guard !capabilities.supportsServerSideMove, record.kind == .file, record.state == .materialized, print.isRegularFile
             else { return nil }
             return tooLarge(to, print.size)
-        case .moved, .deleted:
+        case .moved, .deleted, .flagsChanged:
             return nil
         }
     }

@@ -122,7 +122,7 @@ struct FolderPlacer: Sendable {
             let replaced = old.identifier != item.identifier
             let changed =
                 replaced || old.path != path || old.version != item.version || old.filename != item.filename
-                || old.parentIdentifier != folder.identifier
+                || old.parentIdentifier != folder.identifier || old.fileSystemFlags != record.fileSystemFlags
             if changed || !populatedBefore && populated {
                 do {
                     try await placeLocalCopy(of: old, as: &record, inPopulatedFolder: populated)
@@ -300,6 +300,14 @@ struct FolderPlacer: Sendable {
             } else if record.state == .placeholder || record.state == .symlink {
                 let metadata = PlaceholderMetadata(domain: name, record: record)
                 try await executor.run { [record] in try replica.writePlaceholder(record.path, metadata) }
+            } else if record.state == .materialized, old.isExecutable != record.isExecutable, !record.isOutdated {
+                // The store's executable bit changed (a metadata change): the file follows.
+                let (target, flags) = (replica.path(record.path), record.flags)
+                try await executor.run {
+                    if let print = replica.fingerprint(atPath: target), print.isRegularFile {
+                        try replica.applyFlags(flags, toPath: target, current: print.permissions)
+                    }
+                }
             }
         case (false, true):
             switch record.kind {

@@ -3,8 +3,8 @@ import ProviderCore
 import ProviderStore
 
 /// A 128-bit digest of one folder's listing as sync down's walk sees it: every entry in the
-/// order listed (identifier, name, kind, size, both version parts, symlink target), each value
-/// framed by its length, and how many entries the store sent with impossible values (a listing
+/// order listed (identifier, name, kind and file system flags, size, both version parts,
+/// symlink target), each value framed by its length, and how many entries the store sent with impossible values (a listing
 /// with any is never kept); sealed with the folder's state (its identifier, path, whether it is
 /// dataless, the folders above it, the replica root's length). Two listings with the same
 /// digest make the walk do the same thing (``StoreWalk``): its checks and comparisons depend on
@@ -15,7 +15,9 @@ import ProviderStore
 /// ``format`` changes whenever the walk's handling of a listing changes, so digests kept by an
 /// older version never match.
 struct ListingDigest {
-    static let format: UInt64 = 1
+    /// 2: the items' file system flags (the executable bit) are in the digest, so the first
+    /// sync after the upgrade compares every folder once and records them.
+    static let format: UInt64 = 2
 
     private static let prime1: UInt64 = 0x9E37_79B1_85EB_CA87
     private static let prime2: UInt64 = 0xC2B2_AE3D_27D4_EB4F
@@ -45,7 +47,10 @@ struct ListingDigest {
             digest.add(items[index].identifier.rawValue)
             digest.add(items[index].filename)
             let kind = items[index].kind
-            digest.add(kind == .file ? 1 : kind == .folder ? 2 : 3)
+            // The flags ride in the kind's word: no work more per item.
+            digest.add(
+                UInt64(kind == .file ? 1 : kind == .folder ? 2 : 3) | UInt64(truncatingIfNeeded: items[index].fileSystemFlags.rawValue) << 8
+            )
             digest.add(UInt64(bitPattern: items[index].size))
             digest.add(items[index].version.content)
             digest.add(items[index].version.metadata)

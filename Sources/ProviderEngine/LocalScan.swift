@@ -12,6 +12,9 @@ enum LocalChange: Sendable {
     case created(path: String, kind: ItemKind, fingerprint: FileFingerprint)
     /// The contents of a materialized file changed.
     case modified(record: ItemRecord, fingerprint: FileFingerprint)
+    /// The executable bit of a materialized file changed (a local `chmod`), not its contents:
+    /// found only where the store keeps the bit (`BackendCapabilities.supportsFileSystemFlags`).
+    case flagsChanged(record: ItemRecord, fingerprint: FileFingerprint)
     /// A real file was written at the real name of an item that is not downloaded (beside or
     /// instead of its placeholder). Its writer never saw the item's contents, so it is not an
     /// edit of them: both are kept.
@@ -24,7 +27,8 @@ enum LocalChange: Sendable {
     var path: String {
         switch self {
         case .created(let path, _, _): return path
-        case .modified(let record, _), .writtenOverPlaceholder(let record, _), .deleted(let record): return record.path
+        case .modified(let record, _), .flagsChanged(let record, _), .writtenOverPlaceholder(let record, _), .deleted(let record):
+            return record.path
         case .moved(_, let to, _): return to
         }
     }

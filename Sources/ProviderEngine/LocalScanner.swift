@@ -30,6 +30,10 @@ struct LocalScanner {
     /// The most changes of each kind one scan holds (``ScanFindings/defaultLimit``; tests set
     /// fewer).
     var findingsLimit = ScanFindings.defaultLimit
+    /// The store keeps an executable bit (`BackendCapabilities.supportsFileSystemFlags`): a
+    /// materialized file whose x bit (in the stat the scan already has) differs from its
+    /// record's flags is a ``LocalChange/flagsChanged(record:fingerprint:)``.
+    var comparesFlags = false
 
     /// - Parameter renamedIdentifiers: identifiers a folder move replaced since the
     ///   placeholders were written, to the new ones.
@@ -229,6 +233,9 @@ struct LocalScanner {
                     } else {
                         findings.addUnsettled(record.path)
                     }
+                } else if comparesFlags && print.isExecutable != record.isExecutable {
+                    // A chmod changes the ctime only: the x bit of the same stat tells it.
+                    findings.add(.flagsChanged(record: record, fingerprint: print))
                 }
                 return
             }

@@ -17,6 +17,9 @@ public struct PlaceholderMetadata: Codable, Hashable, Sendable {
     public var contentVersion: String
     public var metadataVersion: String
     public var symlinkTarget: String?
+    /// The store's executable bit (``FileSystemFlags/userExecutable``): a dataless file of the
+    /// item has the x bits. Written only when true.
+    public var executable: Bool?
 
     /// The placeholder of a stored item.
     public init(domain: String, record: ItemRecord) {
@@ -31,6 +34,7 @@ public struct PlaceholderMetadata: Codable, Hashable, Sendable {
         contentVersion = record.contentVersion.hexString
         metadataVersion = record.metadataVersion.hexString
         symlinkTarget = record.symlinkTarget
+        executable = record.isExecutable ? true : nil
     }
 
     /// Reads a placeholder file. A date no item can have (the file is in the replica, where
@@ -75,6 +79,7 @@ public struct PlaceholderMetadata: Codable, Hashable, Sendable {
             out.append(contentsOf: ",\"symlinkTarget\":".utf8)
             Self.appendString(target, to: &out)
         }
+        if executable == true { out.append(contentsOf: ",\"executable\":true".utf8) }
         out.append(contentsOf: "}\n".utf8)
         return out
     }

@@ -348,8 +348,8 @@ extension Replica {
         return true
     }
 
-    /// Gives the open file `fd` the item's size (sparse) and date and the dataless mark.
-    /// `sized`: the file has its size and first block already.
+    /// Gives the open file `fd` the item's size (sparse), date, executable bit and the
+    /// dataless mark. `sized`: the file has its size and first block already.
     private static func prepareDataless(_ fd: Int32, _ metadata: PlaceholderMetadata, path: String, sized: Bool = false)
         throws(FileProviderError)
     {
@@ -365,6 +365,19 @@ extension Replica {
                 timespec(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1e9)),
             ]
             _ = try POSIXError.check(futimens(fd, &times), "cannot date dataless file", path: path)
+        }
+        // The store's executable bit: a new file (0666 less the umask) gets x where r is only
+        // when executable; a rewritten one (`sized`) follows the item either way.
+        let executable = metadata.executable == true
+        if executable || sized {
+            var status = stat()
+            _ = try POSIXError.check(fstat(fd, &status), "cannot read the mode of dataless file", path: path)
+            let flags: FileSystemFlags = executable ? [.userExecutable] : []
+            let current = UInt32(status.st_mode & 0o7777)
+            let wanted = flags.applied(toMode: current)
+            if wanted != current {
+                _ = try POSIXError.check(fchmod(fd, mode_t(wanted)), "cannot set the mode of dataless file", path: path)
+            }
         }
         let value = datalessValue(metadata.identifier)
         let result = value.withUnsafeBytes { fp_fset_xattr(fd, datalessAttribute, $0.baseAddress, $0.count) }

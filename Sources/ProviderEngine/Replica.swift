@@ -17,6 +17,12 @@ public struct FileFingerprint: Hashable, Sendable {
     public var isDirectory: Bool
     /// A symlink (the fingerprint describes the link, never its target).
     public var isSymlink = false
+    /// The permission bits (`st_mode & 0o7777`). Not part of what tells a local edit: `chmod`
+    /// is a metadata change (``isExecutable``).
+    public var permissions: UInt32 = 0o644
+
+    /// The owner's x bit (`st_mode & 0o100`): how the scan tells a local `chmod +x`/`-x`.
+    public var isExecutable: Bool { permissions & 0o100 != 0 }
 }
 
 /// The replica folder of one domain: real folders, materialized files under their real names,
@@ -258,7 +264,19 @@ public struct Replica: Sendable {
             inode: inode(info),
             isRegularFile: (info.st_mode & S_IFMT) == S_IFREG,
             isDirectory: (info.st_mode & S_IFMT) == S_IFDIR,
-            isSymlink: (info.st_mode & S_IFMT) == S_IFLNK)
+            isSymlink: (info.st_mode & S_IFMT) == S_IFLNK,
+            permissions: UInt32(info.st_mode & 0o7777))
+    }
+
+    /// Gives the file at `target` the x bits its item's flags ask for (``FileSystemFlags/applied(toMode:)``),
+    /// from its `current` permission bits; nothing when they are already so. The file's size,
+    /// date and inode stay (its fingerprint). Blocking.
+    /// - Throws: `localIOFailure` naming the file when its mode cannot be set.
+    public func applyFlags(_ flags: FileSystemFlags, toPath target: String, current: UInt32) throws(FileProviderError) {
+        PoolCheck.note()
+        let wanted = flags.applied(toMode: current & 0o7777)
+        guard wanted != current & 0o7777 else { return }
+        try POSIXError.check(chmod(target, mode_t(wanted)), "cannot set the mode of", path: target)
     }
 
     /// Sets a file's modification date.

@@ -112,6 +112,7 @@ final class SyncUp: Sendable {
                 finishedWrites: finished)
             scanner.folderRead = folderScanned.withLock { $0 }
             scanner.findingsLimit = scanLimit.withLock { $0 }
+            scanner.comparesFlags = context.backend.capabilities.supportsFileSystemFlags
             // Folder by folder against the database, on the executor (files and SQLite block).
             let records = StoreScanRecords(store: context.store, domainID: context.domainID)
             // A watcher's scope: changes since it was taken count as changes during the scan.
@@ -301,7 +302,7 @@ final class SyncUp: Sendable {
     static func isIndependent(_ change: LocalChange) -> Bool {
         switch change {
         case .created(_, let kind, _): return kind != .folder
-        case .modified: return true
+        case .modified, .flagsChanged: return true
         case .writtenOverPlaceholder, .moved, .deleted: return false
         }
     }
@@ -430,7 +431,7 @@ final class SyncUp: Sendable {
     private static func journalKey(of change: LocalChange) -> JournalKey {
         switch change {
         case .created(let path, let kind, _): return .create(path: path, kind: kind)
-        case .modified(let record, _): return .modify(record)
+        case .modified(let record, _), .flagsChanged(let record, _): return .modify(record)
         case .writtenOverPlaceholder(let record, _): return .create(path: record.path, kind: .file)
         case .moved(let record, let to, _): return .move(record, to: to)
         case .deleted(let record): return .delete(record)
@@ -475,7 +476,7 @@ final class SyncUp: Sendable {
             case .created(_, .folder, _): return 0
             case .moved: return 1
             case .created: return 2
-            case .modified, .writtenOverPlaceholder: return 3
+            case .modified, .flagsChanged, .writtenOverPlaceholder: return 3
             case .deleted: return 4
             }
         }

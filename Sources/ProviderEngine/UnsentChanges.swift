@@ -174,6 +174,13 @@ extension ProviderManager {
                     reason: "changed locally since it was downloaded; \(later)"),
                 "modify:\(record.identifier.rawValue)"
             )
+        case .flagsChanged(let record, _):
+            return (
+                UnsentChange(
+                    path: "/" + record.path, kind: .edited, itemKind: record.kind.rawValue,
+                    reason: "its executable bit was changed locally; \(later)"),
+                "modify:\(record.identifier.rawValue)"
+            )
         case .writtenOverPlaceholder(let record, _) where replica.layout == .dataless:
             return (
                 UnsentChange(

@@ -33,6 +33,8 @@ struct Uploader: Sendable {
             try await uploadCreation(path: path, kind: kind, fingerprint: fingerprint, report: &report)
         case .modified(let record, let fingerprint):
             try await uploadEdit(record, fingerprint: fingerprint, report: &report)
+        case .flagsChanged(let record, let fingerprint):
+            try await uploadFlags(record, fingerprint: fingerprint, report: &report)
         case .writtenOverPlaceholder(let record, let fingerprint):
             // A program saw a dataless file under its real name, with its size, and replaced
             // it (emptied it while opening it, or renamed a new file over it): an edit of the
@@ -68,10 +70,16 @@ struct Uploader: Sendable {
         guard let parent = try await folder(at: parentPath), parent.kind == .folder else {
             throw FileProviderError(.noSuchItem, "its folder \(context.display(parentPath)) is not in the store yet; it will be retried")
         }
-        let template = Item.template(
+        var template = Item.template(
             identifier: ItemIdentifier("local:\(path)"), parent: parent.identifier, filename: name, kind: kind,
             size: kind == .file ? fingerprint.size : 0,
             contentModificationDate: Date(timeIntervalSince1970: Double(fingerprint.modificationNanos) / 1e9))
+        var fields: ItemFields = [.contents, .filename, .parentItemIdentifier, .contentModificationDate]
+        // A new executable file goes up executable where the store keeps the bit.
+        if kind == .file && fingerprint.isExecutable && backend.capabilities.supportsFileSystemFlags {
+            template.fileSystemFlags.insert(.userExecutable)
+            fields.insert(.fileSystemFlags)
+        }
         let contents = kind == .file ? replica.url(path) : nil
         do {
             // The record is saved inside the journalled step: the entry is marked done only once
@@ -80,8 +88,8 @@ struct Uploader: Sendable {
             try await journal.run(.create(path: path, kind: kind), handled: [.filenameCollision]) { step in
                 let result = try await step.send {
                     try await backend.createItem(
-                        basedOn: template, fields: [.contents, .filename, .parentItemIdentifier, .contentModificationDate],
-                        contents: contents, options: step.replay || adopting ? [.mayAlreadyExist] : [])
+                        basedOn: template, fields: fields, contents: contents,
+                        options: step.replay || adopting ? [.mayAlreadyExist] : [])
                 }
                 try await checkNew(result.item.identifier, createdAt: path)
                 var record = ItemRecord(domainID: domainID, item: result.item, path: path)
@@ -147,6 +155,17 @@ struct Uploader: Sendable {
         item.contentModificationDate = Date(timeIntervalSince1970: Double(fingerprint.modificationNanos) / 1e9)
         let contents = context.replica.url(record.path)
         let backend = context.backend
+        // A chmod with the edit goes along where the store keeps the bit; otherwise the store
+        // keeps its own bit with the new contents.
+        var fields: ItemFields = [.contents, .contentModificationDate]
+        if backend.capabilities.supportsFileSystemFlags && fingerprint.isExecutable != record.isExecutable {
+            if fingerprint.isExecutable {
+                item.fileSystemFlags.insert(.userExecutable)
+            } else {
+                item.fileSystemFlags.remove(.userExecutable)
+            }
+            fields.insert(.fileSystemFlags)
+        }
         var attempt: JournalStep?
         do {
             // The edit is recorded inside the journalled step: the entry is marked done only once
@@ -162,7 +181,7 @@ struct Uploader: Sendable {
                 if record.storeChangedSinceDownload { throw FileProviderError.versionOutOfDate(record.identifier) }
                 let result = try await step.send {
                     try await backend.modifyItem(
-                        item, baseVersion: record.version, changedFields: [.contents, .contentModificationDate], contents: contents,
+                        item, baseVersion: record.version, changedFields: fields, contents: contents,
                         options: step.replay ? [.mayAlreadyExist] : [])
                 }
                 try await recordUploadedEdit(
@@ -192,6 +211,45 @@ struct Uploader: Sendable {
             // Edited here, deleted in the store: the edit wins and the item is created again.
             try await conflicts.editedAndDeleted(record, report: &report)
             try await uploadCreation(path: record.path, kind: .file, fingerprint: fingerprint, report: &report)
+            return
+        }
+        report.uploaded += 1
+    }
+
+    /// Sends a local `chmod` of a materialized file: `modifyItem` of `.fileSystemFlags` with the
+    /// file's x bit, based on the record's version. A store that changed the item meanwhile
+    /// (`versionOutOfDate`) or lost it (`noSuchItem`) gets nothing: the next sync down records
+    /// its state and the next scan sends the bit again if it still differs.
+    /// - Throws: what ``upload(_:report:)`` throws.
+    private func uploadFlags(_ record: ItemRecord, fingerprint: FileFingerprint, report: inout SyncReport)
+        async throws(FileProviderError)
+    {
+        var item = record.item
+        if fingerprint.isExecutable {
+            item.fileSystemFlags.insert(.userExecutable)
+        } else {
+            item.fileSystemFlags.remove(.userExecutable)
+        }
+        let backend = context.backend
+        do {
+            try await journal.run(.modify(record), handled: [.versionOutOfDate, .noSuchItem]) { step in
+                if record.storeChangedSinceDownload { throw FileProviderError.versionOutOfDate(record.identifier) }
+                let result = try await step.send {
+                    try await backend.modifyItem(
+                        item, baseVersion: record.version, changedFields: [.fileSystemFlags], contents: nil,
+                        options: step.replay ? [.mayAlreadyExist] : [])
+                }
+                var updated = record
+                updated.update(from: result.item, path: record.path)
+                // The contents did not change: the local file is the download of the same
+                // content version (unless the store says it changed them).
+                if result.item.version.content != record.contentVersion || result.shouldFetchContent {
+                    updated.localContentVersion = nil
+                }
+                updated.lastError = nil
+                try await step.finish(saving: updated)
+            }
+        } catch where error.code == .versionOutOfDate || error.code == .noSuchItem {
             return
         }
         report.uploaded += 1

@@ -8,20 +8,22 @@ extension ItemRecord {
     static let columnList = """
         domainID, identifier, parentIdentifier, filename, path, kind, contentType, size, creationDate, \
         modificationDate, contentVersion, metadataVersion, capabilities, symlinkTarget, contentHash, state, \
-        contentPolicy, localContentVersion, localSize, localModificationNanos, localInode, lastError, isDataless
+        contentPolicy, localContentVersion, localSize, localModificationNanos, localInode, lastError, isDataless, \
+        fileSystemFlags
         """
-    static let columnCount: Int32 = 23
+    static let columnCount: Int32 = 24
     static let placeholders = Array(repeating: "?", count: Int(columnCount)).joined(separator: ", ")
 
     /// The columns a row new in the store has values for (``isFresh``), in the order of
     /// ``bindFresh(to:firstIndex:arena:)``: ``columnList`` without the policy, the local
-    /// columns and the error, which an insert leaves `NULL`. A first sync binds 17 values a row
-    /// instead of 23 (binding was a sixth of its database thread's time).
+    /// columns and the error, which an insert leaves `NULL`. A first sync binds 18 values a row
+    /// instead of 24 (binding was a sixth of its database thread's time).
     static let freshColumnList = """
         domainID, identifier, parentIdentifier, filename, path, kind, contentType, size, creationDate, \
-        modificationDate, contentVersion, metadataVersion, capabilities, symlinkTarget, contentHash, state, isDataless
+        modificationDate, contentVersion, metadataVersion, capabilities, symlinkTarget, contentHash, state, isDataless, \
+        fileSystemFlags
         """
-    static let freshColumnCount: Int32 = 17
+    static let freshColumnCount: Int32 = 18
     static let freshPlaceholders = Array(repeating: "?", count: Int(freshColumnCount)).joined(separator: ", ")
 
     /// Whether the columns ``freshColumnList`` leaves out are all `NULL` in this row: no policy
@@ -60,6 +62,7 @@ extension ItemRecord {
         localInode = row[20]
         lastError = row[21]
         isDataless = row[22]
+        fileSystemFlags = row[23]
     }
 
     /// The bytes of this row's text and blob values: what ``bind(to:firstIndex:arena:)`` copies
@@ -82,7 +85,7 @@ extension ItemRecord {
     /// Binds the values, in the order of ``columnList``, straight to a prepared SQLite
     /// statement: a first sync writes 100,000 rows, and building `StatementArguments` (an
     /// array of existentials per row) costs more than SQLite's own work.
-    /// The values go to parameters `firstIndex` to `firstIndex + 22` (one row of a
+    /// The values go to parameters `firstIndex` to `firstIndex + 23` (one row of a
     /// multi-row statement). Text and blobs are copied into `arena` (which must have room for
     /// ``boundByteCount`` more bytes) and bound from there without another copy. Returns the
     /// first SQLite error code, or `SQLITE_OK`.
@@ -90,8 +93,8 @@ extension ItemRecord {
         bind(to: statement, firstIndex: firstIndex, arena: arena, fresh: false)
     }
 
-    /// ``bind(to:firstIndex:arena:)`` for a statement of ``freshColumnList``: the 17 values of
-    /// a row that ``isFresh``, to parameters `firstIndex` to `firstIndex + 16`.
+    /// ``bind(to:firstIndex:arena:)`` for a statement of ``freshColumnList``: the 18 values of
+    /// a row that ``isFresh``, to parameters `firstIndex` to `firstIndex + 17`.
     mutating func bindFresh(to statement: SQLiteStatement, firstIndex: Int32 = 1, arena: BindArena) -> Int32 {
         bind(to: statement, firstIndex: firstIndex, arena: arena, fresh: true)
     }
@@ -147,6 +150,7 @@ extension ItemRecord {
         text(firstIndex + 15, state.rawValue)
         if fresh {
             int(firstIndex + 16, isDataless ? 1 : 0)
+            int(firstIndex + 17, Int64(fileSystemFlags))
             return code
         }
         text(firstIndex + 16, contentPolicy?.rawValue)
@@ -156,6 +160,7 @@ extension ItemRecord {
         int(firstIndex + 20, localInode)
         text(firstIndex + 21, lastError)
         int(firstIndex + 22, isDataless ? 1 : 0)
+        int(firstIndex + 23, Int64(fileSystemFlags))
         return code
     }
 }

@@ -318,6 +318,14 @@ enum Migrations {
                 t.primaryKey(["domainID", "identifier"])
             }
         }
+        migrator.registerMigration("v17: file system flags") { db in
+            // `Item.fileSystemFlags` (Apple's bits: 1 executable, 2 readable, 4 writable,
+            // 8 hidden): the store's executable bit, kept on the replica file across eviction
+            // and re-download. Existing rows get a plain file's flags (readable, writable),
+            // which every item had until now. `itemRekey` mirrors `item` (see v14).
+            try db.execute(sql: "ALTER TABLE item ADD COLUMN fileSystemFlags INTEGER NOT NULL DEFAULT 6")
+            try db.execute(sql: "ALTER TABLE itemRekey ADD COLUMN fileSystemFlags INTEGER NOT NULL DEFAULT 6")
+        }
         return migrator
     }
 

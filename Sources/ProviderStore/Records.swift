@@ -116,6 +116,9 @@ public struct ItemRecord: Codable, Hashable, Sendable {
     public var localModificationNanos: Int64?
     public var localInode: Int64?
     public var lastError: String?
+    /// The item's ``FileSystemFlags`` (raw value): the store's executable bit, kept on the
+    /// replica file.
+    public var fileSystemFlags: Int
 
     /// A record for an item seen in the store; not materialized, not pinned.
     @inlinable public init(domainID: Int64, item: Item, path: String) {
@@ -143,6 +146,7 @@ public struct ItemRecord: Codable, Hashable, Sendable {
         self.state = state
         self.contentPolicy = nil
         self.isDataless = false
+        self.fileSystemFlags = item.fileSystemFlags.rawValue
     }
 
     /// The item as the backend described it.
@@ -153,8 +157,15 @@ public struct ItemRecord: Codable, Hashable, Sendable {
             contentModificationDate: modificationDate,
             version: ItemVersion(content: contentVersion, metadata: metadataVersion),
             capabilities: ItemCapabilities(rawValue: capabilities), symlinkTargetPath: symlinkTarget,
-            contentHash: contentHash)
+            contentHash: contentHash, fileSystemFlags: flags)
     }
+
+    /// ``fileSystemFlags`` as a set.
+    public var flags: FileSystemFlags { FileSystemFlags(rawValue: fileSystemFlags) }
+
+    /// Whether the replica file of this item gets the x bits (a file whose store has its
+    /// executable bit).
+    public var isExecutable: Bool { kind == .file && fileSystemFlags & FileSystemFlags.userExecutable.rawValue != 0 }
 
     public var version: ItemVersion { ItemVersion(content: contentVersion, metadata: metadataVersion) }
 
@@ -174,6 +185,7 @@ public struct ItemRecord: Codable, Hashable, Sendable {
         capabilities = item.capabilities.rawValue
         symlinkTarget = item.symlinkTargetPath
         contentHash = item.contentHash
+        fileSystemFlags = item.fileSystemFlags.rawValue
     }
 
     /// Whether the materialized file holds an older content version than the store's.

@@ -21,6 +21,38 @@ extension BackendConformance {
 
     static let optionalAbilityChecks: [Check] = [
         (
+            "executableBitGoesBothWaysWhereDeclared",
+            { c in
+                // A store that declares `supportsFileSystemFlags` keeps the executable bit a
+                // modify of `.fileSystemFlags` sets: in the reply, `item(for:)` and the listing,
+                // across new contents, and takes it away again. Without it nothing is checked
+                // (a store may still report its modes).
+                guard c.capabilities.supportsFileSystemFlags else { return }
+                let item = try await c.createFile("tool", Data("#!/bin/sh\n".utf8))
+                try c.expect(!item.fileSystemFlags.contains(.userExecutable), "a new plain file is reported executable")
+                var executable = item
+                executable.fileSystemFlags.insert(.userExecutable)
+                let set = try await c.backend.modifyItem(
+                    executable, baseVersion: item.version, changedFields: [.fileSystemFlags], contents: nil, options: []
+                ).item
+                try c.expect(set.fileSystemFlags.contains(.userExecutable), "modifyItem of fileSystemFlags did not set the executable bit")
+                let found = try await c.backend.item(for: set.identifier)
+                try c.expect(found.fileSystemFlags.contains(.userExecutable), "item(for:) does not report the executable bit set")
+                let listed = try await c.child("tool")
+                try c.expect(
+                    listed?.fileSystemFlags.contains(.userExecutable) == true, "the listing does not report the executable bit set")
+                let edited = try await c.setContents(found, Data("#!/bin/sh\nexit 0\n".utf8))
+                try c.expect(edited.fileSystemFlags.contains(.userExecutable), "new contents lost the executable bit")
+                var plain = edited
+                plain.fileSystemFlags.remove(.userExecutable)
+                let cleared = try await c.backend.modifyItem(
+                    plain, baseVersion: edited.version, changedFields: [.fileSystemFlags], contents: nil, options: []
+                ).item
+                try c.expect(
+                    !cleared.fileSystemFlags.contains(.userExecutable), "modifyItem of fileSystemFlags did not clear the executable bit")
+            }
+        ),
+        (
             "symlinksAreReportedAsSymlinks",
             { c in
                 let template = c.template("link", in: .rootContainer, kind: .symlink, target: "../outside/target")

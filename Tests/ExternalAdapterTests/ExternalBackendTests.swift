@@ -207,6 +207,30 @@ struct ExternalProtocolTests {
         #expect(try await backend.fetchThumbnail(for: ItemIdentifier("/new.txt"), size: 64) == Data("JPEG".utf8))
     }
 
+    /// An item's `executable` is `Item.fileSystemFlags.userExecutable`, both ways: pyfolder
+    /// lists its files' x bit and applies a `modify` of `fileSystemFlags` with `chmod`.
+    @Test func theExecutableBitGoesThroughTheProtocol() async throws {
+        let root = try ExternalFixtures.temporaryFolder()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try Data("#!/bin/sh\n".utf8).write(to: URL(fileURLWithPath: root + "/tool"))
+        try Data("text".utf8).write(to: URL(fileURLWithPath: root + "/plain.txt"))
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: root + "/tool")
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: root + "/plain.txt")
+        let backend = try await ExternalFixtures.pyfolderBackend(root: root)
+        defer { Task { await backend.close() } }
+        #expect(backend.capabilities.supportsFileSystemFlags)
+        let tool = try await backend.item(for: ItemIdentifier("/tool"))
+        #expect(tool.fileSystemFlags.contains(.userExecutable))
+        var plain = try await backend.item(for: ItemIdentifier("/plain.txt"))
+        #expect(plain.fileSystemFlags == .plainFile)
+        plain.fileSystemFlags.insert(.userExecutable)
+        let result = try await backend.modifyItem(
+            plain, baseVersion: plain.version, changedFields: [.fileSystemFlags], contents: nil, options: [])
+        #expect(result.item.fileSystemFlags.contains(.userExecutable))
+        let permissions = try FileManager.default.attributesOfItem(atPath: root + "/plain.txt")[.posixPermissions] as? Int
+        #expect(permissions == 0o755)
+    }
+
     @Test func hostileValuesAreRefused() async throws {
         let backend = try await ExternalFixtures.hostileBackend("values")
         defer { Task { await backend.close() } }

@@ -186,6 +186,7 @@ import Testing
             switch change {
             case .created(let path, _, _): return "created \(path)"
             case .modified(let record, _): return "modified \(record.path)"
+            case .flagsChanged(let record, _): return "flags of \(record.path)"
             case .writtenOverPlaceholder(let record, _): return "written over \(record.path)"
             case .moved(let record, let to, _): return "moved \(record.path) -> \(to)"
             case .deleted(let record): return "deleted \(record.path)"

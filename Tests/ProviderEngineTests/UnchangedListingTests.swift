@@ -98,7 +98,7 @@ import Testing
             identifier: "x", parentIdentifier: .rootContainer, filename: "x.txt", kind: .file, size: 3,
             version: ItemVersion(content: Data([1]), metadata: Data([2])))
         var variants: [Item] = []
-        for change in 0..<7 {
+        for change in 0..<8 {
             var item = file
             switch change {
             case 0: item.identifier = "y"
@@ -107,6 +107,7 @@ import Testing
             case 3: item.size = 4
             case 4: item.version.content = Data([9])
             case 5: item.version.metadata = Data([9])
+            case 6: item.fileSystemFlags.insert(.userExecutable)
             default: item.symlinkTargetPath = "t"
             }
             variants.append(item)

@@ -15,6 +15,9 @@ import Testing
                 var row = record(id, path, size: Int64(index))
                 row.creationDate = Date(timeIntervalSince1970: 1_600_000_000 + Double(index))
                 row.contentHash = "sha1:\(index)"
+                if index.isMultiple(of: 3) {
+                    row.fileSystemFlags = FileSystemFlags.plainFile.union(.userExecutable).rawValue
+                }
                 if index.isMultiple(of: 5) {
                     row.kind = .symlink
                     row.state = .symlink
