@@ -73,7 +73,7 @@ struct DescriptionCache: Sendable {
     /// `nil` when there is none, it is stale or it cannot be read. Blocks on file reads: call
     /// it on a thread of its own.
     func description(kind: String, key: Key) -> DescribeResult? {
-        guard ExternalBackends.isValidKind(kind), let data = Self.readRegularFile(file(kind), limit: Self.maximumEntrySize),
+        guard ExternalBackends.isValidKind(kind), let data = PrivateFile.read(file(kind), limit: Self.maximumEntrySize),
             let entry = try? JSONDecoder().decode(Entry.self, from: data), entry.format == Self.format, entry.key == key
         else { return nil }
         return entry.description
@@ -86,52 +86,12 @@ struct DescriptionCache: Sendable {
             let data = try? Self.encoder.encode(Entry(format: Self.format, key: key, description: description)),
             data.count <= Self.maximumEntrySize
         else { return }
-        do {
-            try FileManager.default.createDirectory(
-                atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            return
-        }
-        let temporary = file(kind) + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return }
-        let written = data.withUnsafeBytes { buffer -> Bool in
-            var offset = 0
-            while offset < buffer.count {
-                let count = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { return false }
-                offset += count
-            }
-            return true
-        }
-        close(fd)
-        if !written || rename(temporary, file(kind)) != 0 { unlink(temporary) }
+        PrivateFile.write(data, to: file(kind), in: folder)
     }
 
     /// Forgets what the program of `kind` described (it now fails to describe itself).
     func remove(kind: String) {
         guard ExternalBackends.isValidKind(kind) else { return }
         unlink(file(kind))
-    }
-
-    /// The contents of a regular file (symlinks not followed) of at most `limit` bytes.
-    private static func readRegularFile(_ path: String, limit: Int) -> Data? {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size >= 0, info.st_size <= limit else { return nil }
-        var data = Data(count: limit + 1)
-        var total = 0
-        while total <= limit {
-            let count = data.withUnsafeMutableBytes { read(fd, $0.baseAddress! + total, limit + 1 - total) }
-            if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { return nil }
-            if count == 0 { break }
-            total += count
-        }
-        guard total <= limit else { return nil }
-        return data.prefix(total)
     }
 }

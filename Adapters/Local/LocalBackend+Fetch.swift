@@ -201,7 +201,7 @@ extension LocalBackend {
     static func writingDestination<T>(_ body: () throws(FileProviderError) -> T) throws(FileProviderError) -> T {
         do {
             return try body()
-        } catch  where error.code == .insufficientQuota {
+        } catch where error.code == .insufficientQuota {
             throw FileProviderError(.fileWriteOutOfSpace, error.message)
         }
     }

@@ -54,7 +54,7 @@ struct ProbeMemory: Sendable {
     /// What the probe found for `url` and `user`, or `nil` when it was not remembered. Blocks
     /// on a file read: call it off the cooperative pool.
     func recall(url: String, user: String?) -> Bool? {
-        guard let data = Self.readRegularFile(file(url: url, user: user), limit: Self.maximumEntrySize),
+        guard let data = PrivateFile.read(file(url: url, user: user), limit: Self.maximumEntrySize),
             let entry = try? JSONDecoder().decode(Entry.self, from: data), entry.format == Self.format, entry.url == url,
             entry.user == (user ?? "")
         else { return nil }
@@ -66,28 +66,7 @@ struct ProbeMemory: Sendable {
     func remember(_ checksConditions: Bool, url: String, user: String?) {
         let entry = Entry(format: Self.format, url: url, user: user ?? "", checksConditions: checksConditions)
         guard let data = try? JSONEncoder().encode(entry), data.count <= Self.maximumEntrySize else { return }
-        do {
-            try FileManager.default.createDirectory(
-                atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            return
-        }
-        let target = file(url: url, user: user)
-        let temporary = target + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return }
-        let written = data.withUnsafeBytes { buffer -> Bool in
-            var offset = 0
-            while offset < buffer.count {
-                let count = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { return false }
-                offset += count
-            }
-            return true
-        }
-        close(fd)
-        if !written || rename(temporary, target) != 0 { unlink(temporary) }
+        PrivateFile.write(data, to: file(url: url, user: user), in: folder)
         prune()
     }
 
@@ -109,25 +88,5 @@ struct ProbeMemory: Sendable {
         guard entries.count > Self.maximumEntries else { return }
         entries.sort { $0.written < $1.written }
         for entry in entries.prefix(entries.count - Self.maximumEntries) { unlink(entry.path) }
-    }
-
-    /// The contents of a regular file (symlinks not followed) of at most `limit` bytes.
-    private static func readRegularFile(_ path: String, limit: Int) -> Data? {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size >= 0, info.st_size <= limit else { return nil }
-        var data = Data(count: limit + 1)
-        var total = 0
-        while total <= limit {
-            let count = data.withUnsafeMutableBytes { read(fd, $0.baseAddress! + total, limit + 1 - total) }
-            if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { return nil }
-            if count == 0 { break }
-            total += count
-        }
-        guard total <= limit else { return nil }
-        return data.prefix(total)
     }
 }
