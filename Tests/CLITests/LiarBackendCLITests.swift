@@ -68,8 +68,10 @@ import Testing
             let result = try await cli.run(command, environment: environment)
             let elapsed = Date().timeIntervalSince(started)
             #expect(result.status == 0, "\(result.stderr)")
-            // 3 s for the program, the rest for a loaded machine; it was 30 s for the program alone.
-            #expect(elapsed < 25, "\(command.joined(separator: " ")) took \(elapsed) s")
+            // The program is given 3 s (it was 30 s): the message names the 3 s; the time bound
+            // leaves room for a loaded machine's program starts.
+            #expect(elapsed < 45, "\(command.joined(separator: " ")) took \(elapsed) s")
+            #expect(result.stdout.contains("within 3 s"), "\(result.stdout)")
             #expect(result.stdout.contains("backend not available"), "\(result.stdout)")
             #expect(result.stdout.contains("is not answering"), "\(result.stdout)")
         }
