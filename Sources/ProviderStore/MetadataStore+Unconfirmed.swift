@@ -3,26 +3,26 @@ import GRDB
 import ProviderCore
 
 /// Uploads no listing has confirmed yet (`unconfirmedUpload`, migration v16): the files this
-/// engine created or changed in the store, with the content version and size the store
-/// answered. A store that took an upload and then lists the item gone, or at another version,
-/// did not keep it: sync down keeps the local bytes instead of removing them or downloading
-/// over them. A row goes once a listing or the change feed shows the item.
+/// engine created or changed in the store, with the content version the store answered. A
+/// store that took an upload and then lists the item gone, or at another version, did not keep
+/// it: sync down keeps the local bytes instead of removing them or downloading over them. A row
+/// goes once a listing or the change feed shows the item.
 extension MetadataStore {
-    /// An upload of `identifier` no listing has confirmed: what the store answered.
+    /// An upload of `identifier` no listing has confirmed: the content version the store
+    /// answered.
     public struct UnconfirmedUpload: Sendable, Equatable {
         public var contentVersion: Data
-        public var size: Int64
     }
 
     /// Notes uploads the store answered (files only), in the caller's transaction.
     static func noteUnconfirmed(_ records: [ItemRecord], now: Date, in db: Database) throws {
         let statement = try db.cachedStatement(
-            sql: "INSERT OR REPLACE INTO unconfirmedUpload (domainID, identifier, contentVersion, size, createdAt) VALUES (?, ?, ?, ?, ?)")
+            sql: "INSERT OR REPLACE INTO unconfirmedUpload (domainID, identifier, contentVersion, createdAt) VALUES (?, ?, ?, ?)")
         for record in records where record.kind == .file {
             // Contents the store changed on its side (shouldFetchContent) are downloaded again.
             guard let version = record.localContentVersion, !version.isEmpty else { continue }
             try statement.execute(
-                arguments: [record.domainID, record.identifier.rawValue, version, record.size, now.timeIntervalSince1970])
+                arguments: [record.domainID, record.identifier.rawValue, version, now.timeIntervalSince1970])
         }
     }
 
@@ -31,9 +31,9 @@ extension MetadataStore {
     public func unconfirmedUpload(domainID: Int64, identifier: ItemIdentifier) throws(FileProviderError) -> UnconfirmedUpload? {
         try read { db in
             try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT contentVersion, size FROM unconfirmedUpload WHERE domainID = ? AND identifier = ?"),
+                db.cachedStatement(sql: "SELECT contentVersion FROM unconfirmedUpload WHERE domainID = ? AND identifier = ?"),
                 arguments: [domainID, identifier.rawValue]
-            ).map { UnconfirmedUpload(contentVersion: $0[0], size: $0[1]) }
+            ).map { UnconfirmedUpload(contentVersion: $0[0]) }
         }
     }
 

@@ -313,7 +313,6 @@ enum Migrations {
                 t.column("domainID", .integer).notNull().references("domain", onDelete: .cascade)
                 t.column("identifier", .text).notNull()
                 t.column("contentVersion", .blob).notNull()
-                t.column("size", .integer).notNull()
                 t.column("createdAt", .double).notNull()
                 t.primaryKey(["domainID", "identifier"])
             }
