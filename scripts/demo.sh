@@ -21,6 +21,8 @@ fi
 rm -rf "$demo"
 mkdir -p "$demo/sources" "$demo/home"
 export FILEPROVIDER_HOME=$demo/home
+# What the program remembers (a WebDAV server's probe) stays in the throwaway home too.
+export XDG_CACHE_HOME=$demo/cache
 photos=$demo/sources/photos
 docs=$demo/sources/docs
 

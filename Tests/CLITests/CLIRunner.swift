@@ -35,10 +35,13 @@ struct CLIRunner {
         process.environment = environment(extra)
     }
 
-    /// This process's environment without `FILEPROVIDER_HOME`, plus `extra`.
+    /// This process's environment without `FILEPROVIDER_HOME`, with `XDG_CACHE_HOME` in the
+    /// temporary home (what the program remembers, such as a WebDAV server's probe, never goes
+    /// to the real `~/.cache`), plus `extra`.
     func environment(_ extra: [String: String]) -> [String: String] {
         var environment = ProcessInfo.processInfo.environment
         environment.removeValue(forKey: "FILEPROVIDER_HOME")
+        environment["XDG_CACHE_HOME"] = home.appendingPathComponent(".cache").path
         return environment.merging(extra) { _, new in new }
     }
 
