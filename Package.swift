@@ -54,7 +54,10 @@ let package = Package(
             name: "CCurl", path: "Adapters/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // Shared adapter plumbing (Adapters/Kit): the libcurl HTTP client, session pools,
         // cancellation. Adapters import it; the engine, store and CLI never need to.
-        .target(name: "AdapterKit", dependencies: ["ProviderCore", "CCurl"], path: "Adapters/Kit"),
+        .target(name: "AdapterKit", dependencies: ["ProviderCore", "CCurl", "CSecret"], path: "Adapters/Kit"),
+        // The Secret Service through libsecret, loaded with dlopen on first use (so the programs
+        // start without libsecret or GLib installed); built without their headers.
+        .target(name: "CSecret", path: "Adapters/CSecret", linkerSettings: [.linkedLibrary("dl")]),
         .target(name: "MediaAPIAdapter", dependencies: ["ProviderCore", "AdapterKit"], path: "Adapters/MediaAPI"),
         .target(name: "WebDAVAdapter", dependencies: ["ProviderCore", "AdapterKit"], path: "Adapters/WebDAV"),
         // Backends that are programs of their own, spoken to over a line protocol
@@ -70,7 +73,7 @@ let package = Package(
             name: "fileproviderctl",
             dependencies: [
                 "ProviderCore", "ProviderStore", "ProviderEngine", "LocalAdapter", "SFTPAdapter",
-                "MediaAPIAdapter", "WebDAVAdapter", "ExternalAdapter", "ProviderTesting", "CSystemShims",
+                "MediaAPIAdapter", "WebDAVAdapter", "ExternalAdapter", "AdapterKit", "ProviderTesting", "CSystemShims",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
