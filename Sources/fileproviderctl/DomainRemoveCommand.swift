@@ -91,12 +91,18 @@ struct DomainRemoveCommand: AsyncParsableCommand {
 extension DomainRemoveCommand {
     /// Deletes the password the Secret Service keeps for `domain` (a backend that takes one);
     /// what was done, for the output, or `nil` when there was none. A Secret Service that
-    /// cannot be asked is left alone: no password can have been stored from here.
+    /// cannot be asked (no bus, no provider on it) is left alone: no password can have been
+    /// stored there from here; one that fails to delete a stored password is a warning.
     static func deletePassword(of domain: DomainRecord) async -> String? {
         guard DomainPassword.takesPassword(domain.backendKind), SecretService.unavailableReason() == nil else { return nil }
+        let name = domain.name
+        guard
+            let stored = try? await SecretService.executor.runEvenIfCancelled({
+                try SecretService.password(forDomain: name) != nil
+            }), stored
+        else { return nil }
         do {
-            return try await DomainPassword.delete(domain.name)
-                ? "deleted its password from the Secret Service" : nil
+            return try await DomainPassword.delete(name) ? "deleted its password from the Secret Service" : nil
         } catch {
             Output.warning("its password may still be in the Secret Service: \(error.message)")
             return nil
