@@ -204,6 +204,23 @@ struct PasswordSourceTests {
         }
     }
 
+    @Test func withoutLibsecretTheLookupSaysWhatToInstall() async throws {
+        let server = try await Self.startup.value
+        let keyring = try await offThePool { try SecretServiceSession() }
+        defer { keyring.stop() }
+        let temp = try TemporaryFolder()
+        let cli = CLIRunner(in: temp)
+        var environment = try Self.isolated(temp).merging(keyring.environment) { _, new in new }
+        environment["FILEPROVIDER_LIBSECRET"] = "libsecret-not-installed.so.0"
+        try await offThePool { try keyring.store(Self.password, domain: "nolib") }
+        let (options, _) = try Self.store(server)
+        let added = try await cli.run(["domain", "add", "nolib"] + options, environment: environment)
+        #expect(added.status != 0)
+        #expect(
+            added.stderr.contains("the Secret Service (libsecret is not installed (libsecret-not-installed.so.0"), "\(added.stderr)")
+        #expect(added.stderr.contains("install libsecret-1-0"), "\(added.stderr)")
+    }
+
     @Test func withoutASecretServiceTheRefusalSaysWhatToDoInstead() async throws {
         let server = try await Self.startup.value
         let temp = try TemporaryFolder()

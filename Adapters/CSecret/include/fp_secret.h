@@ -10,8 +10,8 @@
 // reading the keyring (seahorse, `secret-tool search service fileprovider`). The calls block
 // on D-Bus: run them on a thread of their own. They are serialized by a lock.
 
-/// NULL once libsecret-1.so.0 is loaded with every function used; otherwise why not (static
-/// text, never freed).
+/// NULL once libsecret-1.so.0 (or the file $FILEPROVIDER_LIBSECRET names) is loaded with every
+/// function used; otherwise why not (static text, never freed).
 const char *fp_secret_load_error(void);
 
 /// Looks up the password of `domain`. Returns 1 and sets `*password` when one is stored, 0
