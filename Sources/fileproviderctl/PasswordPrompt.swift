@@ -65,6 +65,8 @@ enum PasswordPrompt {
             bytes.append(byte)
             guard bytes.count <= 4096 else { throw FileProviderError(.invalidArgument, "the password is longer than 4096 bytes") }
         }
+        // The terminal shows the newline typed (ECHONL); an error output elsewhere gets its own.
+        if terminal && isatty(STDERR_FILENO) == 0 { FileHandle.standardError.write(Data("\n".utf8)) }
         if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw FileProviderError(.invalidArgument, "the password is not UTF-8 text")

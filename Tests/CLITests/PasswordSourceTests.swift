@@ -150,10 +150,12 @@ struct PasswordSourceTests {
         let added = try await offThePool {
             try TerminalRun(
                 cli, ["domain", "add", "typed", "--replica", replica.path] + options, environment: environment,
-                prompt: "Password of alice on 127.0.0.1 (domain 'typed'): ", answer: Self.password)
+                prompt: "Password of alice on 127.0.0.1 (domain 'typed'): ", answers: ["not it", Self.password])
         }
         #expect(added.status == 0, "\(added.stderr)")
+        #expect(added.stderr.contains("the password was refused; try again"), "\(added.stderr)")
         #expect(added.stdout.contains("stored the password in the Secret Service"), "\(added.stdout)")
+        #expect(!added.terminal.contains("not it"), "the password was echoed: \(added.terminal)")
         #expect(!added.terminal.contains("dav pw"), "the password was echoed: \(added.terminal)")
         #expect(try await offThePool { try keyring.lookup(domain: "typed") } == Self.password)
         try await Self.syncBothWays(cli, "typed", replica: replica, server: server, folder: folder, environment: environment)
@@ -165,6 +167,19 @@ struct PasswordSourceTests {
         #expect(wrong.status != 0)
         #expect(wrong.stderr.contains("the one stored before is back"), "\(wrong.stderr)")
         #expect(try await offThePool { try keyring.lookup(domain: "typed") } == Self.password)
+
+        // Three refused passwords: the domain is not added and none is kept.
+        let third = temp.url.appendingPathComponent("r3").path
+        let refused = try await offThePool {
+            try TerminalRun(
+                cli, ["domain", "add", "never", "--replica", third] + options,
+                environment: environment, prompt: "Password of alice on 127.0.0.1 (domain 'never'): ", answers: ["a", "b", "c"])
+        }
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("answered 401"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("check --user and the password (from the Secret Service)"), "\(refused.stderr)")
+        #expect(try await offThePool { try keyring.lookup(domain: "never") } == nil)
+        #expect(try await cli.run(["domain", "show", "never"]).status != 0)
 
         // Without a terminal nothing is asked: the refusal says what was tried.
         let quiet = try await cli.run(
@@ -229,7 +244,7 @@ struct PasswordSourceTests {
         let (options, _) = try Self.store(server)
         let added = try await offThePool {
             try TerminalRun(
-                cli, ["domain", "add", "nobus"] + options, environment: environment, prompt: nil, answer: "unused")
+                cli, ["domain", "add", "nobus"] + options, environment: environment, prompt: nil, answers: [])
         }
         #expect(added.status != 0)
         for part in [
@@ -241,8 +256,8 @@ struct PasswordSourceTests {
 }
 
 /// The CLI run with a pseudo-terminal as standard input (what a user types at), its output and
-/// error output going to files: waits for `prompt` in the error output, then types `answer`
-/// and a newline.
+/// error output going to files: for each of `answers`, waits for one more `prompt` in the error
+/// output, then types the answer and a newline.
 struct TerminalRun {
     var status: Int32
     var stdout: String
@@ -251,7 +266,7 @@ struct TerminalRun {
     var terminal: String
 
     /// Runs; blocks: call it off the cooperative pool. With `prompt` `nil` nothing is typed.
-    init(_ cli: CLIRunner, _ arguments: [String], environment: [String: String], prompt: String?, answer: String) throws {
+    init(_ cli: CLIRunner, _ arguments: [String], environment: [String: String], prompt: String?, answers: [String]) throws {
         // posix_openpt, unlockpt and ptsname by hand (Glibc's module has none of them):
         // TIOCSPTLCK and TIOCGPTN, whose numbers Swift cannot import from their macros.
         let master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC)
@@ -266,13 +281,19 @@ struct TerminalRun {
         let (status, stdout, stderr) = try Self.run(cli, arguments, environment: environment, input: terminal) { errorFile in
             close(terminal)
             guard let prompt else { return }
-            // The prompt is written once echo is off: typing after it is never echoed.
-            for _ in 0..<600 {
-                if let text = try? String(contentsOfFile: errorFile, encoding: .utf8), text.contains(prompt) { break }
-                usleep(50_000)
+            for (index, answer) in answers.enumerated() {
+                // The prompt is written once echo is off: typing after it is never echoed.
+                for _ in 0..<600 {
+                    if let text = try? String(contentsOfFile: errorFile, encoding: .utf8),
+                        text.components(separatedBy: prompt).count > index + 1
+                    {
+                        break
+                    }
+                    usleep(50_000)
+                }
+                let typed = Array((answer + "\n").utf8)
+                _ = typed.withUnsafeBytes { write(master, $0.baseAddress, $0.count) }
             }
-            let typed = Array((answer + "\n").utf8)
-            _ = typed.withUnsafeBytes { write(master, $0.baseAddress, $0.count) }
         }
         var echoed: [UInt8] = []
         _ = fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK)
