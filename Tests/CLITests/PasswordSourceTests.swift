@@ -167,6 +167,14 @@ struct PasswordSourceTests {
         #expect(wrong.status != 0)
         #expect(wrong.stderr.contains("the one stored before is back"), "\(wrong.stderr)")
         #expect(try await offThePool { try keyring.lookup(domain: "typed") } == Self.password)
+        // The right one is stored (over a password deleted by hand meanwhile).
+        _ = try await offThePool { try keyring.store("stale", domain: "typed") }
+        let right = try await offThePool {
+            try TerminalRun.piped(cli, ["domain", "set", "typed", "--password"], environment: environment, input: Self.password + "\n")
+        }
+        #expect(right.status == 0, "\(right.stderr)")
+        #expect(right.stdout.contains("password stored in the Secret Service"), "\(right.stdout)")
+        #expect(try await offThePool { try keyring.lookup(domain: "typed") } == Self.password)
 
         // Three refused passwords: the domain is not added and none is kept.
         let third = temp.url.appendingPathComponent("r3").path
