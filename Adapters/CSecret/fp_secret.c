@@ -130,6 +130,15 @@ int fp_secret_store(
     }
     FPGError *failed = NULL;
     pthread_mutex_lock(&calls);
+    // Items stored for the domain with other attributes (by secret-tool, or for another user
+    // or host) are not replaced by the store below: delete them first, so a lookup can only
+    // find this password.
+    secret.clear(&schema, NULL, &failed, "service", "fileprovider", "domain", domain, NULL);
+    if (failed != NULL) {
+        pthread_mutex_unlock(&calls);
+        take(failed, error);
+        return -1;
+    }
     // NULL collection: the default one (the login keyring).
     int stored = secret.store(
         &schema, NULL, label, password, NULL, &failed, "service", "fileprovider", "domain", domain, "user", user, "host",

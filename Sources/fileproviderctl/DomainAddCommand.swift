@@ -298,15 +298,13 @@ struct DomainAddCommand: AsyncParsableCommand {
                 }
                 if tries > 0 { FileHandle.standardError.write(Data("the password was refused; try again\n".utf8)) }
                 tries += 1
-                let typed: String
                 do {
-                    typed = try await PasswordPrompt.read(password.prompt)
+                    try await password.store(try await PasswordPrompt.read(password.prompt))
+                    stored = password
                 } catch {
                     if stored != nil { _ = try? await DomainPassword.delete(name) }
                     throw error
                 }
-                try await password.store(typed)
-                stored = password
             }
         }
     }

@@ -19,8 +19,8 @@ const char *fp_secret_load_error(void);
 /// malloc'd: free it with fp_secret_free.
 int fp_secret_lookup(const char *domain, char **password, char **error);
 
-/// Stores `password` for `domain` in the default collection under `label`, replacing any
-/// password stored for it. Returns 0, or -1 and sets `*error`.
+/// Stores `password` for `domain` in the default collection under `label`, after deleting every
+/// item stored for it (whatever its other attributes). Returns 0, or -1 and sets `*error`.
 int fp_secret_store(
     const char *label, const char *domain, const char *user, const char *host, const char *backend, const char *password,
     char **error);

@@ -54,7 +54,8 @@ public enum SecretService {
     }
 
     /// Stores `password` for the domain `domain` in the default collection (the login keyring),
-    /// replacing what was stored for it.
+    /// replacing every item stored for it (also one stored by hand with other attributes, which
+    /// a lookup could otherwise find instead).
     ///
     /// - Throws: `notAuthenticated` with the reason when it cannot be stored (as
     ///   ``password(forDomain:)``; also a collection that is locked or missing).
