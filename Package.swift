@@ -53,7 +53,8 @@ let package = Package(
         .systemLibrary(
             name: "CCurl", path: "Adapters/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // Shared adapter plumbing (Adapters/Kit): the libcurl HTTP client, session pools,
-        // cancellation. Adapters import it; the engine, store and CLI never need to.
+        // cancellation, password lookup. Adapters import it; the engine and store never need to,
+        // the CLI only for the Secret Service.
         .target(name: "AdapterKit", dependencies: ["ProviderCore", "CCurl", "CSecret"], path: "Adapters/Kit"),
         // The Secret Service through libsecret, loaded with dlopen on first use (so the programs
         // start without libsecret or GLib installed); built without their headers.
@@ -73,9 +74,11 @@ let package = Package(
             name: "fileproviderctl",
             dependencies: [
                 "ProviderCore", "ProviderStore", "ProviderEngine", "LocalAdapter", "SFTPAdapter",
-                "MediaAPIAdapter", "WebDAVAdapter", "ExternalAdapter", "AdapterKit", "ProviderTesting", "CSystemShims",
+                "MediaAPIAdapter", "WebDAVAdapter", "ExternalAdapter", "ProviderTesting", "CSystemShims",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                // The Secret Service, for the passwords of domain add, set --password and remove.
+                "AdapterKit",
             ],
             plugins: ["BuildInfo"]
         ),
