@@ -53,8 +53,12 @@ let package = Package(
         .systemLibrary(
             name: "CCurl", path: "Adapters/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // Shared adapter plumbing (Adapters/Kit): the libcurl HTTP client, session pools,
-        // cancellation. Adapters import it; the engine, store and CLI never need to.
-        .target(name: "AdapterKit", dependencies: ["ProviderCore", "CCurl"], path: "Adapters/Kit"),
+        // cancellation, password lookup. Adapters import it; the engine and store never need to,
+        // the CLI only for the Secret Service.
+        .target(name: "AdapterKit", dependencies: ["ProviderCore", "CCurl", "CSecret"], path: "Adapters/Kit"),
+        // The Secret Service through libsecret, loaded with dlopen on first use (so the programs
+        // start without libsecret or GLib installed); built without their headers.
+        .target(name: "CSecret", path: "Adapters/CSecret", linkerSettings: [.linkedLibrary("dl")]),
         .target(name: "MediaAPIAdapter", dependencies: ["ProviderCore", "AdapterKit"], path: "Adapters/MediaAPI"),
         .target(name: "WebDAVAdapter", dependencies: ["ProviderCore", "AdapterKit"], path: "Adapters/WebDAV"),
         // Backends that are programs of their own, spoken to over a line protocol
@@ -73,6 +77,8 @@ let package = Package(
                 "MediaAPIAdapter", "WebDAVAdapter", "ExternalAdapter", "ProviderTesting", "CSystemShims",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                // The Secret Service, for the passwords of domain add, set --password and remove.
+                "AdapterKit",
             ],
             plugins: ["BuildInfo"]
         ),

@@ -27,6 +27,10 @@ PACKAGES=(
     binutils             # readelf (the install test's linking check), strip (make install)
     fish                 # the install test asks fish's completion script for domain names
     zsh                  # the install test asks zsh's completion function for domain names
+    libsecret-1-0        # the Secret Service, loaded with dlopen by Adapters/CSecret (domains' passwords)
+    gnome-keyring        # the Secret Service the password tests start (Sources/ProviderTesting/SecretServiceSession.swift)
+    dbus-daemon          # dbus-run-session: the tests' own D-Bus session bus for gnome-keyring-daemon
+    libsecret-tools      # secret-tool: the password tests store and check what the keyring holds
 )
 
 is_installed() {

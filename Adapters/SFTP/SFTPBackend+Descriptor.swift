@@ -1,3 +1,4 @@
+import AdapterKit
 import Foundation
 import ProviderCore
 
@@ -9,10 +10,12 @@ extension SFTPBackend {
     /// The `sftp` backend kind: a folder on an SFTP server, over libssh2.
     ///
     /// Options: `host` (required; resolved as `ssh` resolves it, with `ssh -G`), `port`, `user`,
-    /// `root`, `identity`, `passphrase-env`, `password-env`, `agent`, `known-hosts`,
-    /// `accept-new-host-key`, `connections`, `timeout`, `ssh-config`. No option holds a secret:
-    /// passphrases and passwords are read from the environment variables they name, when
-    /// connecting. The factory neither connects nor reads the ssh configuration (the first
+    /// `root`, `identity`, `passphrase-env`, `password-env`, `netrc-file`, `agent`,
+    /// `known-hosts`, `accept-new-host-key`, `connections`, `timeout`, `ssh-config`. No option
+    /// holds a secret: passphrases are read from the environment variables they name, when
+    /// connecting, and the password, tried after the keys, is looked up as ``PasswordLookup``
+    /// says (the variable named by `password-env`, the systemd credential, the Secret Service,
+    /// netrc with machine = `host` or the name it resolves to). The factory neither connects nor reads the ssh configuration (the first
     /// connection does); it throws `invalidArgument` for an identity file that does not exist
     /// or a value out of range.
     public static let descriptor = BackendDescriptor(
@@ -38,7 +41,14 @@ extension SFTPBackend {
                 name: "passphrase-env", help: "the name of an environment variable holding the key's passphrase",
                 type: .environmentVariable),
             BackendOption(
-                name: "password-env", help: "the name of an environment variable holding the password", type: .environmentVariable),
+                name: "password-env",
+                help:
+                    "the name of an environment variable holding the password, tried first (see 'Passwords' in Docs/CLI.md for the other sources)",
+                type: .environmentVariable),
+            BackendOption(
+                name: "netrc-file",
+                help: "a netrc file whose entry for the host (machine = --host) holds the password (default: ~/.netrc)",
+                type: .path),
             BackendOption(
                 name: "agent",
                 help:
@@ -118,7 +128,8 @@ extension SFTPBackend {
             knownHostsPath: knownHosts.map { SSHTokens.expandTilde($0, home: home) },
             acceptNewHostKey: configuration.boolean("accept-new-host-key"),
             timeout: timeout, rootPath: configuration["root"] ?? ".",
-            configFile: configFile.map { SSHTokens.expandTilde($0, home: home) })
+            configFile: configFile.map { SSHTokens.expandTilde($0, home: home) }, domainName: configuration.domainName,
+            netrcFile: configuration["netrc-file"].map { SSHTokens.expandTilde($0, home: home) })
     }
 
     static func homeFolder() -> String {

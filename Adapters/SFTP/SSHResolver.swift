@@ -26,6 +26,11 @@ struct ConnectionRequest: Sendable, Hashable {
     /// `--ssh-config`, passed to `ssh -F`; `nil`: ssh's own files (`~/.ssh/config`, then
     /// `/etc/ssh/ssh_config`).
     var configFile: String?
+    /// The domain's name, which its password is found by (``PasswordLookup``); `nil` outside a
+    /// domain.
+    var domainName: String? = nil
+    /// `--netrc-file`; `nil`: `~/.netrc`.
+    var netrcFile: String? = nil
 }
 
 /// What `ssh -G` (or, without `ssh`, the built-in parser) says about one host: only the
@@ -299,13 +304,16 @@ struct SSHResolver {
                 jump: jump, to: config.hostName, port: config.port, ssh: sshPath, configFile: request.configFile)
         }
         let (socket, noAgentReason) = agent(request, config)
-        return ConnectionSettings(
+        var settings = ConnectionSettings(
             host: config.hostName, port: config.port, user: config.user, identityFiles: identities,
             passphraseEnvironment: request.passphraseEnvironment, passwordEnvironment: request.passwordEnvironment,
             agentSocket: socket, noAgentReason: noAgentReason, agentRequested: request.agent == true,
             identitiesOnly: config.identitiesOnly, identityKeys: named, knownHostsPath: knownHosts[0],
             otherKnownHostsFiles: Array(knownHosts.dropFirst()), acceptNewHostKey: request.acceptNewHostKey,
             timeout: request.timeout, rootPath: request.rootPath, proxy: proxy, alias: request.host)
+        settings.domainName = request.domainName
+        settings.netrcFile = request.netrcFile
+        return settings
     }
 
     /// The agent's socket, as `ssh` picks it: none with `--agent false` or `IdentityAgent none`

@@ -1,3 +1,4 @@
+import AdapterKit
 import CLibSSH2
 import Foundation
 import ProviderCore
@@ -22,6 +23,10 @@ struct ConnectionSettings: Sendable, Hashable {
     var passphraseEnvironment: String?
     /// The name of the environment variable holding the password.
     var passwordEnvironment: String?
+    /// The domain's name, which its password is found by (``PasswordLookup``).
+    var domainName: String?
+    /// `--netrc-file`; `nil`: `~/.netrc`.
+    var netrcFile: String?
     /// The ssh-agent's socket; `nil`: no agent.
     var agentSocket: String?
     /// Why there is no agent, for messages ("SSH_AUTH_SOCK is not set", "IdentityAgent none").
@@ -334,21 +339,26 @@ final class SSHSession: @unchecked Sendable {
                 tried.append("key \(path)")
             }
         }
-        if let name = settings.passwordEnvironment {
-            guard let password = ProcessInfo.processInfo.environment[name] else {
-                throw FileProviderError(.notAuthenticated, "the variable \(name) named by --password-env is not set")
-            }
+        // The password last, as ssh asks for it last: from the first source that has one.
+        let lookup = PasswordLookup(
+            domain: settings.domainName, user: user,
+            machines: settings.alias == settings.host ? [settings.host] : [settings.alias, settings.host],
+            environmentVariable: settings.passwordEnvironment, netrcFile: settings.netrcFile)
+        let outcome = lookup.find()
+        if let found = outcome.found {
+            let password = found.password
             let rc = libssh2_userauth_password_ex(
                 raw, user, UInt32(user.utf8.count), password, UInt32(password.utf8.count), nil)
             if rc == 0 { return }
             if Self.isTransportError(rc) { throw transportError(rc, "authenticating to \(settings.endpoint)") }
-            tried.append("the password from $\(name)")
+            tried.append("the password from \(found.source)")
         }
         let looked = settings.identityKeys.prefix(3).joined(separator: ", ") + (settings.identityKeys.count > 3 ? ", …" : "")
+        let noPassword = "no password (tried \(outcome.tried.joined(separator: ", ")))"
         let list =
             tried.isEmpty
-            ? "no credentials: no ssh-agent (\(settings.noAgentReason)), no key file\(looked.isEmpty ? "" : " (looked for \(looked))"), no --password-env; add a key to ssh-agent, or use --identity or --password-env"
-            : "tried \(tried.joined(separator: ", "))"
+            ? "no credentials: no ssh-agent (\(settings.noAgentReason)), no key file\(looked.isEmpty ? "" : " (looked for \(looked))"), \(noPassword); add a key to ssh-agent, use --identity, or \(PasswordLookup.advice)"
+            : "tried \(tried.joined(separator: ", "))\(outcome.found == nil ? "; \(noPassword)" : "")"
         throw FileProviderError(.notAuthenticated, "\(settings.endpoint) refused \(user): \(list)")
     }
 

@@ -7,15 +7,18 @@ extension WebDAVBackend {
     ///
     /// Options: `url` (required), `user`, `password-env`, `netrc-file`, the kit's HTTP options
     /// (``HTTPOptions/backendOptions``: `ca-file`, `connect-timeout`, `timeout`, `connections`,
-    /// `retries`) and `vendor` (`nextcloud|owncloud|other`). The password is never stored:
-    /// `password-env` names an environment variable holding it, or `netrc-file` names a netrc
-    /// file with the host's credentials. What the probe of conditional writes found is
+    /// `retries`) and `vendor` (`nextcloud|owncloud|other`). The password is never stored: with
+    /// `user`, it is looked up as ``PasswordLookup`` says (the variable named by `password-env`,
+    /// the systemd credential `fileprovider.DOMAIN`, the Secret Service, netrc: `netrc-file` or
+    /// `~/.netrc`, machine = the URL's host); without `user`, a netrc entry for the host gives
+    /// both. When no source has one the domain connects without credentials, and a refusal
+    /// names every source tried. What the probe of conditional writes found is
     /// remembered in `$XDG_CACHE_HOME/fileprovider/webdav` (``ProbeMemory``), so the probe
     /// writes to the server once per URL and user. The factory connects and checks `url` is a collection,
     /// so it throws `serverUnreachable` when the server cannot be reached, `notAuthenticated`
     /// when the credentials are refused, `noSuchItem` when nothing is at `url`, and
     /// `invalidArgument` for a bad option (a `vendor` not in the list, an HTTP option out of
-    /// range) or an environment variable that is not set.
+    /// range, a `netrc-file` that cannot be read, `password-env` without `user`).
     public static let descriptor = BackendDescriptor(
         kind: "webdav",
         summary: "a collection on a WebDAV server (Apache mod_dav, nginx, Nextcloud, ownCloud, NAS)",
@@ -26,9 +29,12 @@ extension WebDAVBackend {
             BackendOption(name: "user", help: "the user name for HTTP Basic authentication"),
             BackendOption(
                 name: "password-env",
-                help: "the name of an environment variable holding the password (the password itself is never stored)",
+                help:
+                    "the name of an environment variable holding the password, tried first (the password itself is never stored; see 'Passwords' in Docs/CLI.md for the other sources)",
                 type: .environmentVariable),
-            BackendOption(name: "netrc-file", help: "a netrc file holding the user name and password for the host", type: .path),
+            BackendOption(
+                name: "netrc-file", help: "a netrc file holding the user name and password for the host (default: ~/.netrc)",
+                type: .path),
         ] + HTTPOptions.backendOptions + [
             BackendOption(
                 name: "vendor",
@@ -38,26 +44,41 @@ extension WebDAVBackend {
         ],
         libraryVersions: { ["libcurl": HTTPClient.libraryVersion] },
         factory: { configuration in
-            var password: String?
-            if let name = configuration["password-env"], !name.isEmpty {
-                guard let value = ProcessInfo.processInfo.environment[name] else {
-                    throw FileProviderError(.invalidArgument, "the variable \(name) named by --password-env is not set")
-                }
-                password = value
-            }
             let vendorName = configuration["vendor"].flatMap { $0.isEmpty ? nil : $0 } ?? "other"
             guard let vendor = WebDAVVendor(rawValue: vendorName.lowercased()) else {
                 throw FileProviderError(.invalidArgument, "--vendor must be nextcloud, owncloud or other, not '\(vendorName)'")
             }
-            let user = configuration["user"].flatMap { $0.isEmpty ? nil : $0 }
-            if password != nil && user == nil {
+            var user = configuration["user"].flatMap { $0.isEmpty ? nil : $0 }
+            let variable = configuration["password-env"].flatMap { $0.isEmpty ? nil : $0 }
+            if variable != nil && user == nil {
                 throw FileProviderError(.invalidArgument, "--password-env needs --user")
+            }
+            let netrcFile = configuration["netrc-file"].flatMap { $0.isEmpty ? nil : $0 }
+            if let netrcFile, !FileManager.default.isReadableFile(atPath: netrcFile) {
+                throw FileProviderError(.invalidArgument, "--netrc-file: the file \(netrcFile) cannot be read")
+            }
+            let url = try configuration.string("url")
+            let host = URL(string: url)?.host.map { [$0] } ?? []
+            // Without a user only netrc can say who to be (an entry gives both).
+            let lookup = PasswordLookup(
+                domain: user == nil ? nil : configuration.domainName, user: user, machines: host,
+                environmentVariable: variable, netrcFile: netrcFile)
+            let outcome = await lookup.findOffThePool()
+            var password: String?
+            let hint: String
+            if let found = outcome.found {
+                password = found.password
+                if user == nil { user = found.login }
+                hint = "check --user and the password (from \(found.source))"
+            } else if user != nil {
+                hint = "no password was found: tried \(outcome.tried.joined(separator: ", ")); \(PasswordLookup.advice)"
+            } else {
+                hint = "give --user and a password (see 'Passwords' in Docs/CLI.md), or a netrc entry for the host"
             }
             let http = try HTTPOptions(configuration: configuration)
             return try await WebDAVBackend(
-                url: try configuration.string("url"), user: user, password: password, netrcFile: configuration["netrc-file"],
-                caFile: http.caFile, connectTimeout: http.connectTimeout, timeout: http.timeout, connections: http.connections,
-                retries: http.retries, vendor: vendor,
-                probeFolder: ProbeMemory(environment: ProcessInfo.processInfo.environment)?.folder)
+                url: url, user: user, password: password, caFile: http.caFile, connectTimeout: http.connectTimeout,
+                timeout: http.timeout, connections: http.connections, retries: http.retries, vendor: vendor,
+                probeFolder: ProbeMemory(environment: ProcessInfo.processInfo.environment)?.folder, authenticationHint: hint)
         })
 }

@@ -64,6 +64,8 @@ public final class WebDAVBackend: Backend {
     ///     Nextcloud's chunked upload (v2) in chunks of this size (at least 4 KiB).
     ///   - probeFolder: a folder to remember what the probe of conditional writes found in
     ///     (``ProbeMemory``), so that it runs once per `url` and `user`; `nil` probes at every open.
+    ///   - authenticationHint: what a refusal of the credentials adds to its message (where the
+    ///     password came from, or which sources had none); `nil`: a hint naming the options.
     /// - Throws: `invalidArgument` for a URL that is not http(s), a file that cannot be read,
     ///   out-of-range numbers, or a URL that is not a WebDAV collection; `serverUnreachable`
     ///   when the server cannot be reached; `notAuthenticated` when it refuses the credentials
@@ -71,7 +73,8 @@ public final class WebDAVBackend: Backend {
     public init(
         url: String, user: String? = nil, password: String? = nil, netrcFile: String? = nil, caFile: String? = nil,
         connectTimeout: Double = 10, timeout: Double = 30, connections: Int = 4, retries: Int = 4,
-        vendor: WebDAVVendor = .other, chunkSize: Int64 = 10 << 20, probeFolder: String? = nil
+        vendor: WebDAVVendor = .other, chunkSize: Int64 = 10 << 20, probeFolder: String? = nil,
+        authenticationHint: String? = nil
     ) async throws(FileProviderError) {
         var base = url
         while base.hasSuffix("/") { base.removeLast() }
@@ -95,7 +98,7 @@ public final class WebDAVBackend: Backend {
         var settings = http.clientSettings(baseURL: base)
         if let password { settings.basicCredentials = (user ?? "", password) }
         settings.netrcFile = netrcFile
-        settings.authenticationHint = "check --user and the password (--password-env or --netrc-file)"
+        settings.authenticationHint = authenticationHint ?? "check --user and the password (--password-env or --netrc-file)"
         settings.threadName = "webdav-http"
         client = try HTTPClient(settings: settings)
         if vendor == .nextcloud, let uploadsURL = Self.uploadsURL(of: parsed) {

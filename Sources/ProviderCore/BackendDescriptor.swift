@@ -47,8 +47,15 @@ public struct BackendOption: Hashable, Sendable {
 /// The validated option values of one domain.
 public struct BackendConfiguration: Hashable, Sendable, Codable {
     public var values: [String: String]
+    /// The name of the domain the backend is made for (the engine sets it; `nil` for a backend
+    /// made outside a domain). Backends find a domain's secrets by it (the systemd credential
+    /// `fileprovider.NAME`, the Secret Service item with `domain=NAME`); it is not an option.
+    public var domainName: String?
 
-    public init(_ values: [String: String] = [:]) { self.values = values }
+    public init(_ values: [String: String] = [:], domainName: String? = nil) {
+        self.values = values
+        self.domainName = domainName
+    }
 
     public subscript(name: String) -> String? { values[name] }
 

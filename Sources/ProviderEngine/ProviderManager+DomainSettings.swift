@@ -64,7 +64,8 @@ extension ProviderManager {
         var merged = domain.options
         for option in removing { merged[option] = nil }
         merged.merge(values) { _, new in new }
-        let configuration = try descriptor.validate(merged)
+        var configuration = try descriptor.validate(merged)
+        configuration.domainName = name
 
         var folders = [(domain.replicaPath, "the replica folder \(domain.replicaPath)", "choose a store path outside it")]
         if let backing = try? backingURL(of: domain) {

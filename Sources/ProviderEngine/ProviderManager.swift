@@ -166,7 +166,9 @@ public final class ProviderManager: Sendable {
             throw FileProviderError(.filenameCollision, "a domain named '\(name)' exists already; pick another name or remove it first")
         }
         let descriptor = try registry.descriptor(for: kind)
-        let configuration = try descriptor.validate(descriptor.normalizingPaths(options))
+        var validated = try descriptor.validate(descriptor.normalizingPaths(options))
+        validated.domainName = name
+        let configuration = validated
         let replica = URL(
             fileURLWithPath: replicaPath.map { ($0 as NSString).expandingTildeInPath }
                 ?? home.appendingPathComponent("domains/\(name)").path
@@ -432,7 +434,8 @@ public final class ProviderManager: Sendable {
         let descriptor = try descriptor(of: domain)
         let backend: any Backend
         do throws(FileProviderError) {
-            let configuration = try descriptor.validate(domain.options)
+            var configuration = try descriptor.validate(domain.options)
+            configuration.domainName = name
             do {
                 backend = try await descriptor.factory(configuration)
             } catch {

@@ -11,8 +11,11 @@ import Foundation
 /// the top of the script. It is not a conformance server: see ``SSHServer`` for those.
 ///
 /// Started on a free port with its own ed25519 host key (in a known_hosts file, as
-/// ``SSHServer`` does) and stopped by pid. Any public key logs in.
+/// ``SSHServer`` does) and stopped by pid. Any public key logs in, except as the user
+/// `password`, who signs in with the password ``password`` only.
 public final class HostileSFTPServer: @unchecked Sendable {
+    /// The only password of the user `password` (who has no key).
+    public static let password = "sftp pw"
     public let port: Int
     /// Keys, known_hosts and the server's log.
     public let directory: URL

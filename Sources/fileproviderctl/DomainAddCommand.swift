@@ -24,6 +24,14 @@ struct DomainAddCommand: AsyncParsableCommand {
 
             \(AdapterList.descriptors.map(Self.describe).joined(separator: "\n\n"))
 
+            Passwords (sftp, webdav): never stored in the database. They are looked up, in this \
+            order, in the variable named by --password-env, the systemd credential \
+            fileprovider.NAME ($CREDENTIALS_DIRECTORY), the Secret Service (GNOME Keyring, \
+            KWallet) and netrc (--netrc-file, else ~/.netrc; machine = the host). When the store \
+            refuses the credentials, no --password-env is given and standard input is a \
+            terminal, 'domain add' asks for the password (not echoed) and stores it in the \
+            Secret Service; 'domain set NAME --password' changes it and 'domain remove' deletes it.
+
             Example:
               fileproviderctl domain add photos --backend local --root ~/Pictures
             """
@@ -206,26 +214,33 @@ struct DomainAddCommand: AsyncParsableCommand {
         try Self.checkNames(of: options, kind: backend)
         let budget = try cacheBudget.map { text throws(FileProviderError) in try ByteCount.parseOrNone(text) } ?? nil
         let replicaPath = replica.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath).standardizedFileURL.path }
-        let record: DomainRecord
-        var adopted: AdoptionSummary?
-        if adoptReplica {
-            guard mode == .placeholderFiles else {
-                throw FileProviderError(
-                    .invalidArgument,
-                    "--adopt-replica works in placeholder-files mode only; add the domain with it, then 'fileproviderctl domain convert \(name) --mode dataless'"
-                )
+        if adoptReplica && mode != .placeholderFiles {
+            throw FileProviderError(
+                .invalidArgument,
+                "--adopt-replica works in placeholder-files mode only; add the domain with it, then 'fileproviderctl domain convert \(name) --mode dataless'"
+            )
+        }
+        let add = { () async throws(FileProviderError) -> (DomainRecord, AdoptionSummary?) in
+            if adoptReplica {
+                return try await manager.addDomainAdoptingReplica(
+                    name: name, kind: backend, options: options, replicaPath: replicaPath, ignorePatterns: ignore,
+                    cacheBudget: budget, hydration: hydration)
             }
-            (record, adopted) = try await manager.addDomainAdoptingReplica(
-                name: name, kind: backend, options: options, replicaPath: replicaPath, ignorePatterns: ignore, cacheBudget: budget,
-                hydration: hydration)
-        } else {
-            record = try await manager.addDomain(
+            let record = try await manager.addDomain(
                 name: name, kind: backend, options: options, replicaPath: replicaPath, ignorePatterns: ignore, mode: mode,
                 cacheBudget: budget, hydration: hydration)
+            return (record, nil)
         }
+        let (record, adopted, storedPassword) = try await addAskingForPassword(options: options, add)
         var shown = try DomainJSON(record, summary: nil, manager: manager)
         shown.adopted = adopted
         await manager.close()
+        if let storedPassword {
+            // On standard error in JSON mode: standard output holds the JSON alone.
+            let line =
+                "stored the password in \(storedPassword.whereStored); 'fileproviderctl domain set \(name) --password' changes it, 'fileproviderctl domain remove \(name)' deletes it"
+            if output.json { FileHandle.standardError.write(Data((line + "\n").utf8)) } else { print(line) }
+        }
         if output.json {
             try Output.json(shown)
         } else if let adopted {
@@ -247,6 +262,50 @@ struct DomainAddCommand: AsyncParsableCommand {
         } else {
             print("added domain '\(record.name)' (\(record.backendKind)); replica: \(record.replicaPath)")
             print("next: fileproviderctl sync \(record.name)")
+        }
+    }
+
+    /// Runs `add`; when the store refuses the credentials of a backend that takes a password,
+    /// none was named with `--password-env` and standard input is a terminal, asks for the
+    /// password (without echo), stores it in the Secret Service and runs `add` again (three
+    /// tries, as ssh). A password that was never accepted is deleted again. Returns what `add`
+    /// returned, and where the password went when one was stored.
+    ///
+    /// - Throws: what `add` throws; the refusal, with what to do instead, when the Secret
+    ///   Service cannot keep a password here; `cancelled` when the prompt is interrupted.
+    private func addAskingForPassword(
+        options: [String: String], _ add: () async throws(FileProviderError) -> (DomainRecord, AdoptionSummary?)
+    ) async throws(FileProviderError) -> (DomainRecord, AdoptionSummary?, DomainPassword?) {
+        var stored: DomainPassword?
+        var tries = 0
+        while true {
+            do {
+                let (record, adopted) = try await add()
+                return (record, adopted, stored)
+            } catch {
+                guard error.code == .notAuthenticated, options["password-env"] == nil, PasswordPrompt.isTerminal,
+                    !error.message.contains("named by --passphrase-env is not set"),
+                    let password = DomainPassword(domain: name, kind: backend, options: options), tries < 3
+                else {
+                    if stored != nil { _ = try? await DomainPassword.delete(name) }
+                    throw error
+                }
+                if tries == 0, let reason = await DomainPassword.unavailableReason(name) {
+                    throw FileProviderError(
+                        error.code,
+                        "\(error.message)\nno password can be asked for and kept here: the Secret Service cannot be used (\(reason)); \(DomainPassword.instead(name))"
+                    )
+                }
+                if tries > 0 { FileHandle.standardError.write(Data("the password was refused; try again\n".utf8)) }
+                tries += 1
+                do {
+                    try await password.store(try await PasswordPrompt.read(password.prompt))
+                    stored = password
+                } catch {
+                    if stored != nil { _ = try? await DomainPassword.delete(name) }
+                    throw error
+                }
+            }
         }
     }
 

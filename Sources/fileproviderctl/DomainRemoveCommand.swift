@@ -1,7 +1,9 @@
+import AdapterKit
 import ArgumentParser
 import Foundation
 import ProviderCore
 import ProviderEngine
+import ProviderStore
 
 struct DomainRemoveCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -69,12 +71,14 @@ struct DomainRemoveCommand: AsyncParsableCommand {
         }
         try await manager.removeDomain(named: name, keepReplica: keepReplica, force: true)
         await manager.close()
+        let password = await Self.deletePassword(of: domain)
         if output.json {
             try Output.json(
                 DomainRemoveJSON(domain: name, removed: true, keptReplica: keepReplica ? files : nil, unsent: unsent))
             return
         }
         print("removed domain '\(name)'" + (keepReplica ? "; kept \(files)" : ""))
+        if let password { print(password) }
         let kept = unsent.filter(\.losesWork).count
         if keepReplica && kept > 0 {
             Output.warning(
@@ -85,6 +89,26 @@ struct DomainRemoveCommand: AsyncParsableCommand {
 }
 
 extension DomainRemoveCommand {
+    /// Deletes the password the Secret Service keeps for `domain` (a backend that takes one);
+    /// what was done, for the output, or `nil` when there was none. A Secret Service that
+    /// cannot be asked (no bus, no provider on it) is left alone: no password can have been
+    /// stored there from here; one that fails to delete a stored password is a warning.
+    static func deletePassword(of domain: DomainRecord) async -> String? {
+        guard DomainPassword.takesPassword(domain.backendKind), SecretService.unavailableReason() == nil else { return nil }
+        let name = domain.name
+        guard
+            let stored = try? await SecretService.executor.runEvenIfCancelled({
+                try SecretService.password(forDomain: name) != nil
+            }), stored
+        else { return nil }
+        do {
+            return try await DomainPassword.delete(name) ? "deleted its password from the Secret Service" : nil
+        } catch {
+            Output.warning("its password may still be in the Secret Service: \(error.message)")
+            return nil
+        }
+    }
+
     /// Whether a folder holds nothing.
     static func isEmpty(_ path: String) -> Bool {
         (try? FileManager.default.contentsOfDirectory(atPath: path))?.isEmpty ?? true

@@ -28,6 +28,11 @@ struct DomainSetCommand: AsyncParsableCommand {
             'domain add' checks them, and the store must be reachable with them, else nothing \
             is changed.
 
+            --password (sftp, webdav): asks for the domain's password (not echoed; one line of \
+            standard input when it is not a terminal) and stores it in the Secret Service (GNOME \
+            Keyring, KWallet), replacing the one stored; the store must accept it, else the one \
+            stored before is kept. 'domain remove' deletes it.
+
             A running serve applies the budget and hydration without a restart; it takes \
             ignore patterns and backend options when it starts again. The replica folder and \
             the mode are not settings: see 'domain convert', and 'domain remove --keep-replica' \
@@ -36,6 +41,7 @@ struct DomainSetCommand: AsyncParsableCommand {
             Examples:
               fileproviderctl domain set photos --cache-budget 20G
               fileproviderctl domain set work --connections 8 --unset identity
+              fileproviderctl domain set nas --password
             """
     )
 
@@ -62,13 +68,21 @@ struct DomainSetCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A backend option to put back to its default (or leave unset); repeatable.", valueName: "name"))
     var unset: [String] = []
 
+    @Flag(
+        help:
+            "Ask for the domain's password (sftp, webdav) and store it in the Secret Service; from standard input when it is not a terminal."
+    )
+    var password = false
+
     @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Backend options (--connections 8, ...).", visibility: .hidden))
     var backendOptions: [String] = []
 
     func validate() throws {
-        if cacheBudget == nil && hydration == nil && ignore.isEmpty && !noIgnore && unset.isEmpty && backendOptions.isEmpty {
+        if cacheBudget == nil && hydration == nil && ignore.isEmpty && !noIgnore && unset.isEmpty && backendOptions.isEmpty
+            && !password
+        {
             throw ValidationError(
-                "nothing to change: give --cache-budget SIZE|none, --hydration full|progressive, --ignore PATTERN, --no-ignore, --unset NAME or backend options (--NAME VALUE)"
+                "nothing to change: give --cache-budget SIZE|none, --hydration full|progressive, --ignore PATTERN, --no-ignore, --unset NAME, --password or backend options (--NAME VALUE)"
             )
         }
         if noIgnore && !ignore.isEmpty { throw ValidationError("--ignore and --no-ignore do not go together") }
@@ -80,9 +94,12 @@ struct DomainSetCommand: AsyncParsableCommand {
         let budget = try cacheBudget.map { text throws(FileProviderError) in try ByteCount.parseOrNone(text) }
         let values = try DomainAddCommand.parse(backendOptions)
         let changesBackend = !values.isEmpty || !unset.isEmpty
-        if changesBackend {
-            try await manager.setBackendOptions(
-                ofDomain: name, values, removing: unset.map { $0.hasPrefix("--") ? String($0.dropFirst(2)) : $0 })
+        let removing = unset.map { $0.hasPrefix("--") ? String($0.dropFirst(2)) : $0 }
+        var stored: DomainPassword?
+        if password {
+            stored = try await setPassword(before, values: values, removing: removing, manager: manager)
+        } else if changesBackend {
+            try await manager.setBackendOptions(ofDomain: name, values, removing: removing)
         }
         if !ignore.isEmpty || noIgnore { try manager.setIgnorePatterns(ofDomain: name, ignore) }
         if let budget { try manager.setCacheBudget(ofDomain: name, budget) }
@@ -107,10 +124,53 @@ struct DomainSetCommand: AsyncParsableCommand {
             }
             for key in before.options.keys.sorted() where domain.options[key] == nil { lines.append("  --\(key) (unset)") }
         }
+        if let stored { lines.append("  password stored in \(stored.whereStored)") }
         if let server, changesBackend || !ignore.isEmpty || noIgnore {
             lines.append("  serve (process \(server)) takes the new options and ignore patterns when it starts again")
         }
         print(lines.joined(separator: "\n"))
+    }
+}
+
+extension DomainSetCommand {
+    /// Asks for the password, stores it in the Secret Service and checks the store accepts it
+    /// (with the backend options changed in the same command); when it does not, puts back the
+    /// password stored before (or deletes the new one) and nothing is changed.
+    ///
+    /// - Throws: `invalidArgument` when the backend takes no password (or WebDAV has no
+    ///   `--user`); `notAuthenticated` when the Secret Service cannot be used (with what to do
+    ///   instead) or the store refuses the password; what the prompt throws.
+    func setPassword(
+        _ domain: DomainRecord, values: [String: String], removing: [String], manager: ProviderManager
+    ) async throws(FileProviderError) -> DomainPassword {
+        var options = domain.options.merging(values) { _, new in new }
+        for name in removing { options[name] = nil }
+        guard let password = DomainPassword(domain: name, kind: domain.backendKind, options: options) else {
+            throw FileProviderError(
+                .invalidArgument,
+                DomainPassword.takesPassword(domain.backendKind)
+                    ? "domain '\(name)' has no --user: give one (--user NAME) with --password"
+                    : "the \(domain.backendKind) backend of domain '\(name)' takes no password")
+        }
+        if let reason = await DomainPassword.unavailableReason(name) {
+            throw FileProviderError(
+                .notAuthenticated, "the Secret Service cannot be used (\(reason)); \(DomainPassword.instead(name))")
+        }
+        let previous = try await password.stored()
+        let typed = try await PasswordPrompt.read(password.prompt)
+        try await password.store(typed)
+        do {
+            try await manager.setBackendOptions(ofDomain: name, values, removing: removing)
+        } catch {
+            if let previous {
+                try? await password.store(previous)
+            } else {
+                _ = try? await DomainPassword.delete(name)
+            }
+            throw FileProviderError(
+                error.code, "\(error.message)\nthe new password was not kept\(previous == nil ? "" : "; the one stored before is back")")
+        }
+        return password
     }
 }
 

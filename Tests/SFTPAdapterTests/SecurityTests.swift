@@ -207,7 +207,7 @@ struct SecurityTests {
         let names = Set(SFTPBackend.descriptor.options.map(\.name))
         #expect(
             names == [
-                "host", "port", "user", "root", "identity", "passphrase-env", "password-env", "agent", "known-hosts",
+                "host", "port", "user", "root", "identity", "passphrase-env", "password-env", "netrc-file", "agent", "known-hosts",
                 "accept-new-host-key", "connections", "timeout", "ssh-config",
             ])
         #expect(SFTPBackend.descriptor.options.allSatisfy { !$0.help.isEmpty })

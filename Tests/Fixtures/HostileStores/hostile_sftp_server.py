@@ -7,7 +7,9 @@ lets a server send any attribute value: sizes are uint64 and times uint32 on the
 
     hostile_sftp_server.py PORT HOST_KEY
 
-Every login with any public key is accepted. A login as the user "limits" is answered as
+Every login with any public key is accepted, except as the user "password": that user signs in
+with the password "sftp pw" only (the tests of where a domain's password comes from). A login
+as the user "limits" is answered as
 OpenSSH answers: the VERSION reply offers limits@openssh.com (reads of up to 64 KiB), so the
 client reads over its own SFTP channel instead of libssh2's. The tree, below any root path:
 
@@ -38,6 +40,10 @@ import paramiko
 from paramiko.message import Message
 from paramiko.sftp import CMD_EXTENDED, CMD_EXTENDED_REPLY, CMD_INIT, CMD_NAME, CMD_VERSION, SFTP_EOF, SFTPError
 from paramiko.sftp_attr import SFTPAttributes
+
+# The user who signs in with this password only (no key).
+PASSWORD_USER = "password"
+PASSWORD = "sftp pw"
 
 FILE = 0o100644
 FOLDER = 0o040755
@@ -264,10 +270,14 @@ class Server(paramiko.ServerInterface):
             pass
 
     def check_auth_publickey(self, username, key):
+        if username == PASSWORD_USER:
+            return paramiko.AUTH_FAILED
         self.username = username
         return paramiko.AUTH_SUCCESSFUL
 
     def check_auth_password(self, username, password):
+        if username == PASSWORD_USER and password != PASSWORD:
+            return paramiko.AUTH_FAILED
         self.username = username
         return paramiko.AUTH_SUCCESSFUL
 
