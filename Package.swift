@@ -54,12 +54,16 @@ let package = Package(
             name: "CCurl", path: "Adapters/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // Shared adapter plumbing (Adapters/Kit): the libcurl HTTP client, session pools,
         // cancellation. Adapters import it; the engine, store and CLI never need to.
-        .target(name: "AdapterKit", dependencies: ["ProviderCore", "CCurl"], path: "Adapters/Kit"),
+        .target(
+            name: "AdapterKit",
+            dependencies: ["ProviderCore", "CCurl", .product(name: "Logging", package: "swift-log")], path: "Adapters/Kit"),
         .target(name: "MediaAPIAdapter", dependencies: ["ProviderCore", "AdapterKit"], path: "Adapters/MediaAPI"),
         .target(name: "WebDAVAdapter", dependencies: ["ProviderCore", "AdapterKit"], path: "Adapters/WebDAV"),
         // Backends that are programs of their own, spoken to over a line protocol
         // (Docs/ExternalBackends.md).
-        .target(name: "ExternalAdapter", dependencies: ["ProviderCore"], path: "Adapters/External"),
+        .target(
+            name: "ExternalAdapter", dependencies: ["ProviderCore", .product(name: "Logging", package: "swift-log")],
+            path: "Adapters/External"),
         // libgd is loaded with dlopen on first use (see Sources/CGD); its headers come from
         // apt's libgd-dev.
         .target(name: "CGD", linkerSettings: [.linkedLibrary("dl")]),
