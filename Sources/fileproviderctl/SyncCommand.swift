@@ -128,6 +128,34 @@ struct SyncCommand: AsyncParsableCommand {
             throw CommandInterrupted()
         }
         if !failures.isEmpty || incomplete { throw CommandFailure() }
+        if let line = Self.partialSummary(reports) {
+            FileHandle.standardError.write(Data((TerminalText.escaped(line) + "\n").utf8))
+            throw CommandPartial()
+        }
+    }
+}
+
+extension SyncCommand {
+    /// The line a sync that left something undone ends with on standard error, or `nil` when
+    /// every domain was synced in full: `photos: 3 items skipped, 1 change not sent; see
+    /// 'fileproviderctl status photos' for why, 'fileproviderctl pending photos' for the changes
+    /// not sent, 'fileproviderctl why photos:/PATH' for one item`.
+    static func partialSummary(_ reports: [SyncReport]) -> String? {
+        let partial = reports.filter(\.isPartial)
+        guard !partial.isEmpty else { return nil }
+        var total = SyncReport(domain: "")
+        for report in partial {
+            total.skipped += report.skipped
+            total.notSent += report.notSent
+        }
+        let names = partial.map(\.domain)
+        let domain = names.count == 1 ? names[0] : "DOMAIN"
+        var line = names.count == 1 ? "\(domain): " : "\(names.joined(separator: ", ")): "
+        line += total.problemSummary ?? ""
+        line += "; see 'fileproviderctl status\(names.count == 1 ? " " + domain : "")' for why"
+        if total.notSent > 0 { line += ", 'fileproviderctl pending \(domain)' for the changes not sent" }
+        line += ", 'fileproviderctl why \(domain):/PATH' for one item"
+        return line
     }
 }
 
