@@ -138,7 +138,9 @@ final class SyncUp: Sendable {
                 result.strayPlaceholders = []
                 let reason =
                     "the replica changed during each of \(changingScans + 1) comparisons: \(waiting) deletion\(waiting == 1 ? "" : "s") wait for the next sync"
-                report.notSend("", reason, notice: "\(context.domain.name): \(reason)", count: waiting)
+                // Not counted as changes not sent: what looked deleted may only have moved, or
+                // been swapped by a download or an eviction of this replica; it is a notice.
+                report.notices.append("\(context.domain.name): \(reason)")
             }
             if !result.occupiedDataless.isEmpty {
                 // Made in folders that were not populated yet: populate them, then compare.
@@ -191,7 +193,7 @@ final class SyncUp: Sendable {
                 if end > index {
                     do {
                         try await sendTogether(Self.spreadOverFolders(ordered[index..<end]), report: &report)
-                    } catch where error.code == .cancelled {
+                    } catch  where error.code == .cancelled {
                         report.unsent += ordered.endIndex - end
                         throw error
                     }
@@ -209,7 +211,7 @@ final class SyncUp: Sendable {
                     } else {
                         try await send(change, report: &report)
                     }
-                } catch where error.code == .cancelled {
+                } catch  where error.code == .cancelled {
                     report.unsent += ordered.endIndex - index + 1
                     throw error
                 }
@@ -321,7 +323,7 @@ final class SyncUp: Sendable {
             try await uploader.upload(change, report: &report)
             if report.uploaded > sent { context.logTransfer(change.path, sentText(change)) }
             return true
-        } catch where error.code.reaction == .backOffDomain || error.code == .cancelled {
+        } catch  where error.code.reaction == .backOffDomain || error.code == .cancelled {
             throw error
         } catch {
             let (store, domainID) = (context.store, context.domainID)

@@ -21,6 +21,13 @@ struct SyncCommand: AsyncParsableCommand {
             warning). One sync of a domain runs at a time: while 'serve' (or another \
             'sync') is syncing the same domain, this one says so and waits for it to finish.
 
+            A sync that skipped items of the store (a name the replica cannot hold, an \
+            impossible value, a folder moved into itself…) or did not send local changes (refused \
+            by the store, excluded from sync) exits 3 after a last line on standard error that \
+            counts them; 'fileproviderctl status' shows them with why, 'fileproviderctl pending' \
+            the changes not sent. -v prints a line per item transferred, -vv a line per request \
+            to the store (secrets masked).
+
             The database learns every item; the replica shows the items of populated folders. \
             Folders the replica already shows get their new items; folders new to the replica are \
             populated up to --populate-limit entries and stay dataless (empty) after that, as \
