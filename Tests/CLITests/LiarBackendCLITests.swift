@@ -125,7 +125,7 @@ import Testing
         #expect(names.contains("mode"), "\(help.stdout)")
         let reserved: Set<String> = [
             "backend", "replica", "ignore", "mode", "cache-budget", "hydration", "adopt-replica", "home", "verbose", "quiet",
-            "log-level", "json", "help", "version",
+            "log-level", "log-file", "json", "help", "version",
         ]
         #expect(names.isSubset(of: reserved), "not reserved: \(names.subtracting(reserved).sorted())")
     }
