@@ -161,6 +161,7 @@ struct DiagnosticsCLITests {
                 "\(get)")
             #expect(get.contains("-> 200, sent 0 B, received 5 B"), "\(get)")
         }
+        #expect(text.contains(" debug fileprovider.engine: w:/hello.txt: materialized\n"), "\(text)")
         #expect(!text.contains(password), "the password was written to the log")
         let mode = try FileManager.default.attributesOfItem(atPath: log.path)[.posixPermissions] as? Int
         #expect(mode == 0o600, "mode \(String(mode ?? 0, radix: 8))")
