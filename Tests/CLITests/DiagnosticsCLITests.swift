@@ -203,4 +203,50 @@ struct DiagnosticsCLITests {
             #expect(!(output.stdout + output.stderr).contains(passphrase), "the passphrase was printed")
         }
     }
+
+    @Test func serveWritesItsLogToTheFileAndSaysWhenAPassWasPartial() async throws {
+        let temp = try TemporaryFolder()
+        try temp.write("store/a.txt", Data("a".utf8))
+        try temp.write("store/bad.placeholder", Data("x".utf8))
+        let cli = CLIRunner(in: temp)
+        try await cli.addLocalDomain("d", root: temp.url.appendingPathComponent("store"))
+        let log = temp.url.appendingPathComponent("serve.log")
+        let serve = try ServeProcess(
+            cli, ["d", "--poll-interval", "3600", "--log-file", log.path, "-v"], log: temp.url.appendingPathComponent("stderr.log"))
+        let partial = await waitUntil {
+            ((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("1 item skipped")
+        }
+        let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        #expect(partial, "\(text)\(serve.output)")
+        let line = text.split(separator: "\n").first { $0.contains("1 item skipped") }.map(String.init) ?? ""
+        #expect(line.contains(" warning fileprovider.serve: d: 0 sent, 0 conflicts; "), "\(line)")
+        #expect(line.hasSuffix("see 'fileproviderctl status d'"), "\(line)")
+        #expect(line.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z "#, options: .regularExpression) != nil, "\(line)")
+        #expect(text.contains("warning fileprovider.serve: d:/: skipped an item: \"bad.placeholder\""), "\(text)")
+        let problems = try await Self.problems(cli, "d")
+        #expect(problems["skipped"] as? Int == 1, "\(problems)")
+        #expect(await serve.stop() == 0)
+        #expect(!serve.output.contains("fileprovider.serve"), "log lines went to the file only: \(serve.output)")
+        let mode = try FileManager.default.attributesOfItem(atPath: log.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600, "mode \(String(mode ?? 0, radix: 8))")
+    }
+
+    @Test func requestLinesOfAnExternalProgram() async throws {
+        let temp = try TemporaryFolder()
+        try temp.write("store/a.txt", Data("a".utf8))
+        let cli = CLIRunner(in: temp)
+        let environment = ExternalBackendCLITests.environment(temp)
+        let root = temp.url.appendingPathComponent("store").path
+        let added = try await cli.run(["domain", "add", "x", "--backend", "pyfolder", "--root", root], environment: environment)
+        #expect(added.status == 0, "\(added.stderr)")
+        let sync = try await cli.run(["sync", "-vv", "x"], environment: environment)
+        #expect(sync.status == 0, "\(sync.stderr)")
+        let lines = sync.stderr.split(separator: "\n")
+        #expect(
+            lines.contains { $0.contains("external fileprovider-backend-pyfolder open {\"options\":{\"root\":\"\(root)\"}} -> ok, ") },
+            "\(sync.stderr)")
+        #expect(
+            lines.contains { $0.contains("external fileprovider-backend-pyfolder enumerate {") && $0.contains("-> ok, ") }, "\(sync.stderr)"
+        )
+    }
 }
