@@ -22,7 +22,7 @@ struct SyncCommand: AsyncParsableCommand {
             'sync') is syncing the same domain, this one says so and waits for it to finish.
 
             A sync that skipped items of the store (a name the replica cannot hold, an \
-            impossible value, a folder moved into itself…) or did not send local changes (refused \
+            impossible value, a folder moved into itself) or did not send local changes (refused \
             by the store, excluded from sync) exits 3 after a last line on standard error that \
             counts them; 'fileproviderctl status' shows them with why, 'fileproviderctl pending' \
             the changes not sent. -v prints a line per item transferred, -vv a line per request \
