@@ -249,4 +249,27 @@ struct DiagnosticsCLITests {
             lines.contains { $0.contains("external fileprovider-backend-pyfolder enumerate {") && $0.contains("-> ok, ") }, "\(sync.stderr)"
         )
     }
+
+    @Test func requestLinesOfTheMediaAPINeverShowTheToken() async throws {
+        let token = "tok-\(UUID().uuidString)"
+        let server = try await offThePool {
+            try MediaServer(arguments: ["--token-env", "FPK_DIAG_TOKEN"], environment: ["FPK_DIAG_TOKEN": token])
+        }
+        defer { server.stop() }
+        let name = try server.makeFolder()
+        try Data("hello".utf8).write(to: server.root.appendingPathComponent(name).appendingPathComponent("hello.txt"))
+        let temp = try TemporaryFolder()
+        let cli = CLIRunner(in: temp)
+        let environment = ["FPK_DIAG_TOKEN": token]
+        let added = try await cli.run(
+            ["domain", "add", "m", "--backend", "media", "--url", server.url, "--root", name, "--token-env", "FPK_DIAG_TOKEN"],
+            environment: environment)
+        #expect(added.status == 0, "\(added.stderr)")
+        let sync = try await cli.run(["sync", "-vv", "m"], environment: environment)
+        #expect(sync.status == 0, "\(sync.stderr)")
+        #expect(
+            sync.stderr.split(separator: "\n").contains { $0.contains("HTTP GET \(server.url)/") && $0.contains(" auth=bearer -> 200, ") },
+            "\(sync.stderr)")
+        #expect(!(sync.stdout + sync.stderr).contains(token), "the token was printed")
+    }
 }
