@@ -65,7 +65,10 @@ extension SyncReport {
     }
 
     /// `3 items skipped, 1 change not sent`, or `nil` when nothing was left undone.
-    public var problemSummary: String? {
+    public var problemSummary: String? { Self.problemSummary(skipped: skipped, notSent: notSent) }
+
+    /// `3 items skipped, 1 change not sent` for these counts, or `nil` when both are 0.
+    public static func problemSummary(skipped: Int, notSent: Int) -> String? {
         var parts: [String] = []
         if skipped > 0 { parts.append("\(skipped) item\(skipped == 1 ? "" : "s") skipped") }
         if notSent > 0 { parts.append("\(notSent) change\(notSent == 1 ? "" : "s") not sent") }

@@ -150,17 +150,14 @@ extension SyncCommand {
     static func partialSummary(_ reports: [SyncReport]) -> String? {
         let partial = reports.filter(\.isPartial)
         guard !partial.isEmpty else { return nil }
-        var total = SyncReport(domain: "")
-        for report in partial {
-            total.skipped += report.skipped
-            total.notSent += report.notSent
-        }
+        let skipped = partial.reduce(0) { $0 + $1.skipped }
+        let notSent = partial.reduce(0) { $0 + $1.notSent }
         let names = partial.map(\.domain)
         let domain = names.count == 1 ? names[0] : "DOMAIN"
         var line = names.count == 1 ? "\(domain): " : "\(names.joined(separator: ", ")): "
-        line += total.problemSummary ?? ""
+        line += SyncReport.problemSummary(skipped: skipped, notSent: notSent) ?? ""
         line += "; see 'fileproviderctl status\(names.count == 1 ? " " + domain : "")' for why"
-        if total.notSent > 0 { line += ", 'fileproviderctl pending \(domain)' for the changes not sent" }
+        if notSent > 0 { line += ", 'fileproviderctl pending \(domain)' for the changes not sent" }
         line += ", 'fileproviderctl why \(domain):/PATH' for one item"
         return line
     }

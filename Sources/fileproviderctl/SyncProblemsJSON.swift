@@ -43,10 +43,5 @@ struct SyncProblemsJSON: Encodable {
     }
 
     /// `3 items skipped, 1 change not sent`, or `nil` when the last sync left nothing undone.
-    var summary: String? {
-        var report = SyncReport(domain: "")
-        report.skipped = skipped
-        report.notSent = notSent
-        return report.problemSummary
-    }
+    var summary: String? { SyncReport.problemSummary(skipped: skipped, notSent: notSent) }
 }
