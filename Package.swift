@@ -55,7 +55,10 @@ let package = Package(
         // Shared adapter plumbing (Adapters/Kit): the libcurl HTTP client, session pools,
         // cancellation, password lookup. Adapters import it; the engine and store never need to,
         // the CLI only for the Secret Service.
-        .target(name: "AdapterKit", dependencies: ["ProviderCore", "CCurl", "CSecret"], path: "Adapters/Kit"),
+        .target(
+            name: "AdapterKit",
+            dependencies: ["ProviderCore", "CCurl", "CSecret", .product(name: "Logging", package: "swift-log")],
+            path: "Adapters/Kit"),
         // The Secret Service through libsecret, loaded with dlopen on first use (so the programs
         // start without libsecret or GLib installed); built without their headers.
         .target(name: "CSecret", path: "Adapters/CSecret", linkerSettings: [.linkedLibrary("dl")]),
@@ -63,7 +66,9 @@ let package = Package(
         .target(name: "WebDAVAdapter", dependencies: ["ProviderCore", "AdapterKit"], path: "Adapters/WebDAV"),
         // Backends that are programs of their own, spoken to over a line protocol
         // (Docs/ExternalBackends.md).
-        .target(name: "ExternalAdapter", dependencies: ["ProviderCore"], path: "Adapters/External"),
+        .target(
+            name: "ExternalAdapter", dependencies: ["ProviderCore", .product(name: "Logging", package: "swift-log")],
+            path: "Adapters/External"),
         // libgd is loaded with dlopen on first use (see Sources/CGD); its headers come from
         // apt's libgd-dev.
         .target(name: "CGD", linkerSettings: [.linkedLibrary("dl")]),

@@ -98,7 +98,7 @@ public final class DomainController: Sendable {
         let replica = Replica(root: replicaRoot, staging: staging, layout: domain.replicaMode)
         context = DomainContext(
             domain: domain, domainID: id, backend: backend, replica: replica, store: store, executor: executor,
-            newDatalessFolders: manager.newDatalessFolders)
+            newDatalessFolders: manager.newDatalessFolders, logger: manager.logger)
         reader = RecordReader(context: context)
         downloader = Downloader(
             domainID: id, domainName: domain.name, backend: backend, replica: replica, store: store, executor: executor,

@@ -101,7 +101,7 @@ struct DomainAddCommand: AsyncParsableCommand {
     /// whether a value follows it. Any other `--NAME` is a backend option.
     static let ownOptions: [String: Bool] = [
         "backend": true, "replica": true, "ignore": true, "mode": true, "cache-budget": true, "hydration": true,
-        "home": true, "log-level": true,
+        "home": true, "log-level": true, "log-file": true,
         "adopt-replica": false, "json": false, "verbose": false, "quiet": false, "help": false,
     ]
 
