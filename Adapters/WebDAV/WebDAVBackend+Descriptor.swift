@@ -37,6 +37,7 @@ extension WebDAVBackend {
                 defaultValue: "other")
         ],
         libraryVersions: { ["libcurl": HTTPClient.libraryVersion] },
+        keepsFileSystemFlags: false,
         factory: { configuration in
             var password: String?
             if let name = configuration["password-env"], !name.isEmpty {
