@@ -124,6 +124,7 @@ struct OnAccessProgramTests {
         try put("tarred/sub/deeper/c.bin", patterned(70_001, seed: 10))
         try put("sparse/small.bin", patterned(2_000_000, seed: 11))
         try put("sparse/large.bin", patterned(17 << 20, seed: 12))
+        try put("modes/never.sh", Data("#!/bin/sh\necho never downloaded\n".utf8))
         try put("bin/run.sh", Data("#!/bin/sh\necho ran \"$@\"\n".utf8), mode: 0o755)
         try put("bin/true", try #require(FileManager.default.contents(atPath: "/bin/true")), mode: 0o755)
         for index in 0..<20 { try put("sums/s\(index).bin", patterned(1000 + index * 37_000, seed: UInt64(100 + index))) }
@@ -494,10 +495,16 @@ struct OnAccessProgramTests {
         let written = try await runProgram(["sqlite3", r + "/db/wal.sqlite", query])
         #expect(written.succeeded, "\(written)")
         let expected = try await Self.writeChecks(store: s, replica: r)
+        // chmod +x through the replica path, of a file never downloaded and of one `file` read.
+        let chmodded = try await runProgram(["chmod", "+x", r + "/modes/never.sh", r + "/kinds/script.sh"])
+        #expect(chmodded.succeeded, "chmod: \(chmodded)")
+        let executable = { (path: String) in fileStatus(s + "/" + path).map { $0.st_mode & 0o100 != 0 } == true }
         // The store's database read from a copy (reading it in place would make its -wal there).
         let copy = scratch + "/wal-copy.sqlite"
         let arrived = await waitUntil(timeout: 120) {
-            guard expected.allSatisfy({ FileManager.default.contents(atPath: s + "/" + $0.key) == $0.value }) else { return false }
+            guard expected.allSatisfy({ FileManager.default.contents(atPath: s + "/" + $0.key) == $0.value }),
+                executable("modes/never.sh"), executable("kinds/script.sh")
+            else { return false }
             guard !FileManager.default.fileExists(atPath: s + "/db/wal.sqlite-wal"),
                 let db = FileManager.default.contents(atPath: s + "/db/wal.sqlite"),
                 (try? db.write(to: URL(fileURLWithPath: copy))) != nil
@@ -508,7 +515,7 @@ struct OnAccessProgramTests {
         }
         #expect(
             arrived,
-            "the store does not have the edits: \(expected.keys.filter { FileManager.default.contents(atPath: s + "/" + $0) != expected[$0] }); serve: \(domain.logs.suffix(3000))"
+            "the store does not have the edits (or the x bits: \(executable("modes/never.sh")), \(executable("kinds/script.sh"))): \(expected.keys.filter { FileManager.default.contents(atPath: s + "/" + $0) != expected[$0] }); serve: \(domain.logs.suffix(3000))"
         )
         let edits = try FileManager.default.contentsOfDirectory(atPath: s + "/edits").sorted()
         #expect(edits == expected.keys.map { String($0.dropFirst("edits/".count)) }.sorted(), "the store's edits folder: \(edits)")

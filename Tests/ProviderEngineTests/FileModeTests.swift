@@ -98,38 +98,47 @@ private struct LocalStoreFixture {
 
     @Test(arguments: [ReplicaMode.placeholderFiles, .dataless])
     func aStoreModeSurvivesMaterializeEvictionAndRedownload(mode replicaMode: ReplicaMode) async throws {
-        try await LocalStoreFixture.with { f in
-            try f.write("run.sh", Self.script, mode: 0o755)
-            try f.write("plain.txt", "plain", mode: 0o644)
-            try f.write("private.sh", Self.script, mode: 0o700)
-            let controller = try await f.addDomain(mode: replicaMode)
-            try await controller.sync()
-            let replica = controller.replica
-            let stored = try #require(try f.manager.store.item(domainID: controller.domainID, path: "run.sh"))
-            #expect(stored.flags.contains(.userExecutable))
-            #expect(try f.manager.store.item(domainID: controller.domainID, path: "plain.txt")?.flags == .plainFile)
+        try await LocalStoreFixture.with { f in try await Self.storeModeSurvives(f, mode: replicaMode) }
+    }
+
+    /// The same over SFTP (a real sshd on loopback): the permissions attribute.
+    @Test(.enabled(if: SSHServer.isAvailable), arguments: [ReplicaMode.placeholderFiles, .dataless])
+    func anSFTPStoreModeSurvivesMaterializeEvictionAndRedownload(mode replicaMode: ReplicaMode) async throws {
+        let server = try await SSHServer.shared()
+        try await LocalStoreFixture.with(sftp: server) { f in try await Self.storeModeSurvives(f, mode: replicaMode) }
+    }
+
+    private static func storeModeSurvives(_ f: LocalStoreFixture, mode replicaMode: ReplicaMode) async throws {
+        try f.write("run.sh", Self.script, mode: 0o755)
+        try f.write("plain.txt", "plain", mode: 0o644)
+        try f.write("private.sh", Self.script, mode: 0o700)
+        let controller = try await f.addDomain(mode: replicaMode)
+        try await controller.sync()
+        let replica = controller.replica
+        let stored = try #require(try f.manager.store.item(domainID: controller.domainID, path: "run.sh"))
+        #expect(stored.flags.contains(.userExecutable))
+        #expect(try f.manager.store.item(domainID: controller.domainID, path: "plain.txt")?.flags == .plainFile)
+        if replicaMode == .dataless {
+            // The dataless file has the x bits before a byte is downloaded.
+            #expect(mode(replica.path("run.sh")) == 0o755)
+            #expect(mode(replica.path("plain.txt")) == 0o644)
+        }
+        for round in 0..<2 {
+            let outcomes = await controller.materialize(paths: ["run.sh", "plain.txt", "private.sh"], recursive: false)
+            #expect(outcomes.allSatisfy { $0.error == nil }, "round \(round): \(outcomes)")
+            #expect(mode(replica.path("run.sh")) == 0o755, "round \(round)")
+            #expect(mode(replica.path("plain.txt")) == 0o644, "round \(round)")
+            // Only the executable bit is the item's: the rest is the replica's (the umask's).
+            #expect(mode(replica.path("private.sh")) == 0o755, "round \(round)")
+            #expect(try run("./run.sh", in: replica.root.path) == 0, "round \(round)")
+            #expect(try run("./private.sh", in: replica.root.path) == 0, "round \(round)")
+            let evicted = await controller.evict(paths: ["run.sh", "plain.txt", "private.sh"], recursive: false)
+            #expect(evicted.allSatisfy { $0.error == nil }, "round \(round): \(evicted)")
             if replicaMode == .dataless {
-                // The dataless file has the x bits before a byte is downloaded.
-                #expect(mode(replica.path("run.sh")) == 0o755)
-                #expect(mode(replica.path("plain.txt")) == 0o644)
-            }
-            for round in 0..<2 {
-                let outcomes = await controller.materialize(paths: ["run.sh", "plain.txt", "private.sh"], recursive: false)
-                #expect(outcomes.allSatisfy { $0.error == nil }, "round \(round): \(outcomes)")
                 #expect(mode(replica.path("run.sh")) == 0o755, "round \(round)")
                 #expect(mode(replica.path("plain.txt")) == 0o644, "round \(round)")
-                // Only the executable bit is the item's: the rest is the replica's (the umask's).
-                #expect(mode(replica.path("private.sh")) == 0o755, "round \(round)")
-                #expect(try run("./run.sh", in: replica.root.path) == 0, "round \(round)")
-                #expect(try run("./private.sh", in: replica.root.path) == 0, "round \(round)")
-                let evicted = await controller.evict(paths: ["run.sh", "plain.txt", "private.sh"], recursive: false)
-                #expect(evicted.allSatisfy { $0.error == nil }, "round \(round): \(evicted)")
-                if replicaMode == .dataless {
-                    #expect(mode(replica.path("run.sh")) == 0o755, "round \(round)")
-                    #expect(mode(replica.path("plain.txt")) == 0o644, "round \(round)")
-                } else {
-                    #expect(mode(replica.path("run.sh")) == nil, "round \(round)")
-                }
+            } else {
+                #expect(mode(replica.path("run.sh")) == nil, "round \(round)")
             }
         }
     }
