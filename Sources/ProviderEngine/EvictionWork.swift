@@ -29,7 +29,9 @@ final class EvictionWork {
             let replica = Replica(
                 root: URL(fileURLWithPath: root), staging: evictor.manager.home.appendingPathComponent("staging/\(id)"),
                 layout: record.replicaMode)
-            let files = FileEvictor(domainID: id, domainName: record.name, replica: replica, store: store, method: evictor.method)
+            let files = FileEvictor(
+                domainID: id, domainName: record.name, replica: replica, store: store, method: evictor.method,
+                keepsFlags: evictor.manager.keepsFileSystemFlags(record))
             domains.append(
                 EvictionDomain(
                     record: record, id: id, files: files, root: root, usage: usage, policies: snapshot.policies[id] ?? [:],
