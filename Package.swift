@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "ProviderCore", targets: ["ProviderCore"]),
         .library(name: "ProviderStore", targets: ["ProviderStore"]),
+        .library(name: "ProviderSystem", targets: ["ProviderSystem"]),
         .library(name: "ProviderEngine", targets: ["ProviderEngine"]),
         .library(name: "ProviderTesting", targets: ["ProviderTesting"]),
         .library(name: "LocalAdapter", targets: ["LocalAdapter"]),
@@ -34,10 +35,13 @@ let package = Package(
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]
         ),
+        // Every kernel call the engine, the CLI and the fixtures make (fanotify, mounts, inotify,
+        // leases, extended attributes, ...): the only Swift module that imports CSystemShims.
+        .target(name: "ProviderSystem", dependencies: ["ProviderCore", "CSystemShims"]),
         .target(
             name: "ProviderEngine",
             dependencies: [
-                "ProviderCore", "ProviderStore", "CSystemShims", "Thumbnails",
+                "ProviderCore", "ProviderStore", "ProviderSystem", "Thumbnails",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -70,7 +74,7 @@ let package = Package(
             name: "fileproviderctl",
             dependencies: [
                 "ProviderCore", "ProviderStore", "ProviderEngine", "LocalAdapter", "SFTPAdapter",
-                "MediaAPIAdapter", "WebDAVAdapter", "ExternalAdapter", "ProviderTesting", "CSystemShims",
+                "MediaAPIAdapter", "WebDAVAdapter", "ExternalAdapter", "ProviderTesting", "ProviderSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -86,7 +90,7 @@ let package = Package(
         .executableTarget(name: "fileprovider-backend-cfolder", path: "Backends/c"),
         // A minimal on-access provider (the kernel layer alone) the kill -9 tests run and kill.
         .executableTarget(
-            name: "precontent-listener", dependencies: ["ProviderEngine", "ProviderCore"],
+            name: "precontent-listener", dependencies: ["ProviderSystem", "ProviderCore"],
             path: "Tests/Fixtures/PreContentListener"),
         .testTarget(name: "ProviderCoreTests", dependencies: ["ProviderCore"]),
         .testTarget(
@@ -95,7 +99,9 @@ let package = Package(
         ),
         .testTarget(
             name: "ProviderEngineTests",
-            dependencies: ["ProviderEngine", "ProviderStore", "ProviderCore", "ProviderTesting", "LocalAdapter", "SFTPAdapter"]
+            dependencies: [
+                "ProviderEngine", "ProviderStore", "ProviderCore", "ProviderSystem", "ProviderTesting", "LocalAdapter", "SFTPAdapter",
+            ]
         ),
         .testTarget(
             name: "LocalAdapterTests", dependencies: ["LocalAdapter", "ProviderCore", "ProviderTesting"]

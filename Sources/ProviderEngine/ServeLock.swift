@@ -1,5 +1,6 @@
 import Foundation
 import ProviderCore
+import ProviderSystem
 
 #if canImport(Glibc)
     import Glibc
