@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "ProviderStore", targets: ["ProviderStore"]),
         .library(name: "ProviderSystem", targets: ["ProviderSystem"]),
         .library(name: "ProviderEngine", targets: ["ProviderEngine"]),
+        .library(name: "ProviderConformance", targets: ["ProviderConformance"]),
         .library(name: "ProviderTesting", targets: ["ProviderTesting"]),
         .library(name: "LocalAdapter", targets: ["LocalAdapter"]),
         .library(name: "SFTPAdapter", targets: ["SFTPAdapter"]),
@@ -45,7 +46,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .target(name: "ProviderTesting", dependencies: ["ProviderCore"]),
+        // The conformance suite and MemoryBackend: what `fileproviderctl backend test` links.
+        .target(name: "ProviderConformance", dependencies: ["ProviderCore"]),
+        // Test support that starts real servers on loopback (tests and fixtures only; never the
+        // CLI). Re-exports ProviderConformance, so a test imports one module.
+        .target(name: "ProviderTesting", dependencies: ["ProviderCore", "ProviderConformance"]),
         .target(
             name: "LocalAdapter", dependencies: ["ProviderCore", "AdapterKit", .product(name: "Logging", package: "swift-log")],
             path: "Adapters/Local"),
@@ -74,7 +79,7 @@ let package = Package(
             name: "fileproviderctl",
             dependencies: [
                 "ProviderCore", "ProviderStore", "ProviderEngine", "LocalAdapter", "SFTPAdapter",
-                "MediaAPIAdapter", "WebDAVAdapter", "ExternalAdapter", "ProviderTesting", "ProviderSystem",
+                "MediaAPIAdapter", "WebDAVAdapter", "ExternalAdapter", "ProviderConformance", "ProviderSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
