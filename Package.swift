@@ -7,7 +7,9 @@ let package = Package(
     products: [
         .library(name: "ProviderCore", targets: ["ProviderCore"]),
         .library(name: "ProviderStore", targets: ["ProviderStore"]),
+        .library(name: "ProviderSystem", targets: ["ProviderSystem"]),
         .library(name: "ProviderEngine", targets: ["ProviderEngine"]),
+        .library(name: "ProviderConformance", targets: ["ProviderConformance"]),
         .library(name: "ProviderTesting", targets: ["ProviderTesting"]),
         .library(name: "LocalAdapter", targets: ["LocalAdapter"]),
         .library(name: "SFTPAdapter", targets: ["SFTPAdapter"]),
@@ -34,14 +36,21 @@ let package = Package(
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]
         ),
+        // Every kernel call the engine, the CLI and the fixtures make (fanotify, mounts, inotify,
+        // leases, extended attributes, ...): the only Swift module that imports CSystemShims.
+        .target(name: "ProviderSystem", dependencies: ["ProviderCore", "CSystemShims"]),
         .target(
             name: "ProviderEngine",
             dependencies: [
-                "ProviderCore", "ProviderStore", "CSystemShims", "Thumbnails",
+                "ProviderCore", "ProviderStore", "ProviderSystem", "Thumbnails",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .target(name: "ProviderTesting", dependencies: ["ProviderCore"]),
+        // The conformance suite and MemoryBackend: what `fileproviderctl backend test` links.
+        .target(name: "ProviderConformance", dependencies: ["ProviderCore"]),
+        // Test support that starts real servers on loopback (tests and fixtures only; never the
+        // CLI). Re-exports ProviderConformance, so a test imports one module.
+        .target(name: "ProviderTesting", dependencies: ["ProviderCore", "ProviderConformance"]),
         .target(
             name: "LocalAdapter", dependencies: ["ProviderCore", "AdapterKit", .product(name: "Logging", package: "swift-log")],
             path: "Adapters/Local"),
@@ -79,7 +88,7 @@ let package = Package(
             name: "fileproviderctl",
             dependencies: [
                 "ProviderCore", "ProviderStore", "ProviderEngine", "LocalAdapter", "SFTPAdapter",
-                "MediaAPIAdapter", "WebDAVAdapter", "ExternalAdapter", "ProviderTesting", "CSystemShims",
+                "MediaAPIAdapter", "WebDAVAdapter", "ExternalAdapter", "ProviderConformance", "ProviderSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 // The Secret Service, for the passwords of domain add, set --password and remove.
@@ -97,7 +106,7 @@ let package = Package(
         .executableTarget(name: "fileprovider-backend-cfolder", path: "Backends/c"),
         // A minimal on-access provider (the kernel layer alone) the kill -9 tests run and kill.
         .executableTarget(
-            name: "precontent-listener", dependencies: ["ProviderEngine", "ProviderCore"],
+            name: "precontent-listener", dependencies: ["ProviderSystem", "ProviderCore"],
             path: "Tests/Fixtures/PreContentListener"),
         .testTarget(name: "ProviderCoreTests", dependencies: ["ProviderCore"]),
         .testTarget(
@@ -106,7 +115,9 @@ let package = Package(
         ),
         .testTarget(
             name: "ProviderEngineTests",
-            dependencies: ["ProviderEngine", "ProviderStore", "ProviderCore", "ProviderTesting", "LocalAdapter", "SFTPAdapter"]
+            dependencies: [
+                "ProviderEngine", "ProviderStore", "ProviderCore", "ProviderSystem", "ProviderTesting", "LocalAdapter", "SFTPAdapter",
+            ]
         ),
         .testTarget(
             name: "LocalAdapterTests", dependencies: ["LocalAdapter", "ProviderCore", "ProviderTesting"]

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ProviderCore
 import ProviderStore
+import ProviderSystem
 
 /// Runs one domain: sync, materialize, evict, pin. Safe to use from many tasks at once;
 /// requests to materialize the same item share one download.

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ProviderCore
 import ProviderStore
+import ProviderSystem
 
 /// The state of one pass of an ``Evictor``: its domains, what it evicted and left, and the
 /// phases (online-only files, domain budgets, the home's budget, the free-space floor). Used

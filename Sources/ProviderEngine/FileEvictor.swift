@@ -1,7 +1,7 @@
-import CSystemShims
 import Foundation
 import ProviderCore
 import ProviderStore
+import ProviderSystem
 
 #if canImport(Glibc)
     import Glibc

@@ -1,8 +1,8 @@
-import CSystemShims
 import Foundation
 import Logging
 import ProviderCore
 import ProviderStore
+import ProviderSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -331,7 +331,7 @@ public final class OnAccessHandler: @unchecked Sendable {
             let failure: Int32?
             do {
                 failure = try await manager.executor.run { () -> Int32? in
-                    fp_fremove_xattr(event.fileDescriptor, Replica.datalessAttribute) == 0 || errno == ENODATA ? nil : errno
+                    ExtendedAttribute.remove(Replica.datalessAttribute, of: event.fileDescriptor) == 0 || errno == ENODATA ? nil : errno
                 }
             } catch {
                 failure = ECANCELED

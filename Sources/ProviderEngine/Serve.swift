@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ProviderCore
 import ProviderStore
+import ProviderSystem
 
 /// How `serve` runs its domains.
 public struct ServeOptions: Sendable {

@@ -1,8 +1,8 @@
 import ArgumentParser
-import CSystemShims
 import ExternalAdapter
 import Foundation
 import ProviderCore
+import ProviderSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -116,7 +116,7 @@ struct FileProviderCtl: AsyncParsableCommand {
     /// faulted in and zeroed anew (120,000 page faults per GiB downloaded over SFTP, about 4% of
     /// the transfer's CPU). Memory actually in use is unaffected.
     static func retainFreedMemory() {
-        _ = fp_set_trim_threshold(8 << 20)
+        SystemCalls.setTrimThreshold(8 << 20)
     }
 
     static let usageCodes: Set<FileProviderError.Code> = [.invalidArgument, .providerDomainNotFound]

@@ -1,6 +1,7 @@
 import ArgumentParser
 import ExternalAdapter
 import ProviderEngine
+import ProviderSystem
 
 struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
