@@ -180,7 +180,7 @@ package enum ProcessScan {
 
     /// The name of the process `pid` (`/proc/PID/comm`, at most 15 bytes), or `nil` when it
     /// is gone or cannot be read.
-    static func processName(_ pid: Int32) -> String? {
+    package static func processName(_ pid: Int32) -> String? {
         guard let data = contents(of: "/proc/\(pid)/comm") else { return nil }
         let name = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         return name.isEmpty ? nil : name
