@@ -193,7 +193,7 @@ final class SyncUp: Sendable {
                 if end > index {
                     do {
                         try await sendTogether(Self.spreadOverFolders(ordered[index..<end]), report: &report)
-                    } catch  where error.code == .cancelled {
+                    } catch where error.code == .cancelled {
                         report.unsent += ordered.endIndex - end
                         throw error
                     }
@@ -211,7 +211,7 @@ final class SyncUp: Sendable {
                     } else {
                         try await send(change, report: &report)
                     }
-                } catch  where error.code == .cancelled {
+                } catch where error.code == .cancelled {
                     report.unsent += ordered.endIndex - index + 1
                     throw error
                 }
@@ -323,7 +323,7 @@ final class SyncUp: Sendable {
             try await uploader.upload(change, report: &report)
             if report.uploaded > sent { context.logTransfer(change.path, sentText(change)) }
             return true
-        } catch  where error.code.reaction == .backOffDomain || error.code == .cancelled {
+        } catch where error.code.reaction == .backOffDomain || error.code == .cancelled {
             throw error
         } catch {
             let (store, domainID) = (context.store, context.domainID)

@@ -57,7 +57,7 @@ public final class SecretServiceSession: @unchecked Sendable {
         pid = try ChildProcess.spawn(
             "/usr/bin/dbus-run-session", ["--", "/bin/sh", "-c", script], environment: environment, output: log.path,
             error: log.path, ownSession: true)
-        Self.register(pid)
+        ProcessGroupsAtExit.register(pid)
         var found: String?
         for _ in 0..<400 {
             if let text = try? String(contentsOf: address, encoding: .utf8), text.hasSuffix("\n") {
@@ -71,7 +71,7 @@ public final class SecretServiceSession: @unchecked Sendable {
         guard let found, !found.isEmpty else {
             let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
             _ = kill(-pid, SIGKILL)
-            Self.unregister(pid)
+            ProcessGroupsAtExit.unregister(pid)
             try? FileManager.default.removeItem(at: folder)
             throw MediaServerError(message: "the Secret Service session did not start: \(text.suffix(2000))")
         }
@@ -91,7 +91,7 @@ public final class SecretServiceSession: @unchecked Sendable {
         _ = kill(-pid, SIGKILL)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        Self.unregister(pid)
+        ProcessGroupsAtExit.unregister(pid)
         try? FileManager.default.removeItem(at: folder)
     }
 
@@ -134,27 +134,5 @@ public final class SecretServiceSession: @unchecked Sendable {
     /// This process's environment with the session's bus.
     private var programEnvironment: [String: String] {
         ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-    }
-
-    // MARK: Sessions still running when the test process exits
-
-    nonisolated(unsafe) private static var running = Set<pid_t>()
-    private static let runningLock = NSLock()
-    private static let exitHook: Void = {
-        atexit {
-            SecretServiceSession.runningLock.lock()
-            let groups = SecretServiceSession.running
-            SecretServiceSession.runningLock.unlock()
-            for group in groups { _ = kill(-group, SIGKILL) }
-        }
-    }()
-
-    private static func register(_ group: pid_t) {
-        _ = exitHook
-        runningLock.withLock { _ = running.insert(group) }
-    }
-
-    private static func unregister(_ group: pid_t) {
-        runningLock.withLock { _ = running.remove(group) }
     }
 }

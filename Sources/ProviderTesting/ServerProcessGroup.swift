@@ -34,7 +34,7 @@ final class ServerProcessGroup: @unchecked Sendable {
             try prepare(port)
             let pid = try ChildProcess.spawn(
                 binary, arguments(port), output: errorLog.path, error: errorLog.path, ownSession: true)
-            register(pid)
+            ProcessGroupsAtExit.register(pid)
             let group = ServerProcessGroup(pid: pid)
             if waitUntilReady(port: port, pid: pid) { return (group, port) }
             group.stop()
@@ -59,7 +59,7 @@ final class ServerProcessGroup: @unchecked Sendable {
         _ = kill(-pid, SIGKILL)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        Self.unregister(pid)
+        ProcessGroupsAtExit.unregister(pid)
     }
 
     /// Whether something answers HTTP on `port` before the process `pid` ends (20 seconds at
@@ -78,27 +78,5 @@ final class ServerProcessGroup: @unchecked Sendable {
             usleep(50_000)
         }
         return false
-    }
-
-    // MARK: Servers still running when the test process exits
-
-    nonisolated(unsafe) private static var running = Set<pid_t>()
-    private static let runningLock = NSLock()
-    private static let exitHook: Void = {
-        atexit {
-            ServerProcessGroup.runningLock.lock()
-            let groups = ServerProcessGroup.running
-            ServerProcessGroup.runningLock.unlock()
-            for group in groups { _ = kill(-group, SIGKILL) }
-        }
-    }()
-
-    private static func register(_ group: pid_t) {
-        _ = exitHook
-        runningLock.withLock { _ = running.insert(group) }
-    }
-
-    private static func unregister(_ group: pid_t) {
-        runningLock.withLock { _ = running.remove(group) }
     }
 }

@@ -29,17 +29,10 @@ struct FileLogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
-        var merged = metadata
-        if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
-        if let extra = event.metadata { merged.merge(extra) { _, new in new } }
-        let suffix =
-            merged.isEmpty ? "" : " " + merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-        let prefix = "\(LogFile.timestamp(Date())) \(event.level.rawValue) \(label): "
-        var text = ""
-        for line in "\(event.message)\(suffix)".split(separator: "\n", omittingEmptySubsequences: false) {
-            text += prefix + line + "\n"
-        }
-        file.write(text)
+        file.write(
+            LogLines.text(
+                of: event, metadata: metadata, provider: metadataProvider,
+                prefix: "\(LogFile.timestamp(Date())) \(event.level.rawValue) \(label): "))
     }
 }
 

@@ -101,16 +101,7 @@ struct JournalLogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
-        var merged = metadata
-        if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
-        if let extra = event.metadata { merged.merge(extra) { _, new in new } }
-        let suffix =
-            merged.isEmpty ? "" : " " + merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-        let prefix = "<\(Self.priority(event.level))>"
-        var text = ""
-        for line in "\(event.message)\(suffix)".split(separator: "\n", omittingEmptySubsequences: false) {
-            text += prefix + line + "\n"
-        }
+        let text = LogLines.text(of: event, metadata: metadata, provider: metadataProvider, prefix: "<\(Self.priority(event.level))>")
         FileHandle.standardError.write(Data(text.utf8))
     }
 }
