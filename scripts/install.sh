@@ -16,8 +16,8 @@
 #
 # What goes where (each shell's and systemd's own search paths under PREFIX):
 #   BINDIR/fileproviderctl                          the program (Swift runtime linked in,
-#                                                   debug information stripped)
-#   LIBEXECDIR/fileprovider-guard                   the on-access guardian serve starts
+#                                                   stripped: no debug information, no symbols)
+#   LIBEXECDIR/fileprovider-guard                   the on-access guardian serve starts (stripped)
 #   MANDIR/man1/fileproviderctl.1                   man page (generate-manual)
 #   DATADIR/bash-completion/completions/fileproviderctl
 #   DATADIR/zsh/site-functions/_fileproviderctl
@@ -70,11 +70,19 @@ install)
     work=$(mktemp -d)
     trap 'rm -rf "$work"' EXIT
     echo "installing under ${destdir}${prefix}:"
-    # Without its debug information (20 MB); the symbols stay for crash backtraces.
-    cp "$bin/fileproviderctl" "$work/fileproviderctl"
-    if command -v strip >/dev/null; then strip --strip-debug "$work/fileproviderctl"; fi
+    # Fully stripped: the build's 118 MB less its debug information (28 MB) and symbol table
+    # (19 MB); a user's machine has no Swift backtracer to use them. To debug the installed
+    # program, give gdb the build's copy: gdb -e BINDIR/fileproviderctl -s BIN_FOLDER/fileproviderctl
+    for program in fileproviderctl fileprovider-guard; do
+        if command -v strip >/dev/null; then
+            strip -o "$work/$program" "$bin/$program"
+        else
+            echo "install: strip not found (binutils): $program is installed with its debug information" >&2
+            cp "$bin/$program" "$work/$program"
+        fi
+    done
     place "$work/fileproviderctl" "$bindir/fileproviderctl" 755
-    place "$bin/fileprovider-guard" "$libexecdir/fileprovider-guard" 755
+    place "$work/fileprovider-guard" "$libexecdir/fileprovider-guard" 755
     place "$manual" "$mandir/man1/fileproviderctl.1" 644
     # The completion scripts come from the program itself (swift-argument-parser); at each Tab
     # they ask it for domain names and DOMAIN:/paths from the database.
