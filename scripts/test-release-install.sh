@@ -77,6 +77,12 @@ make -s -C "$root" install-backends PREFIX="$prefix" >"$work/backends.log" 2>&1 
 for kind in pyfolder cfolder; do
     [ -x "$prefix/bin/fileprovider-backend-$kind" ] || fail "fileprovider-backend-$kind was not installed"
 done
+# cfolder is C built with cc: no Swift runtime in it (it was 8.8 MB through SwiftPM), only glibc.
+cfolder=$prefix/bin/fileprovider-backend-cfolder
+(( $(stat -c %s "$cfolder") <= 1000000 )) || fail "fileprovider-backend-cfolder is $(stat -c %s "$cfolder") bytes, over 1 MB"
+if readelf -d "$cfolder" | grep NEEDED | grep -v -E '\[(libc\.so\.6|ld-linux-x86-64\.so\.2)\]'; then
+    fail "fileprovider-backend-cfolder needs more than glibc"
+fi
 # Found on PATH, without the toolchain: listed as external, and a domain of each syncs.
 with_backends() { env -i PATH="$prefix/bin:/usr/bin:/bin" LD_LIBRARY_PATH= HOME="$work/user" LANG=C.UTF-8 "$@"; }
 listed=$(with_backends "$fpctl" backend list) || fail "backend list"
