@@ -61,9 +61,8 @@ install: deps ## Install under PREFIX (default ~/.local): program, guard, man pa
 	@$(INSTALL_ENV) scripts/install.sh install "$$($(SWIFT) build $(SWIFTPM_FLAGS) $(RELEASE_BUILD) --show-bin-path)" \
 		"$$(scripts/manual.sh $(SWIFTPM_FLAGS) $(RELEASE_BUILD))"
 
-install-backends: deps ## Install the reference external backends pyfolder (Python) and cfolder (C) into BACKENDDIR (default PREFIX/bin)
-	$(SWIFT) build $(SWIFTPM_FLAGS) $(RELEASE_BUILD) --product fileprovider-backend-cfolder
-	@$(INSTALL_ENV) scripts/install.sh install-backends "$$($(SWIFT) build $(SWIFTPM_FLAGS) $(RELEASE_BUILD) --show-bin-path)"
+install-backends: deps ## Install the reference external backends pyfolder (Python) and cfolder (C, built with $(CC)) into BACKENDDIR (default PREFIX/bin)
+	@$(INSTALL_ENV) CC="$(CC)" scripts/install.sh install-backends
 
 uninstall: ## Remove what install and install-backends put under PREFIX (keeps the state folder and its domains)
 	@$(INSTALL_ENV) scripts/install.sh uninstall

@@ -30,7 +30,8 @@ PACKAGES=(
     git                  # the programs suite: git log/status/fsck of loose and packed repositories
     rsync                # the programs suite: rsync -a of a dataless tree
     man-db               # scripts/test-release-install.sh reads the installed man page (man -l)
-    binutils             # readelf (the install test's linking check), strip (make install)
+    binutils             # readelf (the install test's linking, size and library checks), strip (make install)
+    gcc                  # cc: make install-backends builds the C reference backend (Backends/c) with it
     fish                 # the install test asks fish's completion script for domain names
     zsh                  # the install test asks zsh's completion function for domain names
     libsecret-1-0        # the Secret Service, loaded with dlopen by Adapters/CSecret (domains' passwords)

@@ -7,17 +7,18 @@
 #   scripts/install.sh install BIN_FOLDER [MAN_PAGE]
 #       MAN_PAGE defaults to BIN_FOLDER/fileproviderctl.1, which `make release` writes there:
 #       a release build's folder copied to another machine installs without the toolchain.
-#   scripts/install.sh install-backends BIN_FOLDER     (`make install-backends`)
+#   scripts/install.sh install-backends               (`make install-backends`; builds cfolder
+#                                                     with $CC, default cc)
 #   scripts/install.sh uninstall
 #
 # Environment (the Makefile passes them): PREFIX (default ~/.local), DESTDIR (staging root for
 # packagers, default none), BINDIR, LIBEXECDIR, MANDIR, DATADIR (defaults under PREFIX),
-# BACKENDDIR (default BINDIR).
+# BACKENDDIR (default BINDIR), CC (install-backends: the C compiler, default cc).
 #
 # What goes where (each shell's and systemd's own search paths under PREFIX):
 #   BINDIR/fileproviderctl                          the program (Swift runtime linked in,
-#                                                   debug information stripped)
-#   LIBEXECDIR/fileprovider-guard                   the on-access guardian serve starts
+#                                                   stripped: no debug information, no symbols)
+#   LIBEXECDIR/fileprovider-guard                   the on-access guardian serve starts (stripped)
 #   MANDIR/man1/fileproviderctl.1                   man page (generate-manual)
 #   DATADIR/bash-completion/completions/fileproviderctl
 #   DATADIR/zsh/site-functions/_fileproviderctl
@@ -26,7 +27,7 @@
 # and with install-backends, the reference external backends (Docs/ExternalBackends.md), where
 # fileproviderctl finds them (a folder of PATH, or $XDG_DATA_HOME/fileprovider/backends):
 #   BACKENDDIR/fileprovider-backend-pyfolder        Python, standard library only
-#   BACKENDDIR/fileprovider-backend-cfolder         C (debug information stripped)
+#   BACKENDDIR/fileprovider-backend-cfolder         C (built with $CC -O2, stripped)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -70,11 +71,19 @@ install)
     work=$(mktemp -d)
     trap 'rm -rf "$work"' EXIT
     echo "installing under ${destdir}${prefix}:"
-    # Without its debug information (20 MB); the symbols stay for crash backtraces.
-    cp "$bin/fileproviderctl" "$work/fileproviderctl"
-    if command -v strip >/dev/null; then strip --strip-debug "$work/fileproviderctl"; fi
+    # Fully stripped: the build's 118 MB less its debug information (28 MB) and symbol table
+    # (19 MB); a user's machine has no Swift backtracer to use them. To debug the installed
+    # program, give gdb the build's copy: gdb -e BINDIR/fileproviderctl -s BIN_FOLDER/fileproviderctl
+    for program in fileproviderctl fileprovider-guard; do
+        if command -v strip >/dev/null; then
+            strip -o "$work/$program" "$bin/$program"
+        else
+            echo "install: strip not found (binutils): $program is installed with its debug information" >&2
+            cp "$bin/$program" "$work/$program"
+        fi
+    done
     place "$work/fileproviderctl" "$bindir/fileproviderctl" 755
-    place "$bin/fileprovider-guard" "$libexecdir/fileprovider-guard" 755
+    place "$work/fileprovider-guard" "$libexecdir/fileprovider-guard" 755
     place "$manual" "$mandir/man1/fileproviderctl.1" 644
     # The completion scripts come from the program itself (swift-argument-parser); at each Tab
     # they ask it for domain names and DOMAIN:/paths from the database.
@@ -95,15 +104,18 @@ done. Next:
 EOF
     ;;
 install-backends)
-    bin=${2:?usage: install.sh install-backends BIN_FOLDER}
-    [ -f "$bin/fileprovider-backend-cfolder" ] ||
-        { echo "install: $bin/fileprovider-backend-cfolder is missing; run 'make install-backends', which builds it" >&2; exit 1; }
+    # cfolder is built here with the C compiler, not SwiftPM: an executable SwiftPM links gets
+    # the Swift runtime with -static-stdlib (8.8 MB) though the program is C; this is 40 KB.
+    cc=${CC:-cc}
+    command -v "$cc" >/dev/null ||
+        { echo "install: no C compiler ($cc) to build fileprovider-backend-cfolder; install gcc or set CC" >&2; exit 1; }
     work=$(mktemp -d)
     trap 'rm -rf "$work"' EXIT
+    "$cc" -O2 -o "$work/fileprovider-backend-cfolder" "$root/Backends/c/main.c" ||
+        { echo "install: $cc could not build Backends/c/main.c" >&2; exit 1; }
+    if command -v strip >/dev/null; then strip "$work/fileprovider-backend-cfolder"; fi
     echo "installing the reference backends into ${destdir}${backenddir}:"
     place "$root/Backends/python/fileprovider-backend-pyfolder" "$backenddir/fileprovider-backend-pyfolder" 755
-    cp "$bin/fileprovider-backend-cfolder" "$work/fileprovider-backend-cfolder"
-    if command -v strip >/dev/null; then strip --strip-debug "$work/fileprovider-backend-cfolder"; fi
     place "$work/fileprovider-backend-cfolder" "$backenddir/fileprovider-backend-cfolder" 755
     case ":$PATH:" in
     *":$backenddir:"*) ;;
@@ -125,7 +137,7 @@ uninstall)
     [ "$backenddir" = "$bindir" ] || rmdir "$destdir$backenddir" 2>/dev/null || true
     ;;
 *)
-    echo "usage: scripts/install.sh install BIN_FOLDER MAN_PAGE | install-backends BIN_FOLDER | uninstall" >&2
+    echo "usage: scripts/install.sh install BIN_FOLDER MAN_PAGE | install-backends | uninstall" >&2
     exit 2
     ;;
 esac

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make install` into a temporary prefix, then the installed program used as a user would,
-# without the Swift toolchain: run with a bare environment (the toolchain off PATH and no
+# without the Swift toolchain: its size under the bound Docs/Install.md states, fully stripped,
+# and the libraries it needs (`readelf -d`) only those Install.md's table names; run with a bare environment (the toolchain off PATH and no
 # LD_LIBRARY_PATH) and checked for library paths into the toolchain; its man page read with
 # `man -l`; its bash and zsh (and, where installed, fish) completions asked for domain names and
 # DOMAIN:/paths; the systemd user unit verified; `make install-backends` puts the reference
@@ -35,6 +36,29 @@ if env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH= ldd "$fpctl" | grep -E "not found|
     fail "ldd finds a missing library or one in the toolchain"
 fi
 
+echo "== its size and the libraries it needs (Docs/Install.md)"
+guard=$prefix/libexec/fileprovider/fileprovider-guard
+max_mb=75
+bytes=$(stat -c %s "$fpctl")
+(( bytes <= max_mb * 1000000 )) ||
+    fail "the installed program is $((bytes / 1000000)) MB, over the $max_mb MB Docs/Install.md states"
+# Both programs installed fully stripped: no debug information, no symbol table (scripts/install.sh).
+for program in "$fpctl" "$guard"; do
+    if readelf -S -W "$program" | grep -oE '\.(debug_[a-z_]+|symtab)' | sort -u | grep .; then
+        fail "$program keeps debug information or its symbol table"
+    fi
+done
+# Every library they need must be one of the sonames in Install.md's table of libraries.
+documented=$(sed -n '/^| Library | soname/,/^$/p' "$root/Docs/Install.md" | grep -oE '`[^`]+\.so(\.[0-9]+)*`' | tr -d '`' | sort -u)
+[ -n "$documented" ] || fail "Docs/Install.md has no table of libraries (| Library | soname | ...)"
+for program in "$fpctl" "$guard"; do
+    needed=$(readelf -d "$program" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p' | sort -u)
+    [ -n "$needed" ] || fail "readelf -d lists no NEEDED library for $program"
+    undocumented=$(comm -23 <(echo "$needed") <(echo "$documented"))
+    [ -z "$undocumented" ] ||
+        fail "$program needs libraries Docs/Install.md does not list: $(echo $undocumented)"
+done
+
 echo "== the installed program, toolchain hidden"
 # A bare environment: no toolchain on PATH, no LD_LIBRARY_PATH, a home of its own.
 bare() { env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH= HOME="$work/user" LANG=C.UTF-8 "$@"; }
@@ -53,6 +77,12 @@ make -s -C "$root" install-backends PREFIX="$prefix" >"$work/backends.log" 2>&1 
 for kind in pyfolder cfolder; do
     [ -x "$prefix/bin/fileprovider-backend-$kind" ] || fail "fileprovider-backend-$kind was not installed"
 done
+# cfolder is C built with cc: no Swift runtime in it (it was 8.8 MB through SwiftPM), only glibc.
+cfolder=$prefix/bin/fileprovider-backend-cfolder
+(( $(stat -c %s "$cfolder") <= 1000000 )) || fail "fileprovider-backend-cfolder is $(stat -c %s "$cfolder") bytes, over 1 MB"
+if readelf -d "$cfolder" | grep NEEDED | grep -v -E '\[(libc\.so\.6|ld-linux-x86-64\.so\.2)\]'; then
+    fail "fileprovider-backend-cfolder needs more than glibc"
+fi
 # Found on PATH, without the toolchain: listed as external, and a domain of each syncs.
 with_backends() { env -i PATH="$prefix/bin:/usr/bin:/bin" LD_LIBRARY_PATH= HOME="$work/user" LANG=C.UTF-8 "$@"; }
 listed=$(with_backends "$fpctl" backend list) || fail "backend list"
