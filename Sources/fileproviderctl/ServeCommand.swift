@@ -67,7 +67,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Flag(
         name: .customLong("populate-in-background"), inversion: .prefixedNo,
-        help: "Write every domain's remaining dataless folders in the background once its first sync is done (default: on).")
+        help: "Write every domain's remaining dataless folders in the background once its first sync is done.")
     var populateInBackground = true
 
     /// The log level: `--log-level`, `-v` or `-q` (``GlobalOptions/logLevel(default:)``), else info.
