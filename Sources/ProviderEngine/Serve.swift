@@ -22,11 +22,16 @@ public struct ServeOptions: Sendable {
     /// Seconds between syncs that compare the whole replica although inotify reported every
     /// change (the others compare only the folders that changed): a safety net.
     public var fullScanInterval: Double
+    /// Whether each domain's remaining dataless folders are populated in the background once
+    /// its first sync is done, while nothing else is due (see ``BackgroundPopulation``).
+    public var populateInBackground: Bool
 
     public init(
         pollInterval: Double = 30, pollIntervals: [String: Double] = [:], settleSeconds: Double = 1, debounceSeconds: Double = 0.2,
-        maximumDebounceSeconds: Double = 2, evictionInterval: Double = 5, fullScanInterval: Double = 3600
+        maximumDebounceSeconds: Double = 2, evictionInterval: Double = 5, fullScanInterval: Double = 3600,
+        populateInBackground: Bool = true
     ) {
+        self.populateInBackground = populateInBackground
         self.fullScanInterval = fullScanInterval
         self.pollInterval = pollInterval
         self.pollIntervals = pollIntervals
@@ -209,6 +214,11 @@ public final class Server: Sendable {
         /// How many folders and dataless folders the domain had when its dataless folders were
         /// last marked (see ``watchDatalessFolders(of:)``).
         var markedFolders: [Int]?
+        /// Whether dataless folders may be left to populate in the background: set after each
+        /// sync, cleared when none is left or one failed (see ``BackgroundPopulation``).
+        var populationDue = false
+        /// How many folders the background population wrote since it last found none left.
+        var populatedInBackground = 0
     }
 
     private func runDomain(_ name: String) async {
@@ -288,7 +298,32 @@ public final class Server: Sendable {
                     deadline, last.addingTimeInterval(options.debounceSeconds),
                     first.addingTimeInterval(options.maximumDebounceSeconds))
             }
+            // Nothing else is due: a few dataless folders, stopping as soon as something is.
+            if options.populateInBackground && state.populationDue, let controller = state.controller {
+                await populateInBackground(controller, state: &state) { [deadline] in wakeup.isPending || Date() >= deadline }
+                continue
+            }
             await wakeup.wait(until: deadline)
+        }
+    }
+
+    /// One step of the background population of a domain's dataless folders.
+    private func populateInBackground(_ controller: DomainController, state: inout DomainState, otherWork: @escaping @Sendable () -> Bool)
+        async
+    {
+        let name = controller.domain.name
+        switch await BackgroundPopulation(manager: manager, logger: logger).step(controller, otherWork: otherWork) {
+        case .more(let populated):
+            state.populatedInBackground += populated
+        case .done:
+            state.populationDue = false
+            if state.populatedInBackground > 0 {
+                logger.info(
+                    "\(name): populated \(state.populatedInBackground) dataless folders in the background; no dataless folder is left")
+            }
+            state.populatedInBackground = 0
+        case .failed:
+            state.populationDue = false
         }
     }
 
@@ -343,6 +378,7 @@ public final class Server: Sendable {
                 state.markedFolders = folders
             }
             for notice in report.notices { logger.warning("\(notice)") }
+            state.populationDue = true
             if !report.pendingLocal.isEmpty {
                 state.settleRecheck = Date().addingTimeInterval(options.settleSeconds + 0.05)
                 logger.debug(

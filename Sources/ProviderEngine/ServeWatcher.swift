@@ -36,6 +36,9 @@ final class Wakeup: Sendable {
         waiter?.resume()
     }
 
+    /// Whether a reason is pending (without taking it). Any thread.
+    var isPending: Bool { state.withLock { !$0.reasons.isEmpty } }
+
     /// Takes the reasons collected so far.
     func take() -> ServeWake {
         state.withLock { state in

@@ -384,6 +384,23 @@ extension MetadataStore {
         }
     }
 
+    /// Up to `limit` paths of a domain's dataless folders, in the order `serve` populates them
+    /// in the background: nearest the root first (a folder's parents come before it), then the
+    /// most recently used (`itemUse`), then by path. Never more than `limit` rows in memory.
+    /// - Throws: `localIOFailure` when the database fails.
+    public func datalessFolderPaths(domainID: Int64, nearestFirst limit: Int) throws(FileProviderError) -> [String] {
+        let sql = """
+            SELECT i.path FROM item AS i INDEXED BY item_dataless
+            LEFT JOIN itemUse AS u ON u.domainID = i.domainID AND u.identifier = i.identifier
+            WHERE i.domainID = ? AND i.isDataless
+            ORDER BY length(i.path) - length(replace(i.path, '/', '')), u.lastUsedAt IS NULL, u.lastUsedAt DESC, i.path
+            LIMIT ?
+            """
+        return try read { db in
+            try String.fetchAll(db.cachedStatement(sql: sql), arguments: [domainID, max(1, limit)])
+        }
+    }
+
     /// The paths of a domain's pinned folders.
     public func pinnedFolderPaths(domainID: Int64) throws(FileProviderError) -> [String] {
         try read { db in

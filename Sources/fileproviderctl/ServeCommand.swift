@@ -32,7 +32,11 @@ struct ServeCommand: AsyncParsableCommand {
             'cache'); each eviction is logged with its reason. \
             A program that opens a dataless folder waits until serve has written the folder's \
             items (fanotify; needs root or CAP_SYS_ADMIN, else only 'fileproviderctl populate' \
-            populates folders).
+            populates folders). Once a domain's first sync is done, serve also writes its \
+            remaining dataless folders in the background, nearest the root first, a few at a time \
+            whenever nothing else is due, so a path used by name (no event tells serve about it) \
+            works in every folder once serve has caught up; 'fileproviderctl status' says how many \
+            are left. --no-populate-in-background turns this off.
             """
     )
 
@@ -60,6 +64,11 @@ struct ServeCommand: AsyncParsableCommand {
             "Seconds between syncs that compare the whole replica (the others compare only the folders inotify saw change).",
             valueName: "seconds"))
     var fullScanInterval: Double = 3600
+
+    @Flag(
+        name: .customLong("populate-in-background"), inversion: .prefixedNo,
+        help: "Write every domain's remaining dataless folders in the background once its first sync is done.")
+    var populateInBackground = true
 
     /// The log level: `--log-level`, `-v` or `-q` (``GlobalOptions/logLevel(default:)``), else info.
     var logLevel: String { global.logLevel(default: .info).rawValue }
@@ -146,7 +155,7 @@ struct ServeCommand: AsyncParsableCommand {
             manager: manager, domains: domains,
             options: ServeOptions(
                 pollInterval: pollInterval, pollIntervals: intervals, settleSeconds: settle, evictionInterval: evictionInterval,
-                fullScanInterval: fullScanInterval),
+                fullScanInterval: fullScanInterval, populateInBackground: populateInBackground),
             logger: logger.escapingText())
         stopper.attach(server)
 

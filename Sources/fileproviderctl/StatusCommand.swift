@@ -49,6 +49,11 @@ struct StatusCommand: AsyncParsableCommand {
             if let holder = DomainLock.holder(home: manager.home, domain: domain.name) { line += "; served by process \(holder)" }
             print(line)
             if let backing = try manager.backingURL(of: domain) { print("  files kept in \(backing.path)") }
+            if summary.datalessFolders > 0 {
+                print(
+                    "  dataless folders: \(summary.datalessFolders) left to write (serve writes them in the background; 'fileproviderctl populate -R \(domain.name):/' writes them now)"
+                )
+            }
             let usage = try manager.cacheUsage(of: domain)
             if domain.cacheBudget != nil || usage.partial > 0 {
                 var cache = "  cache: \(Output.bytes(usage.total)) used of \(Output.budget(domain.cacheBudget))"

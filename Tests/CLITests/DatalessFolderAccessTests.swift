@@ -8,7 +8,8 @@ import Testing
 
 /// Dataless folders (past the population budget) of a `dataless` domain, opened, listed and
 /// read by programs that are not ours through the replica path (the mount), never through the
-/// backing folder: the real `fileproviderctl serve`, the real kernel, `ls`, `find`, `cat`.
+/// backing folder: the real `fileproviderctl serve` (its background population off, so the
+/// folders are populated because a program opened them), the real kernel, `ls`, `find`, `cat`.
 @Suite("Dataless folders through the replica path", .serialized, .timeLimit(.minutes(10)))
 struct DatalessFolderAccessTests {
     /// 2,000 files at depth 1 (past the budget of 250), and a folder of 251 entries whose
@@ -43,7 +44,7 @@ struct DatalessFolderAccessTests {
         for folder in ["/big", "/d1", "/w"] {
             #expect(before.first { $0["path"] as? String == folder }?["dataless"] as? Bool == true, "\(folder): \(before)")
         }
-        try await domain.startServe()
+        try await domain.startServe(["--no-populate-in-background"])
         let replica = domain.replica
 
         // Depth 1: ls opens the folder, which serve fills before ls reads it.
@@ -92,7 +93,7 @@ struct DatalessFolderAccessTests {
         for index in 0..<300 { files[String(format: "big/f%04d", index)] = Data("big \(index)\n".utf8) }
         let domain = try await ServedDomain(
             temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: files)
-        try await domain.startServe()
+        try await domain.startServe(["--no-populate-in-background"])
         let replica = domain.replica
 
         // New in the store: entries of the dataless folder, and a new folder past the budget.

@@ -159,7 +159,9 @@ func waitUntil(timeout: Double = 10, _ condition: () async throws -> Bool) async
         try await cli.addLocalDomain("d", root: temp.url.appendingPathComponent("src"))
         #expect(try await cli.run(["sync", "d", "--populate-limit", "0"]).status == 0)
         let replica = cli.home.appendingPathComponent("domains/d")
-        let serve = try ServeProcess(cli, ["d", "--poll-interval", "3600"], log: temp.url.appendingPathComponent("serve.log"))
+        // Background population off: the folders are populated because they are opened.
+        let serve = try ServeProcess(
+            cli, ["d", "--poll-interval", "3600", "--no-populate-in-background"], log: temp.url.appendingPathComponent("serve.log"))
         #expect(await waitUntil { serve.output.contains("serving d") }, "\(serve.output)")
 
         // Listing the dataless folder (opendir in this process) waits until serve wrote its items.
