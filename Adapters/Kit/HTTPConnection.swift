@@ -39,7 +39,9 @@ final class HTTPConnection: @unchecked Sendable {
         var headers: UnsafeMutablePointer<curl_slist>?
         defer { curl_slist_free_all(headers) }
         func add(_ line: String) { headers = curl_slist_append(headers, line) }
-        add("Expect:")
+        // libcurl 7.88 signs an `Expect:` line (which only removes the header) as a header it
+        // never sends: AWS-signed requests keep libcurl's own `Expect: 100-continue`.
+        if settings.awsSignature == nil { add("Expect:") }
         if let token = settings.token { add("Authorization: Bearer \(token)") }
         for line in request.headers { add(line) }
         switch request.sink {

@@ -19,7 +19,8 @@ extension S3Backend {
         var query: [(String, String)] = [("list-type", "2"), ("prefix", prefix), ("max-keys", String(maxKeys))]
         if delimiter { query.append(("delimiter", "/")) }
         if let token { query.append(("continuation-token", token)) }
-        var request = HTTPRequest("GET", "/" + HTTPClient.canonicalQuery(query))
+        // The bucket itself, without a trailing slash (path-style: `/BUCKET`, as the server signs it).
+        var request = HTTPRequest("GET", HTTPClient.canonicalQuery(query))
         request.sink = .memory(limit: 16 << 20)
         let reply = try await send(request)
         try check(reply)

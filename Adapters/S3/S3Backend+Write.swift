@@ -42,8 +42,11 @@ extension S3Backend {
     }
 
     /// Writes a folder's marker object (`name/`, empty).
-    func putMarker(_ path: ItemPath) async throws(FileProviderError) {
-        var request = HTTPRequest("PUT", endpoint(key: key(path, folder: true)))
+    func putMarker(_ path: ItemPath) async throws(FileProviderError) { try await putMarkerKey(key(path, folder: true)) }
+
+    /// Writes an empty marker object at a key ending in `/`.
+    func putMarkerKey(_ key: String) async throws(FileProviderError) {
+        var request = HTTPRequest("PUT", endpoint(key: key))
         request.body = .data(Data(), contentType: "application/x-directory")
         try check(try await send(request))
     }
@@ -203,6 +206,11 @@ extension S3Backend {
         try await putMarker(target)
         for object in objects where object.key != oldPrefix {
             let rest = String(object.key.utf8.dropFirst(oldPrefix.utf8.count)) ?? ""
+            if rest.hasSuffix("/") {
+                // A marker: written anew (SeaweedFS cannot copy its folder entries).
+                try await putMarkerKey(newPrefix + rest)
+                continue
+            }
             var request = HTTPRequest("PUT", endpoint(key: newPrefix + rest))
             request.body = .data(Data(), contentType: "application/octet-stream")
             request.headers = ["x-amz-copy-source: \(copySource(key: object.key))"]
@@ -212,8 +220,24 @@ extension S3Backend {
                 throw FileProviderError(.serverUnreachable, "copying '\(object.key)' failed: \(code)")
             }
         }
-        for object in objects { try await deleteKey(object.key) }
-        try await deleteKey(oldPrefix)
+        try await deleteAll(objects, below: oldPrefix)
+    }
+
+    /// Deletes every key of a folder, then the folders between them and the folder, deepest
+    /// first, then the folder's marker. (A key that is not there is no error in S3; SeaweedFS
+    /// keeps a folder its last key left until the folder's own key is deleted.)
+    func deleteAll(_ objects: [S3Object], below folderKey: String) async throws(FileProviderError) {
+        var folders = Set<String>()
+        for object in objects where object.key != folderKey {
+            if !object.key.hasSuffix("/") { try await deleteKey(object.key) }
+            var rest = String(object.key.utf8.dropFirst(folderKey.utf8.count)) ?? ""
+            while let slash = rest.lastIndex(of: "/") {
+                rest = String(rest[..<slash])
+                folders.insert(folderKey + rest + "/")
+            }
+        }
+        for folder in folders.sorted(by: { $0.utf8.count > $1.utf8.count }) { try await deleteKey(folder) }
+        try await deleteKey(folderKey)
     }
 
     /// Deletes a file (after checking its ETag against `baseVersion`) or a folder: its marker
@@ -240,7 +264,6 @@ extension S3Backend {
         if !options.contains(.recursive) && objects.contains(where: { $0.key != marker }) {
             throw FileProviderError(.directoryNotEmpty, "\(path.display) is not empty")
         }
-        for object in objects where object.key != marker { try await deleteKey(object.key) }
-        try await deleteKey(marker)
+        try await deleteAll(objects, below: marker)
     }
 }
