@@ -168,7 +168,7 @@ public final class SeaweedFSCluster: @unchecked Sendable {
         let file = folder.appendingPathComponent("upload-\(UUID().uuidString)")
         try contents.write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        let encoded = key.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "+&=;:,$@"))) ?? key
+        let encoded = Self.encode(key)
         let result = try ChildProcess.capture(
             "/usr/bin/curl",
             [
@@ -179,6 +179,31 @@ public final class SeaweedFSCluster: @unchecked Sendable {
         guard result.ending == .exited(0), status == "200" else {
             throw MediaServerError(message: "putting \(key) failed: \(status) \(String(decoding: result.errorOutput, as: UTF8.self))")
         }
+    }
+
+    /// Reads an object with `curl --aws-sigv4`; `nil` when the key is not there (`404`).
+    ///
+    /// - Throws: ``MediaServerError`` when curl fails or the gateway answers anything else.
+    public func getObject(bucket: String, key: String) throws -> Data? {
+        let file = folder.appendingPathComponent("download-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let result = try ChildProcess.capture(
+            "/usr/bin/curl",
+            [
+                "-sS", "--aws-sigv4", "aws:amz:\(region):s3", "-u", "\(accessKey):\(secretKey)", "-o", file.path, "-w", "%{http_code}",
+                "\(endpoint)/\(bucket)/\(Self.encode(key))",
+            ])
+        let status = String(decoding: result.output, as: UTF8.self)
+        if result.ending == .exited(0) && status == "404" { return nil }
+        guard result.ending == .exited(0), status == "200" else {
+            throw MediaServerError(message: "getting \(key) failed: \(status) \(String(decoding: result.errorOutput, as: UTF8.self))")
+        }
+        return FileManager.default.contents(atPath: file.path) ?? Data()
+    }
+
+    /// A key percent-encoded for a URL path (`/` kept).
+    static func encode(_ key: String) -> String {
+        key.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/")) ?? key
     }
 
     /// The gRPC port a weed process was started with (its `-port.grpc=` argument).
