@@ -34,7 +34,8 @@ extension S3Backend {
             BackendOption(
                 name: "profile",
                 help:
-                    "a profile of ~/.aws/credentials and ~/.aws/config to take the keys and region from (default: the AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN variables, else AWS_PROFILE or the default profile)"),
+                    "a profile of ~/.aws/credentials and ~/.aws/config to take the keys and region from (default: the AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN variables, else AWS_PROFILE or the default profile)"
+            ),
         ] + HTTPOptions.backendOptions,
         libraryVersions: { ["libcurl": HTTPClient.libraryVersion] },
         factory: { configuration in

@@ -84,13 +84,16 @@ extension S3Backend {
     ///   SHA-256; `localIOFailure` when the file cannot be read.
     func verify(file: String, sha256Base64 expected: String, of path: ItemPath) async throws(FileProviderError) {
         guard let wanted = Data(base64Encoded: expected.trimmingCharacters(in: .whitespaces)), wanted.count == 32 else {
-            throw FileProviderError(.corruptData, "\(path.display): the server's x-amz-checksum-sha256 \(expected.prefix(80).debugDescription) is not a SHA-256")
+            throw FileProviderError(
+                .corruptData, "\(path.display): the server's x-amz-checksum-sha256 \(expected.prefix(80).debugDescription) is not a SHA-256"
+            )
         }
         let actual = try await sha256(ofFile: file)
         guard actual == wanted else {
             throw FileProviderError(
                 .corruptData,
-                "the download of \(path.display) does not match the server's x-amz-checksum-sha256 (\(actual.base64EncodedString()), not \(expected))")
+                "the download of \(path.display) does not match the server's x-amz-checksum-sha256 (\(actual.base64EncodedString()), not \(expected))"
+            )
         }
     }
 

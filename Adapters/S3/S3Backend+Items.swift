@@ -44,7 +44,9 @@ extension S3Backend {
                 throw FileProviderError(.corruptData, "\(what): the server said there is more but gave no continuation token")
             }
             if next == token {
-                throw FileProviderError(.corruptData, "\(what): the server gave back the continuation token it was asked with (it would list the same page forever)")
+                throw FileProviderError(
+                    .corruptData,
+                    "\(what): the server gave back the continuation token it was asked with (it would list the same page forever)")
             }
         }
         return listing
@@ -79,7 +81,8 @@ extension S3Backend {
         let what = "the object '\(key(path))'"
         guard let size, let bytes = Int64(size.trimmingCharacters(in: .whitespaces)), ItemBounds.problem(withSize: bytes) == nil
         else {
-            throw FileProviderError(.corruptData, "\(what) has the size \(size?.prefix(40).debugDescription ?? "none"), which no file can have")
+            throw FileProviderError(
+                .corruptData, "\(what) has the size \(size?.prefix(40).debugDescription ?? "none"), which no file can have")
         }
         guard let tag = etag.map(Self.unquote), !tag.isEmpty, tag.utf8.count <= ItemVersion.maximumLength else {
             throw FileProviderError(.corruptData, "\(what) has no ETag, or one longer than \(ItemVersion.maximumLength) bytes")
@@ -192,7 +195,8 @@ extension S3Backend {
             var name = String(common.utf8.dropFirst(folderKey.utf8.count)) ?? ""
             if name.hasSuffix("/") { name.removeLast() }
             guard path.allowsChild(named: name, reservedPrefix: "\u{0}") else {
-                refused.append(RefusedItem(identifier: nil, filename: name, reason: "the folder name '\(name.prefix(100))' is not safe here"))
+                refused.append(
+                    RefusedItem(identifier: nil, filename: name, reason: "the folder name '\(name.prefix(100))' is not safe here"))
                 continue
             }
             folders.insert(name)

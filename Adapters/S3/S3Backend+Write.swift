@@ -12,7 +12,9 @@ extension S3Backend {
     ///   written yet) or when the store is full; `localIOFailure` when the file cannot be read;
     ///   `corruptData` when the reply has no ETag; what ``S3ErrorMapping/check(_:bucket:)``
     ///   throws.
-    func put(_ contents: URL, at path: ItemPath, condition: String?) async throws(FileProviderError) -> (etag: String, size: Int64, date: Date?) {
+    func put(_ contents: URL, at path: ItemPath, condition: String?) async throws(FileProviderError) -> (
+        etag: String, size: Int64, date: Date?
+    ) {
         let size: Int64
         do {
             let attributes = try FileManager.default.attributesOfItem(atPath: contents.path)
@@ -22,7 +24,8 @@ extension S3Backend {
         }
         guard size <= Self.maximumSinglePut else {
             throw FileProviderError(
-                .insufficientQuota, "\(path.display) has \(size) bytes; one PutObject takes at most 5 GiB and multipart uploads are not written yet")
+                .insufficientQuota,
+                "\(path.display) has \(size) bytes; one PutObject takes at most 5 GiB and multipart uploads are not written yet")
         }
         let checksum = try await sha256(ofFile: contents.path).base64EncodedString()
         var request = HTTPRequest("PUT", endpoint(key: key(path)))

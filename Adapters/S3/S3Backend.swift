@@ -58,7 +58,8 @@ public final class S3Backend: Backend {
             throw FileProviderError(
                 .invalidArgument, "--bucket: '\(bucket)' is not a bucket name (3 to 63 lower-case letters, digits, dots and dashes)")
         }
-        guard !region.isEmpty, region.utf8.allSatisfy({ $0 == UInt8(ascii: "-") || (0x30...0x39).contains($0) || (0x61...0x7A).contains($0) })
+        guard !region.isEmpty,
+            region.utf8.allSatisfy({ $0 == UInt8(ascii: "-") || (0x30...0x39).contains($0) || (0x61...0x7A).contains($0) })
         else {
             throw FileProviderError(.invalidArgument, "--region: '\(region)' is not a region name (such as us-east-1)")
         }
@@ -80,7 +81,8 @@ public final class S3Backend: Backend {
             throw FileProviderError(.invalidArgument, "--endpoint must be an http:// or https:// URL without a path, not '\(base)'")
         }
         // An address or localhost has no bucket subdomains: path-style there whatever is asked.
-        let isAddress = host == "localhost" || host.contains(":") || host.utf8.allSatisfy { $0 == UInt8(ascii: ".") || (0x30...0x39).contains($0) }
+        let isAddress =
+            host == "localhost" || host.contains(":") || host.utf8.allSatisfy { $0 == UInt8(ascii: ".") || (0x30...0x39).contains($0) }
         if pathStyle || isAddress || bucket.contains(".") && scheme == "https" {
             bucketURL = trimmed + "/" + bucket
             copySourceBase = "/" + bucket

