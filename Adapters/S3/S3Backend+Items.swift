@@ -11,8 +11,8 @@ extension S3Backend {
     ///   - token: the continuation token of the page before, or `nil` for the first.
     /// - Throws: `corruptData` when the reply is not a complete `ListBucketResult`, is for
     ///   another prefix, holds a key outside `prefix`, says it is truncated without a
-    ///   continuation token, or gives back the token it was asked with (a server that would
-    ///   list the same page forever); what ``S3ErrorMapping/check(_:bucket:)`` throws.
+    ///   continuation token or with an empty page, or gives back the token it was asked with (a
+    ///   server that would list the same page forever); what ``S3ErrorMapping/check(_:bucket:)`` throws.
     func listPage(prefix: String, delimiter: Bool, token: String?, maxKeys: Int = S3Backend.pageSize)
         async throws(FileProviderError) -> S3Listing
     {
@@ -42,6 +42,9 @@ extension S3Backend {
         if listing.isTruncated {
             guard let next = listing.nextContinuationToken, !next.isEmpty else {
                 throw FileProviderError(.corruptData, "\(what): the server said there is more but gave no continuation token")
+            }
+            if listing.objects.isEmpty && listing.commonPrefixes.isEmpty {
+                throw FileProviderError(.corruptData, "\(what): the server sent a page with nothing on it and said there is more")
             }
             if next == token {
                 throw FileProviderError(
