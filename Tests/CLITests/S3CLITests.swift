@@ -5,7 +5,7 @@ import Testing
 /// An `s3` domain through the CLI against a SeaweedFS cluster on 127.0.0.1 (one master, two
 /// volume servers with replication 001, a filer, the S3 gateway): `domain add --backend s3`
 /// with the keys in the AWS variables, sync, materialize, an edit uploaded, a rename, a
-/// deletion, each checked in the bucket with curl.
+/// deletion, a folder's rename, each checked in the bucket with curl.
 @Suite("CLI s3 domain against SeaweedFS")
 struct S3CLITests {
     static let startup = Task { try await offThePool { try SeaweedFSCluster() } }
@@ -76,6 +76,20 @@ struct S3CLITests {
         #expect(down.status == 0, "sync down: \(down.stderr)")
         #expect(
             (try? String(contentsOf: replica.appendingPathComponent("docs/renamed.txt"), encoding: .utf8)) == "changed in the bucket\n")
+
+        // A folder's rename copies every key below it and deletes the old ones.
+        try FileManager.default.moveItem(at: replica.appendingPathComponent("docs"), to: replica.appendingPathComponent("papers"))
+        let movedFolder = try await cli.run(["sync", "bucket"], environment: environment)
+        #expect(movedFolder.status == 0, "sync after the folder's rename: \(movedFolder.stderr)")
+        #expect(
+            try await offThePool { try cluster.getObject(bucket: bucket, key: "team/papers/renamed.txt") }
+                == Data("changed in the bucket\n".utf8))
+        #expect(try await offThePool { try cluster.getObject(bucket: bucket, key: "team/docs/renamed.txt") } == nil)
+        let again = try await cli.run(["sync", "bucket"], environment: environment)
+        #expect(again.status == 0, "sync after that: \(again.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: replica.appendingPathComponent("docs").path))
+        #expect(
+            (try? String(contentsOf: replica.appendingPathComponent("papers/renamed.txt"), encoding: .utf8)) == "changed in the bucket\n")
     }
 
     @Test func wrongKeysAreRefusedWithTheReason() async throws {
