@@ -4,18 +4,30 @@ import Testing
 
 @testable import S3Adapter
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Where an `s3` domain's keys come from: the AWS variables, else a profile of the files the
 /// AWS CLI writes (`~/.aws/credentials`, `~/.aws/config`).
 @Suite("S3 credentials the AWS way")
 struct CredentialsTests {
-    /// A home with the two files, and the environment naming it.
+    /// The homes made, removed when the test process exits.
+    static let homes = FileManager.default.temporaryDirectory.appendingPathComponent("s3-homes-\(getpid())")
+
+    /// A home with the two files (in ``homes``), and the environment naming it.
     static func home(credentials: String, config: String = "") throws -> [String: String] {
-        let home = FileManager.default.temporaryDirectory.appendingPathComponent("s3-home-\(UUID().uuidString)")
+        _ = cleanup
+        let home = homes.appendingPathComponent(UUID().uuidString)
         try FileManager.default.createDirectory(at: home.appendingPathComponent(".aws"), withIntermediateDirectories: true)
         try Data(credentials.utf8).write(to: home.appendingPathComponent(".aws/credentials"))
         try Data(config.utf8).write(to: home.appendingPathComponent(".aws/config"))
         return ["HOME": home.path]
     }
+
+    private static let cleanup: Void = {
+        atexit { try? FileManager.default.removeItem(at: CredentialsTests.homes) }
+    }()
 
     static let files = """
         # written by aws configure
