@@ -7,7 +7,9 @@ let package = Package(
     products: [
         .library(name: "ProviderCore", targets: ["ProviderCore"]),
         .library(name: "ProviderStore", targets: ["ProviderStore"]),
+        .library(name: "ProviderSystem", targets: ["ProviderSystem"]),
         .library(name: "ProviderEngine", targets: ["ProviderEngine"]),
+        .library(name: "ProviderConformance", targets: ["ProviderConformance"]),
         .library(name: "ProviderTesting", targets: ["ProviderTesting"]),
         .library(name: "LocalAdapter", targets: ["LocalAdapter"]),
         .library(name: "SFTPAdapter", targets: ["SFTPAdapter"]),
@@ -35,14 +37,21 @@ let package = Package(
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]
         ),
+        // Every kernel call the engine, the CLI and the fixtures make (fanotify, mounts, inotify,
+        // leases, extended attributes, ...): the only Swift module that imports CSystemShims.
+        .target(name: "ProviderSystem", dependencies: ["ProviderCore", "CSystemShims"]),
         .target(
             name: "ProviderEngine",
             dependencies: [
-                "ProviderCore", "ProviderStore", "CSystemShims", "Thumbnails",
+                "ProviderCore", "ProviderStore", "ProviderSystem", "Thumbnails",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .target(name: "ProviderTesting", dependencies: ["ProviderCore"]),
+        // The conformance suite and MemoryBackend: what `fileproviderctl backend test` links.
+        .target(name: "ProviderConformance", dependencies: ["ProviderCore"]),
+        // Test support that starts real servers on loopback (tests and fixtures only; never the
+        // CLI). Re-exports ProviderConformance, so a test imports one module.
+        .target(name: "ProviderTesting", dependencies: ["ProviderCore", "ProviderConformance"]),
         .target(
             name: "LocalAdapter", dependencies: ["ProviderCore", "AdapterKit", .product(name: "Logging", package: "swift-log")],
             path: "Adapters/Local"),
@@ -56,7 +65,10 @@ let package = Package(
         // Shared adapter plumbing (Adapters/Kit): the libcurl HTTP client, session pools,
         // cancellation, password lookup. Adapters import it; the engine and store never need to,
         // the CLI only for the Secret Service.
-        .target(name: "AdapterKit", dependencies: ["ProviderCore", "CCurl", "CSecret"], path: "Adapters/Kit"),
+        .target(
+            name: "AdapterKit",
+            dependencies: ["ProviderCore", "CCurl", "CSecret", .product(name: "Logging", package: "swift-log")],
+            path: "Adapters/Kit"),
         // The Secret Service through libsecret, loaded with dlopen on first use (so the programs
         // start without libsecret or GLib installed); built without their headers.
         .target(name: "CSecret", path: "Adapters/CSecret", linkerSettings: [.linkedLibrary("dl")]),
@@ -65,7 +77,9 @@ let package = Package(
         .target(name: "S3Adapter", dependencies: ["ProviderCore", "AdapterKit"], path: "Adapters/S3"),
         // Backends that are programs of their own, spoken to over a line protocol
         // (Docs/ExternalBackends.md).
-        .target(name: "ExternalAdapter", dependencies: ["ProviderCore"], path: "Adapters/External"),
+        .target(
+            name: "ExternalAdapter", dependencies: ["ProviderCore", .product(name: "Logging", package: "swift-log")],
+            path: "Adapters/External"),
         // libgd is loaded with dlopen on first use (see Sources/CGD); its headers come from
         // apt's libgd-dev.
         .target(name: "CGD", linkerSettings: [.linkedLibrary("dl")]),
@@ -76,7 +90,7 @@ let package = Package(
             name: "fileproviderctl",
             dependencies: [
                 "ProviderCore", "ProviderStore", "ProviderEngine", "LocalAdapter", "SFTPAdapter",
-                "MediaAPIAdapter", "WebDAVAdapter", "S3Adapter", "ExternalAdapter", "ProviderTesting", "CSystemShims",
+                "MediaAPIAdapter", "WebDAVAdapter", "S3Adapter", "ExternalAdapter", "ProviderConformance", "ProviderSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 // The Secret Service, for the passwords of domain add, set --password and remove.
@@ -94,7 +108,7 @@ let package = Package(
         .executableTarget(name: "fileprovider-backend-cfolder", path: "Backends/c"),
         // A minimal on-access provider (the kernel layer alone) the kill -9 tests run and kill.
         .executableTarget(
-            name: "precontent-listener", dependencies: ["ProviderEngine", "ProviderCore"],
+            name: "precontent-listener", dependencies: ["ProviderSystem", "ProviderCore"],
             path: "Tests/Fixtures/PreContentListener"),
         .testTarget(name: "ProviderCoreTests", dependencies: ["ProviderCore"]),
         .testTarget(
@@ -103,7 +117,9 @@ let package = Package(
         ),
         .testTarget(
             name: "ProviderEngineTests",
-            dependencies: ["ProviderEngine", "ProviderStore", "ProviderCore", "ProviderTesting", "LocalAdapter", "SFTPAdapter"]
+            dependencies: [
+                "ProviderEngine", "ProviderStore", "ProviderCore", "ProviderSystem", "ProviderTesting", "LocalAdapter", "SFTPAdapter",
+            ]
         ),
         .testTarget(
             name: "LocalAdapterTests", dependencies: ["LocalAdapter", "ProviderCore", "ProviderTesting"]

@@ -22,7 +22,13 @@ PACKAGES=(
     python3              # Benchmarks/bench.py, the hostile SFTP server of the tests
     python3-pip          # paramiko for the hostile SFTP server (installed below with pip)
     jq                   # JSON output in scripts
-    sqlite3              # CLI tests: another process holding the database's write lock
+    sqlite3              # CLI tests: another process holding the database's write lock; reads and WAL writes of a dataless replica
+    vim-tiny             # the programs suite (OnAccessProgramTests): vim.tiny reads and edits dataless files
+    less                 # the programs suite
+    file                 # the programs suite
+    unzip                # the programs suite
+    git                  # the programs suite: git log/status/fsck of loose and packed repositories
+    rsync                # the programs suite: rsync -a of a dataless tree
     man-db               # scripts/test-release-install.sh reads the installed man page (man -l)
     binutils             # readelf (the install test's linking check), strip (make install)
     fish                 # the install test asks fish's completion script for domain names

@@ -27,6 +27,10 @@ final class BackendProgram: @unchecked Sendable {
         /// The most bytes its progress has said are done; only progress beyond it counts as
         /// the program being heard from.
         var completed: Int64 = -1
+        /// The start of its request line in the log (``ExternalRequestLog``), when logged.
+        var logLine: String?
+        /// When it was sent (`DispatchTime` nanoseconds).
+        var sentAt: UInt64 = 0
     }
 
     /// The longest line read from a program: 16 MiB (a page of thousands of items fits).
@@ -248,6 +252,13 @@ final class BackendProgram: @unchecked Sendable {
             finish(id, .failure(FileProviderError(.invalidArgument, "cannot encode a \(method) request: \(error)")))
             return id
         }
+        if let logLine = ExternalRequestLog.start(program: displayName, method: method, line: line) {
+            let now = DispatchTime.now().uptimeNanoseconds
+            lock.withLock {
+                pending[id]?.logLine = logLine
+                pending[id]?.sentAt = now
+            }
+        }
         let fd = input
         let name = displayName
         let accepted = writerRun {
@@ -344,6 +355,9 @@ final class BackendProgram: @unchecked Sendable {
 
     private func finish(_ id: Int, _ result: Result<Data, FileProviderError>) {
         guard let entry = lock.withLock({ pending.removeValue(forKey: id) }) else { return }
+        if let logLine = entry.logLine {
+            ExternalRequestLog.finish(logLine, result: result, seconds: RequestLogText.seconds(since: entry.sentAt))
+        }
         entry.completion(result)
     }
 

@@ -212,7 +212,7 @@ public enum ExternalBackends {
     /// declares one is refused.
     public static let reservedOptionNames: Set<String> = [
         "backend", "replica", "ignore", "mode", "cache-budget", "hydration", "adopt-replica", "home", "verbose", "quiet",
-        "log-level", "json", "help", "version",
+        "log-level", "log-file", "json", "help", "version",
     ]
 
     /// Text from a program for one line of output: line breaks and tabs become spaces (a

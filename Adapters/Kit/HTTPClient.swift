@@ -129,6 +129,7 @@ public final class HTTPClient: Sendable {
             let settings = self.settings
             let start = resumeAt
             let outcome: Attempt
+            let started = DispatchTime.now().uptimeNanoseconds
             do {
                 outcome = try await connection.executor.run { () -> Attempt in
                     connection.perform(request, url: url, settings: settings, resumeAt: start, cancellation: cancellation)
@@ -138,6 +139,9 @@ public final class HTTPClient: Sendable {
                 throw error
             }
             pool.release(connection)
+            HTTPRequestLog.log(
+                request, url: url, settings: settings, outcome: outcome,
+                seconds: RequestLogText.seconds(since: started), attempt: attempt)
             let retriesLeft = attempt <= settings.retries
             switch outcome {
             case .reply(let head, let body, let length):

@@ -147,14 +147,15 @@ final class HTTPConnection: @unchecked Sendable {
         if code == CURLE_ABORTED_BY_CALLBACK && transfer.stalled {
             let seconds = settings.stallTimeout.formatted(.number.precision(.fractionLength(0...1)))
             return .failure(
-                FileProviderError(.serverUnreachable, "\(request.method) \(url): no byte moved for \(seconds) s"), retryable: true,
+                FileProviderError(.serverUnreachable, "\(request.method) \(LogRedaction.url(url)): no byte moved for \(seconds) s"),
+                retryable: true,
                 stored: stored)
         }
         // A range sink ends the transfer itself once the range is written (the server sent more).
         if code == CURLE_WRITE_ERROR && transfer.rangeIsComplete { code = CURLE_OK }
         if code != CURLE_OK {
             let detail = errorBuffer[0] != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
-            let (error, retryable) = Self.error(for: code, detail: detail, what: "\(request.method) \(url)")
+            let (error, retryable) = Self.error(for: code, detail: detail, what: "\(request.method) \(LogRedaction.url(url))")
             return .failure(error, retryable: retryable, stored: stored)
         }
         var status = 0

@@ -16,6 +16,7 @@ extension LocalBackend {
                 name: "page-size", help: "the most items one listing page holds", type: .integer,
                 defaultValue: "2000"),
         ],
+        keepsFileSystemFlags: true,
         factory: { configuration in
             let root = try configuration.string("root")
             let pageSize = try configuration.integer("page-size") ?? 2000

@@ -34,7 +34,7 @@ extension MediaBackend {
             return ItemResult(item: try await createFolder(at: path, replay: replay))
         case .file:
             let source = contents?.path ?? "/dev/null"
-            let size = try Self.size(ofUpload: source)
+            let size = try UploadFile.size(atPath: source)
             try checkUpload(path, size: size)
             return ItemResult(item: try await createFile(at: path, from: source, size: size, replay: replay))
         }
@@ -108,21 +108,6 @@ extension MediaBackend {
     }
 
     // MARK: Shared by create and modify
-
-    /// The size of the file to upload.
-    ///
-    /// - Throws: `localIOFailure` when it cannot be read or is not a regular file.
-    static func size(ofUpload path: String) throws(FileProviderError) -> Int64 {
-        var info = stat()
-        guard stat(path, &info) == 0 else {
-            throw FileProviderError(.localIOFailure, "the file to upload \(path) cannot be read: \(String(cString: strerror(errno)))")
-        }
-        if path == "/dev/null" { return 0 }
-        guard info.st_mode & S_IFMT == S_IFREG else {
-            throw FileProviderError(.localIOFailure, "the file to upload \(path) is not a regular file")
-        }
-        return Int64(info.st_size)
-    }
 
     /// Refuses, before sending anything, an upload the server cannot hold.
     ///

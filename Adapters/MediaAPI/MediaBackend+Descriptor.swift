@@ -24,6 +24,7 @@ extension MediaBackend {
             BackendOption(name: "page-size", help: "the most items one listing page holds", type: .integer, defaultValue: "1000")
         ],
         libraryVersions: { ["libcurl": HTTPClient.libraryVersion] },
+        keepsFileSystemFlags: false,
         factory: { configuration in
             var token: String?
             if let name = configuration["token-env"], !name.isEmpty {

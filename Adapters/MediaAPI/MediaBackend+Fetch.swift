@@ -35,12 +35,7 @@ extension MediaBackend {
             }
             try seen.check(item)
         }
-        var reply = try await send(request)
-        if reply.status == 416 {
-            // The offset is past the end: the file is shorter now; fetch it all.
-            request.sink = .file(path: destination.path, offset: 0)
-            reply = try await send(request)
-        }
+        let reply = try await request.sendResuming { request async throws(FileProviderError) in try await self.send(request) }
         try await checkRefusal(reply, of: path, identifier: identifier)
         try reply.check()
         guard let item = seen.value else { throw FileProviderError(.corruptData, "GET /file of \(path.display) gave no headers") }

@@ -34,7 +34,7 @@ extension MediaBackend {
         var source = "/dev/null"
         if newContents {
             source = contents?.path ?? "/dev/null"
-            size = try Self.size(ofUpload: source)
+            size = try UploadFile.size(atPath: source)
             try checkUpload(path, size: size)
         }
         switch dialect {

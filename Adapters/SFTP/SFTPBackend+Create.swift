@@ -26,7 +26,10 @@ extension SFTPBackend {
             }
         }
         let flag = CancellationFlag()
-        return try await withConnection(flag) { connection throws(FileProviderError) -> ItemResult in
+        return try await withConnection(
+            flag, operation: template.kind == .file ? "PUT" : template.kind == .folder ? "MKDIR" : "SYMLINK",
+            path: new.path, moved: { $0.item.kind == .file ? $0.item.size : nil }
+        ) { connection throws(FileProviderError) -> ItemResult in
             let folder = try self.container(parentPath, on: connection)
             let path = new.path
             let remote = path.remote(under: connection.rootPath)

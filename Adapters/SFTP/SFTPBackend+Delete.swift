@@ -15,7 +15,8 @@ extension SFTPBackend {
     {
         let path = try SFTPPath(identifier)
         if path.isRoot { throw FileProviderError(.deletionRejected, "the root of a domain cannot be deleted") }
-        try await withConnection { connection throws(FileProviderError) in
+        try await withConnection(operation: options.contains(.recursive) ? "REMOVE -R" : "REMOVE", path: path) {
+            connection throws(FileProviderError) in
             let located = try self.locate(path, on: connection)
             try Self.check(located.item, against: baseVersion)
             guard located.item.kind == .folder else {

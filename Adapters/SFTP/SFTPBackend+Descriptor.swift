@@ -75,6 +75,7 @@ extension SFTPBackend {
                 type: .path),
         ],
         libraryVersions: { ["libssh2": LibSSH2.version] },
+        keepsFileSystemFlags: true,
         factory: { configuration in
             try SFTPBackend(configuration: configuration)
         })

@@ -27,7 +27,7 @@ extension SFTPBackend {
             }
             after = Array(raw.dropFirst(Self.pagePrefix.count))
         }
-        return try await withConnection { connection throws(FileProviderError) -> ItemPage in
+        return try await withConnection(operation: "READDIR", path: path) { connection throws(FileProviderError) -> ItemPage in
             try self.listPage(of: path, after: after, on: connection)
         }
     }

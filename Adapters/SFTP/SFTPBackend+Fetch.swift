@@ -54,7 +54,8 @@ extension SFTPBackend {
         let path = try SFTPPath(identifier)
         if path.isRoot { throw FileProviderError(.invalidArgument, "the root is a folder; it has no contents") }
         let flag = CancellationFlag()
-        return try await withConnection(flag) { connection throws(FileProviderError) -> Item in
+        return try await withConnection(flag, operation: "GET", path: path, moved: { $0.size }) {
+            connection throws(FileProviderError) -> Item in
             try self.download(
                 path, version: version, to: destination.path, offset: offset, progress: progress, cancellation: flag,
                 on: connection)

@@ -25,7 +25,12 @@ extension SFTPBackend {
         let path = change.path
         let explicitDate = changedFields.contains(.contentModificationDate) ? item.contentModificationDate : nil
         let flag = CancellationFlag()
-        return try await withConnection(flag) { connection throws(FileProviderError) -> ItemResult in
+        let operation =
+            contents != nil
+            ? "PUT" : changedFields.contains(.filename) || changedFields.contains(.parentItemIdentifier) ? "RENAME" : "SETSTAT"
+        return try await withConnection(
+            flag, operation: operation, path: path, moved: { contents != nil ? $0.item.size : nil }
+        ) { connection throws(FileProviderError) -> ItemResult in
             var located = try self.locate(path, on: connection)
             try Self.check(located.item, against: baseVersion)
             if changedFields.contains(.contents) {

@@ -132,7 +132,10 @@ extension SFTPBackend {
         if path.isRoot { throw FileProviderError(.invalidArgument, "the root is a folder; it has no contents") }
         let flag = CancellationFlag()
         defer { readHandleSweeper.noteActivity() }
-        return try await withConnection(flag) { connection throws(FileProviderError) -> PartialContents in
+        return try await withConnection(
+            flag, operation: "READ \(range.lowerBound)-\(range.upperBound - 1)", path: path,
+            moved: { Int64($0.range.count) }
+        ) { connection throws(FileProviderError) -> PartialContents in
             try self.readPartial(
                 path, version: version, range: range, to: destination.path, cancellation: flag, on: connection)
         }

@@ -84,13 +84,37 @@ public final class SFTPBackend: Backend {
     /// Closes the connections and stops their threads.
     public func close() async { await pool.close() }
 
-    /// Runs `body` on a pooled connection's thread; sets `flag` if the task is cancelled.
+    /// Runs `body` on a pooled connection's thread; sets `flag` if the task is cancelled. An
+    /// `operation` is logged at `trace` level on `path` (``SFTPRequestLog``), with the bytes
+    /// `moved` says it moved.
     func withConnection<T: Sendable>(
-        _ flag: CancellationFlag? = nil, _ body: @escaping @Sendable (SFTPConnection) throws(FileProviderError) -> T
+        _ flag: CancellationFlag? = nil, operation: String? = nil, path: SFTPPath = SFTPPath(components: []),
+        moved: @escaping @Sendable (T) -> Int64? = { _ in nil },
+        _ body: @escaping @Sendable (SFTPConnection) throws(FileProviderError) -> T
     ) async throws(FileProviderError) -> T {
-        guard let flag else { return try await pool.run(body) }
-        return try await withCancellationFlag(flag) { () async throws(FileProviderError) -> T in
-            try await self.pool.run(body)
+        let started = DispatchTime.now().uptimeNanoseconds
+        do {
+            let result: T
+            if let flag {
+                result = try await withCancellationFlag(flag) { () async throws(FileProviderError) -> T in
+                    try await self.pool.run(body)
+                }
+            } else {
+                result = try await pool.run(body)
+            }
+            if let operation, SFTPRequestLog.isEnabled {
+                SFTPRequestLog.log(
+                    operation, path.display, endpoint: pool.target.name, seconds: RequestLogText.seconds(since: started), error: nil,
+                    bytes: moved(result))
+            }
+            return result
+        } catch {
+            if let operation {
+                SFTPRequestLog.log(
+                    operation, path.display, endpoint: pool.target.name, seconds: RequestLogText.seconds(since: started), error: error,
+                    bytes: nil)
+            }
+            throw error
         }
     }
 
@@ -122,7 +146,7 @@ public final class SFTPBackend: Backend {
     ///   (including an unknown or changed host key).
     public func item(for identifier: ItemIdentifier) async throws(FileProviderError) -> Item {
         let path = try SFTPPath(identifier)
-        return try await withConnection { connection throws(FileProviderError) -> Item in
+        return try await withConnection(operation: "STAT", path: path) { connection throws(FileProviderError) -> Item in
             try self.locate(path, on: connection).item
         }
     }

@@ -43,6 +43,7 @@ extension WebDAVBackend {
                 defaultValue: "other")
         ],
         libraryVersions: { ["libcurl": HTTPClient.libraryVersion] },
+        keepsFileSystemFlags: false,
         factory: { configuration in
             let vendorName = configuration["vendor"].flatMap { $0.isEmpty ? nil : $0 } ?? "other"
             guard let vendor = WebDAVVendor(rawValue: vendorName.lowercased()) else {

@@ -45,7 +45,7 @@ extension WebDAVBackend {
             return ItemResult(item: try await writtenItem(path))
         case .file:
             let source = contents?.path ?? "/dev/null"
-            let size = try Self.size(ofUpload: source)
+            let size = try UploadFile.size(atPath: source)
             var headers = ["If-None-Match: *"]
             if replay {
                 if let existing = try? await item(at: path), existing.kind != .file { throw collision(path) }
@@ -87,7 +87,7 @@ extension WebDAVBackend {
             if isFolder { throw FileProviderError(.invalidArgument, "\(path.display) is not a file; its contents cannot be set") }
             guard tag != nil || stamp != nil else { throw .versionOutOfDate(item.identifier) }
             let source = contents?.path ?? "/dev/null"
-            let size = try Self.size(ofUpload: source)
+            let size = try UploadFile.size(atPath: source)
             let headers = tag.map { ["If-Match: \($0)"] } ?? []
             let reply = try await sendIfMatch(path, tag: tag) { () throws(FileProviderError) in
                 try await put(path, from: source, size: size, headers: headers, expecting: stamp)
@@ -464,20 +464,5 @@ extension WebDAVBackend {
             )
         }
         return item
-    }
-
-    /// The size of the file to upload.
-    ///
-    /// - Throws: `localIOFailure` when it cannot be read or is not a regular file.
-    static func size(ofUpload path: String) throws(FileProviderError) -> Int64 {
-        var info = stat()
-        guard stat(path, &info) == 0 else {
-            throw FileProviderError(.localIOFailure, "the file to upload \(path) cannot be read: \(String(cString: strerror(errno)))")
-        }
-        if path == "/dev/null" { return 0 }
-        guard info.st_mode & S_IFMT == S_IFREG else {
-            throw FileProviderError(.localIOFailure, "the file to upload \(path) is not a regular file")
-        }
-        return Int64(info.st_size)
     }
 }

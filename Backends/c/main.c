@@ -507,7 +507,11 @@ static int describe(Buffer *b, const char *identifier, const char *path) {
         put64(bytes, (uint64_t)nanoseconds(info.st_ctim));
         base64(b, bytes, 8);
     }
-    append(b, "}}", 2);
+    append(b, "}", 1);
+    // The owner's x bit (fileSystemFlags.userExecutable); a chmod changes the ctime, so the
+    // metadata version.
+    if (S_ISREG(info.st_mode)) appendf(b, ",\"executable\":%s", (info.st_mode & S_IXUSR) ? "true" : "false");
+    append(b, "}", 1);
     free(parent.data);
     free(version.data);
     return 1;
@@ -765,6 +769,21 @@ static int stage(const char *folder, const char *source, Buffer *staging) {
     return ok;
 }
 
+// x where r is set (0644 -> 0755), or no x bit; 0 with errno set when the file cannot be changed.
+static int set_executable(const char *path, int executable) {
+    struct stat info;
+    if (stat(path, &info) != 0) return 0;
+    mode_t mode = info.st_mode & 07777;
+    mode = executable ? mode | ((mode & 0444) >> 2) : mode & ~(mode_t)0111;
+    return chmod(path, mode) == 0;
+}
+
+// Whether `item` asks for the executable bit (`"executable": true`).
+static int wants_executable(const JValue *item) {
+    const JValue *value = get(item, "executable");
+    return value && value->type == J_BOOL && value->boolean;
+}
+
 static void set_date(const char *path, const JValue *modified) {
     if (!modified || modified->type != J_NUMBER) return;
     double seconds = modified->number;
@@ -805,6 +824,11 @@ static int m_create(const JValue *params, Buffer *b) {
     } else if (!strcmp(kind, "file")) {
         const char *contents = get_string(params, "contents");
         if (!stage(folder.data, contents, &staging)) goto done;
+        if (wants_executable(template) && !set_executable(staging.data, 1)) {
+            fail_errno(identifier.data);
+            unlink(staging.data);
+            goto done;
+        }
         int result;
         if (replay && is_kind(target.data, S_IFREG)) result = rename(staging.data, target.data);
         else result = link(staging.data, target.data);
@@ -854,13 +878,20 @@ static int m_modify(const JValue *params, Buffer *b) {
     if (has_string_in(params, "changedFields", "contents") && S_ISREG(info.st_mode)) {
         append(&dir, path.data, (size_t)(strrchr(path.data, '/') - path.data));
         if (!stage(dir.data, get_string(params, "contents"), &staging)) goto done;
-        if (rename(staging.data, path.data) != 0) {
+        // New contents keep the file's x bit unless the flags change too.
+        int executable = has_string_in(params, "changedFields", "fileSystemFlags") ? wants_executable(item) : (info.st_mode & S_IXUSR) != 0;
+        if ((executable && !set_executable(staging.data, 1)) || rename(staging.data, path.data) != 0) {
             fail_errno(identifier);
             unlink(staging.data);
             goto done;
         }
     }
     if (has_string_in(params, "changedFields", "contentModificationDate")) set_date(path.data, get(item, "modified"));
+    if (has_string_in(params, "changedFields", "fileSystemFlags") && !has_string_in(params, "changedFields", "contents") && S_ISREG(info.st_mode)
+        && !set_executable(path.data, wants_executable(item))) {
+        fail_errno(identifier);
+        goto done;
+    }
     int renaming = has_string_in(params, "changedFields", "filename");
     int moving = has_string_in(params, "changedFields", "parentItemIdentifier");
     if (renaming || moving) {
@@ -958,7 +989,7 @@ done:
 
 static const char *capabilities =
     "{\"changeFeed\":false,\"thumbnails\":false,\"rangedReads\":true,\"serverSideMove\":true,\"symlinks\":false,"
-    "\"creatableKinds\":[\"file\",\"folder\"],\"pathDerivedIdentifiers\":true}";
+    "\"creatableKinds\":[\"file\",\"folder\"],\"pathDerivedIdentifiers\":true,\"fileSystemFlags\":true}";
 
 int main(void) {
     char *line = NULL;

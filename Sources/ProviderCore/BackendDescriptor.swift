@@ -99,15 +99,24 @@ public struct BackendDescriptor: Sendable {
     /// The C libraries the backend talks through and their versions as the loaded library
     /// reports them at run time (`libssh2`: `1.11.0`); `fileproviderctl version` lists them.
     public var libraryVersions: @Sendable () -> [String: String]
+    /// Whether every backend of this kind keeps the executable bit
+    /// (``BackendCapabilities/supportsFileSystemFlags``), for what must know it without making
+    /// a backend (which may contact the store or start a program): `pending` and automatic
+    /// eviction, which count a local `chmod` as a change not sent yet only where the store
+    /// keeps the bit. `nil` when only a backend knows (an external program declares it when
+    /// it starts).
+    public var keepsFileSystemFlags: Bool?
 
     public init(
         kind: String, summary: String, options: [BackendOption],
-        libraryVersions: @escaping @Sendable () -> [String: String] = { [:] }, factory: @escaping Factory
+        libraryVersions: @escaping @Sendable () -> [String: String] = { [:] }, keepsFileSystemFlags: Bool? = nil,
+        factory: @escaping Factory
     ) {
         self.kind = kind
         self.summary = summary
         self.options = options
         self.libraryVersions = libraryVersions
+        self.keepsFileSystemFlags = keepsFileSystemFlags
         self.factory = factory
     }
 

@@ -92,7 +92,10 @@ struct ConflictResolver: Sendable {
     /// a failure is noted in the report, and the next sync tries again.
     func bringBack(_ original: ItemRecord, report: inout SyncReport) async {
         for outcome in await downloader.download([original], events: nil) {
-            if let notice = outcome.notDownloadedNotice { report.notices.append(notice) }
+            if let notice = outcome.notDownloadedNotice {
+                report.skip(
+                    context.relativePath(of: outcome.path), "not downloaded: \(outcome.error?.message ?? "")", notice: notice)
+            }
         }
     }
 

@@ -1,7 +1,7 @@
-import CSystemShims
 import Foundation
 import ProviderCore
 import ProviderStore
+import ProviderSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -96,7 +96,7 @@ struct ConversionFolders: Sendable {
     private static func removeRootMark(_ path: String) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return }
-        _ = fp_fremove_xattr(fd, Replica.rootAttribute)
+        ExtendedAttribute.remove(Replica.rootAttribute, of: fd)
         Glibc.close(fd)
     }
 }

@@ -1,7 +1,7 @@
-import CSystemShims
 import Foundation
 import Logging
 import ProviderCore
+import ProviderSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -24,9 +24,10 @@ final class DatalessWatcher: @unchecked Sendable {
     /// The longest a program waits for a folder to be populated.
     static let holdLimit = 30.0
 
-    private let fd: Int32
-    private let wakeRead: Int32
-    private let wakeWrite: Int32
+    /// The fanotify group (ProviderSystem): ``stop()`` closes it, which lets every program
+    /// still waiting go on and takes the marks away (a process that goes on after serve would
+    /// otherwise wait forever on a folder marked earlier).
+    private let group: FolderOpenGroup
     private let populate: Populate
     private let logger: Logger
     /// Where programs reach each domain's folders, by domain: absolute paths, symlinks
@@ -34,37 +35,19 @@ final class DatalessWatcher: @unchecked Sendable {
     private let roots = Mutex<[String: [String]]>([:])
     private let stopRequested = Mutex(false)
     private let finished = Latch()
-    /// Whether ``fd`` is still open: ``stop()`` closes it, which lets every program still
-    /// waiting go on and takes the marks away (a process that goes on after serve would
-    /// otherwise wait forever on a folder marked earlier). Calls on it hold this lock.
-    private let isOpen = Mutex(true)
 
     /// - Throws: `permissionDenied` without `CAP_SYS_ADMIN`; `localIOFailure` when fanotify
     ///   cannot be started otherwise.
     init(populate: @escaping Populate, logger: Logger) throws(FileProviderError) {
-        fd = fp_fanotify_open()
-        if fd < 0 {
-            let code = errno
+        do { group = try FolderOpenGroup() } catch where error.message.hasPrefix("fanotify: ") {
+            let denied = error.code == .permissionDenied
             throw FileProviderError(
-                code == EPERM ? .permissionDenied : .localIOFailure,
-                "fanotify: \(String(cString: strerror(code))); dataless folders are populated only by 'fileproviderctl populate', 'materialize' and 'pin'"
-                    + (code == EPERM ? " (serve needs CAP_SYS_ADMIN to populate them when opened)" : ""))
+                error.code,
+                "\(error.message); dataless folders are populated only by 'fileproviderctl populate', 'materialize' and 'pin'"
+                    + (denied ? " (serve needs CAP_SYS_ADMIN to populate them when opened)" : ""))
         }
-        var ends: [Int32] = [-1, -1]
-        if pipe(&ends) != 0 {
-            Glibc.close(fd)
-            throw POSIXError.error("cannot create the wake-up pipe for", path: "fanotify")
-        }
-        (wakeRead, wakeWrite) = (ends[0], ends[1])
-        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         self.populate = populate
         self.logger = logger
-    }
-
-    deinit {
-        isOpen.withLock { open in if open { Glibc.close(fd) } }
-        Glibc.close(wakeRead)
-        Glibc.close(wakeWrite)
     }
 
     /// Marks the dataless folders of a domain (relative paths) under `root`, the folder the
@@ -93,12 +76,10 @@ final class DatalessWatcher: @unchecked Sendable {
 
     private func setMarks(domain: String, folders: [String], add: Bool) {
         guard let root = roots.withLock({ $0[domain]?.first }) else { return }
-        isOpen.withLock { open in
-            guard open else { return }
-            for path in folders where !path.isEmpty {
-                if fp_fanotify_mark_folder(fd, root + "/" + path, add ? 1 : 0) != 0 && add && errno != ENOENT && errno != ENOTDIR {
-                    logger.debug("\(domain): cannot watch \(TerminalText.quoted(path)): \(String(cString: strerror(errno)))")
-                }
+        for path in folders where !path.isEmpty {
+            let failure = group.mark(root + "/" + path, add: add)
+            if failure != 0 && add && failure != ENOENT && failure != ENOTDIR {
+                logger.debug("\(domain): cannot watch \(TerminalText.quoted(path)): \(String(cString: strerror(failure)))")
             }
         }
     }
@@ -109,10 +90,7 @@ final class DatalessWatcher: @unchecked Sendable {
             ThreadName.setCurrent("fileprovider-dataless")
             loop()
             // Closed here, off the cooperative pool: programs still waiting go on, marks go.
-            isOpen.withLock { open in
-                if open { Glibc.close(fd) }
-                open = false
-            }
+            group.close()
             finished.open()
         }
         thread.name = "fileprovider-dataless"
@@ -123,33 +101,28 @@ final class DatalessWatcher: @unchecked Sendable {
     /// or waiting for a population are allowed, and no folder is marked any more.
     func stop() async {
         stopRequested.withLock { $0 = true }
-        var byte: UInt8 = 1
-        _ = write(wakeWrite, &byte, 1)
+        group.wake()
         await finished.wait()
     }
 
     // MARK: The thread
 
     private func loop() {
-        var events = [fp_fanotify_event](repeating: fp_fanotify_event(), count: 256)
-        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
         while true {
             let stopping = stopRequested.withLock { $0 }
-            let ready = poll(&fds, 2, stopping ? 0 : -1)
-            if ready < 0 && errno == EINTR { continue }
-            let count = fp_fanotify_read(fd, &events, Int32(events.count))
-            if count > 0 {
-                for event in events.prefix(Int(count)) { answer(event) }
+            let (events, woken) = group.nextEvents(waiting: !stopping)
+            if !events.isEmpty {
+                for event in events { answer(event) }
                 continue
             }
-            if stopping || (fds[1].revents & Int16(POLLIN)) != 0 { return }
+            if stopping || woken { return }
         }
     }
 
     /// Populates the folder an event is about (unless the engine itself opened it), then lets
     /// the program go on. Never blocks this thread (the engine's own opens must be answered
     /// while a population waits for a sync), and never leaves an event unanswered.
-    private func answer(_ event: fp_fanotify_event) {
+    private func answer(_ event: FolderOpenGroup.Event) {
         let answered = Mutex(false)
         let logger = self.logger
         // The closures hold this watcher, not its descriptor's number: an answer that comes
@@ -162,11 +135,10 @@ final class DatalessWatcher: @unchecked Sendable {
                     return !done
                 })
             else { return false }
-            isOpen.withLock { open in if open { _ = fp_fanotify_respond(fd, event.fd, 1) } }
-            Glibc.close(event.fd)
+            group.allow(event)
             return true
         }
-        guard event.pid != getpid(), let path = Self.path(of: event.fd), let (domain, relative) = locate(path) else {
+        guard event.processIdentifier != getpid(), let path = FolderOpenGroup.path(of: event), let (domain, relative) = locate(path) else {
             _ = allow()
             return
         }
@@ -174,7 +146,7 @@ final class DatalessWatcher: @unchecked Sendable {
         Task { [self] in
             // Populated: later opens need not wait. A failure keeps the mark: the next open tries again.
             if await PoolCheck.during("population on open", { await populate(domain, relative) }) {
-                isOpen.withLock { open in if open { _ = fp_fanotify_mark_folder(fd, path, 0) } }
+                group.mark(path, add: false)
             }
             _ = allow()
         }
@@ -205,13 +177,5 @@ final class DatalessWatcher: @unchecked Sendable {
     private static func resolved(_ path: String) -> String {
         let standardized = URL(fileURLWithPath: path).standardizedFileURL.path
         return OnAccessHandler.resolvedPath(standardized) ?? standardized
-    }
-
-    /// The path an event's descriptor refers to.
-    private static func path(of descriptor: Int32) -> String? {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let length = readlink("/proc/self/fd/\(descriptor)", &buffer, buffer.count - 1)
-        guard length > 0 else { return nil }
-        return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

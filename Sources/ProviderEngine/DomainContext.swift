@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import ProviderCore
 import ProviderStore
 
@@ -23,6 +24,14 @@ struct DomainContext: Sendable {
     /// Records a recursive operation reads from the database at once
     /// (``RecordReader/forEachSubtreePage(below:deepestFirst:_:)``; tests make it small).
     let subtreePage = Mutex(4_096)
+    /// The engine's logger: a line per item transferred at `debug` level (``logTransfer(_:_:)``).
+    var logger = Logger(label: "fileprovider.engine")
+
+    /// Logs what was done to one item, at `debug` level (`-v`): `photos:/a.jpg: downloaded`.
+    func logTransfer(_ path: String, _ what: @autoclosure () -> String) {
+        guard logger.logLevel <= .debug else { return }
+        logger.debug("\(display(path)): \(what())")
+    }
 
     /// Runs a short blocking step (database reads and writes, replica checks) on ``executor``,
     /// never on the cooperative pool; it runs also when the task is cancelled, as the same step
@@ -34,6 +43,13 @@ struct DomainContext: Sendable {
 
     /// `DOMAIN:/path` of a relative path, exactly: for outcomes, JSON and keys.
     func location(_ path: String) -> String { "\(domain.name):/\(path)" }
+
+    /// The relative path of a `DOMAIN:/path` of this domain (``location(_:)``); another text as
+    /// it is.
+    func relativePath(of location: String) -> String {
+        let prefix = "\(domain.name):/"
+        return location.hasPrefix(prefix) ? String(location.dropFirst(prefix.count)) : location
+    }
 
     /// `DOMAIN:/path` of a relative path for messages and logs: quoted when the name holds
     /// characters that must not reach a terminal (``TerminalText/quoted(_:)``).

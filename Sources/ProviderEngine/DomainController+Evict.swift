@@ -109,7 +109,9 @@ extension DomainController {
         // Partly present files of a dataless replica (progressive hydration): their
         // fetched ranges go, as automatic eviction takes them.
         if replica.layout == .dataless {
-            let evictor = FileEvictor(domainID: domainID, domainName: domain.name, replica: replica, store: store, method: .lease)
+            let evictor = FileEvictor(
+                domainID: domainID, domainName: domain.name, replica: replica, store: store, method: .lease,
+                keepsFlags: backend.capabilities.supportsFileSystemFlags)
             for file in files where file.state == .placeholder && partial[file.identifier] != nil {
                 if Self.pinHolder(of: file, policies) != nil { continue }
                 let outcome: FileEvictor.Outcome

@@ -1,6 +1,7 @@
 import Foundation
 import ProviderCore
 import ProviderStore
+import ProviderSystem
 
 extension DomainController {
     /// Downloads files (`startProvidingItem`): each into a staging file, checked for size, dated,

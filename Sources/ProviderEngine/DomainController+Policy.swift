@@ -175,7 +175,9 @@ extension DomainController {
         } catch {
             return paths.map { ItemOutcome(path: location($0), error: error) }
         }
-        let files = FileEvictor(domainID: domainID, domainName: domain.name, replica: replica, store: store, method: .lease)
+        let files = FileEvictor(
+            domainID: domainID, domainName: domain.name, replica: replica, store: store, method: .lease,
+            keepsFlags: backend.capabilities.supportsFileSystemFlags)
         // Logged as automatic eviction logs what it takes (`status` shows them).
         var log: [EvictionRecord] = []
         for (path, found) in zip(paths, targets.records) {

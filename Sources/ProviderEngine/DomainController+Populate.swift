@@ -1,6 +1,7 @@
 import Foundation
 import ProviderCore
 import ProviderStore
+import ProviderSystem
 
 extension DomainController {
     /// Populates dataless folders, as Apple's system enumerates a dataless folder the first time

@@ -37,6 +37,12 @@ public struct SyncReport: Codable, Sendable {
     public var unsent = 0
     /// Items left as they were, with why (an unsafe name, local changes kept, an error).
     public var notices: [String] = []
+    /// Items of the store this sync skipped (``SyncProblem/Kind/skipped``).
+    public var skipped = 0
+    /// Local changes this sync did not send (``SyncProblem/Kind/notSent``).
+    public var notSent = 0
+    /// The first ``problemLimit`` problems, with their paths and reasons.
+    public var problems: [SyncProblem] = []
     /// The store stopped answering while the sync listed it (a folder below the root failed
     /// with an error that backs the domain off: unreachable, not authenticated, out of quota):
     /// what was listed is synced, the rest kept as it was, and the domain backs off as after a
@@ -136,9 +142,21 @@ extension DomainController {
                 throw error
             }
             await recordSyncOutcome(report.unreachable.map { FileProviderError(.serverUnreachable, $0) })
+            await recordProblems(of: report)
             report.seconds = Date().timeIntervalSince(started)
             return report
         }
+    }
+
+    /// Records what a finished sync left undone (its counts and first problems), replacing what
+    /// the last one left, for `status`. A database that cannot be written loses only this.
+    func recordProblems(of report: SyncReport) async {
+        let (store, domainID) = (self.store, self.domainID)
+        let outcome = SyncOutcomeRecord(domainID: domainID, skipped: report.skipped, notSent: report.notSent)
+        let problems = report.problems.map {
+            SyncProblemRecord(domainID: domainID, kind: $0.kind.rawValue, path: $0.path, reason: $0.reason)
+        }
+        _ = try? await blocking { () throws(FileProviderError) in try store.recordSyncOutcome(outcome, problems: problems) }
     }
 
     /// Checks that the domain is connected now (another process may have disconnected it since

@@ -1,5 +1,6 @@
 import Foundation
 import ProviderCore
+import ProviderSystem
 
 extension DomainController {
     /// Takes this domain's sync lock (``DomainLock/syncPath(home:domain:)``), waiting while

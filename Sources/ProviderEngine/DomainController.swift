@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ProviderCore
 import ProviderStore
+import ProviderSystem
 
 /// Runs one domain: sync, materialize, evict, pin. Safe to use from many tasks at once;
 /// requests to materialize the same item share one download.
@@ -98,7 +99,7 @@ public final class DomainController: Sendable {
         let replica = Replica(root: replicaRoot, staging: staging, layout: domain.replicaMode)
         context = DomainContext(
             domain: domain, domainID: id, backend: backend, replica: replica, store: store, executor: executor,
-            newDatalessFolders: manager.newDatalessFolders)
+            newDatalessFolders: manager.newDatalessFolders, logger: manager.logger)
         reader = RecordReader(context: context)
         downloader = Downloader(
             domainID: id, domainName: domain.name, backend: backend, replica: replica, store: store, executor: executor,

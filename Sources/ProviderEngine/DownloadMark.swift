@@ -1,7 +1,7 @@
-import CSystemShims
 import Foundation
 import ProviderCore
 import ProviderStore
+import ProviderSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -83,14 +83,14 @@ struct DownloadMark: Equatable {
 
     private func save(atPath path: String) {
         let bytes = self.bytes
-        _ = bytes.withUnsafeBytes { fp_set_xattr(path, Self.attribute, $0.baseAddress, $0.count) }
+        ExtendedAttribute.set(Self.attribute, to: bytes, atPath: path)
     }
 
     /// The mark of the file at `path`, or `nil` when it has none (or one of another format).
     /// Blocking.
     static func read(atPath path: String) -> DownloadMark? {
         var buffer = [UInt8](repeating: 0, count: length + 1)
-        let count = buffer.withUnsafeMutableBytes { fp_get_xattr(path, attribute, $0.baseAddress, $0.count) }
+        let count = ExtendedAttribute.get(attribute, atPath: path, into: &buffer)
         guard count == length else { return nil }
         return DownloadMark(bytes: Array(buffer[..<length]))
     }

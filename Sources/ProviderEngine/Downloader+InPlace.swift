@@ -1,7 +1,7 @@
-import CSystemShims
 import Foundation
 import ProviderCore
 import ProviderStore
+import ProviderSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -122,7 +122,7 @@ extension Downloader {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         if fd < 0 { throw POSIXError.error("cannot reopen", path: path) }
         defer { close(fd) }
-        if fp_fremove_xattr(fd, Replica.datalessAttribute) != 0 && errno != ENODATA {
+        if ExtendedAttribute.remove(Replica.datalessAttribute, of: fd) != 0 && errno != ENODATA {
             throw POSIXError.error("cannot clear the dataless mark of", path: path)
         }
     }

@@ -1,7 +1,7 @@
-import CSystemShims
 import Foundation
 import ProviderCore
 import ProviderStore
+import ProviderSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -104,7 +104,7 @@ extension Downloader {
                 // never be sent. A read lease is granted only while nothing has the file open for
                 // writing, and holds back any open for writing until it is released (the
                 // descriptor's close, below). Where leases are not available, as before.
-                if fp_take_read_lease(fd) != 0, errno == EAGAIN || errno == EWOULDBLOCK {
+                if SystemCalls.takeReadLease(fd) != 0, errno == EAGAIN || errno == EWOULDBLOCK {
                     throw FileProviderError(
                         .cannotSynchronize,
                         "\(self.display(record.path)) is open for writing; it is completed when the program is done with it")

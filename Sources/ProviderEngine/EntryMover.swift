@@ -1,6 +1,6 @@
-import CSystemShims
 import Foundation
 import ProviderCore
+import ProviderSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -36,7 +36,7 @@ struct EntryMover {
             if stopped() { throw ReplicaConversion.interrupted }
             let source = from + [47] + name
             let target = to + [47] + name
-            if fp_rename_noreplace(source + [0], target + [0]) == 0 {
+            if SystemCalls.renameNoReplace(source + [0], target + [0]) == 0 {
                 moved += 1
                 continue
             }

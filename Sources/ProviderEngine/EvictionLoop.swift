@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ProviderCore
+import ProviderSystem
 
 /// Runs automatic eviction in `serve`: a pass of an ``Evictor`` over the served domains every
 /// ``interval`` seconds, after each sync and when asked (``ProviderManager/requestEviction()``,

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ProviderCore
 import ProviderStore
+import ProviderSystem
 
 /// The state of one pass of an ``Evictor``: its domains, what it evicted and left, and the
 /// phases (online-only files, domain budgets, the home's budget, the free-space floor). Used
@@ -29,7 +30,9 @@ final class EvictionWork {
             let replica = Replica(
                 root: URL(fileURLWithPath: root), staging: evictor.manager.home.appendingPathComponent("staging/\(id)"),
                 layout: record.replicaMode)
-            let files = FileEvictor(domainID: id, domainName: record.name, replica: replica, store: store, method: evictor.method)
+            let files = FileEvictor(
+                domainID: id, domainName: record.name, replica: replica, store: store, method: evictor.method,
+                keepsFlags: evictor.manager.keepsFileSystemFlags(record))
             domains.append(
                 EvictionDomain(
                     record: record, id: id, files: files, root: root, usage: usage, policies: snapshot.policies[id] ?? [:],

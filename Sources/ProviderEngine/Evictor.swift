@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ProviderCore
 import ProviderStore
+import ProviderSystem
 
 /// Automatic eviction (Apple's system evicting under storage pressure, rclone's
 /// `--vfs-cache-max-size`): keeps the downloaded contents of a home's domains under their

@@ -45,7 +45,11 @@ struct ExcludedFromSync {
         let filter = ExcludedFromSync(capabilities: context.backend.capabilities)
         let sorted = filter.sort(result.changes, known: known, domainID: context.domainID)
         result.changes = sorted.send
-        for record in sorted.new { report.notices.append("\(context.display(record.path)): excluded from sync: \(record.reason)") }
+        for record in sorted.new {
+            report.notSend(
+                record.path, "excluded from sync: \(record.reason)",
+                notice: "\(context.display(record.path)): excluded from sync: \(record.reason)")
+        }
         var forget = sorted.sendable
         let handled = Set(sorted.sendable).union(sorted.excluded).union(result.unsettled)
         let unseen = recorded.filter { !handled.contains($0.path) }

@@ -1,7 +1,7 @@
-import CSystemShims
 import Foundation
 import ProviderCore
 import ProviderStore
+import ProviderSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -10,8 +10,9 @@ import ProviderStore
 /// Evicts one file of one domain for automatic eviction, with every check made at that moment:
 /// the item is still what the candidate said, its effective content policy allows it (read
 /// afresh: a `pin` a second ago counts), the file has no local changes, and no program has it
-/// open (``ExclusiveFile``, held until the file is swapped). Blocking: run it on the engine's
-/// executor.
+/// open (``ExclusiveFile``, held until the file is swapped), and, where the store keeps the
+/// executable bit, no local `chmod` waits to be sent (the placeholder, or the new dataless
+/// file, would get the store's mode back). Blocking: run it on the engine's executor.
 ///
 /// - A materialized file becomes its placeholder as `evict` does it (``Replica/replaceWithPlaceholder(_:_:)``:
 ///   a `.placeholder` file, or in a dataless domain a new dataless file renamed over it, which
@@ -26,6 +27,9 @@ struct FileEvictor: Sendable {
     let replica: Replica
     let store: MetadataStore
     let method: ExclusiveFile.Method
+    /// The store keeps the executable bit (`BackendCapabilities.supportsFileSystemFlags`): a
+    /// downloaded file whose x bit differs from its record's has a change not sent yet.
+    let keepsFlags: Bool
 
     /// What happened to one candidate.
     enum Outcome: Sendable, Hashable {
@@ -75,6 +79,9 @@ struct FileEvictor: Sendable {
         // Evicted by another process and not recorded yet.
         if replica.layout == .dataless && Replica.datalessOwner(atPath: path) != nil { return .gone }
         if replica.hasLocalChanges(record, print) { return .kept("has local changes that are not uploaded") }
+        if keepsFlags && print.isExecutable != record.isExecutable {
+            return .kept("has a local change of its executable bit that is not sent yet")
+        }
         switch try ExclusiveFile.open(path, writable: false, method: method) {
         case .missing:
             return .gone
@@ -83,7 +90,8 @@ struct FileEvictor: Sendable {
         case .held(let file):
             defer { file.release() }
             guard let status = file.status(), Replica.inode(status) == print.inode, Int64(status.st_size) == print.size,
-                Replica.nanoseconds(status.st_mtim) == print.modificationNanos
+                Replica.nanoseconds(status.st_mtim) == print.modificationNanos,
+                !keepsFlags || (status.st_mode & 0o100 != 0) == record.isExecutable
             else { return .kept("changed while it was being evicted") }
             var updated = record
             updated.markPlaceholder()

@@ -127,7 +127,7 @@ struct FolderPlacer: Sendable {
                 do {
                     try await placeLocalCopy(of: old, as: &record, inPopulatedFolder: populated)
                 } catch {
-                    report.notices.append("\(display(path)): not updated: \(error.message)")
+                    report.skip(path, "not updated: \(error.message)", notice: "\(display(path)): not updated: \(error.message)")
                     if item.kind == .folder { pass.failedFolders.append(old.path) }
                     continue
                 }
@@ -188,7 +188,7 @@ struct FolderPlacer: Sendable {
                         FolderVisit(record: record, isOnDisk: true, isNew: true, recordPending: pass.defersFolderRecords))
                 case .failure(let error):
                     report.added -= 1
-                    report.notices.append("\(display(record.path)): \(error.message)")
+                    report.skip(record.path, error.message, notice: "\(display(record.path)): \(error.message)")
                 }
             }
         }
@@ -197,7 +197,7 @@ struct FolderPlacer: Sendable {
             for (index, record) in placeholders.enumerated() {
                 if let error = errors[index] {
                     report.added -= 1
-                    report.notices.append("\(display(record.path)): \(error.message)")
+                    report.skip(record.path, error.message, notice: "\(display(record.path)): \(error.message)")
                 } else {
                     pass.upserts.append(record)
                 }

@@ -115,11 +115,11 @@ extension ProviderManager {
                     .reduce(Int64(0)) { $0 + ($1.upperBound - $1.lowerBound) }
                 if present > 0 {
                     reasons.append(
-                        "partly fetched: \(present) of \(record.size) bytes are on disk (progressive hydration); a program reading the rest in \(domain.replicaPath) while serve runs fetches what it reads, 'fileproviderctl materialize \(display)' all of it, 'fileproviderctl evict \(display)' gives the bytes back; programs that map holes first (tar --sparse, SEEK_DATA/SEEK_HOLE, FIEMAP) skip what is missing and read zeros"
+                        "partly fetched: \(present) of \(record.size) bytes are on disk (progressive hydration); a program reading the rest in \(domain.replicaPath) while serve runs fetches what it reads, 'fileproviderctl materialize \(display)' all of it, 'fileproviderctl evict \(display)' gives the bytes back; programs that map holes first (SEEK_DATA/SEEK_HOLE, FIEMAP; not tar, which is given whole files) skip what is missing and read zeros"
                     )
                 } else {
                     reasons.append(
-                        "dataless: under its real name, the contents not downloaded; a program reading it in \(domain.replicaPath) while serve runs, or 'fileproviderctl materialize \(display)', downloads them; programs that map holes first (tar --sparse, SEEK_DATA/SEEK_HOLE, FIEMAP) skip what is missing and read zeros"
+                        "dataless: under its real name, the contents not downloaded; a program reading it in \(domain.replicaPath) while serve runs, or 'fileproviderctl materialize \(display)', downloads them; programs that map holes first (SEEK_DATA/SEEK_HOLE, FIEMAP; not tar, which is given whole files) skip what is missing and read zeros"
                     )
                 }
             case .placeholder:

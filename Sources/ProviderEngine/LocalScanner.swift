@@ -31,8 +31,9 @@ struct LocalScanner {
     /// fewer).
     var findingsLimit = ScanFindings.defaultLimit
     /// The store keeps an executable bit (`BackendCapabilities.supportsFileSystemFlags`): a
-    /// materialized file whose x bit (in the stat the scan already has) differs from its
-    /// record's flags is a ``LocalChange/flagsChanged(record:fingerprint:)``.
+    /// materialized file, or an item's dataless file, whose x bit (in the stat the scan
+    /// already has) differs from its record's flags is a
+    /// ``LocalChange/flagsChanged(record:fingerprint:)``.
     var comparesFlags = false
 
     /// - Parameter renamedIdentifiers: identifiers a folder move replaced since the
@@ -164,6 +165,9 @@ struct LocalScanner {
         var entries: [String: Entry] = [:]
         /// Names of items whose placeholder is here.
         var placeholders = Set<String>()
+        /// The dataless files of the folder's items, by name, when ``comparesFlags``: a chmod of
+        /// a file never downloaded is a change of its item too.
+        var dataless: [String: FileFingerprint] = [:]
         /// Subfolders, in the order they were read.
         var subfolders: [String] = []
         var isEmpty: Bool { entries.isEmpty && placeholders.isEmpty }
@@ -193,7 +197,8 @@ struct LocalScanner {
             // A second row at one path (which the database's unique index forbids) is not compared.
             guard known[name]?.identifier == record.identifier else { continue }
             compare(
-                record, here: listing.entries[name], hasPlaceholder: listing.placeholders.contains(name), settled: settled, into: &findings)
+                record, here: listing.entries[name], hasPlaceholder: listing.placeholders.contains(name),
+                dataless: listing.dataless[name], settled: settled, into: &findings)
         }
         for (name, entry) in listing.entries where known[name] == nil {
             findings.addCreated(child(name), entry)
@@ -213,8 +218,8 @@ struct LocalScanner {
 
     /// Compares one record with what its folder holds under its name.
     private func compare(
-        _ record: ItemRecord, here: Entry?, hasPlaceholder: Bool, settled: (FileFingerprint, String) -> Bool,
-        into findings: inout ScanFindings
+        _ record: ItemRecord, here: Entry?, hasPlaceholder: Bool, dataless: FileFingerprint?,
+        settled: (FileFingerprint, String) -> Bool, into findings: inout ScanFindings
     ) {
         switch record.state {
         case .folder:
@@ -259,7 +264,12 @@ struct LocalScanner {
                 classify(record, writtenOver: here, settled: settled, into: &findings)
                 return
             }
-            if hasPlaceholder { return }
+            if hasPlaceholder {
+                if let dataless, record.state == .placeholder, dataless.isExecutable != record.isExecutable {
+                    findings.add(.flagsChanged(record: record, fingerprint: dataless))
+                }
+                return
+            }
             findings.addMissing(record)
         }
     }
@@ -338,6 +348,8 @@ struct LocalScanner {
                     listing.placeholders.insert(name)
                     if known[name].map({ found.isOwned(by: $0.identifier) }) != true {
                         findings.addStray(key(of: found), path)
+                    } else if comparesFlags {
+                        listing.dataless[name] = print
                     }
                     continue
                 }

@@ -1,8 +1,8 @@
-import CSystemShims
 import Foundation
 import Logging
 import ProviderCore
 import ProviderStore
+import ProviderSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -220,7 +220,7 @@ public final class OnAccessHandler: @unchecked Sendable {
         let resolution = resolve(event)
         // An open of a dataless file fetches nothing unless the file is filled on open.
         if event.kind == .opening, case .dataless(let served, _, _, let access) = resolution,
-            !Self.fillsOnOpen(served.hydration, size: access.range.upperBound)
+            !Self.fillsOnOpen(served.hydration, size: access.range.upperBound, program: event.processIdentifier)
         {
             answer(event, .allow)
             return
@@ -251,12 +251,22 @@ public final class OnAccessHandler: @unchecked Sendable {
     /// then sees the change time the file keeps. `tar` compares the change time after its open
     /// with the one after reading and says "file changed as we read it" (exit 1) when a fill
     /// ran in between. Larger files are fetched as they are read, so an open does not wait
-    /// for gigabytes; `tar` of one that was never read exits 1, its bytes right.
+    /// for gigabytes, except by the programs of ``wholeFileReaders``.
     static let fillOnOpenLimit: Int64 = 16 << 20
 
-    /// Whether an open of a dataless file of `size` bytes waits until it is filled whole.
-    static func fillsOnOpen(_ hydration: Hydration, size: Int64) -> Bool {
-        hydration == .full || size <= fillOnOpenLimit
+    /// Programs (their `comm`, as `/proc/PID/comm` names them) whose open of a dataless file
+    /// waits until it is whole, whatever its size: archivers read every byte anyway, and a fill
+    /// while they read changes the change time they compare after reading (`tar`: "file
+    /// changed as we read it", exit 1) and leaves holes that `tar --sparse` maps (`SEEK_DATA`)
+    /// and archives as zeros.
+    static let wholeFileReaders: Set<String> = ["tar", "gtar", "bsdtar"]
+
+    /// Whether an open of a dataless file of `size` bytes by the process `program` waits until
+    /// it is filled whole. The process's name is read only for a large file of a progressive
+    /// domain.
+    static func fillsOnOpen(_ hydration: Hydration, size: Int64, program: Int32) -> Bool {
+        if hydration == .full || size <= fillOnOpenLimit { return true }
+        return ProcessScan.processName(program).map(wholeFileReaders.contains) ?? false
     }
 
     /// What the event's file is. Blocking (a few system calls); the event thread only.
@@ -321,7 +331,7 @@ public final class OnAccessHandler: @unchecked Sendable {
             let failure: Int32?
             do {
                 failure = try await manager.executor.run { () -> Int32? in
-                    fp_fremove_xattr(event.fileDescriptor, Replica.datalessAttribute) == 0 || errno == ENODATA ? nil : errno
+                    ExtendedAttribute.remove(Replica.datalessAttribute, of: event.fileDescriptor) == 0 || errno == ENODATA ? nil : errno
                 }
             } catch {
                 failure = ECANCELED

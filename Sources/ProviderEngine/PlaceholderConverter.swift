@@ -1,6 +1,7 @@
 import Foundation
 import ProviderCore
 import ProviderStore
+import ProviderSystem
 
 /// The second step of a ``ReplicaConversion``: converts every placeholder of the domain in the
 /// new folder to the new mode's form. Its new form is made first (a dataless file of the item's

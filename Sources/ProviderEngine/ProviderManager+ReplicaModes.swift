@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ProviderCore
 import ProviderStore
+import ProviderSystem
 
 #if canImport(Glibc)
     import Glibc

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ProviderCore
 import ProviderStore
+import ProviderSystem
 
 /// The "system" side of FileProviderKit, as Apple's `NSFileProviderManager`: adds, lists and
 /// removes domains and hands out one ``DomainController`` per domain. Many domains live side by

@@ -1,7 +1,7 @@
-import CSystemShims
 import Foundation
 import ProviderCore
 import ProviderStore
+import ProviderSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -156,7 +156,7 @@ extension Replica {
     /// The owner of the dataless file at `path`, or `nil` when it is not one. Blocking.
     static func datalessOwner(atPath path: String) -> PlaceholderOwner? {
         var buffer = [UInt8](repeating: 0, count: 16)
-        let length = buffer.withUnsafeMutableBytes { fp_get_xattr(path, datalessAttribute, $0.baseAddress, $0.count) }
+        let length = ExtendedAttribute.get(datalessAttribute, atPath: path, into: &buffer)
         guard let (key, _) = decodeDataless(buffer, length: length) else { return nil }
         return PlaceholderOwner(domain: nil, identifierKey: key)
     }
@@ -171,7 +171,7 @@ extension Replica {
     /// (``markFilling(atPath:)``), or `nil` when it is not a dataless file. Blocking.
     static func datalessState(ofDescriptor fd: Int32) -> (key: UInt64, filling: Bool)? {
         var buffer = [UInt8](repeating: 0, count: 16)
-        let length = buffer.withUnsafeMutableBytes { fp_fget_xattr(fd, datalessAttribute, $0.baseAddress, $0.count) }
+        let length = ExtendedAttribute.get(datalessAttribute, of: fd, into: &buffer)
         return decodeDataless(buffer, length: length)
     }
 
@@ -188,7 +188,7 @@ extension Replica {
     /// - Throws: `noSuchItem` when the file is no longer dataless; `localIOFailure`.
     static func markFilling(atPath path: String, _ filling: Bool = true) throws(FileProviderError) {
         var buffer = [UInt8](repeating: 0, count: 16)
-        let length = buffer.withUnsafeMutableBytes { fp_get_xattr(path, datalessAttribute, $0.baseAddress, $0.count) }
+        let length = ExtendedAttribute.get(datalessAttribute, atPath: path, into: &buffer)
         guard decodeDataless(buffer, length: length) != nil else {
             throw FileProviderError(.noSuchItem, "\(path) is no longer a dataless file")
         }
@@ -196,7 +196,7 @@ extension Replica {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         if fd < 0 { throw POSIXError.error("cannot open", path: path) }
         defer { close(fd) }
-        let result = buffer.withUnsafeBytes { fp_fset_xattr(fd, datalessAttribute, $0.baseAddress, 9) }
+        let result = ExtendedAttribute.set(datalessAttribute, to: Array(buffer[..<9]), of: fd)
         _ = try POSIXError.check(result, "cannot mark the fill of", path: path)
     }
 
@@ -235,7 +235,7 @@ extension Replica {
             if try Self.rewriteDataless(atPath: target, metadata) { return }
         }
         let folder = target.lastIndex(of: "/").map { String(target[..<$0]) } ?? "."
-        var fd = fp_open_unnamed(folder, 0o644)
+        var fd = SystemCalls.openUnnamed(inFolder: folder, mode: 0o644)
         let unnamed = fd >= 0
         var temporary: String?
         if !unnamed {
@@ -249,13 +249,13 @@ extension Replica {
         do throws(FileProviderError) {
             try Self.prepareDataless(fd, metadata, path: target)
             if unnamed {
-                if fp_link_unnamed(fd, target) == 0 { return }
+                if SystemCalls.linkUnnamed(fd, to: target) == 0 { return }
                 guard errno == EEXIST else { throw POSIXError.error("cannot name dataless file", path: target) }
                 // Taken: by a dataless file (an earlier write) or, when replacing, by the file
                 // to evict. Named under a temporary name, then renamed over it.
                 let name = folder + "/.fp-tmp-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
                 _ = flock(fd, LOCK_EX)
-                _ = try POSIXError.check(fp_link_unnamed(fd, name), "cannot name dataless file", path: name)
+                _ = try POSIXError.check(SystemCalls.linkUnnamed(fd, to: name), "cannot name dataless file", path: name)
                 temporary = name
             }
             guard let temporary else { return }
@@ -288,7 +288,10 @@ extension Replica {
     /// Its size stays. Blocking.
     /// - Throws: `localIOFailure` naming `path` when the blocks cannot be given back or written.
     static func punchContents(_ fd: Int32, size: Int64, path: String) throws(FileProviderError) {
-        if size > 0 { _ = try POSIXError.check(fp_punch_hole(fd, 0, off_t(size)), "cannot give back the blocks of", path: path) }
+        if size > 0 {
+            _ = try POSIXError.check(
+                SystemCalls.punchHole(fd, offset: 0, length: off_t(size)), "cannot give back the blocks of", path: path)
+        }
         try writeLeadingBlock(fd, size: size, path: path)
     }
 
@@ -314,9 +317,9 @@ extension Replica {
     /// Blocking.
     static func holdsData(descriptor fd: Int32, _ range: Range<Int64>) -> Bool {
         guard !range.isEmpty else { return true }
-        let data = lseek(fd, off_t(range.lowerBound), SEEK_DATA)
+        let data = lseek(fd, off_t(range.lowerBound), SystemCalls.seekData)
         guard data == off_t(range.lowerBound) else { return false }
-        let hole = lseek(fd, off_t(range.lowerBound), SEEK_HOLE)
+        let hole = lseek(fd, off_t(range.lowerBound), SystemCalls.seekHole)
         return hole >= off_t(range.upperBound)
     }
 
@@ -361,7 +364,7 @@ extension Replica {
         if let seconds = metadata.contentModificationDate {
             let whole = seconds.rounded(.down)
             var times = [
-                timespec(tv_sec: 0, tv_nsec: fp_utime_omit()),
+                timespec(tv_sec: 0, tv_nsec: SystemCalls.omitTime),
                 timespec(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1e9)),
             ]
             _ = try POSIXError.check(futimens(fd, &times), "cannot date dataless file", path: path)
@@ -380,7 +383,7 @@ extension Replica {
             }
         }
         let value = datalessValue(metadata.identifier)
-        let result = value.withUnsafeBytes { fp_fset_xattr(fd, datalessAttribute, $0.baseAddress, $0.count) }
+        let result = ExtendedAttribute.set(datalessAttribute, to: value, of: fd)
         _ = try POSIXError.check(result, "cannot mark dataless file (the file system needs extended attributes)", path: path)
     }
 }

@@ -1,6 +1,6 @@
-import CSystemShims
 import Foundation
 import ProviderCore
+import ProviderSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -15,7 +15,7 @@ extension Replica {
     public func markRoot(domain: String) {
         PoolCheck.note()
         let value = Array(domain.utf8)
-        _ = value.withUnsafeBytes { fp_set_xattr(root.path, Self.rootAttribute, $0.baseAddress, $0.count) }
+        ExtendedAttribute.set(Self.rootAttribute, to: value, atPath: root.path)
     }
 
     /// Checks that the replica folder is there and is `domain`'s before a scan compares it with
@@ -42,12 +42,8 @@ extension Replica {
             )
         }
         var buffer = [UInt8](repeating: 0, count: 256)
-        var failure: Int32 = 0
-        let length = buffer.withUnsafeMutableBytes { raw -> Int in
-            let length = fp_get_xattr(root.path, Self.rootAttribute, raw.baseAddress, raw.count)
-            failure = errno
-            return length
-        }
+        let length = ExtendedAttribute.get(Self.rootAttribute, atPath: root.path, into: &buffer)
+        let failure = errno
         if length >= 0 {
             let owner = String(decoding: buffer[..<length], as: UTF8.self)
             if owner == domain { return }

@@ -1,7 +1,7 @@
-import CSystemShims
 import Foundation
 import ProviderCore
 import ProviderStore
+import ProviderSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -98,11 +98,11 @@ public struct Replica: Sendable {
         let target = placeholderPath(relative)
         let bytes = metadata.encoded
         let folder = target.lastIndex(of: "/").map { String(target[..<$0]) } ?? "."
-        let unnamed = fp_open_unnamed(folder, 0o644)
+        let unnamed = SystemCalls.openUnnamed(inFolder: folder, mode: 0o644)
         if unnamed >= 0 {
             defer { close(unnamed) }
             try writeAll(unnamed, bytes, path: target)
-            if fp_link_unnamed(unnamed, target) == 0 { return }
+            if SystemCalls.linkUnnamed(unnamed, to: target) == 0 { return }
             if errno == EEXIST { return try writePlaceholder(relative, metadata) }
             // No /proc to name it through: create it under its name below.
         }
@@ -136,14 +136,14 @@ public struct Replica: Sendable {
         // ever take it.
         let parent = slash == target.startIndex ? "." : String(target[..<target.index(before: slash)])
         let folder = parent.isEmpty ? "/" : parent
-        let unnamed = fp_open_unnamed(folder, 0o644)
+        let unnamed = SystemCalls.openUnnamed(inFolder: folder, mode: 0o644)
         if unnamed >= 0 {
             _ = flock(unnamed, LOCK_EX)
             defer { close(unnamed) }
             try writeAll(unnamed, bytes, path: target)
             for _ in 0..<8 {
                 temporary = target[..<slash] + ".fp-tmp-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
-                if fp_link_unnamed(unnamed, temporary) == 0 {
+                if SystemCalls.linkUnnamed(unnamed, to: temporary) == 0 {
                     do {
                         try POSIXError.check(rename(temporary, target), "cannot rename into place", path: target)
                     } catch {
@@ -226,7 +226,7 @@ public struct Replica: Sendable {
     /// - Throws: `filenameCollision` when the target exists.
     public func move(fromPath source: String, toPath target: String) throws(FileProviderError) {
         PoolCheck.note()
-        if fp_rename_noreplace(source, target) != 0 { throw POSIXError.error("cannot move \(source) to", path: target) }
+        if SystemCalls.renameNoReplace(source, target) != 0 { throw POSIXError.error("cannot move \(source) to", path: target) }
     }
 
     /// Renames, replacing the target.
@@ -290,7 +290,7 @@ public struct Replica: Sendable {
         let seconds = date.timeIntervalSince1970.rounded(.down)
         let nanos = Int((date.timeIntervalSince1970 - seconds) * 1e9)
         var times = [timespec(tv_sec: Int(seconds), tv_nsec: nanos), timespec(tv_sec: Int(seconds), tv_nsec: nanos)]
-        times[0].tv_nsec = fp_utime_omit()
+        times[0].tv_nsec = SystemCalls.omitTime
         let done =
             file.folder.map { utimensat($0, file.name, &times, AT_SYMLINK_NOFOLLOW) }
             ?? utimensat(AT_FDCWD, file.path, &times, AT_SYMLINK_NOFOLLOW)
@@ -312,7 +312,7 @@ public struct Replica: Sendable {
     func move(_ file: StagedFile, toPath target: String) throws(FileProviderError) {
         guard let folder = file.folder else { return try move(fromPath: file.path, toPath: target) }
         PoolCheck.note()
-        if fp_rename_noreplace_at(folder, file.name, target) != 0 {
+        if SystemCalls.renameNoReplace(inFolder: folder, file.name, to: target) != 0 {
             throw POSIXError.error("cannot move \(file.path) to", path: target)
         }
     }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ProviderCore
 import ProviderStore
+import ProviderSystem
 
 /// How `serve` runs its domains.
 public struct ServeOptions: Sendable {
@@ -324,7 +325,12 @@ public final class Server: Sendable {
                         logger.notice("\(name): waiting for \(process.map { "process \($0)" } ?? "another process") to finish its sync")
                     }
                 }, upload: true, settleSeconds: options.settleSeconds, changes: changes)
-            logger.info("\(name): \(Self.summary(report))")
+            if report.isPartial {
+                // Synced in part: said at warning level, as `sync` exits 3 (`status` keeps it).
+                logger.warning("\(name): \(Self.summary(report)); see 'fileproviderctl status \(name)'")
+            } else {
+                logger.info("\(name): \(Self.summary(report))")
+            }
             // Only sync down makes folders dataless (this process's or another's, whose work
             // shows in the counters): a sync that changed nothing leaves the marks as they are
             // (reading every dataless folder of a large domain and marking each one again was
@@ -446,6 +452,7 @@ public final class Server: Sendable {
         var text = "\(report.uploaded) sent, \(report.conflicts) conflicts; \(report.listedItems) listed, \(report.added) added, "
         text += "\(report.updated) updated, \(report.moved) moved, \(report.deleted) deleted, \(report.downloaded) downloaded"
         if !report.pendingLocal.isEmpty { text += ", \(report.pendingLocal.count) still being written" }
+        if let problems = report.problemSummary { text += ", \(problems)" }
         if !report.notices.isEmpty { text += ", \(report.notices.count) notices" }
         return text + " in \(String(format: "%.2f", report.seconds)) s"
     }

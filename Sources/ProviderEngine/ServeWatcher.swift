@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ProviderCore
+import ProviderSystem
 
 #if canImport(Glibc)
     import Glibc

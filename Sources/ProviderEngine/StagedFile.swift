@@ -1,5 +1,5 @@
-import CSystemShims
 import Foundation
+import ProviderSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -43,7 +43,7 @@ final class StagingFolders {
         if let known = descriptors[folderPath] {
             descriptor = known
         } else {
-            descriptor = fp_open_folder_path(String(folderPath))
+            descriptor = SystemCalls.openFolderPath(String(folderPath))
             if descriptor < 0 { return StagedFile(path: path) }
             descriptors[folderPath] = descriptor
         }

@@ -92,7 +92,7 @@ struct StoreWalk: Sendable {
                     if listing.visit.recordPending { pass.queuePendingFolder(listing.visit.record) }
                     if path.isEmpty { rootError = error }
                     pass.failedFolders.append(path)
-                    report.notices.append("\(display(path)): not listed: \(error.message)")
+                    report.skip(path, "not listed: \(error.message)", notice: "\(display(path)): not listed: \(error.message)")
                     if error.code.reaction == .backOffDomain, report.unreachable == nil {
                         report.unreachable = "\(display(path)): not listed: \(error.message)"
                     }
@@ -152,7 +152,7 @@ struct StoreWalk: Sendable {
         var leftAside = !listing.refused.isEmpty || !known.elsewhere.isEmpty
         /// Skips an entry: reported, and what the database has of it stays as it is.
         func skip(_ identifier: ItemIdentifier?, _ problem: String) {
-            report.notices.append("\(display(folder.path)): skipped an item: \(problem)")
+            report.skip(folder.path, problem, notice: "\(display(folder.path)): skipped an item: \(problem)")
             guard let identifier, let kept = stored.removeValue(forKey: identifier) else { return }
             if kept.kind == .folder { pass.failedFolders.append(kept.path) }
         }
@@ -172,14 +172,16 @@ struct StoreWalk: Sendable {
         while var item = items.popLast() {
             let name = item.filename
             if let problem = DomainController.problem(withRemoteName: name, inRoot: inRoot) {
-                report.notices.append("\(display(folder.path)): skipped an item: \(problem)")
+                report.skip(
+                    inRoot ? name : folder.path + "/" + name, problem, notice: "\(display(folder.path)): skipped an item: \(problem)")
                 continue
             }
             // String equality is canonical (NFC and NFD spellings are equal) while names are
             // bytes: only a name equal by bytes is a second item.
             if !names.insert(name).inserted, entries.contains(where: { $0.item.filename.utf8.elementsEqual(name.utf8) }) {
-                report.notices.append(
-                    "\(display(folder.path)): skipped a second item named \(name.debugDescription)")
+                report.skip(
+                    folder.path, "a second item named \(name.debugDescription)",
+                    notice: "\(display(folder.path)): skipped a second item named \(name.debugDescription)")
                 continue
             }
             let path = inRoot ? name : Self.childPath(name, in: folder.path, identifier: item.identifier.rawValue)
@@ -221,9 +223,9 @@ struct StoreWalk: Sendable {
                 if identifiers.insert(entry.item.identifier).inserted {
                     unique.append(entry)
                 } else {
-                    report.notices.append(
-                        "\(display(folder.path)): skipped an item: \(entry.item.filename.debugDescription) has the identifier \(TerminalText.quoted(entry.item.identifier.rawValue)) of another item of the listing"
-                    )
+                    let problem =
+                        "\(entry.item.filename.debugDescription) has the identifier \(TerminalText.quoted(entry.item.identifier.rawValue)) of another item of the listing"
+                    report.skip(folder.path, problem, notice: "\(display(folder.path)): skipped an item: \(problem)")
                 }
             }
             entries = unique

@@ -48,7 +48,9 @@ extension SyncDown {
     /// than ``WalkBounds`` allows are skipped with a notice; what the database has of them
     /// stays as it was.
     private func apply(_ changes: ChangeSet, pass: inout PullPass, report: inout SyncReport) async throws(FileProviderError) {
-        for refused in changes.refused { report.notices.append("\(display("")): skipped an item: \(refused.message)") }
+        for refused in changes.refused {
+            report.skip("", refused.message, notice: "\(display("")): skipped an item: \(refused.message)")
+        }
         let rootLength = replica.root.path.utf8.count
         let updated = Set(changes.updatedItems.map(\.identifier))
         let deleted = changes.deletedIdentifiers.filter { !updated.contains($0) && $0 != .rootContainer }
@@ -67,9 +69,8 @@ extension SyncDown {
         var pending: [Item] = []
         for item in changes.updatedItems where item.identifier != .rootContainer {
             guard item.parentIdentifier != item.identifier else {
-                report.notices.append(
-                    "\(display("")): skipped an item: \(item.filename.debugDescription) is named as its own folder; the store's change was left out"
-                )
+                let problem = "\(item.filename.debugDescription) is named as its own folder; the store's change was left out"
+                report.skip("", problem, notice: "\(display("")): skipped an item: \(problem)")
                 continue
             }
             pending.append(item)
@@ -103,7 +104,9 @@ extension SyncDown {
                 for (var item, stored) in zip(items, records) {
                     let inRoot = visit.record.path.isEmpty
                     if let problem = DomainController.problem(withRemoteName: item.filename, inRoot: inRoot) {
-                        report.notices.append("\(display(visit.record.path)): skipped an item: \(problem)")
+                        report.skip(
+                            inRoot ? item.filename : visit.record.path + "/" + item.filename, problem,
+                            notice: "\(display(visit.record.path)): skipped an item: \(problem)")
                         continue
                     }
                     item.parentIdentifier = visit.record.identifier
@@ -112,13 +115,13 @@ extension SyncDown {
                     if let known = old, known.kind == .folder,
                         visit.record.path == known.path || visit.record.path.hasPrefix(known.path + "/")
                     {
-                        report.notices.append(
-                            "\(display(visit.record.path)): skipped an item: the folder \(item.filename.debugDescription) would move into itself (from \(display(known.path))); the store's change was left out"
-                        )
+                        let problem =
+                            "the folder \(item.filename.debugDescription) would move into itself (from \(display(known.path))); the store's change was left out"
+                        report.skip(visit.record.path, problem, notice: "\(display(visit.record.path)): skipped an item: \(problem)")
                         continue
                     }
                     if let problem = WalkBounds.problem(placing: item.kind, at: path, rootLength: rootLength) {
-                        report.notices.append("\(display(visit.record.path)): skipped an item: \(problem)")
+                        report.skip(visit.record.path, problem, notice: "\(display(visit.record.path)): skipped an item: \(problem)")
                         continue
                     }
                     if let known = old, known.parentIdentifier != visit.record.identifier { pass.movedIn.insert(known.identifier) }

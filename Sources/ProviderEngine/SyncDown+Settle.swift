@@ -110,10 +110,12 @@ extension SyncDown {
                     deletions.append(old.identifier)
                     report.moved += 1
                     report.added -= 1
+                    context.logTransfer(record.path, "moved here from \(display(old.path)), as in the store")
                     if record.isOutdated { pass.redownload.append(record) }
                 } catch {
-                    notices.append(
-                        "\(display(record.path)): not moved from \(display(old.path)): \(error.message)")
+                    report.skip(
+                        record.path, "not moved from \(display(old.path)): \(error.message)",
+                        notice: "\(display(record.path)): not moved from \(display(old.path)): \(error.message)")
                     remaining.append(old)
                 }
             }
@@ -147,8 +149,9 @@ extension SyncDown {
                 }
                 deletions.append(record.identifier)
                 report.deleted += 1
+                context.logTransfer(record.path, "removed (deleted in the store)")
             } catch {
-                notices.append("\(display(record.path)): not removed: \(error.message)")
+                report.skip(record.path, "not removed: \(error.message)", notice: "\(display(record.path)): not removed: \(error.message)")
             }
         }
         let replica = self.replica
@@ -161,8 +164,9 @@ extension SyncDown {
                 }
                 deletions.append(record.identifier)
                 report.deleted += 1
+                context.logTransfer(record.path, "removed (deleted in the store)")
             } catch {
-                notices.append("\(display(record.path)): not removed: \(error.message)")
+                report.skip(record.path, "not removed: \(error.message)", notice: "\(display(record.path)): not removed: \(error.message)")
             }
         }
         let written = Date()

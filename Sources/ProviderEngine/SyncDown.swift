@@ -221,9 +221,11 @@ extension SyncDown {
             let downloadsStarted = Date()
             for outcome in await downloader.download(current, events: events) {
                 if let notice = outcome.notDownloadedNotice {
-                    report.notices.append(notice)
+                    report.skip(
+                        context.relativePath(of: outcome.path), "not downloaded: \(outcome.error?.message ?? "")", notice: notice)
                 } else {
                     report.downloaded += 1
+                    context.logTransfer(context.relativePath(of: outcome.path), "downloaded")
                     if let notice = outcome.notice { report.notices.append(notice) }
                 }
             }

@@ -1,5 +1,6 @@
 import Foundation
 import ProviderCore
+import ProviderSystem
 
 /// Waiting for a domain's sync lock (``DomainLock/syncPath(home:domain:)``) while another sync
 /// of the domain holds it, in this process or another: a sync (``DomainController``) and a

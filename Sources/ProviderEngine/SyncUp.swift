@@ -136,9 +136,11 @@ final class SyncUp: Sendable {
                 let waiting = result.changes.filter(\.isDeletion).count + result.strayPlaceholders.count
                 result.changes.removeAll(where: \.isDeletion)
                 result.strayPlaceholders = []
-                report.notices.append(
-                    "\(context.domain.name): the replica changed during each of \(changingScans + 1) comparisons: \(waiting) deletion\(waiting == 1 ? "" : "s") wait for the next sync"
-                )
+                let reason =
+                    "the replica changed during each of \(changingScans + 1) comparisons: \(waiting) deletion\(waiting == 1 ? "" : "s") wait for the next sync"
+                // Not counted as changes not sent: what looked deleted may only have moved, or
+                // been swapped by a download or an eviction of this replica; it is a notice.
+                report.notices.append("\(context.domain.name): \(reason)")
             }
             if !result.occupiedDataless.isEmpty {
                 // Made in folders that were not populated yet: populate them, then compare.
@@ -153,9 +155,9 @@ final class SyncUp: Sendable {
                 !result.changes.isEmpty || !result.strayPlaceholders.isEmpty || !result.evicted.isEmpty || !result.placed.isEmpty
                 || undone > 0
             if result.isPartial && !madeProgress {
-                report.notices.append(
-                    "\(context.domain.name): more local changes than one comparison holds, and none of those it held could be sent alone; the rest waits for the next sync"
-                )
+                let reason =
+                    "more local changes than one comparison holds, and none of those it held could be sent alone; the rest waits for the next sync"
+                report.notSend("", reason, notice: "\(context.domain.name): \(reason)")
                 break
             }
             if result.isPartial && result.changes.isEmpty && partialPasses < Self.partialPassLimit {
@@ -191,7 +193,7 @@ final class SyncUp: Sendable {
                 if end > index {
                     do {
                         try await sendTogether(Self.spreadOverFolders(ordered[index..<end]), report: &report)
-                    } catch where error.code == .cancelled {
+                    } catch  where error.code == .cancelled {
                         report.unsent += ordered.endIndex - end
                         throw error
                     }
@@ -209,7 +211,7 @@ final class SyncUp: Sendable {
                     } else {
                         try await send(change, report: &report)
                     }
-                } catch where error.code == .cancelled {
+                } catch  where error.code == .cancelled {
                     report.unsent += ordered.endIndex - index + 1
                     throw error
                 }
@@ -317,9 +319,11 @@ final class SyncUp: Sendable {
     @discardableResult
     private func send(_ change: LocalChange, report: inout SyncReport) async throws(FileProviderError) -> Bool {
         do {
+            let sent = report.uploaded
             try await uploader.upload(change, report: &report)
+            if report.uploaded > sent { context.logTransfer(change.path, sentText(change)) }
             return true
-        } catch where error.code.reaction == .backOffDomain || error.code == .cancelled {
+        } catch  where error.code.reaction == .backOffDomain || error.code == .cancelled {
             throw error
         } catch {
             let (store, domainID) = (context.store, context.domainID)
@@ -338,10 +342,13 @@ final class SyncUp: Sendable {
                         try? store.updateJournal(entry)
                     }
                 }
-                report.notices.append("\(context.display(refused.path)): excluded from sync: \(refused.reason)")
+                report.notSend(
+                    refused.path, "excluded from sync: \(refused.reason)",
+                    notice: "\(context.display(refused.path)): excluded from sync: \(refused.reason)")
                 return false
             }
-            report.notices.append("\(context.display(change.path)): not uploaded: \(error.message)")
+            report.notSend(
+                change.path, "not uploaded: \(error.message)", notice: "\(context.display(change.path)): not uploaded: \(error.message)")
             let path = change.path
             _ = try? await context.executor.runToCompletion {
                 if var record = try? store.item(domainID: domainID, path: path) {
@@ -350,6 +357,21 @@ final class SyncUp: Sendable {
                 }
             }
             return false
+        }
+    }
+
+    /// What a change sent to the store was, for its log line: `uploaded (new file)`,
+    /// `moved in the store from photos:/old.jpg`.
+    func sentText(_ change: LocalChange) -> String {
+        switch change {
+        case .created(_, .folder, _): return "created in the store (new folder)"
+        case .created(_, .symlink, _): return "created in the store (new symlink)"
+        case .created: return "uploaded (new file)"
+        case .modified: return "uploaded (edited)"
+        case .flagsChanged: return "sent its executable bit"
+        case .writtenOverPlaceholder: return "uploaded (written over a file not downloaded)"
+        case .moved(let record, _, _): return "moved in the store from \(context.display(record.path))"
+        case .deleted(let record): return record.kind == .folder ? "deleted in the store, with what was in it" : "deleted in the store"
         }
     }
 
@@ -414,6 +436,7 @@ final class SyncUp: Sendable {
             report.uploaded += part.uploaded
             report.conflicts += part.conflicts
             report.notices += part.notices
+            report.addProblems(of: part)
             if error?.code == .cancelled { report.unsent += 1 }
             if failure == nil { failure = error }
         }

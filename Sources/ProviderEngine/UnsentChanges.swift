@@ -83,6 +83,8 @@ extension ProviderManager {
         var scanner = LocalScanner(replica: replica, domain: domain.name, ignore: IgnoreRules(extra: domain.ignoreList), settleNanos: 0)
         // Every change is listed (the list is the answer): no partial scans here.
         scanner.findingsLimit = .max
+        // A chmod is a change where the store keeps the bit (as sync's own scan compares).
+        scanner.comparesFlags = keepsFileSystemFlags(domain)
         // A replica that is gone has sent nothing and would send nothing: a sync refuses it.
         let (name, store) = (domain.name, self.store)
         try await executor.run {

@@ -325,6 +325,26 @@ enum Migrations {
             try db.execute(sql: "ALTER TABLE item ADD COLUMN fileSystemFlags INTEGER NOT NULL DEFAULT 6")
             try db.execute(sql: "ALTER TABLE itemRekey ADD COLUMN fileSystemFlags INTEGER NOT NULL DEFAULT 6")
         }
+        migrator.registerMigration("v18: problems of the last sync") { db in
+            // What each domain's last sync left undone (MetadataStore+SyncProblems): how many
+            // items of the store it skipped and local changes it did not send, and the first of
+            // them with their paths and reasons, replaced by every sync that finishes. `status`
+            // shows them; no row: no sync finished since this migration.
+            try db.create(table: "syncOutcome") { t in
+                t.primaryKey("domainID", .integer).references("domain", onDelete: .cascade)
+                t.column("skipped", .integer).notNull()
+                t.column("notSent", .integer).notNull()
+                t.column("at", .datetime).notNull()
+            }
+            try db.create(table: "syncProblem") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.column("domainID", .integer).notNull().references("domain", onDelete: .cascade)
+                t.column("kind", .text).notNull()
+                t.column("path", .text).notNull()
+                t.column("reason", .text).notNull()
+            }
+            try db.create(index: "syncProblem_domain", on: "syncProblem", columns: ["domainID", "id"])
+        }
         return migrator
     }
 

@@ -1,8 +1,8 @@
 import ArgumentParser
 import ExternalAdapter
 import Foundation
+import ProviderConformance
 import ProviderCore
-import ProviderTesting
 
 struct BackendCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

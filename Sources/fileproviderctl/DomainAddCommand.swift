@@ -19,8 +19,8 @@ struct DomainAddCommand: AsyncParsableCommand {
             reads, writes or runs it; needs root (CAP_SYS_ADMIN), Linux 6.14 or later, a state \
             folder on ext4, xfs, btrfs or bcachefs, and a running 'fileproviderctl serve' (without \
             it the replica folder is empty; the files are kept in <home>/replicas/<name>). \
-            Programs that map holes before they read (tar --sparse, SEEK_DATA/SEEK_HOLE, FIEMAP) \
-            skip what is not downloaded and get zeros: materialize first.
+            Programs that map holes before they read (SEEK_DATA/SEEK_HOLE, FIEMAP; not tar, which \
+            is given whole files) skip what is not downloaded and get zeros: materialize first.
 
             \(AdapterList.descriptors.map(Self.describe).joined(separator: "\n\n"))
 
@@ -101,7 +101,7 @@ struct DomainAddCommand: AsyncParsableCommand {
     /// whether a value follows it. Any other `--NAME` is a backend option.
     static let ownOptions: [String: Bool] = [
         "backend": true, "replica": true, "ignore": true, "mode": true, "cache-budget": true, "hydration": true,
-        "home": true, "log-level": true,
+        "home": true, "log-level": true, "log-file": true,
         "adopt-replica": false, "json": false, "verbose": false, "quiet": false, "help": false,
     ]
 
@@ -312,7 +312,7 @@ struct DomainAddCommand: AsyncParsableCommand {
     /// The limit of the dataless mode that `domain add --mode dataless` states: programs that
     /// map holes read zeros without an error.
     static func datalessLimit(_ name: String) -> String {
-        "limit: programs that map holes before reading (tar --sparse, SEEK_DATA/SEEK_HOLE, FIEMAP) skip what is not downloaded and get zeros instead of its bytes; run 'fileproviderctl materialize -R \(name):/' before such a backup"
+        "limit: programs that map holes before reading (SEEK_DATA/SEEK_HOLE, FIEMAP; not tar, which is given whole files) skip what is not downloaded and get zeros instead of its bytes; run 'fileproviderctl materialize -R \(name):/' before such a backup"
     }
 }
 

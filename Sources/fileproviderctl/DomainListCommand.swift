@@ -72,6 +72,8 @@ struct DomainJSON: Encodable {
     var evictions: [EvictionJSON]
     /// Local items excluded from sync (the store cannot take them), by path.
     var excluded: [ExcludedJSON]
+    /// What the last finished sync left undone, and the local changes the journal holds.
+    var problems: SyncProblemsJSON
     /// Only from `domain add --adopt-replica`: what it took over.
     var adopted: AdoptionSummary?
 
@@ -96,6 +98,7 @@ struct DomainJSON: Encodable {
         cache = CacheUsageJSON(try manager.cacheUsage(of: record))
         evictions = try manager.evictions(of: record).map(EvictionJSON.init)
         excluded = try manager.excludedItems(inDomain: record.name).map(ExcludedJSON.init)
+        problems = try SyncProblemsJSON(domainID: record.id ?? 0, store: manager.store)
     }
 }
 

@@ -3,6 +3,7 @@ import Foundation
 import ProviderCore
 import ProviderEngine
 import ProviderStore
+import ProviderSystem
 
 struct DomainSetCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

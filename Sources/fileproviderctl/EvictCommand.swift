@@ -66,7 +66,7 @@ struct EvictCommand: AsyncParsableCommand {
         }
         let items = try ItemArguments.parse(["--"] + paths)
         // Counted as they come (a page of a subtree at a time), not held: see OutcomeTally.
-        let tally = OutcomeTally(json: output.json)
+        let tally = OutcomeTally(json: output.json, itemVerb: "evicted")
         try await items.forEachDomain(manager, into: tally) { controller, _, paths, outcomes in
             await controller.evict(paths: paths, recursive: recursive, outcomes: outcomes)
         }

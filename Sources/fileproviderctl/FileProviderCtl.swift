@@ -1,8 +1,8 @@
 import ArgumentParser
-import CSystemShims
 import ExternalAdapter
 import Foundation
 import ProviderCore
+import ProviderSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -21,8 +21,9 @@ struct FileProviderCtl: AsyncParsableCommand {
             $XDG_DATA_HOME/fileprovider).
 
             Paths are DOMAIN:/path, or a path inside a replica folder.
-            Exit codes: 0 success, 1 failure, 2 usage error, 130 interrupted by Ctrl-C (SIGINT), \
-            143 stopped by SIGTERM. The first Ctrl-C stops a command cleanly: what was done is \
+            Exit codes: 0 success, 1 failure, 2 usage error, 3 partial success (a sync that \
+            skipped items of the store or did not send local changes: see 'fileproviderctl \
+            status'), 130 interrupted by Ctrl-C (SIGINT), 143 stopped by SIGTERM. The first Ctrl-C stops a command cleanly: what was done is \
             recorded and listed, running the same command again finishes the work; a second one \
             stops it at once.
 
@@ -39,7 +40,8 @@ struct FileProviderCtl: AsyncParsableCommand {
         ]
     )
 
-    /// Runs the command, with exit codes 0 (success), 1 (failure), 2 (usage), and 130 or 143
+    /// Runs the command, with exit codes 0 (success), 1 (failure), 2 (usage), 3 (partial
+    /// success, ``CommandPartial``), and 130 or 143
     /// after SIGINT or SIGTERM (see ``Interruption``).
     static func main() async {
         retainFreedMemory()
@@ -67,7 +69,7 @@ struct FileProviderCtl: AsyncParsableCommand {
             let arguments = try DomainAddCommand.placingBackendOptions(reordered)
             let command = ParsedCommand(try parseAsRoot(arguments))
             if let global = (command.value as? any GlobalOptionsCommand)?.global, !(command.value is ServeCommand) {
-                global.bootstrapLogging()
+                try global.bootstrapLogging()
             }
             try await Interruption.shared.run {
                 if var async = command.value as? any AsyncParsableCommand {
@@ -80,6 +82,8 @@ struct FileProviderCtl: AsyncParsableCommand {
             return 0
         } catch is CommandInterrupted {
             return 1
+        } catch is CommandPartial {
+            return CommandPartial.exitStatus
         } catch let error as FileProviderError {
             if error.code == .cancelled, Interruption.shared.signal != nil {
                 let detail = error.message == "cancelled" ? "stopped before it finished" : error.message
@@ -112,7 +116,7 @@ struct FileProviderCtl: AsyncParsableCommand {
     /// faulted in and zeroed anew (120,000 page faults per GiB downloaded over SFTP, about 4% of
     /// the transfer's CPU). Memory actually in use is unaffected.
     static func retainFreedMemory() {
-        _ = fp_set_trim_threshold(8 << 20)
+        SystemCalls.setTrimThreshold(8 << 20)
     }
 
     static let usageCodes: Set<FileProviderError.Code> = [.invalidArgument, .providerDomainNotFound]
@@ -121,6 +125,12 @@ struct FileProviderCtl: AsyncParsableCommand {
 /// A command failed after printing what went wrong; exit 1.
 struct CommandFailure: Error {
     var message: String = ""
+}
+
+/// A command did what it could but not everything (a sync that skipped items or did not send
+/// changes), after printing what was left; exit 3, as rsync's 23 and 24 tell a partial transfer.
+struct CommandPartial: Error {
+    static let exitStatus: Int32 = 3
 }
 
 /// The parsed command, handed to the task that runs it.

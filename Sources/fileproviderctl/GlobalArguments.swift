@@ -1,5 +1,6 @@
 import ArgumentParser
 import Logging
+import ProviderCore
 
 /// Options every command takes, accepted before the subcommand's name as well as after it, as
 /// git and rclone accept them: `fileproviderctl --home DIR status` and `fileproviderctl --json
@@ -11,7 +12,7 @@ import Logging
 /// as it is.
 enum GlobalArguments {
     /// Options followed by a value (`--home DIR` or `--home=DIR`).
-    static let valued: Set<String> = ["--home", "--log-level"]
+    static let valued: Set<String> = ["--home", "--log-level", "--log-file"]
     /// Options without a value. `-v` and `-q` also combine (`-vv`, `-vq`).
     static let flags: Set<String> = ["--json", "--verbose", "--quiet", "-v", "-q"]
 
@@ -126,9 +127,10 @@ extension WhyCommand: GlobalOptionsCommand {}
 
 extension GlobalOptions {
     /// Sends log messages of commands other than `serve` (which sets up its own) to standard
-    /// error as ``LogSetup`` writes them, from ``logLevel(default:)`` up (warning by default):
+    /// error (or `--log-file`) as ``LogSetup`` writes them, from ``logLevel(default:)`` up (warning by default):
     /// standard output carries only results.
-    func bootstrapLogging() {
-        LogSetup.bootstrap(level: logLevel(default: .warning))
+    /// - Throws: `invalidArgument` when `--log-file` cannot be opened.
+    func bootstrapLogging() throws(FileProviderError) {
+        try LogSetup.bootstrap(level: logLevel(default: .warning), file: logFile)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ProviderCore
 
 #if canImport(Glibc)
     import Glibc
@@ -7,10 +8,16 @@ import Logging
 
 /// Where log lines go: standard error, with a timestamp and the level in words on a terminal or
 /// in a file; with a syslog priority prefix (`<6>`, as `sd-daemon.h`'s `SD_INFO`) and no
-/// timestamp when standard error is connected to the journal, which records both itself.
+/// timestamp when standard error is connected to the journal, which records both itself; or,
+/// with `--log-file PATH`, that file only (``FileLogHandler``).
 enum LogSetup {
-    /// Sets up swift-log for the process (once; later calls do nothing) at `level`.
-    static func bootstrap(level: Logger.Level, environment: [String: String] = ProcessInfo.processInfo.environment) {
+    /// Sets up swift-log for the process (once; later calls do nothing) at `level`, writing to
+    /// `file` when one is given.
+    /// - Throws: `invalidArgument` when `file` cannot be opened (``LogFile/init(path:)``).
+    static func bootstrap(
+        level: Logger.Level, file: String? = nil, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(FileProviderError) {
+        let logFile = try file.map { path throws(FileProviderError) in try LogFile(path: path) }
         let journal = isJournalStream(environment)
         guard
             !bootstrapped.withLock({ done in
@@ -21,6 +28,11 @@ enum LogSetup {
         // Every logger's messages escaped for a terminal, the adapters' own too: a name from a
         // store in any log line cannot recolour or rewrite the screen, or forge a line.
         LoggingSystem.bootstrap { label in
+            if let logFile {
+                var handler = FileLogHandler(label: label, file: logFile)
+                handler.logLevel = level
+                return EscapingLogHandler(wrapped: handler)
+            }
             if journal {
                 var handler = JournalLogHandler(label: label)
                 handler.logLevel = level

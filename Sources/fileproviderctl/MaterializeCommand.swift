@@ -20,7 +20,7 @@ struct MaterializeCommand: AsyncParsableCommand {
 
     func run() async throws {
         // Counted as they come (a page of a subtree at a time), not held: see OutcomeTally.
-        let tally = OutcomeTally(json: output.json)
+        let tally = OutcomeTally(json: output.json, itemVerb: "materialized")
         var skipped: [String] = []
         let manager = try global.manager()
         try await items.forEachDomain(manager, into: tally) { controller, domain, paths, outcomes in

@@ -21,7 +21,11 @@ struct GlobalOptions: ParsableArguments {
         return manager
     }
 
-    @Flag(name: .shortAndLong, help: "Log more: -v logs debug messages, -vv trace messages too.")
+    @Flag(
+        name: .shortAndLong,
+        help: ArgumentHelp(
+            "Log more: -v a line per item transferred (downloaded, uploaded, moved, deleted), -vv also each request to the store (method, path, status, bytes, time; secrets masked).",
+            discussion: "-v is --log-level debug, -vv is --log-level trace."))
     var verbose: Int
 
     @Flag(name: .shortAndLong, help: "Log errors only.")
@@ -32,6 +36,12 @@ struct GlobalOptions: ParsableArguments {
             "The least important log messages written: trace, debug, info, notice, warning, error or critical.",
             valueName: "level"))
     var logLevel: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Write log messages to this file instead of standard error: appended, mode 0600, a timestamp on each line.",
+            valueName: "path"), completion: .file())
+    var logFile: String?
 
     func validate() throws {
         if let logLevel, Logger.Level(rawValue: logLevel) == nil {

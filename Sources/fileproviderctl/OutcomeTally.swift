@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import ProviderCore
 import ProviderEngine
 
@@ -23,7 +24,14 @@ final class OutcomeTally: @unchecked Sendable {
     private var notDoneDetails: [String] = []
     private var wroteRows = false
 
-    init(json: Bool) { self.json = json }
+    /// Logs each item that worked at `debug` level (`-v`) as `DOMAIN:/path: VERB`, when set.
+    private let itemVerb: String?
+    private let logger = Logger(label: "fileprovider.engine")
+
+    init(json: Bool, itemVerb: String? = nil) {
+        self.json = json
+        self.itemVerb = itemVerb
+    }
 
     /// The handler to give the engine.
     var handler: OutcomeHandler { { [self] batch in add(batch) } }
@@ -34,9 +42,13 @@ final class OutcomeTally: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         let notStarted = DomainController.notStarted.message
+        let logsItems = itemVerb != nil && logger.logLevel <= .debug
         for outcome in batch {
             total += 1
-            guard let error = outcome.error else { continue }
+            guard let error = outcome.error else {
+                if logsItems, let itemVerb { logger.debug("\(TerminalText.quoted(outcome.path)): \(itemVerb)") }
+                continue
+            }
             failureCount += 1
             if failures.count < Self.failureLimit { failures.append(outcome) }
             guard error.code == .cancelled else { continue }

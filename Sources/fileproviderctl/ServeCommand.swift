@@ -99,7 +99,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let level = Logger.Level(rawValue: logLevel) ?? .info
-        LogSetup.bootstrap(level: level)
+        try LogSetup.bootstrap(level: level, file: global.logFile)
         var logger = Logger(label: "fileprovider.serve")
         logger.logLevel = level
         let notifier = ServiceNotifier()

@@ -1,6 +1,7 @@
 import ArgumentParser
 import ExternalAdapter
 import ProviderEngine
+import ProviderSystem
 
 struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -59,14 +60,17 @@ struct StatusCommand: AsyncParsableCommand {
                     "  evicted \(Output.date(eviction.at)) \(Output.name("/" + eviction.path)) (\(Output.bytes(eviction.size))): \(Output.text(eviction.reason))"
                 )
             }
-            let excluded = try manager.excludedItems(inDomain: domain.name)
-            if !excluded.isEmpty {
+            // Counted by SQL, with a few examples: never the whole list of a large domain.
+            let excluded = try manager.store.excludedItems(domainID: domain.id ?? 0, limit: 3)
+            if excluded.count > 0 {
                 print(
                     "  \(excluded.count) item\(excluded.count == 1 ? "" : "s") excluded from sync (kept in the replica, not sent: the store cannot take \(excluded.count == 1 ? "it" : "them"))"
                 )
-                for item in excluded.prefix(3) { print("    \(Output.name("/" + item.path)): \(Output.text(item.reason))") }
+                for item in excluded.first { print("    \(Output.name("/" + item.path)): \(Output.text(item.reason))") }
                 if excluded.count > 3 { print("    … 'fileproviderctl pending \(domain.name)' lists them all") }
             }
+            Self.printProblems(
+                try SyncProblemsJSON(domainID: domain.id ?? 0, store: manager.store, limit: Self.shownProblems), of: domain.name)
             if let backoff = DomainBackoff(domain) {
                 let failures = "\(backoff.failureCount) failure\(backoff.failureCount == 1 ? "" : "s")"
                 let due = backoff.isWaiting() ? "" : " (retry due)"
@@ -76,6 +80,35 @@ struct StatusCommand: AsyncParsableCommand {
             } else if let error = domain.lastError {
                 print("  last error: \(Output.text(error))")
             }
+        }
+    }
+}
+
+extension StatusCommand {
+    /// The most problems of a domain's last sync the text output shows.
+    static let shownProblems = 5
+
+    /// Prints what the last finished sync of `domain` left undone and the changes the store
+    /// refused, with a few examples and where to look further.
+    static func printProblems(_ problems: SyncProblemsJSON, of domain: String) {
+        if let summary = problems.summary {
+            print("  last sync: \(summary)")
+            for problem in problems.latest.prefix(shownProblems) {
+                let what = problem.kind == .skipped ? "skipped" : "not sent"
+                print("    \(what) \(Output.name(problem.path)): \(Output.text(problem.reason))")
+            }
+            let total = problems.skipped + problems.notSent
+            if total > shownProblems {
+                print(
+                    "    … \(total - min(total, shownProblems)) more: 'fileproviderctl status --json \(domain)' lists the first \(SyncProblemsJSON.exampleLimit)"
+                )
+            }
+        }
+        if problems.refusedChanges > 0 {
+            let count = problems.refusedChanges
+            print(
+                "  \(count) local change\(count == 1 ? "" : "s") refused by the store at the last attempt (sent again by the next sync): 'fileproviderctl pending \(domain)' says why"
+            )
         }
     }
 }

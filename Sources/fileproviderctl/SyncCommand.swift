@@ -21,6 +21,13 @@ struct SyncCommand: AsyncParsableCommand {
             warning). One sync of a domain runs at a time: while 'serve' (or another \
             'sync') is syncing the same domain, this one says so and waits for it to finish.
 
+            A sync that skipped items of the store (a name the replica cannot hold, an \
+            impossible value, a folder moved into itself) or did not send local changes (refused \
+            by the store, excluded from sync) exits 3 after a last line on standard error that \
+            counts them; 'fileproviderctl status' shows them with why, 'fileproviderctl pending' \
+            the changes not sent. -v prints a line per item transferred, -vv a line per request \
+            to the store (secrets masked).
+
             The database learns every item; the replica shows the items of populated folders. \
             Folders the replica already shows get their new items; folders new to the replica are \
             populated up to --populate-limit entries and stay dataless (empty) after that, as \
@@ -128,6 +135,31 @@ struct SyncCommand: AsyncParsableCommand {
             throw CommandInterrupted()
         }
         if !failures.isEmpty || incomplete { throw CommandFailure() }
+        if let line = Self.partialSummary(reports) {
+            FileHandle.standardError.write(Data((TerminalText.escaped(line) + "\n").utf8))
+            throw CommandPartial()
+        }
+    }
+}
+
+extension SyncCommand {
+    /// The line a sync that left something undone ends with on standard error, or `nil` when
+    /// every domain was synced in full: `photos: 3 items skipped, 1 change not sent; see
+    /// 'fileproviderctl status photos' for why, 'fileproviderctl pending photos' for the changes
+    /// not sent, 'fileproviderctl why photos:/PATH' for one item`.
+    static func partialSummary(_ reports: [SyncReport]) -> String? {
+        let partial = reports.filter(\.isPartial)
+        guard !partial.isEmpty else { return nil }
+        let skipped = partial.reduce(0) { $0 + $1.skipped }
+        let notSent = partial.reduce(0) { $0 + $1.notSent }
+        let names = partial.map(\.domain)
+        let domain = names.count == 1 ? names[0] : "DOMAIN"
+        var line = names.count == 1 ? "\(domain): " : "\(names.joined(separator: ", ")): "
+        line += SyncReport.problemSummary(skipped: skipped, notSent: notSent) ?? ""
+        line += "; see 'fileproviderctl status\(names.count == 1 ? " " + domain : "")' for why"
+        if notSent > 0 { line += ", 'fileproviderctl pending \(domain)' for the changes not sent" }
+        line += ", 'fileproviderctl why \(domain):/PATH' for one item"
+        return line
     }
 }
 

@@ -1,7 +1,7 @@
 import ArgumentParser
-import CSystemShims
 import Dispatch
 import Foundation
+import ProviderSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -29,7 +29,7 @@ final class Terminal: @unchecked Sendable {
     }
 
     private static func measure() -> Int {
-        let columns = Int(fp_terminal_columns(STDERR_FILENO))
+        let columns = Int(SystemCalls.terminalColumns(STDERR_FILENO))
         if columns > 0 { return columns }
         if let text = ProcessInfo.processInfo.environment["COLUMNS"], let value = Int(text), value > 0 { return min(value, 10_000) }
         return 80

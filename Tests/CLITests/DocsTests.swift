@@ -35,7 +35,7 @@ import Testing
     }
 
     /// Options every command takes: described once, in "Common options".
-    static let common: Set<String> = ["--home", "--verbose", "--quiet", "--log-level", "--json", "--help", "--version"]
+    static let common: Set<String> = ["--home", "--verbose", "--quiet", "--log-level", "--log-file", "--json", "--help", "--version"]
 
     @Test func cliMdHasEveryCommandAndOption() async throws {
         let cli = CLIRunner(home: FileManager.default.temporaryDirectory.appendingPathComponent("fpk-docs-unused"))

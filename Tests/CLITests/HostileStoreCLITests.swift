@@ -3,7 +3,7 @@ import ProviderTesting
 import Testing
 
 /// The real `fileproviderctl` against ``HostileSFTPServer`` (paramiko answering anything on
-/// 127.0.0.1): `sync` ends, the bad items are reported as warnings and not recorded,
+/// 127.0.0.1): `sync` ends (3, a partial sync, or 1), the bad items are reported as warnings and not recorded,
 /// `materialize -R` ends with 0 or 1 (never a signal), `ls` never shows a negative size.
 @Suite("Hostile stores (CLI)", .timeLimit(.minutes(5)))
 struct HostileStoreCLITests {
@@ -18,7 +18,8 @@ struct HostileStoreCLITests {
             #expect(added.status == 0, "\(added.stderr)")
 
             let sync = try await cli.run(["sync", "evil"])
-            #expect(sync.status == 0 || sync.status == 1, "sync exited \(sync.status): \(sync.stderr)")
+            // Items skipped: a partial sync (3), or a failure (1) when the server's lies break more.
+            #expect(sync.status == 3 || sync.status == 1, "sync exited \(sync.status): \(sync.stderr)")
             #expect(sync.stderr.contains("evil:/: skipped an item: \"huge.bin\": its size 18446744073709551615"), "\(sync.stderr)")
             #expect(sync.stderr.contains("skipped an item: \"loop\" is 257 folders deep"), "\(sync.stderr.suffix(2000))")
 

@@ -125,7 +125,7 @@ import Testing
         #expect(names.contains("mode"), "\(help.stdout)")
         let reserved: Set<String> = [
             "backend", "replica", "ignore", "mode", "cache-budget", "hydration", "adopt-replica", "home", "verbose", "quiet",
-            "log-level", "json", "help", "version",
+            "log-level", "log-file", "json", "help", "version",
         ]
         #expect(names.isSubset(of: reserved), "not reserved: \(names.subtracting(reserved).sorted())")
     }
@@ -167,7 +167,8 @@ extension LiarBackendCLITests {
             ["domain", "add", "mixed", "--backend", "liar", "--behaviour", "bad-items"], environment: environment)
         #expect(added.status == 0, "\(added.stderr)")
         let synced = try await cli.run(["sync", "mixed"], environment: environment)
-        #expect(synced.status == 0, "\(synced.stderr)")
+        // Items skipped: a partial sync (exit 3).
+        #expect(synced.status == 3, "\(synced.stderr)")
         for (name, what) in [
             ("huge", "its size"), ("fraction", "its size"), ("far", "its modification date"), ("?", "identifier /surrogate"),
             ("alias", "unknown kind"), ("copy.txt", "came earlier"),

@@ -8,8 +8,9 @@ import Testing
 
 /// `tar c` of a tree of a `dataless` domain that was never downloaded, through the replica
 /// path: tar compares a file's change time after its open with the one after reading it, and
-/// says "file changed as we read it" (exit 1) when a fill ran in between. Small files are
-/// filled before their open returns, so tar exits 0 and archives the store's bytes.
+/// says "file changed as we read it" (exit 1) when a fill ran in between. Small files, and
+/// any file tar opens, are filled before the open returns, so tar exits 0 and archives the
+/// store's bytes.
 @Suite("tar of files never downloaded", .serialized, .timeLimit(.minutes(5)))
 struct OnAccessTarTests {
     /// Extracts `archive` into a new folder of `temp` and returns that folder.
@@ -45,6 +46,33 @@ struct OnAccessTarTests {
         for (path, contents) in files {
             #expect(FileManager.default.contents(atPath: out + "/" + path) == contents, "\(path) in the archive is not the store's")
         }
+        try await domain.stopServe()
+        await store.stop()
+    }
+
+    /// Past the fill-on-open limit, in a progressive domain: tar's open waits until the file is
+    /// whole (`OnAccessHandler.wholeFileReaders`), so it exits 0; it used to say "file changed
+    /// as we read it" (exit 1) and `tar --sparse` archived zeros after the first chunk.
+    @Test(arguments: [ServedDomain.Store.local, .sftp])
+    func aLargeFileNeverDownloadedToo(_ kind: ServedDomain.Store) async throws {
+        let temp = try TemporaryFolder()
+        let store = try await OnAccessTests.StoreUnderTest(kind, temp: temp)
+        let files = ["big/large.bin": patterned(20 << 20, seed: 5), "big/sparse.bin": patterned(18 << 20, seed: 6)]
+        let domain = try await ServedDomain(
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: files)
+        try await domain.startServe()
+
+        let archive = temp.url.appendingPathComponent("large.tar").path
+        let tar = try await runProgram(["tar", "cf", archive, "-C", domain.replica, "big/large.bin"], timeout: 120)
+        #expect(tar.succeeded, "tar c: \(tar)")
+        let sparse = temp.url.appendingPathComponent("sparse.tar").path
+        let tarSparse = try await runProgram(["tar", "--sparse", "-cf", sparse, "-C", domain.replica, "big/sparse.bin"], timeout: 120)
+        #expect(tarSparse.succeeded, "tar --sparse -c: \(tarSparse)")
+        let out = try await Self.extract(archive, in: temp, as: "out")
+        let sparseOut = try await Self.extract(sparse, in: temp, as: "sparse-out")
+        #expect(FileManager.default.contents(atPath: out + "/big/large.bin") == files["big/large.bin"])
+        let archived = FileManager.default.contents(atPath: sparseOut + "/big/sparse.bin") ?? Data()
+        #expect(archived == files["big/sparse.bin"], "tar --sparse: \(OnAccessTests.difference(archived, files["big/sparse.bin"]!))")
         try await domain.stopServe()
         await store.stop()
     }

@@ -34,7 +34,7 @@ import Testing
         #expect(added.status == 0, "\(added.stderr)")
         #expect(
             added.stdout
-                == "added domain 'd' (local, dataless); replica: \(home)/domains/d; files kept in: \(home)/replicas/d\nlimit: programs that map holes before reading (tar --sparse, SEEK_DATA/SEEK_HOLE, FIEMAP) skip what is not downloaded and get zeros instead of its bytes; run 'fileproviderctl materialize -R d:/' before such a backup\nnext: fileproviderctl sync d\n"
+                == "added domain 'd' (local, dataless); replica: \(home)/domains/d; files kept in: \(home)/replicas/d\nlimit: programs that map holes before reading (SEEK_DATA/SEEK_HOLE, FIEMAP; not tar, which is given whole files) skip what is not downloaded and get zeros instead of its bytes; run 'fileproviderctl materialize -R d:/' before such a backup\nnext: fileproviderctl sync d\n"
         )
         #expect(try await cli.run(["domain", "add", "p", "--backend", "local", "--root", src]).status == 0)
         #expect(FileManager.default.fileExists(atPath: "\(home)/replicas/d"))

@@ -62,6 +62,26 @@ struct CompatTests {
         await backend.close()
     }
 
+    /// A download resumed at an offset past the end of the file (it got shorter since the
+    /// transfer broke off): the server answers `416`, and the whole file is fetched again
+    /// (AdapterKit's `HTTPRequest.sendResuming`, which WebDAV shares).
+    @Test func aResumeFromPastTheEndFetchesTheWholeFile() async throws {
+        let folder = try server.makeFolder()
+        let backend = try await backend(folder)
+        let scratch = try Scratch()
+        let image = try Samples.png(seed: 5)
+        let created = try await backend.createItem(
+            basedOn: .template(identifier: "t1", parent: .rootContainer, filename: "short.png", kind: .file), fields: [.contents],
+            contents: try scratch.write("upload", image), options: []
+        ).item
+        // What a transfer of a longer earlier version left behind.
+        let download = try scratch.write("partial", Data(repeating: 7, count: image.count + 100))
+        _ = try await backend.fetchContents(
+            for: created.identifier, version: nil, to: download, offset: Int64(image.count + 50), progress: nil)
+        #expect(try Data(contentsOf: download) == image)
+        await backend.close()
+    }
+
     @Test func uploadModifyFetchAndDelete() async throws {
         let folder = try server.makeFolder()
         let backend = try await backend(folder)
@@ -79,7 +99,8 @@ struct CompatTests {
                 contents: try scratch.write("two", first), options: [])
         }
         let download = try scratch.write("download", Data())
-        let fetched = try await backend.fetchContents(for: created.identifier, version: created.version, to: download, offset: 0, progress: nil)
+        let fetched = try await backend.fetchContents(
+            for: created.identifier, version: created.version, to: download, offset: 0, progress: nil)
         #expect(try Data(contentsOf: download) == first)
         #expect(fetched.version == created.version)
 

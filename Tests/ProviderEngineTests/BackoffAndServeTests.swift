@@ -2,6 +2,7 @@ import Foundation
 import ProviderCore
 import ProviderEngine
 import ProviderStore
+import ProviderSystem
 import ProviderTesting
 import Testing
 

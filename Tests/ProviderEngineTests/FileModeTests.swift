@@ -37,6 +37,7 @@ private struct LocalStoreFixture {
     let manager: ProviderManager
     let kind: String
     let options: [String: String]
+    let registry = BackendRegistry([LocalBackend.descriptor, SFTPBackend.descriptor])
 
     init(sftp server: SSHServer? = nil) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-modes-\(UUID().uuidString)")
@@ -51,8 +52,13 @@ private struct LocalStoreFixture {
             kind = "local"
             options = ["root": store.path]
         }
-        manager = try ProviderManager(
-            home: folder.appendingPathComponent("home"), registry: BackendRegistry([LocalBackend.descriptor, SFTPBackend.descriptor]))
+        manager = try ProviderManager(home: folder.appendingPathComponent("home"), registry: registry)
+    }
+
+    /// Another manager of the same home, as another command's: it has no controller, so it
+    /// knows the store's capabilities only from the backend's descriptor.
+    func otherManager() throws -> ProviderManager {
+        try ProviderManager(home: folder.appendingPathComponent("home"), registry: registry)
     }
 
     func addDomain(mode: ReplicaMode) async throws -> DomainController {
@@ -92,38 +98,47 @@ private struct LocalStoreFixture {
 
     @Test(arguments: [ReplicaMode.placeholderFiles, .dataless])
     func aStoreModeSurvivesMaterializeEvictionAndRedownload(mode replicaMode: ReplicaMode) async throws {
-        try await LocalStoreFixture.with { f in
-            try f.write("run.sh", Self.script, mode: 0o755)
-            try f.write("plain.txt", "plain", mode: 0o644)
-            try f.write("private.sh", Self.script, mode: 0o700)
-            let controller = try await f.addDomain(mode: replicaMode)
-            try await controller.sync()
-            let replica = controller.replica
-            let stored = try #require(try f.manager.store.item(domainID: controller.domainID, path: "run.sh"))
-            #expect(stored.flags.contains(.userExecutable))
-            #expect(try f.manager.store.item(domainID: controller.domainID, path: "plain.txt")?.flags == .plainFile)
+        try await LocalStoreFixture.with { f in try await Self.storeModeSurvives(f, mode: replicaMode) }
+    }
+
+    /// The same over SFTP (a real sshd on loopback): the permissions attribute.
+    @Test(.enabled(if: SSHServer.isAvailable), arguments: [ReplicaMode.placeholderFiles, .dataless])
+    func anSFTPStoreModeSurvivesMaterializeEvictionAndRedownload(mode replicaMode: ReplicaMode) async throws {
+        let server = try await SSHServer.shared()
+        try await LocalStoreFixture.with(sftp: server) { f in try await Self.storeModeSurvives(f, mode: replicaMode) }
+    }
+
+    private static func storeModeSurvives(_ f: LocalStoreFixture, mode replicaMode: ReplicaMode) async throws {
+        try f.write("run.sh", Self.script, mode: 0o755)
+        try f.write("plain.txt", "plain", mode: 0o644)
+        try f.write("private.sh", Self.script, mode: 0o700)
+        let controller = try await f.addDomain(mode: replicaMode)
+        try await controller.sync()
+        let replica = controller.replica
+        let stored = try #require(try f.manager.store.item(domainID: controller.domainID, path: "run.sh"))
+        #expect(stored.flags.contains(.userExecutable))
+        #expect(try f.manager.store.item(domainID: controller.domainID, path: "plain.txt")?.flags == .plainFile)
+        if replicaMode == .dataless {
+            // The dataless file has the x bits before a byte is downloaded.
+            #expect(mode(replica.path("run.sh")) == 0o755)
+            #expect(mode(replica.path("plain.txt")) == 0o644)
+        }
+        for round in 0..<2 {
+            let outcomes = await controller.materialize(paths: ["run.sh", "plain.txt", "private.sh"], recursive: false)
+            #expect(outcomes.allSatisfy { $0.error == nil }, "round \(round): \(outcomes)")
+            #expect(mode(replica.path("run.sh")) == 0o755, "round \(round)")
+            #expect(mode(replica.path("plain.txt")) == 0o644, "round \(round)")
+            // Only the executable bit is the item's: the rest is the replica's (the umask's).
+            #expect(mode(replica.path("private.sh")) == 0o755, "round \(round)")
+            #expect(try run("./run.sh", in: replica.root.path) == 0, "round \(round)")
+            #expect(try run("./private.sh", in: replica.root.path) == 0, "round \(round)")
+            let evicted = await controller.evict(paths: ["run.sh", "plain.txt", "private.sh"], recursive: false)
+            #expect(evicted.allSatisfy { $0.error == nil }, "round \(round): \(evicted)")
             if replicaMode == .dataless {
-                // The dataless file has the x bits before a byte is downloaded.
-                #expect(mode(replica.path("run.sh")) == 0o755)
-                #expect(mode(replica.path("plain.txt")) == 0o644)
-            }
-            for round in 0..<2 {
-                let outcomes = await controller.materialize(paths: ["run.sh", "plain.txt", "private.sh"], recursive: false)
-                #expect(outcomes.allSatisfy { $0.error == nil }, "round \(round): \(outcomes)")
                 #expect(mode(replica.path("run.sh")) == 0o755, "round \(round)")
                 #expect(mode(replica.path("plain.txt")) == 0o644, "round \(round)")
-                // Only the executable bit is the item's: the rest is the replica's (the umask's).
-                #expect(mode(replica.path("private.sh")) == 0o755, "round \(round)")
-                #expect(try run("./run.sh", in: replica.root.path) == 0, "round \(round)")
-                #expect(try run("./private.sh", in: replica.root.path) == 0, "round \(round)")
-                let evicted = await controller.evict(paths: ["run.sh", "plain.txt", "private.sh"], recursive: false)
-                #expect(evicted.allSatisfy { $0.error == nil }, "round \(round): \(evicted)")
-                if replicaMode == .dataless {
-                    #expect(mode(replica.path("run.sh")) == 0o755, "round \(round)")
-                    #expect(mode(replica.path("plain.txt")) == 0o644, "round \(round)")
-                } else {
-                    #expect(mode(replica.path("run.sh")) == nil, "round \(round)")
-                }
+            } else {
+                #expect(mode(replica.path("run.sh")) == nil, "round \(round)")
             }
         }
     }
@@ -201,6 +216,93 @@ private struct LocalStoreFixture {
         try await LocalStoreFixture.with(sftp: server) { f in try await Self.chmodReachesTheStore(f) }
     }
 
+    /// `pending` (``ProviderManager/unsentChanges(inDomain:)``) lists the chmod of `path`, in
+    /// this manager and in another command's.
+    private static func expectUnsentChmod(_ f: LocalStoreFixture, _ path: String) async throws {
+        let other = try f.otherManager()
+        for manager in [f.manager, other] {
+            let unsent = try await manager.unsentChanges(inDomain: "d")
+            #expect(unsent.map(\.path) == ["/" + path], "\(unsent)")
+            #expect(unsent.first?.reason.contains("executable bit") == true, "\(unsent)")
+        }
+        await other.close()
+    }
+
+    /// A `chmod` of a dataless file (never downloaded) goes up as a metadata change too, the
+    /// item stays not downloaded, and its download has the mode.
+    @Test func aChmodOfAFileNeverDownloadedReachesALocalStore() async throws {
+        try await LocalStoreFixture.with { f in try await Self.chmodOfADatalessFileReachesTheStore(f) }
+    }
+
+    /// The same over SFTP (a real sshd on loopback).
+    @Test(.enabled(if: SSHServer.isAvailable)) func aChmodOfAFileNeverDownloadedReachesAnSFTPStore() async throws {
+        let server = try await SSHServer.shared()
+        try await LocalStoreFixture.with(sftp: server) { f in try await Self.chmodOfADatalessFileReachesTheStore(f) }
+    }
+
+    private static func chmodOfADatalessFileReachesTheStore(_ f: LocalStoreFixture) async throws {
+        try f.write("tool", script, mode: 0o644)
+        let storePath = f.store.appendingPathComponent("tool").path
+        let controller = try await f.addDomain(mode: .dataless)
+        try await controller.sync()
+        let local = controller.replica.path("tool")
+        #expect(mode(local) == 0o644)
+        #expect(chmod(local, 0o755) == 0)
+        try await expectUnsentChmod(f, "tool")
+        let report = try await controller.sync()
+        #expect(report.uploaded == 1, "\(report)")
+        #expect(mode(storePath) == 0o755)
+        let record = try #require(try f.manager.store.item(domainID: controller.domainID, path: "tool"))
+        #expect(record.flags.contains(.userExecutable) && record.state == .placeholder)
+        #expect(try await controller.sync().uploaded == 0)
+        #expect(try await f.manager.unsentChanges(inDomain: "d").isEmpty)
+        #expect(mode(local) == 0o755)
+        _ = await controller.materialize(paths: ["tool"], recursive: false)
+        #expect(mode(local) == 0o755)
+        #expect(try run("./tool", in: controller.replica.root.path) == 0)
+        #expect(FileManager.default.contents(atPath: local) == Data(script.utf8))
+        // And back, on the dataless file again.
+        _ = await controller.evict(paths: ["tool"], recursive: false)
+        #expect(chmod(local, 0o644) == 0)
+        #expect(try await controller.sync().uploaded == 1)
+        #expect(mode(storePath) == 0o644)
+    }
+
+    /// Automatic eviction (here of another command, which knows the store only by its
+    /// backend's descriptor) keeps a file whose local `chmod` was not sent: the placeholder or
+    /// the new dataless file would get the store's mode back. Once sent, the file goes, and the
+    /// bit comes back with the next download.
+    @Test(arguments: [ReplicaMode.placeholderFiles, .dataless])
+    func automaticEvictionKeepsAFileWithAnUnsentChmod(mode replicaMode: ReplicaMode) async throws {
+        try await LocalStoreFixture.with { f in
+            try f.write("tool", Self.script, mode: 0o644)
+            try f.write("plain.txt", "plain", mode: 0o644)
+            let controller = try await f.addDomain(mode: replicaMode)
+            try await controller.sync()
+            _ = await controller.materialize(paths: ["tool", "plain.txt"], recursive: false)
+            let local = controller.replica.path("tool")
+            #expect(chmod(local, 0o755) == 0)
+            try f.manager.setCacheBudget(ofDomain: "d", 0)
+            let other = try f.otherManager()
+            for manager in [other, f.manager] {
+                let pass = try await Evictor(manager: manager).run()
+                #expect(pass.evicted.map(\.path) == ["/plain.txt"], "\(pass.evicted)")
+                let kept = pass.kept.first { $0.path == "/tool" }
+                #expect(kept?.reason.contains("executable bit") == true, "\(pass.kept)")
+                #expect(mode(local) == 0o755)
+                #expect(try f.manager.store.item(domainID: controller.domainID, path: "tool")?.state == .materialized)
+                _ = await controller.materialize(paths: ["plain.txt"], recursive: false)
+            }
+            #expect(try await controller.sync().uploaded == 1)
+            let pass = try await Evictor(manager: other).run()
+            #expect(pass.evicted.map(\.path).contains("/tool"), "\(pass.evicted) \(pass.kept)")
+            await other.close()
+            _ = await controller.materialize(paths: ["tool"], recursive: false)
+            #expect(mode(local) == 0o755)
+            #expect(try run("./tool", in: controller.replica.root.path) == 0)
+        }
+    }
+
     private static func chmodReachesTheStore(_ f: LocalStoreFixture, mode replicaMode: ReplicaMode = .placeholderFiles) async throws {
         try f.write("tool", script, mode: 0o644)
         let storePath = f.store.appendingPathComponent("tool").path
@@ -210,9 +312,11 @@ private struct LocalStoreFixture {
         let local = controller.replica.path("tool")
         #expect(mode(local) == 0o644)
         #expect(chmod(local, 0o755) == 0)
+        try await expectUnsentChmod(f, "tool")
         let report = try await controller.sync()
         #expect(report.uploaded == 1, "\(report)")
         #expect(mode(storePath) == 0o755)
+        #expect(try await f.manager.unsentChanges(inDomain: "d").isEmpty)
         let record = try #require(try f.manager.store.item(domainID: controller.domainID, path: "tool"))
         #expect(record.flags.contains(.userExecutable))
         #expect(record.state == .materialized && !record.isOutdated)

@@ -6,6 +6,7 @@ import ProviderTesting
 import Testing
 
 @testable import ProviderEngine
+@testable import ProviderSystem
 
 /// A materialized file never keeps a `.placeholder` file beside it. `materialize` reads each
 /// folder of its files once, holding the domain's sync lock, and skips removing the placeholders

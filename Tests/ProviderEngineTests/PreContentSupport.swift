@@ -4,6 +4,7 @@ import ProviderTesting
 import Testing
 
 @testable import ProviderEngine
+@testable import ProviderSystem
 
 #if canImport(Glibc)
     import Glibc

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import ProviderEngine
+@testable import ProviderSystem
 
 #if canImport(Glibc)
     import Glibc

@@ -5,6 +5,7 @@ import ProviderTesting
 import Testing
 
 @testable import ProviderEngine
+@testable import ProviderSystem
 
 #if canImport(Glibc)
     import Glibc

@@ -3,6 +3,7 @@ import Logging
 import ProviderCore
 import ProviderEngine
 import ProviderStore
+import ProviderSystem
 import ProviderTesting
 import Testing
 

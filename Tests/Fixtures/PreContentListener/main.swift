@@ -14,7 +14,7 @@
 // numbers above the limit the guardian knows. Killing it (any signal) is what the tests do; nothing to stop it cleanly.
 import Foundation
 import ProviderCore
-import ProviderEngine
+import ProviderSystem
 
 #if canImport(Glibc)
     import Glibc

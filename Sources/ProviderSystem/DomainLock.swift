@@ -1,5 +1,6 @@
 import Foundation
 import ProviderCore
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -59,7 +60,7 @@ public final class DomainLock: Sendable {
     /// Takes the lock at `path` without waiting; `nil` when another holder has it.
     /// - Throws: `localIOFailure` (or the code of the error) when the lock file cannot be
     ///   created or locked.
-    static func attempt(_ path: String) throws(FileProviderError) -> DomainLock? {
+    package static func attempt(_ path: String) throws(FileProviderError) -> DomainLock? {
         do throws(FileProviderError) {
             try PrivateFolder.make(atPath: (path as NSString).deletingLastPathComponent)
         } catch {
@@ -97,7 +98,7 @@ public final class DomainLock: Sendable {
 
     /// The process id of the holder of the lock at `path` (0 when it has not written it yet), or
     /// `nil` when nobody holds it.
-    static func holder(path: String) -> Int32? {
+    package static func holder(path: String) -> Int32? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 { return nil }
         defer { Glibc.close(fd) }
@@ -113,31 +114,5 @@ public final class DomainLock: Sendable {
         let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
         guard count > 0 else { return nil }
         return Int32(String(decoding: buffer[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
-    }
-}
-
-extension ProviderManager {
-    /// The file `fileproviderctl signal` touches and `serve` watches: `<home>/signals/<domain>`.
-    public func signalURL(forDomain name: String) -> URL {
-        home.appendingPathComponent("signals/\(name)")
-    }
-
-    /// Asks a running `serve` to poll a domain's store now (and to retry now if the domain is
-    /// backing off), by rewriting the domain's signal file.
-    /// - Returns: the process id of the `serve` running the domain, or `nil` when none runs it
-    ///   (the next `serve` syncs the domain when it starts anyway).
-    /// - Throws: `providerDomainNotFound` for an unknown domain; `localIOFailure` when the signal
-    ///   file cannot be written.
-    @discardableResult
-    public func signalServe(domain name: String) throws(FileProviderError) -> Int32? {
-        _ = try domain(named: name)
-        let url = signalURL(forDomain: name)
-        do {
-            try PrivateFolder.make(atPath: url.deletingLastPathComponent().path)
-            try Data("\(Date().timeIntervalSince1970)\n".utf8).write(to: url)
-        } catch {
-            throw FileProviderError(.localIOFailure, "cannot write the signal file \(url.path): \(error.localizedDescription)")
-        }
-        return DomainLock.holder(home: home, domain: name)
     }
 }

@@ -1,6 +1,7 @@
 import CSystemShims
 import Foundation
 import ProviderCore
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc

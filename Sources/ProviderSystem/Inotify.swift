@@ -6,24 +6,24 @@ import ProviderCore
 #endif
 
 /// One event read from an inotify descriptor.
-struct InotifyEvent: Sendable, Hashable {
+package struct InotifyEvent: Sendable, Hashable {
     /// The watch it belongs to; -1 for `IN_Q_OVERFLOW`.
-    var watch: Int32
-    var mask: UInt32
-    var cookie: UInt32
+    package var watch: Int32
+    package var mask: UInt32
+    package var cookie: UInt32
     /// The name inside the watched folder, when the event is about a child.
-    var name: String?
+    package var name: String?
 
-    func has(_ flag: Int32) -> Bool { mask & UInt32(bitPattern: flag) != 0 }
-    var isFolder: Bool { has(IN_ISDIR) }
-    var isOverflow: Bool { has(IN_Q_OVERFLOW) }
+    package func has(_ flag: Int32) -> Bool { mask & UInt32(bitPattern: flag) != 0 }
+    package var isFolder: Bool { has(IN_ISDIR) }
+    package var isOverflow: Bool { has(IN_Q_OVERFLOW) }
 }
 
 /// A Linux inotify descriptor with a wake-up pipe, so a thread blocked reading it can be stopped.
 ///
 /// Blocking: ``read()`` waits in `poll(2)`; call it only from a thread of its own, never from
 /// Swift's cooperative pool. ``wake()`` may be called from any thread.
-final class Inotify: @unchecked Sendable {
+package final class Inotify: @unchecked Sendable {
     private let fd: Int32
     private let wakeRead: Int32
     private let wakeWrite: Int32
@@ -32,13 +32,13 @@ final class Inotify: @unchecked Sendable {
     /// Events for folders the serve loop watches: changes of children, and the folder itself
     /// going away; and opens of children (`IN_OPEN`: when files were last used, for eviction;
     /// one event per open, not per read as `IN_ACCESS` would be).
-    static let folderMask = UInt32(
+    package static let folderMask = UInt32(
         IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF
             | IN_MOVE_SELF | IN_OPEN | IN_ONLYDIR | IN_EXCL_UNLINK)
 
     /// Opens an inotify descriptor.
     /// - Throws: `localIOFailure` when the kernel refuses (too many inotify instances).
-    init() throws(FileProviderError) {
+    package init() throws(FileProviderError) {
         fd = inotify_init1(Int32(O_CLOEXEC | O_NONBLOCK))
         if fd < 0 { throw POSIXError.error("cannot start inotify for", path: "the replica folders") }
         var pipeEnds: [Int32] = [-1, -1]
@@ -65,7 +65,7 @@ final class Inotify: @unchecked Sendable {
     /// already, possibly under another path).
     /// - Throws: `noSuchItem` when the folder is gone, `localIOFailure` with the kernel's reason
     ///   otherwise (`ENOSPC`: the limit `fs.inotify.max_user_watches` is reached).
-    func addWatch(_ path: String, mask: UInt32 = Inotify.folderMask) throws(FileProviderError) -> Int32 {
+    package func addWatch(_ path: String, mask: UInt32 = Inotify.folderMask) throws(FileProviderError) -> Int32 {
         let watch = inotify_add_watch(fd, path, mask)
         if watch < 0 {
             let code = errno
@@ -79,12 +79,12 @@ final class Inotify: @unchecked Sendable {
     }
 
     /// Stops a watch; a watch the kernel already dropped is fine.
-    func removeWatch(_ watch: Int32) {
+    package func removeWatch(_ watch: Int32) {
         _ = inotify_rm_watch(fd, watch)
     }
 
     /// Makes a blocked or the next ``read()`` return an empty list at once.
-    func wake() {
+    package func wake() {
         var byte: UInt8 = 1
         _ = Glibc.write(wakeWrite, &byte, 1)
     }
@@ -92,7 +92,7 @@ final class Inotify: @unchecked Sendable {
     /// Waits until events arrive or ``wake()`` is called; returns the events (empty after a
     /// wake-up). Blocking.
     /// - Throws: `localIOFailure` when polling or reading fails.
-    func read() throws(FileProviderError) -> [InotifyEvent] {
+    package func read() throws(FileProviderError) -> [InotifyEvent] {
         var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
         while true {
             let ready = poll(&fds, 2, -1)
@@ -122,7 +122,7 @@ final class Inotify: @unchecked Sendable {
     /// The events queued within `milliseconds` (as soon as there are some), else none.
     /// Blocking.
     /// - Throws: `localIOFailure` when polling or reading fails.
-    func events(within milliseconds: Int32) throws(FileProviderError) -> [InotifyEvent] {
+    package func events(within milliseconds: Int32) throws(FileProviderError) -> [InotifyEvent] {
         var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         while poll(&ready, 1, milliseconds) < 0 {
             if errno != EINTR { throw POSIXError.error("cannot wait for events on", path: "inotify") }
@@ -133,7 +133,7 @@ final class Inotify: @unchecked Sendable {
     /// Whether `events` hold the first half of a rename (`IN_MOVED_FROM`) without its second
     /// (`IN_MOVED_TO`, the same cookie): the kernel queues them one after the other, so a read
     /// can fall between them.
-    static func hasUnpairedMove(_ events: [InotifyEvent]) -> Bool {
+    package static func hasUnpairedMove(_ events: [InotifyEvent]) -> Bool {
         var open = Set<UInt32>()
         for event in events {
             if event.has(IN_MOVED_FROM) {
@@ -147,7 +147,7 @@ final class Inotify: @unchecked Sendable {
 
     /// The events queued now, without waiting. Blocking (a few reads).
     /// - Throws: `localIOFailure` when reading fails.
-    func drain() throws(FileProviderError) -> [InotifyEvent] {
+    package func drain() throws(FileProviderError) -> [InotifyEvent] {
         var events: [InotifyEvent] = []
         while true {
             let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
@@ -162,7 +162,7 @@ final class Inotify: @unchecked Sendable {
     }
 
     /// Splits a buffer of `struct inotify_event` records.
-    static func parse(_ buffer: [UInt8], count: Int) -> [InotifyEvent] {
+    package static func parse(_ buffer: [UInt8], count: Int) -> [InotifyEvent] {
         var events: [InotifyEvent] = []
         let header = 16
         buffer.withUnsafeBytes { raw in

@@ -9,18 +9,18 @@ import ProviderCore
 /// (it holds the database, which names every path of every domain) and the `locks`, `staging`
 /// and `signals` folders in it. Replica folders are not among them: they are the user's files
 /// and keep the modes the user's umask gives them.
-enum PrivateFolder {
+package enum PrivateFolder {
     /// `rwx------`.
-    static let mode: mode_t = 0o700
+    package static let mode: mode_t = 0o700
 
     /// The folders below the state folder made private with it.
-    static let inHome = ["locks", "locks/sync", "staging", "signals"]
+    package static let inHome = ["locks", "locks/sync", "staging", "signals"]
 
     /// Makes the state folder and ``inHome`` private: creates what is missing with mode 0700
     /// (folders above the state folder too, as the XDG base directory specification asks) and
     /// takes group and other permissions away from folders an older version made 0755.
     /// - Throws: `localIOFailure` naming the folder that cannot be made.
-    static func makeHome(_ home: URL) throws(FileProviderError) {
+    package static func makeHome(_ home: URL) throws(FileProviderError) {
         try make(atPath: home.path)
         for relative in inHome { try make(atPath: home.appendingPathComponent(relative).path) }
     }
@@ -29,7 +29,7 @@ enum PrivateFolder {
     /// its group and other permissions. A folder of another owner is left as it is (only its
     /// owner may change its mode).
     /// - Throws: `localIOFailure` naming the folder when it cannot be made.
-    static func make(atPath path: String) throws(FileProviderError) {
+    package static func make(atPath path: String) throws(FileProviderError) {
         if mkdir(path, mode) == 0 { return }
         var code = errno
         if code == ENOENT {
@@ -48,7 +48,7 @@ enum PrivateFolder {
     }
 
     /// Takes group and other permissions away from an existing file or folder, when it has any.
-    static func tighten(_ path: String, _ info: stat) {
+    package static func tighten(_ path: String, _ info: stat) {
         if info.st_mode & 0o077 != 0 && info.st_uid == geteuid() {
             _ = chmod(path, info.st_mode & 0o7700)
         }

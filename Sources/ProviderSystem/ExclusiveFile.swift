@@ -1,4 +1,3 @@
-import CSystemShims
 import Foundation
 import ProviderCore
 
@@ -20,9 +19,9 @@ import ProviderCore
 /// this one may inspect, and a program opening the file just after the scan is not stopped.
 ///
 /// All methods block: run them on the engine's executor.
-final class ExclusiveFile {
+package final class ExclusiveFile {
     /// How the check is made.
-    enum Method: Sendable {
+    package enum Method: Sendable {
         /// A write lease, else the process scan.
         case lease
         /// Only the process scan (tests of the fallback).
@@ -30,7 +29,7 @@ final class ExclusiveFile {
     }
 
     /// What ``open(_:writable:method:)`` found.
-    enum Outcome {
+    package enum Outcome {
         /// Nothing else has the file open; it is held until ``release()``.
         case held(ExclusiveFile)
         /// A program has the file open (or mapped): a reason to show.
@@ -39,8 +38,8 @@ final class ExclusiveFile {
         case missing
     }
 
-    let fd: Int32
-    let path: String
+    package let fd: Int32
+    package let path: String
     private let leased: Bool
     private var released = false
 
@@ -56,7 +55,7 @@ final class ExclusiveFile {
     /// `writable`) and checks that nothing else has it open.
     /// - Throws: `localIOFailure` (or the code of `errno`) when the file cannot be opened for
     ///   another reason than being missing or leased by another process.
-    static func open(_ path: String, writable: Bool, method: Method = .lease) throws(FileProviderError) -> Outcome {
+    package static func open(_ path: String, writable: Bool, method: Method = .lease) throws(FileProviderError) -> Outcome {
         // Non-blocking: a file another process holds a lease on fails with EWOULDBLOCK instead
         // of waiting for it.
         let flags = (writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK
@@ -75,7 +74,7 @@ final class ExclusiveFile {
             return .missing
         }
         if method == .lease {
-            if fp_take_write_lease(fd) == 0 { return .held(ExclusiveFile(fd: fd, path: path, leased: true)) }
+            if SystemCalls.takeWriteLease(fd) == 0 { return .held(ExclusiveFile(fd: fd, path: path, leased: true)) }
             if errno == EAGAIN || errno == EWOULDBLOCK {
                 Glibc.close(fd)
                 return .inUse("a program has it open")
@@ -89,20 +88,20 @@ final class ExclusiveFile {
     }
 
     /// Whether the lease guards the file (else the process scan did, once).
-    var isLeased: Bool { leased }
+    package var isLeased: Bool { leased }
 
     /// The held file's status.
-    func status() -> stat? {
+    package func status() -> stat? {
         var status = stat()
         return fstat(fd, &status) == 0 ? status : nil
     }
 
     /// Releases the lease (a program waiting to open the file goes on) and closes the file.
     /// Calling it again does nothing.
-    func release() {
+    package func release() {
         guard !released else { return }
         released = true
-        if leased { _ = fp_release_lease(fd) }
+        if leased { _ = SystemCalls.releaseLease(fd) }
         Glibc.close(fd)
     }
 }
@@ -110,17 +109,17 @@ final class ExclusiveFile {
 /// Finds processes that have a file open or mapped, from `/proc`: the fallback of
 /// ``ExclusiveFile`` where leases are not available. Sees the processes this one may inspect
 /// (its own user's, or all as root). Blocking.
-enum ProcessScan {
-    struct Holder: Sendable, Hashable {
-        var pid: Int32
-        var name: String?
+package enum ProcessScan {
+    package struct Holder: Sendable, Hashable {
+        package var pid: Int32
+        package var name: String?
         /// Mapped (`mmap`) rather than open.
-        var mapped: Bool
+        package var mapped: Bool
     }
 
     /// A process that has the inode open or mapped, leaving out this process's descriptor
     /// `except`; `nil` when none is found.
-    static func holder(device: UInt64, inode: UInt64, except: Int32) -> Holder? {
+    package static func holder(device: UInt64, inode: UInt64, except: Int32) -> Holder? {
         let own = getpid()
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return nil }
         for entry in entries {
@@ -143,7 +142,7 @@ enum ProcessScan {
 
     /// Whether `/proc/PID/maps` lists a mapping of the inode (its lines name the device as
     /// `major:minor` in hex and the inode in decimal).
-    static func maps(pid: Int32, contain device: UInt64, _ inode: UInt64) -> Bool {
+    package static func maps(pid: Int32, contain device: UInt64, _ inode: UInt64) -> Bool {
         guard let data = contents(of: "/proc/\(pid)/maps") else { return false }
         let major = ((device >> 8) & 0xfff) | ((device >> 32) & ~UInt64(0xfff))
         let minor = (device & 0xff) | ((device >> 12) & ~UInt64(0xff))
@@ -162,7 +161,7 @@ enum ProcessScan {
 
     /// The whole of a `/proc` file (they report a size of 0, and reading stops only at the end),
     /// or `nil` when it cannot be read.
-    static func contents(of path: String) -> [UInt8]? {
+    package static func contents(of path: String) -> [UInt8]? {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 { return nil }
         defer { Glibc.close(fd) }
@@ -179,7 +178,9 @@ enum ProcessScan {
         }
     }
 
-    private static func processName(_ pid: Int32) -> String? {
+    /// The name of the process `pid` (`/proc/PID/comm`, at most 15 bytes), or `nil` when it
+    /// is gone or cannot be read.
+    package static func processName(_ pid: Int32) -> String? {
         guard let data = contents(of: "/proc/\(pid)/comm") else { return nil }
         let name = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         return name.isEmpty ? nil : name

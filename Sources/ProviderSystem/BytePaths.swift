@@ -1,4 +1,3 @@
-import CSystemShims
 import Foundation
 import ProviderCore
 
@@ -8,10 +7,10 @@ import ProviderCore
 
 /// Paths as bytes, for the files of a replica whose names need not be UTF-8 (a conversion moves
 /// and keeps them byte for byte). Blocking.
-enum BytePaths {
+package enum BytePaths {
     /// The names in a folder (without `.` and `..`), as bytes.
     /// - Throws: `localIOFailure` (or the code of the failure) naming the folder.
-    static func names(in folder: [CChar]) throws(FileProviderError) -> [[CChar]] {
+    package static func names(in folder: [CChar]) throws(FileProviderError) -> [[CChar]] {
         guard let directory = opendir(folder + [0]) else { throw POSIXError.error("cannot read the folder", path: display(folder)) }
         defer { closedir(directory) }
         var names: [[CChar]] = []
@@ -24,21 +23,21 @@ enum BytePaths {
     }
 
     /// Whether `path` is a folder (not a link to one).
-    static func isFolder(_ path: [CChar]) -> Bool {
+    package static func isFolder(_ path: [CChar]) -> Bool {
         var info = stat()
         return lstat(path + [0], &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
     }
 
-    static func isFolder(_ path: String) -> Bool { isFolder(bytes(path)) }
+    package static func isFolder(_ path: String) -> Bool { isFolder(bytes(path)) }
 
     /// A path's bytes, without the terminating zero.
-    static func bytes(_ path: String) -> [CChar] { Array(path.utf8CString.dropLast()) }
+    package static func bytes(_ path: String) -> [CChar] { Array(path.utf8CString.dropLast()) }
 
     /// A path for messages: quoted when its bytes must not reach a terminal as they are.
-    static func display(_ path: [CChar]) -> String { TerminalText.quoted(bytes: path.map { UInt8(bitPattern: $0) }) }
+    package static func display(_ path: [CChar]) -> String { TerminalText.quoted(bytes: path.map { UInt8(bitPattern: $0) }) }
 
     /// Whether two existing paths are on one file system.
-    static func sameFileSystem(_ a: String, _ b: String) -> Bool {
+    package static func sameFileSystem(_ a: String, _ b: String) -> Bool {
         var first = stat()
         var second = stat()
         return stat(a, &first) == 0 && stat(b, &second) == 0 && first.st_dev == second.st_dev
