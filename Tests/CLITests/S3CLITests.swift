@@ -36,8 +36,11 @@ struct S3CLITests {
             #expect(data.range(of: Data(cluster.secretKey.utf8)) == nil, "the secret key is in \(file)")
         }
 
-        let synced = try await cli.run(["sync", "bucket"], environment: environment)
+        // -vv: a line per request, naming the signature, never showing the keys.
+        let synced = try await cli.run(["sync", "-vv", "bucket"], environment: environment)
         #expect(synced.status == 0, "sync: \(synced.stderr)")
+        #expect(synced.stderr.contains("auth=aws-sigv4"), "\(synced.stderr.prefix(2000))")
+        #expect(!synced.stderr.contains(cluster.secretKey))
         let materialized = try await cli.run(["materialize", "bucket:/docs/hello.txt"], environment: environment)
         #expect(materialized.status == 0, "materialize: \(materialized.stderr)")
         let hello = replica.appendingPathComponent("docs/hello.txt")
