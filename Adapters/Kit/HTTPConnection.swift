@@ -39,7 +39,9 @@ final class HTTPConnection: @unchecked Sendable {
         var headers: UnsafeMutablePointer<curl_slist>?
         defer { curl_slist_free_all(headers) }
         func add(_ line: String) { headers = curl_slist_append(headers, line) }
-        add("Expect:")
+        // libcurl 7.88 signs an `Expect:` line (which only removes the header) as a header it
+        // never sends: AWS-signed requests keep libcurl's own `Expect: 100-continue`.
+        if settings.awsSignature == nil { add("Expect:") }
         if let token = settings.token { add("Authorization: Bearer \(token)") }
         for line in request.headers { add(line) }
         switch request.sink {
@@ -66,7 +68,14 @@ final class HTTPConnection: @unchecked Sendable {
         // Certificates and host names are always verified (libcurl's defaults, set anyway).
         set(fp_curl_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 1))
         set(fp_curl_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 2))
-        if let credentials = settings.basicCredentials {
+        if let signature = settings.awsSignature {
+            set(fp_curl_setopt_string(handle, CURLOPT_AWS_SIGV4, signature.provider))
+            set(fp_curl_setopt_string(handle, CURLOPT_USERNAME, signature.accessKey))
+            set(fp_curl_setopt_string(handle, CURLOPT_PASSWORD, signature.secretKey))
+            if let token = signature.sessionToken { add("x-amz-security-token: \(token)") }
+            // A body streamed from a file is not hashed (libcurl would have to read it first).
+            if case .file = request.body { add("x-amz-content-sha256: UNSIGNED-PAYLOAD") }
+        } else if let credentials = settings.basicCredentials {
             set(fp_curl_setopt_long(handle, CURLOPT_HTTPAUTH, Int(fp_curl_auth_basic())))
             set(fp_curl_setopt_string(handle, CURLOPT_USERNAME, credentials.user))
             set(fp_curl_setopt_string(handle, CURLOPT_PASSWORD, credentials.password))

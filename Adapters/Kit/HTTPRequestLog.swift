@@ -6,7 +6,8 @@ import ProviderCore
 /// `rclone -vv --dump headers` shows them: method, URL, the request's own headers, status,
 /// bytes sent and received, time, attempt. Secrets never appear (``LogRedaction``): a password
 /// or user name in the URL, secret-looking query fields and headers are masked, and the
-/// credentials libcurl sends itself (Basic, the bearer token) are named, never shown.
+/// credentials libcurl sends itself (Basic, the bearer token, an AWS signature and its session
+/// token) are named, never shown.
 ///
 /// `HTTP PROPFIND http://127.0.0.1:8080/dav/ [Depth: 1] auth=basic -> 207, sent 187 B, received 1.2 KiB, 4 ms`
 enum HTTPRequestLog {
@@ -30,7 +31,9 @@ enum HTTPRequestLog {
         var text = "HTTP \(request.method) \(LogRedaction.url(url))"
         let headers = request.headers.map(LogRedaction.header)
         if !headers.isEmpty { text += " [\(headers.joined(separator: "; "))]" }
-        if settings.basicCredentials != nil {
+        if settings.awsSignature != nil {
+            text += " auth=aws-sigv4"
+        } else if settings.basicCredentials != nil {
             text += " auth=basic"
         } else if settings.token != nil {
             text += " auth=bearer"

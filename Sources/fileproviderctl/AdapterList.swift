@@ -3,6 +3,7 @@ import LocalAdapter
 import MediaAPIAdapter
 import ProviderCore
 import ProviderStore
+import S3Adapter
 import SFTPAdapter
 import WebDAVAdapter
 
@@ -15,6 +16,7 @@ enum AdapterList {
         SFTPBackend.descriptor,
         MediaBackend.descriptor,
         WebDAVBackend.descriptor,
+        S3Backend.descriptor,
     ]
 
     static var registry: BackendRegistry { BackendRegistry(descriptors, resolver: ExternalBackends.resolver) }

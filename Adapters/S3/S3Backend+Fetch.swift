@@ -1,0 +1,156 @@
+import AdapterKit
+import Foundation
+import ProviderCore
+
+extension S3Backend {
+    /// The file a `GET` reply's head describes.
+    func fileItem(_ path: ItemPath, from head: ReplyHead) throws(FileProviderError) -> Item {
+        guard let size = try head.resourceSize(of: "GET \(path.display)") else {
+            throw FileProviderError(.corruptData, "GET \(path.display): the reply gave no size")
+        }
+        return try fileItem(
+            path, size: String(size), etag: head["etag"], lastModified: head["last-modified"], dateFormat: .http)
+    }
+
+    /// The ETag a version names, quoted for `If-Match`.
+    static func ifMatch(_ version: ItemVersion) -> String { "\"\(String(decoding: version.content, as: UTF8.self))\"" }
+
+    /// What a failed `GET` means: `412` the version is gone; `404` of a folder's path
+    /// `invalidArgument`, else `noSuchItem`.
+    private func checkDownload(_ reply: HTTPReply, of path: ItemPath) async throws(FileProviderError) {
+        switch reply.status {
+        case 412:
+            throw FileProviderError(.versionNoLongerAvailable, "\(path.display) changed in the bucket; the requested version is gone")
+        case 404:
+            if try await folderExists(path) {
+                throw FileProviderError(.invalidArgument, "\(path.display) is a folder; it has no contents")
+            }
+            throw .noSuchItem(path.identifier)
+        default: try check(reply)
+        }
+    }
+
+    /// Streams an object into `destination` with `GET` (`If-Match` on the version's ETag),
+    /// resuming after `offset` bytes with `Range`; every attempt's ETag is checked against the
+    /// first. When the server gives the object's SHA-256 (`x-amz-checksum-sha256`, asked for
+    /// with `x-amz-checksum-mode: ENABLED`) the whole file is checked against it.
+    ///
+    /// - Throws: `noSuchItem` when the object is gone; `versionNoLongerAvailable` when
+    ///   `version` is given and the bucket has another one, or the object changed during the
+    ///   transfer; `invalidArgument` for a folder; `corruptData` when the reply has no ETag,
+    ///   an impossible size, fewer bytes than it announced, or bytes that do not match its
+    ///   checksum; `localIOFailure` when `destination` cannot be written; what
+    ///   ``S3ErrorMapping/check(_:bucket:)`` throws.
+    public func fetchContents(
+        for identifier: ItemIdentifier, version: ItemVersion?, to destination: URL, offset: Int64, progress: ProgressHandler?
+    ) async throws(FileProviderError) -> Item {
+        let path = try path(of: identifier)
+        if path.isRoot || version == Self.folderVersion {
+            throw FileProviderError(.invalidArgument, "\(path.display) is a folder; it has no contents")
+        }
+        let seen = FirstItem()
+        var request = HTTPRequest("GET", endpoint(key: key(path)))
+        request.sink = .file(path: destination.path, offset: max(0, offset))
+        request.progress = progress
+        request.headers = ["x-amz-checksum-mode: ENABLED"]
+        if let version { request.headers.append("If-Match: \(Self.ifMatch(version))") }
+        request.validate = { [self] head throws(FileProviderError) in
+            let item = try self.fileItem(path, from: head)
+            if let version, item.version.content != version.content {
+                throw FileProviderError(.versionNoLongerAvailable, "\(path.display) changed in the bucket; the requested version is gone")
+            }
+            try seen.check(item)
+        }
+        var reply = try await send(request)
+        if reply.status == 416 {
+            // The offset is past the end: the object is shorter now; fetch it all.
+            request.sink = .file(path: destination.path, offset: 0)
+            reply = try await send(request)
+        }
+        try await checkDownload(reply, of: path)
+        guard let item = seen.value else { throw FileProviderError(.corruptData, "GET \(path.display) gave no headers") }
+        guard reply.fileLength == item.size else {
+            throw FileProviderError(.corruptData, "the download of \(path.display) has \(reply.fileLength) of \(item.size) bytes")
+        }
+        if let checksum = reply.head["x-amz-checksum-sha256"], !checksum.contains("-") {
+            try await verify(file: destination.path, sha256Base64: checksum, of: path)
+        }
+        return item
+    }
+
+    /// Checks a file against a base64 SHA-256 the server gave.
+    ///
+    /// - Throws: `corruptData` when the bytes have another hash or the value is not a
+    ///   SHA-256; `localIOFailure` when the file cannot be read.
+    func verify(file: String, sha256Base64 expected: String, of path: ItemPath) async throws(FileProviderError) {
+        guard let wanted = Data(base64Encoded: expected.trimmingCharacters(in: .whitespaces)), wanted.count == 32 else {
+            throw FileProviderError(
+                .corruptData, "\(path.display): the server's x-amz-checksum-sha256 \(expected.prefix(80).debugDescription) is not a SHA-256"
+            )
+        }
+        let actual = try await sha256(ofFile: file)
+        guard actual == wanted else {
+            throw FileProviderError(
+                .corruptData,
+                "the download of \(path.display) does not match the server's x-amz-checksum-sha256 (\(actual.base64EncodedString()), not \(expected))"
+            )
+        }
+    }
+
+    /// The SHA-256 of a local file, on the backend's worker thread.
+    func sha256(ofFile file: String) async throws(FileProviderError) -> Data {
+        let hex = try await worker.run { () throws -> String in try SHA256Digest.ofFile(file) }
+        var bytes = Data(capacity: 32)
+        var index = hex.startIndex
+        while index < hex.endIndex {
+            let next = hex.index(index, offsetBy: 2)
+            bytes.append(UInt8(hex[index..<next], radix: 16) ?? 0)
+            index = next
+        }
+        return bytes
+    }
+
+    /// Writes bytes `range` of an object (clamped to its size) into `destination` at the same
+    /// offsets with a ranged `GET` (`If-Match` on the version's ETag); never truncates
+    /// `destination` or writes outside the range. `416` is the empty range.
+    ///
+    /// - Throws: `invalidArgument` for a folder, an empty range or one starting below 0;
+    ///   `noSuchItem` when the object is gone; `versionNoLongerAvailable` when its version is
+    ///   not `version`; `corruptData` when the reply lies (a `206` starting elsewhere, too few
+    ///   bytes, no or an impossible size); `localIOFailure` when `destination` cannot be
+    ///   written; what ``S3ErrorMapping/check(_:bucket:)`` throws.
+    public func fetchPartialContents(
+        for identifier: ItemIdentifier, version: ItemVersion, range: Range<Int64>, into destination: URL
+    ) async throws(FileProviderError) -> PartialContents {
+        try PartialContents.validate(range)
+        let path = try path(of: identifier)
+        if path.isRoot || version == Self.folderVersion {
+            throw FileProviderError(.invalidArgument, "\(path.display) is a folder; it has no contents")
+        }
+        let seen = FirstItem()
+        var request = HTTPRequest("GET", endpoint(key: key(path)))
+        request.sink = .range(path: destination.path, range: range)
+        request.headers = ["If-Match: \(Self.ifMatch(version))"]
+        request.validate = { [self] head throws(FileProviderError) in
+            let item = try self.fileItem(path, from: head)
+            if item.version.content != version.content {
+                throw FileProviderError(.versionNoLongerAvailable, "\(path.display) changed in the bucket; the requested version is gone")
+            }
+            try seen.check(item)
+        }
+        let reply = try await send(request)
+        if reply.status == 416 {
+            guard let item = try await head(path) else { throw .noSuchItem(identifier) }
+            if item.version.content != version.content {
+                throw FileProviderError(.versionNoLongerAvailable, "\(path.display): the requested version is gone")
+            }
+            guard range.lowerBound >= item.size else {
+                throw FileProviderError(.corruptData, "the server refused bytes \(range) of \(path.display), which has \(item.size) bytes")
+            }
+            return PartialContents(item: item, range: item.size..<item.size)
+        }
+        try await checkDownload(reply, of: path)
+        guard let item = seen.value else { throw FileProviderError(.corruptData, "GET \(path.display) gave no headers") }
+        return PartialContents(item: item, range: PartialContents.clamp(range, toSize: item.size))
+    }
+}

@@ -1,0 +1,240 @@
+import AdapterKit
+import Foundation
+import ProviderCore
+
+extension S3Backend {
+    /// One `ListObjectsV2` page under `prefix`.
+    ///
+    /// - Parameters:
+    ///   - delimiter: list one level (`delimiter=/`: common prefixes for folders) or every key
+    ///     below.
+    ///   - token: the continuation token of the page before, or `nil` for the first.
+    /// - Throws: `corruptData` when the reply is not a complete `ListBucketResult`, is for
+    ///   another prefix, holds a key outside `prefix`, says it is truncated without a
+    ///   continuation token or with an empty page, or gives back the token it was asked with (a
+    ///   server that would list the same page forever); what ``S3ErrorMapping/check(_:bucket:)`` throws.
+    func listPage(prefix: String, delimiter: Bool, token: String?, maxKeys: Int = S3Backend.pageSize)
+        async throws(FileProviderError) -> S3Listing
+    {
+        var query: [(String, String)] = [("list-type", "2"), ("prefix", prefix), ("max-keys", String(maxKeys))]
+        if delimiter { query.append(("delimiter", "/")) }
+        if let token { query.append(("continuation-token", token)) }
+        // The bucket itself, without a trailing slash (path-style: `/BUCKET`, as the server signs it).
+        var request = HTTPRequest("GET", HTTPClient.canonicalQuery(query))
+        request.sink = .memory(limit: 16 << 20)
+        let reply = try await send(request)
+        try check(reply)
+        let body = reply.body
+        let what = "the listing of \(prefix.isEmpty ? "the bucket" : "'\(prefix)'")"
+        let listing: S3Listing = try await worker.run { () throws -> S3Listing in
+            do throws(S3ListingError) {
+                return try S3Listing.parse(body, limit: maxKeys + maxKeys)
+            } catch {
+                throw FileProviderError(.corruptData, "\(what): \(error.reason)")
+            }
+        }
+        if let said = listing.prefix, said != prefix {
+            throw FileProviderError(.corruptData, "\(what): the server listed the prefix '\(said.prefix(200))' instead")
+        }
+        for key in listing.objects.map(\.key) + listing.commonPrefixes where !key.utf8.starts(with: prefix.utf8) {
+            throw FileProviderError(.corruptData, "\(what): the server listed the key '\(key.prefix(200))', which is outside it")
+        }
+        if listing.isTruncated {
+            guard let next = listing.nextContinuationToken, !next.isEmpty else {
+                throw FileProviderError(.corruptData, "\(what): the server said there is more but gave no continuation token")
+            }
+            if listing.objects.isEmpty && listing.commonPrefixes.isEmpty {
+                throw FileProviderError(.corruptData, "\(what): the server sent a page with nothing on it and said there is more")
+            }
+            if next == token {
+                throw FileProviderError(
+                    .corruptData,
+                    "\(what): the server gave back the continuation token it was asked with (it would list the same page forever)")
+            }
+        }
+        return listing
+    }
+
+    /// The path an identifier names.
+    /// - Throws: `noSuchItem` for an identifier no item of a bucket can have.
+    func path(of identifier: ItemIdentifier) throws(FileProviderError) -> ItemPath { try ItemPath(identifier) }
+
+    /// The root folder's item.
+    var rootItem: Item {
+        Item(
+            identifier: .rootContainer, parentIdentifier: .rootContainer, filename: "", kind: .folder,
+            version: Self.folderVersion)
+    }
+
+    /// The folder item of a path.
+    func folderItem(_ path: ItemPath) -> Item {
+        if path.isRoot { return rootItem }
+        return Item(
+            identifier: path.identifier, parentIdentifier: path.parent.identifier, filename: path.name, kind: .folder,
+            version: Self.folderVersion)
+    }
+
+    /// The file item of an object.
+    ///
+    /// - Throws: `corruptData` naming the key when its size is missing or impossible, its ETag
+    ///   missing or too long for a version, or its date impossible.
+    func fileItem(_ path: ItemPath, size: String?, etag: String?, lastModified: String?, dateFormat: DateForm)
+        throws(FileProviderError) -> Item
+    {
+        let what = "the object '\(key(path))'"
+        guard let size, let bytes = Int64(size.trimmingCharacters(in: .whitespaces)), ItemBounds.problem(withSize: bytes) == nil
+        else {
+            throw FileProviderError(
+                .corruptData, "\(what) has the size \(size?.prefix(40).debugDescription ?? "none"), which no file can have")
+        }
+        guard let tag = etag.map(Self.unquote), !tag.isEmpty, tag.utf8.count <= ItemVersion.maximumLength else {
+            throw FileProviderError(.corruptData, "\(what) has no ETag, or one longer than \(ItemVersion.maximumLength) bytes")
+        }
+        var date: Date?
+        if let lastModified {
+            date = dateFormat == .iso8601 ? Self.isoDate(lastModified) : Self.httpDate(lastModified)
+            if let found = date, let problem = ItemBounds.problem(withDate: found, "its modification date") {
+                throw FileProviderError(.corruptData, "\(what): \(problem)")
+            }
+        }
+        return Item(
+            identifier: path.identifier, parentIdentifier: path.parent.identifier, filename: path.name, kind: .file, size: bytes,
+            contentModificationDate: date, version: ItemVersion(content: Data(tag.utf8), metadata: Data()))
+    }
+
+    enum DateForm { case iso8601, http }
+
+    /// An ETag without its quotes (and without a weak `W/`).
+    static func unquote(_ tag: String) -> String {
+        var text = tag.trimmingCharacters(in: .whitespaces)
+        if text.hasPrefix("W/") { text.removeFirst(2) }
+        if text.count >= 2 && text.hasPrefix("\"") && text.hasSuffix("\"") { text = String(text.dropFirst().dropLast()) }
+        return text
+    }
+
+    static func isoDate(_ text: String) -> Date? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if let date = try? Date(trimmed, strategy: .iso8601) { return date }
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.date(from: trimmed)
+    }
+
+    static func httpDate(_ text: String) -> Date? {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        return formatter.date(from: text.trimmingCharacters(in: .whitespaces))
+    }
+
+    /// What is at a path: a file (its `HEAD`), a folder (a marker or keys below it), or
+    /// nothing (`nil`).
+    ///
+    /// - Throws: what ``S3ErrorMapping/check(_:bucket:)`` throws; `corruptData` for an
+    ///   impossible object.
+    func item(at path: ItemPath) async throws(FileProviderError) -> Item? {
+        if path.isRoot { return rootItem }
+        if let file = try await head(path) { return file }
+        return try await folderExists(path) ? folderItem(path) : nil
+    }
+
+    /// The file at a path, from a `HEAD` of its key; `nil` when there is none.
+    func head(_ path: ItemPath) async throws(FileProviderError) -> Item? {
+        var request = HTTPRequest("HEAD", endpoint(key: key(path)))
+        request.finalStatuses = []
+        let reply = try await send(request)
+        if reply.status == 404 { return nil }
+        try check(reply)
+        return try fileItem(
+            path, size: reply.head["content-length"], etag: reply.head["etag"], lastModified: reply.head["last-modified"],
+            dateFormat: .http)
+    }
+
+    /// Whether a folder is at a path: its marker or any key below it.
+    func folderExists(_ path: ItemPath) async throws(FileProviderError) -> Bool {
+        if path.isRoot { return true }
+        let listing = try await listPage(prefix: key(path, folder: true), delimiter: true, token: nil, maxKeys: 1)
+        return !listing.objects.isEmpty || !listing.commonPrefixes.isEmpty
+    }
+
+    /// Returns the item at an identifier: the file of its key, else the folder of its prefix.
+    ///
+    /// - Throws: `noSuchItem` when neither is there; `corruptData` for an impossible object.
+    public func item(for identifier: ItemIdentifier) async throws(FileProviderError) -> Item {
+        let path = try path(of: identifier)
+        guard let item = try await item(at: path) else { throw .noSuchItem(identifier) }
+        return item
+    }
+
+    /// Returns one page of a folder: one `ListObjectsV2` request of up to 1,000 keys with
+    /// `delimiter=/`, files from its objects and folders from its common prefixes (and marker
+    /// objects), sorted by name. The folder's own marker is not an item; a name that is not
+    /// safe, and a file sharing its name with a folder, go into `refused`.
+    ///
+    /// - Throws: `noSuchItem` when the folder does not exist (nothing at or below its prefix,
+    ///   for a folder other than the root); `pageExpired` for a page this backend did not
+    ///   make; what ``listPage(prefix:delimiter:token:maxKeys:)`` throws.
+    public func enumerateItems(in container: ItemIdentifier, startingAt page: Page) async throws(FileProviderError) -> ItemPage {
+        let path = try path(of: container)
+        var token: String?
+        if !page.isInitial {
+            let raw = String(decoding: page.rawValue, as: UTF8.self)
+            guard raw.hasPrefix("t:") else { throw FileProviderError(.pageExpired, "a page this backend did not make") }
+            token = String(raw.dropFirst(2))
+        }
+        if token == nil, !path.isRoot, try await head(path) != nil {
+            throw FileProviderError(.invalidArgument, "\(path.display) is a file, not a folder")
+        }
+        let folderKey = key(path, folder: true)
+        let listing = try await listPage(prefix: folderKey, delimiter: true, token: token)
+        if token == nil, !path.isRoot, listing.objects.isEmpty, listing.commonPrefixes.isEmpty {
+            throw .noSuchItem(container)
+        }
+        var items: [Item] = []
+        var refused: [RefusedItem] = []
+        var folders = Set<String>()
+        for common in listing.commonPrefixes {
+            var name = String(common.utf8.dropFirst(folderKey.utf8.count)) ?? ""
+            if name.hasSuffix("/") { name.removeLast() }
+            guard path.allowsChild(named: name, reservedPrefix: "\u{0}") else {
+                refused.append(
+                    RefusedItem(identifier: nil, filename: name, reason: "the folder name '\(name.prefix(100))' is not safe here"))
+                continue
+            }
+            folders.insert(name)
+            items.append(folderItem(path.appending(name)))
+        }
+        for object in listing.objects {
+            let name = String(object.key.utf8.dropFirst(folderKey.utf8.count)) ?? ""
+            if name.isEmpty { continue }  // the folder's own marker
+            guard path.allowsChild(named: name, reservedPrefix: "\u{0}") else {
+                refused.append(RefusedItem(identifier: nil, filename: name, reason: "the name '\(name.prefix(100))' is not safe here"))
+                continue
+            }
+            if folders.contains(name) {
+                refused.append(
+                    RefusedItem(identifier: nil, filename: name, reason: "a folder of the same name hides the object '\(object.key)'"))
+                continue
+            }
+            do throws(FileProviderError) {
+                items.append(
+                    try fileItem(
+                        path.appending(name), size: object.size, etag: object.etag, lastModified: object.lastModified,
+                        dateFormat: .iso8601))
+            } catch {
+                refused.append(RefusedItem(identifier: path.appending(name).identifier, filename: name, reason: error.message))
+            }
+        }
+        items.sort { $0.filename.utf8.lexicographicallyPrecedes($1.filename.utf8) }
+        var next: Page?
+        if listing.isTruncated, let token = listing.nextContinuationToken {
+            let raw = Data(("t:" + token).utf8)
+            guard raw.count <= Page.maximumLength else {
+                throw FileProviderError(.corruptData, "the server's continuation token is longer than \(Page.maximumLength - 2) bytes")
+            }
+            next = Page(raw)
+        }
+        return ItemPage(items: items, nextPage: next, refused: refused)
+    }
+}

@@ -1,0 +1,272 @@
+import AdapterKit
+import Foundation
+import ProviderCore
+
+extension S3Backend {
+    /// Uploads a file to a key with `PutObject`, its SHA-256 in `x-amz-checksum-sha256` (the
+    /// server refuses bytes damaged on the way), conditional on `condition` (`If-None-Match: *`
+    /// or `If-Match: "etag"`). Returns the new ETag.
+    ///
+    /// - Throws: `versionOutOfDate` when the condition does not hold (`412`);
+    ///   `insufficientQuota` for a file over ``maximumSinglePut`` (multipart uploads are not
+    ///   written yet) or when the store is full; `localIOFailure` when the file cannot be read;
+    ///   `corruptData` when the reply has no ETag; what ``S3ErrorMapping/check(_:bucket:)``
+    ///   throws.
+    func put(_ contents: URL, at path: ItemPath, condition: String?) async throws(FileProviderError) -> (
+        etag: String, size: Int64, date: Date?
+    ) {
+        let size: Int64
+        do {
+            let attributes = try FileManager.default.attributesOfItem(atPath: contents.path)
+            size = (attributes[.size] as? NSNumber)?.int64Value ?? 0
+        } catch {
+            throw FileProviderError(.localIOFailure, "the file to upload, \(contents.path), cannot be read: \(error.localizedDescription)")
+        }
+        guard size <= Self.maximumSinglePut else {
+            throw FileProviderError(
+                .insufficientQuota,
+                "\(path.display) has \(size) bytes; one PutObject takes at most 5 GiB and multipart uploads are not written yet")
+        }
+        let checksum = try await sha256(ofFile: contents.path).base64EncodedString()
+        var request = HTTPRequest("PUT", endpoint(key: key(path)))
+        request.body = .file(path: contents.path, size: size)
+        request.headers = ["x-amz-checksum-sha256: \(checksum)"]
+        if let condition { request.headers.append(condition) }
+        request.finalStatuses = [412]
+        let reply = try await send(request)
+        if reply.status == 412 {
+            throw FileProviderError(.versionOutOfDate, "\(path.display) changed in the bucket; the upload was not made")
+        }
+        try check(reply)
+        guard let tag = reply.head["etag"].map(Self.unquote), !tag.isEmpty, tag.utf8.count <= ItemVersion.maximumLength else {
+            throw FileProviderError(.corruptData, "PUT \(path.display): the reply gave no ETag")
+        }
+        return (tag, size, reply.head["date"].flatMap(Self.httpDate))
+    }
+
+    /// Writes a folder's marker object (`name/`, empty).
+    func putMarker(_ path: ItemPath) async throws(FileProviderError) { try await putMarkerKey(key(path, folder: true)) }
+
+    /// Writes an empty marker object at a key ending in `/`.
+    func putMarkerKey(_ key: String) async throws(FileProviderError) {
+        var request = HTTPRequest("PUT", endpoint(key: key))
+        request.body = .data(Data(), contentType: "application/x-directory")
+        try check(try await send(request))
+    }
+
+    /// Deletes one key (`DeleteObject`; a key that is not there is no error in S3).
+    func deleteKey(_ key: String) async throws(FileProviderError) {
+        let reply = try await send(HTTPRequest("DELETE", endpoint(key: key)))
+        if reply.status == 404 { return }
+        try check(reply)
+    }
+
+    /// Every key at or below a folder's prefix (its marker among them), following pages.
+    ///
+    /// - Throws: what ``listPage(prefix:delimiter:token:maxKeys:)`` throws; `corruptData` past
+    ///   ``ProviderCore/ItemBounds/maximumEntriesPerFolder`` keys.
+    func allKeys(below folder: ItemPath) async throws(FileProviderError) -> [S3Object] {
+        let prefix = key(folder, folder: true)
+        var objects: [S3Object] = []
+        var token: String?
+        repeat {
+            let listing = try await listPage(prefix: prefix, delimiter: false, token: token)
+            objects += listing.objects
+            if objects.count > ItemBounds.maximumEntriesPerFolder { throw ItemBounds.tooManyEntries(in: folder.display) }
+            token = listing.isTruncated ? listing.nextContinuationToken : nil
+        } while token != nil
+        return objects
+    }
+
+    /// Creates a file (`PutObject`, `If-None-Match: *` unless `mayAlreadyExist`) or a folder
+    /// (its marker object).
+    ///
+    /// - Throws: `filenameCollision` when something is at the name (without
+    ///   `mayAlreadyExist`; with it, a folder there is returned, and a file is replaced);
+    ///   `noSuchItem` when the parent does not exist; `invalidFilename` for an unsafe name;
+    ///   `notSupported` for a symlink; what ``put(_:at:condition:)`` throws.
+    public func createItem(basedOn template: Item, fields: ItemFields, contents: URL?, options: CreateOptions)
+        async throws(FileProviderError) -> ItemResult
+    {
+        guard template.kind != .symlink else { throw FileProviderError(.notSupported, "S3 holds no symlinks") }
+        let parent = try path(of: template.parentIdentifier)
+        guard parent.allowsChild(named: template.filename, reservedPrefix: "\u{0}") else {
+            throw FileProviderError(.invalidFilename, "'\(template.filename)' cannot be a name in a bucket")
+        }
+        let path = parent.appending(template.filename)
+        guard try await folderExists(parent) else { throw .noSuchItem(template.parentIdentifier) }
+        let mayExist = options.contains(.mayAlreadyExist)
+        if template.kind == .folder {
+            if try await head(path) != nil {
+                throw FileProviderError(.filenameCollision, "a file is at \(path.display)")
+            }
+            if try await folderExists(path) {
+                if mayExist { return ItemResult(item: folderItem(path)) }
+                throw FileProviderError(.filenameCollision, "a folder is at \(path.display)")
+            }
+            try await putMarker(path)
+            return ItemResult(item: folderItem(path))
+        }
+        guard let contents else { throw FileProviderError(.invalidArgument, "no contents to upload for \(path.display)") }
+        if try await folderExists(path) {
+            throw FileProviderError(.filenameCollision, "a folder is at \(path.display)")
+        }
+        do {
+            let put = try await put(contents, at: path, condition: mayExist ? nil : "If-None-Match: *")
+            return ItemResult(item: uploadedItem(path, put))
+        } catch where error.code == .versionOutOfDate {
+            throw FileProviderError(.filenameCollision, "a file is at \(path.display)")
+        }
+    }
+
+    func uploadedItem(_ path: ItemPath, _ put: (etag: String, size: Int64, date: Date?)) -> Item {
+        Item(
+            identifier: path.identifier, parentIdentifier: path.parent.identifier, filename: path.name, kind: .file,
+            size: put.size, contentModificationDate: put.date, version: ItemVersion(content: Data(put.etag.utf8), metadata: Data()))
+    }
+
+    /// Changes an item: new contents (`PutObject` with `If-Match` on the base ETag), a rename
+    /// or move (`CopyObject` of every key to its new name, then `DeleteObject` of every old
+    /// key: a crash in between leaves both copies, and the replay copies and deletes again).
+    /// Dates are not kept by S3 (an object's date is its upload's): a change of them alone
+    /// changes nothing.
+    ///
+    /// - Throws: `noSuchItem` when the item is gone; `versionOutOfDate` when the object's
+    ///   ETag is not `baseVersion`'s; `filenameCollision` when the new name is taken;
+    ///   `invalidFilename` for an unsafe name; `noSuchItem` when the new parent does not exist;
+    ///   what ``put(_:at:condition:)`` throws.
+    public func modifyItem(
+        _ item: Item, baseVersion: ItemVersion, changedFields: ItemFields, contents: URL?, options: ModifyOptions
+    ) async throws(FileProviderError) -> ItemResult {
+        let path = try path(of: item.identifier)
+        if path.isRoot { throw FileProviderError(.invalidArgument, "the root cannot be changed") }
+        guard let current = try await self.item(at: path) else { throw .noSuchItem(item.identifier) }
+        if current.kind == .file && current.version.content != baseVersion.content {
+            throw FileProviderError(.versionOutOfDate, "\(path.display) changed in the bucket since this change was made")
+        }
+        let moves = changedFields.contains(.filename) || changedFields.contains(.parentItemIdentifier)
+        var target = path
+        if moves {
+            let parent = try self.path(of: changedFields.contains(.parentItemIdentifier) ? item.parentIdentifier : current.parentIdentifier)
+            let name = changedFields.contains(.filename) ? item.filename : current.filename
+            guard parent.allowsChild(named: name, reservedPrefix: "\u{0}") else {
+                throw FileProviderError(.invalidFilename, "'\(name)' cannot be a name in a bucket")
+            }
+            target = parent.appending(name)
+            if current.kind == .folder && path.contains(target) {
+                throw FileProviderError(.invalidArgument, "\(path.display) cannot move into itself")
+            }
+            if target != path {
+                guard try await folderExists(parent) else { throw .noSuchItem(parent.identifier) }
+                let fileThere = try await head(target) != nil
+                let folderThere = fileThere ? false : try await folderExists(target)
+                if fileThere || folderThere {
+                    throw FileProviderError(.filenameCollision, "something is at \(target.display)")
+                }
+            }
+        }
+        if current.kind == .folder {
+            if target != path { try await moveFolder(path, to: target) }
+            return ItemResult(item: folderItem(target), stillPendingFields: [])
+        }
+        var result = current
+        if changedFields.contains(.contents), let contents {
+            let condition = target == path ? "If-Match: \(Self.ifMatch(baseVersion))" : "If-None-Match: *"
+            let put = try await put(contents, at: target, condition: condition)
+            result = uploadedItem(target, put)
+            if target != path { try await deleteKey(key(path)) }
+        } else if target != path {
+            result = try await copy(key(path), to: target)
+            try await deleteKey(key(path))
+        }
+        return ItemResult(item: result)
+    }
+
+    /// `CopyObject` of a key to a path; returns the new object.
+    func copy(_ source: String, to target: ItemPath) async throws(FileProviderError) -> Item {
+        var request = HTTPRequest("PUT", endpoint(key: key(target)))
+        request.body = .data(Data(), contentType: "application/octet-stream")
+        request.headers = ["x-amz-copy-source: \(copySource(key: source))"]
+        let reply = try await send(request)
+        try check(reply)
+        // A 200 may still carry an error (S3 says so of CopyObject).
+        let error = S3ErrorBody.parse(reply.body)
+        if let code = error.code {
+            throw FileProviderError(.serverUnreachable, "copying '\(source)' to \(target.display) failed: \(code): \(error.message ?? "")")
+        }
+        guard let item = try await head(target) else {
+            throw FileProviderError(.corruptData, "the copy of '\(source)' at \(target.display) is not there")
+        }
+        return item
+    }
+
+    /// Moves every key below a folder to another one: the new marker, copies of every key,
+    /// then deletions of every old one.
+    func moveFolder(_ path: ItemPath, to target: ItemPath) async throws(FileProviderError) {
+        let objects = try await allKeys(below: path)
+        let oldPrefix = key(path, folder: true)
+        let newPrefix = key(target, folder: true)
+        try await putMarker(target)
+        for object in objects where object.key != oldPrefix {
+            let rest = String(object.key.utf8.dropFirst(oldPrefix.utf8.count)) ?? ""
+            if rest.hasSuffix("/") {
+                // A marker: written anew (SeaweedFS cannot copy its folder entries).
+                try await putMarkerKey(newPrefix + rest)
+                continue
+            }
+            var request = HTTPRequest("PUT", endpoint(key: newPrefix + rest))
+            request.body = .data(Data(), contentType: "application/octet-stream")
+            request.headers = ["x-amz-copy-source: \(copySource(key: object.key))"]
+            let reply = try await send(request)
+            try check(reply)
+            if let code = S3ErrorBody.parse(reply.body).code {
+                throw FileProviderError(.serverUnreachable, "copying '\(object.key)' failed: \(code)")
+            }
+        }
+        try await deleteAll(objects, below: oldPrefix)
+    }
+
+    /// Deletes every key of a folder, then the folders between them and the folder, deepest
+    /// first, then the folder's marker. (A key that is not there is no error in S3; SeaweedFS
+    /// keeps a folder its last key left until the folder's own key is deleted.)
+    func deleteAll(_ objects: [S3Object], below folderKey: String) async throws(FileProviderError) {
+        var folders = Set<String>()
+        for object in objects where object.key != folderKey {
+            if !object.key.hasSuffix("/") { try await deleteKey(object.key) }
+            var rest = String(object.key.utf8.dropFirst(folderKey.utf8.count)) ?? ""
+            while let slash = rest.lastIndex(of: "/") {
+                rest = String(rest[..<slash])
+                folders.insert(folderKey + rest + "/")
+            }
+        }
+        for folder in folders.sorted(by: { $0.utf8.count > $1.utf8.count }) { try await deleteKey(folder) }
+        try await deleteKey(folderKey)
+    }
+
+    /// Deletes a file (after checking its ETag against `baseVersion`) or a folder: its marker
+    /// and, with `recursive`, every key below it.
+    ///
+    /// - Throws: `noSuchItem` when nothing is there; `versionOutOfDate` when the object's ETag
+    ///   is not `baseVersion`'s; `directoryNotEmpty` for a folder with keys below it without
+    ///   `recursive`; `deletionRejected` for the root.
+    public func deleteItem(identifier: ItemIdentifier, baseVersion: ItemVersion?, options: DeleteOptions)
+        async throws(FileProviderError)
+    {
+        let path = try path(of: identifier)
+        if path.isRoot { throw FileProviderError(.deletionRejected, "the root cannot be deleted") }
+        if let file = try await head(path) {
+            if let baseVersion, baseVersion != Self.folderVersion, file.version.content != baseVersion.content {
+                throw FileProviderError(.versionOutOfDate, "\(path.display) changed in the bucket since it was deleted here")
+            }
+            try await deleteKey(key(path))
+            return
+        }
+        let objects = try await allKeys(below: path)
+        if objects.isEmpty { throw .noSuchItem(identifier) }
+        let marker = key(path, folder: true)
+        if !options.contains(.recursive) && objects.contains(where: { $0.key != marker }) {
+            throw FileProviderError(.directoryNotEmpty, "\(path.display) is not empty")
+        }
+        try await deleteAll(objects, below: marker)
+    }
+}

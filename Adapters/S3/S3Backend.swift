@@ -1,0 +1,174 @@
+import AdapterKit
+import Foundation
+import ProviderCore
+
+/// A backend over an S3 bucket (AWS S3 and the stores that speak its protocol: SeaweedFS,
+/// Ceph RGW, MinIO, Garage, Backblaze B2, Wasabi, Cloudflare R2), through the adapter kit's
+/// libcurl client, every request signed by libcurl (AWS Signature Version 4).
+///
+/// Identifiers are paths relative to the domain's root, `prefix` in the bucket (`docs/a.txt`
+/// is the key `PREFIX` + `docs/a.txt`). A folder is a common prefix of keys or a `name/`
+/// marker object; a folder created here is a marker. A file's content version is its ETag.
+/// Listings are `ListObjectsV2` with `delimiter=/`, 1,000 keys a page, continuation tokens as
+/// ``ProviderCore/Page``. A rename or move is `CopyObject` of every key then `DeleteObject` of
+/// every old key (copies first: a crash leaves both, never neither). Every HTTP exchange runs
+/// on the backend's own connection threads, never on Swift's cooperative pool.
+public final class S3Backend: Backend {
+    public let capabilities: BackendCapabilities
+    /// The bucket.
+    public let bucket: String
+    /// The key prefix of the domain's root: empty, or ending in `/`.
+    public let prefix: String
+    /// The URL requests go to: the bucket's (`https://BUCKET.s3.REGION.amazonaws.com`, or
+    /// `ENDPOINT/BUCKET` with path-style addressing).
+    public let bucketURL: String
+    /// The path of the bucket in request URLs, for `x-amz-copy-source` (`/BUCKET`).
+    let copySourceBase: String
+    let client: HTTPClient
+    /// Parses listings and hashes files off the cooperative pool.
+    let worker = BlockingExecutor(name: "s3-work", threads: 1)
+
+    /// The version of every folder: folders have no ETag of their own.
+    static let folderVersion = ItemVersion(content: Data("folder".utf8), metadata: Data())
+    /// The most keys one listing request asks for (S3's own maximum).
+    static let pageSize = 1000
+
+    /// Connects to a bucket and checks it can be listed.
+    ///
+    /// - Parameters:
+    ///   - endpoint: the server's URL, `http://` or `https://`; `nil` for AWS in `region`.
+    ///   - bucket: the bucket's name.
+    ///   - prefix: a folder in the bucket to use as the domain's root (`team/docs`), or empty.
+    ///   - region: the region requests are signed for.
+    ///   - pathStyle: address the bucket as `ENDPOINT/BUCKET` rather than `BUCKET.ENDPOINT`
+    ///     (what most self-hosted stores want).
+    ///   - credentials: the keys, or `nil` to send requests unsigned (a public bucket).
+    ///   - http: the kit's connection options.
+    ///   - authenticationHint: what a refusal adds to its message (where the keys came from).
+    /// - Throws: `invalidArgument` for an endpoint that is not http(s), a bucket name S3 does
+    ///   not allow, a prefix with an empty or unsafe folder name, out-of-range numbers;
+    ///   `serverUnreachable` when the server cannot be reached; `notAuthenticated` when it
+    ///   refuses the keys; `noSuchItem` when the bucket does not exist.
+    public init(
+        endpoint: String?, bucket: String, prefix: String = "", region: String = "us-east-1", pathStyle: Bool = false,
+        credentials: (accessKey: String, secretKey: String, sessionToken: String?)?, http: HTTPOptions = HTTPOptions(),
+        authenticationHint: String? = nil
+    ) async throws(FileProviderError) {
+        guard Self.isValidBucketName(bucket) else {
+            throw FileProviderError(
+                .invalidArgument, "--bucket: '\(bucket)' is not a bucket name (3 to 63 lower-case letters, digits, dots and dashes)")
+        }
+        guard !region.isEmpty,
+            region.utf8.allSatisfy({ $0 == UInt8(ascii: "-") || (0x30...0x39).contains($0) || (0x61...0x7A).contains($0) })
+        else {
+            throw FileProviderError(.invalidArgument, "--region: '\(region)' is not a region name (such as us-east-1)")
+        }
+        var folders: [String] = []
+        for part in prefix.split(separator: "/", omittingEmptySubsequences: true) {
+            let name = String(part)
+            guard Filename.isValid(name) else {
+                throw FileProviderError(.invalidArgument, "--prefix: '\(name)' cannot be a folder name")
+            }
+            folders.append(name)
+        }
+        self.prefix = folders.isEmpty ? "" : folders.joined(separator: "/") + "/"
+        let base = endpoint ?? "https://s3.\(region).amazonaws.com"
+        var trimmed = base
+        while trimmed.hasSuffix("/") { trimmed.removeLast() }
+        guard let parsed = URL(string: trimmed), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let host = parsed.host, parsed.query == nil, parsed.fragment == nil, parsed.path.isEmpty || parsed.path == "/"
+        else {
+            throw FileProviderError(.invalidArgument, "--endpoint must be an http:// or https:// URL without a path, not '\(base)'")
+        }
+        // An address or localhost has no bucket subdomains: path-style there whatever is asked.
+        let isAddress =
+            host == "localhost" || host.contains(":") || host.utf8.allSatisfy { $0 == UInt8(ascii: ".") || (0x30...0x39).contains($0) }
+        if pathStyle || isAddress || bucket.contains(".") && scheme == "https" {
+            bucketURL = trimmed + "/" + bucket
+            copySourceBase = "/" + bucket
+        } else {
+            let port = parsed.port.map { ":\($0)" } ?? ""
+            bucketURL = "\(scheme)://\(bucket).\(host)\(port)"
+            copySourceBase = "/" + bucket
+        }
+        self.bucket = bucket
+        try http.check()
+        var settings = http.clientSettings(baseURL: bucketURL)
+        if let credentials {
+            settings.awsSignature = AWSSignature(
+                region: region, accessKey: credentials.accessKey, secretKey: credentials.secretKey,
+                sessionToken: credentials.sessionToken)
+        }
+        settings.authenticationHint =
+            authenticationHint
+            ?? (credentials == nil
+                ? "no credentials were found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give --profile"
+                : "check the access key and secret key")
+        settings.threadName = "s3-http"
+        client = try HTTPClient(settings: settings)
+        capabilities = BackendCapabilities(
+            hasChangeFeed: false, supportsThumbnails: false, supportsRangedReads: true, supportsServerSideMove: true,
+            supportsConditionalWrites: false, supportsSymlinks: false, creatableKinds: [.file, .folder],
+            maximumUploadSize: Self.maximumSinglePut, identifiersArePathDerived: true, listsOnlySomeFiles: false)
+        do {
+            _ = try await listPage(prefix: self.prefix, delimiter: true, token: nil, maxKeys: 1)
+        } catch {
+            client.close()
+            worker.shutDown()
+            throw error
+        }
+    }
+
+    /// The largest object one `PutObject` may hold (5 GiB); multipart uploads are not written yet.
+    public static let maximumSinglePut: Int64 = 5 << 30
+
+    deinit {
+        client.close()
+        worker.shutDown()
+    }
+
+    /// Closes the connections and stops their threads.
+    public func close() async {
+        client.close()
+        worker.shutDown()
+    }
+
+    /// Whether S3 allows `name` as a bucket name: 3 to 63 characters, lower-case letters,
+    /// digits, dots and dashes, starting and ending with a letter or digit.
+    static func isValidBucketName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard (3...63).contains(bytes.count) else { return false }
+        func alnum(_ byte: UInt8) -> Bool { (0x30...0x39).contains(byte) || (0x61...0x7A).contains(byte) }
+        guard alnum(bytes.first!), alnum(bytes.last!) else { return false }
+        return bytes.allSatisfy { alnum($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-") }
+    }
+
+    // MARK: Requests
+
+    /// Sends a request on the backend's connection threads; task cancellation aborts the
+    /// transfer.
+    func send(_ request: HTTPRequest) async throws(FileProviderError) -> HTTPReply {
+        let flag = CancellationFlag()
+        return try await withCancellationFlag(flag) { () async throws(FileProviderError) in
+            try await client.send(request, cancellation: flag)
+        }
+    }
+
+    /// Throws the error a failed reply means (``S3ErrorMapping``).
+    func check(_ reply: HTTPReply) throws(FileProviderError) { try S3ErrorMapping.check(reply, bucket: bucket) }
+
+    /// The key of a path: the prefix and its names joined with `/`; a folder's ends in `/`
+    /// (the root's is the prefix).
+    func key(_ path: ItemPath, folder: Bool = false) -> String {
+        if path.isRoot { return prefix }
+        return prefix + path.components.joined(separator: "/") + (folder ? "/" : "")
+    }
+
+    /// The endpoint of a key, percent-encoded (`/` kept), with a canonical query.
+    func endpoint(key: String, query: [(String, String)] = []) -> String {
+        "/" + HTTPClient.percentEncode(key, keepSlash: true) + HTTPClient.canonicalQuery(query)
+    }
+
+    /// `x-amz-copy-source` of a key: `/BUCKET/KEY`, percent-encoded.
+    func copySource(key: String) -> String { copySourceBase + "/" + HTTPClient.percentEncode(key, keepSlash: true) }
+}
