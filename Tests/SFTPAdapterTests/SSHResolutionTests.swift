@@ -205,7 +205,9 @@ struct SSHResolutionTests {
         let hung = await Self.expectError(.serverUnreachable) { () async throws(FileProviderError) in
             _ = try await hangs.item(for: .rootContainer)
         }
-        #expect(Date().timeIntervalSince(started) < 15, "waited \(Date().timeIntervalSince(started)) s")
+        // The proxy sleeps for days: anything near the 2 s timeout (with the retries and a
+        // loaded machine's delays; 15.07 s was seen under a full parallel run) is not waiting for it.
+        #expect(Date().timeIntervalSince(started) < 60, "waited \(Date().timeIntervalSince(started)) s")
         #expect(hung.contains("is still running"), "\(hung)")
         #expect(Self.children(containing: "sleep \(sleeper)").isEmpty, "the hanging proxy was not stopped")
         await hangs.close()
