@@ -83,15 +83,21 @@ extension Downloader {
     /// file: flushed, dated, marked as the engine's download, the dataless mark removed last,
     /// recorded as materialized and its ranges forgotten. `modifiedLocally`: a program wrote
     /// into it while it was partial, so it is recorded as an edit to send (its contents are not
-    /// the store's).
+    /// the store's). `changeTime`: the file's change time after the engine's last write into
+    /// it (``ProgressiveHydrator``'s), or `nil` when unknown: a file changed since, or of another
+    /// size than the item's, was written by a program whose write was not reported yet, and is
+    /// recorded as an edit too.
     /// - Throws: `localIOFailure` when the file cannot be flushed or marked, or the database
     ///   written; `noSuchItem` when the file is no longer the item's dataless file;
     ///   `cannotSynchronize` when a program has it open for writing (and `modifiedLocally` is
     ///   false: what it writes would pass for the store's bytes).
-    func completePartial(_ record: ItemRecord, modifiedLocally: Bool) async throws(FileProviderError) -> ItemRecord {
+    func completePartial(_ record: ItemRecord, modifiedLocally reported: Bool, changeTime: Int64? = nil)
+        async throws(FileProviderError) -> ItemRecord
+    {
         let replica = self.replica
         let target = replica.path(record.path)
-        let print = try await executor.run { () throws(FileProviderError) -> FileFingerprint in
+        let completion = try await executor.run { () throws(FileProviderError) -> PartialCompletion in
+            var modifiedLocally = reported
             guard replica.isPlaceholder(of: record.identifier, at: record.path) else {
                 throw FileProviderError(.noSuchItem, "\(self.display(record.path)) is no longer the item's dataless file")
             }
@@ -109,6 +115,17 @@ extension Downloader {
                         .cannotSynchronize,
                         "\(self.display(record.path)) is open for writing; it is completed when the program is done with it")
                 }
+                // A program that wrote and closed the file before the lease, whose write the
+                // event thread has not reported yet (`>>` right after its open returned): the
+                // file is longer or shorter than the item, or changed after the engine's last
+                // write. Its bytes are an edit, never the store's.
+                var status = stat()
+                if fstat(fd, &status) == 0 {
+                    let changed = changeTime ?? Int64.max
+                    if Int64(status.st_size) != record.size || ProgressiveHydrator.changeTime(status) > changed {
+                        modifiedLocally = true
+                    }
+                }
             }
             _ = try POSIXError.check(fdatasync(fd), "cannot flush", path: target)
             if !modifiedLocally, let date = record.modificationDate { try replica.setModificationDate(date, atPath: target) }
@@ -119,8 +136,9 @@ extension Downloader {
                 DownloadMark.write(atPath: target, identifier: record.identifier, contentVersion: record.contentVersion, fingerprint: print)
             }
             try Self.clearDataless(atPath: target)
-            return print
+            return PartialCompletion(print: print, modifiedLocally: modifiedLocally)
         }
+        let (print, modifiedLocally) = (completion.print, completion.modifiedLocally)
         var updated = record
         updated.markMaterialized(contentVersion: record.contentVersion, fingerprint: print)
         // An edit: the next scan finds the fingerprint off and sends the contents.
@@ -160,4 +178,11 @@ extension Downloader {
             try store.removePresentRanges(domainID: domainID, identifier: record.identifier)
         }
     }
+}
+
+/// What completing a partially present file found: its fingerprint, and whether a program's
+/// bytes are in it (an edit to send).
+private struct PartialCompletion: Sendable {
+    var print: FileFingerprint
+    var modifiedLocally: Bool
 }

@@ -14,7 +14,7 @@ import ProviderStore
 /// file and recorded in the database (``MetadataStore/addPresentRange(_:domainID:identifier:contentVersion:)``)
 /// once their bytes are flushed, so a restart or a crash keeps what is on disk and never takes
 /// a hole for contents. When every byte is present the file becomes an ordinary downloaded
-/// file (``Downloader/completePartial(_:modifiedLocally:)``).
+/// file (``Downloader/completePartial(_:modifiedLocally:changeTime:)``).
 ///
 /// A program that writes into a partially present file first waits for the chunks its write
 /// covers (the kernel sends the write's range like a read's); once it wrote (``modified(_:)``,
@@ -119,8 +119,21 @@ final class ProgressiveHydrator: Sendable {
         let entry = try await self.entry(for: record, key: key, changeTime: changeTime, downloader: downloader)
         var first = true
         // Until the bytes are present: a fetch in flight that covered them may have held only a
-        // marker block for them (see ``start(_:in:state:)``), so look again after waiting.
-        for _ in 0..<8 {
+        // marker block for them (see ``start(_:in:state:)``), and a store may answer a ranged
+        // read with fewer bytes than asked, so look again after waiting, for as long as each look
+        // finds more bytes present (a whole file filled on open needs many on a loaded machine;
+        // a fixed number of looks let such an open go on with bytes missing). Eight looks in a
+        // row that find nothing new give up: the access goes on and asks again.
+        var lastPresent: Int64 = -1
+        var stalled = 0
+        while stalled < 8 {
+            let bytes = entry.state.withLock { $0.present.reduce(Int64(0)) { $0 + Int64($1.count) } }
+            if bytes > lastPresent {
+                lastPresent = bytes
+                stalled = 0
+            } else {
+                stalled += 1
+            }
             let (waits, present, retired) = entry.state.withLock { state -> ([Task<Void, any Error>], Bool, Bool) in
                 if state.retired { return ([], false, true) }
                 let lower = max(0, min(range.lowerBound, state.record.size))
@@ -403,9 +416,10 @@ final class ProgressiveHydrator: Sendable {
             if let running = state.completing, running != outdated || !state.modified { return running }
             let record = state.record
             let modified = state.modified
+            let changeTime = state.changeTime
             state.completingModified = modified
             let task = Task { [self] () async throws -> ItemRecord in
-                let completed = try await entry.downloader.completePartial(record, modifiedLocally: modified)
+                let completed = try await entry.downloader.completePartial(record, modifiedLocally: modified, changeTime: changeTime)
                 files.withLock { files in if files[entry.key] === entry { files[entry.key] = nil } }
                 logger.info(
                     "\(entry.downloader.domainName): \(TerminalText.quoted(record.path)): fetched on access, every byte present (\(record.size) bytes)\(modified ? "; written by a program: sent as an edit" : ""); now an ordinary downloaded file"
