@@ -141,13 +141,7 @@ extension S3Backend {
         let reply = try await send(request)
         if reply.status == 416 {
             guard let item = try await head(path) else { throw .noSuchItem(identifier) }
-            if item.version.content != version.content {
-                throw FileProviderError(.versionNoLongerAvailable, "\(path.display): the requested version is gone")
-            }
-            guard range.lowerBound >= item.size else {
-                throw FileProviderError(.corruptData, "the server refused bytes \(range) of \(path.display), which has \(item.size) bytes")
-            }
-            return PartialContents(item: item, range: item.size..<item.size)
+            return try PartialContents.refused(range, of: item, version: version, path: path.display)
         }
         try await checkDownload(reply, of: path)
         guard let item = seen.value else { throw FileProviderError(.corruptData, "GET \(path.display) gave no headers") }

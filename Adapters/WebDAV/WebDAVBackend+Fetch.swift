@@ -145,13 +145,7 @@ extension WebDAVBackend {
             // Nothing at or past the range's start: the empty range, if the file is still the
             // version asked for and the range really starts at or past its end.
             let item = try await self.item(for: identifier)
-            if item.version.content != version.content {
-                throw FileProviderError(.versionNoLongerAvailable, "\(path.display): the requested version is gone")
-            }
-            guard range.lowerBound >= item.size else {
-                throw FileProviderError(.corruptData, "the server refused bytes \(range) of \(path.display), which has \(item.size) bytes")
-            }
-            return PartialContents(item: item, range: item.size..<item.size)
+            return try PartialContents.refused(range, of: item, version: version, path: path.display)
         }
         try await checkDownload(reply, of: path)
         guard let item = seen.value else { throw FileProviderError(.corruptData, "GET \(path.display) gave no headers") }

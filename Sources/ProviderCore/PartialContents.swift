@@ -17,6 +17,23 @@ public struct PartialContents: Hashable, Sendable {
         requested.clamped(to: 0..<max(0, size))
     }
 
+    /// What a ranged read of `version` answered with 416 (Range Not Satisfiable) returns, given
+    /// the item as the store describes it now: the empty range at its end, when it is still
+    /// that version and the range starts at or past its end.
+    /// - Throws: `versionNoLongerAvailable` when the item is another version now; `corruptData`
+    ///   when the store refused bytes the item has (`path` names it in the message).
+    public static func refused(
+        _ range: Range<Int64>, of item: Item, version: ItemVersion, path: String
+    ) throws(FileProviderError) -> PartialContents {
+        if item.version.content != version.content {
+            throw FileProviderError(.versionNoLongerAvailable, "\(path): the requested version is gone")
+        }
+        guard range.lowerBound >= item.size else {
+            throw FileProviderError(.corruptData, "the server refused bytes \(range) of \(path), which has \(item.size) bytes")
+        }
+        return PartialContents(item: item, range: item.size..<item.size)
+    }
+
     /// Throws `invalidArgument` for a range no read can ask for: empty, or starting below 0.
     public static func validate(_ range: Range<Int64>) throws(FileProviderError) {
         guard range.lowerBound >= 0, !range.isEmpty else {
