@@ -28,4 +28,13 @@ enum ProcessGroupsAtExit {
     static func unregister(_ group: pid_t) {
         runningLock.withLock { _ = running.remove(group) }
     }
+
+    /// Sends `SIGKILL` to `group`, reaps its leader (at once: the signal cannot be ignored) and
+    /// forgets it. Blocks.
+    static func stop(_ group: pid_t) {
+        _ = kill(-group, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(group, &status, 0) == -1 && errno == EINTR {}
+        unregister(group)
+    }
 }

@@ -88,10 +88,7 @@ public final class SecretServiceSession: @unchecked Sendable {
             return !stopped
         }
         guard first else { return }
-        _ = kill(-pid, SIGKILL)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        ProcessGroupsAtExit.unregister(pid)
+        ProcessGroupsAtExit.stop(pid)
         try? FileManager.default.removeItem(at: folder)
     }
 

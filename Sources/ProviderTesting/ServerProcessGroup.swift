@@ -56,10 +56,7 @@ final class ServerProcessGroup: @unchecked Sendable {
             return !stopped
         }
         guard first else { return }
-        _ = kill(-pid, SIGKILL)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        ProcessGroupsAtExit.unregister(pid)
+        ProcessGroupsAtExit.stop(pid)
     }
 
     /// Whether something answers HTTP on `port` before the process `pid` ends (20 seconds at
