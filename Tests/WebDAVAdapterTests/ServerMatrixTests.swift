@@ -44,7 +44,9 @@ struct NginxConformanceTests {
         makeBackend: { try await SharedServers.nginx.backend() },
         limitations: .init(cannot: [
             "moveIntoMissingFolderThrowsNoSuchItem":
-                "its dav module makes the missing folders of a MOVE's destination, so the move succeeds"
+                "its dav module makes the missing folders of a MOVE's destination, so the move succeeds",
+            "contentVersionChangesWithContents":
+                "its listings have no getetag: versions are date-and-size stamps in whole seconds, and the check's same-size edit, made within the same second, keeps the stamp",
         ]),
         sameStore: SharedServers.sameStore)
 
