@@ -263,7 +263,8 @@ extension WebDAVBackend {
     /// - Throws: `insufficientQuota` when `size` is over the server's last
     ///   `quota-available-bytes`; `noSuchItem` when the server answers `500` and the folder
     ///   `path` is in is gone (nginx); `corruptData` when the server says the bytes it got do not
-    ///   match the checksum; `localIOFailure` when `source` cannot be read; what
+    ///   match the checksum (``DAVError/isChecksumRefusal(status:body:)``: ownCloud's and
+    ///   ownCloud Infinite Scale's `400` with Sabre's `BadRequest` error body); `localIOFailure` when `source` cannot be read; what
     ///   ``checkConditions(_:headers:)`` throws.
     func put(_ path: ItemPath, from source: String, size: Int64, headers: [String], expecting stamp: ItemVersion? = nil)
         async throws(FileProviderError)
@@ -297,8 +298,7 @@ extension WebDAVBackend {
                 reply = first
             }
         }
-        if reply.status == 400, vendor.hasFileIDs, String(decoding: reply.body.prefix(500), as: UTF8.self).lowercased().contains("checksum")
-        {
+        if vendor.hasFileIDs, DAVError.isChecksumRefusal(status: reply.status, body: reply.body) {
             throw FileProviderError(.corruptData, "the server received other bytes for \(path.display) than were sent (OC-Checksum)")
         }
         return reply

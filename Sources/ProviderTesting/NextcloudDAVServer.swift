@@ -18,6 +18,9 @@ public final class NextcloudDAVServer: LoopbackDAVServer, @unchecked Sendable {
         case badChecksum = "bad-checksum"
         /// A listing's first entry has the `oc:fileid` `../../etc`.
         case badFileID = "bad-fileid"
+        /// Every upload's last byte is changed as it arrives, so its `OC-Checksum` does not
+        /// match and the upload is refused as ownCloud refuses it.
+        case corruptUpload = "corrupt-upload"
     }
 
     /// The user name in the URLs.

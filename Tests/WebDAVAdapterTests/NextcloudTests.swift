@@ -228,6 +228,32 @@ struct NextcloudTests {
         await backend.close()
     }
 
+    /// An upload whose bytes arrive changed is refused by the server with Sabre's `BadRequest`
+    /// error body (as ownCloud answers), in one `PUT` and through the chunked upload's `MOVE`:
+    /// `corruptData`, and nothing is stored.
+    @Test func anUploadTheServerReceivedChangedIsCorruptData() async throws {
+        let server = try await offThePool { try NextcloudDAVServer(fault: .corruptUpload) }
+        defer { server.stop() }
+        let url = try server.makeFolder()
+        let name = URL(string: url)!.lastPathComponent
+        let backend = try await WebDAVBackend(url: url, vendor: .nextcloud, chunkSize: 65536)
+        for (filename, size) in [("small.txt", 1000), ("large.bin", 200_000)] {
+            let source = try Self.upload(Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7) }))
+            let template = Item(identifier: ItemIdentifier("t"), parentIdentifier: .rootContainer, filename: filename, kind: .file)
+            var refusal: FileProviderError?
+            do {
+                _ = try await backend.createItem(basedOn: template, fields: [], contents: source, options: [])
+            } catch {
+                refusal = error
+            }
+            try? FileManager.default.removeItem(at: source)
+            #expect(refusal?.code == .corruptData, "\(filename): \(String(describing: refusal))")
+            #expect(refusal?.message.contains("OC-Checksum") == true, "\(filename): \(String(describing: refusal))")
+            #expect(!FileManager.default.fileExists(atPath: server.root.appendingPathComponent("\(name)/\(filename)").path))
+        }
+        await backend.close()
+    }
+
     @Test func aDownloadThatDoesNotMatchItsChecksumIsCorruptData() async throws {
         let server = try await offThePool { try NextcloudDAVServer(fault: .badChecksum) }
         defer { server.stop() }

@@ -7,14 +7,16 @@ behaviour (and the behaviour of its Sabre/DAV core) as far as this subset goes.
   * PROPFIND Depth 0/1 with DAV: properties and oc:fileid (a number that stays with an item
     across MOVE) and oc:checksums;
   * GET (with Range) sending OC-Checksum when the upload gave one, and OC-FileId;
-  * PUT with If-Match / If-None-Match: *, verifying OC-Checksum: SHA1:<hex> (400 when it
-    differs) and keeping it; MKCOL; MOVE with Destination, Overwrite and If-Match; DELETE with
+  * PUT with If-Match / If-None-Match: *, verifying OC-Checksum: SHA1:<hex> and keeping it;
+    a mismatch is answered as ownCloud 10 and ownCloud Infinite Scale answer it (400 with
+    Sabre's BadRequest error body; Nextcloud itself stores the header unchecked); MKCOL; MOVE with Destination, Overwrite and If-Match; DELETE with
     If-Match;
   * chunked upload v2: MKCOL /remote.php/dav/uploads/<user>/<id>, PUT of numbered chunks, MOVE
     of <id>/.file to the destination (with OC-Total-Length), which assembles them.
 
 Faults for tests are chosen with --fault: `bad-checksum` sends a wrong OC-Checksum on GET;
-`bad-fileid` lists one entry with a hostile oc:fileid.
+`bad-fileid` lists one entry with a hostile oc:fileid; `corrupt-upload` changes the last byte of
+every upload as it arrives (before the OC-Checksum check).
 
     nextcloud_dav_server.py --root DIR --port N [--user NAME --password PW] [--fault F]
 """
@@ -35,6 +37,14 @@ LOCK = threading.RLock()
 IDS = {}  # relative path ('' for the root, 'a/b') -> fileid
 ETAGS = {}  # fileid -> etag (quoted)
 CHECKSUMS = {}  # fileid -> 'SHA1:<hex>' given at upload
+# Sabre/DAV's error body for the BadRequest ownCloud throws on an OC-Checksum mismatch.
+CHECKSUM_MISMATCH = (
+    b'<?xml version="1.0" encoding="utf-8"?>\n'
+    b'<d:error xmlns:d="DAV:" xmlns:s="http://sabredav.org/ns">\n'
+    b'  <s:exception>Sabre\\DAV\\Exception\\BadRequest</s:exception>\n'
+    b'  <s:message>The computed checksum does not match the one received from the client.</s:message>\n'
+    b'</d:error>\n'
+)
 COUNTER = itertools.count(100)
 ARGS = None
 
@@ -233,10 +243,12 @@ class Handler(BaseHTTPRequestHandler):
             return self.store(rel, data, self.headers.get("OC-Checksum"))
 
     def store(self, rel, data, checksum):
+        if ARGS.fault == "corrupt-upload" and data:
+            data = data[:-1] + bytes([data[-1] ^ 0xFF])
         if checksum:
             algorithm, _, value = checksum.partition(":")
             if algorithm.upper() != "SHA1" or hashlib.sha1(data).hexdigest() != value.lower():
-                return self.reply(400, b"The computed checksum does not match the one received from the client.")
+                return self.reply(400, CHECKSUM_MISMATCH, {"Content-Type": "application/xml; charset=utf-8"})
         existed = os.path.exists(self.disk(rel))
         with open(self.disk(rel), "wb") as handle:
             handle.write(data)
