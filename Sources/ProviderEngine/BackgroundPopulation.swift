@@ -7,7 +7,7 @@ import ProviderStore
 /// sync is done, and whenever it has nothing else to do, the remaining dataless folders are
 /// populated a few at a time, so a path used by name (`cat R/big/f1`) works in every folder
 /// once serve has caught up, although the kernel raises no event for a lookup (see
-/// Docs/Architecture.md, "Dataless folders").
+/// Docs/Sync.md, "Dataless folders").
 ///
 /// Nearest the root first, then the most recently used
 /// (``MetadataStore/datalessFolderPaths(domainID:nearestFirst:)``); at most

@@ -3,8 +3,10 @@ import Testing
 
 /// The docs stay true: Docs/CLI.md has a section for every command the binary has and names
 /// each of its options there (`--help` of every command is the reference); Docs/Architecture.md
-/// lists every target of Package.swift, every package it depends on with its version, and every
-/// system library.
+/// lists every target of Package.swift at a path that exists, every package it depends on with
+/// its version, and every system library, stays a page that can be kept true (at most 350
+/// lines), and its import diagram draws only targets and only dependencies Package.swift has;
+/// the Swift the guides quote names functions and types that exist in the sources.
 @Suite struct DocsTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
@@ -106,5 +108,162 @@ import Testing
         for library in ["libsqlite3", "libgd"] {
             #expect(dependencies.contains(library), "Architecture.md's Dependencies lack \(library)")
         }
+    }
+
+    /// The targets of both manifests (this package's and media-server's) and the names each
+    /// depends on (targets and products, as quoted in its `dependencies:`).
+    static func targets() throws -> [String: Set<String>] {
+        let manifest = try read("Package.swift") + "\n" + read("Servers/media-server/Package.swift")
+        let starts = manifest.matches(of: /\.(?:target|executableTarget|systemLibrary|plugin|testTarget)\(\s*name: "([^"]+)"/)
+        var targets: [String: Set<String>] = [:]
+        for (index, match) in starts.enumerated() {
+            let end = index + 1 < starts.count ? starts[index + 1].range.lowerBound : manifest.endIndex
+            let text = manifest[match.range.upperBound..<end]
+            var names: Set<String> = []
+            if let list = text.firstMatch(of: /dependencies:\s*\[((?:[^\[\]]|\[[^\]]*\])*)\]/) {
+                for quoted in list.1.matches(of: /"([^"]+)"/) { names.insert(String(quoted.1)) }
+            }
+            targets[String(match.1), default: []].formUnion(names)
+        }
+        return targets
+    }
+
+    @Test func architectureMdStaysAMapWhosePathsAndDiagramAreTrue() throws {
+        let doc = try Self.read("Docs/Architecture.md")
+        let lines = doc.split(separator: "\n", omittingEmptySubsequences: false).count
+        #expect(lines <= 350, "Architecture.md has \(lines) lines: move details to the page they belong to")
+        let targets = try Self.targets()
+        let modules = try #require(Self.section(titled: "Modules", in: doc))
+
+        // Every row's path exists.
+        var rows = 0
+        for row in modules.matches(of: /\n\| `([^`]+)` \| `([^`]+)` \|/) {
+            rows += 1
+            var isFolder: ObjCBool = false
+            let path = Self.root.appendingPathComponent(String(row.2)).path
+            #expect(
+                FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) && isFolder.boolValue,
+                "Architecture.md: the module \(row.1) is at \(row.2), which is not a folder")
+            #expect(targets[String(row.1)] != nil, "Architecture.md lists \(row.1), which is no target of Package.swift")
+        }
+        #expect(rows >= 20)
+
+        // The diagram: every box is a target; every arrow of its summary lines is a dependency,
+        // and every dependency between the modules it names is drawn (directly or through
+        // others).
+        let block = try #require(modules.firstMatch(of: /```\n((?:.|\n)*?)```/)?.1)
+        let boxes = Set(block.matches(of: /│ +([A-Za-z][A-Za-z-]*) +│/).map { String($0.1) })
+        #expect(boxes.count >= 6, "no boxes found in the diagram")
+        for box in boxes { #expect(targets[box] != nil, "the diagram draws \(box), which is no target") }
+        let short = [
+            "Core": "ProviderCore", "Store": "ProviderStore", "System": "ProviderSystem", "Engine": "ProviderEngine",
+            "Kit": "AdapterKit", "Conformance": "ProviderConformance", "Testing": "ProviderTesting",
+            "CLI": "fileproviderctl", "Adapters": "LocalAdapter",
+        ]
+        var edges: [String: Set<String>] = [:]
+        for line in block.split(separator: "\n") where line.contains("←") {
+            for chain in line.split(separator: /\s{2,}/) where chain.contains("←") {
+                let names = chain.split(separator: "←").map { $0.trimmingCharacters(in: .whitespaces) }
+                    .map { String($0.split(separator: " ").first ?? "") }
+                for (lower, upper) in zip(names, names.dropFirst()) {
+                    guard let from = short[upper], let to = short[lower] else {
+                        Issue.record("the diagram's line '\(chain)' names a module the test does not know: \(lower) or \(upper)")
+                        continue
+                    }
+                    #expect(targets[from]?.contains(to) == true, "the diagram says \(from) imports \(to); Package.swift does not")
+                    edges[from, default: []].insert(to)
+                }
+            }
+        }
+        #expect(!edges.isEmpty, "no `A ← B` lines found under the diagram")
+        let drawn = boxes.union(edges.keys).union(edges.values.flatMap { $0 })
+        func reaches(_ from: String, _ to: String) -> Bool {
+            var seen: Set<String> = []
+            var queue = [from]
+            while let next = queue.popLast() {
+                if next == to { return true }
+                if seen.insert(next).inserted { queue += edges[next] ?? [] }
+            }
+            return false
+        }
+        for module in drawn.sorted() where module != "ProviderCore" {
+            for dependency in (targets[module] ?? []).sorted() where drawn.contains(dependency) {
+                #expect(reaches(module, dependency), "\(module) imports \(dependency): the diagram's lines do not say so")
+            }
+        }
+    }
+
+    /// Declarations of functions, properties, cases and types in the sources of the package.
+    static func declaredNames() throws -> (functions: Set<String>, types: Set<String>) {
+        var text = ""
+        for folder in ["Sources", "Adapters", "Tests", "Servers/media-server/Sources", "Plugins"] {
+            let base = root.appendingPathComponent(folder)
+            guard let walk = FileManager.default.enumerator(at: base, includingPropertiesForKeys: nil) else { continue }
+            for case let url as URL in walk {
+                if url.lastPathComponent.hasPrefix(".") {
+                    walk.skipDescendants()
+                    continue
+                }
+                if url.pathExtension == "swift" { text += (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
+            }
+        }
+        let functions = Set(text.matches(of: /\b(?:func|case|var|let)\s+([A-Za-z_][A-Za-z0-9_]*)/).map { String($0.1) })
+        let types = Set(
+            text.matches(of: /\b(?:class|struct|enum|protocol|actor|typealias|extension)\s+([A-Za-z_][A-Za-z0-9_]*)/).map { String($0.1) })
+        return (functions, types)
+    }
+
+    /// Names the guides' Swift uses that come from Swift, Foundation, Swift Testing or
+    /// PackageDescription, and the made-up ones of examples (`blockingLookup` in section 5 of
+    /// Docs/WritingAnAdapter.md stands for a backend's own lookup).
+    static let outsideNames: Set<String> = [
+        "Self", "URL", "Data", "String", "Int", "Int64", "Bool", "FileManager", "Task", "Testing", "Suite", "Test", "Package",
+        "PackageDescription", "init", "map",
+        "max", "min", "joined", "throws", "removeItem", "deletingLastPathComponent", "lexicographicallyPrecedes",
+        "library", "product", "testTarget", "target", "executableTarget", "macOS", "success", "failure", "package",
+        "blockingLookup", "sort", "append", "contains", "fileExists", "appendingPathComponent", "write", "expect",
+    ]
+
+    /// Calls, function names and type names in the fenced Swift of the guides, and the calls
+    /// they name in backticks (`item(for:)`), exist in the sources: a rename that leaves a
+    /// guide quoting the old name fails here.
+    @Test func theCodeTheGuidesQuoteExists() throws {
+        let (functions, types) = try Self.declaredNames()
+        let modules = Set(try Self.targets().keys)
+        let docs =
+            try FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("Docs").path)
+            .filter { $0.hasSuffix(".md") }.map { "Docs/" + $0 }
+            + FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("Docs/Adapters").path)
+            .filter { $0.hasSuffix(".md") }.map { "Docs/Adapters/" + $0 } + ["README.md"]
+        var fences = 0
+        // C, SQL and shell functions the prose names in backticks.
+        let prose: Set<String> = ["poll", "coalesce", "lseek", "fcntl", "openat", "max", "init", "throws"]
+        for name in docs {
+            let text = try Self.read(name)
+            for fence in text.matches(of: /```swift\n((?:.|\n)*?)```/) {
+                fences += 1
+                var code = String(fence.1)
+                code.replace(/\/\/[^\n]*/, with: "")
+                code.replace(/"(?:[^"\\\n]|\\.)*"/, with: "\"\"")
+                let declaredHere = Set(code.matches(of: /\b(?:class|struct|enum|protocol|actor|typealias)\s+(\w+)/).map { String($0.1) })
+                for type in code.matches(of: /\b([A-Z][A-Za-z0-9]+)\b/).map({ String($0.1) }) {
+                    if types.contains(type) || functions.contains(type) || declaredHere.contains(type) || modules.contains(type)
+                        || Self.outsideNames.contains(type)
+                    {
+                        continue
+                    }
+                    Issue.record("\(name) quotes the type \(type), which the sources do not declare")
+                }
+                for call in code.matches(of: /[.\s(]([a-z][A-Za-z0-9]*)\(/).map({ String($0.1) }) {
+                    if functions.contains(call) || Self.outsideNames.contains(call) { continue }
+                    Issue.record("\(name) quotes a call of \(call)(…), which the sources do not declare")
+                }
+            }
+            for call in text.matches(of: /`([a-z][A-Za-z0-9]*)\(/).map({ String($0.1) }) {
+                if functions.contains(call) || prose.contains(call) { continue }
+                Issue.record("\(name) names `\(call)(…)`, which the sources do not declare")
+            }
+        }
+        #expect(fences >= 10)
     }
 }

@@ -24,7 +24,7 @@ struct OnAccessProgramTests {
     /// to copy, a folder of 2,000 entries (past the population budget, so dataless at depth 1)
     /// and a folder past the budget holding a tree, dataless at depth 3. Everything else fits
     /// in the first sync's population budget (250 entries): a path used by name in a folder
-    /// nothing listed yet is not found (Architecture.md, "a name is not an open"), so the
+    /// nothing listed yet is not found (Sync.md, "a name is not an open"), so the
     /// dataless folders are reached as users reach them, by listing them (`find`).
     static func makeStore(at root: String) async throws {
         func put(_ relative: String, _ contents: Data, mode: mode_t = 0o644, date: Date? = nil) throws {
