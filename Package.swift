@@ -25,6 +25,9 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+        // `swift package generate-documentation` for the DocC catalogs (scripts/test-docc.sh);
+        // a command plugin: nothing links it.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", exact: "1.5.0"),
     ],
     targets: [
         .target(name: "ProviderCore"),
@@ -100,8 +103,8 @@ let package = Package(
         ),
         // Writes the commit the CLI is built from into it (`fileproviderctl version`).
         .plugin(name: "BuildInfo", capability: .buildTool(), path: "Plugins/BuildInfo"),
-        // Keeps a pre-content fanotify group guarded when serve dies (Docs/Architecture.md,
-        // "On-access files: the kernel layer"). C: a small process with no runtime to start.
+        // Keeps a pre-content fanotify group guarded when serve dies (Docs/OnAccess.md). C: a
+        // small process with no runtime to start.
         .executableTarget(name: "fileprovider-guard", dependencies: ["CSystemShims"]),
         // The second reference external backend (Docs/ExternalBackends.md): a local folder, in C
         // with the C library only; the first is Backends/python/fileprovider-backend-pyfolder.

@@ -53,7 +53,7 @@ public struct ReplyHead: Sendable {
     /// `nil` when neither gives one (or `Content-Range` says `*`, unknown).
     ///
     /// - Throws: `corruptData` naming `what` when the number is not a possible size: not a
-    ///   number, negative, or over ``ItemBounds/maximumSize``.
+    ///   number, negative, or over `ItemBounds.maximumSize`.
     public func resourceSize(of what: String) throws(FileProviderError) -> Int64? {
         let text: String
         if let range = headers["content-range"], let slash = range.lastIndex(of: "/") {

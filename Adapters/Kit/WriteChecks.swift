@@ -8,10 +8,12 @@ import ProviderCore
 
 extension ItemPath {
     /// The path of a child named `name` of this folder, after checking the name may be used
-    /// there (``ItemPath/allowsChild(named:reservedPrefix:)``).
+    /// there (`ItemPath.allowsChild(named:reservedPrefix:)`).
     ///
-    /// - Parameter reservedPrefix: the prefix of the backend's own temporary files, or `nil`
-    ///   when it has none.
+    /// - Parameters:
+    ///   - name: the child's name, as the store or the engine gave it.
+    ///   - reservedPrefix: the prefix of the backend's own temporary files, or `nil` when it
+    ///     has none.
     /// - Throws: `invalidFilename` for an unsafe name, a special container's identifier at the
     ///   top level, or a name starting with `reservedPrefix`.
     public func child(named name: String, reservedPrefix: String?) throws(FileProviderError) -> ItemPath {
@@ -35,10 +37,10 @@ public struct NewItem: Sendable {
     /// The call may be a replay of one that already ran (`CreateOptions.mayAlreadyExist`).
     public let replay: Bool
 
-    /// Checks a template whose parent identifier is a path (``ItemPath/init(_:)``).
+    /// Checks a template whose parent identifier is a path (`ItemPath.init(_:)`).
     ///
     /// - Throws: `invalidFilename` for an unsafe or reserved name (see
-    ///   ``ItemPath/child(named:reservedPrefix:)``); `noSuchItem` for a parent identifier that
+    ///   `ItemPath.child(named:reservedPrefix:)`); `noSuchItem` for a parent identifier that
     ///   names no path.
     public init(_ template: Item, options: CreateOptions, reservedPrefix: String?) throws(FileProviderError) {
         try Filename.validate(template.filename)
@@ -77,7 +79,7 @@ public struct ItemChange: Sendable {
     public let name: String
     private let newParent: ItemIdentifier?
 
-    /// Checks a change of an item whose identifier is a path (``ItemPath/init(_:)``).
+    /// Checks a change of an item whose identifier is a path (`ItemPath.init(_:)`).
     ///
     /// - Throws: `noSuchItem` for an identifier that names no path; `invalidArgument` for a
     ///   rename or move of the root; `invalidFilename` for an unsafe new name.

@@ -34,6 +34,9 @@ public struct ContentRequest: Sendable {
 /// of them may throw `serverUnreachable` (the store cannot be reached), `notAuthenticated`
 /// (credentials refused), `permissionDenied` (the store denied access to a path) and `cancelled`
 /// (the calling task was cancelled).
+///
+/// The conformance suite (`BackendConformance` in ProviderConformance) checks this contract;
+/// Docs/WritingAnAdapter.md walks through writing a backend.
 public protocol Backend: Sendable {
     /// What this backend can do; the engine and the conformance suite read it instead of
     /// calling methods that would throw `notSupported`.
@@ -81,7 +84,8 @@ public protocol Backend: Sendable {
     /// without `supportsRangedReads` ignores `offset`, truncates the file and writes it all.
     /// (To read a part of a file without truncating, see
     /// ``fetchPartialContents(for:version:range:into:)``.)
-    /// Returns the item whose contents were written (its version is the one downloaded).
+    /// Calls `progress` with the bytes written so far and the total when known. Returns the
+    /// item whose contents were written (its version is the one downloaded).
     /// - Throws: `noSuchItem` when the item is gone; `versionNoLongerAvailable` when `version`
     ///   is given and the store no longer has it; `invalidArgument` for a folder;
     ///   `localIOFailure` when `destination` cannot be written (disk full).
@@ -150,7 +154,9 @@ public protocol Backend: Sendable {
     /// `item` carries the new values of the fields named in `changedFields`. A rename or move
     /// in a path-addressed store returns an item with a new identifier; any other change
     /// returns the same identifier, and every change the kind and the name asked for (the
-    /// engine refuses another item as `corruptData`).
+    /// engine refuses another item as `corruptData`). The ``ItemResult`` names in
+    /// `stillPendingFields` the fields to send again later, and sets `shouldFetchContent` when
+    /// the store rewrote the bytes (the engine then downloads them).
     /// - Throws: `noSuchItem` when the item is gone; `versionOutOfDate` when the store's version
     ///   is not `baseVersion` (nothing is changed); `filenameCollision` when the new name is
     ///   taken; `invalidFilename` for an unsafe name; `insufficientQuota` when the store is full;
@@ -264,7 +270,7 @@ extension Backend {
                     page = result.nextPage
                 }
                 return listing
-            } catch where error.code == .pageExpired && !restarted {
+            } catch  where error.code == .pageExpired && !restarted {
                 restarted = true
             }
         }

@@ -58,7 +58,7 @@ public enum SecretService {
     /// a lookup could otherwise find instead).
     ///
     /// - Throws: `notAuthenticated` with the reason when it cannot be stored (as
-    ///   ``password(forDomain:)``; also a collection that is locked or missing).
+    ///   ``password(forDomain:environment:)``; also a collection that is locked or missing).
     public static func store(
         _ password: String, forDomain domain: String, user: String, host: String, backend: String
     ) throws(FileProviderError) {
