@@ -266,4 +266,58 @@ import Testing
         }
         #expect(fences >= 10)
     }
+
+    /// GitHub's anchor of a heading: lower case, letters, digits, `-` and `_` kept, spaces
+    /// made `-`, everything else dropped.
+    static func anchor(_ heading: Substring) -> String {
+        var slug = ""
+        for character in heading.lowercased() {
+            if character == " " {
+                slug.append("-")
+            } else if character.isLetter || character.isNumber || character == "-" || character == "_" {
+                slug.append(character)
+            }
+        }
+        return slug
+    }
+
+    /// Every relative link of README.md and Docs/ names a file that exists and, with `#`, a
+    /// heading of that page: a section moved to another page leaves no link behind.
+    @Test func linksBetweenThePagesResolve() throws {
+        let pages =
+            try FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("Docs").path)
+            .filter { $0.hasSuffix(".md") }.map { "Docs/" + $0 }
+            + FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("Docs/Adapters").path)
+            .filter { $0.hasSuffix(".md") }.map { "Docs/Adapters/" + $0 } + ["README.md"]
+        var headings: [String: Set<String>] = [:]
+        var texts: [String: String] = [:]
+        for page in pages {
+            var text = try Self.read(page)
+            text.replace(/```(?:.|\n)*?```/, with: "")
+            texts[page] = text
+            headings[page] = Set(text.matches(of: /(?m)^#+ (.*)$/).map { Self.anchor($0.1) })
+        }
+        var links = 0
+        for page in pages {
+            let folder = URL(fileURLWithPath: page).deletingLastPathComponent().relativePath
+            for link in texts[page, default: ""].matches(of: /\]\(([^)#\s]*)(?:#([^)\s]+))?\)/) {
+                let target = String(link.1)
+                if target.hasPrefix("http") || target.hasPrefix("mailto:") { continue }
+                links += 1
+                let path =
+                    target.isEmpty
+                    ? page : URL(fileURLWithPath: folder == "." ? target : folder + "/" + target).standardized.relativePath
+                let relative = path.hasPrefix(Self.root.path + "/") ? String(path.dropFirst(Self.root.path.count + 1)) : path
+                guard FileManager.default.fileExists(atPath: Self.root.appendingPathComponent(relative).path) else {
+                    Issue.record("\(page) links to \(target), which does not exist")
+                    continue
+                }
+                if let anchor = link.2, relative.hasSuffix(".md") {
+                    #expect(
+                        headings[relative]?.contains(String(anchor)) == true, "\(page) links to \(relative)#\(anchor): no such heading")
+                }
+            }
+        }
+        #expect(links > 50)
+    }
 }
