@@ -14,9 +14,14 @@ import Synchronization
 ///   it runs the domain, so two processes never serve one domain and `fileproviderctl signal`
 ///   can tell whether anyone is listening;
 /// - the **sync** lock, `<home>/locks/sync/<domain>.lock`, held for the length of one
-///   ``DomainController/sync(events:upload:settleSeconds:)`` by whoever runs it (`serve` for
-///   each pass, `fileproviderctl sync`, any program linking the engine), so two syncs of one
-///   domain never run at once: a second one waits for the first.
+///   `DomainController.sync(…)` by whoever runs it (`serve` for each pass, `fileproviderctl
+///   sync`, any program linking the engine), so two syncs of one domain never run at once: a
+///   second one waits for the first.
+///
+/// Lock order (Docs/Architecture.md, "Locks and their order"): a domain's sync lock, then its
+/// controller's tree lock, then any `Mutex`, which is never held across an `await`. A process
+/// that takes the sync locks of several domains (`evict --to-budget`) takes them all first, in
+/// name order, so two such processes cannot deadlock.
 public final class DomainLock: Sendable {
     public let path: String
     private let fd: Int32
