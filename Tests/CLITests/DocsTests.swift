@@ -193,10 +193,12 @@ import Testing
         }
     }
 
-    /// Declarations of functions, properties, cases and types in the sources of the package.
-    static func declaredNames() throws -> (functions: Set<String>, types: Set<String>) {
+    /// Declarations of functions, properties, cases and types in the sources of the package, and
+    /// the names of its Swift files.
+    static func declaredNames() throws -> (functions: Set<String>, types: Set<String>, files: Set<String>) {
         var text = ""
-        for folder in ["Sources", "Adapters", "Tests", "Servers/media-server/Sources", "Plugins"] {
+        var files: Set<String> = []
+        for folder in ["Sources", "Adapters", "Tests", "Servers/media-server/Sources", "Plugins", "Backends", "Benchmarks"] {
             let base = root.appendingPathComponent(folder)
             guard let walk = FileManager.default.enumerator(at: base, includingPropertiesForKeys: nil) else { continue }
             for case let url as URL in walk {
@@ -204,13 +206,16 @@ import Testing
                     walk.skipDescendants()
                     continue
                 }
-                if url.pathExtension == "swift" { text += (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
+                if url.pathExtension == "swift" {
+                    files.insert(url.lastPathComponent)
+                    text += (try? String(contentsOf: url, encoding: .utf8)) ?? ""
+                }
             }
         }
         let functions = Set(text.matches(of: /\b(?:func|case|var|let)\s+([A-Za-z_][A-Za-z0-9_]*)/).map { String($0.1) })
         let types = Set(
             text.matches(of: /\b(?:class|struct|enum|protocol|actor|typealias|extension)\s+([A-Za-z_][A-Za-z0-9_]*)/).map { String($0.1) })
-        return (functions, types)
+        return (functions, types, files)
     }
 
     /// Names the guides' Swift uses that come from Swift, Foundation, Swift Testing or
@@ -224,11 +229,11 @@ import Testing
         "blockingLookup", "sort", "append", "contains", "fileExists", "appendingPathComponent", "write", "expect",
     ]
 
-    /// Calls, function names and type names in the fenced Swift of the guides, and the calls
-    /// they name in backticks (`item(for:)`), exist in the sources: a rename that leaves a
-    /// guide quoting the old name fails here.
+    /// Calls, function names and type names in the fenced Swift of the guides, the calls they
+    /// name in backticks (`item(for:)`) and the Swift files they name exist in the sources: a
+    /// rename that leaves a guide quoting the old name fails here.
     @Test func theCodeTheGuidesQuoteExists() throws {
-        let (functions, types) = try Self.declaredNames()
+        let (functions, types, files) = try Self.declaredNames()
         let modules = Set(try Self.targets().keys)
         let docs =
             try FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("Docs").path)
@@ -258,6 +263,11 @@ import Testing
                     if functions.contains(call) || Self.outsideNames.contains(call) { continue }
                     Issue.record("\(name) quotes a call of \(call)(…), which the sources do not declare")
                 }
+            }
+            // Swift files the page names exist (`NAME…` stands for an adapter's own).
+            for file in text.matches(of: /([A-Za-z0-9_+-]+\.swift)\b/).map({ String($0.1) }) {
+                if files.contains(file) || file == "Package.swift" || file == "GRDB.swift" || file.hasPrefix("NAME") { continue }
+                Issue.record("\(name) names the file \(file), which is nowhere in the sources")
             }
             for call in text.matches(of: /`([a-z][A-Za-z0-9]*)\(/).map({ String($0.1) }) {
                 if functions.contains(call) || prose.contains(call) { continue }
