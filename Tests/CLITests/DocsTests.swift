@@ -330,4 +330,16 @@ import Testing
         }
         #expect(links > 50)
     }
+
+    /// README.md's "Module layout" names every library product of Package.swift.
+    @Test func readmeNamesEveryLibraryProduct() throws {
+        let manifest = try Self.read("Package.swift")
+        let readme = try #require(Self.section(titled: "Module layout", in: try Self.read("README.md")))
+        var products = 0
+        for product in manifest.matches(of: /\.library\(name: "([^"]+)"/) {
+            products += 1
+            #expect(readme.contains("`\(product.1)`"), "README.md's Module layout does not name the library \(product.1)")
+        }
+        #expect(products >= 10)
+    }
 }
