@@ -27,6 +27,12 @@ public final class S3Backend: Backend {
     let client: HTTPClient
     /// Parses listings and hashes files off the cooperative pool.
     let worker = BlockingExecutor(name: "s3-work", threads: 1)
+    /// Hashes files and parts of files (MD5, SHA-256) off the cooperative pool, two at once.
+    let hashers = BlockingExecutor(name: "s3-hash", threads: 2)
+    /// When uploads go in parts, and how big the parts are.
+    let multipart: MultipartSettings
+    /// The multipart uploads this backend is sending.
+    let activeUploads = ActiveUploads()
 
     /// The version of every folder: folders have no ETag of their own.
     static let folderVersion = ItemVersion(content: Data("folder".utf8), metadata: Data())
@@ -44,16 +50,20 @@ public final class S3Backend: Backend {
     ///     (what most self-hosted stores want).
     ///   - credentials: the keys, or `nil` to send requests unsigned (a public bucket).
     ///   - http: the kit's connection options.
+    ///   - multipart: when uploads go in parts and how big they are.
     ///   - authenticationHint: what a refusal adds to its message (where the keys came from).
     /// - Throws: `invalidArgument` for an endpoint that is not http(s), a bucket name S3 does
-    ///   not allow, a prefix with an empty or unsafe folder name, out-of-range numbers;
+    ///   not allow, a prefix with an empty or unsafe folder name, out-of-range numbers (also in
+    ///   `multipart`);
     ///   `serverUnreachable` when the server cannot be reached; `notAuthenticated` when it
     ///   refuses the keys; `noSuchItem` when the bucket does not exist.
     public init(
         endpoint: String?, bucket: String, prefix: String = "", region: String = "us-east-1", pathStyle: Bool = false,
         credentials: (accessKey: String, secretKey: String, sessionToken: String?)?, http: HTTPOptions = HTTPOptions(),
-        authenticationHint: String? = nil
+        authenticationHint: String? = nil, multipart: MultipartSettings = MultipartSettings()
     ) async throws(FileProviderError) {
+        try multipart.check()
+        self.multipart = multipart
         guard Self.isValidBucketName(bucket) else {
             throw FileProviderError(
                 .invalidArgument, "--bucket: '\(bucket)' is not a bucket name (3 to 63 lower-case letters, digits, dots and dashes)")
@@ -109,28 +119,28 @@ public final class S3Backend: Backend {
         capabilities = BackendCapabilities(
             hasChangeFeed: false, supportsThumbnails: false, supportsRangedReads: true, supportsServerSideMove: true,
             supportsConditionalWrites: false, supportsSymlinks: false, creatableKinds: [.file, .folder],
-            maximumUploadSize: Self.maximumSinglePut, identifiersArePathDerived: true, listsOnlySomeFiles: false)
+            maximumUploadSize: MultipartSettings.maximumObjectSize, identifiersArePathDerived: true, listsOnlySomeFiles: false)
         do {
             _ = try await listPage(prefix: self.prefix, delimiter: true, token: nil, maxKeys: 1)
         } catch {
             client.close()
             worker.shutDown()
+            hashers.shutDown()
             throw error
         }
     }
 
-    /// The largest object one `PutObject` may hold (5 GiB); multipart uploads are not written yet.
-    public static let maximumSinglePut: Int64 = 5 << 30
-
     deinit {
         client.close()
         worker.shutDown()
+        hashers.shutDown()
     }
 
     /// Closes the connections and stops their threads.
     public func close() async {
         client.close()
         worker.shutDown()
+        hashers.shutDown()
     }
 
     /// Whether S3 allows `name` as a bucket name: 3 to 63 characters, lower-case letters,
