@@ -91,3 +91,74 @@ struct ContentCheckTests {
         #expect(try await fetch("parts.txt") == Self.contents)
     }
 }
+
+extension ContentCheckTests {
+    /// A scripted multipart exchange: no upload in progress, a new upload id, every part's ETag
+    /// from `partETag` (given the `Content-MD5` the part was sent with), and `complete` as the
+    /// object's ETag.
+    static func multipartServer(partETag: @escaping @Sendable (String) -> String, complete: String) throws -> FaultServer {
+        try FaultServer { request in
+            if request.path == "/bkt" && request.query["list-type"] == "2" {
+                return HostileServerTests.ok(HostileServerTests.listing(prefix: request.query["prefix"] ?? ""))
+            }
+            if request.path == "/bkt" && request.query["uploads"] != nil {
+                return HostileServerTests.ok(
+                    Data("<ListMultipartUploadsResult><IsTruncated>false</IsTruncated></ListMultipartUploadsResult>".utf8))
+            }
+            if request.method == "POST" && request.query["uploads"] != nil {
+                return HostileServerTests.ok(
+                    Data("<InitiateMultipartUploadResult><UploadId>up-1</UploadId></InitiateMultipartUploadResult>".utf8))
+            }
+            if request.method == "PUT" && request.query["partNumber"] != nil {
+                let md5 = Data(base64Encoded: request.headers["content-md5"] ?? "").map { FileDigests.hex(Array($0)) } ?? ""
+                return .reply(status: 200, headers: ["ETag": "\"\(partETag(md5))\""], body: Data())
+            }
+            if request.method == "POST" && request.query["uploadId"] != nil {
+                return HostileServerTests.ok(
+                    Data("<CompleteMultipartUploadResult><ETag>\"\(complete)\"</ETag></CompleteMultipartUploadResult>".utf8))
+            }
+            if request.method == "DELETE" { return .reply(status: 204, headers: [:], body: Data()) }
+            return .reply(status: 404, headers: [:], body: Data())
+        }
+    }
+
+    static func bigFile(in folder: URL) throws -> URL {
+        let file = folder.appendingPathComponent("big")
+        try Data((0..<(12 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) }).write(to: file)
+        return file
+    }
+
+    @Test func aPartStoredAsOtherBytesIsRefused() async throws {
+        let server = try Self.multipartServer(partETag: { _ in Self.otherMD5 }, complete: "x-2")
+        defer { server.stop() }
+        let backend = try await S3Backend(
+            endpoint: server.url, bucket: "bkt", pathStyle: true, credentials: ("key", "secret", nil),
+            http: HTTPOptionsForTests.quick, multipart: MultipartTests.settings)
+        let folder = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let error = await #expect(throws: FileProviderError.self) {
+            try await backend.putMultipart(
+                try Self.bigFile(in: folder), size: 12 << 20, at: try ItemPath(ItemIdentifier("big.bin")), condition: nil)
+        }
+        #expect(error?.code == .corruptData)
+        #expect(error?.message.contains("was stored as other bytes") == true, "\(error?.message ?? "")")
+        #expect(!server.requests.contains { $0.method == "POST" && $0.query["uploadId"] != nil }, "the upload was completed")
+    }
+
+    @Test func anObjectAssembledFromOtherPartsIsRefused() async throws {
+        let server = try Self.multipartServer(partETag: { $0 }, complete: "\(Self.otherMD5)-3")
+        defer { server.stop() }
+        let backend = try await S3Backend(
+            endpoint: server.url, bucket: "bkt", pathStyle: true, credentials: ("key", "secret", nil),
+            http: HTTPOptionsForTests.quick, multipart: MultipartTests.settings)
+        let folder = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let error = await #expect(throws: FileProviderError.self) {
+            try await backend.putMultipart(
+                try Self.bigFile(in: folder), size: 12 << 20, at: try ItemPath(ItemIdentifier("big.bin")), condition: nil)
+        }
+        #expect(error?.code == .corruptData)
+        #expect(error?.message.contains("other parts than those sent") == true, "\(error?.message ?? "")")
+        #expect(server.requests.filter { $0.method == "PUT" && $0.query["partNumber"] != nil }.count == 3)
+    }
+}
