@@ -208,6 +208,17 @@ struct MultipartTests {
         #expect(throws: FileProviderError.self) { try MultipartSettings(minimumPartSize: 1 << 20).check() }
     }
 
+    @Test func thresholdAndPartSizeOptionsAreCheckedBeforeConnecting() async {
+        for (name, value) in [("multipart-threshold", "0"), ("multipart-threshold", "6000"), ("part-size", "4"), ("part-size", "x")] {
+            let error = await #expect(throws: FileProviderError.self) {
+                _ = try await S3Backend.descriptor.factory(
+                    BackendConfiguration(["bucket": "b-unused", "endpoint": "http://127.0.0.1:1", name: value]))
+            }
+            #expect(error?.code == .invalidArgument)
+            #expect(error?.message.contains("--\(name)") == true, "\(error?.message ?? "")")
+        }
+    }
+
     @Test func md5MatchesKnownDigests() {
         func hex(_ text: String) -> String { FileDigests.hex(FileDigests.md5(of: Array(text.utf8))) }
         #expect(hex("") == "d41d8cd98f00b204e9800998ecf8427e")
