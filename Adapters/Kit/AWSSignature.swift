@@ -1,4 +1,5 @@
 import Foundation
+import ProviderCore
 
 /// Requests signed with AWS Signature Version 4 by libcurl itself (`CURLOPT_AWS_SIGV4`), for
 /// S3 and the stores that speak its protocol.
@@ -6,7 +7,8 @@ import Foundation
 /// The access key and secret key are libcurl's user name and password; a session token goes in
 /// an `x-amz-security-token` header. A body streamed from a file is signed as
 /// `UNSIGNED-PAYLOAD` (`x-amz-content-sha256`), so it is never read twice; a body in memory
-/// and an empty one are hashed by libcurl. libcurl 7.88 takes the query string as it is into
+/// and an empty one are hashed here and the hash sent as `x-amz-content-sha256` (libcurl 7.88
+/// signs the hash but does not send it). libcurl 7.88 takes the query string as it is into
 /// the signature: the caller sends its fields sorted by name and fully percent-encoded
 /// (``HTTPClient/canonicalQuery(_:)``).
 public struct AWSSignature: Sendable {
@@ -29,6 +31,13 @@ public struct AWSSignature: Sendable {
 
     /// libcurl's provider string: `aws:amz:REGION:SERVICE`.
     var provider: String { "aws:amz:\(region):\(service)" }
+
+    /// The `x-amz-content-sha256` of a body in memory: its SHA-256 in lower-case hex.
+    static func payloadHash(_ body: Data) -> String {
+        var digest = SHA256Digest()
+        body.withUnsafeBytes { digest.update($0) }
+        return digest.finish()
+    }
 }
 
 extension HTTPClient {

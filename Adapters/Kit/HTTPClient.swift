@@ -61,6 +61,8 @@ public struct ClientSettings: Sendable {
 public final class HTTPClient: Sendable {
     public let settings: ClientSettings
     private let pool: SessionPool<HTTPConnection>
+    /// Holds every request back after a `429` or `503`.
+    private let pacer = Pacer()
 
     private static let globalInit: CURLcode = curl_global_init(Int(CURL_GLOBAL_ALL))
 
@@ -103,8 +105,10 @@ public final class HTTPClient: Sendable {
     public func close() { pool.sessions.forEach { $0.executor.shutDown() } }
 
     /// Sends a request, retrying connection errors, 429 and 5xx with exponential backoff and
-    /// jitter (honouring `Retry-After`), at most `settings.retries` times. A download into a file
-    /// resumes with `Range` after what earlier attempts stored.
+    /// jitter (honouring `Retry-After`), at most `settings.retries` times. After a `429` or `503`
+    /// every other request of the client waits out the same delay before its next attempt
+    /// (``Pacer``). A download into a file resumes with `Range` after what earlier attempts
+    /// stored.
     ///
     /// Returns the reply of the last attempt whatever its status; call ``HTTPReply/check()``.
     /// - Throws: `serverUnreachable` when the server cannot be reached, a transfer stalls or
@@ -125,7 +129,17 @@ public final class HTTPClient: Sendable {
         while true {
             attempt += 1
             if cancellation.isCancelled || Task.isCancelled { throw FileProviderError(.cancelled, "cancelled") }
-            let connection = await pool.acquire()
+            // A hold may begin while this request waits for a connection: it then gives the
+            // connection back and waits too.
+            var acquired: HTTPConnection
+            while true {
+                await pacer.wait()
+                acquired = await pool.acquire()
+                if !pacer.isHolding { break }
+                pool.release(acquired)
+                if cancellation.isCancelled || Task.isCancelled { throw FileProviderError(.cancelled, "cancelled") }
+            }
+            let connection = acquired
             let settings = self.settings
             let start = resumeAt
             let outcome: Attempt
@@ -138,6 +152,13 @@ public final class HTTPClient: Sendable {
                 pool.release(connection)
                 throw error
             }
+            // The server is overloaded: every request waits, from before the connection goes back.
+            var overloadDelay: Double?
+            if case .reply(let head, _, _) = outcome, head.status == 429 || head.status == 503 {
+                let delay = backoffDelay(attempt: attempt, retryAfter: head["retry-after"])
+                pacer.hold(seconds: delay)
+                overloadDelay = delay
+            }
             pool.release(connection)
             HTTPRequestLog.log(
                 request, url: url, settings: settings, outcome: outcome,
@@ -149,7 +170,7 @@ public final class HTTPClient: Sendable {
                 reply.authenticationHint = settings.authenticationHint
                 let retryable = head.status == 429 || (500...599).contains(head.status) && head.status != 507
                 if retryable && retriesLeft && !request.finalStatuses.contains(head.status) {
-                    await pause(attempt: attempt, retryAfter: head["retry-after"])
+                    await pause(seconds: overloadDelay ?? backoffDelay(attempt: attempt, retryAfter: head["retry-after"]))
                     continue
                 }
                 return reply
@@ -159,7 +180,7 @@ public final class HTTPClient: Sendable {
                 case .memory, .spool: break
                 }
                 if retryable && retriesLeft {
-                    await pause(attempt: attempt, retryAfter: nil)
+                    await pause(seconds: backoffDelay(attempt: attempt, retryAfter: nil))
                     continue
                 }
                 var final = error
@@ -169,15 +190,17 @@ public final class HTTPClient: Sendable {
         }
     }
 
-    /// Waits before the next attempt: `Retry-After` when the server gave one, else an
+    /// The wait before the next attempt: `Retry-After` when the server gave one, else an
     /// exponential backoff with jitter; never longer than `maximumDelay`.
-    private func pause(attempt: Int, retryAfter: String?) async {
+    private func backoffDelay(attempt: Int, retryAfter: String?) -> Double {
         var delay = settings.backoff * pow(2, Double(attempt - 1))
         delay *= Double.random(in: 0.5...1.5)
         if let retryAfter, let seconds = Self.retryAfterSeconds(retryAfter) { delay = max(delay, seconds) }
-        delay = min(delay, settings.maximumDelay)
-        try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))
+        return min(delay, settings.maximumDelay)
     }
+
+    /// Waits before the next attempt.
+    private func pause(seconds: Double) async { try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9)) }
 
     /// `Retry-After` as seconds: a number or an HTTP date.
     public static func retryAfterSeconds(_ value: String) -> Double? {

@@ -73,8 +73,15 @@ final class HTTPConnection: @unchecked Sendable {
             set(fp_curl_setopt_string(handle, CURLOPT_USERNAME, signature.accessKey))
             set(fp_curl_setopt_string(handle, CURLOPT_PASSWORD, signature.secretKey))
             if let token = signature.sessionToken { add("x-amz-security-token: \(token)") }
-            // A body streamed from a file is not hashed (libcurl would have to read it first).
-            if case .file = request.body { add("x-amz-content-sha256: UNSIGNED-PAYLOAD") }
+            // A body streamed from a file is not hashed (libcurl would have to read it first). A body
+            // in memory is: libcurl 7.88 signs its hash but sends no `x-amz-content-sha256`, and a
+            // store then checks the signature against the hash of an empty body (SeaweedFS).
+            switch request.body {
+            case .file, .filePart: add("x-amz-content-sha256: UNSIGNED-PAYLOAD")
+            case .data(let data, _): add("x-amz-content-sha256: \(AWSSignature.payloadHash(data))")
+            case .none: add("x-amz-content-sha256: \(AWSSignature.payloadHash(Data()))")
+            case .form: break
+            }
         } else if let credentials = settings.basicCredentials {
             set(fp_curl_setopt_long(handle, CURLOPT_HTTPAUTH, Int(fp_curl_auth_basic())))
             set(fp_curl_setopt_string(handle, CURLOPT_USERNAME, credentials.user))
@@ -119,7 +126,7 @@ final class HTTPConnection: @unchecked Sendable {
             set(fp_curl_setopt_long(handle, CURLOPT_POST, 1))
             set(fp_curl_setopt_long(handle, CURLOPT_POSTFIELDSIZE, text.utf8.count))
             set(fp_curl_setopt_string(handle, CURLOPT_COPYPOSTFIELDS, text))
-        case .file(_, let size):
+        case .file(_, let size), .filePart(_, _, let size):
             add("Content-Type: application/octet-stream")
             if request.method == "PUT" {
                 set(fp_curl_setopt_long(handle, CURLOPT_UPLOAD, 1))

@@ -11,6 +11,9 @@ public enum RequestBody: Sendable {
     /// A file streamed from disk (constant memory), as `application/octet-stream`: the body of
     /// a `PUT`, or of a `POST` for any other method.
     case file(path: String, size: Int64)
+    /// Bytes `offset ..< offset + length` of a file, streamed from disk like `file`: one part
+    /// of a multipart upload, never held in memory.
+    case filePart(path: String, offset: Int64, length: Int64)
 }
 
 /// Where the body of a successful (2xx) reply goes. Bodies of other replies are kept in memory

@@ -45,7 +45,7 @@ enum HTTPRequestLog {
             case .none: 0
             case .data(let data, _): Int64(data.count)
             case .form(let fields): Int64(fields.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 2 })
-            case .file(_, let size): size
+            case .file(_, let size), .filePart(_, _, let size): size
             }
         switch outcome {
         case .reply(let head, let body, let length):

@@ -20,6 +20,11 @@ final class HTTPTransfer {
     private var sinkFile: Int32 = -1
     private var pending: [UInt8] = []
     private var uploadFile: Int32 = -1
+    /// Where the next upload byte is read (`pread`) for a file part; -1 reads a whole file in
+    /// order.
+    private var uploadOffset: Int64 = -1
+    /// Upload bytes still to send.
+    private var uploadLeft: Int64 = .max
     /// For a file sink, the length of the file written so far; for a range sink, the offset of
     /// the next byte to write.
     private(set) var storedLength: Int64
@@ -56,7 +61,17 @@ final class HTTPTransfer {
         case .memory:
             break
         }
-        if case .file(let path, _) = request.body {
+        var uploadPath: String?
+        switch request.body {
+        case .file(let path, _): uploadPath = path
+        case .filePart(let path, let offset, let length):
+            uploadPath = path
+            uploadOffset = offset
+            uploadLeft = length
+        case .none, .data, .form: break
+        }
+        if let uploadPath {
+            let path = uploadPath
             uploadFile = open(path, O_RDONLY | O_CLOEXEC)
             if uploadFile < 0 {
                 let error = POSIXError.error("open", path: path)
@@ -220,9 +235,17 @@ final class HTTPTransfer {
             failure = FileProviderError(.cancelled, "cancelled")
             return fp_curl_read_abort()
         }
+        let want = Int(min(Int64(buffer.count), uploadLeft))
+        if want == 0 { return 0 }
         while true {
-            let count = read(uploadFile, buffer.baseAddress, buffer.count)
-            if count >= 0 { return count }
+            let count =
+                uploadOffset >= 0
+                ? pread(uploadFile, buffer.baseAddress, want, off_t(uploadOffset)) : read(uploadFile, buffer.baseAddress, want)
+            if count >= 0 {
+                if uploadOffset >= 0 { uploadOffset += Int64(count) }
+                uploadLeft -= Int64(count)
+                return count
+            }
             if errno == EINTR { continue }
             failure = FileProviderError(.localIOFailure, "the file to upload could not be read: \(String(cString: strerror(errno)))")
             return fp_curl_read_abort()

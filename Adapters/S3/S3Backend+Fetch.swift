@@ -32,14 +32,15 @@ extension S3Backend {
 
     /// Streams an object into `destination` with `GET` (`If-Match` on the version's ETag),
     /// resuming after `offset` bytes with `Range`; every attempt's ETag is checked against the
-    /// first. When the server gives the object's SHA-256 (`x-amz-checksum-sha256`, asked for
-    /// with `x-amz-checksum-mode: ENABLED`) the whole file is checked against it.
+    /// first. The whole file is checked against the object's SHA-256 when the server gives it
+    /// (`x-amz-checksum-sha256`, asked for with `x-amz-checksum-mode: ENABLED`), and against its
+    /// ETag when that is the MD5 of its bytes (``verify(file:head:etag:of:)``).
     ///
     /// - Throws: `noSuchItem` when the object is gone; `versionNoLongerAvailable` when
     ///   `version` is given and the bucket has another one, or the object changed during the
     ///   transfer; `invalidArgument` for a folder; `corruptData` when the reply has no ETag,
     ///   an impossible size, fewer bytes than it announced, or bytes that do not match its
-    ///   checksum; `localIOFailure` when `destination` cannot be written; what
+    ///   checksum or MD5 ETag; `localIOFailure` when `destination` cannot be written; what
     ///   ``S3ErrorMapping/check(_:bucket:)`` throws.
     public func fetchContents(
         for identifier: ItemIdentifier, version: ItemVersion?, to destination: URL, offset: Int64, progress: ProgressHandler?
@@ -72,42 +73,43 @@ extension S3Backend {
         guard reply.fileLength == item.size else {
             throw FileProviderError(.corruptData, "the download of \(path.display) has \(reply.fileLength) of \(item.size) bytes")
         }
-        if let checksum = reply.head["x-amz-checksum-sha256"], !checksum.contains("-") {
-            try await verify(file: destination.path, sha256Base64: checksum, of: path)
-        }
+        try await verify(
+            file: destination.path, head: reply.head, etag: String(decoding: item.version.content, as: UTF8.self), of: path)
         return item
     }
 
-    /// Checks a file against a base64 SHA-256 the server gave.
+    /// Checks a downloaded file against what the server says of its bytes, in one read of it:
+    /// the base64 SHA-256 of `x-amz-checksum-sha256` (not a composite one, `…-N`), and the ETag
+    /// where it is a plain MD5 (a single-part upload's; not a multipart upload's `…-N`, nor an
+    /// SSE-KMS or SSE-C object's).
     ///
-    /// - Throws: `corruptData` when the bytes have another hash or the value is not a
+    /// - Throws: `corruptData` when the bytes have another hash or the checksum is not a
     ///   SHA-256; `localIOFailure` when the file cannot be read.
-    func verify(file: String, sha256Base64 expected: String, of path: ItemPath) async throws(FileProviderError) {
-        guard let wanted = Data(base64Encoded: expected.trimmingCharacters(in: .whitespaces)), wanted.count == 32 else {
-            throw FileProviderError(
-                .corruptData, "\(path.display): the server's x-amz-checksum-sha256 \(expected.prefix(80).debugDescription) is not a SHA-256"
-            )
+    func verify(file: String, head: ReplyHead, etag: String, of path: ItemPath) async throws(FileProviderError) {
+        var wantedSHA: Data?
+        if let checksum = head["x-amz-checksum-sha256"], !checksum.contains("-") {
+            guard let wanted = Data(base64Encoded: checksum.trimmingCharacters(in: .whitespaces)), wanted.count == 32 else {
+                throw FileProviderError(
+                    .corruptData,
+                    "\(path.display): the server's x-amz-checksum-sha256 \(checksum.prefix(80).debugDescription) is not a SHA-256")
+            }
+            wantedSHA = wanted
         }
-        let actual = try await sha256(ofFile: file)
-        guard actual == wanted else {
+        let wantedMD5 = Self.isPlainMD5(etag) && Self.etagIsMD5(head) ? etag.lowercased() : nil
+        if wantedSHA == nil && wantedMD5 == nil { return }
+        let needsSHA = wantedSHA != nil
+        let digests = try await hashers.run { () throws -> FileDigests in try FileDigests.of(file: file, sha256: needsSHA) }
+        if let wantedSHA, let actual = digests.sha256, Data(actual) != wantedSHA {
             throw FileProviderError(
                 .corruptData,
-                "the download of \(path.display) does not match the server's x-amz-checksum-sha256 (\(actual.base64EncodedString()), not \(expected))"
+                "the download of \(path.display) does not match the server's x-amz-checksum-sha256 (\(Data(actual).base64EncodedString()), not \(wantedSHA.base64EncodedString()))"
             )
         }
-    }
-
-    /// The SHA-256 of a local file, on the backend's worker thread.
-    func sha256(ofFile file: String) async throws(FileProviderError) -> Data {
-        let hex = try await worker.run { () throws -> String in try SHA256Digest.ofFile(file) }
-        var bytes = Data(capacity: 32)
-        var index = hex.startIndex
-        while index < hex.endIndex {
-            let next = hex.index(index, offsetBy: 2)
-            bytes.append(UInt8(hex[index..<next], radix: 16) ?? 0)
-            index = next
+        if let wantedMD5, digests.md5Hex != wantedMD5 {
+            throw FileProviderError(
+                .corruptData,
+                "the download of \(path.display) does not match its ETag, the MD5 of its bytes (\(digests.md5Hex), not \(wantedMD5))")
         }
-        return bytes
     }
 
     /// Writes bytes `range` of an object (clamped to its size) into `destination` at the same

@@ -3,34 +3,34 @@ import Foundation
 import ProviderCore
 
 extension S3Backend {
-    /// Uploads a file to a key with `PutObject`, its SHA-256 in `x-amz-checksum-sha256` (the
-    /// server refuses bytes damaged on the way), conditional on `condition` (`If-None-Match: *`
-    /// or `If-Match: "etag"`). Returns the new ETag.
+    /// Uploads a file to a key, conditional on `condition` (`If-None-Match: *` or
+    /// `If-Match: "etag"`): over ``MultipartSettings/threshold`` in parts
+    /// (``putMultipart(_:size:at:condition:)``), else with one `PutObject` that sends its
+    /// `Content-MD5` and SHA-256 (`x-amz-checksum-sha256`: the server refuses bytes damaged on
+    /// the way) and whose ETag, where it is an MD5, is checked against the bytes. Returns the
+    /// new ETag.
     ///
     /// - Throws: `versionOutOfDate` when the condition does not hold (`412`);
-    ///   `insufficientQuota` for a file over ``maximumSinglePut`` (multipart uploads are not
-    ///   written yet) or when the store is full; `localIOFailure` when the file cannot be read;
-    ///   `corruptData` when the reply has no ETag; what ``S3ErrorMapping/check(_:bucket:)``
-    ///   throws.
+    ///   `insufficientQuota` for a file over 5 TiB or when the store is full; `localIOFailure`
+    ///   when the file cannot be read; `corruptData` when the reply has no ETag, or an MD5 of
+    ///   other bytes; what ``S3ErrorMapping/check(_:bucket:)`` and
+    ///   ``putMultipart(_:size:at:condition:)`` throw.
     func put(_ contents: URL, at path: ItemPath, condition: String?) async throws(FileProviderError) -> (
         etag: String, size: Int64, date: Date?
     ) {
-        let size: Int64
-        do {
-            let attributes = try FileManager.default.attributesOfItem(atPath: contents.path)
-            size = (attributes[.size] as? NSNumber)?.int64Value ?? 0
-        } catch {
-            throw FileProviderError(.localIOFailure, "the file to upload, \(contents.path), cannot be read: \(error.localizedDescription)")
+        let size = try UploadFile.size(atPath: contents.path)
+        if size > multipart.threshold {
+            let outcome = try await putMultipart(contents, size: size, at: path, condition: condition)
+            return (outcome.etag, size, outcome.date)
         }
-        guard size <= Self.maximumSinglePut else {
-            throw FileProviderError(
-                .insufficientQuota,
-                "\(path.display) has \(size) bytes; one PutObject takes at most 5 GiB and multipart uploads are not written yet")
-        }
-        let checksum = try await sha256(ofFile: contents.path).base64EncodedString()
+        let file = contents.path
+        let digests = try await hashers.run { () throws -> FileDigests in try FileDigests.of(file: file, sha256: true) }
         var request = HTTPRequest("PUT", endpoint(key: key(path)))
         request.body = .file(path: contents.path, size: size)
-        request.headers = ["x-amz-checksum-sha256: \(checksum)"]
+        request.headers = [
+            "x-amz-checksum-sha256: \(Data(digests.sha256 ?? []).base64EncodedString())",
+            "Content-MD5: \(Data(digests.md5).base64EncodedString())",
+        ]
         if let condition { request.headers.append(condition) }
         request.finalStatuses = [412]
         let reply = try await send(request)
@@ -40,6 +40,12 @@ extension S3Backend {
         try check(reply)
         guard let tag = reply.head["etag"].map(Self.unquote), !tag.isEmpty, tag.utf8.count <= ItemVersion.maximumLength else {
             throw FileProviderError(.corruptData, "PUT \(path.display): the reply gave no ETag")
+        }
+        if Self.isPlainMD5(tag), Self.etagIsMD5(reply.head), tag.lowercased() != digests.md5Hex {
+            throw FileProviderError(
+                .corruptData,
+                "\(path.display) was stored as other bytes than those sent (its ETag is \(tag), the MD5 sent \(digests.md5Hex)); upload it again"
+            )
         }
         return (tag, size, reply.head["date"].flatMap(Self.httpDate))
     }

@@ -14,6 +14,8 @@ import ProviderCore
 /// every old key (copies first: a crash leaves both, never neither). Every HTTP exchange runs
 /// on the backend's own connection threads, never on Swift's cooperative pool.
 public final class S3Backend: Backend {
+    /// What the backend can do. `supportsConditionalWrites` says what the store answered to
+    /// the probe when the backend connected (``probeConditionalWrites(client:prefix:)``).
     public let capabilities: BackendCapabilities
     /// The bucket.
     public let bucket: String
@@ -27,6 +29,12 @@ public final class S3Backend: Backend {
     let client: HTTPClient
     /// Parses listings and hashes files off the cooperative pool.
     let worker = BlockingExecutor(name: "s3-work", threads: 1)
+    /// Hashes files and parts of files (MD5, SHA-256) off the cooperative pool, two at once.
+    let hashers = BlockingExecutor(name: "s3-hash", threads: 2)
+    /// When uploads go in parts, and how big the parts are.
+    let multipart: MultipartSettings
+    /// The multipart uploads this backend is sending.
+    let activeUploads = ActiveUploads()
 
     /// The version of every folder: folders have no ETag of their own.
     static let folderVersion = ItemVersion(content: Data("folder".utf8), metadata: Data())
@@ -44,16 +52,20 @@ public final class S3Backend: Backend {
     ///     (what most self-hosted stores want).
     ///   - credentials: the keys, or `nil` to send requests unsigned (a public bucket).
     ///   - http: the kit's connection options.
+    ///   - multipart: when uploads go in parts and how big they are.
     ///   - authenticationHint: what a refusal adds to its message (where the keys came from).
     /// - Throws: `invalidArgument` for an endpoint that is not http(s), a bucket name S3 does
-    ///   not allow, a prefix with an empty or unsafe folder name, out-of-range numbers;
+    ///   not allow, a prefix with an empty or unsafe folder name, out-of-range numbers (also in
+    ///   `multipart`);
     ///   `serverUnreachable` when the server cannot be reached; `notAuthenticated` when it
     ///   refuses the keys; `noSuchItem` when the bucket does not exist.
     public init(
         endpoint: String?, bucket: String, prefix: String = "", region: String = "us-east-1", pathStyle: Bool = false,
         credentials: (accessKey: String, secretKey: String, sessionToken: String?)?, http: HTTPOptions = HTTPOptions(),
-        authenticationHint: String? = nil
+        authenticationHint: String? = nil, multipart: MultipartSettings = MultipartSettings()
     ) async throws(FileProviderError) {
+        try multipart.check()
+        self.multipart = multipart
         guard Self.isValidBucketName(bucket) else {
             throw FileProviderError(
                 .invalidArgument, "--bucket: '\(bucket)' is not a bucket name (3 to 63 lower-case letters, digits, dots and dashes)")
@@ -105,32 +117,64 @@ public final class S3Backend: Backend {
                 ? "no credentials were found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give --profile"
                 : "check the access key and secret key")
         settings.threadName = "s3-http"
-        client = try HTTPClient(settings: settings)
+        let client = try HTTPClient(settings: settings)
+        self.client = client
+        let conditional: Bool
+        do {
+            conditional = try await Self.probeConditionalWrites(client: client, prefix: self.prefix)
+        } catch {
+            client.close()
+            worker.shutDown()
+            hashers.shutDown()
+            throw error
+        }
         capabilities = BackendCapabilities(
             hasChangeFeed: false, supportsThumbnails: false, supportsRangedReads: true, supportsServerSideMove: true,
-            supportsConditionalWrites: false, supportsSymlinks: false, creatableKinds: [.file, .folder],
-            maximumUploadSize: Self.maximumSinglePut, identifiersArePathDerived: true, listsOnlySomeFiles: false)
+            supportsConditionalWrites: conditional, supportsSymlinks: false, creatableKinds: [.file, .folder],
+            maximumUploadSize: MultipartSettings.maximumObjectSize, identifiersArePathDerived: true, listsOnlySomeFiles: false)
         do {
             _ = try await listPage(prefix: self.prefix, delimiter: true, token: nil, maxKeys: 1)
         } catch {
             client.close()
             worker.shutDown()
+            hashers.shutDown()
             throw error
         }
     }
 
-    /// The largest object one `PutObject` may hold (5 GiB); multipart uploads are not written yet.
-    public static let maximumSinglePut: Int64 = 5 << 30
-
     deinit {
         client.close()
         worker.shutDown()
+        hashers.shutDown()
     }
 
     /// Closes the connections and stops their threads.
     public func close() async {
         client.close()
         worker.shutDown()
+        hashers.shutDown()
+    }
+
+    /// Whether the store honours `If-Match` on `PutObject`: a `PUT` of an empty object at a key
+    /// that is not there (`PREFIX.fileprovider-probe-UUID`) with `If-Match` on an ETag no
+    /// object has. A store that honours it refuses with `412` (SeaweedFS 4.48) or `404`
+    /// `NoSuchKey` (moto 5.2.1, AWS) and writes nothing; one that ignores it writes the object,
+    /// which is deleted again. Any other answer (`403` for keys that may not write, a missing
+    /// bucket) says no: the listing after it gives the reason.
+    ///
+    /// - Throws: `serverUnreachable` when the server cannot be reached; `cancelled`.
+    static func probeConditionalWrites(client: HTTPClient, prefix: String) async throws(FileProviderError) -> Bool {
+        let key = prefix + ".fileprovider-probe-\(UUID().uuidString.lowercased())"
+        let endpoint = "/" + HTTPClient.percentEncode(key, keepSlash: true)
+        var request = HTTPRequest("PUT", endpoint)
+        request.body = .data(Data(), contentType: "application/octet-stream")
+        request.headers = ["If-Match: \"\(String(repeating: "0", count: 32))\""]
+        request.finalStatuses = [412]
+        let reply = try await client.send(request, cancellation: CancellationFlag())
+        if reply.status == 412 { return true }
+        if reply.status == 404 { return S3ErrorBody.parse(reply.body).code == "NoSuchKey" }
+        if reply.isSuccess { _ = try? await client.send(HTTPRequest("DELETE", endpoint), cancellation: CancellationFlag()) }
+        return false
     }
 
     /// Whether S3 allows `name` as a bucket name: 3 to 63 characters, lower-case letters,

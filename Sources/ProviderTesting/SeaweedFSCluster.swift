@@ -23,11 +23,15 @@ public final class SeaweedFSCluster: @unchecked Sendable {
     /// The region requests are signed for (SeaweedFS accepts any).
     public let region = "us-east-1"
     /// The volume servers' process groups, in order, for tests that stop one.
-    public var volumeServers: [pid_t] { volumes.map(\.pid) }
+    public var volumeServers: [pid_t] { lock.withLock { volumes.map(\.pid) } }
 
     private let folder: URL
     private let master: ServerProcessGroup
-    private let volumes: [ServerProcessGroup]
+    private let lock = NSLock()
+    private var volumes: [ServerProcessGroup]
+    /// How a volume server is started again (its index from 0 to 1).
+    private let startVolume: (Int) throws -> ServerProcessGroup
+    private let masterPort: Int
     private let filer: ServerProcessGroup
     private let gateway: ServerProcessGroup
 
@@ -86,15 +90,20 @@ public final class SeaweedFSCluster: @unchecked Sendable {
             let masterGRPC = try Self.grpcPort(of: master.pid)
             let masterAddress = "127.0.0.1:\(masterPort).\(masterGRPC)"
             var volumes: [ServerProcessGroup] = []
-            for index in 1...2 {
+            let startVolume = { (index: Int) throws -> ServerProcessGroup in
                 let (volume, _) = try ServerProcessGroup.start(
-                    "weed volume \(index)", binary: weed, errorLog: log("volume\(index)"),
+                    "weed volume \(index + 1)", binary: weed, errorLog: log("volume\(index + 1)"),
                     arguments: { port in
                         [
                             "volume", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-port=\(port)", "-port.grpc=\(grpc(port))",
-                            "-dir=\(folder.appendingPathComponent("volume\(index)").path)", "-max=100", "-master=\(masterAddress)",
+                            "-dir=\(folder.appendingPathComponent("volume\(index + 1)").path)", "-max=100",
+                            "-master=\(masterAddress)",
                         ]
                     })
+                return volume
+            }
+            for index in 0..<2 {
+                let volume = try startVolume(index)
                 started.append(volume)
                 volumes.append(volume)
             }
@@ -120,6 +129,8 @@ public final class SeaweedFSCluster: @unchecked Sendable {
             started.append(gateway)
             self.master = master
             self.volumes = volumes
+            self.startVolume = startVolume
+            self.masterPort = masterPort
             self.filer = filer
             self.gateway = gateway
             endpoint = "http://127.0.0.1:\(gatewayPort)"
@@ -136,13 +147,44 @@ public final class SeaweedFSCluster: @unchecked Sendable {
     public func stop() {
         gateway.stop()
         filer.stop()
-        for volume in volumes { volume.stop() }
+        for volume in lock.withLock({ volumes }) { volume.stop() }
         master.stop()
         try? FileManager.default.removeItem(at: folder)
     }
 
     /// Stops one volume server (`SIGKILL` to its group), for tests of a cluster losing one.
-    public func stopVolumeServer(_ index: Int) { volumes[index].stop() }
+    public func stopVolumeServer(_ index: Int) { lock.withLock { volumes[index] }.stop() }
+
+    /// Starts a stopped volume server again on its data folder (on a new port), and waits until
+    /// the master lists it.
+    ///
+    /// - Throws: ``MediaServerError`` when it does not start or the master does not list it in
+    ///   60 seconds.
+    public func restartVolumeServer(_ index: Int) throws {
+        let volume = try startVolume(index)
+        lock.withLock { volumes[index] = volume }
+        let port = try Self.listeningPort(of: volume.pid)
+        for _ in 0..<1200 {
+            if let reply = MediaServer.rawRequest(port: masterPort, "GET /dir/status HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"),
+                reply.contains("127.0.0.1:\(port)")
+            {
+                return
+            }
+            usleep(50_000)
+        }
+        throw MediaServerError(message: "the SeaweedFS master did not list the restarted volume server on port \(port)")
+    }
+
+    /// The HTTP port a weed process was started with (its `-port=` argument).
+    private static func listeningPort(of pid: pid_t) throws -> Int {
+        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else {
+            throw MediaServerError(message: "weed \(pid) is gone")
+        }
+        for argument in data.split(separator: 0).map({ String(decoding: $0, as: UTF8.self) }) where argument.hasPrefix("-port=") {
+            if let port = Int(argument.dropFirst("-port=".count)) { return port }
+        }
+        throw MediaServerError(message: "weed \(pid) has no -port")
+    }
 
     /// Makes a bucket with `curl --aws-sigv4` (a program users run), and returns its name.
     ///

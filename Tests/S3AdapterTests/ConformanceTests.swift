@@ -50,6 +50,9 @@ enum SharedMoto {
         }
     }
 
+    /// - Throws: why the server could not be started.
+    static func server() async throws -> (server: MotoS3Server, bucket: String) { try await startup.value }
+
     /// A backend over a fresh, empty prefix of the shared bucket.
     static func backend(prefix: String = "store-\(UUID().uuidString)") async throws -> S3Backend {
         let (server, bucket) = try await startup.value

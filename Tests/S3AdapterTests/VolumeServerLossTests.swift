@@ -74,4 +74,70 @@ struct VolumeServerLossTests {
         await impatient.close()
         await backend.close()
     }
+
+    /// A sync cut off in the middle of a multipart upload by the loss of a volume server: the
+    /// upload fails with a clear error (or, when SeaweedFS places every part on the survivor,
+    /// goes through), nothing written before is lost, and once the server is back the same
+    /// upload resumes from the parts sent before the loss and completes.
+    @Test func anUploadCutOffByALostVolumeServerResumesAfterItsRestart() async throws {
+        let (cluster, bucket) = try await offThePool { () throws -> (SeaweedFSCluster, String) in
+            let cluster = try SeaweedFSCluster()
+            return (cluster, try cluster.makeBucket())
+        }
+        defer { cluster.stop() }
+        func backend(_ http: HTTPOptions) async throws -> S3Backend {
+            try await S3Backend(
+                endpoint: cluster.endpoint, bucket: bucket, region: cluster.region, pathStyle: true,
+                credentials: (cluster.accessKey, cluster.secretKey, nil), http: http, multipart: MultipartTests.settings)
+        }
+        let patient = try await backend(HTTPOptions(retries: 8))
+        let scratch = try MultipartTests.Scratch()
+        var before: [(ItemIdentifier, Data)] = []
+        for index in 0..<3 {
+            let (file, data) = try scratch.file("small-\(index)", size: 1000 + index * 7919, seed: UInt8(10 + index))
+            let made = try await patient.createItem(
+                basedOn: MultipartTests.template("small-\(index).bin", size: data.count), fields: [.contents], contents: file,
+                options: [])
+            before.append((made.item.identifier, data))
+        }
+        let size = 20 << 20 + 77
+        let (file, data) = try scratch.file("big", size: size, seed: 20)
+        let path = try ItemPath(ItemIdentifier("big.bin"))
+        let key = patient.key(path)
+        // The sync had sent two parts when the volume server died.
+        let ranges = MultipartTests.settings.parts(for: Int64(size))
+        let id = try await patient.createUpload(key: key, path: path)
+        for number in 1...2 {
+            let digest = try FileDigests.of(file: file.path, range: ranges[number - 1], sha256: false)
+            try await patient.uploadPart(
+                file: file.path, range: ranges[number - 1], number: number, md5: digest, key: key, uploadID: id, of: path)
+        }
+        cluster.stopVolumeServer(0)
+
+        let impatient = try await backend(HTTPOptions(timeout: 5, retries: 1))
+        var finished = false
+        do throws(FileProviderError) {
+            _ = try await impatient.putMultipart(file, size: Int64(size), at: path, condition: "If-None-Match: *")
+            finished = true
+            print("S3 volume server lost mid-upload: the upload went through on the surviving server")
+        } catch {
+            #expect(error.code == .serverUnreachable, "\(error)")
+            #expect(!error.message.isEmpty)
+            print("S3 volume server lost mid-upload: \(error.code): \(error.message)")
+        }
+        await impatient.close()
+
+        try await offThePool { try cluster.restartVolumeServer(0) }
+        for (identifier, contents) in before {
+            #expect(try await scratch.download(patient, identifier, version: nil) == contents, "\(identifier.rawValue) changed")
+        }
+        if !finished {
+            let outcome = try await patient.putMultipart(file, size: Int64(size), at: path, condition: "If-None-Match: *")
+            #expect(outcome.uploadID == id)
+            #expect(outcome.partsKept >= 2)
+        }
+        #expect(try await scratch.download(patient, path.identifier, version: nil) == data)
+        #expect(try await patient.pendingUploads(prefix: patient.prefix).isEmpty)
+        await patient.close()
+    }
 }

@@ -1,0 +1,69 @@
+import Foundation
+import ProviderCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The MD5 (and, when asked, the SHA-256) of a local file's bytes, or of a range of them,
+/// read once in 1 MiB blocks: what an upload sends as `Content-MD5` and
+/// `x-amz-checksum-sha256` and checks the ETag against, and what a download is checked with.
+/// Call it off the cooperative pool.
+struct FileDigests: Sendable {
+    /// The MD5's 16 bytes.
+    var md5: [UInt8]
+    /// The SHA-256's 32 bytes, when asked for.
+    var sha256: [UInt8]?
+
+    /// The MD5 as lower-case hex digits (an ETag's form).
+    var md5Hex: String { Self.hex(md5) }
+
+    /// Bytes as lower-case hex digits.
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        return String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0F)]] }, as: UTF8.self)
+    }
+
+    /// The MD5 of bytes in memory (a multipart ETag's: the MD5 of its parts' MD5s).
+    static func md5(of bytes: [UInt8]) -> [UInt8] {
+        var digest = MD5Digest()
+        bytes.withUnsafeBytes { digest.update($0) }
+        return digest.finishBytes()
+    }
+
+    /// - Parameters:
+    ///   - range: the bytes to hash, or `nil` for the whole file.
+    ///   - sha256: whether to compute the SHA-256 too.
+    /// - Throws: `localIOFailure` when the file cannot be read, or ends before the range does.
+    static func of(file path: String, range: Range<Int64>? = nil, sha256: Bool) throws(FileProviderError) -> FileDigests {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw FileProviderError(.localIOFailure, "cannot read \(path) to checksum it: \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        var md5 = MD5Digest()
+        var sha = sha256 ? SHA256Digest() : nil
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset = range?.lowerBound ?? 0
+        let end = range?.upperBound ?? .max
+        while offset < end {
+            let want = Int(min(Int64(buffer.count), end - offset))
+            let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(offset)) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw FileProviderError(.localIOFailure, "cannot read \(path) to checksum it: \(String(cString: strerror(errno)))")
+            }
+            if count == 0 {
+                if range == nil { break }
+                throw FileProviderError(.localIOFailure, "\(path) ended at byte \(offset) while it was uploaded; it changed")
+            }
+            buffer.withUnsafeBytes { bytes in
+                let part = UnsafeRawBufferPointer(rebasing: bytes[0..<count])
+                md5.update(part)
+                sha?.update(part)
+            }
+            offset += Int64(count)
+        }
+        return FileDigests(md5: md5.finishBytes(), sha256: sha?.finishBytes())
+    }
+}
