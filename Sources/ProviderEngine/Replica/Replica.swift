@@ -26,8 +26,9 @@ public struct FileFingerprint: Hashable, Sendable {
 }
 
 /// The replica folder of one domain: real folders, materialized files under their real names,
-/// and `<name>.placeholder` files for the rest. All methods are blocking and run on the engine's
-/// `BlockingExecutor`; each throws `FileProviderError` naming the path on failure.
+/// and placeholders for the rest in the form its ``layout`` gives them (`<name>.placeholder`
+/// files, or dataless files under their real names). All methods are blocking and run on the
+/// engine's `BlockingExecutor`; each throws `FileProviderError` naming the path on failure.
 public struct Replica: Sendable {
     /// The suffix of placeholder files.
     public static let placeholderSuffix = ".placeholder"
