@@ -249,7 +249,7 @@ struct ConflictResolver: Sendable {
                 if replica.placeholderExists(candidate) { continue }
                 if try store.item(domainID: domainID, path: candidate) != nil { continue }
                 if movingPlaceholder, replica.placeholderExists(path),
-                    replica.layout == .dataless || replica.fingerprint(atPath: replica.path(path)) == nil
+                    replica.placeholderUnderItsName(path) != nil || replica.fingerprint(atPath: replica.path(path)) == nil
                 {
                     // A moved placeholder: its file carries the name.
                     try replica.movePlaceholder(from: path, to: candidate)

@@ -87,7 +87,7 @@ extension DomainController {
         // Which of the placeholders are partly present, before anything is evicted.
         var partial: [ItemIdentifier: Int64] = [:]
         let placeholders = files.filter { $0.state == .placeholder }.map(\.identifier)
-        if replica.layout == .dataless && !placeholders.isEmpty {
+        if replica.layout.keepsPartialContents && !placeholders.isEmpty {
             let (store, domainID) = (store, domainID)
             partial = try await executor.run { try store.partiallyPresent(domainID: domainID, among: placeholders) }
         }
@@ -108,7 +108,7 @@ extension DomainController {
         }
         // Partly present files of a dataless replica (progressive hydration): their
         // fetched ranges go, as automatic eviction takes them.
-        if replica.layout == .dataless {
+        if replica.layout.keepsPartialContents {
             let evictor = FileEvictor(
                 domainID: domainID, domainName: domain.name, replica: replica, store: store, method: .lease,
                 keepsFlags: backend.capabilities.supportsFileSystemFlags)
@@ -197,11 +197,11 @@ extension DomainController {
             // Present ranges (only a dataless replica has them) are forgotten before the swap: a
             // crash between the two leaves bytes on disk that are not recorded (fetched again),
             // never recorded ranges that are holes.
-            if replica.layout == .dataless { try store.removePresentRanges(domainID: domainID, identifier: record.identifier) }
+            if replica.layout.keepsPartialContents { try store.removePresentRanges(domainID: domainID, identifier: record.identifier) }
             try replica.replaceWithPlaceholder(record.path, metadata)
         }
         // Ranges a fill recorded during the swap were of the file that is gone.
-        if replica.layout == .dataless {
+        if replica.layout.keepsPartialContents {
             let (store, domainID) = (store, domainID)
             try await executor.runToCompletion { try store.removePresentRanges(domainID: domainID, identifier: record.identifier) }
         }

@@ -106,7 +106,7 @@ extension DomainController {
         var lock: DomainLock?
         // Held through the downloads and the population, whatever path returns.
         defer { withExtendedLifetime(lock) {} }
-        if replica.layout == .placeholderFiles, !files.isEmpty,
+        if !replica.layout.placeholderTakesItemsName, !files.isEmpty,
             files.reduce(Int64(0), { $0 &+ max(0, $1.size) }) <= Self.placeholderFreeBytes
         {
             let path = syncLockPath

@@ -167,7 +167,7 @@ extension DomainController {
         var outcomes: [ItemOutcome] = []
         let unfinished: Set<ItemIdentifier>
         let targets: RecordReader.Targets
-        let (store, domainID, dataless) = (store, domainID, replica.layout == .dataless)
+        let (store, domainID, dataless) = (store, domainID, replica.layout.keepsPartialContents)
         do {
             // Bounded by the journal (operations not finished), not by the domain.
             unfinished = try await executor.run { try store.itemsWithUnfinishedOperations(domainID: domainID) }
@@ -285,7 +285,7 @@ extension DomainController {
         let (store, domainID) = (self.store, self.domainID)
         let placeholders = records.filter { $0.state == .placeholder }.map(\.identifier)
         let partial =
-            replica.layout == .dataless
+            replica.layout.keepsPartialContents
             ? ((try? await blocking { () throws(FileProviderError) in
                 try store.partiallyPresent(domainID: domainID, among: placeholders)
             }) ?? [:]) : [:]

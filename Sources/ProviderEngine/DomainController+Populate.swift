@@ -148,7 +148,7 @@ extension DomainController {
                 guard let print = replica.fingerprint(atPath: replica.path(child.path)) else { continue }
                 if child.kind == .folder && print.isDirectory { continue }
                 // A dataless file written before a population was cut short: its placeholder.
-                if replica.layout == .dataless && replica.placeholderExists(child.path) { continue }
+                if replica.placeholderUnderItsName(child.path) != nil { continue }
                 if let version = Self.downloadedVersion(of: child, print, in: replica) {
                     var child = child
                     child.markMaterialized(contentVersion: version, fingerprint: print)
@@ -214,7 +214,7 @@ extension DomainController {
             return .some(download.contentVersion)
         }
         // A dataless file has the item's size and date too, and nothing of its contents.
-        if replica.layout == .dataless && replica.placeholderExists(record.path) { return nil }
+        if replica.placeholderUnderItsName(record.path) != nil { return nil }
         guard DownloadMark.read(atPath: replica.path(record.path)) == nil, record.kind == .file, print.isRegularFile,
             print.size == record.size,
             let date = record.modificationDate, abs(Double(print.modificationNanos) / 1e9 - date.timeIntervalSince1970) < 1e-6

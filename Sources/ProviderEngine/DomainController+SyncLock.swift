@@ -31,7 +31,7 @@ extension DomainController {
         if let target = ConversionMarker.target(atPath: conversionMarkerPath) {
             throw ConversionMarker.unfinished(domain.name, target)
         }
-        if let current = try store.domain(named: domain.name), current.id == domainID, current.replicaMode != domain.replicaMode {
+        if let current = try store.domain(named: domain.name), current.id == domainID, ReplicaLayouts.differ(current, domain) {
             throw FileProviderError(
                 .providerDomainTemporarilyUnavailable,
                 "domain '\(domain.name)' was converted to \(current.replicaMode.rawValue) after this process opened it (in \(domain.replicaMode.rawValue)); nothing was done: run the command again (restart a program that keeps domains open)"

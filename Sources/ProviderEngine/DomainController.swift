@@ -96,7 +96,7 @@ public final class DomainController: Sendable {
             throw FileProviderError(
                 .localIOFailure, "cannot create the staging folder \(staging.path): \(FileProviderError.wrap(error).message)")
         }
-        let replica = Replica(root: replicaRoot, staging: staging, layout: domain.replicaMode)
+        let replica = Replica(root: replicaRoot, staging: staging, layout: ReplicaLayouts.layout(of: domain))
         context = DomainContext(
             domain: domain, domainID: id, backend: backend, replica: replica, store: store, executor: executor,
             newDatalessFolders: manager.newDatalessFolders, logger: manager.logger)

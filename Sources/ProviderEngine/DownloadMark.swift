@@ -147,7 +147,7 @@ extension Replica {
             return false
         }
         // Evicted by another process, not recorded yet: the item's dataless file is no edit.
-        if layout == .dataless, isPlaceholder(of: record.identifier, at: record.path) { return false }
+        if placeholderUnderItsName(record.path)?.isOwned(by: record.identifier) == true { return false }
         return DownloadMark.recognize(atPath: path(record.path), print, as: record) == nil
     }
 }

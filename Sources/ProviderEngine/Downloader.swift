@@ -438,12 +438,12 @@ final class Downloader: Sendable {
         // The usual case first: nothing at the name (its `.placeholder` file stands beside
         // it, unless the caller knows there is none). The rename refuses to replace anything;
         // when it fails, the checks below look at whatever is there.
-        if replica.layout == .placeholderFiles, (try? replica.move(file, toPath: target)) != nil {
+        if !replica.layout.placeholderTakesItemsName, (try? replica.move(file, toPath: target)) != nil {
             placed = true
             if !placeholderAbsent { try replica.removeFile(atPath: replica.placeholderPath(path)) }
             return updated
         }
-        if let existing = replica.fingerprint(atPath: target), replica.layout == .placeholderFiles || !replica.placeholderExists(path) {
+        if let existing = replica.fingerprint(atPath: target), replica.placeholderUnderItsName(path) == nil {
             let ours = stored.state == .materialized && !replica.hasLocalChanges(stored, existing)
             // A download renamed into place by a process that died before recording it: its
             // mark says so; without marks, the same size and exactly the date this download

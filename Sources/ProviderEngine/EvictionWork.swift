@@ -29,7 +29,7 @@ final class EvictionWork {
             guard let id = record.id, snapshot.scope.contains(id), let root = snapshot.roots[id] else { continue }
             let replica = Replica(
                 root: URL(fileURLWithPath: root), staging: evictor.manager.home.appendingPathComponent("staging/\(id)"),
-                layout: record.replicaMode)
+                layout: ReplicaLayouts.layout(of: record))
             let files = FileEvictor(
                 domainID: id, domainName: record.name, replica: replica, store: store, method: evictor.method,
                 keepsFlags: evictor.manager.keepsFileSystemFlags(record))
@@ -299,12 +299,12 @@ final class EvictionWork {
                 return passOver(domain, "cannot take its sync lock: \(error.message)")
             }
             if let taken {
-                let (name, id, mode) = (domain.name, domain.id, domain.record.replicaMode)
+                let (name, id, record) = (domain.name, domain.id, domain.record)
                 let store = self.store
                 do {
                     domain.unfinished = try await executor.run { () throws(FileProviderError) -> Set<ItemIdentifier> in
                         try manager.checkNoUnfinishedConversion(name)
-                        guard let current = try store.domain(named: name), current.id == id, current.replicaMode == mode else {
+                        guard let current = try store.domain(named: name), current.id == id, !ReplicaLayouts.differ(current, record) else {
                             throw FileProviderError(.providerDomainTemporarilyUnavailable, "its replica mode changed during the pass")
                         }
                         return try store.itemsWithUnfinishedOperations(domainID: id)

@@ -161,7 +161,7 @@ struct ExcludedFromSync {
     /// `notSupported` (a kind or a file it cannot hold) or `invalidFilename` for a new item or
     /// an edit (in place: a `.placeholder` file's name was never the item's, see
     /// ``Uploader``). `nil` for other errors and changes: they are retried as before.
-    static func refusal(of change: LocalChange, _ error: FileProviderError, domainID: Int64, layout: ReplicaMode)
+    static func refusal(of change: LocalChange, _ error: FileProviderError, domainID: Int64, layout: any ReplicaLayout)
         -> ExcludedItemRecord?
     {
         guard error.code == .notSupported || error.code == .invalidFilename else { return nil }
@@ -169,7 +169,8 @@ struct ExcludedFromSync {
         switch change {
         case .created(let at, let made, let found) where made != .symlink: (path, kind, print) = (at, made, found)
         case .modified(let record, let found): (path, kind, print) = (record.path, .file, found)
-        case .writtenOverPlaceholder(let record, let found) where layout == .dataless: (path, kind, print) = (record.path, .file, found)
+        case .writtenOverPlaceholder(let record, let found) where layout.writesAtAnItemsNameEditIt:
+            (path, kind, print) = (record.path, .file, found)
         default: return nil
         }
         return ExcludedItemRecord(

@@ -58,7 +58,7 @@ struct FileEvictor: Sendable {
             return .gone
         }
         if candidate.isPartial {
-            guard record.state == .placeholder, replica.layout == .dataless else { return .gone }
+            guard record.state == .placeholder, replica.layout.keepsPartialContents else { return .gone }
             return try evictPartial(record)
         }
         guard record.state == .materialized else { return .gone }
@@ -69,7 +69,7 @@ struct FileEvictor: Sendable {
     /// ranges forgotten, its blocks punched out, while no program has it open.
     /// - Throws: as ``evict(_:for:)``.
     func evictPartial(named record: ItemRecord) throws(FileProviderError) -> Outcome {
-        guard record.state == .placeholder, replica.layout == .dataless else { return .gone }
+        guard record.state == .placeholder, replica.layout.keepsPartialContents else { return .gone }
         return try evictPartial(record)
     }
 
@@ -77,7 +77,7 @@ struct FileEvictor: Sendable {
         let path = replica.path(record.path)
         guard let print = replica.fingerprint(atPath: path), print.isRegularFile else { return .gone }
         // Evicted by another process and not recorded yet.
-        if replica.layout == .dataless && Replica.datalessOwner(atPath: path) != nil { return .gone }
+        if replica.placeholderUnderItsName(record.path) != nil { return .gone }
         if replica.hasLocalChanges(record, print) { return .kept("has local changes that are not uploaded") }
         if keepsFlags && print.isExecutable != record.isExecutable {
             return .kept("has a local change of its executable bit that is not sent yet")

@@ -353,7 +353,7 @@ struct FolderPlacer: Sendable {
             return replica.placeholderExists(record.path)
         case .materialized:
             return replica.fingerprint(atPath: replica.path(record.path))?.isRegularFile == true
-                && !(replica.layout == .dataless && replica.placeholderExists(record.path))
+                && replica.placeholderUnderItsName(record.path) == nil
         case .folder: return replica.fingerprint(atPath: replica.path(record.path))?.isDirectory == true
         }
     }

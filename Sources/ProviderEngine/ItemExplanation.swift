@@ -79,7 +79,8 @@ extension ProviderManager {
         let path = location.path
         let display = TerminalText.quoted("\(domain.name):/\(path)")
         let replica = Replica(
-            root: try replicaRoot(of: domain), staging: home.appendingPathComponent("staging/\(domainID)"), layout: domain.replicaMode)
+            root: try replicaRoot(of: domain), staging: home.appendingPathComponent("staging/\(domainID)"),
+            layout: ReplicaLayouts.layout(of: domain))
         let record = try store.item(domainID: domainID, path: path)
         let onDisk = replica.fingerprint(atPath: replica.path(path))
         let placeholderOnDisk = replica.placeholderExists(path)
@@ -109,22 +110,14 @@ extension ProviderManager {
                 explanation.pinnedBy = explanation.policySetOn
             }
             switch record.state {
-            case .placeholder where domain.replicaMode == .dataless:
-                let present =
-                    try store.presentRanges(domainID: domainID, identifier: record.identifier, contentVersion: record.contentVersion)
-                    .reduce(Int64(0)) { $0 + ($1.upperBound - $1.lowerBound) }
-                if present > 0 {
-                    reasons.append(
-                        "partly fetched: \(present) of \(record.size) bytes are on disk (progressive hydration); a program reading the rest in \(domain.replicaPath) while serve runs fetches what it reads, 'fileproviderctl materialize \(display)' all of it, 'fileproviderctl evict \(display)' gives the bytes back; programs that map holes first (SEEK_DATA/SEEK_HOLE, FIEMAP; not tar, which is given whole files) skip what is missing and read zeros"
-                    )
-                } else {
-                    reasons.append(
-                        "dataless: under its real name, the contents not downloaded; a program reading it in \(domain.replicaPath) while serve runs, or 'fileproviderctl materialize \(display)', downloads them; programs that map holes first (SEEK_DATA/SEEK_HOLE, FIEMAP; not tar, which is given whole files) skip what is missing and read zeros"
-                    )
-                }
             case .placeholder:
+                let present =
+                    replica.layout.keepsPartialContents
+                    ? try store.presentRanges(domainID: domainID, identifier: record.identifier, contentVersion: record.contentVersion)
+                        .reduce(Int64(0)) { $0 + ($1.upperBound - $1.lowerBound) } : 0
                 reasons.append(
-                    "placeholder: the contents are not downloaded; 'fileproviderctl materialize \(display)' downloads them")
+                    replica.layout.explainNotDownloaded(
+                        present: present, size: record.size, display: display, replicaPath: domain.replicaPath))
             case .materialized:
                 reasons.append("materialized: the contents are downloaded")
             case .folder:
@@ -176,11 +169,11 @@ extension ProviderManager {
                 }
             case .placeholder, .symlink:
                 if let onDisk, onDisk.isRegularFile, record.state == .placeholder,
-                    !(replica.layout == .dataless && replica.isPlaceholder(of: record.identifier, at: path))
+                    replica.placeholderUnderItsName(path)?.isOwned(by: record.identifier) != true
                 {
                     if DownloadMark.recognize(atPath: replica.path(path), onDisk, as: record) != nil {
                         reasons.append("downloaded, not recorded yet (another process, or one that was killed); the next sync records it")
-                    } else if replica.layout == .dataless {
+                    } else if replica.writesAtAnItemsNameEditIt {
                         explanation.localChange = "edited"
                         reasons.append(
                             "replaced locally (emptied or renamed over by a program); not uploaded yet (the next sync sends it as an edit)")

@@ -321,7 +321,7 @@ struct LocalScanner {
         while let entry = readdir(directory) {
             guard let name = Filename.decode(entry), name != ".", name != ".." else { continue }
             let path = relative.isEmpty ? name : relative + "/" + name
-            if replica.layout == .placeholderFiles, let base = replica.itemName(ofPlaceholderFile: name, in: relative) {
+            if let base = replica.layout.itemName(ofPlaceholderEntry: name, in: relative, in: replica) {
                 listing.placeholders.insert(base)
                 let basePath = relative.isEmpty ? base : relative + "/" + base
                 if known[base] == nil, let found = replica.placeholderOwner(basePath), found.domain == domain {
@@ -342,8 +342,8 @@ struct LocalScanner {
             } else if print.isRegularFile {
                 // A dataless file is the placeholder of its item, never contents. A downloaded
                 // file that is as the engine wrote it needs no look at its attributes.
-                if replica.layout == .dataless, !Self.isUnchangedDownload(print, known[name]),
-                    let found = Replica.datalessOwner(atPath: replica.path(path))
+                if replica.layout.placeholderTakesItemsName, !Self.isUnchangedDownload(print, known[name]),
+                    let found = replica.placeholderUnderItsName(path)
                 {
                     listing.placeholders.insert(name)
                     if known[name].map({ found.isOwned(by: $0.identifier) }) != true {

@@ -40,9 +40,9 @@ struct MovesWithoutServerSupport {
     /// there. Blocking.
     /// - Returns: a notice for the report.
     func moveBack(_ record: ItemRecord, from path: String) -> String {
-        let isPlaceholderFile = replica.layout == .placeholderFiles && record.state == .placeholder
-        let source = isPlaceholderFile ? replica.placeholderPath(path) : replica.path(path)
-        let target = isPlaceholderFile ? replica.placeholderPath(record.path) : replica.path(record.path)
+        let isPlaceholder = record.state == .placeholder
+        let source = isPlaceholder ? replica.placeholderLocation(path) : replica.path(path)
+        let target = isPlaceholder ? replica.placeholderLocation(record.path) : replica.path(record.path)
         let what = record.kind == .folder ? "folder" : "file"
         do {
             try replica.move(fromPath: source, toPath: target)

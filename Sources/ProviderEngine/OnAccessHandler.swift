@@ -137,7 +137,8 @@ public final class OnAccessHandler: @unchecked Sendable {
     ///   throws.
     /// `ranged`: the domain's backend has ranged reads (needed for progressive hydration).
     public func serve(_ domain: DomainRecord, ranged: Bool) throws(FileProviderError) {
-        guard domain.replicaMode == .dataless, let id = domain.id, let backing = try manager.backingURL(of: domain) else {
+        guard ReplicaLayouts.layout(of: domain).isGuardedOnAccess, let id = domain.id, let backing = try manager.backingURL(of: domain)
+        else {
             throw FileProviderError(.invalidArgument, "\(domain.name) is not a dataless domain")
         }
         try OnAccessSupport.check(backing: backing.path)

@@ -103,24 +103,27 @@ extension ProviderManager {
             )
         }
         let replica = URL(fileURLWithPath: domain.replicaPath)
-        let (source, destination) = mode == .dataless ? (replica, backing) : (backing, replica)
-        let from: ReplicaMode = mode == .dataless ? .placeholderFiles : .dataless
-        var report = ConversionReport(domain: name, from: from, to: mode, source: source.path, destination: destination.path)
+        // Read with one layout, written with the other.
+        let to = ReplicaLayouts.layout(for: mode)
+        let from = ReplicaLayouts.conversionSource(of: domain, to: to)
+        let source = from.keepsFilesInBackingFolder ? backing : replica
+        let destination = to.keepsFilesInBackingFolder ? backing : replica
+        var report = ConversionReport(domain: name, from: from.mode, to: mode, source: source.path, destination: destination.path)
         report.resumed = resumed
-        if !resumed && domain.replicaMode == mode {
+        if !resumed && ReplicaLayouts.layout(of: domain).mode == to.mode {
             report.from = mode
             report.unchanged = true
             return report
         }
         let folders = ConversionFolders(
-            manager: self, domain: domain, mode: mode, replica: replica, backing: backing, markerPath: markerPath)
+            manager: self, domain: domain, layout: to, replica: replica, backing: backing, markerPath: markerPath)
         if !resumed { try await executor.run { try folders.check() } }
         try await executor.run { try folders.prepare() }
         // An interruption stops the work at the next entry; the marker keeps the domain blocked
         // until a rerun finishes.
         let stop = Mutex(false)
         var converting = ReplicaConversion(
-            domain: name, domainID: id, target: mode, source: source, destination: destination, store: store, events: events,
+            domain: name, domainID: id, from: from, to: to, source: source, destination: destination, store: store, events: events,
             estimated: estimated, stopped: { stop.withLock { $0 } })
         converting.pageSize = conversionPage.withLock { $0 }
         let conversion = converting
@@ -131,8 +134,8 @@ extension ProviderManager {
                 try await executor.run { () throws(FileProviderError) -> ConversionReport in
                     var report = started
                     try conversion.run(into: &report)
-                    // The old folder is empty now; a dataless domain's old backing folder goes.
-                    if mode == .placeholderFiles && rmdir(backing.path) != 0 && errno != ENOENT {
+                    // The old folder is empty now; an old backing folder goes.
+                    if source == backing && destination != backing && rmdir(backing.path) != 0 && errno != ENOENT {
                         throw POSIXError.error("cannot remove the emptied backing folder", path: backing.path)
                     }
                     return report

@@ -38,7 +38,7 @@ extension ProviderManager {
     /// The backing folder of a dataless domain; `nil` for a domain in another mode.
     /// - Throws: `invalidArgument` when the domain's name is not valid.
     public func backingURL(of domain: DomainRecord) throws(FileProviderError) -> URL? {
-        domain.replicaMode == .dataless ? try backingURL(forDomainNamed: domain.name) : nil
+        ReplicaLayouts.layout(of: domain).keepsFilesInBackingFolder ? try backingURL(forDomainNamed: domain.name) : nil
     }
 
     /// The root of a domain's ``Replica``: the folder the engine reads and writes the domain's
@@ -101,11 +101,11 @@ extension ProviderManager {
         try? FileManager.default.removeItem(at: staging)
         if keepReplica {
             try? FileManager.default.removeItem(at: root.appendingPathComponent(".fileprovider-staging"))
-            Self.removePlaceholders(of: domain.name, in: Replica(root: root, staging: staging, layout: domain.replicaMode))
+            Replica(root: root, staging: staging, layout: ReplicaLayouts.layout(of: domain)).removeAllPlaceholders(of: domain.name)
         } else {
             try? FileManager.default.removeItem(at: root)
         }
-        if domain.replicaMode == .dataless && root.path != domain.replicaPath {
+        if ReplicaLayouts.layout(of: domain).keepsFilesInBackingFolder && root.path != domain.replicaPath {
             _ = rmdir(domain.replicaPath)
         }
     }
@@ -129,7 +129,7 @@ extension ProviderManager {
     public func detachUnguardedReplicaMounts() -> [String] {
         guard let domains = try? domains() else { return [] }
         var detached: [String] = []
-        for domain in domains where domain.replicaMode == .dataless && ReplicaMount.isMountPoint(domain.replicaPath) {
+        for domain in domains where ReplicaLayouts.layout(of: domain).isGuardedOnAccess && ReplicaMount.isMountPoint(domain.replicaPath) {
             // A running `serve` (it holds the domain's lock) guards its mount: no process's
             // descriptors need a look, so a command run beside `serve` stays as fast as without.
             if DomainLock.holder(home: home, domain: domain.name) != nil { continue }

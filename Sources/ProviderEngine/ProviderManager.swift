@@ -157,7 +157,8 @@ public final class ProviderManager: Sendable {
     ) async throws(FileProviderError) -> (record: DomainRecord, adopted: AdoptionSummary?) {
         try Self.validateDomainName(name)
         try Self.validateIgnorePatterns(ignorePatterns)
-        if adopting && mode == .dataless {
+        let layout = ReplicaLayouts.layout(for: mode)
+        if adopting && !layout.canAdoptReplicaFolder {
             throw FileProviderError(
                 .invalidArgument, "a dataless domain cannot adopt a replica folder; add it in placeholder-files mode, then convert it")
         }
@@ -175,7 +176,7 @@ public final class ProviderManager: Sendable {
                 ?? home.appendingPathComponent("domains/\(name)").path
         )
         .standardizedFileURL.resolvingSymlinksInPath()
-        let backing = mode == .dataless ? try backingURL(forDomainNamed: name) : nil
+        let backing = layout.keepsFilesInBackingFolder ? try backingURL(forDomainNamed: name) : nil
         // The other domains' folders, the replica folder's contents: on the engine's threads.
         try await blocking { [self] () throws(FileProviderError) in
             try checkReplicaLocation(
@@ -211,7 +212,7 @@ public final class ProviderManager: Sendable {
         record.ignorePatterns = ignorePatterns.joined(separator: "\n")
         record.replicaMode = mode
         record.cacheBudget = cacheBudget
-        record.hydration = hydration ?? (mode == .dataless ? .progressive : .full)
+        record.hydration = hydration ?? layout.defaultHydration
         let domainID: Int64
         do throws(FileProviderError) {
             let unsaved = record
@@ -367,7 +368,7 @@ public final class ProviderManager: Sendable {
         let root = try replicaRoot(of: domain)
         // A served dataless domain's backing folder is mounted at its replica path, where
         // programs may have its files open: serve must let go of it first.
-        if domain.replicaMode == .dataless, let process = DomainLock.holder(home: home, domain: name) {
+        if ReplicaLayouts.layout(of: domain).isGuardedOnAccess, let process = DomainLock.holder(home: home, domain: name) {
             throw FileProviderError(
                 .cannotSynchronize,
                 "domain '\(name)' is served by process \(process), which shows its files at \(domain.replicaPath); stop that serve first, then remove the domain"
@@ -393,26 +394,6 @@ public final class ProviderManager: Sendable {
         try await blocking { [store] () throws(FileProviderError) in try store.deleteDomain(id: id) }
         let staging = home.appendingPathComponent("staging/\(id)")
         try await executor.run { self.removeFolders(of: domain, root: root, staging: staging, keepReplica: keepReplica) }
-    }
-
-    /// Removes every placeholder of a domain from its replica (moved ones too), and nothing
-    /// else: a file under a `.placeholder` name that is not one of the domain's placeholders
-    /// stays; in the dataless layout every dataless file goes, never a file with contents.
-    /// Blocking.
-    static func removePlaceholders(of domain: String, in replica: Replica) {
-        guard let walker = FileManager.default.enumerator(atPath: replica.root.path) else { return }
-        while let relative = walker.nextObject() as? String {
-            // Dataless files hold no contents: a kept folder must not keep files that look
-            // like contents and read as zeros.
-            if replica.layout == .dataless {
-                try? replica.removePlaceholder(relative)
-                continue
-            }
-            guard relative.hasSuffix(Replica.placeholderSuffix) else { continue }
-            let base = String(relative.dropLast(Replica.placeholderSuffix.count))
-            guard let metadata = try? replica.readPlaceholder(base), metadata.domain == domain else { continue }
-            try? replica.removeFile(atPath: replica.placeholderPath(base))
-        }
     }
 
     /// The controller of a domain, made on first use and kept.

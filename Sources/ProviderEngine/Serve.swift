@@ -130,7 +130,7 @@ public final class Server: Sendable {
             // on-access handler sees (FAN_OPEN); opens in its backing folder are the engine's
             // own (a range flushed, an eviction's lease) and would make a file look recently used.
             let opened: @Sendable (String) -> Void
-            if record.replicaMode == .dataless {
+            if ReplicaLayouts.layout(of: record).isGuardedOnAccess {
                 opened = { _ in }
             } else {
                 opened = { [manager] path in manager.useRecorder.used(domainID: id, path: path) }
@@ -410,7 +410,7 @@ public final class Server: Sendable {
     ///   refuses the marks, a replica folder that is not empty); mounts made before are taken
     ///   away again.
     private func startOnAccess(_ records: [DomainRecord]) async throws(FileProviderError) {
-        let dataless = records.filter { $0.replicaMode == .dataless }
+        let dataless = records.filter { ReplicaLayouts.layout(of: $0).isGuardedOnAccess }
         guard !dataless.isEmpty else { return }
         let settle = options.settleSeconds
         let handler = try OnAccessHandler.open(manager: manager, logger: logger) { [manager, logger, changedFolders] name, path in

@@ -42,7 +42,7 @@ struct SyncDown: Sendable {
     /// database selects the stale ones (``MetadataStore/stalePartials(domainID:)``): what changed
     /// in the store, not every partly present file of the domain.
     func staleUpdatedPartials(_ policies: PolicyResolver) throws(FileProviderError) -> [ItemRecord] {
-        guard replica.layout == .dataless else { return [] }
+        guard replica.layout.keepsPartialContents else { return [] }
         return try store.stalePartials(domainID: domainID).filter { policies.policy(of: $0).evictsOnRemoteUpdate }
     }
 

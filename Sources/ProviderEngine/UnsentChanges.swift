@@ -79,7 +79,8 @@ extension ProviderManager {
         try checkNoUnfinishedConversion(name)
         guard let domainID = domain.id else { throw FileProviderError(.providerDomainNotFound, "domain \(domain.name) has no id") }
         let replica = Replica(
-            root: try replicaRoot(of: domain), staging: home.appendingPathComponent("staging/\(domainID)"), layout: domain.replicaMode)
+            root: try replicaRoot(of: domain), staging: home.appendingPathComponent("staging/\(domainID)"),
+            layout: ReplicaLayouts.layout(of: domain))
         var scanner = LocalScanner(replica: replica, domain: domain.name, ignore: IgnoreRules(extra: domain.ignoreList), settleNanos: 0)
         // Every change is listed (the list is the answer): no partial scans here.
         scanner.findingsLimit = .max
@@ -183,7 +184,7 @@ extension ProviderManager {
                     reason: "its executable bit was changed locally; \(later)"),
                 "modify:\(record.identifier.rawValue)"
             )
-        case .writtenOverPlaceholder(let record, _) where replica.layout == .dataless:
+        case .writtenOverPlaceholder(let record, _) where replica.writesAtAnItemsNameEditIt:
             return (
                 UnsentChange(
                     path: "/" + record.path, kind: .edited, itemKind: record.kind.rawValue,

@@ -40,7 +40,7 @@ struct Uploader: Sendable {
             // it (emptied it while opening it, or renamed a new file over it): an edit of the
             // item, based on the version the file stood for. A `.placeholder` file's name was
             // never the item's: what is written there is kept beside it.
-            if context.replica.layout == .dataless {
+            if context.replica.writesAtAnItemsNameEditIt {
                 try await uploadEdit(record, fingerprint: fingerprint, report: &report)
             } else if let copy = try await conflicts.keepWrittenOverPlaceholder(record, fingerprint: fingerprint, report: &report) {
                 try await uploadCreation(path: copy.path, kind: .file, fingerprint: copy.fingerprint, report: &report)

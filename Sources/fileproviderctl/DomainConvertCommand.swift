@@ -75,7 +75,8 @@ struct DomainConvertCommand: AsyncParsableCommand {
             print("domain '\(name)' is in \(mode.rawValue) mode already; nothing was changed")
             return
         }
-        let form = mode == .dataless ? "dataless files" : ".placeholder files"
+        let layout = ReplicaLayouts.layout(for: mode)
+        let form = layout.placeholderTakesItemsName ? "dataless files" : ".placeholder files"
         var line =
             "converted domain '\(name)' to \(mode.rawValue)\(report.resumed ? " (finishing an interrupted conversion)" : ""): "
             + "moved \(Self.count(report.movedEntries, "entry", "entries")) from \(report.source) to \(report.destination) "
@@ -86,7 +87,7 @@ struct DomainConvertCommand: AsyncParsableCommand {
                 "; \(Self.count(report.removedPlaceholders, "placeholder", "placeholders")) without an item or beside a real file removed"
         }
         print(line)
-        if mode == .dataless {
+        if layout.isGuardedOnAccess {
             print("next: fileproviderctl serve \(name)  (mounts \(report.destination) on \(replica))")
         }
     }

@@ -39,7 +39,7 @@ struct DomainShowCommand: AsyncParsableCommand {
             "items:        \(summary.total) (\(summary.folders) folders (\(summary.datalessFolders) dataless), \(summary.placeholders) placeholders, \(summary.materialized) materialized, \(summary.pinned) pinned)",
             "downloaded:   \(Output.bytes(summary.materializedBytes))",
             "cache:        \(Output.bytes(shown.cache.used)) used of \(Output.budget(domain.cacheBudget))\(shown.cache.partial > 0 ? " (\(Output.bytes(shown.cache.partial)) in partly downloaded files)" : "")",
-            "hydration:    \(domain.hydration.rawValue)\(domain.replicaMode == .dataless ? "" : " (used in dataless mode)")",
+            "hydration:    \(domain.hydration.rawValue)\(ReplicaLayouts.layout(of: domain).keepsPartialContents ? "" : " (used in dataless mode)")",
         ]
         for eviction in shown.evictions {
             lines.append(

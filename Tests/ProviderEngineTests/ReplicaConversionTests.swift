@@ -98,7 +98,7 @@ import Testing
 
             // The edit is still an edit against the same base (no upload happened yet).
             let dataless = try await f.manager.controller(for: "mem")
-            #expect(dataless.replica.root.path == backing.path && dataless.replica.layout == .dataless)
+            #expect(dataless.replica.root.path == backing.path && dataless.replica.layout.mode == .dataless)
             let unsent = try await f.manager.unsentChanges(inDomain: "mem")
             #expect(unsent.map(\.path) == ["/edit.txt"])
 
@@ -243,7 +243,9 @@ import Testing
                     if target == .dataless { try f.manager.makeFolders(replica: replica, backing: backing, domain: "mem") }
                     let counter = Mutex(0)
                     let conversion = ReplicaConversion(
-                        domain: "mem", domainID: old.domainID, target: target, source: source, destination: destination,
+                        domain: "mem", domainID: old.domainID,
+                        from: ReplicaLayouts.layout(for: target == .dataless ? .placeholderFiles : .dataless),
+                        to: ReplicaLayouts.layout(for: target), source: source, destination: destination,
                         store: f.manager.store, events: nil, estimated: 10,
                         stopped: {
                             counter.withLock { count in

@@ -26,8 +26,9 @@ public struct FileFingerprint: Hashable, Sendable {
 }
 
 /// The replica folder of one domain: real folders, materialized files under their real names,
-/// and `<name>.placeholder` files for the rest. All methods are blocking and run on the engine's
-/// `BlockingExecutor`; each throws `FileProviderError` naming the path on failure.
+/// and placeholders for the rest in the form its ``layout`` gives them (`<name>.placeholder`
+/// files, or dataless files under their real names). All methods are blocking and run on the
+/// engine's `BlockingExecutor`; each throws `FileProviderError` naming the path on failure.
 public struct Replica: Sendable {
     /// The suffix of placeholder files.
     public static let placeholderSuffix = ".placeholder"
@@ -35,21 +36,26 @@ public struct Replica: Sendable {
     public let root: URL
     /// A folder on the same file system for downloads in progress.
     public let staging: URL
-    /// How a file that is not downloaded looks: `<name>.placeholder`, or a dataless file under
-    /// its real name.
-    public let layout: ReplicaMode
+    /// How an item appears here (a file that is not downloaded: `<name>.placeholder`, or a
+    /// dataless file under its real name): every placeholder operation asks it.
+    public let layout: any ReplicaLayout
     /// `root.path` and `staging.path`, worked out once: a URL decodes its path on every read,
     /// and each file the engine touches asks for one (1.5% of the CPU of `materialize -R` of
     /// small files).
     private let rootPath: String
     private let stagingFolder: String
 
-    public init(root: URL, staging: URL, layout: ReplicaMode = .placeholderFiles) {
+    public init(root: URL, staging: URL, layout: any ReplicaLayout = PlaceholderFilesLayout()) {
         self.root = root
         self.staging = staging
         self.layout = layout
         rootPath = root.path
         stagingFolder = staging.path
+    }
+
+    /// A replica in the layout of `mode` (``ReplicaLayouts/layout(for:)``).
+    public init(root: URL, staging: URL, layout mode: ReplicaMode) {
+        self.init(root: root, staging: staging, layout: ReplicaLayouts.layout(for: mode))
     }
 
     /// The absolute path of an item at a relative path.
@@ -84,44 +90,21 @@ public struct Replica: Sendable {
     }
 
     /// Writes the placeholder of a new item: created exclusively, so nothing is overwritten; an
-    /// existing placeholder (left by an interrupted sync) is replaced atomically. In the
-    /// dataless layout, a dataless file (``createDatalessFile(_:_:)``).
-    ///
-    /// The file is written unnamed first (`O_TMPFILE`) and named once complete, so a crash never
-    /// leaves half a placeholder; making an unnamed file also does not hold the folder's lock,
-    /// so the threads writing placeholders into one folder do not queue there while the file
-    /// system finds a free inode (slow on ext4 without a journal after a large deletion). Where
-    /// the file system has no unnamed files, the placeholder is created under its name.
+    /// existing placeholder (left by an interrupted sync) is replaced atomically
+    /// (``ReplicaLayout/createPlaceholder(_:_:in:)``).
+    /// - Throws: `filenameCollision` when a file with contents stands where it goes;
+    ///   `insufficientQuota` or `localIOFailure` when it cannot be written.
     public func createPlaceholder(_ relative: String, _ metadata: PlaceholderMetadata) throws(FileProviderError) {
         PoolCheck.note()
-        if layout == .dataless { return try createDatalessFile(relative, metadata) }
-        let target = placeholderPath(relative)
-        let bytes = metadata.encoded
-        let folder = target.lastIndex(of: "/").map { String(target[..<$0]) } ?? "."
-        let unnamed = SystemCalls.openUnnamed(inFolder: folder, mode: 0o644)
-        if unnamed >= 0 {
-            defer { close(unnamed) }
-            try writeAll(unnamed, bytes, path: target)
-            if SystemCalls.linkUnnamed(unnamed, to: target) == 0 { return }
-            if errno == EEXIST { return try writePlaceholder(relative, metadata) }
-            // No /proc to name it through: create it under its name below.
-        }
-        let fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        if fd < 0 {
-            if errno == EEXIST { return try writePlaceholder(relative, metadata) }
-            throw POSIXError.error("cannot create placeholder", path: target)
-        }
-        defer { close(fd) }
-        try writeAll(fd, bytes, path: target)
+        try layout.createPlaceholder(relative, metadata, in: self)
     }
 
-    /// Writes a placeholder atomically (a temporary file renamed into place), as Apple's
-    /// `writePlaceholder(at:withMetadata:)`.
+    /// Writes a placeholder atomically, as Apple's `writePlaceholder(at:withMetadata:)`
+    /// (``ReplicaLayout/writePlaceholder(_:_:in:)``).
+    /// - Throws: as ``createPlaceholder(_:_:)``.
     public func writePlaceholder(_ relative: String, _ metadata: PlaceholderMetadata) throws(FileProviderError) {
         PoolCheck.note()
-        if layout == .dataless { return try writeDatalessFile(relative, metadata) }
-        let target = placeholderPath(relative)
-        try atomicWrite(metadata.encoded, to: target)
+        try layout.writePlaceholder(relative, metadata, in: self)
     }
 
     /// Writes bytes to a temporary sibling, then renames it over `target`.
@@ -393,7 +376,9 @@ public struct Replica: Sendable {
         close(fd)
     }
 
-    private func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String) throws(FileProviderError) {
+    /// Writes all of `bytes` to `fd`.
+    /// - Throws: `localIOFailure` naming `path`.
+    func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String) throws(FileProviderError) {
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }

@@ -14,18 +14,20 @@ import ProviderSystem
 struct ConversionFolders: Sendable {
     let manager: ProviderManager
     let domain: DomainRecord
-    /// The mode the domain is converted to.
-    let mode: ReplicaMode
+    /// The layout the domain is converted to.
+    let layout: any ReplicaLayout
     /// The domain's replica folder and its backing folder (where a dataless domain keeps its files).
     let replica: URL
     let backing: URL
     /// The conversion's marker (``ConversionMarker``).
     let markerPath: String
 
-    /// Checks that the domain can be converted to ``mode``, changing nothing.
+    /// Checks that the domain can be converted to ``layout``, changing nothing: a layout that
+    /// keeps the files in the backing folder needs it apart from every other folder and empty,
+    /// and one guarded on access needs the system to watch accesses there.
     /// - Throws: as ``ProviderManager/convertDomain(named:to:events:)``.
     func check() throws(FileProviderError) {
-        guard mode == .dataless else { return }
+        guard layout.keepsFilesInBackingFolder else { return }
         if ProviderManager.overlaps(replica.path, backing.path) {
             throw FileProviderError(
                 .invalidArgument,
@@ -46,7 +48,7 @@ struct ConversionFolders: Sendable {
                 "the backing folder \(backing.path) is not empty (files kept when a domain of that name was removed?); move them away and run this command again"
             )
         }
-        if let problem = OnAccessSupport.problem(forBacking: backing) {
+        if layout.isGuardedOnAccess, let problem = OnAccessSupport.problem(forBacking: backing) {
             throw FileProviderError(
                 .notSupported, problem.replacingOccurrences(of: OnAccessSupport.instead, with: "keep the domain in placeholder-files mode"))
         }
@@ -54,10 +56,10 @@ struct ConversionFolders: Sendable {
 
     /// Writes the conversion's marker and makes its destination: the folder, marked as the
     /// domain's replica root. Checks that both folders are on one file system and that a
-    /// dataless domain's replica folder is no mount point.
+    /// replica folder that is to hold the files is no mount point.
     /// - Throws: as ``ProviderManager/convertDomain(named:to:events:)``.
     func prepare() throws(FileProviderError) {
-        if mode == .placeholderFiles && ReplicaMount.isMountPoint(replica.path) {
+        if !layout.keepsFilesInBackingFolder && ReplicaMount.isMountPoint(replica.path) {
             throw FileProviderError(
                 .invalidArgument,
                 "the replica folder \(replica.path) is still a mount point (left by a 'serve' that was killed?); unmount it with 'umount \(replica.path)' (the files are safe in \(backing.path)) and run this command again"
@@ -76,8 +78,8 @@ struct ConversionFolders: Sendable {
                 "the replica folder \(replica.path) and the backing folder \(backing.path) are on different file systems; a conversion moves the files by renaming them (so the database still knows them as they are) and cannot move them between file systems. Send the local changes with 'fileproviderctl sync \(domain.name)', then remove the domain and add it again in the other mode with a replica folder on the file system of \(manager.home.path)"
             )
         }
-        try ConversionMarker.write(mode, atPath: markerPath)
-        if mode == .dataless {
+        try ConversionMarker.write(layout.mode, atPath: markerPath)
+        if layout.keepsFilesInBackingFolder {
             try manager.makeFolders(replica: replica, backing: backing, domain: domain.name)
         } else {
             Replica(root: replica, staging: replica).markRoot(domain: domain.name)
@@ -85,10 +87,11 @@ struct ConversionFolders: Sendable {
     }
 
     /// The last step of a conversion, after the new mode is recorded: a replica folder emptied
-    /// for a dataless domain loses its root mark, and the marker goes.
+    /// for a layout that keeps the files in the backing folder loses its root mark, and the
+    /// marker goes.
     /// - Throws: `localIOFailure` when the marker cannot be removed.
     func finish() throws(FileProviderError) {
-        if mode == .dataless { Self.removeRootMark(replica.path) }
+        if layout.keepsFilesInBackingFolder { Self.removeRootMark(replica.path) }
         try Replica(root: replica, staging: replica).removeFile(atPath: markerPath)
     }
 

@@ -50,8 +50,8 @@ public enum ConversionEvent: Sendable {
 /// Receives conversion events.
 public typealias ConversionEventHandler = @Sendable (ConversionEvent) -> Void
 
-/// Converts a domain's files between the layouts of the two ``ReplicaMode``s, in the folder the
-/// new mode keeps them in. Blocking; runs on the engine's executor.
+/// Converts a domain's files from one ``ReplicaLayout`` to another ("read with one layout,
+/// write with the other"), in the folder the new layout keeps them in. Blocking; runs on the engine's executor.
 ///
 /// Two steps, each made of steps that can be cut at any point and run again:
 /// 1. **Move** (``EntryMover``): every entry of the old folder is renamed into the new one (a
@@ -69,7 +69,9 @@ public typealias ConversionEventHandler = @Sendable (ConversionEvent) -> Void
 struct ReplicaConversion {
     let domain: String
     let domainID: Int64
-    let target: ReplicaMode
+    /// The layout the domain's files are in, and the one they are converted to.
+    let from: any ReplicaLayout
+    let to: any ReplicaLayout
     let source: URL
     let destination: URL
     let store: MetadataStore
@@ -89,7 +91,7 @@ struct ReplicaConversion {
     func run(into report: inout ConversionReport) throws(FileProviderError) {
         let mover = EntryMover(source: source, destination: destination, stopped: stopped)
         var converter = PlaceholderConverter(
-            domain: domain, domainID: domainID, target: target, destination: destination, store: store, events: events,
+            domain: domain, domainID: domainID, from: from, to: to, destination: destination, store: store, events: events,
             estimated: estimated, stopped: stopped, pageSize: pageSize)
         var moved = try mover.moveEntries()
         while true {

@@ -7,20 +7,10 @@ import ProviderSystem
     import Glibc
 #endif
 
-/// Whose placeholder a placeholder is: the domain that wrote it (placeholder files name it; a
-/// dataless file belongs to the domain of the folder it is in) and its item, by a hash of the
-/// identifier (a dataless file keeps only the hash, so it fits inside the inode).
-public struct PlaceholderOwner: Hashable, Sendable {
-    public var domain: String?
-    public var identifierKey: UInt64
-
-    /// Whether this is the placeholder of `identifier`.
-    public func isOwned(by identifier: ItemIdentifier) -> Bool { identifierKey == Self.key(identifier.rawValue) }
-
-    /// The key of an identifier.
-    public static func key(_ identifier: String) -> UInt64 { FNV1a.hash(identifier.utf8) }
-}
-
+/// Dataless files (the ``DatalessLayout``): a sparse file under the item's real name, with its
+/// size and date, marked with the `user.fileprovider.dataless` attribute (the hash of its
+/// item's identifier); what the layout, the downloader, the on-access handler and eviction
+/// read and write of one. Blocking.
 extension Replica {
     /// The extended attribute that makes a file dataless: a format byte and the hash of its
     /// item's identifier (9 bytes, inside any ext4 inode).
@@ -28,130 +18,6 @@ extension Replica {
     private static let datalessFormat: UInt8 = 1
     /// The format byte of a dataless file whose fill began (``markFilling(atPath:_:)``).
     private static let fillingFormat: UInt8 = 2
-
-    /// The placeholder at `relative`, whose item it stands for, or `nil` when there is none
-    /// (nothing there, a real file, a file that is not a placeholder). Blocking.
-    public func placeholderOwner(_ relative: String) -> PlaceholderOwner? {
-        PoolCheck.note()
-        switch layout {
-        case .placeholderFiles:
-            guard let metadata = try? readPlaceholder(relative) else { return nil }
-            return PlaceholderOwner(domain: metadata.domain, identifierKey: PlaceholderOwner.key(metadata.identifier))
-        case .dataless:
-            return Self.datalessOwner(atPath: path(relative))
-        }
-    }
-
-    /// The names whose `.placeholder` file stands in the folder `relative` (placeholder-files
-    /// layout), read in one pass over the folder; `nil` when it cannot be read or holds more
-    /// than `limit` entries (the caller then looks name by name). Blocking.
-    public func placeholderNames(in relative: String, limit: Int) -> Set<String>? {
-        PoolCheck.note()
-        guard layout == .placeholderFiles, let directory = opendir(path(relative)) else { return nil }
-        defer { closedir(directory) }
-        var names = Set<String>()
-        var entries = 0
-        let suffix = Self.placeholderSuffix.utf8.count
-        // readdir ends with NULL on an error too: only errno tells a listing cut short.
-        errno = 0
-        while let entry = readdir(directory) {
-            entries += 1
-            if entries > limit { return nil }
-            // A name that is no valid file name is no item's either.
-            if let name = Filename.decode(entry), name.utf8.count > suffix, let item = itemName(ofPlaceholderFile: name, in: relative) {
-                names.insert(item)
-            }
-            errno = 0
-        }
-        return errno == 0 ? names : nil
-    }
-
-    /// Whether a placeholder stands at `relative`. Blocking.
-    public func placeholderExists(_ relative: String) -> Bool {
-        switch layout {
-        case .placeholderFiles: return fingerprint(atPath: placeholderPath(relative)) != nil
-        case .dataless: return placeholderOwner(relative) != nil
-        }
-    }
-
-    /// Whether a file a program writes at the name of an item that is not downloaded is an
-    /// edit of that item. In the dataless layout it is: the item's file has the item's name,
-    /// so a program writing that name writes the item's own file (and where the folder was not
-    /// populated yet, it would have had the folder been opened first). A `.placeholder` file's
-    /// name is never the item's, so there what is written is kept beside the item.
-    var writesAtAnItemsNameEditIt: Bool {
-        switch layout {
-        case .placeholderFiles: return false
-        case .dataless: return true
-        }
-    }
-
-    /// Whether `identifier`'s own placeholder stands at `relative`. Blocking.
-    public func isPlaceholder(of identifier: ItemIdentifier, at relative: String) -> Bool {
-        placeholderOwner(relative)?.isOwned(by: identifier) == true
-    }
-
-    /// Removes the placeholder at `relative`; nothing there is fine. In the dataless layout only
-    /// a dataless file is removed, never a file with contents.
-    /// - Throws: `localIOFailure` naming the file when it cannot be removed.
-    public func removePlaceholder(_ relative: String) throws(FileProviderError) {
-        PoolCheck.note()
-        switch layout {
-        case .placeholderFiles:
-            try removeFile(atPath: placeholderPath(relative))
-        case .dataless:
-            guard placeholderOwner(relative) != nil else { return }
-            try removeFile(atPath: path(relative))
-        }
-    }
-
-    /// Renames the placeholder at `from` to `to`, refusing to replace anything.
-    /// - Throws: `filenameCollision` when `to` is taken; `noSuchItem` when there is none.
-    public func movePlaceholder(from: String, to: String) throws(FileProviderError) {
-        PoolCheck.note()
-        switch layout {
-        case .placeholderFiles: try move(fromPath: placeholderPath(from), toPath: placeholderPath(to))
-        case .dataless: try move(fromPath: path(from), toPath: path(to))
-        }
-    }
-
-    /// Gives the file at `source` (in this replica or its staging folder) the name `relative`,
-    /// where at most the item's placeholder may stand: it takes the placeholder's place (a
-    /// dataless file is replaced in one rename; a `.placeholder` file is removed after).
-    /// - Throws: `filenameCollision` when a file with contents has the name; `localIOFailure`.
-    public func placeFile(fromPath source: String, at relative: String) throws(FileProviderError) {
-        PoolCheck.note()
-        let target = path(relative)
-        switch layout {
-        case .placeholderFiles:
-            try move(fromPath: source, toPath: target)
-            try removeFile(atPath: placeholderPath(relative))
-        case .dataless:
-            if fingerprint(atPath: target) != nil && Self.datalessOwner(atPath: target) == nil {
-                throw FileProviderError(.filenameCollision, "\(target) is a file with contents; \(source) was not moved over it")
-            }
-            try replace(fromPath: source, toPath: target)
-        }
-    }
-
-    /// Swaps a downloaded file for its placeholder (an eviction): afterwards the file is gone and
-    /// the placeholder stands for the item. Placeholder files: the placeholder is written first,
-    /// then the file removed. Dataless: a new dataless file is renamed over the downloaded one
-    /// in one step; a program that has the old file open goes on reading the old contents, and
-    /// the new file, another inode, carries none of `serve`'s marks that let reads through.
-    /// - Throws: `localIOFailure` naming the file when it cannot be written or removed.
-    public func replaceWithPlaceholder(_ relative: String, _ metadata: PlaceholderMetadata) throws(FileProviderError) {
-        PoolCheck.note()
-        switch layout {
-        case .placeholderFiles:
-            try writePlaceholder(relative, metadata)
-            try removeFile(atPath: path(relative))
-        case .dataless:
-            try writeDatalessFile(relative, metadata, replacing: true)
-        }
-    }
-
-    // MARK: Dataless files
 
     /// The owner of the dataless file at `path`, or `nil` when it is not one. Blocking.
     static func datalessOwner(atPath path: String) -> PlaceholderOwner? {
