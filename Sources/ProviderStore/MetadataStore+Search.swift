@@ -19,7 +19,10 @@ extension MetadataStore {
     {
         for regex in filter.regexes {
             if let problem = SearchFunctions.regexProblem(regex.text, ignoresCase: regex.ignoresCase) {
-                throw FileProviderError(.invalidArgument, "the regular expression \(regex.text) is not valid: \(problem)")
+                throw FileProviderError(
+                    .invalidArgument,
+                    "the regular expression \(TerminalText.quoted(regex.text)) is not valid: \(problem) (a POSIX extended expression, as grep -E takes)"
+                )
             }
         }
         var sql: String

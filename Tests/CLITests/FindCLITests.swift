@@ -149,7 +149,7 @@ struct FindCLITests {
         let none = try await cli.json(["find", "-name", "nothing", "--json"])
         #expect((none as? [Any])?.isEmpty == true)
         let badRegex = try await cli.run(["find", "-regex", "("])
-        #expect(badRegex.status != 0 && badRegex.stderr.contains("regular expression"), "\(badRegex.stderr)")
+        #expect(badRegex.status == 2 && badRegex.stderr.contains("regular expression"), "\(badRegex.stderr)")
         let badSize = try await cli.run(["find", "-size", "ten"])
         #expect(badSize.status == 2 && badSize.stderr.contains("-size"), "\(badSize.stderr)")
         let badState = try await cli.run(["find", "--state", "shiny"])
