@@ -32,7 +32,7 @@ struct DupesCommand: AsyncParsableCommand {
         let encoder = Output.jsonEncoder()
         var first = true
         if output.json { Output.write("[") }
-        try await manager.duplicates { groups throws(FileProviderError) in
+        try await manager.duplicates(pageSize: ItemPages.pageSize) { groups throws(FileProviderError) in
             var text = ""
             for group in groups {
                 if output.json {

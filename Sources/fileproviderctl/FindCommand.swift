@@ -111,7 +111,7 @@ struct FindCommand: AsyncParsableCommand {
         var first = true
         if output.json { Output.write("[") }
         let encoder = Output.jsonEncoder()
-        try await manager.search(query) { results throws(FileProviderError) in
+        try await manager.search(query, pageSize: ItemPages.pageSize) { results throws(FileProviderError) in
             var text = ""
             text.reserveCapacity(results.count * 64)
             for result in results {

@@ -46,6 +46,10 @@ struct DupesCLITests {
         }
         #expect(update.ending == .exited(0), "\(String(decoding: update.errorOutput, as: UTF8.self))")
         let byHash = try #require(try await cli.json(["dupes", "--json"]) as? [[String: Any]])
+        // A page of one size at a time gives the same groups.
+        let paged = try await cli.run(["dupes"], environment: ["FILEPROVIDERCTL_PAGE": "1"])
+        #expect(
+            paged.stdout == (try await cli.run(["dupes"])).stdout && paged.stdout.contains("same hash \(Self.hashX)"), "\(paged.stdout)")
         #expect(byHash.map { $0["comparedBy"] as? String } == ["size", "contentHash"])
         #expect(Self.locations(byHash[1]) == ["a:/x.bin", "b:/copy of x.bin"])
         #expect(byHash[1]["contentHash"] as? String == Self.hashX)

@@ -70,8 +70,10 @@ struct FindCLITests {
     }
 
     /// What `fileproviderctl find` prints for `tests` with -print0.
-    static func ours(_ cli: CLIRunner, _ tests: [String], _ extra: [String] = []) async throws -> Set<String> {
-        let result = try await cli.run(["find"] + tests + extra + ["-print0"])
+    /// `page`: the rows read at once (`FILEPROVIDERCTL_PAGE`), small to make every search cross pages.
+    static func ours(_ cli: CLIRunner, _ tests: [String], _ extra: [String] = [], page: Int? = nil) async throws -> Set<String> {
+        let environment = page.map { ["FILEPROVIDERCTL_PAGE": String($0)] } ?? [:]
+        let result = try await cli.run(["find"] + tests + extra + ["-print0"], environment: environment)
         #expect(result.status == 0, "find \(tests): \(result.stderr)")
         return Set(result.stdout.split(separator: "\0", omittingEmptySubsequences: true).map(String.init))
     }
@@ -100,6 +102,7 @@ struct FindCLITests {
             let expected = try await Self.gnuFind(replicas, tests)
             let found = try await Self.ours(cli, tests)
             #expect(found == expected, "\(tests): find printed \(expected.sorted()), fileproviderctl \(found.sorted())")
+            #expect(try await Self.ours(cli, tests, page: 2) == expected, "\(tests) in pages of 2 rows")
             #expect(!expected.isEmpty || tests == ["-type", "f", "-mtime", "2"], "\(tests) matches nothing: a weak case")
         }
         // --local prints the replica paths GNU find prints.
@@ -119,6 +122,10 @@ struct FindCLITests {
                 == Self.subset(try await Self.gnuFind(replicas, ["-name", "*.pdf"]), "remote:/"))
         #expect(
             try await Self.ours(cli, [], ["loc:/dir one"]) == [
+                "loc:/dir one", "loc:/dir one/inner.pdf", "loc:/dir one/deep", "loc:/dir one/deep/x.bin",
+            ])
+        #expect(
+            try await Self.ours(cli, [], ["loc:/dir one"], page: 1) == [
                 "loc:/dir one", "loc:/dir one/inner.pdf", "loc:/dir one/deep", "loc:/dir one/deep/x.bin",
             ])
     }
