@@ -46,7 +46,7 @@ enum SearchFunctions {
             }
             var buffer = [CChar](repeating: 0, count: 256)
             regerror(code, &regex, &buffer, buffer.count)
-            return String(cString: buffer)
+            return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         }
     }
 }
