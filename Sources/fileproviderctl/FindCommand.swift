@@ -40,21 +40,29 @@ struct FindCommand: AsyncParsableCommand {
         completion: .itemPaths)
     var scopes: [String] = []
 
-    @Option(name: .customLong("name", withSingleDash: true), parsing: .unconditionalSingleValue, help: "A glob the item's name matches.")
+    @Option(
+        name: .customLong("name", withSingleDash: true), parsing: .unconditionalSingleValue,
+        help: ArgumentHelp("A glob the item's name matches.", valueName: "glob"))
     var names: [String] = []
-    @Option(name: .customLong("iname", withSingleDash: true), parsing: .unconditionalSingleValue, help: "As -name, ignoring case.")
+    @Option(
+        name: .customLong("iname", withSingleDash: true), parsing: .unconditionalSingleValue,
+        help: ArgumentHelp("As -name, ignoring case.", valueName: "glob"))
     var inames: [String] = []
     @Option(
         name: .customLong("path", withSingleDash: true), parsing: .unconditionalSingleValue,
-        help: "A glob the item's path, starting with '/', matches.")
+        help: ArgumentHelp("A glob the item's path, starting with '/', matches.", valueName: "glob"))
     var paths: [String] = []
-    @Option(name: .customLong("ipath", withSingleDash: true), parsing: .unconditionalSingleValue, help: "As -path, ignoring case.")
+    @Option(
+        name: .customLong("ipath", withSingleDash: true), parsing: .unconditionalSingleValue,
+        help: ArgumentHelp("As -path, ignoring case.", valueName: "glob"))
     var ipaths: [String] = []
     @Option(
         name: .customLong("regex", withSingleDash: true), parsing: .unconditionalSingleValue,
-        help: "An extended regular expression the whole path, starting with '/', matches.")
+        help: ArgumentHelp("An extended regular expression the whole path, starting with '/', matches.", valueName: "regex"))
     var regexes: [String] = []
-    @Option(name: .customLong("iregex", withSingleDash: true), parsing: .unconditionalSingleValue, help: "As -regex, ignoring case.")
+    @Option(
+        name: .customLong("iregex", withSingleDash: true), parsing: .unconditionalSingleValue,
+        help: ArgumentHelp("As -regex, ignoring case.", valueName: "regex"))
     var iregexes: [String] = []
     @Option(name: .customLong("type", withSingleDash: true), help: "f (file), d (folder), l (symlink); several as f,d.")
     var types: [String] = []
