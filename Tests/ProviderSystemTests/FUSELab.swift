@@ -21,20 +21,21 @@ final class FUSELab: @unchecked Sendable {
     let fileSystem: FolderFileSystem
     private(set) var session: FUSESession?
 
-    init(chunkSize: Int = 64 << 10, fetchDelay: UInt32 = 0) throws {
+    /// `mountName` names the mount folder in the lab's folder.
+    init(chunkSize: Int = 64 << 10, fetchDelay: UInt32 = 0, mountName: String = "mount") throws {
         folder = try TemporaryFolder("fuse-tests")
         // Other users (the ordinary-user tests) go through the folder.
         chmod(folder.path, 0o755)
         source = folder.path + "/source"
         backing = folder.path + "/backing"
-        mount = folder.path + "/mount"
+        mount = folder.path + "/" + mountName
         for path in [source, backing, mount] { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
         fileSystem = FolderFileSystem(backing: backing, chunkSize: chunkSize, fetchDelay: fetchDelay)
     }
 
     /// Mounts the file system on `mount/`.
-    func start(_ configure: (inout FUSEMountOptions) -> Void = { _ in }) async throws {
-        var options = FUSEMountOptions(name: "fuse-tests")
+    func start(name: String = "fuse-tests", _ configure: (inout FUSEMountOptions) -> Void = { _ in }) async throws {
+        var options = FUSEMountOptions(name: name)
         configure(&options)
         let chosen = options
         let fileSystem = self.fileSystem
@@ -47,7 +48,7 @@ final class FUSELab: @unchecked Sendable {
         if let session {
             try await offThePool { session.unmount() }
         }
-        #expect(!FUSEMountCheck.isMountPoint(mount), "\(mount) is still mounted after unmount")
+        #expect(mountInfo == nil, "\(mount) is still mounted after unmount")
         folder.remove()
     }
 

@@ -99,4 +99,36 @@ import Testing
         try await lab.shell("cd backing/repo && git fsck --strict 2>&1 && git log --oneline | wc -l | grep -qx 2")
         try await lab.stop()
     }
+
+    @Test func hostileNamesAndPaths() async throws {
+        // A mount folder whose name mountinfo escapes, a domain name with the option separator.
+        let lab = try FUSELab(mountName: "mount point, with\ttab")
+        try await lab.start(name: "domain, with comma\\and backslash")
+        let line = try #require(lab.mountInfo, "mountinfo has no line for \(lab.mount)")
+        #expect(line.contains(" fuse.fileprovider "), "mountinfo: \(line)")
+        let script = """
+            import os, sys, errno
+            root = sys.argv[1].encode()
+            names = [b'\\xff\\xfe not utf-8', b'new\\nline', b' spaced ', b'a' * 255, 'caf\\u00e9'.encode()]
+            for name in names:
+                with open(os.path.join(root, name), 'wb') as f: f.write(name)
+            listed = sorted(os.listdir(root))
+            assert listed == sorted(names), listed
+            for name in names:
+                with open(os.path.join(root, name), 'rb') as f: assert f.read() == name
+            try:
+                open(os.path.join(root, b'b' * 256), 'wb')
+                print('no error for a 256-byte name')
+            except OSError as e:
+                assert e.errno == errno.ENAMETOOLONG, e
+            os.rename(os.path.join(root, names[0]), os.path.join(root, b'\\x80renamed'))
+            assert os.path.exists(os.path.join(root, b'\\x80renamed'))
+            # The names' bytes are the backing folder's names.
+            assert sorted(os.listdir(b'backing')) == sorted([b'\\x80renamed'] + names[1:]), os.listdir(b'backing')
+            print('ok')
+            """
+        try script.write(toFile: lab.folder.path + "/names.py", atomically: true, encoding: .utf8)
+        #expect(try await lab.output("python3 names.py 'mount point, with\ttab'") == "ok\n")
+        try await lab.stop()
+    }
 }

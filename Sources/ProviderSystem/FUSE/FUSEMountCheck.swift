@@ -96,25 +96,43 @@ enum FUSEMountCheck {
         }
     }
 
-    /// Whether `path` is a mount point: `/proc/self/mountinfo` lists it (its 5th field, with
-    /// spaces and the like escaped as octal).
+    /// Whether `path` is the root of a mount (`statx`'s `STATX_ATTR_MOUNT_ROOT`); false when it
+    /// cannot be looked at (a FUSE mount whose process died: `ENOTCONN`).
     static func isMountPoint(_ path: String) -> Bool {
-        mountInfo(for: path) != nil
+        ReplicaMount.isMountPoint(path)
     }
 
     /// The line of `/proc/self/mountinfo` whose mount point is `path` (the last one: the mount
-    /// on top), or nil.
+    /// on top), or nil. Reads the whole table (`String(contentsOfFile:)` stops after the first
+    /// 4 KiB of a `/proc` file, where the newest mounts are missing).
     static func mountInfo(for path: String) -> String? {
         let canonical =
             realpath(path, nil).map { resolved in
                 defer { free(resolved) }
                 return String(cString: resolved)
             } ?? (path as NSString).standardizingPath
-        guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return nil }
+        guard let text = readWhole("/proc/self/mountinfo") else { return nil }
         return text.split(separator: "\n").last { line in
             let fields = line.split(separator: " ")
             return fields.count > 4 && unescapeMountField(String(fields[4])) == canonical
         }.map(String.init)
+    }
+
+    /// The whole text of the file at `path`, read until its end, or nil.
+    private static func readWhole(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 { return nil }
+            if count == 0 { break }
+            bytes += buffer[0..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// A field of `mountinfo` with its octal escapes (`\040` for a space) undone.
