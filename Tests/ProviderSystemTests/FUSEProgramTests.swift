@@ -51,6 +51,11 @@ import Testing
         #expect(found == expected)
         let dots = try await lab.output("ls -a mount/tree | head -2")
         #expect(dots == ".\n..\n")
+        // A program run from the mount (exec maps the dataless file's pages).
+        try lab.addDataless("echo-copy", try Data(contentsOf: URL(fileURLWithPath: "/bin/echo")))
+        chmod(lab.source + "/echo-copy", 0o755)
+        chmod(lab.backing + "/echo-copy", 0o755)
+        #expect(try await lab.output("mount/echo-copy run from the mount") == "run from the mount\n")
         // tar reads every file through the mount; its archive unpacks to the source's bytes.
         try await lab.shell(
             "tar cf tree.tar -C mount tree && mkdir unpacked && tar xf tree.tar -C unpacked && diff -r unpacked/tree source/tree")
@@ -76,6 +81,12 @@ import Testing
             "touch -d '2001-02-03 04:05:06.123456789' mount/notes.txt && [ \"$(stat -c %y mount/notes.txt)\" = \"$(stat -c %y backing/notes.txt)\" ]"
         )
         try await lab.shell("ln -s notes.txt mount/link && [ \"$(readlink mount/link)\" = notes.txt ] && grep -qx saved mount/link")
+
+        // Writes through a shared mapping reach the backing file (msync, then close).
+        try await lab.shell(
+            "python3 -c 'import mmap,sys; f=open(sys.argv[1],\"r+b\"); m=mmap.mmap(f.fileno(),0); m[0:5]=b\"MAPPD\"; m.flush(); m.close(); f.close()' mount/notes.txt"
+        )
+        #expect(try String(contentsOfFile: lab.backing + "/notes.txt", encoding: .utf8) == "MAPPD\n")
 
         // SQLite in WAL mode: shared memory (mmap of -shm), locks, fsync.
         try await lab.shell(

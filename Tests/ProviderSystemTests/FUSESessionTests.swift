@@ -75,6 +75,28 @@ import Testing
         try await lab.stop()
     }
 
+    @Test func aReadOfMissingBytesFailsWhenTheStoreIsDown() async throws {
+        let lab = try FUSELab()
+        let bytes = FUSELab.bytes(500_000, seed: 21)
+        try lab.addDataless("remote.bin", bytes)
+        try bytes.write(to: URL(fileURLWithPath: lab.backing + "/local.bin"))
+        try await lab.start()
+        try await lab.shell("head -c 1000 mount/remote.bin | cmp -n 1000 - source/remote.bin")
+        lab.fileSystem.storeDown.store(true, ordering: .sequentiallyConsistent)
+        // The bytes already fetched still read; the missing ones fail with EIO, never zeros.
+        try await lab.shell("head -c 1000 mount/remote.bin | cmp -n 1000 - source/remote.bin")
+        let failed = try await lab.shell("cat mount/remote.bin > got.bin", expectSuccess: false)
+        #expect(failed.ending != .exited(0))
+        #expect(String(decoding: failed.errorOutput, as: UTF8.self).contains("Input/output error"))
+        let got = FileManager.default.contents(atPath: lab.folder.path + "/got.bin") ?? Data()
+        #expect(got.count < bytes.count && got == bytes.prefix(got.count), "cat wrote \(got.count) bytes that are not the file's")
+        // A complete file reads whole.
+        try await lab.shell("cmp mount/local.bin source/remote.bin")
+        lab.fileSystem.storeDown.store(false, ordering: .sequentiallyConsistent)
+        try await lab.shell("cmp mount/remote.bin source/remote.bin")
+        try await lab.stop()
+    }
+
     @Test func theKernelForgetsInodesAndTheTableShrinks() async throws {
         let lab = try FUSELab()
         for folder in 0..<10 {
