@@ -94,9 +94,45 @@ import Testing
         // A program that comes later gets an error too (or finds the folder unmounted, empty).
         let later = try await lab.shell("cat mount/other.bin > later.bin", expectSuccess: false)
         #expect(later.ending != .exited(0) || (FileManager.default.contents(atPath: lab.folder.path + "/later.bin")?.isEmpty ?? true))
-        // fusermount3 (auto_unmount) removes the mount once the server is gone.
-        let unmounted = await eventually(timeout: 30) { lab.mountInfo == nil }
-        #expect(unmounted, "the dead server's mount stays: \(lab.mountInfo ?? "")")
+        // fusermount3 (auto_unmount) removes the mount once the server is gone, or (it can lose
+        // the race with the process's end) the mount is dead: ENOTCONN, never a file's bytes.
+        let settled = await eventually(timeout: 30) {
+            var status = stat()
+            return lab.mountInfo == nil || (lstat(lab.mount, &status) != 0 && errno == ENOTCONN)
+        }
+        #expect(settled, "the dead server's mount is neither gone nor dead: \(lab.mountInfo ?? "")")
+        // A new server mounts on the same folder (detaching a dead mount first) and serves.
+        let again = try await Self.startServer(lab, extra: ["--dataless", "other.bin=\(lab.source)/other.bin"])
+        try await lab.shell("cmp mount/other.bin source/other.bin")
+        kill(again.pid, SIGTERM)
+        #expect(try await Self.reap(again.pid) == 0)
+        try await lab.stop()
+    }
+
+    @Test func aDeadMountIsDetachedByTheNextMount() async throws {
+        let lab = try FUSELab()
+        try Data("served\n".utf8).write(to: URL(fileURLWithPath: lab.backing + "/file.txt"))
+        // Without auto_unmount nothing removes the mount when the server dies.
+        let dead = try await Self.startServer(lab, extra: ["--no-auto-unmount"])
+        kill(dead.pid, SIGKILL)
+        _ = try await Self.reap(dead.pid)
+        let failed = try await lab.shell("cat mount/file.txt", expectSuccess: false)
+        #expect(String(decoding: failed.errorOutput, as: UTF8.self).contains("Transport endpoint is not connected"))
+        #expect(lab.mountInfo != nil)
+        // A mount of another kind is left alone, with what to do.
+        var other = FUSEMountOptions(name: "other")
+        other.subtype = "somethingelse"
+        let options = other
+        let fileSystem = lab.fileSystem
+        let mount = lab.mount
+        await #expect(throws: FileProviderError.self) {
+            try await offThePool { try FUSESession.mount(fileSystem, at: mount, options: options) }
+        }
+        #expect(lab.mountInfo != nil)
+        let again = try await Self.startServer(lab)
+        #expect(try await lab.output("cat mount/file.txt") == "served\n")
+        kill(again.pid, SIGTERM)
+        #expect(try await Self.reap(again.pid) == 0)
         try await lab.stop()
     }
 

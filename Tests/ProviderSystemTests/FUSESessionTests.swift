@@ -175,6 +175,22 @@ import Testing
         try await lab.stop()
     }
 
+    @Test func anUnmountBySomeoneElseEndsTheSession() async throws {
+        let lab = try FUSELab()
+        try await lab.start()
+        let session = try #require(lab.session)
+        #expect(session.isServing)
+        try await lab.shell("fusermount3 -u mount")
+        try await offThePool { session.waitUntilEnded() }
+        #expect(!session.isServing)
+        #expect(lab.mountInfo == nil)
+        // The folder can be mounted again at once, by a new session.
+        try await lab.start()
+        try await lab.shell("touch mount/again && [ -e backing/again ]")
+        try await offThePool { session.unmount() }
+        try await lab.stop()
+    }
+
     @Test func mountFailuresSayWhatToDo() async throws {
         let lab = try FUSELab()
         let options = FUSEMountOptions(name: "failures")

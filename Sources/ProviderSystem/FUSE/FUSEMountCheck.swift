@@ -17,8 +17,9 @@ enum FUSEMountCheck {
     /// - Throws: `notSupported` when libfuse, `/dev/fuse` or `fusermount3` is missing;
     ///   `permissionDenied` when `/dev/fuse` is not readable and writable by this user;
     ///   `noSuchItem` when `mountPoint` does not exist; `invalidArgument` when it is not a
-    ///   folder, is not empty, or is a mount point already (a live one, or one whose file system
-    ///   ended without unmounting).
+    ///   folder, is not empty, or is a mount point already (a live one, or a dead one that is
+    ///   not a FUSE mount of this subtype: a dead one of ours, whose process died before
+    ///   `fusermount3` removed it, is detached).
     static func check(_ mountPoint: String, options: FUSEMountOptions, device: String = "/dev/fuse") throws(FileProviderError) {
         if let reason = fp_fuse_load().map({ String(cString: $0) }) {
             throw FileProviderError(
@@ -33,7 +34,7 @@ enum FUSEMountCheck {
                 "fusermount3 is not installed (looked in \(fusermountFolders.joined(separator: ", ")) and PATH): a FUSE mount by an ordinary user, or one unmounted when its process dies, goes through it; install it (Debian/Ubuntu: apt install fuse3)"
             )
         }
-        try checkMountPoint(mountPoint)
+        try checkMountPoint(mountPoint, options: options)
     }
 
     /// - Throws: as ``check(_:options:device:)`` for the device.
@@ -55,11 +56,18 @@ enum FUSEMountCheck {
     }
 
     /// - Throws: as ``check(_:options:device:)`` for the mount point.
-    static func checkMountPoint(_ mountPoint: String) throws(FileProviderError) {
+    static func checkMountPoint(_ mountPoint: String, options: FUSEMountOptions) throws(FileProviderError) {
         var status = stat()
         if lstat(mountPoint, &status) != 0 {
             let code = errno
             if code == ENOTCONN {
+                // A mount of ours whose process died before fusermount3 removed it (its
+                // auto_unmount can lose the race with the process's end): detach it and go on.
+                if let line = mountInfo(for: mountPoint), line.contains(" fuse.\(options.subtype) "),
+                    detachDeadMount(mountPoint), lstat(mountPoint, &status) == 0
+                {
+                    return try checkMountPoint(mountPoint, options: options)
+                }
                 throw FileProviderError(
                     .invalidArgument,
                     "\(mountPoint) is a FUSE mount whose file system ended without unmounting (\(String(cString: strerror(code)))): run `fusermount3 -u \(mountPoint)` (or `umount \(mountPoint)` as root), then mount again"
@@ -94,6 +102,19 @@ enum FUSEMountCheck {
                 )
             }
         }
+    }
+
+    /// Detaches the dead FUSE mount at `path` (`umount2(MNT_DETACH)` as root, `fusermount3 -u -z`
+    /// otherwise); returns whether it is gone.
+    static func detachDeadMount(_ path: String) -> Bool {
+        if geteuid() == 0 && umount2(path, Int32(MNT_DETACH)) == 0 { return true }
+        guard let fusermount = fusermount() else { return false }
+        var launch = ProgramLaunch(path: fusermount, arguments: ["-u", "-z", "-q", path])
+        launch.ownSession = false
+        guard case .success(let pid) = launch.start() else { return false }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        return status == 0
     }
 
     /// Whether `path` is the root of a mount (`statx`'s `STATX_ATTR_MOUNT_ROOT`); false when it

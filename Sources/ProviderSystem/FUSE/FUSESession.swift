@@ -58,7 +58,9 @@ public final class FUSESession: @unchecked Sendable {
     /// - Throws: `notSupported` when libfuse 3 cannot be loaded, `/dev/fuse` does not exist or
     ///   `fusermount3` is not installed; `permissionDenied` when this user cannot open
     ///   `/dev/fuse`; `noSuchItem` when `mountPoint` does not exist; `invalidArgument` when it
-    ///   is not an empty folder or is a mount point already, or libfuse refuses the options;
+    ///   is not an empty folder or is a mount point already (a dead mount of the same subtype,
+    ///   left by a process killed before `fusermount3` removed it, is detached first), or
+    ///   libfuse refuses the options;
     ///   `permissionDenied`/`localIOFailure` with libfuse's words when the mount fails (for
     ///   ``FUSEMountOptions/allowOther`` without `user_allow_other` in `/etc/fuse.conf`, say).
     ///   Each message says what to do.

@@ -9,7 +9,7 @@ import ProviderSystem
 // fuse-folder-server: mounts a FolderFileSystem in a process of its own, for the tests that
 // kill the serving process (`kill -9`) or mount as an ordinary user through fusermount3.
 //
-//   fuse-folder-server --backing FOLDER --mount FOLDER [--name NAME] [--allow-other]
+//   fuse-folder-server --backing FOLDER --mount FOLDER [--name NAME] [--allow-other] [--no-auto-unmount]
 //                      [--dataless RELATIVE=SOURCE]... [--fetch-delay-us N] [--chunk BYTES]
 //
 // Prints "ready <pid>" once mounted, or "error <message>" and exits 1; on SIGTERM or SIGINT it
@@ -19,6 +19,7 @@ var backing = ""
 var mountPoint = ""
 var name = "fuse-folder-server"
 var allowOther = false
+var autoUnmount = true
 var dataless: [(String, String)] = []
 var fetchDelay: UInt32 = 0
 var chunk = 64 << 10
@@ -26,6 +27,10 @@ var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     if argument == "--allow-other" {
         allowOther = true
+        continue
+    }
+    if argument == "--no-auto-unmount" {
+        autoUnmount = false
         continue
     }
     let value = arguments.next() ?? ""
@@ -61,6 +66,7 @@ do {
     for (relative, source) in dataless { try fileSystem.addDataless(relative, source: source) }
     var options = FUSEMountOptions(name: name)
     options.allowOther = allowOther
+    options.autoUnmount = autoUnmount
     let session = try FUSESession.mount(fileSystem, at: mountPoint, options: options)
     say("ready \(getpid())")
     var signal: Int32 = 0
