@@ -54,13 +54,6 @@ import Testing
         let bytes = FUSELab.bytes(4 << 20, seed: 11)
         try bytes.write(to: URL(fileURLWithPath: lab.source + "/slow.bin"))
         try bytes.write(to: URL(fileURLWithPath: lab.source + "/other.bin"))
-        // 16 KiB chunks, 30 ms each: a reader is always waiting for the next chunk.
-        let server = try await Self.startServer(
-            lab,
-            extra: [
-                "--dataless", "slow.bin=\(lab.source)/slow.bin", "--dataless", "other.bin=\(lab.source)/other.bin",
-                "--chunk", "16384", "--fetch-delay-us", "30000",
-            ])
         // A reader that writes what it read, then the errno its read failed with.
         let script = """
             import os, sys
@@ -76,32 +69,45 @@ import Testing
             except OSError as e:
                 print('errno', e.errno, flush=True)
             """
-        let log = lab.folder.path + "/reader.out"
-        let got = lab.folder.path + "/got.bin"
-        let reader = try ChildProcess.spawn(
-            "/usr/bin/env", ["python3", "-c", script, lab.mount + "/slow.bin", got], output: log, error: log)
-        let reading = await eventually { (FileManager.default.contents(atPath: got)?.count ?? 0) > 100_000 }
-        try #require(reading, "the reader read nothing: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
-        kill(server.pid, SIGKILL)
-        _ = try await Self.reap(server.pid)
-        _ = try await Self.reap(reader)
-        let said = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        let read = FileManager.default.contents(atPath: got) ?? Data()
-        #expect(said.contains("errno"), "the reader did not fail: \(said)")
-        let failure = said.split(separator: "\n").first { $0.hasPrefix("errno") }.flatMap { Int32($0.split(separator: " ").last ?? "") }
-        #expect([ENOTCONN, EIO, ECONNABORTED].contains(failure ?? -1), "the read failed with errno \(String(describing: failure))")
-        #expect(read.count < bytes.count && read == bytes.prefix(read.count), "the \(read.count) bytes read are not the file's")
-        // A program that comes later gets an error too (or finds the folder unmounted, empty).
-        let later = try await lab.shell("cat mount/other.bin > later.bin", expectSuccess: false)
-        #expect(later.ending != .exited(0) || (FileManager.default.contents(atPath: lab.folder.path + "/later.bin")?.isEmpty ?? true))
-        // fusermount3 (auto_unmount) removes the mount once the server is gone, or (it can lose
-        // the race with the process's end) the mount is dead: ENOTCONN, never a file's bytes.
-        let settled = await eventually(timeout: 30) {
-            var status = stat()
-            return lab.mountInfo == nil || (lstat(lab.mount, &status) != 0 && errno == ENOTCONN)
+        // Five rounds on one folder: each new server mounts where the last one died (detaching
+        // its mount when fusermount3 did not).
+        for round in 1...5 {
+            // 16 KiB chunks, 30 ms each: a reader is always waiting for the next chunk.
+            let server = try await Self.startServer(
+                lab,
+                extra: [
+                    "--dataless", "slow.bin=\(lab.source)/slow.bin", "--dataless", "other.bin=\(lab.source)/other.bin",
+                    "--chunk", "16384", "--fetch-delay-us", "30000",
+                ])
+            let log = lab.folder.path + "/reader-\(round).out"
+            let got = lab.folder.path + "/got-\(round).bin"
+            let reader = try ChildProcess.spawn(
+                "/usr/bin/env", ["python3", "-c", script, lab.mount + "/slow.bin", got], output: log, error: log)
+            let reading = await eventually { (FileManager.default.contents(atPath: got)?.count ?? 0) > 100_000 }
+            try #require(reading, "round \(round): the reader read nothing: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+            kill(server.pid, SIGKILL)
+            _ = try await Self.reap(server.pid)
+            _ = try await Self.reap(reader)
+            let said = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            let read = FileManager.default.contents(atPath: got) ?? Data()
+            let failure = said.split(separator: "\n").first { $0.hasPrefix("errno") }.flatMap { Int32($0.split(separator: " ").last ?? "") }
+            #expect(
+                [ENOTCONN, EIO, ECONNABORTED].contains(failure ?? -1), "round \(round): the reader did not fail as it should: \(said)")
+            #expect(
+                read.count < bytes.count && read == bytes.prefix(read.count),
+                "round \(round): the \(read.count) bytes read are not the file's")
+            // A program that comes later gets an error too (or finds the folder unmounted, empty).
+            let later = try await lab.shell("cat mount/other.bin > later.bin", expectSuccess: false)
+            #expect(later.ending != .exited(0) || (FileManager.default.contents(atPath: lab.folder.path + "/later.bin")?.isEmpty ?? true))
+            // fusermount3 (auto_unmount) removes the mount once the server is gone, or (it can
+            // lose the race with the process's end) the mount is dead: ENOTCONN, never bytes.
+            let settled = await eventually(timeout: 30) {
+                var status = stat()
+                return lab.mountInfo == nil || (lstat(lab.mount, &status) != 0 && errno == ENOTCONN)
+            }
+            #expect(settled, "round \(round): the dead server's mount is neither gone nor dead: \(lab.mountInfo ?? "")")
         }
-        #expect(settled, "the dead server's mount is neither gone nor dead: \(lab.mountInfo ?? "")")
-        // A new server mounts on the same folder (detaching a dead mount first) and serves.
+        // A new server mounts on the same folder and serves every byte.
         let again = try await Self.startServer(lab, extra: ["--dataless", "other.bin=\(lab.source)/other.bin"])
         try await lab.shell("cmp mount/other.bin source/other.bin")
         kill(again.pid, SIGTERM)
