@@ -102,8 +102,11 @@ import Testing
             // fusermount3 (auto_unmount) removes the mount once the server is gone, or (it can
             // lose the race with the process's end) the mount is dead: ENOTCONN, never bytes.
             let settled = await eventually(timeout: 30) {
-                var status = stat()
-                return lab.mountInfo == nil || (lstat(lab.mount, &status) != 0 && errno == ENOTCONN)
+                // (Opening the folder asks the file system; a stat may come from the kernel's cache.)
+                let probe = open(lab.mount, O_RDONLY | O_DIRECTORY)
+                let dead = probe < 0 && errno == ENOTCONN
+                if probe >= 0 { close(probe) }
+                return dead || lab.mountInfo == nil
             }
             #expect(settled, "round \(round): the dead server's mount is neither gone nor dead: \(lab.mountInfo ?? "")")
         }

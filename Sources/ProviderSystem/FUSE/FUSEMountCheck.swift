@@ -58,8 +58,16 @@ enum FUSEMountCheck {
     /// - Throws: as ``check(_:options:device:)`` for the mount point.
     static func checkMountPoint(_ mountPoint: String, options: FUSEMountOptions) throws(FileProviderError) {
         var status = stat()
+        // `lstat` of a dead mount may be answered from the kernel's cache of the root's
+        // attributes; opening the folder always asks the file system (as fusermount3 checks).
+        var code: Int32 = 0
         if lstat(mountPoint, &status) != 0 {
-            let code = errno
+            code = errno
+        } else if isMountPoint(mountPoint) {
+            let probe = open(mountPoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            if probe >= 0 { close(probe) } else if errno == ENOTCONN { code = ENOTCONN }
+        }
+        if code != 0 {
             if code == ENOTCONN {
                 // A mount of ours whose process died before fusermount3 removed it (its
                 // auto_unmount can lose the race with the process's end): detach it and go on.

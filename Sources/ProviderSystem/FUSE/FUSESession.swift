@@ -53,8 +53,11 @@ public final class FUSESession: @unchecked Sendable {
         self.options = options
     }
 
-    /// Mounts `fileSystem` on the empty folder `mountPoint` and starts serving it. Blocks
-    /// (`fusermount3` runs): call it from a thread of your own, never Swift's cooperative pool.
+    /// Mounts `fileSystem` on the empty folder `mountPoint`, starts serving it, and returns once
+    /// the mount answers a `stat` of its root (``FUSEFileSystem/attributes(of:descriptor:by:)``
+    /// of inode 1). Blocks (`fusermount3` runs): call it from a thread of your own, never Swift's
+    /// cooperative pool. The file system must never reach its own files through the mount (a
+    /// backing folder under the mount point waits on itself).
     /// - Throws: `notSupported` when libfuse 3 cannot be loaded, `/dev/fuse` does not exist or
     ///   `fusermount3` is not installed; `permissionDenied` when this user cannot open
     ///   `/dev/fuse`; `noSuchItem` when `mountPoint` does not exist; `invalidArgument` when it
@@ -62,8 +65,10 @@ public final class FUSESession: @unchecked Sendable {
     ///   left by a process killed before `fusermount3` removed it, is detached first), or
     ///   libfuse refuses the options;
     ///   `permissionDenied`/`localIOFailure` with libfuse's words when the mount fails (for
-    ///   ``FUSEMountOptions/allowOther`` without `user_allow_other` in `/etc/fuse.conf`, say).
-    ///   Each message says what to do.
+    ///   ``FUSEMountOptions/allowOther`` without `user_allow_other` in `/etc/fuse.conf`, say);
+    ///   `localIOFailure` when the mounted file system does not answer that `stat` (the kernel
+    ///   refused libfuse's answer to its first request; unmounted again). Each message says
+    ///   what to do.
     public static func mount(_ fileSystem: some FUSEFileSystem, at mountPoint: String, options: FUSEMountOptions)
         throws(FileProviderError) -> FUSESession
     {
@@ -84,6 +89,17 @@ public final class FUSESession: @unchecked Sendable {
         }
         instance.session = session
         instance.startLoop()
+        // The kernel's first request (INIT) is answered by the loop; a `stat` of the root goes
+        // through it (the file system's `attributes(of: 1)`), so a session the kernel refused
+        // (ECONNREFUSED) fails here, not at a program's first access.
+        var status = stat()
+        if stat(mountPoint, &status) != 0 {
+            let code = errno
+            instance.unmount()
+            throw FileProviderError(
+                .localIOFailure,
+                "the FUSE file system mounted on \(mountPoint) does not answer (\(String(cString: strerror(code)))): \(lastLog())")
+        }
         return instance
     }
 
