@@ -74,6 +74,7 @@ public final class FolderFileSystem: FUSEFileSystem {
     /// How long each fetch takes (microseconds).
     public let fetchDelay: UInt32
     private let table = Mutex(Table())
+    private let fetching = NSLock()
     /// When set, fetches fail (the store is unreachable): reads of missing bytes get EIO.
     public let storeDown = Atomic<Bool>(false)
 
@@ -457,6 +458,10 @@ public final class FolderFileSystem: FUSEFileSystem {
             }
             guard let next else { return }
             if storeDown.load(ordering: .sequentiallyConsistent) { throw .ioError }
+            // One fetch at a time, as over one connection to a store: a reader's pace is the
+            // fetch delay's, however many requests the kernel sends at once.
+            fetching.lock()
+            defer { fetching.unlock() }
             if fetchDelay > 0 { usleep(fetchDelay) }
             let start = UInt64(next.chunk * chunkSize)
             let length = Int(min(UInt64(chunkSize), next.size - start))
