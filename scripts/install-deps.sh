@@ -17,7 +17,9 @@ PACKAGES=(
     pkg-config           # system library targets
     openssh-server       # loopback sshd for the SFTP adapter tests
     rclone               # benchmark peer; `rclone serve webdav`, the second server of the WebDAV adapter tests
-    fuse3                # rclone mount, the peer of the on-access benchmarks (Benchmarks/bench_onaccess.py)
+    fuse3                # fusermount3 and libfuse3.so.3 (loaded with dlopen) for FUSE mounts (ProviderSystem's FUSESession); rclone mount, the peer of the on-access benchmarks (Benchmarks/bench_onaccess.py)
+    libfuse3-dev         # the headers of libfuse 3's low-level API (Sources/CFUSE; the library itself is not linked)
+    passwd               # useradd: the FUSE tests make an ordinary user to mount through fusermount3 (Tests/ProviderSystemTests)
     hyperfine            # ad-hoc benchmarking
     python3              # Benchmarks/bench.py, the hostile SFTP server of the tests
     python3-pip          # paramiko for the hostile SFTP server (installed below with pip)
