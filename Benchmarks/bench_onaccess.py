@@ -74,7 +74,7 @@ def register(bench) -> None:
             lambda r: [
                 [
                     sys.executable, str(READ), "rclone", server().rclone_remote(root(r)), str(r.work / "mnt"),
-                    str(r.work / "vfs-cache"), "--source", str(root(r)), *(["--second"] if second else []), *files(r),
+                    str(r.work / "vfs-cache"), "--rclone", bench.RCLONE, "--source", str(root(r)), *(["--second"] if second else []), *files(r),
                 ]
             ],
             reports=True,
