@@ -217,7 +217,14 @@ final class FolderReadAhead: Sendable {
                 return .batch(count: batch.count, task)
             }
             guard case .batch(let count, let task) = next else {
-                if case .stop(let again) = next { resumable = again }
+                guard case .stop(let again) = next else { break }
+                // A lead ahead with batches running: the programs' opens meanwhile may let
+                // it go on once the oldest is done.
+                if again, !running.isEmpty {
+                    finish(await running.removeFirst().value)
+                    continue
+                }
+                resumable = again
                 break
             }
             fetched += count
