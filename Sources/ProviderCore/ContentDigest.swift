@@ -4,7 +4,7 @@ import Foundation
     import Glibc
 #endif
 
-/// A hash of contents fed a piece at a time (``SHA1Digest``, ``SHA256Digest``).
+/// A hash of contents fed a piece at a time (``MD5Digest``, ``SHA1Digest``, ``SHA256Digest``).
 public protocol ContentDigest: Sendable {
     init()
     mutating func update(_ bytes: UnsafeRawBufferPointer)
@@ -46,11 +46,15 @@ extension ContentDigest {
     }
 }
 
-/// The 64-byte blocks of SHA-1 and SHA-2 (FIPS 180-4): bytes gathered into whole blocks, and
-/// the padding with the message's length in bits at the end.
+/// The 64-byte blocks of MD5, SHA-1 and SHA-2 (RFC 1321, FIPS 180-4): bytes gathered into
+/// whole blocks, and the padding with the message's length in bits at the end (little-endian
+/// for MD5, big-endian for the SHAs).
 struct DigestBlocks: Sendable {
     private var pending: [UInt8] = []
     private var length: UInt64 = 0
+    private let littleEndianLength: Bool
+
+    init(littleEndianLength: Bool = false) { self.littleEndianLength = littleEndianLength }
 
     /// Hands `compress` every whole block of what came so far.
     mutating func update(_ bytes: UnsafeRawBufferPointer, _ compress: (UnsafeRawBufferPointer) -> Void) {
@@ -77,7 +81,8 @@ struct DigestBlocks: Sendable {
         let bits = length &* 8
         var tail: [UInt8] = [0x80]
         while (pending.count + tail.count) % 64 != 56 { tail.append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) { tail.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
+        let shifts = littleEndianLength ? Array(stride(from: 0, through: 56, by: 8)) : Array(stride(from: 56, through: 0, by: -8))
+        for shift in shifts { tail.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
         tail.withUnsafeBytes { update($0, compress) }
     }
 

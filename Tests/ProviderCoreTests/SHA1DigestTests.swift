@@ -53,3 +53,30 @@ import Testing
         #expect(ContentHash("sha256") == nil && ContentHash("sha256:xyz") == nil)
     }
 }
+
+@Suite struct MD5DigestTests {
+    /// RFC 1321's test suite, each also fed in pieces that cross the 64-byte blocks.
+    @Test func rfc1321Vectors() {
+        let vectors = [
+            ("", "d41d8cd98f00b204e9800998ecf8427e"),
+            ("a", "0cc175b9c0f1b6a831c399e269772661"),
+            ("abc", "900150983cd24fb0d6963f7d28e17f72"),
+            ("message digest", "f96b697d7cb7938d525a2f31aaf161d0"),
+            ("abcdefghijklmnopqrstuvwxyz", "c3fcd3d76192e4007dfb496cca67e13b"),
+            (
+                "12345678901234567890123456789012345678901234567890123456789012345678901234567890",
+                "57edf4a22be3c955ac49da2e2107b67a"
+            ),
+        ]
+        for (text, expected) in vectors {
+            for piece in [1, 7, 64, 1_000] {
+                let bytes = Array(text.utf8)
+                var digest = MD5Digest()
+                for start in stride(from: 0, to: bytes.count, by: piece) {
+                    bytes[start..<min(start + piece, bytes.count)].withUnsafeBytes { digest.update($0) }
+                }
+                #expect(digest.finish() == expected, "\"\(text)\" in pieces of \(piece)")
+            }
+        }
+    }
+}

@@ -1,12 +1,10 @@
 import Foundation
-import ProviderCore
 
 /// MD5 (RFC 1321), streamed: what S3 names an object's bytes with (the ETag of a single-part
 /// upload, `Content-MD5`, a part's ETag). Detects damage in transit; never used for security.
-struct MD5Digest: ContentDigest {
+public struct MD5Digest: ContentDigest {
     private var state: (UInt32, UInt32, UInt32, UInt32) = (0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476)
-    private var pending: [UInt8] = []
-    private var length: UInt64 = 0
+    private var blocks = DigestBlocks(littleEndianLength: true)
 
     private static let shifts: [UInt32] = [
         7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20,
@@ -14,38 +12,19 @@ struct MD5Digest: ContentDigest {
     ]
     private static let k: [UInt32] = (0..<64).map { UInt32(truncatingIfNeeded: Int64(abs(sin(Double($0 + 1))) * 4_294_967_296)) }
 
-    init() {}
+    public init() {}
 
-    mutating func update(_ bytes: UnsafeRawBufferPointer) {
-        length &+= UInt64(bytes.count)
-        var index = 0
-        if !pending.isEmpty {
-            let take = min(64 - pending.count, bytes.count)
-            pending.append(contentsOf: bytes[0..<take])
-            index = take
-            if pending.count == 64 {
-                var copy = state
-                pending.withUnsafeBytes { Self.compress($0, &copy) }
-                state = copy
-                pending.removeAll(keepingCapacity: true)
-            }
-        }
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
         var copy = state
-        while bytes.count - index >= 64 {
-            Self.compress(UnsafeRawBufferPointer(rebasing: bytes[index..<index + 64]), &copy)
-            index += 64
-        }
+        blocks.update(bytes) { Self.compress($0, &copy) }
         state = copy
-        if index < bytes.count { pending.append(contentsOf: bytes[index...]) }
     }
 
     /// The digest's 16 bytes.
-    mutating func finishBytes() -> [UInt8] {
-        let bits = length &* 8
-        var tail: [UInt8] = [0x80]
-        while (pending.count + tail.count) % 64 != 56 { tail.append(0) }
-        for shift in stride(from: 0, through: 56, by: 8) { tail.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
-        tail.withUnsafeBytes { update($0) }
+    public mutating func finishBytes() -> [UInt8] {
+        var copy = state
+        blocks.finish { Self.compress($0, &copy) }
+        state = copy
         return [state.0, state.1, state.2, state.3].flatMap { word in
             (0..<4).map { UInt8(truncatingIfNeeded: word >> (8 * UInt32($0))) }
         }
