@@ -38,7 +38,7 @@ extension DomainController {
             var outcomes: [ItemOutcome] = []
             defer { report(outcomes) }
             if Task.isCancelled {
-                outcomes.append(ItemOutcome(path: location(path), error: Self.notStarted))
+                outcomes.append(ItemOutcome(path: location(path), error: FileProviderError.notStarted))
                 continue
             }
             do {
@@ -93,7 +93,7 @@ extension DomainController {
         }
         for file in files where file.state == .materialized {
             if Task.isCancelled {
-                outcomes.append(ItemOutcome(path: location(file.path), error: Self.notStarted))
+                outcomes.append(ItemOutcome(path: location(file.path), error: FileProviderError.notStarted))
                 continue
             }
             do {

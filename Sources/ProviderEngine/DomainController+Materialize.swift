@@ -79,7 +79,7 @@ extension DomainController {
             }
         }
         if files.isEmpty && folders.isEmpty { return report(outcomes) }
-        let parents = folders + files.map { Self.split($0.path).parent }
+        let parents = folders + files.map { RelativePath($0.path).parent }
         report(outcomes + (await download(files, into: parents, events: events)))
     }
 
@@ -161,7 +161,7 @@ extension DomainController {
                 last = end
                 let files = page.filter { $0.kind == .file }
                 let folders = page.filter { $0.kind == .folder && $0.isDataless }.map(\.path)
-                let parents = folders + files.map { Self.split($0.path).parent }
+                let parents = folders + files.map { RelativePath($0.path).parent }
                 var seen = Set(open)
                 for parent in parents where seen.insert(parent).inserted { open.append(parent) }
                 // Done: the folders whose items all lie before the page's last path.
@@ -195,7 +195,7 @@ extension DomainController {
     private func placeholderFree(_ files: [ItemRecord]) async throws(FileProviderError) -> Set<String> {
         var byFolder: [String: [(path: String, name: String)]] = [:]
         for file in files {
-            let (parent, name) = Self.split(file.path)
+            let (parent, name) = RelativePath(file.path).split
             byFolder[parent, default: []].append((file.path, name))
         }
         let (replica, folders) = (self.replica, byFolder)
@@ -221,7 +221,7 @@ extension DomainController {
                 var current = path
                 while !current.isEmpty {
                     prefixes.append(current)
-                    current = Self.split(current).parent
+                    current = RelativePath(current).parent
                 }
                 return prefixes
             }
@@ -230,10 +230,6 @@ extension DomainController {
             for path in all { try replica.makeFolder(path) }
         }
     }
-
-    /// The error of work a cancellation stopped before it started (or, for a batch, before it
-    /// was done): code `cancelled`.
-    public static let notStarted = FileProviderError(.cancelled, "interrupted before it was done")
 }
 
 /// Progress of a recursive materialize over the whole subtree: the downloads of each page

@@ -198,7 +198,7 @@ extension DomainController {
                             continue
                         }
                         if Task.isCancelled {
-                            outcomes.append(ItemOutcome(path: location(file.path), error: Self.notStarted))
+                            outcomes.append(ItemOutcome(path: location(file.path), error: FileProviderError.notStarted))
                             continue
                         }
                         // Another policy set below meanwhile (by another process) wins.

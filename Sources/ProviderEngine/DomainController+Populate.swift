@@ -35,10 +35,10 @@ extension DomainController {
             var outcomes: [ItemOutcome] = []
             for path in paths {
                 do throws(FileProviderError) {
-                    if Task.isCancelled { throw Self.notStarted }
+                    if Task.isCancelled { throw FileProviderError.notStarted }
                     let target = try await blocking { [self] () throws(FileProviderError) in try record(at: path) }
                     try await finishing { [self] () async throws(FileProviderError) in
-                        try await populateFolder(target.kind == .folder ? path : Self.split(path).parent, ancestors: true)
+                        try await populateFolder(target.kind == .folder ? path : RelativePath(path).parent, ancestors: true)
                     }
                     if recursive && target.kind == .folder {
                         // The dataless folders below, a page of the subtree at a time (any size
@@ -129,7 +129,7 @@ extension DomainController {
         }
         if !folder.isDataless { return }
         if ancestors && !path.isEmpty {
-            try await populateFolder(Self.split(path).parent, ancestors: true)
+            try await populateFolder(RelativePath(path).parent, ancestors: true)
         }
         let parent = folder.identifier
         let children = try await blocking { () throws(FileProviderError) in try store.children(domainID: domainID, parent: parent) }
@@ -149,7 +149,7 @@ extension DomainController {
                 if child.kind == .folder && print.isDirectory { continue }
                 // A dataless file written before a population was cut short: its placeholder.
                 if replica.placeholderUnderItsName(child.path) != nil { continue }
-                if let version = Self.downloadedVersion(of: child, print, in: replica) {
+                if let version = DownloadMark.downloadedVersion(of: child, print, in: replica) {
                     var child = child
                     child.markMaterialized(contentVersion: version, fingerprint: print)
                     adopted.append(child)
@@ -203,25 +203,6 @@ extension DomainController {
         }
     }
 
-    /// Whether a file in a folder being populated is the download of `record`, and of which
-    /// content version (`nil`: an older one): a recursive materialize downloads before it
-    /// populates, and a process that died in between (or a `serve` populating meanwhile) finds
-    /// the file unrecorded. Its ``DownloadMark`` says so; a file without one (a file system
-    /// without extended attributes) counts when it has the item's size and exactly its date.
-    /// Anything else is a local file in the way. Blocking.
-    static func downloadedVersion(of record: ItemRecord, _ print: FileFingerprint, in replica: Replica) -> Data?? {
-        if let download = DownloadMark.recognize(atPath: replica.path(record.path), print, as: record) {
-            return .some(download.contentVersion)
-        }
-        // A dataless file has the item's size and date too, and nothing of its contents.
-        if replica.placeholderUnderItsName(record.path) != nil { return nil }
-        guard DownloadMark.read(atPath: replica.path(record.path)) == nil, record.kind == .file, print.isRegularFile,
-            print.size == record.size,
-            let date = record.modificationDate, abs(Double(print.modificationNanos) / 1e9 - date.timeIntervalSince1970) < 1e-6
-        else { return nil }
-        return .some(record.contentVersion)
-    }
-
     /// Renames a local item to the first free `name N.ext` beside it; returns the new path.
     /// Blocking.
     private static func moveAside(
@@ -229,7 +210,7 @@ extension DomainController {
     )
         throws(FileProviderError) -> String
     {
-        let (parent, name) = split(path)
+        let (parent, name) = RelativePath(path).split
         for attempt in 2..<1000 {
             let candidate = (parent.isEmpty ? "" : parent + "/") + ConflictName.numbered(name, attempt)
             if taken.contains(candidate) || replica.fingerprint(atPath: replica.path(candidate)) != nil {

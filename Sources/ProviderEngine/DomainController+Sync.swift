@@ -134,7 +134,7 @@ extension DomainController {
                 try await syncDown.pull(
                     report: &report, events: events, populationBudget: populationBudget, followChanges: followChanges)
                 // Sync down notes what a cancellation stopped and goes on to the end.
-                if Task.isCancelled { throw Self.notStarted }
+                if Task.isCancelled { throw FileProviderError.notStarted }
             } catch where error.code == .cancelled && Task.isCancelled {
                 throw FileProviderError(.cancelled, Self.interruptionSummary(report, whilePulling: pulling))
             } catch {
@@ -192,21 +192,5 @@ extension DomainController {
         let (replica, name, store, domainID) = (self.replica, domain.name, self.store, self.domainID)
         let knowsItems = try await blocking { () throws(FileProviderError) in try store.itemCount(domainID: domainID) > 1 }
         try await executor.run { try replica.checkRoot(domain: name, knowsItems: knowsItems) }
-    }
-
-    /// Why a name from the store cannot be used in the replica, or `nil`.
-    static func problem(withRemoteName name: String, inRoot: Bool) -> String? {
-        do {
-            try Filename.validate(name)
-        } catch {
-            return error.message
-        }
-        if name.hasSuffix(Replica.placeholderSuffix) {
-            return "\(name.debugDescription) ends in .placeholder, which is reserved for placeholders"
-        }
-        if name.hasPrefix(".fp-tmp-") || (inRoot && name == ".fileprovider-staging") {
-            return "\(name.debugDescription) is reserved for the engine's temporary files"
-        }
-        return nil
     }
 }

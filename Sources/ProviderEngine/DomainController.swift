@@ -132,17 +132,6 @@ public final class DomainController: Sendable {
     /// characters that must not reach a terminal (``TerminalText/quoted(_:)``).
     func display(_ path: String) -> String { context.display(path) }
 
-    /// The parent path and name of a relative path.
-    static func split(_ path: String) -> (parent: String, name: String) {
-        guard let slash = path.lastIndex(of: "/") else { return ("", path) }
-        return (String(path[..<slash]), String(path[path.index(after: slash)...]))
-    }
-
-    /// Whether the relative path `path` is `folder` or below it ("" is the root, above everything).
-    static func isAtOrBelow(_ path: String, _ folder: String) -> Bool {
-        folder.isEmpty || path == folder || path.hasPrefix(folder + "/")
-    }
-
     /// The stored item at a path.
     /// - Throws: `noSuchItem` saying how to refresh; `localIOFailure` when the database fails.
     public func record(at path: String) throws(FileProviderError) -> ItemRecord {
@@ -173,7 +162,7 @@ public final class DomainController: Sendable {
         guard path == root || path.hasPrefix(root + "/") else { return nil }
         path = path == root ? "" : String(path.dropFirst(root.count + 1))
         if let record = try store.item(domainID: domainID, path: path) { return record.identifier }
-        let (folder, name) = Self.split(path)
+        let (folder, name) = RelativePath(path).split
         guard let item = replica.itemName(ofPlaceholderFile: name, in: folder) else { return nil }
         return try store.item(domainID: domainID, path: folder.isEmpty ? item : folder + "/" + item)?.identifier
     }

@@ -52,7 +52,7 @@ final class Downloader: Sendable {
 
     /// Downloads files that are not materialized or are outdated, `downloadDepth` at a time, and
     /// records them in batches. Once the task is cancelled no download starts: each file not
-    /// started gets a `cancelled` outcome (see ``notStarted``).
+    /// started gets a `cancelled` outcome (see ``FileProviderError/notStarted``).
     ///
     /// `placeholderFree` names files (relative paths) the caller knows have no `.placeholder`
     /// file beside them until they are placed: it read their folders while holding the
@@ -105,7 +105,7 @@ final class Downloader: Sendable {
                 if Task.isCancelled {
                     while let batch = iterator.next() {
                         for record in batch {
-                            outcomes.append(ItemOutcome(path: location(record.path), error: DomainController.notStarted))
+                            outcomes.append(ItemOutcome(path: location(record.path), error: FileProviderError.notStarted))
                         }
                     }
                     return false
