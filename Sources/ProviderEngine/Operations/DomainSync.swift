@@ -9,8 +9,8 @@ import ProviderStore
 ///
 /// The database learns every item of the store; the replica shows the items of populated
 /// folders. New folders are populated while the sync's population budget lasts
-/// (``DomainController/defaultPopulationBudget`` entries) and stay dataless after that, as Apple's system
-/// leaves folders dataless until they are opened.
+/// (``DomainController/defaultPopulationBudget`` entries) and stay dataless after that, as
+/// Apple's system leaves folders dataless until they are opened.
 ///
 /// One bad item never stops the rest: it is reported in the notices.
 ///
@@ -36,7 +36,7 @@ struct DomainSync: Sendable {
         try await context.blocking(body)
     }
 
-    /// ``DomainController/sync(events:upload:settleSeconds:populationBudget:changes:followChanges:)``, with the arguments it was given.
+    /// ``DomainController/sync(events:upload:settleSeconds:populationBudget:changes:followChanges:)``.
     func sync(
         events: EventHandler?, upload: Bool, settleSeconds: Double, populationBudget: Int, changes: ChangedFolders?,
         followChanges: Bool
