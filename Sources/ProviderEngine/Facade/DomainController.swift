@@ -40,7 +40,7 @@ public final class DomainController: Sendable {
     /// from its own backend (an earlier process's) is expected, and not reported.
     let feedAnchor = Mutex<SyncAnchor?>(nil)
     /// Sync up, made on first use (a controller that only materializes never makes it).
-    private let madeSyncUp = Mutex<SyncUp?>(nil)
+    let madeSyncUp = Mutex<SyncUp?>(nil)
     /// Records a recursive operation reads from the database at once (tests make it small).
     var subtreePage: Mutex<Int> { context.subtreePage }
     /// How many new files and edits go to the store at once.
@@ -131,7 +131,8 @@ public final class DomainController: Sendable {
         followChanges: Bool = true
     ) async throws(FileProviderError) -> SyncReport {
         let run = DomainSync(
-            context: context, locks: locks, syncUp: syncUp, syncDown: syncDown, populator: populator, backoffPolicy: backoffPolicy)
+            context: context, locks: locks, syncUp: upload ? syncUp : nil, syncDown: syncDown, populator: populator,
+            backoffPolicy: backoffPolicy)
         return try await PoolCheck.during("sync") { () async throws(FileProviderError) -> SyncReport in
             try await run.sync(
                 events: events, upload: upload, settleSeconds: settleSeconds, populationBudget: populationBudget, changes: changes,

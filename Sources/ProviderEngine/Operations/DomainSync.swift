@@ -21,7 +21,8 @@ import ProviderStore
 struct DomainSync: Sendable {
     let context: DomainContext
     let locks: DomainLocks
-    let syncUp: SyncUp
+    /// Sync up; `nil` for a sync that does not upload (``DomainController`` then does not make it).
+    let syncUp: SyncUp?
     let syncDown: SyncDown
     let populator: Populator
     /// How long the domain waits after failures that back it off.
@@ -52,7 +53,7 @@ struct DomainSync: Sendable {
             var pulling = false
             do throws(FileProviderError) {
                 try await checkReplicaRoot()
-                if upload {
+                if upload, let syncUp {
                     try await syncUp.push(report: &report, settleSeconds: settleSeconds, changes: changes) {
                         (path) async throws(FileProviderError) in try await populator.populateFolder(path, ancestors: true)
                     }
