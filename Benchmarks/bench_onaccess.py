@@ -10,7 +10,8 @@ while `fileproviderctl serve` runs, against `sftp get`, a plain local `cat` and 
   the local cat's speed.
 - onaccess-read-1000: one `cat` of 1,000 dataless 4 KiB files (small10k/d0), one after the
   other, vs the same through a fresh rclone mount and `sftp get -r` of the folder. Targets:
-  faster than rclone, at most 2× sftp get -r's time.
+  faster than rclone, at most 1.2× sftp get -r's time (issue 39; the folder read-ahead of the
+  on-access path fetches the folder's other small files in batches once `cat` has read three).
 
 Ours and rclone run as root (fanotify pre-content marks, FUSE: fuse3). Each iteration adds the
 domain afresh (`domain add --mode dataless --hydration full`: whole files on first access, as
@@ -74,7 +75,7 @@ def register(bench) -> None:
             lambda r: [
                 [
                     sys.executable, str(READ), "rclone", server().rclone_remote(root(r)), str(r.work / "mnt"),
-                    str(r.work / "vfs-cache"), "--source", str(root(r)), *(["--second"] if second else []), *files(r),
+                    str(r.work / "vfs-cache"), "--rclone", bench.RCLONE, "--source", str(root(r)), *(["--second"] if second else []), *files(r),
                 ]
             ],
             reports=True,
@@ -136,7 +137,7 @@ def register(bench) -> None:
                 Tool("sftp get -r", lambda r: [sftp_batch(r, f'get -r "{small(r)}" "{r.dest}"\n')]),
             ],
             reference="sftp get -r",
-            target=bench.at_most_times(2, "sftp get -r"),
+            target=bench.at_most_times(1.2, "sftp get -r"),
             also=(("cat of 1,000 files via rclone mount", faster_than("rclone mount")),),
         ),
     ]

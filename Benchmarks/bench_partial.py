@@ -71,7 +71,7 @@ def register(bench) -> None:
             lambda r: [
                 [
                     sys.executable, str(READ), "rclone", server().rclone_remote(r.data), str(r.work / "mnt"),
-                    str(r.work / "vfs-cache"), "--source", str(r.data / FILE), "--file", FILE, workload,
+                    str(r.work / "vfs-cache"), "--rclone", bench.RCLONE, "--source", str(r.data / FILE), "--file", FILE, workload,
                 ]
             ],
             reports=True,

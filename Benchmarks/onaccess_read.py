@@ -3,12 +3,12 @@
 domain, or an `rclone mount`.
 
     python3 Benchmarks/onaccess_read.py ours FILEPROVIDERCTL HOME DOMAIN REPLICA --source DIR [--second] FILE...
-    python3 Benchmarks/onaccess_read.py rclone REMOTE MOUNTPOINT CACHE_DIR --source DIR [--second] FILE...
+    python3 Benchmarks/onaccess_read.py rclone REMOTE MOUNTPOINT CACHE_DIR [--rclone BINARY] --source DIR [--second] FILE...
 
 `ours` starts `serve DOMAIN` and waits until REPLICA is a mount point and serve's first sync is
 done. `rclone` starts `rclone mount REMOTE MOUNTPOINT --vfs-cache-mode full --cache-dir
-CACHE_DIR --read-only` (CACHE_DIR fresh, so the first read fetches) and waits until MOUNTPOINT
-is a mount point. Then one `cat FILE... > /dev/null` (FILE relative to the mount) is timed;
+CACHE_DIR --read-only` (CACHE_DIR fresh, so the first read fetches; BINARY: the rclone bench.py
+chose, default the first on PATH) and waits until MOUNTPOINT is a mount point. Then one `cat FILE... > /dev/null` (FILE relative to the mount) is timed;
 with --second a first, untimed `cat` reads the files before (then `sync`), so the timed one is
 the second read. The files read are then compared with their originals under --source (untimed), and the
 server is stopped and unmounted before this script exits (the caller deletes the work folder;
@@ -75,7 +75,7 @@ def server_argv(server: str, args: argparse.Namespace) -> list[str]:
     if server == "ours":
         return [args.fpctl, "serve", args.domain, "--home", str(args.home), *getattr(args, "serve_args", [])]
     return [
-        "rclone", "--config", "/dev/null", "mount", args.remote, str(args.mount), "--vfs-cache-mode", "full",
+        args.rclone, "--config", "/dev/null", "mount", args.remote, str(args.mount), "--vfs-cache-mode", "full",
         "--cache-dir", str(args.cache), "--read-only", "--sftp-disable-hashcheck",
     ]
 
@@ -124,6 +124,7 @@ def add_server_arguments(p: argparse.ArgumentParser) -> tuple[argparse.ArgumentP
     rclone.add_argument("remote")
     rclone.add_argument("mount", type=Path)
     rclone.add_argument("cache", type=Path)
+    rclone.add_argument("--rclone", default="rclone", metavar="BINARY", help="the rclone to run (default: the first on PATH)")
     return ours, rclone
 
 

@@ -3,7 +3,7 @@
 `fileproviderctl serve` of a dataless domain (progressive hydration), or an `rclone mount`.
 
     python3 Benchmarks/partial_read.py ours FILEPROVIDERCTL HOME DOMAIN REPLICA --source FILE --file NAME WORKLOAD
-    python3 Benchmarks/partial_read.py rclone REMOTE MOUNTPOINT CACHE_DIR --source FILE --file NAME WORKLOAD
+    python3 Benchmarks/partial_read.py rclone REMOTE MOUNTPOINT CACHE_DIR [--rclone BINARY] --source FILE --file NAME WORKLOAD
 
 WORKLOAD is one of:
 - `head`: `head -c 1M FILE > /dev/null`, timed from the start of `head` until it exits;

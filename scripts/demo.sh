@@ -28,11 +28,11 @@ docs=$demo/sources/docs
 
 # photos: binary-ish files in nested folders
 for path in 2023/summer/beach.jpg 2023/summer/sunset.jpg 2023/winter/snow.jpg \
-            2024/spring/garden.jpg 2024/spring/birds/robin.jpg 2024/spring/birds/wren.jpg \
-            cover.png; do
+            2024/spring/garden.jpg 2024/spring/birds/robin.jpg 2024/spring/birds/wren.jpg; do
     mkdir -p "$photos/$(dirname "$path")"
     head -c 200000 /dev/urandom > "$photos/$path"
 done
+head -c 150000 /dev/urandom > "$photos/cover.png"
 # docs: a few text files
 mkdir -p "$docs/notes"
 printf 'FileProviderKit demo\n\nThis file is pinned: it stays materialized.\n' > "$docs/readme.txt"
@@ -83,6 +83,15 @@ for extra in "$here"/demo-*.sh; do
     step "$(basename "$extra")"
     FILEPROVIDERCTL="$fpctl" DEMO_ROOT="$demo" bash "$extra"
 done
+
+# Searching every domain at once, from the database: files never downloaded are found too.
+run find -iname '*.txt'
+run find -name '*.jpg' -size +100k --state dataless
+# The same contents in two places under other names (nothing is downloaded to compare).
+cp "$photos/cover.png" "$docs/cover copy.png"
+run sync docs
+run whereis photos:/cover.png
+run dupes
 run status
 
 step "done — everything is under $demo"

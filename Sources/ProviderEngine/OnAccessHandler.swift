@@ -90,6 +90,8 @@ public final class OnAccessHandler: @unchecked Sendable {
     private let running = Mutex<[UUID: Task<Void, Never>]>([:])
     /// The partially present files of progressive domains.
     let hydrator: ProgressiveHydrator
+    /// Fetches the small files of a folder that programs read file after file.
+    let readAhead: FolderReadAhead
 
     private init(
         manager: ProviderManager, logger: Logger, synchronize: Synchronize?, group: PreContentGroup, guardian: PreContentGuardian
@@ -100,6 +102,7 @@ public final class OnAccessHandler: @unchecked Sendable {
         self.group = group
         self.guardian = guardian
         self.hydrator = ProgressiveHydrator(logger: logger)
+        self.readAhead = FolderReadAhead(manager: manager, logger: logger)
     }
 
     /// Opens the pre-content group (taking over the one a guardian kept after an earlier `serve`
@@ -156,6 +159,7 @@ public final class OnAccessHandler: @unchecked Sendable {
     /// Whether the file at `path` (relative) of `domain` is being filled now. Any thread.
     public func isFilling(domain: String, path: String) -> Bool {
         filling.withLock { $0.contains(domain + "/" + path) } || hydrator.isFetching(domain: domain, path: path)
+            || readAhead.isFilling(domain: domain, path: path)
     }
 
     /// The names of the domains served.
@@ -183,6 +187,7 @@ public final class OnAccessHandler: @unchecked Sendable {
         stopRequested.withLock { $0 = true }
         group.wake()
         if started.withLock({ $0 }) { await finished.wait() }
+        await readAhead.stop()
         for task in running.withLock({ Array($0.values) }) { await task.value }
         await manager.useRecorder.flush()
     }
@@ -346,6 +351,12 @@ public final class OnAccessHandler: @unchecked Sendable {
             logger.info("\(domain): \(TerminalText.quoted(path)) emptied by process \(event.processIdentifier); no download needed")
             await conclude(event, .allow)
         case .dataless(let entry, let path, let key, let access):
+            // Filled meanwhile by a read-ahead of its folder; else counted towards one.
+            if await readAhead.accessed(domain: entry.name, domainID: entry.domainID, path: path, program: event.processIdentifier) {
+                await conclude(event, .allow)
+                use(domainID: entry.domainID, path: path)
+                return
+            }
             do {
                 if entry.hydration == .progressive {
                     let complete: Bool
@@ -511,6 +522,7 @@ public final class OnAccessHandler: @unchecked Sendable {
         guard let path = Self.resolvedPath("/proc/self/fd/\(event.fileDescriptor)") else { return }
         guard let entry = servedDomain(containing: path) else { return }
         use(domainID: entry.domainID, path: String(path.dropFirst(entry.prefix.count)))
+        readAhead.opened(domainID: entry.domainID, path: String(path.dropFirst(entry.prefix.count)))
     }
 
     /// Remembers that a program used the file at `path` (the manager's ``UseRecorder`` writes

@@ -48,6 +48,8 @@ public final class MetadataStore: Sendable {
                 // A row INSERT OR REPLACE replaces fires the delete trigger that keeps the
                 // item counters (itemCount) true.
                 try db.execute(sql: "PRAGMA recursive_triggers = ON")
+                // fnmatch and regexec for `find` (MetadataStore+Search).
+                SearchFunctions.install(on: db)
                 // The writer's log is checkpointed on a thread of its own (WALCheckpointer);
                 // the log file is cut back to 16 MiB when it starts over.
                 if !db.configuration.readonly, let connection = db.sqliteConnection {

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// The module boundaries of Docs/Architecture.md hold where a reviewer cannot see them at a
-/// glance: only ProviderSystem imports the C shim of kernel calls, and the CLI links the
+/// glance: only ProviderSystem imports the C shims of kernel calls and libfuse, and the CLI links the
 /// conformance suite (`backend test`) but none of the test support that starts servers on
 /// loopback (ProviderTesting).
 @Suite struct ModuleBoundaryTests {
@@ -21,17 +21,30 @@ import Testing
         return found
     }
 
-    @Test func onlyProviderSystemImportsTheSystemShim() throws {
+    /// The Swift files of the repository that import `module`.
+    static func importers(of module: String) throws -> [String] {
         var importers: [String] = []
         for file in ["Sources", "Adapters", "Tests"].flatMap(Self.swiftFiles(under:)) {
             let text = try String(contentsOf: DocsTests.root.appendingPathComponent(file), encoding: .utf8)
             let lines = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-            if lines.contains(where: { $0 == "import CSystemShims" || $0.hasSuffix(" import CSystemShims") }) { importers.append(file) }
+            if lines.contains(where: { $0 == "import \(module)" || $0.hasSuffix(" import \(module)") }) { importers.append(file) }
         }
+        return importers
+    }
+
+    @Test func onlyProviderSystemImportsTheSystemShim() throws {
+        let importers = try Self.importers(of: "CSystemShims")
         // The walk sees ProviderSystem's own imports, so an empty list would mean it saw nothing.
         #expect(importers.contains("Sources/ProviderSystem/SystemCalls.swift"), "the walk found no import of CSystemShims at all")
         let others = importers.filter { !$0.hasPrefix("Sources/ProviderSystem/") }
         #expect(others.isEmpty, "kernel calls belong in ProviderSystem (wrap them there); these import CSystemShims: \(others)")
+    }
+
+    @Test func onlyProviderSystemImportsLibfuse() throws {
+        let importers = try Self.importers(of: "CFUSE")
+        #expect(importers.contains("Sources/ProviderSystem/FUSE/FUSESession.swift"), "the walk found no import of CFUSE at all")
+        let others = importers.filter { !$0.hasPrefix("Sources/ProviderSystem/") }
+        #expect(others.isEmpty, "libfuse is spoken to in ProviderSystem only (FUSESession and its types); these import CFUSE: \(others)")
     }
 
     @Test func theCLILinksTheConformanceSuiteButNoLoopbackServers() throws {

@@ -1,0 +1,137 @@
+import Foundation
+import ProviderCore
+import ProviderStore
+
+extension Downloader {
+    /// Fills several items' dataless files where they stand, as ``fillInPlace(_:)`` does for
+    /// one, with the hand-offs of a batched download (``performBatch(_:report:placeholderFree:)``):
+    /// one job on the executor checks and marks them, the backend fetches them in one call
+    /// (``Backend/fetchContents(_:progress:)``), one job checks, dates and unmarks them, and one
+    /// transaction records them. In place, not renamed over: a program may open any of them
+    /// meanwhile, and it must read the inode that gets the contents.
+    ///
+    /// For ``FolderReadAhead``, which makes sure that no other fill of these items runs (it
+    /// takes only files no program asked for, and programs that ask for one of them wait for
+    /// its batch). A file that is not its item's untouched dataless file any more (filled,
+    /// partly present, emptied, replaced) is left alone. A failure leaves each file as it was
+    /// (``restoreDataless(atPath:size:)``). Never cut short once the backend was called.
+    /// Returns each record's outcome, in order: its record as filled, or the error.
+    func fillInPlace(batch records: [ItemRecord]) async -> [Result<ItemRecord, FileProviderError>] {
+        guard !records.isEmpty else { return [] }
+        let (replica, space, store, domainID) = (self.replica, self.space, self.store, self.domainID)
+        let staging = replica.staging.path
+        // 1. Which files are still the items' untouched dataless files; space promised; marked
+        //    as being filled.
+        let prepared: [Result<SpaceReservations.Ticket, FileProviderError>]
+        do {
+            prepared = try await executor.run { () -> [Result<SpaceReservations.Ticket, FileProviderError>] in
+                var results: [Result<SpaceReservations.Ticket, FileProviderError>?] = records.map { record in
+                    let target = replica.path(record.path)
+                    guard replica.isPlaceholder(of: record.identifier, at: record.path) else {
+                        return .failure(FileProviderError(.noSuchItem, "\(target) is no longer the item's dataless file"))
+                    }
+                    // Partly present (progressive hydration): its ranges stay the hydrator's.
+                    let ranges = try? store.presentRanges(
+                        domainID: domainID, identifier: record.identifier, contentVersion: record.contentVersion)
+                    guard ranges?.isEmpty ?? false else {
+                        return .failure(FileProviderError(.cannotSynchronize, "\(target) is partly present"))
+                    }
+                    return nil
+                }
+                let wanted = records.indices.filter { results[$0] == nil }
+                let tickets = space.reserve(
+                    wanted.map { (records[$0].size, replica.stagingPath(named: Self.stagingName(for: records[$0].identifier) + ".fill")) },
+                    folder: staging)
+                for (index, ticket) in zip(wanted, tickets) {
+                    do throws(FileProviderError) {
+                        let ticket = try ticket.get()
+                        do throws(FileProviderError) {
+                            try Replica.markFilling(atPath: replica.path(records[index].path))
+                        } catch {
+                            space.release(ticket)
+                            throw error
+                        }
+                        results[index] = .success(ticket)
+                    } catch {
+                        results[index] = .failure(error)
+                    }
+                }
+                return results.map { $0 ?? .failure(FileProviderError.notStarted) }
+            }
+        } catch {
+            return records.map { _ in .failure(error) }
+        }
+        var marked: [(index: Int, ticket: SpaceReservations.Ticket)] = []
+        for (index, step) in prepared.enumerated() {
+            if case .success(let ticket) = step { marked.append((index, ticket)) }
+        }
+        func outcomes(_ placed: [Int: Result<ItemRecord, FileProviderError>]) -> [Result<ItemRecord, FileProviderError>] {
+            records.indices.map { index in
+                if let outcome = placed[index] { return outcome }
+                if case .failure(let error) = prepared[index] { return .failure(error) }
+                return .failure(FileProviderError.notStarted)
+            }
+        }
+        if marked.isEmpty { return outcomes([:]) }
+        // 2. One call of the backend for the batch, each file into itself.
+        let requests = marked.map {
+            ContentRequest(
+                identifier: records[$0.index].identifier, destination: URL(fileURLWithPath: replica.path(records[$0.index].path)))
+        }
+        let fetched = await backend.fetchContents(requests, progress: nil)
+        // 3. Checked, dated, marked as downloads and unmarked; or put back as they were.
+        let finished = marked
+        let placed: [Int: Result<ItemRecord, FileProviderError>]
+        do {
+            placed = try await executor.runToCompletion { [self] () -> [Int: Result<ItemRecord, FileProviderError>] in
+                var placed: [Int: Result<ItemRecord, FileProviderError>] = [:]
+                for (position, file) in finished.enumerated() {
+                    defer { space.release(file.ticket) }
+                    let record = records[file.index]
+                    let target = replica.path(record.path)
+                    let outcome = position < fetched.count ? fetched[position] : .failure(FileProviderError.notStarted)
+                    do throws(FileProviderError) {
+                        let item = try outcome.get()
+                        guard let size = replica.fileSize(atPath: target), size == item.size else {
+                            throw FileProviderError(
+                                .corruptData,
+                                "the download of \(display(record.path)) was \(replica.fileSize(atPath: target) ?? 0) bytes, expected \(item.size); try again"
+                            )
+                        }
+                        try checkHash(of: item, staged: target, path: record.path)
+                        if let date = item.contentModificationDate { try replica.setModificationDate(date, atPath: target) }
+                        guard let print = replica.fingerprint(atPath: target) else {
+                            throw FileProviderError(.localIOFailure, "\(target) vanished while it was filled")
+                        }
+                        DownloadMark.write(
+                            atPath: target, identifier: item.identifier, contentVersion: item.version.content, fingerprint: print)
+                        try Self.clearDataless(atPath: target)
+                        var updated = record
+                        updated.update(from: item, path: record.path)
+                        updated.markMaterialized(contentVersion: item.version.content, fingerprint: print)
+                        updated.lastError = nil
+                        placed[file.index] = .success(updated)
+                    } catch {
+                        try? Self.restoreDataless(atPath: target, size: record.size)
+                        placed[file.index] = .failure(error)
+                    }
+                }
+                return placed
+            }
+        } catch {
+            for file in finished { space.release(file.ticket) }
+            return records.map { _ in .failure(error) }
+        }
+        // 4. One transaction for the files filled.
+        let filled = placed.values.compactMap { try? $0.get() }
+        if !filled.isEmpty {
+            do {
+                try await executor.runToCompletion { try store.apply(domainID: domainID, upserts: filled, deletions: []) }
+            } catch {
+                // The files are complete and marked as downloads: the next sync records them.
+                return records.map { _ in .failure(error) }
+            }
+        }
+        return outcomes(placed)
+    }
+}

@@ -1,0 +1,289 @@
+import Foundation
+import Logging
+import ProviderCore
+import ProviderStore
+
+/// Learns when programs read the dataless files of one folder one after another (a build,
+/// `grep -r`, `cat *`, a photo viewer: each would pay a round trip to the store per file) and
+/// then fetches the folder's other small files that are not downloaded, in batches, ahead of
+/// them: the on-access handler's read-ahead across files, as ``ProgressiveHydrator``'s is
+/// within one file.
+///
+/// ``FolderReadPattern`` says when: a few files of one folder accessed within a short window.
+/// A read-ahead takes the folder's files smaller than ``Downloader/batchableSize`` that are
+/// neither downloaded nor asked for by a program, in name order after the file last asked for
+/// (then the ones before it), and fills them in place in batches of ``batchFiles``
+/// (``Downloader/fillInPlace(batch:)``, a few batches at once). It is bounded: at most
+/// ``FolderReadPattern/Limits/lead`` files ahead of the programs' opens of the folder, at most
+/// ``maxBytes`` per start, and never past the domain's cache budget or the home's (it starts
+/// only within the room they leave, so it never makes eviction drop a file). It stops when the
+/// programs stop (no open or access in the folder for ``FolderReadPattern/Limits/idle``
+/// seconds): no new batch starts; the batches running finish (programs may be waiting on them).
+///
+/// A program that accesses a file a batch is filling waits for that batch (``accessed(domain:domainID:path:program:)``
+/// returns `true` once its file is filled); a file a program asked for is left to the usual
+/// path and never taken by a batch, so one file is never filled twice at once.
+///
+/// Access rules by program (issue 42) plug in at ``mayReadAhead``: a program a rule limits
+/// (`deny`, `present-only`) never starts a read-ahead; its accesses are not counted.
+///
+/// Any thread; its work runs in tasks whose blocking parts go through the manager's executor.
+final class FolderReadAhead: Sendable {
+    /// Whether the accesses of the process `program` in `domain` may start a read-ahead. The
+    /// hook of access rules by program (issue 42): until they exist, every program may.
+    typealias Permission = @Sendable (_ program: Int32, _ domain: String) -> Bool
+
+    /// Files in one batch (one backend call): small, so that a program waiting on a file of a
+    /// batch waits for little more than its own.
+    static let batchFiles = 16
+    /// Batches in flight at once (each over its own connection where the backend has several).
+    static let parallelBatches = 4
+    /// The most bytes one start of a read-ahead fetches.
+    static let maxBytes: Int64 = 64 << 20
+
+    /// What the read-ahead of a folder does next.
+    private enum Next {
+        case batch(count: Int, Task<Set<String>, Never>)
+        case stop(resumable: Bool)
+    }
+
+    private struct State: Sendable {
+        var pattern: FolderReadPattern
+        /// The batches filling files, by `domain/path` of each file; a batch's value is the
+        /// paths it filled.
+        var inFlight: [String: Task<Set<String>, Never>] = [:]
+        /// The read-ahead of each folder that has one.
+        var runs: [FolderReadPattern.Folder: Task<Void, Never>] = [:]
+        var stopping = false
+    }
+
+    private let manager: ProviderManager
+    private let logger: Logger
+    private let now: @Sendable () -> Double
+    let mayReadAhead: Permission
+    private let state: Mutex<State>
+
+    /// `now`: seconds on a monotonic clock (tests pass their own).
+    init(
+        manager: ProviderManager, logger: Logger, limits: FolderReadPattern.Limits = FolderReadPattern.Limits(),
+        now: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime },
+        mayReadAhead: @escaping Permission = { _, _ in true }
+    ) {
+        self.manager = manager
+        self.logger = logger
+        self.now = now
+        self.mayReadAhead = mayReadAhead
+        state = Mutex(State(pattern: FolderReadPattern(limits: limits)))
+    }
+
+    // MARK: Hooks of the on-access handler
+
+    /// A program (process `program`) accesses the dataless file at `path` (relative) of
+    /// `domain`. Returns `true` when a read-ahead batch was filling the file and filled it
+    /// (the access may go on); `false` when the file is left to the caller, which fetches it
+    /// as usual (then no batch takes it). May start a read-ahead of the file's folder.
+    func accessed(domain: String, domainID: Int64, path: String, program: Int32) async -> Bool {
+        let (folder, name) = FolderReadPattern.Folder.of(domainID: domainID, path: path)
+        let key = domain + "/" + path
+        let time = now()
+        let counts = mayReadAhead(program, domain)
+        let (batch, start) = state.withLock { state -> (Task<Set<String>, Never>?, Bool) in
+            if let batch = state.inFlight[key] { return (batch, false) }
+            let start = state.pattern.accessed(name, in: folder, by: program, at: time, counts: counts && !state.stopping)
+            if start { state.runs[folder] = Task { [self] in await run(folder, domain: domain, from: name) } }
+            return (nil, start)
+        }
+        if start { logger.debug("\(domain): files of \(TerminalText.quoted("/" + folder.path)) read one after another; reading ahead") }
+        guard let batch else { return false }
+        return await batch.value.contains(path)
+    }
+
+    /// A program opened the file at `path` (relative) of a domain: the programs reading a
+    /// folder are still at it.
+    func opened(domainID: Int64, path: String) {
+        let folder = FolderReadPattern.Folder.of(domainID: domainID, path: path).folder
+        let time = now()
+        state.withLock { $0.pattern.opened(in: folder, at: time) }
+    }
+
+    /// Whether a read-ahead batch is filling the file at `path` of `domain` (its writes are the
+    /// engine's). Any thread.
+    func isFilling(domain: String, path: String) -> Bool {
+        state.withLock { $0.inFlight[domain + "/" + path] != nil }
+    }
+
+    /// Starts no more batches and waits for the read-aheads to end (their running batches
+    /// finish).
+    func stop() async {
+        let runs = state.withLock { state -> [Task<Void, Never>] in
+            state.stopping = true
+            return Array(state.runs.values)
+        }
+        for run in runs { await run.value }
+    }
+
+    /// Whether a read-ahead of `folder` is running (tests).
+    func isRunning(domainID: Int64, folder: String) -> Bool {
+        state.withLock { $0.runs[FolderReadPattern.Folder(domainID: domainID, path: folder)] != nil }
+    }
+
+    /// Waits until no read-ahead runs (tests).
+    func settle() async {
+        while let run = state.withLock({ $0.runs.values.first }) { await run.value }
+    }
+
+    // MARK: The read-ahead of one folder
+
+    /// Fetches the folder's small files that are not downloaded, batch after batch, while the
+    /// pattern allows, starting after the file `name`.
+    private func run(_ folder: FolderReadPattern.Folder, domain: String, from name: String) async {
+        var filled = 0
+        var bytes: Int64 = 0
+        var outcome = "nothing fetched"
+        let started = now()
+        var resumable = false
+        defer {
+            state.withLock { state in
+                state.pattern.stopped(folder, resumable: resumable)
+                state.runs[folder] = nil
+            }
+        }
+        let candidates: [ItemRecord]
+        let room: Int64
+        let downloader: Downloader
+        do {
+            downloader = try await manager.controller(for: domain).downloader
+            (candidates, room) = try await listing(folder, domain: domain, after: name)
+        } catch {
+            logger.warning("\(domain): no read-ahead in \(TerminalText.quoted("/" + folder.path)): \(error.message)")
+            return
+        }
+        var queue = candidates[...]
+        var budget = min(Self.maxBytes, room)
+        var running: [Task<Set<String>, Never>] = []
+        var fetched = 0
+        func finish(_ done: Set<String>) {
+            filled += done.count
+            bytes += candidates.lazy.filter { done.contains($0.path) }.reduce(0) { $0 + $1.size }
+        }
+        while true {
+            let time = now()
+            let next = state.withLock { state -> Next in
+                if state.stopping { return .stop(resumable: false) }
+                let allowance = min(Self.batchFiles, state.pattern.allowance(folder, fetched: fetched, at: time))
+                if allowance == 0 {
+                    // A lead ahead while the programs read on: their next access of a dataless
+                    // file here starts it again. Idle: they stopped.
+                    return .stop(resumable: !queue.isEmpty && !state.pattern.isIdle(folder, at: time))
+                }
+                var batch: [ItemRecord] = []
+                while batch.count < allowance, let next = queue.first {
+                    if state.inFlight[domain + "/" + next.path] != nil || state.pattern.wasAccessed(next.filename, in: folder) {
+                        queue.removeFirst()
+                        continue
+                    }
+                    if next.size > budget { break }
+                    queue.removeFirst()
+                    budget -= next.size
+                    batch.append(next)
+                }
+                guard !batch.isEmpty else { return .stop(resumable: false) }
+                let keys = batch.map { domain + "/" + $0.path }
+                let task = Task { [self, batch] () -> Set<String> in
+                    let results = await downloader.fillInPlace(batch: batch)
+                    var done = Set<String>()
+                    for (record, result) in zip(batch, results) {
+                        switch result {
+                        case .success:
+                            done.insert(record.path)
+                            logger.info(
+                                "\(domain): \(TerminalText.quoted(record.path)): fetched on access (read ahead with its folder, \(record.size) bytes)"
+                            )
+                        case .failure(let error):
+                            logger.debug("\(domain): \(TerminalText.quoted(record.path)): not read ahead: \(error.message)")
+                        }
+                    }
+                    // A file the batch did not fill is left to programs from now on (their
+                    // waits fetch it the usual way): no later batch takes it.
+                    self.state.withLock { state in
+                        for key in keys { state.inFlight[key] = nil }
+                        for record in batch where !done.contains(record.path) {
+                            state.pattern.leave(record.filename, in: folder)
+                        }
+                    }
+                    return done
+                }
+                for key in keys { state.inFlight[key] = task }
+                return .batch(count: batch.count, task)
+            }
+            guard case .batch(let count, let task) = next else {
+                guard case .stop(let again) = next else { break }
+                // A lead ahead with batches running: the programs' opens meanwhile may let
+                // it go on once the oldest is done.
+                if again, !running.isEmpty {
+                    finish(await running.removeFirst().value)
+                    continue
+                }
+                resumable = again
+                break
+            }
+            fetched += count
+            running.append(task)
+            if running.count >= Self.parallelBatches { finish(await running.removeFirst().value) }
+        }
+        for task in running { finish(await task.value) }
+        if filled > 0 {
+            outcome = "\(filled) files (\(bytes) bytes) in \(String(format: "%.2f", now() - started)) s"
+            manager.requestEviction()
+        }
+        logger.info("\(domain): read ahead in \(TerminalText.quoted("/" + folder.path)): \(outcome)")
+    }
+
+    /// The folder's files a read-ahead may take (files smaller than
+    /// ``Downloader/batchableSize``, not downloaded), in name order after `name`, then the ones
+    /// before it; and the bytes the cache budgets leave room for (`Int64.max` without one).
+    /// - Throws: `localIOFailure` when the database cannot be read.
+    private func listing(_ folder: FolderReadPattern.Folder, domain: String, after name: String) async throws(FileProviderError)
+        -> ([ItemRecord], Int64)
+    {
+        let store = manager.store
+        let path = folder.path.isEmpty ? name : folder.path + "/" + name
+        let domainID = folder.domainID
+        let found = try await manager.executor.run { try Self.listing(store, domainID: domainID, path: path, after: name) }
+        return found
+    }
+
+    /// ``listing(_:domain:after:)``'s reads, for the file at `path`. Blocking.
+    /// - Throws: `localIOFailure` when the database cannot be read.
+    private static func listing(_ store: MetadataStore, domainID: Int64, path: String, after name: String) throws(FileProviderError)
+        -> ([ItemRecord], Int64)
+    {
+        guard let file = try store.item(domainID: domainID, path: path) else { return ([], 0) }
+        let children = try store.children(domainID: domainID, parent: file.parentIdentifier)
+            .filter { $0.kind == .file && $0.state != .materialized && $0.size >= 0 && $0.size < Downloader.batchableSize }
+            .sorted { $0.filename < $1.filename }
+        let split = children.firstIndex { $0.filename > name } ?? children.endIndex
+        return (Array(children[split...] + children[..<split]), try room(store, domainID: domainID))
+    }
+
+    /// The bytes the domain's cache budget and the home's leave free (`Int64.max` without
+    /// either). Blocking.
+    /// - Throws: `localIOFailure` when the database cannot be read.
+    private static func room(_ store: MetadataStore, domainID: Int64) throws(FileProviderError) -> Int64 {
+        var room = Int64.max
+        let domains = try store.domains()
+        if let budget = domains.first(where: { $0.id == domainID })?.cacheBudget {
+            let used = try store.cacheUsage(domainID: domainID).total
+            room = max(0, budget - used)
+        }
+        guard let budget = try CacheSettings.load(from: store).settings.cacheBudget else { return room }
+        var used: Int64 = 0
+        for domain in domains {
+            guard let id = domain.id else { continue }
+            let usage = try store.cacheUsage(domainID: id).total
+            let (sum, overflow) = used.addingReportingOverflow(usage)
+            used = overflow ? .max : sum
+        }
+        return min(room, max(0, budget - used))
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import GRDB
+import ProviderCore
+
+extension MetadataStore {
+    /// A page of the items of a domain that `filter` matches: at most `limit` rows, in a
+    /// stable order, starting after the row `after` names (the ``SearchCursor`` of the last
+    /// row of the page before; `nil` for the first page). The filter runs in SQLite: only
+    /// matching rows are read into records.
+    ///
+    /// A whole domain is read in primary key order (identifier), the table's own order, a
+    /// sequential read with no index; a subtree (``ItemFilter/below``) by the `item_path` index,
+    /// in path order. The states use no index either: the name globs that searches are mostly
+    /// made of (`*.pdf`) cannot use one, so every row of the domain is read once anyway.
+    /// - Throws: `invalidArgument` for a regular expression that does not compile;
+    ///   `localIOFailure` when the database fails.
+    public func searchPage(domainID: Int64, filter: ItemFilter, after: SearchCursor?, limit: Int) throws(FileProviderError)
+        -> [ItemRecord]
+    {
+        for regex in filter.regexes {
+            if let problem = SearchFunctions.regexProblem(regex.text, ignoresCase: regex.ignoresCase) {
+                throw FileProviderError(
+                    .invalidArgument,
+                    "the regular expression \(TerminalText.quoted(regex.text)) is not valid: \(problem) (a POSIX extended expression, as grep -E takes)"
+                )
+            }
+        }
+        var sql: String
+        var arguments: StatementArguments = [domainID]
+        if filter.below.isEmpty {
+            sql = "SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ? AND path <> ''"
+            if let after {
+                sql += " AND identifier > ?"
+                arguments += [after.identifier.rawValue]
+            }
+        } else {
+            let below = filter.below
+            sql =
+                "SELECT \(ItemRecord.columnList) FROM item INDEXED BY item_path WHERE domainID = ? AND path >= ? AND path < ? AND (path = ? OR path >= ?)"
+            arguments += [below, below + "0", below, below + "/"]
+            if let after {
+                sql += " AND path > ?"
+                arguments += [after.path]
+            }
+        }
+        Self.appendTests(of: filter, to: &sql, &arguments)
+        sql += filter.below.isEmpty ? " ORDER BY identifier LIMIT ?" : " ORDER BY path LIMIT ?"
+        arguments += [max(1, limit)]
+        return try read { db in
+            let rows = try Row.fetchCursor(db.makeStatement(sql: sql), arguments: arguments)
+            var found: [ItemRecord] = []
+            while let row = try rows.next() { found.append(ItemRecord(row: row)) }
+            return found
+        }
+    }
+
+    /// The SQL of the filter's tests, each `AND ...`, and their arguments.
+    private static func appendTests(of filter: ItemFilter, to sql: inout String, _ arguments: inout StatementArguments) {
+        for name in filter.names {
+            sql += " AND fpk_fnmatch(?, filename, ?)"
+            arguments += [name.text, name.ignoresCase ? SearchFunctions.caseFold : 0]
+        }
+        for path in filter.paths {
+            sql += " AND fpk_fnmatch(?, '/' || path, ?)"
+            arguments += [path.text, path.ignoresCase ? SearchFunctions.caseFold : 0]
+        }
+        for regex in filter.regexes {
+            sql += " AND fpk_regexp(?, '/' || path, ?)"
+            arguments += [regex.text, regex.ignoresCase ? 1 : 0]
+        }
+        if !filter.kinds.isEmpty {
+            let kinds = filter.kinds.map(\.rawValue).sorted()
+            sql += " AND kind IN (" + kinds.map { _ in "?" }.joined(separator: ",") + ")"
+            for kind in kinds { arguments += [kind] }
+        }
+        for test in filter.sizes {
+            // GNU find rounds a size up to whole units before comparing.
+            let rounded = "((size + \(test.unit - 1)) / \(test.unit))"
+            switch test.comparison {
+            case .less: sql += " AND \(rounded) < ?"
+            case .equal: sql += " AND \(rounded) = ?"
+            case .greater: sql += " AND \(rounded) > ?"
+            }
+            arguments += [test.count]
+        }
+        for bound in filter.modified {
+            let operation: String
+            switch bound.comparison {
+            case .less: operation = bound.inclusive ? "<=" : "<"
+            case .equal: operation = "="
+            case .greater: operation = bound.inclusive ? ">=" : ">"
+            }
+            sql += " AND modificationDate \(operation) ?"
+            arguments += [bound.date.timeIntervalSince1970]
+        }
+        if filter.downloaded { sql += " AND state = 'materialized'" }
+        if filter.dataless { sql += " AND (state = 'placeholder' OR (kind = 'folder' AND isDataless))" }
+        if let hash = filter.contentHash?.lowercased() {
+            if hash.contains(":") {
+                sql += " AND lower(contentHash) = ?"
+            } else {
+                sql += " AND lower(substr(contentHash, instr(contentHash, ':') + 1)) = ?"
+            }
+            arguments += [hash]
+        }
+    }
+}
+
+/// Where a page of ``MetadataStore/searchPage(domainID:filter:after:limit:)`` ended: its last
+/// row's identifier and path.
+public struct SearchCursor: Sendable, Hashable {
+    public var identifier: ItemIdentifier
+    public var path: String
+    public init(identifier: ItemIdentifier, path: String) {
+        self.identifier = identifier
+        self.path = path
+    }
+    public init(_ record: ItemRecord) { self.init(identifier: record.identifier, path: record.path) }
+}
