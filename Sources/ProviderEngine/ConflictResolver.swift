@@ -41,7 +41,7 @@ struct ConflictResolver: Sendable {
     func renameAfterNameCollision(_ path: String, kind: ItemKind, moved: Bool, report: inout SyncReport)
         async throws(FileProviderError) -> String
     {
-        let (_, name) = DomainController.split(path)
+        let (_, name) = RelativePath(path).split
         let renamed = try await renameLocally(path, kind: kind) { ConflictName.numbered(name, $0) }
         try await record(
             "nameCollision", at: path, keptPath: renamed,
@@ -65,7 +65,7 @@ struct ConflictResolver: Sendable {
     ///   `item(for:)` throws (`noSuchItem` when the store deleted the item meanwhile);
     ///   `localIOFailure` when the replica or the database cannot be written.
     func keepBoth(_ record: ItemRecord, report: inout SyncReport) async throws(FileProviderError) -> BothKept {
-        let (_, name) = DomainController.split(record.path)
+        let (_, name) = RelativePath(record.path).split
         let copyName = ConflictName.conflictedCopy(of: name)
         let copyPath = try await renameLocally(record.path, kind: .file) { attempt in
             attempt == 2 ? copyName : ConflictName.numbered(copyName, attempt - 1)
@@ -119,7 +119,7 @@ struct ConflictResolver: Sendable {
             try await forget(record)
             return NewItem(path: record.path, fingerprint: fingerprint)
         }
-        let (_, name) = DomainController.split(record.path)
+        let (_, name) = RelativePath(record.path).split
         let copyName = ConflictName.conflictedCopy(of: name)
         let metadata = PlaceholderMetadata(domain: context.domain.name, record: record)
         let copyPath = try await renameLocally(record.path, kind: .file, movingPlaceholder: false) { attempt in
@@ -238,7 +238,7 @@ struct ConflictResolver: Sendable {
     private func renameLocally(
         _ path: String, kind: ItemKind, movingPlaceholder: Bool = true, makeName: @escaping @Sendable (Int) -> String
     ) async throws(FileProviderError) -> String {
-        let (parentPath, _) = DomainController.split(path)
+        let (parentPath, _) = RelativePath(path).split
         let replica = context.replica
         let domainID = context.domainID
         let store = context.store

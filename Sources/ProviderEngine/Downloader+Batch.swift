@@ -70,7 +70,7 @@ extension Downloader {
                 task.cancel()
             }
             for (index, record) in mine.enumerated() {
-                results.append((record, index < outcomes.count ? outcomes[index] : .failure(DomainController.notStarted)))
+                results.append((record, index < outcomes.count ? outcomes[index] : .failure(FileProviderError.notStarted)))
             }
         }
         for (record, running) in waits {
@@ -144,7 +144,7 @@ extension Downloader {
                     {
                         prepared.append(.done(done))
                     } else {
-                        prepared.append(.failed(DomainController.notStarted))
+                        prepared.append(.failed(FileProviderError.notStarted))
                         wanted.append((index, record.size, replica.stagingPath(named: Self.stagingName(for: record.identifier))))
                     }
                 }
@@ -211,12 +211,12 @@ extension Downloader {
                     switch step {
                     case .done(let record): return .success(record)
                     case .failed(let error): return .failure(error)
-                    case .staged: return .failure(DomainController.notStarted)
+                    case .staged: return .failure(FileProviderError.notStarted)
                     }
                 }
                 for (position, file) in placing.enumerated() {
                     let record = records[file.index]
-                    let outcome = position < outcomes.count ? outcomes[position] : .failure(DomainController.notStarted)
+                    let outcome = position < outcomes.count ? outcomes[position] : .failure(FileProviderError.notStarted)
                     switch outcome {
                     case .success(let item):
                         space.release(file.ticket)

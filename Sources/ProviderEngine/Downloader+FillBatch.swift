@@ -56,7 +56,7 @@ extension Downloader {
                         results[index] = .failure(error)
                     }
                 }
-                return results.map { $0 ?? .failure(DomainController.notStarted) }
+                return results.map { $0 ?? .failure(FileProviderError.notStarted) }
             }
         } catch {
             return records.map { _ in .failure(error) }
@@ -69,7 +69,7 @@ extension Downloader {
             records.indices.map { index in
                 if let outcome = placed[index] { return outcome }
                 if case .failure(let error) = prepared[index] { return .failure(error) }
-                return .failure(DomainController.notStarted)
+                return .failure(FileProviderError.notStarted)
             }
         }
         if marked.isEmpty { return outcomes([:]) }
@@ -89,7 +89,7 @@ extension Downloader {
                     defer { space.release(file.ticket) }
                     let record = records[file.index]
                     let target = replica.path(record.path)
-                    let outcome = position < fetched.count ? fetched[position] : .failure(DomainController.notStarted)
+                    let outcome = position < fetched.count ? fetched[position] : .failure(FileProviderError.notStarted)
                     do throws(FileProviderError) {
                         let item = try outcome.get()
                         guard let size = replica.fileSize(atPath: target), size == item.size else {

@@ -12,12 +12,14 @@ import ProviderStore
 /// `materialize`, sync's due downloads, conflict resolution and (later) the on-access handler
 /// all download through it. Safe to use from many tasks at once.
 final class Downloader: Sendable {
-    let domainID: Int64
-    let domainName: String
-    let backend: any Backend
-    let replica: Replica
-    let store: MetadataStore
-    let executor: BlockingExecutor
+    /// The domain, its store, its replica, the database, the executor.
+    let context: DomainContext
+    var domainID: Int64 { context.domainID }
+    var domainName: String { context.domain.name }
+    var backend: any Backend { context.backend }
+    var replica: Replica { context.replica }
+    var store: MetadataStore { context.store }
+    var executor: BlockingExecutor { context.executor }
     /// How many downloads run at once in a batch.
     let depth: Int
     /// The free space downloads check and promise (shared with the manager's other domains).
@@ -30,16 +32,8 @@ final class Downloader: Sendable {
     /// tests).
     let joinedFills = Mutex(0)
 
-    init(
-        domainID: Int64, domainName: String, backend: any Backend, replica: Replica, store: MetadataStore,
-        executor: BlockingExecutor, depth: Int, space: SpaceReservations
-    ) {
-        self.domainID = domainID
-        self.domainName = domainName
-        self.backend = backend
-        self.replica = replica
-        self.store = store
-        self.executor = executor
+    init(context: DomainContext, depth: Int, space: SpaceReservations) {
+        self.context = context
         self.depth = depth
         self.space = space
     }
@@ -52,7 +46,7 @@ final class Downloader: Sendable {
 
     /// Downloads files that are not materialized or are outdated, `downloadDepth` at a time, and
     /// records them in batches. Once the task is cancelled no download starts: each file not
-    /// started gets a `cancelled` outcome (see ``notStarted``).
+    /// started gets a `cancelled` outcome (see ``FileProviderError/notStarted``).
     ///
     /// `placeholderFree` names files (relative paths) the caller knows have no `.placeholder`
     /// file beside them until they are placed: it read their folders while holding the
@@ -105,7 +99,7 @@ final class Downloader: Sendable {
                 if Task.isCancelled {
                     while let batch = iterator.next() {
                         for record in batch {
-                            outcomes.append(ItemOutcome(path: location(record.path), error: DomainController.notStarted))
+                            outcomes.append(ItemOutcome(path: location(record.path), error: FileProviderError.notStarted))
                         }
                     }
                     return false

@@ -70,7 +70,7 @@ struct FolderPlacer: Sendable {
             if mustHold || pinned || withinBudget {
                 if !visit.isOnDisk {
                     try await pass.flush(to: context, wait: true)
-                    try await populateFolder(DomainController.split(folder.path).parent)
+                    try await populateFolder(RelativePath(folder.path).parent)
                     visit.isOnDisk = true
                     folder = try await stored(folder)
                 }

@@ -193,7 +193,7 @@ struct LocalScanner {
             return listing.subfolders.map { (child($0), inside[$0]) }
         }
         for record in children where !record.path.isEmpty {
-            let name = DomainController.split(record.path).name
+            let name = RelativePath(record.path).name
             // A second row at one path (which the database's unique index forbids) is not compared.
             guard known[name]?.identifier == record.identifier else { continue }
             compare(
@@ -210,7 +210,7 @@ struct LocalScanner {
         var byName: [String: ItemRecord] = [:]
         byName.reserveCapacity(records.count)
         for record in records where !record.path.isEmpty {
-            let name = DomainController.split(record.path).name
+            let name = RelativePath(record.path).name
             if byName[name] == nil { byName[name] = record }
         }
         return byName

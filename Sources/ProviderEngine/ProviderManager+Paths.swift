@@ -45,7 +45,7 @@ extension ProviderManager {
                         try store.item(domainID: id, path: relative) == nil
                     {
                         // `name.placeholder` means `name` (a shortened one, the name it holds).
-                        let (folder, name) = DomainController.split(relative)
+                        let (folder, name) = RelativePath(relative).split
                         if let item = Replica.itemName(ofPlaceholderFile: name, atPath: absolute) {
                             relative = folder.isEmpty ? item : folder + "/" + item
                         }

@@ -161,7 +161,7 @@ struct ScanFindings {
             // The items of a dataless folder were never in the replica: not missing.
             var dataless: Set<String> = record.isDataless ? [record.path] : []
             try records.forEachDescendant(of: record.path) { below in
-                if dataless.contains(DomainController.split(below.path).parent) { return }
+                if dataless.contains(RelativePath(below.path).parent) { return }
                 if below.isDataless { dataless.insert(below.path) }
                 note(below)
                 if pairs && !isBelow(below.path, movedFolders) { _ = pair(below) }

@@ -33,7 +33,7 @@ struct StoreScanRecords: ScanRecords {
 
     /// Whether `path` is one of the `forgotten` folders or below one (`""` forgets everything).
     static func isForgotten(_ path: String, forgotten: [String]) -> Bool {
-        forgotten.contains { DomainController.isAtOrBelow(path, $0) }
+        forgotten.contains { RelativePath(path).isAtOrBelow($0) }
     }
 
     func record(at path: String) throws(FileProviderError) -> ItemRecord? {
@@ -67,7 +67,7 @@ struct ListedScanRecords: ScanRecords {
     init(_ records: [ItemRecord]) {
         for record in records where byPath[record.path] == nil {
             byPath[record.path] = record
-            if !record.path.isEmpty { byFolder[DomainController.split(record.path).parent, default: []].append(record) }
+            if !record.path.isEmpty { byFolder[RelativePath(record.path).parent, default: []].append(record) }
         }
     }
 

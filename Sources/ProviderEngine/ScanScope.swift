@@ -35,8 +35,8 @@ struct ScanScope: Sendable, Equatable {
     var roots: (folders: [String], trees: [String]) {
         let sortedTrees = trees.sorted()
         var kept: [String] = []
-        for tree in sortedTrees where !kept.contains(where: { DomainController.isAtOrBelow(tree, $0) }) { kept.append(tree) }
-        let keptFolders = folders.sorted().filter { folder in !kept.contains { DomainController.isAtOrBelow(folder, $0) } }
+        for tree in sortedTrees where !kept.contains(where: { RelativePath(tree).isAtOrBelow($0) }) { kept.append(tree) }
+        let keptFolders = folders.sorted().filter { folder in !kept.contains { RelativePath(folder).isAtOrBelow($0) } }
         return (keptFolders, kept)
     }
 }
@@ -59,7 +59,7 @@ public final class ChangedFolders: Sendable {
 
     /// A folder appeared at `path` (made, or moved in), and so did the entry in its parent.
     func treeAppeared(_ path: String) {
-        let parent = DomainController.split(path).parent
+        let parent = RelativePath(path).parent
         state.withLock { $0.scope.formUnion(ScanScope(everything: false, folders: [parent], trees: [path])) }
     }
 

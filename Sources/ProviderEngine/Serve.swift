@@ -418,7 +418,7 @@ public final class Server: Sendable {
                 let controller = try await manager.controller(for: name)
                 // The engine's own writes there were not reported (a fill, a file completed
                 // around a program's write): the folder is compared whatever the watcher saw.
-                changedFolders[name]?.folderChanged(DomainController.split(path).parent)
+                changedFolders[name]?.folderChanged(RelativePath(path).parent)
                 _ = try await controller.sync(upload: true, settleSeconds: settle, changes: changedFolders[name])
             } catch {
                 logger.warning("\(name): sync for a moved file failed: \(FileProviderError.wrap(error).message)")

@@ -171,7 +171,7 @@ struct StoreWalk: Sendable {
         var mustHold = false
         while var item = items.popLast() {
             let name = item.filename
-            if let problem = DomainController.problem(withRemoteName: name, inRoot: inRoot) {
+            if let problem = Replica.problem(withRemoteName: name, inRoot: inRoot) {
                 report.skip(
                     inRoot ? name : folder.path + "/" + name, problem, notice: "\(display(folder.path)): skipped an item: \(problem)")
                 continue

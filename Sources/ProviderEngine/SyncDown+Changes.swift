@@ -103,7 +103,7 @@ extension SyncDown {
                 var mustHold = false
                 for (var item, stored) in zip(items, records) {
                     let inRoot = visit.record.path.isEmpty
-                    if let problem = DomainController.problem(withRemoteName: item.filename, inRoot: inRoot) {
+                    if let problem = Replica.problem(withRemoteName: item.filename, inRoot: inRoot) {
                         report.skip(
                             inRoot ? item.filename : visit.record.path + "/" + item.filename, problem,
                             notice: "\(display(visit.record.path)): skipped an item: \(problem)")
@@ -173,7 +173,7 @@ extension SyncDown {
     private func storedVisit(of identifier: ItemIdentifier, isNew: Bool) throws(FileProviderError) -> FolderVisit? {
         guard let record = try store.item(domainID: domainID, identifier: identifier), record.kind == .folder else { return nil }
         if record.path.isEmpty { return FolderVisit(record: record, isOnDisk: true, isNew: false) }
-        let parent = try store.item(domainID: domainID, path: DomainController.split(record.path).parent)
+        let parent = try store.item(domainID: domainID, path: RelativePath(record.path).parent)
         return FolderVisit(record: record, isOnDisk: parent.map { !$0.isDataless } ?? false, isNew: isNew)
     }
 }

@@ -19,10 +19,10 @@ extension SyncDown {
             // another one named are settled with its pages, and so is what the feed named in them.
             let named = Set(gone.lazy.filter { $0.kind == .folder }.map(\.path))
             func isBelowNamed(_ path: String) -> Bool {
-                var parent = DomainController.split(path).parent
+                var parent = RelativePath(path).parent
                 while !parent.isEmpty {
                     if named.contains(parent) { return true }
-                    parent = DomainController.split(parent).parent
+                    parent = RelativePath(parent).parent
                 }
                 return false
             }
@@ -196,7 +196,7 @@ extension SyncDown {
             }
             return
         }
-        try await populateFolder(DomainController.split(record.path).parent)
+        try await populateFolder(RelativePath(record.path).parent)
         let target = record.path
         let identifier = record.identifier
         try await executor.run {

@@ -185,7 +185,7 @@ final class SyncUp: Sendable {
                 if changedFolderTree { break }
                 if Task.isCancelled {
                     report.unsent += ordered.endIndex - index
-                    throw DomainController.notStarted
+                    throw FileProviderError.notStarted
                 }
                 // New files and edits do not depend on each other: several go at once.
                 var end = index
@@ -392,7 +392,7 @@ final class SyncUp: Sendable {
                 var running = 0
                 var stop: FileProviderError?
                 func startNext() async -> Bool {
-                    if stop == nil && Task.isCancelled { stop = DomainController.notStarted }
+                    if stop == nil && Task.isCancelled { stop = FileProviderError.notStarted }
                     guard stop == nil, next < changes.endIndex else { return false }
                     if next == opened {
                         opened = min(next + JournalBatch.size, changes.endIndex)
@@ -401,7 +401,7 @@ final class SyncUp: Sendable {
                             // The entries and the folders new files go into, in one job.
                             try await batch.open(
                                 part.map { Self.journalKey(of: $0).entry(domainID: domainID) },
-                                folders: Set(part.map { DomainController.split($0.path).parent }), domainID: domainID)
+                                folders: Set(part.map { RelativePath($0.path).parent }), domainID: domainID)
                         } catch {
                             stop = error
                             return false
@@ -473,7 +473,7 @@ final class SyncUp: Sendable {
         var folders: [String: Int] = [:]
         var queues: [[LocalChange]] = []
         for change in changes {
-            let parent = DomainController.split(change.path).parent
+            let parent = RelativePath(change.path).parent
             if let index = folders[parent] {
                 queues[index].append(change)
             } else {

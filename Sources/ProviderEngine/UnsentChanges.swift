@@ -162,7 +162,7 @@ extension ProviderManager {
                 // The folder itself, a folder below it, or a file a materialize downloaded
                 // before it populated the folder: the database's own items.
                 if known.kind == .folder && kind == .folder { return nil }
-                if kind == .file && DomainController.downloadedVersion(of: known, fingerprint, in: replica) != nil { return nil }
+                if kind == .file && DownloadMark.downloadedVersion(of: known, fingerprint, in: replica) != nil { return nil }
             }
             var reason = "new in the replica; \(later)"
             if let holder {

@@ -65,7 +65,7 @@ struct Uploader: Sendable {
     )
         async throws(FileProviderError)
     {
-        let (parentPath, name) = DomainController.split(path)
+        let (parentPath, name) = RelativePath(path).split
         let (domainID, replica, backend) = (context.domainID, context.replica, context.backend)
         guard let parent = try await folder(at: parentPath), parent.kind == .folder else {
             throw FileProviderError(.noSuchItem, "its folder \(context.display(parentPath)) is not in the store yet; it will be retried")
@@ -317,7 +317,7 @@ struct Uploader: Sendable {
     private func uploadMove(_ record: ItemRecord, to path: String, fingerprint: FileFingerprint?, report: inout SyncReport)
         async throws(FileProviderError)
     {
-        let (parentPath, name) = DomainController.split(path)
+        let (parentPath, name) = RelativePath(path).split
         let (store, domainID, backend) = (context.store, context.domainID, context.backend)
         guard let parent = try await folder(at: parentPath), parent.kind == .folder else {
             throw FileProviderError(
@@ -487,7 +487,7 @@ struct Uploader: Sendable {
         try await RecordReader(context: context).forEachSubtreePage(below: record.path, deepestFirst: true) {
             page throws(FileProviderError) in
             // What was in dataless folders was never in the replica: its user did not see it.
-            let folders = Set(page.map { DomainController.split($0.path).parent })
+            let folders = Set(page.map { RelativePath($0.path).parent })
             let dataless = try await context.executor.run {
                 var dataless: Set<String> = []
                 for folder in folders {
@@ -495,7 +495,7 @@ struct Uploader: Sendable {
                 }
                 return dataless
             }
-            for item in page where !dataless.contains(DomainController.split(item.path).parent) { try await delete(item) }
+            for item in page where !dataless.contains(RelativePath(item.path).parent) { try await delete(item) }
             return true
         }
         try await delete(record)

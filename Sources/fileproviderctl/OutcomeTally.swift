@@ -41,7 +41,7 @@ final class OutcomeTally: @unchecked Sendable {
         if batch.isEmpty { return }
         lock.lock()
         defer { lock.unlock() }
-        let notStarted = DomainController.notStarted.message
+        let notStarted = FileProviderError.notStarted.message
         let logsItems = itemVerb != nil && logger.logLevel <= .debug
         for outcome in batch {
             total += 1

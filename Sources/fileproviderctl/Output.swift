@@ -156,7 +156,7 @@ enum Output {
             line += "; \(notDone.count) not done"
             // What an outcome says beyond "not done" (how far a recursive populate got).
             var details: [String] = []
-            let notStarted = DomainController.notStarted.message
+            let notStarted = FileProviderError.notStarted.message
             for outcome in notDone {
                 let reason = outcome.error?.message ?? "cancelled"
                 if reason == "cancelled" || reason == notStarted { continue }

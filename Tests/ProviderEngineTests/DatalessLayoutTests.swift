@@ -28,9 +28,11 @@ import Testing
 
     /// A downloader of `controller`'s domain into `replica` (a test's own dataless folder).
     static func downloader(_ f: Fixture, _ controller: DomainController, _ replica: Replica) -> Downloader {
-        Downloader(
-            domainID: controller.domainID, domainName: "mem", backend: controller.backend, replica: replica,
-            store: f.manager.store, executor: f.manager.executor, depth: 2, space: f.manager.spaceReservations)
+        let domain = controller.context
+        let context = DomainContext(
+            domain: domain.domain, domainID: domain.domainID, backend: domain.backend, replica: replica, store: domain.store,
+            executor: domain.executor, newDatalessFolders: domain.newDatalessFolders, logger: domain.logger)
+        return Downloader(context: context, depth: 2, space: f.manager.spaceReservations)
     }
 
     /// `a.bin` of a synced memory store holding `contents`, as a dataless file of a replica of

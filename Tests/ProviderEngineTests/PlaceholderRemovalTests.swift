@@ -62,7 +62,7 @@ struct PlaceholderRemovalTests {
             // Another process's sync holds the lock: materialize cannot know that no
             // placeholder appears meanwhile, so it removes each one (the folder needs no
             // population, so nothing waits for the lock).
-            let held = try #require(try DomainLock.attempt(controller.syncLockPath))
+            let held = try #require(try DomainLock.attempt(controller.locks.syncLockPath))
             let outcomes = await controller.materialize(paths: ["p"], recursive: true)
             #expect(outcomes.count == files.count && outcomes.allSatisfy { $0.error == nil }, "\(outcomes.compactMap(\.message))")
             #expect(placeholders(controller) == [])
@@ -114,10 +114,10 @@ struct PlaceholderRemovalTests {
     @Test func onlyASmallPageHoldsTheSyncLockWhileItDownloads() async throws {
         try await Fixture.with { f in
             try f.memory.write(path: "q/small.txt", data: Data("small\n".utf8))
-            try f.memory.write(path: "r/big.bin", data: Data(count: Int(DomainController.placeholderFreeBytes) + 1))
+            try f.memory.write(path: "r/big.bin", data: Data(count: Int(Materializer.placeholderFreeBytes) + 1))
             let controller = try await f.addDomain()
             try await controller.sync(populationBudget: 0)
-            let path = controller.syncLockPath
+            let path = controller.locks.syncLockPath
             let heldDuringFetch = Mutex<[Bool]>([])
             f.memory.setHook(for: .fetchContents) { _ in
                 // A lock this process holds is refused at once; a free one is taken and let go.

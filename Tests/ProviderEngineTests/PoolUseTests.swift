@@ -60,7 +60,7 @@ struct PoolUseTests {
     @Test func replicaCallsOnThePoolAreCounted() async throws {
         try await Fixture.with { f in
             let controller = try await f.addDomain()
-            let (replica, executor) = (controller.replica, controller.executor)
+            let (replica, executor) = (controller.replica, controller.context.executor)
             let onPool = await PoolCheck.counting { _ = replica.fingerprint(atPath: replica.path("")) }
             let offPool = try await PoolCheck.counting {
                 _ = try await executor.run { replica.fingerprint(atPath: replica.path("")) }

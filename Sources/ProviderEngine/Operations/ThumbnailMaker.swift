@@ -3,23 +3,35 @@ import ProviderCore
 import ProviderStore
 import Thumbnails
 
-extension DomainController {
+/// Makes and caches thumbnails for `thumbnail`: asks a backend that makes them, else makes one
+/// from the replica's copy (materializing it through the ``Materializer``). Built per
+/// operation by ``DomainController``.
+///
+/// A backend with `supportsThumbnails` makes it (the media API's `/preview`). Otherwise —
+/// or when that backend declines an image, for example a size its server cannot make — the
+/// engine makes it from the file in the replica with the ``Thumbnails`` module,
+/// materializing the file first if needed. A thumbnail of a file with local edits not yet
+/// uploaded is made from those edits and not cached.
+struct ThumbnailMaker: Sendable {
+    let materializer: Materializer
+
+    var context: DomainContext { materializer.context }
+    var reader: RecordReader { materializer.reader }
+    var domainID: Int64 { context.domainID }
+    var backend: any Backend { context.backend }
+    var replica: Replica { context.replica }
+    var store: MetadataStore { context.store }
+    var executor: BlockingExecutor { context.executor }
+    func display(_ path: String) -> String { context.display(path) }
+    func blocking<T: Sendable>(_ body: @escaping @Sendable () throws(FileProviderError) -> T) async throws(FileProviderError) -> T {
+        try await context.blocking(body)
+    }
+
     /// Content types the engine makes thumbnails of itself when the backend cannot.
     static let imageContentTypes: Set<String> = ["public.jpeg", "public.png", "com.compuserve.gif", "org.webmproject.webp"]
 
-    /// Returns a `size`×`size` JPEG thumbnail of the file at `path` (the centre square of the
-    /// image), cached in the metadata database by content version.
-    ///
-    /// A backend with `supportsThumbnails` makes it (the media API's `/preview`). Otherwise —
-    /// or when that backend declines an image, for example a size its server cannot make — the
-    /// engine makes it from the file in the replica with the ``Thumbnails`` module,
-    /// materializing the file first if needed. A thumbnail of a file with local edits not yet
-    /// uploaded is made from those edits and not cached.
-    /// - Throws: `noSuchItem` when no item is at `path` (or the store lost it);
-    ///   `notSupported` for a folder, a symlink or a file that is not a JPEG, PNG, GIF or WebP
-    ///   image; `invalidArgument` for a `size` outside 1...4096; what materializing throws
-    ///   (`serverUnreachable`, `unsyncedEdits`, …).
-    public func thumbnail(at path: String, size: Int = Thumbnailer.defaultSize) async throws(FileProviderError) -> Data {
+    /// ``DomainController/thumbnail(at:size:)``.
+    func thumbnail(at path: String, size: Int = Thumbnailer.defaultSize) async throws(FileProviderError) -> Data {
         try await PoolCheck.during("thumbnail") { () async throws(FileProviderError) -> Data in
             try await makingThumbnail(at: path, size: size)
         }
@@ -29,7 +41,7 @@ extension DomainController {
         guard (1...Thumbnailer.maximumSize).contains(size) else {
             throw FileProviderError(.invalidArgument, "a thumbnail size must be 1 to \(Thumbnailer.maximumSize) pixels, not \(size)")
         }
-        let target = try await blocking { [self] () throws(FileProviderError) in try record(at: path) }
+        let target = try await blocking { [self] () throws(FileProviderError) in try reader.record(at: path) }
         guard target.kind == .file else {
             throw FileProviderError(.notSupported, "\(display(path)) is a \(target.kind.rawValue); only files have thumbnails")
         }
@@ -78,11 +90,11 @@ extension DomainController {
         let (file, replica) = (self.replica.path(path), self.replica)
         let present = try await blocking { replica.fingerprint(atPath: file) }
         if record.state != .materialized || record.isOutdated || present == nil {
-            if let failure = await materialize(paths: [path], recursive: false).compactMap(\.error).first {
+            if let failure = await materializer.materialize(paths: [path], recursive: false).compactMap(\.error).first {
                 throw failure
             }
         }
-        let current = try await blocking { [self] () throws(FileProviderError) in try self.record(at: path) }
+        let current = try await blocking { [self] () throws(FileProviderError) in try reader.record(at: path) }
         let edited = try await executor.run {
             replica.fingerprint(atPath: file).map { replica.hasLocalChanges(current, $0) } ?? false
         }

@@ -2,93 +2,40 @@ import Foundation
 import ProviderCore
 import ProviderStore
 
-/// The content policy that applies to an item, and where it is set.
-public struct EffectivePolicy: Sendable, Hashable {
-    /// The item's path, relative to the replica root.
-    public var path: String
-    public var policy: ContentPolicy
-    /// The path of the item the policy is set on (the item itself or a folder above it);
-    /// `nil` for the default (``ContentPolicy/lazy``, set nowhere).
-    public var setOn: String?
+/// Sets content policies (`policy`, `pin`, `unpin`) and acts on them: downloads what became
+/// eager (through the ``Materializer``), evicts what became online-only; and evicts, for sync
+/// down, files changed in the store under a policy that says so. Built per operation by
+/// ``DomainController``. What each policy does now:
+///
+/// - ``ContentPolicy/eager``: downloads the files (a folder's, all below it); later syncs
+///   download what is added below it, and `evict` refuses them.
+/// - ``ContentPolicy/onlineOnly``: evicts the downloaded files now (in a `dataless` replica
+///   partly downloaded ones too). A file that a program has open is refused with
+///   `nonEvictable`, a file with local changes not uploaded with `unsyncedEdits`; both stay
+///   and are evicted later (automatic eviction takes online-only files once they are
+///   closed and uploaded).
+/// - ``ContentPolicy/lazy``, ``ContentPolicy/evictOnRemoteUpdate``: nothing now; the
+///   files stay as they are until evicted or changed in the store.
+struct PolicySetter: Sendable {
+    let materializer: Materializer
+    let eviction: ManualEviction
 
-    public init(path: String, policy: ContentPolicy, setOn: String?) {
-        self.path = path
-        self.policy = policy
-        self.setOn = setOn
+    var context: DomainContext { materializer.context }
+    var reader: RecordReader { materializer.reader }
+    var domain: DomainRecord { context.domain }
+    var domainID: Int64 { context.domainID }
+    var backend: any Backend { context.backend }
+    var replica: Replica { context.replica }
+    var store: MetadataStore { context.store }
+    var executor: BlockingExecutor { context.executor }
+    func location(_ path: String) -> String { context.location(path) }
+    func display(_ path: String) -> String { context.display(path) }
+    func blocking<T: Sendable>(_ body: @escaping @Sendable () throws(FileProviderError) -> T) async throws(FileProviderError) -> T {
+        try await context.blocking(body)
     }
 
-    /// Whether the policy is set on the item itself.
-    public var isOwn: Bool { setOn == path }
-}
-
-extension PolicyResolver {
-    /// The policy of the item at `path` whose own policy is `own`, and where it is set.
-    public func effective(_ path: String, own: ContentPolicy?) -> EffectivePolicy {
-        let (policy, setOn) = resolve(path, own: own)
-        return EffectivePolicy(path: path, policy: policy, setOn: setOn)
-    }
-
-    /// The policy of `record`'s item, and where it is set.
-    public func effective(_ record: ItemRecord) -> EffectivePolicy {
-        effective(record.path, own: record.contentPolicy)
-    }
-}
-
-extension ContentPolicy {
-    /// Whether a new version in the store evicts a downloaded file instead of downloading it
-    /// again: ``evictOnRemoteUpdate``, and ``onlineOnly`` (a file that is not kept is not
-    /// fetched again for a program that no longer reads it).
-    var evictsOnRemoteUpdate: Bool { self == .evictOnRemoteUpdate || self == .onlineOnly }
-}
-
-/// What setting a content policy on one item did.
-public struct PolicyChange: Sendable {
-    /// The item, `DOMAIN:/path`.
-    public var path: String
-    /// Its policy now: its own, or (after `inherit`) its folder's.
-    public var policy: ContentPolicy
-    /// Where that policy is set, `DOMAIN:/path`; `nil` for the default.
-    public var setOn: String?
-    /// The items below it whose own policies were removed (`DOMAIN:/path`): a folder's policy
-    /// applies to its whole subtree.
-    public var cleared: [String]
-}
-
-extension DomainController {
-    /// The domain's content policies as they are now (see ``PolicyResolver``: the folders'; a
-    /// file's own is in its record).
-    /// - Throws: `localIOFailure` when the database fails.
-    public func policies() throws(FileProviderError) -> PolicyResolver {
-        try context.policies()
-    }
-
-    /// The content policy that applies to the item at `path`, and where it is set.
-    /// - Throws: `noSuchItem` when the domain has no item there; `localIOFailure` when the
-    ///   database fails.
-    public func effectivePolicy(at path: String) throws(FileProviderError) -> EffectivePolicy {
-        let record = try record(at: path)
-        return try context.policies(along: path).effective(record)
-    }
-
-    /// Sets the content policy of items (Apple's `NSFileProviderContentPolicy`, cfapi's pin
-    /// states); `nil` removes an item's own policy, so it inherits its folder's. A policy set
-    /// on a folder applies to everything below it: the policies set on items below are
-    /// removed. Then acts on the policy each item has now:
-    ///
-    /// - ``ContentPolicy/eager``: downloads the files (a folder's, all below it); later syncs
-    ///   download what is added below it, and `evict` refuses them.
-    /// - ``ContentPolicy/onlineOnly``: evicts the downloaded files now (in a `dataless` replica
-    ///   partly downloaded ones too). A file that a program has open is refused with
-    ///   `nonEvictable`, a file with local changes not uploaded with `unsyncedEdits`; both stay
-    ///   and are evicted later (automatic eviction takes online-only files once they are
-    ///   closed and uploaded).
-    /// - ``ContentPolicy/lazy``, ``ContentPolicy/evictOnRemoteUpdate``: nothing now; the
-    ///   files stay as they are until evicted or changed in the store.
-    ///
-    /// Never throws: the changes made, and an outcome per item that failed or was downloaded or
-    /// evicted (`noSuchItem` for an unknown path, what ``materialize(paths:recursive:events:)``
-    /// and ``evict(paths:recursive:)`` give per file).
-    public func setPolicy(_ policy: ContentPolicy?, paths: [String], events: EventHandler? = nil) async -> (
+    /// ``DomainController/setPolicy(_:paths:events:)``.
+    func setPolicy(_ policy: ContentPolicy?, paths: [String], events: EventHandler? = nil) async -> (
         changes: [PolicyChange], outcomes: [ItemOutcome]
     ) {
         await PoolCheck.during("setPolicy") { await settingPolicy(policy, paths: paths, events: events) }
@@ -106,7 +53,7 @@ extension DomainController {
             (written, resolved) = try await executor.run { [self] in
                 let written = paths.map { path -> Result<(kind: ItemKind, cleared: [String]), FileProviderError> in
                     do throws(FileProviderError) {
-                        let target = try record(at: path)
+                        let target = try reader.record(at: path)
                         let cleared = try store.setContentPolicy(
                             policy, domainID: domainID, path: path, clearingBelow: target.kind == .folder)
                         return .success((target.kind, cleared))
@@ -116,7 +63,7 @@ extension DomainController {
                 }
                 guard written.contains(where: { (try? $0.get()) != nil }) else { return (written, .success(PolicyResolver.none)) }
                 do throws(FileProviderError) {
-                    return (written, .success(try policies()))
+                    return (written, .success(try context.policies()))
                 } catch {
                     return (written, .failure(error))
                 }
@@ -151,7 +98,7 @@ extension DomainController {
             default: break
             }
         }
-        if !download.isEmpty { outcomes += await materialize(paths: download, recursive: true, events: events) }
+        if !download.isEmpty { outcomes += await materializer.materialize(paths: download, recursive: true, events: events) }
         if !evict.isEmpty { outcomes += await evictOnlineOnly(paths: evict) }
         return (changes, outcomes)
     }
@@ -198,7 +145,7 @@ extension DomainController {
                             continue
                         }
                         if Task.isCancelled {
-                            outcomes.append(ItemOutcome(path: location(file.path), error: Self.notStarted))
+                            outcomes.append(ItemOutcome(path: location(file.path), error: FileProviderError.notStarted))
                             continue
                         }
                         // Another policy set below meanwhile (by another process) wins.
@@ -291,7 +238,7 @@ extension DomainController {
             }) ?? [:]) : [:]
         for record in records {
             do {
-                updated.append(try await evictFile(record))
+                updated.append(try await eviction.evictFile(record))
                 report.evictedOnUpdate += 1
                 let (policy, setOn) = policies.resolve(record)
                 let bytes = record.state == .materialized ? (record.localSize ?? 0) : (partial[record.identifier] ?? 0)

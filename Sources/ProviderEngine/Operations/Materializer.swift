@@ -3,28 +3,42 @@ import ProviderCore
 import ProviderStore
 import ProviderSystem
 
-extension DomainController {
-    /// Downloads files (`startProvidingItem`): each into a staging file, checked for size, dated,
-    /// renamed into place; the placeholder is removed and the new state recorded. Folders stand
-    /// for the files directly in them, or below them with `recursive`.
-    ///
-    /// When the task is cancelled, no new download starts; running ones stop (a partial file is
-    /// kept with a checkpoint where the store can resume it), what finished is recorded, and
-    /// every file not downloaded gets a `cancelled` outcome.
-    ///
-    /// Never throws: each item's outcome says whether it worked; every item gets
-    /// `providerDomainTemporarilyUnavailable` while the domain is disconnected (`domain
-    /// disconnect`: nothing is fetched from its store until it is connected again).
-    public func materialize(paths: [String], recursive: Bool, events: EventHandler? = nil) async -> [ItemOutcome] {
+/// Downloads files into the replica for `materialize` (`startProvidingItem`): the records
+/// named, a subtree a page at a time, the folders made first and populated after, the domain's
+/// sync lock taken for small pages so that placeholders that are not there are not removed.
+/// Built per operation by ``DomainController`` over its ``DomainContext``.
+///
+/// When the task is cancelled, no new download starts; running ones stop (a partial file is
+/// kept with a checkpoint where the store can resume it), what finished is recorded, and
+/// every file not downloaded gets a `cancelled` outcome.
+struct Materializer: Sendable {
+    let context: DomainContext
+    let locks: DomainLocks
+    let reader: RecordReader
+    let downloader: Downloader
+    /// Records when files were used (a `materialize` counts), for least-recently-used eviction.
+    let useRecorder: UseRecorder
+
+    var domainID: Int64 { context.domainID }
+    var replica: Replica { context.replica }
+    var store: MetadataStore { context.store }
+    var executor: BlockingExecutor { context.executor }
+    func location(_ path: String) -> String { context.location(path) }
+    func blocking<T: Sendable>(_ body: @escaping @Sendable () throws(FileProviderError) -> T) async throws(FileProviderError) -> T {
+        try await context.blocking(body)
+    }
+    /// Populates the folders the downloads went into.
+    var populator: Populator { Populator(context: context, locks: locks, reader: reader) }
+
+    /// ``DomainController/materialize(paths:recursive:events:)``.
+    func materialize(paths: [String], recursive: Bool, events: EventHandler? = nil) async -> [ItemOutcome] {
         let collector = OutcomeCollector()
         await materialize(paths: paths, recursive: recursive, events: events, outcomes: collector.handler)
         return collector.outcomes
     }
 
-    /// ``materialize(paths:recursive:events:)`` giving the outcomes to `report` as they come, a
-    /// page of a subtree at a time, instead of returning them all: `materialize -R` of a million
-    /// files holds no million outcomes.
-    public func materialize(paths: [String], recursive: Bool, events: EventHandler? = nil, outcomes report: OutcomeHandler) async {
+    /// ``DomainController/materialize(paths:recursive:events:outcomes:)``.
+    func materialize(paths: [String], recursive: Bool, events: EventHandler? = nil, outcomes report: OutcomeHandler) async {
         await PoolCheck.during("materialize") {
             await materializing(paths: paths, recursive: recursive, events: events, outcomes: report)
         }
@@ -32,8 +46,9 @@ extension DomainController {
 
     private func materializing(paths: [String], recursive: Bool, events: EventHandler?, outcomes report: OutcomeHandler) async {
         do {
+            let context = self.context
             _ = try await executor.run { () throws(FileProviderError) -> Bool in
-                try self.checkConnected()
+                try context.checkConnected()
                 return true
             }
         } catch {
@@ -79,7 +94,7 @@ extension DomainController {
             }
         }
         if files.isEmpty && folders.isEmpty { return report(outcomes) }
-        let parents = folders + files.map { Self.split($0.path).parent }
+        let parents = folders + files.map { RelativePath($0.path).parent }
         report(outcomes + (await download(files, into: parents, events: events)))
     }
 
@@ -109,7 +124,7 @@ extension DomainController {
         if !replica.layout.placeholderTakesItemsName, !files.isEmpty,
             files.reduce(Int64(0), { $0 &+ max(0, $1.size) }) <= Self.placeholderFreeBytes
         {
-            let path = syncLockPath
+            let path = locks.syncLockPath
             lock = try? await blocking { () throws(FileProviderError) in try DomainLock.attempt(path) }
         }
         do {
@@ -131,7 +146,7 @@ extension DomainController {
         let populated = populating ?? parents
         if populated.isEmpty { return outcomes }
         do {
-            try await populateFolders(populated, holding: lock)
+            try await populator.populateFolders(populated, holding: lock)
         } catch {
             outcomes.append(ItemOutcome(path: location(populated.first ?? ""), error: error))
         }
@@ -161,7 +176,7 @@ extension DomainController {
                 last = end
                 let files = page.filter { $0.kind == .file }
                 let folders = page.filter { $0.kind == .folder && $0.isDataless }.map(\.path)
-                let parents = folders + files.map { Self.split($0.path).parent }
+                let parents = folders + files.map { RelativePath($0.path).parent }
                 var seen = Set(open)
                 for parent in parents where seen.insert(parent).inserted { open.append(parent) }
                 // Done: the folders whose items all lie before the page's last path.
@@ -177,7 +192,7 @@ extension DomainController {
         }
         if Task.isCancelled || open.isEmpty { return }
         do {
-            try await populateFolders(open)
+            try await populator.populateFolders(open)
         } catch {
             report([ItemOutcome(path: location(open.first ?? ""), error: error)])
         }
@@ -195,7 +210,7 @@ extension DomainController {
     private func placeholderFree(_ files: [ItemRecord]) async throws(FileProviderError) -> Set<String> {
         var byFolder: [String: [(path: String, name: String)]] = [:]
         for file in files {
-            let (parent, name) = Self.split(file.path)
+            let (parent, name) = RelativePath(file.path).split
             byFolder[parent, default: []].append((file.path, name))
         }
         let (replica, folders) = (self.replica, byFolder)
@@ -221,7 +236,7 @@ extension DomainController {
                 var current = path
                 while !current.isEmpty {
                     prefixes.append(current)
-                    current = Self.split(current).parent
+                    current = RelativePath(current).parent
                 }
                 return prefixes
             }
@@ -229,61 +244,5 @@ extension DomainController {
         try await executor.run {
             for path in all { try replica.makeFolder(path) }
         }
-    }
-
-    /// The error of work a cancellation stopped before it started (or, for a batch, before it
-    /// was done): code `cancelled`.
-    public static let notStarted = FileProviderError(.cancelled, "interrupted before it was done")
-}
-
-/// Progress of a recursive materialize over the whole subtree: the downloads of each page
-/// report their own counts, which this adds to the pages done before, against the subtree's
-/// totals (raised when a page finds more than was counted).
-private final class SubtreeProgress: Sendable {
-    private let state: Mutex<(done: (bytes: Int64, items: Int, resumed: Int64), page: (bytes: Int64, items: Int, resumed: Int64))>
-    private let totals: (count: Int, bytes: Int64)
-    private let events: EventHandler?
-
-    init(totals: (count: Int, bytes: Int64), events: EventHandler?) {
-        self.totals = totals
-        self.events = events
-        state = Mutex(((0, 0, 0), (0, 0, 0)))
-    }
-
-    var handler: EventHandler? {
-        guard let events else { return nil }
-        return { [self] event in
-            guard case .transfer(let bytes, _, let items, _, let resumed) = event else {
-                events(event)
-                return
-            }
-            let now = state.withLock { value in
-                value.page = (bytes, items, resumed)
-                return (
-                    bytes: Self.add(value.done.bytes, bytes), items: value.done.items + items,
-                    resumed: Self.add(value.done.resumed, resumed)
-                )
-            }
-            events(
-                .transfer(
-                    completedBytes: now.bytes, totalBytes: max(totals.bytes, now.bytes), completedItems: now.items,
-                    totalItems: max(totals.count, now.items), resumedBytes: now.resumed))
-        }
-    }
-
-    /// Adds the finished page's counts to what is done.
-    func finishPage() {
-        state.withLock { value in
-            value.done = (
-                Self.add(value.done.bytes, value.page.bytes), value.done.items + value.page.items,
-                Self.add(value.done.resumed, value.page.resumed)
-            )
-            value.page = (0, 0, 0)
-        }
-    }
-
-    private static func add(_ a: Int64, _ b: Int64) -> Int64 {
-        let (sum, overflow) = a.addingReportingOverflow(b)
-        return overflow ? .max : sum
     }
 }

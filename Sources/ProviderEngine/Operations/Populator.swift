@@ -3,42 +3,55 @@ import ProviderCore
 import ProviderStore
 import ProviderSystem
 
-extension DomainController {
-    /// Populates dataless folders, as Apple's system enumerates a dataless folder the first time
-    /// it is opened: each folder's items are written into the replica (placeholders for files
-    /// and symlinks, dataless folders for folders) from the database, without asking the store.
-    /// A path inside a dataless folder populates the folders above it; `recursive` populates
-    /// every folder below too.
-    ///
-    /// A local file that took the name of an item of the folder (made before the folder was
-    /// populated) is renamed `name 2.ext` and recorded as a name collision; nothing is lost. In
-    /// a layout where writing an item's name edits the item (dataless), such a file is left in
-    /// place and sent as an edit of the item by the next scan.
-    /// Takes the domain's sync lock, so it waits for a sync running in another process (`serve`).
-    /// When the task is cancelled, the folder being populated is finished, no other folder is
-    /// started, and the paths not done get a `cancelled` outcome saying how many folders below
-    /// them are still dataless.
-    /// Never throws: each path's outcome says whether it worked.
-    public func populate(paths: [String], recursive: Bool) async -> [ItemOutcome] {
+/// Populates dataless folders: writes a folder's items into the replica from the database
+/// (placeholders, dataless folders), adopting downloads and moving aside local files in the way.
+/// Takes the domain's locks (``DomainLocks``). Built per operation by ``DomainController``.
+///
+/// A local file that took the name of an item of the folder (made before the folder was
+/// populated) is renamed `name 2.ext` and recorded as a name collision; nothing is lost. In
+/// a layout where writing an item's name edits the item (dataless), such a file is left in
+/// place and sent as an edit of the item by the next scan.
+/// Takes the domain's sync lock, so it waits for a sync running in another process (`serve`).
+/// When the task is cancelled, the folder being populated is finished, no other folder is
+/// started, and the paths not done get a `cancelled` outcome saying how many folders below
+/// them are still dataless.
+struct Populator: Sendable {
+    let context: DomainContext
+    let locks: DomainLocks
+    let reader: RecordReader
+
+    var domain: DomainRecord { context.domain }
+    var domainID: Int64 { context.domainID }
+    var replica: Replica { context.replica }
+    var store: MetadataStore { context.store }
+    var executor: BlockingExecutor { context.executor }
+    func location(_ path: String) -> String { context.location(path) }
+    func display(_ path: String) -> String { context.display(path) }
+    func blocking<T: Sendable>(_ body: @escaping @Sendable () throws(FileProviderError) -> T) async throws(FileProviderError) -> T {
+        try await context.blocking(body)
+    }
+
+    /// ``DomainController/populate(paths:recursive:)``.
+    func populate(paths: [String], recursive: Bool) async -> [ItemOutcome] {
         await PoolCheck.during("populate") { await populating(paths: paths, recursive: recursive) }
     }
 
     private func populating(paths: [String], recursive: Bool) async -> [ItemOutcome] {
         let lock: DomainLock
         do throws(FileProviderError) {
-            lock = try await lockForSync(events: nil)
+            lock = try await locks.lockForSync(events: nil)
         } catch {
             return paths.map { ItemOutcome(path: location($0), error: error) }
         }
         defer { withExtendedLifetime(lock) {} }
-        return await treeLock.withLock { () async -> [ItemOutcome] in
+        return await locks.treeLock.withLock { () async -> [ItemOutcome] in
             var outcomes: [ItemOutcome] = []
             for path in paths {
                 do throws(FileProviderError) {
-                    if Task.isCancelled { throw Self.notStarted }
-                    let target = try await blocking { [self] () throws(FileProviderError) in try record(at: path) }
+                    if Task.isCancelled { throw FileProviderError.notStarted }
+                    let target = try await blocking { [self] () throws(FileProviderError) in try reader.record(at: path) }
                     try await finishing { [self] () async throws(FileProviderError) in
-                        try await populateFolder(target.kind == .folder ? path : Self.split(path).parent, ancestors: true)
+                        try await populateFolder(target.kind == .folder ? path : RelativePath(path).parent, ancestors: true)
                     }
                     if recursive && target.kind == .folder {
                         // The dataless folders below, a page of the subtree at a time (any size
@@ -89,8 +102,8 @@ extension DomainController {
 
     /// Makes sure these folders (relative paths) are populated, so files can be written into
     /// them. `held` is the domain's sync lock when the caller holds it already (then it is not
-    /// taken again, and the replica mode is checked as ``lockForSync(events:)`` would).
-    /// - Throws: what ``populateFolder(_:ancestors:)`` and ``lockForSync(events:)`` throw.
+    /// taken again, and the replica mode is checked as ``DomainLocks/lockForSync(events:)`` would).
+    /// - Throws: what ``populateFolder(_:ancestors:)`` and ``DomainLocks/lockForSync(events:)`` throw.
     func populateFolders(_ paths: [String], holding held: DomainLock? = nil) async throws(FileProviderError) {
         let parents = Set(paths).sorted()
         if parents.isEmpty { return }
@@ -105,18 +118,18 @@ extension DomainController {
         let lock: DomainLock
         if let held {
             lock = held
-            try await blocking { [self] () throws(FileProviderError) in try checkModeIsCurrent() }
+            try await blocking { [self] () throws(FileProviderError) in try locks.checkModeIsCurrent() }
         } else {
-            lock = try await lockForSync(events: nil)
+            lock = try await locks.lockForSync(events: nil)
         }
         defer { withExtendedLifetime(lock) {} }
-        try await treeLock.withLock { () async throws(FileProviderError) in
+        try await locks.treeLock.withLock { () async throws(FileProviderError) in
             for parent in dataless { try await populateFolder(parent, ancestors: true) }
         }
     }
 
     /// Populates one dataless folder (and, with `ancestors`, the dataless folders above it
-    /// first). A populated folder is left as it is. The caller holds ``treeLock``.
+    /// first). A populated folder is left as it is. The caller holds the tree lock (``DomainLocks/treeLock``).
     /// - Throws: `noSuchItem` when the database has no folder at `path`; `localIOFailure` when
     ///   the replica or the database cannot be written.
     func populateFolder(_ path: String, ancestors: Bool) async throws(FileProviderError) {
@@ -129,7 +142,7 @@ extension DomainController {
         }
         if !folder.isDataless { return }
         if ancestors && !path.isEmpty {
-            try await populateFolder(Self.split(path).parent, ancestors: true)
+            try await populateFolder(RelativePath(path).parent, ancestors: true)
         }
         let parent = folder.identifier
         let children = try await blocking { () throws(FileProviderError) in try store.children(domainID: domainID, parent: parent) }
@@ -149,7 +162,7 @@ extension DomainController {
                 if child.kind == .folder && print.isDirectory { continue }
                 // A dataless file written before a population was cut short: its placeholder.
                 if replica.placeholderUnderItsName(child.path) != nil { continue }
-                if let version = Self.downloadedVersion(of: child, print, in: replica) {
+                if let version = DownloadMark.downloadedVersion(of: child, print, in: replica) {
                     var child = child
                     child.markMaterialized(contentVersion: version, fingerprint: print)
                     adopted.append(child)
@@ -203,25 +216,6 @@ extension DomainController {
         }
     }
 
-    /// Whether a file in a folder being populated is the download of `record`, and of which
-    /// content version (`nil`: an older one): a recursive materialize downloads before it
-    /// populates, and a process that died in between (or a `serve` populating meanwhile) finds
-    /// the file unrecorded. Its ``DownloadMark`` says so; a file without one (a file system
-    /// without extended attributes) counts when it has the item's size and exactly its date.
-    /// Anything else is a local file in the way. Blocking.
-    static func downloadedVersion(of record: ItemRecord, _ print: FileFingerprint, in replica: Replica) -> Data?? {
-        if let download = DownloadMark.recognize(atPath: replica.path(record.path), print, as: record) {
-            return .some(download.contentVersion)
-        }
-        // A dataless file has the item's size and date too, and nothing of its contents.
-        if replica.placeholderUnderItsName(record.path) != nil { return nil }
-        guard DownloadMark.read(atPath: replica.path(record.path)) == nil, record.kind == .file, print.isRegularFile,
-            print.size == record.size,
-            let date = record.modificationDate, abs(Double(print.modificationNanos) / 1e9 - date.timeIntervalSince1970) < 1e-6
-        else { return nil }
-        return .some(record.contentVersion)
-    }
-
     /// Renames a local item to the first free `name N.ext` beside it; returns the new path.
     /// Blocking.
     private static func moveAside(
@@ -229,7 +223,7 @@ extension DomainController {
     )
         throws(FileProviderError) -> String
     {
-        let (parent, name) = split(path)
+        let (parent, name) = RelativePath(path).split
         for attempt in 2..<1000 {
             let candidate = (parent.isEmpty ? "" : parent + "/") + ConflictName.numbered(name, attempt)
             if taken.contains(candidate) || replica.fingerprint(atPath: replica.path(candidate)) != nil {

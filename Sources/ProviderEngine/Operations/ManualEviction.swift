@@ -2,27 +2,32 @@ import Foundation
 import ProviderCore
 import ProviderStore
 
-extension DomainController {
-    /// Drops downloaded contents (`stopProvidingItem`): each materialized file is swapped for its
-    /// placeholder atomically; a partly present file of a dataless replica loses its fetched
-    /// ranges (punched out while no program has it open, else refused with `nonEvictable`).
-    /// Folders stand for the files below them.
-    ///
-    /// Refuses, per item, with `nonEvictable` for items whose content policy is
-    /// ``ContentPolicy/eager`` (pinned, itself or through a folder: the message names where the
-    /// policy is set and how to change it) and `unsyncedEdits` for files changed locally;
-    /// never throws. When the task is cancelled, the files evicted so far are recorded and
-    /// every other one gets a `cancelled` outcome.
-    public func evict(paths: [String], recursive: Bool) async -> [ItemOutcome] {
+/// Drops downloaded contents for `evict` (`stopProvidingItem`): swaps materialized files for
+/// placeholders, punches out the fetched ranges of partly present files in a dataless replica,
+/// refuses pinned files and files with local changes. Built per operation by
+/// ``DomainController``; ``PolicySetter`` and sync down use its ``evictFile(_:)``.
+struct ManualEviction: Sendable {
+    let context: DomainContext
+    let reader: RecordReader
+
+    var domain: DomainRecord { context.domain }
+    var domainID: Int64 { context.domainID }
+    var backend: any Backend { context.backend }
+    var replica: Replica { context.replica }
+    var store: MetadataStore { context.store }
+    var executor: BlockingExecutor { context.executor }
+    func location(_ path: String) -> String { context.location(path) }
+    func display(_ path: String) -> String { context.display(path) }
+
+    /// ``DomainController/evict(paths:recursive:)``.
+    func evict(paths: [String], recursive: Bool) async -> [ItemOutcome] {
         let collector = OutcomeCollector()
         await evict(paths: paths, recursive: recursive, outcomes: collector.handler)
         return collector.outcomes
     }
 
-    /// ``evict(paths:recursive:)`` giving the outcomes to `report` as they come, a page of a
-    /// subtree at a time, instead of returning them all: `evict -R` of a million files holds no
-    /// million outcomes.
-    public func evict(paths: [String], recursive: Bool, outcomes report: OutcomeHandler) async {
+    /// ``DomainController/evict(paths:recursive:outcomes:)``.
+    func evict(paths: [String], recursive: Bool, outcomes report: OutcomeHandler) async {
         await PoolCheck.during("evict") { await evicting(paths: paths, recursive: recursive, outcomes: report) }
     }
 
@@ -38,13 +43,13 @@ extension DomainController {
             var outcomes: [ItemOutcome] = []
             defer { report(outcomes) }
             if Task.isCancelled {
-                outcomes.append(ItemOutcome(path: location(path), error: Self.notStarted))
+                outcomes.append(ItemOutcome(path: location(path), error: FileProviderError.notStarted))
                 continue
             }
             do {
                 let target = try found.get()
                 let policies = try targets.policies.get()
-                if let holder = Self.pinHolder(of: target, policies) { throw pinnedError(path, holder: holder) }
+                if let holder = policies.pinHolder(of: target) { throw pinnedError(path, holder: holder) }
                 let (store, domainID) = (store, domainID)
                 var refused = false
                 if target.kind == .folder && recursive {
@@ -93,11 +98,11 @@ extension DomainController {
         }
         for file in files where file.state == .materialized {
             if Task.isCancelled {
-                outcomes.append(ItemOutcome(path: location(file.path), error: Self.notStarted))
+                outcomes.append(ItemOutcome(path: location(file.path), error: FileProviderError.notStarted))
                 continue
             }
             do {
-                if let holder = Self.pinHolder(of: file, policies) {
+                if let holder = policies.pinHolder(of: file) {
                     throw pinnedError(file.path, holder: holder)
                 }
                 updated.append(try await evictFile(file))
@@ -113,7 +118,7 @@ extension DomainController {
                 domainID: domainID, domainName: domain.name, replica: replica, store: store, method: .lease,
                 keepsFlags: backend.capabilities.supportsFileSystemFlags)
             for file in files where file.state == .placeholder && partial[file.identifier] != nil {
-                if Self.pinHolder(of: file, policies) != nil { continue }
+                if policies.pinHolder(of: file) != nil { continue }
                 let outcome: FileEvictor.Outcome
                 do {
                     outcome = try await executor.run { try evictor.evictPartial(named: file) }
@@ -145,20 +150,6 @@ extension DomainController {
         } catch {
             return [ItemOutcome(path: location(""), error: error)]
         }
-    }
-
-    /// The path of the item whose ``ContentPolicy/eager`` policy keeps an item downloaded (the
-    /// item itself or the nearest folder above with a policy of its own), else `nil`.
-    /// Reads the policies of the folders above it only.
-    /// - Throws: `localIOFailure` when the database fails.
-    func pinHolder(of record: ItemRecord) throws(FileProviderError) -> String? {
-        Self.pinHolder(of: record, try context.policies(along: record.path))
-    }
-
-    /// ``pinHolder(of:)`` with the domain's policies given (its own policy is `record`'s).
-    static func pinHolder(of record: ItemRecord, _ policies: PolicyResolver) -> String? {
-        let (policy, setOn) = policies.resolve(record)
-        return policy == .eager ? setOn : nil
     }
 
     /// The refusal to evict an item kept by an eager policy, naming where the policy is set and
@@ -207,24 +198,4 @@ extension DomainController {
         }
         return updated
     }
-
-    /// Pins items: sets their content policy to ``ContentPolicy/eager`` (Apple's "keep
-    /// downloaded", cfapi's pinned) and downloads the files, for a folder every file below it,
-    /// now and after later syncs. The same as ``setPolicy(_:paths:events:)`` with `.eager`.
-    /// Never throws: an outcome per item that failed or was downloaded.
-    public func pin(paths: [String], events: EventHandler? = nil) async -> [ItemOutcome] {
-        await setPolicy(.eager, paths: paths, events: events).outcomes
-    }
-
-    /// Unpins items as cfapi's unpinned: sets their content policy to
-    /// ``ContentPolicy/onlineOnly`` and evicts their downloaded files now (a folder's, all
-    /// below it). The same as ``setPolicy(_:paths:events:)`` with `.onlineOnly`. Never throws:
-    /// the changes made, and an outcome per file evicted or refused (open in a program:
-    /// `nonEvictable`; local changes not uploaded: `unsyncedEdits`).
-    public func unpin(paths: [String]) async -> (changes: [PolicyChange], outcomes: [ItemOutcome]) {
-        await setPolicy(.onlineOnly, paths: paths)
-    }
-
-    /// Counts of the domain's items by state.
-    public func summary() throws(FileProviderError) -> ItemSummary { try store.summary(domainID: domainID) }
 }
