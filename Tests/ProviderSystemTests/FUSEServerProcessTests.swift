@@ -51,7 +51,7 @@ import Testing
 
     @Test func killNineGivesReadersErrorsNeverZeros() async throws {
         let lab = try FUSELab()
-        let bytes = FUSELab.bytes(4 << 20, seed: 11)
+        let bytes = FUSELab.bytes(32 << 20, seed: 11)  // 60 s to read: the kill always comes first
         try bytes.write(to: URL(fileURLWithPath: lab.source + "/slow.bin"))
         try bytes.write(to: URL(fileURLWithPath: lab.source + "/other.bin"))
         // A reader that writes what it read, then the errno its read failed with.
