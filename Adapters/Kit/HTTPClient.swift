@@ -107,7 +107,7 @@ public final class HTTPClient: Sendable {
     /// Sends a request, retrying connection errors, 429 and 5xx with exponential backoff and
     /// jitter (honouring `Retry-After`), at most `settings.retries` times. After a `429` or `503`
     /// every other request of the client waits out the same delay before its next attempt
-    /// (``Pacer``). A download into a file resumes with `Range` after what earlier attempts
+    /// (`Pacer`). A download into a file resumes with `Range` after what earlier attempts
     /// stored.
     ///
     /// Returns the reply of the last attempt whatever its status; call ``HTTPReply/check()``.

@@ -40,11 +40,14 @@ extension Downloader {
                 }
                 let wanted = records.indices.filter { results[$0] == nil }
                 let tickets = space.reserve(
-                    wanted.map { (records[$0].size, replica.stagingPath(named: Self.stagingName(for: records[$0].identifier) + ".fill")) },
+                    wanted.map { (records[$0].size, Self.batchStagingPath(replica, records[$0])) },
                     folder: staging)
                 for (index, ticket) in zip(wanted, tickets) {
                     do throws(FileProviderError) {
                         let ticket = try ticket.get()
+                        // An empty staging file to write into, as the other download paths give.
+                        let staged = open(Self.batchStagingPath(replica, records[index]), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+                        if staged >= 0 { close(staged) }
                         do throws(FileProviderError) {
                             try Replica.markFilling(atPath: replica.path(records[index].path))
                         } catch {
@@ -74,9 +77,13 @@ extension Downloader {
         }
         if marked.isEmpty { return outcomes([:]) }
         // 2. One call of the backend for the batch, each file into itself.
+        // Into staging files, never into the dataless files themselves: a backend truncates its
+        // destination before it writes, and a program that stats a file the read-ahead took
+        // (tar, rsync: they stat before they open) would see it empty or short.
         let requests = marked.map {
             ContentRequest(
-                identifier: records[$0.index].identifier, destination: URL(fileURLWithPath: replica.path(records[$0.index].path)))
+                identifier: records[$0.index].identifier,
+                destination: URL(fileURLWithPath: Self.batchStagingPath(replica, records[$0.index])))
         }
         let fetched = await backend.fetchContents(requests, progress: nil)
         // 3. Checked, dated, marked as downloads and unmarked; or put back as they were.
@@ -90,15 +97,21 @@ extension Downloader {
                     let record = records[file.index]
                     let target = replica.path(record.path)
                     let outcome = position < fetched.count ? fetched[position] : .failure(FileProviderError.notStarted)
+                    let staged = Self.batchStagingPath(replica, record)
+                    defer { unlink(staged) }
                     do throws(FileProviderError) {
                         let item = try outcome.get()
-                        guard let size = replica.fileSize(atPath: target), size == item.size else {
+                        guard let size = replica.fileSize(atPath: staged), size == item.size else {
                             throw FileProviderError(
                                 .corruptData,
-                                "the download of \(display(record.path)) was \(replica.fileSize(atPath: target) ?? 0) bytes, expected \(item.size); try again"
+                                "the download of \(display(record.path)) was \(replica.fileSize(atPath: staged) ?? 0) bytes, expected \(item.size); try again"
                             )
                         }
-                        try checkHash(of: item, staged: target, path: record.path)
+                        guard item.size == record.size, replica.fileSize(atPath: target) == record.size else {
+                            throw FileProviderError(.cannotSynchronize, "\(display(record.path)) changed size in the store; sync again")
+                        }
+                        try checkHash(of: item, staged: staged, path: record.path)
+                        try Self.copyInPlace(from: staged, to: target, size: item.size)
                         if let date = item.contentModificationDate { try replica.setModificationDate(date, atPath: target) }
                         guard let print = replica.fingerprint(atPath: target) else {
                             throw FileProviderError(.localIOFailure, "\(target) vanished while it was filled")
@@ -133,5 +146,44 @@ extension Downloader {
             }
         }
         return outcomes(placed)
+    }
+
+    /// Where a read-ahead batch stages the download of `record` (the name its space was promised for).
+    static func batchStagingPath(_ replica: Replica, _ record: ItemRecord) -> String {
+        replica.staging.path + "/" + stagingName(for: record.identifier) + ".fill"
+    }
+
+    /// Writes the staged bytes over the dataless file at `target` without truncating it: its size
+    /// never changes, so a program that stats it meanwhile sees the item's size. Blocking.
+    ///
+    /// - Throws: `localIOFailure` when either file cannot be opened, read or written.
+    static func copyInPlace(from staged: String, to target: String, size: Int64) throws(FileProviderError) {
+        let source = open(staged, O_RDONLY | O_CLOEXEC)
+        guard source >= 0 else { throw FileProviderError(.localIOFailure, "cannot read \(staged): \(String(cString: strerror(errno)))") }
+        defer { close(source) }
+        let destination = open(target, O_WRONLY | O_CLOEXEC)
+        guard destination >= 0 else {
+            throw FileProviderError(.localIOFailure, "cannot write \(target): \(String(cString: strerror(errno)))")
+        }
+        defer { close(destination) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset: Int64 = 0
+        while offset < size {
+            let count = buffer.withUnsafeMutableBytes { pread(source, $0.baseAddress, $0.count, off_t(offset)) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { throw FileProviderError(.localIOFailure, "cannot read \(staged) at \(offset)") }
+            var written = 0
+            while written < count {
+                let step = buffer.withUnsafeBytes {
+                    pwrite(destination, $0.baseAddress! + written, count - written, off_t(offset) + off_t(written))
+                }
+                if step < 0 && errno == EINTR { continue }
+                guard step > 0 else {
+                    throw FileProviderError(.localIOFailure, "cannot write \(target): \(String(cString: strerror(errno)))")
+                }
+                written += step
+            }
+            offset += Int64(count)
+        }
     }
 }
