@@ -227,11 +227,20 @@ import Testing
         let exited = ProcessExit(process)
         let start = Date()
         try process.run()
-        // The delay is the experiment (when the process dies), not a wait for a result.
-        let killed = await wait(exited, upTo: delay) == false
-        if killed {
-            kill(process.processIdentifier, SIGKILL)
-            _ = await wait(exited, upTo: 60)
+        // The delay is the experiment (when the process dies), not a wait for a result. The kill
+        // is sent from the waiting thread itself: resumed on the cooperative pool, the kill came
+        // 25 s late in CI while other suites' setup loops held both pool threads, and the run had
+        // ended by itself.
+        let pid = process.processIdentifier
+        let killed = await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                let ended = exited.wait(seconds: delay)
+                if !ended {
+                    kill(pid, SIGKILL)
+                    _ = exited.wait(seconds: 60)
+                }
+                continuation.resume(returning: !ended)
+            }
         }
         // The error file's handle is ProcessExit's to close (it does when the process ends).
         let seconds = Date().timeIntervalSince(start)
@@ -243,15 +252,6 @@ import Testing
         return Attempt(
             killed: killed && termination?.signaled == true, killSent: killed, status: termination?.status ?? -1,
             stderr: stderr, seconds: seconds)
-    }
-}
-
-extension CrashTests {
-    /// Whether the process ended within `seconds`, waited for on a thread of its own.
-    static func wait(_ exit: ProcessExit, upTo seconds: Double) async -> Bool {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: exit.wait(seconds: seconds)) }
-        }
     }
 }
 
