@@ -148,7 +148,9 @@ extension Downloader {
         return outcomes(placed)
     }
 
-    /// Where a read-ahead batch stages the download of `record` (the name its space was promised for).
+    /// Where a fill in place (one file or a read-ahead batch) stages the download of `record` (the
+    /// name its space was promised for). The two never fill one item at once: programs that ask
+    /// for a file of a batch wait for the batch.
     static func batchStagingPath(_ replica: Replica, _ record: ItemRecord) -> String {
         replica.staging.path + "/" + stagingName(for: record.identifier) + ".fill"
     }

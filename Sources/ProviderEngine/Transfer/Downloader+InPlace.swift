@@ -50,22 +50,27 @@ extension Downloader {
             throw FileProviderError(.noSuchItem, "\(display(record.path)) is no longer the item's dataless file; sync again")
         }
         let space = self.space
-        // The promise is measured against a staging name that is never written: the file being
-        // filled is the item's own, and nothing may remove it to make room.
-        let promised = replica.stagingPath(named: Self.stagingName(for: record.identifier) + ".fill")
+        // The download is staged under the promised name; the file being filled is the item's
+        // own, and nothing may remove it to make room.
+        let promised = Self.batchStagingPath(replica, record)
         let ticket = try await executor.run { () throws(FileProviderError) in
-            try space.reserve(size: record.size, stagingFile: promised, folder: replica.staging.path, canResume: false)
+            let ticket = try space.reserve(size: record.size, stagingFile: promised, folder: replica.staging.path, canResume: false)
+            // An empty staging file to write into, as the other download paths give.
+            let staged = open(promised, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            if staged >= 0 { close(staged) }
+            return ticket
         }
         defer { space.release(ticket) }
-        // The backend truncates the file before it writes: from here until the mark goes, a
-        // short file is a fill in progress (or cut short), never a file a program emptied.
-        try await executor.run { try Replica.markFilling(atPath: target) }
+        // The download goes to the promised staging file, never into the dataless file itself: a
+        // backend truncates its destination before it writes, and a program that stats the file
+        // meanwhile (tar and rsync stat before they open) would see it empty or short. The bytes
+        // are then written over the dataless file, whose size never changes on the way.
+        defer { unlink(promised) }
         let item: Item
         do {
             item = try await backend.fetchContents(
-                for: record.identifier, version: nil, to: URL(fileURLWithPath: target), offset: 0, progress: nil)
+                for: record.identifier, version: nil, to: URL(fileURLWithPath: promised), offset: 0, progress: nil)
         } catch {
-            try? await executor.runToCompletion { try Self.restoreDataless(atPath: target, size: record.size) }
             let full = try? await executor.run {
                 space.outOfSpace(
                     error, size: record.size, stagingFile: promised, folder: replica.staging.path, ticket: ticket, canResume: false)
@@ -73,20 +78,25 @@ extension Downloader {
             throw full?.error ?? error
         }
         let print = try await executor.runToCompletion { () throws -> FileFingerprint in
-            guard let size = replica.fileSize(atPath: target), size == item.size else {
-                try Self.restoreDataless(atPath: target, size: record.size)
+            guard let size = replica.fileSize(atPath: promised), size == item.size else {
                 throw FileProviderError(
                     .corruptData,
-                    "the download of \(self.display(record.path)) was \(replica.fileSize(atPath: target) ?? 0) bytes, expected \(item.size); try again"
+                    "the download of \(self.display(record.path)) was \(replica.fileSize(atPath: promised) ?? 0) bytes, expected \(item.size); try again"
                 )
             }
+            try self.checkHash(of: item, staged: promised, path: record.path)
             do {
-                try self.checkHash(of: item, staged: target, path: record.path)
+                try Replica.markFilling(atPath: target)
+                try Self.copyInPlace(from: promised, to: target, size: item.size)
+                // The store's item changed size since the last sync: its bytes are the truth.
+                if item.size != record.size, truncate(target, off_t(item.size)) != 0 {
+                    throw POSIXError.error("cannot size", path: target)
+                }
+                if let date = item.contentModificationDate { try replica.setModificationDate(date, atPath: target) }
             } catch {
                 try Self.restoreDataless(atPath: target, size: record.size)
                 throw error
             }
-            if let date = item.contentModificationDate { try replica.setModificationDate(date, atPath: target) }
             guard let filled = replica.fingerprint(atPath: target) else {
                 throw FileProviderError(.localIOFailure, "\(target) vanished while it was filled")
             }
