@@ -69,18 +69,29 @@ final class HTTPConnection: @unchecked Sendable {
         set(fp_curl_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 1))
         set(fp_curl_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 2))
         if let signature = settings.awsSignature {
-            set(fp_curl_setopt_string(handle, CURLOPT_AWS_SIGV4, signature.provider))
-            set(fp_curl_setopt_string(handle, CURLOPT_USERNAME, signature.accessKey))
-            set(fp_curl_setopt_string(handle, CURLOPT_PASSWORD, signature.secretKey))
-            if let token = signature.sessionToken { add("x-amz-security-token: \(token)") }
+            var signed = request.headers
+            if let token = signature.sessionToken { signed.append("x-amz-security-token: \(token)") }
             // A body streamed from a file is not hashed (libcurl would have to read it first). A body
             // in memory is: libcurl 7.88 signs its hash but sends no `x-amz-content-sha256`, and a
             // store then checks the signature against the hash of an empty body (SeaweedFS).
+            let payloadHash: String?
             switch request.body {
-            case .file, .filePart: add("x-amz-content-sha256: UNSIGNED-PAYLOAD")
-            case .data(let data, _): add("x-amz-content-sha256: \(AWSSignature.payloadHash(data))")
-            case .none: add("x-amz-content-sha256: \(AWSSignature.payloadHash(Data()))")
-            case .form: break
+            case .file, .filePart: payloadHash = "UNSIGNED-PAYLOAD"
+            case .data(let data, _): payloadHash = AWSSignature.payloadHash(data)
+            case .none: payloadHash = AWSSignature.payloadHash(Data())
+            case .form: payloadHash = nil
+            }
+            if let payloadHash { signed.append("x-amz-content-sha256: \(payloadHash)") }
+            for line in signed.dropFirst(request.headers.count) { add(line) }
+            if AWSRequestSigner.libcurlMisorders(signed), let payloadHash,
+                let lines = AWSRequestSigner(signature: signature).headers(
+                    method: request.method, url: url, lines: signed, payloadHash: payloadHash)
+            {
+                for line in lines { add(line) }
+            } else {
+                set(fp_curl_setopt_string(handle, CURLOPT_AWS_SIGV4, signature.provider))
+                set(fp_curl_setopt_string(handle, CURLOPT_USERNAME, signature.accessKey))
+                set(fp_curl_setopt_string(handle, CURLOPT_PASSWORD, signature.secretKey))
             }
         } else if let credentials = settings.basicCredentials {
             set(fp_curl_setopt_long(handle, CURLOPT_HTTPAUTH, Int(fp_curl_auth_basic())))

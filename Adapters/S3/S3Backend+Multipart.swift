@@ -58,7 +58,7 @@ extension S3Backend {
             }
         }
         let id: String
-        if let uploadID { id = uploadID } else { id = try await createUpload(key: objectKey, path: path) }
+        if let uploadID { id = uploadID } else { id = try await createUpload(key: objectKey, display: path.display) }
         activeUploads.insert(id)
         defer { activeUploads.remove(id) }
         try await abortAbandonedUploads()
@@ -103,7 +103,7 @@ extension S3Backend {
             throw FileProviderError(.versionOutOfDate, "\(path.display) changed in the bucket; the upload was not made")
         }
         let (etag, date) = try await completeUpload(
-            key: objectKey, uploadID: id, md5s: md5s, expected: expected, condition: condition, of: path)
+            key: objectKey, uploadID: id, partTags: md5s.map(FileDigests.hex), expected: expected, condition: condition, of: path)
         return MultipartOutcome(etag: etag, date: date, uploadID: id, partsSent: sent, partsKept: ranges.count - sent)
     }
 
@@ -121,14 +121,14 @@ extension S3Backend {
     ///
     /// - Throws: `corruptData` when the reply has no upload id; what
     ///   ``S3ErrorMapping/check(_:bucket:)`` throws.
-    func createUpload(key objectKey: String, path: ItemPath) async throws(FileProviderError) -> String {
+    func createUpload(key objectKey: String, display: String) async throws(FileProviderError) -> String {
         var request = HTTPRequest("POST", endpoint(key: objectKey, query: [("uploads", "")]))
         request.body = .data(Data(), contentType: "application/octet-stream")
         let reply = try await send(request)
         try check(reply)
         guard let records = S3Records.parse(reply.body), let id = records.fields["UploadId"], !id.isEmpty, id.utf8.count <= 1024
         else {
-            throw FileProviderError(.corruptData, "starting the upload of \(path.display): the reply gave no upload id")
+            throw FileProviderError(.corruptData, "starting the upload of \(display): the reply gave no upload id")
         }
         return id
     }
@@ -154,9 +154,9 @@ extension S3Backend {
         }
     }
 
-    /// `CompleteMultipartUpload` conditional on `condition`; returns the object's ETag,
-    /// checked against `expected` (the MD5 of the parts' MD5s and their count) where it has
-    /// that form. A `412` aborts the upload. A retried request the store answers with
+    /// `CompleteMultipartUpload` of the parts with ETags `partTags` (unquoted, part 1 first),
+    /// conditional on `condition`; returns the object's ETag, checked against `expected` (the
+    /// MD5 of the parts' MD5s and their count) where it has that form. A `412` aborts the upload. A retried request the store answers with
     /// `NoSuchUpload` (the first one completed, its reply was lost) is taken when the object
     /// has the ETag expected.
     ///
@@ -164,11 +164,11 @@ extension S3Backend {
     ///   `serverUnreachable` when a `200` carries an error; what
     ///   ``S3ErrorMapping/check(_:bucket:)`` throws.
     func completeUpload(
-        key objectKey: String, uploadID: String, md5s: [[UInt8]], expected: String, condition: String?, of path: ItemPath
+        key objectKey: String, uploadID: String, partTags: [String], expected: String?, condition: String?, of path: ItemPath
     ) async throws(FileProviderError) -> (String, Date?) {
         var xml = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
-        for (index, md5) in md5s.enumerated() {
-            xml += "<Part><PartNumber>\(index + 1)</PartNumber><ETag>\"\(FileDigests.hex(md5))\"</ETag></Part>"
+        for (index, tag) in partTags.enumerated() {
+            xml += "<Part><PartNumber>\(index + 1)</PartNumber><ETag>\"\(tag)\"</ETag></Part>"
         }
         xml += "</CompleteMultipartUpload>"
         var request = HTTPRequest("POST", endpoint(key: objectKey, query: [("uploadId", uploadID)]))
@@ -184,7 +184,7 @@ extension S3Backend {
         if reply.status == 404 && body?.fields["Code"] == "NoSuchUpload" && reply.attempts > 1,
             let item = try await head(path), String(decoding: item.version.content, as: UTF8.self) == expected
         {
-            return (expected, nil)
+            return (expected ?? "", nil)
         }
         try check(reply)
         if let body, body.root == "Error" {
@@ -197,7 +197,7 @@ extension S3Backend {
         else {
             throw FileProviderError(.corruptData, "completing the upload of \(path.display): the reply gave no ETag")
         }
-        if tag.contains("-"), tag.lowercased() != expected {
+        if let expected, tag.contains("-"), tag.lowercased() != expected {
             throw FileProviderError(
                 .corruptData, "the server assembled \(path.display) from other parts than those sent (ETag \(tag), not \(expected))")
         }

@@ -182,28 +182,10 @@ extension S3Backend {
             result = uploadedItem(target, put)
             if target != path { try await deleteKey(key(path)) }
         } else if target != path {
-            result = try await copy(key(path), to: target)
+            result = try await copy(key(path), size: current.size, to: target)
             try await deleteKey(key(path))
         }
         return ItemResult(item: result)
-    }
-
-    /// `CopyObject` of a key to a path; returns the new object.
-    func copy(_ source: String, to target: ItemPath) async throws(FileProviderError) -> Item {
-        var request = HTTPRequest("PUT", endpoint(key: key(target)))
-        request.body = .data(Data(), contentType: "application/octet-stream")
-        request.headers = ["x-amz-copy-source: \(copySource(key: source))"]
-        let reply = try await send(request)
-        try check(reply)
-        // A 200 may still carry an error (S3 says so of CopyObject).
-        let error = S3ErrorBody.parse(reply.body)
-        if let code = error.code {
-            throw FileProviderError(.serverUnreachable, "copying '\(source)' to \(target.display) failed: \(code): \(error.message ?? "")")
-        }
-        guard let item = try await head(target) else {
-            throw FileProviderError(.corruptData, "the copy of '\(source)' at \(target.display) is not there")
-        }
-        return item
     }
 
     /// Moves every key below a folder to another one: the new marker, copies of every key,
@@ -220,14 +202,7 @@ extension S3Backend {
                 try await putMarkerKey(newPrefix + rest)
                 continue
             }
-            var request = HTTPRequest("PUT", endpoint(key: newPrefix + rest))
-            request.body = .data(Data(), contentType: "application/octet-stream")
-            request.headers = ["x-amz-copy-source: \(copySource(key: object.key))"]
-            let reply = try await send(request)
-            try check(reply)
-            if let code = S3ErrorBody.parse(reply.body).code {
-                throw FileProviderError(.serverUnreachable, "copying '\(object.key)' failed: \(code)")
-            }
+            try await copyKey(object.key, size: object.size.flatMap { Int64($0) }, to: newPrefix + rest)
         }
         try await deleteAll(objects, below: oldPrefix)
     }

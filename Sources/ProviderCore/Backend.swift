@@ -270,7 +270,7 @@ extension Backend {
                     page = result.nextPage
                 }
                 return listing
-            } catch  where error.code == .pageExpired && !restarted {
+            } catch where error.code == .pageExpired && !restarted {
                 restarted = true
             }
         }

@@ -134,7 +134,7 @@ struct MultipartTests {
         let key = backend.key(path)
         // A run that sent two parts and died.
         let ranges = Self.settings.parts(for: Int64(size))
-        let id = try await backend.createUpload(key: key, path: path)
+        let id = try await backend.createUpload(key: key, display: path.display)
         for number in [1, 3] {
             let digest = try FileDigests.of(file: file.path, range: ranges[number - 1], sha256: false)
             try await backend.uploadPart(
@@ -164,7 +164,7 @@ struct MultipartTests {
         let path = try ItemPath(ItemIdentifier("recut.bin"))
         let key = backend.key(path)
         // An earlier run cut the file into parts of 6 MiB.
-        let id = try await backend.createUpload(key: key, path: path)
+        let id = try await backend.createUpload(key: key, display: path.display)
         let range: Range<Int64> = 0..<(6 << 20)
         let digest = try FileDigests.of(file: file.path, range: range, sha256: false)
         try await backend.uploadPart(file: file.path, range: range, number: 1, md5: digest, key: key, uploadID: id, of: path)
@@ -181,7 +181,7 @@ struct MultipartTests {
         // SeaweedFS only: moto dates every upload 2010-11-10, so there all look abandoned.
         let patient = try await Self.backend(.seaweedfs)
         let path = try ItemPath(ItemIdentifier("left.bin"))
-        let id = try await patient.createUpload(key: patient.key(path), path: path)
+        let id = try await patient.createUpload(key: patient.key(path), display: path.display)
         #expect(try await patient.abortAbandonedUploads() == 0)
         #expect(try await patient.pendingUploads(prefix: patient.prefix).map(\.uploadID) == [id])
 

@@ -106,7 +106,7 @@ struct VolumeServerLossTests {
         let key = patient.key(path)
         // The sync had sent two parts when the volume server died.
         let ranges = MultipartTests.settings.parts(for: Int64(size))
-        let id = try await patient.createUpload(key: key, path: path)
+        let id = try await patient.createUpload(key: key, display: path.display)
         for number in 1...2 {
             let digest = try FileDigests.of(file: file.path, range: ranges[number - 1], sha256: false)
             try await patient.uploadPart(
