@@ -43,6 +43,11 @@ extension S3Backend {
                     "files larger than this many MiB are uploaded in parts (a multipart upload, resumed after an interruption); 1 to 5120",
                 type: .integer, defaultValue: "64"),
             BackendOption(
+                name: "walk-folders",
+                help:
+                    "list the bucket folder by folder (a request per folder) instead of at once (a request per 1,000 keys, whatever the depth)",
+                type: .boolean),
+            BackendOption(
                 name: "part-size",
                 help: "the smallest part of a multipart upload in MiB (larger files get larger parts: at most 10,000); 5 to 5120",
                 type: .integer, defaultValue: "8"),
@@ -72,6 +77,7 @@ extension S3Backend {
                 region: region, pathStyle: configuration.boolean("path-style"),
                 credentials: found.credentials.map { ($0.accessKey, $0.secretKey, $0.sessionToken) }, http: http,
                 authenticationHint: hint,
-                multipart: MultipartSettings(threshold: Int64(threshold) << 20, minimumPartSize: Int64(partSize) << 20))
+                multipart: MultipartSettings(threshold: Int64(threshold) << 20, minimumPartSize: Int64(partSize) << 20),
+                listsFlat: !configuration.boolean("walk-folders"))
         })
 }

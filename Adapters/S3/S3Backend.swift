@@ -13,7 +13,7 @@ import ProviderCore
 /// ``ProviderCore/Page``. A rename or move is `CopyObject` of every key then `DeleteObject` of
 /// every old key (copies first: a crash leaves both, never neither). Every HTTP exchange runs
 /// on the backend's own connection threads, never on Swift's cooperative pool.
-public final class S3Backend: Backend {
+public final class S3Backend: FlatListing {
     /// What the backend can do. `supportsConditionalWrites` says what the store answered to
     /// the probe when the backend connected (``probeConditionalWrites(client:prefix:)``).
     public let capabilities: BackendCapabilities
@@ -33,6 +33,9 @@ public final class S3Backend: Backend {
     let hashers = BlockingExecutor(name: "s3-hash", threads: 2)
     /// When uploads go in parts, and how big the parts are.
     let multipart: MultipartSettings
+    /// Whether the engine lists the bucket at once (``enumerateAllItems(startingAt:)``)
+    /// rather than folder by folder; `walk-folders` turns it off.
+    public let listsFlat: Bool
     /// The multipart uploads this backend is sending.
     let activeUploads = ActiveUploads()
 
@@ -53,6 +56,7 @@ public final class S3Backend: Backend {
     ///   - credentials: the keys, or `nil` to send requests unsigned (a public bucket).
     ///   - http: the kit's connection options.
     ///   - multipart: when uploads go in parts and how big they are.
+    ///   - listsFlat: whether a sync lists the whole bucket at once (`false`: folder by folder).
     ///   - authenticationHint: what a refusal adds to its message (where the keys came from).
     /// - Throws: `invalidArgument` for an endpoint that is not http(s), a bucket name S3 does
     ///   not allow, a prefix with an empty or unsafe folder name, out-of-range numbers (also in
@@ -62,10 +66,11 @@ public final class S3Backend: Backend {
     public init(
         endpoint: String?, bucket: String, prefix: String = "", region: String = "us-east-1", pathStyle: Bool = false,
         credentials: (accessKey: String, secretKey: String, sessionToken: String?)?, http: HTTPOptions = HTTPOptions(),
-        authenticationHint: String? = nil, multipart: MultipartSettings = MultipartSettings()
+        authenticationHint: String? = nil, multipart: MultipartSettings = MultipartSettings(), listsFlat: Bool = true
     ) async throws(FileProviderError) {
         try multipart.check()
         self.multipart = multipart
+        self.listsFlat = listsFlat
         guard Self.isValidBucketName(bucket) else {
             throw FileProviderError(
                 .invalidArgument, "--bucket: '\(bucket)' is not a bucket name (3 to 63 lower-case letters, digits, dots and dashes)")

@@ -71,8 +71,8 @@ struct CLIRunner {
     }
 
     /// Runs and decodes standard output as JSON.
-    func json(_ arguments: [String]) async throws -> Any {
-        let result = try await run(arguments + ["--json"])
+    func json(_ arguments: [String], environment: [String: String] = [:]) async throws -> Any {
+        let result = try await run(arguments + ["--json"], environment: environment)
         guard result.status == 0 else { throw CLIError(result: result) }
         return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8))
     }

@@ -95,6 +95,51 @@ struct S3CLITests {
             (try? String(contentsOf: replica.appendingPathComponent("papers/renamed.txt"), encoding: .utf8)) == "changed in the bucket\n")
     }
 
+    /// A sync of a bucket lists it at once (a flat listing, spooled on disk) and finds exactly
+    /// what a folder-by-folder walk finds (`--walk-folders`), awkward key orders included
+    /// (`a-c` and `a.d` sort between `a` and `a/…`); a second sync changes nothing.
+    @Test func aFlatListingFindsWhatTheFolderWalkFinds() async throws {
+        let cluster = try await Self.startup.value
+        let bucket = try await offThePool { try cluster.makeBucket() }
+        var keys = ["a-c", "a.d", "a0", "a/b", "a/x/deep.txt", "a/x/y/z/deeper.txt", "empty/", "marked/", "marked/inside.txt"]
+        for top in 0..<3 {
+            for middle in 0..<3 { keys += ["t\(top)/m\(middle)/one.txt", "t\(top)/m\(middle)/two.bin", "t\(top)/file-\(middle).txt"] }
+        }
+        try await offThePool { [keys] in
+            for key in keys { try cluster.putObject(bucket: bucket, key: "root/" + key, Data(key.hasSuffix("/") ? [] : Array(key.utf8))) }
+        }
+        let temp = try TemporaryFolder()
+        let cli = CLIRunner(in: temp)
+        let environment = [
+            "AWS_ACCESS_KEY_ID": cluster.accessKey, "AWS_SECRET_ACCESS_KEY": cluster.secretKey, "AWS_SESSION_TOKEN": "",
+            "AWS_PROFILE": "", "HOME": temp.url.path,
+        ]
+        var replicas: [String: [String]] = [:]
+        for (name, extra) in [("flat", [String]()), ("walked", ["--walk-folders"])] {
+            let replica = temp.url.appendingPathComponent(name)
+            let added = try await cli.run(
+                [
+                    "domain", "add", name, "--backend", "s3", "--endpoint", cluster.endpoint, "--bucket", bucket, "--prefix", "root",
+                    "--path-style", "--replica", replica.path,
+                ] + extra, environment: environment)
+            #expect(added.status == 0, "domain add: \(added.stderr)")
+            let synced = try #require(try await cli.json(["sync", name], environment: environment) as? [String: Any])
+            let report = try #require((synced["reports"] as? [[String: Any]])?.first)
+            #expect((report["flatListingPages"] as? Int ?? 0 > 0) == (name == "flat"), "\(name): \(report)")
+            replicas[name] = try FileManager.default.subpathsOfDirectory(atPath: replica.path).sorted()
+            let again = try #require(try await cli.json(["sync", name], environment: environment) as? [String: Any])
+            let second = try #require((again["reports"] as? [[String: Any]])?.first)
+            for key in ["added", "updated", "moved", "deleted"] { #expect(second[key] as? Int == 0, "\(name): a second sync had \(key)") }
+        }
+        #expect(replicas["flat"] == replicas["walked"])
+        #expect(replicas["flat"]?.contains("a/x/y/z/deeper.txt.placeholder") == true, "\(replicas["flat"] ?? [])")
+        #expect(replicas["flat"]?.contains("empty") == true)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: cli.home.appendingPathComponent("staging").path).filter {
+                $0.hasPrefix("listing-spool-")
+            }.isEmpty)
+    }
+
     @Test func wrongKeysAreRefusedWithTheReason() async throws {
         let cluster = try await Self.startup.value
         let bucket = try await offThePool { try cluster.makeBucket() }

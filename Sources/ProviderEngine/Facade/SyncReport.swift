@@ -9,6 +9,9 @@ public struct SyncReport: Codable, Sendable {
     /// Folders listed exactly as the last time their rows were made to match a listing, so
     /// neither read nor compared again (``ListingDigest``).
     public var unchangedFolders = 0
+    /// Pages of the store's flat listing (``ProviderCore/FlatListing``) the walk read its
+    /// folders from; 0 when it listed folder by folder.
+    public var flatListingPages = 0
     public var added = 0
     public var updated = 0
     public var moved = 0

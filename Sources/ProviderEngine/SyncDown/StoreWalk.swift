@@ -48,6 +48,13 @@ struct StoreWalk: Sendable {
         let rootLength = replica.root.path.utf8.count
         var failure: FileProviderError?
         var listingSeconds = 0.0
+        // A store with a flat listing is listed at once into a spool, and each folder's listing
+        // read from there (below the root, or when the flat listing fails: folder by folder).
+        let flatStarted = Date()
+        let spool = root.path.isEmpty ? await flatListing(report: &report, events: events) : nil
+        listingSeconds += spool == nil ? 0 : Date().timeIntervalSince(flatStarted)
+        defer { spool?.remove() }
+        let rootIdentifier = root.identifier
         await withTaskGroup(of: Listing.self) { group in
             var running = 0
             while true {
@@ -57,7 +64,16 @@ struct StoreWalk: Sendable {
                     group.addTask {
                         let result: Result<ItemListing, FileProviderError>
                         do {
-                            result = .success(try await backend.listAllItems(in: visit.record.identifier))
+                            if let spool {
+                                let identifier = visit.record.identifier
+                                let parents = identifier == rootIdentifier ? [identifier, .rootContainer] : [identifier]
+                                var listing = ItemListing(
+                                    items: try await context.blocking { () throws(FileProviderError) in try spool.listing(of: parents) })
+                                if identifier == rootIdentifier { listing.refused = spool.refused }
+                                result = .success(listing)
+                            } else {
+                                result = .success(try await backend.listAllItems(in: visit.record.identifier))
+                            }
                         } catch {
                             return Listing(visit: visit, result: .failure(FileProviderError.wrap(error)), stored: .success(.none))
                         }
@@ -104,6 +120,45 @@ struct StoreWalk: Sendable {
         if let failure { throw failure }
         report.listedItems = itemsSeen
         return listingSeconds
+    }
+
+    /// Lists the whole store into a ``ListingSpool`` when it has a flat listing
+    /// (``FlatListing``), page after page; `nil` when it has none or the flat listing fails (a
+    /// notice says why: the walk then lists folder by folder).
+    private func flatListing(report: inout SyncReport, events: EventHandler?) async -> ListingSpool? {
+        guard let checked = context.backend as? CheckedBackend, checked.listsFlat else { return nil }
+        let staging = replica.staging
+        let spool: ListingSpool
+        do {
+            spool = try await context.blocking { () throws(FileProviderError) -> ListingSpool in
+                ListingSpool.removeLeftovers(in: staging)
+                return try ListingSpool(in: staging)
+            }
+        } catch {
+            report.notices.append("\(display("")): listing folder by folder: \(error.message)")
+            return nil
+        }
+        var page: Page? = .initialPageSortedByName
+        var pages = 0
+        do throws(FileProviderError) {
+            while let current = page {
+                let result = try await checked.enumerateAllItems(startingAt: current)
+                let count = try await context.blocking { () throws(FileProviderError) -> Int in
+                    try spool.add(result)
+                    return spool.itemCount
+                }
+                pages += 1
+                events?(.listing(folders: 0, items: count))
+                page = result.nextPage
+            }
+        } catch {
+            spool.remove()
+            report.notices.append(
+                "\(display("")): the flat listing failed after \(pages) pages (\(error.message)); listing folder by folder")
+            return nil
+        }
+        report.flatListingPages = pages
+        return spool
     }
 
     /// Applies one folder's listing: compares it with the folder's stored children, writes what

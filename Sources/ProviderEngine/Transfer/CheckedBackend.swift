@@ -31,6 +31,20 @@ struct CheckedBackend: Backend {
         return result
     }
 
+    /// Whether the store lists every item below the root at once (``FlatListing``).
+    var listsFlat: Bool { (base as? any FlatListing)?.listsFlat ?? false }
+
+    /// One page of the store's flat listing, checked as a folder's page is.
+    /// - Throws: `notSupported` when the store has no flat listing; what it throws.
+    func enumerateAllItems(startingAt page: Page) async throws(FileProviderError) -> ItemPage {
+        guard let flat = base as? any FlatListing else {
+            throw FileProviderError(.notSupported, "this store has no flat listing")
+        }
+        var result = try await flat.enumerateAllItems(startingAt: page)
+        Self.sort(&result.items, refusing: &result.refused)
+        return result
+    }
+
     func currentSyncAnchor(for container: ItemIdentifier) async throws(FileProviderError) -> SyncAnchor {
         try await base.currentSyncAnchor(for: container)
     }
