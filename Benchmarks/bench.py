@@ -15,6 +15,8 @@ The Markdown table is printed and, unless --no-doc, written into Docs/Performanc
 bench markers.
 
 --only and --skip take benchmark names or group names (`scale-1m`: Benchmarks/bench_scale.py).
+--baseline PATH runs another build of fileproviderctl beside ours in the same rounds (a refactor
+measured against the commit before it); it never writes Performance.md.
 
 To add a benchmark, add a Dataset to DATASETS if needed and a Benchmark to BENCHMARKS.
 """
@@ -791,6 +793,11 @@ def parse_args() -> argparse.Namespace:
         help=f"a benchmark or group (one of {', '.join(names)}); repeatable",
     )
     p.add_argument("--skip", action="append", choices=names, metavar="NAME", help="a benchmark or group not to run; repeatable")
+    p.add_argument(
+        "--baseline", metavar="FILEPROVIDERCTL",
+        help="another build of fileproviderctl (e.g. the commit before a refactor) run beside ours in every row, "
+        "in the same rounds, as the tool '<name> @baseline' (no targets apply to it); never writes Performance.md",
+    )
     p.add_argument("--runs", type=int, default=5, help="timed runs per tool (default 5)")
     p.add_argument("--warmup", type=int, default=1, help="untimed runs per tool first (default 1)")
     p.add_argument(
@@ -802,7 +809,26 @@ def parse_args() -> argparse.Namespace:
     args = p.parse_args()
     if args.runs < 1 or args.warmup < 0:
         p.error("--runs must be at least 1 and --warmup at least 0")
+    if args.baseline and not os.access(args.baseline, os.X_OK):
+        p.error(f"--baseline {args.baseline} is not an executable")
     return args
+
+
+def with_baseline(bench: Benchmark, binary: str) -> Benchmark:
+    """The row with a twin of each of our tools that runs `binary` instead of FPCTL (in every
+    argument and shell line), right after it, so both run in the same rounds."""
+    import dataclasses
+
+    def swapped(commands: Commands) -> Commands:
+        return lambda run: [[arg.replace(str(FPCTL), binary) for arg in argv] for argv in commands(run)]
+
+    tools: list[Tool] = []
+    for tool in bench.tools:
+        tools.append(tool)
+        if tool.ours:
+            tools.append(dataclasses.replace(
+                tool, name=f"{tool.name} @baseline", timed=swapped(tool.timed), setup=swapped(tool.setup), ours=False))
+    return dataclasses.replace(bench, tools=tools)
 
 
 def main() -> int:
@@ -811,6 +837,9 @@ def main() -> int:
     for stale in (RUNS, TMPFS):  # work folders left by an interrupted run
         shutil.rmtree(stale, ignore_errors=True)
     selected = [b for b in BENCHMARKS if (not args.only or selects(args.only, b)) and not selects(args.skip, b)]
+    if args.baseline:
+        selected = [with_baseline(b, str(Path(args.baseline).resolve())) for b in selected]
+        args.doc = False
     results: list[Result] = []
     rows: list[list[str]] = []
     for bench in selected:
