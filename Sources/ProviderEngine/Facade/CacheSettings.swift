@@ -18,7 +18,7 @@ public struct CacheSettings: Codable, Hashable, Sendable {
     /// Reads the settings. A value that is not a byte count (written by hand, or by a newer
     /// version) counts as not set, with a notice saying so.
     /// - Throws: `localIOFailure` when the database fails.
-    static func load(from store: MetadataStore) throws(FileProviderError) -> (settings: CacheSettings, notices: [String]) {
+    package static func load(from store: MetadataStore) throws(FileProviderError) -> (settings: CacheSettings, notices: [String]) {
         var notices: [String] = []
         func bytes(_ key: String) throws(FileProviderError) -> Int64? {
             guard let text = try store.setting(key) else { return nil }
@@ -96,6 +96,6 @@ extension ProviderManager {
     /// Asks the eviction loop of a `serve` running in this process for a pass soon (after a
     /// download, say); nothing happens without one. Any thread; never blocks.
     public func requestEviction() {
-        evictionWakeup.withLock { $0 }?.signal(.local)
+        evictionWakeup.withLock { $0 }?()
     }
 }

@@ -26,11 +26,16 @@ import ProviderStore
 /// this hydrator last saw. Any other change time sends the read through the database: the same
 /// item at the same content version keeps what is known (the change was a fetch of its own or a
 /// program's write, which `FAN_MODIFY` reports); a new version or another item starts afresh.
-final class ProgressiveHydrator: Sendable {
+package final class ProgressiveHydrator: Sendable {
     /// A file's identity on its file system.
-    struct FileKey: Hashable, Sendable {
-        let device: UInt64
-        let inode: UInt64
+    package struct FileKey: Hashable, Sendable {
+        package let device: UInt64
+        package let inode: UInt64
+
+        package init(device: UInt64, inode: UInt64) {
+            self.device = device
+            self.inode = inode
+        }
     }
 
     /// What is known of one partially present file.
@@ -70,11 +75,11 @@ final class ProgressiveHydrator: Sendable {
     private let files = Mutex<[FileKey: Entry]>([:])
     private let logger: Logger
 
-    init(logger: Logger) { self.logger = logger }
+    package init(logger: Logger) { self.logger = logger }
 
     /// Whether bytes `range` of the file `key` are present and its state is current
     /// (`changeTime` is the file's change time now). Any thread; no system call.
-    func isPresent(_ key: FileKey, range: Range<Int64>, changeTime: Int64) -> Bool {
+    package func isPresent(_ key: FileKey, range: Range<Int64>, changeTime: Int64) -> Bool {
         guard let entry = files.withLock({ $0[key] }) else { return false }
         return entry.state.withLock { state in
             // While fetches are in flight the change time moves with this hydrator's own writes:
@@ -89,7 +94,7 @@ final class ProgressiveHydrator: Sendable {
 
     /// Whether bytes of the file at `path` of `domain` are being fetched (its writes are the
     /// engine's, not a program's). Any thread.
-    func isFetching(domain: String, path: String) -> Bool {
+    package func isFetching(domain: String, path: String) -> Bool {
         let entries = files.withLock { Array($0.values) }
         return entries.contains { entry in
             entry.downloader.domainName == domain
@@ -101,7 +106,7 @@ final class ProgressiveHydrator: Sendable {
     /// program's accesses): the bytes known present are checked against the file's blocks at
     /// its next access. While a program has the file open nothing can punch it out (eviction
     /// takes a write lease first), so between opens what is known stays true. Any thread.
-    func opened(_ key: FileKey) {
+    package func opened(_ key: FileKey) {
         guard let entry = files.withLock({ $0[key] }) else { return }
         entry.state.withLock { $0.validated = false }
     }
@@ -113,7 +118,7 @@ final class ProgressiveHydrator: Sendable {
     /// once the program wrote, ``modified(_:key:changeTime:downloader:)``).
     /// - Throws: what ``Downloader/fetchRange(_:of:)`` throws; `versionNoLongerAvailable` when
     ///   the item changed meanwhile; what completing throws.
-    func provide(
+    package func provide(
         _ record: ItemRecord, key: FileKey, changeTime: Int64, range: Range<Int64>, downloader: Downloader
     ) async throws(FileProviderError) -> Bool {
         let entry = try await self.entry(for: record, key: key, changeTime: changeTime, downloader: downloader)
@@ -178,7 +183,7 @@ final class ProgressiveHydrator: Sendable {
     /// file this hydrator does not know and the database has no ranges of.
     /// - Throws: what fetching or completing throws (the file stays partially present, marked
     ///   modified; the next access tries again).
-    func modified(_ record: ItemRecord, key: FileKey, changeTime: Int64, downloader: Downloader) async throws(FileProviderError) {
+    package func modified(_ record: ItemRecord, key: FileKey, changeTime: Int64, downloader: Downloader) async throws(FileProviderError) {
         let entry = try await self.entry(for: record, key: key, changeTime: changeTime, downloader: downloader)
         let waits = entry.state.withLock { state -> [Task<Void, any Error>] in
             state.modified = true
@@ -445,7 +450,7 @@ final class ProgressiveHydrator: Sendable {
     }
 
     /// The change time of a `stat` result, in nanoseconds.
-    static func changeTime(_ status: stat) -> Int64 {
+    package static func changeTime(_ status: stat) -> Int64 {
         Int64(status.st_ctim.tv_sec) &* 1_000_000_000 &+ Int64(status.st_ctim.tv_nsec)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ProviderCore
+import ProviderEngine
 import ProviderStore
 
 /// Learns when programs read the dataless files of one folder one after another (a build,
