@@ -18,7 +18,7 @@ public struct CacheSettings: Codable, Hashable, Sendable {
     /// Reads the settings. A value that is not a byte count (written by hand, or by a newer
     /// version) counts as not set, with a notice saying so.
     /// - Throws: `localIOFailure` when the database fails.
-    package static func load(from store: MetadataStore) throws(FileProviderError) -> (settings: CacheSettings, notices: [String]) {
+    static func load(from store: MetadataStore) throws(FileProviderError) -> (settings: CacheSettings, notices: [String]) {
         var notices: [String] = []
         func bytes(_ key: String) throws(FileProviderError) -> Int64? {
             guard let text = try store.setting(key) else { return nil }

@@ -25,7 +25,7 @@ public final class DomainController: Sendable {
     /// Reads the records commands act on: at the paths they name, and subtrees a page at a time.
     let reader: RecordReader
     /// Downloads files into the replica: materialize, sync's due downloads, conflicts.
-    package let downloader: Downloader
+    let downloader: Downloader
     /// Records when files were used (a `materialize` counts), for least-recently-used eviction.
     public let useRecorder: UseRecorder
     /// The sync lock across processes and the tree lock in this one.

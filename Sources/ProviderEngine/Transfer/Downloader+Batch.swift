@@ -4,7 +4,7 @@ import ProviderStore
 
 extension Downloader {
     /// Files smaller than this, without a checkpoint, are downloaded in batches.
-    package static let batchableSize: Int64 = 1 << 20
+    static let batchableSize: Int64 = 1 << 20
     /// The most files in one batch.
     static let batchFiles = 64
     /// The most bytes in one batch (by the sizes the store gave).

@@ -16,7 +16,7 @@ extension Downloader {
     /// partly present, emptied, replaced) is left alone. A failure leaves each file as it was
     /// (``restoreDataless(atPath:size:)``). Never cut short once the backend was called.
     /// Returns each record's outcome, in order: its record as filled, or the error.
-    package func fillInPlace(batch records: [ItemRecord]) async -> [Result<ItemRecord, FileProviderError>] {
+    func fillInPlace(batch records: [ItemRecord]) async -> [Result<ItemRecord, FileProviderError>] {
         guard !records.isEmpty else { return [] }
         let (replica, space, store, domainID) = (self.replica, self.space, self.store, self.domainID)
         let staging = replica.staging.path

@@ -21,7 +21,7 @@ extension Downloader {
     ///   `fileWriteOutOfSpace` when it does not fit beside the reserve; what the backend
     ///   throws; `corruptData` when the store sent another size than it announced, or bytes that
     ///   do not match the content hash it sent.
-    package func fillInPlace(_ record: ItemRecord) async throws(FileProviderError) -> ItemRecord {
+    func fillInPlace(_ record: ItemRecord) async throws(FileProviderError) -> ItemRecord {
         let key = ItemIdentifier("fill:" + record.identifier.rawValue)
         let task = fills.withLock { map -> Task<ItemRecord, any Error> in
             if let running = map[key] {

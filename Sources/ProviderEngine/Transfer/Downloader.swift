@@ -11,7 +11,7 @@ import ProviderStore
 ///
 /// `materialize`, sync's due downloads, conflict resolution and (later) the on-access handler
 /// all download through it. Safe to use from many tasks at once.
-package final class Downloader: Sendable {
+final class Downloader: Sendable {
     /// The domain, its store, its replica, the database, the executor.
     let context: DomainContext
     var domainID: Int64 { context.domainID }

@@ -75,11 +75,11 @@ package final class ProgressiveHydrator: Sendable {
     private let files = Mutex<[FileKey: Entry]>([:])
     private let logger: Logger
 
-    package init(logger: Logger) { self.logger = logger }
+    init(logger: Logger) { self.logger = logger }
 
     /// Whether bytes `range` of the file `key` are present and its state is current
     /// (`changeTime` is the file's change time now). Any thread; no system call.
-    package func isPresent(_ key: FileKey, range: Range<Int64>, changeTime: Int64) -> Bool {
+    func isPresent(_ key: FileKey, range: Range<Int64>, changeTime: Int64) -> Bool {
         guard let entry = files.withLock({ $0[key] }) else { return false }
         return entry.state.withLock { state in
             // While fetches are in flight the change time moves with this hydrator's own writes:
@@ -94,7 +94,7 @@ package final class ProgressiveHydrator: Sendable {
 
     /// Whether bytes of the file at `path` of `domain` are being fetched (its writes are the
     /// engine's, not a program's). Any thread.
-    package func isFetching(domain: String, path: String) -> Bool {
+    func isFetching(domain: String, path: String) -> Bool {
         let entries = files.withLock { Array($0.values) }
         return entries.contains { entry in
             entry.downloader.domainName == domain
@@ -106,7 +106,7 @@ package final class ProgressiveHydrator: Sendable {
     /// program's accesses): the bytes known present are checked against the file's blocks at
     /// its next access. While a program has the file open nothing can punch it out (eviction
     /// takes a write lease first), so between opens what is known stays true. Any thread.
-    package func opened(_ key: FileKey) {
+    func opened(_ key: FileKey) {
         guard let entry = files.withLock({ $0[key] }) else { return }
         entry.state.withLock { $0.validated = false }
     }
@@ -118,7 +118,7 @@ package final class ProgressiveHydrator: Sendable {
     /// once the program wrote, ``modified(_:key:changeTime:downloader:)``).
     /// - Throws: what ``Downloader/fetchRange(_:of:)`` throws; `versionNoLongerAvailable` when
     ///   the item changed meanwhile; what completing throws.
-    package func provide(
+    func provide(
         _ record: ItemRecord, key: FileKey, changeTime: Int64, range: Range<Int64>, downloader: Downloader
     ) async throws(FileProviderError) -> Bool {
         let entry = try await self.entry(for: record, key: key, changeTime: changeTime, downloader: downloader)
@@ -183,7 +183,7 @@ package final class ProgressiveHydrator: Sendable {
     /// file this hydrator does not know and the database has no ranges of.
     /// - Throws: what fetching or completing throws (the file stays partially present, marked
     ///   modified; the next access tries again).
-    package func modified(_ record: ItemRecord, key: FileKey, changeTime: Int64, downloader: Downloader) async throws(FileProviderError) {
+    func modified(_ record: ItemRecord, key: FileKey, changeTime: Int64, downloader: Downloader) async throws(FileProviderError) {
         let entry = try await self.entry(for: record, key: key, changeTime: changeTime, downloader: downloader)
         let waits = entry.state.withLock { state -> [Task<Void, any Error>] in
             state.modified = true

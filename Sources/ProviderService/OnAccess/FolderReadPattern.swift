@@ -1,5 +1,4 @@
 import Foundation
-import ProviderEngine
 
 /// Tells when programs read the dataless files of one folder one after another (a build,
 /// `grep -r`, `cat *`, a photo viewer), so that ``FolderReadAhead`` fetches the folder's other
