@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "ProviderStore", targets: ["ProviderStore"]),
         .library(name: "ProviderSystem", targets: ["ProviderSystem"]),
         .library(name: "ProviderEngine", targets: ["ProviderEngine"]),
+        .library(name: "ProviderService", targets: ["ProviderService"]),
         .library(name: "ProviderConformance", targets: ["ProviderConformance"]),
         .library(name: "ProviderTesting", targets: ["ProviderTesting"]),
         .library(name: "LocalAdapter", targets: ["LocalAdapter"]),
@@ -54,6 +55,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The long-running side, Apple's fileproviderd: serve, its watchers, the on-access
+        // handler and the eviction loop, over the engine's package-level API.
+        .target(
+            name: "ProviderService",
+            dependencies: [
+                "ProviderCore", "ProviderStore", "ProviderSystem", "ProviderEngine", .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The conformance suite and MemoryBackend: what `fileproviderctl backend test` links.
         .target(name: "ProviderConformance", dependencies: ["ProviderCore"]),
         // Test support that starts real servers on loopback (tests and fixtures only; never the
@@ -96,7 +105,7 @@ let package = Package(
         .executableTarget(
             name: "fileproviderctl",
             dependencies: [
-                "ProviderCore", "ProviderStore", "ProviderEngine", "LocalAdapter", "SFTPAdapter",
+                "ProviderCore", "ProviderStore", "ProviderEngine", "ProviderService", "LocalAdapter", "SFTPAdapter",
                 "MediaAPIAdapter", "WebDAVAdapter", "S3Adapter", "ExternalAdapter", "ProviderConformance", "ProviderSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -132,9 +141,13 @@ let package = Package(
         .testTarget(
             name: "ProviderEngineTests",
             dependencies: [
-                "ProviderEngine", "ProviderStore", "ProviderCore", "ProviderSystem", "ProviderTesting", "LocalAdapter", "SFTPAdapter",
+                "ProviderEngine", "ProviderService", "ProviderStore", "ProviderCore", "ProviderSystem", "ProviderTesting", "LocalAdapter",
+                "SFTPAdapter",
             ]
         ),
+        // The service's logic through fakes: no root, no fanotify, no servers.
+        .testTarget(
+            name: "ProviderServiceTests", dependencies: ["ProviderService", "ProviderEngine", "ProviderStore", "ProviderCore"]),
         .testTarget(
             name: "LocalAdapterTests", dependencies: ["LocalAdapter", "ProviderCore", "ProviderTesting"]
         ),

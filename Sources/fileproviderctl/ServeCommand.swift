@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import ProviderCore
 import ProviderEngine
+import ProviderService
 
 #if canImport(Glibc)
     import Glibc

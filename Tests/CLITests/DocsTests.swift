@@ -157,6 +157,7 @@ import Testing
         for box in boxes { #expect(targets[box] != nil, "the diagram draws \(box), which is no target") }
         let short = [
             "Core": "ProviderCore", "Store": "ProviderStore", "System": "ProviderSystem", "Engine": "ProviderEngine",
+            "Service": "ProviderService",
             "Kit": "AdapterKit", "Conformance": "ProviderConformance", "Testing": "ProviderTesting",
             "CLI": "fileproviderctl", "Adapters": "LocalAdapter",
         ]

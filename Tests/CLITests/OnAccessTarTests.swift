@@ -51,7 +51,7 @@ struct OnAccessTarTests {
     }
 
     /// Past the fill-on-open limit, in a progressive domain: tar's open waits until the file is
-    /// whole (`OnAccessHandler.wholeFileReaders`), so it exits 0; it used to say "file changed
+    /// whole (`OnAccessRequests.wholeFileReaders`), so it exits 0; it used to say "file changed
     /// as we read it" (exit 1) and `tar --sparse` archived zeros after the first chunk.
     @Test(arguments: [ServedDomain.Store.local, .sftp])
     func aLargeFileNeverDownloadedToo(_ kind: ServedDomain.Store) async throws {

@@ -172,7 +172,7 @@ struct ProgressiveHydrationTests {
     }
 
     @Test func aPartlyPresentFileEvictedWhileServedIsFetchedAgainNeverReadAsZeros() async throws {
-        // Past OnAccessHandler.fillOnOpenLimit: a smaller file is filled whole when opened.
+        // Past OnAccessRequests.fillOnOpenLimit: a smaller file is filled whole when opened.
         let size = 24 * Self.mebibyte
         let (store, domain) = try await Self.progressiveDomain(.local, file: "part.bin", bytes: size)
         try await domain.startServe(["--log-level", "debug"])

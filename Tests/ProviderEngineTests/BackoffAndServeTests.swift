@@ -1,6 +1,7 @@
 import Foundation
 import ProviderCore
 import ProviderEngine
+import ProviderService
 import ProviderStore
 import ProviderSystem
 import ProviderTesting

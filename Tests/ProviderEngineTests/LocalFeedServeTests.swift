@@ -2,6 +2,7 @@ import Foundation
 import LocalAdapter
 import Logging
 import ProviderCore
+import ProviderService
 import ProviderStore
 import ProviderTesting
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import ProviderCore
+import ProviderService
 import ProviderStore
 import ProviderTesting
 import Testing

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ProviderCore
 import ProviderEngine
+import ProviderService
 import ProviderStore
 import ProviderSystem
 import ProviderTesting

@@ -58,7 +58,7 @@ public final class Evictor: Sendable {
         self.init(manager: manager, domains: domains, waitForLocks: waitForLocks, method: .lease, logger: logger)
     }
 
-    init(manager: ProviderManager, domains: [String]?, waitForLocks: Bool, method: ExclusiveFile.Method, logger: Logger?) {
+    package init(manager: ProviderManager, domains: [String]?, waitForLocks: Bool, method: ExclusiveFile.Method, logger: Logger?) {
         self.manager = manager
         self.domains = domains
         self.waitForLocks = waitForLocks

@@ -96,6 +96,6 @@ extension ProviderManager {
     /// Asks the eviction loop of a `serve` running in this process for a pass soon (after a
     /// download, say); nothing happens without one. Any thread; never blocks.
     public func requestEviction() {
-        evictionWakeup.withLock { $0 }?.signal(.local)
+        evictionWakeup.withLock { $0 }?()
     }
 }

@@ -12,7 +12,7 @@ public final class ProviderManager: Sendable {
     public let home: URL
     public let store: MetadataStore
     public let registry: BackendRegistry
-    let executor: BlockingExecutor
+    package let executor: BlockingExecutor
     let logger: Logger
     /// How long a domain waits after failures that back it off (see ``BackoffPolicy``).
     public let backoffPolicy: BackoffPolicy
@@ -24,10 +24,10 @@ public final class ProviderManager: Sendable {
     /// second and when the manager closes. The on-access handler and `serve`'s watcher feed it.
     public let useRecorder: UseRecorder
     /// Told of the dataless folders syncs make (`serve` marks them at once).
-    let newDatalessFolders = NewDatalessFolders()
-    /// The wake-up of the eviction loop of a `serve` running in this process, if any (see
-    /// ``requestEviction()``).
-    let evictionWakeup = Mutex<Wakeup?>(nil)
+    package let newDatalessFolders = NewDatalessFolders()
+    /// Wakes the eviction loop of a `serve` running in this process, if any (see
+    /// ``requestEviction()``); the loop sets it while it runs.
+    package let evictionWakeup = Mutex<(@Sendable () -> Void)?>(nil)
     /// Records a replica conversion reads from the database at once (tests make it small).
     let conversionPage = Mutex(4_096)
 
@@ -445,12 +445,12 @@ public final class ProviderManager: Sendable {
     /// Runs a short blocking step (database, folders) on the engine's executor, never on the
     /// cooperative pool, also when the task is cancelled (as the same step run inline would).
     /// - Throws: what `body` throws.
-    func blocking<T: Sendable>(_ body: @escaping @Sendable () throws(FileProviderError) -> T) async throws(FileProviderError) -> T {
+    package func blocking<T: Sendable>(_ body: @escaping @Sendable () throws(FileProviderError) -> T) async throws(FileProviderError) -> T {
         try await executor.runEvenIfCancelled { () throws -> T in try body() }
     }
 
     /// The controller of a domain if one was made already, else `nil` (never makes one).
-    func loadedController(for name: String) -> DomainController? {
+    package func loadedController(for name: String) -> DomainController? {
         controllers.withLock { $0[name] }
     }
 

@@ -221,7 +221,7 @@ public struct Replica: Sendable {
     /// The fingerprint of a path (not following a final symlink), or `nil` when nothing is there.
     /// A file time in nanoseconds since 1970; a time past what 64 bits hold (after 2262 or
     /// before 1678: `touch` can set one) is held at the limit, never an overflow.
-    static func nanoseconds(_ time: timespec) -> Int64 {
+    package static func nanoseconds(_ time: timespec) -> Int64 {
         let (seconds, overflow) = Int64(time.tv_sec).multipliedReportingOverflow(by: 1_000_000_000)
         if overflow { return time.tv_sec < 0 ? .min : .max }
         let (total, over) = seconds.addingReportingOverflow(Int64(time.tv_nsec))

@@ -1,13 +1,13 @@
 import Foundation
 
 /// A value behind a lock, for state shared between tasks and threads.
-final class Mutex<Value>: @unchecked Sendable {
+package final class Mutex<Value>: @unchecked Sendable {
     private var value: Value
     private let lock = NSLock()
 
-    init(_ value: Value) { self.value = value }
+    package init(_ value: Value) { self.value = value }
 
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+    package func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
         lock.lock()
         defer { lock.unlock() }
         return try body(&value)
@@ -15,7 +15,7 @@ final class Mutex<Value>: @unchecked Sendable {
 
     /// Puts `replacement` in and returns the value it replaces, which the caller then holds
     /// alone (an array taken out can be changed in place, not copied first).
-    func exchange(_ replacement: Value) -> Value {
+    package func exchange(_ replacement: Value) -> Value {
         withLock { value in
             defer { value = replacement }
             return value
@@ -63,11 +63,13 @@ final class AsyncLock: Sendable {
 }
 
 /// A one-time event a thread signals and tasks wait for: a watcher thread's end.
-final class Latch: Sendable {
+package final class Latch: Sendable {
+    package init() {}
+
     private let state = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     /// Signals the event and wakes every waiter. Any thread.
-    func open() {
+    package func open() {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.done = true
             defer { state.waiters = [] }
@@ -77,7 +79,7 @@ final class Latch: Sendable {
     }
 
     /// Returns once the event has happened.
-    func wait() async {
+    package func wait() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = state.withLock { state -> Bool in
                 if state.done { return true }

@@ -8,15 +8,15 @@ import Foundation
 ///
 /// One per ``ProviderManager``; without `serve` nobody listens. Any thread; the listener runs on
 /// the thread that tells it (an engine thread: it makes kernel calls) and must not block.
-final class NewDatalessFolders: Sendable {
+package final class NewDatalessFolders: Sendable {
     /// Told the domain's name, the folders' relative paths, and whether they are dataless
     /// (just made) or populated (made dataless earlier in the same sync).
-    typealias Listener = @Sendable (_ domain: String, _ paths: [String], _ dataless: Bool) -> Void
+    package typealias Listener = @Sendable (_ domain: String, _ paths: [String], _ dataless: Bool) -> Void
 
     private let listener = Mutex<Listener?>(nil)
 
     /// Sets (or, with `nil`, removes) the listener.
-    func listen(_ body: Listener?) { listener.withLock { $0 = body } }
+    package func listen(_ body: Listener?) { listener.withLock { $0 = body } }
 
     /// Whether anyone listens (a caller may then skip a hop to an engine thread).
     var isListening: Bool { listener.withLock { $0 != nil } }
@@ -26,7 +26,7 @@ final class NewDatalessFolders: Sendable {
 
     /// Says that `paths` of `domain`, made dataless earlier in the same sync, are populated now.
     /// Blocking (briefly).
-    func filled(domain: String, paths: [String]) { tell(domain, paths, dataless: false) }
+    package func filled(domain: String, paths: [String]) { tell(domain, paths, dataless: false) }
 
     private func tell(_ domain: String, _ paths: [String], dataless: Bool) {
         guard !paths.isEmpty, let body = listener.withLock({ $0 }) else { return }

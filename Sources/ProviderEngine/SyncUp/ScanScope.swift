@@ -53,25 +53,25 @@ public final class ChangedFolders: Sendable {
     public init() {}
 
     /// The entries of the folder at `path` changed (a file made, written, removed, moved).
-    func folderChanged(_ path: String) {
+    package func folderChanged(_ path: String) {
         state.withLock { $0.scope.formUnion(ScanScope(everything: false, folders: [path], trees: [])) }
     }
 
     /// A folder appeared at `path` (made, or moved in), and so did the entry in its parent.
-    func treeAppeared(_ path: String) {
+    package func treeAppeared(_ path: String) {
         let parent = RelativePath(path).parent
         state.withLock { $0.scope.formUnion(ScanScope(everything: false, folders: [parent], trees: [path])) }
     }
 
     /// Changes may have been missed (the kernel dropped events): the next sync compares
     /// everything.
-    func everythingChanged() {
+    package func everythingChanged() {
         state.withLock { $0.scope = .all }
     }
 
     /// Some folders could not be watched (the inotify watch limit): every sync compares
     /// everything from now on.
-    func watchesIncomplete() {
+    package func watchesIncomplete() {
         state.withLock {
             $0.watchesComplete = false
             $0.scope = .all
@@ -79,7 +79,7 @@ public final class ChangedFolders: Sendable {
     }
 
     /// Called by the watcher that reports to this object, once it watches every folder.
-    func watched(by catchUp: @escaping @Sendable () async -> Bool) {
+    package func watched(by catchUp: @escaping @Sendable () async -> Bool) {
         self.catchUp.withLock { $0 = catchUp }
     }
 

@@ -26,11 +26,16 @@ import ProviderStore
 /// this hydrator last saw. Any other change time sends the read through the database: the same
 /// item at the same content version keeps what is known (the change was a fetch of its own or a
 /// program's write, which `FAN_MODIFY` reports); a new version or another item starts afresh.
-final class ProgressiveHydrator: Sendable {
+package final class ProgressiveHydrator: Sendable {
     /// A file's identity on its file system.
-    struct FileKey: Hashable, Sendable {
-        let device: UInt64
-        let inode: UInt64
+    package struct FileKey: Hashable, Sendable {
+        package let device: UInt64
+        package let inode: UInt64
+
+        package init(device: UInt64, inode: UInt64) {
+            self.device = device
+            self.inode = inode
+        }
     }
 
     /// What is known of one partially present file.
@@ -445,7 +450,7 @@ final class ProgressiveHydrator: Sendable {
     }
 
     /// The change time of a `stat` result, in nanoseconds.
-    static func changeTime(_ status: stat) -> Int64 {
+    package static func changeTime(_ status: stat) -> Int64 {
         Int64(status.st_ctim.tv_sec) &* 1_000_000_000 &+ Int64(status.st_ctim.tv_nsec)
     }
 }

@@ -14,7 +14,7 @@ import ProviderSystem
 extension Replica {
     /// The extended attribute that makes a file dataless: a format byte and the hash of its
     /// item's identifier (9 bytes, inside any ext4 inode).
-    static let datalessAttribute = "user.fileprovider.dataless"
+    package static let datalessAttribute = "user.fileprovider.dataless"
     private static let datalessFormat: UInt8 = 1
     /// The format byte of a dataless file whose fill began (``markFilling(atPath:_:)``).
     private static let fillingFormat: UInt8 = 2
@@ -29,13 +29,13 @@ extension Replica {
 
     /// The identifier key of the dataless file open as `fd`, or `nil` when it is not one.
     /// Blocking.
-    static func datalessKey(ofDescriptor fd: Int32) -> UInt64? {
+    package static func datalessKey(ofDescriptor fd: Int32) -> UInt64? {
         datalessState(ofDescriptor: fd)?.key
     }
 
     /// The identifier key of the dataless file open as `fd` and whether a fill of it began
     /// (``markFilling(atPath:)``), or `nil` when it is not a dataless file. Blocking.
-    static func datalessState(ofDescriptor fd: Int32) -> (key: UInt64, filling: Bool)? {
+    package static func datalessState(ofDescriptor fd: Int32) -> (key: UInt64, filling: Bool)? {
         var buffer = [UInt8](repeating: 0, count: 16)
         let length = ExtendedAttribute.get(datalessAttribute, of: fd, into: &buffer)
         return decodeDataless(buffer, length: length)

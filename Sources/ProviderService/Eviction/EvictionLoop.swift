@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ProviderCore
+import ProviderEngine
 import ProviderSystem
 
 /// Runs automatic eviction in `serve`: a pass of an ``Evictor`` over the served domains every
@@ -33,7 +34,7 @@ final class EvictionLoop: Sendable {
     /// Runs passes until ``stop()`` or cancellation.
     func run() async {
         let manager = evictor.manager
-        manager.evictionWakeup.withLock { $0 = wakeup }
+        manager.evictionWakeup.withLock { [wakeup] in $0 = { wakeup.signal(.local) } }
         defer { manager.evictionWakeup.withLock { $0 = nil } }
         while !Task.isCancelled {
             do {

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ProviderCore
+import ProviderEngine
 import ProviderSystem
 
 #if canImport(Glibc)

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ProviderCore
+import ProviderEngine
 import ProviderStore
 
 /// Learns when programs read the dataless files of one folder one after another (a build,
@@ -10,15 +11,16 @@ import ProviderStore
 /// within one file.
 ///
 /// ``FolderReadPattern`` says when: a few files of one folder accessed within a short window.
-/// A read-ahead takes the folder's files smaller than ``Downloader/batchableSize`` that are
-/// neither downloaded nor asked for by a program, in name order after the file last asked for
-/// (then the ones before it), and fills them in place in batches of ``batchFiles``
-/// (``Downloader/fillInPlace(batch:)``, a few batches at once). It is bounded: at most
-/// ``FolderReadPattern/Limits/lead`` files ahead of the programs' opens of the folder, at most
-/// ``maxBytes`` per start, and never past the domain's cache budget or the home's (it starts
-/// only within the room they leave, so it never makes eviction drop a file). It stops when the
-/// programs stop (no open or access in the folder for ``FolderReadPattern/Limits/idle``
-/// seconds): no new batch starts; the batches running finish (programs may be waiting on them).
+/// A read-ahead takes the folder's files small enough for a batch that are neither downloaded
+/// nor asked for by a program (``OnAccessResolving/readAheadCandidates(domainID:path:)``), in
+/// name order after the file last asked for (then the ones before it), and fills them in place
+/// in batches of ``batchFiles`` (``OnAccessResolving/fill(batch:domain:)``, a few batches at
+/// once). It is bounded: at most ``FolderReadPattern/Limits/lead`` files ahead of the
+/// programs' opens of the folder, at most ``maxBytes`` per start, and never past the domain's
+/// cache budget or the home's (it starts only within the room they leave, so it never makes
+/// eviction drop a file). It stops when the programs stop (no open or access in the folder for
+/// ``FolderReadPattern/Limits/idle`` seconds): no new batch starts; the batches running finish
+/// (programs may be waiting on them).
 ///
 /// A program that accesses a file a batch is filling waits for that batch (``accessed(domain:domainID:path:program:)``
 /// returns `true` once its file is filled); a file a program asked for is left to the usual
@@ -27,7 +29,8 @@ import ProviderStore
 /// Access rules by program (issue 42) plug in at ``mayReadAhead``: a program a rule limits
 /// (`deny`, `present-only`) never starts a read-ahead; its accesses are not counted.
 ///
-/// Any thread; its work runs in tasks whose blocking parts go through the manager's executor.
+/// Any thread; its work runs in tasks; the engine's side (``OnAccessResolving``) does the
+/// blocking work off the cooperative pool.
 final class FolderReadAhead: Sendable {
     /// Whether the accesses of the process `program` in `domain` may start a read-ahead. The
     /// hook of access rules by program (issue 42): until they exist, every program may.
@@ -57,7 +60,7 @@ final class FolderReadAhead: Sendable {
         var stopping = false
     }
 
-    private let manager: ProviderManager
+    private let engine: any OnAccessResolving
     private let logger: Logger
     private let now: @Sendable () -> Double
     let mayReadAhead: Permission
@@ -65,11 +68,11 @@ final class FolderReadAhead: Sendable {
 
     /// `now`: seconds on a monotonic clock (tests pass their own).
     init(
-        manager: ProviderManager, logger: Logger, limits: FolderReadPattern.Limits = FolderReadPattern.Limits(),
+        engine: any OnAccessResolving, logger: Logger, limits: FolderReadPattern.Limits = FolderReadPattern.Limits(),
         now: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime },
         mayReadAhead: @escaping Permission = { _, _ in true }
     ) {
-        self.manager = manager
+        self.engine = engine
         self.logger = logger
         self.now = now
         self.mayReadAhead = mayReadAhead
@@ -150,10 +153,10 @@ final class FolderReadAhead: Sendable {
         }
         let candidates: [ItemRecord]
         let room: Int64
-        let downloader: Downloader
         do {
-            downloader = try await manager.controller(for: domain).downloader
-            (candidates, room) = try await listing(folder, domain: domain, after: name)
+            let path = folder.path.isEmpty ? name : folder.path + "/" + name
+            let found = try await engine.readAheadCandidates(domainID: folder.domainID, path: path)
+            (candidates, room) = (Self.order(found.files, after: name), found.room)
         } catch {
             logger.warning("\(domain): no read-ahead in \(TerminalText.quoted("/" + folder.path)): \(error.message)")
             return
@@ -190,7 +193,7 @@ final class FolderReadAhead: Sendable {
                 guard !batch.isEmpty else { return .stop(resumable: false) }
                 let keys = batch.map { domain + "/" + $0.path }
                 let task = Task { [self, batch] () -> Set<String> in
-                    let results = await downloader.fillInPlace(batch: batch)
+                    let results = await engine.fill(batch: batch, domain: domain)
                     var done = Set<String>()
                     for (record, result) in zip(batch, results) {
                         switch result {
@@ -234,56 +237,16 @@ final class FolderReadAhead: Sendable {
         for task in running { finish(await task.value) }
         if filled > 0 {
             outcome = "\(filled) files (\(bytes) bytes) in \(String(format: "%.2f", now() - started)) s"
-            manager.requestEviction()
+            engine.requestEviction()
         }
         logger.info("\(domain): read ahead in \(TerminalText.quoted("/" + folder.path)): \(outcome)")
     }
 
-    /// The folder's files a read-ahead may take (files smaller than
-    /// ``Downloader/batchableSize``, not downloaded), in name order after `name`, then the ones
-    /// before it; and the bytes the cache budgets leave room for (`Int64.max` without one).
-    /// - Throws: `localIOFailure` when the database cannot be read.
-    private func listing(_ folder: FolderReadPattern.Folder, domain: String, after name: String) async throws(FileProviderError)
-        -> ([ItemRecord], Int64)
-    {
-        let store = manager.store
-        let path = folder.path.isEmpty ? name : folder.path + "/" + name
-        let domainID = folder.domainID
-        let found = try await manager.executor.run { try Self.listing(store, domainID: domainID, path: path, after: name) }
-        return found
-    }
-
-    /// ``listing(_:domain:after:)``'s reads, for the file at `path`. Blocking.
-    /// - Throws: `localIOFailure` when the database cannot be read.
-    private static func listing(_ store: MetadataStore, domainID: Int64, path: String, after name: String) throws(FileProviderError)
-        -> ([ItemRecord], Int64)
-    {
-        guard let file = try store.item(domainID: domainID, path: path) else { return ([], 0) }
-        let children = try store.children(domainID: domainID, parent: file.parentIdentifier)
-            .filter { $0.kind == .file && $0.state != .materialized && $0.size >= 0 && $0.size < Downloader.batchableSize }
-            .sorted { $0.filename < $1.filename }
-        let split = children.firstIndex { $0.filename > name } ?? children.endIndex
-        return (Array(children[split...] + children[..<split]), try room(store, domainID: domainID))
-    }
-
-    /// The bytes the domain's cache budget and the home's leave free (`Int64.max` without
-    /// either). Blocking.
-    /// - Throws: `localIOFailure` when the database cannot be read.
-    private static func room(_ store: MetadataStore, domainID: Int64) throws(FileProviderError) -> Int64 {
-        var room = Int64.max
-        let domains = try store.domains()
-        if let budget = domains.first(where: { $0.id == domainID })?.cacheBudget {
-            let used = try store.cacheUsage(domainID: domainID).total
-            room = max(0, budget - used)
-        }
-        guard let budget = try CacheSettings.load(from: store).settings.cacheBudget else { return room }
-        var used: Int64 = 0
-        for domain in domains {
-            guard let id = domain.id else { continue }
-            let usage = try store.cacheUsage(domainID: id).total
-            let (sum, overflow) = used.addingReportingOverflow(usage)
-            used = overflow ? .max : sum
-        }
-        return min(room, max(0, budget - used))
+    /// `files` (a folder's) in name order after `name`, then the ones before it: the order a
+    /// program reading the folder file after file asks for them.
+    static func order(_ files: [ItemRecord], after name: String) -> [ItemRecord] {
+        let sorted = files.sorted { $0.filename < $1.filename }
+        let split = sorted.firstIndex { $0.filename > name } ?? sorted.endIndex
+        return Array(sorted[split...] + sorted[..<split])
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ProviderCore
+import ProviderEngine
 import ProviderStore
 import ProviderSystem
 

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ProviderCore
+import ProviderEngine
 import ProviderStore
 
 /// `serve`'s background population of a domain's dataless folders: once the domain's first
