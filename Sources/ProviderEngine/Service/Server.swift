@@ -70,6 +70,8 @@ public final class Server: Sendable {
     /// Fetches the files of dataless domains when programs access them; `nil` when no domain
     /// is dataless.
     private let onAccess = Mutex<OnAccessHandler?>(nil)
+    /// The FUSE domains' mounts (``FUSEReplicaMount``).
+    private let fuseMounts = Mutex<[FUSEReplicaMount]>([])
     /// Automatic eviction of the served domains (see ``Evictor``).
     private let eviction: EvictionLoop
 
@@ -118,7 +120,10 @@ public final class Server: Sendable {
         await startPopulatingOnOpen(records)
         do {
             try await startOnAccess(records)
+            let mounts = try await FUSEReplicaMount.mountAll(records, manager: manager, logger: logger)
+            fuseMounts.withLock { $0 = mounts }
         } catch {
+            await onAccess.withLock { $0 }?.stop()
             manager.newDatalessFolders.listen(nil)
             await datalessWatcher.withLock { $0 }?.stop()
             throw error
@@ -172,6 +177,7 @@ public final class Server: Sendable {
         if alreadyStopping { signalStop() } else { ready() }
         await task.value
         await onAccess.withLock { $0 }?.stop()
+        await FUSEReplicaMount.unmountAll(fuseMounts.exchange([]))
         await watcher?.stop()
         manager.newDatalessFolders.listen(nil)
         await datalessWatcher.withLock { $0 }?.stop()
@@ -378,6 +384,7 @@ public final class Server: Sendable {
                 state.markedFolders = folders
             }
             for notice in report.notices { logger.warning("\(notice)") }
+            await fuseMounts.withLock { $0 }.first { $0.domain == name }?.refresh()
             state.populationDue = true
             if !report.pendingLocal.isEmpty {
                 state.settleRecheck = Date().addingTimeInterval(options.settleSeconds + 0.05)
