@@ -126,6 +126,25 @@ struct FUSEReplicaTests {
         await store.stop()
     }
 
+    // The on-access tests that are not about fanotify itself, through FUSE (OnAccessTests runs
+    // them through fanotify).
+
+    @Test func aStoreThatIsDownFailsTheReadWithEIOAndTheNextReadAfterItIsBackWorks() async throws {
+        try await OnAccessTests.aStoreThatIsDownFailsTheReadWithEIO(.fuse)
+    }
+
+    @Test func evictionGivesTheBlocksBackAndTheNextReadFetchesAgainPinnedAndEditedFilesRefuse() async throws {
+        try await OnAccessTests.evictionGivesTheBlocksBack(.fuse)
+    }
+
+    @Test func aServedDomainIsNotRemovedUntilServeStops() async throws {
+        try await OnAccessTests.aServedDomainIsNotRemoved(.fuse)
+    }
+
+    @Test func aFileMovedAndReadBeforeTheNextSyncIsFetchedFromItsNewPlace() async throws {
+        try await OnAccessTests.aFileMovedAndReadIsFetched(.fuse)
+    }
+
     @Test func anOrdinaryUserAddsServesAndReadsWithoutAnyCapability() async throws {
         let user = "fpk-fuse"
         if getpwnam(user) == nil {

@@ -47,8 +47,8 @@ final class ReplicaFetcher: Sendable {
         let key = ProgressiveHydrator.FileKey(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
         let changeTime = ProgressiveHydrator.changeTime(status)
         if hydrator.isPresent(key, range: range, changeTime: changeTime) { return }
-        guard let mark = Replica.datalessKey(ofDescriptor: descriptor) else { return }
-        let record = try item(path, key: mark)
+        guard Replica.datalessKey(ofDescriptor: descriptor) != nil else { return }
+        let record = try item(path, descriptor: descriptor)
         let (manager, hydrator, hydration, domain) = (self.manager, self.hydrator, self.hydration, self.domain)
         try Self.wait { () async throws(FileProviderError) in
             let controller = try await manager.controller(for: domain)
@@ -57,7 +57,7 @@ final class ReplicaFetcher: Sendable {
                     _ = try await hydrator.provide(
                         record, key: key, changeTime: changeTime, range: range, downloader: controller.downloader)
                     return
-                } catch where error.code == .notSupported {
+                } catch  where error.code == .notSupported {
                     // The store turned out to have no ranged reads: the whole file.
                 }
             }
@@ -77,10 +77,10 @@ final class ReplicaFetcher: Sendable {
         var status = stat()
         guard fstat(descriptor, &status) == 0, Replica.datalessKey(ofDescriptor: descriptor) != nil else { return }
         try provide(path, descriptor: descriptor, range: 0..<Int64(status.st_size))
-        guard let mark = Replica.datalessKey(ofDescriptor: descriptor) else { return }
+        guard Replica.datalessKey(ofDescriptor: descriptor) != nil else { return }
         // Every byte is there but the file could not be completed (another program has it open
         // for writing): completed as a local edit, as fanotify's handler does for a write.
-        let record = try item(path, key: mark)
+        let record = try item(path, descriptor: descriptor)
         let key = ProgressiveHydrator.FileKey(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
         let (manager, hydrator, domain) = (self.manager, self.hydrator, self.domain)
         let changeTime = ProgressiveHydrator.changeTime(status)
@@ -100,6 +100,14 @@ final class ReplicaFetcher: Sendable {
         }
         hydrator.forget { $0.path == path }
         logger.info("\(domain): \(TerminalText.quoted(path)) emptied through the mount; no download needed")
+    }
+
+    /// Records why a fetch of the item at `path` failed, as its last error (`why` shows it).
+    func recordFailure(_ error: FileProviderError, path: String) {
+        let store = manager.store
+        guard var record = try? store.item(domainID: domainID, path: path) else { return }
+        record.lastError = "fetch on access failed: \(error.message)"
+        _ = try? store.apply(domainID: domainID, upserts: [record], deletions: [])
     }
 
     /// Writes the items of the folder at `path` to the backing folder when the database says it
@@ -125,17 +133,33 @@ final class ReplicaFetcher: Sendable {
         return populated ?? false
     }
 
-    /// The item the database knows at `path`, whose identifier matches the file's mark `key`.
-    /// - Throws: `noSuchItem` when there is none (the file was moved since the last sync, which
-    ///   records the move); `localIOFailure` when the database cannot be read.
-    private func item(_ path: String, key: UInt64) throws(FileProviderError) -> ItemRecord {
-        guard let record = try manager.store.item(domainID: domainID, path: path),
-            PlaceholderOwner.key(record.identifier.rawValue) == key
-        else {
+    /// The item the database knows at `path`, whose identifier matches the mark of the dataless
+    /// file open as `descriptor`. When none does, the file was moved or renamed since the last
+    /// sync: a sync records the move first (as fanotify's handler does), then the item is at
+    /// `path` (and the file may carry the item's new identifier, where the store names items by
+    /// path).
+    /// - Throws: `noSuchItem` when there is none even then; `localIOFailure` when the database
+    ///   cannot be read.
+    private func item(_ path: String, descriptor: Int32) throws(FileProviderError) -> ItemRecord {
+        if let record = try recorded(path, descriptor: descriptor) { return record }
+        logger.info("\(domain): \(TerminalText.quoted(path)): moved since the last sync; syncing before fetching it")
+        let (manager, domain) = (self.manager, self.domain)
+        try? Self.wait { () async throws(FileProviderError) in
+            _ = try await manager.controller(for: domain).sync(upload: true)
+        }
+        guard let record = try recorded(path, descriptor: descriptor) else {
             throw FileProviderError(
                 .noSuchItem, "no item is recorded at \(path) for this file (moved since the last sync?); it is fetched once sync records it"
             )
         }
+        return record
+    }
+
+    /// The item at `path` if its identifier matches the mark of the file open as `descriptor`.
+    private func recorded(_ path: String, descriptor: Int32) throws(FileProviderError) -> ItemRecord? {
+        guard let record = try manager.store.item(domainID: domainID, path: path),
+            PlaceholderOwner.key(record.identifier.rawValue) == Replica.datalessKey(ofDescriptor: descriptor)
+        else { return nil }
         return record
     }
 

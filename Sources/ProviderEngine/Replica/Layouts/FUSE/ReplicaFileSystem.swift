@@ -94,6 +94,7 @@ final class ReplicaFileSystem: FUSEFileSystem {
     private func failure(_ error: FileProviderError, _ path: String, _ requester: FUSERequester) -> FUSEError {
         logger.error(
             "\(fetcher.domain): \(TerminalText.quoted(path)): not fetched for process \(requester.processIdentifier): \(error.message)")
+        fetcher.recordFailure(error, path: path)
         return error.code == .fileWriteOutOfSpace ? .noSpace : .ioError
     }
 
