@@ -25,7 +25,7 @@ struct DomainAddCommand: AsyncParsableCommand {
             tar, which is given whole files) skip what is not downloaded and get zeros: \
             materialize first.
                 fuse             a FUSE mount (libfuse 3, fusermount3): any user, any kernel with \
-            FUSE, no holes; every access goes through serve.
+            FUSE, no holes; a read the kernel has not cached goes through serve.
                 auto             (the default) fanotify where it can work, else fuse; 'domain add' \
             and 'domain show' say which and why.
 

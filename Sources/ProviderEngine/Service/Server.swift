@@ -147,7 +147,10 @@ public final class Server: Sendable {
                     guard let writes = manager.loadedController(for: name)?.finishedWrites else { return }
                     if let modificationNanos { writes.finished(path, modificationNanos: modificationNanos) } else { writes.writing(path) }
                 },
-                isEngineWriting: { [onAccess] path in onAccess.withLock { $0 }?.isFilling(domain: name, path: path) ?? false },
+                isEngineWriting: { [onAccess, fuseMounts] path in
+                    onAccess.withLock { $0 }?.isFilling(domain: name, path: path) ?? false
+                        || fuseMounts.withLock { $0 }.contains { $0.domain == name && $0.isFilling(path) }
+                },
                 opened: opened, changes: changedFolders[name] ?? ChangedFolders())
         }
         var watcher: ServeWatcher?

@@ -24,6 +24,8 @@ final class ReplicaFetcher: Sendable {
     let hydration: Hydration
     let hydrator: ProgressiveHydrator
     let logger: Logger
+    /// The files (relative paths) being fetched now: their writes are the engine's.
+    private let filling = Mutex<[String: Int]>([:])
     /// The longest a listing waits for its folder to be populated (then it lists what is on
     /// disk), as ``DatalessWatcher/holdLimit``.
     static let populateLimit = 30.0
@@ -50,6 +52,8 @@ final class ReplicaFetcher: Sendable {
         guard Replica.datalessKey(ofDescriptor: descriptor) != nil else { return }
         let record = try item(path, descriptor: descriptor)
         let (manager, hydrator, hydration, domain) = (self.manager, self.hydrator, self.hydration, self.domain)
+        startFilling(path)
+        defer { stopFilling(path) }
         try Self.wait { () async throws(FileProviderError) in
             let controller = try await manager.controller(for: domain)
             if hydration == .progressive {
@@ -57,7 +61,7 @@ final class ReplicaFetcher: Sendable {
                     _ = try await hydrator.provide(
                         record, key: key, changeTime: changeTime, range: range, downloader: controller.downloader)
                     return
-                } catch  where error.code == .notSupported {
+                } catch where error.code == .notSupported {
                     // The store turned out to have no ranged reads: the whole file.
                 }
             }
@@ -65,6 +69,21 @@ final class ReplicaFetcher: Sendable {
         }
         manager.useRecorder.used(domainID: domainID, path: path)
         manager.requestEviction()
+    }
+
+    /// Whether the file at `path` (relative) is being fetched now: what `serve`'s watcher sees
+    /// written there is the engine's, not a program's. Any thread.
+    func isFilling(_ path: String) -> Bool {
+        filling.withLock { $0[path] != nil } || hydrator.isFetching(domain: domain, path: path)
+    }
+
+    private func startFilling(_ path: String) { filling.withLock { $0[path, default: 0] += 1 } }
+
+    private func stopFilling(_ path: String) {
+        filling.withLock { filling in
+            let count = (filling[path] ?? 1) - 1
+            filling[path] = count > 0 ? count : nil
+        }
     }
 
     /// Makes the dataless file at `path` whole before a program changes it (opens it for
@@ -84,6 +103,8 @@ final class ReplicaFetcher: Sendable {
         let key = ProgressiveHydrator.FileKey(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
         let (manager, hydrator, domain) = (self.manager, self.hydrator, self.domain)
         let changeTime = ProgressiveHydrator.changeTime(status)
+        startFilling(path)
+        defer { stopFilling(path) }
         try Self.wait { () async throws(FileProviderError) in
             let controller = try await manager.controller(for: domain)
             try await hydrator.modified(record, key: key, changeTime: changeTime, downloader: controller.downloader)
