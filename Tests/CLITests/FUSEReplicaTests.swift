@@ -60,14 +60,15 @@ struct FUSEReplicaTests {
         let temp = try TemporaryFolder()
         let store = try await OnAccessTests.StoreUnderTest(.local, temp: temp)
         var files: [String: Data] = [:]
-        for index in 0..<4 { files["big\(index).bin"] = patterned(24 << 20, seed: UInt64(200 + index)) }
+        // One file never read per round, and one for the last serve.
+        for index in 0...20 { files["big\(index).bin"] = patterned(4 << 20, seed: UInt64(200 + index)) }
         let domain = try await ServedDomain(
             temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: files, layout: .fuse)
-        for round in 0..<3 {
+        for round in 0..<20 {
             try await domain.startServe()
             let path = domain.replica + "/big\(round).bin"
             let copy = temp.url.appendingPathComponent("copy\(round)").path
-            // The reader copies the file 64 KiB at a time, slowly (about 4 s for the file), and
+            // The reader copies the file 64 KiB at a time, slowly (about 1.3 s for the file), and
             // serve is killed once it has started: it must stop at an error, and what it wrote
             // must be the store's bytes as far as it got.
             let slowCopy = """
@@ -79,7 +80,7 @@ struct FUSEReplicaTests {
                             break
                         out.write(chunk)
                         out.flush()
-                        time.sleep(0.01)
+                        time.sleep(0.02)
                 """
             async let reader = runProgram(["python3", "-c", slowCopy, path, copy], timeout: 120)
             _ = await waitUntil(timeout: 10) { (fileStatus(copy)?.st_size ?? 0) > 0 }
@@ -96,7 +97,7 @@ struct FUSEReplicaTests {
         }
         // A new serve mounts again (detaching a dead mount left by fusermount3), and serves.
         try await domain.startServe()
-        let again = try await runProgram(["cmp", domain.replica + "/big3.bin", store.folder + "/big3.bin"], timeout: 120)
+        let again = try await runProgram(["cmp", domain.replica + "/big20.bin", store.folder + "/big20.bin"], timeout: 120)
         #expect(again.succeeded, "after restarts: \(again)")
         try await domain.stopServe()
         await store.stop()
