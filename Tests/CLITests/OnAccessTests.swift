@@ -251,12 +251,18 @@ struct OnAccessTests {
         let temp = try TemporaryFolder()
         let store = try await StoreUnderTest(.sftp, temp: temp)
         let contents = patterned(200_000, seed: 7)
+        let kept = patterned(300_000, seed: 17)
         let domain = try await ServedDomain(
-            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: ["doc.bin": contents],
-            layout: layout)
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options,
+            files: ["doc.bin": contents, "kept.bin": kept], layout: layout)
         try await domain.startServe()
+        // Read once while the store is up: downloaded, it reads while the store is down.
+        let before = try await runProgram(["cat", domain.replica + "/kept.bin"], timeout: 120)
+        #expect(before.succeeded && before.output == kept, "\(before)")
         let ssh = try #require(store.ssh)
         await ssh.stopped()
+        let offline = try await runProgram(["cat", domain.replica + "/kept.bin"], timeout: 60)
+        #expect(offline.succeeded && offline.output == kept, "a downloaded file while the store is down: \(offline)")
 
         let started = Date()
         let failed = try await runProgram(["cat", domain.replica + "/doc.bin"], timeout: 120)
