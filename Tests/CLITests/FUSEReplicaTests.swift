@@ -127,6 +127,31 @@ struct FUSEReplicaTests {
         await store.stop()
     }
 
+    /// `git` keeps inode numbers in its index: an item shows the same one after a restart of
+    /// `serve` (a new table of inodes) and after a rename through the mount.
+    @Test func anItemKeepsItsInodeNumberAcrossRestartsAndRenames() async throws {
+        let temp = try TemporaryFolder()
+        let store = try await OnAccessTests.StoreUnderTest(.local, temp: temp)
+        let domain = try await ServedDomain(
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options,
+            files: ["a.txt": Data("a\n".utf8), "sub/b.txt": Data("b\n".utf8)], layout: .fuse)
+        try await domain.startServe()
+        let first = try #require(fileStatus(domain.replica + "/sub/b.txt"))
+        let folder = try #require(fileStatus(domain.replica + "/sub"))
+        #expect(first.st_ino > 1 && folder.st_ino > 1 && first.st_ino != folder.st_ino)
+        try await domain.stopServe()
+        try await domain.startServe()
+        #expect(fileStatus(domain.replica + "/sub/b.txt")?.st_ino == first.st_ino, "after a restart of serve")
+        #expect(fileStatus(domain.replica + "/sub")?.st_ino == folder.st_ino)
+        let moved = try await runProgram(["mv", domain.replica + "/sub/b.txt", domain.replica + "/c.txt"])
+        #expect(moved.succeeded, "\(moved)")
+        #expect(fileStatus(domain.replica + "/c.txt")?.st_ino == first.st_ino, "after a rename")
+        let read = try await runProgram(["cat", domain.replica + "/c.txt"])
+        #expect(read.output == Data("b\n".utf8), "\(read)")
+        try await domain.stopServe()
+        await store.stop()
+    }
+
     // The on-access tests that are not about fanotify itself, through FUSE (OnAccessTests runs
     // them through fanotify).
 

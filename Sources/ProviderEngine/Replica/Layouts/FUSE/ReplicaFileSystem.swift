@@ -187,9 +187,9 @@ final class ReplicaFileSystem: FUSEFileSystem {
                 }
                 inodes.addLookup(inode)
             } else {
-                // Not a lookup: an inode the kernel holds keeps its number, others get one that
-                // no lookup hands out (above 2^40).
-                let inode = inodes.existing(names[index], in: folder) ?? (UInt64(status.st_ino) | 1 << 40)
+                // Not a lookup: an inode the kernel holds keeps its number, others show the one a
+                // lookup would give them.
+                let inode = inodes.existing(names[index], in: folder) ?? UInt64(status.st_ino)
                 guard sink.add(name, attributes(inode, status, generation: 0), cookie: UInt64(index + 1)) else { return }
             }
             index += 1

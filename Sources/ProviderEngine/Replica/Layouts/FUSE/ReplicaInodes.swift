@@ -10,6 +10,13 @@ import Foundation
 /// drops it), so the table is as small as the kernel's cache of the mount, whatever the size of
 /// the domain. A renamed item keeps its number.
 ///
+/// The number is the backing file's inode number, so an item has the same one however often
+/// the kernel forgets and looks it up again, and across restarts of `serve` (`git` keeps inode
+/// numbers in its index; a new one makes it read the file again). A file the engine replaces (a
+/// new version, an eviction) is another backing file, but keeps the number the kernel holds,
+/// with a new generation. Where that number is taken (a number reused by the backing file
+/// system while the kernel still holds a removed file's) or is 1, a number from 2^40 up is used.
+///
 /// Each entry remembers what the backing file was when the kernel was last told (its inode in
 /// the backing folder, size, modification time), so that after a sync ``changes()`` finds what
 /// changed behind the kernel's back. Any thread.
@@ -54,7 +61,8 @@ final class ReplicaInodes: Sendable {
     private struct Table {
         var nodes: [UInt64: Node] = [1: Node(parent: 1, name: [], lookups: 1)]
         var inodes: [Key: UInt64] = [:]
-        var next: UInt64 = 2
+        /// The next number for a name whose backing inode number cannot be used.
+        var next: UInt64 = 1 << 40
     }
 
     private let table = Mutex(Table())
@@ -88,8 +96,11 @@ final class ReplicaInodes: Sendable {
                 table.nodes[inode] = node
                 return (inode, node.generation)
             }
-            let inode = table.next
-            table.next += 1
+            var inode = seen?.backingInode ?? 0
+            if inode <= 1 || inode >= 1 << 40 || table.nodes[inode] != nil {
+                inode = table.next
+                table.next += 1
+            }
             table.nodes[inode] = Node(parent: parent, name: name, lookups: lookups, seen: seen)
             table.inodes[key] = inode
             return (inode, 0)
