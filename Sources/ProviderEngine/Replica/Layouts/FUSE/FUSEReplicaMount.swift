@@ -126,7 +126,4 @@ public final class FUSEReplicaMount: Sendable {
     /// Whether the file at `path` (relative) is being fetched for a program now (see
     /// ``ReplicaFetcher/isFilling(_:)``). Any thread.
     public func isFilling(_ path: String) -> Bool { fileSystem.fetcher.isFilling(path) }
-
-    /// Inodes the kernel holds of the mount (root included), for tests.
-    var heldInodes: Int { fileSystem.inodes.count }
 }

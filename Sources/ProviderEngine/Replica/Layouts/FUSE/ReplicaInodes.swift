@@ -67,9 +67,6 @@ final class ReplicaInodes: Sendable {
 
     private let table = Mutex(Table())
 
-    /// How many inodes the kernel holds (the root included).
-    var count: Int { table.withLock { $0.nodes.count } }
-
     /// The path of `inode` relative to the backing folder (empty for the root), or nil when the
     /// kernel holds no such inode or it was removed.
     func path(_ inode: UInt64) -> [UInt8]? {
