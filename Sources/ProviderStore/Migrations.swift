@@ -345,6 +345,13 @@ enum Migrations {
             }
             try db.create(index: "syncProblem_domain", on: "syncProblem", columns: ["domainID", "id"])
         }
+        migrator.registerMigration("v19: on-access mechanism") { db in
+            // How programs reach a dataless domain's files (`OnAccessMechanism`): fanotify, which
+            // every dataless domain used until now, or FUSE; and why it was chosen (`domain add
+            // --on-access auto`), which `domain show` repeats.
+            try db.execute(sql: "ALTER TABLE domain ADD COLUMN onAccess TEXT NOT NULL DEFAULT 'fanotify'")
+            try db.execute(sql: "ALTER TABLE domain ADD COLUMN onAccessReason TEXT")
+        }
         return migrator
     }
 

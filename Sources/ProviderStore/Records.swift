@@ -35,6 +35,12 @@ public struct DomainRecord: Codable, Hashable, Sendable, FetchableRecord, Mutabl
     public var replicaMode: ReplicaMode = .placeholderFiles
     /// How a dataless domain fetches a file a program reads (see ``Hydration``).
     public var hydration: Hydration = .full
+    /// How programs reach a dataless domain's files (see ``OnAccessMechanism``); fixed when the
+    /// domain is added. Ignored in other modes.
+    public var onAccess: OnAccessMechanism = .fanotify
+    /// Why ``onAccess`` was chosen, as `domain add` said it (`--on-access auto` picks one);
+    /// `nil` for domains added before the choice existed.
+    public var onAccessReason: String?
     /// The most bytes of downloaded contents the domain keeps before automatic eviction takes
     /// the least recently used evictable files; `nil` for no budget of its own.
     public var cacheBudget: Int64?

@@ -16,11 +16,18 @@ struct DomainAddCommand: AsyncParsableCommand {
             beside its name until 'fileproviderctl materialize' downloads it; works anywhere, \
             without root and without 'serve'.
               dataless           Every file is under its real name and is fetched when any program \
-            reads, writes or runs it; needs root (CAP_SYS_ADMIN), Linux 6.14 or later, a state \
-            folder on ext4, xfs, btrfs or bcachefs, and a running 'fileproviderctl serve' (without \
-            it the replica folder is empty; the files are kept in <home>/replicas/<name>). \
-            Programs that map holes before they read (SEEK_DATA/SEEK_HOLE, FIEMAP; not tar, which \
-            is given whole files) skip what is not downloaded and get zeros: materialize first.
+            reads, writes or runs it, while 'fileproviderctl serve' runs (without it the replica \
+            folder is empty; the files are kept in <home>/replicas/<name>). How programs reach \
+            them (--on-access):
+                fanotify         fanotify pre-content events: complete files at native speed; needs \
+            root (CAP_SYS_ADMIN), Linux 6.14 or later and a state folder on ext4, xfs, btrfs or \
+            bcachefs. Programs that map holes before they read (SEEK_DATA/SEEK_HOLE, FIEMAP; not \
+            tar, which is given whole files) skip what is not downloaded and get zeros: \
+            materialize first.
+                fuse             a FUSE mount (libfuse 3, fusermount3): any user, any kernel with \
+            FUSE, no holes; a read the kernel has not cached goes through serve.
+                auto             (the default) fanotify where it can work, else fuse; 'domain add' \
+            and 'domain show' say which and why.
 
             \(AdapterList.descriptors.map(Self.describe).joined(separator: "\n\n"))
 
@@ -67,6 +74,12 @@ struct DomainAddCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "How programs reach a dataless domain's files: auto (the default: fanotify where it can work, else fuse), fanotify or fuse; see below.",
+            valueName: "mechanism"))
+    var onAccess: OnAccessChoice?
+
+    @Option(
+        help: ArgumentHelp(
             "The most bytes of downloaded contents to keep, as 20G or 512M (binary units: 1G = 1024^3 bytes); automatic eviction drops the least recently used files beyond it. Default: no budget of its own.",
             valueName: "size"))
     var cacheBudget: String?
@@ -100,7 +113,7 @@ struct DomainAddCommand: AsyncParsableCommand {
     /// The options `domain add` itself takes (and the ones every command takes), each with
     /// whether a value follows it. Any other `--NAME` is a backend option.
     static let ownOptions: [String: Bool] = [
-        "backend": true, "replica": true, "ignore": true, "mode": true, "cache-budget": true, "hydration": true,
+        "backend": true, "replica": true, "ignore": true, "mode": true, "on-access": true, "cache-budget": true, "hydration": true,
         "home": true, "log-level": true, "log-file": true,
         "adopt-replica": false, "json": false, "verbose": false, "quiet": false, "help": false,
     ]
@@ -214,6 +227,10 @@ struct DomainAddCommand: AsyncParsableCommand {
         try Self.checkNames(of: options, kind: backend)
         let budget = try cacheBudget.map { text throws(FileProviderError) in try ByteCount.parseOrNone(text) } ?? nil
         let replicaPath = replica.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath).standardizedFileURL.path }
+        if onAccess != nil && mode != .dataless {
+            throw FileProviderError(
+                .invalidArgument, "--on-access chooses how programs reach a dataless domain's files: add --mode dataless, or leave it out")
+        }
         if adoptReplica && mode != .placeholderFiles {
             throw FileProviderError(
                 .invalidArgument,
@@ -228,7 +245,7 @@ struct DomainAddCommand: AsyncParsableCommand {
             }
             let record = try await manager.addDomain(
                 name: name, kind: backend, options: options, replicaPath: replicaPath, ignorePatterns: ignore, mode: mode,
-                cacheBudget: budget, hydration: hydration)
+                cacheBudget: budget, hydration: hydration, onAccess: (onAccess ?? .auto).mechanism)
             return (record, nil)
         }
         let (record, adopted, storedPassword) = try await addAskingForPassword(options: options, add)
@@ -257,7 +274,11 @@ struct DomainAddCommand: AsyncParsableCommand {
             print(
                 "added domain '\(record.name)' (\(record.backendKind), \(shown.mode)); replica: \(record.replicaPath); files kept in: \(backing)"
             )
-            print(Self.datalessLimit(record.name))
+            print("on access: \(record.onAccess.rawValue): \(record.onAccessReason ?? "")")
+            if record.onAccess == .fanotify { print(Self.datalessLimit(record.name)) }
+            print(
+                "serve must run for the replica to show files: 'fileproviderctl serve' (or the systemd user unit, 'systemctl --user enable --now fileproviderctl-serve')"
+            )
             print("next: fileproviderctl sync \(record.name)")
         } else {
             print("added domain '\(record.name)' (\(record.backendKind)); replica: \(record.replicaPath)")
@@ -317,3 +338,18 @@ struct DomainAddCommand: AsyncParsableCommand {
 }
 
 extension ReplicaMode: ExpressibleByArgument {}
+
+/// What `domain add --on-access` takes: a mechanism, or `auto` (fanotify where it can work,
+/// else FUSE).
+enum OnAccessChoice: String, ExpressibleByArgument, CaseIterable {
+    case auto, fanotify, fuse
+
+    /// The mechanism asked for; `nil` for `auto`.
+    var mechanism: OnAccessMechanism? {
+        switch self {
+        case .auto: nil
+        case .fanotify: .fanotify
+        case .fuse: .fuse
+        }
+    }
+}

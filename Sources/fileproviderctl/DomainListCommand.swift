@@ -53,6 +53,10 @@ struct DomainJSON: Encodable {
     var mode: String
     /// Where a dataless domain's files are (its backing folder); left out in other modes.
     var backing: String?
+    /// How programs reach a dataless domain's files: `fanotify` or `fuse`, and why (left out in
+    /// other modes).
+    var onAccess: String?
+    var onAccessReason: String?
     var createdAt: Date
     var lastSyncAt: Date?
     var lastError: String?
@@ -85,6 +89,10 @@ struct DomainJSON: Encodable {
         options = record.options
         replica = record.replicaPath
         mode = record.replicaMode.rawValue
+        if record.replicaMode == .dataless {
+            onAccess = record.onAccess.rawValue
+            onAccessReason = record.onAccessReason
+        }
         backing = try manager.backingURL(of: record)?.path
         createdAt = record.createdAt
         lastSyncAt = record.lastSyncAt

@@ -32,6 +32,9 @@ struct DomainShowCommand: AsyncParsableCommand {
             "mode:         \(shown.mode)",
         ]
         if let backing = shown.backing { lines.append("backing:      \(backing)") }
+        if let onAccess = shown.onAccess {
+            lines.append("on access:    \(onAccess)" + (shown.onAccessReason.map { " (\($0))" } ?? ""))
+        }
         lines += [
             "created:      \(Output.date(domain.createdAt))",
             "last sync:    \(Output.date(domain.lastSyncAt))",

@@ -124,8 +124,8 @@ import Testing
         }
         #expect(names.contains("mode"), "\(help.stdout)")
         let reserved: Set<String> = [
-            "backend", "replica", "ignore", "mode", "cache-budget", "hydration", "adopt-replica", "home", "verbose", "quiet",
-            "log-level", "log-file", "json", "help", "version",
+            "backend", "replica", "ignore", "mode", "on-access", "cache-budget", "hydration", "adopt-replica", "home", "verbose",
+            "quiet", "log-level", "log-file", "json", "help", "version",
         ]
         #expect(names.isSubset(of: reserved), "not reserved: \(names.subtracting(reserved).sorted())")
     }

@@ -7,8 +7,9 @@ import Testing
 #endif
 
 /// Ordinary programs, as users run them, on files of a `dataless` domain that were never
-/// downloaded, through the replica path while the real `fileproviderctl serve` runs (fanotify;
-/// root, Linux ≥ 6.14): each program's output is compared with the same program's output on
+/// downloaded, through the replica path while the real `fileproviderctl serve` runs, for each
+/// way programs reach the files (fanotify: root, Linux ≥ 6.14; FUSE), as rclone's vfstest runs
+/// one suite over every cache mode: each program's output is compared with the same program's output on
 /// the store's own files, and every file's bytes with the store's. One domain per backend is
 /// shared by all programs; the programs that only read run at the same time, each on files no
 /// other program read before it.
@@ -458,13 +459,13 @@ struct OnAccessProgramTests {
         return expected
     }
 
-    @Test(arguments: [ServedDomain.Store.local, .sftp])
-    func everyProgramReadsTheStoresBytesThroughTheReplicaPath(_ kind: ServedDomain.Store) async throws {
+    @Test(arguments: [ServedDomain.Store.local, .sftp], OnAccessLayout.allCases)
+    func everyProgramReadsTheStoresBytesThroughTheReplicaPath(_ kind: ServedDomain.Store, _ layout: OnAccessLayout) async throws {
         let temp = try TemporaryFolder()
         let store = try await OnAccessTests.StoreUnderTest(kind, temp: temp)
         try await Self.makeStore(at: store.folder)
         let domain = try await ServedDomain(
-            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: [:])
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: [:], layout: layout)
         let listing = try #require(try await domain.cli.json(["ls", "d:/"]) as? [[String: Any]])
         for folder in ["/many", "/deep"] {
             #expect(listing.first { $0["path"] as? String == folder }?["dataless"] as? Bool == true, "\(folder) is not dataless")
@@ -535,7 +536,8 @@ struct OnAccessProgramTests {
         #expect(!stored.contains { $0.contains("conflicted copy") || $0.contains(" 2.") }, "\(stored.filter { $0.contains(" ") })")
         try await domain.stopServe()
         print(
-            "programs on \(kind): reads \(Int(reads)) s, in all \(Int(Date().timeIntervalSince(started))) s, \(paths.count) files compared")
+            "programs on \(kind) through \(layout): reads \(Int(reads)) s, in all \(Int(Date().timeIntervalSince(started))) s, \(paths.count) files compared"
+        )
         await store.stop()
     }
 

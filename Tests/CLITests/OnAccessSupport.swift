@@ -54,6 +54,13 @@ func patterned(_ count: Int, seed: UInt64) -> Data {
     return Data(bytes)
 }
 
+/// How programs reach a dataless domain's files (`domain add --on-access`): the program suites
+/// run against each.
+enum OnAccessLayout: String, CaseIterable, CustomStringConvertible {
+    case fanotify, fuse
+    var description: String { rawValue }
+}
+
 /// A dataless domain served by the real `fileproviderctl serve`: its store, replica path
 /// (where programs see the files) and backing folder.
 final class ServedDomain {
@@ -72,12 +79,16 @@ final class ServedDomain {
     private(set) var serve: ServeProcess?
     private var serveCount = 0
 
-    /// Adds a dataless domain on `storeFolder` with the backend options `options`, writes
-    /// `files` into the store, and syncs (every file is dataless then).
+    /// How programs reach its files.
+    let layout: OnAccessLayout
+
+    /// Adds a dataless domain on `storeFolder` with the backend options `options`, reached
+    /// through `layout`, writes `files` into the store, and syncs (every file is dataless then).
     init(
         temp: TemporaryFolder, storeFolder: String, backend: String, options: [String: String], files: [String: Data],
-        addArguments: [String] = []
+        addArguments: [String] = [], layout: OnAccessLayout = .fanotify
     ) async throws {
+        self.layout = layout
         self.temp = temp
         self.storeFolder = storeFolder
         cli = CLIRunner(in: temp)
@@ -85,7 +96,7 @@ final class ServedDomain {
         for (path, contents) in files { try write(path, contents) }
         let add =
             ["domain", "add", name, "--backend", backend, "--mode", "dataless", "--replica", replica]
-            + addArguments + options.sorted { $0.key < $1.key }.flatMap { ["--\($0.key)", $0.value] }
+            + ["--on-access", layout.rawValue] + addArguments + options.sorted { $0.key < $1.key }.flatMap { ["--\($0.key)", $0.value] }
         let added = try await cli.run(add)
         guard added.status == 0 else { throw CLIError(result: added) }
         let synced = try await cli.run(["sync", name])
@@ -112,12 +123,16 @@ final class ServedDomain {
         try #require(mounted && started.process.isRunning, "serve did not mount \(replica): \(started.output)")
     }
 
-    /// kill -9 of `serve`, then waits until its guardian took the mount away.
+    /// kill -9 of `serve`, then waits until its guardian (fanotify) or `fusermount3` (FUSE's
+    /// `auto_unmount`) took the mount away. A FUSE mount that `fusermount3` lost the race for
+    /// (FUSE.md) stays dead (`ENOTCONN`) until the next `serve` detaches it: that is accepted.
     func killServe() async throws {
         guard let serve else { return }
         _ = await serve.stop(SIGKILL, timeout: 30)
-        let detached = await waitUntil(timeout: 30) { !isMountPoint(self.replica) }
-        try #require(detached, "the guardian left \(replica) mounted after kill -9")
+        let detached = await waitUntil(timeout: 30) {
+            !isMountPoint(self.replica) || (self.layout == .fuse && access(self.replica + "/.", F_OK) != 0 && errno == ENOTCONN)
+        }
+        try #require(detached, "\(replica) is still served after kill -9")
     }
 
     /// Stops `serve` cleanly (SIGTERM) and checks the mount is gone.
@@ -147,5 +162,6 @@ final class ServedDomain {
         // The guardian detaches the mount once serve is gone; never leave it mounted.
         for _ in 0..<50 where isMountPoint(replica) { usleep(100_000) }
         if isMountPoint(replica) { _ = umount2(replica, Int32(MNT_DETACH)) }
+        if layout == .fuse && isMountPoint(replica) { _ = try? ChildProcess.capture("/usr/bin/fusermount3", ["-u", "-z", replica]) }
     }
 }

@@ -34,7 +34,7 @@ import Testing
         #expect(added.status == 0, "\(added.stderr)")
         #expect(
             added.stdout
-                == "added domain 'd' (local, dataless); replica: \(home)/domains/d; files kept in: \(home)/replicas/d\nlimit: programs that map holes before reading (SEEK_DATA/SEEK_HOLE, FIEMAP; not tar, which is given whole files) skip what is not downloaded and get zeros instead of its bytes; run 'fileproviderctl materialize -R d:/' before such a backup\nnext: fileproviderctl sync d\n"
+                == "added domain 'd' (local, dataless); replica: \(home)/domains/d; files kept in: \(home)/replicas/d\non access: fanotify: auto: fanotify pre-content events work here (CAP_SYS_ADMIN, Linux 6.14 or later, a file system that takes the mark)\nlimit: programs that map holes before reading (SEEK_DATA/SEEK_HOLE, FIEMAP; not tar, which is given whole files) skip what is not downloaded and get zeros instead of its bytes; run 'fileproviderctl materialize -R d:/' before such a backup\nserve must run for the replica to show files: 'fileproviderctl serve' (or the systemd user unit, 'systemctl --user enable --now fileproviderctl-serve')\nnext: fileproviderctl sync d\n"
         )
         #expect(try await cli.run(["domain", "add", "p", "--backend", "local", "--root", src]).status == 0)
         #expect(FileManager.default.fileExists(atPath: "\(home)/replicas/d"))
@@ -108,8 +108,10 @@ import Testing
         #expect(text.contains("dataless Every file is under its real name and is fetched when any program reads, writes or runs it"))
         #expect(
             text.contains(
-                "needs root (CAP_SYS_ADMIN), Linux 6.14 or later, a state folder on ext4, xfs, btrfs or bcachefs, and a running 'fileproviderctl serve'"
+                "fanotify fanotify pre-content events: complete files at native speed; needs root (CAP_SYS_ADMIN), Linux 6.14 or later and a state folder on ext4, xfs, btrfs or bcachefs"
             ), "\(text)")
+        #expect(text.contains("fuse a FUSE mount (libfuse 3, fusermount3): any user, any kernel with FUSE, no holes"), "\(text)")
+        #expect(text.contains("auto (the default) fanotify where it can work, else fuse"), "\(text)")
         #expect(text.contains("without it the replica folder is empty; the files are kept in <home>/replicas/<name>"))
     }
 }

@@ -60,6 +60,21 @@ import Testing
         #expect(ReplicaLayouts.conversionSource(of: record, to: ReplicaLayouts.layout(for: mode)).mode == other.replicaMode)
     }
 
+    /// A dataless domain's on-access mechanism picks fanotify's layout or FUSE's; a conversion's
+    /// rerun check sees the change of mechanism as a change of layout.
+    @Test func theOnAccessMechanismPicksTheDatalessLayout() {
+        var record = DomainRecord(name: "d", backendKind: "memory", configuration: [:], replicaPath: "/tmp/d")
+        record.replicaMode = .dataless
+        #expect(ReplicaLayouts.layout(of: record).isGuardedOnAccess && !ReplicaLayouts.layout(of: record).mountsThroughFUSE)
+        var fuse = record
+        fuse.onAccess = .fuse
+        #expect(ReplicaLayouts.layout(of: fuse) is FUSELayout && ReplicaLayouts.layout(of: fuse).mode == .dataless)
+        #expect(ReplicaLayouts.differ(record, fuse))
+        var files = fuse
+        files.replicaMode = .placeholderFiles
+        #expect(ReplicaLayouts.layout(of: files) is PlaceholderFilesLayout)
+    }
+
     @Test func theTraitsOfEachLayout() {
         let files = PlaceholderFilesLayout()
         #expect(!files.placeholderTakesItemsName && !files.writesAtAnItemsNameEditIt && !files.keepsPartialContents)
@@ -69,6 +84,13 @@ import Testing
         #expect(dataless.placeholderTakesItemsName && dataless.writesAtAnItemsNameEditIt && dataless.keepsPartialContents)
         #expect(dataless.keepsFilesInBackingFolder && dataless.isGuardedOnAccess && !dataless.canAdoptReplicaFolder)
         #expect(dataless.defaultHydration == .progressive)
+        #expect(!files.mountsThroughFUSE && !dataless.mountsThroughFUSE)
+        // FUSE: the dataless files in the backing folder, served through a FUSE mount, not fanotify.
+        let fuse = FUSELayout()
+        #expect(fuse.placeholderTakesItemsName && fuse.writesAtAnItemsNameEditIt && fuse.keepsPartialContents)
+        #expect(fuse.keepsFilesInBackingFolder && !fuse.isGuardedOnAccess && fuse.mountsThroughFUSE && !fuse.canAdoptReplicaFolder)
+        #expect(fuse.defaultHydration == .progressive && fuse.mode == .dataless)
+        #expect(!fuse.explainNotDownloaded(present: 0, size: 10, display: "'d:/a'", replicaPath: "/r").contains("zeros"))
     }
 
     // MARK: Not-downloaded items

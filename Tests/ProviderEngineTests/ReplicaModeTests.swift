@@ -156,7 +156,10 @@ private func permissions(_ url: URL) -> mode_t {
                 #expect(error?.code == .notSupported)
                 let message = error?.message ?? ""
                 #expect(message.contains("is on a tmpfs file system; on-access files need ext4, xfs, btrfs or bcachefs"), "\(message)")
-                #expect(message.hasSuffix("use --mode placeholder-files (the default), which works anywhere without root"), "\(message)")
+                #expect(
+                    message.hasSuffix(
+                        "use --mode placeholder-files (the default), which works anywhere without root, or --on-access fuse (any user, any kernel with FUSE)"
+                    ), "\(message)")
                 let names = try manager.domains().map(\.name)
                 #expect(names.isEmpty)
                 #expect(entry(at: home.appendingPathComponent("replicas")) == .none)

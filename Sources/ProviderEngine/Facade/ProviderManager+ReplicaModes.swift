@@ -53,7 +53,7 @@ extension ProviderManager {
     /// watch accesses to it (``OnAccessSupport/problem(forBacking:)``).
     /// - Throws: `invalidArgument` when the folders are the same or one is inside the other, or
     ///   the backing folder holds something; `notSupported` with the probe's reason.
-    func checkDatalessLocation(replica: URL, backing: URL) throws(FileProviderError) {
+    func checkDatalessLocation(replica: URL, backing: URL, layout: any ReplicaLayout) throws(FileProviderError) {
         if Self.overlaps(replica.path, backing.path) {
             throw FileProviderError(
                 .invalidArgument,
@@ -66,8 +66,49 @@ extension ProviderManager {
                 "the backing folder \(backing.path) is not empty (files kept when a domain of that name was removed?); move them away or choose another name"
             )
         }
-        if let problem = OnAccessSupport.problem(forBacking: backing) {
+        if layout.isGuardedOnAccess, let problem = OnAccessSupport.problem(forBacking: backing) {
             throw FileProviderError(.notSupported, problem)
+        }
+    }
+
+    /// How programs will reach a new dataless domain's files, with the reason `domain add` and
+    /// `domain show` give: `requested`, or with `nil` (`--on-access auto`) fanotify where it can
+    /// work (CAP_SYS_ADMIN, Linux 6.14 or later, a backing folder on a file system that takes
+    /// the mark: ``OnAccessSupport/problem(forBacking:)``), else FUSE. Blocking (reads `/proc`,
+    /// `statfs`, loads libfuse).
+    /// - Throws: `notSupported` (or `permissionDenied` for `/dev/fuse`) when the mechanism asked
+    ///   for cannot work here, or with `nil` when neither can; each message says what to do.
+    public static func chooseOnAccess(_ requested: OnAccessMechanism?, backing: URL) throws(FileProviderError)
+        -> (mechanism: OnAccessMechanism, reason: String)
+    {
+        let fanotifyProblem = OnAccessSupport.problem(forBacking: backing)
+        let short = fanotifyProblem?.replacingOccurrences(of: ", or " + OnAccessSupport.instead, with: "")
+            .replacingOccurrences(of: "; " + OnAccessSupport.instead, with: "")
+        switch requested {
+        case .fanotify:
+            if let fanotifyProblem {
+                throw FileProviderError(.notSupported, fanotifyProblem + ", or --on-access fuse (any user, any kernel with FUSE)")
+            }
+            return (.fanotify, "asked for (--on-access fanotify)")
+        case .fuse:
+            do { try FUSEMountCheck.checkSystem() } catch {
+                throw FileProviderError(error.code, "--on-access fuse cannot work here: \(error.message)")
+            }
+            return (.fuse, "asked for (--on-access fuse)")
+        case nil:
+            guard let short else {
+                return (
+                    .fanotify,
+                    "auto: fanotify pre-content events work here (CAP_SYS_ADMIN, Linux 6.14 or later, a file system that takes the mark)"
+                )
+            }
+            do { try FUSEMountCheck.checkSystem() } catch {
+                throw FileProviderError(
+                    error.code,
+                    "dataless files cannot work here: not through fanotify (\(short)), not through FUSE (\(error.message)); \(OnAccessSupport.instead)"
+                )
+            }
+            return (.fuse, "auto: FUSE, as fanotify cannot work here (\(short))")
         }
     }
 

@@ -107,15 +107,18 @@ public final class ProviderManager: Sendable {
     ///
     /// `cacheBudget` is the domain's own budget of downloaded contents (bytes; `nil`: none);
     /// `hydration` how a dataless domain fetches files on access (default: ``Hydration/progressive``
-    /// for a dataless domain, ``Hydration/full`` otherwise).
+    /// for a dataless domain, ``Hydration/full`` otherwise); `onAccess` how programs reach a
+    /// dataless domain's files (`nil`: fanotify where it can work, else FUSE; see
+    /// ``chooseOnAccess(_:backing:)``, whose refusals this throws too).
     @discardableResult
     public func addDomain(
         name: String, kind: String, options: [String: String], replicaPath: String? = nil, ignorePatterns: [String] = [],
-        mode: ReplicaMode = .placeholderFiles, cacheBudget: Int64? = nil, hydration: Hydration? = nil
+        mode: ReplicaMode = .placeholderFiles, cacheBudget: Int64? = nil, hydration: Hydration? = nil,
+        onAccess: OnAccessMechanism? = .fanotify
     ) async throws(FileProviderError) -> DomainRecord {
         try await add(
             name: name, kind: kind, options: options, replicaPath: replicaPath, ignorePatterns: ignorePatterns, mode: mode,
-            cacheBudget: cacheBudget, hydration: hydration, adopting: false
+            cacheBudget: cacheBudget, hydration: hydration, onAccess: onAccess, adopting: false
         ).record
     }
 
@@ -135,29 +138,32 @@ public final class ProviderManager: Sendable {
     ) async throws(FileProviderError) -> (record: DomainRecord, adopted: AdoptionSummary) {
         let added = try await add(
             name: name, kind: kind, options: options, replicaPath: replicaPath, ignorePatterns: ignorePatterns,
-            mode: .placeholderFiles, cacheBudget: cacheBudget, hydration: hydration, adopting: true)
+            mode: .placeholderFiles, cacheBudget: cacheBudget, hydration: hydration, onAccess: nil, adopting: true)
         return (added.record, added.adopted ?? AdoptionSummary())
     }
 
     private func add(
         name: String, kind: String, options: [String: String], replicaPath: String?, ignorePatterns: [String],
-        mode: ReplicaMode, cacheBudget: Int64?, hydration: Hydration?, adopting: Bool
+        mode: ReplicaMode, cacheBudget: Int64?, hydration: Hydration?, onAccess: OnAccessMechanism?, adopting: Bool
     ) async throws(FileProviderError) -> (record: DomainRecord, adopted: AdoptionSummary?) {
         try await PoolCheck.during("domain add") {
             () async throws(FileProviderError) -> (record: DomainRecord, adopted: AdoptionSummary?) in
             try await adding(
                 name: name, kind: kind, options: options, replicaPath: replicaPath, ignorePatterns: ignorePatterns, mode: mode,
-                cacheBudget: cacheBudget, hydration: hydration, adopting: adopting)
+                cacheBudget: cacheBudget, hydration: hydration, onAccess: onAccess, adopting: adopting)
         }
     }
 
     private func adding(
         name: String, kind: String, options: [String: String], replicaPath: String?, ignorePatterns: [String],
-        mode: ReplicaMode, cacheBudget: Int64?, hydration: Hydration?, adopting: Bool
+        mode: ReplicaMode, cacheBudget: Int64?, hydration: Hydration?, onAccess: OnAccessMechanism?, adopting: Bool
     ) async throws(FileProviderError) -> (record: DomainRecord, adopted: AdoptionSummary?) {
         try Self.validateDomainName(name)
         try Self.validateIgnorePatterns(ignorePatterns)
-        let layout = ReplicaLayouts.layout(for: mode)
+        // How programs will reach a dataless domain's files: decided before anything is made.
+        let onAccessChoice: (mechanism: OnAccessMechanism, reason: String)? =
+            mode == .dataless ? try Self.chooseOnAccess(onAccess, backing: try backingURL(forDomainNamed: name)) : nil
+        let layout = ReplicaLayouts.layout(for: mode, onAccess: onAccessChoice?.mechanism ?? .fanotify)
         if adopting && !layout.canAdoptReplicaFolder {
             throw FileProviderError(
                 .invalidArgument, "a dataless domain cannot adopt a replica folder; add it in placeholder-files mode, then convert it")
@@ -181,7 +187,7 @@ public final class ProviderManager: Sendable {
         try await blocking { [self] () throws(FileProviderError) in
             try checkReplicaLocation(
                 replica, backing: backing, descriptor: descriptor, configuration: configuration, mayHoldFiles: adopting)
-            if let backing { try checkDatalessLocation(replica: replica, backing: backing) }
+            if let backing { try checkDatalessLocation(replica: replica, backing: backing, layout: layout) }
         }
 
         let backend: any Backend
@@ -211,6 +217,10 @@ public final class ProviderManager: Sendable {
         var record = DomainRecord(name: name, backendKind: kind, configuration: stored, replicaPath: replica.path)
         record.ignorePatterns = ignorePatterns.joined(separator: "\n")
         record.replicaMode = mode
+        if let onAccessChoice {
+            record.onAccess = onAccessChoice.mechanism
+            record.onAccessReason = onAccessChoice.reason
+        }
         record.cacheBudget = cacheBudget
         record.hydration = hydration ?? layout.defaultHydration
         let domainID: Int64
@@ -368,7 +378,7 @@ public final class ProviderManager: Sendable {
         let root = try replicaRoot(of: domain)
         // A served dataless domain's backing folder is mounted at its replica path, where
         // programs may have its files open: serve must let go of it first.
-        if ReplicaLayouts.layout(of: domain).isGuardedOnAccess, let process = DomainLock.holder(home: home, domain: name) {
+        if ReplicaLayouts.layout(of: domain).keepsFilesInBackingFolder, let process = DomainLock.holder(home: home, domain: name) {
             throw FileProviderError(
                 .cannotSynchronize,
                 "domain '\(name)' is served by process \(process), which shows its files at \(domain.replicaPath); stop that serve first, then remove the domain"

@@ -71,6 +71,8 @@ public final class Server: Sendable {
     /// Fetches the files of dataless domains when programs access them; `nil` when no domain
     /// is dataless.
     private let onAccess = Mutex<OnAccessHandler?>(nil)
+    /// The FUSE domains' mounts (``FUSEReplicaMount``).
+    private let fuseMounts = Mutex<[FUSEReplicaMount]>([])
     /// Automatic eviction of the served domains (see ``Evictor``).
     private let eviction: EvictionLoop
 
@@ -119,7 +121,10 @@ public final class Server: Sendable {
         await startPopulatingOnOpen(records)
         do {
             try await startOnAccess(records)
+            let mounts = try await FUSEReplicaMount.mountAll(records, manager: manager, logger: logger)
+            fuseMounts.withLock { $0 = mounts }
         } catch {
+            await onAccess.withLock { $0 }?.stop()
             manager.newDatalessFolders.listen(nil)
             await datalessWatcher.withLock { $0 }?.stop()
             throw error
@@ -143,7 +148,10 @@ public final class Server: Sendable {
                     guard let writes = manager.loadedController(for: name)?.finishedWrites else { return }
                     if let modificationNanos { writes.finished(path, modificationNanos: modificationNanos) } else { writes.writing(path) }
                 },
-                isEngineWriting: { [onAccess] path in onAccess.withLock { $0 }?.isFilling(domain: name, path: path) ?? false },
+                isEngineWriting: { [onAccess, fuseMounts] path in
+                    onAccess.withLock { $0 }?.isFilling(domain: name, path: path) ?? false
+                        || fuseMounts.withLock { $0 }.contains { $0.domain == name && $0.isFilling(path) }
+                },
                 opened: opened, changes: changedFolders[name] ?? ChangedFolders())
         }
         var watcher: ServeWatcher?
@@ -173,6 +181,7 @@ public final class Server: Sendable {
         if alreadyStopping { signalStop() } else { ready() }
         await task.value
         await onAccess.withLock { $0 }?.stop()
+        await FUSEReplicaMount.unmountAll(fuseMounts.exchange([]))
         await watcher?.stop()
         manager.newDatalessFolders.listen(nil)
         await datalessWatcher.withLock { $0 }?.stop()
@@ -379,6 +388,7 @@ public final class Server: Sendable {
                 state.markedFolders = folders
             }
             for notice in report.notices { logger.warning("\(notice)") }
+            await fuseMounts.withLock { $0 }.first { $0.domain == name }?.refresh()
             state.populationDue = true
             if !report.pendingLocal.isEmpty {
                 state.settleRecheck = Date().addingTimeInterval(options.settleSeconds + 0.05)

@@ -9,7 +9,7 @@ import ProviderCore
 /// What a FUSE mount needs, checked before mounting so that a failure says what to do: libfuse,
 /// the kernel's FUSE device, `fusermount3`, and an empty folder that is not a mount already.
 /// libfuse's own message (in ``FUSESession/mount(_:at:options:)``'s error) says less.
-enum FUSEMountCheck {
+public enum FUSEMountCheck {
     /// The places libfuse looks for `fusermount3` before `PATH` (its `FUSERMOUNT_DIR`).
     static let fusermountFolders = ["/usr/bin", "/bin", "/usr/local/bin"]
 
@@ -21,6 +21,15 @@ enum FUSEMountCheck {
     ///   not a FUSE mount of this subtype: a dead one of ours, whose process died before
     ///   `fusermount3` removed it, is detached).
     static func check(_ mountPoint: String, options: FUSEMountOptions, device: String = "/dev/fuse") throws(FileProviderError) {
+        try checkSystem(autoUnmount: options.autoUnmount, device: device)
+        try checkMountPoint(mountPoint, options: options)
+    }
+
+    /// Checks what any FUSE mount by this process needs, whatever the folder: libfuse 3, a
+    /// usable `/dev/fuse`, and `fusermount3` (for an ordinary user, or for `autoUnmount`).
+    /// Blocking (loads libfuse).
+    /// - Throws: as ``check(_:options:device:)``, for these.
+    public static func checkSystem(autoUnmount: Bool = true, device: String = "/dev/fuse") throws(FileProviderError) {
         if let reason = fp_fuse_load().map({ String(cString: $0) }) {
             throw FileProviderError(
                 .notSupported,
@@ -28,13 +37,12 @@ enum FUSEMountCheck {
             )
         }
         try checkDevice(device)
-        if geteuid() != 0 || options.autoUnmount, fusermount() == nil {
+        if geteuid() != 0 || autoUnmount, fusermount() == nil {
             throw FileProviderError(
                 .notSupported,
                 "fusermount3 is not installed (looked in \(fusermountFolders.joined(separator: ", ")) and PATH): a FUSE mount by an ordinary user, or one unmounted when its process dies, goes through it; install it (Debian/Ubuntu: apt install fuse3)"
             )
         }
-        try checkMountPoint(mountPoint, options: options)
     }
 
     /// - Throws: as ``check(_:options:device:)`` for the device.

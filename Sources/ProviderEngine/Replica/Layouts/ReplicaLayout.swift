@@ -41,6 +41,10 @@ public protocol ReplicaLayout: Sendable {
     /// events through the mount `serve` makes and its guardian watches).
     var isGuardedOnAccess: Bool { get }
 
+    /// Whether programs reach the replica through a FUSE file system that `serve` mounts at the
+    /// replica path over the backing folder (``FUSEReplicaMount``).
+    var mountsThroughFUSE: Bool { get }
+
     /// Whether a domain of this layout may adopt an existing replica folder when it is added.
     var canAdoptReplicaFolder: Bool { get }
 

@@ -1,0 +1,243 @@
+import Foundation
+import ProviderTesting
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The FUSE replica layout end to end (`domain add --mode dataless --on-access fuse`, issue
+/// #38), with the real `fileproviderctl serve` and programs that are not ours, on the real
+/// kernel: what `domain add`/`show` say, an ordinary user serving and reading without any
+/// capability, `kill -9` of `serve` during reads (an error, never wrong bytes; a new `serve`
+/// mounts again), and changes in the store reaching programs through the mount. The programs
+/// suite (`OnAccessProgramTests`) runs over this layout too.
+@Suite("FUSE replica layout", .serialized, .timeLimit(.minutes(10)))
+struct FUSEReplicaTests {
+    @Test func domainAddAndShowSayWhichMechanismAndWhy() async throws {
+        let temp = try TemporaryFolder()
+        let cli = CLIRunner(in: temp)
+        let store = temp.url.appendingPathComponent("store").path
+        try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
+        let replica = temp.url.appendingPathComponent("replica").path
+        let added = try await cli.run([
+            "domain", "add", "d", "--backend", "local", "--root", store, "--mode", "dataless", "--on-access", "fuse",
+            "--replica", replica,
+        ])
+        #expect(added.status == 0, "\(added.stderr)")
+        #expect(added.stdout.contains("on access: fuse: asked for (--on-access fuse)"), "\(added.stdout)")
+        #expect(added.stdout.contains("serve must run"), "\(added.stdout)")
+        #expect(!added.stdout.contains("limit: programs that map holes"), "the FUSE layout has no holes: \(added.stdout)")
+        let shown = try #require(try await cli.json(["domain", "show", "d"]) as? [String: Any])
+        #expect(shown["onAccess"] as? String == "fuse" && shown["mode"] as? String == "dataless", "\(shown)")
+        #expect((shown["onAccessReason"] as? String)?.contains("--on-access fuse") == true, "\(shown)")
+        let text = try await cli.run(["domain", "show", "d"])
+        #expect(text.stdout.contains("on access:    fuse (asked for (--on-access fuse))"), "\(text.stdout)")
+
+        // auto: the reason names the mechanism chosen and why.
+        let auto = try await cli.run([
+            "domain", "add", "e", "--backend", "local", "--root", store, "--mode", "dataless", "--replica",
+            temp.url.appendingPathComponent("replica-e").path,
+        ])
+        #expect(auto.status == 0, "\(auto.stderr)")
+        let autoShown = try #require(try await cli.json(["domain", "show", "e"]) as? [String: Any])
+        let reason = try #require(autoShown["onAccessReason"] as? String)
+        #expect(reason.hasPrefix("auto: "), "\(reason)")
+        #expect(["fanotify", "fuse"].contains(autoShown["onAccess"] as? String ?? ""), "\(autoShown)")
+
+        // Not for another mode; a placeholder-files domain shows no mechanism.
+        let refused = try await cli.run(["domain", "add", "f", "--backend", "local", "--root", store, "--on-access", "fuse"])
+        #expect(refused.status != 0 && refused.stderr.contains("--mode dataless"), "\(refused.stderr)")
+        let plain = try await cli.run([
+            "domain", "add", "g", "--backend", "local", "--root", store, "--replica", temp.url.appendingPathComponent("g").path,
+        ])
+        #expect(plain.status == 0, "\(plain.stderr)")
+        let plainShown = try #require(try await cli.json(["domain", "show", "g"]) as? [String: Any])
+        #expect(plainShown["onAccess"] == nil, "\(plainShown)")
+    }
+
+    @Test func killOfServeDuringReadsGivesAnErrorNeverWrongBytesAndARestartMountsAgain() async throws {
+        let temp = try TemporaryFolder()
+        let store = try await OnAccessTests.StoreUnderTest(.local, temp: temp)
+        var files: [String: Data] = [:]
+        // One file never read per round, and one for the last serve.
+        for index in 0...20 { files["big\(index).bin"] = patterned(4 << 20, seed: UInt64(200 + index)) }
+        let domain = try await ServedDomain(
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: files, layout: .fuse)
+        for round in 0..<20 {
+            try await domain.startServe()
+            let path = domain.replica + "/big\(round).bin"
+            let copy = temp.url.appendingPathComponent("copy\(round)").path
+            // The reader copies the file 64 KiB at a time, slowly (about 1.3 s for the file), and
+            // serve is killed once it has started: it must stop at an error, and what it wrote
+            // must be the store's bytes as far as it got.
+            let slowCopy = """
+                import sys, time
+                with open(sys.argv[1], 'rb') as f, open(sys.argv[2], 'wb') as out:
+                    while True:
+                        chunk = f.read(65536)
+                        if not chunk:
+                            break
+                        out.write(chunk)
+                        out.flush()
+                        time.sleep(0.02)
+                """
+            async let reader = runProgram(["python3", "-c", slowCopy, path, copy], timeout: 120)
+            _ = await waitUntil(timeout: 10) { (fileStatus(copy)?.st_size ?? 0) > 0 }
+            try await domain.killServe()
+            let run = try await reader
+            let got = FileManager.default.contents(atPath: copy) ?? Data()
+            let expected = try #require(files["big\(round).bin"])
+            #expect(got.count > 0 && got == expected.prefix(got.count), "round \(round): the reader got bytes that are not the file's")
+            #expect(!run.succeeded && got.count < expected.count, "round \(round): the read went on after serve was killed: \(run)")
+            #expect(
+                run.errorText.contains("Transport endpoint is not connected") || run.errorText.contains("Input/output error")
+                    || run.errorText.contains("Software caused connection abort"),
+                "round \(round): \(run.errorText)")
+        }
+        // A new serve mounts again (detaching a dead mount left by fusermount3), and serves.
+        try await domain.startServe()
+        let again = try await runProgram(["cmp", domain.replica + "/big20.bin", store.folder + "/big20.bin"], timeout: 120)
+        #expect(again.succeeded, "after restarts: \(again)")
+        try await domain.stopServe()
+        await store.stop()
+    }
+
+    @Test func changesInTheStoreReachProgramsThroughTheMountWithinOneSync() async throws {
+        let temp = try TemporaryFolder()
+        let store = try await OnAccessTests.StoreUnderTest(.local, temp: temp)
+        let domain = try await ServedDomain(
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options,
+            files: ["a.txt": Data("version one\n".utf8), "gone.txt": Data("gone\n".utf8)], layout: .fuse)
+        try await domain.startServe(["--poll-interval", "1"])
+        let first = try await runProgram(["cat", domain.replica + "/a.txt"])
+        #expect(first.output == Data("version one\n".utf8), "\(first)")
+        _ = try await runProgram(["stat", domain.replica + "/gone.txt"])
+        try domain.write("a.txt", Data("version two, longer\n".utf8))
+        try domain.write("new.txt", Data("new\n".utf8))
+        try FileManager.default.removeItem(atPath: store.folder + "/gone.txt")
+        let arrived = await waitUntil(timeout: 60) {
+            let now = try? await runProgram(["cat", domain.replica + "/a.txt"])
+            return now?.output == Data("version two, longer\n".utf8) && fileStatus(domain.replica + "/new.txt") != nil
+                && fileStatus(domain.replica + "/gone.txt") == nil
+        }
+        let size = fileStatus(domain.replica + "/a.txt")?.st_size
+        #expect(arrived, "the mount does not show the store's change (size \(String(describing: size))): \(domain.logs.suffix(2000))")
+        try await domain.stopServe()
+        await store.stop()
+    }
+
+    /// `git` keeps inode numbers in its index: an item shows the same one after a restart of
+    /// `serve` (a new table of inodes) and after a rename through the mount.
+    @Test func anItemKeepsItsInodeNumberAcrossRestartsAndRenames() async throws {
+        let temp = try TemporaryFolder()
+        let store = try await OnAccessTests.StoreUnderTest(.local, temp: temp)
+        let domain = try await ServedDomain(
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options,
+            files: ["a.txt": Data("a\n".utf8), "sub/b.txt": Data("b\n".utf8)], layout: .fuse)
+        try await domain.startServe()
+        let first = try #require(fileStatus(domain.replica + "/sub/b.txt"))
+        let folder = try #require(fileStatus(domain.replica + "/sub"))
+        #expect(first.st_ino > 1 && folder.st_ino > 1 && first.st_ino != folder.st_ino)
+        try await domain.stopServe()
+        try await domain.startServe()
+        #expect(fileStatus(domain.replica + "/sub/b.txt")?.st_ino == first.st_ino, "after a restart of serve")
+        #expect(fileStatus(domain.replica + "/sub")?.st_ino == folder.st_ino)
+        let moved = try await runProgram(["mv", domain.replica + "/sub/b.txt", domain.replica + "/c.txt"])
+        #expect(moved.succeeded, "\(moved)")
+        #expect(fileStatus(domain.replica + "/c.txt")?.st_ino == first.st_ino, "after a rename")
+        let read = try await runProgram(["cat", domain.replica + "/c.txt"])
+        #expect(read.output == Data("b\n".utf8), "\(read)")
+        try await domain.stopServe()
+        await store.stop()
+    }
+
+    // The on-access tests that are not about fanotify itself, through FUSE (OnAccessTests runs
+    // them through fanotify).
+
+    @Test func aStoreThatIsDownFailsTheReadWithEIOAndTheNextReadAfterItIsBackWorks() async throws {
+        try await OnAccessTests.aStoreThatIsDownFailsTheReadWithEIO(.fuse)
+    }
+
+    @Test func evictionGivesTheBlocksBackAndTheNextReadFetchesAgainPinnedAndEditedFilesRefuse() async throws {
+        try await OnAccessTests.evictionGivesTheBlocksBack(.fuse)
+    }
+
+    @Test func aServedDomainIsNotRemovedUntilServeStops() async throws {
+        try await OnAccessTests.aServedDomainIsNotRemoved(.fuse)
+    }
+
+    @Test func aFileMovedAndReadBeforeTheNextSyncIsFetchedFromItsNewPlace() async throws {
+        try await OnAccessTests.aFileMovedAndReadIsFetched(.fuse)
+    }
+
+    @Test func anOrdinaryUserAddsServesAndReadsWithoutAnyCapability() async throws {
+        let user = "fpk-fuse"
+        if getpwnam(user) == nil {
+            let made = try await offThePool {
+                try ChildProcess.capture("/usr/sbin/useradd", ["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", user])
+            }
+            try #require(made.ending == .exited(0), "useradd: \(String(decoding: made.errorOutput, as: UTF8.self))")
+        }
+        let entry = try #require(getpwnam(user))
+        let (uid, gid) = (entry.pointee.pw_uid, entry.pointee.pw_gid)
+        // As distributions ship it (these machines have 0600).
+        try #require(chmod("/dev/fuse", 0o666) == 0)
+        let temp = try TemporaryFolder()
+        try #require(chmod(temp.url.path, 0o755) == 0)
+        let root = temp.url.appendingPathComponent("user").path
+        let store = root + "/store"
+        try FileManager.default.createDirectory(atPath: store + "/sub", withIntermediateDirectories: true)
+        let contents = patterned(3_000_000, seed: 300)
+        try contents.write(to: URL(fileURLWithPath: store + "/sub/file.bin"))
+        let chowned = try await runProgram(["chown", "-R", "\(uid):\(gid)", root])
+        try #require(chowned.succeeded, "\(chowned)")
+        let cli = CLIRunner.locateBinary().path
+        let home = root + "/home"
+        let replica = root + "/replica"
+        let asUser = ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "--inh-caps=-all", "--"]
+        func ctl(_ arguments: [String]) async throws -> ProgramRun {
+            try await runProgram(asUser + ["env", "HOME=\(root)", cli, "--home", home] + arguments, timeout: 120)
+        }
+        let added = try await ctl(["domain", "add", "d", "--backend", "local", "--root", store, "--mode", "dataless", "--replica", replica])
+        #expect(added.succeeded, "domain add as \(user): \(added)")
+        let said = String(decoding: added.output, as: UTF8.self)
+        #expect(said.contains("on access: fuse: auto: FUSE, as fanotify cannot work here"), "\(said)")
+        let synced = try await ctl(["sync", "d"])
+        #expect(synced.succeeded, "sync: \(synced)")
+        // serve as the user, in the background; its log beside.
+        let log = root + "/serve.log"
+        let serve = TestProcess()
+        serve.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        serve.arguments = Array(asUser.dropFirst()) + ["env", "HOME=\(root)", cli, "--home", home, "serve", "d", "--poll-interval", "60"]
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        serve.standardOutput = handle
+        serve.standardError = handle
+        let exit = ProcessExit(serve)
+        try serve.run()
+        defer {
+            if serve.isRunning { kill(serve.processIdentifier, SIGTERM) }
+            exit.wait()
+            if isMountPoint(replica) { _ = try? ChildProcess.capture("/usr/bin/fusermount3", ["-u", "-z", replica]) }
+        }
+        let mounted = await waitUntil(timeout: 30) { isMountPoint(replica) || !serve.isRunning }
+        let serveLog = { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+        try #require(mounted && serve.isRunning, "serve as \(user) did not mount: \(serveLog())")
+        #expect(readProcFile("/proc/\(serve.processIdentifier)/status")?.contains("CapEff:\t0000000000000000") == true)
+        let read = try await runProgram(asUser + ["cat", replica + "/sub/file.bin"])
+        #expect(read.succeeded && read.output == contents, "cat as \(user): \(read)")
+        // A write through the mount, sent by the user's serve.
+        let wrote = try await runProgram(asUser + ["sh", "-c", "echo hello > \"$0\"", replica + "/sub/hello.txt"])
+        #expect(wrote.succeeded, "\(wrote)")
+        let signalled = try await ctl(["sync", "d"])
+        _ = signalled
+        let arrived = await waitUntil(timeout: 60) {
+            FileManager.default.contents(atPath: store + "/sub/hello.txt") == Data("hello\n".utf8)
+        }
+        #expect(arrived, "the write did not reach the store: \(serveLog().suffix(2000))")
+        kill(serve.processIdentifier, SIGTERM)
+        #expect(await waitUntil(timeout: 30) { !serve.isRunning }, "serve did not stop")
+        #expect(await waitUntil(timeout: 10) { !isMountPoint(replica) }, "\(replica) is still mounted after serve stopped")
+    }
+}
