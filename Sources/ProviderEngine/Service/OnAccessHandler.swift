@@ -92,6 +92,8 @@ public final class OnAccessHandler: @unchecked Sendable {
     let hydrator: ProgressiveHydrator
     /// Fetches the small files of a folder that programs read file after file.
     let readAhead: FolderReadAhead
+    /// Access rules by program: asked before anything is fetched for a program.
+    let accessGate: AccessGate
 
     private init(
         manager: ProviderManager, logger: Logger, synchronize: Synchronize?, group: PreContentGroup, guardian: PreContentGuardian
@@ -103,6 +105,7 @@ public final class OnAccessHandler: @unchecked Sendable {
         self.guardian = guardian
         self.hydrator = ProgressiveHydrator(logger: logger)
         self.readAhead = FolderReadAhead(manager: manager, logger: logger)
+        self.accessGate = AccessGate(manager: manager)
     }
 
     /// Opens the pre-content group (taking over the one a guardian kept after an earlier `serve`
@@ -190,6 +193,7 @@ public final class OnAccessHandler: @unchecked Sendable {
         await readAhead.stop()
         for task in running.withLock({ Array($0.values) }) { await task.value }
         await manager.useRecorder.flush()
+        await accessGate.flush()
     }
 
     // MARK: Events
@@ -224,6 +228,12 @@ public final class OnAccessHandler: @unchecked Sendable {
             return
         }
         let resolution = resolve(event)
+        // Access rules by program: refused at once (EPERM), nothing fetched; an open by a
+        // program that may not fetch fills nothing.
+        if let decision = accessDecision(event, resolution) {
+            if decision.refuses { return answer(event, .deny(.permission)) }
+            if event.kind == .opening && !decision.mayFetch { return answer(event, .allow) }
+        }
         // An open of a dataless file fetches nothing unless the file is filled on open.
         if event.kind == .opening, case .dataless(let served, _, _, let access) = resolution,
             !Self.fillsOnOpen(served.hydration, size: access.range.upperBound, program: event.processIdentifier)
@@ -303,6 +313,25 @@ public final class OnAccessHandler: @unchecked Sendable {
             return .emptied(domain: entry.name, path: relative)
         }
         return .dataless(served: entry, path: relative, key: key, access: access)
+    }
+
+    /// What the access rules say of an event's access of a file not wholly present (``AccessGate``;
+    /// an open needs no bytes), or `nil` when they have nothing to say: a complete or emptied
+    /// file, or bytes present for a program no rule limits. Blocking; the event thread only.
+    private func accessDecision(_ event: PreContentGroup.Event, _ resolution: Resolution) -> AccessDecision? {
+        let pid = event.processIdentifier
+        switch resolution {
+        case .dataless(let entry, let path, _, let access):
+            let present = event.kind == .opening || hydrator.holds(access.key, range: access.range, changeTime: access.changeTime)
+            return accessGate.decide(pid: pid, domainID: entry.domainID, domain: entry.name, path: path, present: present)
+        case .present:
+            guard accessGate.mayLimit(pid: pid), let path = Self.resolvedPath("/proc/self/fd/\(event.fileDescriptor)"),
+                let entry = servedDomain(containing: path)
+            else { return nil }
+            let relative = String(path.dropFirst(entry.prefix.count))
+            return accessGate.decide(pid: pid, domainID: entry.domainID, domain: entry.name, path: relative, present: true)
+        case .complete, .emptied, .refused: return nil
+        }
     }
 
     /// The identity and change time of an event's file, and the bytes its access needs (the
