@@ -11,7 +11,8 @@ import Testing
 /// a file's life: not downloaded, partly downloaded (dataless layout), downloaded, pinned,
 /// edited and not sent yet, sent, evicted. Both layouts: `placeholder-files` (the status is on
 /// the `.placeholder` file, then on the downloaded file) and `dataless` through the real
-/// `serve` (fanotify: root, Linux ≥ 6.14).
+/// `serve` (fanotify: root, Linux ≥ 6.14; a dataless file there has no status: no room in its
+/// inode beside the dataless mark).
 @Suite("Status attributes", .serialized, .timeLimit(.minutes(10)))
 struct StatusAttributeTests {
     /// `getfattr -n NAME --only-values PATH`: the value, or `nil` when the file has none.
@@ -68,6 +69,30 @@ struct StatusAttributeTests {
         #expect(try await Self.status(file + ".placeholder") == "dataless")
     }
 
+    @Test func aConflictedCopySaysSoAndTheStoresVersionIsDownloadedUnderTheName() async throws {
+        let temp = try TemporaryFolder()
+        let store = temp.url.appendingPathComponent("store").path
+        let replica = temp.url.appendingPathComponent("replica").path
+        try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
+        try Data("base\n".utf8).write(to: URL(fileURLWithPath: store + "/both.txt"))
+        let cli = CLIRunner(in: temp)
+        #expect(try await cli.run(["domain", "add", "c", "--backend", "local", "--root", store, "--replica", replica]).status == 0)
+        #expect(try await cli.run(["sync", "c"]).status == 0)
+        #expect(try await cli.run(["materialize", "c:/both.txt"]).status == 0)
+        // Edited on both sides: the local version is kept as a conflicted copy.
+        try Data("local edit\n".utf8).write(to: URL(fileURLWithPath: replica + "/both.txt"))
+        try Data("store edit, longer\n".utf8).write(to: URL(fileURLWithPath: store + "/both.txt"))
+        let synced = try await cli.run(["sync", "c"])
+        #expect(synced.status == 0, "\(synced)")
+        let names = try FileManager.default.contentsOfDirectory(atPath: replica)
+        let copy = try #require(names.first { $0.contains("conflicted copy") }, "\(names)")
+        #expect(try await Self.status(replica + "/" + copy) == "conflict")
+        #expect(try await Self.attribute("user.fileprovider.domain", of: replica + "/" + copy) == "c")
+        // The store's version took the name, downloaded again (the file was).
+        #expect(try await Self.status(replica + "/both.txt") == "downloaded")
+        #expect(FileManager.default.contents(atPath: replica + "/both.txt") == Data("store edit, longer\n".utf8))
+    }
+
     @Test func datalessFilesShowTheirStatusThroughPartialDownloadedPinnedUnsentSentAndEvicted() async throws {
         let temp = try TemporaryFolder()
         let store = temp.url.appendingPathComponent("store").path
@@ -79,12 +104,13 @@ struct StatusAttributeTests {
             addArguments: ["--hydration", "progressive"])
         try await domain.startServe(["--settle", "3600"])
         let file = domain.replica + "/big.bin"
-        #expect(try await Self.status(file) == "dataless")
-        #expect(try await Self.attribute("user.fileprovider.domain", of: file) == "d")
+        // Not downloaded: no status (an inode has no room for it beside the dataless mark).
+        #expect(try await Self.status(file) == nil)
 
         let piece = try await runProgram(["dd", "if=\(file)", "bs=4096", "skip=1000", "count=1", "status=none"])
         #expect(piece.succeeded && piece.output == contents.subdata(in: 4_096_000..<4_100_096), "\(piece)")
         #expect(try await Self.status(file) == "partial")
+        #expect(try await Self.attribute("user.fileprovider.domain", of: file) == "d")
 
         let whole = try await runProgram(["cat", file])
         #expect(whole.succeeded && whole.output == contents, "\(whole)")
@@ -108,6 +134,7 @@ struct StatusAttributeTests {
         let backing = domain.backing + "/big.bin"
         #expect(try await Self.status(backing) == "pinned")
         #expect(try await domain.cli.run(["unpin", "d:/big.bin"]).status == 0)
-        #expect(try await Self.status(backing) == "dataless")
+        #expect(try await Self.status(backing) == nil)
+        #expect(try await Self.attribute("user.fileprovider.dataless", of: backing) != nil)
     }
 }

@@ -14,8 +14,11 @@ import ProviderSystem
 /// a program writes is overwritten at the next change.
 ///
 /// Written on files only (a folder's change time tells the local scan that its entries
-/// changed), on the file that stands for the item: the dataless file, the `.placeholder` file
-/// of `placeholder-files` mode, the downloaded file. A value is written only when it differs
+/// changed), on the file that stands for the item: the `.placeholder` file of
+/// `placeholder-files` mode, a partly fetched file, the downloaded file. Not on a dataless file
+/// of the `dataless` layout: beside its dataless mark an ext4 inode of 256 bytes has no room
+/// for them, and each would cost a 4 KiB attribute block; there an absent status means
+/// `dataless` (the file has the dataless mark). A value is written only when it differs
 /// from the one there, so a file that keeps its state is not touched. Writing never fails an
 /// operation: where the file system keeps no extended attributes the status is absent.
 public enum ReplicaStatus: String, Sendable, CaseIterable {

@@ -378,7 +378,10 @@ final class SyncUp: Sendable {
         let (replica, domain) = (context.replica, context.domain.name)
         let marked = paths
         _ = try? await context.executor.run {
-            for path in marked { ReplicaStatus.unsent.writeIfFile(atPath: replica.path(path), domain: domain) }
+            // A conflicted copy keeps saying so until it is replaced.
+            for path in marked where ReplicaStatus.read(atPath: replica.path(path)) != .conflict {
+                ReplicaStatus.unsent.writeIfFile(atPath: replica.path(path), domain: domain)
+            }
         }
     }
 
@@ -388,7 +391,9 @@ final class SyncUp: Sendable {
         if change.isDeletion { return }
         let (store, domainID, replica, domain, path) = (context.store, context.domainID, context.replica, context.domain.name, change.path)
         _ = try? await context.executor.run {
-            guard let record = try store.item(domainID: domainID, path: path), record.state == .materialized else { return }
+            guard let record = try store.item(domainID: domainID, path: path), record.state == .materialized,
+                ReplicaStatus.read(atPath: replica.path(path)) != .conflict
+            else { return }
             ReplicaStatus.markDownloaded(record, in: replica, domain: domain, store: store, domainID: domainID)
         }
     }

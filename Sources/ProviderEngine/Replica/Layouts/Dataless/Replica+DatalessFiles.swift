@@ -248,8 +248,6 @@ extension Replica {
                 _ = try POSIXError.check(fchmod(fd, mode_t(wanted)), "cannot set the mode of dataless file", path: path)
             }
         }
-        // What any program reads of it (getfattr), before the mark that makes it dataless.
-        if metadata.kind == ItemKind.file.rawValue { ReplicaStatus.dataless.write(to: fd, domain: metadata.domain) }
         let value = datalessValue(metadata.identifier)
         let result = ExtendedAttribute.set(datalessAttribute, to: value, of: fd)
         _ = try POSIXError.check(result, "cannot mark dataless file (the file system needs extended attributes)", path: path)
