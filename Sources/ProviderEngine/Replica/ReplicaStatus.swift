@@ -34,7 +34,7 @@ public enum ReplicaStatus: String, Sendable, CaseIterable {
     case unsent
     /// A conflicted copy kept beside the item (both versions were edited).
     case conflict
-    /// Its last transfer failed (`fileproviderctl why` says why).
+    /// Its last upload failed (`fileproviderctl why` says why); the next sync tries again.
     case error
 
     /// The attribute holding the status.
