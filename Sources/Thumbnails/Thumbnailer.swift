@@ -59,7 +59,7 @@ public enum Thumbnailer {
     }
 
     /// A PNG of an image (JPEG, PNG, GIF or WebP) scaled down to fit `fitting` pixels a side,
-    /// keeping its proportions (never scaled up), transparency kept.
+    /// keeping its proportions (never scaled up), transparent parts on white.
     ///
     /// - Throws: `notSupported` when `data` is not an image libgd can decode; `invalidArgument`
     ///   when `fitting` is not within 1...``maximumSize``; `localIOFailure` when libgd cannot
@@ -79,6 +79,9 @@ public enum Thumbnailer {
             throw FileProviderError(.localIOFailure, "libgd could not make a \(targetWidth)×\(targetHeight) image")
         }
         defer { fp_gd_destroy(target) }
+        // Transparent parts on white, as the JPEG thumbnails.
+        fp_gd_filled_rectangle(target, 0, 0, Int32(targetWidth - 1), Int32(targetHeight - 1), fp_gd_truecolor(255, 255, 255))
+        fp_gd_alpha_blending(target, 1)
         fp_gd_copy_resampled(
             target, source, 0, 0, 0, 0, Int32(targetWidth), Int32(targetHeight), Int32(width), Int32(height))
         var count: Int32 = 0
