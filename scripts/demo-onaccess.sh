@@ -15,6 +15,7 @@ library=$demo/sources/library
 replica=$demo/library
 mkdir -p "$library/papers"
 printf 'On-access files: this text was fetched when cat read it.\n' > "$library/papers/never-downloaded.txt"
+printf 'Nobody reads this one but an indexer.\n' > "$library/papers/unread.txt"
 head -c 3000000 /dev/urandom > "$library/papers/dataset.bin"
 head -c 64000000 /dev/urandom > "$library/papers/video.bin"
 # More entries than a sync writes into the replica at once (its population budget, 250): the
@@ -63,8 +64,15 @@ step "ls $replica/archive | wc -l   (a dataless folder: serve fills it when ls o
 ls "$replica/archive" | wc -l
 step "cat $replica/archive/note-123.txt"
 cat "$replica/archive/note-123.txt"
+step "a content indexer (here cat copied as baloo_file) is refused at once: nothing is fetched"
+mkdir -p "$demo/indexer" && cp /bin/cat "$demo/indexer/baloo_file"
+"$demo/indexer/baloo_file" "$replica/papers/unread.txt" || true
+"$fpctl" rules list
+"$fpctl" why library:/papers/unread.txt
+step "getfattr: any program reads a file's status (and its domain)"
+getfattr -d "$replica/papers/dataset.bin" "$replica/papers/video.bin" 2>/dev/null || echo "(getfattr is in the attr package)"
 step "serve's log"
-grep "fetched on access" "$demo/serve-library.log" || true
+grep -e "fetched on access" -e "denied to" "$demo/serve-library.log" || true
 "$fpctl" ls library:/papers
 kill "$pid"
 wait "$pid" || true

@@ -41,6 +41,8 @@ PACKAGES=(
     gnome-keyring        # the Secret Service the password tests start (Sources/ProviderTesting/SecretServiceSession.swift)
     dbus-daemon          # dbus-run-session: the tests' own D-Bus session bus for gnome-keyring-daemon
     libsecret-tools      # secret-tool: the password tests store and check what the keyring holds
+    inotify-tools        # inotifywait: the access-rules tests (OnAccessRulesTests) see which files of the store a fetch opens
+    attr                 # getfattr: the status attribute tests read user.fileprovider.* as users do
 )
 
 is_installed() {

@@ -352,6 +352,44 @@ enum Migrations {
             try db.execute(sql: "ALTER TABLE domain ADD COLUMN onAccess TEXT NOT NULL DEFAULT 'fanotify'")
             try db.execute(sql: "ALTER TABLE domain ADD COLUMN onAccessReason TEXT")
         }
+        migrator.registerMigration("v20: access rules") { db in
+            // Access rules by program (MetadataStore+AccessRules): what an on-access request of
+            // a program does, in one domain or (domainID NULL) in all. One rule per scope, kind
+            // and value. The content indexers are denied by default (isDefault), rows a user may
+            // remove or replace like any other.
+            try db.create(table: "accessRule") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.column("domainID", .integer).references("domain", onDelete: .cascade)
+                t.column("kind", .text).notNull().check(sql: "kind IN ('program', 'executable', 'unit')")
+                t.column("value", .text).notNull().check(sql: "length(value) > 0")
+                t.column("action", .text).notNull().check(sql: "action IN ('fetch', 'deny', 'present-only')")
+                t.column("isDefault", .boolean).notNull().defaults(to: false)
+                t.column("createdAt", .datetime).notNull()
+            }
+            try db.execute(sql: "CREATE UNIQUE INDEX accessRule_scope ON accessRule(IFNULL(domainID, 0), kind, value)")
+            for program in [
+                "localsearch-3", "localsearch-extractor-3", "tracker-miner-fs-3", "tracker-extract-3", "baloo_file", "baloo_file_extractor",
+            ] {
+                try db.execute(
+                    sql:
+                        "INSERT INTO accessRule (domainID, kind, value, action, isDefault, createdAt) VALUES (NULL, 'program', ?, 'deny', 1, strftime('%Y-%m-%d %H:%M:%f', 'now'))",
+                    arguments: [program])
+            }
+            // The last refusal of each file by a rule, and how many it had: `why` names the
+            // program, `status` sums the counts.
+            try db.create(table: "accessRefusal", options: [.withoutRowID]) { t in
+                t.column("domainID", .integer).notNull().references("domain", onDelete: .cascade)
+                t.column("path", .text).notNull()
+                t.column("program", .text).notNull()
+                t.column("executable", .text)
+                t.column("unit", .text)
+                t.column("pid", .integer).notNull()
+                t.column("rule", .text).notNull()
+                t.column("count", .integer).notNull()
+                t.column("at", .datetime).notNull()
+                t.primaryKey(["domainID", "path"])
+            }
+        }
         return migrator
     }
 

@@ -58,6 +58,40 @@ public enum Thumbnailer {
         return try encodeJPEG(target, quality: quality)
     }
 
+    /// A PNG of an image (JPEG, PNG, GIF or WebP) scaled down to fit `fitting` pixels a side,
+    /// keeping its proportions (never scaled up), transparent parts on white.
+    ///
+    /// - Throws: `notSupported` when `data` is not an image libgd can decode; `invalidArgument`
+    ///   when `fitting` is not within 1...``maximumSize``; `localIOFailure` when libgd cannot
+    ///   encode the result.
+    public static func png(from data: Data, fitting: Int) throws(FileProviderError) -> Data {
+        guard (1...maximumSize).contains(fitting) else {
+            throw FileProviderError(.invalidArgument, "a thumbnail size must be 1 to \(maximumSize) pixels, not \(fitting)")
+        }
+        let source = try decode(data)
+        defer { fp_gd_destroy(source) }
+        let width = Int(fp_gd_width(source))
+        let height = Int(fp_gd_height(source))
+        guard width > 0, height > 0 else { throw FileProviderError(.notSupported, "the image has no pixels") }
+        let scale = min(1, Double(fitting) / Double(max(width, height)))
+        let (targetWidth, targetHeight) = (max(1, Int((Double(width) * scale).rounded())), max(1, Int((Double(height) * scale).rounded())))
+        guard let target = fp_gd_create_truecolor(Int32(targetWidth), Int32(targetHeight)) else {
+            throw FileProviderError(.localIOFailure, "libgd could not make a \(targetWidth)×\(targetHeight) image")
+        }
+        defer { fp_gd_destroy(target) }
+        // Transparent parts on white, as the JPEG thumbnails.
+        fp_gd_filled_rectangle(target, 0, 0, Int32(targetWidth - 1), Int32(targetHeight - 1), fp_gd_truecolor(255, 255, 255))
+        fp_gd_alpha_blending(target, 1)
+        fp_gd_copy_resampled(
+            target, source, 0, 0, 0, 0, Int32(targetWidth), Int32(targetHeight), Int32(width), Int32(height))
+        var count: Int32 = 0
+        guard let bytes = fp_gd_png(target, &count), count > 0 else {
+            throw FileProviderError(.localIOFailure, "libgd could not encode a PNG")
+        }
+        defer { fp_gd_free(bytes) }
+        return Data(bytes: bytes, count: Int(count))
+    }
+
     /// Makes a thumbnail of the image file at `path` (see ``jpeg(from:size:quality:)``).
     ///
     /// - Throws: `noSuchItem` when the file does not exist; `localIOFailure` when it cannot be
@@ -73,7 +107,8 @@ public enum Thumbnailer {
             throw FileProviderError(.noSuchItem, "no file at \(path)")
         }
         if let bytes = attributes[.size] as? Int, bytes > maximumSourceBytes {
-            throw FileProviderError(.notSupported, "\(path) is \(bytes) bytes; thumbnails are made of images up to \(maximumSourceBytes) bytes")
+            throw FileProviderError(
+                .notSupported, "\(path) is \(bytes) bytes; thumbnails are made of images up to \(maximumSourceBytes) bytes")
         }
         let data: Data
         do {

@@ -78,6 +78,8 @@ struct DomainJSON: Encodable {
     var excluded: [ExcludedJSON]
     /// What the last finished sync left undone, and the local changes the journal holds.
     var problems: SyncProblemsJSON
+    /// Accesses of its files that access rules by program refused.
+    var accessRefusals: AccessRefusalsJSON
     /// Only from `domain add --adopt-replica`: what it took over.
     var adopted: AdoptionSummary?
 
@@ -107,6 +109,27 @@ struct DomainJSON: Encodable {
         evictions = try manager.evictions(of: record).map(EvictionJSON.init)
         excluded = try manager.excludedItems(inDomain: record.name).map(ExcludedJSON.init)
         problems = try SyncProblemsJSON(domainID: record.id ?? 0, store: manager.store)
+        accessRefusals = AccessRefusalsJSON(try manager.store.accessRefusals(domainID: record.id ?? 0))
+    }
+}
+
+/// How many accesses access rules by program refused in a domain, and the last refusal.
+struct AccessRefusalsJSON: Encodable {
+    struct Last: Encodable {
+        /// The file's path in the domain, starting with `/`.
+        var path: String
+        var program: String
+        var executable: String?
+        var rule: String
+        var at: Date
+    }
+
+    var count: Int
+    var last: Last?
+
+    init(_ refusals: (count: Int, last: AccessRefusalRecord?)) {
+        count = refusals.count
+        last = refusals.last.map { Last(path: "/" + $0.path, program: $0.program, executable: $0.executable, rule: $0.rule, at: $0.at) }
     }
 }
 

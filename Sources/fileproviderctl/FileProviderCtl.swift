@@ -35,7 +35,7 @@ struct FileProviderCtl: AsyncParsableCommand {
             DomainCommand.self, SyncCommand.self, ListCommand.self, PopulateCommand.self, MaterializeCommand.self,
             EvictCommand.self, PolicyCommand.self, PinCommand.self, UnpinCommand.self, StatusCommand.self, CacheCommand.self,
             ConflictsCommand.self, FindCommand.self, WhereisCommand.self, DupesCommand.self,
-            PendingCommand.self, WhyCommand.self, ServeCommand.self, SignalCommand.self, ThumbnailCommand.self,
+            PendingCommand.self, WhyCommand.self, RulesCommand.self, ServeCommand.self, SignalCommand.self, ThumbnailCommand.self,
             DumpCommand.self, BackendCommand.self, VersionCommand.self,
         ]
     )

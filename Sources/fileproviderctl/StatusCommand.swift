@@ -76,6 +76,12 @@ struct StatusCommand: AsyncParsableCommand {
             }
             Self.printProblems(
                 try SyncProblemsJSON(domainID: domain.id ?? 0, store: manager.store, limit: Self.shownProblems), of: domain.name)
+            let refusals = try manager.store.accessRefusals(domainID: domain.id ?? 0)
+            if let last = refusals.last, refusals.count > 0 {
+                print(
+                    "  \(refusals.count) access\(refusals.count == 1 ? "" : "es") refused by access rules (last \(Output.date(last.at)): \(Output.text(last.program)) on \(Output.name("/" + last.path)), rule \(Output.text(last.rule))); nothing fetched for them"
+                )
+            }
             if let backoff = DomainBackoff(domain) {
                 let failures = "\(backoff.failureCount) failure\(backoff.failureCount == 1 ? "" : "s")"
                 let due = backoff.isWaiting() ? "" : " (retry due)"

@@ -259,6 +259,15 @@ public final class DomainController: Sendable {
         try await ThumbnailMaker(materializer: materializer).thumbnail(at: path, size: size)
     }
 
+    /// Writes the freedesktop.org thumbnail of the file at `path` (256 pixels with `large`,
+    /// else 128) into `cacheHome/thumbnails/`, where file managers look, without downloading
+    /// the file; returns the path written.
+    /// - Throws: `notSupported` when the file is not downloaded and its store makes no
+    ///   thumbnails, or is no file; what the backend throws; `localIOFailure`.
+    public func freedesktopThumbnail(at path: String, large: Bool, cacheHome: URL) async throws(FileProviderError) -> String {
+        try await ThumbnailMaker(materializer: materializer).freedesktopThumbnail(at: path, large: large, cacheHome: cacheHome)
+    }
+
     /// The stored item at a path.
     /// - Throws: `noSuchItem` saying how to refresh; `localIOFailure` when the database fails.
     public func record(at path: String) throws(FileProviderError) -> ItemRecord {

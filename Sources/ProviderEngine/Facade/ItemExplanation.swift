@@ -30,6 +30,20 @@ public struct ItemExplanation: Sendable, Codable {
         public var date: Date
     }
 
+    /// The last time an access rule by program refused a program's access to the file.
+    public struct AccessRefusal: Sendable, Codable {
+        /// The program's name (its command name, else its executable's).
+        public var program: String
+        public var executable: String?
+        public var unit: String?
+        public var pid: Int32
+        /// The rule in words (`deny program baloo_file (default, all domains)`).
+        public var rule: String
+        /// Refusals of this file so far.
+        public var count: Int
+        public var at: Date
+    }
+
     public var domain: String
     /// The item's path, starting with `/`.
     public var path: String
@@ -60,6 +74,8 @@ public struct ItemExplanation: Sendable, Codable {
     /// The item's last error (an upload or a download that failed).
     public var lastError: String?
     public var conflicts: [Conflict]
+    /// Set when an access rule refused a program's access to the file.
+    public var accessRefusal: AccessRefusal?
     /// Set when the domain is backing off.
     public var backoff: DomainBackoff?
     /// The above in sentences, most important first.
@@ -233,6 +249,20 @@ extension ProviderManager {
             reasons.append(Self.describe(operation))
         }
         if let error = record?.lastError { reasons.append("last error: \(error)") }
+
+        // Access rules by program.
+        if let refusal = try store.accessRefusal(domainID: domainID, path: path) {
+            explanation.accessRefusal = ItemExplanation.AccessRefusal(
+                program: refusal.program, executable: refusal.executable, unit: refusal.unit, pid: refusal.pid, rule: refusal.rule,
+                count: refusal.count, at: refusal.at)
+            var who = "pid \(refusal.pid)"
+            if let executable = refusal.executable { who += ", \(executable)" }
+            if let unit = refusal.unit { who += ", unit \(unit)" }
+            let times = refusal.count == 1 ? "" : " (\(refusal.count) refusals so far)"
+            reasons.append(
+                "access refused on \(Self.timestamp(refusal.at)) to \(refusal.program) (\(who)) by rule \(refusal.rule); nothing was fetched for it\(times); 'fileproviderctl rules' changes the rules"
+            )
+        }
 
         // Conflicts.
         for conflict in try store.conflicts(domainID: domainID) where conflict.path == path || conflict.keptPath == path {

@@ -27,6 +27,63 @@ struct ThumbnailMaker: Sendable {
         try await context.blocking(body)
     }
 
+    /// Writes the freedesktop.org thumbnail of the file at `path` (``FreedesktopThumbnail``:
+    /// `large` 256 pixels, else `normal` 128) into `cacheHome/thumbnails/<size>/`, named after
+    /// the URI of the file where programs see it, dated with the item's modification time. Made
+    /// from the store's thumbnail (or the downloaded file): it never downloads the file, so a
+    /// file manager shows a preview of a file that is not downloaded. Returns the path written.
+    /// - Throws: `notSupported` when the item is no file, or is not downloaded and its store
+    ///   makes no thumbnails (a preview would need its bytes); what the backend's
+    ///   `fetchThumbnail` throws; `localIOFailure` when the cache cannot be written.
+    func freedesktopThumbnail(at path: String, large: Bool, cacheHome: URL) async throws(FileProviderError) -> String {
+        try await PoolCheck.during("thumbnail") { () async throws(FileProviderError) -> String in
+            let size: FreedesktopThumbnail.Size = large ? .large : .normal
+            let record = try await blocking { [self] () throws(FileProviderError) in try reader.record(at: path) }
+            guard record.kind == .file else {
+                throw FileProviderError(.notSupported, "\(display(path)) is a \(record.kind.rawValue); only files have thumbnails")
+            }
+            let file = replica.path(path)
+            let source: Data
+            if record.state == .materialized, !record.isOutdated,
+                let bytes = try await blocking({ () throws(FileProviderError) in FileManager.default.contents(atPath: file) })
+            {
+                source = bytes
+            } else if backend.capabilities.supportsThumbnails {
+                source = try await thumbnail(at: path, size: size.pixels)
+            } else {
+                throw FileProviderError(
+                    .notSupported,
+                    "\(display(path)) is not downloaded and its store makes no thumbnails; 'fileproviderctl materialize \(display(path))' first"
+                )
+            }
+            let uri = FreedesktopThumbnail.uri(ofPath: (context.domain.replicaPath as NSString).appendingPathComponent(path))
+            let seconds = Int64((record.modificationDate?.timeIntervalSince1970 ?? 0).rounded(.down))
+            let png = try FreedesktopThumbnail.png(of: source, size: size, uri: uri, modificationTime: seconds)
+            let folder = cacheHome.appendingPathComponent("thumbnails/\(size.rawValue)")
+            let target = folder.appendingPathComponent(FreedesktopThumbnail.fileName(forURI: uri)).path
+            try await blocking { () throws(FileProviderError) in
+                do {
+                    try FileManager.default.createDirectory(
+                        at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                    let staging = target + ".fp-\(UInt32.random(in: 0...UInt32.max))"
+                    guard FileManager.default.createFile(atPath: staging, contents: png, attributes: [.posixPermissions: 0o600]) else {
+                        throw FileProviderError(.localIOFailure, "cannot write \(staging)")
+                    }
+                    if rename(staging, target) != 0 {
+                        unlink(staging)
+                        throw FileProviderError(.localIOFailure, "cannot rename the thumbnail into \(target)")
+                    }
+                } catch let error as FileProviderError {
+                    throw error
+                } catch {
+                    throw FileProviderError(
+                        .localIOFailure, "cannot write the thumbnail cache \(folder.path): \(error.localizedDescription)")
+                }
+            }
+            return target
+        }
+    }
+
     /// Content types the engine makes thumbnails of itself when the backend cannot.
     static let imageContentTypes: Set<String> = ["public.jpeg", "public.png", "com.compuserve.gif", "org.webmproject.webp"]
 

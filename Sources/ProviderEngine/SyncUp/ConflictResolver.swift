@@ -83,8 +83,11 @@ struct ConflictResolver: Sendable {
         let metadata = PlaceholderMetadata(domain: context.domain.name, record: original)
         try await context.executor.run { [replica = context.replica, original] in try replica.writePlaceholder(original.path, metadata) }
         try await save(original)
-        let replica = context.replica
-        let print = try await context.executor.run { replica.fingerprint(atPath: replica.path(copyPath)) }
+        let (replica, domain) = (context.replica, context.domain.name)
+        let print = try await context.executor.run {
+            ReplicaStatus.conflict.writeIfFile(atPath: replica.path(copyPath), domain: domain)
+            return replica.fingerprint(atPath: replica.path(copyPath))
+        }
         return BothKept(original: original, copy: print.map { NewItem(path: copyPath, fingerprint: $0) })
     }
 
@@ -137,7 +140,11 @@ struct ConflictResolver: Sendable {
         report.notices.append(
             "\(context.display(record.path)): a file was written there without the item's contents; the store's version keeps the name, yours is \(context.display(copyPath))"
         )
-        let print = try await context.executor.run { replica.fingerprint(atPath: replica.path(copyPath)) }
+        let domain = context.domain.name
+        let print = try await context.executor.run {
+            ReplicaStatus.conflict.writeIfFile(atPath: replica.path(copyPath), domain: domain)
+            return replica.fingerprint(atPath: replica.path(copyPath))
+        }
         return print.map { NewItem(path: copyPath, fingerprint: $0) }
     }
 

@@ -148,6 +148,7 @@ final class SyncUp: Sendable {
                 continue
             }
             report.pendingLocal = result.unsettled
+            await markUnsent(result)
             try await tidy(result)
             try await ExcludedFromSync.takeOut(from: &result, scope: scope, context: context, report: &report)
             let undone = try await withoutServerSideMoves(&result.changes, report: &report)
@@ -322,6 +323,7 @@ final class SyncUp: Sendable {
             let sent = report.uploaded
             try await uploader.upload(change, report: &report)
             if report.uploaded > sent { context.logTransfer(change.path, sentText(change)) }
+            await markSent(change)
             return true
         } catch where error.code.reaction == .backOffDomain || error.code == .cancelled {
             throw error
@@ -350,13 +352,49 @@ final class SyncUp: Sendable {
             report.notSend(
                 change.path, "not uploaded: \(error.message)", notice: "\(context.display(change.path)): not uploaded: \(error.message)")
             let path = change.path
+            let (replica, domain) = (context.replica, context.domain.name)
             _ = try? await context.executor.runToCompletion {
                 if var record = try? store.item(domainID: domainID, path: path) {
                     record.lastError = error.message
                     try? store.save(record)
                 }
+                if !change.isDeletion { ReplicaStatus.error.writeIfFile(atPath: replica.path(path), domain: domain) }
             }
             return false
+        }
+    }
+
+    /// Writes `unsent` (``ReplicaStatus``) on the files a scan found changed or new, and on
+    /// those still being written: every program sees that they are not in the store yet.
+    private func markUnsent(_ result: LocalScanResult) async {
+        var paths = result.unsettled
+        for change in result.changes {
+            switch change {
+            case .created(_, .file, _), .modified, .writtenOverPlaceholder: paths.append(change.path)
+            default: break
+            }
+        }
+        guard !paths.isEmpty else { return }
+        let (replica, domain) = (context.replica, context.domain.name)
+        let marked = paths
+        _ = try? await context.executor.run {
+            // A conflicted copy keeps saying so until it is replaced.
+            for path in marked where ReplicaStatus.read(atPath: replica.path(path)) != .conflict {
+                ReplicaStatus.unsent.writeIfFile(atPath: replica.path(path), domain: domain)
+            }
+        }
+    }
+
+    /// Writes the in-sync status (`downloaded` or `pinned`) on a file whose change the store
+    /// took.
+    private func markSent(_ change: LocalChange) async {
+        if change.isDeletion { return }
+        let (store, domainID, replica, domain, path) = (context.store, context.domainID, context.replica, context.domain.name, change.path)
+        _ = try? await context.executor.run {
+            guard let record = try store.item(domainID: domainID, path: path), record.state == .materialized,
+                ReplicaStatus.read(atPath: replica.path(path)) != .conflict
+            else { return }
+            ReplicaStatus.markDownloaded(record, in: replica, domain: domain, store: store, domainID: domainID)
         }
     }
 

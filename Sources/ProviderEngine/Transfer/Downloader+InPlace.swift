@@ -101,6 +101,8 @@ extension Downloader {
                 throw FileProviderError(.localIOFailure, "\(target) vanished while it was filled")
             }
             DownloadMark.write(atPath: target, identifier: item.identifier, contentVersion: item.version.content, fingerprint: filled)
+            ReplicaStatus.downloaded(path: record.path, own: record.contentPolicy, store: self.store, domainID: self.domainID)
+                .write(atPath: target, domain: self.domainName)
             // Last: from here on the file is contents.
             try Self.clearDataless(atPath: target)
             return filled

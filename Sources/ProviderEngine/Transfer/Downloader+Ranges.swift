@@ -24,7 +24,10 @@ extension Downloader {
         }
         let written = try await backend.fetchPartialContents(
             for: record.identifier, version: record.version, range: range, into: URL(fileURLWithPath: target))
+        let domain = domainName
         try await executor.run {
+            // Before the date: the hydrator takes the change time the date leaves as its own.
+            ReplicaStatus.partial.write(atPath: target, domain: domain)
             if let date = record.modificationDate { try replica.setModificationDate(date, atPath: target) }
         }
         return written.range
@@ -135,6 +138,11 @@ extension Downloader {
             if !modifiedLocally {
                 DownloadMark.write(atPath: target, identifier: record.identifier, contentVersion: record.contentVersion, fingerprint: print)
             }
+            let status =
+                modifiedLocally
+                ? ReplicaStatus.unsent
+                : ReplicaStatus.downloaded(path: record.path, own: record.contentPolicy, store: self.store, domainID: self.domainID)
+            status.write(atPath: target, domain: self.domainName)
             try Self.clearDataless(atPath: target)
             return PartialCompletion(print: print, modifiedLocally: modifiedLocally)
         }

@@ -424,6 +424,10 @@ final class Downloader: Sendable {
         // recorded (a sync in another process, the next run after a kill) knows it is a
         // download, not a local edit.
         DownloadMark.write(atPath: staging, identifier: item.identifier, contentVersion: item.version.content, fingerprint: staged)
+        if item.kind == .file {
+            ReplicaStatus.downloaded(path: path, own: stored.contentPolicy, store: store, domainID: domainID)
+                .write(atPath: staging, domain: domainName)
+        }
         var updated = stored
         updated.update(from: item, path: path)
         updated.markMaterialized(contentVersion: item.version.content, fingerprint: staged)

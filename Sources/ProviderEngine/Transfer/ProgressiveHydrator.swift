@@ -92,6 +92,17 @@ package final class ProgressiveHydrator: Sendable {
         }
     }
 
+    /// Whether the bytes `range` of the file `key` are known present, whether or not a read of
+    /// them would plan a read-ahead: what a program that may not fetch (access rules,
+    /// `present-only`) may read. Any thread.
+    func holds(_ key: FileKey, range: Range<Int64>, changeTime: Int64) -> Bool {
+        guard let entry = files.withLock({ $0[key] }) else { return false }
+        return entry.state.withLock { state in
+            (state.changeTime == changeTime || !state.fetching.isEmpty) && state.validated && !state.modified
+                && ChunkPlan.contains(state.present, range)
+        }
+    }
+
     /// Whether bytes of the file at `path` of `domain` are being fetched (its writes are the
     /// engine's, not a program's). Any thread.
     func isFetching(domain: String, path: String) -> Bool {

@@ -51,6 +51,8 @@ public final class OnAccessHandler: @unchecked Sendable {
     private let stopRequested = Mutex(false)
     private let finished = Latch()
     private let started = Mutex(false)
+    /// Access rules by program: asked before anything is fetched for a program.
+    let accessGate: AccessGate
 
     private init(
         manager: ProviderManager, logger: Logger, synchronize: Synchronize?, group: PreContentGroup, guardian: PreContentGuardian
@@ -60,6 +62,7 @@ public final class OnAccessHandler: @unchecked Sendable {
         self.group = group
         self.guardian = guardian
         requests = OnAccessRequests(engine: OnAccessContents(manager: manager, logger: logger), logger: logger, synchronize: synchronize)
+        self.accessGate = AccessGate(manager: manager)
     }
 
     /// Opens the pre-content group (taking over the one a guardian kept after an earlier `serve`
@@ -141,6 +144,7 @@ public final class OnAccessHandler: @unchecked Sendable {
         group.wake()
         if started.withLock({ $0 }) { await finished.wait() }
         await requests.finish()
+        await accessGate.flush()
     }
 
     // MARK: Events
@@ -175,6 +179,12 @@ public final class OnAccessHandler: @unchecked Sendable {
             return
         }
         let resolution = resolve(event)
+        // Access rules by program: refused at once (EPERM), nothing fetched; an open by a
+        // program that may not fetch fills nothing.
+        if let decision = accessDecision(event, resolution) {
+            if decision.refuses { return answer(event, .deny(.permission)) }
+            if event.kind == .opening && !decision.mayFetch { return answer(event, .allow) }
+        }
         // An open of a dataless file fetches nothing unless the file is filled on open.
         if event.kind == .opening, case .dataless(let served, _, _, let access) = resolution,
             !OnAccessRequests.fillsOnOpen(
@@ -210,6 +220,25 @@ public final class OnAccessHandler: @unchecked Sendable {
             Self.access(event, status), size: Int64(status.st_size), program: event.processIdentifier,
             mark: { Replica.datalessState(ofDescriptor: event.fileDescriptor) },
             path: { Self.resolvedPath("/proc/self/fd/\(event.fileDescriptor)") })
+    }
+
+    /// What the access rules say of an event's access of a file not wholly present (``AccessGate``;
+    /// an open needs no bytes), or `nil` when they have nothing to say: a complete or emptied
+    /// file, or bytes present for a program no rule limits. Blocking; the event thread only.
+    private func accessDecision(_ event: PreContentGroup.Event, _ resolution: OnAccessRequests.Resolution) -> AccessDecision? {
+        let pid = event.processIdentifier
+        switch resolution {
+        case .dataless(let entry, let path, _, let access):
+            let present = event.kind == .opening || requests.engine.isPresent(access.key, range: access.range, changeTime: access.changeTime)
+            return accessGate.decide(pid: pid, domainID: entry.domainID, domain: entry.name, path: path, present: present)
+        case .present:
+            guard accessGate.mayLimit(pid: pid), let path = Self.resolvedPath("/proc/self/fd/\(event.fileDescriptor)"),
+                let entry = requests.servedDomain(containing: path)
+            else { return nil }
+            let relative = String(path.dropFirst(entry.prefix.count))
+            return accessGate.decide(pid: pid, domainID: entry.domainID, domain: entry.name, path: relative, present: true)
+        case .complete, .emptied, .refused: return nil
+        }
     }
 
     /// The identity and change time of an event's file, and the bytes its access needs (the

@@ -43,6 +43,7 @@ public struct PlaceholderFilesLayout: ReplicaLayout {
         if unnamed >= 0 {
             defer { close(unnamed) }
             try replica.writeAll(unnamed, bytes, path: target)
+            ReplicaStatus.dataless.write(to: unnamed, domain: metadata.domain)
             if SystemCalls.linkUnnamed(unnamed, to: target) == 0 { return }
             if errno == EEXIST { return try writePlaceholder(relative, metadata, in: replica) }
             // No /proc to name it through: create it under its name below.
@@ -54,13 +55,16 @@ public struct PlaceholderFilesLayout: ReplicaLayout {
         }
         defer { close(fd) }
         try replica.writeAll(fd, bytes, path: target)
+        ReplicaStatus.dataless.write(to: fd, domain: metadata.domain)
     }
 
     /// A temporary file renamed into place, as Apple's `writePlaceholder(at:withMetadata:)`.
     public func writePlaceholder(_ relative: String, _ metadata: PlaceholderMetadata, in replica: Replica)
         throws(FileProviderError)
     {
-        try replica.atomicWrite(metadata.encoded, to: replica.placeholderPath(relative))
+        let target = replica.placeholderPath(relative)
+        try replica.atomicWrite(metadata.encoded, to: target)
+        ReplicaStatus.dataless.write(atPath: target, domain: metadata.domain)
     }
 
     public func placeholderOwner(_ relative: String, in replica: Replica) -> PlaceholderOwner? {

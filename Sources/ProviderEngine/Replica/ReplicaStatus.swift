@@ -1,0 +1,99 @@
+import Foundation
+import ProviderCore
+import ProviderStore
+import ProviderSystem
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The state of a replica file as every program can read it, without our CLI: the extended
+/// attribute `user.fileprovider.status` (`getfattr -n user.fileprovider.status FILE`), with the
+/// domain's name in `user.fileprovider.domain`. A stable interface (Docs/CLI.md, "Status
+/// attributes"); read-only by convention: the engine writes them as states change and a value
+/// a program writes is overwritten at the next change.
+///
+/// Written on files only (a folder's change time tells the local scan that its entries
+/// changed), on the file that stands for the item: the `.placeholder` file of
+/// `placeholder-files` mode, a partly fetched file, the downloaded file. Not on a dataless file
+/// of the `dataless` layout: beside its dataless mark an ext4 inode of 256 bytes has no room
+/// for them, and each would cost a 4 KiB attribute block; there an absent status means
+/// `dataless` (the file has the dataless mark). A value is written only when it differs
+/// from the one there, so a file that keeps its state is not touched. Writing never fails an
+/// operation: where the file system keeps no extended attributes the status is absent.
+public enum ReplicaStatus: String, Sendable, CaseIterable {
+    /// Not downloaded: a dataless file, a `.placeholder` file.
+    case dataless
+    /// Partly downloaded (progressive hydration): some bytes present.
+    case partial
+    /// Downloaded, evictable.
+    case downloaded
+    /// Downloaded and kept so (content policy `eager`): never evicted.
+    case pinned
+    /// Changed here, not in the store yet: a local edit or a new file waiting to be sent.
+    case unsent
+    /// A conflicted copy kept beside the item (both versions were edited).
+    case conflict
+    /// Its last upload failed (`fileproviderctl why` says why); the next sync tries again.
+    case error
+
+    /// The attribute holding the status.
+    public static let attribute = "user.fileprovider.status"
+    /// The attribute holding the domain's name.
+    public static let domainAttribute = "user.fileprovider.domain"
+
+    /// Writes the status and the domain's name on the file at `path` (never following a final
+    /// symlink), each only when it differs. Blocking.
+    public func write(atPath path: String, domain: String) {
+        write(
+            domain: domain, set: { ExtendedAttribute.set($0, to: $1, atPath: path) },
+            read: { ExtendedAttribute.get($0, atPath: path, into: &$1) })
+    }
+
+    /// Writes the status and the domain's name on the open file `fd`, each only when it differs.
+    /// Blocking.
+    public func write(to fd: Int32, domain: String) {
+        write(domain: domain, set: { ExtendedAttribute.set($0, to: $1, of: fd) }, read: { ExtendedAttribute.get($0, of: fd, into: &$1) })
+    }
+
+    private func write(domain: String, set: (String, [UInt8]) -> Int32, read: (String, inout [UInt8]) -> Int) {
+        for (name, value) in [(Self.attribute, Array(rawValue.utf8)), (Self.domainAttribute, Array(domain.utf8))] {
+            var buffer = [UInt8](repeating: 0, count: max(64, value.count + 1))
+            let length = read(name, &buffer)
+            if length == value.count && Array(buffer[..<length]) == value { continue }
+            _ = set(name, value)
+        }
+    }
+
+    /// ``write(atPath:domain:)`` when `path` is a regular file (not a folder, whose change time
+    /// the local scan reads, nor a symlink). Blocking.
+    public func writeIfFile(atPath path: String, domain: String) {
+        var status = stat()
+        guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return }
+        write(atPath: path, domain: domain)
+    }
+
+    /// The status written on the file at `path`, or `nil`. Blocking.
+    public static func read(atPath path: String) -> ReplicaStatus? {
+        var buffer = [UInt8](repeating: 0, count: 32)
+        let length = ExtendedAttribute.get(attribute, atPath: path, into: &buffer)
+        guard length > 0 else { return nil }
+        return ReplicaStatus(rawValue: String(decoding: buffer[..<length], as: UTF8.self))
+    }
+
+    /// The status of a downloaded file in sync with the store: ``pinned`` when its content policy
+    /// (its own, else its folders') is `eager`, else ``downloaded``. Blocking (reads the
+    /// policies along its path).
+    static func downloaded(path: String, own: ContentPolicy?, store: MetadataStore, domainID: Int64) -> ReplicaStatus {
+        let policy = try? PolicyResolver.read(from: store, domainID: domainID, along: path).effective(path, own: own).policy
+        return policy == .eager ? .pinned : .downloaded
+    }
+
+    /// Writes the in-sync status of a downloaded file (``downloaded(path:own:store:domainID:)``)
+    /// on it. Blocking.
+    static func markDownloaded(_ record: ItemRecord, in replica: Replica, domain: String, store: MetadataStore, domainID: Int64) {
+        guard record.kind == .file else { return }
+        downloaded(path: record.path, own: record.contentPolicy, store: store, domainID: domainID)
+            .write(atPath: replica.path(record.path), domain: domain)
+    }
+}

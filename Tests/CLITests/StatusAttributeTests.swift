@@ -1,0 +1,148 @@
+import Foundation
+import ProviderTesting
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The status every program can read on a replica file (`user.fileprovider.status` and
+/// `user.fileprovider.domain`), read with `getfattr` as users and scripts do, followed through
+/// a file's life: not downloaded, partly downloaded (dataless layout), downloaded, pinned,
+/// edited and not sent yet, sent, evicted. Both layouts: `placeholder-files` (the status is on
+/// the `.placeholder` file, then on the downloaded file) and `dataless` through the real
+/// `serve` (fanotify: root, Linux ≥ 6.14; a dataless file there has no status: no room in its
+/// inode beside the dataless mark).
+@Suite("Status attributes", .serialized, .timeLimit(.minutes(10)))
+struct StatusAttributeTests {
+    /// `getfattr -n NAME --only-values PATH`: the value, or `nil` when the file has none.
+    static func attribute(_ name: String, of path: String) async throws -> String? {
+        let run = try await runProgram(["getfattr", "-n", name, "--only-values", "--absolute-names", path])
+        return run.succeeded ? String(decoding: run.output, as: UTF8.self) : nil
+    }
+
+    static func status(_ path: String) async throws -> String? {
+        try await attribute("user.fileprovider.status", of: path)
+    }
+
+    @Test func placeholderFilesShowTheirStatusFromPlaceholderToPinnedEditedSentAndEvicted() async throws {
+        let temp = try TemporaryFolder()
+        let store = temp.url.appendingPathComponent("store").path
+        let replica = temp.url.appendingPathComponent("replica").path
+        try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
+        try Data("first\n".utf8).write(to: URL(fileURLWithPath: store + "/a.txt"))
+        let cli = CLIRunner(in: temp)
+        let added = try await cli.run(["domain", "add", "p", "--backend", "local", "--root", store, "--replica", replica])
+        #expect(added.status == 0, "\(added)")
+        #expect(try await cli.run(["sync", "p"]).status == 0)
+
+        let file = replica + "/a.txt"
+        #expect(try await Self.status(file + ".placeholder") == "dataless")
+        #expect(try await Self.attribute("user.fileprovider.domain", of: file + ".placeholder") == "p")
+        #expect(try await cli.run(["materialize", "p:/a.txt"]).status == 0)
+        #expect(try await Self.status(file) == "downloaded")
+        #expect(try await Self.attribute("user.fileprovider.domain", of: file) == "p")
+        #expect(try await cli.run(["pin", "p:/a.txt"]).status == 0)
+        #expect(try await Self.status(file) == "pinned")
+
+        // An edit, seen by serve, not sent while the program still has the file open for
+        // writing (it has not settled): unsent.
+        let log = temp.url.appendingPathComponent("serve.log")
+        let serve = try ServeProcess(cli, ["p", "--poll-interval", "3600", "--settle", "3600"], log: log)
+        let watching = await waitUntil(timeout: 30) { serve.output.contains("serving p") || !serve.process.isRunning }
+        try #require(watching && serve.process.isRunning, "\(serve.output)")
+        let handle = try #require(FileHandle(forWritingAtPath: file))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data("second\n".utf8))
+        let unsent = try await waitUntil(timeout: 30) { try await Self.status(file) == "unsent" }
+        let shown = try await Self.status(file) ?? "none"
+        #expect(unsent, "the edit is not shown as unsent: \(shown); \(serve.output.suffix(1500))")
+        // Closed: finished, so serve sends it; pinned again, and the store has it.
+        try handle.close()
+        let sent = try await waitUntil(timeout: 30) { try await Self.status(file) == "pinned" }
+        #expect(sent, "\(serve.output.suffix(1500))")
+        #expect(FileManager.default.contents(atPath: store + "/a.txt") == Data("first\nsecond\n".utf8))
+        #expect(await serve.stop(SIGTERM, timeout: 30) == 0)
+        // Unpinned (online-only): evicted, a placeholder again.
+        #expect(try await cli.run(["unpin", "p:/a.txt"]).status == 0)
+        #expect(!FileManager.default.fileExists(atPath: file))
+        #expect(try await Self.status(file + ".placeholder") == "dataless")
+    }
+
+    @Test func aConflictedCopySaysSoAndTheStoresVersionIsDownloadedUnderTheName() async throws {
+        let temp = try TemporaryFolder()
+        let store = temp.url.appendingPathComponent("store").path
+        let replica = temp.url.appendingPathComponent("replica").path
+        try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
+        try Data("base\n".utf8).write(to: URL(fileURLWithPath: store + "/both.txt"))
+        let cli = CLIRunner(in: temp)
+        #expect(try await cli.run(["domain", "add", "c", "--backend", "local", "--root", store, "--replica", replica]).status == 0)
+        #expect(try await cli.run(["sync", "c"]).status == 0)
+        #expect(try await cli.run(["materialize", "c:/both.txt"]).status == 0)
+        // Edited on both sides: the local version is kept as a conflicted copy.
+        try Data("local edit\n".utf8).write(to: URL(fileURLWithPath: replica + "/both.txt"))
+        try Data("store edit, longer\n".utf8).write(to: URL(fileURLWithPath: store + "/both.txt"))
+        let synced = try await cli.run(["sync", "c"])
+        #expect(synced.status == 0, "\(synced)")
+        let names = try FileManager.default.contentsOfDirectory(atPath: replica)
+        let copy = try #require(names.first { $0.contains("conflicted copy") }, "\(names)")
+        #expect(try await Self.status(replica + "/" + copy) == "conflict")
+        #expect(try await Self.attribute("user.fileprovider.domain", of: replica + "/" + copy) == "c")
+        // The store's version took the name, downloaded again (the file was).
+        #expect(try await Self.status(replica + "/both.txt") == "downloaded")
+        #expect(FileManager.default.contents(atPath: replica + "/both.txt") == Data("store edit, longer\n".utf8))
+    }
+
+    @Test func datalessFilesShowTheirStatusThroughPartialDownloadedPinnedUnsentSentAndEvicted() async throws {
+        let temp = try TemporaryFolder()
+        let store = temp.url.appendingPathComponent("store").path
+        try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
+        // Past the size filled whole on open (16 MiB): read in ranges.
+        let contents = patterned(20 << 20, seed: 42)
+        let domain = try await ServedDomain(
+            temp: temp, storeFolder: store, backend: "local", options: ["root": store], files: ["big.bin": contents],
+            addArguments: ["--hydration", "progressive"])
+        try await domain.startServe(["--settle", "3600"])
+        let file = domain.replica + "/big.bin"
+        // Not downloaded: no status (an inode has no room for it beside the dataless mark).
+        #expect(try await Self.status(file) == nil)
+
+        let piece = try await runProgram(["dd", "if=\(file)", "bs=4096", "skip=1000", "count=1", "status=none"])
+        #expect(piece.succeeded && piece.output == contents.subdata(in: 4_096_000..<4_100_096), "\(piece)")
+        #expect(try await Self.status(file) == "partial")
+        #expect(try await Self.attribute("user.fileprovider.domain", of: file) == "d")
+
+        let whole = try await runProgram(["cat", file])
+        #expect(whole.succeeded && whole.output == contents, "\(whole)")
+        let downloaded = try await waitUntil(timeout: 30) { try await Self.status(file) == "downloaded" }
+        let afterRead = try await Self.status(file) ?? "none"
+        #expect(downloaded, "after every byte was read: \(afterRead)")
+        #expect(try await domain.cli.run(["pin", "d:/big.bin"]).status == 0)
+        #expect(try await Self.status(file) == "pinned")
+
+        // A program appends and keeps the file open: serve sees the edit and waits for it to
+        // settle (the program may write more): unsent.
+        // Off the pool: an access through the replica path may wait on serve.
+        let fd = try await offThePool { () -> Int32 in
+            let fd = open(file, O_WRONLY | O_APPEND | O_CLOEXEC)
+            if fd >= 0 { _ = write(fd, "tail", 4) }
+            return fd
+        }
+        try #require(fd >= 0, "cannot open \(file): \(String(cString: strerror(errno)))")
+        let unsent = try await waitUntil(timeout: 30) { try await Self.status(file) == "unsent" }
+        let shown = try await Self.status(file) ?? "none"
+        #expect(unsent, "the edit is not shown as unsent: \(shown); \(domain.logs.suffix(1500))")
+        // Closed: finished, so serve sends it; pinned again, and the store has it.
+        _ = try await offThePool { close(fd) }
+        let sent = try await waitUntil(timeout: 30) { try await Self.status(file) == "pinned" }
+        #expect(sent, "\(domain.logs.suffix(1500))")
+        #expect(FileManager.default.contents(atPath: store + "/big.bin") == contents + Data("tail".utf8))
+        try await domain.stopServe()
+
+        // Evicted (unpinned: online-only): dataless, without a status.
+        let backing = domain.backing + "/big.bin"
+        #expect(try await domain.cli.run(["unpin", "d:/big.bin"]).status == 0)
+        #expect(try await Self.status(backing) == nil)
+        #expect(try await Self.attribute("user.fileprovider.dataless", of: backing) != nil)
+    }
+}
