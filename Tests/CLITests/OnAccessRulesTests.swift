@@ -123,13 +123,23 @@ struct OnAccessRulesTests {
     }
 
     @Test func aProgramUnderAnIndexersNameIsRefusedAtOnceAndNothingIsFetchedWhileCatReadsTheFile() async throws {
+        try await Self.indexerIsRefused(layout: .fanotify)
+    }
+
+    @Test func aPresentOnlyProgramReadsADownloadedFileAndIsRefusedAMissingOne() async throws {
+        try await Self.presentOnlyReadsWhatIsHere(layout: .fanotify)
+    }
+
+    /// A program under an indexer's name is refused at once, nothing fetched, while `cat` reads.
+    static func indexerIsRefused(layout: OnAccessLayout) async throws {
         let temp = try TemporaryFolder()
         let store = temp.url.appendingPathComponent("store").path
         try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
         let files = [
             "photo.bin": patterned(300_000, seed: 1), "notes.txt": patterned(5_000, seed: 2), "other.bin": patterned(70_000, seed: 3),
         ]
-        let domain = try await ServedDomain(temp: temp, storeFolder: store, backend: "local", options: ["root": store], files: files)
+        let domain = try await ServedDomain(
+            temp: temp, storeFolder: store, backend: "local", options: ["root": store], files: files, layout: layout)
         // The shipped defaults deny the indexers, and say so.
         let rules = try #require(try await domain.cli.json(["rules", "list"]) as? [String: Any])
         let listed = try #require(rules["rules"] as? [[String: Any]])
@@ -140,7 +150,7 @@ struct OnAccessRulesTests {
 
         let opens = try await StoreOpens(folder: store, temp: temp)
         try await domain.startServe()
-        let indexer = try Self.program(named: "baloo_file", in: temp)
+        let indexer = try program(named: "baloo_file", in: temp)
         let started = Date()
         let refused = try await runProgram([indexer, domain.replica + "/photo.bin", domain.replica + "/notes.txt"], timeout: 30)
         let elapsed = Date().timeIntervalSince(started)
@@ -194,13 +204,15 @@ struct OnAccessRulesTests {
         try await domain.stopServe()
     }
 
-    @Test func aPresentOnlyProgramReadsADownloadedFileAndIsRefusedAMissingOne() async throws {
+    /// A present-only program reads a downloaded file and is refused a missing one.
+    static func presentOnlyReadsWhatIsHere(layout: OnAccessLayout) async throws {
         let temp = try TemporaryFolder()
         let store = temp.url.appendingPathComponent("store").path
         try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
         let files = ["here.bin": patterned(200_000, seed: 4), "missing.bin": patterned(200_000, seed: 5)]
-        let domain = try await ServedDomain(temp: temp, storeFolder: store, backend: "local", options: ["root": store], files: files)
-        let viewer = try Self.program(named: "thumbnailer", in: temp)
+        let domain = try await ServedDomain(
+            temp: temp, storeFolder: store, backend: "local", options: ["root": store], files: files, layout: layout)
+        let viewer = try program(named: "thumbnailer", in: temp)
         let added = try await domain.cli.run(["rules", "add", "present-only", "--executable", viewer, "--json"])
         #expect(added.status == 0, "\(added)")
         let materialized = try await domain.cli.run(["materialize", "d:/here.bin"])
@@ -220,5 +232,18 @@ struct OnAccessRulesTests {
         #expect(cat.succeeded && cat.output == files["missing.bin"], "\(cat)")
         #expect(try await opens.sinceLastMark() == ["missing.bin"])
         try await domain.stopServe()
+    }
+}
+
+/// The same rules through the FUSE layout (`AccessGate` asked by `ReplicaFileSystem`); in the
+/// Makefile's second process with the other FUSE suites.
+@Suite("On-access rules by program through FUSE", .serialized, .timeLimit(.minutes(10)))
+struct FUSEAccessRulesTests {
+    @Test func aProgramUnderAnIndexersNameIsRefusedAtOnceAndNothingIsFetchedWhileCatReadsTheFile() async throws {
+        try await OnAccessRulesTests.indexerIsRefused(layout: .fuse)
+    }
+
+    @Test func aPresentOnlyProgramReadsADownloadedFileAndIsRefusedAMissingOne() async throws {
+        try await OnAccessRulesTests.presentOnlyReadsWhatIsHere(layout: .fuse)
     }
 }

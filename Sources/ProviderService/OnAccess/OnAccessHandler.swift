@@ -229,7 +229,8 @@ public final class OnAccessHandler: @unchecked Sendable {
         let pid = event.processIdentifier
         switch resolution {
         case .dataless(let entry, let path, _, let access):
-            let present = event.kind == .opening || requests.engine.isPresent(access.key, range: access.range, changeTime: access.changeTime)
+            let present =
+                event.kind == .opening || requests.engine.isPresent(access.key, range: access.range, changeTime: access.changeTime)
             return accessGate.decide(pid: pid, domainID: entry.domainID, domain: entry.name, path: path, present: present)
         case .present:
             guard accessGate.mayLimit(pid: pid), let path = Self.resolvedPath("/proc/self/fd/\(event.fileDescriptor)"),

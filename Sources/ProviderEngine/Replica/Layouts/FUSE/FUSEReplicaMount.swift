@@ -70,7 +70,7 @@ public final class FUSEReplicaMount: Sendable {
         let ranged = (try? await manager.controller(for: record.name))?.backend.capabilities.supportsRangedReads ?? false
         let hydration: Hydration = record.hydration == .progressive && ranged ? .progressive : .full
         let fetcher = ReplicaFetcher(manager: manager, domain: record.name, domainID: id, hydration: hydration, logger: logger)
-        let fileSystem = ReplicaFileSystem(backing: backing.path, fetcher: fetcher, logger: logger)
+        let fileSystem = ReplicaFileSystem(backing: backing.path, fetcher: fetcher, gate: AccessGate(manager: manager), logger: logger)
         let options = FUSEMountOptions(name: record.name)
         let replicaPath = record.replicaPath
         let session = try await manager.blocking { () throws(FileProviderError) -> FUSESession in
@@ -90,6 +90,7 @@ public final class FUSEReplicaMount: Sendable {
             // The executor is shut down (serve is ending): unmounted here rather than left.
             session.unmount()
         }
+        await fileSystem.gate.flush()
         logger.info("\(domain): FUSE mount at \(session.mountPoint) taken away")
     }
 

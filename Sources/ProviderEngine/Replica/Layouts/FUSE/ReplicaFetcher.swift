@@ -39,6 +39,16 @@ final class ReplicaFetcher: Sendable {
         self.logger = logger
     }
 
+    /// Whether bytes `range` of the dataless file open as `descriptor` are known present (the
+    /// progressive hydrator's ranges; a dataless file's data blocks are not: its first block
+    /// holds zeros). What a program that may not fetch may read. No fetch.
+    func holds(descriptor: Int32, range: Range<Int64>) -> Bool {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { return false }
+        let key = ProgressiveHydrator.FileKey(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+        return hydrator.holds(key, range: range, changeTime: ProgressiveHydrator.changeTime(status))
+    }
+
     /// Returns once bytes `range` of the dataless file open as `descriptor`, at `path` (relative
     /// to the backing folder), are present: at once when they are, else after fetching them.
     /// - Throws: `noSuchItem` when the database knows no item at `path` for this file (moved

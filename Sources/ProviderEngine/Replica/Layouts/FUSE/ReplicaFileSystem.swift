@@ -26,18 +26,22 @@ import ProviderSystem
 ///   sends them. A dataless file is made whole before a program changes it, or loses its mark
 ///   when a program empties it (`O_TRUNC`): nothing uploads bytes that were never fetched.
 ///
-/// Every method gets the requester (pid, uid): access rules by program (#42) go in
-/// ``admit(_:to:)``, the one place every fetch passes. Threads: the session's, several at once.
+/// Every method gets the requester (pid, uid): access rules by program go through
+/// ``admit(_:to:present:)``, the one place every fetch passes (``AccessGate``, as fanotify's
+/// handler asks it). Threads: the session's, several at once.
 final class ReplicaFileSystem: FUSEFileSystem {
     /// The backing folder, absolute, without a final `/`.
     let backing: String
     let inodes = ReplicaInodes()
     let fetcher: ReplicaFetcher
     let logger: Logger
+    /// Access rules by program.
+    let gate: AccessGate
 
-    init(backing: String, fetcher: ReplicaFetcher, logger: Logger) {
+    init(backing: String, fetcher: ReplicaFetcher, gate: AccessGate, logger: Logger) {
         self.backing = backing.hasSuffix("/") && backing.count > 1 ? String(backing.dropLast()) : backing
         self.fetcher = fetcher
+        self.gate = gate
         self.logger = logger
     }
 
@@ -85,10 +89,16 @@ final class ReplicaFileSystem: FUSEFileSystem {
         if fetcher.populateIfDataless(text(relative)) { inodes.setPopulated(inode) }
     }
 
-    /// Where access rules by program (issue #42) decide whether `requester` may have the
-    /// contents of `path` fetched; every fetch passes here. Admits every program for now.
-    /// - Throws: `accessDenied` when a rule refuses.
-    private func admit(_ requester: FUSERequester, to path: String) throws(FUSEError) {}
+    /// Whether `requester` may have the bytes it needs of `path` (`present`: they are there
+    /// already) by the access rules; every fetch passes here. A refusal is logged and recorded
+    /// by the gate. Blocking (reads `/proc`).
+    /// - Throws: `notPermitted` (EPERM, ``AccessDecision/errno``) when a rule refuses, or when
+    ///   the bytes are missing and the program may not fetch.
+    private func admit(_ requester: FUSERequester, to path: String, present: Bool) throws(FUSEError) {
+        let decision = gate.decide(
+            pid: requester.processIdentifier, domainID: fetcher.domainID, domain: fetcher.domain, path: path, present: present)
+        if decision.refuses || (!present && !decision.mayFetch) { throw .notPermitted }
+    }
 
     /// A fetch's failure as the program's call fails: ENOSPC for a full disk, else EIO.
     private func failure(_ error: FileProviderError, _ path: String, _ requester: FUSERequester) -> FUSEError {
@@ -221,7 +231,7 @@ final class ReplicaFileSystem: FUSEFileSystem {
             do { try fetcher.emptied(name, descriptor: fd) } catch { throw failure(error, name, requester) }
             return
         }
-        try admit(requester, to: name)
+        try admit(requester, to: name, present: false)
         do { try fetcher.complete(name, absolute: full) } catch { throw failure(error, name, requester) }
     }
 
@@ -244,10 +254,11 @@ final class ReplicaFileSystem: FUSEFileSystem {
     func read(_ inode: UInt64, descriptor: Int32, offset: UInt64, count: Int, by requester: FUSERequester) throws(FUSEError) {
         guard Replica.datalessKey(ofDescriptor: descriptor) != nil else { return }
         let path = text(try relative(inode))
-        try admit(requester, to: path)
         let start = Int64(clamping: offset)
         let (end, overflow) = start.addingReportingOverflow(Int64(count))
-        do { try fetcher.provide(path, descriptor: descriptor, range: start..<(overflow ? Int64.max : end)) } catch {
+        let wanted = start..<(overflow ? Int64.max : end)
+        try admit(requester, to: path, present: fetcher.holds(descriptor: descriptor, range: wanted))
+        do { try fetcher.provide(path, descriptor: descriptor, range: wanted) } catch {
             // Filled meanwhile by another request: the bytes are there.
             if Replica.datalessKey(ofDescriptor: descriptor) == nil { return }
             throw failure(error, path, requester)
