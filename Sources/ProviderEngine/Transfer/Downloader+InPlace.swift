@@ -61,9 +61,14 @@ extension Downloader {
         // short file is a fill in progress (or cut short), never a file a program emptied.
         try await executor.run { try Replica.markFilling(atPath: target) }
         let item: Item
+        // Hashed as the backend writes it (``ContentSink``).
+        let sink = FastSHA256.sink()
+        let destination = URL(fileURLWithPath: target)
+        let backend = self.backend
         do {
-            item = try await backend.fetchContents(
-                for: record.identifier, version: nil, to: URL(fileURLWithPath: target), offset: 0, progress: nil)
+            item = try await ContentSink.feeding([destination: sink]) { () async throws(FileProviderError) -> Item in
+                try await backend.fetchContents(for: record.identifier, version: nil, to: destination, offset: 0, progress: nil)
+            }
         } catch {
             try? await executor.runToCompletion { try Self.restoreDataless(atPath: target, size: record.size) }
             let full = try? await executor.run {
@@ -72,7 +77,8 @@ extension Downloader {
             }
             throw full?.error ?? error
         }
-        let print = try await executor.runToCompletion { () throws -> FileFingerprint in
+        let streamed = sink.finish(size: item.size)
+        let (print, sha256) = try await executor.runToCompletion { () throws -> (FileFingerprint, String?) in
             guard let size = replica.fileSize(atPath: target), size == item.size else {
                 try Self.restoreDataless(atPath: target, size: record.size)
                 throw FileProviderError(
@@ -80,8 +86,9 @@ extension Downloader {
                     "the download of \(self.display(record.path)) was \(replica.fileSize(atPath: target) ?? 0) bytes, expected \(item.size); try again"
                 )
             }
+            let sha256: String?
             do {
-                try self.checkHash(of: item, staged: target, path: record.path)
+                sha256 = try self.checkHash(of: item, staged: target, path: record.path, streamed: streamed)
             } catch {
                 try Self.restoreDataless(atPath: target, size: record.size)
                 throw error
@@ -93,11 +100,12 @@ extension Downloader {
             DownloadMark.write(atPath: target, identifier: item.identifier, contentVersion: item.version.content, fingerprint: filled)
             // Last: from here on the file is contents.
             try Self.clearDataless(atPath: target)
-            return filled
+            return (filled, sha256)
         }
         var updated = record
         updated.update(from: item, path: record.path)
         updated.markMaterialized(contentVersion: item.version.content, fingerprint: print)
+        updated.recordSHA256(sha256, of: item.version.content)
         updated.lastError = nil
         let store = self.store
         let domainID = self.domainID
