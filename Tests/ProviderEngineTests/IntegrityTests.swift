@@ -167,6 +167,34 @@ private func flipByte(atPath path: String, offset: Int64) throws {
         #expect(changed.sha256 == nil || changed.sha256 == sha256(Data("delta, changed in the store\n".utf8)))
     }
 
+    /// 20 MiB over SFTP come in 8 MiB ranges over two connections, out of order: the sink
+    /// hashes them in file order all the same (checked against `sha256sum` of the store's file).
+    @Test(.enabled(if: SSHServer.isAvailable)) func aRangedSFTPDownloadIsHashedInFileOrder() async throws {
+        let server = try await SSHServer.shared()
+        try await HashFixture.with(sftp: server) { f in
+            let path = f.store.appendingPathComponent("big.bin").path
+            let expected = try await offThePool { () throws -> String in
+                var bytes = [UInt8](repeating: 0, count: (20 << 20) + 3)
+                var state: UInt32 = 0x1234_5678
+                for index in bytes.indices {
+                    state = state &* 1_664_525 &+ 1_013_904_223
+                    bytes[index] = UInt8(truncatingIfNeeded: state >> 24)
+                }
+                try Data(bytes).write(to: URL(fileURLWithPath: path))
+                let sum = try ChildProcess.capture("/usr/bin/sha256sum", [path])
+                return String(String(decoding: sum.output, as: UTF8.self).prefix(64))
+            }
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            let outcomes = await controller.materialize(paths: ["big.bin"], recursive: false)
+            #expect(outcomes.allSatisfy { $0.error == nil }, "\(outcomes.compactMap(\.error))")
+            let recorded = try controller.record(at: "big.bin").sha256
+            #expect(expected.count == 64 && recorded == expected)
+            let report = try await f.manager.verify()
+            #expect(report.verified == 1 && report.problems.isEmpty, "\(report)")
+        }
+    }
+
     /// Two domains on one store: once both downloaded a file, `whereis` and `dupes` compare it
     /// by the recorded hash, not by size only.
     @Test func whereisComparesByTheRecordedHash() async throws {

@@ -20,7 +20,7 @@ extension Downloader {
     /// - Throws: `noSuchItem` when the file at the item's path is not its dataless file;
     ///   `fileWriteOutOfSpace` when it does not fit beside the reserve; what the backend
     ///   throws; `corruptData` when the store sent another size than it announced, or bytes that
-    ///   do not match the content hash it sent.
+    ///   do not match the content hash it sent (twice: a mismatch is fetched once more).
     func fillInPlace(_ record: ItemRecord) async throws(FileProviderError) -> ItemRecord {
         let key = ItemIdentifier("fill:" + record.identifier.rawValue)
         let task = fills.withLock { map -> Task<ItemRecord, any Error> in
@@ -30,7 +30,7 @@ extension Downloader {
             }
             let task = Task { [self] () async throws -> ItemRecord in
                 defer { _ = self.fills.withLock { $0.removeValue(forKey: key) } }
-                return try await self.performFill(record)
+                return try await self.performFillOnceMore(record)
             }
             map[key] = task
             return task
@@ -39,6 +39,22 @@ extension Downloader {
             return try await task.value
         } catch {
             throw FileProviderError.wrap(error)
+        }
+    }
+
+    /// ``performFill(_:)``, and once more after a download that did not match the store's hash
+    /// (never placed), then recorded on the item.
+    private func performFillOnceMore(_ record: ItemRecord) async throws(FileProviderError) -> ItemRecord {
+        do {
+            return try await performFill(record)
+        } catch where HashMismatch.isMismatch(error) {
+            context.logger.warning("\(error.message); fetching it once more")
+            do {
+                return try await performFill(record)
+            } catch where HashMismatch.isMismatch(error) {
+                await recordMismatch(error, of: record)
+                throw error
+            }
         }
     }
 

@@ -15,8 +15,11 @@ enum HashMismatch {
         )
     }
 
-    /// Whether `error` is a download that did not match the store's hash.
+    /// Whether `error` is a download that did not match the store's hash: the engine's check
+    /// (``error(path:algorithm:found:expected:)``), or an adapter's of a hash the store sent in
+    /// a reply's header (S3's `x-amz-checksum-sha256` and MD5 ETag, WebDAV's `OC-Checksum`),
+    /// which say `the download of … does not match …` too.
     static func isMismatch(_ error: FileProviderError) -> Bool {
-        error.code == .corruptData && error.message.contains(phrase)
+        error.code == .corruptData && error.message.hasPrefix("the download of ") && error.message.contains(" does not match ")
     }
 }
