@@ -151,6 +151,18 @@ import Testing
             // The store's hash is the one computed as the bytes were written: recorded beside it.
             let record = try controller.record(at: "a.txt")
             #expect(record.contentHash == right && record.sha256 == String(right.dropFirst("sha256:".count)))
+            var report = try await f.manager.verify()
+            #expect(report.verified == 1 && report.problems.isEmpty, "\(report)")
+
+            // The store now describes the same version with another hash (its copy changed
+            // without a new version): verify says the store's copy differs, offline.
+            var differs = record
+            differs.contentHash = "sha256:" + String(repeating: "0", count: 64)
+            let (store, domainID) = (f.manager.store, record.domainID)
+            try store.apply(domainID: domainID, upserts: [differs], deletions: [])
+            report = try await f.manager.verify()
+            #expect(report.problems.map(\.kind) == [.storeHashDiffers] && report.verified == 1, "\(report)")
+            #expect(report.problems.first?.storeHash == differs.contentHash && report.problems.first?.recordedHash == right)
         }
     }
 
