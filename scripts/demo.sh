@@ -92,6 +92,29 @@ cp "$photos/cover.png" "$docs/cover copy.png"
 run sync docs
 run whereis photos:/cover.png
 run dupes
+# Downloads are hashed (SHA-256) as they are written: downloaded, the two copies share a hash.
+run materialize photos:/cover.png
+run materialize "docs:/cover copy.png"
+run whereis photos:/cover.png
+# verify hashes the downloaded files again, offline: a byte flipped on disk with the size and
+# date kept (bit rot, which no sync would ever notice) is found; exit 1.
+step "flip one byte of photos:/cover.png on disk, keeping its size and modification time"
+python3 - "$(replica_of photos)/cover.png" <<'PY'
+import os, sys
+path = sys.argv[1]
+info = os.stat(path)
+with open(path, "r+b") as f:
+    f.seek(1000)
+    byte = f.read(1)
+    f.seek(1000)
+    f.write(bytes([byte[0] ^ 0x01]))
+os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+PY
+run verify photos || true
+# The store's bytes again: evicted and downloaded, the file verifies.
+run evict photos:/cover.png
+run materialize photos:/cover.png
+run verify photos
 run status
 
 step "done — everything is under $demo"

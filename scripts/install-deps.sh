@@ -8,6 +8,7 @@ PACKAGES=(
     libsqlite3-dev       # ProviderStore (GRDB links the system SQLite)
     libssh2-1-dev        # Adapters/SFTP via CLibSSH2
     libcurl4-openssl-dev # Adapters/Kit (the HTTP client of MediaAPI and WebDAV) via CCurl
+    libssl-dev           # the engine's SHA-256 of downloads and uploads (OpenSSL's libcrypto) via CLibCrypto
     apache2              # loopback Apache mod_dav for the WebDAV adapter tests
     nginx-light          # loopback nginx (dav module) for the WebDAV adapter tests' server matrix
     libnginx-mod-http-dav-ext # its PROPFIND and OPTIONS (the dav-ext module)

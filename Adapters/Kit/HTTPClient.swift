@@ -125,6 +125,15 @@ public final class HTTPClient: Sendable {
         case .range(_, let range): resumeAt = range.lowerBound
         case .memory, .spool: break
         }
+        // The engine's sinks for the file downloaded into and the file uploaded from
+        // (``ContentSink``), taken here: task-local values do not reach the connection's thread.
+        var sinks = TransferSinks()
+        if case .file(let path, _) = request.sink { sinks.download = ContentSink.for(path: path) }
+        switch request.body {
+        case .file(let path, _), .filePart(let path, _, _): sinks.upload = ContentSink.for(path: path)
+        case .none, .form, .data: break
+        }
+        let transferSinks = sinks
         var attempt = 0
         while true {
             attempt += 1
@@ -146,7 +155,8 @@ public final class HTTPClient: Sendable {
             let started = DispatchTime.now().uptimeNanoseconds
             do {
                 outcome = try await connection.executor.run { () -> Attempt in
-                    connection.perform(request, url: url, settings: settings, resumeAt: start, cancellation: cancellation)
+                    connection.perform(
+                        request, url: url, settings: settings, resumeAt: start, cancellation: cancellation, sinks: transferSinks)
                 }
             } catch {
                 pool.release(connection)

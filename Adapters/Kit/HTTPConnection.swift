@@ -28,9 +28,11 @@ final class HTTPConnection: @unchecked Sendable {
 
     /// Runs one attempt on the calling thread (the connection's own).
     func perform(
-        _ request: HTTPRequest, url: String, settings: ClientSettings, resumeAt: Int64, cancellation: CancellationFlag
+        _ request: HTTPRequest, url: String, settings: ClientSettings, resumeAt: Int64, cancellation: CancellationFlag,
+        sinks: TransferSinks = TransferSinks()
     ) -> Attempt {
         let transfer = HTTPTransfer(request: request, resumeAt: resumeAt, cancellation: cancellation)
+        transfer.sinks = sinks
         defer { transfer.closeFiles() }
         if let error = transfer.openFiles() { return .failure(error, retryable: false, stored: resumeAt) }
 

@@ -6,6 +6,14 @@ import ProviderCore
     import Glibc
 #endif
 
+/// The engine's sinks (``ContentSink``) for the bytes of a request's files: those written into
+/// a `.file` reply sink, those read from a `.file` or `.filePart` body, each at its offset in
+/// its file.
+struct TransferSinks: Sendable {
+    var download: ContentSink?
+    var upload: ContentSink?
+}
+
 /// The state of one attempt, reached from libcurl's callbacks through their user data pointer.
 /// Used only on the connection's thread.
 final class HTTPTransfer {
@@ -35,6 +43,10 @@ final class HTTPTransfer {
     private var rangeEnd: Int64 = .max
     /// A range sink got a byte past its range, so it ended the transfer itself: not a failure.
     private(set) var rangeIsComplete = false
+    /// Where the bytes written and read also go.
+    var sinks = TransferSinks()
+    /// Where the next byte of a whole-file body is read (its reads are sequential).
+    private var uploadPosition: Int64 = 0
 
     init(request: HTTPRequest, resumeAt: Int64, cancellation: CancellationFlag) {
         self.request = request
@@ -224,6 +236,7 @@ final class HTTPTransfer {
             failure = POSIXError.localWriteError("write", path: "the download file")
             return false
         }
+        if let sink = sinks.download { pending.withUnsafeBytes { sink.consume($0, at: storedLength) } }
         storedLength += Int64(pending.count)
         request.progress?(storedLength, total)
         return true
@@ -242,7 +255,12 @@ final class HTTPTransfer {
                 uploadOffset >= 0
                 ? pread(uploadFile, buffer.baseAddress, want, off_t(uploadOffset)) : read(uploadFile, buffer.baseAddress, want)
             if count >= 0 {
-                if uploadOffset >= 0 { uploadOffset += Int64(count) }
+                if let sink = sinks.upload, count > 0 {
+                    sink.consume(
+                        UnsafeRawBufferPointer(start: buffer.baseAddress, count: count),
+                        at: uploadOffset >= 0 ? uploadOffset : uploadPosition)
+                }
+                if uploadOffset >= 0 { uploadOffset += Int64(count) } else { uploadPosition += Int64(count) }
                 uploadLeft -= Int64(count)
                 return count
             }

@@ -24,6 +24,8 @@ extension LocalBackend {
     {
         let new = try NewItem(template, options: options, reservedPrefix: LocalPath.stagingPrefix)
         let flag = CancellationFlag()
+        // The engine's sink for the bytes read from `contents` (task-local: taken here).
+        let sink = contents.flatMap { ContentSink.for($0) }
         return try await withCancellationFlag(flag) { () async throws(FileProviderError) -> ItemResult in
             try await self.io { () throws(FileProviderError) -> ItemResult in
                 let (folder, _) = try self.openContainer(template.parentIdentifier)
@@ -36,7 +38,7 @@ extension LocalBackend {
                 case .file:
                     try self.createFile(
                         at: path, in: folder, contents: contents, date: template.contentModificationDate,
-                        flags: template.fileSystemFlags, replay: replay, cancellation: flag)
+                        flags: template.fileSystemFlags, replay: replay, cancellation: flag, sink: sink)
                 }
                 return ItemResult(item: try self.currentItem(at: path).item)
             }
@@ -88,13 +90,14 @@ extension LocalBackend {
 
     private func createFile(
         at path: LocalPath, in folder: FileHandleFD, contents: URL?, date: Date?, flags: FileSystemFlags, replay: Bool,
-        cancellation: CancellationFlag
+        cancellation: CancellationFlag, sink: ContentSink? = nil
     ) throws(FileProviderError) {
         if replay, try folder.statEntry(path.name, displayPath: path.display) != nil {
             try checkReplay(at: path, in: folder, kind: .file, replay: replay)
             if try file(path.name, in: folder, displayPath: path.display, hasContentsOf: contents) { return }
             let (staging, lock) = try stage(
-                contents, in: folder, folderPath: path.parent, modificationDate: date, flags: flags, cancellation: cancellation)
+                contents, in: folder, folderPath: path.parent, modificationDate: date, flags: flags, cancellation: cancellation,
+                sink: sink)
             defer { withExtendedLifetime(lock) {} }
             do {
                 try Rename.replacing(from: folder, staging, to: folder, path.name, displayPath: path.display)
@@ -105,7 +108,8 @@ extension LocalBackend {
             return
         }
         let (staging, lock) = try stage(
-            contents, in: folder, folderPath: path.parent, modificationDate: date, flags: flags, cancellation: cancellation)
+            contents, in: folder, folderPath: path.parent, modificationDate: date, flags: flags, cancellation: cancellation,
+            sink: sink)
         defer { withExtendedLifetime(lock) {} }
         do {
             try Rename.noReplace(from: folder, staging, to: folder, path.name, displayPath: path.display)

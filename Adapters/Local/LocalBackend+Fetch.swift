@@ -26,12 +26,14 @@ extension LocalBackend {
         let path = try LocalPath(identifier)
         if path.isRoot { throw FileProviderError(.invalidArgument, "the root is a folder; it has no contents") }
         let flag = CancellationFlag()
+        // The engine's sink for the bytes written (task-local: taken here).
+        let sink = ContentSink.for(destination)
         return try await withCancellationFlag(flag) { () async throws(FileProviderError) -> Item in
             try await self.io { () throws(FileProviderError) -> Item in
                 var copier = Copier()
                 return try self.copyOut(
                     path: path, in: try self.openFolder(path.parent), version: version, to: destination.path, offset: offset,
-                    progress: progress, cancellation: flag, copier: &copier)
+                    progress: progress, cancellation: flag, copier: &copier, sink: sink)
             }
         }
     }
@@ -47,6 +49,7 @@ extension LocalBackend {
     public func fetchContents(_ requests: [ContentRequest], progress: BatchProgressHandler?) async -> [Result<Item, FileProviderError>] {
         if requests.isEmpty { return [] }
         let flag = CancellationFlag()
+        let sinks = requests.map { ContentSink.for($0.destination) }
         do {
             return try await withCancellationFlag(flag) { () async throws(FileProviderError) -> [Result<Item, FileProviderError>] in
                 try await self.io { () -> [Result<Item, FileProviderError>] in
@@ -69,7 +72,8 @@ extension LocalBackend {
                             return .success(
                                 try self.copyOut(
                                     path: path, in: parent, version: request.version, to: request.destination.path,
-                                    offset: request.offset, progress: fileProgress, cancellation: flag, copier: &copier))
+                                    offset: request.offset, progress: fileProgress, cancellation: flag, copier: &copier,
+                                    sink: sinks[index]))
                         } catch {
                             return .failure(error)
                         }
@@ -83,10 +87,11 @@ extension LocalBackend {
 
     /// Copies one file of the folder `parent` into `destination`. The status is read once
     /// before the file is opened (so no FIFO or device is ever opened), once on the open file,
-    /// and once after the copy to check that the file did not change meanwhile.
+    /// and once after the copy to check that the file did not change meanwhile. The bytes
+    /// written also go to `sink` (the engine's ``ContentSink``).
     private func copyOut(
         path: LocalPath, in parent: FileHandleFD, version: ItemVersion?, to destination: String, offset: Int64,
-        progress: ProgressHandler?, cancellation: CancellationFlag, copier: inout Copier
+        progress: ProgressHandler?, cancellation: CancellationFlag, copier: inout Copier, sink: ContentSink?
     ) throws(FileProviderError) -> Item {
         guard let entry = try parent.statEntry(path.name, displayPath: path.display) else {
             throw .noSuchItem(path.identifier)
@@ -118,7 +123,7 @@ extension LocalBackend {
         // meanwhile fails the check after.
         let completed = try copier.copy(
             from: source, to: output, range: start..<item.size, sourcePath: path.display, destinationPath: destination,
-            cancellation: cancellation
+            cancellation: cancellation, sink: sink
         ) { progress?($0, item.size) }
         let after = try source.stat()
         if Self.version(of: after, kind: .file).content != item.version.content || completed != item.size {

@@ -25,6 +25,8 @@ extension LocalBackend {
         let change = try ItemChange(item, changedFields: changedFields)
         let path = change.path
         let flag = CancellationFlag()
+        // The engine's sink for the bytes read from `contents` (task-local: taken here).
+        let sink = contents.flatMap { ContentSink.for($0) }
         return try await withCancellationFlag(flag) { () async throws(FileProviderError) -> ItemResult in
             try await self.io { () throws(FileProviderError) -> ItemResult in
                 var located = try self.currentItem(at: path)
@@ -34,7 +36,7 @@ extension LocalBackend {
                     let flags = changedFields.contains(.fileSystemFlags) ? item.fileSystemFlags : located.item.fileSystemFlags
                     located = try self.replaceContents(
                         of: located, with: contents, date: item.contentModificationDate, flags: flags, base: baseVersion,
-                        cancellation: flag)
+                        cancellation: flag, sink: sink)
                 } else {
                     if changedFields.contains(.contentModificationDate), let date = item.contentModificationDate {
                         try located.parent.setModificationDate(date, of: path.name, displayPath: path.display)
@@ -59,7 +61,7 @@ extension LocalBackend {
 
     private func replaceContents(
         of located: LocatedItem, with contents: URL?, date: Date?, flags: FileSystemFlags, base: ItemVersion,
-        cancellation: CancellationFlag
+        cancellation: CancellationFlag, sink: ContentSink? = nil
     ) throws(FileProviderError) -> LocatedItem {
         let path = located.path
         guard located.item.kind == .file else {
@@ -67,7 +69,7 @@ extension LocalBackend {
         }
         let (staging, lock) = try stage(
             contents, in: located.parent, folderPath: path.parent, modificationDate: date, flags: flags,
-            cancellation: cancellation)
+            cancellation: cancellation, sink: sink)
         defer { withExtendedLifetime(lock) {} }
         do {
             // The last check before the rename: nothing is overwritten if the item changed.

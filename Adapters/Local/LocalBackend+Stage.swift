@@ -18,7 +18,7 @@ extension LocalBackend {
     ///   throws (`insufficientQuota`, `permissionDenied`); `cancelled`.
     func stage(
         _ contents: URL?, in folder: FileHandleFD, folderPath: LocalPath, modificationDate: Date?,
-        flags: FileSystemFlags = .plainFile, cancellation: CancellationFlag
+        flags: FileSystemFlags = .plainFile, cancellation: CancellationFlag, sink: ContentSink? = nil
     ) throws(FileProviderError) -> (name: String, lock: FileHandleFD) {
         let name = LocalPath.stagingName()
         let display = folderPath.appending(name).display
@@ -29,11 +29,15 @@ extension LocalBackend {
                 let input = try FileHandleFD.open(path: contents.path, flags: O_RDONLY)
                 let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
                 defer { buffer.deallocate() }
+                var position: Int64 = 0
                 while true {
                     try cancellation.check()
                     let count = try input.read(into: buffer, displayPath: contents.path)
                     if count == 0 { break }
-                    try output.writeAll(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), displayPath: display)
+                    let piece = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+                    try output.writeAll(piece, displayPath: display)
+                    sink?.consume(piece, at: position)
+                    position += Int64(count)
                 }
             }
             if flags.contains(.userExecutable) {

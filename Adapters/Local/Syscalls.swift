@@ -377,20 +377,21 @@ struct Copier {
 
     /// Copies bytes `range` of `source` to the same offsets of `output`, in steps of at most
     /// 1 MiB, reporting the position after each; stops early at the end of `source`. Returns
-    /// the position reached.
+    /// the position reached. With a `sink` (the engine hashes the bytes) every byte passes
+    /// through the buffer and goes to the sink too: the kernel's copy would not show them.
     /// - Throws: what reading `source` throws (as `POSIXError.error`); `fileWriteOutOfSpace`
     ///   when the disk holding `output` is full, `localIOFailure` when it cannot be written for
     ///   another reason; `cancelled` once `cancellation` is set.
     mutating func copy(
         from source: FileHandleFD, to output: FileHandleFD, range: Range<Int64>, sourcePath: String, destinationPath: String,
-        cancellation: CancellationFlag, progress: (Int64) -> Void
+        cancellation: CancellationFlag, sink: ContentSink? = nil, progress: (Int64) -> Void
     ) throws(FileProviderError) -> Int64 {
         var offset = range.lowerBound
         while offset < range.upperBound {
             try cancellation.check()
             let wanted = Int(min(Int64(LocalBackend.chunkSize), range.upperBound - offset))
             var count = -1
-            if kernelCopies {
+            if kernelCopies && sink == nil {
                 var from = off_t(offset)
                 var to = off_t(offset)
                 count = Self.copyFileRange.map { $0(source.fd, &from, output.fd, &to, wanted, 0) } ?? -1
@@ -417,6 +418,7 @@ struct Copier {
                     try LocalBackend.writingDestination { () throws(FileProviderError) in
                         try output.writeAll(written, at: offset, displayPath: destinationPath)
                     }
+                    sink?.consume(written, at: offset)
                 }
             }
             if count == 0 { break }

@@ -26,6 +26,8 @@ extension SFTPBackend {
             }
         }
         let flag = CancellationFlag()
+        // The engine's sink for the bytes read from `contents` (task-local: taken here).
+        let sink = contents.flatMap { ContentSink.for($0) }
         return try await withConnection(
             flag, operation: template.kind == .file ? "PUT" : template.kind == .folder ? "MKDIR" : "SYMLINK",
             path: new.path, moved: { $0.item.kind == .file ? $0.item.size : nil }
@@ -44,7 +46,7 @@ extension SFTPBackend {
             case .file:
                 let created = try self.createFile(
                     path, remote: remote, folder: folder, contents: contents, date: template.contentModificationDate,
-                    replay: replay, cancellation: flag, on: connection)
+                    replay: replay, cancellation: flag, sink: sink, on: connection)
                 if template.fileSystemFlags.contains(.userExecutable) {
                     // Uploaded 0644: x where r is, then looked up again.
                     let attributes = try connection.lstat(remote)
@@ -108,12 +110,12 @@ extension SFTPBackend {
     /// are known without looking it up again (`nil` after a replay took an existing file).
     private func createFile(
         _ path: SFTPPath, remote: String, folder: String, contents: URL?, date: Date?, replay: Bool,
-        cancellation: CancellationFlag, on connection: SFTPConnection
+        cancellation: CancellationFlag, sink: ContentSink? = nil, on connection: SFTPConnection
     ) throws(FileProviderError) -> Item? {
         if replay, let existing = try connection.lstatIfPresent(remote) {
             guard existing.kind == .file else { throw collision(path) }
             if try remoteFile(remote, size: existing.size, matches: contents, on: connection) { return nil }
-            let staging = try stage(contents, in: folder, on: connection, cancellation: cancellation).path
+            let staging = try stage(contents, in: folder, sink: sink, on: connection, cancellation: cancellation).path
             do throws(FileProviderError) {
                 try stamp(staging, current: existing, explicit: date, on: connection)
                 try replace(remote, with: staging, on: connection)
@@ -126,7 +128,7 @@ extension SFTPBackend {
         // The dates are set and the attributes read on the open handle: the renamed file has them.
         let seconds = date.map { Int64($0.timeIntervalSince1970.rounded(.down)) }
         let staged = try stage(
-            contents, in: folder, modificationTime: seconds, describe: true, on: connection, cancellation: cancellation)
+            contents, in: folder, modificationTime: seconds, describe: true, sink: sink, on: connection, cancellation: cancellation)
         do throws(FileProviderError) {
             try connection.rename(staged.path, to: remote)
         } catch {
@@ -137,7 +139,7 @@ extension SFTPBackend {
             if replay {
                 return try createFile(
                     path, remote: remote, folder: folder, contents: contents, date: date, replay: replay,
-                    cancellation: cancellation, on: connection)
+                    cancellation: cancellation, sink: sink, on: connection)
             }
             throw collision(path)
         }

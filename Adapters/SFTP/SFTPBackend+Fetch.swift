@@ -54,17 +54,19 @@ extension SFTPBackend {
         let path = try SFTPPath(identifier)
         if path.isRoot { throw FileProviderError(.invalidArgument, "the root is a folder; it has no contents") }
         let flag = CancellationFlag()
+        // The engine's sink for the bytes written (task-local: taken here).
+        let sink = ContentSink.for(destination)
         return try await withConnection(flag, operation: "GET", path: path, moved: { $0.size }) {
             connection throws(FileProviderError) -> Item in
             try self.download(
                 path, version: version, to: destination.path, offset: offset, progress: progress, cancellation: flag,
-                on: connection)
+                sink: sink, on: connection)
         }
     }
 
     private func download(
         _ path: SFTPPath, version: ItemVersion?, to destination: String, offset: Int64, progress: ProgressHandler?,
-        cancellation: CancellationFlag, on connection: SFTPConnection
+        cancellation: CancellationFlag, sink: ContentSink?, on connection: SFTPConnection
     ) throws(FileProviderError) -> Item {
         let located = try locate(path, on: connection)
         let item = located.item
@@ -86,6 +88,7 @@ extension SFTPBackend {
             start = max(0, recorded)
         }
         let output = try LocalFile.openDestination(destination, keeping: start)
+        output.sink = sink
         progress?(start, item.size)
         let streams = connectionsPerTransfer()
         let ranged = item.size - start >= Self.rangedTransferThreshold && streams > 1 && output.recordPrefix(start)

@@ -28,6 +28,8 @@ extension SFTPBackend {
         let operation =
             contents != nil
             ? "PUT" : changedFields.contains(.filename) || changedFields.contains(.parentItemIdentifier) ? "RENAME" : "SETSTAT"
+        // The engine's sink for the bytes read from `contents` (task-local: taken here).
+        let sink = contents.flatMap { ContentSink.for($0) }
         return try await withConnection(
             flag, operation: operation, path: path, moved: { contents != nil ? $0.item.size : nil }
         ) { connection throws(FileProviderError) -> ItemResult in
@@ -38,7 +40,7 @@ extension SFTPBackend {
                 let flags = changedFields.contains(.fileSystemFlags) ? item.fileSystemFlags : located.item.fileSystemFlags
                 located = try self.replaceContents(
                     of: located, with: contents, date: explicitDate, flags: flags, base: baseVersion, cancellation: flag,
-                    on: connection)
+                    sink: sink, on: connection)
             } else {
                 if let explicitDate {
                     let seconds = Int64(explicitDate.timeIntervalSince1970.rounded(.down))
@@ -63,14 +65,14 @@ extension SFTPBackend {
 
     private func replaceContents(
         of located: LocatedItem, with contents: URL?, date: Date?, flags: FileSystemFlags, base: ItemVersion,
-        cancellation: CancellationFlag, on connection: SFTPConnection
+        cancellation: CancellationFlag, sink: ContentSink? = nil, on connection: SFTPConnection
     ) throws(FileProviderError) -> LocatedItem {
         let path = located.path
         guard located.item.kind == .file else {
             throw FileProviderError(.invalidArgument, "\(path.display) is not a file; its contents cannot be set")
         }
         let folder = path.parent.remote(under: connection.rootPath)
-        let staging = try stage(contents, in: folder, on: connection, cancellation: cancellation).path
+        let staging = try stage(contents, in: folder, sink: sink, on: connection, cancellation: cancellation).path
         do throws(FileProviderError) {
             // The last check before the rename: nothing is overwritten if the item changed.
             let now = try locate(path, on: connection)

@@ -21,20 +21,23 @@ extension SFTPBackend {
     ///
     /// With `modificationTime`, the file's dates are set through the open handle; with
     /// `describe`, its attributes are read from the handle just before it is closed (a rename
-    /// keeps them), which spares the caller a look-up after the rename.
+    /// keeps them), which spares the caller a look-up after the rename. The bytes read from
+    /// `contents` also go to `sink` (the engine's ``ContentSink``), each at its offset.
     /// - Throws: `localIOFailure` when `contents` cannot be read; `insufficientQuota` when the
     ///   server is out of space; `permissionDenied`; `cancelled`.
     func stage(
         _ contents: URL?, in folder: String, modificationTime: Int64? = nil, describe: Bool = false,
-        on connection: SFTPConnection, cancellation: CancellationFlag
+        sink: ContentSink? = nil, on connection: SFTPConnection, cancellation: CancellationFlag
     ) throws(FileProviderError) -> StagedFile {
         let staging = (folder == "/" ? "" : folder) + "/" + SFTPPath.stagingName()
         let output = try connection.createExclusive(staging)
         var attributes: RemoteAttributes?
         do throws(FileProviderError) {
             if let contents {
+                let input = try LocalFile.openForReading(contents.path)
+                input.sink = sink
                 try upload(
-                    LocalFile.openForReading(contents.path), to: output, on: connection, staging: staging,
+                    input, to: output, on: connection, staging: staging,
                     cancellation: cancellation)
             }
             if let modificationTime {

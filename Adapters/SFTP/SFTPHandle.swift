@@ -529,6 +529,9 @@ final class SFTPFile {
 final class LocalFile: @unchecked Sendable {
     let fd: Int32
     let path: String
+    /// Where the bytes written, and those read at an offset, also go (the engine's
+    /// ``ContentSink``); set before the file is shared between threads.
+    var sink: ContentSink?
 
     private init(fd: Int32, path: String) {
         self.fd = fd
@@ -592,6 +595,7 @@ final class LocalFile: @unchecked Sendable {
             if count == 0 { break }
             total += count
         }
+        if let sink, let offset, total > 0 { sink.consume(UnsafeRawBufferPointer(rebasing: buffer[0..<total]), at: offset) }
         return total
     }
 
@@ -606,6 +610,7 @@ final class LocalFile: @unchecked Sendable {
             }
             done += count
         }
+        sink?.consume(buffer, at: offset)
     }
 
     /// Cuts the file to `size` bytes.

@@ -48,8 +48,43 @@ extension BackendConformance {
         try c.expect(fetched == data, "\(name): fetched bytes differ from the uploaded ones")
     }
 
+    /// The SHA-256 of `data` as lowercase hex.
+    static func sha256(_ data: Data) -> String {
+        var digest = SHA256Digest()
+        data.withUnsafeBytes { digest.update($0) }
+        return digest.finish()
+    }
+
+    /// A backend that hands its bytes to the engine's sinks (``ContentSink``) hands exactly the
+    /// bytes of the file, each at its place, uploading and downloading: the hash is the file's.
+    /// One that does not gives no hash, which is allowed; a wrong one never is.
+    static func sinksGetTheBytesTransferred(_ c: ConformanceContext) async throws {
+        let data = ConformanceContext.pattern(700_001, seed: 9)
+        let contents = try c.file(data)
+        let sent = ContentSink { SHA256Digest() }
+        let result = try await ContentSink.feeding([contents: sent]) { () async throws -> ItemResult in
+            try await c.backend.createItem(
+                basedOn: c.template("sunk.bin", in: .rootContainer, kind: .file), fields: [.contents, .filename],
+                contents: contents, options: [])
+        }
+        if let hash = sent.finish(size: Int64(data.count)) {
+            try c.expect(hash == sha256(data), "the upload's sink hashed \(hash), the file's SHA-256 is \(sha256(data))")
+        }
+        let url = try c.destination()
+        let received = ContentSink { SHA256Digest() }
+        _ = try await ContentSink.feeding([url: received]) { () async throws -> Item in
+            try await c.backend.fetchContents(for: result.item.identifier, version: nil, to: url, offset: 0, progress: nil)
+        }
+        let written = try Data(contentsOf: url)
+        try c.expect(written == data, "the download differs from the upload")
+        if let hash = received.finish(size: Int64(written.count)) {
+            try c.expect(hash == sha256(written), "the download's sink hashed \(hash), the file's SHA-256 is \(sha256(written))")
+        }
+    }
+
     static let contentChecks: [Check] = [
         ("roundTripEmptyFile", { c in try await roundTrip(c, "empty", Data()) }),
+        ("contentSinksGetTheBytesTransferred", { c in try await sinksGetTheBytesTransferred(c) }),
         ("roundTripOneByte", { c in try await roundTrip(c, "one-byte", Data([0x2a])) }),
         ("roundTripSeveralMiB", { c in
             try await roundTrip(c, "large.bin", ConformanceContext.pattern(5 * (1 << 20) + 7, seed: 1))

@@ -116,6 +116,7 @@ extension MemoryBackend {
         }
         // Cancelling the task stops the copy between two MiB (as a real transfer stops).
         let flag = CancellationFlag()
+        let sink = ContentSink.for(destination)
         try await withCancellationFlag(flag) { () async throws(FileProviderError) in
             try await executor.run { () throws -> Void in
                 let start = offset > 0 && offset <= Int64(data.count) ? Int(offset) : 0
@@ -130,6 +131,7 @@ extension MemoryBackend {
                         try flag.check()
                         let end = min(data.count, position + (1 << 20))
                         try handle.write(contentsOf: data[position..<end])
+                        data[position..<end].withUnsafeBytes { sink?.consume($0, at: Int64(position)) }
                         position = end
                         progress?(Int64(position), Int64(data.count))
                     }
@@ -329,9 +331,12 @@ extension MemoryBackend {
     /// Reads an upload on the backend's threads.
     private func read(_ contents: URL?) async throws(FileProviderError) -> Data {
         guard let contents else { return Data() }
+        let sink = ContentSink.for(contents)
         return try await executor.run { () throws -> Data in
             do {
-                return try Data(contentsOf: contents)
+                let data = try Data(contentsOf: contents)
+                data.withUnsafeBytes { sink?.consume($0, at: 0) }
+                return data
             } catch {
                 throw FileProviderError.wrap(error, as: .localIOFailure, context: "reading \(contents.path)")
             }

@@ -84,7 +84,9 @@ public protocol Backend: Sendable {
     /// without `supportsRangedReads` ignores `offset`, truncates the file and writes it all.
     /// (To read a part of a file without truncating, see
     /// ``fetchPartialContents(for:version:range:into:)``.)
-    /// Calls `progress` with the bytes written so far and the total when known. Returns the
+    /// Calls `progress` with the bytes written so far and the total when known. Hands every
+    /// piece written to the engine's ``ContentSink`` for `destination`, if there is one
+    /// (``ContentSink/for(_:)``), so that the download is hashed as it is written. Returns the
     /// item whose contents were written (its version is the one downloaded).
     /// - Throws: `noSuchItem` when the item is gone; `versionNoLongerAvailable` when `version`
     ///   is given and the store no longer has it; `invalidArgument` for a folder;
@@ -139,7 +141,9 @@ public protocol Backend: Sendable {
     /// The template's identifier is a temporary one chosen by the engine; the returned item
     /// carries the store's identifier, and the template's kind and name (the engine refuses any
     /// other item as `corruptData`, and records nothing). `contents` is a file to upload for a file, `nil` for a
-    /// folder or a symlink (whose target is `template.symlinkTargetPath`).
+    /// folder or a symlink (whose target is `template.symlinkTargetPath`); every piece read from
+    /// it goes to the engine's ``ContentSink`` for it, if there is one (the upload is hashed as
+    /// it is read), as for ``modifyItem(_:baseVersion:changedFields:contents:options:)``.
     /// - Throws: `filenameCollision` when an item with that name exists and `options` does not
     ///   contain `mayAlreadyExist` (with it, the existing item is returned when it is of the same
     ///   kind — a replay never creates a duplicate); `noSuchItem` when the parent does not

@@ -9,15 +9,15 @@ extension ItemRecord {
         domainID, identifier, parentIdentifier, filename, path, kind, contentType, size, creationDate, \
         modificationDate, contentVersion, metadataVersion, capabilities, symlinkTarget, contentHash, state, \
         contentPolicy, localContentVersion, localSize, localModificationNanos, localInode, lastError, isDataless, \
-        fileSystemFlags
+        fileSystemFlags, contentSHA256, hashedContentVersion
         """
-    static let columnCount: Int32 = 24
+    static let columnCount: Int32 = 26
     static let placeholders = Array(repeating: "?", count: Int(columnCount)).joined(separator: ", ")
 
     /// The columns a row new in the store has values for (``isFresh``), in the order of
     /// ``bindFresh(to:firstIndex:arena:)``: ``columnList`` without the policy, the local
-    /// columns and the error, which an insert leaves `NULL`. A first sync binds 18 values a row
-    /// instead of 24 (binding was a sixth of its database thread's time).
+    /// columns, the error and the engine's hash, which an insert leaves `NULL`. A first sync binds
+    /// 18 values a row instead of 26 (binding was a sixth of its database thread's time).
     static let freshColumnList = """
         domainID, identifier, parentIdentifier, filename, path, kind, contentType, size, creationDate, \
         modificationDate, contentVersion, metadataVersion, capabilities, symlinkTarget, contentHash, state, isDataless, \
@@ -27,10 +27,10 @@ extension ItemRecord {
     static let freshPlaceholders = Array(repeating: "?", count: Int(freshColumnCount)).joined(separator: ", ")
 
     /// Whether the columns ``freshColumnList`` leaves out are all `NULL` in this row: no policy
-    /// set on it, nothing downloaded or recorded of a local copy, no error.
+    /// set on it, nothing downloaded or recorded of a local copy, no error, no hash.
     var isFresh: Bool {
         contentPolicy == nil && localContentVersion == nil && localSize == nil && localModificationNanos == nil
-            && localInode == nil && lastError == nil
+            && localInode == nil && lastError == nil && contentSHA256 == nil && hashedContentVersion == nil
     }
 
     /// Decodes a row selected with ``columnList``, by position (faster than Codable).
@@ -63,6 +63,8 @@ extension ItemRecord {
         lastError = row[21]
         isDataless = row[22]
         fileSystemFlags = row[23]
+        contentSHA256 = row[24]
+        hashedContentVersion = row[25]
     }
 
     /// The bytes of this row's text and blob values: what ``bind(to:firstIndex:arena:)`` copies
@@ -79,13 +81,14 @@ extension ItemRecord {
                 + kind.rawValue.utf8.count + contentType.utf8.count + contentVersion.count + metadataVersion.count
                 + (symlinkTarget?.utf8.count ?? 0) + (contentHash?.utf8.count ?? 0) + state.rawValue.utf8.count
                 + (localContentVersion?.count ?? 0) + (lastError?.utf8.count ?? 0) + (contentPolicy?.rawValue.utf8.count ?? 0)
+                + (contentSHA256?.utf8.count ?? 0) + (hashedContentVersion?.count ?? 0)
         }
     }
 
     /// Binds the values, in the order of ``columnList``, straight to a prepared SQLite
     /// statement: a first sync writes 100,000 rows, and building `StatementArguments` (an
     /// array of existentials per row) costs more than SQLite's own work.
-    /// The values go to parameters `firstIndex` to `firstIndex + 23` (one row of a
+    /// The values go to parameters `firstIndex` to `firstIndex + 25` (one row of a
     /// multi-row statement). Text and blobs are copied into `arena` (which must have room for
     /// ``boundByteCount`` more bytes) and bound from there without another copy. Returns the
     /// first SQLite error code, or `SQLITE_OK`.
@@ -161,6 +164,8 @@ extension ItemRecord {
         text(firstIndex + 21, lastError)
         int(firstIndex + 22, isDataless ? 1 : 0)
         int(firstIndex + 23, Int64(fileSystemFlags))
+        text(firstIndex + 24, contentSHA256)
+        blob(firstIndex + 25, hashedContentVersion)
         return code
     }
 }

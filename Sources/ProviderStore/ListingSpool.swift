@@ -34,15 +34,12 @@ public final class ListingSpool: @unchecked Sendable {
             }
             queue = try DatabaseQueue(path: url.path, configuration: configuration)
             try queue.write { db in
+                // The columns of the metadata database's item rows (ItemRecord+Row), untyped:
+                // the rows are written and read with the same code.
+                let columns = ItemRecord.columnList.split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
                 try db.execute(
                     sql: """
-                        CREATE TABLE item (
-                            seq INTEGER PRIMARY KEY, domainID INTEGER, identifier TEXT NOT NULL UNIQUE,
-                            parentIdentifier TEXT NOT NULL, filename TEXT, path TEXT, kind TEXT, contentType TEXT,
-                            size INTEGER, creationDate REAL, modificationDate REAL, contentVersion BLOB,
-                            metadataVersion BLOB, capabilities INTEGER, symlinkTarget TEXT, contentHash TEXT, state TEXT,
-                            contentPolicy TEXT, localContentVersion BLOB, localSize INTEGER, localModificationNanos INTEGER,
-                            localInode INTEGER, lastError TEXT, isDataless INTEGER, fileSystemFlags INTEGER);
+                        CREATE TABLE item (seq INTEGER PRIMARY KEY, \(columns.joined(separator: ", ")), UNIQUE(identifier));
                         CREATE INDEX itemByParent ON item(parentIdentifier, seq);
                         """)
             }

@@ -10,7 +10,7 @@ extension MetadataStore {
     /// hand): every row of the table is read once.
     /// - Throws: `localIOFailure` when the database fails.
     public func files(ofSize size: Int64) throws(FileProviderError) -> [ContentCopy] {
-        let sql = "SELECT domainID, path, size, contentHash FROM item WHERE kind = 'file' AND size = ? ORDER BY domainID, path"
+        let sql = "SELECT domainID, path, size, \(Self.comparableHash) FROM item WHERE kind = 'file' AND size = ? ORDER BY domainID, path"
         return try read { db in
             let rows = try Row.fetchCursor(db.makeStatement(sql: sql), arguments: [size])
             var found: [ContentCopy] = []
@@ -27,7 +27,7 @@ extension MetadataStore {
     /// - Throws: `localIOFailure` when the database fails.
     public func filesSharingASize(after: Int64?, limit: Int) throws(FileProviderError) -> [ContentCopy] {
         let sql = """
-            SELECT domainID, path, size, contentHash FROM item WHERE kind = 'file' AND size IN (
+            SELECT domainID, path, size, \(Self.comparableHash) FROM item WHERE kind = 'file' AND size IN (
                 SELECT size FROM item WHERE kind = 'file' AND size > ? GROUP BY size HAVING count(*) > 1 ORDER BY size LIMIT ?)
             ORDER BY size, domainID, path
             """
@@ -38,6 +38,13 @@ extension MetadataStore {
             return found
         }
     }
+
+    /// ``ItemRecord/comparableHash`` in SQL: the engine's SHA-256 of the current contents where
+    /// it has one, else the store's hash.
+    static let comparableHash = """
+        CASE WHEN contentSHA256 IS NOT NULL AND hashedContentVersion = contentVersion THEN 'sha256:' || contentSHA256 \
+        ELSE contentHash END
+        """
 
     private static func copy(_ row: Row) -> ContentCopy {
         ContentCopy(domainID: row[0], path: row[1], size: row[2], contentHash: row[3])

@@ -96,12 +96,14 @@ extension MetadataStore {
         if filter.downloaded { sql += " AND state = 'materialized'" }
         if filter.dataless { sql += " AND (state = 'placeholder' OR (kind = 'folder' AND isDataless))" }
         if let hash = filter.contentHash?.lowercased() {
+            // The engine's own SHA-256 of the current contents, or the store's hash.
+            let own = "(contentSHA256 IS NOT NULL AND hashedContentVersion = contentVersion)"
             if hash.contains(":") {
-                sql += " AND lower(contentHash) = ?"
+                sql += " AND (lower(contentHash) = ? OR (\(own) AND 'sha256:' || contentSHA256 = ?))"
             } else {
-                sql += " AND lower(substr(contentHash, instr(contentHash, ':') + 1)) = ?"
+                sql += " AND (lower(substr(contentHash, instr(contentHash, ':') + 1)) = ? OR (\(own) AND contentSHA256 = ?))"
             }
-            arguments += [hash]
+            arguments += [hash, hash]
         }
     }
 }

@@ -390,6 +390,16 @@ enum Migrations {
                 t.primaryKey(["domainID", "path"])
             }
         }
+        migrator.registerMigration("v21: content hashes") { db in
+            // The SHA-256 the engine computes of an item's bytes while they stream (a download
+            // as it is written, an upload as it is read), lowercase hex, and the content version
+            // it is the hash of (a hash of another version than the item's no longer holds).
+            // Both NULL until a file is downloaded or uploaded. `itemRekey` mirrors `item` (v14).
+            for table in ["item", "itemRekey"] {
+                try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN contentSHA256 TEXT")
+                try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN hashedContentVersion BLOB")
+            }
+        }
         return migrator
     }
 

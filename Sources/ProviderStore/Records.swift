@@ -125,6 +125,15 @@ public struct ItemRecord: Codable, Hashable, Sendable {
     /// The item's ``FileSystemFlags`` (raw value): the store's executable bit, kept on the
     /// replica file.
     public var fileSystemFlags: Int
+    /// The SHA-256 (lowercase hex) the engine computed of the bytes of content version
+    /// ``hashedContentVersion`` while they streamed: a download as it was written, an upload
+    /// as it was read (Docs/Reliability.md, "Content hashes"). Beside the store's own
+    /// ``contentHash``; see ``sha256`` and ``localSHA256`` for when it holds.
+    public var contentSHA256: String?
+    /// The content version ``contentSHA256`` is the hash of. Kept across moves, renames and
+    /// metadata changes; once the store's content version is another, the hash no longer
+    /// describes the item (``sha256`` is `nil`), whichever code path recorded the new version.
+    public var hashedContentVersion: Data?
 
     /// A record for an item seen in the store; not materialized, not pinned.
     @inlinable public init(domainID: Int64, item: Item, path: String) {
@@ -192,6 +201,30 @@ public struct ItemRecord: Codable, Hashable, Sendable {
         symlinkTarget = item.symlinkTargetPath
         contentHash = item.contentHash
         fileSystemFlags = item.fileSystemFlags.rawValue
+    }
+
+    /// The SHA-256 (lowercase hex) of the store's current contents of the item, as the engine
+    /// computed it when it downloaded or uploaded them; `nil` when it never did, or the contents
+    /// changed since.
+    public var sha256: String? { hashedContentVersion == contentVersion ? contentSHA256 : nil }
+
+    /// The SHA-256 (lowercase hex) the downloaded file in the replica should have: the hash of
+    /// the content version it was downloaded or uploaded as; `nil` when not materialized or not
+    /// hashed.
+    public var localSHA256: String? {
+        state == .materialized && localContentVersion != nil && hashedContentVersion == localContentVersion ? contentSHA256 : nil
+    }
+
+    /// The hash to compare contents by (`whereis`, `dupes`, `find -hash`): the engine's own
+    /// (`sha256:<hex>`) where it has one, else the store's ``contentHash``.
+    public var comparableHash: String? { sha256.map { "sha256:" + $0 } ?? contentHash }
+
+    /// Records `hex`, the SHA-256 of the bytes of `contentVersion` (nothing is recorded with a
+    /// `nil` hash or version: an earlier hash of another version is kept, and no longer holds).
+    public mutating func recordSHA256(_ hex: String?, of contentVersion: Data?) {
+        guard let hex, let contentVersion else { return }
+        contentSHA256 = hex
+        hashedContentVersion = contentVersion
     }
 
     /// Whether the materialized file holds an older content version than the store's.

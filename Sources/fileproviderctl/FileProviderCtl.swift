@@ -34,7 +34,7 @@ struct FileProviderCtl: AsyncParsableCommand {
         subcommands: [
             DomainCommand.self, SyncCommand.self, ListCommand.self, PopulateCommand.self, MaterializeCommand.self,
             EvictCommand.self, PolicyCommand.self, PinCommand.self, UnpinCommand.self, StatusCommand.self, CacheCommand.self,
-            ConflictsCommand.self, FindCommand.self, WhereisCommand.self, DupesCommand.self,
+            ConflictsCommand.self, FindCommand.self, WhereisCommand.self, DupesCommand.self, VerifyCommand.self,
             PendingCommand.self, WhyCommand.self, RulesCommand.self, ServeCommand.self, SignalCommand.self, ThumbnailCommand.self,
             DumpCommand.self, BackendCommand.self, VersionCommand.self,
         ]

@@ -225,7 +225,7 @@ private struct FoundItem: Encodable {
         size = result.record.size
         modified = result.record.modificationDate
         state = result.record.stateLabel
-        contentHash = result.record.contentHash
+        contentHash = result.record.comparableHash
     }
 
     func encode(to encoder: any Encoder) throws {

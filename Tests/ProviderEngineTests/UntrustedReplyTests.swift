@@ -133,6 +133,9 @@ import Testing
             #expect(outcome.error?.message.contains("does not match the store's hash") == true, "\(outcome.error?.message ?? "")")
             #expect(!FileManager.default.fileExists(atPath: controller.replica.path("a.txt")))
             #expect(try controller.record(at: "a.txt").state == .placeholder)
+            // Fetched once more before it was reported, and no more.
+            #expect(f.memory.bytesServed(by: .fetchContents) == 2 * Int64("hello".utf8.count))
+            #expect(try controller.record(at: "a.txt").lastError?.contains("does not match the store's hash") == true)
         }
     }
 
@@ -145,6 +148,21 @@ import Testing
             try await controller.sync()
             #expect(codes(await controller.materialize(paths: ["a.txt"], recursive: false)) == [nil])
             #expect(try Data(contentsOf: controller.replica.url("a.txt")) == Data("hello".utf8))
+            // The store's hash is the one computed as the bytes were written: recorded beside it.
+            let record = try controller.record(at: "a.txt")
+            #expect(record.contentHash == right && record.sha256 == String(right.dropFirst("sha256:".count)))
+            var report = try await f.manager.verify()
+            #expect(report.verified == 1 && report.problems.isEmpty, "\(report)")
+
+            // The store now describes the same version with another hash (its copy changed
+            // without a new version): verify says the store's copy differs, offline.
+            var differs = record
+            differs.contentHash = "sha256:" + String(repeating: "0", count: 64)
+            let (store, domainID) = (f.manager.store, record.domainID)
+            try store.apply(domainID: domainID, upserts: [differs], deletions: [])
+            report = try await f.manager.verify()
+            #expect(report.problems.map(\.kind) == [.storeHashDiffers] && report.verified == 1, "\(report)")
+            #expect(report.problems.first?.storeHash == differs.contentHash && report.problems.first?.recordedHash == right)
         }
     }
 

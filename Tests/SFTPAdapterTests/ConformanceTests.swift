@@ -23,6 +23,6 @@ struct ConformanceTests {
     }
 
     @Test func runsEveryCheck() {
-        #expect(BackendConformance.checkNames.count == 85)
+        #expect(BackendConformance.checkNames.count == 86)
     }
 }

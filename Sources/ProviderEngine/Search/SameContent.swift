@@ -101,7 +101,7 @@ extension ProviderManager {
             guard item.kind == .file else {
                 throw FileProviderError(.invalidArgument, "\(location.description) is a \(item.kind.rawValue); whereis takes a file")
             }
-            let own = item.contentHash.map(Self.hashParts)
+            let own = item.comparableHash.map(Self.hashParts)
             var found: [ContentLocation] = []
             var this: ContentLocation?
             for copy in try store.files(ofSize: item.size) {

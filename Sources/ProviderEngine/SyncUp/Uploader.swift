@@ -86,18 +86,23 @@ struct Uploader: Sendable {
             // the database knows the item, so a crash in between replays with mayAlreadyExist
             // instead of meeting its own upload as a name collision.
             try await journal.run(.create(path: path, kind: kind), handled: [.filenameCollision]) { step in
+                // The file hashed as the backend reads it (``ContentSink``).
+                let sink = FastSHA256.sink()
                 let result = try await step.send {
-                    try await backend.createItem(
-                        basedOn: template, fields: fields, contents: contents,
-                        options: step.replay || adopting ? [.mayAlreadyExist] : [])
+                    try await ContentSink.feeding(contents.map { [$0: sink] } ?? [:]) { () async throws(FileProviderError) -> ItemResult in
+                        try await backend.createItem(
+                            basedOn: template, fields: fields, contents: contents,
+                            options: step.replay || adopting ? [.mayAlreadyExist] : [])
+                    }
                 }
                 try await checkNew(result.item.identifier, createdAt: path)
                 var record = ItemRecord(domainID: domainID, item: result.item, path: path)
                 record.parentIdentifier = parent.identifier
                 record.localInode = fingerprint.inode
                 if kind == .file {
-                    record.markMaterialized(
-                        contentVersion: result.shouldFetchContent ? nil : result.item.version.content, fingerprint: fingerprint)
+                    let sent = result.shouldFetchContent ? nil : result.item.version.content
+                    record.markMaterialized(contentVersion: sent, fingerprint: fingerprint)
+                    record.recordSHA256(sink.finish(size: fingerprint.size), of: sent)
                     if !result.stillPendingFields.isDisjoint(with: Self.contentFields) { record.markContentsPending() }
                 }
                 try await step.finish(saving: record)
@@ -179,14 +184,19 @@ struct Uploader: Sendable {
                 // it ran) recorded the store's newer version. Sent with that one as its base,
                 // the edit would silently replace the store's change: both edited, keep both.
                 if record.storeChangedSinceDownload { throw FileProviderError.versionOutOfDate(record.identifier) }
+                // The file hashed as the backend reads it (``ContentSink``).
+                let sink = FastSHA256.sink()
                 let result = try await step.send {
-                    try await backend.modifyItem(
-                        item, baseVersion: record.version, changedFields: fields, contents: contents,
-                        options: step.replay ? [.mayAlreadyExist] : [])
+                    try await ContentSink.feeding([contents: sink]) { () async throws(FileProviderError) -> ItemResult in
+                        try await backend.modifyItem(
+                            item, baseVersion: record.version, changedFields: fields, contents: contents,
+                            options: step.replay ? [.mayAlreadyExist] : [])
+                    }
                 }
                 try await recordUploadedEdit(
                     record, now: result.item, contentVersion: result.shouldFetchContent ? nil : result.item.version.content,
-                    fingerprint: fingerprint, pending: result.stillPendingFields, step: step)
+                    fingerprint: fingerprint, pending: result.stillPendingFields, step: step,
+                    sha256: sink.finish(size: fingerprint.size))
             }
         } catch where error.code == .versionOutOfDate {
             // A replay whose first attempt reached the store before the process died finds the
@@ -260,13 +270,14 @@ struct Uploader: Sendable {
     /// - Throws: `localIOFailure` when the replica or the database cannot be written.
     private func recordUploadedEdit(
         _ record: ItemRecord, now item: Item, contentVersion: Data?, fingerprint: FileFingerprint, pending: ItemFields = [],
-        step: JournalStep? = nil
+        step: JournalStep? = nil, sha256: String? = nil
     )
         async throws(FileProviderError)
     {
         var updated = record
         updated.update(from: item, path: record.path)
         updated.markMaterialized(contentVersion: contentVersion, fingerprint: fingerprint)
+        updated.recordSHA256(sha256, of: contentVersion)
         if !pending.isDisjoint(with: Self.contentFields) { updated.markContentsPending() }
         updated.lastError = nil
         if record.state == .placeholder {

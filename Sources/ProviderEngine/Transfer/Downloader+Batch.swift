@@ -97,7 +97,14 @@ extension Downloader {
     ) async
         -> [Result<ItemRecord, FileProviderError>]
     {
-        let results = await fetchAndPlace(records, report: report, placeholderFree: placeholderFree)
+        var results = await fetchAndPlace(records, report: report, placeholderFree: placeholderFree)
+        // Bytes that are not the store's are never placed: each such file is fetched once more.
+        for (index, result) in results.enumerated() {
+            guard case .failure(let error) = result, HashMismatch.isMismatch(error) else { continue }
+            context.logger.warning("\(error.message); fetching it once more")
+            results[index] = await fetchAndPlace([records[index]], report: report, placeholderFree: placeholderFree)[0]
+            if case .failure(let again) = results[index], HashMismatch.isMismatch(again) { await recordMismatch(again, of: records[index]) }
+        }
         var failedItems: [ItemIdentifier] = []
         for (index, result) in results.enumerated() {
             if case .failure = result { failedItems.append(records[index].identifier) }
@@ -182,21 +189,28 @@ extension Downloader {
             if case .staged(let path, let ticket) = step { staged.append((index, path, ticket)) }
         }
         var fetched: [Result<Item, FileProviderError>] = []
+        // Each file hashed as the backend writes it (``ContentSink``).
+        let sinks = staged.map { _ in FastSHA256.sink() }
         if !staged.isEmpty {
             let requests = staged.map {
                 ContentRequest(identifier: records[$0.index].identifier, destination: URL(fileURLWithPath: $0.path, isDirectory: false))
             }
             // Backends report positions in each file: only what is new counts.
             let positions = Mutex([Int64](repeating: 0, count: requests.count))
-            fetched = await backend.fetchContents(requests) { index, completed, _ in
-                let delta = positions.withLock { last -> Int64 in
-                    guard last.indices.contains(index), completed > last[index] else { return 0 }
-                    defer { last[index] = completed }
-                    return completed - last[index]
+            let backend = self.backend
+            fetched = await ContentSink.feeding(Dictionary(uniqueKeysWithValues: zip(requests.map(\.destination), sinks))) {
+                () async -> [Result<Item, FileProviderError>] in
+                await backend.fetchContents(requests) { index, completed, _ in
+                    let delta = positions.withLock { last -> Int64 in
+                        guard last.indices.contains(index), completed > last[index] else { return 0 }
+                        defer { last[index] = completed }
+                        return completed - last[index]
+                    }
+                    if delta > 0 { report(delta, .transferred) }
                 }
-                if delta > 0 { report(delta, .transferred) }
             }
         }
+        let hashes = zip(sinks, fetched).map { sink, outcome in (try? outcome.get()).flatMap { sink.finish(size: $0.size) } }
         let outcomes = fetched
         let placing = staged
         // Placing finished downloads is never cut short: staging files would stay behind.
@@ -223,7 +237,9 @@ extension Downloader {
                         do throws(FileProviderError) {
                             let absent = !placeholderFree.isEmpty && placeholderFree.contains(record.path)
                             results[file.index] = .success(
-                                try place(record, item, staging: file.path, placeholderAbsent: absent, folders: folders))
+                                try place(
+                                    record, item, staging: file.path, placeholderAbsent: absent, folders: folders,
+                                    sha256: position < hashes.count ? hashes[position] : nil))
                         } catch {
                             results[file.index] = .failure(error)
                         }

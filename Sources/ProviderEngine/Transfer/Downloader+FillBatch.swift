@@ -85,7 +85,14 @@ extension Downloader {
                 identifier: records[$0.index].identifier,
                 destination: URL(fileURLWithPath: Self.batchStagingPath(replica, records[$0.index])))
         }
-        let fetched = await backend.fetchContents(requests, progress: nil)
+        // Each file hashed as the backend writes it (``ContentSink``).
+        let sinks = requests.map { _ in FastSHA256.sink() }
+        let backend = self.backend
+        let fetched = await ContentSink.feeding(Dictionary(uniqueKeysWithValues: zip(requests.map(\.destination), sinks))) {
+            () async -> [Result<Item, FileProviderError>] in
+            await backend.fetchContents(requests, progress: nil)
+        }
+        let hashes = zip(sinks, fetched).map { sink, outcome in (try? outcome.get()).flatMap { sink.finish(size: $0.size) } }
         // 3. Checked, dated, marked as downloads and unmarked; or put back as they were.
         let finished = marked
         let placed: [Int: Result<ItemRecord, FileProviderError>]
@@ -110,7 +117,8 @@ extension Downloader {
                         guard item.size == record.size, replica.fileSize(atPath: target) == record.size else {
                             throw FileProviderError(.cannotSynchronize, "\(display(record.path)) changed size in the store; sync again")
                         }
-                        try checkHash(of: item, staged: staged, path: record.path)
+                        let sha256 = try checkHash(
+                            of: item, staged: staged, path: record.path, streamed: position < hashes.count ? hashes[position] : nil)
                         try Self.copyInPlace(from: staged, to: target, size: item.size)
                         if let date = item.contentModificationDate { try replica.setModificationDate(date, atPath: target) }
                         guard let print = replica.fingerprint(atPath: target) else {
@@ -122,6 +130,7 @@ extension Downloader {
                         var updated = record
                         updated.update(from: item, path: record.path)
                         updated.markMaterialized(contentVersion: item.version.content, fingerprint: print)
+                        updated.recordSHA256(sha256, of: item.version.content)
                         updated.lastError = nil
                         placed[file.index] = .success(updated)
                     } catch {

@@ -20,7 +20,7 @@ extension Downloader {
     /// - Throws: `noSuchItem` when the file at the item's path is not its dataless file;
     ///   `fileWriteOutOfSpace` when it does not fit beside the reserve; what the backend
     ///   throws; `corruptData` when the store sent another size than it announced, or bytes that
-    ///   do not match the content hash it sent.
+    ///   do not match the content hash it sent (twice: a mismatch is fetched once more).
     func fillInPlace(_ record: ItemRecord) async throws(FileProviderError) -> ItemRecord {
         let key = ItemIdentifier("fill:" + record.identifier.rawValue)
         let task = fills.withLock { map -> Task<ItemRecord, any Error> in
@@ -30,7 +30,7 @@ extension Downloader {
             }
             let task = Task { [self] () async throws -> ItemRecord in
                 defer { _ = self.fills.withLock { $0.removeValue(forKey: key) } }
-                return try await self.performFill(record)
+                return try await self.performFillOnceMore(record)
             }
             map[key] = task
             return task
@@ -39,6 +39,22 @@ extension Downloader {
             return try await task.value
         } catch {
             throw FileProviderError.wrap(error)
+        }
+    }
+
+    /// ``performFill(_:)``, and once more after a download that did not match the store's hash
+    /// (never placed), then recorded on the item.
+    private func performFillOnceMore(_ record: ItemRecord) async throws(FileProviderError) -> ItemRecord {
+        do {
+            return try await performFill(record)
+        } catch where HashMismatch.isMismatch(error) {
+            context.logger.warning("\(error.message); fetching it once more")
+            do {
+                return try await performFill(record)
+            } catch where HashMismatch.isMismatch(error) {
+                await recordMismatch(error, of: record)
+                throw error
+            }
         }
     }
 
@@ -67,9 +83,14 @@ extension Downloader {
         // are then written over the dataless file, whose size never changes on the way.
         defer { unlink(promised) }
         let item: Item
+        // Hashed as the backend writes it (``ContentSink``).
+        let sink = FastSHA256.sink()
+        let destination = URL(fileURLWithPath: promised)
+        let backend = self.backend
         do {
-            item = try await backend.fetchContents(
-                for: record.identifier, version: nil, to: URL(fileURLWithPath: promised), offset: 0, progress: nil)
+            item = try await ContentSink.feeding([destination: sink]) { () async throws(FileProviderError) -> Item in
+                try await backend.fetchContents(for: record.identifier, version: nil, to: destination, offset: 0, progress: nil)
+            }
         } catch {
             let full = try? await executor.run {
                 space.outOfSpace(
@@ -77,14 +98,15 @@ extension Downloader {
             }
             throw full?.error ?? error
         }
-        let print = try await executor.runToCompletion { () throws -> FileFingerprint in
+        let streamed = sink.finish(size: item.size)
+        let (print, sha256) = try await executor.runToCompletion { () throws -> (FileFingerprint, String?) in
             guard let size = replica.fileSize(atPath: promised), size == item.size else {
                 throw FileProviderError(
                     .corruptData,
                     "the download of \(self.display(record.path)) was \(replica.fileSize(atPath: promised) ?? 0) bytes, expected \(item.size); try again"
                 )
             }
-            try self.checkHash(of: item, staged: promised, path: record.path)
+            let sha256 = try self.checkHash(of: item, staged: promised, path: record.path, streamed: streamed)
             do {
                 try Replica.markFilling(atPath: target)
                 try Self.copyInPlace(from: promised, to: target, size: item.size)
@@ -105,11 +127,12 @@ extension Downloader {
                 .write(atPath: target, domain: self.domainName)
             // Last: from here on the file is contents.
             try Self.clearDataless(atPath: target)
-            return filled
+            return (filled, sha256)
         }
         var updated = record
         updated.update(from: item, path: record.path)
         updated.markMaterialized(contentVersion: item.version.content, fingerprint: print)
+        updated.recordSHA256(sha256, of: item.version.content)
         updated.lastError = nil
         let store = self.store
         let domainID = self.domainID

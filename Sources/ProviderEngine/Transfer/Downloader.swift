@@ -205,7 +205,18 @@ final class Downloader: Sendable {
                 let identifier = record.identifier
                 let task = Task { [self] () async -> [Result<ItemRecord, FileProviderError>] in
                     do throws(FileProviderError) {
-                        return [.success(try await self.performDownload(record, checkpoint: checkpoint, report: report))]
+                        do throws(FileProviderError) {
+                            return [.success(try await self.performDownload(record, checkpoint: checkpoint, report: report))]
+                        } catch where HashMismatch.isMismatch(error) {
+                            // Bytes that are not the store's are never placed: fetched once more.
+                            self.context.logger.warning("\(error.message); fetching it once more")
+                            do throws(FileProviderError) {
+                                return [.success(try await self.performDownload(record, checkpoint: nil, report: report))]
+                            } catch where HashMismatch.isMismatch(error) {
+                                await self.recordMismatch(error, of: record)
+                                throw error
+                            }
+                        }
                     } catch {
                         _ = self.downloads.withLock { $0.removeValue(forKey: identifier) }
                         return [.failure(error)]
@@ -309,21 +320,28 @@ final class Downloader: Sendable {
         // reported once as resumed (done, but not moved now: no speed), then only what is new.
         if offset > 0 { report(offset, .resumed) }
         let progressBase = Mutex(offset)
+        // Hashed as the backend writes it; not a resumed download (its first bytes were
+        // written by an earlier run, and reading them again is what hashing as it streams avoids).
+        let destination = URL(fileURLWithPath: staging, isDirectory: false)
+        let sink = offset == 0 ? FastSHA256.sink() : nil
+        let backend = self.backend
         let item: Item
         do {
             // A resumed download asks for the version its first bytes are of: the rest of
             // another version after them would be a file the store never had.
-            item = try await backend.fetchContents(
-                for: record.identifier, version: offset > 0 ? record.version : nil, to: URL(fileURLWithPath: staging, isDirectory: false),
-                offset: offset,
-                progress: { completed, _ in
-                    let delta = progressBase.withLock { last -> Int64 in
-                        guard completed > last else { return 0 }
-                        defer { last = completed }
-                        return completed - last
-                    }
-                    if delta > 0 { report(delta, .transferred) }
-                })
+            item = try await ContentSink.feeding(sink.map { [destination: $0] } ?? [:]) { () async throws(FileProviderError) -> Item in
+                try await backend.fetchContents(
+                    for: record.identifier, version: offset > 0 ? record.version : nil, to: destination,
+                    offset: offset,
+                    progress: { completed, _ in
+                        let delta = progressBase.withLock { last -> Int64 in
+                            guard completed > last else { return 0 }
+                            defer { last = completed }
+                            return completed - last
+                        }
+                        if delta > 0 { report(delta, .transferred) }
+                    })
+            }
         } catch {
             // Run even when the task was cancelled: the partial file gets its checkpoint or goes.
             let failure = try? await executor.runToCompletion { [self] in failed(record, error, staging: staging, ticket: ticket) }
@@ -333,8 +351,9 @@ final class Downloader: Sendable {
         space.release(ticket)
         // Placing a finished download takes a moment and is never cut short: the staging file
         // would stay behind without a checkpoint.
+        let sha256 = sink?.finish(size: item.size)
         let updated = try await executor.runToCompletion { [self] () throws(FileProviderError) -> ItemRecord in
-            try place(record, item, staging: staging)
+            try place(record, item, staging: staging, sha256: sha256)
         }
         if checkpoint != nil || resumeFrom > 0 || record.size >= Self.checkpointThreshold {
             let (store, domainID) = (self.store, self.domainID)
@@ -368,18 +387,38 @@ final class Downloader: Sendable {
         return full?.error ?? error
     }
 
+    /// Records on the item a download that did not match the store's hash twice, for `why`
+    /// (the item's last error) and the log.
+    func recordMismatch(_ error: FileProviderError, of record: ItemRecord) async {
+        context.logger.error("\(error.message) (twice)")
+        let (store, domainID, identifier) = (self.store, self.domainID, record.identifier)
+        _ = try? await executor.runToCompletion { () throws(FileProviderError) in
+            guard var current = try store.item(domainID: domainID, identifier: identifier) else { return }
+            current.lastError = error.message
+            try store.apply(domainID: domainID, upserts: [current], deletions: [])
+        }
+    }
+
     /// Checks a complete download against the content hash the store sent with it (an
-    /// algorithm the engine computes: ``ContentHash/isCheckable``). Blocking.
-    /// - Throws: `corruptData` naming both hashes when the bytes are not the ones hashed;
-    ///   `localIOFailure` when the staging file cannot be read.
-    func checkHash(of item: Item, staged: String, path: String) throws(FileProviderError) {
-        guard let text = item.contentHash, let hash = ContentHash(text), hash.isCheckable,
-            let found = try hash.ofFile(staged), found != hash.hex
-        else { return }
-        throw FileProviderError(
-            .corruptData,
-            "the download of \(display(path)) does not match the store's hash (\(hash.algorithm) \(found), the store says \(hash.hex)); nothing was placed, try again"
-        )
+    /// algorithm the engine computes: ``ContentHash/isCheckable``) and returns the download's
+    /// SHA-256 (lowercase hex): `streamed`, computed as the backend wrote the bytes, else the one
+    /// computed here to check a `sha256` store hash, else `nil`. A `sha256` store hash is
+    /// checked against `streamed` without reading the file again. Blocking.
+    /// - Throws: `corruptData` naming both hashes when the bytes are not the ones hashed
+    ///   (``HashMismatch``); `localIOFailure` when the staging file cannot be read.
+    @discardableResult
+    func checkHash(of item: Item, staged: String, path: String, streamed: String? = nil) throws(FileProviderError) -> String? {
+        guard let text = item.contentHash, let hash = ContentHash(text), hash.isCheckable else { return streamed }
+        let found: String?
+        if hash.algorithm == "sha256", let streamed {
+            found = streamed
+        } else if hash.algorithm == "sha256" {
+            found = try FastSHA256.ofFile(staged)
+        } else {
+            found = try hash.ofFile(staged)
+        }
+        guard let found, found != hash.hex else { return hash.algorithm == "sha256" ? found : streamed }
+        throw HashMismatch.error(path: display(path), algorithm: hash.algorithm, found: found, expected: hash.hex)
     }
 
     /// Places a complete download of `stored`'s item (`item`, as the store sent it) from
@@ -391,12 +430,14 @@ final class Downloader: Sendable {
     /// `placeholderAbsent`: the caller knows that no `.placeholder` file stands beside the name
     /// (see ``download(_:events:placeholderFree:)``), so none is removed after the rename.
     /// `folders`: the placing job's open staging folders, through which the staging file is
-    /// dated, read and renamed by name (`nil`: by its path).
+    /// dated, read and renamed by name (`nil`: by its path). `sha256`: the SHA-256 of the bytes
+    /// as the backend wrote them (``ContentSink``), recorded with the item.
     /// - Throws: `corruptData` when the file is not the size the store announced, or its bytes
     ///   not the ones of the content hash it sent; `unsyncedEdits` when the materialized file has local changes, `cannotSynchronize` when
     ///   a local file is in the way (nothing is replaced then); `localIOFailure`.
     func place(
-        _ stored: ItemRecord, _ item: Item, staging: String, placeholderAbsent: Bool = false, folders: StagingFolders? = nil
+        _ stored: ItemRecord, _ item: Item, staging: String, placeholderAbsent: Bool = false, folders: StagingFolders? = nil,
+        sha256 streamed: String? = nil
     ) throws(FileProviderError) -> ItemRecord {
         let path = stored.path
         let expected = item.size
@@ -419,7 +460,7 @@ final class Downloader: Sendable {
             throw FileProviderError(
                 .corruptData, "the download of \(display(path)) was \(staged.size) bytes, expected \(expected); try again")
         }
-        try checkHash(of: item, staged: staging, path: path)
+        let sha256 = try checkHash(of: item, staged: staging, path: path, streamed: streamed)
         // Marked as ours before it gets its name: whoever finds it there before it is
         // recorded (a sync in another process, the next run after a kill) knows it is a
         // download, not a local edit.
@@ -431,6 +472,7 @@ final class Downloader: Sendable {
         var updated = stored
         updated.update(from: item, path: path)
         updated.markMaterialized(contentVersion: item.version.content, fingerprint: staged)
+        updated.recordSHA256(sha256, of: item.version.content)
         updated.lastError = nil
         let target = replica.path(path)
         // The usual case first: nothing at the name (its `.placeholder` file stands beside

@@ -1,0 +1,113 @@
+import Foundation
+
+/// Where a backend hands the bytes of a file it transfers, besides the file itself: the engine
+/// hashes a download as it is written and an upload as it is read, and never reads a file a
+/// second time just to hash it (Docs/Reliability.md, "Content hashes").
+///
+/// The engine installs sinks for the task that calls the backend with
+/// ``feeding(_:_:)``, one per file: a download's destination, an upload's contents. A
+/// backend takes the sink of that file with ``for(_:)`` in its `async` method, before it hands
+/// the work to threads of its own (task-local values do not follow it there), and calls
+/// ``consume(_:at:)`` with every piece it writes into the destination, or reads from the
+/// contents and sends, with the piece's offset in the file.
+///
+/// Pieces may come from several threads at once and out of order (ranges over several
+/// connections): the sink hashes them in file order and holds at most ``pendingLimit`` bytes
+/// that arrived ahead of a gap. Past that limit, or when a piece overlaps bytes already hashed,
+/// it gives up and the file gets no hash. A piece at offset 0 after others starts again (a
+/// backend that rewrites its destination from the first byte, an upload sent again). A backend
+/// that never takes its sink is still correct: its files have no hash.
+public final class ContentSink: @unchecked Sendable {
+    /// The most bytes held that arrived ahead of a gap (32 MiB: four ranges of a ranged SFTP
+    /// transfer).
+    public static let pendingLimit = 32 << 20
+
+    private let makeDigest: @Sendable () -> any ContentDigest
+    private let lock = NSLock()
+    private var digest: any ContentDigest
+    private var next: Int64 = 0
+    private var pending: [Int64: [UInt8]] = [:]
+    private var pendingBytes = 0
+    private var abandoned = false
+
+    /// A sink hashing with the digest `makeDigest` makes (a new one when the file starts again).
+    public init(_ makeDigest: @escaping @Sendable () -> any ContentDigest) {
+        self.makeDigest = makeDigest
+        digest = makeDigest()
+    }
+
+    /// Takes the bytes at `offset` of the file. Thread-safe.
+    public func consume(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {
+        if bytes.isEmpty { return }
+        lock.lock()
+        defer { lock.unlock() }
+        if offset == 0 && (next > 0 || !pending.isEmpty || abandoned) {
+            digest = makeDigest()
+            next = 0
+            pending = [:]
+            pendingBytes = 0
+            abandoned = false
+        }
+        if abandoned { return }
+        if offset == next {
+            digest.update(bytes)
+            next += Int64(bytes.count)
+            while let piece = pending.removeValue(forKey: next) {
+                pendingBytes -= piece.count
+                piece.withUnsafeBytes { digest.update($0) }
+                next += Int64(piece.count)
+            }
+        } else if offset > next, pending[offset] == nil, pendingBytes + bytes.count <= Self.pendingLimit {
+            pending[offset] = Array(bytes)
+            pendingBytes += bytes.count
+        } else {
+            // Bytes already hashed written again (they may differ), or too much ahead of a gap.
+            abandoned = true
+            pending = [:]
+            pendingBytes = 0
+        }
+    }
+
+    /// The digest as lowercase hex when the sink took exactly the first `size` bytes of the
+    /// file without a gap, else `nil`. The sink is used up.
+    public func finish(size: Int64) -> String? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !abandoned, pending.isEmpty, next == size else { return nil }
+        abandoned = true
+        return digest.finish()
+    }
+
+    /// The sinks the engine installed for the calling task, by file path.
+    @TaskLocal private static var installed: [String: ContentSink] = [:]
+
+    /// The sink installed for `file` (a download's destination, an upload's contents), or `nil`
+    /// when the engine wants no hash of it. Call it in the backend's `async` method.
+    public static func `for`(_ file: URL) -> ContentSink? {
+        let sinks = installed
+        return sinks.isEmpty ? nil : sinks[file.path]
+    }
+
+    /// The sink installed for the file at `path`; see ``for(_:)``.
+    public static func `for`(path: String) -> ContentSink? {
+        let sinks = installed
+        return sinks.isEmpty ? nil : sinks[path]
+    }
+
+    /// Runs `operation` (a call of the backend) with `sinks` installed for its files, besides
+    /// any installed already.
+    public static func feeding<T: Sendable, E: Error>(
+        _ sinks: [URL: ContentSink], _ operation: () async throws(E) -> T
+    ) async throws(E) -> T {
+        var merged = installed
+        for (file, sink) in sinks { merged[file.path] = sink }
+        let result: Result<T, E> = await $installed.withValue(merged) { () async -> Result<T, E> in
+            do throws(E) {
+                return .success(try await operation())
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+}

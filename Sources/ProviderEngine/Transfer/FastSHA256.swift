@@ -1,0 +1,40 @@
+import CLibCrypto
+import ProviderCore
+
+/// SHA-256 from OpenSSL's libcrypto (with the CPU's SHA extensions where it has them: about
+/// 1.7 GB/s here) as a ``ContentDigest``: what the engine hashes downloads, uploads and
+/// `verify` with.
+struct FastSHA256: ContentDigest {
+    /// An `EVP_MD_CTX`, freed with the digest. Used by one thread at a time (a ``ContentSink``
+    /// holds its lock around every call).
+    private final class Context: @unchecked Sendable {
+        let pointer: OpaquePointer
+
+        init() {
+            guard let pointer = EVP_MD_CTX_new() else { fatalError("libcrypto could not allocate a digest context") }
+            self.pointer = pointer
+            EVP_DigestInit_ex(pointer, EVP_sha256(), nil)
+        }
+
+        deinit { EVP_MD_CTX_free(pointer) }
+    }
+
+    private let context = Context()
+
+    init() {}
+
+    mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        if bytes.isEmpty { return }
+        EVP_DigestUpdate(context.pointer, bytes.baseAddress, bytes.count)
+    }
+
+    mutating func finishBytes() -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        EVP_DigestFinal_ex(context.pointer, &digest, &length)
+        return digest
+    }
+
+    /// A sink that hashes a file's bytes with SHA-256 as a backend writes or reads them.
+    static func sink() -> ContentSink { ContentSink { FastSHA256() } }
+}
