@@ -209,7 +209,7 @@ class Cluster:
     def fill(self, dataset: str, data: Path) -> str:
         """The bucket named after a dataset, filled with it once per cluster (rclone copy
         --transfers 32, untimed; a stamp says it is complete)."""
-        bucket = dataset.lower().replace("_", "-")
+        bucket = dataset.lower()  # the datasets' names are valid bucket names
         stamp = self.dir / f"{bucket}.filled"
         if not stamp.exists():
             print(f"  filling bucket {bucket} from {data.name} (rclone copy --transfers 32, untimed) ...", file=sys.stderr, flush=True)
@@ -221,7 +221,8 @@ class Cluster:
 
     def empty_bucket(self, run) -> str:
         """A new, empty bucket for one run of an upload row."""
-        bucket = "up-" + run.work.name.lower().replace("_", "-")
+        # Its own name (3-63 lower-case letters, digits and dashes, a letter or digit at each end).
+        bucket = f"up-{secrets.token_hex(8)}"
         self.bench.run_untimed(self.rclone("mkdir", self.remote(bucket)))
         return bucket
 
