@@ -43,9 +43,9 @@ extension S3Backend {
                     "files larger than this many MiB are uploaded in parts (a multipart upload, resumed after an interruption); 1 to 5120",
                 type: .integer, defaultValue: "64"),
             BackendOption(
-                name: "walk-folders",
+                name: "flat-listing",
                 help:
-                    "list the bucket folder by folder (a request per folder) instead of at once (a request per 1,000 keys, whatever the depth)",
+                    "a sync lists the whole bucket at once (a request per 1,000 keys, one after another) instead of folder by folder (8 at once): faster for deep trees with few files per folder",
                 type: .boolean),
             BackendOption(
                 name: "part-size",
@@ -78,6 +78,6 @@ extension S3Backend {
                 credentials: found.credentials.map { ($0.accessKey, $0.secretKey, $0.sessionToken) }, http: http,
                 authenticationHint: hint,
                 multipart: MultipartSettings(threshold: Int64(threshold) << 20, minimumPartSize: Int64(partSize) << 20),
-                listsFlat: !configuration.boolean("walk-folders"))
+                listsFlat: configuration.boolean("flat-listing"))
         })
 }

@@ -34,7 +34,8 @@ public final class S3Backend: FlatListing {
     /// When uploads go in parts, and how big the parts are.
     let multipart: MultipartSettings
     /// Whether the engine lists the bucket at once (``enumerateAllItems(startingAt:)``)
-    /// rather than folder by folder; `walk-folders` turns it off.
+    /// rather than folder by folder (`flat-listing`; off by default: the pages come one after
+    /// another, while the folder walk runs 8 listings at once).
     public let listsFlat: Bool
     /// The multipart uploads this backend is sending.
     let activeUploads = ActiveUploads()
@@ -66,7 +67,7 @@ public final class S3Backend: FlatListing {
     public init(
         endpoint: String?, bucket: String, prefix: String = "", region: String = "us-east-1", pathStyle: Bool = false,
         credentials: (accessKey: String, secretKey: String, sessionToken: String?)?, http: HTTPOptions = HTTPOptions(),
-        authenticationHint: String? = nil, multipart: MultipartSettings = MultipartSettings(), listsFlat: Bool = true
+        authenticationHint: String? = nil, multipart: MultipartSettings = MultipartSettings(), listsFlat: Bool = false
     ) async throws(FileProviderError) {
         try multipart.check()
         self.multipart = multipart

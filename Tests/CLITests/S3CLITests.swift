@@ -95,8 +95,8 @@ struct S3CLITests {
             (try? String(contentsOf: replica.appendingPathComponent("papers/renamed.txt"), encoding: .utf8)) == "changed in the bucket\n")
     }
 
-    /// A sync of a bucket lists it at once (a flat listing, spooled on disk) and finds exactly
-    /// what a folder-by-folder walk finds (`--walk-folders`), awkward key orders included
+    /// A sync of a bucket with `--flat-listing` lists it at once (spooled on disk) and finds
+    /// exactly what the folder-by-folder walk (the default) finds, awkward key orders included
     /// (`a-c` and `a.d` sort between `a` and `a/…`); a second sync changes nothing.
     @Test func aFlatListingFindsWhatTheFolderWalkFinds() async throws {
         let cluster = try await Self.startup.value
@@ -115,7 +115,7 @@ struct S3CLITests {
             "AWS_PROFILE": "", "HOME": temp.url.path,
         ]
         var replicas: [String: [String]] = [:]
-        for (name, extra) in [("flat", [String]()), ("walked", ["--walk-folders"])] {
+        for (name, extra) in [("flat", ["--flat-listing"]), ("walked", [String]())] {
             let replica = temp.url.appendingPathComponent(name)
             let added = try await cli.run(
                 [
