@@ -51,6 +51,7 @@ struct DomainSync: Sendable {
             let started = Date()
             var report = SyncReport(domain: domain.name)
             var pulling = false
+            var walkedStore = true
             do throws(FileProviderError) {
                 try await checkReplicaRoot()
                 if upload, let syncUp {
@@ -59,7 +60,7 @@ struct DomainSync: Sendable {
                     }
                 }
                 pulling = true
-                try await syncDown.pull(
+                walkedStore = try await syncDown.pull(
                     report: &report, events: events, populationBudget: populationBudget, followChanges: followChanges)
                 // Sync down notes what a cancellation stopped and goes on to the end.
                 if Task.isCancelled { throw FileProviderError.notStarted }
@@ -70,21 +71,37 @@ struct DomainSync: Sendable {
                 throw error
             }
             await recordSyncOutcome(report.unreachable.map { FileProviderError(.serverUnreachable, $0) })
-            await recordProblems(of: report)
+            await recordProblems(of: report, walkedStore: walkedStore)
             report.seconds = Date().timeIntervalSince(started)
             return report
         }
     }
 
     /// Records what a finished sync left undone (its counts and first problems), replacing what
-    /// the last one left, for `status`. A database that cannot be written loses only this.
-    func recordProblems(of report: SyncReport) async {
+    /// the last one left, for `status`. A sync that did not list the whole store (a pass of the
+    /// change feed, `walkedStore` false) looked at no item an earlier listing skipped: those
+    /// skipped items are kept, with what this sync skipped besides. A database that cannot be
+    /// written loses only this.
+    func recordProblems(of report: SyncReport, walkedStore: Bool = true) async {
         let (store, domainID) = (self.store, self.domainID)
-        let outcome = SyncOutcomeRecord(domainID: domainID, skipped: report.skipped, notSent: report.notSent)
-        let problems = report.problems.map {
+        let fresh = report.problems.map {
             SyncProblemRecord(domainID: domainID, kind: $0.kind.rawValue, path: $0.path, reason: $0.reason)
         }
-        _ = try? await blocking { () throws(FileProviderError) in try store.recordSyncOutcome(outcome, problems: problems) }
+        let (skipped, notSent) = (report.skipped, report.notSent)
+        _ = try? await blocking { () throws(FileProviderError) in
+            var outcome = SyncOutcomeRecord(domainID: domainID, skipped: skipped, notSent: notSent)
+            var problems = fresh
+            if !walkedStore, let last = try store.lastSyncOutcome(domainID: domainID, limit: SyncReport.problemLimit),
+                last.outcome.skipped > 0
+            {
+                let kept = last.problems.filter { $0.kind == SyncProblem.Kind.skipped.rawValue }
+                let paths = Set(fresh.map(\.path))
+                let again = kept.filter { paths.contains($0.path) }.count
+                outcome.skipped = last.outcome.skipped + skipped - again
+                problems = Array((kept.filter { !paths.contains($0.path) } + fresh).prefix(SyncReport.problemLimit))
+            }
+            try store.recordSyncOutcome(outcome, problems: problems)
+        }
     }
 
     /// What an interrupted sync did and did not do, in words: `3 local changes sent, 5 not

@@ -70,10 +70,13 @@ extension SyncDown {
     /// one ends. Without it, a backend whose anchors die with the process
     /// (``BackendCapabilities/anchorsOutliveProcess`` false) is not asked for one: its feed
     /// would start (the local store watches every folder) for an anchor nothing can use.
+    /// Returns whether the whole store was listed (`false` after a pass of the change feed:
+    /// items a listing skipped earlier were not looked at again).
+    @discardableResult
     func pull(
         report: inout SyncReport, events: EventHandler?, populationBudget: Int, followChanges: Bool = true
     )
-        async throws(FileProviderError)
+        async throws(FileProviderError) -> Bool
     {
         let started = Date()
         let (store, domainID, hasChangeFeed) = (self.store, self.domainID, backend.capabilities.hasChangeFeed)
@@ -108,7 +111,7 @@ extension SyncDown {
                     report.phases.database = feedPass.databaseSeconds
                     report.phases.replica = Date().timeIntervalSince(started) - feedPass.databaseSeconds
                     try await downloadDue(&feedPass, report: &report, events: events)
-                    return
+                    return false
                 } catch where error.code == .syncAnchorExpired {
                     // The feed forgot the anchor (or could not place a change): list everything.
                     // An anchor an earlier process stored is expected to expire with a feed
@@ -147,6 +150,7 @@ extension SyncDown {
             feedAnchor.withLock { $0 = anchorAfterWalk }
         }
         try await downloadDue(&pass, report: &report, events: events)
+        return true
     }
 
     /// Downloads what this pass found outdated or pinned, and what an earlier sync left undone
