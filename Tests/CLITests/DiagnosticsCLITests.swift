@@ -231,30 +231,6 @@ struct DiagnosticsCLITests {
         #expect(mode == 0o600, "mode \(String(mode ?? 0, radix: 8))")
     }
 
-    /// A pass of the local store's change feed lists nothing: the items the last listing
-    /// skipped stay in `status` (a feed pass once replaced them with "0 skipped").
-    @Test func aChangeFeedPassKeepsWhatTheLastListingSkipped() async throws {
-        let temp = try TemporaryFolder()
-        try temp.write("store/a.txt", Data("a".utf8))
-        try temp.write("store/bad.placeholder", Data("x".utf8))
-        let cli = CLIRunner(in: temp)
-        try await cli.addLocalDomain("d", root: temp.url.appendingPathComponent("store"), sync: false)
-        let log = temp.url.appendingPathComponent("serve.log")
-        let serve = try ServeProcess(
-            cli, ["d", "--poll-interval", "3600", "--log-file", log.path, "-v"], log: temp.url.appendingPathComponent("stderr.log"))
-        let partial = await waitUntil { ((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("1 item skipped") }
-        #expect(partial, "\((try? String(contentsOf: log, encoding: .utf8)) ?? "")\(serve.output)")
-        // A change in the store comes down through the feed, in a pass that lists nothing.
-        try temp.write("store/b.txt", Data("b".utf8))
-        let replica = cli.home.appendingPathComponent("domains/d/b.txt.placeholder")
-        #expect(await waitUntil { FileManager.default.fileExists(atPath: replica.path) }, "\(serve.output)")
-        let problems = try await Self.problems(cli, "d")
-        #expect(problems["skipped"] as? Int == 1, "\(problems)")
-        let latest = problems["latest"] as? [[String: Any]] ?? []
-        #expect(latest.contains { $0["path"] as? String == "/bad.placeholder" }, "\(problems)")
-        #expect(await serve.stop() == 0)
-    }
-
     @Test func requestLinesOfAnExternalProgram() async throws {
         let temp = try TemporaryFolder()
         try temp.write("store/a.txt", Data("a".utf8))
