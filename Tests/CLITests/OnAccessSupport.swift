@@ -125,14 +125,21 @@ final class ServedDomain {
 
     /// kill -9 of `serve`, then waits until its guardian (fanotify) or `fusermount3` (FUSE's
     /// `auto_unmount`) took the mount away. A FUSE mount that `fusermount3` lost the race for
-    /// (FUSE.md) stays dead (`ENOTCONN`) until the next `serve` detaches it: that is accepted.
+    /// (FUSE.md) stays dead (`ENOTCONN`, or `ECONNABORTED` once the connection was aborted)
+    /// until the next `serve` detaches it: that is accepted.
     func killServe() async throws {
         guard let serve else { return }
         _ = await serve.stop(SIGKILL, timeout: 30)
+        var lastError: Int32 = 0
         let detached = await waitUntil(timeout: 30) {
-            !isMountPoint(self.replica) || (self.layout == .fuse && access(self.replica + "/.", F_OK) != 0 && errno == ENOTCONN)
+            guard isMountPoint(self.replica) else { return true }
+            guard self.layout == .fuse else { return false }
+            let failed = access(self.replica + "/.", F_OK) != 0
+            lastError = failed ? errno : 0
+            return failed && (lastError == ENOTCONN || lastError == ECONNABORTED)
         }
-        try #require(detached, "\(replica) is still served after kill -9")
+        try #require(
+            detached, "\(replica) is still served after kill -9 (access: \(lastError == 0 ? "ok" : String(cString: strerror(lastError))))")
     }
 
     /// Stops `serve` cleanly (SIGTERM) and checks the mount is gone.
