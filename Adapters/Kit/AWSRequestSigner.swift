@@ -47,10 +47,10 @@ struct AWSRequestSigner: Sendable {
             method, parts.path, parts.query, signed.map { "\($0.0):\($0.1)\n" }.joined(), names, payloadHash,
         ].joined(separator: "\n")
         let scope = "\(day)/\(signature.region)/\(signature.service)/aws4_request"
-        let toSign = "AWS4-HMAC-SHA256\n\(stamp)\n\(scope)\n\(Self.hex(Self.sha256(Array(canonical.utf8))))"
+        let toSign = "AWS4-HMAC-SHA256\n\(stamp)\n\(scope)\n\(Data(Self.sha256(Array(canonical.utf8))).hexString)"
         var key = Self.hmac(Array("AWS4\(signature.secretKey)".utf8), Array(day.utf8))
         for part in [signature.region, signature.service, "aws4_request"] { key = Self.hmac(key, Array(part.utf8)) }
-        let proof = Self.hex(Self.hmac(key, Array(toSign.utf8)))
+        let proof = Data(Self.hmac(key, Array(toSign.utf8))).hexString
         var result = [
             "x-amz-date: \(stamp)",
             "Authorization: AWS4-HMAC-SHA256 Credential=\(signature.accessKey)/\(scope), SignedHeaders=\(names), Signature=\(proof)",
@@ -99,10 +99,5 @@ struct AWSRequestSigner: Sendable {
         block += [UInt8](repeating: 0, count: 64 - block.count)
         let inner = sha256(block.map { $0 ^ 0x36 } + message)
         return sha256(block.map { $0 ^ 0x5c } + inner)
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        return String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0F)]] }, as: UTF8.self)
     }
 }
