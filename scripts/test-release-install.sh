@@ -15,6 +15,13 @@ work=$(mktemp -d /tmp/fpk-install-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 prefix=$work/prefix
 fail() { echo "test-release-install: FAILED: $*" >&2; exit 1; }
+# `program | grep -q` fails under pipefail when grep exits at the first match and the program,
+# still writing, dies of SIGPIPE (CI saw it with --help): the whole output is read first.
+has() { # has PATTERN COMMAND...: the command succeeds and a line of its output matches PATTERN
+    local pattern=$1 out; shift
+    out=$("$@") || return
+    grep -q -- "$pattern" <<<"$out"
+}
 
 echo "== make install PREFIX=$prefix"
 make -s -C "$root" install PREFIX="$prefix" >"$work/install.log" 2>&1 || { cat "$work/install.log"; fail "make install"; }
@@ -65,10 +72,10 @@ bare() { env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH= HOME="$work/user" LANG=C.UTF
 mkdir -p "$work/user" "$work/store/photos-2024" "$work/store/docs"
 echo hello >"$work/store/readme.txt"
 echo beach >"$work/store/photos-2024/beach.jpg"
-bare "$fpctl" --help | grep -q "fileproviderctl" || fail "--help"
+has "fileproviderctl" bare "$fpctl" --help || fail "--help"
 bare "$fpctl" domain add family --backend local --root "$work/store" --home "$work/home" >/dev/null || fail "domain add"
 bare "$fpctl" sync --home "$work/home" >/dev/null || fail "sync"
-bare "$fpctl" ls family:/ --home "$work/home" | grep -q "readme.txt" || fail "ls does not list readme.txt"
+has "readme.txt" bare "$fpctl" ls family:/ --home "$work/home" || fail "ls does not list readme.txt"
 bare "$fpctl" materialize family:/readme.txt --home "$work/home" >/dev/null || fail "materialize"
 [ "$(cat "$work/home/domains/family/readme.txt")" = hello ] || fail "the materialized file's contents"
 
@@ -91,12 +98,12 @@ for kind in pyfolder cfolder; do
     with_backends "$fpctl" domain add "by-$kind" --backend "$kind" --root "$work/store" --home "$work/backends-home" >/dev/null ||
         fail "domain add with --backend $kind"
     with_backends "$fpctl" sync "by-$kind" --home "$work/backends-home" >/dev/null || fail "sync of a $kind domain"
-    with_backends "$fpctl" ls "by-$kind:/" --home "$work/backends-home" | grep -q "readme.txt" || fail "ls of a $kind domain"
+    has "readme.txt" with_backends "$fpctl" ls "by-$kind:/" --home "$work/backends-home" || fail "ls of a $kind domain"
 done
 # Into the backends folder of the user's data (searched without PATH), then removed from it.
 xdg_backends=$work/user/.local/share/fileprovider/backends
 make -s -C "$root" install-backends PREFIX="$prefix" BACKENDDIR="$xdg_backends" >/dev/null || fail "make install-backends BACKENDDIR=…"
-bare "$fpctl" backend list | grep -q "^cfolder  external  $xdg_backends/fileprovider-backend-cfolder" ||
+has "^cfolder  external  $xdg_backends/fileprovider-backend-cfolder" bare "$fpctl" backend list ||
     fail "backend list does not find cfolder in $xdg_backends"
 make -s -C "$root" uninstall PREFIX="$prefix" BACKENDDIR="$xdg_backends" >/dev/null || fail "make uninstall BACKENDDIR=…"
 [ ! -e "$xdg_backends" ] || fail "uninstall left $xdg_backends"
