@@ -15,10 +15,7 @@ public protocol ContentDigest: Sendable {
 extension ContentDigest {
     /// The digest as lowercase hex digits.
     public mutating func finish() -> String {
-        finishBytes().map { byte in
-            let hex = String(byte, radix: 16)
-            return hex.count == 1 ? "0" + hex : hex
-        }.joined()
+        Data(finishBytes()).hexString
     }
 
     /// The digest of a file's contents, read in 1 MiB blocks, as lowercase hex; call it off the

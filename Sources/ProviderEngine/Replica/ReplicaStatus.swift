@@ -65,6 +65,14 @@ public enum ReplicaStatus: String, Sendable, CaseIterable {
         }
     }
 
+    /// Writes the status and the domain's name on the file at `path` without reading them
+    /// first: for a staging file no program sees yet, whose change time nothing reads (two
+    /// system calls fewer per download). Blocking.
+    func stamp(atPath path: String, domain: String) {
+        ExtendedAttribute.set(Self.attribute, to: Array(rawValue.utf8), atPath: path)
+        ExtendedAttribute.set(Self.domainAttribute, to: Array(domain.utf8), atPath: path)
+    }
+
     /// ``write(atPath:domain:)`` when `path` is a regular file (not a folder, whose change time
     /// the local scan reads, nor a symlink). Blocking.
     public func writeIfFile(atPath path: String, domain: String) {
@@ -85,8 +93,13 @@ public enum ReplicaStatus: String, Sendable, CaseIterable {
     /// (its own, else its folders') is `eager`, else ``downloaded``. Blocking (reads the
     /// policies along its path).
     static func downloaded(path: String, own: ContentPolicy?, store: MetadataStore, domainID: Int64) -> ReplicaStatus {
-        let policy = try? PolicyResolver.read(from: store, domainID: domainID, along: path).effective(path, own: own).policy
-        return policy == .eager ? .pinned : .downloaded
+        downloaded(policy: try? PolicyResolver.read(from: store, domainID: domainID, along: path).effective(path, own: own).policy)
+    }
+
+    /// The status of a downloaded file in sync with the store whose content policy is `policy`
+    /// (`nil`: unknown, as `lazy`): ``pinned`` for `eager`, else ``downloaded``.
+    static func downloaded(policy: ContentPolicy?) -> ReplicaStatus {
+        policy == .eager ? .pinned : .downloaded
     }
 
     /// Writes the in-sync status of a downloaded file (``downloaded(path:own:store:domainID:)``)

@@ -221,6 +221,7 @@ extension Downloader {
                 // renamed by name, not by walking their whole paths three times each.
                 let folders = StagingFolders()
                 defer { folders.close() }
+                let policies = InheritedPolicies(store: store, domainID: domainID)
                 var results: [Result<ItemRecord, FileProviderError>] = prepared.map { step in
                     switch step {
                     case .done(let record): return .success(record)
@@ -239,7 +240,7 @@ extension Downloader {
                             results[file.index] = .success(
                                 try place(
                                     record, item, staging: file.path, placeholderAbsent: absent, folders: folders,
-                                    sha256: position < hashes.count ? hashes[position] : nil))
+                                    sha256: position < hashes.count ? hashes[position] : nil, policies: policies))
                         } catch {
                             results[file.index] = .failure(error)
                         }

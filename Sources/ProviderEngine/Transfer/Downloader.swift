@@ -431,13 +431,14 @@ final class Downloader: Sendable {
     /// (see ``download(_:events:placeholderFree:)``), so none is removed after the rename.
     /// `folders`: the placing job's open staging folders, through which the staging file is
     /// dated, read and renamed by name (`nil`: by its path). `sha256`: the SHA-256 of the bytes
-    /// as the backend wrote them (``ContentSink``), recorded with the item.
+    /// as the backend wrote them (``ContentSink``), recorded with the item. `policies`: the
+    /// batch's memo of the policies its files inherit (`nil`: read for this file).
     /// - Throws: `corruptData` when the file is not the size the store announced, or its bytes
     ///   not the ones of the content hash it sent; `unsyncedEdits` when the materialized file has local changes, `cannotSynchronize` when
     ///   a local file is in the way (nothing is replaced then); `localIOFailure`.
     func place(
         _ stored: ItemRecord, _ item: Item, staging: String, placeholderAbsent: Bool = false, folders: StagingFolders? = nil,
-        sha256 streamed: String? = nil
+        sha256 streamed: String? = nil, policies: InheritedPolicies? = nil
     ) throws(FileProviderError) -> ItemRecord {
         let path = stored.path
         let expected = item.size
@@ -466,8 +467,10 @@ final class Downloader: Sendable {
         // download, not a local edit.
         DownloadMark.write(atPath: staging, identifier: item.identifier, contentVersion: item.version.content, fingerprint: staged)
         if item.kind == .file {
-            ReplicaStatus.downloaded(path: path, own: stored.contentPolicy, store: store, domainID: domainID)
-                .write(atPath: staging, domain: domainName)
+            let policy =
+                policies.map { $0.policy(ofFileAt: path, own: stored.contentPolicy) }
+                ?? (try? PolicyResolver.read(from: store, domainID: domainID, along: path).resolve(path, own: stored.contentPolicy).policy)
+            ReplicaStatus.downloaded(policy: policy).stamp(atPath: staging, domain: domainName)
         }
         var updated = stored
         updated.update(from: item, path: path)
