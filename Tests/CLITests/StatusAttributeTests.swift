@@ -69,6 +69,51 @@ struct StatusAttributeTests {
         #expect(try await Self.status(file + ".placeholder") == "dataless")
     }
 
+    /// Files under a pinned folder are pinned, those of a folder without a policy beside them
+    /// only downloaded; files the store adds under the pinned folder are downloaded by the
+    /// next sync in a batch and each is pinned by inheritance; a policy set later rewrites the
+    /// statuses of the files it covers.
+    @Test func filesDownloadedInABatchInheritTheirFoldersPolicy() async throws {
+        let temp = try TemporaryFolder()
+        let store = temp.url.appendingPathComponent("store").path
+        let replica = temp.url.appendingPathComponent("replica").path
+        for folder in ["kept/deep", "kept/other", "plain"] {
+            try FileManager.default.createDirectory(atPath: store + "/" + folder, withIntermediateDirectories: true)
+            for index in 0..<3 {
+                try Data("\(folder) \(index)\n".utf8).write(to: URL(fileURLWithPath: "\(store)/\(folder)/f\(index).txt"))
+            }
+        }
+        let cli = CLIRunner(in: temp)
+        #expect(try await cli.run(["domain", "add", "p", "--backend", "local", "--root", store, "--replica", replica]).status == 0)
+        #expect(try await cli.run(["sync", "p"]).status == 0)
+        let pinned = try await cli.run(["pin", "p:/kept"])
+        #expect(pinned.status == 0, "\(pinned)")
+        let materialized = try await cli.run(["materialize", "-R", "p:/plain"])
+        #expect(materialized.status == 0, "\(materialized)")
+        for folder in ["kept/deep", "kept/other"] {
+            for index in 0..<3 {
+                #expect(try await Self.status("\(replica)/\(folder)/f\(index).txt") == "pinned", "\(folder)/f\(index).txt")
+            }
+        }
+        for index in 0..<3 { #expect(try await Self.status("\(replica)/plain/f\(index).txt") == "downloaded") }
+        // New files in the store under the pinned folder: the sync downloads them in a batch,
+        // each pinned by inheritance (no policy command runs after it).
+        // Enough of them that the sync downloads them in batches of several files.
+        try FileManager.default.createDirectory(atPath: store + "/kept/new", withIntermediateDirectories: true)
+        let added = ["kept/deep/g.txt", "kept/i.txt"] + (0..<40).map { "kept/new/h\($0).txt" }
+        for name in added + ["plain/j.txt"] {
+            try Data(name.utf8).write(to: URL(fileURLWithPath: store + "/" + name))
+        }
+        let synced = try await cli.run(["sync", "p"])
+        #expect(synced.status == 0, "\(synced)")
+        for name in added {
+            #expect(try await Self.status(replica + "/" + name) == "pinned", "\(name)")
+        }
+        #expect(FileManager.default.fileExists(atPath: replica + "/plain/j.txt.placeholder"))
+        #expect(try await cli.run(["pin", "p:/plain"]).status == 0)
+        for index in 0..<3 { #expect(try await Self.status("\(replica)/plain/f\(index).txt") == "pinned") }
+    }
+
     @Test func aConflictedCopySaysSoAndTheStoresVersionIsDownloadedUnderTheName() async throws {
         let temp = try TemporaryFolder()
         let store = temp.url.appendingPathComponent("store").path
