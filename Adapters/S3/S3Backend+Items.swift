@@ -151,11 +151,22 @@ extension S3Backend {
             dateFormat: .http)
     }
 
-    /// Whether a folder is at a path: its marker or any key below it.
+    /// Whether a folder is at a path: its marker or any key below it. A folder found is
+    /// remembered in ``knownFolders``.
     func folderExists(_ path: ItemPath) async throws(FileProviderError) -> Bool {
         if path.isRoot { return true }
-        let listing = try await listPage(prefix: key(path, folder: true), delimiter: true, token: nil, maxKeys: 1)
-        return !listing.objects.isEmpty || !listing.commonPrefixes.isEmpty
+        let prefix = key(path, folder: true)
+        let listing = try await listPage(prefix: prefix, delimiter: true, token: nil, maxKeys: 1)
+        let exists = !listing.objects.isEmpty || !listing.commonPrefixes.isEmpty
+        if exists { knownFolders.insert(prefix) }
+        return exists
+    }
+
+    /// Whether the folder new items go into exists: answered from ``knownFolders`` when it was
+    /// seen a moment ago, else ``folderExists(_:)``.
+    func parentExists(_ path: ItemPath) async throws(FileProviderError) -> Bool {
+        if path.isRoot || knownFolders.contains(key(path, folder: true)) { return true }
+        return try await folderExists(path)
     }
 
     /// Returns the item at an identifier: the file of its key, else the folder of its prefix.

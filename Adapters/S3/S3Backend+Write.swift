@@ -100,7 +100,7 @@ extension S3Backend {
             throw FileProviderError(.invalidFilename, "'\(template.filename)' cannot be a name in a bucket")
         }
         let path = parent.appending(template.filename)
-        guard try await folderExists(parent) else { throw .noSuchItem(template.parentIdentifier) }
+        guard try await parentExists(parent) else { throw .noSuchItem(template.parentIdentifier) }
         let mayExist = options.contains(.mayAlreadyExist)
         if template.kind == .folder {
             if try await head(path) != nil {
@@ -111,6 +111,7 @@ extension S3Backend {
                 throw FileProviderError(.filenameCollision, "a folder is at \(path.display)")
             }
             try await putMarker(path)
+            knownFolders.insert(key(path, folder: true))
             return ItemResult(item: folderItem(path))
         }
         guard let contents else { throw FileProviderError(.invalidArgument, "no contents to upload for \(path.display)") }
@@ -163,7 +164,7 @@ extension S3Backend {
                 throw FileProviderError(.invalidArgument, "\(path.display) cannot move into itself")
             }
             if target != path {
-                guard try await folderExists(parent) else { throw .noSuchItem(parent.identifier) }
+                guard try await parentExists(parent) else { throw .noSuchItem(parent.identifier) }
                 let fileThere = try await head(target) != nil
                 let folderThere = fileThere ? false : try await folderExists(target)
                 if fileThere || folderThere {
@@ -194,6 +195,7 @@ extension S3Backend {
         let objects = try await allKeys(below: path)
         let oldPrefix = key(path, folder: true)
         let newPrefix = key(target, folder: true)
+        knownFolders.forget(below: oldPrefix)
         try await putMarker(target)
         for object in objects where object.key != oldPrefix {
             let rest = String(object.key.utf8.dropFirst(oldPrefix.utf8.count)) ?? ""
@@ -211,6 +213,7 @@ extension S3Backend {
     /// first, then the folder's marker. (A key that is not there is no error in S3; SeaweedFS
     /// keeps a folder its last key left until the folder's own key is deleted.)
     func deleteAll(_ objects: [S3Object], below folderKey: String) async throws(FileProviderError) {
+        knownFolders.forget(below: folderKey)
         var folders = Set<String>()
         for object in objects where object.key != folderKey {
             if !object.key.hasSuffix("/") { try await deleteKey(object.key) }

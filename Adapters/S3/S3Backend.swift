@@ -39,6 +39,8 @@ public final class S3Backend: FlatListing {
     public let listsFlat: Bool
     /// The multipart uploads this backend is sending.
     let activeUploads = ActiveUploads()
+    /// Folders seen a moment ago: the parent of each new file is listed once per batch.
+    let knownFolders = KnownFolders()
 
     /// The version of every folder: folders have no ETag of their own.
     static let folderVersion = ItemVersion(content: Data("folder".utf8), metadata: Data())
@@ -137,7 +139,8 @@ public final class S3Backend: FlatListing {
         capabilities = BackendCapabilities(
             hasChangeFeed: false, supportsThumbnails: false, supportsRangedReads: true, supportsServerSideMove: true,
             supportsConditionalWrites: conditional, supportsSymlinks: false, creatableKinds: [.file, .folder],
-            maximumUploadSize: MultipartSettings.maximumObjectSize, identifiersArePathDerived: true, listsOnlySomeFiles: false)
+            maximumUploadSize: MultipartSettings.maximumObjectSize, identifiersArePathDerived: true, listsOnlySomeFiles: false,
+            concurrentTransfers: client.settings.connections)
         do {
             _ = try await listPage(prefix: self.prefix, delimiter: true, token: nil, maxKeys: 1)
         } catch {

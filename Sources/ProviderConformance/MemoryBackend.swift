@@ -51,17 +51,18 @@ public final class MemoryBackend: Backend, @unchecked Sendable {
     ///     after receiving it.
     ///   - anchorsOutliveProcess: ``BackendCapabilities/anchorsOutliveProcess`` (false: a store
     ///     whose feed lives in the process, as the local store's).
+    ///   - concurrentTransfers: ``BackendCapabilities/concurrentTransfers``.
     public init(
         hasChangeFeed: Bool = true, pageSize: Int = 100, changeLogLimit: Int = 10_000, changeBatchSize: Int = 500,
         supportsServerSideMove: Bool = true, creatableKinds: Set<ItemKind> = [.file, .folder, .symlink],
-        maximumUploadSize: Int64? = nil, anchorsOutliveProcess: Bool = true
+        maximumUploadSize: Int64? = nil, anchorsOutliveProcess: Bool = true, concurrentTransfers: Int? = nil
     ) {
         precondition(pageSize > 0 && changeBatchSize > 0 && changeLogLimit > 0)
         capabilities = BackendCapabilities(
             hasChangeFeed: hasChangeFeed, supportsThumbnails: false, supportsRangedReads: true,
             supportsServerSideMove: supportsServerSideMove, supportsConditionalWrites: true, supportsSymlinks: true,
             creatableKinds: creatableKinds, maximumUploadSize: maximumUploadSize, identifiersArePathDerived: true,
-            anchorsOutliveProcess: anchorsOutliveProcess)
+            anchorsOutliveProcess: anchorsOutliveProcess, concurrentTransfers: concurrentTransfers)
         self.pageSize = pageSize
         self.changeBatchSize = changeBatchSize
         tree = MemoryTree(logLimit: changeLogLimit)

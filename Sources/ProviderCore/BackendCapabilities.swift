@@ -105,6 +105,12 @@ public struct BackendCapabilities: Hashable, Sendable, Codable {
     /// of its `stat` with the record's flags and sends `modifyItem` with `[.fileSystemFlags]`)
     /// and the conformance check `executableBitGoesBothWaysWhereDeclared`.
     public var supportsFileSystemFlags: Bool
+    /// How many transfers the backend runs at once (its connections, each busy with one
+    /// request), when that is more than the engine's defaults keep going: the engine then runs
+    /// that many download batches and uploads at once (at most 64). `nil` (the default): the
+    /// engine's own depths, 8 download batches and 4 uploads. For a store where each small
+    /// file costs a round trip and the server takes many at once (S3).
+    public var concurrentTransfers: Int?
 
     public init(
         hasChangeFeed: Bool = false,
@@ -120,7 +126,8 @@ public struct BackendCapabilities: Hashable, Sendable, Codable {
         listsOnlySomeFiles: Bool = false,
         anchorsOutliveProcess: Bool = true,
         createsFetchDestinations: Bool = false,
-        supportsFileSystemFlags: Bool = false
+        supportsFileSystemFlags: Bool = false,
+        concurrentTransfers: Int? = nil
     ) {
         self.hasChangeFeed = hasChangeFeed
         self.supportsThumbnails = supportsThumbnails
@@ -136,16 +143,19 @@ public struct BackendCapabilities: Hashable, Sendable, Codable {
         self.anchorsOutliveProcess = anchorsOutliveProcess
         self.createsFetchDestinations = createsFetchDestinations
         self.supportsFileSystemFlags = supportsFileSystemFlags
+        self.concurrentTransfers = concurrentTransfers
     }
 
     private enum CodingKeys: String, CodingKey {
         case hasChangeFeed, anchorsOutliveProcess, supportsThumbnails, supportsRangedReads, supportsServerSideMove
         case supportsConditionalWrites, supportsSymlinks, creatableKinds, contentHashAlgorithm, maximumUploadSize
         case identifiersArePathDerived, listsOnlySomeFiles, createsFetchDestinations, supportsFileSystemFlags
+        case concurrentTransfers
     }
 
     /// Decodes capabilities; `anchorsOutliveProcess`, added later, is `true` when absent, and
-    /// `createsFetchDestinations` and `supportsFileSystemFlags`, added later still, `false`.
+    /// `createsFetchDestinations` and `supportsFileSystemFlags`, added later still, `false`,
+    /// and `concurrentTransfers` `nil`.
     /// - Throws: `DecodingError` when another key is missing or has the wrong type.
     public init(from decoder: any Decoder) throws {
         let values = try decoder.container(keyedBy: CodingKeys.self)
@@ -163,6 +173,7 @@ public struct BackendCapabilities: Hashable, Sendable, Codable {
             listsOnlySomeFiles: try values.decode(Bool.self, forKey: .listsOnlySomeFiles),
             anchorsOutliveProcess: try values.decodeIfPresent(Bool.self, forKey: .anchorsOutliveProcess) ?? true,
             createsFetchDestinations: try values.decodeIfPresent(Bool.self, forKey: .createsFetchDestinations) ?? false,
-            supportsFileSystemFlags: try values.decodeIfPresent(Bool.self, forKey: .supportsFileSystemFlags) ?? false)
+            supportsFileSystemFlags: try values.decodeIfPresent(Bool.self, forKey: .supportsFileSystemFlags) ?? false,
+            concurrentTransfers: try values.decodeIfPresent(Int.self, forKey: .concurrentTransfers))
     }
 }

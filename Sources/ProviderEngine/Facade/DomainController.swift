@@ -32,7 +32,8 @@ public final class DomainController: Sendable {
     let locks: DomainLocks
     /// Names never uploaded from this domain's replica.
     public let ignoreRules: IgnoreRules
-    /// How many downloads run at once in a batch.
+    /// How many download batches run at once: 8, or the backend's concurrent transfers when
+    /// more (``BackendCapabilities/concurrentTransfers``).
     public let downloadDepth: Int
     /// How long the domain waits after failures that back it off.
     public let backoffPolicy: BackoffPolicy
@@ -43,7 +44,8 @@ public final class DomainController: Sendable {
     let madeSyncUp = Mutex<SyncUp?>(nil)
     /// Records a recursive operation reads from the database at once (tests make it small).
     var subtreePage: Mutex<Int> { context.subtreePage }
-    /// How many new files and edits go to the store at once.
+    /// How many new files and edits go to the store at once, unless the backend runs more
+    /// transfers at once (``BackendCapabilities/concurrentTransfers``).
     public static let uploadDepth = SyncUp.uploadDepth
     /// How many entries a sync writes at most into folders it found new, before it leaves
     /// further new folders dataless (populated when first opened or materialized). Folders the
@@ -55,7 +57,7 @@ public final class DomainController: Sendable {
         // Every item from the store passes ItemBounds before the engine uses it.
         let backend = CheckedBackend(backend)
         useRecorder = manager.useRecorder
-        self.downloadDepth = downloadDepth
+        self.downloadDepth = TransferDepths.depth(downloadDepth, for: backend.capabilities)
         backoffPolicy = manager.backoffPolicy
         ignoreRules = IgnoreRules(extra: domain.ignoreList)
         context = DomainContext(

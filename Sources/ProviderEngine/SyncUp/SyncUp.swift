@@ -297,7 +297,8 @@ final class SyncUp: Sendable {
         }
     }
 
-    /// How many new files and edits go to the store at once.
+    /// How many new files and edits go to the store at once, unless the backend runs more
+    /// transfers at once (``BackendCapabilities/concurrentTransfers``).
     static let uploadDepth = 4
 
     /// Whether a change can go beside others of its kind: a new file or an edit (new folders,
@@ -461,7 +462,8 @@ final class SyncUp: Sendable {
                     }
                     return true
                 }
-                while running < Self.uploadDepth, await startNext() { running += 1 }
+                let depth = TransferDepths.depth(Self.uploadDepth, for: context.backend.capabilities)
+                while running < depth, await startNext() { running += 1 }
                 var outcomes: [(SyncReport, FileProviderError?)] = []
                 while let outcome = await group.next() {
                     running -= 1
