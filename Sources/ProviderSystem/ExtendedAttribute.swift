@@ -9,9 +9,11 @@ import Foundation
 /// files and downloads, and any attribute a file system passes through (the FUSE replica layout).
 /// By path they never follow a final symlink (`lsetxattr`, `lgetxattr`).
 ///
-/// Each returns what the call returns, -1 with `errno` on failure (`ENOTSUP` where the file
-/// system keeps no extended attributes), and throws nothing: the caller says what failed.
-/// Blocking: call them from the engine's executor, never Swift's cooperative pool.
+/// Those by `String` path or descriptor return what the call returns, -1 with `errno` on
+/// failure (`ENOTSUP` where the file system keeps no extended attributes), and throw nothing:
+/// the caller says what failed. Those by byte path (any name, UTF-8 or not; values of any
+/// length) throw ``Failure`` with the errno. Blocking: call them from the engine's executor or
+/// a FUSE session's threads, never Swift's cooperative pool.
 package enum ExtendedAttribute {
     /// Sets attribute `name` of the file at `path` to `value`: 0, or -1 with errno.
     @discardableResult
