@@ -218,6 +218,19 @@ struct FUSEReplicaTests {
             "python3", "-c", "import os, sys; os.setxattr(sys.argv[1], 'user.color', b'red', os.XATTR_CREATE)", file,
         ])
         #expect(!created.succeeded && created.errorText.contains("File exists"), "XATTR_CREATE over an attribute: \(created)")
+        // A value of 2 KiB (Python asks with a buffer of 128 bytes first: the mount answers ERANGE,
+        // then it asks again), and the names as Python lists them.
+        let long = try await runProgram([
+            "python3", "-c",
+            "import os, sys; v = bytes(range(256)) * 8; os.setxattr(sys.argv[1], 'user.long', v); "
+                + "assert os.getxattr(sys.argv[1], 'user.long') == v; print(sorted(os.listxattr(sys.argv[1])))",
+            file,
+        ])
+        #expect(
+            long.succeeded
+                && String(decoding: long.output, as: UTF8.self)
+                    == "['user.color', 'user.fileprovider.domain', 'user.fileprovider.status', 'user.long']\n",
+            "\(long)")
         let removed = try await runProgram(["setfattr", "-x", "user.color", file])
         #expect(removed.succeeded, "\(removed)")
         #expect(try await StatusAttributeTests.attribute("user.color", of: file) == nil)
