@@ -161,15 +161,19 @@ struct FUSEReplicaTests {
 
     /// The status attributes through the mount (issue #42): what the backing folder says, and
     /// `dataless` for a dataless file, read with `getfattr` as programs do, followed through
-    /// dataless, downloaded, pinned and edited; a user's own attribute round-trips; the engine's
-    /// private marks never show and nothing of `user.fileprovider.*` can be set or removed.
+    /// dataless, partial, downloaded, pinned, edited, sent and evicted; a user's own attribute
+    /// round-trips; the engine's private marks never show and nothing of `user.fileprovider.*`
+    /// can be set or removed.
     @Test func statusAttributesShowThroughTheMountAndOtherAttributesPassThrough() async throws {
         let temp = try TemporaryFolder()
         let store = try await OnAccessTests.StoreUnderTest(.local, temp: temp)
         let contents = patterned(300_000, seed: 420)
+        // Past the size filled whole on open (16 MiB): read in ranges.
+        let big = patterned(20 << 20, seed: 421)
         let domain = try await ServedDomain(
             temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options,
-            files: ["a.bin": contents, "sub/b.txt": Data("b\n".utf8)], layout: .fuse)
+            files: ["a.bin": contents, "big.bin": big, "sub/b.txt": Data("b\n".utf8)], addArguments: ["--hydration", "progressive"],
+            layout: .fuse)
         try await domain.startServe(["--settle", "3600"])
         let file = domain.replica + "/a.bin"
         let status = { () async throws -> String? in try await StatusAttributeTests.status(file) }
@@ -191,6 +195,11 @@ struct FUSEReplicaTests {
         #expect(try await StatusAttributeTests.attribute("user.fileprovider.dataless", of: domain.backing + "/a.bin") != nil)
         // A folder carries none.
         #expect(try await StatusAttributeTests.status(domain.replica + "/sub") == nil)
+
+        // Partly read: partial.
+        let piece = try await runProgram(["dd", "if=\(domain.replica)/big.bin", "bs=4096", "skip=1000", "count=1", "status=none"])
+        #expect(piece.succeeded && piece.output == big.subdata(in: 4_096_000..<4_100_096), "\(piece)")
+        #expect(try await StatusAttributeTests.status(domain.replica + "/big.bin") == "partial")
 
         // Read: downloaded; the download mark stays the engine's.
         let read = try await runProgram(["cat", file])
@@ -263,6 +272,12 @@ struct FUSEReplicaTests {
         let sent = try await waitUntil(timeout: 30) { try await status() == "pinned" }
         #expect(sent, "\(domain.logs.suffix(1500))")
         #expect(FileManager.default.contents(atPath: store.folder + "/a.bin") == contents + Data("tail".utf8))
+        // Unpinned (online-only): evicted, dataless again through the mount.
+        #expect(try await domain.cli.run(["unpin", "d:/a.bin"]).status == 0)
+        let evicted = try await waitUntil(timeout: 30) { try await status() == "dataless" }
+        let afterEviction = try await status() ?? "none"
+        #expect(evicted, "after eviction: \(afterEviction)")
+        #expect(try await StatusAttributeTests.status(domain.backing + "/a.bin") == nil)
         try await domain.stopServe()
         await store.stop()
     }
