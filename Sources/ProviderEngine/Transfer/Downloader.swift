@@ -411,10 +411,9 @@ final class Downloader: Sendable {
         _ = try? await executor.runToCompletion { () throws(FileProviderError) in
             var records: [ItemRecord] = []
             for (record, error) in failures {
-                guard var current = try store.item(domainID: domainID, identifier: record.identifier),
-                    current.state != .materialized
-                        || current.isOutdated
-                else { continue }
+                guard var current = try store.item(domainID: domainID, identifier: record.identifier) else { continue }
+                // Downloaded meanwhile (another request's download of it worked): nothing to say.
+                guard current.state != .materialized || current.isOutdated else { continue }
                 current.lastError = "download failed: \(error.message)"
                 records.append(current)
                 ReplicaStatus.markFetchFailed(current.path, in: replica, domain: domain)
