@@ -36,6 +36,7 @@
     X(fuse_reply_data) \
     X(fuse_reply_statfs) \
     X(fuse_reply_lseek) \
+    X(fuse_reply_xattr) \
     X(fuse_add_direntry) \
     X(fuse_add_direntry_plus) \
     X(fuse_req_userdata) \
@@ -206,6 +207,7 @@ int fp_fuse_reply_write(fuse_req_t req, size_t count) { return lib.fuse_reply_wr
 int fp_fuse_reply_buf(fuse_req_t req, const char *buf, size_t size) { return lib.fuse_reply_buf(req, buf, size); }
 int fp_fuse_reply_statfs(fuse_req_t req, const struct statvfs *stbuf) { return lib.fuse_reply_statfs(req, stbuf); }
 int fp_fuse_reply_lseek(fuse_req_t req, off_t off) { return lib.fuse_reply_lseek(req, off); }
+int fp_fuse_reply_xattr(fuse_req_t req, size_t count) { return lib.fuse_reply_xattr(req, count); }
 
 size_t fp_fuse_add_direntry(fuse_req_t req, char *buf, size_t bufsize, const char *name, const struct stat *stbuf, off_t off) {
     return lib.fuse_add_direntry(req, buf, bufsize, name, stbuf, off);

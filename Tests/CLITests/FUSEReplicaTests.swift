@@ -159,6 +159,129 @@ struct FUSEReplicaTests {
         await store.stop()
     }
 
+    /// The status attributes through the mount (issue #42): what the backing folder says, and
+    /// `dataless` for a dataless file, read with `getfattr` as programs do, followed through
+    /// dataless, partial, downloaded, pinned, edited, sent and evicted; a user's own attribute
+    /// round-trips; the engine's private marks never show and nothing of `user.fileprovider.*`
+    /// can be set or removed.
+    @Test func statusAttributesShowThroughTheMountAndOtherAttributesPassThrough() async throws {
+        let temp = try TemporaryFolder()
+        let store = try await OnAccessTests.StoreUnderTest(.local, temp: temp)
+        let contents = patterned(300_000, seed: 420)
+        // Past the size filled whole on open (16 MiB): read in ranges.
+        let big = patterned(20 << 20, seed: 421)
+        let domain = try await ServedDomain(
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options,
+            files: ["a.bin": contents, "big.bin": big, "sub/b.txt": Data("b\n".utf8)], addArguments: ["--hydration", "progressive"],
+            layout: .fuse)
+        try await domain.startServe(["--settle", "3600"])
+        let file = domain.replica + "/a.bin"
+        let status = { () async throws -> String? in try await StatusAttributeTests.status(file) }
+
+        // Dataless: no status on the backing file (absent means dataless), `dataless` through
+        // the mount, and the domain's name; reading them fetched nothing.
+        #expect(try await StatusAttributeTests.status(domain.backing + "/a.bin") == nil)
+        #expect(try await status() == "dataless")
+        #expect(try await StatusAttributeTests.attribute("user.fileprovider.domain", of: file) == "d")
+        let dump = try await runProgram(["getfattr", "-d", "-m", "-", "--absolute-names", file])
+        let listed = String(decoding: dump.output, as: UTF8.self)
+        #expect(dump.succeeded, "\(dump)")
+        #expect(listed.contains("user.fileprovider.status=\"dataless\""), "\(listed)")
+        #expect(listed.contains("user.fileprovider.domain=\"d\""), "\(listed)")
+        #expect(!listed.contains("user.fileprovider.dataless"), "the dataless mark shows through the mount: \(listed)")
+        #expect(try await StatusAttributeTests.attribute("user.fileprovider.dataless", of: file) == nil)
+        let backing = try #require(fileStatus(domain.backing + "/a.bin"))
+        #expect(backing.st_blocks <= 8, "reading attributes fetched contents: \(backing.st_blocks) blocks")
+        #expect(try await StatusAttributeTests.attribute("user.fileprovider.dataless", of: domain.backing + "/a.bin") != nil)
+        // A folder carries none.
+        #expect(try await StatusAttributeTests.status(domain.replica + "/sub") == nil)
+
+        // Partly read: partial.
+        let piece = try await runProgram(["dd", "if=\(domain.replica)/big.bin", "bs=4096", "skip=1000", "count=1", "status=none"])
+        #expect(piece.succeeded && piece.output == big.subdata(in: 4_096_000..<4_100_096), "\(piece)")
+        #expect(try await StatusAttributeTests.status(domain.replica + "/big.bin") == "partial")
+
+        // Read: downloaded; the download mark stays the engine's.
+        let read = try await runProgram(["cat", file])
+        #expect(read.succeeded && read.output == contents, "\(read)")
+        let downloaded = try await waitUntil(timeout: 30) { try await status() == "downloaded" }
+        let afterRead = try await status() ?? "none"
+        #expect(downloaded, "after cat: \(afterRead)")
+        #expect(try await StatusAttributeTests.attribute("user.fileprovider.download", of: domain.backing + "/a.bin") != nil)
+        #expect(try await StatusAttributeTests.attribute("user.fileprovider.download", of: file) == nil)
+        let names = try await runProgram(["getfattr", "-d", "-m", "-", "--absolute-names", file])
+        #expect(!String(decoding: names.output, as: UTF8.self).contains("user.fileprovider.download"), "\(names)")
+
+        // Pinned.
+        #expect(try await domain.cli.run(["pin", "d:/a.bin"]).status == 0)
+        #expect(try await status() == "pinned")
+
+        // A user's own attribute: set, read, listed, kept on the backing file, removed.
+        let set = try await runProgram(["setfattr", "-n", "user.color", "-v", "blue", file])
+        #expect(set.succeeded, "\(set)")
+        #expect(try await StatusAttributeTests.attribute("user.color", of: file) == "blue")
+        #expect(try await StatusAttributeTests.attribute("user.color", of: domain.backing + "/a.bin") == "blue")
+        let withColor = try await runProgram(["getfattr", "-d", "--absolute-names", file])
+        #expect(String(decoding: withColor.output, as: UTF8.self).contains("user.color=\"blue\""), "\(withColor)")
+        let created = try await runProgram([
+            "python3", "-c", "import os, sys; os.setxattr(sys.argv[1], 'user.color', b'red', os.XATTR_CREATE)", file,
+        ])
+        #expect(!created.succeeded && created.errorText.contains("File exists"), "XATTR_CREATE over an attribute: \(created)")
+        // A value of 2 KiB (Python asks with a buffer of 128 bytes first: the mount answers ERANGE,
+        // then it asks again), and the names as Python lists them.
+        let long = try await runProgram([
+            "python3", "-c",
+            "import os, sys; v = bytes(range(256)) * 8; os.setxattr(sys.argv[1], 'user.long', v); "
+                + "assert os.getxattr(sys.argv[1], 'user.long') == v; print(sorted(os.listxattr(sys.argv[1])))",
+            file,
+        ])
+        #expect(
+            long.succeeded
+                && String(decoding: long.output, as: UTF8.self)
+                    == "['user.color', 'user.fileprovider.domain', 'user.fileprovider.status', 'user.long']\n",
+            "\(long)")
+        let removed = try await runProgram(["setfattr", "-x", "user.color", file])
+        #expect(removed.succeeded, "\(removed)")
+        #expect(try await StatusAttributeTests.attribute("user.color", of: file) == nil)
+        let missing = try await runProgram(["setfattr", "-x", "user.color", file])
+        #expect(!missing.succeeded && missing.errorText.contains("No such attribute"), "\(missing)")
+
+        // The engine's namespace: refused, whatever the attribute.
+        for arguments in [
+            ["-n", "user.fileprovider.status", "-v", "downloaded"], ["-x", "user.fileprovider.status"],
+            ["-n", "user.fileprovider.domain", "-v", "other"], ["-n", "user.fileprovider.dataless", "-v", "x"],
+            ["-x", "user.fileprovider.download"], ["-n", "user.fileprovider.new", "-v", "x"],
+        ] {
+            let refused = try await runProgram(["setfattr"] + arguments + [file])
+            #expect(!refused.succeeded && refused.errorText.contains("Operation not permitted"), "setfattr \(arguments): \(refused)")
+        }
+        #expect(try await status() == "pinned")
+        #expect(try await StatusAttributeTests.attribute("user.fileprovider.download", of: domain.backing + "/a.bin") != nil)
+
+        // Edited and kept open (not settled): unsent; closed, it is sent and pinned again.
+        let fd = try await offThePool { () -> Int32 in
+            let fd = open(file, O_WRONLY | O_APPEND | O_CLOEXEC)
+            if fd >= 0 { _ = write(fd, "tail", 4) }
+            return fd
+        }
+        try #require(fd >= 0, "cannot open \(file): \(String(cString: strerror(errno)))")
+        let unsent = try await waitUntil(timeout: 30) { try await status() == "unsent" }
+        let shown = try await status() ?? "none"
+        #expect(unsent, "the edit is not shown as unsent: \(shown); \(domain.logs.suffix(1500))")
+        _ = try await offThePool { close(fd) }
+        let sent = try await waitUntil(timeout: 30) { try await status() == "pinned" }
+        #expect(sent, "\(domain.logs.suffix(1500))")
+        #expect(FileManager.default.contents(atPath: store.folder + "/a.bin") == contents + Data("tail".utf8))
+        // Unpinned (online-only): evicted, dataless again through the mount.
+        #expect(try await domain.cli.run(["unpin", "d:/a.bin"]).status == 0)
+        let evicted = try await waitUntil(timeout: 30) { try await status() == "dataless" }
+        let afterEviction = try await status() ?? "none"
+        #expect(evicted, "after eviction: \(afterEviction)")
+        #expect(try await StatusAttributeTests.status(domain.backing + "/a.bin") == nil)
+        try await domain.stopServe()
+        await store.stop()
+    }
+
     // The on-access tests that are not about fanotify itself, through FUSE (OnAccessTests runs
     // them through fanotify).
 

@@ -272,12 +272,23 @@ struct OnAccessTests {
         #expect(seconds < 60, "the read took \(seconds) s to fail")
         let why = try await domain.cli.run(["why", "d:/doc.bin"])
         #expect(why.stdout.contains("fetch on access failed"), "\(why.stdout)")
+        // Still dataless (the leading block, and at most one block of attributes: the status),
+        // and it says so to every program: `error`, through the replica path.
         let status = try #require(fileStatus(domain.backing + "/doc.bin"))
-        #expect(status.st_blocks <= 8 && Int(status.st_size) == contents.count, "the file is no longer dataless after a failure")
+        #expect(status.st_blocks <= 16 && Int(status.st_size) == contents.count, "the file is no longer dataless after a failure")
+        #expect(
+            try await StatusAttributeTests.attribute("user.fileprovider.dataless", of: domain.backing + "/doc.bin") != nil,
+            "the file lost its dataless mark after a failure")
+        #expect(try await StatusAttributeTests.status(domain.replica + "/doc.bin") == "error")
+        #expect(try await StatusAttributeTests.status(domain.replica + "/kept.bin") == "downloaded")
 
         try await ssh.restarted()
         let read = try await runProgram(["cat", domain.replica + "/doc.bin"], timeout: 120)
         #expect(read.succeeded && read.output == contents, "\(read)")
+        let downloaded = try await waitUntil(timeout: 30) {
+            try await StatusAttributeTests.status(domain.replica + "/doc.bin") == "downloaded"
+        }
+        #expect(downloaded, "the status after a fetch that worked")
         try await domain.stopServe()
         await store.stop()
     }

@@ -138,6 +138,42 @@ struct StatusAttributeTests {
         #expect(FileManager.default.contents(atPath: replica + "/both.txt") == Data("store edit, longer\n".utf8))
     }
 
+    /// A `materialize` that fails because the store is down says `error` on the file that
+    /// stands for the item (the `.placeholder` file here) and `why` says why; once the store is
+    /// back the download replaces it with `downloaded`.
+    @Test func aFailedDownloadSaysErrorAndWhySaysWhy() async throws {
+        let temp = try TemporaryFolder()
+        let store = try await OnAccessTests.StoreUnderTest(.sftp, temp: temp)
+        try Data("contents\n".utf8).write(to: URL(fileURLWithPath: store.folder + "/a.txt"))
+        let replica = temp.url.appendingPathComponent("replica").path
+        let cli = CLIRunner(in: temp)
+        let added = try await cli.run(
+            ["domain", "add", "p", "--backend", store.backend, "--replica", replica]
+                + store.options.sorted { $0.key < $1.key }.flatMap { ["--\($0.key)", $0.value] })
+        #expect(added.status == 0, "\(added)")
+        #expect(try await cli.run(["sync", "p"]).status == 0)
+        let placeholder = replica + "/a.txt.placeholder"
+        #expect(try await Self.status(placeholder) == "dataless")
+
+        let ssh = try #require(store.ssh)
+        await ssh.stopped()
+        let failed = try await cli.run(["materialize", "p:/a.txt"])
+        #expect(failed.status != 0, "\(failed)")
+        #expect(try await Self.status(placeholder) == "error")
+        #expect(try await Self.attribute("user.fileprovider.domain", of: placeholder) == "p")
+        let why = try await cli.run(["why", "p:/a.txt"])
+        #expect(why.stdout.contains("download failed"), "\(why.stdout)")
+
+        try await ssh.restarted()
+        let worked = try await cli.run(["materialize", "p:/a.txt"])
+        #expect(worked.status == 0, "\(worked)")
+        #expect(try await Self.status(replica + "/a.txt") == "downloaded")
+        #expect(!FileManager.default.fileExists(atPath: placeholder))
+        let after = try await cli.run(["why", "p:/a.txt"])
+        #expect(!after.stdout.contains("download failed"), "\(after.stdout)")
+        await store.stop()
+    }
+
     @Test func datalessFilesShowTheirStatusThroughPartialDownloadedPinnedUnsentSentAndEvicted() async throws {
         let temp = try TemporaryFolder()
         let store = temp.url.appendingPathComponent("store").path

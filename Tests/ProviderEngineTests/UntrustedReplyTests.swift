@@ -136,6 +136,8 @@ import Testing
             // Fetched once more before it was reported, and no more.
             #expect(f.memory.bytesServed(by: .fetchContents) == 2 * Int64("hello".utf8.count))
             #expect(try controller.record(at: "a.txt").lastError?.contains("does not match the store's hash") == true)
+            // And every program sees it on the file standing for the item.
+            #expect(ReplicaStatus.read(atPath: controller.replica.placeholderLocation("a.txt")) == .error)
         }
     }
 

@@ -85,6 +85,9 @@ int fp_fuse_reply_write(fuse_req_t req, size_t count);
 int fp_fuse_reply_buf(fuse_req_t req, const char *buf, size_t size);
 int fp_fuse_reply_statfs(fuse_req_t req, const struct statvfs *stbuf);
 int fp_fuse_reply_lseek(fuse_req_t req, off_t off);
+/// The length of an extended attribute's value or of the list of names (a getxattr or
+/// listxattr that asked for the length only).
+int fp_fuse_reply_xattr(fuse_req_t req, size_t count);
 size_t fp_fuse_add_direntry(fuse_req_t req, char *buf, size_t bufsize, const char *name, const struct stat *stbuf, off_t off);
 size_t fp_fuse_add_direntry_plus(
     fuse_req_t req, char *buf, size_t bufsize, const char *name, const struct fuse_entry_param *e, off_t off);

@@ -60,6 +60,8 @@ extern ssize_t lgetxattr(const char *path, const char *name, void *value, size_t
 extern int fsetxattr(int fd, const char *name, const void *value, size_t size, int flags);
 extern ssize_t fgetxattr(int fd, const char *name, void *value, size_t size);
 extern int fremovexattr(int fd, const char *name);
+extern ssize_t llistxattr(const char *path, char *list, size_t size);
+extern int lremovexattr(const char *path, const char *name);
 
 /// Sets the extended attribute `name` of the file at `path` (not following a final symlink);
 /// 0, or -1 with errno (ENOTSUP where the file system has none).
@@ -88,6 +90,23 @@ static inline int fp_fremove_xattr(int fd, const char *name) { return fremovexat
 static inline long fp_get_xattr(const char *path, const char *name, void *buffer, size_t capacity) {
     return lgetxattr(path, name, buffer, capacity);
 }
+
+/// Sets the extended attribute `name` of the file at `path` (not following a final symlink)
+/// with setxattr's `flags` (XATTR_CREATE 1, XATTR_REPLACE 2); 0, or -1 with errno.
+static inline int fp_set_xattr_flags(const char *path, const char *name, const void *value, size_t size, int flags) {
+    return lsetxattr(path, name, value, size, flags);
+}
+
+/// Lists the names of the extended attributes of the file at `path` (not following a final
+/// symlink) into `buffer`, each ending in NUL; their length, or -1 with errno (ERANGE when
+/// longer than `capacity`; 0 `capacity` asks for the length).
+static inline long fp_list_xattr(const char *path, void *buffer, size_t capacity) {
+    return llistxattr(path, (char *)buffer, capacity);
+}
+
+/// Removes the extended attribute `name` of the file at `path` (not following a final
+/// symlink); 0, or -1 with errno (ENODATA when it has none).
+static inline int fp_remove_xattr(const char *path, const char *name) { return lremovexattr(path, name); }
 
 /// Gives back the blocks of bytes [offset, offset + length) of `fd` (reads see zeros; the size
 /// stays): FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE. 0, or -1 with errno.

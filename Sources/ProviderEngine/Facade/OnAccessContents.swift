@@ -95,15 +95,19 @@ package final class OnAccessContents: Sendable {
     /// Remembers that a program used the file at `path` (the ``UseRecorder`` writes it down).
     package func used(domainID: Int64, path: String) { manager.useRecorder.used(domainID: domainID, path: path) }
 
-    /// Records `message` as the last error of the item at `path` (shown by `why`); nothing when
-    /// the database cannot be written.
+    /// Records `message` as the last error of the item at `path` (shown by `why`) and
+    /// ``ReplicaStatus/error`` on its file (a fetch on access failed); nothing when the database
+    /// cannot be written.
     package func recordFailure(_ message: String, domainID: Int64, path: String) async {
         let store = manager.store
-        _ = try? await manager.blocking { () throws(FileProviderError) in
-            guard var record = try store.item(domainID: domainID, path: path) else { return }
+        let domain = try? await manager.blocking { () throws(FileProviderError) -> String? in
+            guard var record = try store.item(domainID: domainID, path: path) else { return nil }
             record.lastError = message
             try store.apply(domainID: domainID, upserts: [record], deletions: [])
+            return try store.domain(id: domainID)?.name
         }
+        guard let domain = domain ?? nil, let replica = try? await manager.controller(for: domain).replica else { return }
+        _ = try? await manager.blocking { ReplicaStatus.markFetchFailed(path, in: replica, domain: domain) }
     }
 
     /// Asks `serve`'s eviction loop for a pass soon.

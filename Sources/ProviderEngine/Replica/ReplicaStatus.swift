@@ -18,7 +18,8 @@ import ProviderSystem
 /// `placeholder-files` mode, a partly fetched file, the downloaded file. Not on a dataless file
 /// of the `dataless` layout: beside its dataless mark an ext4 inode of 256 bytes has no room
 /// for them, and each would cost a 4 KiB attribute block; there an absent status means
-/// `dataless` (the file has the dataless mark). A value is written only when it differs
+/// `dataless` (the file has the dataless mark), and the FUSE layout's mount shows `dataless`
+/// for it (``ReplicaFileSystem``). A dataless file whose fetch failed says ``error``. A value is written only when it differs
 /// from the one there, so a file that keeps its state is not touched. Writing never fails an
 /// operation: where the file system keeps no extended attributes the status is absent.
 public enum ReplicaStatus: String, Sendable, CaseIterable {
@@ -34,7 +35,11 @@ public enum ReplicaStatus: String, Sendable, CaseIterable {
     case unsent
     /// A conflicted copy kept beside the item (both versions were edited).
     case conflict
-    /// Its last upload failed (`fileproviderctl why` says why); the next sync tries again.
+    /// Its last upload failed, or its last download (a `materialize`, a program's read through
+    /// an on-access layout) failed on the store's side or the disk's (``marksFailedFetch(_:)``):
+    /// `fileproviderctl why` says why; the next sync or read tries again. On a dataless file
+    /// too (a fetch that failed leaves it dataless): it costs that one file an attribute block
+    /// where its inode has no room, and a later fetch that succeeds replaces it.
     case error
 
     /// The attribute holding the status.
@@ -87,6 +92,41 @@ public enum ReplicaStatus: String, Sendable, CaseIterable {
         let length = ExtendedAttribute.get(attribute, atPath: path, into: &buffer)
         guard length > 0 else { return nil }
         return ReplicaStatus(rawValue: String(decoding: buffer[..<length], as: UTF8.self))
+    }
+
+    /// Whether a fetch that failed with `code` puts ``error`` on the item's file: the store was
+    /// unreachable, refused or sent bytes that do not match what it announced; the local disk
+    /// was full or failed. Not a cancelled fetch, nor one the engine declined (a local edit in
+    /// the way, the item gone or changed in the store: the next sync deals with those).
+    static func marksFailedFetch(_ code: FileProviderError.Code) -> Bool {
+        switch code {
+        case .serverUnreachable, .notAuthenticated, .permissionDenied, .corruptData, .localIOFailure, .fileWriteOutOfSpace:
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Writes ``error`` on the file that stands for the item at `relative` of `replica` whose
+    /// fetch failed: its dataless or partly fetched file, its `.placeholder` file, or the
+    /// earlier download a new version was to replace. Blocking.
+    static func markFetchFailed(_ relative: String, in replica: Replica, domain: String) {
+        let placeholder = replica.placeholderLocation(relative)
+        if !markFetchFailed(atPath: placeholder, domain: domain), placeholder != replica.path(relative) {
+            markFetchFailed(atPath: replica.path(relative), domain: domain)
+        }
+    }
+
+    /// Writes ``error`` on the regular file at `path` whose fetch failed, unless it holds a
+    /// local edit (``unsent``) or is a conflicted copy, whose status says more; returns whether
+    /// a regular file is there. Blocking.
+    @discardableResult
+    static func markFetchFailed(atPath path: String, domain: String) -> Bool {
+        var status = stat()
+        guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return false }
+        let current = read(atPath: path)
+        if current != .unsent && current != .conflict { ReplicaStatus.error.write(atPath: path, domain: domain) }
+        return true
     }
 
     /// The status of a downloaded file in sync with the store: ``pinned`` when its content policy

@@ -89,6 +89,7 @@ final class Downloader: Sendable {
         }
         var outcomes: [ItemOutcome] = []
         var finished: [ItemRecord] = []
+        var failedFetches: [(ItemRecord, FileProviderError)] = []
         // Small files go in batches: one job on the executor stages a batch, the backend
         // fetches it in one call, one job places it. `depth` batches run at once.
         let batches = self.batches(of: pending, checkpoints: checkpoints)
@@ -135,6 +136,7 @@ final class Downloader: Sendable {
                                 path: location(record.path), error: nil, notice: Self.versionNotice(record, updated, display(record.path))))
                     case .failure(let error):
                         outcomes.append(ItemOutcome(path: location(record.path), error: error))
+                        if ReplicaStatus.marksFailedFetch(error.code) { failedFetches.append((record, error)) }
                     }
                 }
                 if finished.count >= 500 {
@@ -144,6 +146,7 @@ final class Downloader: Sendable {
             }
         }
         if let error = await flush(&finished) { outcomes.append(ItemOutcome(path: location(""), error: error)) }
+        if !failedFetches.isEmpty { await recordFetchFailures(failedFetches) }
         // In the order the files were given, not the order the downloads ended: what a script
         // reads (`materialize --json`) is the same from run to run.
         var order = [String: Int](minimumCapacity: pending.count)
@@ -396,6 +399,26 @@ final class Downloader: Sendable {
             guard var current = try store.item(domainID: domainID, identifier: identifier) else { return }
             current.lastError = error.message
             try store.apply(domainID: domainID, upserts: [current], deletions: [])
+        }
+    }
+
+    /// Records downloads that failed on the store's side or the disk's
+    /// (``ReplicaStatus/marksFailedFetch(_:)``): each item's last error (`why` says why) and
+    /// ``ReplicaStatus/error`` on the file that stands for it. Run to its end; what cannot be
+    /// written is left as it was.
+    func recordFetchFailures(_ failures: [(ItemRecord, FileProviderError)]) async {
+        let (store, domainID, replica, domain) = (self.store, self.domainID, self.replica, self.domainName)
+        _ = try? await executor.runToCompletion { () throws(FileProviderError) in
+            var records: [ItemRecord] = []
+            for (record, error) in failures {
+                guard var current = try store.item(domainID: domainID, identifier: record.identifier) else { continue }
+                // Downloaded meanwhile (another request's download of it worked): nothing to say.
+                guard current.state != .materialized || current.isOutdated else { continue }
+                current.lastError = "download failed: \(error.message)"
+                records.append(current)
+                ReplicaStatus.markFetchFailed(current.path, in: replica, domain: domain)
+            }
+            if !records.isEmpty { try store.apply(domainID: domainID, upserts: records, deletions: []) }
         }
     }
 

@@ -41,6 +41,13 @@ public struct FUSEError: Error, Sendable, Hashable, CustomStringConvertible {
     public static let notSupported = FUSEError(code: EOPNOTSUPP)
     /// EXDEV: a rename across domains.
     public static let crossDevice = FUSEError(code: EXDEV)
+    /// ENODATA: the item has no extended attribute of that name.
+    public static let noAttribute = FUSEError(code: ENODATA)
+    /// ERANGE: the answer does not fit in the program's buffer.
+    public static let range = FUSEError(code: ERANGE)
+    /// ENOSYS: this file system does not implement the request at all; the kernel remembers
+    /// and no longer asks (for extended attributes programs then get EOPNOTSUPP).
+    public static let notImplemented = FUSEError(code: ENOSYS)
 
     public var description: String { "\(String(cString: strerror(code))) (errno \(code))" }
 }

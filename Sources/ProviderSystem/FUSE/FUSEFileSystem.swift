@@ -114,4 +114,50 @@ public protocol FUSEFileSystem: Sendable {
     /// What `df` shows.
     /// - Throws: `ioError`.
     func statistics(_ inode: UInt64, by requester: FUSERequester) throws(FUSEError) -> FUSEVolumeStatistics
+
+    /// The value of the extended attribute `name` of `inode` (`getxattr`). Never reads
+    /// contents: a file system that fetches contents never fetches for this.
+    /// - Throws: `noAttribute` (ENODATA) when the item has none of that name; `noEntry`;
+    ///   `notImplemented` when this file system keeps no extended attributes (the kernel then
+    ///   stops asking: every program's call fails with EOPNOTSUPP).
+    func extendedAttribute(_ name: FUSEName, of inode: UInt64, by requester: FUSERequester) throws(FUSEError) -> [UInt8]
+
+    /// The names of the extended attributes of `inode` (`listxattr`).
+    /// - Throws: `noEntry`; `notImplemented` as ``extendedAttribute(_:of:by:)``.
+    func extendedAttributeNames(of inode: UInt64, by requester: FUSERequester) throws(FUSEError) -> [FUSEName]
+
+    /// Sets the extended attribute `name` of `inode` to `value` (`setxattr`).
+    /// - Throws: `notPermitted` for an attribute this file system owns; `exists`
+    ///   (``FUSEAttributeFlags/create``) or `noAttribute` (``FUSEAttributeFlags/replace``);
+    ///   `noEntry`; `noSpace`; `notImplemented`.
+    func setExtendedAttribute(
+        _ name: FUSEName, to value: UnsafeRawBufferPointer, flags: FUSEAttributeFlags, of inode: UInt64, by requester: FUSERequester
+    ) throws(FUSEError)
+
+    /// Removes the extended attribute `name` of `inode` (`removexattr`).
+    /// - Throws: `notPermitted` for an attribute this file system owns; `noAttribute` when
+    ///   there is none; `noEntry`; `notImplemented`.
+    func removeExtendedAttribute(_ name: FUSEName, of inode: UInt64, by requester: FUSERequester) throws(FUSEError)
+}
+
+/// A file system that keeps no extended attributes: every call answers `notImplemented`
+/// (ENOSYS), after which the kernel no longer asks and programs get EOPNOTSUPP.
+extension FUSEFileSystem {
+    public func extendedAttribute(_ name: FUSEName, of inode: UInt64, by requester: FUSERequester) throws(FUSEError) -> [UInt8] {
+        throw .notImplemented
+    }
+
+    public func extendedAttributeNames(of inode: UInt64, by requester: FUSERequester) throws(FUSEError) -> [FUSEName] {
+        throw .notImplemented
+    }
+
+    public func setExtendedAttribute(
+        _ name: FUSEName, to value: UnsafeRawBufferPointer, flags: FUSEAttributeFlags, of inode: UInt64, by requester: FUSERequester
+    ) throws(FUSEError) {
+        throw .notImplemented
+    }
+
+    public func removeExtendedAttribute(_ name: FUSEName, of inode: UInt64, by requester: FUSERequester) throws(FUSEError) {
+        throw .notImplemented
+    }
 }

@@ -3,7 +3,8 @@
 #endif
 
 /// One name in a folder as the kernel passes it: bytes (Linux names need not be UTF-8), never
-/// empty, never `.` or `..`, without `/` or NUL (the kernel checks), at most 255 bytes.
+/// empty, never `.` or `..`, without `/` or NUL (the kernel checks), at most 255 bytes. Also the
+/// name of an extended attribute (`user.color`: at most 255 bytes, no NUL, `/` allowed).
 public struct FUSEName: Sendable, Hashable, CustomStringConvertible {
     /// The name's bytes, without a terminating NUL.
     public let bytes: [UInt8]

@@ -186,6 +186,39 @@ enum FUSEOperations {
                 _ = fp_fuse_reply_statfs(request, &statistics)
             } catch { FUSEOperations.fail(request, error) }
         }
+        operations.getxattr = { request, inode, name, size in
+            let (session, requester) = FUSEOperations.context(request)
+            guard let name else { return FUSEOperations.fail(request, .invalid) }
+            do throws(FUSEError) {
+                let value = try session.fileSystem.extendedAttribute(FUSEName(cString: name), of: inode, by: requester)
+                FUSEOperations.replyAttributeBytes(request, value, capacity: size)
+            } catch { FUSEOperations.fail(request, error) }
+        }
+        operations.listxattr = { request, inode, size in
+            let (session, requester) = FUSEOperations.context(request)
+            do throws(FUSEError) {
+                let names = try session.fileSystem.extendedAttributeNames(of: inode, by: requester)
+                FUSEOperations.replyAttributeBytes(request, names.flatMap { $0.bytes + [0] }, capacity: size)
+            } catch { FUSEOperations.fail(request, error) }
+        }
+        operations.setxattr = { request, inode, name, value, size, flags in
+            let (session, requester) = FUSEOperations.context(request)
+            guard let name else { return FUSEOperations.fail(request, .invalid) }
+            do throws(FUSEError) {
+                try session.fileSystem.setExtendedAttribute(
+                    FUSEName(cString: name), to: UnsafeRawBufferPointer(start: value, count: value == nil ? 0 : size),
+                    flags: FUSEAttributeFlags(rawValue: flags & 3), of: inode, by: requester)
+                _ = fp_fuse_reply_err(request, 0)
+            } catch { FUSEOperations.fail(request, error) }
+        }
+        operations.removexattr = { request, inode, name in
+            let (session, requester) = FUSEOperations.context(request)
+            guard let name else { return FUSEOperations.fail(request, .invalid) }
+            do throws(FUSEError) {
+                try session.fileSystem.removeExtendedAttribute(FUSEName(cString: name), of: inode, by: requester)
+                _ = fp_fuse_reply_err(request, 0)
+            } catch { FUSEOperations.fail(request, error) }
+        }
         return operations
     }
 
@@ -199,6 +232,20 @@ enum FUSEOperations {
 
     static func fail(_ request: fuse_req_t?, _ error: FUSEError) {
         _ = fp_fuse_reply_err(request, error.code)
+    }
+
+    /// A getxattr or listxattr answer: the length alone when the program asked for it
+    /// (`capacity` 0), ERANGE when `bytes` do not fit in `capacity`, else the bytes.
+    static func replyAttributeBytes(_ request: fuse_req_t?, _ bytes: [UInt8], capacity: Int) {
+        if capacity == 0 {
+            _ = fp_fuse_reply_xattr(request, bytes.count)
+        } else if bytes.count > capacity {
+            fail(request, .range)
+        } else {
+            _ = bytes.withUnsafeBufferPointer { buffer in
+                buffer.withMemoryRebound(to: CChar.self) { fp_fuse_reply_buf(request, $0.baseAddress, $0.count) }
+            }
+        }
     }
 
     /// The backing descriptor of an open file (nil for none).

@@ -26,6 +26,10 @@ import ProviderSystem
 ///   sends them. A dataless file is made whole before a program changes it, or loses its mark
 ///   when a program empties it (`O_TRUNC`): nothing uploads bytes that were never fetched.
 ///
+/// - **Extended attributes** (``ReplicaFileSystem+ExtendedAttributes.swift``): the backing
+///   file's, with the status a dataless file has (`dataless`) and the engine's own marks kept
+///   to itself. Never a fetch.
+///
 /// Every method gets the requester (pid, uid): access rules by program go through
 /// ``admit(_:to:present:)``, the one place every fetch passes (``AccessGate``, as fanotify's
 /// handler asks it). Threads: the session's, several at once.
@@ -49,7 +53,7 @@ final class ReplicaFileSystem: FUSEFileSystem {
 
     /// The path of `inode` relative to the backing folder.
     /// - Throws: `noEntry` when the kernel holds no such inode (or it was removed).
-    private func relative(_ inode: UInt64) throws(FUSEError) -> [UInt8] {
+    func relative(_ inode: UInt64) throws(FUSEError) -> [UInt8] {
         guard let path = inodes.path(inode) else { throw .noEntry }
         return path
     }
@@ -59,7 +63,7 @@ final class ReplicaFileSystem: FUSEFileSystem {
         return folder.isEmpty ? name.bytes : folder + [UInt8(ascii: "/")] + name.bytes
     }
 
-    private func absolute(_ relative: [UInt8]) -> [UInt8] {
+    func absolute(_ relative: [UInt8]) -> [UInt8] {
         relative.isEmpty ? Array(backing.utf8) : Array(backing.utf8) + [UInt8(ascii: "/")] + relative
     }
 
@@ -100,11 +104,16 @@ final class ReplicaFileSystem: FUSEFileSystem {
         if decision.refuses || (!present && !decision.mayFetch) { throw .notPermitted }
     }
 
-    /// A fetch's failure as the program's call fails: ENOSPC for a full disk, else EIO.
+    /// A fetch's failure as the program's call fails: ENOSPC for a full disk, else EIO. Recorded
+    /// as the item's last error (`why`) and, where the store or the disk failed, as its status
+    /// ``ReplicaStatus/error`` on the backing file.
     private func failure(_ error: FileProviderError, _ path: String, _ requester: FUSERequester) -> FUSEError {
         logger.error(
             "\(fetcher.domain): \(TerminalText.quoted(path)): not fetched for process \(requester.processIdentifier): \(error.message)")
         fetcher.recordFailure(error, path: path)
+        if ReplicaStatus.marksFailedFetch(error.code) {
+            ReplicaStatus.markFetchFailed(atPath: String(decoding: absolute(Array(path.utf8)), as: UTF8.self), domain: fetcher.domain)
+        }
         return error.code == .fileWriteOutOfSpace ? .noSpace : .ioError
     }
 

@@ -1,0 +1,85 @@
+import Foundation
+import ProviderCore
+import ProviderSystem
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Extended attributes through the mount: the backing file's, with the engine's own kept to
+/// itself. Nothing here reads contents, fetches, or populates a folder.
+///
+/// - `user.fileprovider.status` and `user.fileprovider.domain` (``ReplicaStatus``) show what the
+///   backing file carries; a dataless file, which carries none (absent means dataless), shows
+///   `dataless` and the domain's name, so a program reading the replica path sees the states
+///   the backing folder has. Only files carry them: a folder shows none.
+/// - The engine's private marks (`user.fileprovider.dataless`, `user.fileprovider.download`,
+///   the replica root's `user.fileprovider.replica`, any other `user.fileprovider.*`) never
+///   show: reading one answers ENODATA, listing leaves it out.
+/// - Setting or removing any `user.fileprovider.*` attribute is refused with EPERM: the engine
+///   owns that namespace (the status is read-only by convention, the marks are its state).
+/// - Every other attribute (a user's own `user.*`, `security.*`, ...) passes through to the
+///   backing file: get, list, set with its flags, remove, with the backing file system's
+///   errors (ENOTSUP where it keeps none).
+extension ReplicaFileSystem {
+    /// The namespace the engine owns.
+    static let enginePrefix = Array("user.fileprovider.".utf8)
+    static let statusName = Array(ReplicaStatus.attribute.utf8)
+    static let domainName = Array(ReplicaStatus.domainAttribute.utf8)
+
+    func extendedAttribute(_ name: FUSEName, of inode: UInt64, by requester: FUSERequester) throws(FUSEError) -> [UInt8] {
+        let path = absolute(try relative(inode))
+        guard name.bytes.starts(with: Self.enginePrefix) else {
+            return try passed { () throws(ExtendedAttribute.Failure) in
+                try ExtendedAttribute.value(name.bytes, atPath: path)
+            }
+        }
+        guard name.bytes == Self.statusName || name.bytes == Self.domainName else { throw .noAttribute }
+        do {
+            return try ExtendedAttribute.value(name.bytes, atPath: path)
+        } catch where error.code == ENODATA {
+            // None written: a dataless file (absent means dataless).
+            guard isDataless(path) else { throw .noAttribute }
+            return name.bytes == Self.statusName ? Array(ReplicaStatus.dataless.rawValue.utf8) : Array(fetcher.domain.utf8)
+        } catch {
+            throw FUSEError(code: error.code)
+        }
+    }
+
+    func extendedAttributeNames(of inode: UInt64, by requester: FUSERequester) throws(FUSEError) -> [FUSEName] {
+        let path = absolute(try relative(inode))
+        let names = try passed { () throws(ExtendedAttribute.Failure) in try ExtendedAttribute.names(atPath: path) }
+        var shown = names.filter { !$0.starts(with: Self.enginePrefix) || $0 == Self.statusName || $0 == Self.domainName }
+        if !names.contains(Self.statusName), isDataless(path) {
+            shown.append(Self.statusName)
+            if !names.contains(Self.domainName) { shown.append(Self.domainName) }
+        }
+        return shown.map { FUSEName(bytes: $0) }
+    }
+
+    func setExtendedAttribute(
+        _ name: FUSEName, to value: UnsafeRawBufferPointer, flags: FUSEAttributeFlags, of inode: UInt64, by requester: FUSERequester
+    ) throws(FUSEError) {
+        let path = absolute(try relative(inode))
+        guard !name.bytes.starts(with: Self.enginePrefix) else { throw .notPermitted }
+        try passed { () throws(ExtendedAttribute.Failure) in
+            try ExtendedAttribute.set(name.bytes, to: value, atPath: path, flags: flags.rawValue)
+        }
+    }
+
+    func removeExtendedAttribute(_ name: FUSEName, of inode: UInt64, by requester: FUSERequester) throws(FUSEError) {
+        let path = absolute(try relative(inode))
+        guard !name.bytes.starts(with: Self.enginePrefix) else { throw .notPermitted }
+        try passed { () throws(ExtendedAttribute.Failure) in try ExtendedAttribute.remove(name.bytes, atPath: path) }
+    }
+
+    /// Whether the backing file at `path` is a dataless file (it has the dataless mark).
+    private func isDataless(_ path: [UInt8]) -> Bool {
+        Replica.datalessOwner(atPath: String(decoding: path, as: UTF8.self)) != nil
+    }
+
+    /// What `body` returns, its failure as the program's call fails.
+    private func passed<T>(_ body: () throws(ExtendedAttribute.Failure) -> T) throws(FUSEError) -> T {
+        do { return try body() } catch { throw FUSEError(code: error.code) }
+    }
+}
