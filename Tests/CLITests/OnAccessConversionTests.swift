@@ -116,6 +116,48 @@ struct OnAccessConversionTests {
         await store.stop()
     }
 
+    /// What a FUSE `serve` leaves when `fusermount3` loses the race with its end (FUSE.md): a
+    /// dead mount of our subtype on the replica folder, every access `ENOTCONN`. Made here with
+    /// the `fuse-folder-server` fixture mounted without `auto_unmount` and killed: the conversion
+    /// detaches it, and fanotify's `serve` mounts there.
+    @Test func aDeadFUSEMountOnTheReplicaFolderIsDetachedByTheConversion() async throws {
+        let temp = try TemporaryFolder()
+        let store = try await OnAccessTests.StoreUnderTest(.local, temp: temp)
+        let domain = try await ServedDomain(
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options,
+            files: ["a.txt": Data("served by fanotify now\n".utf8)], layout: .fuse)
+        let empty = temp.url.appendingPathComponent("empty").path
+        try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
+        let log = temp.url.appendingPathComponent("fuse-folder-server.out").path
+        let program = CLIRunner.locateBinary().deletingLastPathComponent().appendingPathComponent("fuse-folder-server").path
+        let pid = try ChildProcess.spawn(
+            program, ["--backing", empty, "--mount", domain.replica, "--no-auto-unmount"], output: log, error: log)
+        let ready = await waitUntil(timeout: 60) {
+            ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("ready ")
+        }
+        if !ready { kill(pid, SIGKILL) }
+        try #require(ready, "\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        kill(pid, SIGKILL)
+        _ = try await offThePool {
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+            return status
+        }
+        var status = stat()
+        let probe = lstat(domain.replica + "/probe", &status) == 0 ? 0 : errno
+        #expect(probe == ENOTCONN && isMountPoint(domain.replica), "not a dead mount: \(String(cString: strerror(probe)))")
+
+        let converted = try await domain.cli.run(["domain", "convert", "d", "--on-access", "fanotify"])
+        #expect(converted.status == 0, "\(converted.stderr)")
+        #expect(!isMountPoint(domain.replica), "the dead mount is still there")
+        try await domain.startServe()
+        #expect(mountType(domain.replica) != "fuse.fileprovider")
+        let read = try await runProgram(["cat", domain.replica + "/a.txt"])
+        #expect(read.succeeded && read.output == Data("served by fanotify now\n".utf8), "\(read)")
+        try await domain.stopServe()
+        await store.stop()
+    }
+
     @Test func aPlaceholderFilesDomainConvertsToFUSEOnlyWithModeDataless() async throws {
         let temp = try TemporaryFolder()
         try temp.write("src/a.txt", Data("a\n".utf8))
