@@ -75,7 +75,11 @@ struct DomainConvertCommand: AsyncParsableCommand {
             mode = asked
         } else {
             // --on-access alone: the domain is (or is being made) dataless.
-            let record = try manager.domain(named: name)
+            let record: DomainRecord
+            do { record = try manager.domain(named: name) } catch {
+                await manager.close()
+                throw error
+            }
             if record.replicaMode != .dataless && manager.unfinishedConversion(ofDomainNamed: name) != ReplicaMode.dataless.rawValue {
                 await manager.close()
                 throw FileProviderError(
