@@ -4,10 +4,11 @@
 # any program reads it), shows the real sizes of files that were never downloaded, starts
 # `serve`, and `cat`s one: serve fetches it on the read; then lists a folder too large to be
 # written by the sync (a dataless folder: serve fills it when ls opens it) and reads a file
-# inside it, all through the replica path. Needs root, Linux 6.14 or later and
-# the demo home on ext4, xfs, btrfs or bcachefs; elsewhere it says why and stops (the
-# placeholder-files domains above show the rest). At the end it converts the domain to FUSE
-# (domain convert --on-access fuse) and reads a file through the FUSE mount.
+# inside it, all through the replica path. Through fanotify as root on Linux 6.14 or later with
+# the demo home on ext4, xfs, btrfs or bcachefs; elsewhere `--on-access auto` takes FUSE, and
+# where neither works it says why and stops (the placeholder-files domains above show the
+# rest). At the end it converts the domain to FUSE (domain convert --on-access fuse; nothing
+# to do when it is on FUSE already) and reads a file through the FUSE mount.
 set -euo pipefail
 
 fpctl=${FILEPROVIDERCTL:?run this from scripts/demo.sh}
