@@ -4,9 +4,11 @@
 # any program reads it), shows the real sizes of files that were never downloaded, starts
 # `serve`, and `cat`s one: serve fetches it on the read; then lists a folder too large to be
 # written by the sync (a dataless folder: serve fills it when ls opens it) and reads a file
-# inside it, all through the replica path. Needs root, Linux 6.14 or later and
-# the demo home on ext4, xfs, btrfs or bcachefs; elsewhere it says why and stops (the
-# placeholder-files domains above show the rest).
+# inside it, all through the replica path. Through fanotify as root on Linux 6.14 or later with
+# the demo home on ext4, xfs, btrfs or bcachefs; elsewhere `--on-access auto` takes FUSE, and
+# where neither works it says why and stops (the placeholder-files domains above show the
+# rest). At the end it converts the domain to FUSE (domain convert --on-access fuse; nothing
+# to do when it is on FUSE already) and reads a file through the FUSE mount.
 set -euo pipefail
 
 fpctl=${FILEPROVIDERCTL:?run this from scripts/demo.sh}
@@ -79,3 +81,21 @@ wait "$pid" || true
 trap - EXIT
 step "serve stopped: the replica folder is empty again (never a file of zeros)"
 ls -A "$replica"
+
+# The same domain through FUSE: the files stay where they are, only the mechanism changes.
+step "fileproviderctl domain convert library --on-access fuse   (serve stopped: no file moves)"
+"$fpctl" domain convert library --on-access fuse
+"$fpctl" serve library > "$demo/serve-library-fuse.log" 2>&1 &
+pid=$!
+trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+    grep -q " $replica fuse" /proc/self/mounts && break
+    kill -0 "$pid" 2>/dev/null || { cat "$demo/serve-library-fuse.log"; exit 1; }
+    sleep 0.1
+done
+step "cat $replica/archive/note-321.txt   (never read before; fetched through FUSE now)"
+grep " $replica fuse" /proc/self/mounts | cut -d' ' -f1-3
+cat "$replica/archive/note-321.txt"
+kill "$pid"
+wait "$pid" || true
+trap - EXIT

@@ -44,6 +44,19 @@ extension MetadataStore {
         if changed == 0 { throw FileProviderError(.providerDomainNotFound, "no domain with id \(domainID)") }
     }
 
+    /// Sets how programs reach a dataless domain's files (``DomainRecord/onAccess``) and why
+    /// (``DomainRecord/onAccessReason``), and nothing else of the domain.
+    /// - Throws: as ``setReplicaMode(domainID:_:)``.
+    public func setOnAccess(domainID: Int64, _ mechanism: OnAccessMechanism, reason: String?) throws(FileProviderError) {
+        let changed = try write { db in
+            try db.execute(
+                sql: "UPDATE domain SET onAccess = ?, onAccessReason = ? WHERE id = ?",
+                arguments: [mechanism.rawValue, reason, domainID])
+            return db.changesCount
+        }
+        if changed == 0 { throw FileProviderError(.providerDomainNotFound, "no domain with id \(domainID)") }
+    }
+
     /// Connects or disconnects a domain (``DomainRecord/isConnected``), and nothing else of it.
     /// - Throws: `providerDomainNotFound` when no domain has that id; `localIOFailure` when the
     ///   database fails.

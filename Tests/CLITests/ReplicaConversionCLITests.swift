@@ -66,10 +66,17 @@ import Testing
 
         let converted = try await cli.run(["domain", "convert", "d", "--mode", "dataless"])
         #expect(converted.status == 0, "\(converted.stderr)")
+        // --on-access auto's choice, recorded and said.
+        let chosen = try #require(try await cli.json(["domain", "show", "d"]) as? [String: Any])
+        let mechanism = try #require(chosen["onAccess"] as? String)
+        let reason = try #require(chosen["onAccessReason"] as? String)
+        #expect(reason.hasPrefix("auto: "), "\(reason)")
         #expect(
             converted.stdout
                 == "converted domain 'd' to dataless: moved 5 entries from \(replica.path) to \(backing.path) (4 files and 1 folder kept as they were); 2 placeholders became dataless files\n"
-                + "next: fileproviderctl serve d  (mounts \(backing.path) on \(replica.path))\n")
+                + "on access: \(mechanism): \(reason)\n"
+                + "next: fileproviderctl serve d  (mounts \(backing.path) on \(replica.path)\(mechanism == "fuse" ? " through FUSE" : ""))\n"
+        )
         #expect(contents(replica).isEmpty)
         #expect(isSparse(backing.appendingPathComponent("cold.txt"), size: 9000))
         #expect(isSparse(backing.appendingPathComponent("sub/deep.txt"), size: 4))

@@ -409,7 +409,7 @@ public final class ProviderManager: Sendable {
     /// The controller of a domain, made on first use and kept.
     /// - Throws: `providerDomainNotFound`; `providerDomainTemporarilyUnavailable` while a
     ///   conversion of the domain's replica mode is unfinished
-    ///   (``convertDomain(named:to:events:)``); `backendNotAvailable` when this program does not
+    ///   (``convertDomain(named:to:onAccess:events:)``); `backendNotAvailable` when this program does not
     ///   have the domain's backend (``isBackendAvailable(for:)``; nothing is recorded on the
     ///   domain); what the backend's factory throws.
     public func controller(for name: String) async throws(FileProviderError) -> DomainController {

@@ -14,7 +14,7 @@ struct DomainLocks: Sendable {
     let syncLockPath: String
     let serveLockPath: String
     /// The marker of an unfinished conversion of the domain's replica mode (see
-    /// ``ProviderManager/convertDomain(named:to:events:)``).
+    /// ``ProviderManager/convertDomain(named:to:onAccess:events:)``).
     let conversionMarkerPath: String
     /// Sync and the population of dataless folders take turns in this process.
     let treeLock = AsyncLock()
@@ -46,7 +46,7 @@ struct DomainLocks: Sendable {
     }
 
     /// Checks that the domain is still in the replica mode these locks were made for and no
-    /// conversion of it is unfinished: a conversion (``ProviderManager/convertDomain(named:to:events:)``,
+    /// conversion of it is unfinished: a conversion (``ProviderManager/convertDomain(named:to:onAccess:events:)``,
     /// which holds the sync lock) moves the files to another folder, and a scan of the old one
     /// would take every file for deleted. Blocking.
     /// - Throws: `providerDomainTemporarilyUnavailable` saying what to do; `localIOFailure` when

@@ -8,7 +8,7 @@ import ProviderSystem
 #endif
 
 /// The two folders of one conversion of a domain's replica mode
-/// (``ProviderManager/convertDomain(named:to:events:)``): checked before anything changes,
+/// (``ProviderManager/convertDomain(named:to:onAccess:events:)``): checked before anything changes,
 /// prepared (the marker written, the destination made and marked), and finished once the new
 /// mode is recorded. Blocking; the manager runs each step on its executor.
 struct ConversionFolders: Sendable {
@@ -25,7 +25,7 @@ struct ConversionFolders: Sendable {
     /// Checks that the domain can be converted to ``layout``, changing nothing: a layout that
     /// keeps the files in the backing folder needs it apart from every other folder and empty,
     /// and one guarded on access needs the system to watch accesses there.
-    /// - Throws: as ``ProviderManager/convertDomain(named:to:events:)``.
+    /// - Throws: as ``ProviderManager/convertDomain(named:to:onAccess:events:)``.
     func check() throws(FileProviderError) {
         guard layout.keepsFilesInBackingFolder else { return }
         if ProviderManager.overlaps(replica.path, backing.path) {
@@ -57,8 +57,12 @@ struct ConversionFolders: Sendable {
     /// Writes the conversion's marker and makes its destination: the folder, marked as the
     /// domain's replica root. Checks that both folders are on one file system and that a
     /// replica folder that is to hold the files is no mount point.
-    /// - Throws: as ``ProviderManager/convertDomain(named:to:events:)``.
+    /// - Throws: as ``ProviderManager/convertDomain(named:to:onAccess:events:)``.
     func prepare() throws(FileProviderError) {
+        // A FUSE mount whose serve died before fusermount3 removed it (every access: ENOTCONN).
+        if !layout.keepsFilesInBackingFolder {
+            _ = FUSEMountCheck.detachDeadMount(at: replica.path, subtype: FUSEMountOptions(name: domain.name).subtype)
+        }
         if !layout.keepsFilesInBackingFolder && ReplicaMount.isMountPoint(replica.path) {
             throw FileProviderError(
                 .invalidArgument,

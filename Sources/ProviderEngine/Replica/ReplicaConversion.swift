@@ -2,7 +2,7 @@ import Foundation
 import ProviderCore
 import ProviderStore
 
-/// What ``ProviderManager/convertDomain(named:to:events:)`` did.
+/// What ``ProviderManager/convertDomain(named:to:onAccess:events:)`` did.
 public struct ConversionReport: Codable, Hashable, Sendable {
     public var domain: String
     /// The mode the domain had and the mode it has now.
@@ -27,8 +27,16 @@ public struct ConversionReport: Codable, Hashable, Sendable {
     public var removedPlaceholders = 0
     /// Whether this run finished a conversion that an earlier, interrupted one started.
     public var resumed = false
-    /// Whether the domain had the mode already: nothing was done.
+    /// Whether the domain had the mode (and, for a dataless domain, the on-access mechanism)
+    /// already: nothing was done.
     public var unchanged = false
+    /// How programs reached the domain's files before and after: `fanotify` or `fuse` for a
+    /// dataless domain, `nil` for a placeholder-files one (see `domain add --on-access`).
+    public var onAccessFrom: OnAccessMechanism?
+    public var onAccessTo: OnAccessMechanism?
+    /// Why ``onAccessTo`` was chosen (as `domain show` says it); `nil` for a placeholder-files
+    /// domain (or a dataless one added before the choice was recorded).
+    public var onAccessReason: String?
 
     init(domain: String, from: ReplicaMode, to: ReplicaMode, source: String, destination: String) {
         self.domain = domain
@@ -63,7 +71,7 @@ public typealias ConversionEventHandler = @Sendable (ConversionEvent) -> Void
 ///    `<name>.placeholder` file with its metadata), then its old form is removed. A run after a
 ///    kill finds either form or both, and finishes.
 ///
-/// ``ProviderManager/convertDomain(named:to:events:)`` runs it between writing the target mode
+/// ``ProviderManager/convertDomain(named:to:onAccess:events:)`` runs it between writing the target mode
 /// in a marker file (``ConversionMarker``; no engine work starts on the domain while it is
 /// there) and recording the new mode.
 struct ReplicaConversion {

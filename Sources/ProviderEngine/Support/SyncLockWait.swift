@@ -4,7 +4,7 @@ import ProviderSystem
 
 /// Waiting for a domain's sync lock (``DomainLock/syncPath(home:domain:)``) while another sync
 /// of the domain holds it, in this process or another: a sync (``DomainController``) and a
-/// replica conversion (``ProviderManager/convertDomain(named:to:events:)``) both wait here.
+/// replica conversion (``ProviderManager/convertDomain(named:to:onAccess:events:)``) both wait here.
 ///
 /// Every look at the lock files (open, `flock`, reading the holder's pid) runs on the engine's
 /// executor, never on the cooperative pool; between looks the task sleeps, 10 ms doubling up to

@@ -120,6 +120,21 @@ public enum FUSEMountCheck {
         }
     }
 
+    /// Detaches a FUSE mount of `subtype` at `path` whose process died before `fusermount3`
+    /// removed it (every access that reaches it fails with `ENOTCONN`); returns whether it
+    /// detached one. A live mount, a dead mount of another subtype and a plain folder are left
+    /// alone. Blocking (may run `fusermount3`).
+    public static func detachDeadMount(at path: String, subtype: String) -> Bool {
+        let probe = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if probe >= 0 {
+            close(probe)
+            return false
+        }
+        guard errno == ENOTCONN || errno == ECONNABORTED, let line = mountInfo(for: path), line.contains(" fuse.\(subtype) ")
+        else { return false }
+        return detachDeadMount(path)
+    }
+
     /// Detaches the dead FUSE mount at `path` (`umount2(MNT_DETACH)` as root, `fusermount3 -u -z`
     /// otherwise); returns whether it is gone.
     static func detachDeadMount(_ path: String) -> Bool {
