@@ -10,10 +10,11 @@ a mount point and serve's first sync is done; `rclone`: `rclone mount --vfs-cach
 --read-only`, until MOUNT is a mount point). `{}` in PROGRAM's arguments stands for MOUNT.
 
 --before 'ARGV' (repeatable, one shell-quoted command line, `{}` for MOUNT): run untimed first,
-in the same mount, in order; each must succeed. --settle: after them, wait (at most 30 s) until
-serve has logged one more finished sync than before them (what they wrote has been sent), so
-the timed run does not share the machine with that upload. Then PROGRAM is run once with
-its standard output to /dev/null and timed.
+in the same mount, in order; each must succeed. --settle: after them, wait (at most 60 s) until
+serve has logged a finished sync since they ended and then nothing for 2 s (what they wrote has
+been sent, and the invalidations that sync sends the kernel are done), so the timed run does not
+share the machine with that work. Then PROGRAM is run once with its standard output to
+/dev/null and timed.
 
 --check-find SOURCE: the timed program is a `find {}`: run it again (untimed) with its output
 kept, and it must list the same relative paths as `find SOURCE`. --check-git-clean: `git -C
@@ -87,6 +88,19 @@ def finished_syncs(log_path: Path, domain: str) -> int:
     return len(re.findall(rf"(^|\s){re.escape(domain)}: \d+ sent,", log_path.read_text(errors="replace"), re.M))
 
 
+def settle(log_path: Path, domain: str, syncs: int, quiet: float = 2.0, limit: float = 60.0) -> None:
+    """Waits (at most `limit` seconds) until serve has finished a sync after `syncs` and then
+    logged nothing for `quiet` seconds."""
+    deadline = time.monotonic() + limit
+    if not wait_for(lambda: finished_syncs(log_path, domain) > syncs, limit, interval=0.05):
+        return
+    size, since = log_path.stat().st_size, time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - since < quiet:
+        time.sleep(0.1)
+        if (now := log_path.stat().st_size) != size:
+            size, since = now, time.monotonic()
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     if "--" not in sys.argv:
@@ -107,13 +121,12 @@ def main() -> int:
     log_path = args.mount.parent / f"{args.server}-command.log"
     try:
         with running(args.server, args, log_path) as server:
-            syncs = finished_syncs(log_path, args.domain) if args.server == "ours" else 0
             start = time.perf_counter()
             for line in args.before:
                 timed(expand(shlex.split(line), args.mount))
             before = time.perf_counter() - start
             if args.settle and args.server == "ours":
-                wait_for(lambda: finished_syncs(log_path, args.domain) > syncs, 30, interval=0.05)
+                settle(log_path, args.domain, finished_syncs(log_path, args.domain))
             seconds = timed(expand(program, args.mount))
             peak = peak_mib(server.pid)
             wrong = None
