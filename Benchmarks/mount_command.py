@@ -23,7 +23,8 @@ failed check fails the run with its difference.
 
 The server is stopped and unmounted before this script exits (the caller deletes the work
 folder; a mount left behind would delete through it). Prints one JSON line: {"seconds": the
-timed run, "peak_mib": the server's peak RSS, "before_seconds": the --before commands' time}.
+timed run, "peak_mib": the server's peak RSS, "before_seconds": the --before commands' time
+(with --before only; Benchmarks/results/latest.json keeps it under "reported")}.
 """
 
 from __future__ import annotations
@@ -137,7 +138,7 @@ def main() -> int:
             if wrong is not None:
                 print(f"{wrong}\n{log_path.read_text(errors='replace')[-4000:]}", file=sys.stderr)
                 return 1
-            print(json.dumps({"seconds": seconds, "peak_mib": peak, "before_seconds": before}))
+            print(json.dumps({"seconds": seconds, "peak_mib": peak, **({"before_seconds": before} if args.before else {})}))
             return 0
     except ServerFailed as e:
         print(e, file=sys.stderr)
