@@ -104,9 +104,7 @@ def settle(log_path: Path, domain: str, syncs: int, quiet: float = 2.0, limit: f
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    if "--" not in sys.argv:
-        p.error("give the program to time after --")
-    split = sys.argv.index("--")
+    split = sys.argv.index("--") if "--" in sys.argv else len(sys.argv)
     own, program = sys.argv[1:split], sys.argv[split + 1 :]
     for s in add_server_arguments(p):
         s.add_argument("--before", action="append", default=[], metavar="ARGV", help="an untimed command line first")
