@@ -219,11 +219,13 @@ class Tool:
 class Target:
     """What our figure must achieve against the same figure of a peer tool (None where the peer
     has none). `metric` names the figure: "seconds" (median wall time), "peak_mib" (largest
-    peak RSS of the runs) or "cpu_seconds" (median user + system CPU time)."""
+    peak RSS of the runs) or "cpu_seconds" (median user + system CPU time). A `reported`
+    target sets no bar: the row shows the ratio, and the met? column "—"."""
 
     text: str
     met: Callable[[float, float | None], bool]
     metric: str = "seconds"
+    reported: bool = False
 
 
 def at_most_times(factor: float, peer: str) -> Target:
@@ -237,6 +239,11 @@ def at_least_speed(fraction: float, peer: str) -> Target:
 
 def faster_than(peer: str) -> Target:
     return Target(f"< {peer}", lambda ours, ref: ref is not None and ours < ref)
+
+
+def ratio_reported(peer: str) -> Target:
+    """No bar: the ratio to `peer` is what the row reports."""
+    return Target(f"none (ratio to {peer} reported)", lambda ours, ref: True, reported=True)
 
 
 def under_seconds(limit: float) -> Target:
@@ -612,7 +619,9 @@ def table_rows(bench: Benchmark, results: list[Result]) -> list[list[str]]:
             rows.append([bench.name, r.tool, "FAILED", "", "", "", "", target, "FAILED"])
             continue
         ratio = f"{r.median / ref_median:.2f}×" if ref_median else "—"
-        met = "; ".join("yes" if ok else "no" for ok in targets_met(bench, results, r)) if r.ours else ""
+        met = "; ".join(
+            "—" if t.reported else "yes" if ok else "no" for (_, t), ok in zip(bench.targets(), targets_met(bench, results, r))
+        ) if r.ours else ""
         cpu = cpu_per_10k(bench, r)
         stats = [f"{r.median:.3f}", f"{r.fastest:.3f}", "" if cpu is None else f"{cpu:.2f}", f"{r.peak_mib:.1f}"]
         rows.append([bench.name, r.tool, *stats, ratio, target, met])
@@ -728,7 +737,7 @@ def save_raw(benches: list[Benchmark], results: list[Result], info: dict[str, st
         bench = by_name[r.benchmark]
         mine = [x for x in results if x.benchmark == r.benchmark]
         return [
-            {"target": t.text, "metric": t.metric, "peer": peer, "peer_value": median_of(mine, peer, t.metric), "met": ok}
+            {"target": t.text, "metric": t.metric, "peer": peer, "peer_value": median_of(mine, peer, t.metric), "met": None if t.reported else ok}
             for (peer, t), ok in zip(bench.targets(), targets_met(bench, mine, r))
         ]
 

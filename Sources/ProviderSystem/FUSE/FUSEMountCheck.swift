@@ -110,7 +110,7 @@ public enum FUSEMountCheck {
         }
         defer { closedir(folder) }
         while let entry = readdir(folder) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+            let name = String(decoding: DirectoryEntry.nameBytes(of: entry), as: UTF8.self)
             if name != "." && name != ".." {
                 throw FileProviderError(
                     .invalidArgument,

@@ -184,7 +184,7 @@ final class ReplicaFileSystem: FUSEFileSystem {
         guard let directory = withBytePath(absolute(path), { opendir($0) }) else { throw .lastCall() }
         var names: [[UInt8]] = []
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+            let name = DirectoryEntry.nameBytes(of: entry)  // never entry.pointee: it reads past the record
             if name != [UInt8(ascii: ".")] && name != [UInt8(ascii: "."), UInt8(ascii: ".")] { names.append(name) }
         }
         closedir(directory)
