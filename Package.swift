@@ -132,7 +132,7 @@ let package = Package(
             path: "Tests/Fixtures/PreContentListener"),
         // A FUSE file system over a local folder with dataless files, and the program that
         // mounts it in a process of its own (the FUSE tests kill it, and run it as another user).
-        .target(name: "FUSEFolder", dependencies: ["ProviderSystem"], path: "Tests/Fixtures/FUSEFolder"),
+        .target(name: "FUSEFolder", dependencies: ["ProviderSystem", "ProviderCore"], path: "Tests/Fixtures/FUSEFolder"),
         .executableTarget(
             name: "fuse-folder-server", dependencies: ["FUSEFolder", "ProviderSystem"], path: "Tests/Fixtures/FUSEFolderServer"),
         .testTarget(name: "ProviderCoreTests", dependencies: ["ProviderCore"]),

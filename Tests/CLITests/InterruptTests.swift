@@ -1,4 +1,5 @@
 import Foundation
+import ProviderCore
 import ProviderStore
 import ProviderTesting
 import Testing
@@ -494,9 +495,7 @@ enum FastFiles {
             guard let directory = opendir(folder) else { return }
             defer { closedir(directory) }
             while let entry = readdir(directory) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                    String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-                }
+                let name = String(decoding: DirectoryEntry.nameBytes(of: entry), as: UTF8.self)
                 if name == "." || name == ".." { continue }
                 let path = relative.isEmpty ? name : relative + "/" + name
                 var info = stat()

@@ -1,4 +1,5 @@
 import Foundation
+import ProviderCore
 import ProviderSystem
 import Synchronization
 
@@ -270,7 +271,7 @@ public final class FolderFileSystem: FUSEFileSystem {
         guard let directory = withPath(path, { opendir($0) }) else { throw .lastCall() }
         var names: [[UInt8]] = []
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+            let name = DirectoryEntry.nameBytes(of: entry)
             if name != [UInt8(ascii: ".")] && name != [UInt8(ascii: "."), UInt8(ascii: ".")] { names.append(name) }
         }
         closedir(directory)
