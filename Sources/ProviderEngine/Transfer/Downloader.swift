@@ -490,10 +490,10 @@ final class Downloader: Sendable {
         // download, not a local edit.
         DownloadMark.write(atPath: staging, identifier: item.identifier, contentVersion: item.version.content, fingerprint: staged)
         if item.kind == .file {
-            let policy =
-                policies.map { $0.policy(ofFileAt: path, own: stored.contentPolicy) }
-                ?? (try? PolicyResolver.read(from: store, domainID: domainID, along: path).resolve(path, own: stored.contentPolicy).policy)
-            ReplicaStatus.downloaded(policy: policy).stamp(atPath: staging, domain: domainName)
+            let status =
+                policies.map { ReplicaStatus.downloaded(policy: $0.policy(ofFileAt: path, own: stored.contentPolicy)) }
+                ?? ReplicaStatus.downloaded(path: path, own: stored.contentPolicy, store: store, domainID: domainID)
+            status.stamp(atPath: staging, domain: domainName)
         }
         var updated = stored
         updated.update(from: item, path: path)
