@@ -124,8 +124,8 @@ extension ProviderManager {
         }
         let replica = URL(fileURLWithPath: domain.replicaPath)
         if !resumed && domain.replicaMode == mode {
-            var report = ConversionReport(
-                domain: name, from: mode, to: mode, source: try replicaRoot(of: domain).path, destination: try replicaRoot(of: domain).path)
+            let root = try replicaRoot(of: domain).path
+            var report = ConversionReport(domain: name, from: mode, to: mode, source: root, destination: root)
             report.unchanged = true
             if mode == .dataless {
                 report.onAccessFrom = domain.onAccess
