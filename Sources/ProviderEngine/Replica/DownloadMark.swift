@@ -66,8 +66,19 @@ struct DownloadMark: Equatable {
     /// Whether this mark says the file with fingerprint `print` is the engine's unchanged
     /// download of `identifier`.
     func matches(_ print: FileFingerprint, identifier: ItemIdentifier) -> Bool {
+        describes(print) && identifierHash == FNV1a.hash(identifier.rawValue.utf8)
+    }
+
+    /// Whether this mark describes the file with fingerprint `print` as it stands: the engine's
+    /// download of some item, unchanged since it was placed.
+    func describes(_ print: FileFingerprint) -> Bool {
         print.isRegularFile && print.size == size && print.modificationNanos == modificationNanos && print.inode == inode
-            && identifierHash == FNV1a.hash(identifier.rawValue.utf8)
+    }
+
+    /// Whether the file at `path` is, as it stands now, a download the engine placed and nobody
+    /// changed since (its mark describes it), whichever item it is of. Blocking.
+    static func isUnchangedDownload(atPath path: String, _ print: FileFingerprint) -> Bool {
+        read(atPath: path)?.describes(print) ?? false
     }
 
     /// Whether the file holds `contentVersion` (as far as the hash can tell).

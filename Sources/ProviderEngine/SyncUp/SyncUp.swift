@@ -194,7 +194,7 @@ final class SyncUp: Sendable {
                 if end > index {
                     do {
                         try await sendTogether(Self.spreadOverFolders(ordered[index..<end]), report: &report)
-                    } catch where error.code == .cancelled {
+                    } catch  where error.code == .cancelled {
                         report.unsent += ordered.endIndex - end
                         throw error
                     }
@@ -212,7 +212,7 @@ final class SyncUp: Sendable {
                     } else {
                         try await send(change, report: &report)
                     }
-                } catch where error.code == .cancelled {
+                } catch  where error.code == .cancelled {
                     report.unsent += ordered.endIndex - index + 1
                     throw error
                 }
@@ -326,7 +326,7 @@ final class SyncUp: Sendable {
             if report.uploaded > sent { context.logTransfer(change.path, sentText(change)) }
             await markSent(change)
             return true
-        } catch where error.code.reaction == .backOffDomain || error.code == .cancelled {
+        } catch  where error.code.reaction == .backOffDomain || error.code == .cancelled {
             throw error
         } catch {
             let (store, domainID) = (context.store, context.domainID)
@@ -378,15 +378,7 @@ final class SyncUp: Sendable {
         guard !paths.isEmpty else { return }
         let (replica, domain) = (context.replica, context.domain.name)
         let marked = paths
-        _ = try? await context.executor.run {
-            // A conflicted copy keeps saying so until it is replaced. A file still marked
-            // dataless is being filled by the engine (its writes are not an edit): its change
-            // time must not move under a program reading it (tar: "file changed as we read it").
-            for path in marked
-            where ReplicaStatus.read(atPath: replica.path(path)) != .conflict && Replica.datalessOwner(atPath: replica.path(path)) == nil {
-                ReplicaStatus.unsent.writeIfFile(atPath: replica.path(path), domain: domain)
-            }
-        }
+        _ = try? await context.executor.run { UnsentStatus.write(on: marked, in: replica, domain: domain) }
     }
 
     /// Writes the in-sync status (`downloaded` or `pinned`) on a file whose change the store

@@ -1,0 +1,32 @@
+import Foundation
+import ProviderCore
+
+/// Writes ``ReplicaStatus/unsent`` on the files a scan found changed, new or still being
+/// written (every program sees that they are not in the store yet), unless what the file is
+/// *now* says otherwise.
+///
+/// The scan's findings are older than the files: between the scan's look and this write, the
+/// engine may have finished filling a file a program opened (fanotify's fill on open, FUSE's
+/// fetch). A scan that saw the fill half done takes it for a file still being written. Writing
+/// an attribute moves the file's change time, and `tar` compares the change time after its
+/// open with the one after reading ("file changed as we read it", exit 1). So a file is left
+/// alone when it is:
+/// - still marked dataless: the engine is filling it (its writes are no edit);
+/// - the engine's download, unchanged since it was placed (its ``DownloadMark`` describes it
+///   as it stands; any edit breaks that);
+/// - a conflicted copy, which keeps saying so until it is replaced.
+enum UnsentStatus {
+    /// Writes `unsent` on each of `paths` (relative to `replica`) that is a regular file and
+    /// none of the above. Blocking.
+    static func write(on paths: [String], in replica: Replica, domain: String) {
+        for path in paths {
+            let target = replica.path(path)
+            guard let print = replica.fingerprint(atPath: target), print.isRegularFile,
+                Replica.datalessOwner(atPath: target) == nil,
+                !DownloadMark.isUnchangedDownload(atPath: target, print),
+                ReplicaStatus.read(atPath: target) != .conflict
+            else { continue }
+            ReplicaStatus.unsent.write(atPath: target, domain: domain)
+        }
+    }
+}
