@@ -190,7 +190,7 @@ class Run:
 
     def add_and_sync(self) -> list[list[str]]:
         return [
-            self.fpctl("domain", "add", DOMAIN, "--backend", "local", "--root", str(self.data)),
+            self.fpctl("domain", "add", DOMAIN, "--mode", "placeholder-files", "--backend", "local", "--root", str(self.data)),
             self.fpctl("sync", DOMAIN),
         ]
 

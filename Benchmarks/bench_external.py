@@ -28,7 +28,7 @@ def register(bench) -> None:
         return ["env", f"PATH={backends}:/usr/local/bin:/usr/bin:/bin", *r.fpctl(*args)]
 
     def add_and_sync_external(r) -> list[list[str]]:
-        return [pyfolder(r, "domain", "add", DOMAIN, "--backend", "pyfolder", "--root", str(r.data)), pyfolder(r, "sync", DOMAIN)]
+        return [pyfolder(r, "domain", "add", DOMAIN, "--mode", "placeholder-files", "--backend", "pyfolder", "--root", str(r.data)), pyfolder(r, "sync", DOMAIN)]
 
     local_sync = "fileproviderctl domain add + sync (built-in local)"
     local_materialize = "fileproviderctl materialize (built-in local)"

@@ -70,7 +70,7 @@ def register(bench) -> None:
     def add_and_sync(r):
         url = server_url(bench, r.data)
         return [
-            r.fpctl("domain", "add", DOMAIN, "--backend", "media", "--url", url, "--connections", "8"),
+            r.fpctl("domain", "add", DOMAIN, "--mode", "placeholder-files", "--backend", "media", "--url", url, "--connections", "8"),
             r.fpctl("sync", DOMAIN),
         ]
 
@@ -137,7 +137,7 @@ def register(bench) -> None:
                 ours(
                     "fileproviderctl domain add + sync (media)",
                     lambda r: [
-                        r.fpctl("domain", "add", DOMAIN, "--backend", "media", "--url", server_url(bench, r.data)),
+                        r.fpctl("domain", "add", DOMAIN, "--mode", "placeholder-files", "--backend", "media", "--url", server_url(bench, r.data)),
                         r.fpctl("sync", DOMAIN),
                     ],
                 ),

@@ -298,7 +298,7 @@ def register(bench) -> None:
 
     def add(r, bucket: str, connections: str, *extra: str) -> list[str]:
         return s3().env() + r.fpctl(
-            "domain", "add", DOMAIN, "--backend", "s3", "--endpoint", s3().endpoint, "--bucket", bucket, "--path-style",
+            "domain", "add", DOMAIN, "--mode", "placeholder-files", "--backend", "s3", "--endpoint", s3().endpoint, "--bucket", bucket, "--path-style",
             "--connections", connections, *extra,
         )
 

@@ -99,7 +99,7 @@ def register(bench) -> None:
         commands = []
         for index in range(SERVED_DOMAINS):
             name = f"s{index}"
-            commands += [r.fpctl("domain", "add", name, "--backend", "local", "--root", str(r.data / f"t{index}")), r.fpctl("sync", name)]
+            commands += [r.fpctl("domain", "add", name, "--mode", "placeholder-files", "--backend", "local", "--root", str(r.data / f"t{index}")), r.fpctl("sync", name)]
         return commands
 
     def served(r):

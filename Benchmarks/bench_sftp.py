@@ -108,7 +108,7 @@ def register(bench) -> None:
     def add(run, root: Path) -> list[str]:
         s = server()
         return run.fpctl(
-            "domain", "add", DOMAIN, "--backend", "sftp", "--host", "127.0.0.1", "--port", str(s.port),
+            "domain", "add", DOMAIN, "--mode", "placeholder-files", "--backend", "sftp", "--host", "127.0.0.1", "--port", str(s.port),
             "--user", s.user, "--identity", str(s.key), "--known-hosts", str(s.known_hosts), "--root", str(root),
         )
 

@@ -35,7 +35,7 @@ def register(bench) -> None:
 
     def add_and_sync(r):
         return copy_store(r) + [
-            r.fpctl("domain", "add", DOMAIN, "--backend", "local", "--root", str(store(r))),
+            r.fpctl("domain", "add", DOMAIN, "--mode", "placeholder-files", "--backend", "local", "--root", str(store(r))),
             r.fpctl("sync", DOMAIN),
         ]
 

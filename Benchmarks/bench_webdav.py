@@ -178,7 +178,7 @@ def register(bench) -> None:
     Tool, Benchmark, ours, DOMAIN = bench.Tool, bench.Benchmark, bench.ours, bench.DOMAIN
 
     def add(r, url: str) -> list[str]:
-        return r.fpctl("domain", "add", DOMAIN, "--backend", "webdav", "--url", url, "--connections", CONNECTIONS)
+        return r.fpctl("domain", "add", DOMAIN, "--mode", "placeholder-files", "--backend", "webdav", "--url", url, "--connections", CONNECTIONS)
 
     def add_and_sync(r) -> list[list[str]]:
         return [add(r, server(bench).data_url(r)), r.fpctl("sync", DOMAIN)]

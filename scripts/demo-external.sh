@@ -25,7 +25,7 @@ printf 'a,b\n1,2\n' > "$store/table.csv"
 
 run backend list
 run backend test pyfolder --option root="$root/external-test"
-run domain add py --backend pyfolder --root "$store"
+run domain add py --mode placeholder-files --backend pyfolder --root "$store"
 run sync py
 run ls py:/ -R
 run materialize py:/letters/hello.txt

@@ -39,7 +39,7 @@ done
 . "$(dirname "$0")/demo.lib.sh"
 
 echo "media-server (pid $pid) serves $media on http://127.0.0.1:$port"
-run domain add media --backend media --url "http://127.0.0.1:$port"
+run domain add media --mode placeholder-files --backend media --url "http://127.0.0.1:$port"
 run domain list
 run sync media
 run ls media:/ -R

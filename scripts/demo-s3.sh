@@ -62,7 +62,7 @@ s3curl -o /dev/null -T "$data/hello.txt" "$endpoint/demo/hello.txt"
 . "$(dirname "$0")/demo.lib.sh"
 
 echo "SeaweedFS (pid $pid) serves the bucket 'demo' on $endpoint"
-run domain add bucket --backend s3 --endpoint "$endpoint" --bucket demo --path-style
+run domain add bucket --mode placeholder-files --backend s3 --endpoint "$endpoint" --bucket demo --path-style
 run sync bucket
 run ls bucket:/ -R
 run materialize bucket:/hello.txt

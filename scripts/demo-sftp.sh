@@ -77,7 +77,7 @@ fi
 . "$(dirname "$0")/demo.lib.sh"
 
 echo "sshd: pid $sshd_pid on 127.0.0.1:$port, serving $server/data"
-run domain add remote --backend sftp --host 127.0.0.1 --port "$port" --user "$user" \
+run domain add remote --mode placeholder-files --backend sftp --host 127.0.0.1 --port "$port" --user "$user" \
     --identity "$server/id_ed25519" --known-hosts "$server/known_hosts" --root "$server/data"
 run domain list
 run sync remote

@@ -94,7 +94,7 @@ fi
 . "$(dirname "$0")/demo.lib.sh"
 
 echo "Apache mod_dav: pid $apache_pid on 127.0.0.1:$port, serving $server/dav at /dav"
-run domain add web --backend webdav --url "http://127.0.0.1:$port/dav"
+run domain add web --mode placeholder-files --backend webdav --url "http://127.0.0.1:$port/dav"
 run domain list
 run sync web
 run ls web:/ -R

@@ -44,8 +44,8 @@ printf '# Ideas\n\n- sync both ways\n- keep both on conflict\n' > "$docs/notes/i
 echo "demo home: $FILEPROVIDER_HOME"
 echo "sources:   $photos, $docs"
 
-run domain add photos --backend local --root "$photos"
-run domain add docs --backend local --root "$docs"
+run domain add photos --mode placeholder-files --backend local --root "$photos"
+run domain add docs --mode placeholder-files --backend local --root "$docs"
 run domain list
 run sync
 run ls photos:/ -R
@@ -58,7 +58,7 @@ run status
 # Two-way sync: a second domain on the same docs folder plays a second machine. An edit made in
 # one replica goes up to the store and comes down into the other.
 replica_of() { "$fpctl" domain show "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["replica"])'; }
-run domain add docs-laptop --backend local --root "$docs"
+run domain add docs-laptop --mode placeholder-files --backend local --root "$docs"
 # Folders can stay dataless (Apple's dataless folders): the database knows their items, the
 # replica shows them once the folder is populated (by 'populate', 'materialize', or 'serve'
 # when a program opens the folder).

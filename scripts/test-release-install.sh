@@ -73,7 +73,7 @@ mkdir -p "$work/user" "$work/store/photos-2024" "$work/store/docs"
 echo hello >"$work/store/readme.txt"
 echo beach >"$work/store/photos-2024/beach.jpg"
 has "fileproviderctl" bare "$fpctl" --help || fail "--help"
-bare "$fpctl" domain add family --backend local --root "$work/store" --home "$work/home" >/dev/null || fail "domain add"
+bare "$fpctl" domain add family --mode placeholder-files --backend local --root "$work/store" --home "$work/home" >/dev/null || fail "domain add"
 bare "$fpctl" sync --home "$work/home" >/dev/null || fail "sync"
 has "readme.txt" bare "$fpctl" ls family:/ --home "$work/home" || fail "ls does not list readme.txt"
 bare "$fpctl" materialize family:/readme.txt --home "$work/home" >/dev/null || fail "materialize"
@@ -95,7 +95,7 @@ with_backends() { env -i PATH="$prefix/bin:/usr/bin:/bin" LD_LIBRARY_PATH= HOME=
 listed=$(with_backends "$fpctl" backend list) || fail "backend list"
 for kind in pyfolder cfolder; do
     grep -q "^$kind  external  $prefix/bin/fileprovider-backend-$kind" <<<"$listed" || fail "backend list does not show $kind: $listed"
-    with_backends "$fpctl" domain add "by-$kind" --backend "$kind" --root "$work/store" --home "$work/backends-home" >/dev/null ||
+    with_backends "$fpctl" domain add "by-$kind" --mode placeholder-files --backend "$kind" --root "$work/store" --home "$work/backends-home" >/dev/null ||
         fail "domain add with --backend $kind"
     with_backends "$fpctl" sync "by-$kind" --home "$work/backends-home" >/dev/null || fail "sync of a $kind domain"
     has "readme.txt" with_backends "$fpctl" ls "by-$kind:/" --home "$work/backends-home" || fail "ls of a $kind domain"

@@ -31,7 +31,10 @@ import Testing
     @Test(arguments: ["bad/name", "bad:name", "", ".hidden", "with space"])
     func invalidDomainName(_ name: String) async throws {
         let before = try await snapshot()
-        let result = try await cli.run(["domain", "add", name, "--backend", "local", "--root", temp.url.appendingPathComponent("src").path])
+        let result = try await cli.run([
+            "domain", "add", "--mode", "placeholder-files", name, "--backend", "local", "--root",
+            temp.url.appendingPathComponent("src").path,
+        ])
         #expect(result.status == 2)
         #expect(result.stderr.contains("invalid domain name"))
         #expect(try await snapshot() == before)
@@ -48,7 +51,8 @@ import Testing
     @Test func rootThatDoesNotExist() async throws {
         let before = try await snapshot()
         let result = try await cli.run([
-            "domain", "add", "other", "--backend", "local", "--root", temp.url.appendingPathComponent("missing").path,
+            "domain", "add", "--mode", "placeholder-files", "other", "--backend", "local", "--root",
+            temp.url.appendingPathComponent("missing").path,
         ])
         #expect(result.status != 0)
         #expect(result.stderr.contains("missing"))
@@ -67,10 +71,10 @@ import Testing
     }
 
     @Test func missingRequiredOptionAndUnknownBackend() async throws {
-        let missing = try await cli.run(["domain", "add", "x", "--backend", "local"])
+        let missing = try await cli.run(["domain", "add", "--mode", "placeholder-files", "x", "--backend", "local"])
         #expect(missing.status == 2)
         #expect(missing.stderr.contains("--root"))
-        let unknown = try await cli.run(["domain", "add", "x", "--backend", "ftp", "--root", "/tmp"])
+        let unknown = try await cli.run(["domain", "add", "--mode", "placeholder-files", "x", "--backend", "ftp", "--root", "/tmp"])
         #expect(unknown.status == 2)
         #expect(unknown.stderr.contains("known backends"))
     }

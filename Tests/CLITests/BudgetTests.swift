@@ -56,7 +56,9 @@ import Testing
         #expect(nothing.status == 2 && nothing.stderr.contains("nothing to change"))
         let unknown = try await cli.run(["domain", "set", "nope", "--cache-budget", "1G"])
         #expect(unknown.status == 2 && unknown.stderr.contains("no domain named 'nope'"))
-        let badAdd = try await cli.run(["domain", "add", "e", "--backend", "local", "--root", temp.url.path, "--cache-budget", "1.5"])
+        let badAdd = try await cli.run([
+            "domain", "add", "--mode", "placeholder-files", "e", "--backend", "local", "--root", temp.url.path, "--cache-budget", "1.5",
+        ])
         #expect(badAdd.status == 2 && badAdd.stderr.contains("a number of bytes is whole"))
 
         // The home's settings.

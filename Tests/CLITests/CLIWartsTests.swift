@@ -27,7 +27,7 @@ import Testing
             ),
         ]
         for (name, arguments) in orders {
-            let added = try await cli.run(arguments)
+            let added = try await cli.run(arguments + ["--mode", "placeholder-files"])
             #expect(added.status == 0, "\(arguments): \(added.stderr)")
             #expect(added.stdout.contains("added domain '\(name)' (local)"))
         }

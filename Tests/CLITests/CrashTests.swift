@@ -42,7 +42,9 @@ import Testing
         let work = CrashWorkload(
             seed: seed, store: temp.url.appendingPathComponent("store"), replica: cli.home.appendingPathComponent("domains/crash"))
         try FileManager.default.createDirectory(at: work.store, withIntermediateDirectories: true)
-        let added = try await cli.run(["domain", "add", "crash", "--backend", "local", "--root", work.store.path])
+        let added = try await cli.run([
+            "domain", "add", "--mode", "placeholder-files", "crash", "--backend", "local", "--root", work.store.path,
+        ])
         #expect(added.status == 0, "\(added.stderr)")
 
         var kills = 0

@@ -66,7 +66,8 @@ struct DiagnosticsCLITests {
         let cli = CLIRunner(in: temp)
         let (environment, _) = try LiarBackendCLITests.program(temp, named: "liar")
         let added = try await cli.run(
-            ["domain", "add", "r", "--backend", "liar", "--behaviour", "refuse-create"], environment: environment)
+            ["domain", "add", "--mode", "placeholder-files", "r", "--backend", "liar", "--behaviour", "refuse-create"],
+            environment: environment)
         #expect(added.status == 0, "\(added.stderr)")
         #expect(try await cli.run(["sync", "r"], environment: environment).status == 0)
         try Data("new".utf8).write(to: cli.home.appendingPathComponent("domains/r/new.txt"))
@@ -131,7 +132,10 @@ struct DiagnosticsCLITests {
         let cli = CLIRunner(in: temp)
         let environment = ["FPK_DIAG_PASSWORD": password]
         let added = try await cli.run(
-            ["domain", "add", "w", "--backend", "webdav", "--url", url, "--user", "alice", "--password-env", "FPK_DIAG_PASSWORD"],
+            [
+                "domain", "add", "--mode", "placeholder-files", "w", "--backend", "webdav", "--url", url, "--user", "alice",
+                "--password-env", "FPK_DIAG_PASSWORD",
+            ],
             environment: environment)
         #expect(added.status == 0, "\(added.stderr)")
 
@@ -187,7 +191,8 @@ struct DiagnosticsCLITests {
         let environment = ["FPK_DIAG_PASSPHRASE": passphrase, "SSH_AUTH_SOCK": "", "HOME": userHome.path]
         let added = try await cli.run(
             [
-                "domain", "add", "s", "--backend", "sftp", "--host", "127.0.0.1", "--port", String(server.port), "--user", server.user,
+                "domain", "add", "--mode", "placeholder-files", "s", "--backend", "sftp", "--host", "127.0.0.1", "--port",
+                String(server.port), "--user", server.user,
                 "--known-hosts", server.knownHosts.path, "--root", root, "--identity", key.path, "--passphrase-env",
                 "FPK_DIAG_PASSPHRASE",
             ], environment: environment)
@@ -237,7 +242,8 @@ struct DiagnosticsCLITests {
         let cli = CLIRunner(in: temp)
         let environment = ExternalBackendCLITests.environment(temp)
         let root = temp.url.appendingPathComponent("store").path
-        let added = try await cli.run(["domain", "add", "x", "--backend", "pyfolder", "--root", root], environment: environment)
+        let added = try await cli.run(
+            ["domain", "add", "--mode", "placeholder-files", "x", "--backend", "pyfolder", "--root", root], environment: environment)
         #expect(added.status == 0, "\(added.stderr)")
         let sync = try await cli.run(["sync", "-vv", "x"], environment: environment)
         #expect(sync.status == 0, "\(sync.stderr)")
@@ -262,7 +268,10 @@ struct DiagnosticsCLITests {
         let cli = CLIRunner(in: temp)
         let environment = ["FPK_DIAG_TOKEN": token]
         let added = try await cli.run(
-            ["domain", "add", "m", "--backend", "media", "--url", server.url, "--root", name, "--token-env", "FPK_DIAG_TOKEN"],
+            [
+                "domain", "add", "--mode", "placeholder-files", "m", "--backend", "media", "--url", server.url, "--root", name,
+                "--token-env", "FPK_DIAG_TOKEN",
+            ],
             environment: environment)
         #expect(added.status == 0, "\(added.stderr)")
         let sync = try await cli.run(["sync", "-vv", "m"], environment: environment)

@@ -134,7 +134,7 @@ import Testing
         // One file changed meanwhile: it must survive beside the store's.
         try Data("edited while removed".utf8).write(to: replica.appendingPathComponent("sub/b.txt"))
 
-        let add = ["domain", "add", "d", "--backend", "local", "--root", src.path]
+        let add = ["domain", "add", "--mode", "placeholder-files", "d", "--backend", "local", "--root", src.path]
         let refused = try await cli.run(add)
         #expect(refused.status == 2)
         #expect(refused.stderr.contains("--adopt-replica"), "\(refused.stderr)")

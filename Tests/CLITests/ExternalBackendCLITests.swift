@@ -122,7 +122,10 @@ import Testing
         try temp.write("store/photos/beach.jpg", contents)
         try temp.write("store/readme.txt", Data("hello\n".utf8))
         let added = try await cli.run(
-            ["domain", "add", "docs", "--backend", "pyfolder", "--root", temp.url.appendingPathComponent("store").path],
+            [
+                "domain", "add", "--mode", "placeholder-files", "docs", "--backend", "pyfolder", "--root",
+                temp.url.appendingPathComponent("store").path,
+            ],
             environment: environment)
         #expect(added.status == 0, "\(added.stderr)")
         let synced = try await cli.run(["sync", "docs"], environment: environment)
@@ -148,7 +151,9 @@ import Testing
         let cli = CLIRunner(in: temp)
         let environment = Self.environment(temp)
         // It answers for the root, so the domain is added; its listing then crashes it.
-        let added = try await cli.run(["domain", "add", "bad", "--backend", "hostile", "--behaviour", "crash"], environment: environment)
+        let added = try await cli.run(
+            ["domain", "add", "--mode", "placeholder-files", "bad", "--backend", "hostile", "--behaviour", "crash"],
+            environment: environment)
         #expect(added.status == 0, "\(added.stderr)")
         let synced = try await cli.run(["sync", "bad"], environment: environment)
         #expect(synced.status == 1)
@@ -161,7 +166,8 @@ import Testing
         let temp = try TemporaryFolder()
         let cli = CLIRunner(in: temp)
         let added = try await cli.run(
-            ["domain", "add", "x", "--backend", "no-such-backend", "--root", temp.url.path], environment: Self.environment(temp))
+            ["domain", "add", "--mode", "placeholder-files", "x", "--backend", "no-such-backend", "--root", temp.url.path],
+            environment: Self.environment(temp))
         #expect(added.status == 2)
         #expect(added.stderr.contains("unknown backend 'no-such-backend'"), "\(added.stderr)")
     }

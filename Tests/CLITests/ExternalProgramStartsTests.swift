@@ -35,7 +35,10 @@ import Testing
     static func addDomain(_ cli: CLIRunner, _ temp: TemporaryFolder, _ environment: [String: String], log: URL) async throws {
         try temp.write("store/readme.txt", Data("hello\n".utf8))
         let added = try await cli.run(
-            ["domain", "add", "docs", "--backend", "counted", "--root", temp.url.appendingPathComponent("store").path],
+            [
+                "domain", "add", "--mode", "placeholder-files", "docs", "--backend", "counted", "--root",
+                temp.url.appendingPathComponent("store").path,
+            ],
             environment: environment)
         #expect(added.status == 0, "\(added.stderr)")
         #expect(try starts(log) == 1)

@@ -46,10 +46,13 @@ struct FUSEReplicaTests {
         #expect(["fanotify", "fuse"].contains(autoShown["onAccess"] as? String ?? ""), "\(autoShown)")
 
         // Not for another mode; a placeholder-files domain shows no mechanism.
-        let refused = try await cli.run(["domain", "add", "f", "--backend", "local", "--root", store, "--on-access", "fuse"])
+        let refused = try await cli.run([
+            "domain", "add", "--mode", "placeholder-files", "f", "--backend", "local", "--root", store, "--on-access", "fuse",
+        ])
         #expect(refused.status != 0 && refused.stderr.contains("--mode dataless"), "\(refused.stderr)")
         let plain = try await cli.run([
-            "domain", "add", "g", "--backend", "local", "--root", store, "--replica", temp.url.appendingPathComponent("g").path,
+            "domain", "add", "--mode", "placeholder-files", "g", "--backend", "local", "--root", store, "--replica",
+            temp.url.appendingPathComponent("g").path,
         ])
         #expect(plain.status == 0, "\(plain.stderr)")
         let plainShown = try #require(try await cli.json(["domain", "show", "g"]) as? [String: Any])

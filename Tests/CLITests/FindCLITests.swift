@@ -37,7 +37,10 @@ struct FindCLITests {
         let remoteRoot = URL(fileURLWithPath: try server.makeFolder())
         try write(remoteFiles, below: remoteRoot)
         try await cli.addLocalDomain("loc", root: localRoot, options: ["--replica", temp.url.appendingPathComponent("loc").path])
-        var arguments = ["domain", "add", "remote", "--backend", "sftp", "--replica", temp.url.appendingPathComponent("remote").path]
+        var arguments = [
+            "domain", "add", "--mode", "placeholder-files", "remote", "--backend", "sftp", "--replica",
+            temp.url.appendingPathComponent("remote").path,
+        ]
         for (key, value) in server.options(root: remoteRoot.path).sorted(by: { $0.key < $1.key }) { arguments += ["--\(key)", value] }
         let added = try await cli.run(arguments)
         #expect(added.status == 0, "\(added.stderr)")

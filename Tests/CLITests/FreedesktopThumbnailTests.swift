@@ -84,7 +84,8 @@ struct FreedesktopThumbnailTests {
         let store = temp.url.appendingPathComponent("local").path
         try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: image, toPath: store + "/photo.png")
-        #expect(try await cli.run(["domain", "add", "l", "--backend", "local", "--root", store]).status == 0)
+        #expect(
+            try await cli.run(["domain", "add", "--mode", "placeholder-files", "l", "--backend", "local", "--root", store]).status == 0)
         #expect(try await cli.run(["sync", "l"]).status == 0)
         let refused = try await cli.run(["thumbnail", "l:/photo.png", "--freedesktop", "large"])
         #expect(refused.status == 1 && refused.stderr.contains("makes no thumbnails"), "\(refused)")

@@ -12,7 +12,7 @@ struct HostileStoreCLITests {
             let temp = try TemporaryFolder()
             let cli = CLIRunner(in: temp)
             let add =
-                ["domain", "add", "evil", "--backend", "sftp"]
+                ["domain", "add", "--mode", "placeholder-files", "evil", "--backend", "sftp"]
                 + server.options().sorted(by: { $0.key < $1.key }).flatMap { ["--\($0.key)", $0.value] }
             let added = try await cli.run(add)
             #expect(added.status == 0, "\(added.stderr)")

@@ -32,7 +32,10 @@ import Testing
         let (environment, _) = try Self.program(temp, named: "liar")
         let pidfile = temp.url.appendingPathComponent("program.pid").path
         let added = try await cli.run(
-            ["domain", "add", "stubborn", "--backend", "liar", "--behaviour", "ignore-eof", "--pidfile", pidfile],
+            [
+                "domain", "add", "--mode", "placeholder-files", "stubborn", "--backend", "liar", "--behaviour", "ignore-eof", "--pidfile",
+                pidfile,
+            ],
             environment: environment)
         #expect(added.status == 0, "\(added.stderr)")
         for command in [["sync", "stubborn"]] {
@@ -52,7 +55,8 @@ import Testing
         let temp = try TemporaryFolder()
         let cli = CLIRunner(in: temp)
         var (environment, path) = try Self.program(temp, named: "liar")
-        let added = try await cli.run(["domain", "add", "mute", "--backend", "liar"], environment: environment)
+        let added = try await cli.run(
+            ["domain", "add", "--mode", "placeholder-files", "mute", "--backend", "liar"], environment: environment)
         #expect(added.status == 0, "\(added.stderr)")
         // The program's file changes (its remembered description is stale) and it now hangs.
         let handle = try FileHandle(forWritingTo: path)
@@ -138,7 +142,8 @@ extension LiarBackendCLITests {
         let temp = try TemporaryFolder()
         let cli = CLIRunner(in: temp)
         var (environment, path) = try Self.program(temp, named: "liar")
-        let added = try await cli.run(["domain", "add", "described", "--backend", "liar"], environment: environment)
+        let added = try await cli.run(
+            ["domain", "add", "--mode", "placeholder-files", "described", "--backend", "liar"], environment: environment)
         #expect(added.status == 0, "\(added.stderr)")
         let handle = try FileHandle(forWritingTo: path)
         try handle.seekToEnd()
@@ -164,7 +169,8 @@ extension LiarBackendCLITests {
         let cli = CLIRunner(in: temp)
         let (environment, _) = try Self.program(temp, named: "liar")
         let added = try await cli.run(
-            ["domain", "add", "mixed", "--backend", "liar", "--behaviour", "bad-items"], environment: environment)
+            ["domain", "add", "--mode", "placeholder-files", "mixed", "--backend", "liar", "--behaviour", "bad-items"],
+            environment: environment)
         #expect(added.status == 0, "\(added.stderr)")
         let synced = try await cli.run(["sync", "mixed"], environment: environment)
         // Items skipped: a partial sync (exit 3).
@@ -189,7 +195,8 @@ extension LiarBackendCLITests {
         let cli = CLIRunner(in: temp)
         let (environment, _) = try Self.program(temp, named: "liar")
         let added = try await cli.run(
-            ["domain", "add", "dying", "--backend", "liar", "--behaviour", "die-in-subfolder"], environment: environment)
+            ["domain", "add", "--mode", "placeholder-files", "dying", "--backend", "liar", "--behaviour", "die-in-subfolder"],
+            environment: environment)
         #expect(added.status == 0, "\(added.stderr)")
         let synced = try await cli.run(["sync", "dying"], environment: environment)
         #expect(synced.status == 1, "\(synced.stdout) \(synced.stderr)")

@@ -83,7 +83,7 @@ struct OnAccessRulesTests {
         let cli = CLIRunner(in: temp)
         let store = temp.url.appendingPathComponent("store").path
         try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
-        let added = try await cli.run(["domain", "add", "d", "--backend", "local", "--root", store])
+        let added = try await cli.run(["domain", "add", "--mode", "placeholder-files", "d", "--backend", "local", "--root", store])
         #expect(added.status == 0, "\(added)")
         let help = try await cli.run(["rules", "--help"], withHome: false)
         #expect(help.stdout.contains("EPERM") && help.stdout.contains("present-only") && help.stdout.contains("Baloo"), "\(help.stdout)")

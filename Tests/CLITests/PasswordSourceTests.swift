@@ -66,7 +66,8 @@ struct PasswordSourceTests {
         // Stored by hand, as Docs/CLI.md shows with secret-tool.
         try await offThePool { try keyring.store(Self.password, domain: "dav") }
 
-        let added = try await cli.run(["domain", "add", "dav", "--replica", replica.path] + options, environment: withKeyring)
+        let added = try await cli.run(
+            ["domain", "add", "--mode", "placeholder-files", "dav", "--replica", replica.path] + options, environment: withKeyring)
         #expect(added.status == 0, "\(added.stderr)")
         try await Self.syncBothWays(cli, "dav", replica: replica, server: server, folder: folder, environment: withKeyring)
         for file in try FileManager.default.contentsOfDirectory(atPath: cli.home.path) where file.hasPrefix("metadata.sqlite") {
@@ -102,7 +103,8 @@ struct PasswordSourceTests {
         environment["CREDENTIALS_DIRECTORY"] = credentials.path
         let (options, folder) = try Self.store(server)
         let replica = temp.url.appendingPathComponent("replica")
-        let added = try await cli.run(["domain", "add", "unit", "--replica", replica.path] + options, environment: environment)
+        let added = try await cli.run(
+            ["domain", "add", "--mode", "placeholder-files", "unit", "--replica", replica.path] + options, environment: environment)
         #expect(added.status == 0, "\(added.stderr)")
         try await Self.syncBothWays(cli, "unit", replica: replica, server: server, folder: folder, environment: environment)
 
@@ -132,7 +134,8 @@ struct PasswordSourceTests {
         chmod(netrc.path, 0o600)
         let (options, folder) = try Self.store(server)
         let replica = temp.url.appendingPathComponent("replica")
-        let added = try await cli.run(["domain", "add", "rc", "--replica", replica.path] + options, environment: environment)
+        let added = try await cli.run(
+            ["domain", "add", "--mode", "placeholder-files", "rc", "--replica", replica.path] + options, environment: environment)
         #expect(added.status == 0, "\(added.stderr)")
         try await Self.syncBothWays(cli, "rc", replica: replica, server: server, folder: folder, environment: environment)
     }
@@ -149,7 +152,8 @@ struct PasswordSourceTests {
 
         let added = try await offThePool {
             try TerminalRun(
-                cli, ["domain", "add", "typed", "--replica", replica.path] + options, environment: environment,
+                cli, ["domain", "add", "--mode", "placeholder-files", "typed", "--replica", replica.path] + options,
+                environment: environment,
                 prompt: "Password of alice on 127.0.0.1 (domain 'typed'): ", answers: ["not it", Self.password])
         }
         #expect(added.status == 0, "\(added.stderr)")
@@ -180,7 +184,7 @@ struct PasswordSourceTests {
         let third = temp.url.appendingPathComponent("r3").path
         let refused = try await offThePool {
             try TerminalRun(
-                cli, ["domain", "add", "never", "--replica", third] + options,
+                cli, ["domain", "add", "--mode", "placeholder-files", "never", "--replica", third] + options,
                 environment: environment, prompt: "Password of alice on 127.0.0.1 (domain 'never'): ", answers: ["a", "b", "c"])
         }
         #expect(refused.status != 0)
@@ -191,7 +195,8 @@ struct PasswordSourceTests {
 
         // Without a terminal nothing is asked: the refusal says what was tried.
         let quiet = try await cli.run(
-            ["domain", "add", "asked", "--replica", temp.url.appendingPathComponent("r2").path] + options, environment: environment)
+            ["domain", "add", "--mode", "placeholder-files", "asked", "--replica", temp.url.appendingPathComponent("r2").path] + options,
+            environment: environment)
         #expect(quiet.status != 0)
         #expect(quiet.stderr.contains("the Secret Service (no password stored for domain"), "\(quiet.stderr)")
     }
@@ -209,11 +214,11 @@ struct PasswordSourceTests {
                 ["--backend", "sftp"]
                 + server.options(user: "password").sorted(by: { $0.key < $1.key }).flatMap { ["--\($0.key)", $0.value] }
             try await offThePool { try keyring.store(HostileSFTPServer.password, domain: "keyed") }
-            let added = try await cli.run(["domain", "add", "keyed"] + options, environment: withKeyring)
+            let added = try await cli.run(["domain", "add", "--mode", "placeholder-files", "keyed"] + options, environment: withKeyring)
             #expect(added.status == 0, "\(added.stderr)")
 
             // Without the Secret Service, the key is refused and no password is found.
-            let without = try await cli.run(["domain", "add", "nokeyring"] + options, environment: isolated)
+            let without = try await cli.run(["domain", "add", "--mode", "placeholder-files", "nokeyring"] + options, environment: isolated)
             #expect(without.status != 0)
             for part in ["tried key ", "no password (tried the systemd credential fileprovider.nokeyring", "the Secret Service (no D-Bus"] {
                 #expect(without.stderr.contains(part), "\(part) not in: \(without.stderr)")
@@ -222,7 +227,7 @@ struct PasswordSourceTests {
             // netrc: machine = the host given.
             let netrc = URL(fileURLWithPath: isolated["HOME"]!).appendingPathComponent(".netrc")
             try Data("machine 127.0.0.1 login password password \"\(HostileSFTPServer.password)\"\n".utf8).write(to: netrc)
-            let fromNetrc = try await cli.run(["domain", "add", "rc"] + options, environment: isolated)
+            let fromNetrc = try await cli.run(["domain", "add", "--mode", "placeholder-files", "rc"] + options, environment: isolated)
             #expect(fromNetrc.status == 0, "\(fromNetrc.stderr)")
         }
     }
@@ -237,7 +242,7 @@ struct PasswordSourceTests {
         environment["FILEPROVIDER_LIBSECRET"] = "libsecret-not-installed.so.0"
         try await offThePool { try keyring.store(Self.password, domain: "nolib") }
         let (options, _) = try Self.store(server)
-        let added = try await cli.run(["domain", "add", "nolib"] + options, environment: environment)
+        let added = try await cli.run(["domain", "add", "--mode", "placeholder-files", "nolib"] + options, environment: environment)
         #expect(added.status != 0)
         #expect(
             added.stderr.contains("the Secret Service (libsecret is not installed (libsecret-not-installed.so.0"), "\(added.stderr)")
@@ -252,7 +257,8 @@ struct PasswordSourceTests {
         let (options, _) = try Self.store(server)
         let added = try await offThePool {
             try TerminalRun(
-                cli, ["domain", "add", "nobus"] + options, environment: environment, prompt: nil, answers: [])
+                cli, ["domain", "add", "--mode", "placeholder-files", "nobus"] + options, environment: environment, prompt: nil, answers: []
+            )
         }
         #expect(added.status != 0)
         for part in [

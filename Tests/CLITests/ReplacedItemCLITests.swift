@@ -15,7 +15,7 @@ import Testing
         try temp.write("store/a.txt", Data("first".utf8))
         try temp.write("store/docs/b.txt", Data("b".utf8))
         let added = try await cli.run(
-            ["domain", "add", "ids", "--backend", "fileids", "--root", store.path], environment: environment)
+            ["domain", "add", "--mode", "placeholder-files", "ids", "--backend", "fileids", "--root", store.path], environment: environment)
         #expect(added.status == 0, "\(added.stderr)")
         let first = try await cli.run(["sync", "ids"], environment: environment)
         #expect(first.status == 0, "\(first.stderr)")

@@ -27,7 +27,8 @@ struct S3CLITests {
 
         let added = try await cli.run(
             [
-                "domain", "add", "bucket", "--backend", "s3", "--endpoint", cluster.endpoint, "--bucket", bucket, "--prefix", "team",
+                "domain", "add", "--mode", "placeholder-files", "bucket", "--backend", "s3", "--endpoint", cluster.endpoint, "--bucket",
+                bucket, "--prefix", "team",
                 "--path-style", "--replica", replica.path,
             ], environment: environment)
         #expect(added.status == 0, "domain add: \(added.stderr)")
@@ -119,7 +120,8 @@ struct S3CLITests {
             let replica = temp.url.appendingPathComponent(name)
             let added = try await cli.run(
                 [
-                    "domain", "add", name, "--backend", "s3", "--endpoint", cluster.endpoint, "--bucket", bucket, "--prefix", "root",
+                    "domain", "add", "--mode", "placeholder-files", name, "--backend", "s3", "--endpoint", cluster.endpoint, "--bucket",
+                    bucket, "--prefix", "root",
                     "--path-style", "--replica", replica.path,
                 ] + extra, environment: environment)
             #expect(added.status == 0, "domain add: \(added.stderr)")
@@ -150,7 +152,8 @@ struct S3CLITests {
         ]
         let added = try await cli.run(
             [
-                "domain", "add", "bad", "--backend", "s3", "--endpoint", cluster.endpoint, "--bucket", bucket, "--path-style",
+                "domain", "add", "--mode", "placeholder-files", "bad", "--backend", "s3", "--endpoint", cluster.endpoint, "--bucket",
+                bucket, "--path-style",
                 "--replica", temp.url.appendingPathComponent("replica").path,
             ], environment: environment)
         #expect(added.status != 0)
@@ -159,7 +162,8 @@ struct S3CLITests {
 
         let missing = try await cli.run(
             [
-                "domain", "add", "missing", "--backend", "s3", "--endpoint", cluster.endpoint, "--bucket", "no-such-bucket-here",
+                "domain", "add", "--mode", "placeholder-files", "missing", "--backend", "s3", "--endpoint", cluster.endpoint, "--bucket",
+                "no-such-bucket-here",
                 "--path-style", "--replica", temp.url.appendingPathComponent("replica2").path,
             ], environment: ["AWS_ACCESS_KEY_ID": cluster.accessKey, "AWS_SECRET_ACCESS_KEY": cluster.secretKey, "HOME": temp.url.path])
         #expect(missing.status != 0)
@@ -182,7 +186,8 @@ struct S3CLITests {
         let replica = temp.url.appendingPathComponent("replica")
         let added = try await cli.run(
             [
-                "domain", "add", "prof", "--backend", "s3", "--endpoint", cluster.endpoint, "--bucket", bucket, "--path-style",
+                "domain", "add", "--mode", "placeholder-files", "prof", "--backend", "s3", "--endpoint", cluster.endpoint, "--bucket",
+                bucket, "--path-style",
                 "--profile", "seaweed", "--replica", replica.path,
             ], environment: environment)
         #expect(added.status == 0, "domain add: \(added.stderr)")

@@ -18,7 +18,8 @@ struct SSHAgentCLITests {
         func add(_ name: String, agentSocket: String) async throws -> CLIRunner.Result {
             try await cli.run(
                 [
-                    "domain", "add", name, "--backend", "sftp", "--host", "127.0.0.1", "--port", String(server.port),
+                    "domain", "add", "--mode", "placeholder-files", name, "--backend", "sftp", "--host", "127.0.0.1", "--port",
+                    String(server.port),
                     "--known-hosts", server.knownHosts.path, "--root", try server.makeFolder(),
                 ], environment: ["SSH_AUTH_SOCK": agentSocket, "HOME": userHome.path])
         }

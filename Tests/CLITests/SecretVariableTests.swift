@@ -16,7 +16,7 @@ struct SecretVariableTests {
     func aValueThatIsNotAVariableNameIsRefusedWithoutRepeatingIt(_ options: [String]) async throws {
         let temp = try TemporaryFolder()
         let cli = CLIRunner(in: temp)
-        let result = try await cli.run(["domain", "add", "d"] + options)
+        let result = try await cli.run(["domain", "add", "--mode", "placeholder-files", "d"] + options)
         #expect(result.status == 2, "\(result.stderr)")
         #expect(result.stderr.contains("takes the name of an environment variable"), "\(result.stderr)")
         for secret in ["Hunter2", "my passphrase", "2FAST", "tok=secret"] {
@@ -39,19 +39,23 @@ struct SecretVariableTests {
         ]
         let unset = "FPK_UNSET_\(UUID().uuidString.prefix(8).replacingOccurrences(of: "-", with: "_"))"
 
-        let password = try await cli.run(["domain", "add", "p"] + base + ["--password-env", unset], environment: environment)
+        let password = try await cli.run(
+            ["domain", "add", "--mode", "placeholder-files", "p"] + base + ["--password-env", unset], environment: environment)
         #expect(password.status != 0)
         #expect(password.stderr.contains("the variable \(unset) named by --password-env is not set"), "\(password.stderr)")
 
         let key = temp.url.appendingPathComponent("key")
         try await offThePool { try SSHServer.generateKey(at: key, passphrase: "correct horse") }
         let passphrase = try await cli.run(
-            ["domain", "add", "k"] + base + ["--identity", key.path, "--passphrase-env", unset], environment: environment)
+            ["domain", "add", "--mode", "placeholder-files", "k"] + base + ["--identity", key.path, "--passphrase-env", unset],
+            environment: environment)
         #expect(passphrase.status != 0)
         #expect(passphrase.stderr.contains("the variable \(unset) named by --passphrase-env is not set"), "\(passphrase.stderr)")
         #expect(!passphrase.stderr.contains("wrong passphrase"), "\(passphrase.stderr)")
 
-        let token = try await cli.run(["domain", "add", "m", "--backend", "media", "--url", "http://127.0.0.1:9", "--token-env", unset])
+        let token = try await cli.run([
+            "domain", "add", "--mode", "placeholder-files", "m", "--backend", "media", "--url", "http://127.0.0.1:9", "--token-env", unset,
+        ])
         #expect(token.status == 2)
         #expect(token.stderr.contains("the variable \(unset) named by --token-env is not set"), "\(token.stderr)")
         #expect(try await cli.run(["domain", "list", "--json"]).stdout == "[]\n")

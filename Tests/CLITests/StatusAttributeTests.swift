@@ -32,7 +32,9 @@ struct StatusAttributeTests {
         try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
         try Data("first\n".utf8).write(to: URL(fileURLWithPath: store + "/a.txt"))
         let cli = CLIRunner(in: temp)
-        let added = try await cli.run(["domain", "add", "p", "--backend", "local", "--root", store, "--replica", replica])
+        let added = try await cli.run([
+            "domain", "add", "--mode", "placeholder-files", "p", "--backend", "local", "--root", store, "--replica", replica,
+        ])
         #expect(added.status == 0, "\(added)")
         #expect(try await cli.run(["sync", "p"]).status == 0)
 
@@ -84,7 +86,10 @@ struct StatusAttributeTests {
             }
         }
         let cli = CLIRunner(in: temp)
-        #expect(try await cli.run(["domain", "add", "p", "--backend", "local", "--root", store, "--replica", replica]).status == 0)
+        #expect(
+            try await cli.run([
+                "domain", "add", "--mode", "placeholder-files", "p", "--backend", "local", "--root", store, "--replica", replica,
+            ]).status == 0)
         #expect(try await cli.run(["sync", "p"]).status == 0)
         let pinned = try await cli.run(["pin", "p:/kept"])
         #expect(pinned.status == 0, "\(pinned)")
@@ -121,7 +126,10 @@ struct StatusAttributeTests {
         try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
         try Data("base\n".utf8).write(to: URL(fileURLWithPath: store + "/both.txt"))
         let cli = CLIRunner(in: temp)
-        #expect(try await cli.run(["domain", "add", "c", "--backend", "local", "--root", store, "--replica", replica]).status == 0)
+        #expect(
+            try await cli.run([
+                "domain", "add", "--mode", "placeholder-files", "c", "--backend", "local", "--root", store, "--replica", replica,
+            ]).status == 0)
         #expect(try await cli.run(["sync", "c"]).status == 0)
         #expect(try await cli.run(["materialize", "c:/both.txt"]).status == 0)
         // Edited on both sides: the local version is kept as a conflicted copy.
@@ -148,7 +156,7 @@ struct StatusAttributeTests {
         let replica = temp.url.appendingPathComponent("replica").path
         let cli = CLIRunner(in: temp)
         let added = try await cli.run(
-            ["domain", "add", "p", "--backend", store.backend, "--replica", replica]
+            ["domain", "add", "--mode", "placeholder-files", "p", "--backend", store.backend, "--replica", replica]
                 + store.options.sorted { $0.key < $1.key }.flatMap { ["--\($0.key)", $0.value] })
         #expect(added.status == 0, "\(added)")
         #expect(try await cli.run(["sync", "p"]).status == 0)

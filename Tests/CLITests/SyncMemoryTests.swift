@@ -42,7 +42,8 @@ import Testing
         let items = try await offThePool { try makeTree(at: store.path, top: 20, subfolders: subfolders, files: 100) }
         let cli = CLIRunner(home: base.url.appendingPathComponent("home"))
         let added = try await cli.run([
-            "domain", "add", "m", "--backend", "local", "--root", store.path, "--replica", base.url.appendingPathComponent("replica").path,
+            "domain", "add", "--mode", "placeholder-files", "m", "--backend", "local", "--root", store.path, "--replica",
+            base.url.appendingPathComponent("replica").path,
         ])
         try #require(added.status == 0, "\(added.stderr)")
         let first = try await cli.run(["sync", "m", "--populate-limit", "10000000"])

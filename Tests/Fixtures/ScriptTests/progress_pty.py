@@ -166,7 +166,7 @@ def main():
         home = os.path.join(work, "home")
         environment = {"PATH": "/usr/bin:/bin", "HOME": work, "TERM": "xterm", "LANG": "C.UTF-8"}
         base = [fpctl]
-        for arguments in (["domain", "add", "m", "--backend", "media", "--url", f"http://127.0.0.1:{proxy.port}"],
+        for arguments in (["domain", "add", "m", "--mode", "placeholder-files", "--backend", "media", "--url", f"http://127.0.0.1:{proxy.port}"],
                           ["sync", "m"]):
             result = subprocess.run(base + arguments + ["--home", home], env=environment, capture_output=True, text=True)
             if result.returncode != 0:

@@ -85,7 +85,7 @@ def main():
         os.makedirs(store)
         with open(os.path.join(store, "a.txt"), "w") as f:
             f.write("a\n")
-        for arguments in (["domain", "add", "family", "--backend", "local", "--root", store], ["sync"]):
+        for arguments in (["domain", "add", "family", "--mode", "placeholder-files", "--backend", "local", "--root", store], ["sync"]):
             result = subprocess.run([fpctl] + arguments + ["--home", home], capture_output=True, text=True)
             if result.returncode != 0:
                 fail(f"{' '.join(arguments)}: {result.stderr}")
