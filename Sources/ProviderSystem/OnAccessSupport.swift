@@ -33,7 +33,7 @@ public enum OnAccessSupport {
     static let systemAdministrationBit = 21
 
     /// What to do instead, ending every reason.
-    package static let instead = "use --mode placeholder-files (the default), which works anywhere without root"
+    package static let instead = "use --mode placeholder-files, which works anywhere without root"
 
     /// Why dataless files cannot work with a backing folder at `backing` (which need not exist
     /// yet: its nearest existing parent folder is checked), or `nil` when nothing is known to stop

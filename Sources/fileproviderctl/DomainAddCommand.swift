@@ -12,13 +12,15 @@ struct DomainAddCommand: AsyncParsableCommand {
             Backend options follow --backend as --NAME VALUE (or --NAME=VALUE).
 
             Replica modes (--mode):
-              placeholder-files  A file that is not downloaded is a small <name>.placeholder file \
-            beside its name until 'fileproviderctl materialize' downloads it; works anywhere, \
-            without root and without 'serve'.
-              dataless           Every file is under its real name and is fetched when any program \
-            reads, writes or runs it, while 'fileproviderctl serve' runs (without it the replica \
-            folder is empty; the files are kept in <home>/replicas/<name>). How programs reach \
-            them (--on-access):
+              dataless           (the default) Every file is under its real name and is fetched \
+            when any program reads, writes or runs it, while 'fileproviderctl serve' runs (without \
+            it the replica folder is empty; the files are kept in <home>/replicas/<name>): run \
+            it from login on with the systemd user unit, 'systemctl --user enable --now \
+            fileproviderctl-serve'. Without --mode, where neither fanotify nor FUSE can work here \
+            (no root, and no fuse3 or no usable /dev/fuse), the domain is added in \
+            placeholder-files mode instead, and a line says why and how to get dataless files; \
+            an explicit --mode dataless is refused there, with the reason. How programs reach \
+            the files (--on-access):
                 fanotify         fanotify pre-content events: complete files at native speed; needs \
             root (CAP_SYS_ADMIN), Linux 6.14 or later and a state folder on ext4, xfs, btrfs or \
             bcachefs. Programs that map holes before they read (SEEK_DATA/SEEK_HOLE, FIEMAP; not \
@@ -28,6 +30,11 @@ struct DomainAddCommand: AsyncParsableCommand {
             FUSE, no holes; a read the kernel has not cached goes through serve.
                 auto             (the default) fanotify where it can work, else fuse; 'domain add' \
             and 'domain show' say which and why.
+
+              placeholder-files  A file that is not downloaded is a small <name>.placeholder file \
+            beside its name until 'fileproviderctl materialize' downloads it; works anywhere, \
+            without root and without 'serve': for scripts and machines that run no 'serve'. The \
+            mode of --adopt-replica.
 
             \(AdapterList.descriptors.map(Self.describe).joined(separator: "\n\n"))
 
@@ -39,8 +46,9 @@ struct DomainAddCommand: AsyncParsableCommand {
             terminal, 'domain add' asks for the password (not echoed) and stores it in the \
             Secret Service; 'domain set NAME --password' changes it and 'domain remove' deletes it.
 
-            Example:
+            Examples:
               fileproviderctl domain add photos --backend local --root ~/Pictures
+              fileproviderctl domain add backup --mode placeholder-files --backend sftp --host nas --root /srv
             """
     )
 
@@ -68,13 +76,13 @@ struct DomainAddCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "How files that are not downloaded appear: placeholder-files (the default) or dataless; see below.",
+            "How files that are not downloaded appear: dataless (the default; placeholder-files where neither fanotify nor FUSE works here, saying why) or placeholder-files; see below.",
             valueName: "mode"))
-    var mode: ReplicaMode = .placeholderFiles
+    var mode: ReplicaMode?
 
     @Option(
         help: ArgumentHelp(
-            "How programs reach a dataless domain's files: auto (the default: fanotify where it can work, else fuse), fanotify or fuse; see below.",
+            "How programs reach a dataless domain's files: auto (the default: fanotify where it can work, else fuse), fanotify or fuse; without --mode it means dataless; see below.",
             valueName: "mechanism"))
     var onAccess: OnAccessChoice?
 
@@ -92,7 +100,7 @@ struct DomainAddCommand: AsyncParsableCommand {
 
     @Flag(
         help:
-            "Take over a replica folder that holds files already (kept by 'domain remove --keep-replica'): files that are the store's are recorded as downloaded; placeholder-files mode only."
+            "Take over a replica folder that holds files already (kept by 'domain remove --keep-replica'): files that are the store's are recorded as downloaded; placeholder-files mode only (the mode without --mode)."
     )
     var adoptReplica = false
 
@@ -227,16 +235,19 @@ struct DomainAddCommand: AsyncParsableCommand {
         try Self.checkNames(of: options, kind: backend)
         let budget = try cacheBudget.map { text throws(FileProviderError) in try ByteCount.parseOrNone(text) } ?? nil
         let replicaPath = replica.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath).standardizedFileURL.path }
-        if onAccess != nil && mode != .dataless {
+        if onAccess != nil && mode == .placeholderFiles {
             throw FileProviderError(
-                .invalidArgument, "--on-access chooses how programs reach a dataless domain's files: add --mode dataless, or leave it out")
+                .invalidArgument,
+                "--on-access chooses how programs reach a dataless domain's files: leave out --mode placeholder-files (--mode dataless is the default), or leave out --on-access"
+            )
         }
-        if adoptReplica && mode != .placeholderFiles {
+        if adoptReplica && (mode == .dataless || onAccess != nil) {
             throw FileProviderError(
                 .invalidArgument,
                 "--adopt-replica works in placeholder-files mode only; add the domain with it, then 'fileproviderctl domain convert \(name) --mode dataless'"
             )
         }
+        let (mode, modeReason) = try await chooseMode(manager)
         let add = { () async throws(FileProviderError) -> (DomainRecord, AdoptionSummary?) in
             if adoptReplica {
                 return try await manager.addDomainAdoptingReplica(
@@ -251,6 +262,7 @@ struct DomainAddCommand: AsyncParsableCommand {
         let (record, adopted, storedPassword) = try await addAskingForPassword(options: options, add)
         var shown = try DomainJSON(record, summary: nil, manager: manager)
         shown.adopted = adopted
+        shown.modeReason = modeReason
         await manager.close()
         if let storedPassword {
             // On standard error in JSON mode: standard output holds the JSON alone.
@@ -276,14 +288,38 @@ struct DomainAddCommand: AsyncParsableCommand {
             )
             print("on access: \(record.onAccess.rawValue): \(record.onAccessReason ?? "")")
             if record.onAccess == .fanotify { print(Self.datalessLimit(record.name)) }
-            print(
-                "serve must run for the replica to show files: 'fileproviderctl serve' (or the systemd user unit, 'systemctl --user enable --now fileproviderctl-serve')"
-            )
+            print(Self.serveNeeded(asRoot: geteuid() == 0))
             print("next: fileproviderctl sync \(record.name)")
         } else {
             print("added domain '\(record.name)' (\(record.backendKind)); replica: \(record.replicaPath)")
+            if self.mode == nil && !adoptReplica {
+                print(
+                    "placeholder-files mode, as \(modeReason); once one of them works, 'fileproviderctl domain convert \(record.name) --mode dataless' makes its files dataless"
+                )
+            }
             print("next: fileproviderctl sync \(record.name)")
         }
+    }
+
+    /// The mode of the new domain and why (``DomainJSON/modeReason``): the `--mode` given;
+    /// placeholder-files with `--adopt-replica`; dataless with `--on-access` (whose mechanism
+    /// is then checked as asked); else ``ProviderManager/defaultMode(forDomainNamed:)``:
+    /// dataless where fanotify or FUSE works, else placeholder-files with the reason.
+    /// - Throws: `invalidArgument` for an invalid domain name.
+    private func chooseMode(_ manager: ProviderManager) async throws(FileProviderError) -> (ReplicaMode, String) {
+        if let mode { return (mode, "asked for (--mode \(mode.rawValue))") }
+        if adoptReplica { return (.placeholderFiles, "--adopt-replica (placeholder-files mode only)") }
+        if onAccess != nil { return (.dataless, ProviderManager.defaultModeReason) }
+        return try await manager.defaultMode(forDomainNamed: name)
+    }
+
+    /// The line that says a dataless domain's replica shows files only while `serve` runs, and
+    /// how to run it: as an ordinary user, with the systemd user unit `make install` installs;
+    /// as root (fanotify), with the system unit of Docs/Install.md.
+    static func serveNeeded(asRoot: Bool) -> String {
+        asRoot
+            ? "serve must run (as root) for the replica to show files: 'fileproviderctl serve', or from boot on the system unit ('serve' as a system service in Docs/Install.md): 'systemctl enable --now fileproviderctl-serve'"
+            : "serve must run for the replica to show files: 'fileproviderctl serve', or from login on the systemd user unit that 'make install' installs: 'systemctl --user enable --now fileproviderctl-serve'"
     }
 
     /// Runs `add`; when the store refuses the credentials of a backend that takes a password,

@@ -51,6 +51,9 @@ struct DomainJSON: Encodable {
     var replica: String
     /// `placeholder-files` or `dataless` (see ``ReplicaMode``).
     var mode: String
+    /// Only from `domain add`: why the domain has its mode (the `--mode` asked for, the default,
+    /// or why the default, dataless, cannot work here).
+    var modeReason: String?
     /// Where a dataless domain's files are (its backing folder); left out in other modes.
     var backing: String?
     /// How programs reach a dataless domain's files: `fanotify` or `fuse`, and why (left out in

@@ -12,10 +12,11 @@ import Testing
         return (temp, CLIRunner(in: temp), temp.url.appendingPathComponent("src").path)
     }
 
-    @Test func theDefaultModeIsPlaceholderFilesAndAnUnknownModeIsAUsageError() async throws {
+    /// The default, dataless, is in `DefaultModeCLITests`.
+    @Test func placeholderFilesIsAskedForAndAnUnknownModeIsAUsageError() async throws {
         let (temp, cli, src) = try prepared()
         _ = temp
-        #expect(try await cli.run(["domain", "add", "p", "--backend", "local", "--root", src]).status == 0)
+        #expect(try await cli.run(["domain", "add", "--mode", "placeholder-files", "p", "--backend", "local", "--root", src]).status == 0)
         let shown = try #require(try await cli.json(["domain", "show", "p"]) as? [String: Any])
         #expect(shown["mode"] as? String == "placeholder-files")
         #expect(shown["backing"] == nil)
@@ -34,9 +35,9 @@ import Testing
         #expect(added.status == 0, "\(added.stderr)")
         #expect(
             added.stdout
-                == "added domain 'd' (local, dataless); replica: \(home)/domains/d; files kept in: \(home)/replicas/d\non access: fanotify: auto: fanotify pre-content events work here (CAP_SYS_ADMIN, Linux 6.14 or later, a file system that takes the mark)\nlimit: programs that map holes before reading (SEEK_DATA/SEEK_HOLE, FIEMAP; not tar, which is given whole files) skip what is not downloaded and get zeros instead of its bytes; run 'fileproviderctl materialize -R d:/' before such a backup\nserve must run for the replica to show files: 'fileproviderctl serve' (or the systemd user unit, 'systemctl --user enable --now fileproviderctl-serve')\nnext: fileproviderctl sync d\n"
+                == "added domain 'd' (local, dataless); replica: \(home)/domains/d; files kept in: \(home)/replicas/d\non access: fanotify: auto: fanotify pre-content events work here (CAP_SYS_ADMIN, Linux 6.14 or later, a file system that takes the mark)\nlimit: programs that map holes before reading (SEEK_DATA/SEEK_HOLE, FIEMAP; not tar, which is given whole files) skip what is not downloaded and get zeros instead of its bytes; run 'fileproviderctl materialize -R d:/' before such a backup\nserve must run (as root) for the replica to show files: 'fileproviderctl serve', or from boot on the system unit ('serve' as a system service in Docs/Install.md): 'systemctl enable --now fileproviderctl-serve'\nnext: fileproviderctl sync d\n"
         )
-        #expect(try await cli.run(["domain", "add", "p", "--backend", "local", "--root", src]).status == 0)
+        #expect(try await cli.run(["domain", "add", "--mode", "placeholder-files", "p", "--backend", "local", "--root", src]).status == 0)
         #expect(FileManager.default.fileExists(atPath: "\(home)/replicas/d"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: "\(home)/domains/d").isEmpty)
 
@@ -105,7 +106,12 @@ import Testing
         #expect(text.contains("--mode <mode>"))
         #expect(text.contains("placeholder-files A file that is not downloaded is a small <name>.placeholder file"), "\(text)")
         #expect(text.contains("works anywhere, without root and without 'serve'"))
-        #expect(text.contains("dataless Every file is under its real name and is fetched when any program reads, writes or runs it"))
+        #expect(
+            text.contains(
+                "dataless (the default) Every file is under its real name and is fetched when any program reads, writes or runs it"),
+            "\(text)")
+        #expect(text.contains("run it from login on with the systemd user unit, 'systemctl --user enable --now fileproviderctl-serve'"))
+        #expect(text.contains("the domain is added in placeholder-files mode instead, and a line says why and how to get dataless files"))
         #expect(
             text.contains(
                 "fanotify fanotify pre-content events: complete files at native speed; needs root (CAP_SYS_ADMIN), Linux 6.14 or later and a state folder on ext4, xfs, btrfs or bcachefs"

@@ -158,7 +158,7 @@ private func permissions(_ url: URL) -> mode_t {
                 #expect(message.contains("is on a tmpfs file system; on-access files need ext4, xfs, btrfs or bcachefs"), "\(message)")
                 #expect(
                     message.hasSuffix(
-                        "use --mode placeholder-files (the default), which works anywhere without root, or --on-access fuse (any user, any kernel with FUSE)"
+                        "use --mode placeholder-files, which works anywhere without root, or --on-access fuse (any user, any kernel with FUSE)"
                     ), "\(message)")
                 let names = try manager.domains().map(\.name)
                 #expect(names.isEmpty)
@@ -254,7 +254,7 @@ private func permissions(_ url: URL) -> mode_t {
     @Test func withoutCapSysAdminDatalessIsRefusedEvenForRoot() {
         let denied = OnAccessSupport.capabilityProblem(status: Self.status(effective: "000001ffffdfffff"), effectiveUser: 0)
         #expect(denied?.contains("needs CAP_SYS_ADMIN") == true)
-        #expect(denied?.hasSuffix("use --mode placeholder-files (the default), which works anywhere without root") == true)
+        #expect(denied?.hasSuffix("use --mode placeholder-files, which works anywhere without root") == true)
         #expect(OnAccessSupport.capabilityProblem(status: Self.status(effective: "0000000000200000"), effectiveUser: 1000) == nil)
         // Without /proc: root passes, another user does not.
         #expect(OnAccessSupport.capabilityProblem(status: nil, effectiveUser: 0) == nil)

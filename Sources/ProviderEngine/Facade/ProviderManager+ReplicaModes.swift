@@ -112,6 +112,36 @@ extension ProviderManager {
         }
     }
 
+    /// The mode of a new domain named `name` that was given none (`domain add` without
+    /// `--mode`), with the reason `domain add` gives: ``ReplicaMode/dataless`` wherever
+    /// fanotify or FUSE can work (``chooseOnAccess(_:backing:)`` with `nil` then picks which), as
+    /// Apple's and Windows' cloud files always are; else ``ReplicaMode/placeholderFiles``, which
+    /// works anywhere, with why neither mechanism can work and what each needs. Runs the checks
+    /// on the engine's threads (they read `/proc`, call `statfs` and load libfuse).
+    /// - Throws: `invalidArgument` when `name` is not a valid domain name (as
+    ///   ``addDomain(name:kind:options:replicaPath:ignorePatterns:mode:cacheBudget:hydration:onAccess:)``
+    ///   throws it).
+    public func defaultMode(forDomainNamed name: String) async throws(FileProviderError) -> (mode: ReplicaMode, reason: String) {
+        let backing = try backingURL(forDomainNamed: name)
+        return try await blocking { Self.chooseDefaultMode(backing: backing) }
+    }
+
+    /// What ``defaultMode(forDomainNamed:)`` answers for a backing folder at `backing`. Blocking.
+    static func chooseDefaultMode(backing: URL) -> (mode: ReplicaMode, reason: String) {
+        do {
+            _ = try chooseOnAccess(nil, backing: backing)
+            return (.dataless, defaultModeReason)
+        } catch {
+            let prefix = "dataless files cannot work here: "
+            var why = error.message.replacingOccurrences(of: "; " + OnAccessSupport.instead, with: "")
+            if why.hasPrefix(prefix) { why.removeFirst(prefix.count) }
+            return (.placeholderFiles, "dataless files, \(defaultModeReason), cannot work here: \(why)")
+        }
+    }
+
+    /// The reason of a mode ``defaultMode(forDomainNamed:)`` chose.
+    public static let defaultModeReason = "the default (no --mode)"
+
     /// Makes a new domain's folders and marks the root of its ``Replica`` as the domain's (the
     /// check before a scan, ``Replica/checkRoot(domain:knowsItems:)``, reads the mark). For a
     /// dataless domain: the backing folder with the modes the umask gives (they are the user's
