@@ -308,6 +308,21 @@ struct FUSEReplicaTests {
         try await OnAccessTests.aFileMovedAndReadIsFetched(.fuse)
     }
 
+    // The folder read-ahead, shared with fanotify (OnAccessReadAheadTests).
+
+    @Test(arguments: ["full", "progressive"])
+    func readingAFoldersFirstFilesFetchesTheRestAheadInBatchesWithEveryByteRight(_ hydration: String) async throws {
+        try await OnAccessReadAheadTests.readsAhead(.fuse, hydration: hydration)
+    }
+
+    @Test func programsReadingOneFileEachStartNoReadAhead() async throws {
+        try await OnAccessReadAheadTests.oneFileEachStartsNone(.fuse)
+    }
+
+    @Test func programsAnAccessRuleLimitsStartNoReadAhead() async throws {
+        try await OnAccessReadAheadTests.limitedProgramsStartNone(.fuse)
+    }
+
     @Test func anOrdinaryUserAddsServesAndReadsWithoutAnyCapability() async throws {
         let user = "fpk-fuse"
         if getpwnam(user) == nil {

@@ -9,7 +9,9 @@ import Testing
 /// The folder read-ahead of the on-access path (``FolderReadAhead``), through the real
 /// `fileproviderctl serve`, the real kernel (fanotify; root, Linux ≥ 6.14, as the other
 /// on-access suites) and an SFTP store: a program that reads the small dataless files of a
-/// folder one after another gets most of them fetched ahead, in batches, every byte right.
+/// folder one after another gets most of them fetched ahead, in batches, every byte right;
+/// programs that read one file each, or that an access rule limits, start none.
+/// `FUSEReplicaTests` runs the same bodies through the FUSE layout.
 @Suite("On-access folder read-ahead", .serialized, .timeLimit(.minutes(10)))
 struct OnAccessReadAheadTests {
     static let count = 200
@@ -35,6 +37,20 @@ struct OnAccessReadAheadTests {
 
     @Test(arguments: ["full", "progressive"])
     func readingAFoldersFirstFilesFetchesTheRestAheadInBatchesWithEveryByteRight(_ hydration: String) async throws {
+        try await Self.readsAhead(.fanotify, hydration: hydration)
+    }
+
+    @Test func programsReadingOneFileEachStartNoReadAhead() async throws {
+        try await Self.oneFileEachStartsNone(.fanotify)
+    }
+
+    @Test func programsAnAccessRuleLimitsStartNoReadAhead() async throws {
+        try await Self.limitedProgramsStartNone(.fanotify)
+    }
+
+    /// The body of ``readingAFoldersFirstFilesFetchesTheRestAheadInBatchesWithEveryByteRight(_:)``,
+    /// for each layout.
+    static func readsAhead(_ layout: OnAccessLayout, hydration: String) async throws {
         let temp = try TemporaryFolder()
         let server = try await SSHServer.started()
         let root = try server.makeFolder()
@@ -44,7 +60,7 @@ struct OnAccessReadAheadTests {
         files["many/large.bin"] = patterned(3 << 20, seed: 999)
         let domain = try await ServedDomain(
             temp: temp, storeFolder: root, backend: "sftp", options: server.options(root: root), files: files,
-            addArguments: ["--hydration", hydration])
+            addArguments: ["--hydration", hydration], layout: layout)
         try await domain.startServe()
 
         // One program reads the first five files.
@@ -88,7 +104,8 @@ struct OnAccessReadAheadTests {
         server.removeFiles()
     }
 
-    @Test func programsReadingOneFileEachStartNoReadAhead() async throws {
+    /// The body of ``programsReadingOneFileEachStartNoReadAhead()``, for each layout.
+    static func oneFileEachStartsNone(_ layout: OnAccessLayout) async throws {
         let temp = try TemporaryFolder()
         let server = try await SSHServer.started()
         let root = try server.makeFolder()
@@ -96,7 +113,7 @@ struct OnAccessReadAheadTests {
         for index in 0..<20 { files[Self.name(index)] = patterned(500 + index, seed: UInt64(index + 50)) }
         let domain = try await ServedDomain(
             temp: temp, storeFolder: root, backend: "sftp", options: server.options(root: root), files: files,
-            addArguments: ["--hydration", "full"])
+            addArguments: ["--hydration", "full"], layout: layout)
         try await domain.startServe()
         for index in 0..<6 {
             let run = try await runProgram(["cat", domain.replica + "/" + Self.name(index)])
@@ -111,5 +128,54 @@ struct OnAccessReadAheadTests {
         try await domain.stopServe()
         await server.stopped()
         server.removeFiles()
+    }
+
+    /// The body of ``programsAnAccessRuleLimitsStartNoReadAhead()``, for each layout: programs
+    /// an access rule limits (an indexer's name, which the shipped rules deny; a `present-only`
+    /// program) each read 20 dataless files of a folder in one process and are refused every
+    /// one; they start no read-ahead: nothing of the folder is fetched, not even once `cat` of
+    /// another folder's files has started and finished a read-ahead there.
+    static func limitedProgramsStartNone(_ layout: OnAccessLayout) async throws {
+        let temp = try TemporaryFolder()
+        let store = temp.url.appendingPathComponent("store").path
+        try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
+        var files: [String: Data] = [:]
+        for index in 0..<40 { files[String(format: "f%02d.bin", index)] = patterned(2000 + index, seed: UInt64(index + 700)) }
+        for index in 0..<40 { files[String(format: "other/g%02d.bin", index)] = patterned(3000 + index, seed: UInt64(index + 800)) }
+        let domain = try await ServedDomain(
+            temp: temp, storeFolder: store, backend: "local", options: ["root": store], files: files,
+            addArguments: ["--hydration", "full"], layout: layout)
+        let indexer = try OnAccessRulesTests.program(named: "baloo_file", in: temp)
+        let viewer = try OnAccessRulesTests.program(named: "thumbnailer", in: temp)
+        let added = try await domain.cli.run(["rules", "add", "present-only", "--executable", viewer])
+        #expect(added.status == 0, "\(added)")
+        // Opens of the store's files at its top (not in other/): each fetch opens one (a
+        // listing opens folders, left out).
+        let opens = try await OnAccessRulesTests.StoreOpens(folder: store, temp: temp)
+        let fetched = { () async throws -> [String] in try await opens.sinceLastMark().filter { $0.hasSuffix(".bin") } }
+        try await domain.startServe()
+        let top = (0..<20).map { String(format: "f%02d.bin", $0) }
+        for program in [indexer, viewer] {
+            let run = try await runProgram([program] + top.map { domain.replica + "/" + $0 })
+            #expect(!run.succeeded && run.output.isEmpty, "\(program): \(run)")
+            let refusals = run.errorText.components(separatedBy: "Operation not permitted").count - 1
+            #expect(refusals == top.count, "\(program): \(refusals) refusals: \(run)")
+        }
+        #expect(try await fetched() == [], "a file was fetched for a program a rule limits")
+        // A program no rule limits starts one in the other folder (the pattern is seen), and
+        // it ends.
+        let others = (0..<5).map { String(format: "other/g%02d.bin", $0) }
+        let cat = try await runProgram(["cat"] + others.map { domain.replica + "/" + $0 })
+        #expect(cat.succeeded && cat.output == others.reduce(into: Data()) { $0 += files[$1]! }, "\(cat)")
+        let ranAhead = await waitUntil(timeout: 60) { domain.logs.contains("read ahead in /other: ") }
+        #expect(ranAhead, "cat started no read-ahead: \(domain.logs.suffix(3000))")
+        // Nothing of the first folder, ever.
+        #expect(try await fetched() == [], "a file was fetched for a program a rule limits")
+        #expect(!domain.logs.contains("read ahead in /: "), "\(domain.logs.suffix(3000))")
+        for name in files.keys where !name.hasPrefix("other/") {
+            #expect(domain.fetches(of: name) == 0, "\(name) was fetched")
+            #expect((fileStatus(domain.backing + "/" + name)?.st_blocks ?? 0) <= 8, "\(name) has contents")
+        }
+        try await domain.stopServe()
     }
 }

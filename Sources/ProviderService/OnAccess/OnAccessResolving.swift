@@ -4,14 +4,15 @@ import ProviderEngine
 import ProviderStore
 
 /// What the on-access path needs of the engine, and nothing more: find the item a file is,
-/// fill its contents (whole, a range, a batch of a folder's small files), and record what
-/// happened. ``OnAccessRequests`` decides through it; the engine's `OnAccessContents`
-/// implements it over the facade (a domain's downloads, the database, the use recorder), and
+/// fill its contents (whole, a range; a batch of a folder's small files through the engine's
+/// read-ahead, whose part `ReadAheadResolving` this refines), and record what happened.
+/// ``OnAccessRequests`` decides through it; the engine's `OnAccessContents` implements it over
+/// the facade (a domain's downloads, the database, the use recorder), and
 /// tests implement it with a fake, so the decisions are tested without root or fanotify.
 ///
 /// Domains are named by `domain` (name) and `domainID` as ``OnAccessRequests/Served`` has
 /// them; paths are relative to the replica root. Any thread.
-package protocol OnAccessResolving: Sendable {
+package protocol OnAccessResolving: ReadAheadResolving {
     // MARK: Items
 
     /// The item the database records at `path` of the domain, or `nil`.
@@ -50,18 +51,6 @@ package protocol OnAccessResolving: Sendable {
     /// A program opened `file`: what is known present is checked again at its next access.
     func opened(_ file: ProgressiveHydrator.FileKey)
 
-    // MARK: Read-ahead
-
-    /// The files a read-ahead may take in the folder of the file at `path`: its siblings small
-    /// enough for a batch and not downloaded, in any order; and the bytes the cache budgets
-    /// leave room for (`Int64.max` without one).
-    /// - Throws: `localIOFailure` when the database cannot be read.
-    func readAheadCandidates(domainID: Int64, path: String) async throws(FileProviderError) -> (files: [ItemRecord], room: Int64)
-
-    /// Fills the dataless files of `records` of `domain` in place, in one batch; one result
-    /// per record, in order. Never throws.
-    func fill(batch records: [ItemRecord], domain: String) async -> [Result<ItemRecord, FileProviderError>]
-
     // MARK: Records
 
     /// Remembers that a program used the file at `path` (least-recently-used eviction).
@@ -69,9 +58,6 @@ package protocol OnAccessResolving: Sendable {
 
     /// Records why fetching the item at `path` failed, as its last error (`why`).
     func recordFailure(_ message: String, domainID: Int64, path: String) async
-
-    /// Asks automatic eviction for a pass soon (the replica grew).
-    func requestEviction()
 
     /// Writes down the uses remembered so far (when serve stops).
     func flushUses() async

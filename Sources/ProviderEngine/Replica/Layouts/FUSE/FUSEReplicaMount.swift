@@ -83,8 +83,10 @@ public final class FUSEReplicaMount: Sendable {
         return FUSEReplicaMount(domain: record.name, session: session, fileSystem: fileSystem, logger: logger)
     }
 
-    /// Unmounts (on the engine's threads: `fusermount3` runs).
+    /// Unmounts (on the engine's threads: `fusermount3` runs), once the folder read-ahead
+    /// started no more batches and the running ones finished (programs may wait on them).
     public func unmount() async {
+        await fileSystem.fetcher.readAhead.stop()
         let session = self.session
         do { try await fileSystem.fetcher.manager.executor.runEvenIfCancelled { session.unmount() } } catch {
             // The executor is shut down (serve is ending): unmounted here rather than left.

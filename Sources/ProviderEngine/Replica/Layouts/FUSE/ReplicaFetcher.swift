@@ -13,6 +13,11 @@ import ProviderSystem
 /// same fill path as fanotify's ``OnAccessHandler``), a whole file before a program changes it,
 /// and the items of a dataless folder before a program lists it (the engine's population).
 ///
+/// It feeds the folder read-ahead both on-access layouts share (``FolderReadAhead``): each open
+/// is an open, each fetch for a program an access, which may start a read-ahead of the file's
+/// folder; a program whose file a read-ahead batch is filling waits for that batch, and no file
+/// is filled twice at once.
+///
 /// Each method blocks its thread (a FUSE worker, never Swift's cooperative pool) until the
 /// engine's work, which runs as a task, is done. Inodes, names and attributes never come from
 /// here: the file system answers those from the backing folder and the database.
@@ -24,6 +29,8 @@ final class ReplicaFetcher: Sendable {
     let hydration: Hydration
     let hydrator: ProgressiveHydrator
     let logger: Logger
+    /// Fetches the small files of a folder that programs read file after file.
+    let readAhead: FolderReadAhead
     /// The files (relative paths) being fetched now: their writes are the engine's.
     private let filling = Mutex<[String: Int]>([:])
     /// The longest a listing waits for its folder to be populated (then it lists what is on
@@ -37,7 +44,12 @@ final class ReplicaFetcher: Sendable {
         self.hydration = hydration
         self.hydrator = ProgressiveHydrator(logger: logger)
         self.logger = logger
+        readAhead = FolderReadAhead(engine: OnAccessContents(manager: manager, logger: logger), logger: logger)
     }
+
+    /// A program opened the file at `path` (relative): the programs reading its folder are
+    /// still at it (a read-ahead there keeps its lead ahead of their opens).
+    func opened(_ path: String) { readAhead.opened(domainID: domainID, path: path) }
 
     /// Whether bytes `range` of the dataless file open as `descriptor` are known present (the
     /// progressive hydrator's ranges; a dataless file's data blocks are not: its first block
@@ -50,10 +62,12 @@ final class ReplicaFetcher: Sendable {
     }
 
     /// Returns once bytes `range` of the dataless file open as `descriptor`, at `path` (relative
-    /// to the backing folder), are present: at once when they are, else after fetching them.
+    /// to the backing folder), are present: at once when they are, else after the batch of a
+    /// folder read-ahead that is filling it, else after fetching them for the process
+    /// `program` (an access, which may start a read-ahead of the folder).
     /// - Throws: `noSuchItem` when the database knows no item at `path` for this file (moved
     ///   since the last sync); what the fetch throws (`serverUnreachable`, ...).
-    func provide(_ path: String, descriptor: Int32, range: Range<Int64>) throws(FileProviderError) {
+    func provide(_ path: String, descriptor: Int32, range: Range<Int64>, program: Int32) throws(FileProviderError) {
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw FileProviderError(.localIOFailure, "cannot read the state of \(path)") }
         let key = ProgressiveHydrator.FileKey(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
@@ -61,30 +75,52 @@ final class ReplicaFetcher: Sendable {
         if hydrator.isPresent(key, range: range, changeTime: changeTime) { return }
         guard Replica.datalessKey(ofDescriptor: descriptor) != nil else { return }
         let record = try item(path, descriptor: descriptor)
-        let (manager, hydrator, hydration, domain) = (self.manager, self.hydrator, self.hydration, self.domain)
+        let (manager, hydrator, hydration, domain, domainID) = (self.manager, self.hydrator, self.hydration, self.domain, self.domainID)
+        let readAhead = self.readAhead
+        let started = Date()
         startFilling(path)
         defer { stopFilling(path) }
-        try Self.wait { () async throws(FileProviderError) in
+        let fetched = try Self.wait { () async throws(FileProviderError) -> Fetched in
+            // Filled meanwhile by a read-ahead of its folder; else counted towards one.
+            if await readAhead.accessed(domain: domain, domainID: domainID, path: path, program: program) { return .readAhead }
             let controller = try await manager.controller(for: domain)
             if hydration == .progressive {
                 do throws(FileProviderError) {
                     _ = try await hydrator.provide(
                         record, key: key, changeTime: changeTime, range: range, downloader: controller.downloader)
-                    return
+                    return .range
                 } catch where error.code == .notSupported {
                     // The store turned out to have no ranged reads: the whole file.
                 }
             }
             _ = try await controller.downloader.fillInPlace(record)
+            return .whole
         }
         manager.useRecorder.used(domainID: domainID, path: path)
+        if fetched == .readAhead { return }
+        if fetched == .whole {
+            logger.info(
+                "\(domain): \(TerminalText.quoted(path)): fetched on access (\(record.size) bytes in \(String(format: "%.2f", Date().timeIntervalSince(started))) s)"
+            )
+        }
         manager.requestEviction()
+    }
+
+    /// How ``provide(_:descriptor:range:program:)`` got the bytes.
+    private enum Fetched: Sendable {
+        /// A read-ahead batch filled the file.
+        case readAhead
+        /// The progressive hydrator fetched the range (the file may be whole now).
+        case range
+        /// The file was filled whole.
+        case whole
     }
 
     /// Whether the file at `path` (relative) is being fetched now: what `serve`'s watcher sees
     /// written there is the engine's, not a program's. Any thread.
     func isFilling(_ path: String) -> Bool {
         filling.withLock { $0[path] != nil } || hydrator.isFetching(domain: domain, path: path)
+            || readAhead.isFilling(domain: domain, path: path)
     }
 
     private func startFilling(_ path: String) { filling.withLock { $0[path, default: 0] += 1 } }
@@ -96,16 +132,16 @@ final class ReplicaFetcher: Sendable {
         }
     }
 
-    /// Makes the dataless file at `path` whole before a program changes it (opens it for
-    /// writing, truncates it, writes through a map). Nothing when it is complete already.
-    /// - Throws: as ``provide(_:descriptor:range:)``.
-    func complete(_ path: String, absolute: String) throws(FileProviderError) {
+    /// Makes the dataless file at `path` whole before the process `program` changes it (opens it
+    /// for writing, truncates it, writes through a map). Nothing when it is complete already.
+    /// - Throws: as ``provide(_:descriptor:range:program:)``.
+    func complete(_ path: String, absolute: String, program: Int32) throws(FileProviderError) {
         let descriptor = open(absolute, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard descriptor >= 0 else { return }
         defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0, Replica.datalessKey(ofDescriptor: descriptor) != nil else { return }
-        try provide(path, descriptor: descriptor, range: 0..<Int64(status.st_size))
+        try provide(path, descriptor: descriptor, range: 0..<Int64(status.st_size), program: program)
         guard Replica.datalessKey(ofDescriptor: descriptor) != nil else { return }
         // Every byte is there but the file could not be completed (another program has it open
         // for writing): completed as a local edit, as fanotify's handler does for a write.

@@ -241,7 +241,9 @@ final class ReplicaFileSystem: FUSEFileSystem {
             return
         }
         try admit(requester, to: name, present: false)
-        do { try fetcher.complete(name, absolute: full) } catch { throw failure(error, name, requester) }
+        do { try fetcher.complete(name, absolute: full, program: requester.processIdentifier) } catch {
+            throw failure(error, name, requester)
+        }
     }
 
     func open(_ inode: UInt64, flags: Int32, by requester: FUSERequester) throws(FUSEError) -> FUSEOpenFile {
@@ -257,6 +259,7 @@ final class ReplicaFileSystem: FUSEFileSystem {
                 throw error
             }
         }
+        fetcher.opened(text(path))
         return FUSEOpenFile(descriptor: fd, isComplete: Replica.datalessKey(ofDescriptor: fd) == nil)
     }
 
@@ -267,7 +270,7 @@ final class ReplicaFileSystem: FUSEFileSystem {
         let (end, overflow) = start.addingReportingOverflow(Int64(count))
         let wanted = start..<(overflow ? Int64.max : end)
         try admit(requester, to: path, present: fetcher.holds(descriptor: descriptor, range: wanted))
-        do { try fetcher.provide(path, descriptor: descriptor, range: wanted) } catch {
+        do { try fetcher.provide(path, descriptor: descriptor, range: wanted, program: requester.processIdentifier) } catch {
             // Filled meanwhile by another request: the bytes are there.
             if Replica.datalessKey(ofDescriptor: descriptor) == nil { return }
             throw failure(error, path, requester)

@@ -1,20 +1,22 @@
 import Foundation
 import Logging
 import ProviderCore
-import ProviderEngine
 import ProviderStore
 
 /// Learns when programs read the dataless files of one folder one after another (a build,
 /// `grep -r`, `cat *`, a photo viewer: each would pay a round trip to the store per file) and
 /// then fetches the folder's other small files that are not downloaded, in batches, ahead of
-/// them: the on-access handler's read-ahead across files, as ``ProgressiveHydrator``'s is
-/// within one file.
+/// them: the on-access read-ahead across files, as ``ProgressiveHydrator``'s is within one
+/// file. One piece of code behind the layout seam, fed by both on-access layouts: fanotify's
+/// handler (`OnAccessRequests` in ProviderService: pre-content events are accesses, `FAN_OPEN`
+/// events opens) and the FUSE layout's ``ReplicaFetcher`` (a read of missing bytes, or a change
+/// of a dataless file, is an access; every `open` an open).
 ///
 /// ``FolderReadPattern`` says when: a few files of one folder accessed within a short window.
 /// A read-ahead takes the folder's files small enough for a batch that are neither downloaded
-/// nor asked for by a program (``OnAccessResolving/readAheadCandidates(domainID:path:)``), in
+/// nor asked for by a program (``ReadAheadResolving/readAheadCandidates(domainID:path:)``), in
 /// name order after the file last asked for (then the ones before it), and fills them in place
-/// in batches of ``batchFiles`` (``OnAccessResolving/fill(batch:domain:)``, a few batches at
+/// in batches of ``batchFiles`` (``ReadAheadResolving/fill(batch:domain:)``, a few batches at
 /// once). It is bounded: at most ``FolderReadPattern/Limits/lead`` files ahead of the
 /// programs' opens of the folder, at most ``maxBytes`` per start, and never past the domain's
 /// cache budget or the home's (it starts only within the room they leave, so it never makes
@@ -26,23 +28,26 @@ import ProviderStore
 /// returns `true` once its file is filled); a file a program asked for is left to the usual
 /// path and never taken by a batch, so one file is never filled twice at once.
 ///
-/// Access rules by program (issue 42) plug in at ``mayReadAhead``: a program a rule limits
-/// (`deny`, `present-only`) never starts a read-ahead; its accesses are not counted.
+/// Access rules by program (issue 42): both layouts ask ``AccessGate`` before they report an
+/// access here, and a program a rule limits (`deny`, `present-only`) is refused there, so it
+/// never starts a read-ahead and its accesses are not counted. ``mayReadAhead`` is a second
+/// hook (every program may, unless a caller says otherwise).
 ///
-/// Any thread; its work runs in tasks; the engine's side (``OnAccessResolving``) does the
-/// blocking work off the cooperative pool.
-final class FolderReadAhead: Sendable {
+/// Any thread; its work runs in tasks; the engine's side (``ReadAheadResolving``) does the
+/// blocking work off the cooperative pool. A caller on a thread of its own (a FUSE request)
+/// waits for ``accessed(domain:domainID:path:program:)`` by blocking that thread.
+package final class FolderReadAhead: Sendable {
     /// Whether the accesses of the process `program` in `domain` may start a read-ahead. The
     /// hook of access rules by program (issue 42): until they exist, every program may.
-    typealias Permission = @Sendable (_ program: Int32, _ domain: String) -> Bool
+    package typealias Permission = @Sendable (_ program: Int32, _ domain: String) -> Bool
 
     /// Files in one batch (one backend call): small, so that a program waiting on a file of a
     /// batch waits for little more than its own.
-    static let batchFiles = 16
+    package static let batchFiles = 16
     /// Batches in flight at once (each over its own connection where the backend has several).
-    static let parallelBatches = 4
+    package static let parallelBatches = 4
     /// The most bytes one start of a read-ahead fetches.
-    static let maxBytes: Int64 = 64 << 20
+    package static let maxBytes: Int64 = 64 << 20
 
     /// What the read-ahead of a folder does next.
     private enum Next {
@@ -60,15 +65,15 @@ final class FolderReadAhead: Sendable {
         var stopping = false
     }
 
-    private let engine: any OnAccessResolving
+    private let engine: any ReadAheadResolving
     private let logger: Logger
     private let now: @Sendable () -> Double
-    let mayReadAhead: Permission
+    package let mayReadAhead: Permission
     private let state: Mutex<State>
 
     /// `now`: seconds on a monotonic clock (tests pass their own).
-    init(
-        engine: any OnAccessResolving, logger: Logger, limits: FolderReadPattern.Limits = FolderReadPattern.Limits(),
+    package init(
+        engine: any ReadAheadResolving, logger: Logger, limits: FolderReadPattern.Limits = FolderReadPattern.Limits(),
         now: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime },
         mayReadAhead: @escaping Permission = { _, _ in true }
     ) {
@@ -85,7 +90,7 @@ final class FolderReadAhead: Sendable {
     /// `domain`. Returns `true` when a read-ahead batch was filling the file and filled it
     /// (the access may go on); `false` when the file is left to the caller, which fetches it
     /// as usual (then no batch takes it). May start a read-ahead of the file's folder.
-    func accessed(domain: String, domainID: Int64, path: String, program: Int32) async -> Bool {
+    package func accessed(domain: String, domainID: Int64, path: String, program: Int32) async -> Bool {
         let (folder, name) = FolderReadPattern.Folder.of(domainID: domainID, path: path)
         let key = domain + "/" + path
         let time = now()
@@ -103,7 +108,7 @@ final class FolderReadAhead: Sendable {
 
     /// A program opened the file at `path` (relative) of a domain: the programs reading a
     /// folder are still at it.
-    func opened(domainID: Int64, path: String) {
+    package func opened(domainID: Int64, path: String) {
         let folder = FolderReadPattern.Folder.of(domainID: domainID, path: path).folder
         let time = now()
         state.withLock { $0.pattern.opened(in: folder, at: time) }
@@ -111,13 +116,13 @@ final class FolderReadAhead: Sendable {
 
     /// Whether a read-ahead batch is filling the file at `path` of `domain` (its writes are the
     /// engine's). Any thread.
-    func isFilling(domain: String, path: String) -> Bool {
+    package func isFilling(domain: String, path: String) -> Bool {
         state.withLock { $0.inFlight[domain + "/" + path] != nil }
     }
 
     /// Starts no more batches and waits for the read-aheads to end (their running batches
     /// finish).
-    func stop() async {
+    package func stop() async {
         let runs = state.withLock { state -> [Task<Void, Never>] in
             state.stopping = true
             return Array(state.runs.values)
@@ -126,12 +131,12 @@ final class FolderReadAhead: Sendable {
     }
 
     /// Whether a read-ahead of `folder` is running (tests).
-    func isRunning(domainID: Int64, folder: String) -> Bool {
+    package func isRunning(domainID: Int64, folder: String) -> Bool {
         state.withLock { $0.runs[FolderReadPattern.Folder(domainID: domainID, path: folder)] != nil }
     }
 
     /// Waits until no read-ahead runs (tests).
-    func settle() async {
+    package func settle() async {
         while let run = state.withLock({ $0.runs.values.first }) { await run.value }
     }
 
@@ -244,7 +249,7 @@ final class FolderReadAhead: Sendable {
 
     /// `files` (a folder's) in name order after `name`, then the ones before it: the order a
     /// program reading the folder file after file asks for them.
-    static func order(_ files: [ItemRecord], after name: String) -> [ItemRecord] {
+    package static func order(_ files: [ItemRecord], after name: String) -> [ItemRecord] {
         let sorted = files.sorted { $0.filename < $1.filename }
         let split = sorted.firstIndex { $0.filename > name } ?? sorted.endIndex
         return Array(sorted[split...] + sorted[..<split])

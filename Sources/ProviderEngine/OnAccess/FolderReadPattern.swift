@@ -14,32 +14,32 @@ import Foundation
 /// opens, and stops when no file of the folder was opened or accessed for ``Limits/idle``
 /// seconds. Once it stopped for its lead, the next access of a dataless file of the folder
 /// (programs caught up) starts it again at once.
-struct FolderReadPattern: Sendable {
+package struct FolderReadPattern: Sendable {
     /// The thresholds of the pattern.
-    struct Limits: Sendable {
+    package struct Limits: Sendable {
         /// Distinct files of a folder accessed ...
-        var reads = 3
+        package var reads = 3
         /// ... within this many seconds start a read-ahead.
-        var window: Double = 1
+        package var window: Double = 1
         /// A read-ahead stops after this many seconds without an open or access in its folder.
-        var idle: Double = 2
+        package var idle: Double = 2
         /// A read-ahead fetches at most this many files more than programs opened in the
         /// folder since it started.
-        var lead = 128
+        package var lead = 128
         /// The most folders remembered at once (the least recently active are forgotten).
-        var folders = 32
+        package var folders = 32
         /// The most accessed files remembered per folder; past it the folder gets no
         /// read-ahead any more (its names are not kept without bound).
-        var accessedNames = 100_000
+        package var accessedNames = 100_000
     }
 
     /// A folder of a domain: its path relative to the replica root ("" for the root).
-    struct Folder: Hashable, Sendable {
-        let domainID: Int64
-        let path: String
+    package struct Folder: Hashable, Sendable {
+        package let domainID: Int64
+        package let path: String
 
         /// The folder of a file's relative path, and the file's name.
-        static func of(domainID: Int64, path: String) -> (folder: Folder, name: String) {
+        package static func of(domainID: Int64, path: String) -> (folder: Folder, name: String) {
             guard let slash = path.lastIndex(of: "/") else { return (Folder(domainID: domainID, path: ""), path) }
             return (Folder(domainID: domainID, path: String(path[..<slash])), String(path[path.index(after: slash)...]))
         }
@@ -68,17 +68,17 @@ struct FolderReadPattern: Sendable {
         var saturated = false
     }
 
-    let limits: Limits
+    package let limits: Limits
     private var folders: [Folder: State] = [:]
 
-    init(limits: Limits = Limits()) { self.limits = limits }
+    package init(limits: Limits = Limits()) { self.limits = limits }
 
     /// The access by process `program` of the dataless file `name` of `folder` at `now`
     /// (seconds) that goes the usual way (fetched for it). `counts`: whether it may start a
     /// read-ahead (not for a program an access rule limits); it is remembered either way, so
     /// no read-ahead takes the file. Returns `true` when a read-ahead of the folder should
     /// start now.
-    mutating func accessed(_ name: String, in folder: Folder, by program: Int32, at now: Double, counts: Bool = true) -> Bool {
+    package mutating func accessed(_ name: String, in folder: Folder, by program: Int32, at now: Double, counts: Bool = true) -> Bool {
         forgetIdle(at: now, except: folder)
         var state = folders[folder] ?? State(active: now)
         defer { folders[folder] = state }
@@ -105,14 +105,14 @@ struct FolderReadPattern: Sendable {
     }
 
     /// Leaves the file `name` of `folder` to programs: no read-ahead takes it (one did not fill it).
-    mutating func leave(_ name: String, in folder: Folder) {
+    package mutating func leave(_ name: String, in folder: Folder) {
         guard var state = folders[folder] else { return }
         if state.accessed.count >= limits.accessedNames { state.saturated = true } else { state.accessed.insert(name) }
         folders[folder] = state
     }
 
     /// A program opened a file of `folder` (any file: read-ahead files too) at `now`.
-    mutating func opened(in folder: Folder, at now: Double) {
+    package mutating func opened(in folder: Folder, at now: Double) {
         guard var state = folders[folder] else { return }
         state.active = now
         if state.running { state.opens += 1 }
@@ -121,17 +121,17 @@ struct FolderReadPattern: Sendable {
 
     /// Whether a program's access of `name` in `folder` went the usual way: a read-ahead leaves
     /// it alone.
-    func wasAccessed(_ name: String, in folder: Folder) -> Bool {
+    package func wasAccessed(_ name: String, in folder: Folder) -> Bool {
         folders[folder].map { $0.saturated || $0.accessed.contains(name) } ?? false
     }
 
     /// The name the last access of `folder` was of ("" when none).
-    func lastAccessed(in folder: Folder) -> String { folders[folder]?.last ?? "" }
+    package func lastAccessed(in folder: Folder) -> String { folders[folder]?.last ?? "" }
 
     /// How many more files the read-ahead of `folder` may start at `now`, having fetched
     /// `fetched` files since it started: 0 when programs stopped (idle) or it is a full lead
     /// ahead of their opens.
-    func allowance(_ folder: Folder, fetched: Int, at now: Double) -> Int {
+    package func allowance(_ folder: Folder, fetched: Int, at now: Double) -> Int {
         guard let state = folders[folder], state.running, !state.saturated else { return 0 }
         if now - state.active > limits.idle { return 0 }
         return max(0, limits.lead - max(0, fetched - state.opens))
@@ -139,13 +139,13 @@ struct FolderReadPattern: Sendable {
 
     /// Whether no file of `folder` was opened or accessed for longer than ``Limits/idle``
     /// seconds at `now`.
-    func isIdle(_ folder: Folder, at now: Double) -> Bool {
+    package func isIdle(_ folder: Folder, at now: Double) -> Bool {
         folders[folder].map { now - $0.active > limits.idle } ?? true
     }
 
     /// The read-ahead of `folder` ended: for its lead or having nothing left (`resumable`: the
     /// next access starts another) or because programs stopped.
-    mutating func stopped(_ folder: Folder, resumable: Bool) {
+    package mutating func stopped(_ folder: Folder, resumable: Bool) {
         guard var state = folders[folder] else { return }
         state.running = false
         state.resumable = resumable
@@ -154,10 +154,10 @@ struct FolderReadPattern: Sendable {
     }
 
     /// Whether a read-ahead of `folder` is running.
-    func isRunning(_ folder: Folder) -> Bool { folders[folder]?.running ?? false }
+    package func isRunning(_ folder: Folder) -> Bool { folders[folder]?.running ?? false }
 
     /// How many folders are remembered.
-    var count: Int { folders.count }
+    package var count: Int { folders.count }
 
     /// Forgets folders idle for longer than ``Limits/idle`` with no read-ahead running, and the
     /// least recently active ones past ``Limits/folders``.

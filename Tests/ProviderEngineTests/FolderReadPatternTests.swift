@@ -1,6 +1,6 @@
 import Testing
 
-@testable import ProviderService
+@testable import ProviderEngine
 
 /// ``FolderReadPattern``: when programs read a folder's dataless files one after another, and
 /// when they stopped. The clock is the tests' own: every call takes its time.
