@@ -64,9 +64,13 @@ let package = Package(
         .target(
             name: "ProviderService",
             dependencies: [
-                "ProviderCore", "ProviderStore", "ProviderSystem", "ProviderEngine", .product(name: "Logging", package: "swift-log"),
+                "ProviderCore", "ProviderStore", "ProviderSystem", "ProviderEngine", "CDBus",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // sd-bus (libsystemd) for serve's D-Bus interface, loaded with dlopen when serve starts
+        // the interface (so the programs start without libsystemd); built without its headers.
+        .target(name: "CDBus", linkerSettings: [.linkedLibrary("dl")]),
         // The conformance suite and MemoryBackend: what `fileproviderctl backend test` links.
         .target(name: "ProviderConformance", dependencies: ["ProviderCore"]),
         // Test support that starts real servers on loopback (tests and fixtures only; never the

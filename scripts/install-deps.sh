@@ -40,7 +40,10 @@ PACKAGES=(
     zsh                  # the install test asks zsh's completion function for domain names
     libsecret-1-0        # the Secret Service, loaded with dlopen by Adapters/CSecret (domains' passwords)
     gnome-keyring        # the Secret Service the password tests start (Sources/ProviderTesting/SecretServiceSession.swift)
-    dbus-daemon          # dbus-run-session: the tests' own D-Bus session bus for gnome-keyring-daemon
+    dbus-daemon          # dbus-run-session: the tests' own D-Bus session bus for gnome-keyring-daemon; dbus-daemon for serve's D-Bus interface tests (DBusInterfaceTests)
+    libsystemd0          # sd-bus, loaded with dlopen by Sources/CDBus: serve's D-Bus interface
+    libglib2.0-bin       # gdbus: the D-Bus interface tests call serve's methods and watch its signal
+    systemd              # busctl: the D-Bus interface tests call serve's methods (JSON replies)
     libsecret-tools      # secret-tool: the password tests store and check what the keyring holds
     inotify-tools        # inotifywait: the access-rules tests (OnAccessRulesTests) see which files of the store a fetch opens
     attr                 # getfattr: the status attribute tests read user.fileprovider.* as users do

@@ -37,7 +37,11 @@ struct ServeCommand: AsyncParsableCommand {
             remaining dataless folders in the background, nearest the root first, a few at a time \
             whenever nothing else is due, so a path used by name (no event tells serve about it) \
             works in every folder once serve has caught up; 'fileproviderctl status' says how many \
-            are left. --no-populate-in-background turns this off.
+            are left. --no-populate-in-background turns this off. \
+            On the D-Bus session bus serve offers org.fileproviderkit.FileProvider1 (the \
+            domains' states; materialize, evict, pin and why for a path: 'D-Bus interface' in \
+            CLI.md); without a session bus it logs one line and runs without it; --no-dbus turns \
+            it off.
             """
     )
 
@@ -70,6 +74,11 @@ struct ServeCommand: AsyncParsableCommand {
         name: .customLong("populate-in-background"), inversion: .prefixedNo,
         help: "Write every domain's remaining dataless folders in the background once its first sync is done.")
     var populateInBackground = true
+
+    @Flag(
+        name: .customLong("dbus"), inversion: .prefixedNo,
+        help: "Offer the D-Bus interface on the session bus (org.fileproviderkit.FileProvider1; see 'D-Bus interface' in CLI.md).")
+    var dbus = true
 
     /// The log level: `--log-level`, `-v` or `-q` (``GlobalOptions/logLevel(default:)``), else info.
     var logLevel: String { global.logLevel(default: .info).rawValue }
@@ -159,6 +168,8 @@ struct ServeCommand: AsyncParsableCommand {
                 fullScanInterval: fullScanInterval, populateInBackground: populateInBackground),
             logger: logger.escapingText())
         stopper.attach(server)
+        let bus = dbus ? FileProviderBus(manager: manager, domains: domains, activity: server.activity, logger: logger.escapingText()) : nil
+        await bus?.start()
 
         do {
             try await server.run {
@@ -167,10 +178,12 @@ struct ServeCommand: AsyncParsableCommand {
             }
         } catch {
             notifier.stopWatchdog()
+            await bus?.stop()
             await manager.close()
             throw error
         }
         notifier.stopWatchdog()
+        await bus?.stop()
         await manager.close()
     }
 }

@@ -14,9 +14,9 @@ final class ServeProcess {
     let exit: ProcessExit
     let log: URL
 
-    init(_ cli: CLIRunner, _ arguments: [String], log: URL, command: String = "serve") throws {
+    init(_ cli: CLIRunner, _ arguments: [String], log: URL, command: String = "serve", environment: [String: String] = [:]) throws {
         self.log = log
-        cli.configure(process, [command] + arguments)
+        cli.configure(process, [command] + arguments, environment: environment)
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let handle = try FileHandle(forWritingTo: log)
         process.standardOutput = handle

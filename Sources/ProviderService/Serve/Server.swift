@@ -75,6 +75,8 @@ public final class Server: Sendable {
     private let fuseMounts = Mutex<[FUSEReplicaMount]>([])
     /// Automatic eviction of the served domains (see ``Evictor``).
     private let eviction: EvictionLoop
+    /// Which domains are syncing and how their last syncs ended (the D-Bus interface's states).
+    public let activity = SyncActivity()
 
     /// A server for `domains` (names; each must exist).
     public init(manager: ProviderManager, domains: [String], options: ServeOptions = ServeOptions(), logger: Logger) {
@@ -262,6 +264,7 @@ public final class Server: Sendable {
             {
                 if !state.disconnected {
                     state.disconnected = true
+                    activity.changed(name)
                     logger.notice("\(name): disconnected; not synced until 'fileproviderctl domain connect \(name)'")
                 }
                 state.nextPoll = now.addingTimeInterval(interval)
@@ -269,6 +272,7 @@ public final class Server: Sendable {
                 continue
             } else if state.disconnected {
                 state.disconnected = false
+                activity.changed(name)
                 state.remoteDue = true
                 state.localDirty = true
                 logger.notice("\(name): connected again; syncing")
@@ -343,7 +347,10 @@ public final class Server: Sendable {
         state.retryNow = false
         state.firstLocalChange = nil
         state.lastLocalChange = nil
+        activity.began(name)
+        var outcome = SyncActivity.Outcome()
         defer {
+            activity.ended(name, outcome)
             state.nextPoll = Date().addingTimeInterval(interval)
             syncCount.withLock { $0 += 1 }
             // A sync may have downloaded files: over a budget now?
@@ -371,6 +378,7 @@ public final class Server: Sendable {
                     }
                 }, upload: true, settleSeconds: options.settleSeconds, changes: changes)
             if report.isPartial {
+                outcome = SyncActivity.Outcome(message: report.problemSummary, partial: true)
                 // Synced in part: said at warning level, as `sync` exits 3 (`status` keeps it).
                 logger.warning("\(name): \(Self.summary(report)); see 'fileproviderctl status \(name)'")
             } else {
@@ -398,9 +406,11 @@ public final class Server: Sendable {
             }
         } catch where error.code == .backendNotAvailable {
             // Not a failure of the store: said once, nothing recorded; looked for at every poll.
+            outcome = SyncActivity.Outcome(code: error.code, message: error.message)
             if !state.backendMissing { logger.warning("\(name): not synced: \(error.message)") }
             state.backendMissing = true
         } catch {
+            outcome = SyncActivity.Outcome(code: error.code, message: error.message)
             var line = "\(name): sync failed: \(error.message)"
             let manager = self.manager
             if error.code.reaction == .backOffDomain,

@@ -1,0 +1,71 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A D-Bus session bus of a test's own: `dbus-daemon --session` listening on a socket in a
+/// temporary folder (never the user's bus), stopped by its pid with ``stop()`` or when the test
+/// process exits. Programs reach it through ``environment`` (`DBUS_SESSION_BUS_ADDRESS`).
+///
+/// Needs Debian's `dbus-daemon`.
+public final class SessionBus: @unchecked Sendable {
+    /// The bus's address (`unix:path=…,guid=…`).
+    public let address: String
+    /// What a program needs to reach this bus.
+    public var environment: [String: String] { ["DBUS_SESSION_BUS_ADDRESS": address] }
+    private let folder: URL
+    private let pid: pid_t
+    private let lock = NSLock()
+    private var stopped = false
+
+    /// Starts the bus and waits (20 seconds at most) until it listens: until it printed its
+    /// address. Blocks: call it off the cooperative pool.
+    /// - Throws: ``MediaServerError`` when `dbus-daemon` is missing or does not start.
+    public init() throws {
+        let program = "/usr/bin/dbus-daemon"
+        guard FileManager.default.isExecutableFile(atPath: program) else {
+            throw MediaServerError(message: "\(program) is missing: install dbus-daemon (make deps)")
+        }
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-bus-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let printed = folder.appendingPathComponent("address")
+        let log = folder.appendingPathComponent("daemon.log")
+        pid = try ChildProcess.spawn(
+            program,
+            ["--session", "--nofork", "--nopidfile", "--address=unix:path=\(folder.path)/bus", "--print-address=1"],
+            output: printed.path, error: log.path, ownSession: true)
+        ProcessGroupsAtExit.register(pid)
+        var found: String?
+        // The address is printed once the daemon listens.
+        for _ in 0..<400 {
+            if let text = try? String(contentsOf: printed, encoding: .utf8), text.hasSuffix("\n") {
+                found = text.trimmingCharacters(in: .whitespacesAndNewlines)
+                break
+            }
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid { break }
+            usleep(50_000)
+        }
+        guard let found, !found.isEmpty else {
+            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            ProcessGroupsAtExit.stop(pid)
+            try? FileManager.default.removeItem(at: folder)
+            throw MediaServerError(message: "dbus-daemon did not start: \(text.suffix(2000))")
+        }
+        address = found
+    }
+
+    deinit { stop() }
+
+    /// Kills the daemon, reaps it and removes its folder; only the first call does anything.
+    public func stop() {
+        let first: Bool = lock.withLock {
+            defer { stopped = true }
+            return !stopped
+        }
+        guard first else { return }
+        ProcessGroupsAtExit.stop(pid)
+        try? FileManager.default.removeItem(at: folder)
+    }
+}
