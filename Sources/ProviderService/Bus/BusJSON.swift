@@ -43,11 +43,3 @@ enum BusJSON {
             + String(repeating: "0", count: 6 - fraction.count) + fraction + "Z"
     }
 }
-
-/// One item's outcome as `materialize`, `evict` and `pin --json` print it.
-struct BusOutcome: Encodable {
-    var path: String
-    var ok: Bool
-    var error: String?
-    var code: String?
-}

@@ -51,9 +51,14 @@ public final class SyncActivity: Sendable {
         listener?(domain)
     }
 
-    /// Something else about `domain` changed (it was disconnected or connected again).
+    /// `domain` was disconnected or connected again: how its last sync ended no longer says
+    /// anything (a sync is due once it is connected).
     public func changed(_ domain: String) {
-        state.withLock { $0.listener }?(domain)
+        let listener = state.withLock { state in
+            state.last[domain] = nil
+            return state.listener
+        }
+        listener?(domain)
     }
 
     /// Whether a sync of `domain` runs now.
