@@ -227,7 +227,7 @@ static Outgoing *takeQueue(FPDBus *bus, int *stopping) {
     return items;
 }
 
-static void send(FPDBus *bus, Outgoing *item) {
+static void sendOutgoing(FPDBus *bus, Outgoing *item) {
     if (item->call == NULL) {
         sd.emit_signal(bus->bus, bus->path, bus->interface, item->first, "ss", item->second, item->third);
     } else if (item->isError) {
@@ -245,7 +245,7 @@ int fp_dbus_run(FPDBus *bus) {
         Outgoing *items = takeQueue(bus, &stopping);
         while (items != NULL) {
             Outgoing *next = items->next;
-            send(bus, items);
+            sendOutgoing(bus, items);
             freeOutgoing(items);
             items = next;
         }
