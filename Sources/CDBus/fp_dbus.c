@@ -256,8 +256,14 @@ int fp_dbus_run(FPDBus *bus) {
             break;
         }
         if (r > 0) continue;
+        int fd = sd.get_fd(bus->bus);
+        int events = sd.get_events(bus->bus);
+        if (fd < 0 || events < 0) {
+            result = fd < 0 ? fd : events;
+            break;
+        }
         struct pollfd fds[2] = {
-            {.fd = sd.get_fd(bus->bus), .events = (short)sd.get_events(bus->bus)},
+            {.fd = fd, .events = (short)events},
             {.fd = bus->wake, .events = POLLIN},
         };
         int timeout = -1;
