@@ -43,38 +43,11 @@ enum Output {
         FileHandle.standardOutput.write(data)
     }
 
-    /// The encoder of every JSON output: compact, keys sorted, dates as ``jsonDate(_:)``.
-    static func jsonEncoder() -> JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .custom { date, encoder in
-            var container = encoder.singleValueContainer()
-            try container.encode(jsonDate(date))
-        }
-        return encoder
-    }
+    /// The encoder of every JSON output (``JSONText/encoder()``, as `serve`'s D-Bus interface).
+    static func jsonEncoder() -> JSONEncoder { JSONText.encoder() }
 
-    /// A date as every JSON output writes it: RFC 3339 in UTC with microseconds,
-    /// `2026-11-21T12:09:36.123456Z`. Without DateFormatter (slow for many rows).
-    static func jsonDate(_ date: Date) -> String {
-        // Dates outside four-digit years cannot come from a checked store; clamp rather than trap.
-        let raw = date.timeIntervalSince1970
-        let interval = raw.isFinite ? max(-62_135_596_800, min(253_402_300_799, raw)) : 0
-        var whole = interval.rounded(.down)
-        var micros = Int(((interval - whole) * 1_000_000).rounded())
-        if micros >= 1_000_000 {
-            whole += 1
-            micros -= 1_000_000
-        }
-        var seconds = time_t(whole)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        var buffer = [CChar](repeating: 0, count: 32)
-        let count = strftime(&buffer, buffer.count, "%Y-%m-%dT%H:%M:%S", &parts)
-        let fraction = String(micros)
-        return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self) + "."
-            + String(repeating: "0", count: 6 - fraction.count) + fraction + "Z"
-    }
+    /// A date as every JSON output writes it (``JSONText/date(_:)``).
+    static func jsonDate(_ date: Date) -> String { JSONText.date(date) }
 
     /// `1.5 KiB`, `3.0 MiB` (``ByteCount/format(_:)``).
     static func bytes(_ count: Int64) -> String { ByteCount.format(count) }

@@ -186,7 +186,7 @@ public final class FileProviderBus: Sendable {
             }
             return reports
         }
-        return try BusJSON.text(reports)
+        return try JSONText.text(reports)
     }
 
     /// The item at `argument`, an absolute path inside the replica of a served domain (or its
@@ -228,7 +228,7 @@ public final class FileProviderBus: Sendable {
         if method == .why {
             let manager = self.manager
             let explanation = try await manager.blocking { () throws(FileProviderError) in try manager.explain(location) }
-            return .success(try BusJSON.text(explanation))
+            return .success(try JSONText.text(explanation))
         }
         let controller = try await manager.controller(for: location.domain)
         let outcomes: [ItemOutcome]
@@ -245,6 +245,6 @@ public final class FileProviderBus: Sendable {
             if failed.count > 10 { lines.append("\(failed.count - 10) more items failed") }
             return .failure(Failure(name: BusErrorName.of(first.code), message: lines.joined(separator: "\n")))
         }
-        return .success(try BusJSON.text(outcomes.map { BusOutcome(path: $0.path, ok: true, error: nil, code: nil) }))
+        return .success(try JSONText.text(outcomes.map { BusOutcome(path: $0.path, ok: true, error: nil, code: nil) }))
     }
 }

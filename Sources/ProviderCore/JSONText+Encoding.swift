@@ -4,27 +4,31 @@ import Foundation
     import Glibc
 #endif
 
-/// The JSON the D-Bus methods return: the bytes `fileproviderctl --json` prints for the same
-/// value (compact, keys sorted, slashes not escaped, dates in RFC 3339 UTC with microseconds).
-enum BusJSON {
-    /// `value` as the CLI's `--json` writes it, without the final newline.
-    /// - Throws: what `JSONEncoder` throws (never for the engine's plain values).
-    static func text<T: Encodable>(_ value: T) throws -> String {
-        String(decoding: try encoder().encode(value), as: UTF8.self)
-    }
-
-    static func encoder() -> JSONEncoder {
+/// The JSON every program of the project prints for an `Encodable` value: `fileproviderctl
+/// --json` and the D-Bus interface of `serve` give the same bytes (compact, keys sorted, slashes
+/// not escaped, dates as ``date(_:)``).
+extension JSONText {
+    /// The encoder of every JSON output.
+    public static func encoder() -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
-            try container.encode(BusJSON.date(date))
+            try container.encode(JSONText.date(date))
         }
         return encoder
     }
 
-    /// `2026-11-21T12:09:36.123456Z`, as the CLI writes dates.
-    static func date(_ date: Date) -> String {
+    /// `value` as JSON, without a final newline.
+    /// - Throws: what `JSONEncoder` throws (never for the engine's plain values).
+    public static func text<T: Encodable>(_ value: T) throws -> String {
+        String(decoding: try encoder().encode(value), as: UTF8.self)
+    }
+
+    /// A date as every JSON output writes it: RFC 3339 in UTC with microseconds,
+    /// `2026-11-21T12:09:36.123456Z`. Without DateFormatter (slow for many rows).
+    public static func date(_ date: Date) -> String {
+        // Dates outside four-digit years cannot come from a checked store; clamp rather than trap.
         let raw = date.timeIntervalSince1970
         let interval = raw.isFinite ? max(-62_135_596_800, min(253_402_300_799, raw)) : 0
         var whole = interval.rounded(.down)
