@@ -94,11 +94,18 @@ public final class ContentSink: @unchecked Sendable {
         return sinks.isEmpty ? nil : sinks[path]
     }
 
+    /// Whether `FILEPROVIDER_NO_CONTENT_HASH=1` turns hashing off for this process: ``feeding(_:_:)``
+    /// then installs no sink, so backends move bytes as they would without hashes and files get
+    /// none. For benchmarks only: it measures what hashing costs, in the same build
+    /// (Docs/Performance.md, "Content hashes").
+    public static let hashingTurnedOff = ProcessInfo.processInfo.environment["FILEPROVIDER_NO_CONTENT_HASH"] == "1"
+
     /// Runs `operation` (a call of the backend) with `sinks` installed for its files, besides
-    /// any installed already.
+    /// any installed already (none when ``hashingTurnedOff``).
     public static func feeding<T: Sendable, E: Error>(
         _ sinks: [URL: ContentSink], _ operation: () async throws(E) -> T
     ) async throws(E) -> T {
+        if hashingTurnedOff { return try await operation() }
         var merged = installed
         for (file, sink) in sinks { merged[file.path] = sink }
         let result: Result<T, E> = await $installed.withValue(merged) { () async -> Result<T, E> in

@@ -35,6 +35,59 @@ enum SearchFunctions {
         return body()
     }
 
+    /// Whether `text` matches a case-sensitive glob made only of literal characters and `*`
+    /// (`*.pdf`, `IMG_*`, `*2024*`), compared byte by byte; `nil` when the glob has a `?`, `[`
+    /// or `\`, which `fnmatch` must match. The same answer as `fnmatch(pattern, text, 0)`: in
+    /// UTF-8 a literal's bytes match only at a character boundary, and a `*` (without
+    /// `FNM_PATHNAME` or `FNM_PERIOD`) matches any characters, `/` and a leading `.` included.
+    /// About five times faster than `fnmatch` in a UTF-8 locale, which converts the pattern and
+    /// each text to wide characters (`find -name '*.pdf'` over a million rows).
+    static func starGlobMatch(_ pattern: UnsafeRawBufferPointer, _ text: UnsafeRawBufferPointer) -> Bool? {
+        let star = UInt8(ascii: "*")
+        for byte in pattern where byte == UInt8(ascii: "?") || byte == UInt8(ascii: "[") || byte == UInt8(ascii: "\\") {
+            return nil
+        }
+        // The pieces between stars: the first must start the text and the last end it (empty
+        // when the glob starts or ends with a star); the others come in order, each taken at
+        // its first place. No allocation: this runs once per row.
+        guard let firstStar = pattern.firstIndex(of: star) else {
+            return pattern.count == text.count && zip(pattern, text).allSatisfy { $0 == $1 }
+        }
+        let lastStar = pattern.lastIndex(of: star) ?? firstStar
+        let head = firstStar
+        let tail = pattern.count - lastStar - 1
+        guard head + tail <= text.count else { return false }
+        for index in 0..<head where pattern[index] != text[index] { return false }
+        for index in 0..<tail where pattern[lastStar + 1 + index] != text[text.count - tail + index] { return false }
+        var offset = head
+        let end = text.count - tail
+        var start = firstStar + 1
+        while start < lastStar {
+            var stop = start
+            while pattern[stop] != star { stop += 1 }
+            let count = stop - start
+            if count > 0 {
+                var found = false
+                while offset + count <= end {
+                    var same = true
+                    for index in 0..<count where pattern[start + index] != text[offset + index] {
+                        same = false
+                        break
+                    }
+                    if same {
+                        found = true
+                        break
+                    }
+                    offset += 1
+                }
+                if !found { return false }
+                offset += count
+            }
+            start = stop + 1
+        }
+        return true
+    }
+
     /// The message of a regular expression that does not compile, `nil` for a good one.
     static func regexProblem(_ pattern: String, ignoresCase: Bool) -> String? {
         inUTF8 {
@@ -58,6 +111,14 @@ private let fnmatchFunction: @convention(c) (OpaquePointer?, Int32, UnsafeMutabl
         return
     }
     let flags = sqlite3_value_int(arguments[2])
+    if flags == 0,
+        let matched = SearchFunctions.starGlobMatch(
+            UnsafeRawBufferPointer(start: pattern, count: Int(sqlite3_value_bytes(arguments[0]))),
+            UnsafeRawBufferPointer(start: text, count: Int(sqlite3_value_bytes(arguments[1]))))
+    {
+        sqlite3_result_int(context, matched ? 1 : 0)
+        return
+    }
     let matched = SearchFunctions.inUTF8 {
         fnmatch(
             UnsafeRawPointer(pattern).assumingMemoryBound(to: CChar.self), UnsafeRawPointer(text).assumingMemoryBound(to: CChar.self),

@@ -81,4 +81,24 @@ struct VerifyCLITests {
         let unknown = try await cli.run(["verify", "nodomain"])
         #expect(unknown.status != 0, "\(unknown.stdout)")
     }
+
+    /// The benchmarks' switch (`FILEPROVIDER_NO_CONTENT_HASH=1`, Docs/Performance.md) turns
+    /// hashing off for that process only: its download has no hash, the next one has.
+    @Test func theBenchmarksSwitchDownloadsWithoutAHash() async throws {
+        let temp = try TemporaryFolder()
+        let cli = CLIRunner(in: temp)
+        try temp.write("store/a.bin", Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }))
+        try await cli.addLocalDomain("d", root: temp.url.appendingPathComponent("store"), sync: true)
+
+        let off = try await cli.run(["materialize", "d:/a.bin"], environment: ["FILEPROVIDER_NO_CONTENT_HASH": "1"])
+        #expect(off.status == 0, "\(off.stderr)")
+        let unhashed = try #require(try await cli.json(["verify", "d", "--json"]) as? [String: Any])
+        #expect(unhashed["unhashed"] as? Int == 1 && unhashed["verified"] as? Int == 0, "\(unhashed)")
+
+        #expect(try await cli.run(["evict", "d:/a.bin"]).status == 0)
+        let on = try await cli.run(["materialize", "d:/a.bin"])
+        #expect(on.status == 0, "\(on.stderr)")
+        let hashed = try #require(try await cli.json(["verify", "d", "--json"]) as? [String: Any])
+        #expect(hashed["unhashed"] as? Int == 0 && hashed["verified"] as? Int == 1, "\(hashed)")
+    }
 }
