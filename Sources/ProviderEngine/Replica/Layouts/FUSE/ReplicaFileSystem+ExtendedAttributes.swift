@@ -7,7 +7,9 @@ import ProviderSystem
 #endif
 
 /// Extended attributes through the mount: the backing file's, with the engine's own kept to
-/// itself. Nothing here reads contents, fetches, or populates a folder.
+/// itself. Nothing here reads contents or fetches; reading never populates a folder (an item of
+/// a dataless folder has only the status attributes of a dataless file), setting or removing
+/// one populates the item's folder first.
 ///
 /// - `user.fileprovider.status` and `user.fileprovider.domain` (``ReplicaStatus``) show what the
 ///   backing file carries; a dataless file, which carries none (absent means dataless), shows
@@ -28,7 +30,13 @@ extension ReplicaFileSystem {
     static let domainName = Array(ReplicaStatus.domainAttribute.utf8)
 
     func extendedAttribute(_ name: FUSEName, of inode: UInt64, by requester: FUSERequester) throws(FUSEError) -> [UInt8] {
-        let path = absolute(try relative(inode))
+        guard let place = inodes.place(inode) else { throw .noEntry }
+        if place.inDatabase {
+            guard let record = storedItem(place.path) else { throw .noEntry }
+            guard record.kind == .file, name.bytes == Self.statusName || name.bytes == Self.domainName else { throw .noAttribute }
+            return name.bytes == Self.statusName ? Array(ReplicaStatus.dataless.rawValue.utf8) : Array(fetcher.domain.utf8)
+        }
+        let path = absolute(place.path)
         guard name.bytes.starts(with: Self.enginePrefix) else {
             return try passed { () throws(ExtendedAttribute.Failure) in
                 try ExtendedAttribute.value(name.bytes, atPath: path)
@@ -47,7 +55,12 @@ extension ReplicaFileSystem {
     }
 
     func extendedAttributeNames(of inode: UInt64, by requester: FUSERequester) throws(FUSEError) -> [FUSEName] {
-        let path = absolute(try relative(inode))
+        guard let place = inodes.place(inode) else { throw .noEntry }
+        if place.inDatabase {
+            guard let record = storedItem(place.path) else { throw .noEntry }
+            return record.kind == .file ? [FUSEName(bytes: Self.statusName), FUSEName(bytes: Self.domainName)] : []
+        }
+        let path = absolute(place.path)
         let names = try passed { () throws(ExtendedAttribute.Failure) in try ExtendedAttribute.names(atPath: path) }
         var shown = names.filter { !$0.starts(with: Self.enginePrefix) || $0 == Self.statusName || $0 == Self.domainName }
         if !names.contains(Self.statusName), isDataless(path) {
@@ -60,16 +73,16 @@ extension ReplicaFileSystem {
     func setExtendedAttribute(
         _ name: FUSEName, to value: UnsafeRawBufferPointer, flags: FUSEAttributeFlags, of inode: UInt64, by requester: FUSERequester
     ) throws(FUSEError) {
-        let path = absolute(try relative(inode))
         guard !name.bytes.starts(with: Self.enginePrefix) else { throw .notPermitted }
+        let path = absolute(try onDisk(inode))
         try passed { () throws(ExtendedAttribute.Failure) in
             try ExtendedAttribute.set(name.bytes, to: value, atPath: path, flags: flags.rawValue)
         }
     }
 
     func removeExtendedAttribute(_ name: FUSEName, of inode: UInt64, by requester: FUSERequester) throws(FUSEError) {
-        let path = absolute(try relative(inode))
         guard !name.bytes.starts(with: Self.enginePrefix) else { throw .notPermitted }
+        let path = absolute(try onDisk(inode))
         try passed { () throws(ExtendedAttribute.Failure) in try ExtendedAttribute.remove(name.bytes, atPath: path) }
     }
 
