@@ -133,11 +133,17 @@ public final class FUSEReplicaMount: Sendable {
             case (let seen?, let now?) where !seen.isOnDisk:
                 // Told from the database; its folder was populated since.
                 changed = seen.differs(from: now)
-                replaced = false
+                replaced = Self.contentsChanged(seen, now) && !fileSystem.isBeingWritten(held.inode)
                 if !changed { inodes.update(held.inode, seen: now, replaced: false) }
             case (let seen?, let now?):
                 changed = seen != now
-                replaced = seen.backingInode != now.backingInode
+                // With the writeback cache the kernel keeps a file's size and date over what it
+                // is told: a file whose size or date changed behind it (a dataless file rewritten
+                // for a new version) gets a new inode there, unless a program writes it through
+                // the mount (its own writes).
+                replaced =
+                    seen.backingInode != now.backingInode
+                    || (Self.contentsChanged(seen, now) && !fileSystem.isBeingWritten(held.inode))
             default:
                 changed = true
                 replaced = now == nil && held.inode != 1
@@ -172,8 +178,10 @@ public final class FUSEReplicaMount: Sendable {
                     guard let item = held.removeValue(forKey: name) else { continue }
                     let now = fileSystem.storedSeen(child)
                     guard let seen = item.seen, !seen.differs(from: now) else {
-                        let kindChanged = item.seen.map { ($0.mode ^ now.mode) & UInt32(S_IFMT) != 0 } ?? false
-                        tell(item, now: now, replaced: kindChanged, inodes, session)
+                        // Nothing of a dataless folder is open: a file that changed, or an item
+                        // of another kind, is a new inode for the kernel.
+                        let replaced = item.seen.map { ($0.mode ^ now.mode) & UInt32(S_IFMT) != 0 || Self.contentsChanged($0, now) } ?? false
+                        tell(item, now: now, replaced: replaced, inodes, session)
                         told += 1
                         continue
                     }
@@ -195,6 +203,13 @@ public final class FUSEReplicaMount: Sendable {
         // The root's attributes (and kept listing) with any change.
         if told > 0 { try? session.invalidate(inode: 1) }
         return told
+    }
+
+    /// Whether a regular file's size or modification time differs between `seen` and `now`.
+    private static func contentsChanged(_ seen: ReplicaInodes.Seen, _ now: ReplicaInodes.Seen) -> Bool {
+        now.mode & UInt32(S_IFMT) == UInt32(S_IFREG)
+            && (seen.size != now.size || seen.modification.tv_sec != now.modification.tv_sec
+                || seen.modification.tv_nsec != now.modification.tv_nsec)
     }
 
     /// Tells the kernel `held` changed: `replaced` (or gone) drops its name, else its

@@ -54,6 +54,9 @@ final class ReplicaFileSystem: FUSEFileSystem {
     let group: UInt32
     let fileMode: UInt32
     let folderMode: UInt32
+    /// How many opens for writing each inode has (a file a program writes changes size and
+    /// date through the mount, not behind it).
+    private let writers = Mutex<[UInt64: Int]>([:])
     /// The folders open for listing, by handle.
     private let readers = Mutex<(next: UInt64, open: [UInt64: ReplicaFolderReader])>((1, [:]))
 
@@ -356,8 +359,14 @@ final class ReplicaFileSystem: FUSEFileSystem {
                 throw error
             }
         }
+        if writing { startWriting(inode) }
         return FUSEOpenFile(descriptor: fd, isComplete: Replica.datalessKey(ofDescriptor: fd) == nil)
     }
+
+    private func startWriting(_ inode: UInt64) { writers.withLock { $0[inode, default: 0] += 1 } }
+
+    /// Whether a program has the file `inode` open for writing through the mount.
+    func isBeingWritten(_ inode: UInt64) -> Bool { writers.withLock { $0[inode] != nil } }
 
     func read(_ inode: UInt64, descriptor: Int32, offset: UInt64, count: Int, by requester: FUSERequester) throws(FUSEError) {
         guard Replica.datalessKey(ofDescriptor: descriptor) != nil else { return }
@@ -403,6 +412,7 @@ final class ReplicaFileSystem: FUSEFileSystem {
         var status = stat()
         fstat(fd, &status)
         let (inode, generation) = inodes.inode(name.bytes, in: parent, path: path, lookups: 1, seen: ReplicaInodes.Seen(status))
+        if flags & O_ACCMODE != O_RDONLY { startWriting(inode) }
         return (attributes(inode, status, generation: generation), FUSEOpenFile(descriptor: fd, isComplete: true))
     }
 
@@ -491,7 +501,13 @@ final class ReplicaFileSystem: FUSEFileSystem {
         guard (dataOnly ? fdatasync(descriptor) : fsync(descriptor)) == 0 else { throw .lastCall() }
     }
 
-    func release(_ inode: UInt64, descriptor: Int32, flags: Int32) {}
+    func release(_ inode: UInt64, descriptor: Int32, flags: Int32) {
+        guard flags & O_ACCMODE != O_RDONLY else { return }
+        writers.withLock { writers in
+            let count = (writers[inode] ?? 1) - 1
+            writers[inode] = count > 0 ? count : nil
+        }
+    }
 
     func statistics(_ inode: UInt64, by requester: FUSERequester) throws(FUSEError) -> FUSEVolumeStatistics {
         var result = statvfs()
