@@ -132,18 +132,32 @@ public final class FUSEReplicaMount: Sendable {
             case (nil, nil): continue
             case (let seen?, let now?) where !seen.isOnDisk:
                 // Told from the database; its folder was populated since.
-                changed = seen.differs(from: now)
-                replaced = Self.contentsChanged(seen, now) && !fileSystem.isBeingWritten(held.inode)
-                if !changed { inodes.update(held.inode, seen: now, replaced: false) }
+                if seen.mode & UInt32(S_IFMT) == UInt32(S_IFDIR) && now.mode & UInt32(S_IFMT) == UInt32(S_IFDIR) {
+                    // A folder keeps what the kernel was told (its date on disk is the
+                    // population's), until its entries change on disk after the population:
+                    // the first refresh takes its change time, a later one that differs tells.
+                    if seen.change.tv_sec == 0 && seen.change.tv_nsec == 0 {
+                        var kept = seen
+                        kept.change = now.change
+                        inodes.update(held.inode, seen: kept, replaced: false)
+                        continue
+                    }
+                    changed = seen.change.tv_sec != now.change.tv_sec || seen.change.tv_nsec != now.change.tv_nsec
+                    replaced = false
+                } else {
+                    changed = seen.differs(from: now)
+                    replaced = seen.size != now.size && now.mode & UInt32(S_IFMT) == UInt32(S_IFREG) && !fileSystem.isBeingWritten(held.inode)
+                    if !changed { inodes.update(held.inode, seen: now, replaced: false) }
+                }
             case (let seen?, let now?):
                 changed = seen != now
-                // With the writeback cache the kernel keeps a file's size and date over what it
-                // is told: a file whose size or date changed behind it (a dataless file rewritten
-                // for a new version) gets a new inode there, unless a program writes it through
-                // the mount (its own writes).
+                // With the writeback cache the kernel keeps a file's size over what it is told:
+                // a file whose size changed behind it (a dataless file rewritten for a new
+                // version) gets a new inode there, unless a program writes it through the mount
+                // (its own writes). A change of date alone drops its pages and attributes.
                 replaced =
                     seen.backingInode != now.backingInode
-                    || (Self.contentsChanged(seen, now) && !fileSystem.isBeingWritten(held.inode))
+                    || (seen.size != now.size && now.mode & UInt32(S_IFMT) == UInt32(S_IFREG) && !fileSystem.isBeingWritten(held.inode))
             default:
                 changed = true
                 replaced = now == nil && held.inode != 1

@@ -17,7 +17,9 @@ import ProviderSystem
 ///   for files, with x where r is set when the store says the file is executable, `0755` less
 ///   the umask for folders, `0777` for symbolic links (whose target is the record's);
 /// - owner and group this process's user, as the backing files' (the user `serve` runs as);
-/// - no blocks on disk (`du` says 0), one link (so `find` does not count subfolders by it).
+/// - a file's blocks on disk those of the dataless file the engine would write (its first 4 KiB
+///   block): never none, or `tar --sparse` would archive the file as one hole without reading
+///   it; one link (so `find` does not count subfolders by it).
 ///
 /// Nothing here writes to disk or reaches the store; a database that cannot be read answers as
 /// if there were no such item.
@@ -87,7 +89,8 @@ extension ReplicaFileSystem {
         let time = FUSETimestamp(Self.storedTime(record))
         return FUSEAttributes(
             inode: inode, mode: storedMode(record), size: Self.storedSize(record), linkCount: 1, owner: owner, group: group,
-            modificationTime: time, accessTime: time, changeTime: time, allocatedSize: 0, generation: generation)
+            modificationTime: time, accessTime: time, changeTime: time,
+            allocatedSize: record.kind == .file && record.size > 0 ? UInt64(Replica.leadingBlock) : 0, generation: generation)
     }
 
     /// This process's umask (`Umask:` of `/proc/self/status`; `umask(2)` cannot be read without

@@ -170,6 +170,19 @@ final class ReplicaFileSystem: FUSEFileSystem {
         }
         let status = try status(path)
         let (inode, generation) = inodes.inode(name.bytes, in: parent, path: path, lookups: 1, seen: ReplicaInodes.Seen(status))
+        return told(inode, path, status, generation: generation)
+    }
+
+    /// The attributes of `inode` at `path`, on disk as `status`, remembered as what the kernel
+    /// was told: a folder on disk that the database calls dataless (the empty folder the engine
+    /// writes) answers its record's, as the items below it do, so that what the kernel was told
+    /// stays when the folder is populated (its date on disk is the population's).
+    private func told(_ inode: UInt64, _ path: [UInt8], _ status: stat, generation: UInt64) -> FUSEAttributes {
+        if status.st_mode & S_IFMT == S_IFDIR, inode != 1, source(ofFolder: inode, path) == .database, let record = storedItem(path),
+            record.kind == .folder
+        {
+            return storedAttributes(record, inode: inode, generation: inodes.generation(of: inode, seen: storedSeen(record)))
+        }
         return attributes(inode, status, generation: generation)
     }
 
@@ -186,7 +199,16 @@ final class ReplicaFileSystem: FUSEFileSystem {
             guard let record = storedItem(place.path) else { throw .noEntry }
             return storedAttributes(record, inode: inode, generation: inodes.generation(of: inode, seen: storedSeen(record)))
         }
-        return answer(inode, try status(place.path))
+        // A folder the kernel was told about from the database and populated since (for a
+        // program that opened one of its files) keeps those attributes until something changes
+        // in it: its date on disk is the population's, which `tar` would take for a change.
+        if let seen = inodes.seen(of: inode), !seen.isOnDisk, seen.mode & UInt32(S_IFMT) == UInt32(S_IFDIR),
+            let record = storedItem(place.path), record.kind == .folder
+        {
+            return storedAttributes(record, inode: inode, generation: inodes.generation(of: inode, seen: nil))
+        }
+        let status = try status(place.path)
+        return told(inode, place.path, status, generation: inodes.generation(of: inode, seen: ReplicaInodes.Seen(status)))
     }
 
     func setAttributes(_ changes: FUSEAttributeChanges, of inode: UInt64, descriptor: Int32?, by requester: FUSERequester)
@@ -282,7 +304,7 @@ final class ReplicaFileSystem: FUSEFileSystem {
                     continue
                 }
                 let (inode, generation) = inodes.inode(entry.name, in: folder, path: child, lookups: 0, seen: ReplicaInodes.Seen(status))
-                guard sink.add(name, attributes(inode, status, generation: generation), cookie: next) else {
+                guard sink.add(name, told(inode, child, status, generation: generation), cookie: next) else {
                     inodes.forget(inode, lookups: 0)
                     return
                 }
@@ -409,6 +431,7 @@ final class ReplicaFileSystem: FUSEFileSystem {
         let path = Self.join(folder, name.bytes)
         let fd = withBytePath(absolute(path)) { Glibc.open($0, flags | O_CREAT | O_CLOEXEC, mode) }
         guard fd >= 0 else { throw .lastCall() }
+        inodes.clearSeen(parent)
         var status = stat()
         fstat(fd, &status)
         let (inode, generation) = inodes.inode(name.bytes, in: parent, path: path, lookups: 1, seen: ReplicaInodes.Seen(status))
@@ -423,6 +446,7 @@ final class ReplicaFileSystem: FUSEFileSystem {
         try populated(parent, folder)
         let path = Self.join(folder, name.bytes)
         guard withBytePath(absolute(path), { mkdir($0, mode) }) == 0 else { throw .lastCall() }
+        inodes.clearSeen(parent)
         let status = try status(path)
         let (inode, generation) = inodes.inode(name.bytes, in: parent, path: path, lookups: 1, seen: ReplicaInodes.Seen(status))
         inodes.setSource(inode, .disk)
@@ -437,6 +461,7 @@ final class ReplicaFileSystem: FUSEFileSystem {
         let path = Self.join(folder, name.bytes)
         let result = withBytePath(target) { target in withBytePath(absolute(path)) { symlink(target, $0) } }
         guard result == 0 else { throw .lastCall() }
+        inodes.clearSeen(parent)
         let status = try status(path)
         let (inode, generation) = inodes.inode(name.bytes, in: parent, path: path, lookups: 1, seen: ReplicaInodes.Seen(status))
         return attributes(inode, status, generation: generation)
@@ -446,6 +471,7 @@ final class ReplicaFileSystem: FUSEFileSystem {
         let folder = try relative(parent)
         try populated(parent, folder)
         guard withBytePath(absolute(Self.join(folder, name.bytes)), { unlink($0) }) == 0 else { throw .lastCall() }
+        inodes.clearSeen(parent)
         inodes.detach(name.bytes, in: parent)
     }
 
@@ -459,6 +485,7 @@ final class ReplicaFileSystem: FUSEFileSystem {
         if holdsStoredItems(path) { throw .notEmpty }
         try populateBeforeRemoval(path)
         guard withBytePath(absolute(path), { rmdir($0) }) == 0 else { throw .lastCall() }
+        inodes.clearSeen(parent)
         inodes.detach(name.bytes, in: parent)
     }
 
@@ -494,6 +521,8 @@ final class ReplicaFileSystem: FUSEFileSystem {
             }
         }
         guard result == 0 else { throw .lastCall() }
+        inodes.clearSeen(parent)
+        inodes.clearSeen(newParent)
         inodes.rename(name.bytes, in: parent, to: newName.bytes, in: newParent)
     }
 

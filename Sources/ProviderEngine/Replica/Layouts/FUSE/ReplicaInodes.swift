@@ -191,6 +191,13 @@ final class ReplicaInodes: Sendable {
         }
     }
 
+    /// What the kernel was last told about `inode`.
+    func seen(of inode: UInt64) -> Seen? { table.withLock { $0.nodes[inode]?.seen } }
+
+    /// Forgets what the kernel was told about `inode` (it changed through the mount: the kernel
+    /// asks again).
+    func clearSeen(_ inode: UInt64) { table.withLock { $0.nodes[inode]?.seen = nil } }
+
     /// The kernel gave back `lookups` of its lookups of `inode`.
     func forget(_ inode: UInt64, lookups: UInt64) {
         guard inode != 1 else { return }
