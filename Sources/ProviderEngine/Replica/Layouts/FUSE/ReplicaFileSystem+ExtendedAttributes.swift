@@ -32,8 +32,10 @@ extension ReplicaFileSystem {
     func extendedAttribute(_ name: FUSEName, of inode: UInt64, by requester: FUSERequester) throws(FUSEError) -> [UInt8] {
         guard let place = inodes.place(inode) else { throw .noEntry }
         if place.inDatabase {
-            guard let record = storedItem(place.path) else { throw .noEntry }
-            guard record.kind == .file, name.bytes == Self.statusName || name.bytes == Self.domainName else { throw .noAttribute }
+            // No database read: `ls -l` asks two attributes of every file it lists.
+            guard name.bytes == Self.statusName || name.bytes == Self.domainName, try isStoredFile(inode, place.path) else {
+                throw .noAttribute
+            }
             return name.bytes == Self.statusName ? Array(ReplicaStatus.dataless.rawValue.utf8) : Array(fetcher.domain.utf8)
         }
         let path = absolute(place.path)
@@ -57,8 +59,7 @@ extension ReplicaFileSystem {
     func extendedAttributeNames(of inode: UInt64, by requester: FUSERequester) throws(FUSEError) -> [FUSEName] {
         guard let place = inodes.place(inode) else { throw .noEntry }
         if place.inDatabase {
-            guard let record = storedItem(place.path) else { throw .noEntry }
-            return record.kind == .file ? [FUSEName(bytes: Self.statusName), FUSEName(bytes: Self.domainName)] : []
+            return try isStoredFile(inode, place.path) ? [FUSEName(bytes: Self.statusName), FUSEName(bytes: Self.domainName)] : []
         }
         let path = absolute(place.path)
         let names = try passed { () throws(ExtendedAttribute.Failure) in try ExtendedAttribute.names(atPath: path) }
@@ -84,6 +85,15 @@ extension ReplicaFileSystem {
         guard !name.bytes.starts(with: Self.enginePrefix) else { throw .notPermitted }
         let path = absolute(try onDisk(inode))
         try passed { () throws(ExtendedAttribute.Failure) in try ExtendedAttribute.remove(name.bytes, atPath: path) }
+    }
+
+    /// Whether the item of the database `inode` (at `path`) is a file: from what the kernel was
+    /// told of it, else from its record.
+    /// - Throws: `noEntry` when the database has no item there.
+    private func isStoredFile(_ inode: UInt64, _ path: [UInt8]) throws(FUSEError) -> Bool {
+        if let seen = inodes.seen(of: inode) { return seen.mode & UInt32(S_IFMT) == UInt32(S_IFREG) }
+        guard let record = storedItem(path) else { throw .noEntry }
+        return record.kind == .file
     }
 
     /// Whether the backing file at `path` is a dataless file (it has the dataless mark).
