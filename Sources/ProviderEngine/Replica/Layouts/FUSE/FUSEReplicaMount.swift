@@ -146,7 +146,8 @@ public final class FUSEReplicaMount: Sendable {
                     replaced = false
                 } else {
                     changed = seen.differs(from: now)
-                    replaced = seen.size != now.size && now.mode & UInt32(S_IFMT) == UInt32(S_IFREG) && !fileSystem.isBeingWritten(held.inode)
+                    replaced =
+                        seen.size != now.size && now.mode & UInt32(S_IFMT) == UInt32(S_IFREG) && !fileSystem.isBeingWritten(held.inode)
                     if !changed { inodes.update(held.inode, seen: now, replaced: false) }
                 }
             case (let seen?, let now?):
@@ -194,7 +195,8 @@ public final class FUSEReplicaMount: Sendable {
                     guard let seen = item.seen, !seen.differs(from: now) else {
                         // Nothing of a dataless folder is open: a file that changed, or an item
                         // of another kind, is a new inode for the kernel.
-                        let replaced = item.seen.map { ($0.mode ^ now.mode) & UInt32(S_IFMT) != 0 || Self.contentsChanged($0, now) } ?? false
+                        let replaced =
+                            item.seen.map { ($0.mode ^ now.mode) & UInt32(S_IFMT) != 0 || Self.contentsChanged($0, now) } ?? false
                         tell(item, now: now, replaced: replaced, inodes, session)
                         told += 1
                         continue
@@ -228,7 +230,9 @@ public final class FUSEReplicaMount: Sendable {
 
     /// Tells the kernel `held` changed: `replaced` (or gone) drops its name, else its
     /// attributes and pages (a folder's kept listing); `now` is what it is told from now on.
-    private static func tell(_ held: ReplicaInodes.Held, now: ReplicaInodes.Seen?, replaced: Bool, _ inodes: ReplicaInodes, _ session: FUSESession) {
+    private static func tell(
+        _ held: ReplicaInodes.Held, now: ReplicaInodes.Seen?, replaced: Bool, _ inodes: ReplicaInodes, _ session: FUSESession
+    ) {
         inodes.update(held.inode, seen: now, replaced: replaced)
         if replaced {
             try? session.invalidate(entry: FUSEName(bytes: held.name), in: held.parent)

@@ -32,7 +32,18 @@ extension ReplicaFileSystem {
     func extendedAttribute(_ name: FUSEName, of inode: UInt64, by requester: FUSERequester) throws(FUSEError) -> [UInt8] {
         guard let place = inodes.place(inode) else { throw .noEntry }
         if place.inDatabase {
-            // No database read: `ls -l` asks two attributes of every file it lists.
+            // No database read: `ls -l` asks two attributes of every file it lists. An attribute
+            // of another namespace is answered as the backing file system answers for a file
+            // without it: EOPNOTSUPP where it keeps none of that kind (`ls` then stops asking
+            // for the rest of the mount), else ENODATA.
+            if !name.bytes.starts(with: Self.enginePrefix) {
+                do {
+                    _ = try ExtendedAttribute.value(name.bytes, atPath: Array(backing.utf8))
+                } catch where error.code == ENOTSUP || error.code == EOPNOTSUPP {
+                    throw FUSEError(code: error.code)
+                } catch {}
+                throw .noAttribute
+            }
             guard name.bytes == Self.statusName || name.bytes == Self.domainName, try isStoredFile(inode, place.path) else {
                 throw .noAttribute
             }
