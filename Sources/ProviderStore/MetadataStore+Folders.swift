@@ -50,6 +50,48 @@ extension MetadataStore {
         }
     }
 
+    /// At most `limit` of the items directly inside the folder at `path` ("" for the root's
+    /// items), in path order, starting after the item at `after` (a path in that folder; from
+    /// the first with `nil`): a folder of any size in pages, each read in its own transaction,
+    /// skipping what lies below its subfolders as ``children(domainID:inFolderAt:)`` does.
+    /// - Throws: `localIOFailure` when the database fails.
+    public func children(domainID: Int64, inFolderAt path: String, after: String?, limit: Int) throws(FileProviderError)
+        -> [ItemRecord]
+    {
+        let prefix = path.isEmpty ? "" : path + "/"
+        let prefixLength = prefix.utf8.count
+        let high = path.isEmpty ? nil : path + "0"
+        let bounded = high == nil ? "" : " AND path < ?"
+        let strictly =
+            "SELECT \(ItemRecord.columnList) FROM item INDEXED BY item_path WHERE domainID = ? AND path > ? AND path <> ''\(bounded) ORDER BY path"
+        let from =
+            "SELECT \(ItemRecord.columnList) FROM item INDEXED BY item_path WHERE domainID = ? AND path >= ? AND path <> ''\(bounded) ORDER BY path"
+        let wanted = max(1, limit)
+        return try read { db in
+            var found: [ItemRecord] = []
+            // After `after`: strictly greater (its own row is not listed again).
+            var (low, sql) = after.map { ($0, strictly) } ?? (prefix, from)
+            while true {
+                var arguments: StatementArguments = [domainID, low]
+                if let high { arguments += [high] }
+                let rows = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: arguments)
+                var skipTo: String?
+                while let row = try rows.next() {
+                    let rowPath: String = row[4]
+                    let rest = rowPath.utf8.dropFirst(prefixLength)
+                    if let slash = rest.firstIndex(of: UInt8(ascii: "/")) {
+                        skipTo = String(rowPath[..<slash]) + "0"
+                        break
+                    }
+                    found.append(ItemRecord(row: row))
+                    if found.count >= wanted { return found }
+                }
+                guard let next = skipTo else { return found }
+                (low, sql) = (next, from)
+            }
+        }
+    }
+
     /// Calls `body` with every item below the folder at `path` (not the folder itself), in path
     /// order, one row at a time: a subtree of any size, without holding it in memory. `body`
     /// runs inside one read transaction and must not use the database.

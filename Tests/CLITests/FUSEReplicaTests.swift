@@ -141,6 +141,90 @@ struct FUSEReplicaTests {
         await store.stop()
     }
 
+    /// Issue 38: a folder the database calls dataless (past the first sync's population budget)
+    /// lists and looks up from the database through the mount, and nothing is written to the
+    /// backing folder: `find` and `ls -lR` list every item with its size, date and kind; its
+    /// files show the status `dataless`; `rmdir` of such a folder says it is not empty. The
+    /// folder is written only when a program opens one of its files: `cat` reads the store's
+    /// bytes, and `stat` shows the same inode number before and after (and after the kernel
+    /// forgot it). A sync that changes an item of a never-written folder shows through the
+    /// mount (`stat`, `ls`: the kernel's kept listing is dropped) within one sync.
+    @Test func datalessFoldersListFromTheDatabaseAndAreWrittenOnlyWhenAFileIsOpened() async throws {
+        let temp = try TemporaryFolder()
+        // SFTP: every poll lists the store, so the change arrives within one sync.
+        let store = try await OnAccessTests.StoreUnderTest(.sftp, temp: temp)
+        let domain = try await ServedDomain(
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: [:], layout: .fuse)
+        var files: [String: Data] = [:]
+        for index in 0..<40 { files["docs/n\(index).txt"] = Data(String(repeating: "line \(index)\n", count: index + 1).utf8) }
+        files["docs/deep/inner/x.bin"] = patterned(200_000, seed: 77)
+        for index in 0..<25 { files["other/o\(index).txt"] = Data("other \(index)\n".utf8) }
+        files["tools/run.sh"] = Data("#!/bin/sh\necho hi\n".utf8)
+        for (path, contents) in files { try domain.write(path, contents) }
+        #expect(chmod(store.folder + "/tools/run.sh", 0o755) == 0)
+        // Past the population budget: the top folders are written empty, nothing below them.
+        let synced = try await domain.cli.run(["sync", domain.name, "--populate-limit", "0"])
+        #expect(synced.status == 0, "\(synced.stderr)")
+        func backingListing() async throws -> String {
+            String(decoding: try await runProgram(["find", domain.backing, "-printf", "%P\\n"]).output, as: UTF8.self)
+        }
+        let before = try await backingListing()
+        #expect(!before.contains("docs/n0.txt") && before.contains("docs"), "\(before)")
+
+        try await domain.startServe(["--poll-interval", "1"])
+        // Names, kinds, sizes and dates (of files: a folder's date on disk is the engine's) as
+        // the store has them.
+        func listing(_ root: String, dates: Bool) async throws -> Set<String> {
+            let run = try await runProgram(["find", root, "-mindepth", "1", "-printf", dates ? "%P %y %s %Ts\\n" : "%P %y\\n"])
+            #expect(run.succeeded, "\(run)")
+            return Set(String(decoding: run.output, as: UTF8.self).split(separator: "\n").map(String.init))
+        }
+        let mounted = try await listing(domain.replica, dates: false)
+        let stored = try await listing(store.folder, dates: false)
+        #expect(mounted == stored, "find through the mount: \(mounted.symmetricDifference(stored).sorted())")
+        let mountedFiles = try await listing(domain.replica, dates: true).filter { $0.contains(" f ") }
+        let storedFiles = try await listing(store.folder, dates: true).filter { $0.contains(" f ") }
+        #expect(mountedFiles == storedFiles, "sizes and dates: \(mountedFiles.symmetricDifference(storedFiles).sorted())")
+        let long = try await runProgram(["ls", "-lR", domain.replica])
+        let longText = String(decoding: long.output, as: UTF8.self)
+        #expect(long.succeeded && longText.contains("n39.txt") && longText.contains("x.bin"), "\(long)")
+        #expect(longText.contains("-rwxr-xr-x") && longText.contains("run.sh"), "the store's executable bit: \(longText)")
+        #expect(try await StatusAttributeTests.status(domain.replica + "/docs/n3.txt") == "dataless")
+        // A dataless folder with items is not empty, and removing it wrote nothing.
+        let removed = try await runProgram(["rmdir", domain.replica + "/other"])
+        #expect(!removed.succeeded && removed.errorText.contains("not empty"), "\(removed)")
+        let after = try await backingListing()
+        #expect(after == before, "listing through the mount wrote to the backing folder: \(after)")
+
+        // Opening a file writes its folders; its inode number stays.
+        let inner = domain.replica + "/docs/deep/inner/x.bin"
+        let first = try #require(fileStatus(inner))
+        let read = try await runProgram(["cat", inner])
+        #expect(read.output == files["docs/deep/inner/x.bin"], "\(read)")
+        #expect(fileStatus(domain.backing + "/docs/deep/inner/x.bin") != nil, "the folder was not written")
+        #expect(fileStatus(inner)?.st_ino == first.st_ino, "after population")
+        _ = try? await runProgram(["sh", "-c", "sync && echo 2 > /proc/sys/vm/drop_caches"])
+        #expect(fileStatus(inner)?.st_ino == first.st_ino, "after the kernel forgot it")
+        #expect(fileStatus(inner)?.st_size == 200_000)
+
+        // A change in a folder never written shows within one sync, and the folder stays unwritten.
+        let listedBefore = try await runProgram(["ls", domain.replica + "/other"])
+        #expect(!String(decoding: listedBefore.output, as: UTF8.self).contains("new.txt"))
+        #expect(fileStatus(domain.replica + "/other/o1.txt")?.st_size == 8)
+        try domain.write("other/o1.txt", Data("other one, longer now\n".utf8))
+        try domain.write("other/new.txt", Data("new\n".utf8))
+        let arrived = await waitUntil(timeout: 60) {
+            let listed = try? await runProgram(["ls", domain.replica + "/other"])
+            return fileStatus(domain.replica + "/other/o1.txt")?.st_size == 22
+                && String(decoding: listed?.output ?? Data(), as: UTF8.self).contains("new.txt")
+        }
+        #expect(arrived, "the mount does not show the store's change: \(domain.logs.suffix(2000))")
+        let changed = try await runProgram(["cat", domain.replica + "/other/new.txt"])
+        #expect(changed.output == Data("new\n".utf8), "\(changed)")
+        try await domain.stopServe()
+        await store.stop()
+    }
+
     /// `git` keeps inode numbers in its index: an item shows the same one after a restart of
     /// `serve` (a new table of inodes) and after a rename through the mount.
     @Test func anItemKeepsItsInodeNumberAcrossRestartsAndRenames() async throws {

@@ -483,7 +483,8 @@ struct OnAccessProgramTests {
         let all = try #require(try await domain.cli.json(["ls", "-R", "d:/"]) as? [[String: Any]])
         let unlisted = all.filter { ($0["dataless"] as? Bool) == true }.compactMap { $0["path"] as? String }
             .filter { !$0.hasPrefix("/many") && !$0.hasPrefix("/deep") }
-        #expect(unlisted.isEmpty, "folders past the population budget that programs use by name: \(unlisted)")
+        // FUSE lists dataless folders from the database: its syncs write none.
+        #expect(layout == .fuse || unlisted.isEmpty, "folders past the population budget that programs use by name: \(unlisted)")
         try await domain.startServe(["--settle", "0.2"])
         let (s, r) = (store.folder, domain.replica)
         let scratch = temp.url.appendingPathComponent("scratch").path

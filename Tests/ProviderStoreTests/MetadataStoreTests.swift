@@ -236,6 +236,20 @@ import Testing
             var below: [String] = []
             try store.forEachDescendant(domainID: id, of: "a/sub") { below.append($0.path) }
             #expect(below == ["a/sub/deeper", "a/sub/deeper/z", "a/sub/y"])
+            // In pages (the FUSE mount's listings of dataless folders): every child once, in
+            // path order, whatever lies below a subfolder between two pages.
+            for folder in ["", "a", "a/sub", "b"] {
+                var paged: [String] = []
+                var after: String?
+                while true {
+                    let page = try store.children(domainID: id, inFolderAt: folder, after: after, limit: 2)
+                    paged += page.map(\.path)
+                    guard page.count == 2, let last = page.last else { break }
+                    after = last.path
+                }
+                #expect(paged == (try store.children(domainID: id, inFolderAt: folder).map(\.path)), "\(folder)")
+            }
+            #expect(try store.children(domainID: id, inFolderAt: "", after: "a", limit: 1).map(\.path) == ["a-b"])
         }
     }
 

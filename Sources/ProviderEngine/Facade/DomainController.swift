@@ -106,7 +106,7 @@ public final class DomainController: Sendable {
     /// contents changed are downloaded again (or evicted, where their content policy says so),
     /// moved items are moved, deleted items are removed (a materialized file with local changes
     /// is kept), items whose policy is `eager` (pinned) are materialized; new folders while
-    /// `populationBudget` lasts. One bad item never stops the rest; a failure of the whole
+    /// `populationBudget` lasts (none in a FUSE domain, whose mount lists them from the database). One bad item never stops the rest; a failure of the whole
     /// domain backs it off (``BackoffPolicy``). The details: `DomainSync`.
     ///
     /// One sync of a domain runs at a time, across processes: a sync first takes the domain's
@@ -135,6 +135,9 @@ public final class DomainController: Sendable {
         let run = DomainSync(
             context: context, locks: locks, syncUp: upload ? syncUp : nil, syncDown: syncDown, populator: populator,
             backoffPolicy: backoffPolicy)
+        // A FUSE domain's mount lists dataless folders from the database: sync writes none
+        // (but pinned ones and what must be on disk).
+        let populationBudget = ReplicaLayouts.layout(of: context.domain).mountsThroughFUSE ? 0 : populationBudget
         return try await PoolCheck.during("sync") { () async throws(FileProviderError) -> SyncReport in
             try await run.sync(
                 events: events, upload: upload, settleSeconds: settleSeconds, populationBudget: populationBudget, changes: changes,

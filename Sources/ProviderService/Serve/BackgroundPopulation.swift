@@ -16,7 +16,8 @@ import ProviderStore
 /// whatever the domain's size. Each folder is one ``DomainController/populate(paths:recursive:)``:
 /// the same locks as every population (a program's open, a sync waiting meanwhile, goes next),
 /// one transaction per folder, so a `serve` that stops halfway leaves populated and dataless
-/// folders, never a half-recorded one, and the next `serve` goes on where it stopped.
+/// folders, never a half-recorded one, and the next `serve` goes on where it stopped. Not for a
+/// FUSE domain: its mount lists dataless folders from the database.
 struct BackgroundPopulation: Sendable {
     /// The most folders one step populates before the domain's loop looks at its other work.
     static let foldersPerStep = 16
@@ -39,6 +40,9 @@ struct BackgroundPopulation: Sendable {
     /// (a sync, a stop). Populated folders are told to `serve`'s ``DatalessWatcher`` through
     /// ``NewDatalessFolders``, which takes their marks away. Never throws: a failure is logged.
     func step(_ controller: DomainController, otherWork: @Sendable () -> Bool) async -> Outcome {
+        // A FUSE domain's mount answers names and listings of dataless folders from the
+        // database: writing them would only cost the disk (Docs/FUSE.md).
+        if ReplicaLayouts.layout(of: controller.domain).mountsThroughFUSE { return .done }
         let (store, domainID, name) = (manager.store, controller.domainID, controller.domain.name)
         let paths: [String]
         do {

@@ -479,7 +479,9 @@ public final class Server: Sendable {
             datalessWatcher.withLock { $0 = watcher }
             for record in records { await watchDatalessFolders(of: record) }
             // The folders a sync makes dataless are marked as it makes them, not after it.
+            let fuseDomains = Set(records.filter { ReplicaLayouts.layout(of: $0).mountsThroughFUSE }.map(\.name))
             manager.newDatalessFolders.listen { domain, paths, dataless in
+                guard !fuseDomains.contains(domain) else { return }
                 if dataless { watcher.mark(domain: domain, folders: paths) } else { watcher.unmark(domain: domain, folders: paths) }
             }
         } catch {
@@ -487,9 +489,13 @@ public final class Server: Sendable {
         }
     }
 
-    /// Marks a domain's dataless folders, so opening one populates it.
+    /// Marks a domain's dataless folders, so opening one populates it. Not a FUSE domain's: its
+    /// mount lists them from the database, and writes them only when a program needs their
+    /// entries (Docs/FUSE.md).
     private func watchDatalessFolders(of domain: DomainRecord) async {
-        guard let watcher = datalessWatcher.withLock({ $0 }), let id = domain.id else { return }
+        guard let watcher = datalessWatcher.withLock({ $0 }), let id = domain.id,
+            !ReplicaLayouts.layout(of: domain).mountsThroughFUSE
+        else { return }
         do {
             let store = manager.store
             let folders = try await manager.blocking { () throws(FileProviderError) in try store.datalessFolderPaths(domainID: id) }

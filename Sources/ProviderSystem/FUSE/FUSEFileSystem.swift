@@ -44,6 +44,22 @@ public protocol FUSEFileSystem: Sendable {
     func list(_ folder: UInt64, after cookie: UInt64, into sink: inout FUSEListingSink, by requester: FUSERequester)
         throws(FUSEError)
 
+    /// A program opens the folder `inode` to list it: what the file system keeps for this
+    /// open, and whether the kernel may keep the listing (``FUSEOpenFolder``). The default
+    /// keeps nothing and lets the kernel keep nothing.
+    /// - Throws: `noEntry`; `notFolder`.
+    func openFolder(_ inode: UInt64, by requester: FUSERequester) throws(FUSEError) -> FUSEOpenFolder
+
+    /// ``list(_:after:into:by:)`` for the open folder `handle` (from ``openFolder(_:by:)``): a
+    /// file system may go on from where the last part of this listing ended rather than
+    /// start again. The default calls ``list(_:after:into:by:)``.
+    /// - Throws: as ``list(_:after:into:by:)``.
+    func list(_ folder: UInt64, handle: UInt64, after cookie: UInt64, into sink: inout FUSEListingSink, by requester: FUSERequester)
+        throws(FUSEError)
+
+    /// The last close of the open folder `handle`. Never fails.
+    func releaseFolder(_ inode: UInt64, handle: UInt64)
+
     /// The target of the symbolic link `inode`, as bytes.
     /// - Throws: `noEntry`; `invalid` when it is not a symbolic link.
     func readLink(_ inode: UInt64, by requester: FUSERequester) throws(FUSEError) -> [UInt8]
@@ -138,6 +154,22 @@ public protocol FUSEFileSystem: Sendable {
     /// - Throws: `notPermitted` for an attribute this file system owns; `noAttribute` when
     ///   there is none; `noEntry`; `notImplemented`.
     func removeExtendedAttribute(_ name: FUSEName, of inode: UInt64, by requester: FUSERequester) throws(FUSEError)
+}
+
+/// A file system that keeps nothing per open folder: every part of a listing is asked with its
+/// cookie alone, and the kernel keeps no listing.
+extension FUSEFileSystem {
+    public func openFolder(_ inode: UInt64, by requester: FUSERequester) throws(FUSEError) -> FUSEOpenFolder {
+        FUSEOpenFolder(handle: 0, keepsListing: false)
+    }
+
+    public func list(
+        _ folder: UInt64, handle: UInt64, after cookie: UInt64, into sink: inout FUSEListingSink, by requester: FUSERequester
+    ) throws(FUSEError) {
+        try list(folder, after: cookie, into: &sink, by: requester)
+    }
+
+    public func releaseFolder(_ inode: UInt64, handle: UInt64) {}
 }
 
 /// A file system that keeps no extended attributes: every call answers `notImplemented`

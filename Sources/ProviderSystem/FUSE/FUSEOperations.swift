@@ -9,7 +9,9 @@ import CFUSE
 /// session's threads.
 ///
 /// An open file's `fh` is its backing descriptor plus 1, so that 0 (what the kernel sends for
-/// an item opened without ``FUSEFileSystem/open(_:flags:by:)``, a folder) means none.
+/// an item opened without ``FUSEFileSystem/open(_:flags:by:)``) means none. An open folder's
+/// `fh` is the file system's handle (``FUSEOpenFolder/handle``) with the top bit set, so that
+/// a request about an open folder (`fchmod` of it) never takes it for a descriptor.
 enum FUSEOperations {
     static var table: fuse_lowlevel_ops {
         var operations = fuse_lowlevel_ops()
@@ -174,10 +176,27 @@ enum FUSEOperations {
             }
             _ = fp_fuse_reply_err(request, 0)
         }
-        operations.readdir = { request, folder, size, offset, _ in FUSEOperations.list(request, folder, size, offset, withAttributes: false)
+        operations.opendir = { request, inode, file in
+            let (session, requester) = FUSEOperations.context(request)
+            guard let file else { return FUSEOperations.fail(request, .invalid) }
+            do throws(FUSEError) {
+                let opened = try session.fileSystem.openFolder(inode, by: requester)
+                file.pointee.fh = FUSEOperations.folderHandle(opened.handle)
+                file.pointee.cache_readdir = opened.keepsListing ? 1 : 0
+                file.pointee.keep_cache = opened.keepsListing ? 1 : 0
+                if fp_fuse_reply_open(request, file) != 0 { session.fileSystem.releaseFolder(inode, handle: opened.handle) }
+            } catch { FUSEOperations.fail(request, error) }
         }
-        operations.readdirplus = { request, folder, size, offset, _ in
-            FUSEOperations.list(request, folder, size, offset, withAttributes: true)
+        operations.releasedir = { request, inode, file in
+            let (session, _) = FUSEOperations.context(request)
+            if let file { session.fileSystem.releaseFolder(inode, handle: FUSEOperations.folderHandle(of: file)) }
+            _ = fp_fuse_reply_err(request, 0)
+        }
+        operations.readdir = { request, folder, size, offset, file in
+            FUSEOperations.list(request, folder, FUSEOperations.folderHandle(of: file), size, offset, withAttributes: false)
+        }
+        operations.readdirplus = { request, folder, size, offset, file in
+            FUSEOperations.list(request, folder, FUSEOperations.folderHandle(of: file), size, offset, withAttributes: true)
         }
         operations.statfs = { request, inode in
             let (session, requester) = FUSEOperations.context(request)
@@ -248,6 +267,12 @@ enum FUSEOperations {
         }
     }
 
+    /// The `fh` of an open folder whose handle is `handle`.
+    static func folderHandle(_ handle: UInt64) -> UInt64 { handle == 0 ? 0 : handle | (1 << 63) }
+
+    /// The handle of the open folder `file` (0 for none).
+    static func folderHandle(of file: UnsafeMutablePointer<fuse_file_info>?) -> UInt64 { (file?.pointee.fh ?? 0) & ~(1 << 63) }
+
     /// The backing descriptor of an open file (nil for none).
     static func descriptor(_ file: UnsafeMutablePointer<fuse_file_info>?) -> Int32? {
         guard let handle = file?.pointee.fh, handle > 0, handle <= UInt64(Int32.max) else { return nil }
@@ -315,7 +340,9 @@ enum FUSEOperations {
     /// system's entries (its cookies offset by 2). An error after some entries were added
     /// answers those (a listing with attributes has counted their lookups); the next request
     /// gets the error.
-    static func list(_ request: fuse_req_t?, _ folder: fuse_ino_t, _ size: Int, _ offset: off_t, withAttributes: Bool) {
+    static func list(
+        _ request: fuse_req_t?, _ folder: fuse_ino_t, _ handle: UInt64, _ size: Int, _ offset: off_t, withAttributes: Bool
+    ) {
         let (session, requester) = context(request)
         let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: max(size, 1))
         defer { buffer.deallocate() }
@@ -332,7 +359,7 @@ enum FUSEOperations {
         }
         if cookie >= 2, !full {
             do throws(FUSEError) {
-                try session.fileSystem.list(folder, after: cookie - 2, into: &sink, by: requester)
+                try session.fileSystem.list(folder, handle: handle, after: cookie - 2, into: &sink, by: requester)
             } catch {
                 if sink.used == 0 { return fail(request, error) }
             }

@@ -96,33 +96,150 @@ public final class FUSEReplicaMount: Sendable {
         logger.info("\(domain): FUSE mount at \(session.mountPoint) taken away")
     }
 
-    /// Tells the kernel what changed in the backing folder since it was last told, for every
-    /// inode it holds: a name gone, a file replaced by another (eviction, a new version: the
-    /// inode gets a new generation so the kernel takes the new size), contents or attributes
-    /// changed in place (its pages and attributes are dropped). Call it after a sync; the
-    /// cost is one `lstat` per inode the kernel holds. On the engine's threads, never the
-    /// session's.
+    /// Tells the kernel what changed since it was last told, for every inode it holds: a name
+    /// gone, a file replaced by another (eviction, a new version: the inode gets a new
+    /// generation so the kernel takes the new size), contents or attributes changed in place
+    /// (its pages and attributes are dropped), a folder whose entries changed (its kept listing
+    /// is dropped: a backing folder's change time moved, or a dataless folder's rows no longer
+    /// give the listing the kernel took). Items of dataless folders are compared with their
+    /// rows, a folder's rows read a page at a time. Call it after a sync; the cost is one
+    /// `lstat` per inode the kernel holds on disk and one row per item of the dataless folders
+    /// it holds. On the engine's threads, never the session's.
     public func refresh() async {
         let (fileSystem, session, logger, domain) = (self.fileSystem, self.session, self.logger, self.domain)
         _ = try? await fileSystem.fetcher.manager.executor.run {
-            var told = 0
-            for held in fileSystem.inodes.held() {
-                var status = stat()
-                let path = fileSystem.backing + "/" + String(decoding: held.path, as: UTF8.self)
-                let now = lstat(path, &status) == 0 ? ReplicaInodes.Seen(status) : nil
-                guard now != held.seen else { continue }
-                let replaced = now == nil || held.seen.map { $0.backingInode != now?.backingInode } ?? false
-                fileSystem.inodes.update(held.inode, seen: now, replaced: replaced)
-                if replaced {
-                    try? session.invalidate(entry: FUSEName(bytes: held.name), in: held.parent)
+            let told = Self.refresh(fileSystem, session)
+            if told > 0 { logger.debug("\(domain): told the kernel about \(told) changed items") }
+        }
+    }
+
+    /// ``refresh()``'s work; returns how many items the kernel was told about. Blocking.
+    private static func refresh(_ fileSystem: ReplicaFileSystem, _ session: FUSESession) -> Int {
+        let inodes = fileSystem.inodes
+        var told = 0
+        var storedChildren: [UInt64: [ReplicaInodes.Held]] = [:]
+        var storedFolders: [ReplicaInodes.Held] = []
+        for held in inodes.held() {
+            if held.source == .database { storedFolders.append(held) }
+            if held.inDatabase {
+                storedChildren[held.parent, default: []].append(held)
+                continue
+            }
+            var status = stat()
+            let path = held.path.isEmpty ? fileSystem.backing : fileSystem.backing + "/" + String(decoding: held.path, as: UTF8.self)
+            let now = lstat(path, &status) == 0 ? ReplicaInodes.Seen(status) : nil
+            let changed: Bool
+            let replaced: Bool
+            switch (held.seen, now) {
+            case (nil, nil): continue
+            case (let seen?, let now?) where !seen.isOnDisk:
+                // Told from the database; its folder was populated since.
+                if seen.mode & UInt32(S_IFMT) == UInt32(S_IFDIR) && now.mode & UInt32(S_IFMT) == UInt32(S_IFDIR) {
+                    // A folder keeps what the kernel was told (its date on disk is the
+                    // population's), until its entries change on disk after the population:
+                    // the first refresh takes its change time, a later one that differs tells.
+                    if seen.change.tv_sec == 0 && seen.change.tv_nsec == 0 {
+                        var kept = seen
+                        kept.change = now.change
+                        inodes.update(held.inode, seen: kept, replaced: false)
+                        continue
+                    }
+                    changed = seen.change.tv_sec != now.change.tv_sec || seen.change.tv_nsec != now.change.tv_nsec
+                    replaced = false
                 } else {
-                    try? session.invalidate(inode: held.inode)
+                    changed = seen.differs(from: now)
+                    replaced =
+                        seen.size != now.size && now.mode & UInt32(S_IFMT) == UInt32(S_IFREG) && !fileSystem.isBeingWritten(held.inode)
+                    if !changed { inodes.update(held.inode, seen: now, replaced: false) }
                 }
+            case (let seen?, let now?):
+                changed = seen != now
+                // With the writeback cache the kernel keeps a file's size over what it is told:
+                // a file whose size changed behind it (a dataless file rewritten for a new
+                // version) gets a new inode there, unless a program writes it through the mount
+                // (its own writes). A change of date alone drops its pages and attributes.
+                replaced =
+                    seen.backingInode != now.backingInode
+                    || (seen.size != now.size && now.mode & UInt32(S_IFMT) == UInt32(S_IFREG) && !fileSystem.isBeingWritten(held.inode))
+            default:
+                changed = true
+                replaced = now == nil && held.inode != 1
+            }
+            guard changed else { continue }
+            tell(held, now: now, replaced: replaced, inodes, session)
+            told += 1
+        }
+        let store = fileSystem.fetcher.manager.store
+        let domainID = fileSystem.fetcher.domainID
+        for folder in storedFolders {
+            let record = (try? store.item(domainID: domainID, path: fileSystem.text(folder.path))) ?? nil
+            guard let record, record.kind == .folder else { continue }  // gone: told as an item of its folder
+            guard record.isDataless else {
+                // Populated since (by the engine): its items are on disk now, the same names.
+                inodes.setSource(folder.inode, .disk)
+                continue
+            }
+            var held: [[UInt8]: ReplicaInodes.Held] = [:]
+            for child in storedChildren[folder.inode] ?? [] { held[child.name] = child }
+            var listed: [(name: [UInt8], type: Int32)] = []
+            var after: String?
+            var failed = false
+            while true {
+                guard let page = try? store.children(domainID: domainID, inFolderAt: record.path, after: after, limit: 512) else {
+                    failed = true
+                    break
+                }
+                for child in page {
+                    let name = Array(child.path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).last ?? [])
+                    listed.append((name, ReplicaFolderReader.type(of: child.kind)))
+                    guard let item = held.removeValue(forKey: name) else { continue }
+                    let now = fileSystem.storedSeen(child)
+                    guard let seen = item.seen, !seen.differs(from: now) else {
+                        // Nothing of a dataless folder is open: a file that changed, or an item
+                        // of another kind, is a new inode for the kernel.
+                        let replaced =
+                            item.seen.map { ($0.mode ^ now.mode) & UInt32(S_IFMT) != 0 || Self.contentsChanged($0, now) } ?? false
+                        tell(item, now: now, replaced: replaced, inodes, session)
+                        told += 1
+                        continue
+                    }
+                }
+                after = page.last?.path
+                if page.count < 512 { break }
+            }
+            if failed { continue }
+            for gone in held.values {
+                tell(gone, now: nil, replaced: true, inodes, session)
                 told += 1
             }
-            // The root's listing: the kernel keeps no listing of a folder, but its attributes.
-            if told > 0 { try? session.invalidate(inode: 1) }
-            if told > 0 { logger.debug("\(domain): told the kernel about \(told) changed items") }
+            if let kept = folder.listingDigest, kept != ReplicaFolderReader.digest(listed) {
+                inodes.setListingDigest(folder.inode, nil)
+                try? session.invalidate(inode: folder.inode)
+                told += 1
+            }
+        }
+        // The root's attributes (and kept listing) with any change.
+        if told > 0 { try? session.invalidate(inode: 1) }
+        return told
+    }
+
+    /// Whether a regular file's size or modification time differs between `seen` and `now`.
+    private static func contentsChanged(_ seen: ReplicaInodes.Seen, _ now: ReplicaInodes.Seen) -> Bool {
+        now.mode & UInt32(S_IFMT) == UInt32(S_IFREG)
+            && (seen.size != now.size || seen.modification.tv_sec != now.modification.tv_sec
+                || seen.modification.tv_nsec != now.modification.tv_nsec)
+    }
+
+    /// Tells the kernel `held` changed: `replaced` (or gone) drops its name, else its
+    /// attributes and pages (a folder's kept listing); `now` is what it is told from now on.
+    private static func tell(
+        _ held: ReplicaInodes.Held, now: ReplicaInodes.Seen?, replaced: Bool, _ inodes: ReplicaInodes, _ session: FUSESession
+    ) {
+        inodes.update(held.inode, seen: now, replaced: replaced)
+        if replaced {
+            try? session.invalidate(entry: FUSEName(bytes: held.name), in: held.parent)
+        } else {
+            try? session.invalidate(inode: held.inode)
         }
     }
 

@@ -7,7 +7,9 @@ import ProviderSystem
 #endif
 
 /// Extended attributes through the mount: the backing file's, with the engine's own kept to
-/// itself. Nothing here reads contents, fetches, or populates a folder.
+/// itself. Nothing here reads contents or fetches; reading never populates a folder (an item of
+/// a dataless folder has only the status attributes of a dataless file), setting or removing
+/// one populates the item's folder first.
 ///
 /// - `user.fileprovider.status` and `user.fileprovider.domain` (``ReplicaStatus``) show what the
 ///   backing file carries; a dataless file, which carries none (absent means dataless), shows
@@ -28,7 +30,26 @@ extension ReplicaFileSystem {
     static let domainName = Array(ReplicaStatus.domainAttribute.utf8)
 
     func extendedAttribute(_ name: FUSEName, of inode: UInt64, by requester: FUSERequester) throws(FUSEError) -> [UInt8] {
-        let path = absolute(try relative(inode))
+        guard let place = inodes.place(inode) else { throw .noEntry }
+        if place.inDatabase {
+            // No database read: `ls -l` asks two attributes of every file it lists. An attribute
+            // of another namespace is answered as the backing file system answers for a file
+            // without it: EOPNOTSUPP where it keeps none of that kind (`ls` then stops asking
+            // for the rest of the mount), else ENODATA.
+            if !name.bytes.starts(with: Self.enginePrefix) {
+                do {
+                    _ = try ExtendedAttribute.value(name.bytes, atPath: Array(backing.utf8))
+                } catch where error.code == ENOTSUP || error.code == EOPNOTSUPP {
+                    throw FUSEError(code: error.code)
+                } catch {}
+                throw .noAttribute
+            }
+            guard name.bytes == Self.statusName || name.bytes == Self.domainName, try isStoredFile(inode, place.path) else {
+                throw .noAttribute
+            }
+            return name.bytes == Self.statusName ? Array(ReplicaStatus.dataless.rawValue.utf8) : Array(fetcher.domain.utf8)
+        }
+        let path = absolute(place.path)
         guard name.bytes.starts(with: Self.enginePrefix) else {
             return try passed { () throws(ExtendedAttribute.Failure) in
                 try ExtendedAttribute.value(name.bytes, atPath: path)
@@ -47,7 +68,11 @@ extension ReplicaFileSystem {
     }
 
     func extendedAttributeNames(of inode: UInt64, by requester: FUSERequester) throws(FUSEError) -> [FUSEName] {
-        let path = absolute(try relative(inode))
+        guard let place = inodes.place(inode) else { throw .noEntry }
+        if place.inDatabase {
+            return try isStoredFile(inode, place.path) ? [FUSEName(bytes: Self.statusName), FUSEName(bytes: Self.domainName)] : []
+        }
+        let path = absolute(place.path)
         let names = try passed { () throws(ExtendedAttribute.Failure) in try ExtendedAttribute.names(atPath: path) }
         var shown = names.filter { !$0.starts(with: Self.enginePrefix) || $0 == Self.statusName || $0 == Self.domainName }
         if !names.contains(Self.statusName), isDataless(path) {
@@ -60,17 +85,26 @@ extension ReplicaFileSystem {
     func setExtendedAttribute(
         _ name: FUSEName, to value: UnsafeRawBufferPointer, flags: FUSEAttributeFlags, of inode: UInt64, by requester: FUSERequester
     ) throws(FUSEError) {
-        let path = absolute(try relative(inode))
         guard !name.bytes.starts(with: Self.enginePrefix) else { throw .notPermitted }
+        let path = absolute(try onDisk(inode))
         try passed { () throws(ExtendedAttribute.Failure) in
             try ExtendedAttribute.set(name.bytes, to: value, atPath: path, flags: flags.rawValue)
         }
     }
 
     func removeExtendedAttribute(_ name: FUSEName, of inode: UInt64, by requester: FUSERequester) throws(FUSEError) {
-        let path = absolute(try relative(inode))
         guard !name.bytes.starts(with: Self.enginePrefix) else { throw .notPermitted }
+        let path = absolute(try onDisk(inode))
         try passed { () throws(ExtendedAttribute.Failure) in try ExtendedAttribute.remove(name.bytes, atPath: path) }
+    }
+
+    /// Whether the item of the database `inode` (at `path`) is a file: from what the kernel was
+    /// told of it, else from its record.
+    /// - Throws: `noEntry` when the database has no item there.
+    private func isStoredFile(_ inode: UInt64, _ path: [UInt8]) throws(FUSEError) -> Bool {
+        if let seen = inodes.seen(of: inode) { return seen.mode & UInt32(S_IFMT) == UInt32(S_IFREG) }
+        guard let record = storedItem(path) else { throw .noEntry }
+        return record.kind == .file
     }
 
     /// Whether the backing file at `path` is a dataless file (it has the dataless mark).

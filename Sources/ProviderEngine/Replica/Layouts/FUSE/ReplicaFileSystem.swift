@@ -12,11 +12,17 @@ import ProviderSystem
 /// the engine keeps it, with dataless files fetched when programs read them. `serve` mounts it
 /// (``FUSEReplicaMount``).
 ///
-/// - **Names and attributes** come from the backing folder, which holds every item of each
-///   folder the engine populated, a dataless file (real size and dates, no contents) for each
-///   file not downloaded. A folder the database still calls dataless is populated from the
-///   database before it is looked in or listed (never from the store). Nothing here reaches
-///   the store.
+/// - **Names and attributes** of a populated folder's items come from the backing folder, which
+///   holds every item of it, a dataless file (real size and dates, no contents) for each file
+///   not downloaded. Those of a folder the database calls dataless (never written to disk) come
+///   from the database (``ReplicaFileSystem+Database.swift``): `lookup`, `getattr` and listings
+///   write nothing and never reach the store. Such a folder is populated (its items written,
+///   ``ReplicaFetcher/populateIfDataless(_:)``) only when something needs its backing entries:
+///   an open of one of its files, a change in it (create, `mkdir`, `symlink`, `rename`,
+///   `unlink`, `rmdir`), a `setattr` or an extended attribute set on one of its items.
+/// - **Listings** are read once per open folder (``ReplicaFolderReader``), and the kernel keeps
+///   them (`FOPEN_CACHE_DIR`): it drops one when the folder changes through the mount, and
+///   ``FUSEReplicaMount/refresh()`` tells it when a sync changed a folder behind it.
 /// - **Contents**: `open` returns the backing file's descriptor, complete files with the kernel's
 ///   cache kept (`FOPEN_KEEP_CACHE`); a read is answered from that descriptor (spliced) once the
 ///   bytes it needs are present, fetched through the engine (``ReplicaFetcher``) when they are
@@ -41,12 +47,29 @@ final class ReplicaFileSystem: FUSEFileSystem {
     let logger: Logger
     /// Access rules by program.
     let gate: AccessGate
+    /// The owner, group and permission bits of items answered from the database: what the
+    /// engine gives the backing files it writes (this process's user, `0644`/`0755` less its
+    /// umask).
+    let owner: UInt32
+    let group: UInt32
+    let fileMode: UInt32
+    let folderMode: UInt32
+    /// How many opens for writing each inode has (a file a program writes changes size and
+    /// date through the mount, not behind it).
+    private let writers = Mutex<[UInt64: Int]>([:])
+    /// The folders open for listing, by handle.
+    private let readers = Mutex<(next: UInt64, open: [UInt64: ReplicaFolderReader])>((1, [:]))
 
     init(backing: String, fetcher: ReplicaFetcher, gate: AccessGate, logger: Logger) {
         self.backing = backing.hasSuffix("/") && backing.count > 1 ? String(backing.dropLast()) : backing
         self.fetcher = fetcher
         self.gate = gate
         self.logger = logger
+        owner = getuid()
+        group = getgid()
+        let umask = Self.processUmask()
+        fileMode = 0o644 & ~umask
+        folderMode = 0o755 & ~umask
     }
 
     // MARK: Paths
@@ -59,8 +82,12 @@ final class ReplicaFileSystem: FUSEFileSystem {
     }
 
     private func relative(_ name: FUSEName, in parent: UInt64) throws(FUSEError) -> [UInt8] {
-        let folder = try relative(parent)
-        return folder.isEmpty ? name.bytes : folder + [UInt8(ascii: "/")] + name.bytes
+        Self.join(try relative(parent), name.bytes)
+    }
+
+    /// The path of `name` in the folder at `folder` (relative paths).
+    static func join(_ folder: [UInt8], _ name: [UInt8]) -> [UInt8] {
+        folder.isEmpty ? name : folder + [UInt8(ascii: "/")] + name
     }
 
     func absolute(_ relative: [UInt8]) -> [UInt8] {
@@ -68,7 +95,7 @@ final class ReplicaFileSystem: FUSEFileSystem {
     }
 
     /// A relative path as the database keys items (UTF-8; a name that is not is no item's).
-    private func text(_ relative: [UInt8]) -> String { String(decoding: relative, as: UTF8.self) }
+    func text(_ relative: [UInt8]) -> String { String(decoding: relative, as: UTF8.self) }
 
     private func status(_ relative: [UInt8]) throws(FUSEError) -> stat {
         var status = stat()
@@ -87,10 +114,23 @@ final class ReplicaFileSystem: FUSEFileSystem {
         attributes(inode, status, generation: inodes.generation(of: inode, seen: ReplicaInodes.Seen(status)))
     }
 
-    /// Makes sure the folder `inode` holds its items on disk before a program looks in it.
-    private func populate(_ inode: UInt64, _ relative: [UInt8]) {
-        guard !inodes.isPopulated(inode) else { return }
-        if fetcher.populateIfDataless(text(relative)) { inodes.setPopulated(inode) }
+    /// Makes sure the folder `inode` at `path` holds its items on disk (populated, with the
+    /// dataless folders above it) before a program changes something in it.
+    /// - Throws: `ioError` when it cannot be populated (the database or the disk failed, or it
+    ///   took longer than ``ReplicaFetcher/populateLimit``).
+    func populated(_ inode: UInt64, _ path: [UInt8]) throws(FUSEError) {
+        guard source(ofFolder: inode, path) == .database else { return }
+        guard fetcher.populateIfDataless(text(path)) else { throw .ioError }
+        inodes.setOnDisk(inode)
+    }
+
+    /// Makes sure the item `inode` has its backing entry (its folder populated) before a
+    /// program opens or changes it; returns its path.
+    /// - Throws: `noEntry` when the kernel holds no such inode; as ``populated(_:_:)``.
+    func onDisk(_ inode: UInt64) throws(FUSEError) -> [UInt8] {
+        guard let place = inodes.place(inode) else { throw .noEntry }
+        if place.inDatabase { try populated(place.parent, try relative(place.parent)) }
+        return place.path
     }
 
     /// Whether `requester` may have the bytes it needs of `path` (`present`: they are there
@@ -120,11 +160,29 @@ final class ReplicaFileSystem: FUSEFileSystem {
     // MARK: Names
 
     func lookup(_ name: FUSEName, in parent: UInt64, by requester: FUSERequester) throws(FUSEError) -> FUSEAttributes {
-        populate(parent, try relative(parent))
-        let path = try relative(name, in: parent)
+        let folder = try relative(parent)
+        let path = Self.join(folder, name.bytes)
+        if source(ofFolder: parent, folder) == .database {
+            guard let record = storedItem(path) else { throw .noEntry }
+            let (inode, generation) = inodes.inode(name.bytes, in: parent, path: path, lookups: 1, seen: storedSeen(record))
+            noteSource(of: inode, record)
+            return storedAttributes(record, inode: inode, generation: generation)
+        }
         let status = try status(path)
-        let seen = ReplicaInodes.Seen(status)
-        let (inode, generation) = inodes.inode(name.bytes, in: parent, lookups: 1, seen: seen)
+        let (inode, generation) = inodes.inode(name.bytes, in: parent, path: path, lookups: 1, seen: ReplicaInodes.Seen(status))
+        return told(inode, path, status, generation: generation)
+    }
+
+    /// The attributes of `inode` at `path`, on disk as `status`, remembered as what the kernel
+    /// was told: a folder on disk that the database calls dataless (the empty folder the engine
+    /// writes) answers its record's, as the items below it do, so that what the kernel was told
+    /// stays when the folder is populated (its date on disk is the population's).
+    private func told(_ inode: UInt64, _ path: [UInt8], _ status: stat, generation: UInt64) -> FUSEAttributes {
+        if status.st_mode & S_IFMT == S_IFDIR, inode != 1, source(ofFolder: inode, path) == .database, let record = storedItem(path),
+            record.kind == .folder
+        {
+            return storedAttributes(record, inode: inode, generation: inodes.generation(of: inode, seen: storedSeen(record)))
+        }
         return attributes(inode, status, generation: generation)
     }
 
@@ -136,13 +194,27 @@ final class ReplicaFileSystem: FUSEFileSystem {
             guard fstat(descriptor, &status) == 0 else { throw .lastCall() }
             return answer(inode, status)
         }
-        return answer(inode, try status(try relative(inode)))
+        guard let place = inodes.place(inode) else { throw .noEntry }
+        if place.inDatabase {
+            guard let record = storedItem(place.path) else { throw .noEntry }
+            return storedAttributes(record, inode: inode, generation: inodes.generation(of: inode, seen: storedSeen(record)))
+        }
+        // A folder the kernel was told about from the database and populated since (for a
+        // program that opened one of its files) keeps those attributes until something changes
+        // in it: its date on disk is the population's, which `tar` would take for a change.
+        if let seen = inodes.seen(of: inode), !seen.isOnDisk, seen.mode & UInt32(S_IFMT) == UInt32(S_IFDIR),
+            let record = storedItem(place.path), record.kind == .folder
+        {
+            return storedAttributes(record, inode: inode, generation: inodes.generation(of: inode, seen: nil))
+        }
+        let status = try status(place.path)
+        return told(inode, place.path, status, generation: inodes.generation(of: inode, seen: ReplicaInodes.Seen(status)))
     }
 
     func setAttributes(_ changes: FUSEAttributeChanges, of inode: UInt64, descriptor: Int32?, by requester: FUSERequester)
         throws(FUSEError) -> FUSEAttributes
     {
-        let path = try relative(inode)
+        let path = try onDisk(inode)
         let full = absolute(path)
         if let size = changes.size {
             try prepareForChange(path, emptying: size == 0, descriptor: descriptor, by: requester)
@@ -176,47 +248,99 @@ final class ReplicaFileSystem: FUSEFileSystem {
         return try attributes(of: inode, descriptor: descriptor, by: requester)
     }
 
+    // MARK: Listings
+
+    func openFolder(_ inode: UInt64, by requester: FUSERequester) throws(FUSEError) -> FUSEOpenFolder {
+        let reader = try reader(of: inode)
+        let handle = readers.withLock { readers in
+            let handle = readers.next
+            readers.next += 1
+            readers.open[handle] = reader
+            return handle
+        }
+        return FUSEOpenFolder(handle: handle, keepsListing: true)
+    }
+
+    func releaseFolder(_ inode: UInt64, handle: UInt64) {
+        _ = readers.withLock { $0.open.removeValue(forKey: handle) }
+    }
+
     func list(_ folder: UInt64, after cookie: UInt64, into sink: inout FUSEListingSink, by requester: FUSERequester)
         throws(FUSEError)
     {
-        let path = try relative(folder)
-        if cookie == 0 { populate(folder, path) }
-        guard let directory = withBytePath(absolute(path), { opendir($0) }) else { throw .lastCall() }
-        var names: [[UInt8]] = []
-        while let entry = readdir(directory) {
-            let name = DirectoryEntry.nameBytes(of: entry)  // never entry.pointee: it reads past the record
-            if name != [UInt8(ascii: ".")] && name != [UInt8(ascii: "."), UInt8(ascii: ".")] { names.append(name) }
-        }
-        closedir(directory)
-        // A stable order, so that a listing the kernel asks for in parts goes on where it was.
-        names.sort { $0.lexicographicallyPrecedes($1) }
-        var index = Int(cookie)
-        while index < names.count {
-            let name = FUSEName(bytes: names[index])
-            let child = path.isEmpty ? names[index] : path + [UInt8(ascii: "/")] + names[index]
-            guard let status = try? status(child) else {
-                index += 1
-                continue
-            }
-            if sink.countsLookups {
-                let (inode, generation) = inodes.inode(names[index], in: folder, lookups: 0, seen: ReplicaInodes.Seen(status))
-                guard sink.add(name, attributes(inode, status, generation: generation), cookie: UInt64(index + 1)) else {
+        try list(folder, handle: 0, after: cookie, into: &sink, by: requester)
+    }
+
+    func list(_ folder: UInt64, handle: UInt64, after cookie: UInt64, into sink: inout FUSEListingSink, by requester: FUSERequester)
+        throws(FUSEError)
+    {
+        let open = handle == 0 ? nil : readers.withLock { $0.open[handle] }
+        let reader: ReplicaFolderReader
+        if let open { reader = open } else { reader = try self.reader(of: folder) }
+        reader.lock.lock()
+        defer { reader.lock.unlock() }
+        try reader.seek(to: cookie)
+        while let entry = try reader.peek() {
+            let name = FUSEName(bytes: entry.name)
+            let child = Self.join(reader.path, entry.name)
+            let next = reader.position + 1
+            if let record = entry.record {
+                if sink.countsLookups {
+                    let (inode, generation) = inodes.inode(entry.name, in: folder, path: child, lookups: 0, seen: storedSeen(record))
+                    guard sink.add(name, storedAttributes(record, inode: inode, generation: generation), cookie: next) else {
+                        inodes.forget(inode, lookups: 0)
+                        return
+                    }
+                    inodes.addLookup(inode)
+                    noteSource(of: inode, record)
+                } else {
+                    let inode = inodes.existing(entry.name, in: folder) ?? ReplicaInodes.number(forPath: child)
+                    guard sink.add(name, storedAttributes(record, inode: inode, generation: 0), cookie: next) else { return }
+                }
+            } else if sink.countsLookups {
+                guard let status = reader.status(of: entry.name) else {
+                    // Gone meanwhile.
+                    reader.take()
+                    continue
+                }
+                let (inode, generation) = inodes.inode(entry.name, in: folder, path: child, lookups: 0, seen: ReplicaInodes.Seen(status))
+                guard sink.add(name, told(inode, child, status, generation: generation), cookie: next) else {
                     inodes.forget(inode, lookups: 0)
                     return
                 }
                 inodes.addLookup(inode)
             } else {
-                // Not a lookup: an inode the kernel holds keeps its number, others show the one a
-                // lookup would give them.
-                let inode = inodes.existing(names[index], in: folder) ?? UInt64(status.st_ino)
-                guard sink.add(name, attributes(inode, status, generation: 0), cookie: UInt64(index + 1)) else { return }
+                // Not a lookup: the name and kind (from the stream), under the number a lookup
+                // would give (or the one the kernel holds).
+                let inode = inodes.existing(entry.name, in: folder) ?? ReplicaInodes.number(forPath: child)
+                var kind = ReplicaFolderReader.modeBits(ofType: entry.type)
+                if kind == 0, let status = reader.status(of: entry.name) { kind = status.st_mode & S_IFMT }
+                let attributes = FUSEAttributes(
+                    inode: inode, mode: kind, size: 0, owner: owner, group: group, modificationTime: FUSETimestamp(seconds: 0))
+                guard sink.add(name, attributes, cookie: next) else { return }
             }
-            index += 1
+            reader.take()
         }
+        if reader.fromDatabase, let digest = reader.digest { inodes.setListingDigest(folder, digest) }
+    }
+
+    /// A new reader of the folder `inode`'s listing, from where its items come from now.
+    /// - Throws: `noEntry` when the kernel holds no such inode.
+    private func reader(of inode: UInt64) throws(FUSEError) -> ReplicaFolderReader {
+        let path = try relative(inode)
+        return ReplicaFolderReader(
+            folder: inode, path: path, fromDatabase: source(ofFolder: inode, path) == .database, store: fetcher.manager.store,
+            domainID: fetcher.domainID, backing: Array(backing.utf8))
     }
 
     func readLink(_ inode: UInt64, by requester: FUSERequester) throws(FUSEError) -> [UInt8] {
-        let path = absolute(try relative(inode))
+        guard let place = inodes.place(inode) else { throw .noEntry }
+        if place.inDatabase {
+            guard let record = storedItem(place.path) else { throw .noEntry }
+            guard record.kind == .symlink, let target = record.symlinkTarget else { throw .invalid }
+            return Array(target.utf8)
+        }
+        let path = absolute(place.path)
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let count = withBytePath(path) { readlink($0, &buffer, buffer.count - 1) }
         guard count >= 0 else { throw .lastCall() }
@@ -247,7 +371,7 @@ final class ReplicaFileSystem: FUSEFileSystem {
     }
 
     func open(_ inode: UInt64, flags: Int32, by requester: FUSERequester) throws(FUSEError) -> FUSEOpenFile {
-        let path = try relative(inode)
+        let path = try onDisk(inode)
         let writing = flags & O_ACCMODE != O_RDONLY
         let truncating = flags & O_TRUNC != 0 && writing
         if writing && !truncating { try prepareForChange(path, emptying: false, descriptor: nil, by: requester) }
@@ -260,8 +384,14 @@ final class ReplicaFileSystem: FUSEFileSystem {
             }
         }
         fetcher.opened(text(path))
+        if writing { startWriting(inode) }
         return FUSEOpenFile(descriptor: fd, isComplete: Replica.datalessKey(ofDescriptor: fd) == nil)
     }
+
+    private func startWriting(_ inode: UInt64) { writers.withLock { $0[inode, default: 0] += 1 } }
+
+    /// Whether a program has the file `inode` open for writing through the mount.
+    func isBeingWritten(_ inode: UInt64) -> Bool { writers.withLock { $0[inode] != nil } }
 
     func read(_ inode: UInt64, descriptor: Int32, offset: UInt64, count: Int, by requester: FUSERequester) throws(FUSEError) {
         guard Replica.datalessKey(ofDescriptor: descriptor) != nil else { return }
@@ -299,51 +429,66 @@ final class ReplicaFileSystem: FUSEFileSystem {
     func create(_ name: FUSEName, in parent: UInt64, mode: UInt32, flags: Int32, by requester: FUSERequester)
         throws(FUSEError) -> (FUSEAttributes, FUSEOpenFile)
     {
-        populate(parent, try relative(parent))
-        let path = absolute(try relative(name, in: parent))
-        let fd = withBytePath(path) { Glibc.open($0, flags | O_CREAT | O_CLOEXEC, mode) }
+        let folder = try relative(parent)
+        try populated(parent, folder)
+        let path = Self.join(folder, name.bytes)
+        let fd = withBytePath(absolute(path)) { Glibc.open($0, flags | O_CREAT | O_CLOEXEC, mode) }
         guard fd >= 0 else { throw .lastCall() }
+        inodes.clearSeen(parent)
         var status = stat()
         fstat(fd, &status)
-        let (inode, generation) = inodes.inode(name.bytes, in: parent, lookups: 1, seen: ReplicaInodes.Seen(status))
+        let (inode, generation) = inodes.inode(name.bytes, in: parent, path: path, lookups: 1, seen: ReplicaInodes.Seen(status))
+        if flags & O_ACCMODE != O_RDONLY { startWriting(inode) }
         return (attributes(inode, status, generation: generation), FUSEOpenFile(descriptor: fd, isComplete: true))
     }
 
     func makeFolder(_ name: FUSEName, in parent: UInt64, mode: UInt32, by requester: FUSERequester) throws(FUSEError)
         -> FUSEAttributes
     {
-        populate(parent, try relative(parent))
-        let path = try relative(name, in: parent)
+        let folder = try relative(parent)
+        try populated(parent, folder)
+        let path = Self.join(folder, name.bytes)
         guard withBytePath(absolute(path), { mkdir($0, mode) }) == 0 else { throw .lastCall() }
+        inodes.clearSeen(parent)
         let status = try status(path)
-        let (inode, generation) = inodes.inode(name.bytes, in: parent, lookups: 1, seen: ReplicaInodes.Seen(status))
-        inodes.setPopulated(inode)
+        let (inode, generation) = inodes.inode(name.bytes, in: parent, path: path, lookups: 1, seen: ReplicaInodes.Seen(status))
+        inodes.setSource(inode, .disk)
         return attributes(inode, status, generation: generation)
     }
 
     func makeSymbolicLink(_ name: FUSEName, in parent: UInt64, target: [UInt8], by requester: FUSERequester)
         throws(FUSEError) -> FUSEAttributes
     {
-        populate(parent, try relative(parent))
-        let path = try relative(name, in: parent)
+        let folder = try relative(parent)
+        try populated(parent, folder)
+        let path = Self.join(folder, name.bytes)
         let result = withBytePath(target) { target in withBytePath(absolute(path)) { symlink(target, $0) } }
         guard result == 0 else { throw .lastCall() }
+        inodes.clearSeen(parent)
         let status = try status(path)
-        let (inode, generation) = inodes.inode(name.bytes, in: parent, lookups: 1, seen: ReplicaInodes.Seen(status))
+        let (inode, generation) = inodes.inode(name.bytes, in: parent, path: path, lookups: 1, seen: ReplicaInodes.Seen(status))
         return attributes(inode, status, generation: generation)
     }
 
     func remove(_ name: FUSEName, in parent: UInt64, by requester: FUSERequester) throws(FUSEError) {
-        guard withBytePath(absolute(try relative(name, in: parent)), { unlink($0) }) == 0 else { throw .lastCall() }
+        let folder = try relative(parent)
+        try populated(parent, folder)
+        guard withBytePath(absolute(Self.join(folder, name.bytes)), { unlink($0) }) == 0 else { throw .lastCall() }
+        inodes.clearSeen(parent)
         inodes.detach(name.bytes, in: parent)
     }
 
     func removeFolder(_ name: FUSEName, in parent: UInt64, by requester: FUSERequester) throws(FUSEError) {
-        let path = try relative(name, in: parent)
-        // A dataless folder is empty on disk but not in the store: its items are written first,
-        // so that removing it removes only what a program saw (ENOTEMPTY when it holds items).
+        let folder = try relative(parent)
+        try populated(parent, folder)
+        let path = Self.join(folder, name.bytes)
+        // A dataless folder is empty on disk but not in the store: one that holds items in the
+        // database is not empty (nothing written to say so); an empty one is populated first,
+        // so that removing it removes only what a program saw.
+        if holdsStoredItems(path) { throw .notEmpty }
         try populateBeforeRemoval(path)
         guard withBytePath(absolute(path), { rmdir($0) }) == 0 else { throw .lastCall() }
+        inodes.clearSeen(parent)
         inodes.detach(name.bytes, in: parent)
     }
 
@@ -359,9 +504,19 @@ final class ReplicaFileSystem: FUSEFileSystem {
         by requester: FUSERequester
     ) throws(FUSEError) {
         guard flags.subtracting(.noReplace).isEmpty else { throw .invalid }
-        populate(newParent, try relative(newParent))
-        let from = try relative(name, in: parent)
-        let to = try relative(newName, in: newParent)
+        let folder = try relative(parent)
+        let newFolder = try relative(newParent)
+        try populated(parent, folder)
+        try populated(newParent, newFolder)
+        let from = Self.join(folder, name.bytes)
+        let to = Self.join(newFolder, newName.bytes)
+        // A dataless folder moves with its items (its database rows stay at the old path until
+        // the next sync records the move).
+        let moved = inodes.existing(name.bytes, in: parent)
+        if storedItem(from).map({ $0.kind == .folder && $0.isDataless }) == true {
+            guard fetcher.populateIfDataless(text(from)) else { throw .ioError }
+            if let moved { inodes.setSource(moved, .disk) }
+        }
         try populateBeforeRemoval(to)
         let result = withBytePath(absolute(from)) { from in
             withBytePath(absolute(to)) { to in
@@ -369,6 +524,8 @@ final class ReplicaFileSystem: FUSEFileSystem {
             }
         }
         guard result == 0 else { throw .lastCall() }
+        inodes.clearSeen(parent)
+        inodes.clearSeen(newParent)
         inodes.rename(name.bytes, in: parent, to: newName.bytes, in: newParent)
     }
 
@@ -376,7 +533,13 @@ final class ReplicaFileSystem: FUSEFileSystem {
         guard (dataOnly ? fdatasync(descriptor) : fsync(descriptor)) == 0 else { throw .lastCall() }
     }
 
-    func release(_ inode: UInt64, descriptor: Int32, flags: Int32) {}
+    func release(_ inode: UInt64, descriptor: Int32, flags: Int32) {
+        guard flags & O_ACCMODE != O_RDONLY else { return }
+        writers.withLock { writers in
+            let count = (writers[inode] ?? 1) - 1
+            writers[inode] = count > 0 ? count : nil
+        }
+    }
 
     func statistics(_ inode: UInt64, by requester: FUSERequester) throws(FUSEError) -> FUSEVolumeStatistics {
         var result = statvfs()
