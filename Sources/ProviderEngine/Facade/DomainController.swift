@@ -137,7 +137,7 @@ public final class DomainController: Sendable {
             backoffPolicy: backoffPolicy)
         // A FUSE domain's mount lists dataless folders from the database: sync writes none
         // (but pinned ones and what must be on disk).
-        let populationBudget = ReplicaLayouts.layout(of: context.domain).mountsThroughFUSE ? 0 : populationBudget
+        let populationBudget = ReplicaLayouts.layout(of: context.domain).listsDatalessFoldersFromDatabase ? 0 : populationBudget
         return try await PoolCheck.during("sync") { () async throws(FileProviderError) -> SyncReport in
             try await run.sync(
                 events: events, upload: upload, settleSeconds: settleSeconds, populationBudget: populationBudget, changes: changes,

@@ -42,7 +42,7 @@ struct BackgroundPopulation: Sendable {
     func step(_ controller: DomainController, otherWork: @Sendable () -> Bool) async -> Outcome {
         // A FUSE domain's mount answers names and listings of dataless folders from the
         // database: writing them would only cost the disk (Docs/FUSE.md).
-        if ReplicaLayouts.layout(of: controller.domain).mountsThroughFUSE { return .done }
+        if ReplicaLayouts.layout(of: controller.domain).listsDatalessFoldersFromDatabase { return .done }
         let (store, domainID, name) = (manager.store, controller.domainID, controller.domain.name)
         let paths: [String]
         do {

@@ -479,9 +479,9 @@ public final class Server: Sendable {
             datalessWatcher.withLock { $0 = watcher }
             for record in records { await watchDatalessFolders(of: record) }
             // The folders a sync makes dataless are marked as it makes them, not after it.
-            let fuseDomains = Set(records.filter { ReplicaLayouts.layout(of: $0).mountsThroughFUSE }.map(\.name))
+            let listedFromDatabase = Set(records.filter { ReplicaLayouts.layout(of: $0).listsDatalessFoldersFromDatabase }.map(\.name))
             manager.newDatalessFolders.listen { domain, paths, dataless in
-                guard !fuseDomains.contains(domain) else { return }
+                guard !listedFromDatabase.contains(domain) else { return }
                 if dataless { watcher.mark(domain: domain, folders: paths) } else { watcher.unmark(domain: domain, folders: paths) }
             }
         } catch {
@@ -494,7 +494,7 @@ public final class Server: Sendable {
     /// entries (Docs/FUSE.md).
     private func watchDatalessFolders(of domain: DomainRecord) async {
         guard let watcher = datalessWatcher.withLock({ $0 }), let id = domain.id,
-            !ReplicaLayouts.layout(of: domain).mountsThroughFUSE
+            !ReplicaLayouts.layout(of: domain).listsDatalessFoldersFromDatabase
         else { return }
         do {
             let store = manager.store

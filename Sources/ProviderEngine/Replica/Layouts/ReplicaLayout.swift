@@ -45,6 +45,12 @@ public protocol ReplicaLayout: Sendable {
     /// replica path over the backing folder (``FUSEReplicaMount``).
     var mountsThroughFUSE: Bool { get }
 
+    /// Whether programs see the items of a dataless folder without the folder being written:
+    /// the layout answers its names, attributes and listings from the database. Then sync writes
+    /// no dataless folder (a population budget of 0), `serve` neither watches nor populates them
+    /// in the background, and a folder is written only when a program needs its entries.
+    var listsDatalessFoldersFromDatabase: Bool { get }
+
     /// Whether a domain of this layout may adopt an existing replica folder when it is added.
     var canAdoptReplicaFolder: Bool { get }
 

@@ -21,6 +21,7 @@ public struct DatalessLayout: ReplicaLayout {
     public var keepsFilesInBackingFolder: Bool { true }
     public var isGuardedOnAccess: Bool { true }
     public var mountsThroughFUSE: Bool { false }
+    public var listsDatalessFoldersFromDatabase: Bool { false }
     /// Its files must be made by the engine, marked, in a backing folder of their own.
     public var canAdoptReplicaFolder: Bool { false }
     public var defaultHydration: Hydration { .progressive }

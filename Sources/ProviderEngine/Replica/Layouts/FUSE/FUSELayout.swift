@@ -30,6 +30,8 @@ public struct FUSELayout: ReplicaLayout {
     /// Not by fanotify: accesses go through the FUSE file system `serve` mounts.
     public var isGuardedOnAccess: Bool { false }
     public var mountsThroughFUSE: Bool { true }
+    /// ``ReplicaFileSystem`` answers them from the database.
+    public var listsDatalessFoldersFromDatabase: Bool { true }
     public var canAdoptReplicaFolder: Bool { false }
     public var defaultHydration: Hydration { .progressive }
 

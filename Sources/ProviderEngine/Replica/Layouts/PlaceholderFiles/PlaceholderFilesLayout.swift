@@ -23,6 +23,7 @@ public struct PlaceholderFilesLayout: ReplicaLayout {
     public var keepsFilesInBackingFolder: Bool { false }
     public var isGuardedOnAccess: Bool { false }
     public var mountsThroughFUSE: Bool { false }
+    public var listsDatalessFoldersFromDatabase: Bool { false }
     public var canAdoptReplicaFolder: Bool { true }
     public var defaultHydration: Hydration { .full }
 
