@@ -81,6 +81,22 @@ public enum ChildProcess {
         return signal == 0 ? .exited((status >> 8) & 0xff) : .signaled(signal)
     }
 
+    /// The first line the program `pid` (spawned by ``spawn(_:_:environment:output:error:ownSession:)``)
+    /// writes to the file at `url`, without its line end: what a daemon prints once it listens
+    /// (an address). `nil` when the program ends first or 20 s pass. Blocking.
+    public static func firstLine(of url: URL, whileRunning pid: pid_t) -> String? {
+        for _ in 0..<400 {
+            if let text = try? String(contentsOf: url, encoding: .utf8), text.hasSuffix("\n") {
+                let line = text.trimmingCharacters(in: .whitespacesAndNewlines)
+                return line.isEmpty ? nil : line
+            }
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid { return nil }
+            usleep(50_000)
+        }
+        return nil
+    }
+
     /// Kills the child `pid` with SIGKILL and reaps it (a server a test started and stops).
     public static func killAndReap(_ pid: pid_t) {
         kill(pid, SIGKILL)

@@ -58,17 +58,7 @@ public final class SecretServiceSession: @unchecked Sendable {
             "/usr/bin/dbus-run-session", ["--", "/bin/sh", "-c", script], environment: environment, output: log.path,
             error: log.path, ownSession: true)
         ProcessGroupsAtExit.register(pid)
-        var found: String?
-        for _ in 0..<400 {
-            if let text = try? String(contentsOf: address, encoding: .utf8), text.hasSuffix("\n") {
-                found = text.trimmingCharacters(in: .whitespacesAndNewlines)
-                break
-            }
-            var status: Int32 = 0
-            if waitpid(pid, &status, WNOHANG) == pid { break }
-            usleep(50_000)
-        }
-        guard let found, !found.isEmpty else {
+        guard let found = ChildProcess.firstLine(of: address, whileRunning: pid) else {
             let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
             _ = kill(-pid, SIGKILL)
             ProcessGroupsAtExit.unregister(pid)

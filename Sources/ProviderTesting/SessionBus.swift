@@ -36,18 +36,8 @@ public final class SessionBus: @unchecked Sendable {
             ["--session", "--nofork", "--nopidfile", "--address=unix:path=\(folder.path)/bus", "--print-address=1"],
             output: printed.path, error: log.path, ownSession: true)
         ProcessGroupsAtExit.register(pid)
-        var found: String?
         // The address is printed once the daemon listens.
-        for _ in 0..<400 {
-            if let text = try? String(contentsOf: printed, encoding: .utf8), text.hasSuffix("\n") {
-                found = text.trimmingCharacters(in: .whitespacesAndNewlines)
-                break
-            }
-            var status: Int32 = 0
-            if waitpid(pid, &status, WNOHANG) == pid { break }
-            usleep(50_000)
-        }
-        guard let found, !found.isEmpty else {
+        guard let found = ChildProcess.firstLine(of: printed, whileRunning: pid) else {
             let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
             ProcessGroupsAtExit.stop(pid)
             try? FileManager.default.removeItem(at: folder)
