@@ -12,6 +12,13 @@ extension MetadataStore {
     private static let selectFromRoot = """
         SELECT \(ItemRecord.columnList) FROM item INDEXED BY item_path WHERE domainID = ? AND path >= ? AND path <> '' ORDER BY path
         """
+    // After a path: strictly greater (its own row is not listed again).
+    private static let selectAfter = """
+        SELECT \(ItemRecord.columnList) FROM item INDEXED BY item_path WHERE domainID = ? AND path > ? AND path < ? ORDER BY path
+        """
+    private static let selectAfterRoot = """
+        SELECT \(ItemRecord.columnList) FROM item INDEXED BY item_path WHERE domainID = ? AND path > ? AND path <> '' ORDER BY path
+        """
 
     /// The items whose path is directly inside the folder at `path` ("" for the root's items),
     /// ordered by path. Found by path, not by parent identifier: a row whose parent identifier
@@ -22,32 +29,7 @@ extension MetadataStore {
     /// than it returns, whatever lies below.
     /// - Throws: `localIOFailure` when the database fails.
     public func children(domainID: Int64, inFolderAt path: String) throws(FileProviderError) -> [ItemRecord] {
-        let prefix = path.isEmpty ? "" : path + "/"
-        let prefixLength = prefix.utf8.count
-        return try read { db in
-            var found: [ItemRecord] = []
-            var low = prefix
-            while true {
-                let statement =
-                    path.isEmpty
-                    ? try db.cachedStatement(sql: Self.selectFromRoot) : try db.cachedStatement(sql: Self.selectFrom)
-                let arguments: StatementArguments = path.isEmpty ? [domainID, low] : [domainID, low, path + "0"]
-                let rows = try Row.fetchCursor(statement, arguments: arguments)
-                var skipTo: String?
-                while let row = try rows.next() {
-                    let rowPath: String = row[4]
-                    let rest = rowPath.utf8.dropFirst(prefixLength)
-                    if let slash = rest.firstIndex(of: UInt8(ascii: "/")) {
-                        // A row below a subfolder: "/" is 0x2F, so "sub0" follows all of "sub/…".
-                        skipTo = String(rowPath[..<slash]) + "0"
-                        break
-                    }
-                    found.append(ItemRecord(row: row))
-                }
-                guard let next = skipTo else { return found }
-                low = next
-            }
-        }
+        try children(domainID: domainID, inFolderAt: path, after: nil, limit: .max)
     }
 
     /// At most `limit` of the items directly inside the folder at `path` ("" for the root's
@@ -61,11 +43,7 @@ extension MetadataStore {
         let prefix = path.isEmpty ? "" : path + "/"
         let prefixLength = prefix.utf8.count
         let high = path.isEmpty ? nil : path + "0"
-        let bounded = high == nil ? "" : " AND path < ?"
-        let strictly =
-            "SELECT \(ItemRecord.columnList) FROM item INDEXED BY item_path WHERE domainID = ? AND path > ? AND path <> ''\(bounded) ORDER BY path"
-        let from =
-            "SELECT \(ItemRecord.columnList) FROM item INDEXED BY item_path WHERE domainID = ? AND path >= ? AND path <> ''\(bounded) ORDER BY path"
+        let (from, strictly) = high == nil ? (Self.selectFromRoot, Self.selectAfterRoot) : (Self.selectFrom, Self.selectAfter)
         let wanted = max(1, limit)
         return try read { db in
             var found: [ItemRecord] = []

@@ -109,7 +109,7 @@ private func makeLocalStore(at root: URL, prefix: String, folders: Int, filesPer
             expected[name] = try makeLocalStore(at: root, prefix: name, folders: 6, filesPerFolder: 40)
         }
 
-        let script = #""$1" domain add --home "$2" "$3" --backend local --root "$4" && "$1" sync --home "$2" "$3""#
+        let script = #""$1" domain add --home "$2" "$3" --backend local --root "$4" --mode placeholder-files && "$1" sync --home "$2" "$3""#
         let results = try await withThrowingTaskGroup(of: (String, ControlTool.Result).self) { group in
             for name in names {
                 let arguments = ["-c", script, "sh", tool.path, home.path, name, folder.path("store-\(name)").path]
