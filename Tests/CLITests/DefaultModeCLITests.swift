@@ -21,17 +21,7 @@ import Testing
     /// The ordinary user the FUSE tests use too (made once, by whichever test runs first), its
     /// uid and gid.
     static func ordinaryUser() async throws -> (uid: uid_t, gid: gid_t) {
-        let user = "fpk-fuse"
-        if getpwnam(user) == nil {
-            let made = try await offThePool {
-                try ChildProcess.capture("/usr/sbin/useradd", ["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", user])
-            }
-            // Another suite in the same process may have made it meanwhile.
-            try #require(
-                made.ending == .exited(0) || getpwnam(user) != nil, "useradd: \(String(decoding: made.errorOutput, as: UTF8.self))")
-        }
-        let entry = try #require(getpwnam(user))
-        return (entry.pointee.pw_uid, entry.pointee.pw_gid)
+        try await offThePool { try TestUser.ensure() }
     }
 
     /// A folder `user` in a new temporary folder, owned by `owner`, holding the store `store`

@@ -202,17 +202,7 @@ struct OnAccessConversionTests {
     /// An ordinary user has no CAP_SYS_ADMIN: fanotify is refused with the reason, `auto`
     /// keeps FUSE, and nothing changes.
     @Test func fanotifyIsRefusedWithTheReasonForAnOrdinaryUser() async throws {
-        let user = "fpk-fuse"
-        if getpwnam(user) == nil {
-            let made = try await offThePool {
-                try ChildProcess.capture("/usr/sbin/useradd", ["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", user])
-            }
-            // FUSEReplicaTests (in the same process) may have made it meanwhile.
-            try #require(
-                made.ending == .exited(0) || getpwnam(user) != nil, "useradd: \(String(decoding: made.errorOutput, as: UTF8.self))")
-        }
-        let entry = try #require(getpwnam(user))
-        let (uid, gid) = (entry.pointee.pw_uid, entry.pointee.pw_gid)
+        let (uid, gid) = try await offThePool { try TestUser.ensure() }
         // As distributions ship it (these machines have 0600): domain add checks FUSE.
         try #require(chmod("/dev/fuse", 0o666) == 0)
         let temp = try TemporaryFolder()

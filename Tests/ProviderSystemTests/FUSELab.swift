@@ -101,17 +101,11 @@ final class FUSELab: @unchecked Sendable {
 /// An ordinary user for the tests (made with `useradd` when missing; CI runs as root), and
 /// `/dev/fuse` made usable by everyone (mode 0666, as distributions ship it).
 enum OrdinaryUser {
-    static let name = "fpk-fuse"
+    static let name = TestUser.name
 
-    /// Makes the user when missing; returns its uid.
+    /// Makes the user when missing (``TestUser/ensure()``); returns its uid.
     static func ensure() async throws -> UInt32 {
-        if let entry = getpwnam(name) { return entry.pointee.pw_uid }
-        let made = try await offThePool {
-            try ChildProcess.capture("/usr/sbin/useradd", ["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name])
-        }
-        try #require(made.ending == .exited(0), "useradd \(name): \(String(decoding: made.errorOutput, as: UTF8.self))")
-        let entry = try #require(getpwnam(name), "useradd made no \(name)")
-        return entry.pointee.pw_uid
+        try await offThePool { try TestUser.ensure() }.uid
     }
 
     /// `setpriv` arguments that run a program as `user` (its uid, gid, no other groups), in
