@@ -349,16 +349,7 @@ struct OnAccessProgramTests {
                     // no hole of a file never downloaded.
                     let archive = scratch + "/sparse.tar"
                     let arguments = ["tar", "--sparse", "-cf", archive, "-C", r, "sparse/small.bin", "sparse/large.bin"]
-                    var run = try await runProgram(arguments)
-                    if !run.succeeded && run.errorText.contains("file changed as we read it") {
-                        // Known, intermittent (about one full run in three, SFTP store): the
-                        // file's change time moves while tar reads the file the engine filled
-                        // for it. Recorded as a known issue; the archive of a second tar must be right.
-                        withKnownIssue("tar: file changed as we read it (the change time moved during the fill)", isIntermittent: true) {
-                            Issue.record("\(run.errorText)")
-                        }
-                        run = try await runProgram(arguments)
-                    }
+                    let run = try await OnAccessTarTests.tarRecordingTheKnownChangeTimeIssue(arguments)
                     #expect(run.succeeded, "tar --sparse must exit 0: \(run)")
                     let out = try await Self.extract(archive, scratch: scratch, as: "sparse-out")
                     #expect(FileManager.default.contents(atPath: out + "/sparse/small.bin") == file("sparse/small.bin"))
