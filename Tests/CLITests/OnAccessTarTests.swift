@@ -26,12 +26,16 @@ struct OnAccessTarTests {
     /// known, intermittent (SFTP store, under a loaded run): the change time of a file the
     /// engine filled for tar moved while tar read it. One cause is fixed (`UnsentStatus`: a scan
     /// that saw a fill half done wrote `unsent` on the finished download); another remains, not
-    /// found yet. Recorded as a known issue; the second run's archive must be right.
-    static func tarRecordingTheKnownChangeTimeIssue(_ arguments: [String], timeout: Double = 120) async throws -> ProgramRun {
+    /// found yet. Recorded as a known issue, with the end of `serve`'s log (`serveLog`) to find
+    /// it by; the second run's archive must be right.
+    static func tarRecordingTheKnownChangeTimeIssue(
+        _ arguments: [String], timeout: Double = 120, serveLog: () -> String = { "" }
+    ) async throws -> ProgramRun {
         let run = try await runProgram(arguments, timeout: timeout)
         guard !run.succeeded && run.errorText.contains("file changed as we read it") else { return run }
+        let log = serveLog()
         withKnownIssue("tar: file changed as we read it (the change time moved during the fill)", isIntermittent: true) {
-            Issue.record("\(run.errorText)")
+            Issue.record("\(run.errorText)\nserve's log:\n\(log.suffix(4000))")
         }
         return try await runProgram(arguments, timeout: timeout)
     }
@@ -80,9 +84,8 @@ struct OnAccessTarTests {
         let tar = try await runProgram(["tar", "cf", archive, "-C", domain.replica, "big/large.bin"], timeout: 120)
         #expect(tar.succeeded, "tar c: \(tar)")
         let sparse = temp.url.appendingPathComponent("sparse.tar").path
-        let tarSparse = try await Self.tarRecordingTheKnownChangeTimeIssue([
-            "tar", "--sparse", "-cf", sparse, "-C", domain.replica, "big/sparse.bin",
-        ])
+        let tarSparse = try await Self.tarRecordingTheKnownChangeTimeIssue(
+            ["tar", "--sparse", "-cf", sparse, "-C", domain.replica, "big/sparse.bin"], serveLog: { domain.serve?.output ?? "" })
         #expect(tarSparse.succeeded, "tar --sparse -c: \(tarSparse)")
         let out = try await Self.extract(archive, in: temp, as: "out")
         let sparseOut = try await Self.extract(sparse, in: temp, as: "sparse-out")
