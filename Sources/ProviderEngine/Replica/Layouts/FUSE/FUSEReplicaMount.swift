@@ -144,8 +144,17 @@ public final class FUSEReplicaMount: Sendable {
                         inodes.update(held.inode, seen: kept, replaced: false)
                         continue
                     }
-                    changed = seen.change.tv_sec != now.change.tv_sec || seen.change.tv_nsec != now.change.tv_nsec
-                    replaced = false
+                    // Its entries changed on disk (a sync placed or removed items): the kernel
+                    // drops its kept listing, but the folder goes on answering its record's
+                    // attributes (the change time a program saw stays: `tar` compares it).
+                    if seen.change.tv_sec != now.change.tv_sec || seen.change.tv_nsec != now.change.tv_nsec {
+                        var kept = seen
+                        kept.change = now.change
+                        inodes.update(held.inode, seen: kept, replaced: false)
+                        try? session.invalidate(inode: held.inode)
+                        told += 1
+                    }
+                    continue
                 } else {
                     changed = seen.differs(from: now)
                     replaced =
