@@ -58,7 +58,7 @@ final class ReplicaFileSystem: FUSEFileSystem {
     /// date through the mount, not behind it).
     private let writers = Mutex<[UInt64: Int]>([:])
     /// The folders open for listing, by handle.
-    private let readers = Mutex<(next: UInt64, open: [UInt64: ReplicaFolderReader])>((1, [:]))
+    let readers = Mutex<(next: UInt64, open: [UInt64: ReplicaFolderReader])>((1, [:]))
 
     init(backing: String, fetcher: ReplicaFetcher, gate: AccessGate, logger: Logger) {
         self.backing = backing.hasSuffix("/") && backing.count > 1 ? String(backing.dropLast()) : backing
@@ -177,7 +177,7 @@ final class ReplicaFileSystem: FUSEFileSystem {
     /// was told: a folder on disk that the database calls dataless (the empty folder the engine
     /// writes) answers its record's, as the items below it do, so that what the kernel was told
     /// stays when the folder is populated (its date on disk is the population's).
-    private func told(_ inode: UInt64, _ path: [UInt8], _ status: stat, generation: UInt64) -> FUSEAttributes {
+    func told(_ inode: UInt64, _ path: [UInt8], _ status: stat, generation: UInt64) -> FUSEAttributes {
         if status.st_mode & S_IFMT == S_IFDIR, inode != 1, source(ofFolder: inode, path) == .database, let record = storedItem(path),
             record.kind == .folder
         {
@@ -246,105 +246,6 @@ final class ReplicaFileSystem: FUSEFileSystem {
             guard result == 0 else { throw .lastCall() }
         }
         return try attributes(of: inode, descriptor: descriptor, by: requester)
-    }
-
-    // MARK: Listings
-
-    func openFolder(_ inode: UInt64, by requester: FUSERequester) throws(FUSEError) -> FUSEOpenFolder {
-        let reader = try reader(of: inode)
-        let handle = readers.withLock { readers in
-            let handle = readers.next
-            readers.next += 1
-            readers.open[handle] = reader
-            return handle
-        }
-        return FUSEOpenFolder(handle: handle, keepsListing: true)
-    }
-
-    func releaseFolder(_ inode: UInt64, handle: UInt64) {
-        _ = readers.withLock { $0.open.removeValue(forKey: handle) }
-    }
-
-    func list(_ folder: UInt64, after cookie: UInt64, into sink: inout FUSEListingSink, by requester: FUSERequester)
-        throws(FUSEError)
-    {
-        try list(folder, handle: 0, after: cookie, into: &sink, by: requester)
-    }
-
-    func list(_ folder: UInt64, handle: UInt64, after cookie: UInt64, into sink: inout FUSEListingSink, by requester: FUSERequester)
-        throws(FUSEError)
-    {
-        let open = handle == 0 ? nil : readers.withLock { $0.open[handle] }
-        let reader: ReplicaFolderReader
-        if let open { reader = open } else { reader = try self.reader(of: folder) }
-        reader.lock.lock()
-        defer { reader.lock.unlock() }
-        try reader.seek(to: cookie)
-        while let entry = try reader.peek() {
-            let name = FUSEName(bytes: entry.name)
-            let child = Self.join(reader.path, entry.name)
-            let next = reader.position + 1
-            if let record = entry.record {
-                if sink.countsLookups {
-                    let (inode, generation) = inodes.inode(entry.name, in: folder, path: child, lookups: 0, seen: storedSeen(record))
-                    guard sink.add(name, storedAttributes(record, inode: inode, generation: generation), cookie: next) else {
-                        inodes.forget(inode, lookups: 0)
-                        return
-                    }
-                    inodes.addLookup(inode)
-                    noteSource(of: inode, record)
-                } else {
-                    let inode = inodes.existing(entry.name, in: folder) ?? ReplicaInodes.number(forPath: child)
-                    guard sink.add(name, storedAttributes(record, inode: inode, generation: 0), cookie: next) else { return }
-                }
-            } else if sink.countsLookups {
-                guard let status = reader.status(of: entry.name) else {
-                    // Gone meanwhile.
-                    reader.take()
-                    continue
-                }
-                let (inode, generation) = inodes.inode(entry.name, in: folder, path: child, lookups: 0, seen: ReplicaInodes.Seen(status))
-                guard sink.add(name, told(inode, child, status, generation: generation), cookie: next) else {
-                    inodes.forget(inode, lookups: 0)
-                    return
-                }
-                inodes.addLookup(inode)
-            } else {
-                // Not a lookup: the name and kind (from the stream), under the number a lookup
-                // would give (or the one the kernel holds).
-                let inode = inodes.existing(entry.name, in: folder) ?? ReplicaInodes.number(forPath: child)
-                var kind = ReplicaFolderReader.modeBits(ofType: entry.type)
-                if kind == 0, let status = reader.status(of: entry.name) { kind = status.st_mode & S_IFMT }
-                let attributes = FUSEAttributes(
-                    inode: inode, mode: kind, size: 0, owner: owner, group: group, modificationTime: FUSETimestamp(seconds: 0))
-                guard sink.add(name, attributes, cookie: next) else { return }
-            }
-            reader.take()
-        }
-        if reader.fromDatabase, let digest = reader.digest { inodes.setListingDigest(folder, digest) }
-    }
-
-    /// A new reader of the folder `inode`'s listing, from where its items come from now.
-    /// - Throws: `noEntry` when the kernel holds no such inode.
-    private func reader(of inode: UInt64) throws(FUSEError) -> ReplicaFolderReader {
-        let path = try relative(inode)
-        return ReplicaFolderReader(
-            folder: inode, path: path, fromDatabase: source(ofFolder: inode, path) == .database, store: fetcher.manager.store,
-            domainID: fetcher.domainID, backing: Array(backing.utf8))
-    }
-
-    func readLink(_ inode: UInt64, by requester: FUSERequester) throws(FUSEError) -> [UInt8] {
-        guard let place = inodes.place(inode) else { throw .noEntry }
-        if place.inDatabase {
-            guard let record = storedItem(place.path) else { throw .noEntry }
-            guard record.kind == .symlink, let target = record.symlinkTarget else { throw .invalid }
-            return Array(target.utf8)
-        }
-        let path = absolute(place.path)
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let count = withBytePath(path) { readlink($0, &buffer, buffer.count - 1) }
-        guard count >= 0 else { throw .lastCall() }
-        return buffer[..<count].map { UInt8(bitPattern: $0) }
     }
 
     // MARK: Contents
@@ -549,7 +450,7 @@ final class ReplicaFileSystem: FUSEFileSystem {
 }
 
 /// Calls `body` with `path` as a NUL-terminated C string.
-private func withBytePath<T>(_ path: [UInt8], _ body: (UnsafePointer<CChar>) throws -> T) rethrows -> T {
+func withBytePath<T>(_ path: [UInt8], _ body: (UnsafePointer<CChar>) throws -> T) rethrows -> T {
     try (path + [0]).withUnsafeBufferPointer { bytes in
         try bytes.withMemoryRebound(to: CChar.self) { try body($0.baseAddress!) }
     }
