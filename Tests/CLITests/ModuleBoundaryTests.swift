@@ -4,7 +4,7 @@ import Testing
 /// The module boundaries of Docs/Architecture.md hold where a reviewer cannot see them at a
 /// glance: only ProviderSystem imports the C shims of kernel calls and libfuse, and the CLI links the
 /// conformance suite (`backend test`) but none of the test support that starts servers on
-/// loopback (ProviderTesting).
+/// loopback (ProviderTesting); the engine's facade only routes.
 @Suite struct ModuleBoundaryTests {
     /// The Swift files under `folder` of the repository (relative to it), skipping build folders.
     static func swiftFiles(under folder: String) -> [String] {
@@ -56,5 +56,16 @@ import Testing
         #expect(
             bytes.range(of: Data("15ProviderTesting".utf8)) == nil,
             "\(binary.path) links ProviderTesting (loopback server fixtures); the CLI may link ProviderConformance only")
+    }
+
+    /// `DomainController` only routes requests to the parts that do the work (Architecture.md);
+    /// work growing back into it shows first as its size.
+    @Test func theFacadeStaysAFacade() throws {
+        let file = "Sources/ProviderEngine/Facade/DomainController.swift"
+        let text = try String(contentsOf: DocsTests.root.appendingPathComponent(file), encoding: .utf8)
+        let lines = text.utf8.count(where: { $0 == UInt8(ascii: "\n") })
+        #expect(lines < 300, "\(file) has \(lines) lines: move the work into a component over DomainContext (Materializer, Populator, …)")
+        let extensions = Self.swiftFiles(under: "Sources/ProviderEngine").filter { $0.contains("/DomainController+") }
+        #expect(extensions.isEmpty, "the facade has extension files doing work: \(extensions)")
     }
 }

@@ -44,12 +44,10 @@ public final class DomainController: Sendable {
     let madeSyncUp = Mutex<SyncUp?>(nil)
     /// Records a recursive operation reads from the database at once (tests make it small).
     var subtreePage: Mutex<Int> { context.subtreePage }
-    /// How many new files and edits go to the store at once, unless the backend runs more
-    /// transfers at once (``BackendCapabilities/concurrentTransfers``).
+    /// New files and edits sent at once, unless ``BackendCapabilities/concurrentTransfers`` is more.
     public static let uploadDepth = SyncUp.uploadDepth
-    /// How many entries a sync writes at most into folders it found new, before it leaves
-    /// further new folders dataless (populated when first opened or materialized). Folders the
-    /// replica already shows always get their new items.
+    /// How many entries a sync writes at most into folders it found new; further new folders stay
+    /// dataless (populated when opened). Folders the replica shows always get their new items.
     public static let defaultPopulationBudget = 250
 
     init(domain: DomainRecord, backend: any Backend, manager: ProviderManager, downloadDepth: Int = 8) throws(FileProviderError) {
@@ -101,31 +99,25 @@ public final class DomainController: Sendable {
 
     func close() async { await backend.close() }
 
-    /// Brings the replica and the database up to date with the store: new items become
-    /// placeholders or folders, changed placeholders are rewritten, materialized files whose
-    /// contents changed are downloaded again (or evicted, where their content policy says so),
-    /// moved items are moved, deleted items are removed (a materialized file with local changes
-    /// is kept), items whose policy is `eager` (pinned) are materialized; new folders while
-    /// `populationBudget` lasts (none in a FUSE domain, whose mount lists them from the database). One bad item never stops the rest; a failure of the whole
-    /// domain backs it off (``BackoffPolicy``). The details: `DomainSync`.
+    /// Brings the replica and the database up to date with the store (the details: `DomainSync`):
+    /// new items become placeholders or folders (new folders while `populationBudget` lasts; none
+    /// in a layout that lists dataless folders from the database), changed ones are rewritten or
+    /// downloaded again (or evicted, per their content policy), moves are moved, deletions removed
+    /// (a file with local changes is kept), pinned items are materialized. One bad item never
+    /// stops the rest; a failure of the whole domain backs it off (``BackoffPolicy``). One sync of
+    /// a domain runs at a time across processes (its ``DomainLock``; waiting says
+    /// ``EngineEvent/waitingForSync(process:serving:)``).
     ///
-    /// One sync of a domain runs at a time, across processes: a sync first takes the domain's
-    /// sync lock (``DomainLock``) and waits while another holds it (``EngineEvent/waitingForSync(process:serving:)``).
-    /// - Throws: `providerDomainTemporarilyUnavailable` (nothing done, nothing recorded) for a
-    ///   disconnected domain; what the backend throws when the root cannot be listed or an upload fails in a
-    ///   way that backs the domain off (for example `serverUnreachable`), `localIOFailure`
-    ///   when the database fails, and `cancelled` when the task is cancelled: no operation
-    ///   starts after that, running ones end, what was done is recorded, and the error's message
-    ///   says what was done and what was not. A cancelled sync is not recorded as a failure.
-    ///
-    /// `changes`: the folders a watcher saw change (``ChangedFolders``, kept by `serve`); sync
-    /// up compares only those, and gives back what it did not finish. Without it, every folder.
-    ///
-    /// `followChanges`: whether later syncs of this controller follow the store's change feed
-    /// from where this one ends (`serve`, a program that syncs again). A one-shot sync (the
-    /// CLI's `sync`) passes `false`: a store whose feed lives in this process
-    /// (``BackendCapabilities/anchorsOutliveProcess`` false, the local store) then does not
-    /// start it.
+    /// `changes`: the folders a watcher saw change (``ChangedFolders``, kept by `serve`): sync up
+    /// compares only those and gives back what it did not finish; without it, every folder.
+    /// `followChanges`: whether later syncs follow the store's change feed from where this one
+    /// ends; a one-shot sync passes `false`, so a store whose feed lives in this process
+    /// (``BackendCapabilities/anchorsOutliveProcess`` false) does not start it.
+    /// - Throws: `providerDomainTemporarilyUnavailable` (nothing done) for a disconnected domain;
+    ///   what the backend throws when the root cannot be listed or an upload backs the domain off
+    ///   (`serverUnreachable`, …); `localIOFailure` when the database fails; `cancelled` when the
+    ///   task is cancelled (no operation starts after that, what was done is recorded, the message
+    ///   says what was and was not done; not recorded as a failure).
     @discardableResult
     public func sync(
         events: EventHandler? = nil, upload: Bool = true, settleSeconds: Double = 0,
@@ -135,8 +127,7 @@ public final class DomainController: Sendable {
         let run = DomainSync(
             context: context, locks: locks, syncUp: upload ? syncUp : nil, syncDown: syncDown, populator: populator,
             backoffPolicy: backoffPolicy)
-        // A FUSE domain's mount lists dataless folders from the database: sync writes none
-        // (but pinned ones and what must be on disk).
+        // A layout that lists dataless folders from the database gets none written (but pinned ones).
         let populationBudget = ReplicaLayouts.layout(of: context.domain).listsDatalessFoldersFromDatabase ? 0 : populationBudget
         return try await PoolCheck.during("sync") { () async throws(FileProviderError) -> SyncReport in
             try await run.sync(
@@ -145,8 +136,7 @@ public final class DomainController: Sendable {
         }
     }
 
-    /// The domain's current backoff, read from the database (another process may have recorded
-    /// it), or `nil` when the domain is not backing off.
+    /// The domain's current backoff from the database (maybe another process's), or `nil`.
     /// - Throws: `localIOFailure` when the database fails.
     public func backoff() throws(FileProviderError) -> DomainBackoff? {
         try store.domain(id: domainID).flatMap(DomainBackoff.init)
@@ -163,9 +153,8 @@ public final class DomainController: Sendable {
         await materializer.materialize(paths: paths, recursive: recursive, events: events)
     }
 
-    /// ``materialize(paths:recursive:events:)`` giving the outcomes to `report` as they come, a
-    /// page of a subtree at a time, instead of returning them all: `materialize -R` of a million
-    /// files holds no million outcomes.
+    /// ``materialize(paths:recursive:events:)`` giving the outcomes to `report` a page of a subtree
+    /// at a time: `materialize -R` of a million files holds no million outcomes.
     public func materialize(paths: [String], recursive: Bool, events: EventHandler? = nil, outcomes report: OutcomeHandler) async {
         await materializer.materialize(paths: paths, recursive: recursive, events: events, outcomes: report)
     }
@@ -184,9 +173,8 @@ public final class DomainController: Sendable {
         await eviction.evict(paths: paths, recursive: recursive)
     }
 
-    /// ``evict(paths:recursive:)`` giving the outcomes to `report` as they come, a page of a
-    /// subtree at a time, instead of returning them all: `evict -R` of a million files holds no
-    /// million outcomes.
+    /// ``evict(paths:recursive:)`` giving the outcomes to `report` a page of a subtree at a time:
+    /// `evict -R` of a million files holds no million outcomes.
     public func evict(paths: [String], recursive: Bool, outcomes report: OutcomeHandler) async {
         await eviction.evict(paths: paths, recursive: recursive, outcomes: report)
     }
