@@ -155,4 +155,33 @@ struct ScanRaceTests {
         }
     }
 
+    /// A fill of a dataless file completing while the scan reads its folder: the listing's stat
+    /// saw the file mid-fill (dated by the last write, the dataless mark about to go); by the
+    /// time the scan compares it, the engine dated it and marked it as its download. The file as
+    /// it is now is recognised as the engine's download, never taken for a program's bytes
+    /// written over the item (an edit sent to the store; the status attribute it re-stamps
+    /// moved the change time under `tar`, which said "file changed as we read it").
+    @Test func aFillCompletingWhileItsFolderIsScannedIsTheEnginesDownload() async throws {
+        try await Fixture.with { f in
+            let controller = try await Self.domain(f, mode: .dataless)
+            let record = try controller.record(at: "a/one.bin")
+            let path = controller.replica.path("a/one.bin")
+            // Mid-fill as the listing sees it: every byte written, no mark, dated now.
+            try Downloader.clearDataless(atPath: path)
+            try #require(f.memory.contents(of: "a/one.bin")).write(to: URL(fileURLWithPath: path))
+            var scanner = LocalScanner(
+                replica: controller.replica, domain: controller.domain.name, ignore: controller.ignoreRules, settleNanos: 0)
+            scanner.folderListed = { folder in
+                guard folder == "a" else { return }
+                // The completion: dated as the item, marked as the engine's download.
+                guard let date = record.modificationDate else { return }
+                try? controller.replica.setModificationDate(date, atPath: path)
+                guard let print = controller.replica.fingerprint(atPath: path) else { return }
+                DownloadMark.write(atPath: path, identifier: record.identifier, contentVersion: record.contentVersion, fingerprint: print)
+            }
+            let result = try scanner.scan(StoreScanRecords(store: controller.store, domainID: controller.domainID))
+            #expect(result.changes.isEmpty, "taken for a local edit: \(result.changes)")
+            #expect(result.placed.map(\.record.path) == ["a/one.bin"])
+        }
+    }
 }

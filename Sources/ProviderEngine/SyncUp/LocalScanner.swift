@@ -27,6 +27,9 @@ struct LocalScanner {
     /// Called after each folder is read, with its path (tests change the replica in the middle
     /// of a walk).
     var folderRead: (@Sendable (String) -> Void)?
+    /// Called after each folder is listed, before its entries are compared with its records,
+    /// with its path (tests change a file between the two).
+    var folderListed: (@Sendable (String) -> Void)?
     /// The most changes of each kind one scan holds (``ScanFindings/defaultLimit``; tests set
     /// fewer).
     var findingsLimit = ScanFindings.defaultLimit
@@ -185,6 +188,7 @@ struct LocalScanner {
         let children = try isDataless ? [] : records.children(of: folder)
         let known = byName(children)
         let listing = list(folder, known: known, into: &findings)
+        folderListed?(folder)
         func child(_ name: String) -> String { folder.isEmpty ? name : folder + "/" + name }
         if isDataless {
             if listing.isEmpty { return [] }
@@ -282,7 +286,15 @@ struct LocalScanner {
     ) {
         if let download = placedDownload(record, here.fingerprint) {
             findings.addPlaced(download)
-        } else if settled(here.fingerprint, record.path) {
+            return
+        }
+        // Listed while a fill of the item's dataless file was completing (its mark cleared
+        // between the listing's stat and now): the file as it is now may be the engine's download.
+        if let now = replica.fingerprint(atPath: replica.path(record.path)), now != here.fingerprint {
+            if let download = placedDownload(record, now) { findings.addPlaced(download) } else { findings.addUnsettled(record.path) }
+            return
+        }
+        if settled(here.fingerprint, record.path) {
             findings.add(.writtenOverPlaceholder(record: record, fingerprint: here.fingerprint))
         } else {
             findings.addUnsettled(record.path)

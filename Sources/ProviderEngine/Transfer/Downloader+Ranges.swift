@@ -125,8 +125,12 @@ extension Downloader {
                 var status = stat()
                 if fstat(fd, &status) == 0 {
                     let changed = changeTime ?? Int64.max
-                    if Int64(status.st_size) != record.size || ProgressiveHydrator.changeTime(status) > changed {
+                    let now = ProgressiveHydrator.changeTime(status)
+                    if Int64(status.st_size) != record.size || now > changed {
                         modifiedLocally = true
+                        self.context.logger.info(
+                            "\(self.display(record.path)): changed by a program before it was completed (\(status.st_size) bytes of \(record.size); change time \(now), the engine's last write \(changed)): recorded as an edit"
+                        )
                     }
                 }
             }

@@ -437,8 +437,9 @@ package final class ProgressiveHydrator: Sendable {
             let task = Task { [self] () async throws -> ItemRecord in
                 let completed = try await entry.downloader.completePartial(record, modifiedLocally: modified, changeTime: changeTime)
                 files.withLock { files in if files[entry.key] === entry { files[entry.key] = nil } }
+                let edited = modified || completed.localSize == -1
                 logger.info(
-                    "\(entry.downloader.domainName): \(TerminalText.quoted(record.path)): fetched on access, every byte present (\(record.size) bytes)\(modified ? "; written by a program: sent as an edit" : ""); now an ordinary downloaded file"
+                    "\(entry.downloader.domainName): \(TerminalText.quoted(record.path)): fetched on access, every byte present (\(record.size) bytes)\(edited ? "; written by a program: sent as an edit" : ""); now an ordinary downloaded file"
                 )
                 return completed
             }
