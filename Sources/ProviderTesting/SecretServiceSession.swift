@@ -19,16 +19,14 @@ public final class SecretServiceSession: @unchecked Sendable {
     public static let keyringPassword = "keyring pw"
     /// What a program needs to reach this Secret Service.
     public let environment: [String: String]
-    private let folder: URL
-    private let pid: pid_t
-    private let lock = NSLock()
-    private var stopped = false
+    private let daemon: SpawnedDaemon
+    private var folder: URL { daemon.folder }
 
     /// Starts the session and waits (20 seconds at most) until the keyring is unlocked and the
     /// bus's address known. Blocks: call it off the cooperative pool.
     /// - Throws: ``MediaServerError`` when a program is missing or the session does not start.
     public init() throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-keyring-\(UUID().uuidString)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-keyring-\(UUID().uuidString)")
         let runtime = folder.appendingPathComponent("run")
         try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true)
         chmod(runtime.path, 0o700)
@@ -54,33 +52,21 @@ public final class SecretServiceSession: @unchecked Sendable {
         environment["FPK_KEYRING_PASSWORD"] = Self.keyringPassword
         environment["FPK_ADDRESS_FILE"] = address.path
         environment.removeValue(forKey: "DBUS_SESSION_BUS_ADDRESS")
-        pid = try ChildProcess.spawn(
+        let pid = try ChildProcess.spawn(
             "/usr/bin/dbus-run-session", ["--", "/bin/sh", "-c", script], environment: environment, output: log.path,
             error: log.path, ownSession: true)
-        ProcessGroupsAtExit.register(pid)
+        daemon = SpawnedDaemon(pid: pid, folder: folder)
         guard let found = ChildProcess.firstLine(of: address, whileRunning: pid) else {
-            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-            _ = kill(-pid, SIGKILL)
-            ProcessGroupsAtExit.unregister(pid)
-            try? FileManager.default.removeItem(at: folder)
-            throw MediaServerError(message: "the Secret Service session did not start: \(text.suffix(2000))")
+            let text = daemon.tail(of: "session.log")
+            daemon.stop()
+            throw MediaServerError(message: "the Secret Service session did not start: \(text)")
         }
         self.environment = ["DBUS_SESSION_BUS_ADDRESS": found]
     }
 
-    deinit { stop() }
-
     /// Kills the session's process group, reaps it and removes its folder; only the first call
     /// does anything.
-    public func stop() {
-        let first: Bool = lock.withLock {
-            defer { stopped = true }
-            return !stopped
-        }
-        guard first else { return }
-        ProcessGroupsAtExit.stop(pid)
-        try? FileManager.default.removeItem(at: folder)
-    }
+    public func stop() { daemon.stop() }
 
     /// The password stored for the domain `domain` (`secret-tool lookup service fileprovider
     /// domain NAME`), or `nil`. Blocks.

@@ -14,10 +14,7 @@ public final class SessionBus: @unchecked Sendable {
     public let address: String
     /// What a program needs to reach this bus.
     public var environment: [String: String] { ["DBUS_SESSION_BUS_ADDRESS": address] }
-    private let folder: URL
-    private let pid: pid_t
-    private let lock = NSLock()
-    private var stopped = false
+    private let daemon: SpawnedDaemon
 
     /// Starts the bus and waits (20 seconds at most) until it listens: until it printed its
     /// address. Blocks: call it off the cooperative pool.
@@ -27,35 +24,23 @@ public final class SessionBus: @unchecked Sendable {
         guard FileManager.default.isExecutableFile(atPath: program) else {
             throw MediaServerError(message: "\(program) is missing: install dbus-daemon (make deps)")
         }
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-bus-\(UUID().uuidString)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-bus-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let printed = folder.appendingPathComponent("address")
-        let log = folder.appendingPathComponent("daemon.log")
-        pid = try ChildProcess.spawn(
+        let pid = try ChildProcess.spawn(
             program,
             ["--session", "--nofork", "--nopidfile", "--address=unix:path=\(folder.path)/bus", "--print-address=1"],
-            output: printed.path, error: log.path, ownSession: true)
-        ProcessGroupsAtExit.register(pid)
+            output: printed.path, error: folder.appendingPathComponent("daemon.log").path, ownSession: true)
+        daemon = SpawnedDaemon(pid: pid, folder: folder)
         // The address is printed once the daemon listens.
         guard let found = ChildProcess.firstLine(of: printed, whileRunning: pid) else {
-            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-            ProcessGroupsAtExit.stop(pid)
-            try? FileManager.default.removeItem(at: folder)
-            throw MediaServerError(message: "dbus-daemon did not start: \(text.suffix(2000))")
+            let log = daemon.tail(of: "daemon.log")
+            daemon.stop()
+            throw MediaServerError(message: "dbus-daemon did not start: \(log)")
         }
         address = found
     }
 
-    deinit { stop() }
-
     /// Kills the daemon, reaps it and removes its folder; only the first call does anything.
-    public func stop() {
-        let first: Bool = lock.withLock {
-            defer { stopped = true }
-            return !stopped
-        }
-        guard first else { return }
-        ProcessGroupsAtExit.stop(pid)
-        try? FileManager.default.removeItem(at: folder)
-    }
+    public func stop() { daemon.stop() }
 }
