@@ -63,8 +63,9 @@ public enum FUSEMountCheck {
         }
     }
 
-    /// - Throws: as ``check(_:options:device:)`` for the mount point.
-    static func checkMountPoint(_ mountPoint: String, options: FUSEMountOptions) throws(FileProviderError) {
+    /// - Throws: as ``check(_:options:device:)`` for the mount point. `looks`: how many more
+    /// times a dead mount is looked at after a detach.
+    static func checkMountPoint(_ mountPoint: String, options: FUSEMountOptions, looks: Int = 2) throws(FileProviderError) {
         var status = stat()
         // `lstat` of a dead mount may be answered from the kernel's cache of the root's
         // attributes; opening the folder always asks the file system (as fusermount3 checks).
@@ -79,11 +80,12 @@ public enum FUSEMountCheck {
             if code == ENOTCONN {
                 // A mount of ours whose process died before fusermount3 removed it (its
                 // auto_unmount can lose the race with the process's end): detach it and go on.
-                if let line = mountInfo(for: mountPoint), line.contains(" fuse.\(options.subtype) "),
-                    detachDeadMount(mountPoint), lstat(mountPoint, &status) == 0
-                {
-                    return try checkMountPoint(mountPoint, options: options)
+                // The dead process's fusermount3 may remove it meanwhile (then the detach
+                // fails, or the mount is no longer listed): look again either way.
+                if let line = mountInfo(for: mountPoint), line.contains(" fuse.\(options.subtype) ") {
+                    _ = detachDeadMount(mountPoint)
                 }
+                if looks > 0 { return try checkMountPoint(mountPoint, options: options, looks: looks - 1) }
                 throw FileProviderError(
                     .invalidArgument,
                     "\(mountPoint) is a FUSE mount whose file system ended without unmounting (\(String(cString: strerror(code)))): run `fusermount3 -u \(mountPoint)` (or `umount \(mountPoint)` as root), then mount again"
