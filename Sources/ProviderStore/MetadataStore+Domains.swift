@@ -32,13 +32,15 @@ extension MetadataStore {
         try write { db in try record.update(db) }
     }
 
-    /// Sets a domain's replica mode (after its files were converted to the mode's layout), and
-    /// nothing else of the domain: a sync recording its outcome at the same time keeps it.
+    /// Sets a domain's replica mode (after its files were converted to the mode's layout) and
+    /// why (``DomainRecord/modeReason``), and nothing else of the domain: a sync recording its
+    /// outcome at the same time keeps it.
     /// - Throws: `providerDomainNotFound` when no domain has that id; `localIOFailure` when the
     ///   database fails.
-    public func setReplicaMode(domainID: Int64, _ mode: ReplicaMode) throws(FileProviderError) {
+    public func setReplicaMode(domainID: Int64, _ mode: ReplicaMode, reason: String? = nil) throws(FileProviderError) {
         let changed = try write { db in
-            try db.execute(sql: "UPDATE domain SET replicaMode = ? WHERE id = ?", arguments: [mode.rawValue, domainID])
+            try db.execute(
+                sql: "UPDATE domain SET replicaMode = ?, modeReason = ? WHERE id = ?", arguments: [mode.rawValue, reason, domainID])
             return db.changesCount
         }
         if changed == 0 { throw FileProviderError(.providerDomainNotFound, "no domain with id \(domainID)") }

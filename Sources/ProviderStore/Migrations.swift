@@ -400,6 +400,11 @@ enum Migrations {
                 try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN hashedContentVersion BLOB")
             }
         }
+        migrator.registerMigration("v22: mode reason") { db in
+            // Why a domain has its replica mode (`domain add` without --mode falls back to
+            // placeholder-files where dataless files cannot work), which `domain show` repeats.
+            try db.execute(sql: "ALTER TABLE domain ADD COLUMN modeReason TEXT")
+        }
         return migrator
     }
 

@@ -41,6 +41,10 @@ public struct DomainRecord: Codable, Hashable, Sendable, FetchableRecord, Mutabl
     /// Why ``onAccess`` was chosen, as `domain add` said it (`--on-access auto` picks one);
     /// `nil` for domains added before the choice existed.
     public var onAccessReason: String?
+    /// Why the domain has its ``replicaMode``, as `domain add` or `domain convert` said it (the
+    /// mode asked for, the default, or why the default cannot work here); `nil` for domains
+    /// added before it was kept.
+    public var modeReason: String?
     /// The most bytes of downloaded contents the domain keeps before automatic eviction takes
     /// the least recently used evictable files; `nil` for no budget of its own.
     public var cacheBudget: Int64?

@@ -252,17 +252,16 @@ struct DomainAddCommand: AsyncParsableCommand {
             if adoptReplica {
                 return try await manager.addDomainAdoptingReplica(
                     name: name, kind: backend, options: options, replicaPath: replicaPath, ignorePatterns: ignore,
-                    cacheBudget: budget, hydration: hydration)
+                    cacheBudget: budget, hydration: hydration, modeReason: modeReason)
             }
             let record = try await manager.addDomain(
                 name: name, kind: backend, options: options, replicaPath: replicaPath, ignorePatterns: ignore, mode: mode,
-                cacheBudget: budget, hydration: hydration, onAccess: (onAccess ?? .auto).mechanism)
+                cacheBudget: budget, hydration: hydration, onAccess: (onAccess ?? .auto).mechanism, modeReason: modeReason)
             return (record, nil)
         }
         let (record, adopted, storedPassword) = try await addAskingForPassword(options: options, add)
         var shown = try DomainJSON(record, summary: nil, manager: manager)
         shown.adopted = adopted
-        shown.modeReason = modeReason
         await manager.close()
         if let storedPassword {
             // On standard error in JSON mode: standard output holds the JSON alone.

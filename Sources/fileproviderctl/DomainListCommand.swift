@@ -51,8 +51,9 @@ struct DomainJSON: Encodable {
     var replica: String
     /// `placeholder-files` or `dataless` (see ``ReplicaMode``).
     var mode: String
-    /// Only from `domain add`: why the domain has its mode (the `--mode` asked for, the default,
-    /// or why the default, dataless, cannot work here).
+    /// Why the domain has its mode (the `--mode` asked for, the default, why the default,
+    /// dataless, cannot work here, or a `domain convert`); left out for domains added before
+    /// it was kept.
     var modeReason: String?
     /// Where a dataless domain's files are (its backing folder); left out in other modes.
     var backing: String?
@@ -94,6 +95,7 @@ struct DomainJSON: Encodable {
         options = record.options
         replica = record.replicaPath
         mode = record.replicaMode.rawValue
+        modeReason = record.modeReason
         if record.replicaMode == .dataless {
             onAccess = record.onAccess.rawValue
             onAccessReason = record.onAccessReason

@@ -29,7 +29,7 @@ struct DomainShowCommand: AsyncParsableCommand {
         }
         lines += [
             "replica:      \(domain.replicaPath)",
-            "mode:         \(shown.mode)",
+            "mode:         \(shown.mode)" + (shown.modeReason.map { " (\($0))" } ?? ""),
         ]
         if let backing = shown.backing { lines.append("backing:      \(backing)") }
         if let onAccess = shown.onAccess {

@@ -65,7 +65,7 @@ import Testing
         let shown = try #require(try await cli.json(["domain", "show", "d"]) as? [String: Any])
         #expect(shown["mode"] as? String == "dataless")
         #expect(shown["onAccess"] as? String == "fanotify")
-        #expect(shown["modeReason"] == nil, "only domain add says why: \(shown)")
+        #expect(shown["modeReason"] as? String == "the default (no --mode)", "domain show repeats why: \(shown)")
         // A sync writes into the backing folder; the replica folder, a mount point for serve, stays empty.
         #expect(try await cli.run(["sync", "d"]).status == 0)
         #expect(FileManager.default.fileExists(atPath: "\(home)/replicas/d/a.txt"))
@@ -203,6 +203,9 @@ import Testing
         let reason = object["modeReason"] as? String ?? ""
         #expect(reason.hasPrefix("dataless files, the default (no --mode), cannot work here: not through fanotify ("), "\(reason)")
         #expect(reason.contains("not through FUSE (/dev/fuse does not exist"), "\(reason)")
+        // domain show keeps saying why, long after.
+        let show = try await Self.asUser(owner, root: root, ["domain", "show", "e"], prefix: inContainer)
+        #expect(String(decoding: show.output, as: UTF8.self).contains("mode:         placeholder-files (\(reason))"), "\(show)")
 
         // An explicit --mode dataless is refused, with both reasons, and nothing is added.
         let refused = try await Self.asUser(

@@ -199,7 +199,9 @@ extension ProviderManager {
         }
         // Done: recorded and finished even when an interruption comes now.
         let store = self.store
-        try await blocking { () throws(FileProviderError) in try store.setReplicaMode(domainID: id, mode) }
+        try await blocking { () throws(FileProviderError) in
+            try store.setReplicaMode(domainID: id, mode, reason: "asked for (domain convert --mode \(mode.rawValue))")
+        }
         let finishing = Task.detached {
             // The emptied replica folder is no replica of the domain's any more: a process that
             // still has the old mode finds it unmarked and empty and refuses to scan it.

@@ -109,16 +109,17 @@ public final class ProviderManager: Sendable {
     /// `hydration` how a dataless domain fetches files on access (default: ``Hydration/progressive``
     /// for a dataless domain, ``Hydration/full`` otherwise); `onAccess` how programs reach a
     /// dataless domain's files (`nil`: fanotify where it can work, else FUSE; see
-    /// ``chooseOnAccess(_:backing:)``, whose refusals this throws too).
+    /// ``chooseOnAccess(_:backing:)``, whose refusals this throws too); `modeReason` why the
+    /// domain has its mode, kept for `domain show` (``DomainRecord/modeReason``).
     @discardableResult
     public func addDomain(
         name: String, kind: String, options: [String: String], replicaPath: String? = nil, ignorePatterns: [String] = [],
         mode: ReplicaMode = .placeholderFiles, cacheBudget: Int64? = nil, hydration: Hydration? = nil,
-        onAccess: OnAccessMechanism? = .fanotify
+        onAccess: OnAccessMechanism? = .fanotify, modeReason: String? = nil
     ) async throws(FileProviderError) -> DomainRecord {
         try await add(
             name: name, kind: kind, options: options, replicaPath: replicaPath, ignorePatterns: ignorePatterns, mode: mode,
-            cacheBudget: cacheBudget, hydration: hydration, onAccess: onAccess, adopting: false
+            cacheBudget: cacheBudget, hydration: hydration, onAccess: onAccess, modeReason: modeReason, adopting: false
         ).record
     }
 
@@ -134,29 +135,32 @@ public final class ProviderManager: Sendable {
     ///   domain is not added).
     public func addDomainAdoptingReplica(
         name: String, kind: String, options: [String: String], replicaPath: String? = nil, ignorePatterns: [String] = [],
-        cacheBudget: Int64? = nil, hydration: Hydration? = nil
+        cacheBudget: Int64? = nil, hydration: Hydration? = nil, modeReason: String? = nil
     ) async throws(FileProviderError) -> (record: DomainRecord, adopted: AdoptionSummary) {
         let added = try await add(
             name: name, kind: kind, options: options, replicaPath: replicaPath, ignorePatterns: ignorePatterns,
-            mode: .placeholderFiles, cacheBudget: cacheBudget, hydration: hydration, onAccess: nil, adopting: true)
+            mode: .placeholderFiles, cacheBudget: cacheBudget, hydration: hydration, onAccess: nil, modeReason: modeReason,
+            adopting: true)
         return (added.record, added.adopted ?? AdoptionSummary())
     }
 
     private func add(
         name: String, kind: String, options: [String: String], replicaPath: String?, ignorePatterns: [String],
-        mode: ReplicaMode, cacheBudget: Int64?, hydration: Hydration?, onAccess: OnAccessMechanism?, adopting: Bool
+        mode: ReplicaMode, cacheBudget: Int64?, hydration: Hydration?, onAccess: OnAccessMechanism?, modeReason: String?,
+        adopting: Bool
     ) async throws(FileProviderError) -> (record: DomainRecord, adopted: AdoptionSummary?) {
         try await PoolCheck.during("domain add") {
             () async throws(FileProviderError) -> (record: DomainRecord, adopted: AdoptionSummary?) in
             try await adding(
                 name: name, kind: kind, options: options, replicaPath: replicaPath, ignorePatterns: ignorePatterns, mode: mode,
-                cacheBudget: cacheBudget, hydration: hydration, onAccess: onAccess, adopting: adopting)
+                cacheBudget: cacheBudget, hydration: hydration, onAccess: onAccess, modeReason: modeReason, adopting: adopting)
         }
     }
 
     private func adding(
         name: String, kind: String, options: [String: String], replicaPath: String?, ignorePatterns: [String],
-        mode: ReplicaMode, cacheBudget: Int64?, hydration: Hydration?, onAccess: OnAccessMechanism?, adopting: Bool
+        mode: ReplicaMode, cacheBudget: Int64?, hydration: Hydration?, onAccess: OnAccessMechanism?, modeReason: String?,
+        adopting: Bool
     ) async throws(FileProviderError) -> (record: DomainRecord, adopted: AdoptionSummary?) {
         try Self.validateDomainName(name)
         try Self.validateIgnorePatterns(ignorePatterns)
@@ -217,6 +221,7 @@ public final class ProviderManager: Sendable {
         var record = DomainRecord(name: name, backendKind: kind, configuration: stored, replicaPath: replica.path)
         record.ignorePatterns = ignorePatterns.joined(separator: "\n")
         record.replicaMode = mode
+        record.modeReason = modeReason
         if let onAccessChoice {
             record.onAccess = onAccessChoice.mechanism
             record.onAccessReason = onAccessChoice.reason
