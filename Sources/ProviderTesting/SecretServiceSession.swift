@@ -20,13 +20,13 @@ public final class SecretServiceSession: @unchecked Sendable {
     /// What a program needs to reach this Secret Service.
     public let environment: [String: String]
     private let daemon: SpawnedDaemon
-    private var folder: URL { daemon.folder }
+    private let folder: URL
 
     /// Starts the session and waits (20 seconds at most) until the keyring is unlocked and the
     /// bus's address known. Blocks: call it off the cooperative pool.
     /// - Throws: ``MediaServerError`` when a program is missing or the session does not start.
     public init() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-keyring-\(UUID().uuidString)")
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-keyring-\(UUID().uuidString)")
         let runtime = folder.appendingPathComponent("run")
         try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true)
         chmod(runtime.path, 0o700)

@@ -11,9 +11,8 @@ import Foundation
 /// tests.
 final class ServerProcessGroup: @unchecked Sendable {
     /// The server's main process: the leader of its process group.
-    let pid: pid_t
-    private let lock = NSLock()
-    private var stopped = false
+    var pid: pid_t { process.pid }
+    private let process: SpawnedDaemon
 
     /// Starts `binary` with `arguments` for each of up to three free ports (`arguments` gets
     /// the port) and waits until it answers `OPTIONS /` on it; returns the first that does.
@@ -34,7 +33,6 @@ final class ServerProcessGroup: @unchecked Sendable {
             try prepare(port)
             let pid = try ChildProcess.spawn(
                 binary, arguments(port), output: errorLog.path, error: errorLog.path, ownSession: true)
-            ProcessGroupsAtExit.register(pid)
             let group = ServerProcessGroup(pid: pid)
             if waitUntilReady(port: port, pid: pid) { return (group, port) }
             group.stop()
@@ -44,20 +42,11 @@ final class ServerProcessGroup: @unchecked Sendable {
         throw lastError
     }
 
-    private init(pid: pid_t) { self.pid = pid }
-
-    deinit { stop() }
+    private init(pid: pid_t) { process = SpawnedDaemon(pid: pid, folder: nil) }
 
     /// Kills the process group and reaps its leader; only the first call does anything. Blocks
     /// until it is gone (at once: `SIGKILL`).
-    func stop() {
-        let first: Bool = lock.withLock {
-            defer { stopped = true }
-            return !stopped
-        }
-        guard first else { return }
-        ProcessGroupsAtExit.stop(pid)
-    }
+    func stop() { process.stop() }
 
     /// Whether something answers HTTP on `port` before the process `pid` ends (20 seconds at
     /// most).
