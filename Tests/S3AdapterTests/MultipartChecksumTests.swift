@@ -130,7 +130,11 @@ struct MultipartChecksumTests {
 
     /// A scripted multipart exchange (``ContentCheckTests/multipartServer(partETag:complete:)``)
     /// whose completion answers with the right ETag and the composite checksum `checksum`.
-    static func scriptedServer(file: Data, checksum: @escaping @Sendable (String) -> String) throws -> FaultServer {
+    /// `pending` is an upload of the same key already in progress, started with the algorithm
+    /// `pending` names.
+    static func scriptedServer(file: Data, pending: String? = nil, checksum: @escaping @Sendable (String) -> String) throws
+        -> FaultServer
+    {
         let etag = MultipartTests.multipartETag(file, partSize: 5 << 20)
         let composite = compositeSHA256(file, partSize: 5 << 20)
         return try FaultServer { request in
@@ -138,12 +142,19 @@ struct MultipartChecksumTests {
                 return HostileServerTests.ok(HostileServerTests.listing(prefix: request.query["prefix"] ?? ""))
             }
             if request.path == "/bkt" && request.query["uploads"] != nil {
+                let upload =
+                    pending.map {
+                        "<Upload><Key>big.bin</Key><UploadId>old-1</UploadId><Initiated>\(ISO8601DateFormatter().string(from: Date()))</Initiated><ChecksumAlgorithm>\($0)</ChecksumAlgorithm></Upload>"
+                    } ?? ""
                 return HostileServerTests.ok(
-                    Data("<ListMultipartUploadsResult><IsTruncated>false</IsTruncated></ListMultipartUploadsResult>".utf8))
+                    Data("<ListMultipartUploadsResult><IsTruncated>false</IsTruncated>\(upload)</ListMultipartUploadsResult>".utf8))
             }
             if request.method == "POST" && request.query["uploads"] != nil {
                 return HostileServerTests.ok(
                     Data("<InitiateMultipartUploadResult><UploadId>up-1</UploadId></InitiateMultipartUploadResult>".utf8))
+            }
+            if request.method == "GET" && request.query["uploadId"] != nil {
+                return HostileServerTests.ok(Data("<ListPartsResult><IsTruncated>false</IsTruncated></ListPartsResult>".utf8))
             }
             if request.method == "PUT" && request.query["partNumber"] != nil {
                 let md5 = Data(base64Encoded: request.headers["content-md5"] ?? "").map { FileDigests.hex(Array($0)) } ?? ""
@@ -180,6 +191,28 @@ struct MultipartChecksumTests {
             let number = try #require(part.query["partNumber"].flatMap { Int($0) })
             let bytes = data[((number - 1) * (5 << 20))..<min(data.count, number * (5 << 20))]
             #expect(part.headers["x-amz-checksum-sha256"] == Data(Self.sha256(bytes)).base64EncodedString(), "part \(number)")
+        }
+        await backend.close()
+    }
+
+    /// An upload of the key started with another checksum algorithm (AWS refuses a SHA-256 on
+    /// its parts) is aborted, never resumed; one started with SHA-256 is resumed.
+    @Test(arguments: ["CRC32", "SHA256"])
+    func anUploadStartedWithAnotherAlgorithmIsAbortedNotResumed(_ algorithm: String) async throws {
+        let scratch = try MultipartTests.Scratch()
+        let (file, data) = try scratch.file("big", size: 12 << 20, seed: 12)
+        let server = try Self.scriptedServer(file: data, pending: algorithm, checksum: { "\($0)-3" })
+        defer { server.stop() }
+        let backend = try await Self.scriptedBackend(server)
+        let outcome = try await backend.putMultipart(file, size: 12 << 20, at: try ItemPath(ItemIdentifier("big.bin")), condition: nil)
+        let aborted = server.requests.contains { $0.method == "DELETE" && $0.query["uploadId"] == "old-1" }
+        let created = server.requests.contains { $0.method == "POST" && $0.query["uploads"] != nil }
+        if algorithm == "SHA256" {
+            #expect(outcome.uploadID == "old-1")
+            #expect(!aborted && !created)
+        } else {
+            #expect(outcome.uploadID == "up-1")
+            #expect(aborted && created)
         }
         await backend.close()
     }
