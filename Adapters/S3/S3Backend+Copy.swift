@@ -59,7 +59,7 @@ extension S3Backend {
         try check(reply)
         let sourceTag = reply.head["etag"].map(Self.unquote) ?? ""
         let ranges = multipart.parts(for: size)
-        let id = try await createUpload(key: targetKey, display: "'\(targetKey)'")
+        let id = try await createUpload(key: targetKey, display: "'\(targetKey)'", checksummed: false)
         activeUploads.insert(id)
         defer { activeUploads.remove(id) }
         var tags = [String](repeating: "", count: ranges.count)

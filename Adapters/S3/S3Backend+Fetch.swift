@@ -79,7 +79,9 @@ extension S3Backend {
     }
 
     /// Checks a downloaded file against what the server says of its bytes, in one read of it:
-    /// the base64 SHA-256 of `x-amz-checksum-sha256` (not a composite one, `…-N`), and the ETag
+    /// the base64 SHA-256 of `x-amz-checksum-sha256` (not a composite one: `…-N`, or any of a
+    /// multipart object, `…-N` ETag, unless `x-amz-checksum-type` says `FULL_OBJECT`: moto
+    /// 5.2.1 gives the composite checksum without its `-N`), and the ETag
     /// where it is a plain MD5 (a single-part upload's; not a multipart upload's `…-N`, nor an
     /// SSE-KMS or SSE-C object's).
     ///
@@ -87,7 +89,9 @@ extension S3Backend {
     ///   SHA-256; `localIOFailure` when the file cannot be read.
     func verify(file: String, head: ReplyHead, etag: String, of path: ItemPath) async throws(FileProviderError) {
         var wantedSHA: Data?
-        if let checksum = head["x-amz-checksum-sha256"], !checksum.contains("-") {
+        let composite =
+            head["x-amz-checksum-type"].map { $0.uppercased() != "FULL_OBJECT" } ?? etag.contains("-")
+        if let checksum = head["x-amz-checksum-sha256"], !checksum.contains("-"), !composite {
             guard let wanted = Data(base64Encoded: checksum.trimmingCharacters(in: .whitespaces)), wanted.count == 32 else {
                 throw FileProviderError(
                     .corruptData,

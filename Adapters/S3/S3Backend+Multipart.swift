@@ -20,20 +20,32 @@ struct PendingUpload: Sendable {
     var key: String
     var uploadID: String
     var initiated: Date?
+    /// The checksum algorithm the upload was started with, where the listing says it (AWS and
+    /// moto do, SeaweedFS 4.48 does not).
+    var checksumAlgorithm: String?
+
+    /// Whether its parts may carry `x-amz-checksum-sha256`: started with SHA-256, or the
+    /// listing does not say (AWS refuses a SHA-256 on a part of an upload started with another
+    /// algorithm or none; SeaweedFS and moto take it on any).
+    var takesSHA256: Bool { checksumAlgorithm.map { $0.uppercased() == "SHA256" } ?? true }
 }
 
 extension S3Backend {
-    /// Uploads a file in parts: `CreateMultipartUpload` (or the interrupted upload of the same
-    /// key, when its parts are this file's), every part with `UploadPart` from its range of the
-    /// file (never held in memory; `Content-MD5` on each, its ETag checked against it; as many
-    /// at once as the client has connections), then `CompleteMultipartUpload` conditional on
+    /// Uploads a file in parts: `CreateMultipartUpload` with `x-amz-checksum-algorithm: SHA256`
+    /// (or the interrupted upload of the same key, when its parts are this file's and it was not
+    /// started with another algorithm), every part with `UploadPart` from its range of the
+    /// file (never held in memory; `Content-MD5` and `x-amz-checksum-sha256` on each, its ETag
+    /// checked against the MD5; as many at once as the client has connections), then
+    /// `CompleteMultipartUpload` listing each part's ETag and `ChecksumSHA256`, conditional on
     /// `condition` (checked with `HEAD` just before as well), whose ETag is checked against the
-    /// parts' MD5s. Other uploads of the key, and uploads under the prefix older than
+    /// parts' MD5s and whose composite checksum, where the reply gives one, against their
+    /// SHA-256s. Other uploads of the key, and uploads under the prefix older than
     /// ``MultipartSettings/abandonedAfter``, are aborted. An upload that fails is left on the store for the next call to resume,
     /// except after a `412`, when it is aborted.
     ///
     /// - Throws: `versionOutOfDate` when the condition does not hold; `corruptData` when a
-    ///   part's or the object's ETag is not what the bytes sent make, or a reply is not the XML
+    ///   part's or the object's ETag or checksum is not what the bytes sent make, the store
+    ///   refuses a part or the completion as damaged (`BadDigest`), or a reply is not the XML
     ///   expected; `insufficientQuota` for a file over 5 TiB; `localIOFailure` when the file
     ///   cannot be read or changes size; what ``S3ErrorMapping/check(_:bucket:)`` throws.
     func putMultipart(_ contents: URL, size: Int64, at path: ItemPath, condition: String?) async throws(FileProviderError)
@@ -48,7 +60,7 @@ extension S3Backend {
         var uploadID: String?
         for pending in try await pendingUploads(prefix: objectKey)
         where pending.key == objectKey && !activeUploads.contains(pending.uploadID) {
-            if uploadID == nil, let parts = try? await uploadedParts(key: objectKey, uploadID: pending.uploadID),
+            if uploadID == nil, pending.takesSHA256, let parts = try? await uploadedParts(key: objectKey, uploadID: pending.uploadID),
                 parts.allSatisfy({ $0.number >= 1 && $0.number <= ranges.count && $0.size == Int64(ranges[$0.number - 1].count) })
             {
                 uploadID = pending.uploadID
@@ -65,10 +77,10 @@ extension S3Backend {
 
         let file = contents.path
         let width = max(1, min(client.settings.connections, ranges.count))
-        var md5s = [[UInt8]](repeating: [], count: ranges.count)
+        var digests = [FileDigests](repeating: FileDigests(md5: []), count: ranges.count)
         var sent = 0
         do {
-            try await withThrowingTaskGroup(of: (Int, [UInt8], Bool).self) { group in
+            try await withThrowingTaskGroup(of: (Int, FileDigests, Bool).self) { group in
                 var next = 0
                 func start() {
                     let number = next + 1
@@ -77,16 +89,16 @@ extension S3Backend {
                     next += 1
                     group.addTask { [self] in
                         let digest = try await hashers.run { () throws -> FileDigests in
-                            try FileDigests.of(file: file, range: range, sha256: false)
+                            try FileDigests.of(file: file, range: range, sha256: true)
                         }
-                        if previous == digest.md5Hex { return (number, digest.md5, false) }
+                        if previous == digest.md5Hex { return (number, digest, false) }
                         try await uploadPart(file: file, range: range, number: number, md5: digest, key: objectKey, uploadID: id, of: path)
-                        return (number, digest.md5, true)
+                        return (number, digest, true)
                     }
                 }
                 while next < width { start() }
-                while let (number, md5, didSend) = try await group.next() {
-                    md5s[number - 1] = md5
+                while let (number, digest, didSend) = try await group.next() {
+                    digests[number - 1] = digest
                     if didSend { sent += 1 }
                     if next < ranges.count { start() }
                 }
@@ -96,14 +108,16 @@ extension S3Backend {
         } catch {
             throw FileProviderError(.localIOFailure, "uploading \(path.display): \(error)")
         }
-        let expected = FileDigests.hex(FileDigests.md5(of: md5s.flatMap { $0 })) + "-\(ranges.count)"
+        let expected = FileDigests.hex(FileDigests.md5(of: digests.flatMap(\.md5))) + "-\(ranges.count)"
         // Checked here too, just before: moto 5.2.1 ignores If-Match on CompleteMultipartUpload.
         if let condition, try await !conditionHolds(condition, at: path) {
             try? await abortUpload(key: objectKey, uploadID: id)
             throw FileProviderError(.versionOutOfDate, "\(path.display) changed in the bucket; the upload was not made")
         }
         let (etag, date) = try await completeUpload(
-            key: objectKey, uploadID: id, partTags: md5s.map(FileDigests.hex), expected: expected, condition: condition, of: path)
+            key: objectKey, uploadID: id, partTags: digests.map(\.md5Hex),
+            partChecksums: digests.map { Data($0.sha256 ?? []).base64EncodedString() }, expected: expected, condition: condition,
+            of: path)
         return MultipartOutcome(etag: etag, date: date, uploadID: id, partsSent: sent, partsKept: ranges.count - sent)
     }
 
@@ -117,13 +131,17 @@ extension S3Backend {
         return current.map { String(decoding: $0.version.content, as: UTF8.self) == wanted } ?? false
     }
 
-    /// `CreateMultipartUpload`: a new upload of a key; returns its id.
+    /// `CreateMultipartUpload`: a new upload of a key, its parts checked with SHA-256
+    /// (`x-amz-checksum-algorithm: SHA256`) unless `checksummed` is false (a multipart copy,
+    /// whose parts are copied on the store and whose completion lists no checksums); returns
+    /// its id.
     ///
     /// - Throws: `corruptData` when the reply has no upload id; what
     ///   ``S3ErrorMapping/check(_:bucket:)`` throws.
-    func createUpload(key objectKey: String, display: String) async throws(FileProviderError) -> String {
+    func createUpload(key objectKey: String, display: String, checksummed: Bool = true) async throws(FileProviderError) -> String {
         var request = HTTPRequest("POST", endpoint(key: objectKey, query: [("uploads", "")]))
         request.body = .data(Data(), contentType: "application/octet-stream")
+        if checksummed { request.headers = ["x-amz-checksum-algorithm: SHA256"] }
         let reply = try await send(request)
         try check(reply)
         guard let records = S3Records.parse(reply.body), let id = records.fields["UploadId"], !id.isEmpty, id.utf8.count <= 1024
@@ -133,10 +151,12 @@ extension S3Backend {
         return id
     }
 
-    /// `UploadPart`: one part from its range of the file, with `Content-MD5`; its ETag is
-    /// checked against the MD5 where it is one (not under SSE-KMS or SSE-C).
+    /// `UploadPart`: one part from its range of the file, with `Content-MD5` and, when `md5`
+    /// holds one, `x-amz-checksum-sha256`; its ETag is checked against the MD5 where it is one
+    /// (not under SSE-KMS or SSE-C).
     ///
-    /// - Throws: `corruptData` when the ETag is another MD5; what
+    /// - Throws: `corruptData` when the ETag is another MD5, or the store refuses the bytes as
+    ///   not those hashed (`BadDigest`: damaged on the way); what
     ///   ``S3ErrorMapping/check(_:bucket:)`` throws.
     func uploadPart(
         file: String, range: Range<Int64>, number: Int, md5: FileDigests, key objectKey: String, uploadID: String, of path: ItemPath
@@ -145,6 +165,7 @@ extension S3Backend {
             "PUT", endpoint(key: objectKey, query: [("partNumber", String(number)), ("uploadId", uploadID)]))
         request.body = .filePart(path: file, offset: range.lowerBound, length: Int64(range.count))
         request.headers = ["Content-MD5: \(Data(md5.md5).base64EncodedString())"]
+        if let sha256 = md5.sha256 { request.headers.append("x-amz-checksum-sha256: \(Data(sha256).base64EncodedString())") }
         let reply = try await send(request)
         try check(reply)
         let tag = reply.head["etag"].map(Self.unquote) ?? ""
@@ -154,21 +175,28 @@ extension S3Backend {
         }
     }
 
-    /// `CompleteMultipartUpload` of the parts with ETags `partTags` (unquoted, part 1 first),
-    /// conditional on `condition`; returns the object's ETag, checked against `expected` (the
-    /// MD5 of the parts' MD5s and their count) where it has that form. A `412` aborts the upload. A retried request the store answers with
+    /// `CompleteMultipartUpload` of the parts with ETags `partTags` (unquoted, part 1 first)
+    /// and, when given, SHA-256s `partChecksums` (base64), conditional on `condition`; returns
+    /// the object's ETag, checked against `expected` (the MD5 of the parts' MD5s and their
+    /// count) where it has that form, and the reply's composite checksum (`ChecksumSHA256`,
+    /// the SHA-256 of the parts' SHA-256s, `-N`) against `partChecksums` where it gives one. A `412` aborts the upload. A retried request the store answers with
     /// `NoSuchUpload` (the first one completed, its reply was lost) is taken when the object
     /// has the ETag expected.
     ///
-    /// - Throws: `versionOutOfDate` for a `412`; `corruptData` when the ETag is another;
+    /// - Throws: `versionOutOfDate` for a `412`; `corruptData` when the ETag or the composite
+    ///   checksum is another, or the store finds a listed checksum is not its part's
+    ///   (`BadDigest`);
     ///   `serverUnreachable` when a `200` carries an error; what
     ///   ``S3ErrorMapping/check(_:bucket:)`` throws.
     func completeUpload(
-        key objectKey: String, uploadID: String, partTags: [String], expected: String?, condition: String?, of path: ItemPath
+        key objectKey: String, uploadID: String, partTags: [String], partChecksums: [String]? = nil, expected: String?,
+        condition: String?, of path: ItemPath
     ) async throws(FileProviderError) -> (String, Date?) {
         var xml = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
         for (index, tag) in partTags.enumerated() {
-            xml += "<Part><PartNumber>\(index + 1)</PartNumber><ETag>\"\(tag)\"</ETag></Part>"
+            xml += "<Part><PartNumber>\(index + 1)</PartNumber><ETag>\"\(tag)\"</ETag>"
+            if let partChecksums, index < partChecksums.count { xml += "<ChecksumSHA256>\(partChecksums[index])</ChecksumSHA256>" }
+            xml += "</Part>"
         }
         xml += "</CompleteMultipartUpload>"
         var request = HTTPRequest("POST", endpoint(key: objectKey, query: [("uploadId", uploadID)]))
@@ -201,6 +229,15 @@ extension S3Backend {
             throw FileProviderError(
                 .corruptData, "the server assembled \(path.display) from other parts than those sent (ETag \(tag), not \(expected))")
         }
+        if let partChecksums, let composite = body?.fields["ChecksumSHA256"], !composite.isEmpty {
+            let wanted = Self.compositeSHA256(partChecksums)
+            if composite.split(separator: "-").first.map(String.init) != wanted {
+                throw FileProviderError(
+                    .corruptData,
+                    "the server assembled \(path.display) from other parts than those sent (checksum \(composite.prefix(80)), not \(wanted)-\(partChecksums.count))"
+                )
+            }
+        }
         return (tag, reply.head["date"].flatMap(Self.httpDate))
     }
 
@@ -232,7 +269,10 @@ extension S3Backend {
                 guard let key = record["Key"], let id = record["UploadId"], key.utf8.starts(with: listed.utf8) else {
                     throw FileProviderError(.corruptData, "the list of uploads under '\(listed)' holds an upload outside it")
                 }
-                uploads.append(PendingUpload(key: key, uploadID: id, initiated: record["Initiated"].flatMap(Self.isoDate)))
+                uploads.append(
+                    PendingUpload(
+                        key: key, uploadID: id, initiated: record["Initiated"].flatMap(Self.isoDate),
+                        checksumAlgorithm: record["ChecksumAlgorithm"].flatMap { $0.isEmpty ? nil : $0 }))
             }
             guard page.fields["IsTruncated"]?.lowercased() == "true" else { return uploads }
             let next = (page.fields["NextKeyMarker"] ?? "", page.fields["NextUploadIdMarker"] ?? "")
@@ -295,6 +335,17 @@ extension S3Backend {
             aborted += 1
         }
         return aborted
+    }
+
+    /// The composite checksum of parts with SHA-256s `checksums` (base64): the base64 SHA-256 of
+    /// their digests one after another (what S3 gives a multipart upload, before its `-N`).
+    static func compositeSHA256(_ checksums: [String]) -> String {
+        var digest = SHA256Digest()
+        for checksum in checksums {
+            let bytes = Data(base64Encoded: checksum) ?? Data()
+            bytes.withUnsafeBytes { digest.update($0) }
+        }
+        return Data(digest.finishBytes()).base64EncodedString()
     }
 
     /// Whether a tag is 32 hex digits (the form of an MD5).
