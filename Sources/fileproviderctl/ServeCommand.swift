@@ -39,7 +39,7 @@ struct ServeCommand: AsyncParsableCommand {
             works in every folder once serve has caught up; 'fileproviderctl status' says how many \
             are left. --no-populate-in-background turns this off. \
             On the D-Bus session bus serve offers org.fileproviderkit.FileProvider1 (the \
-            domains' states; materialize, evict, pin and why for a path: 'D-Bus interface' in \
+            domains' states; materialize, evict, pin, unpin and why for a path: 'D-Bus interface' in \
             CLI.md); without a session bus it logs one line and runs without it; --no-dbus turns \
             it off. \
             When a program opens a folder of a FUSE domain whose store makes thumbnails, serve \
