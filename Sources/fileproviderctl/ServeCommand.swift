@@ -42,7 +42,7 @@ struct ServeCommand: AsyncParsableCommand {
             domains' states; materialize, evict, pin, unpin and why for a path: 'D-Bus interface' in \
             CLI.md); without a session bus it logs one line and runs without it; --no-dbus turns \
             it off. \
-            When a program opens a folder of a FUSE domain whose store makes thumbnails, serve \
+            When a program opens a folder of a dataless domain whose store makes thumbnails, serve \
             puts thumbnails of the folder's images and videos that are not downloaded where \
             file managers look ($XDG_CACHE_HOME/thumbnails, default ~/.cache; the freedesktop.org \
             standard), made from the store's thumbnails, never by downloading the files: at most \
@@ -89,7 +89,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(
         name: .customLong("thumbnails"), inversion: .prefixedNo,
         help:
-            "Make file managers' thumbnails of the dataless images and videos in folders programs open (FUSE domains whose store makes thumbnails)."
+            "Make file managers' thumbnails of the dataless images and videos in folders programs open (dataless domains whose store makes thumbnails)."
     )
     var thumbnails = true
 

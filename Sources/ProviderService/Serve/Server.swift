@@ -81,8 +81,10 @@ public final class Server: Sendable {
     private let eviction: EvictionLoop
     /// Which domains are syncing and how their last syncs ended (the D-Bus interface's states).
     public let activity = SyncActivity()
-    /// Thumbnails of the folders programs open (FUSE domains); `nil` when turned off.
+    /// Thumbnails of the folders programs open; `nil` when turned off.
     private let thumbnails: FolderThumbnails?
+    /// Tells ``thumbnails`` of the folders programs open in fanotify domains.
+    private let folderOpens = Mutex<FolderOpenNotifier?>(nil)
 
     /// A server for `domains` (names; each must exist).
     public init(manager: ProviderManager, domains: [String], options: ServeOptions = ServeOptions(), logger: Logger) {
@@ -137,7 +139,9 @@ public final class Server: Sendable {
             }
             let mounts = try await FUSEReplicaMount.mountAll(records, manager: manager, logger: logger, folderOpened: opened)
             fuseMounts.withLock { $0 = mounts }
+            startFolderOpens(records)
         } catch {
+            await folderOpens.withLock { $0 }?.stop()
             await thumbnails?.stop()
             await onAccess.withLock { $0 }?.stop()
             manager.newDatalessFolders.listen(nil)
@@ -197,6 +201,7 @@ public final class Server: Sendable {
         await task.value
         await onAccess.withLock { $0 }?.stop()
         await FUSEReplicaMount.unmountAll(fuseMounts.exchange([]))
+        await folderOpens.withLock { $0 }?.stop()
         await thumbnails?.stop()
         await watcher?.stop()
         manager.newDatalessFolders.listen(nil)
@@ -468,6 +473,21 @@ public final class Server: Sendable {
         }
         handler.start()
         onAccess.withLock { $0 = handler }
+    }
+
+    /// Starts telling ``thumbnails`` of the folders programs open in the fanotify domains'
+    /// replicas (the FUSE mounts tell it themselves); without `CAP_SYS_ADMIN` logs why not.
+    private func startFolderOpens(_ records: [DomainRecord]) {
+        let guarded = records.filter { ReplicaLayouts.layout(of: $0).isGuardedOnAccess }
+        guard let thumbnails, !guarded.isEmpty else { return }
+        do {
+            let notifier = try FolderOpenNotifier(thumbnails: thumbnails, logger: logger)
+            for record in guarded { notifier.watch(domain: record.name, replicaPath: record.replicaPath) }
+            notifier.start()
+            folderOpens.withLock { $0 = notifier }
+        } catch {
+            logger.notice("no thumbnails for the folders programs open: \(error.message)")
+        }
     }
 
     // MARK: Dataless folders

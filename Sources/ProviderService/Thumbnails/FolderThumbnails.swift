@@ -11,7 +11,8 @@ import Thumbnails
 
 /// Thumbnails `serve` makes by itself, so file managers (Nautilus, Dolphin, Thunar) show
 /// previews of images and videos that are not downloaded: when a program opens a folder of a
-/// served domain (``opened(domain:path:process:user:)``: the FUSE layout's `opendir`), the
+/// served domain (``opened(domain:path:process:user:)``: the FUSE layout's `opendir`, the fanotify
+/// layout's ``FolderOpenNotifier``), the
 /// folder's dataless images and videos get freedesktop.org thumbnails (`normal` and `large`,
 /// ``FreedesktopThumbnail``) in this process's user's cache (`$XDG_CACHE_HOME/thumbnails`,
 /// default `~/.cache`), made from the store's thumbnails (`fetchThumbnails`), never from the
@@ -100,7 +101,7 @@ public final class FolderThumbnails: Sendable {
     /// A program opened the folder at `path` (relative) of `domain`: queues it unless the
     /// program is not to get thumbnails (see the type) or the queue is full. Reads the
     /// program's identity from `/proc` when a rule may limit it: call it on a thread of its own
-    /// (a FUSE request's), never on Swift's cooperative pool. Any such thread.
+    /// (a FUSE request's, the notifier's), never on Swift's cooperative pool. Any such thread.
     public func opened(domain: String, path: String, process: Int32, user: UInt32) {
         guard process > 0, process != getpid(), user == getuid(), !gate.mayLimit(pid: process) else { return }
         let folder = Folder(domain: domain, path: path)
