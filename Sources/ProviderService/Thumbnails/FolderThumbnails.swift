@@ -19,8 +19,8 @@ import Thumbnails
 /// files' contents: nothing is downloaded for them.
 ///
 /// Bounded, so a folder of 10,000 images never floods the store: each folder open makes at
-/// most ``perOpenLimit`` thumbnails (the first files in name order that have none for their
-/// current modification time; opening the folder again goes on with the next ones), at most
+/// most ``perOpenLimit`` thumbnails and looks at most at ``perOpenRows`` items (in name order;
+/// opening the folder again goes on after the last one it looked at), at most
 /// ``queueLimit`` folders wait (further opens are dropped until one is done; the same folder is
 /// never queued twice), and one thumbnail is made at a time. Not for:
 /// - a program an access rule limits (`deny` or `present-only`: indexers and thumbnailers
@@ -38,6 +38,8 @@ public final class FolderThumbnails: Sendable {
     public static let perOpenLimit = 200
     /// The most folders waiting.
     public static let queueLimit = 8
+    /// The most items one folder open looks at (the next open goes on after them).
+    public static let perOpenRows = 2_000
     /// The most files remembered as declined by their store.
     static let declinedLimit = 10_000
 
@@ -57,6 +59,9 @@ public final class FolderThumbnails: Sendable {
         var declined: Set<String> = []
         /// How many thumbnails were made (for tests and the log).
         var made = 0
+        /// Where the next open of a folder goes on (the path of the last item looked at), for
+        /// folders whose last open stopped at a limit.
+        var cursors: [Folder: String] = [:]
     }
 
     let manager: ProviderManager
@@ -148,15 +153,21 @@ public final class FolderThumbnails: Sendable {
         }
     }
 
-    /// Makes the thumbnails one open of `folder` is due, in name order, at most ``perOpenLimit``.
+    /// Makes the thumbnails one open of `folder` is due, in name order from where the last open
+    /// of it stopped: at most ``perOpenLimit`` made and ``perOpenRows`` items looked at.
     private func thumbnails(of folder: Folder) async {
         guard let controller = try? await manager.controller(for: folder.domain), controller.backend.capabilities.supportsThumbnails,
             let domainID = controller.domain.id
         else { return }
         let (store, cacheHome, replicaPath) = (manager.store, cacheHome, controller.domain.replicaPath)
-        var after: String?
-        var made = 0
-        while made < Self.perOpenLimit, !Task.isCancelled, !state.withLock({ $0.stopped }) {
+        var after = state.withLock { $0.cursors.removeValue(forKey: folder) }
+        var (made, looked) = (0, 0)
+        pages: while !Task.isCancelled, !state.withLock({ $0.stopped }) {
+            if made >= Self.perOpenLimit || looked >= Self.perOpenRows {
+                // Where the next open of the folder goes on.
+                state.withLock { $0.cursors[folder] = after }
+                break
+            }
             let page: [ItemRecord]
             do {
                 let start = after
@@ -165,29 +176,38 @@ public final class FolderThumbnails: Sendable {
                 }
             } catch {
                 logger.warning("\(folder.domain): thumbnails of \(TerminalText.quoted(folder.path)): \(error.message)")
-                return
+                break
             }
-            guard let last = page.last else { return }
-            after = last.path
+            looked += page.count
             let candidates = page.filter { Self.wantsThumbnail($0) && !isDeclined($0) }
             let due =
                 (try? await manager.blocking { () -> [ItemRecord] in
                     candidates.filter { !Self.hasCurrentThumbnails($0, replicaPath: replicaPath, cacheHome: cacheHome) }
                 }) ?? []
             for record in due {
-                if made >= Self.perOpenLimit || Task.isCancelled || state.withLock({ $0.stopped }) { return }
+                if made >= Self.perOpenLimit || Task.isCancelled || state.withLock({ $0.stopped }) {
+                    state.withLock { $0.cursors[folder] = after }
+                    break pages
+                }
                 do {
                     _ = try await controller.freedesktopThumbnails(
                         at: record.path, sizes: FreedesktopThumbnail.Size.allCases, cacheHome: cacheHome)
                     made += 1
                     state.withLock { $0.made += 1 }
                     logger.debug("\(folder.domain): \(TerminalText.quoted(record.path)): thumbnails made from the store's")
-                } catch {
+                } catch where error.code == .notSupported || error.code == .noSuchItem || error.code == .corruptData {
+                    // The store has none for it at this version (or it is gone): not asked again.
                     declined(record)
                     logger.debug("\(folder.domain): \(TerminalText.quoted(record.path)): no thumbnail: \(error.message)")
+                } catch {
+                    // The store is in trouble: the next open of the folder tries again.
+                    logger.notice("\(folder.domain): thumbnails of \(TerminalText.quoted(folder.path)) stopped: \(error.message)")
+                    break pages
                 }
+                after = record.path
             }
-            if page.count < 256 { break }
+            guard page.count == 256, let last = page.last else { break }
+            after = last.path
         }
         if made > 0 {
             logger.info(
