@@ -13,7 +13,8 @@ import ProviderSystem
 ///
 /// A folder's `user.fileprovider.status` is ``ReplicaStatus/pinned`` when its content policy
 /// (its own, else its folders') is `eager`, else ``ReplicaStatus/dataless`` while its items
-/// are not written (a folder never listed or opened: ``ItemRecord/isDataless``), else
+/// are not written to disk (``ItemRecord/isDataless``: listing it through the mount does not
+/// write them; opening one of its files or `populate` does), else
 /// ``ReplicaStatus/downloaded`` (its items are written; its files may be dataless or not: each
 /// says so itself). It describes the folder alone: it does not roll up what lies below it
 /// (`fileproviderctl status` and `pending` do). `user.fileprovider.domain` is the domain's name.
