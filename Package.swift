@@ -64,7 +64,7 @@ let package = Package(
         .target(
             name: "ProviderService",
             dependencies: [
-                "ProviderCore", "ProviderStore", "ProviderSystem", "ProviderEngine", "CDBus",
+                "ProviderCore", "ProviderStore", "ProviderSystem", "ProviderEngine", "CDBus", "Thumbnails",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -2,8 +2,8 @@
 # The FUSE domain of the demo: started by scripts/demo.sh with FILEPROVIDERCTL and DEMO_ROOT set.
 # An ordinary user (no capability at all) adds a `dataless` domain, which `--on-access auto`
 # serves through FUSE (fanotify needs root), syncs it, starts `serve`, and reads a file never
-# downloaded with `cat` through the replica path; then stops `serve`, and the replica folder is
-# empty again.
+# downloaded with `cat` through the replica path (and `getfattr` shows a folder's status); then
+# stops `serve`, and the replica folder is empty again.
 #
 # Run as root (as `make demo` is in CI), it makes that user, `fpk-demo` (useradd, marked with
 # the comment "fileproviderctl demo"; a user left by an interrupted run is reused), makes
@@ -88,6 +88,8 @@ done
 step "serve (as $user) mounted the files through fusermount3"
 grep " $replica fuse" /proc/self/mounts | cut -d' ' -f1-3
 as_user ls -l "$replica/papers"
+step "getfattr on a folder: its status through the mount (worked out from the database)"
+as_user getfattr -d "$replica/papers" 2>/dev/null || echo "(getfattr is in the attr package)"
 step "cat $replica/papers/hello.txt   (as $user)"
 as_user cat "$replica/papers/hello.txt"
 step "sha256sum of the 3 MB file, read through the mount, and of the store's copy"

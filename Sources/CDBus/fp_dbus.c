@@ -154,10 +154,15 @@ static int onMessage(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
     if (member == NULL || sd.is_method_call(m, NULL, NULL) <= 0) return 0;
     if (interface != NULL && strcmp(interface, bus->interface) != 0) return 0;
     const char *argument = NULL;
+    int flag = -1;
     const char *signature = sd.get_signature(m, 1);
     if (signature != NULL && strcmp(signature, "s") == 0 && sd.read(m, "s", &argument) < 0) argument = NULL;
+    if (signature != NULL && strcmp(signature, "sb") == 0 && sd.read(m, "sb", &argument, &flag) < 0) {
+        argument = NULL;
+        flag = -1;
+    }
     sd.message_ref(m);
-    if (bus->handler(bus->context, m, member, argument) == 0) {
+    if (bus->handler(bus->context, m, member, argument, flag) == 0) {
         sd.message_unref(m);
         return 0;
     }

@@ -10,7 +10,9 @@ import Synchronization
 /// A fanotify group of permission events for folder opens (`FAN_OPEN_PERM` on folders): an
 /// `opendir` of a marked folder, in any process, waits until the group answers. The kernel
 /// side of populating dataless folders when a program opens them; what to do with an event is
-/// the caller's.
+/// the caller's. With `notifications` (``init(notifications:)``) a group nothing waits on,
+/// told of every open of a file or folder on the mounts it marks (``markOpens(onMountAt:)``):
+/// the kernel side of thumbnails for the folders programs open.
 ///
 /// Needs `CAP_SYS_ADMIN`. Threads: ``nextEvents(waiting:)`` blocks; call it from one thread of
 /// its own, never from Swift's cooperative pool. Everything else may be called from any
@@ -36,8 +38,8 @@ package final class FolderOpenGroup: @unchecked Sendable {
     /// - Throws: `permissionDenied` without `CAP_SYS_ADMIN` (`EPERM`); `localIOFailure` when
     ///   fanotify cannot be started otherwise or the wake-up pipe cannot be made. The message
     ///   starts with "fanotify: " and the kernel's reason.
-    package init() throws(FileProviderError) {
-        fd = fp_fanotify_open()
+    package init(notifications: Bool = false) throws(FileProviderError) {
+        fd = notifications ? fp_fanotify_open_notifications() : fp_fanotify_open()
         if fd < 0 {
             let code = errno
             throw FileProviderError(code == EPERM ? .permissionDenied : .localIOFailure, "fanotify: \(String(cString: strerror(code)))")
@@ -66,6 +68,34 @@ package final class FolderOpenGroup: @unchecked Sendable {
             guard open else { return 0 }
             return fp_fanotify_mark_folder(fd, path, add ? 1 : 0) == 0 ? 0 : errno
         }
+    }
+
+    /// Asks a group of notifications for an event whenever a file or folder of the mount at
+    /// `path` (its mount point) is opened: 0, or the `errno` of the refusal. Nothing, and 0,
+    /// once the group is closed.
+    @discardableResult
+    package func markOpens(onMountAt path: String) -> Int32 {
+        isOpen.withLock { open -> Int32 in
+            guard open else { return 0 }
+            return fp_fanotify_mark_mount_opens(fd, path) == 0 ? 0 : errno
+        }
+    }
+
+    /// Closes a notification's descriptor (a group of notifications answers nothing).
+    package func finish(_ event: Event) {
+        Glibc.close(event.fileDescriptor)
+    }
+
+    /// Whether an event is about a folder. Blocking.
+    package static func isFolder(_ event: Event) -> Bool {
+        var status = stat()
+        return fstat(event.fileDescriptor, &status) == 0 && status.st_mode & S_IFMT == S_IFDIR
+    }
+
+    /// The user a process runs as (the owner of `/proc/PID`), or `nil` when it is gone.
+    package static func user(ofProcess pid: Int32) -> UInt32? {
+        var status = stat()
+        return stat("/proc/\(pid)", &status) == 0 ? status.st_uid : nil
     }
 
     /// Waits, with `waiting`, until events are queued or ``wake()`` is called; without, only

@@ -30,6 +30,33 @@ public enum FreedesktopThumbnail {
         return encoded
     }
 
+    /// The cache's root for this process's user: `$XDG_CACHE_HOME` when it is an absolute
+    /// path (the base directory specification ignores a relative one), else `~/.cache`.
+    public static func cacheHome(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+        if let value = environment["XDG_CACHE_HOME"], value.hasPrefix("/") { return URL(fileURLWithPath: value) }
+        return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache")
+    }
+
+    /// Where the thumbnail of `uri` of `size` goes under `cacheHome`.
+    public static func location(ofURI uri: String, size: Size, cacheHome: URL) -> URL {
+        cacheHome.appendingPathComponent("thumbnails/\(size.rawValue)/\(fileName(forURI: uri))")
+    }
+
+    /// `Thumb::MTime` of a file modified at `date`: whole seconds since 1970 (0 when unknown).
+    public static func modificationTime(of date: Date?) -> Int64 {
+        Int64((date?.timeIntervalSince1970 ?? 0).rounded(.down))
+    }
+
+    /// Whether the cache holds a thumbnail of `uri` of `size` made for the modification time
+    /// `modificationTime` (its `Thumb::MTime`): a file manager uses it as it is. Blocking.
+    public static func isCurrent(uri: String, size: Size, modificationTime: Int64, cacheHome: URL) -> Bool {
+        guard let data = FileManager.default.contents(atPath: location(ofURI: uri, size: size, cacheHome: cacheHome).path) else {
+            return false
+        }
+        let text = textChunks(of: data)
+        return text["Thumb::MTime"] == String(modificationTime) && text["Thumb::URI"] == uri
+    }
+
     /// The cache file's name for a URI: the MD5 of the URI in lowercase hex, `.png`.
     public static func fileName(forURI uri: String) -> String {
         var digest = MD5Digest()

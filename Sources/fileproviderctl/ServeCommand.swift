@@ -39,9 +39,15 @@ struct ServeCommand: AsyncParsableCommand {
             works in every folder once serve has caught up; 'fileproviderctl status' says how many \
             are left. --no-populate-in-background turns this off. \
             On the D-Bus session bus serve offers org.fileproviderkit.FileProvider1 (the \
-            domains' states; materialize, evict, pin and why for a path: 'D-Bus interface' in \
+            domains' states; materialize, evict, pin, unpin and why for a path: 'D-Bus interface' in \
             CLI.md); without a session bus it logs one line and runs without it; --no-dbus turns \
-            it off.
+            it off. \
+            When a program opens a folder of a dataless domain whose store makes thumbnails, serve \
+            puts thumbnails of the folder's images and videos that are not downloaded where \
+            file managers look ($XDG_CACHE_HOME/thumbnails, default ~/.cache; the freedesktop.org \
+            standard), made from the store's thumbnails, never by downloading the files: at most \
+            200 per folder open, 8 folders waiting, one at a time; not for programs an access \
+            rule limits, nor other users' ('Thumbnails' in CLI.md). --no-thumbnails turns this off.
             """
     )
 
@@ -79,6 +85,13 @@ struct ServeCommand: AsyncParsableCommand {
         name: .customLong("dbus"), inversion: .prefixedNo,
         help: "Offer the D-Bus interface on the session bus (org.fileproviderkit.FileProvider1; see 'D-Bus interface' in CLI.md).")
     var dbus = true
+
+    @Flag(
+        name: .customLong("thumbnails"), inversion: .prefixedNo,
+        help:
+            "Make file managers' thumbnails of the dataless images and videos in folders programs open (dataless domains whose store makes thumbnails)."
+    )
+    var thumbnails = true
 
     /// The log level: `--log-level`, `-v` or `-q` (``GlobalOptions/logLevel(default:)``), else info.
     var logLevel: String { global.logLevel(default: .info).rawValue }
@@ -165,7 +178,8 @@ struct ServeCommand: AsyncParsableCommand {
             manager: manager, domains: domains,
             options: ServeOptions(
                 pollInterval: pollInterval, pollIntervals: intervals, settleSeconds: settle, evictionInterval: evictionInterval,
-                fullScanInterval: fullScanInterval, populateInBackground: populateInBackground),
+                fullScanInterval: fullScanInterval, populateInBackground: populateInBackground,
+                thumbnailCache: thumbnails ? FolderThumbnails.defaultCacheHome() : nil),
             logger: logger.escapingText())
         stopper.attach(server)
         let bus = dbus ? FileProviderBus(manager: manager, domains: domains, activity: server.activity, logger: logger.escapingText()) : nil

@@ -21,8 +21,10 @@ import Testing
 
     /// `busctl --user call` of `method` with `arguments` (a string each) on `bus`; the string
     /// it returns (`--json=short`), or the issue recorded and `nil`.
-    static func busctl(_ bus: SessionBus, _ method: String, _ arguments: [String] = []) async throws -> String? {
-        let signature = arguments.isEmpty ? [] : [String(repeating: "s", count: arguments.count)]
+    static func busctl(_ bus: SessionBus, _ method: String, _ arguments: [String] = [], signature types: String? = nil) async throws
+        -> String?
+    {
+        let signature = arguments.isEmpty ? [] : [types ?? String(repeating: "s", count: arguments.count)]
         let run = try await offThePool {
             try ChildProcess.capture(
                 "/usr/bin/busctl", ["--user", "--json=short", "call", name, object, interface, method] + signature + arguments,
@@ -40,18 +42,20 @@ import Testing
     }
 
     /// `busctl` of a method that returns JSON, decoded.
-    static func busJSON(_ bus: SessionBus, _ method: String, _ arguments: [String] = []) async throws -> Any? {
-        guard let text = try await busctl(bus, method, arguments) else { return nil }
+    static func busJSON(_ bus: SessionBus, _ method: String, _ arguments: [String] = [], signature: String? = nil) async throws -> Any? {
+        guard let text = try await busctl(bus, method, arguments, signature: signature) else { return nil }
         return try JSONSerialization.jsonObject(with: Data(text.utf8))
     }
 
-    /// `gdbus call` of `method` with one string (`path`), which must fail: the error's name and
-    /// message, or `nil` when it did not fail so.
+    /// `gdbus call` of `method` with one string (`path`; and `false`, not recursive, for the
+    /// methods that take the flag), which must fail: the error's name and message, or `nil`
+    /// when it did not fail so.
     static func gdbusFailure(_ bus: SessionBus, _ method: String, _ path: String) async throws -> BusFailure? {
         let run = try await offThePool {
             try ChildProcess.capture(
                 "/usr/bin/gdbus",
-                ["call", "--session", "--dest", name, "--object-path", object, "--method", "\(interface).\(method)", "'\(path)'"],
+                ["call", "--session", "--dest", name, "--object-path", object, "--method", "\(interface).\(method)", "'\(path)'"]
+                    + (["Materialize", "Evict"].contains(method) ? ["false"] : []),
                 environment: ProcessInfo.processInfo.environment.merging(bus.environment) { _, new in new })
         }
         let error = String(decoding: run.errorOutput, as: UTF8.self)
@@ -75,6 +79,8 @@ import Testing
         try temp.write("src/a.txt", Data("alpha".utf8))
         try temp.write("src/b.txt", Data("bravo".utf8))
         try temp.write("src/c.txt", Data("charlie".utf8))
+        try temp.write("src/sub/d.txt", Data("delta".utf8))
+        try temp.write("src/sub/deeper/e.txt", Data("echo".utf8))
         try temp.write("other/x.txt", Data("x-ray".utf8))
         try await cli.addLocalDomain(
             "d", root: temp.url.appendingPathComponent("src"), options: ["--mode", "placeholder-files"], sync: true)
@@ -143,6 +149,35 @@ import Testing
         #expect(refused.map { "error: \($0.message)\n" } == cliRefused.stderr)
         #expect(FileManager.default.fileExists(atPath: replica.appendingPathComponent("b.txt").path))
 
+        // Unpin: no longer pinned, and evicted, as unpin does.
+        let unpinned = try await Self.busctl(bus, "Unpin", [replica.appendingPathComponent("b.txt").path])
+        #expect(unpinned == #"[{"ok":true,"path":"d:/b.txt"}]"#)
+        let unpinnedWhy = try #require(try await cli.json(["why", "d:/b.txt"]) as? [String: Any])
+        #expect(unpinnedWhy["pinned"] as? Bool == false, "\(unpinnedWhy)")
+        #expect(!FileManager.default.fileExists(atPath: replica.appendingPathComponent("b.txt").path))
+
+        // The recursive flag: a folder's files at every depth, as materialize -R and evict -R.
+        let sub = replica.appendingPathComponent("sub").path
+        let tree = try await Self.busJSON(bus, "Materialize", [sub, "true"], signature: "sb") as? [[String: Any]]
+        #expect(
+            Set((tree ?? []).compactMap { $0["path"] as? String }).isSuperset(of: ["d:/sub/d.txt", "d:/sub/deeper/e.txt"]), "\(tree ?? [])")
+        #expect(try String(contentsOf: replica.appendingPathComponent("sub/deeper/e.txt"), encoding: .utf8) == "echo")
+        _ = try await Self.busctl(bus, "Evict", [sub, "true"], signature: "sb")
+        #expect(FileManager.default.fileExists(atPath: replica.appendingPathComponent("sub/deeper/e.txt.placeholder").path))
+        #expect(!FileManager.default.fileExists(atPath: replica.appendingPathComponent("sub/d.txt").path))
+        // Not recursive: the folder's own files, not those of its subfolders (materialize without -R).
+        _ = try await Self.busctl(bus, "Materialize", [sub, "false"], signature: "sb")
+        #expect(FileManager.default.fileExists(atPath: replica.appendingPathComponent("sub/d.txt").path))
+        #expect(!FileManager.default.fileExists(atPath: replica.appendingPathComponent("sub/deeper/e.txt").path))
+        // A flag where the method takes none: D-Bus's InvalidArgs.
+        let flagged = try await offThePool {
+            try ChildProcess.capture(
+                "/usr/bin/busctl", ["--user", "call", Self.name, Self.object, Self.interface, "Pin", "sb", sub, "true"],
+                environment: ProcessInfo.processInfo.environment.merging(bus.environment) { _, new in new })
+        }
+        #expect(flagged.ending != .exited(0))
+        #expect(String(decoding: flagged.errorOutput, as: UTF8.self).contains("takes one string"), "\(flagged)")
+
         // An item that does not exist: the CLI's error.
         let missing = try await Self.gdbusFailure(bus, "Why", replica.appendingPathComponent("missing.txt").path)
         #expect(missing?.name == "\(Self.interface).Error.NoSuchItem", "\(String(describing: missing))")
@@ -178,7 +213,7 @@ import Testing
                 environment: ProcessInfo.processInfo.environment.merging(bus.environment) { _, new in new })
         }
         let xml = String(decoding: introspected.output, as: UTF8.self)
-        for member in ["ListDomains", "Materialize", "Evict", "Pin", "Why", "StateChanged"] {
+        for member in ["ListDomains", "Materialize", "Evict", "Pin", "Unpin", "Why", "StateChanged", "in  b recursive"] {
             #expect(xml.contains(member), "\(xml)")
         }
 

@@ -16,12 +16,13 @@
 
 typedef struct FPDBus FPDBus;
 
-/// A method call of the object's interface: `member` and its one string argument (NULL when the
-/// call carries none, or not a single string). Returns 1 when the call is kept (answer it with
+/// A method call of the object's interface: `member`, its string argument (NULL when the call
+/// carries neither one string nor a string and a boolean) and that boolean (`flag`: 0 or 1; -1
+/// when the call carries none). Returns 1 when the call is kept (answer it with
 /// fp_dbus_reply or fp_dbus_reply_error exactly once), 0 for a member the service does not
 /// have (then org.freedesktop.DBus.Error.UnknownMethod is replied). `call` is valid until it is
 /// answered.
-typedef int (*fp_dbus_handler)(void *context, void *call, const char *member, const char *argument);
+typedef int (*fp_dbus_handler)(void *context, void *call, const char *member, const char *argument, int flag);
 
 /// NULL once libsystemd.so.0 (or the file $FILEPROVIDER_LIBSYSTEMD names) is loaded with every
 /// function used; otherwise why not (static text, never freed).

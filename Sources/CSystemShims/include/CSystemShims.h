@@ -153,6 +153,16 @@ static inline int fp_fanotify_mark_folder(int fd, const char *path, int add) {
     return fanotify_mark(fd, (add ? FAN_MARK_ADD : FAN_MARK_REMOVE) | FAN_MARK_ONLYDIR, FAN_OPEN_PERM | FAN_ONDIR, AT_FDCWD, path);
 }
 
+/// A fanotify group of notifications only (nothing waits on it).
+static inline int fp_fanotify_open_notifications(void) {
+    return fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK, O_RDONLY | O_CLOEXEC | O_LARGEFILE);
+}
+
+/// Asks for a notification whenever a file or folder of the mount at `path` is opened.
+static inline int fp_fanotify_mark_mount_opens(int fd, const char *path) {
+    return fanotify_mark(fd, FAN_MARK_ADD | FAN_MARK_MOUNT, FAN_OPEN | FAN_ONDIR, AT_FDCWD, path);
+}
+
 /// One event read from a fanotify descriptor.
 typedef struct {
     int fd;

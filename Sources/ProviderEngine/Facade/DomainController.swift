@@ -261,6 +261,16 @@ public final class DomainController: Sendable {
         try await ThumbnailMaker(materializer: materializer).freedesktopThumbnail(at: path, large: large, cacheHome: cacheHome)
     }
 
+    /// Writes the freedesktop.org thumbnails of `sizes` of the file at `path` from one source
+    /// (the downloaded file, else one thumbnail of the largest size from the store), without
+    /// downloading the file; returns the paths written, in the order of `sizes`.
+    /// - Throws: as ``freedesktopThumbnail(at:large:cacheHome:)``.
+    public func freedesktopThumbnails(at path: String, sizes: [FreedesktopThumbnail.Size], cacheHome: URL) async throws(FileProviderError)
+        -> [String]
+    {
+        try await ThumbnailMaker(materializer: materializer).freedesktopThumbnails(at: path, sizes: sizes, cacheHome: cacheHome)
+    }
+
     /// The stored item at a path.
     /// - Throws: `noSuchItem` saying how to refresh; `localIOFailure` when the database fails.
     public func record(at path: String) throws(FileProviderError) -> ItemRecord {

@@ -32,12 +32,21 @@ struct ThumbnailMaker: Sendable {
     /// the URI of the file where programs see it, dated with the item's modification time. Made
     /// from the store's thumbnail (or the downloaded file): it never downloads the file, so a
     /// file manager shows a preview of a file that is not downloaded. Returns the path written.
+    /// - Throws: what ``freedesktopThumbnails(at:sizes:cacheHome:)`` throws.
+    func freedesktopThumbnail(at path: String, large: Bool, cacheHome: URL) async throws(FileProviderError) -> String {
+        try await freedesktopThumbnails(at: path, sizes: [large ? .large : .normal], cacheHome: cacheHome).first ?? ""
+    }
+
+    /// Writes the freedesktop.org thumbnails of `sizes` of the file at `path`, all made from one
+    /// source: the downloaded file, else one store thumbnail of the largest size. Never
+    /// downloads the file. Returns the paths written, in the order of `sizes`.
     /// - Throws: `notSupported` when the item is no file, or is not downloaded and its store
     ///   makes no thumbnails (a preview would need its bytes); what the backend's
     ///   `fetchThumbnail` throws; `localIOFailure` when the cache cannot be written.
-    func freedesktopThumbnail(at path: String, large: Bool, cacheHome: URL) async throws(FileProviderError) -> String {
-        try await PoolCheck.during("thumbnail") { () async throws(FileProviderError) -> String in
-            let size: FreedesktopThumbnail.Size = large ? .large : .normal
+    func freedesktopThumbnails(at path: String, sizes: [FreedesktopThumbnail.Size], cacheHome: URL) async throws(FileProviderError)
+        -> [String]
+    {
+        try await PoolCheck.during("thumbnail") { () async throws(FileProviderError) -> [String] in
             let record = try await blocking { [self] () throws(FileProviderError) in try reader.record(at: path) }
             guard record.kind == .file else {
                 throw FileProviderError(.notSupported, "\(display(path)) is a \(record.kind.rawValue); only files have thumbnails")
@@ -49,7 +58,7 @@ struct ThumbnailMaker: Sendable {
             {
                 source = bytes
             } else if backend.capabilities.supportsThumbnails {
-                source = try await thumbnail(at: path, size: size.pixels)
+                source = try await thumbnail(at: path, size: sizes.map(\.pixels).max() ?? FreedesktopThumbnail.Size.normal.pixels)
             } else {
                 throw FileProviderError(
                     .notSupported,
@@ -57,31 +66,41 @@ struct ThumbnailMaker: Sendable {
                 )
             }
             let uri = FreedesktopThumbnail.uri(ofPath: (context.domain.replicaPath as NSString).appendingPathComponent(path))
-            let seconds = Int64((record.modificationDate?.timeIntervalSince1970 ?? 0).rounded(.down))
-            let png = try FreedesktopThumbnail.png(of: source, size: size, uri: uri, modificationTime: seconds)
-            let folder = cacheHome.appendingPathComponent("thumbnails/\(size.rawValue)")
-            let target = folder.appendingPathComponent(FreedesktopThumbnail.fileName(forURI: uri)).path
-            try await blocking { () throws(FileProviderError) in
-                do {
-                    try FileManager.default.createDirectory(
-                        at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-                    let staging = target + ".fp-\(UInt32.random(in: 0...UInt32.max))"
-                    guard FileManager.default.createFile(atPath: staging, contents: png, attributes: [.posixPermissions: 0o600]) else {
-                        throw FileProviderError(.localIOFailure, "cannot write \(staging)")
-                    }
-                    if rename(staging, target) != 0 {
-                        unlink(staging)
-                        throw FileProviderError(.localIOFailure, "cannot rename the thumbnail into \(target)")
-                    }
-                } catch let error as FileProviderError {
-                    throw error
-                } catch {
-                    throw FileProviderError(
-                        .localIOFailure, "cannot write the thumbnail cache \(folder.path): \(error.localizedDescription)")
-                }
+            let seconds = FreedesktopThumbnail.modificationTime(of: record.modificationDate)
+            var written: [String] = []
+            for size in sizes {
+                let png = try FreedesktopThumbnail.png(of: source, size: size, uri: uri, modificationTime: seconds)
+                written.append(try await write(png, at: FreedesktopThumbnail.location(ofURI: uri, size: size, cacheHome: cacheHome)))
             }
-            return target
+            return written
         }
+    }
+
+    /// Writes a thumbnail into the cache atomically (a staging file renamed into place), the
+    /// folders `0700` and the file `0600` as the standard asks; returns its path.
+    /// - Throws: `localIOFailure` when the cache cannot be written.
+    private func write(_ png: Data, at location: URL) async throws(FileProviderError) -> String {
+        let folder = location.deletingLastPathComponent()
+        let target = location.path
+        try await blocking { () throws(FileProviderError) in
+            do {
+                try FileManager.default.createDirectory(
+                    at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                let staging = target + ".fp-\(UInt32.random(in: 0...UInt32.max))"
+                guard FileManager.default.createFile(atPath: staging, contents: png, attributes: [.posixPermissions: 0o600]) else {
+                    throw FileProviderError(.localIOFailure, "cannot write \(staging)")
+                }
+                if rename(staging, target) != 0 {
+                    unlink(staging)
+                    throw FileProviderError(.localIOFailure, "cannot rename the thumbnail into \(target)")
+                }
+            } catch let error as FileProviderError {
+                throw error
+            } catch {
+                throw FileProviderError(.localIOFailure, "cannot write the thumbnail cache \(folder.path): \(error.localizedDescription)")
+            }
+        }
+        return target
     }
 
     /// Content types the engine makes thumbnails of itself when the backend cannot.

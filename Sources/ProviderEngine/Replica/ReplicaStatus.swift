@@ -14,7 +14,8 @@ import ProviderSystem
 /// a program writes is overwritten at the next change.
 ///
 /// Written on files only (a folder's change time tells the local scan that its entries
-/// changed), on the file that stands for the item: the `.placeholder` file of
+/// changed; the FUSE layout's mount works a folder's status out from the database when a
+/// program asks: `ReplicaFileSystem+FolderStatus.swift`), on the file that stands for the item: the `.placeholder` file of
 /// `placeholder-files` mode, a partly fetched file, the downloaded file. Not on a dataless file
 /// of the `dataless` layout: beside its dataless mark an ext4 inode of 256 bytes has no room
 /// for them, and each would cost a 4 KiB attribute block; there an absent status means

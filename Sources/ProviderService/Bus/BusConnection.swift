@@ -14,8 +14,11 @@ final class BusConnection: @unchecked Sendable {
         /// The shim's reference to the message (valid until answered).
         let token: UnsafeMutableRawPointer
         let member: String
-        /// The call's one string argument; `nil` when it carries none or not one string.
+        /// The call's string argument; `nil` when it carries neither one string nor a string
+        /// and a boolean.
         let argument: String?
+        /// The call's boolean after its string; `nil` when it carries only the string (or none).
+        let flag: Bool?
     }
 
     /// What the C callback reaches through its context pointer.
@@ -92,11 +95,12 @@ final class BusConnection: @unchecked Sendable {
         return try opened.get()
     }
 
-    private static let callback: fp_dbus_handler = { context, call, member, argument in
+    private static let callback: fp_dbus_handler = { context, call, member, argument, flag in
         guard let context, let call, let member else { return 0 }
         let dispatch = Unmanaged<Dispatch>.fromOpaque(context).takeUnretainedValue()
         guard let connection = dispatch.connection else { return 0 }
-        let kept = Call(token: call, member: String(cString: member), argument: argument.map { String(cString: $0) })
+        let kept = Call(
+            token: call, member: String(cString: member), argument: argument.map { String(cString: $0) }, flag: flag < 0 ? nil : flag != 0)
         return dispatch.handler(connection, kept) ? 1 : 0
     }
 

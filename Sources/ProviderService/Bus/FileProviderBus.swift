@@ -5,7 +5,7 @@ import ProviderEngine
 import ProviderStore
 
 /// serve's D-Bus interface on the session bus: the served domains and their states, and
-/// materialize / evict / pin / why for a path in one of them — what a file manager's extension
+/// materialize / evict (each optionally recursive) / pin / unpin / why for a path in one of them — what a file manager's extension
 /// or a tray icon needs. Docs/CLI.md ("D-Bus interface") is its stable contract.
 ///
 /// Every method returns one string: the JSON the CLI's `--json` prints for the same request;
@@ -26,7 +26,11 @@ public final class FileProviderBus: Sendable {
         case materialize = "Materialize"
         case evict = "Evict"
         case pin = "Pin"
+        case unpin = "Unpin"
         case why = "Why"
+
+        /// Whether the method takes the `recursive` flag after the path.
+        var takesRecursive: Bool { self == .materialize || self == .evict }
     }
 
     static let introspection = """
@@ -35,9 +39,10 @@ public final class FileProviderBus: Sendable {
         <node>
           <interface name="\(interface)">
             <method name="ListDomains"><arg name="domains" type="s" direction="out"/></method>
-            <method name="Materialize"><arg name="path" type="s" direction="in"/><arg name="outcomes" type="s" direction="out"/></method>
-            <method name="Evict"><arg name="path" type="s" direction="in"/><arg name="outcomes" type="s" direction="out"/></method>
+            <method name="Materialize"><arg name="path" type="s" direction="in"/><arg name="recursive" type="b" direction="in"/><arg name="outcomes" type="s" direction="out"/></method>
+            <method name="Evict"><arg name="path" type="s" direction="in"/><arg name="recursive" type="b" direction="in"/><arg name="outcomes" type="s" direction="out"/></method>
             <method name="Pin"><arg name="path" type="s" direction="in"/><arg name="outcomes" type="s" direction="out"/></method>
+            <method name="Unpin"><arg name="path" type="s" direction="in"/><arg name="outcomes" type="s" direction="out"/></method>
             <method name="Why"><arg name="path" type="s" direction="in"/><arg name="explanation" type="s" direction="out"/></method>
             <signal name="StateChanged"><arg name="domain" type="s"/><arg name="state" type="s"/></signal>
           </interface>
@@ -155,13 +160,15 @@ public final class FileProviderBus: Sendable {
     private func answer(_ call: BusConnection.Call) async -> Result<String, Failure> {
         do {
             guard let method = PathMethod(rawValue: call.member) else { return .success(try await listDomains()) }
-            guard let argument = call.argument else {
-                return .failure(
-                    Failure(name: BusErrorName.invalidArgs, message: "\(call.member) takes one string: an absolute path in a served domain")
-                )
+            guard let argument = call.argument, method.takesRecursive || call.flag == nil else {
+                let takes =
+                    method.takesRecursive
+                    ? "a string and a boolean: an absolute path in a served domain and whether to go into its folders"
+                    : "one string: an absolute path in a served domain"
+                return .failure(Failure(name: BusErrorName.invalidArgs, message: "\(call.member) takes \(takes)"))
             }
             let location = try await resolve(argument)
-            return try await run(method, at: location)
+            return try await run(method, at: location, recursive: call.flag ?? false)
         } catch let failure as Failure {
             return .failure(failure)
         } catch {
@@ -221,10 +228,11 @@ public final class FileProviderBus: Sendable {
         return location
     }
 
-    /// Runs `method` on the item at `location` as the CLI's command does, without -R.
+    /// Runs `method` on the item at `location` as the CLI's command does (with `-R` when
+    /// `recursive`: `materialize` and `evict` only).
     /// - Throws: what the CLI's command fails with before any item (the domain cannot be opened,
     ///   `why` finds nothing); ``Failure`` when an item failed (the CLI exits 1).
-    private func run(_ method: PathMethod, at location: ItemLocation) async throws -> Result<String, Failure> {
+    private func run(_ method: PathMethod, at location: ItemLocation, recursive: Bool) async throws -> Result<String, Failure> {
         if method == .why {
             let manager = self.manager
             let explanation = try await manager.blocking { () throws(FileProviderError) in try manager.explain(location) }
@@ -233,9 +241,10 @@ public final class FileProviderBus: Sendable {
         let controller = try await manager.controller(for: location.domain)
         let outcomes: [ItemOutcome]
         switch method {
-        case .materialize: outcomes = await controller.materialize(paths: [location.path], recursive: false)
-        case .evict: outcomes = await controller.evict(paths: [location.path], recursive: false)
+        case .materialize: outcomes = await controller.materialize(paths: [location.path], recursive: recursive)
+        case .evict: outcomes = await controller.evict(paths: [location.path], recursive: recursive)
         case .pin: outcomes = await controller.pin(paths: [location.path])
+        case .unpin: outcomes = await controller.unpin(paths: [location.path]).outcomes
         case .why: outcomes = []
         }
         let failed = outcomes.filter { $0.error != nil }

@@ -26,12 +26,16 @@ public struct ServeOptions: Sendable {
     /// Whether each domain's remaining dataless folders are populated in the background once
     /// its first sync is done, while nothing else is due (see ``BackgroundPopulation``).
     public var populateInBackground: Bool
+    /// Where serve puts the freedesktop.org thumbnails of the dataless images and videos of the
+    /// folders programs open (``FolderThumbnails``); `nil`: it makes none.
+    public var thumbnailCache: URL?
 
     public init(
         pollInterval: Double = 30, pollIntervals: [String: Double] = [:], settleSeconds: Double = 1, debounceSeconds: Double = 0.2,
         maximumDebounceSeconds: Double = 2, evictionInterval: Double = 5, fullScanInterval: Double = 3600,
-        populateInBackground: Bool = true
+        populateInBackground: Bool = true, thumbnailCache: URL? = nil
     ) {
+        self.thumbnailCache = thumbnailCache
         self.populateInBackground = populateInBackground
         self.fullScanInterval = fullScanInterval
         self.pollInterval = pollInterval
@@ -77,6 +81,10 @@ public final class Server: Sendable {
     private let eviction: EvictionLoop
     /// Which domains are syncing and how their last syncs ended (the D-Bus interface's states).
     public let activity = SyncActivity()
+    /// Thumbnails of the folders programs open; `nil` when turned off.
+    private let thumbnails: FolderThumbnails?
+    /// Tells ``thumbnails`` of the folders programs open in fanotify domains.
+    private let folderOpens = Mutex<FolderOpenNotifier?>(nil)
 
     /// A server for `domains` (names; each must exist).
     public init(manager: ProviderManager, domains: [String], options: ServeOptions = ServeOptions(), logger: Logger) {
@@ -87,6 +95,7 @@ public final class Server: Sendable {
         wakeups = Dictionary(uniqueKeysWithValues: domains.map { ($0, Wakeup()) })
         changedFolders = Dictionary(uniqueKeysWithValues: domains.map { ($0, ChangedFolders()) })
         eviction = EvictionLoop(manager: manager, domains: domains, interval: options.evictionInterval, logger: logger)
+        thumbnails = options.thumbnailCache.map { FolderThumbnails(manager: manager, cacheHome: $0, logger: logger) }
     }
 
     /// How many syncs have run (finished or failed) since the server started.
@@ -123,9 +132,17 @@ public final class Server: Sendable {
         await startPopulatingOnOpen(records)
         do {
             try await startOnAccess(records)
-            let mounts = try await FUSEReplicaMount.mountAll(records, manager: manager, logger: logger)
+            thumbnails?.start()
+            var opened: FUSEReplicaMount.FolderOpened?
+            if let thumbnails {
+                opened = { domain, path, process, user in thumbnails.opened(domain: domain, path: path, process: process, user: user) }
+            }
+            let mounts = try await FUSEReplicaMount.mountAll(records, manager: manager, logger: logger, folderOpened: opened)
             fuseMounts.withLock { $0 = mounts }
+            startFolderOpens(records)
         } catch {
+            await folderOpens.withLock { $0 }?.stop()
+            await thumbnails?.stop()
             await onAccess.withLock { $0 }?.stop()
             manager.newDatalessFolders.listen(nil)
             await datalessWatcher.withLock { $0 }?.stop()
@@ -184,6 +201,8 @@ public final class Server: Sendable {
         await task.value
         await onAccess.withLock { $0 }?.stop()
         await FUSEReplicaMount.unmountAll(fuseMounts.exchange([]))
+        await folderOpens.withLock { $0 }?.stop()
+        await thumbnails?.stop()
         await watcher?.stop()
         manager.newDatalessFolders.listen(nil)
         await datalessWatcher.withLock { $0 }?.stop()
@@ -454,6 +473,21 @@ public final class Server: Sendable {
         }
         handler.start()
         onAccess.withLock { $0 = handler }
+    }
+
+    /// Starts telling ``thumbnails`` of the folders programs open in the fanotify domains'
+    /// replicas (the FUSE mounts tell it themselves); without `CAP_SYS_ADMIN` logs why not.
+    private func startFolderOpens(_ records: [DomainRecord]) {
+        let guarded = records.filter { ReplicaLayouts.layout(of: $0).isGuardedOnAccess }
+        guard let thumbnails, !guarded.isEmpty else { return }
+        do {
+            let notifier = try FolderOpenNotifier(thumbnails: thumbnails, logger: logger)
+            for record in guarded { notifier.watch(domain: record.name, replicaPath: record.replicaPath) }
+            notifier.start()
+            folderOpens.withLock { $0 = notifier }
+        } catch {
+            logger.notice("no thumbnails for the folders programs open: \(error.message)")
+        }
     }
 
     // MARK: Dataless folders

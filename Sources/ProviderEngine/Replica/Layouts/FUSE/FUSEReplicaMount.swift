@@ -17,6 +17,11 @@ import ProviderSystem
 /// folder behind it (items added, removed, replaced, downloaded, evicted): its caches of names,
 /// attributes and pages are long-lived otherwise.
 public final class FUSEReplicaMount: Sendable {
+    /// Told of each folder a program opens through a mount: the domain, the folder's relative
+    /// path, the program's process and user. Called on the FUSE session's threads, during
+    /// `opendir`: it must return at once.
+    public typealias FolderOpened = @Sendable (_ domain: String, _ path: String, _ process: Int32, _ user: UInt32) -> Void
+
     /// The domain's name.
     public let domain: String
     let session: FUSESession
@@ -31,15 +36,15 @@ public final class FUSEReplicaMount: Sendable {
     }
 
     /// Mounts every FUSE domain of `records` (the others are left alone); on a failure the
-    /// mounts made are taken away again.
-    /// - Throws: what ``mount(_:manager:logger:)`` throws, naming the domain.
-    public static func mountAll(_ records: [DomainRecord], manager: ProviderManager, logger: Logger) async throws(FileProviderError)
-        -> [FUSEReplicaMount]
-    {
+    /// mounts made are taken away again. `folderOpened` is told of the folders programs open.
+    /// - Throws: what ``mount(_:manager:logger:folderOpened:)`` throws, naming the domain.
+    public static func mountAll(
+        _ records: [DomainRecord], manager: ProviderManager, logger: Logger, folderOpened: FolderOpened? = nil
+    ) async throws(FileProviderError) -> [FUSEReplicaMount] {
         var mounts: [FUSEReplicaMount] = []
         for record in records where ReplicaLayouts.layout(of: record).mountsThroughFUSE {
             do {
-                mounts.append(try await mount(record, manager: manager, logger: logger))
+                mounts.append(try await mount(record, manager: manager, logger: logger, folderOpened: folderOpened))
             } catch {
                 await unmountAll(mounts)
                 throw FileProviderError(error.code, "cannot serve \(record.name)'s files through FUSE: \(error.message)")
@@ -59,9 +64,9 @@ public final class FUSEReplicaMount: Sendable {
     ///   not empty or is a mount point already; `notSupported` when libfuse, `/dev/fuse` or
     ///   `fusermount3` is missing; `permissionDenied` when this user cannot use `/dev/fuse`
     ///   (each message says what to do: ``FUSESession/mount(_:at:options:)``).
-    public static func mount(_ record: DomainRecord, manager: ProviderManager, logger: Logger) async throws(FileProviderError)
-        -> FUSEReplicaMount
-    {
+    public static func mount(
+        _ record: DomainRecord, manager: ProviderManager, logger: Logger, folderOpened: FolderOpened? = nil
+    ) async throws(FileProviderError) -> FUSEReplicaMount {
         guard ReplicaLayouts.layout(of: record).mountsThroughFUSE, let id = record.id, let backing = try manager.backingURL(of: record)
         else {
             throw FileProviderError(.invalidArgument, "\(record.name) is not a domain served through FUSE")
@@ -70,7 +75,8 @@ public final class FUSEReplicaMount: Sendable {
         let ranged = (try? await manager.controller(for: record.name))?.backend.capabilities.supportsRangedReads ?? false
         let hydration: Hydration = record.hydration == .progressive && ranged ? .progressive : .full
         let fetcher = ReplicaFetcher(manager: manager, domain: record.name, domainID: id, hydration: hydration, logger: logger)
-        let fileSystem = ReplicaFileSystem(backing: backing.path, fetcher: fetcher, gate: AccessGate(manager: manager), logger: logger)
+        let fileSystem = ReplicaFileSystem(
+            backing: backing.path, fetcher: fetcher, gate: AccessGate(manager: manager), logger: logger, folderOpened: folderOpened)
         let options = FUSEMountOptions(name: record.name)
         let replicaPath = record.replicaPath
         let session = try await manager.blocking { () throws(FileProviderError) -> FUSESession in

@@ -14,7 +14,8 @@ import ProviderSystem
 /// - `user.fileprovider.status` and `user.fileprovider.domain` (``ReplicaStatus``) show what the
 ///   backing file carries; a dataless file, which carries none (absent means dataless), shows
 ///   `dataless` and the domain's name, so a program reading the replica path sees the states
-///   the backing folder has. Only files carry them: a folder shows none.
+///   the backing folder has. A folder shows the status worked out from the database
+///   (``folderStatus(_:)``).
 /// - The engine's private marks (`user.fileprovider.dataless`, `user.fileprovider.download`,
 ///   the replica root's `user.fileprovider.replica`, any other `user.fileprovider.*`) never
 ///   show: reading one answers ENODATA, listing leaves it out.
@@ -44,9 +45,9 @@ extension ReplicaFileSystem {
                 } catch {}
                 throw .noAttribute
             }
-            guard name.bytes == Self.statusName || name.bytes == Self.domainName, try isStoredFile(inode, place.path) else {
-                throw .noAttribute
-            }
+            guard name.bytes == Self.statusName || name.bytes == Self.domainName else { throw .noAttribute }
+            if isStoredFolder(inode, place.path) { return folderAttribute(name.bytes, place.path) }
+            guard try isStoredFile(inode, place.path) else { throw .noAttribute }
             return name.bytes == Self.statusName ? Array(ReplicaStatus.dataless.rawValue.utf8) : Array(fetcher.domain.utf8)
         }
         let path = absolute(place.path)
@@ -56,6 +57,7 @@ extension ReplicaFileSystem {
             }
         }
         guard name.bytes == Self.statusName || name.bytes == Self.domainName else { throw .noAttribute }
+        if Self.isFolderOnDisk(path) { return folderAttribute(name.bytes, place.path) }
         do {
             return try ExtendedAttribute.value(name.bytes, atPath: path)
         } catch where error.code == ENODATA {
@@ -70,12 +72,16 @@ extension ReplicaFileSystem {
     func extendedAttributeNames(of inode: UInt64, by requester: FUSERequester) throws(FUSEError) -> [FUSEName] {
         guard let place = inodes.place(inode) else { throw .noEntry }
         if place.inDatabase {
-            return try isStoredFile(inode, place.path) ? [FUSEName(bytes: Self.statusName), FUSEName(bytes: Self.domainName)] : []
+            let shows = try isStoredFolder(inode, place.path) ? true : isStoredFile(inode, place.path)
+            return shows ? [FUSEName(bytes: Self.statusName), FUSEName(bytes: Self.domainName)] : []
         }
         let path = absolute(place.path)
         let names = try passed { () throws(ExtendedAttribute.Failure) in try ExtendedAttribute.names(atPath: path) }
         var shown = names.filter { !$0.starts(with: Self.enginePrefix) || $0 == Self.statusName || $0 == Self.domainName }
-        if !names.contains(Self.statusName), isDataless(path) {
+        if Self.isFolderOnDisk(path) {
+            // Worked out, never on the backing folder (ReplicaFileSystem+FolderStatus.swift).
+            shown = shown.filter { $0 != Self.statusName && $0 != Self.domainName } + [Self.statusName, Self.domainName]
+        } else if !names.contains(Self.statusName), isDataless(path) {
             shown.append(Self.statusName)
             if !names.contains(Self.domainName) { shown.append(Self.domainName) }
         }

@@ -19,6 +19,7 @@ extension ReplicaFileSystem {
             readers.open[handle] = reader
             return handle
         }
+        folderOpened?(fetcher.domain, text(reader.path), requester.processIdentifier, requester.userIdentifier)
         return FUSEOpenFolder(handle: handle, keepsListing: true)
     }
 

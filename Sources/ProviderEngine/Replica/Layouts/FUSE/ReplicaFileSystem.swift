@@ -59,8 +59,11 @@ final class ReplicaFileSystem: FUSEFileSystem {
     private let writers = Mutex<[UInt64: Int]>([:])
     /// The folders open for listing, by handle.
     let readers = Mutex<(next: UInt64, open: [UInt64: ReplicaFolderReader])>((1, [:]))
+    /// Told of each folder a program opens (its relative path): serve's thumbnails.
+    let folderOpened: FUSEReplicaMount.FolderOpened?
 
-    init(backing: String, fetcher: ReplicaFetcher, gate: AccessGate, logger: Logger) {
+    init(backing: String, fetcher: ReplicaFetcher, gate: AccessGate, logger: Logger, folderOpened: FUSEReplicaMount.FolderOpened? = nil) {
+        self.folderOpened = folderOpened
         self.backing = backing.hasSuffix("/") && backing.count > 1 ? String(backing.dropLast()) : backing
         self.fetcher = fetcher
         self.gate = gate
