@@ -56,7 +56,10 @@ struct ThumbnailCommand: AsyncParsableCommand {
                 ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache")
             let written: String
             do {
-                written = try await controller.freedesktopThumbnail(at: location.path, large: freedesktop == "large", cacheHome: cacheHome)
+                written =
+                    try await controller.freedesktopThumbnails(
+                        at: location.path, sizes: [freedesktop == "large" ? .large : .normal], cacheHome: cacheHome
+                    ).first ?? ""
             } catch {
                 await manager.close()
                 throw error

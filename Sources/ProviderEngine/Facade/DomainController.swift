@@ -252,19 +252,10 @@ public final class DomainController: Sendable {
         try await ThumbnailMaker(materializer: materializer).thumbnail(at: path, size: size)
     }
 
-    /// Writes the freedesktop.org thumbnail of the file at `path` (256 pixels with `large`,
-    /// else 128) into `cacheHome/thumbnails/`, where file managers look, without downloading
-    /// the file; returns the path written.
+    /// Writes the freedesktop.org thumbnails of `sizes` of the file at `path` into
+    /// `cacheHome/thumbnails/` (``ThumbnailMaker``), never downloading the file; returns their paths.
     /// - Throws: `notSupported` when the file is not downloaded and its store makes no
     ///   thumbnails, or is no file; what the backend throws; `localIOFailure`.
-    public func freedesktopThumbnail(at path: String, large: Bool, cacheHome: URL) async throws(FileProviderError) -> String {
-        try await ThumbnailMaker(materializer: materializer).freedesktopThumbnail(at: path, large: large, cacheHome: cacheHome)
-    }
-
-    /// Writes the freedesktop.org thumbnails of `sizes` of the file at `path` from one source
-    /// (the downloaded file, else one thumbnail of the largest size from the store), without
-    /// downloading the file; returns the paths written, in the order of `sizes`.
-    /// - Throws: as ``freedesktopThumbnail(at:large:cacheHome:)``.
     public func freedesktopThumbnails(at path: String, sizes: [FreedesktopThumbnail.Size], cacheHome: URL) async throws(FileProviderError)
         -> [String]
     {
@@ -278,9 +269,8 @@ public final class DomainController: Sendable {
     }
 
     /// The items directly inside a folder, or the item itself when it is not a folder; with
-    /// `recursive`, every item below the folder, in path order, in one array (for tests and
-    /// small trees: the engine's recursive operations read a subtree in pages instead, see
-    /// ``RecordReader/forEachSubtreePage(below:deepestFirst:_:)``).
+    /// `recursive`, every item below it in path order, in one array (tests, small trees; the
+    /// engine reads a subtree in pages: ``RecordReader/forEachSubtreePage(below:deepestFirst:_:)``).
     public func list(at path: String, recursive: Bool) throws(FileProviderError) -> [ItemRecord] {
         try reader.list(at: path, recursive: recursive)
     }

@@ -27,19 +27,13 @@ struct ThumbnailMaker: Sendable {
         try await context.blocking(body)
     }
 
-    /// Writes the freedesktop.org thumbnail of the file at `path` (``FreedesktopThumbnail``:
-    /// `large` 256 pixels, else `normal` 128) into `cacheHome/thumbnails/<size>/`, named after
-    /// the URI of the file where programs see it, dated with the item's modification time. Made
-    /// from the store's thumbnail (or the downloaded file): it never downloads the file, so a
-    /// file manager shows a preview of a file that is not downloaded. Returns the path written.
-    /// - Throws: what ``freedesktopThumbnails(at:sizes:cacheHome:)`` throws.
-    func freedesktopThumbnail(at path: String, large: Bool, cacheHome: URL) async throws(FileProviderError) -> String {
-        try await freedesktopThumbnails(at: path, sizes: [large ? .large : .normal], cacheHome: cacheHome).first ?? ""
-    }
-
-    /// Writes the freedesktop.org thumbnails of `sizes` of the file at `path`, all made from one
-    /// source: the downloaded file, else one store thumbnail of the largest size. Never
-    /// downloads the file. Returns the paths written, in the order of `sizes`.
+    /// Writes the freedesktop.org thumbnails of `sizes` of the file at `path`
+    /// (``FreedesktopThumbnail``: `large` 256 pixels, `normal` 128) into
+    /// `cacheHome/thumbnails/<size>/`, named after the URI of the file where programs see it,
+    /// dated with the item's modification time, all made from one source: the downloaded file,
+    /// else one store thumbnail of the largest size. Never downloads the file, so a file manager
+    /// shows a preview of a file that is not downloaded. Returns the paths written, in the
+    /// order of `sizes`.
     /// - Throws: `notSupported` when the item is no file, or is not downloaded and its store
     ///   makes no thumbnails (a preview would need its bytes); what the backend's
     ///   `fetchThumbnail` throws; `localIOFailure` when the cache cannot be written.
