@@ -199,7 +199,11 @@ extension ProviderManager {
         }
         // Done: recorded and finished even when an interruption comes now.
         let store = self.store
-        try await blocking { () throws(FileProviderError) in try store.setReplicaMode(domainID: id, mode) }
+        // What a FUSE serve recorded before (ReplicaChangeFeed) says nothing of the files now.
+        try await blocking { () throws(FileProviderError) in
+            try store.setReplicaMode(domainID: id, mode)
+            ReplicaChangeFeed.forget(home: home, domain: name)
+        }
         let finishing = Task.detached {
             // The emptied replica folder is no replica of the domain's any more: a process that
             // still has the old mode finds it unmarked and empty and refuses to scan it.
@@ -220,12 +224,14 @@ extension ProviderManager {
         var report = report
         if case .only(let mechanism) = selection, mechanism == domain.onAccess { return report }
         let backing = try backingURL(forDomainNamed: domain.name)
-        let store = self.store
+        let (store, home) = (self.store, self.home)
         let chosen = try await blocking { () throws(FileProviderError) -> (mechanism: OnAccessMechanism, reason: String) in
             let chosen = try Self.chooseOnAccessForConversion(selection.requested, backing: backing)
             if chosen.mechanism == domain.onAccess { return chosen }
             try Self.freeReplicaFolder(of: domain, backing: backing)
             try store.setOnAccess(domainID: id, chosen.mechanism, reason: chosen.reason)
+            // The files changed under another layout: a FUSE serve's record says nothing of them.
+            ReplicaChangeFeed.forget(home: home, domain: domain.name)
             return chosen
         }
         guard chosen.mechanism != domain.onAccess else { return report }

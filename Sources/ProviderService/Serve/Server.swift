@@ -63,6 +63,10 @@ public final class Server: Sendable {
     private let wakeups: [String: Wakeup]
     /// The folders of each domain's replica that changed since its last sync (from inotify).
     private let changedFolders: [String: ChangedFolders]
+    /// The change feeds of the domains whose layout records every change
+    /// (``ReplicaLayout/recordsLocalChanges``: FUSE), by name: their syncs take the changed
+    /// folders from these, not from inotify, and no watcher looks at their backing folders.
+    private let feeds = Mutex<[String: ReplicaChangeFeed]>([:])
     private let stopping = Mutex(false)
     private let work = Mutex<Task<Void, Never>?>(nil)
     private let syncCount = Mutex(0)
@@ -113,6 +117,7 @@ public final class Server: Sendable {
         var locks: [DomainLock] = []
         for name in domains { locks.append(try DomainLock.acquire(home: manager.home, domain: name)) }
         defer { _ = locks }
+        await takeFeeds(records)
 
         // A dataless domain's files are in its backing folder: the engine watches and writes
         // there, never through the replica path (which the on-access handler marks).
@@ -123,7 +128,7 @@ public final class Server: Sendable {
         await startPopulatingOnOpen(records)
         do {
             try await startOnAccess(records)
-            let mounts = try await FUSEReplicaMount.mountAll(records, manager: manager, logger: logger)
+            let mounts = try await FUSEReplicaMount.mountAll(records, manager: manager, feeds: feeds.withLock { $0 }, logger: logger)
             fuseMounts.withLock { $0 = mounts }
         } catch {
             await onAccess.withLock { $0 }?.stop()
@@ -131,7 +136,9 @@ public final class Server: Sendable {
             await datalessWatcher.withLock { $0 }?.stop()
             throw error
         }
-        let targets = records.map { record in
+        // A domain whose layout records its changes needs no watcher of its files.
+        let fed = feeds.withLock { Set($0.keys) }
+        let targets = records.filter { !fed.contains($0.name) }.map { record in
             let name = record.name
             let id = record.id ?? 0
             // A dataless domain's programs open its files through the replica path, which the
@@ -184,6 +191,7 @@ public final class Server: Sendable {
         await task.value
         await onAccess.withLock { $0 }?.stop()
         await FUSEReplicaMount.unmountAll(fuseMounts.exchange([]))
+        await keepFeeds(records)
         await watcher?.stop()
         manager.newDatalessFolders.listen(nil)
         await datalessWatcher.withLock { $0 }?.stop()
@@ -204,6 +212,49 @@ public final class Server: Sendable {
     }
 
     private var isStopping: Bool { stopping.withLock { $0 } }
+
+    // MARK: Change feeds
+
+    /// Takes the change feeds the last clean stop left for the domains whose layout records
+    /// every change (``ReplicaChangeFeed/restore(home:domain:domainID:)``: without one, the
+    /// first sync compares the whole replica), and wires each to its domain's loop (a change
+    /// wakes it) and to its controller's finished writes.
+    private func takeFeeds(_ records: [DomainRecord]) async {
+        let manager = self.manager
+        for record in records where ReplicaLayouts.layout(of: record).recordsLocalChanges {
+            guard let id = record.id, let wakeup = wakeups[record.name] else { continue }
+            let name = record.name
+            let feed =
+                (try? await manager.blocking { ReplicaChangeFeed.restore(home: manager.home, domain: name, domainID: id) })
+                ?? ReplicaChangeFeed()
+            feed.onChange { wakeup.signal(.local) }
+            feed.sendFinishedWrites { manager.loadedController(for: name)?.finishedWrites }
+            logger.info(
+                "\(name): local changes recorded as programs make them through the mount; \(feed.isTrusted ? "the first sync compares only the folders changed before the last stop" : "the first sync compares the whole replica once (no record of a clean stop)")"
+            )
+            feeds.withLock { $0[name] = feed }
+        }
+    }
+
+    /// Writes what each feed holds that was not sent, for the next `serve`: once its mount is
+    /// gone and no sync runs.
+    private func keepFeeds(_ records: [DomainRecord]) async {
+        let manager = self.manager
+        for (name, feed) in feeds.withLock({ $0 }) {
+            guard let id = records.first(where: { $0.name == name })?.id else { continue }
+            do {
+                try await manager.blocking { () throws(FileProviderError) in try feed.save(home: manager.home, domain: name, domainID: id) }
+            } catch {
+                logger.warning("\(error.message); the next serve compares the whole replica once")
+            }
+        }
+    }
+
+    /// The record of the changes of a domain's replica its syncs take: its feed's, else what
+    /// the watcher saw.
+    private func changes(of name: String) -> ChangedFolders? {
+        feeds.withLock { $0[name] }?.changes ?? changedFolders[name]
+    }
 
     // MARK: One domain
 
@@ -237,6 +288,9 @@ public final class Server: Sendable {
         guard let wakeup = wakeups[name] else { return }
         let interval = max(0.05, options.pollInterval(of: name))
         var state = DomainState()
+        // A feed that records every change needs no periodic full comparison (its first sync
+        // compares everything unless a clean stop left a record).
+        if feeds.withLock({ $0[name] }) != nil { state.nextFullScan = .distantFuture }
         while !isStopping && !Task.isCancelled {
             let now = Date()
             let reasons = wakeup.take()
@@ -366,7 +420,7 @@ public final class Server: Sendable {
                 state.backendMissing = false
             }
             let logger = self.logger
-            let changes = changedFolders[name]
+            let changes = changes(of: name)
             if Date() >= state.nextFullScan {
                 changes?.everythingChanged()
                 state.nextFullScan = Date().addingTimeInterval(max(1, options.fullScanInterval))
@@ -514,6 +568,8 @@ public final class Server: Sendable {
     static func summary(_ report: SyncReport) -> String {
         var text = "\(report.uploaded) sent, \(report.conflicts) conflicts; \(report.listedItems) listed, \(report.added) added, "
         text += "\(report.updated) updated, \(report.moved) moved, \(report.deleted) deleted, \(report.downloaded) downloaded"
+        text += "; compared \(report.comparedWholeReplica ? "the whole replica, " : "")\(report.localFoldersCompared) local folder"
+        text += report.localFoldersCompared == 1 ? "" : "s"
         if !report.pendingLocal.isEmpty { text += ", \(report.pendingLocal.count) still being written" }
         if let problems = report.problemSummary { text += ", \(problems)" }
         if !report.notices.isEmpty { text += ", \(report.notices.count) notices" }
