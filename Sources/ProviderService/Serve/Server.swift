@@ -165,7 +165,9 @@ public final class Server: Sendable {
         }
         var watcher: ServeWatcher?
         do {
-            watcher = try ServeWatcher(targets: targets, signalsFolder: manager.home.appendingPathComponent("signals").path, logger: logger)
+            watcher = try ServeWatcher(
+                targets: targets, signalledOnly: wakeups.filter { fed.contains($0.key) },
+                signalsFolder: manager.home.appendingPathComponent("signals").path, logger: logger)
         } catch {
             logger.warning("\(error.message); local changes are found by polling only")
             for changes in changedFolders.values { changes.watchesIncomplete() }
@@ -458,7 +460,7 @@ public final class Server: Sendable {
                     "\(name): \(report.pendingLocal.count) files still being written; checking again in \(Self.seconds(options.settleSeconds))"
                 )
             }
-        } catch where error.code == .backendNotAvailable {
+        } catch  where error.code == .backendNotAvailable {
             // Not a failure of the store: said once, nothing recorded; looked for at every poll.
             outcome = SyncActivity.Outcome(code: error.code, message: error.message)
             if !state.backendMissing { logger.warning("\(name): not synced: \(error.message)") }
