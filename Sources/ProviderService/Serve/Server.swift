@@ -136,16 +136,20 @@ public final class Server: Sendable {
             await datalessWatcher.withLock { $0 }?.stop()
             throw error
         }
-        // A domain whose layout records its changes needs no watcher of its files.
+        // A domain whose layout records its changes (FUSE) is watched only to hear of what other
+        // processes' engines change in its backing folder (an eviction, a download, a sync by
+        // `fileproviderctl`): the sync that wakes tells the kernel through the mount
+        // (``FUSEReplicaMount/refresh()``). What its syncs compare comes from its feed alone, and
+        // its mount records the programs' opens and finished writes itself.
         let fed = feeds.withLock { Set($0.keys) }
-        let targets = records.filter { !fed.contains($0.name) }.map { record in
+        let targets = records.map { record in
             let name = record.name
             let id = record.id ?? 0
             // A dataless domain's programs open its files through the replica path, which the
             // on-access handler sees (FAN_OPEN); opens in its backing folder are the engine's
             // own (a range flushed, an eviction's lease) and would make a file look recently used.
             let opened: @Sendable (String) -> Void
-            if ReplicaLayouts.layout(of: record).isGuardedOnAccess {
+            if ReplicaLayouts.layout(of: record).isGuardedOnAccess || fed.contains(name) {
                 opened = { _ in }
             } else {
                 opened = { [manager] path in manager.useRecorder.used(domainID: id, path: path) }
@@ -154,20 +158,18 @@ public final class Server: Sendable {
                 domain: name, root: roots[name] ?? record.replicaPath,
                 ignore: IgnoreRules(extra: record.ignoreList), wakeup: wakeups[name]!,
                 writes: { path, modificationNanos in
-                    guard let writes = manager.loadedController(for: name)?.finishedWrites else { return }
+                    guard !fed.contains(name), let writes = manager.loadedController(for: name)?.finishedWrites else { return }
                     if let modificationNanos { writes.finished(path, modificationNanos: modificationNanos) } else { writes.writing(path) }
                 },
                 isEngineWriting: { [onAccess, fuseMounts] path in
                     onAccess.withLock { $0 }?.isFilling(domain: name, path: path) ?? false
                         || fuseMounts.withLock { $0 }.contains { $0.domain == name && $0.isFilling(path) }
                 },
-                opened: opened, changes: changedFolders[name] ?? ChangedFolders())
+                opened: opened, changes: fed.contains(name) ? ChangedFolders() : changedFolders[name] ?? ChangedFolders())
         }
         var watcher: ServeWatcher?
         do {
-            watcher = try ServeWatcher(
-                targets: targets, signalledOnly: wakeups.filter { fed.contains($0.key) },
-                signalsFolder: manager.home.appendingPathComponent("signals").path, logger: logger)
+            watcher = try ServeWatcher(targets: targets, signalsFolder: manager.home.appendingPathComponent("signals").path, logger: logger)
         } catch {
             logger.warning("\(error.message); local changes are found by polling only")
             for changes in changedFolders.values { changes.watchesIncomplete() }

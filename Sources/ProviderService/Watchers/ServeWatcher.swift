@@ -102,9 +102,6 @@ final class ServeWatcher: @unchecked Sendable {
     }
 
     private let targets: [Target]
-    /// Domains whose replicas are not watched (their layout records every change:
-    /// ``ReplicaChangeFeed``) but whose signals are: by name, the loop to wake.
-    private let signalledOnly: [String: Wakeup]
     private let signalsFolder: String
     private let logger: Logger
     private let inotify: Inotify
@@ -119,11 +116,9 @@ final class ServeWatcher: @unchecked Sendable {
     private var signalsWatch: Int32 = -1
     private var warnedAboutLimit = false
 
-    /// - Parameter signalledOnly: domains whose signals wake their loops, their replicas not watched.
     /// - Throws: `localIOFailure` when inotify cannot be started.
-    init(targets: [Target], signalledOnly: [String: Wakeup] = [:], signalsFolder: String, logger: Logger) throws(FileProviderError) {
+    init(targets: [Target], signalsFolder: String, logger: Logger) throws(FileProviderError) {
         self.targets = targets
-        self.signalledOnly = signalledOnly
         self.signalsFolder = signalsFolder
         self.logger = logger
         inotify = try Inotify()
@@ -233,8 +228,6 @@ final class ServeWatcher: @unchecked Sendable {
         if event.watch == signalsWatch {
             if let name = event.name, let index = targets.firstIndex(where: { $0.domain == name }) {
                 woken[index, default: []].insert(.remote)
-            } else if let name = event.name, let wakeup = signalledOnly[name] {
-                wakeup.signal(.remote)
             }
             return
         }
