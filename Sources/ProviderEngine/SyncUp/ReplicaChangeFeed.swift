@@ -24,8 +24,15 @@ public final class ReplicaChangeFeed: Sendable {
     public let isTrusted: Bool
     /// Where the files finished being written go (the domain controller's, once it is loaded).
     private let writesTarget = Mutex<(@Sendable () -> FinishedWrites?)?>(nil)
-    /// Told after each change (wakes the domain's serve loop).
+    /// Told after changes (wakes the domain's serve loop), at most every ``wakeInterval``.
     private let changed = Mutex<(@Sendable () -> Void)?>(nil)
+    /// When ``changed`` was last told (monotonic ns), and whether a call after the interval is
+    /// scheduled for the changes made since.
+    private let lastWake = Mutex<(nanos: UInt64, trailing: Bool)>((0, false))
+    /// The shortest time between two wakes of the serve loop: a program writing thousands of
+    /// files would otherwise wake it (a database read each) for every operation, where inotify
+    /// wakes it once per batch of events. A change within the interval is told at its end.
+    static let wakeInterval: UInt64 = 50_000_000
 
     init(scope: ScanScope, trusted: Bool) {
         changes = ChangedFolders(scope: scope)
@@ -38,8 +45,32 @@ public final class ReplicaChangeFeed: Sendable {
     /// served for the first time).
     public convenience init() { self.init(scope: .all, trusted: false) }
 
-    /// Calls `body` after each change, on the thread that recorded it.
+    /// Calls `body` after changes, on the thread that recorded one or, for changes within
+    /// ``wakeInterval`` of the last call, once at its end on a dispatch thread.
     public func onChange(_ body: (@Sendable () -> Void)?) { changed.withLock { $0 = body } }
+
+    /// Tells ``changed`` of a change now, or schedules one call at the end of the interval.
+    private func wake() {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let delay = lastWake.withLock { last -> UInt64? in
+            if now >= last.nanos + Self.wakeInterval {
+                last.nanos = now
+                return 0
+            }
+            if last.trailing { return nil }
+            last.trailing = true
+            return last.nanos + Self.wakeInterval - now
+        }
+        guard let delay else { return }
+        if delay == 0 {
+            changed.withLock { $0 }?()
+            return
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(delay))) { [self] in
+            lastWake.withLock { $0 = (DispatchTime.now().uptimeNanoseconds, false) }
+            changed.withLock { $0 }?()
+        }
+    }
 
     /// Files finished being written are told to what `target` gives from now on (the domain's
     /// loaded controller's ``DomainController/finishedWrites``; `nil`: none is loaded).
@@ -54,13 +85,13 @@ public final class ReplicaChangeFeed: Sendable {
     /// changed.
     public func itemChanged(_ path: String) {
         changes.folderChanged(RelativePath(path).parent)
-        changed.withLock { $0 }?()
+        wake()
     }
 
     /// A folder was made at `path`: it is compared with everything below it.
     public func folderMade(_ path: String) {
         changes.treeAppeared(path)
-        changed.withLock { $0 }?()
+        wake()
     }
 
     /// The item at `from` was renamed to `to` (replacing what was there): both folders are
@@ -70,7 +101,7 @@ public final class ReplicaChangeFeed: Sendable {
         changes.folderChanged(RelativePath(from).parent)
         if isFolder { changes.treeAppeared(to) } else { changes.folderChanged(RelativePath(to).parent) }
         if !isFolder { writes?.writing(from) }
-        changed.withLock { $0 }?()
+        wake()
     }
 
     /// The file at `path` is being written (opened for writing, or written): not finished.
