@@ -74,7 +74,7 @@ media-server: deps ## Debug build of media-server (its own package, Servers/medi
 # drop the kernel's caches (beside the rest they stalled unrelated time-bound tests for minutes);
 # the S3 suites start a five-process SeaweedFS cluster and moto, whose CPU starved the hostile
 # store suites past their time limits when everything ran at once on two cores.
-OWN_PROCESS_SUITES = FUSEProgramTests|FolderThumbnailTests|FolderStatusTests|FUSESessionTests|FUSEServerProcessTests|FUSEReplicaTests|FUSEAccessRulesTests|OnAccessProgramTests|OnAccessConversionTests|S3AdapterTests|S3CLITests
+OWN_PROCESS_SUITES = FUSEProgramTests|FUSEChangeFeedTests|FolderThumbnailTests|FolderStatusTests|FUSESessionTests|FUSEServerProcessTests|FUSEReplicaTests|FUSEAccessRulesTests|OnAccessProgramTests|OnAccessConversionTests|S3AdapterTests|S3CLITests
 
 test: deps media-server ## Build and run all tests, then scripts/test-*.sh in order
 	$(SWIFT) build $(SWIFTPM_FLAGS) --build-tests

@@ -40,6 +40,12 @@ server, waits for its mount, and times one program through it:
   second `git status` is timed and the repository must be clean. On the plain folder the same:
   a first `git status` untimed, the second timed. No target: the ratio is reported.
 
+- fuse-create-1000: 1,000 new files of 4 KiB written by one Python program into a new folder
+  through the mount (an empty local store; serve records each change in its local change feed,
+  Docs/FUSE.md "The local change feed", and sends them meanwhile) vs the same program on a plain
+  folder. No target: the ratio is reported (the cost of a write through the mount and of its
+  recording).
+
 Every row adds the domain afresh in its untimed setup (`domain add --mode dataless --on-access
 fuse`, `sync`); the timed figure is the script's, the peak MiB column the server's peak RSS.
 Run as root like the on-access rows (the harness's peers mount FUSE too).
@@ -197,6 +203,16 @@ def register(bench) -> None:
         return ["sh", "-c", f'cp -al "{r.data}" "{folder}" && rm -r "{folder}/.git" && cp -a "{r.data}/.git" "{folder}/.git"']
 
     store = lambda r: r.work / "store"
+    CREATE = (
+        "import os, sys\n"
+        "folder = sys.argv[1]\n"
+        "os.mkdir(folder)\n"
+        "block = b'x' * 4096\n"
+        "for index in range(1000):\n"
+        "    with open(os.path.join(folder, f'f{index:04}.bin'), 'wb') as f:\n"
+        "        f.write(block)\n"
+    )
+    CREATE_PLAIN = "create 1,000 files of 4 KiB (plain folder)"
     plain_repo = lambda r: r.work / "plain"
     GIT_PLAIN = "git status (plain folder)"
 
@@ -247,6 +263,28 @@ def register(bench) -> None:
         ),
         walk_row("fuse-find-100k", "find", "find"),
         walk_row("fuse-ls-lR-100k", "ls -lR", "ls -lR"),
+        Benchmark(
+            "fuse-create-1000",
+            "small10k",
+            [
+                Tool(
+                    "fileproviderctl serve: create 1,000 files of 4 KiB through the FUSE mount",
+                    lambda r: [through_mount("ours", r, ["python3", "-c", CREATE, "{}/created"])],
+                    setup=lambda r: [["mkdir", "-p", str(store(r))], *add_fuse(r, local_store(store(r)), None)],
+                    ours=True,
+                    reports=True,
+                ),
+                Tool(
+                    CREATE_PLAIN,
+                    lambda r: [["python3", "-c", CREATE, str(r.work / "plain-created")]],
+                ),
+            ],
+            reference=CREATE_PLAIN,
+            target=bench.ratio_reported("a plain folder"),
+            items=1_000,
+            group=GROUP,
+            tmpfs=True,
+        ),
         Benchmark(
             "fuse-git-status-10k",
             "git10k",

@@ -100,7 +100,7 @@ extension ProviderManager {
             }
             do throws(FileProviderError) {
                 return try DomainLock.acquire(home: home, domain: name)
-            } catch where error.code == .cannotSynchronize {
+            } catch  where error.code == .cannotSynchronize {
                 let who = DomainLock.holder(home: home, domain: name).map { "process \($0)" } ?? "another process"
                 throw FileProviderError(
                     .cannotSynchronize,
@@ -199,8 +199,10 @@ extension ProviderManager {
         }
         // Done: recorded and finished even when an interruption comes now.
         let store = self.store
+        // What a FUSE serve recorded before (ReplicaChangeFeed) says nothing of the files now.
         try await blocking { () throws(FileProviderError) in
             try store.setReplicaMode(domainID: id, mode, reason: "asked for (domain convert --mode \(mode.rawValue))")
+            ReplicaChangeFeed.forget(home: home, domain: name)
         }
         let finishing = Task.detached {
             // The emptied replica folder is no replica of the domain's any more: a process that
@@ -222,12 +224,14 @@ extension ProviderManager {
         var report = report
         if case .only(let mechanism) = selection, mechanism == domain.onAccess { return report }
         let backing = try backingURL(forDomainNamed: domain.name)
-        let store = self.store
+        let (store, home) = (self.store, self.home)
         let chosen = try await blocking { () throws(FileProviderError) -> (mechanism: OnAccessMechanism, reason: String) in
             let chosen = try Self.chooseOnAccessForConversion(selection.requested, backing: backing)
             if chosen.mechanism == domain.onAccess { return chosen }
             try Self.freeReplicaFolder(of: domain, backing: backing)
             try store.setOnAccess(domainID: id, chosen.mechanism, reason: chosen.reason)
+            // The files changed under another layout: a FUSE serve's record says nothing of them.
+            ReplicaChangeFeed.forget(home: home, domain: domain.name)
             return chosen
         }
         guard chosen.mechanism != domain.onAccess else { return report }

@@ -406,7 +406,10 @@ public final class ProviderManager: Sendable {
             await controller.close()
         }
         guard let id = domain.id else { return }
-        try await blocking { [store] () throws(FileProviderError) in try store.deleteDomain(id: id) }
+        try await blocking { [store, home] () throws(FileProviderError) in
+            try store.deleteDomain(id: id)
+            ReplicaChangeFeed.forget(home: home, domain: name)
+        }
         let staging = home.appendingPathComponent("staging/\(id)")
         try await executor.run { self.removeFolders(of: domain, root: root, staging: staging, keepReplica: keepReplica) }
     }

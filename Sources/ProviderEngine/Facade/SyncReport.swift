@@ -24,6 +24,13 @@ public struct SyncReport: Codable, Sendable {
     public var uploaded = 0
     /// Conflicts resolved by keeping both versions (see `fileproviderctl conflicts`).
     public var conflicts = 0
+    /// Folders of the replica sync up read and compared with the database (each pass counted):
+    /// with a watcher's or a layout's record of the changes, only the folders that changed.
+    public var localFoldersCompared = 0
+    /// Whether sync up compared the whole replica (no record of the changes could be trusted:
+    /// the first sync of a `serve`, a watcher that dropped events, a folder moved, the periodic
+    /// full comparison; for a layout that records every change, only after an unclean stop).
+    public var comparedWholeReplica = false
     /// Local files still being written, left for the next sync.
     public var pendingLocal: [String] = []
     /// Local changes found but not sent because the sync was interrupted.

@@ -115,6 +115,8 @@ struct LocalScanResult {
     /// moved from a folder not read yet into one already read looks deleted), so its deletions
     /// and removals must wait for a scan the replica holds still for.
     var replicaChangedDuringScan = false
+    /// How many folders of the replica the scan read and compared with their records.
+    var foldersRead = 0
     /// The scan found more of some kind of change than it holds at once
     /// (``ScanFindings/defaultLimit``): these are what it could act on safely, and a scan after
     /// they were sent finds the rest.

@@ -105,8 +105,10 @@ struct LocalScanner {
                 pending.append((path, try records.record(at: path), below))
             }
         }
+        var foldersRead = 0
         while let (folder, record, below) = pending.popLast() {
             let subfolders = try visit(folder, record: record, records, settled: settled, into: &findings)
+            foldersRead += 1
             folderRead?(folder)
             if below { pending += subfolders.reversed().map { ($0.path, $0.record, true) } }
         }
@@ -126,6 +128,7 @@ struct LocalScanner {
         findings.overwritten = []
         let newFolders = findings.created.filter { $0.entry.kind == .folder }.map(\.path)
         var result = try findings.settle(records, settled: settled)
+        result.foldersRead = foldersRead
         if result.changes.contains(where: \.isDeletion) || !result.strayPlaceholders.isEmpty {
             result.replicaChangedDuringScan = try folderChanged(since: walkStarted, records, newFolders: newFolders)
         }

@@ -43,14 +43,22 @@ struct ScanScope: Sendable, Equatable {
 
 /// The folders that changed in one domain's replica since its last sync up, as a watcher saw
 /// them (``ServeWatcher``), for a sync to compare only those (``ScanScope``). It starts as
-/// ``ScanScope/all``: what changed before anyone watched is unknown. Any thread.
+/// ``ScanScope/all``: what changed before anyone watched is unknown. A layout that records
+/// every change as it happens (``ReplicaChangeFeed``) feeds one too, starting from what a clean
+/// stop left. Any thread.
 public final class ChangedFolders: Sendable {
-    private let state = Mutex<(scope: ScanScope, watchesComplete: Bool)>((.all, true))
+    private let state: Mutex<(scope: ScanScope, watchesComplete: Bool)>
     /// Waits until the watcher has handled what the kernel queued (``ServeWatcher/catchUp()``);
     /// `false` when it no longer watches. `nil`: nothing watches.
     private let catchUp = Mutex<(@Sendable () async -> Bool)?>(nil)
 
-    public init() {}
+    public convenience init() { self.init(scope: .all) }
+
+    /// Changes known so far: `scope` (``ReplicaChangeFeed/restore(home:domain:domainID:)``).
+    init(scope: ScanScope) { state = Mutex((scope, true)) }
+
+    /// What changed and was not taken yet (or was given back), without taking it.
+    var pending: ScanScope { state.withLock { $0.scope } }
 
     /// The entries of the folder at `path` changed (a file made, written, removed, moved).
     package func folderChanged(_ path: String) {

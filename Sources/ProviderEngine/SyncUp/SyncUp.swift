@@ -120,6 +120,8 @@ final class SyncUp: Sendable {
             var result = try await context.executor.run { [scanner] in
                 try scanner.scan(records, scope: passScope, changesSince: since)
             }
+            report.localFoldersCompared += result.foldersRead
+            if passScope.everything { report.comparedWholeReplica = true }
             if result.replicaChangedDuringScan {
                 // What looks deleted may have moved into a folder read earlier: scan again once
                 // the replica holds still; if it never does, deletions wait for the next sync.

@@ -67,6 +67,10 @@ public final class Server: Sendable {
     private let wakeups: [String: Wakeup]
     /// The folders of each domain's replica that changed since its last sync (from inotify).
     private let changedFolders: [String: ChangedFolders]
+    /// The change feeds of the domains whose layout records every change
+    /// (``ReplicaLayout/recordsLocalChanges``: FUSE), by name: their syncs take the changed
+    /// folders from these, not from inotify, and no watcher looks at their backing folders.
+    private let feeds = Mutex<[String: ReplicaChangeFeed]>([:])
     private let stopping = Mutex(false)
     private let work = Mutex<Task<Void, Never>?>(nil)
     private let syncCount = Mutex(0)
@@ -122,6 +126,7 @@ public final class Server: Sendable {
         var locks: [DomainLock] = []
         for name in domains { locks.append(try DomainLock.acquire(home: manager.home, domain: name)) }
         defer { _ = locks }
+        await takeFeeds(records)
 
         // A dataless domain's files are in its backing folder: the engine watches and writes
         // there, never through the replica path (which the on-access handler marks).
@@ -137,7 +142,8 @@ public final class Server: Sendable {
             if let thumbnails {
                 opened = { domain, path, process, user in thumbnails.opened(domain: domain, path: path, process: process, user: user) }
             }
-            let mounts = try await FUSEReplicaMount.mountAll(records, manager: manager, logger: logger, folderOpened: opened)
+            let mounts = try await FUSEReplicaMount.mountAll(
+                records, manager: manager, feeds: feeds.withLock { $0 }, logger: logger, folderOpened: opened)
             fuseMounts.withLock { $0 = mounts }
             startFolderOpens(records)
         } catch {
@@ -148,6 +154,12 @@ public final class Server: Sendable {
             await datalessWatcher.withLock { $0 }?.stop()
             throw error
         }
+        // A domain whose layout records its changes (FUSE) is watched only to hear of what other
+        // processes' engines change in its backing folder (an eviction, a download, a sync by
+        // `fileproviderctl`): the sync that wakes tells the kernel through the mount
+        // (``FUSEReplicaMount/refresh()``). What its syncs compare comes from its feed alone, and
+        // its mount records the programs' opens and finished writes itself.
+        let fed = feeds.withLock { Set($0.keys) }
         let targets = records.map { record in
             let name = record.name
             let id = record.id ?? 0
@@ -155,7 +167,7 @@ public final class Server: Sendable {
             // on-access handler sees (FAN_OPEN); opens in its backing folder are the engine's
             // own (a range flushed, an eviction's lease) and would make a file look recently used.
             let opened: @Sendable (String) -> Void
-            if ReplicaLayouts.layout(of: record).isGuardedOnAccess {
+            if ReplicaLayouts.layout(of: record).isGuardedOnAccess || fed.contains(name) {
                 opened = { _ in }
             } else {
                 opened = { [manager] path in manager.useRecorder.used(domainID: id, path: path) }
@@ -164,14 +176,14 @@ public final class Server: Sendable {
                 domain: name, root: roots[name] ?? record.replicaPath,
                 ignore: IgnoreRules(extra: record.ignoreList), wakeup: wakeups[name]!,
                 writes: { path, modificationNanos in
-                    guard let writes = manager.loadedController(for: name)?.finishedWrites else { return }
+                    guard !fed.contains(name), let writes = manager.loadedController(for: name)?.finishedWrites else { return }
                     if let modificationNanos { writes.finished(path, modificationNanos: modificationNanos) } else { writes.writing(path) }
                 },
                 isEngineWriting: { [onAccess, fuseMounts] path in
                     onAccess.withLock { $0 }?.isFilling(domain: name, path: path) ?? false
                         || fuseMounts.withLock { $0 }.contains { $0.domain == name && $0.isFilling(path) }
                 },
-                opened: opened, changes: changedFolders[name] ?? ChangedFolders())
+                opened: opened, changes: fed.contains(name) ? ChangedFolders() : changedFolders[name] ?? ChangedFolders())
         }
         var watcher: ServeWatcher?
         do {
@@ -201,8 +213,13 @@ public final class Server: Sendable {
         await task.value
         await onAccess.withLock { $0 }?.stop()
         await FUSEReplicaMount.unmountAll(fuseMounts.exchange([]))
-        await folderOpens.withLock { $0 }?.stop()
-        await thumbnails?.stop()
+        thumbnails?.start()
+        var opened: FUSEReplicaMount.FolderOpened?
+        if let thumbnails {
+            opened = { domain, path, process, user in thumbnails.opened(domain: domain, path: path, process: process, user: user) }
+        }
+        let mounts = try await FUSEReplicaMount.mountAll(
+            records, manager: manager, feeds: feeds.withLock { $0 }, logger: logger, folderOpened: opened)
         await watcher?.stop()
         manager.newDatalessFolders.listen(nil)
         await datalessWatcher.withLock { $0 }?.stop()
@@ -223,6 +240,49 @@ public final class Server: Sendable {
     }
 
     private var isStopping: Bool { stopping.withLock { $0 } }
+
+    // MARK: Change feeds
+
+    /// Takes the change feeds the last clean stop left for the domains whose layout records
+    /// every change (``ReplicaChangeFeed/restore(home:domain:domainID:)``: without one, the
+    /// first sync compares the whole replica), and wires each to its domain's loop (a change
+    /// wakes it) and to its controller's finished writes.
+    private func takeFeeds(_ records: [DomainRecord]) async {
+        let manager = self.manager
+        for record in records where ReplicaLayouts.layout(of: record).recordsLocalChanges {
+            guard let id = record.id, let wakeup = wakeups[record.name] else { continue }
+            let name = record.name
+            let feed =
+                (try? await manager.blocking { ReplicaChangeFeed.restore(home: manager.home, domain: name, domainID: id) })
+                ?? ReplicaChangeFeed()
+            feed.onChange { wakeup.signal(.local) }
+            feed.sendFinishedWrites { manager.loadedController(for: name)?.finishedWrites }
+            logger.info(
+                "\(name): local changes recorded as programs make them through the mount; \(feed.isTrusted ? "the first sync compares only the folders changed before the last stop" : "the first sync compares the whole replica once (no record of a clean stop)")"
+            )
+            feeds.withLock { $0[name] = feed }
+        }
+    }
+
+    /// Writes what each feed holds that was not sent, for the next `serve`: once its mount is
+    /// gone and no sync runs.
+    private func keepFeeds(_ records: [DomainRecord]) async {
+        let manager = self.manager
+        for (name, feed) in feeds.withLock({ $0 }) {
+            guard let id = records.first(where: { $0.name == name })?.id else { continue }
+            do {
+                try await manager.blocking { () throws(FileProviderError) in try feed.save(home: manager.home, domain: name, domainID: id) }
+            } catch {
+                logger.warning("\(error.message); the next serve compares the whole replica once")
+            }
+        }
+    }
+
+    /// The record of the changes of a domain's replica its syncs take: its feed's, else what
+    /// the watcher saw.
+    private func changes(of name: String) -> ChangedFolders? {
+        feeds.withLock { $0[name] }?.changes ?? changedFolders[name]
+    }
 
     // MARK: One domain
 
@@ -256,6 +316,9 @@ public final class Server: Sendable {
         guard let wakeup = wakeups[name] else { return }
         let interval = max(0.05, options.pollInterval(of: name))
         var state = DomainState()
+        // A feed that records every change needs no periodic full comparison (its first sync
+        // compares everything unless a clean stop left a record).
+        if feeds.withLock({ $0[name] }) != nil { state.nextFullScan = .distantFuture }
         while !isStopping && !Task.isCancelled {
             let now = Date()
             let reasons = wakeup.take()
@@ -385,7 +448,7 @@ public final class Server: Sendable {
                 state.backendMissing = false
             }
             let logger = self.logger
-            let changes = changedFolders[name]
+            let changes = changes(of: name)
             if Date() >= state.nextFullScan {
                 changes?.everythingChanged()
                 state.nextFullScan = Date().addingTimeInterval(max(1, options.fullScanInterval))
@@ -423,7 +486,7 @@ public final class Server: Sendable {
                     "\(name): \(report.pendingLocal.count) files still being written; checking again in \(Self.seconds(options.settleSeconds))"
                 )
             }
-        } catch where error.code == .backendNotAvailable {
+        } catch  where error.code == .backendNotAvailable {
             // Not a failure of the store: said once, nothing recorded; looked for at every poll.
             outcome = SyncActivity.Outcome(code: error.code, message: error.message)
             if !state.backendMissing { logger.warning("\(name): not synced: \(error.message)") }
@@ -548,6 +611,8 @@ public final class Server: Sendable {
     static func summary(_ report: SyncReport) -> String {
         var text = "\(report.uploaded) sent, \(report.conflicts) conflicts; \(report.listedItems) listed, \(report.added) added, "
         text += "\(report.updated) updated, \(report.moved) moved, \(report.deleted) deleted, \(report.downloaded) downloaded"
+        text += "; compared \(report.comparedWholeReplica ? "the whole replica, " : "")\(report.localFoldersCompared) local folder"
+        text += report.localFoldersCompared == 1 ? "" : "s"
         if !report.pendingLocal.isEmpty { text += ", \(report.pendingLocal.count) still being written" }
         if let problems = report.problemSummary { text += ", \(problems)" }
         if !report.notices.isEmpty { text += ", \(report.notices.count) notices" }

@@ -51,6 +51,12 @@ public protocol ReplicaLayout: Sendable {
     /// in the background, and a folder is written only when a program needs its entries.
     var listsDatalessFoldersFromDatabase: Bool { get }
 
+    /// Whether the layout sees every change programs make in the replica as it happens and
+    /// records it (``ReplicaChangeFeed``): the local change feed is exact, so `serve` takes the
+    /// changed folders from it instead of a watcher, and sync up compares only those (the whole
+    /// replica only when the feed cannot be trusted: after an unclean stop or a conversion).
+    var recordsLocalChanges: Bool { get }
+
     /// Whether a domain of this layout may adopt an existing replica folder when it is added.
     var canAdoptReplicaFolder: Bool { get }
 

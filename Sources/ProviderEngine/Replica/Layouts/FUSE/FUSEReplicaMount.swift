@@ -35,16 +35,22 @@ public final class FUSEReplicaMount: Sendable {
         self.logger = logger
     }
 
-    /// Mounts every FUSE domain of `records` (the others are left alone); on a failure the
-    /// mounts made are taken away again. `folderOpened` is told of the folders programs open.
-    /// - Throws: what ``mount(_:manager:logger:folderOpened:)`` throws, naming the domain.
+    /// Mounts every FUSE domain of `records` (the others are left alone), each recording the
+    /// changes programs make in its feed of `feeds` (by domain name; a new one where none is
+    /// given); on a failure the mounts made are taken away again. `folderOpened` is told of the
+    /// folders programs open.
+    /// - Throws: what ``mount(_:manager:feed:logger:folderOpened:)`` throws, naming the domain.
     public static func mountAll(
-        _ records: [DomainRecord], manager: ProviderManager, logger: Logger, folderOpened: FolderOpened? = nil
+        _ records: [DomainRecord], manager: ProviderManager, feeds: [String: ReplicaChangeFeed] = [:], logger: Logger,
+        folderOpened: FolderOpened? = nil
     ) async throws(FileProviderError) -> [FUSEReplicaMount] {
         var mounts: [FUSEReplicaMount] = []
         for record in records where ReplicaLayouts.layout(of: record).mountsThroughFUSE {
             do {
-                mounts.append(try await mount(record, manager: manager, logger: logger, folderOpened: folderOpened))
+                mounts.append(
+                    try await mount(
+                        record, manager: manager, feed: feeds[record.name] ?? ReplicaChangeFeed(), logger: logger,
+                        folderOpened: folderOpened))
             } catch {
                 await unmountAll(mounts)
                 throw FileProviderError(error.code, "cannot serve \(record.name)'s files through FUSE: \(error.message)")
@@ -59,13 +65,14 @@ public final class FUSEReplicaMount: Sendable {
         for mount in mounts { await mount.unmount() }
     }
 
-    /// Mounts a FUSE domain's backing folder on its replica folder.
+    /// Mounts a FUSE domain's backing folder on its replica folder; every change programs make
+    /// through it is recorded in `feed` before the reply that makes it visible.
     /// - Throws: `invalidArgument` when the domain is not a FUSE domain, or its replica folder is
     ///   not empty or is a mount point already; `notSupported` when libfuse, `/dev/fuse` or
     ///   `fusermount3` is missing; `permissionDenied` when this user cannot use `/dev/fuse`
     ///   (each message says what to do: ``FUSESession/mount(_:at:options:)``).
     public static func mount(
-        _ record: DomainRecord, manager: ProviderManager, logger: Logger, folderOpened: FolderOpened? = nil
+        _ record: DomainRecord, manager: ProviderManager, feed: ReplicaChangeFeed, logger: Logger, folderOpened: FolderOpened? = nil
     ) async throws(FileProviderError) -> FUSEReplicaMount {
         guard ReplicaLayouts.layout(of: record).mountsThroughFUSE, let id = record.id, let backing = try manager.backingURL(of: record)
         else {
@@ -76,7 +83,8 @@ public final class FUSEReplicaMount: Sendable {
         let hydration: Hydration = record.hydration == .progressive && ranged ? .progressive : .full
         let fetcher = ReplicaFetcher(manager: manager, domain: record.name, domainID: id, hydration: hydration, logger: logger)
         let fileSystem = ReplicaFileSystem(
-            backing: backing.path, fetcher: fetcher, gate: AccessGate(manager: manager), logger: logger, folderOpened: folderOpened)
+            backing: backing.path, fetcher: fetcher, gate: AccessGate(manager: manager), feed: feed, logger: logger,
+            folderOpened: folderOpened)
         let options = FUSEMountOptions(name: record.name)
         let replicaPath = record.replicaPath
         let session = try await manager.blocking { () throws(FileProviderError) -> FUSESession in

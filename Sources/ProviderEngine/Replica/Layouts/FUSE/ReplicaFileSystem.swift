@@ -27,10 +27,14 @@ import ProviderSystem
 ///   cache kept (`FOPEN_KEEP_CACHE`); a read is answered from that descriptor (spliced) once the
 ///   bytes it needs are present, fetched through the engine (``ReplicaFetcher``) when they are
 ///   not. The kernel answers `lseek` from the size: no holes.
-/// - **Changes** (writes, creates, `mkdir`, `unlink`, `rename`, `truncate`, `chmod`, times) go
-///   to the backing folder, where the engine's watcher and scan find them and the next sync
-///   sends them. A dataless file is made whole before a program changes it, or loses its mark
-///   when a program empties it (`O_TRUNC`): nothing uploads bytes that were never fetched.
+/// - **Changes** (writes, creates, `mkdir`, `symlink`, `unlink`, `rmdir`, `rename`, `truncate`,
+///   `chmod`, times) go to the backing folder and are recorded in the domain's
+///   ``ReplicaChangeFeed`` before the reply that makes them visible: the folder each changed in
+///   (a folder made or moved, with what is below it), and a file opened for writing as being
+///   written until its last release, then finished with its modification time. The next sync
+///   compares only those folders and sends a finished file without the settle wait. A dataless
+///   file is made whole before a program changes it, or loses its mark when a program empties
+///   it (`O_TRUNC`): nothing uploads bytes that were never fetched.
 ///
 /// - **Extended attributes** (``ReplicaFileSystem+ExtendedAttributes.swift``): the backing
 ///   file's, with the status a dataless file has (`dataless`) and the engine's own marks kept
@@ -57,15 +61,21 @@ final class ReplicaFileSystem: FUSEFileSystem {
     /// How many opens for writing each inode has (a file a program writes changes size and
     /// date through the mount, not behind it).
     private let writers = Mutex<[UInt64: Int]>([:])
+    /// Where each change programs make is recorded (what sync up compares).
+    let feed: ReplicaChangeFeed
     /// The folders open for listing, by handle.
     let readers = Mutex<(next: UInt64, open: [UInt64: ReplicaFolderReader])>((1, [:]))
     /// Told of each folder a program opens (its relative path): serve's thumbnails.
     let folderOpened: FUSEReplicaMount.FolderOpened?
 
-    init(backing: String, fetcher: ReplicaFetcher, gate: AccessGate, logger: Logger, folderOpened: FUSEReplicaMount.FolderOpened? = nil) {
+    init(
+        backing: String, fetcher: ReplicaFetcher, gate: AccessGate, feed: ReplicaChangeFeed, logger: Logger,
+        folderOpened: FUSEReplicaMount.FolderOpened? = nil
+    ) {
         self.folderOpened = folderOpened
         self.backing = backing.hasSuffix("/") && backing.count > 1 ? String(backing.dropLast()) : backing
         self.fetcher = fetcher
+        self.feed = feed
         self.gate = gate
         self.logger = logger
         owner = getuid()
@@ -248,7 +258,26 @@ final class ReplicaFileSystem: FUSEFileSystem {
                 ?? withBytePath(full) { utimensat(AT_FDCWD, $0, &times, AT_SYMLINK_NOFOLLOW) }
             guard result == 0 else { throw .lastCall() }
         }
+        recordChange(of: inode, path, changes, descriptor: descriptor)
         return try attributes(of: inode, descriptor: descriptor, by: requester)
+    }
+
+    /// Records a `setattr` of `inode` at `path` in the feed: a truncate or new date of a file no
+    /// program has open for writing (`truncate -s`, `touch`) is finished at once (no release
+    /// will come); one being written finishes at its last release.
+    private func recordChange(of inode: UInt64, _ path: [UInt8], _ changes: FUSEAttributeChanges, descriptor: Int32?) {
+        let name = text(path)
+        guard changes.size != nil || changes.modificationTime != nil, !isBeingWritten(inode) else {
+            feed.itemChanged(name)
+            return
+        }
+        var status = stat()
+        let found = descriptor.map { fstat($0, &status) } ?? withBytePath(absolute(path)) { lstat($0, &status) }
+        if found == 0 && status.st_mode & S_IFMT == S_IFREG {
+            feed.finished(name, modificationNanos: Replica.nanoseconds(status.st_mtim))
+        } else {
+            feed.itemChanged(name)
+        }
     }
 
     // MARK: Contents
@@ -288,11 +317,16 @@ final class ReplicaFileSystem: FUSEFileSystem {
             }
         }
         fetcher.opened(text(path))
-        if writing { startWriting(inode) }
+        fetcher.manager.useRecorder.used(domainID: fetcher.domainID, path: text(path))
+        if writing { startWriting(inode, path) }
         return FUSEOpenFile(descriptor: fd, isComplete: Replica.datalessKey(ofDescriptor: fd) == nil)
     }
 
-    private func startWriting(_ inode: UInt64) { writers.withLock { $0[inode, default: 0] += 1 } }
+    /// A program opened `inode` at `path` for writing: being written until its last release.
+    private func startWriting(_ inode: UInt64, _ path: [UInt8]) {
+        writers.withLock { $0[inode, default: 0] += 1 }
+        feed.writing(text(path))
+    }
 
     /// Whether a program has the file `inode` open for writing through the mount.
     func isBeingWritten(_ inode: UInt64) -> Bool { writers.withLock { $0[inode] != nil } }
@@ -327,6 +361,9 @@ final class ReplicaFileSystem: FUSEFileSystem {
         }
         var status = stat()
         if fstat(descriptor, &status) == 0 { _ = inodes.generation(of: inode, seen: ReplicaInodes.Seen(status)) }
+        // Recorded again: a sync may have taken the folder since the open (a write through a
+        // map or the writeback cache may come after the program's close).
+        if let path = inodes.path(inode) { feed.writing(text(path)) }
         return done
     }
 
@@ -342,7 +379,7 @@ final class ReplicaFileSystem: FUSEFileSystem {
         var status = stat()
         fstat(fd, &status)
         let (inode, generation) = inodes.inode(name.bytes, in: parent, path: path, lookups: 1, seen: ReplicaInodes.Seen(status))
-        if flags & O_ACCMODE != O_RDONLY { startWriting(inode) }
+        if flags & O_ACCMODE != O_RDONLY { startWriting(inode, path) } else { feed.itemChanged(text(path)) }
         return (attributes(inode, status, generation: generation), FUSEOpenFile(descriptor: fd, isComplete: true))
     }
 
@@ -357,6 +394,7 @@ final class ReplicaFileSystem: FUSEFileSystem {
         let status = try status(path)
         let (inode, generation) = inodes.inode(name.bytes, in: parent, path: path, lookups: 1, seen: ReplicaInodes.Seen(status))
         inodes.setSource(inode, .disk)
+        feed.folderMade(text(path))
         return attributes(inode, status, generation: generation)
     }
 
@@ -368,6 +406,7 @@ final class ReplicaFileSystem: FUSEFileSystem {
         let path = Self.join(folder, name.bytes)
         let result = withBytePath(target) { target in withBytePath(absolute(path)) { symlink(target, $0) } }
         guard result == 0 else { throw .lastCall() }
+        feed.itemChanged(text(path))
         inodes.clearSeen(parent)
         let status = try status(path)
         let (inode, generation) = inodes.inode(name.bytes, in: parent, path: path, lookups: 1, seen: ReplicaInodes.Seen(status))
@@ -377,7 +416,9 @@ final class ReplicaFileSystem: FUSEFileSystem {
     func remove(_ name: FUSEName, in parent: UInt64, by requester: FUSERequester) throws(FUSEError) {
         let folder = try relative(parent)
         try populated(parent, folder)
-        guard withBytePath(absolute(Self.join(folder, name.bytes)), { unlink($0) }) == 0 else { throw .lastCall() }
+        let path = Self.join(folder, name.bytes)
+        guard withBytePath(absolute(path), { unlink($0) }) == 0 else { throw .lastCall() }
+        feed.itemChanged(text(path))
         inodes.clearSeen(parent)
         inodes.detach(name.bytes, in: parent)
     }
@@ -392,6 +433,7 @@ final class ReplicaFileSystem: FUSEFileSystem {
         if holdsStoredItems(path) { throw .notEmpty }
         try populateBeforeRemoval(path)
         guard withBytePath(absolute(path), { rmdir($0) }) == 0 else { throw .lastCall() }
+        feed.itemChanged(text(path))
         inodes.clearSeen(parent)
         inodes.detach(name.bytes, in: parent)
     }
@@ -428,9 +470,23 @@ final class ReplicaFileSystem: FUSEFileSystem {
             }
         }
         guard result == 0 else { throw .lastCall() }
+        recordMove(from: from, to: to, moved: moved)
         inodes.clearSeen(parent)
         inodes.clearSeen(newParent)
         inodes.rename(name.bytes, in: parent, to: newName.bytes, in: newParent)
+    }
+
+    /// Records a rename in the feed: both folders (a folder with what is below it), and a file
+    /// renamed into place that no program writes as finished (an editor's save: written under
+    /// another name, renamed over the item).
+    private func recordMove(from: [UInt8], to: [UInt8], moved: UInt64?) {
+        var status = stat()
+        let found = withBytePath(absolute(to)) { lstat($0, &status) } == 0
+        let isFolder = found && status.st_mode & S_IFMT == S_IFDIR
+        feed.moved(from: text(from), to: text(to), isFolder: isFolder)
+        if found && status.st_mode & S_IFMT == S_IFREG && !(moved.map(isBeingWritten) ?? false) {
+            feed.finished(text(to), modificationNanos: Replica.nanoseconds(status.st_mtim))
+        }
     }
 
     func synchronize(_ inode: UInt64, descriptor: Int32, dataOnly: Bool, by requester: FUSERequester) throws(FUSEError) {
@@ -439,9 +495,18 @@ final class ReplicaFileSystem: FUSEFileSystem {
 
     func release(_ inode: UInt64, descriptor: Int32, flags: Int32) {
         guard flags & O_ACCMODE != O_RDONLY else { return }
-        writers.withLock { writers in
+        let last = writers.withLock { writers -> Bool in
             let count = (writers[inode] ?? 1) - 1
             writers[inode] = count > 0 ? count : nil
+            return count <= 0
+        }
+        // The last writer let go: finished, as it is now (its name as the kernel knows it).
+        guard let path = inodes.path(inode) else { return }
+        var status = stat()
+        if last, fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG {
+            feed.finished(text(path), modificationNanos: Replica.nanoseconds(status.st_mtim))
+        } else {
+            feed.itemChanged(text(path))
         }
     }
 
