@@ -400,6 +400,12 @@ enum Migrations {
                 try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN hashedContentVersion BLOB")
             }
         }
+        migrator.registerMigration("v22: names indexed for search") { db in
+            // What `find -name` reads instead of the table: each item's name beside its key, in
+            // the table's own order (identifier), so a search pages as before and reads about a
+            // sixth of the bytes (Database.md, "Searching").
+            try db.execute(sql: "CREATE INDEX item_name ON item (domainID, identifier, filename)")
+        }
         return migrator
     }
 

@@ -13,7 +13,7 @@ import Testing
         "v12: items excluded from sync", "v13: folder listings",
         "v14: staged records of a moved folder", "v15: policies indexed by value and on folders",
         "v16: uploads no listing has confirmed", "v17: file system flags", "v18: problems of the last sync",
-        "v19: on-access mechanism", "v20: access rules", "v21: content hashes",
+        "v19: on-access mechanism", "v20: access rules", "v21: content hashes", "v22: names indexed for search",
     ]
 
     @Test func migrationsApplyAndAreListedByName() throws {
