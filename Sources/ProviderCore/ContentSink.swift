@@ -73,7 +73,7 @@ public final class ContentSink: @unchecked Sendable {
                 hasher.append(piece)
             }
         } else if offset > next, pending[offset] == nil, pendingBytes + bytes.count <= Self.pendingLimit {
-            pending[offset] = Array(bytes)
+            pending[offset] = Array(bytes.assumingMemoryBound(to: UInt8.self))
             pendingBytes += bytes.count
         } else {
             // Bytes already hashed written again (they may differ), or too much ahead of a gap.

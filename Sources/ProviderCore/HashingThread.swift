@@ -42,6 +42,9 @@ final class HashingThread: @unchecked Sendable {
     /// Broadcast when queued bytes were hashed (room for writers) and when the thread ends.
     private var room = pthread_cond_t()
     private var queue: [Piece] = []
+    /// Blocks the thread has hashed, kept for the next pieces: no allocation (and no page
+    /// faults on fresh memory) per block once the queue has been full once.
+    private var spare: [[UInt8]] = []
     private var queueHead = 0
     /// Bytes queued and being hashed.
     private var held = 0
@@ -88,14 +91,16 @@ final class HashingThread: @unchecked Sendable {
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
         guard waitForRoom(bytes.count) else { return }
+        // Typed, so that the append is one memcpy (a raw buffer is copied byte by byte).
+        let typed = bytes.assumingMemoryBound(to: UInt8.self)
         if queue.count > queueHead, queue[queue.count - 1].generation == generation,
             queue[queue.count - 1].bytes.count + bytes.count <= Self.blockSize
         {
-            queue[queue.count - 1].bytes.append(contentsOf: bytes)
+            queue[queue.count - 1].bytes.append(contentsOf: typed)
         } else {
-            var block: [UInt8] = []
+            var block = spare.popLast() ?? []
             block.reserveCapacity(max(Self.blockSize, bytes.count))
-            block.append(contentsOf: bytes)
+            block.append(contentsOf: typed)
             queue.append(Piece(bytes: block, generation: generation))
         }
         queued(bytes.count)
@@ -234,7 +239,7 @@ final class HashingThread: @unchecked Sendable {
                 pthread_mutex_lock(&mutex)
                 break
             }
-            let piece = queue[queueHead]
+            var piece = queue[queueHead]
             queue[queueHead].bytes = []
             queueHead += 1
             if queueHead == queue.count {
@@ -247,8 +252,15 @@ final class HashingThread: @unchecked Sendable {
                 digestGeneration = piece.generation
             }
             piece.bytes.withUnsafeBytes { digest.update($0) }
+            // Taken out of the piece, so that the block is this thread's only reference and
+            // keeps its memory when emptied.
+            var used: [UInt8] = []
+            swap(&used, &piece.bytes)
+            let count = used.count
+            used.removeAll(keepingCapacity: true)
             pthread_mutex_lock(&mutex)
-            held -= piece.bytes.count
+            held -= count
+            if used.capacity >= Self.blockSize && spare.count <= limit / Self.blockSize { spare.append(used) }
             if writersWaiting > 0 { pthread_cond_broadcast(&room) }
         }
         let abandoned = finishing
