@@ -68,7 +68,10 @@ extension WebDAVBackend {
     ///
     /// The reply's `ETag` is checked against `version` before a byte is stored, and every
     /// attempt's against the first, so a transfer resumed after a break is the same file; the
-    /// whole file against the reply's `OC-Checksum` when it has a `SHA1:`. (No
+    /// whole file against the reply's `OC-Checksum` when it has a `SHA1:` (read once more). A
+    /// `SHA256:` there becomes the item's `contentHash` (`sha256:<hex>`), which the engine
+    /// checks against the hash it computed as the bytes were written, and refuses to place a
+    /// download that does not match. (No
     /// `If-Match`: Apache fails it for a file changed within the last second, whose ETag is
     /// still weak.)
     /// - Throws: `noSuchItem` when the file is gone; `versionNoLongerAvailable` when `version`
@@ -107,7 +110,11 @@ extension WebDAVBackend {
             throw FileProviderError(.corruptData, "the download of \(path.display) has \(reply.fileLength) of \(item.size) bytes")
         }
         try await verifyChecksum(reply.head["oc-checksum"], file: destination.path, of: path)
-        return item
+        var checked = item
+        if let header = reply.head["oc-checksum"], let sha256 = try Self.digest("SHA256", length: 64, inChecksum: header, of: path) {
+            checked.contentHash = "sha256:" + sha256
+        }
+        return checked
     }
 
     /// Writes bytes `range` of a file (clamped to its size) into `destination` at the same
@@ -159,10 +166,21 @@ extension WebDAVBackend {
     ///
     /// - Throws: `corruptData` when its `SHA1:` value is not 40 hex digits.
     static func sha1(inChecksum header: String, of path: ItemPath) throws(FileProviderError) -> String? {
+        try digest("SHA1", length: 40, inChecksum: header, of: path)
+    }
+
+    /// The value of `algorithm` (`SHA1`, `SHA256`) an `OC-Checksum` value names, lowercased;
+    /// `nil` when it names none.
+    ///
+    /// - Throws: `corruptData` when the value is not `length` hex digits.
+    static func digest(_ algorithm: String, length: Int, inChecksum header: String, of path: ItemPath) throws(FileProviderError)
+        -> String?
+    {
         for part in header.split(whereSeparator: { $0 == " " || $0 == "," }) {
-            guard let colon = part.firstIndex(of: ":"), part[..<colon].uppercased() == "SHA1" else { continue }
+            guard let colon = part.firstIndex(of: ":"), part[..<colon].uppercased() == algorithm else { continue }
             let value = part[part.index(after: colon)...]
-            guard value.utf8.count == 40, value.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x66) })
+            guard value.utf8.count == length,
+                value.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x66) })
             else {
                 throw FileProviderError(
                     .corruptData, "\(path.display): the server's OC-Checksum \(header.prefix(80).debugDescription) is malformed")

@@ -258,7 +258,7 @@ extension WebDAVBackend {
 
     /// `PUT` streaming `source`, after checking the upload fits the announced quota and, on a
     /// server that ignores conditional headers, that they hold. With `--vendor nextcloud` or
-    /// `owncloud` it sends `OC-Checksum: SHA1:<hex>`, which the server checks.
+    /// `owncloud` it sends the file's `OC-Checksum` (``uploadChecksum(of:)``).
     ///
     /// - Throws: `insufficientQuota` when `size` is over the server's last
     ///   `quota-available-bytes`; `noSuchItem` when the server answers `500` and the folder
@@ -277,7 +277,7 @@ extension WebDAVBackend {
         try await checkConditions(path, headers: headers)
         if let stamp { try await checkVersion(path, is: stamp) }
         var headers = headers
-        if vendor.hasFileIDs { headers.append("OC-Checksum: SHA1:\(try await sha1(ofFile: source))") }
+        if let checksum = try await uploadChecksum(of: source) { headers.append("OC-Checksum: \(checksum)") }
         let reply: HTTPReply
         if let uploads, size > chunkSize {
             reply = try await putInChunks(path, from: source, size: size, headers: headers, uploads: uploads)
@@ -302,6 +302,22 @@ extension WebDAVBackend {
             throw FileProviderError(.corruptData, "the server received other bytes for \(path.display) than were sent (OC-Checksum)")
         }
         return reply
+    }
+
+    /// The `OC-Checksum` an upload of `source` carries, computed in one read of the file before
+    /// the request (the header comes before the body): `SHA256:<hex>` to Nextcloud, which keeps
+    /// it and gives it back with the file (`GET`'s `OC-Checksum`, checked then by the engine
+    /// against the hash of the bytes it wrote); `SHA1:<hex>` to ownCloud, which checks it and
+    /// knows no SHA-256 (SHA1, MD5 and ADLER32 only); none to other servers, which take no
+    /// checksum (the file would be read once more for a header they ignore).
+    ///
+    /// - Throws: `localIOFailure` when `source` cannot be read; `cancelled`.
+    func uploadChecksum(of source: String) async throws(FileProviderError) -> String? {
+        switch vendor {
+        case .nextcloud: return "SHA256:" + (try await hasher.run { () throws -> String in try SHA256Digest.ofFile(source) })
+        case .owncloud: return "SHA1:" + (try await sha1(ofFile: source))
+        case .other: return nil
+        }
     }
 
     /// Nextcloud's chunked upload (v2): `MKCOL` of a collection of the adapter's own under the

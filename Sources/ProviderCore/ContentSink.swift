@@ -14,35 +14,50 @@ import Foundation
 /// Pieces may come from several threads at once and out of order (ranges over several
 /// connections): the sink hashes them in file order and holds at most ``pendingLimit`` bytes
 /// that arrived ahead of a gap. Past that limit, or when a piece overlaps bytes already hashed,
-/// it gives up and the file gets no hash. A piece at offset 0 after others starts again (a
+/// it gives up and the file gets no hash. A piece at offset 0 once others were hashed starts again (a
 /// backend that rewrites its destination from the first byte, an upload sent again). A backend
 /// that never takes its sink is still correct: its files have no hash.
+///
+/// The hash runs on a thread of its own (`HashingThread`), fed in file order through a
+/// bounded queue (``queueLimit``): ``consume(_:at:)`` copies the piece into the queue and
+/// returns, so the thread that moves the bytes goes on with the next piece while the last one is
+/// hashed, and a transfer takes about the longer of its copy and its hash, not their sum. Pieces
+/// that fill a gap are queued with it, never hashed under the sink's lock. The thread starts with
+/// the first byte and ends with ``finish(size:)``, ``cancel()`` or the sink's release (a failed
+/// or cancelled transfer): none outlives its sink.
 public final class ContentSink: @unchecked Sendable {
     /// The most bytes held that arrived ahead of a gap (32 MiB: four ranges of a ranged SFTP
     /// transfer).
     public static let pendingLimit = 32 << 20
+    /// The most bytes queued for the hashing thread (or being hashed) before a writer waits
+    /// (8 MiB).
+    public static let queueLimit = 8 << 20
 
-    private let makeDigest: @Sendable () -> any ContentDigest
+    private let hasher: HashingThread
     private let lock = NSLock()
-    private var digest: any ContentDigest
     private var next: Int64 = 0
     private var pending: [Int64: [UInt8]] = [:]
     private var pendingBytes = 0
     private var abandoned = false
+    private var closed = false
 
     /// A sink hashing with the digest `makeDigest` makes (a new one when the file starts again).
     public init(_ makeDigest: @escaping @Sendable () -> any ContentDigest) {
-        self.makeDigest = makeDigest
-        digest = makeDigest()
+        hasher = HashingThread(makeDigest, limit: Self.queueLimit)
     }
 
-    /// Takes the bytes at `offset` of the file. Thread-safe.
+    deinit { hasher.stop() }
+
+    /// Takes the bytes at `offset` of the file: a copy goes to the hashing thread's queue (this
+    /// waits while it is full). Thread-safe.
     public func consume(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {
         if bytes.isEmpty { return }
         lock.lock()
         defer { lock.unlock() }
-        if offset == 0 && (next > 0 || !pending.isEmpty || abandoned) {
-            digest = makeDigest()
+        if closed { return }
+        // (Not when only pieces ahead of a gap came before: the first piece is late, not again.)
+        if offset == 0 && (next > 0 || abandoned) {
+            hasher.restart()
             next = 0
             pending = [:]
             pendingBytes = 0
@@ -50,33 +65,60 @@ public final class ContentSink: @unchecked Sendable {
         }
         if abandoned { return }
         if offset == next {
-            digest.update(bytes)
+            hasher.append(bytes)
             next += Int64(bytes.count)
             while let piece = pending.removeValue(forKey: next) {
                 pendingBytes -= piece.count
-                piece.withUnsafeBytes { digest.update($0) }
                 next += Int64(piece.count)
+                hasher.append(piece)
             }
         } else if offset > next, pending[offset] == nil, pendingBytes + bytes.count <= Self.pendingLimit {
-            pending[offset] = Array(bytes)
+            pending[offset] = Array(bytes.assumingMemoryBound(to: UInt8.self))
             pendingBytes += bytes.count
         } else {
             // Bytes already hashed written again (they may differ), or too much ahead of a gap.
             abandoned = true
             pending = [:]
             pendingBytes = 0
+            hasher.restart()
         }
     }
 
     /// The digest as lowercase hex when the sink took exactly the first `size` bytes of the
-    /// file without a gap, else `nil`. The sink is used up.
-    public func finish(size: Int64) -> String? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !abandoned, pending.isEmpty, next == size else { return nil }
-        abandoned = true
-        return digest.finish()
+    /// file without a gap, else `nil`; waits (without holding a thread) for the hashing thread
+    /// to hash what is queued. The sink is used up and its thread ends.
+    public func finish(size: Int64) async -> String? {
+        let complete = lock.withLock { () -> Bool in
+            defer { closed = true }
+            return !closed && !abandoned && pending.isEmpty && next == size
+        }
+        guard complete else {
+            hasher.stop()
+            return nil
+        }
+        let hasher = self.hasher
+        return await withCheckedContinuation { (continuation: CheckedContinuation<String?, Never>) in
+            hasher.finish { continuation.resume(returning: $0) }
+        }
     }
+
+    /// Stops the hashing (a failed or cancelled transfer): what is queued is dropped, the sink
+    /// takes no more bytes, and this returns once its thread has ended. Safe to call more than
+    /// once; the sink's release does the same.
+    public func cancel() {
+        // Stopped first, so that a writer waiting for room in the queue (holding the sink's
+        // lock) is released.
+        hasher.stop()
+        lock.withLock {
+            closed = true
+            pending = [:]
+            pendingBytes = 0
+        }
+    }
+
+    /// The kernel's id of the sink's hashing thread while it runs (`/proc/self/task/<id>`),
+    /// `nil` before its first byte and after the thread ended: for tests.
+    public var hashingThreadID: Int32? { hasher.runningThreadID }
 
     /// The sinks the engine installed for the calling task, by file path.
     @TaskLocal private static var installed: [String: ContentSink] = [:]

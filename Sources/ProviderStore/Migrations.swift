@@ -405,6 +405,12 @@ enum Migrations {
             // placeholder-files where dataless files cannot work), which `domain show` repeats.
             try db.execute(sql: "ALTER TABLE domain ADD COLUMN modeReason TEXT")
         }
+        migrator.registerMigration("v23: names indexed for search") { db in
+            // What `find -name` reads instead of the table: each item's name beside its key, in
+            // the table's own order (identifier), so a search pages as before and reads about a
+            // sixth of the bytes (Database.md, "Searching").
+            try db.execute(sql: "CREATE INDEX item_name ON item (domainID, identifier, filename)")
+        }
         return migrator
     }
 

@@ -8,7 +8,8 @@ import Foundation
 /// `Tests/Fixtures/HostileStores/nextcloud_dav_server.py` (Python's standard library only). It
 /// is not Nextcloud: it speaks the subset the `webdav` adapter uses with `--vendor nextcloud`
 /// (files under `/remote.php/dav/files/<user>/`, `oc:fileid` that stays with an item across a
-/// `MOVE`, `OC-Checksum` checked on upload and sent on download, chunked upload v2), and can
+/// `MOVE`, `OC-Checksum` (SHA-1 or SHA-256) checked on upload, logged (``receivedChecksums``)
+/// and sent on download, chunked upload v2), and can
 /// lie on purpose (``Fault``). It is a ``LoopbackDAVServer``: ready once it answers, stopped by
 /// its pid; ``LoopbackDAVServer/root`` is the folder of the user's files.
 public final class NextcloudDAVServer: LoopbackDAVServer, @unchecked Sendable {
@@ -39,6 +40,18 @@ public final class NextcloudDAVServer: LoopbackDAVServer, @unchecked Sendable {
             let fields = line.split(separator: " ")
             guard fields.count == 2, let chunks = Int(fields[1]) else { return nil }
             return (String(fields[0]), chunks)
+        }
+    }
+
+    /// The `OC-Checksum` of every upload (a `PUT`, or a chunked upload's `MOVE`) that carried
+    /// one, in order: the destination (relative to the user's files, percent-encoded) and the
+    /// header's value.
+    public var receivedChecksums: [(path: String, checksum: String)] {
+        let text = (try? String(contentsOf: folder.appendingPathComponent("checksums.log"), encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ", maxSplits: 1)
+            guard fields.count == 2 else { return nil }
+            return (String(fields[0]), String(fields[1]))
         }
     }
 

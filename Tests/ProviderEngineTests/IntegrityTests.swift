@@ -1,11 +1,12 @@
 import Foundation
 import LocalAdapter
 import ProviderCore
-import ProviderEngine
 import ProviderStore
 import ProviderTesting
 import SFTPAdapter
 import Testing
+
+@testable import ProviderEngine
 
 #if canImport(Glibc)
     import Glibc
@@ -190,8 +191,47 @@ private func flipByte(atPath path: String, offset: Int64) throws {
             #expect(outcomes.allSatisfy { $0.error == nil }, "\(outcomes.compactMap(\.error))")
             let recorded = try controller.record(at: "big.bin").sha256
             #expect(expected.count == 64 && recorded == expected)
+            #expect(try await Self.sha256sum(controller.replica.path("big.bin")) == expected, "the placed file's")
             let report = try await f.manager.verify()
             #expect(report.verified == 1 && report.problems.isEmpty, "\(report)")
+        }
+    }
+
+    /// `sha256sum` of a file, run off the pool.
+    static func sha256sum(_ path: String) async throws -> String {
+        try await offThePool { () throws -> String in
+            let sum = try ChildProcess.capture("/usr/bin/sha256sum", [path])
+            return String(String(decoding: sum.output, as: UTF8.self).prefix(64))
+        }
+    }
+
+    /// A 40 MiB file from a local store, more than the sink's queue holds (the copy runs ahead
+    /// of the hashing thread and waits for it): the recorded hash is `sha256sum` of the file
+    /// placed in the replica.
+    @Test func aLargeLocalDownloadIsHashedOnItsOwnThread() async throws {
+        try await HashFixture.with { f in
+            let path = f.store.appendingPathComponent("big.bin").path
+            try await offThePool { try Data(ContentSinkTests.bytes((40 << 20) + 11, seed: 41)).write(to: URL(fileURLWithPath: path)) }
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            let outcomes = await controller.materialize(paths: ["big.bin"], recursive: false)
+            #expect(outcomes.allSatisfy { $0.error == nil }, "\(outcomes.compactMap(\.error))")
+            let expected = try await Self.sha256sum(controller.replica.path("big.bin"))
+            let recorded = try controller.record(at: "big.bin").sha256
+            #expect(expected.count == 64 && recorded == expected)
+        }
+    }
+
+    /// A dataless file filled where it stands (the fill a program's read starts, 6 MiB in
+    /// 1 MiB pieces from the memory store): the recorded hash is `sha256sum` of the filled file.
+    @Test func aFillInPlaceIsHashed() async throws {
+        try await Fixture.with { f in
+            let contents = Data(ContentSinkTests.bytes((6 << 20) + 5, seed: 43))
+            let file = try await DatalessLayoutTests.PartialFile(f, contents: contents)
+            let filled = try await file.downloader.fillInPlace(file.record)
+            let expected = try await Self.sha256sum(file.replica.path("a.bin"))
+            #expect(expected.count == 64 && filled.sha256 == expected)
+            #expect(try file.controller.record(at: "a.bin").sha256 == expected)
         }
     }
 

@@ -190,6 +190,68 @@ struct NextcloudTests {
         await sender.close()
     }
 
+    /// Nextcloud is sent the file's SHA-256 (`OC-Checksum: SHA256:<hex>`, checked against
+    /// sha256sum), in one `PUT` and on a chunked upload's `MOVE`; the checksum it gives back
+    /// with the file becomes the item's `contentHash`.
+    @Test func uploadsSendTheirSHA256ToNextcloud() async throws {
+        let server = try await offThePool { try NextcloudDAVServer() }
+        defer { server.stop() }
+        let backend = try await WebDAVBackend(url: try server.makeFolder(), vendor: .nextcloud, chunkSize: 65536)
+        for (name, size) in [("small.bin", 1000), ("chunked.bin", 200_000)] {
+            let data = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 11 &+ 5) })
+            let source = try Self.upload(data)
+            defer { try? FileManager.default.removeItem(at: source) }
+            let sum = try ChildProcess.capture("/usr/bin/sha256sum", [source.path])
+            let expected = String(decoding: sum.output.prefix(64), as: UTF8.self)
+            let template = Item(identifier: ItemIdentifier("t"), parentIdentifier: .rootContainer, filename: name, kind: .file)
+            let item = try await backend.createItem(basedOn: template, fields: [], contents: source, options: []).item
+            let received = server.receivedChecksums.filter { $0.path.hasSuffix("/" + name) }
+            #expect(received.map(\.checksum) == ["SHA256:" + expected], "\(name): \(server.receivedChecksums)")
+            let destination = FileManager.default.temporaryDirectory.appendingPathComponent("webdav-nc-get-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: destination) }
+            let fetched = try await backend.fetchContents(
+                for: item.identifier, version: item.version, to: destination, offset: 0, progress: nil)
+            #expect(fetched.contentHash == "sha256:" + expected)
+            #expect(try Data(contentsOf: destination) == data)
+        }
+        await backend.close()
+    }
+
+    /// Through the engine: a download whose bytes do not match the `OC-Checksum: SHA256:` the
+    /// server sends is refused (checked against the hash computed as the bytes were written),
+    /// fetched once more, and never placed; the item's last error says why.
+    @Test func theEngineRefusesADownloadThatDoesNotMatchItsSHA256() async throws {
+        let server = try await offThePool { try NextcloudDAVServer(fault: .badChecksum) }
+        defer { server.stop() }
+        let url = try server.makeFolder()
+        let setup = try await WebDAVBackend(url: url, vendor: .nextcloud)
+        let source = try Self.upload(Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 3) }))
+        defer { try? FileManager.default.removeItem(at: source) }
+        _ = try await setup.createItem(
+            basedOn: Item(identifier: ItemIdentifier("t"), parentIdentifier: .rootContainer, filename: "c.bin", kind: .file),
+            fields: [], contents: source, options: [])
+        await setup.close()
+        #expect(server.receivedChecksums.last?.checksum.hasPrefix("SHA256:") == true)
+
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("webdav-nc-sha256-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let home = scratch.appendingPathComponent("home")
+        let manager = try ProviderManager(home: home, registry: BackendRegistry([WebDAVBackend.descriptor]))
+        try await manager.addDomain(name: "nc", kind: "webdav", options: ["url": url, "vendor": "nextcloud"])
+        let controller = try await manager.controller(for: "nc")
+        _ = try await controller.sync()
+        let outcomes = await controller.materialize(paths: ["c.bin"], recursive: false)
+        let error = try #require(outcomes.first?.error)
+        #expect(error.code == .corruptData, "\(error)")
+        #expect(error.message.contains("store's hash"), "\(error)")
+        let replica = home.appendingPathComponent("domains/nc")
+        #expect(!FileManager.default.fileExists(atPath: replica.appendingPathComponent("c.bin").path), "never placed")
+        let record = try #require(try controller.list(at: "", recursive: false).first { $0.path == "c.bin" })
+        #expect(record.state == .placeholder)
+        #expect(record.lastError?.contains("store's hash") == true, "\(String(describing: record.lastError))")
+        await manager.close()
+    }
+
     /// A file over the chunk size goes up in numbered chunks, assembled by a MOVE of `.file`
     /// that carries the conditions: a replace with a stale base version is refused, nothing is
     /// left in the uploads folder.
@@ -254,10 +316,11 @@ struct NextcloudTests {
         await backend.close()
     }
 
+    /// A `SHA1:` checksum on `GET` (what ownCloud keeps) is checked by the adapter itself.
     @Test func aDownloadThatDoesNotMatchItsChecksumIsCorruptData() async throws {
         let server = try await offThePool { try NextcloudDAVServer(fault: .badChecksum) }
         defer { server.stop() }
-        let backend = try await WebDAVBackend(url: try server.makeFolder(), vendor: .nextcloud)
+        let backend = try await WebDAVBackend(url: try server.makeFolder(), vendor: .owncloud)
         let source = try Self.upload(Data("contents".utf8))
         defer { try? FileManager.default.removeItem(at: source) }
         let item = try await backend.createItem(
@@ -316,6 +379,24 @@ struct NextcloudTests {
             #expect(error.code == .corruptData, "\(error)")
         }
         await other.close()
+
+        // A SHA256 value that is not 64 hex digits: corruptData too.
+        let sha256Server = try ScriptedDAV.server { request in
+            if request.method == "GET" {
+                return .reply(status: 200, headers: ["ETag": "\"e1\"", "OC-Checksum": "SHA256:../../etc"], body: Data("x".utf8))
+            }
+            return dav.answer(request) ?? .reply(status: 404, headers: [:], body: Data())
+        }
+        defer { sha256Server.stop() }
+        let third = try await WebDAVBackend(url: sha256Server.url + "/dav", vendor: .nextcloud)
+        let first = try #require(try await third.enumerateItems(in: .rootContainer, startingAt: .initialPageSortedByName).items.first)
+        do {
+            _ = try await Self.fetch(third, first)
+            Issue.record("a malformed SHA256 OC-Checksum was accepted")
+        } catch let error as FileProviderError {
+            #expect(error.code == .corruptData && error.message.contains("OC-Checksum"), "\(error)")
+        }
+        await third.close()
     }
 
     @Test func theVendorOptionIsChecked() async throws {

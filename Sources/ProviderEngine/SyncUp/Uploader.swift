@@ -102,7 +102,7 @@ struct Uploader: Sendable {
                 if kind == .file {
                     let sent = result.shouldFetchContent ? nil : result.item.version.content
                     record.markMaterialized(contentVersion: sent, fingerprint: fingerprint)
-                    record.recordSHA256(sink.finish(size: fingerprint.size), of: sent)
+                    record.recordSHA256(await sink.finish(size: fingerprint.size), of: sent)
                     if !result.stillPendingFields.isDisjoint(with: Self.contentFields) { record.markContentsPending() }
                 }
                 try await step.finish(saving: record)
@@ -196,7 +196,7 @@ struct Uploader: Sendable {
                 try await recordUploadedEdit(
                     record, now: result.item, contentVersion: result.shouldFetchContent ? nil : result.item.version.content,
                     fingerprint: fingerprint, pending: result.stillPendingFields, step: step,
-                    sha256: sink.finish(size: fingerprint.size))
+                    sha256: await sink.finish(size: fingerprint.size))
             }
         } catch where error.code == .versionOutOfDate {
             // A replay whose first attempt reached the store before the process died finds the

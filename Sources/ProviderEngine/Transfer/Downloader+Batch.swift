@@ -210,7 +210,16 @@ extension Downloader {
                 }
             }
         }
-        let hashes = zip(sinks, fetched).map { sink, outcome in (try? outcome.get()).flatMap { sink.finish(size: $0.size) } }
+        var streamed: [String?] = []
+        for (sink, outcome) in zip(sinks, fetched) {
+            if let item = try? outcome.get() {
+                streamed.append(await sink.finish(size: item.size))
+            } else {
+                sink.cancel()
+                streamed.append(nil)
+            }
+        }
+        let hashes = streamed
         let outcomes = fetched
         let placing = staged
         // Placing finished downloads is never cut short: staging files would stay behind.

@@ -92,7 +92,16 @@ extension Downloader {
             () async -> [Result<Item, FileProviderError>] in
             await backend.fetchContents(requests, progress: nil)
         }
-        let hashes = zip(sinks, fetched).map { sink, outcome in (try? outcome.get()).flatMap { sink.finish(size: $0.size) } }
+        var streamed: [String?] = []
+        for (sink, outcome) in zip(sinks, fetched) {
+            if let item = try? outcome.get() {
+                streamed.append(await sink.finish(size: item.size))
+            } else {
+                sink.cancel()
+                streamed.append(nil)
+            }
+        }
+        let hashes = streamed
         // 3. Checked, dated, marked as downloads and unmarked; or put back as they were.
         let finished = marked
         let placed: [Int: Result<ItemRecord, FileProviderError>]

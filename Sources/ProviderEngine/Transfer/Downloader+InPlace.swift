@@ -92,13 +92,15 @@ extension Downloader {
                 try await backend.fetchContents(for: record.identifier, version: nil, to: destination, offset: 0, progress: nil)
             }
         } catch {
+            // Its hashing thread ends now, not when the sink goes.
+            sink.cancel()
             let full = try? await executor.run {
                 space.outOfSpace(
                     error, size: record.size, stagingFile: promised, folder: replica.staging.path, ticket: ticket, canResume: false)
             }
             throw full?.error ?? error
         }
-        let streamed = sink.finish(size: item.size)
+        let streamed = await sink.finish(size: item.size)
         let (print, sha256) = try await executor.runToCompletion { () throws -> (FileFingerprint, String?) in
             guard let size = replica.fileSize(atPath: promised), size == item.size else {
                 throw FileProviderError(

@@ -346,6 +346,8 @@ final class Downloader: Sendable {
                     })
             }
         } catch {
+            // Its hashing thread ends now, not when the sink goes.
+            sink?.cancel()
             // Run even when the task was cancelled: the partial file gets its checkpoint or goes.
             let failure = try? await executor.runToCompletion { [self] in failed(record, error, staging: staging, ticket: ticket) }
             throw failure ?? error
@@ -354,7 +356,7 @@ final class Downloader: Sendable {
         space.release(ticket)
         // Placing a finished download takes a moment and is never cut short: the staging file
         // would stay behind without a checkpoint.
-        let sha256 = sink?.finish(size: item.size)
+        let sha256 = await sink?.finish(size: item.size)
         let updated = try await executor.runToCompletion { [self] () throws(FileProviderError) -> ItemRecord in
             try place(record, item, staging: staging, sha256: sha256)
         }

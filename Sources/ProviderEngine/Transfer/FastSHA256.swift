@@ -5,8 +5,8 @@ import ProviderCore
 /// 1.7 GB/s here) as a ``ContentDigest``: what the engine hashes downloads, uploads and
 /// `verify` with.
 struct FastSHA256: ContentDigest {
-    /// An `EVP_MD_CTX`, freed with the digest. Used by one thread at a time (a ``ContentSink``
-    /// holds its lock around every call).
+    /// An `EVP_MD_CTX`, freed with the digest. Used by one thread at a time (a ``ContentSink``'s
+    /// hashing thread).
     private final class Context: @unchecked Sendable {
         let pointer: OpaquePointer
 

@@ -7,14 +7,16 @@ behaviour (and the behaviour of its Sabre/DAV core) as far as this subset goes.
   * PROPFIND Depth 0/1 with DAV: properties and oc:fileid (a number that stays with an item
     across MOVE) and oc:checksums;
   * GET (with Range) sending OC-Checksum when the upload gave one, and OC-FileId;
-  * PUT with If-Match / If-None-Match: *, verifying OC-Checksum: SHA1:<hex> and keeping it;
+  * PUT with If-Match / If-None-Match: *, verifying OC-Checksum: SHA1:<hex> or SHA256:<hex>
+    and keeping it (every PUT's and MOVE's OC-Checksum is logged to checksums.log);
     a mismatch is answered as ownCloud 10 and ownCloud Infinite Scale answer it (400 with
     Sabre's BadRequest error body; Nextcloud itself stores the header unchecked); MKCOL; MOVE with Destination, Overwrite and If-Match; DELETE with
     If-Match;
   * chunked upload v2: MKCOL /remote.php/dav/uploads/<user>/<id>, PUT of numbered chunks, MOVE
     of <id>/.file to the destination (with OC-Total-Length), which assembles them.
 
-Faults for tests are chosen with --fault: `bad-checksum` sends a wrong OC-Checksum on GET;
+Faults for tests are chosen with --fault: `bad-checksum` sends a wrong OC-Checksum on GET (of
+the algorithm the upload gave, SHA1 when it gave none);
 `bad-fileid` lists one entry with a hostile oc:fileid; `corrupt-upload` changes the last byte of
 every upload as it arrives (before the OC-Checksum check).
 
@@ -36,7 +38,8 @@ from xml.etree import ElementTree
 LOCK = threading.RLock()
 IDS = {}  # relative path ('' for the root, 'a/b') -> fileid
 ETAGS = {}  # fileid -> etag (quoted)
-CHECKSUMS = {}  # fileid -> 'SHA1:<hex>' given at upload
+CHECKSUMS = {}  # fileid -> 'SHA1:<hex>' or 'SHA256:<hex>' given at upload
+DIGESTS = {"SHA1": hashlib.sha1, "SHA256": hashlib.sha256}
 # Sabre/DAV's error body for the BadRequest ownCloud throws on an OC-Checksum mismatch.
 CHECKSUM_MISMATCH = (
     b'<?xml version="1.0" encoding="utf-8"?>\n'
@@ -205,7 +208,8 @@ class Handler(BaseHTTPRequestHandler):
             if ident in CHECKSUMS:
                 headers["OC-Checksum"] = CHECKSUMS[ident]
             if ARGS.fault == "bad-checksum":
-                headers["OC-Checksum"] = "SHA1:" + hashlib.sha1(data + b"x").hexdigest()
+                algorithm = CHECKSUMS.get(ident, "SHA1:").partition(":")[0]
+                headers["OC-Checksum"] = algorithm + ":" + DIGESTS[algorithm](data + b"x").hexdigest()
         wanted = self.headers.get("Range")
         if wanted and wanted.startswith("bytes="):
             first, _, last = wanted[6:].partition("-")
@@ -246,8 +250,11 @@ class Handler(BaseHTTPRequestHandler):
         if ARGS.fault == "corrupt-upload" and data:
             data = data[:-1] + bytes([data[-1] ^ 0xFF])
         if checksum:
+            with open(os.path.join(os.path.dirname(ARGS.uploads.rstrip("/")), "checksums.log"), "a") as log:
+                log.write("%s %s\n" % (urllib.parse.quote(rel), checksum))
             algorithm, _, value = checksum.partition(":")
-            if algorithm.upper() != "SHA1" or hashlib.sha1(data).hexdigest() != value.lower():
+            algorithm = algorithm.upper()
+            if algorithm not in DIGESTS or DIGESTS[algorithm](data).hexdigest() != value.lower():
                 return self.reply(400, CHECKSUM_MISMATCH, {"Content-Type": "application/xml; charset=utf-8"})
         existed = os.path.exists(self.disk(rel))
         with open(self.disk(rel), "wb") as handle:
@@ -255,7 +262,7 @@ class Handler(BaseHTTPRequestHandler):
         ident = fileid(rel)
         ETAGS[ident] = new_etag()
         if checksum:
-            CHECKSUMS[ident] = "SHA1:" + value.lower()
+            CHECKSUMS[ident] = algorithm + ":" + value.lower()
         else:
             CHECKSUMS.pop(ident, None)
         self.reply(204 if existed else 201, b"", {"ETag": ETAGS[ident], "OC-ETag": ETAGS[ident], "OC-FileId": ident})
