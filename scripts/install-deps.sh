@@ -47,6 +47,7 @@ PACKAGES=(
     libsecret-tools      # secret-tool: the password tests store and check what the keyring holds
     inotify-tools        # inotifywait: the access-rules tests (OnAccessRulesTests) see which files of the store a fetch opens
     attr                 # getfattr: the status attribute tests read user.fileprovider.* as users do
+    linux-perf           # perf stat -e fuse:fuse_request_send: the FUSE layout's tests count the requests a program's calls make (FUSEReplicaTests)
     plocate              # plocate and updatedb: the peer of the find-1m benchmark (Benchmarks/bench_hash.py), over the benchmark tree only
     jdupes               # the peer of the dupes-2x100k benchmark (Benchmarks/bench_hash.py)
 )

@@ -1,13 +1,21 @@
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  // splice
+#endif
 #include "CFUSE.h"
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 // Every libfuse function used, as a pointer filled by dlsym (the types come from the headers).
 #define FP_FUSE_FUNCTIONS(X) \
@@ -18,6 +26,7 @@
     X(fuse_session_exited) \
     X(fuse_session_destroy) \
     X(fuse_session_fd) \
+    X(fuse_session_custom_io) \
     X(fuse_opt_free_args) \
     X(fuse_loop_cfg_create) \
     X(fuse_loop_cfg_destroy) \
@@ -166,6 +175,102 @@ static void installWake(void) {
 void fp_fuse_wake_loop(pthread_t thread) {
     pthread_once(&wakeOnce, installWake);
     pthread_kill(thread, wakeSignal);
+}
+
+// FUSE_HANDLE_KILLPRIV_V2 by hand. libfuse 3.14 builds the INIT reply from the capabilities it
+// knows, and FUSE_HANDLE_KILLPRIV_V2 (protocol 7.33, <linux/fuse.h>) is not one of them; its
+// custom I/O (fuse_session_custom_io, 3.14) lets the reply's flags be changed on the way out.
+// The INIT reply is the first message a session writes to /dev/fuse: the kernel sends no
+// request before INIT is answered and a notification before that is refused. Sessions that ask
+// for it are listed by descriptor until their first write; the others use no custom I/O.
+static const uint32_t killprivV2Flag = 1u << 28;  // FUSE_HANDLE_KILLPRIV_V2
+static const uint32_t killprivV2Minor = 33;
+static const size_t initFlagsOffset = 12;  // struct fuse_init_out: major, minor, max_readahead, flags
+enum { pendingCapacity = 64 };
+static pthread_mutex_t pendingLock = PTHREAD_MUTEX_INITIALIZER;
+static int pendingDescriptors[pendingCapacity];
+static int pendingGrant[pendingCapacity];
+static atomic_int pendingCount;
+
+/// Takes `fd` off the list; returns whether it was on it, and its grant.
+static int takePending(int fd, int *grant) {
+    if (atomic_load_explicit(&pendingCount, memory_order_acquire) == 0) return 0;
+    int found = 0;
+    pthread_mutex_lock(&pendingLock);
+    int count = atomic_load_explicit(&pendingCount, memory_order_relaxed);
+    for (int i = 0; i < count; i++) {
+        if (pendingDescriptors[i] != fd) continue;
+        *grant = pendingGrant[i];
+        pendingDescriptors[i] = pendingDescriptors[count - 1];
+        pendingGrant[i] = pendingGrant[count - 1];
+        atomic_store_explicit(&pendingCount, count - 1, memory_order_release);
+        found = 1;
+        break;
+    }
+    pthread_mutex_unlock(&pendingLock);
+    return found;
+}
+
+static ssize_t ioWritev(int fd, struct iovec *iov, int count, void *userdata) {
+    (void)userdata;
+    int grant = 0;
+    int32_t error = -1;
+    // struct fuse_out_header: uint32_t len, int32_t error, uint64_t unique.
+    if (count >= 1 && iov[0].iov_len == 16) memcpy(&error, (char *)iov[0].iov_base + 4, sizeof error);
+    if (takePending(fd, &grant) && grant && count >= 2 && error == 0 && iov[1].iov_len >= initFlagsOffset + sizeof(uint32_t)) {
+        uint32_t flags;
+        memcpy(&flags, (char *)iov[1].iov_base + initFlagsOffset, sizeof flags);
+        flags |= killprivV2Flag;
+        memcpy((char *)iov[1].iov_base + initFlagsOffset, &flags, sizeof flags);
+    }
+    return writev(fd, iov, count);
+}
+
+static ssize_t ioRead(int fd, void *buffer, size_t length, void *userdata) {
+    (void)userdata;
+    return read(fd, buffer, length);
+}
+
+static ssize_t ioSplice(int in, off_t *inOffset, int out, off_t *outOffset, size_t length, unsigned flags, void *userdata) {
+    (void)userdata;
+    return splice(in, inOffset, out, outOffset, length, flags);
+}
+
+int fp_fuse_handle_killpriv(struct fuse_session *se) {
+    int fd = lib.fuse_session_fd(se);
+    pthread_mutex_lock(&pendingLock);
+    int count = atomic_load_explicit(&pendingCount, memory_order_relaxed);
+    if (count == pendingCapacity) {
+        pthread_mutex_unlock(&pendingLock);
+        return -EBUSY;
+    }
+    pendingDescriptors[count] = fd;
+    pendingGrant[count] = 0;
+    atomic_store_explicit(&pendingCount, count + 1, memory_order_release);
+    pthread_mutex_unlock(&pendingLock);
+    struct fuse_custom_io io = {.writev = ioWritev, .read = ioRead, .splice_receive = ioSplice, .splice_send = ioSplice};
+    int result = lib.fuse_session_custom_io(se, &io, fd);
+    if (result != 0) {
+        int grant;
+        takePending(fd, &grant);
+    }
+    return result;
+}
+
+int fp_fuse_grant_killpriv(struct fuse_session *se, const struct fuse_conn_info *conn) {
+    if (conn->proto_major != 7 || conn->proto_minor < killprivV2Minor) return 0;
+    int fd = lib.fuse_session_fd(se);
+    int granted = 0;
+    pthread_mutex_lock(&pendingLock);
+    int count = atomic_load_explicit(&pendingCount, memory_order_relaxed);
+    for (int i = 0; i < count; i++) {
+        if (pendingDescriptors[i] == fd) {
+            pendingGrant[i] = 1;
+            granted = 1;
+        }
+    }
+    pthread_mutex_unlock(&pendingLock);
+    return granted;
 }
 
 void fp_fuse_configure(struct fuse_conn_info *conn, int writeback, int readdirplus, unsigned max_bytes) {

@@ -375,6 +375,94 @@ struct FUSEReplicaTests {
         await store.stop()
     }
 
+    /// `ls -lR` through the mount shows what the store has (names, kinds, modes, links, owners,
+    /// sizes, dates of files; names and modes of folders), twice the same; `security.*` and
+    /// `system.*` attributes are not kept (`EOPNOTSUPP`), so `ls -l` stops asking them after
+    /// one file: a second `ls -lR` makes fewer requests than there are files (counted by the
+    /// kernel's FUSE tracepoint, `perf stat`), where it made two per file; the status
+    /// attributes still show. Writes make no request but their own: the kernel asks no
+    /// `security.capability` before each (`FUSE_HANDLE_KILLPRIV_V2`), and the bytes are right.
+    @Test func longListingsShowTheStoreAndAskNoAttributePerFileAndWritesAskNoCapability() async throws {
+        let temp = try TemporaryFolder()
+        let store = try await OnAccessTests.StoreUnderTest(.local, temp: temp)
+        let domain = try await ServedDomain(
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: [:], layout: .fuse)
+        var count = 0
+        for folder in ["a", "a/b", "c"] {
+            for index in 0..<30 {
+                try domain.write("\(folder)/f\(index).txt", Data(String(repeating: "\(folder) \(index)\n", count: index + 1).utf8))
+                count += 1
+            }
+        }
+        try domain.write("run.sh", Data("#!/bin/sh\necho hi\n".utf8))
+        #expect(chmod(store.folder + "/run.sh", 0o755) == 0)
+        let synced = try await domain.cli.run(["sync", domain.name])
+        #expect(synced.status == 0, "\(synced.stderr)")
+        try await domain.startServe()
+
+        // One line per item: its path, then for a file its mode, links, owner, group, size and
+        // date, for a folder its mode (a folder's links, size and date are the file system's).
+        func longListing(_ root: String) async throws -> [String] {
+            let run = try await runProgram(["ls", "-lR", "--time-style=+%s", root])
+            #expect(run.succeeded, "\(run)")
+            var section = ""
+            var lines: [String] = []
+            for line in String(decoding: run.output, as: UTF8.self).split(separator: "\n") {
+                if line.hasPrefix(root) && line.hasSuffix(":") {
+                    section = String(line.dropFirst(root.count).dropLast())
+                    continue
+                }
+                let fields = line.split(separator: " ")
+                guard fields.count >= 7 else { continue }
+                let path = section + "/" + fields[6...].joined(separator: " ")
+                lines.append(fields[0].hasPrefix("d") ? "\(path) \(fields[0])" : "\(path) \(fields[0...5].joined(separator: " "))")
+            }
+            return lines.sorted()
+        }
+        let stored = try await longListing(store.folder)
+        #expect(stored.count == count + 4, "\(stored)")
+        let first = try await longListing(domain.replica)
+        #expect(first == stored, "ls -lR through the mount: \(Set(first).symmetricDifference(stored).sorted())")
+        #expect(first.contains { $0.hasPrefix("/run.sh -rwxr-xr-x ") }, "\(first)")
+        #expect(try await longListing(domain.replica) == stored, "a second ls -lR")
+
+        // Requests the program's calls made to serve, by the kernel's count.
+        func requests(_ program: [String]) async throws -> Int {
+            let run = try await runProgram(["perf", "stat", "-x", ",", "-e", "fuse:fuse_request_send", "--"] + program)
+            #expect(run.succeeded, "\(run)")
+            let line = run.errorText.split(separator: "\n").first { $0.contains("fuse:fuse_request_send") }
+            return Int(line?.split(separator: ",").first ?? "") ?? -1
+        }
+        let listing = try await requests(["ls", "-lR", domain.replica])
+        #expect(listing >= 0 && listing < count / 2, "a third ls -lR of \(count) files made \(listing) requests")
+
+        // Not kept: not supported, whatever the item (one of a folder never written, a folder).
+        let file = domain.replica + "/a/b/f3.txt"
+        for name in ["security.selinux", "security.capability", "system.posix_acl_access"] {
+            for path in [file, domain.replica + "/a"] {
+                let asked = try await runProgram(["getfattr", "-n", name, "--absolute-names", path])
+                #expect(!asked.succeeded && asked.errorText.contains("Operation not supported"), "getfattr -n \(name) \(path): \(asked)")
+            }
+        }
+        let set = try await runProgram(["setfattr", "-n", "security.test", "-v", "x", file])
+        #expect(!set.succeeded && set.errorText.contains("Operation not supported"), "\(set)")
+        let all = try await runProgram(["getfattr", "-d", "-m", "-", "--absolute-names", file])
+        let shown = String(decoding: all.output, as: UTF8.self)
+        #expect(all.succeeded && shown.contains("user.fileprovider.status=\"dataless\"") && !shown.contains("security."), "\(all)")
+        #expect(try await StatusAttributeTests.status(file) == "dataless")
+        #expect(try await StatusAttributeTests.status(domain.replica + "/run.sh") == "dataless")
+
+        // 2,000 writes of 4 KiB: without FUSE_HANDLE_KILLPRIV_V2, one getxattr request each.
+        let written = domain.replica + "/written.bin"
+        let writes = try await requests(["dd", "if=/dev/zero", "of=\(written)", "bs=4k", "count=2000", "status=none"])
+        #expect(writes >= 0 && writes < 200, "2,000 writes made \(writes) requests")
+        #expect(fileStatus(written)?.st_size == 8_192_000)
+        let read = try await runProgram(["cmp", "-n", "8192000", written, "/dev/zero"])
+        #expect(read.succeeded, "\(read)")
+        try await domain.stopServe()
+        await store.stop()
+    }
+
     // The on-access tests that are not about fanotify itself, through FUSE (OnAccessTests runs
     // them through fanotify).
 

@@ -67,6 +67,18 @@ void fp_fuse_wake_loop(pthread_t thread);
 /// Sets what the kernel is asked for at INIT: writeback cache, readdirplus (always, not
 /// adaptive), `max_bytes` per read, write and readahead request (max_pages).
 void fp_fuse_configure(struct fuse_conn_info *conn, int writeback, int readdirplus, unsigned max_bytes);
+/// Asks the kernel, at INIT, for FUSE_HANDLE_KILLPRIV_V2 (which libfuse 3.14 cannot ask for):
+/// the file system clears set-user-ID and set-group-ID bits and file capabilities itself when a
+/// file is written, truncated or given away, and the kernel marks the mount SB_NOSEC, so it no
+/// longer asks `security.capability` before every write. Call it after fp_fuse_session_mount and
+/// before the loop: the session's messages then go through plain read, writev and splice
+/// wrappers (libfuse's custom I/O), the first of which (the INIT reply) gets the flag when
+/// fp_fuse_grant_killpriv said so. Returns 0, or a negative errno (nothing changed then).
+int fp_fuse_handle_killpriv(struct fuse_session *se);
+/// From the INIT callback: grants FUSE_HANDLE_KILLPRIV_V2 in the reply when the session asked
+/// for it (fp_fuse_handle_killpriv) and the kernel speaks protocol 7.33 or later. Returns
+/// whether it was granted.
+int fp_fuse_grant_killpriv(struct fuse_session *se, const struct fuse_conn_info *conn);
 /// Whether the kernel granted the writeback cache.
 int fp_fuse_writeback_granted(const struct fuse_conn_info *conn);
 

@@ -28,6 +28,14 @@ public struct FUSEMountOptions: Sendable, Hashable {
     public var writebackCache = true
     /// Listings carry attributes (`readdirplus`): `ls -l` and `find` need no lookup per item.
     public var listingsWithAttributes = true
+    /// The file system clears set-user-ID and set-group-ID bits and file capabilities itself
+    /// when a file is written, truncated or given away (`FUSE_HANDLE_KILLPRIV_V2`, asked for by
+    /// hand: libfuse 3.14 cannot). The kernel then marks the mount `SB_NOSEC` and stops asking
+    /// `security.capability` before every `write(2)` (one request per call otherwise, once the
+    /// file system answers extended attributes at all). True for a file system that writes
+    /// through to a backing file system, which clears them as for any writer. Needs a kernel
+    /// with FUSE protocol 7.33 (Linux 5.11); older ones are not asked.
+    public var handlesKillPrivileges = false
     /// The largest read, write and readahead request, in bytes (`max_pages`; 1 MiB).
     public var maximumRequestBytes: UInt32 = 1 << 20
     /// Threads serving requests at most (each blocks while its request waits for bytes), and

@@ -22,6 +22,9 @@ enum FUSEOperations {
             fp_fuse_configure(
                 connection, options.writebackCache ? 1 : 0, options.listingsWithAttributes ? 1 : 0, options.maximumRequestBytes)
             session.writebackGranted.store(fp_fuse_writeback_granted(connection) != 0, ordering: .sequentiallyConsistent)
+            if options.handlesKillPrivileges, let libfuse = session.libfuseSession {
+                session.killPrivilegesGranted.store(fp_fuse_grant_killpriv(libfuse, connection) != 0, ordering: .sequentiallyConsistent)
+            }
         }
         operations.lookup = { request, parent, name in
             let (session, requester) = FUSEOperations.context(request)

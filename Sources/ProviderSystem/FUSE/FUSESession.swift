@@ -32,6 +32,11 @@ public final class FUSESession: @unchecked Sendable {
     private var session: OpaquePointer?
     /// Whether the kernel granted the writeback cache (set at INIT, before any open).
     let writebackGranted = Atomic<Bool>(false)
+    /// Whether the kernel was told the file system handles killing privileges
+    /// (``FUSEMountOptions/handlesKillPrivileges``; set at INIT).
+    let killPrivilegesGranted = Atomic<Bool>(false)
+    /// libfuse's session, for the INIT callback (which runs on the loop, after ``session`` is set).
+    var libfuseSession: OpaquePointer? { session }
     private let state = Mutex<State>(State())
     /// Signalled (and signalled again by each waiter) once the loop has returned.
     private let ended = DispatchSemaphore(value: 0)
@@ -87,6 +92,9 @@ public final class FUSESession: @unchecked Sendable {
             fp_fuse_session_destroy(session)
             throw mountFailure(mountPoint, options: options)
         }
+        // Asked for by hand (libfuse 3.14 has no capability for it); a session that cannot use
+        // custom I/O goes on without it.
+        if options.handlesKillPrivileges { _ = fp_fuse_handle_killpriv(session) }
         instance.session = session
         instance.startLoop()
         // The kernel's first request (INIT) is answered by the loop; a `stat` of the root goes

@@ -85,7 +85,14 @@ public final class FUSEReplicaMount: Sendable {
         let fileSystem = ReplicaFileSystem(
             backing: backing.path, fetcher: fetcher, gate: AccessGate(manager: manager), feed: feed, logger: logger,
             folderOpened: folderOpened)
-        let options = FUSEMountOptions(name: record.name)
+        let options = {
+            var options = FUSEMountOptions(name: record.name)
+            // Writes go to the backing files, whose file system clears set-ID bits and
+            // capabilities as for any writer: the kernel need not ask `security.capability`
+            // before every write.
+            options.handlesKillPrivileges = true
+            return options
+        }()
         let replicaPath = record.replicaPath
         let session = try await manager.blocking { () throws(FileProviderError) -> FUSESession in
             try? FileManager.default.createDirectory(atPath: replicaPath, withIntermediateDirectories: true)

@@ -21,7 +21,15 @@ import ProviderSystem
 ///   show: reading one answers ENODATA, listing leaves it out.
 /// - Setting or removing any `user.fileprovider.*` attribute is refused with EPERM: the engine
 ///   owns that namespace (the status is read-only by convention, the marks are its state).
-/// - Every other attribute (a user's own `user.*`, `security.*`, ...) passes through to the
+/// - `security.*` and `system.*` (SELinux labels, file capabilities, POSIX ACLs) are not kept:
+///   get, set and remove answer EOPNOTSUPP at once (no lookup, no backing file, no database),
+///   and listing leaves them out. The kernel enforces none of them on this mount (no
+///   `FUSE_POSIX_ACL`; an SELinux policy labels a FUSE mount as a whole), and answering
+///   "not supported" rather than "none" is what makes `ls -l` stop asking: it asks
+///   `security.selinux` and `system.posix_acl_access` of every file it lists until one says the
+///   file system keeps none (then never again on that mount), which was two requests per file,
+///   and the kernel asks `security.capability` before every write.
+/// - Every other attribute (a user's own `user.*`, `trusted.*` for root) passes through to the
 ///   backing file: get, list, set with its flags, remove, with the backing file system's
 ///   errors (ENOTSUP where it keeps none).
 extension ReplicaFileSystem {
@@ -29,14 +37,19 @@ extension ReplicaFileSystem {
     static let enginePrefix = Array("user.fileprovider.".utf8)
     static let statusName = Array(ReplicaStatus.attribute.utf8)
     static let domainName = Array(ReplicaStatus.domainAttribute.utf8)
+    /// The namespaces the mount keeps nothing of.
+    static let unkeptPrefixes = [Array("security.".utf8), Array("system.".utf8)]
+
+    /// Whether `name` is of a namespace the mount keeps nothing of (``unkeptPrefixes``).
+    static func isUnkept(_ name: [UInt8]) -> Bool { unkeptPrefixes.contains { name.starts(with: $0) } }
 
     func extendedAttribute(_ name: FUSEName, of inode: UInt64, by requester: FUSERequester) throws(FUSEError) -> [UInt8] {
+        if Self.isUnkept(name.bytes) { throw .notSupported }
         guard let place = inodes.place(inode) else { throw .noEntry }
         if place.inDatabase {
-            // No database read: `ls -l` asks two attributes of every file it lists. An attribute
-            // of another namespace is answered as the backing file system answers for a file
-            // without it: EOPNOTSUPP where it keeps none of that kind (`ls` then stops asking
-            // for the rest of the mount), else ENODATA.
+            // No database read. An attribute of another namespace (a user's own) is answered as
+            // the backing file system answers for a file without it: EOPNOTSUPP where it keeps
+            // none of that kind, else ENODATA.
             if !name.bytes.starts(with: Self.enginePrefix) {
                 do {
                     _ = try ExtendedAttribute.value(name.bytes, atPath: Array(backing.utf8))
@@ -77,7 +90,9 @@ extension ReplicaFileSystem {
         }
         let path = absolute(place.path)
         let names = try passed { () throws(ExtendedAttribute.Failure) in try ExtendedAttribute.names(atPath: path) }
-        var shown = names.filter { !$0.starts(with: Self.enginePrefix) || $0 == Self.statusName || $0 == Self.domainName }
+        var shown = names.filter {
+            !Self.isUnkept($0) && (!$0.starts(with: Self.enginePrefix) || $0 == Self.statusName || $0 == Self.domainName)
+        }
         if Self.isFolderOnDisk(path) {
             // Worked out, never on the backing folder (ReplicaFileSystem+FolderStatus.swift).
             shown = shown.filter { $0 != Self.statusName && $0 != Self.domainName } + [Self.statusName, Self.domainName]
@@ -91,6 +106,7 @@ extension ReplicaFileSystem {
     func setExtendedAttribute(
         _ name: FUSEName, to value: UnsafeRawBufferPointer, flags: FUSEAttributeFlags, of inode: UInt64, by requester: FUSERequester
     ) throws(FUSEError) {
+        if Self.isUnkept(name.bytes) { throw .notSupported }
         guard !name.bytes.starts(with: Self.enginePrefix) else { throw .notPermitted }
         let path = absolute(try onDisk(inode))
         try passed { () throws(ExtendedAttribute.Failure) in
@@ -99,6 +115,7 @@ extension ReplicaFileSystem {
     }
 
     func removeExtendedAttribute(_ name: FUSEName, of inode: UInt64, by requester: FUSERequester) throws(FUSEError) {
+        if Self.isUnkept(name.bytes) { throw .notSupported }
         guard !name.bytes.starts(with: Self.enginePrefix) else { throw .notPermitted }
         let path = absolute(try onDisk(inode))
         try passed { () throws(ExtendedAttribute.Failure) in try ExtendedAttribute.remove(name.bytes, atPath: path) }

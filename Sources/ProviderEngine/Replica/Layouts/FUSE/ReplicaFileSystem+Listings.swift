@@ -48,12 +48,13 @@ extension ReplicaFileSystem {
             let next = reader.position + 1
             if let record = entry.record {
                 if sink.countsLookups {
-                    let (inode, generation) = inodes.inode(entry.name, in: folder, path: child, lookups: 0, seen: storedSeen(record))
+                    // Counted as a lookup at once (one lock per entry), given back when the
+                    // kernel's buffer is full.
+                    let (inode, generation) = inodes.inode(entry.name, in: folder, path: child, lookups: 1, seen: storedSeen(record))
                     guard sink.add(name, storedAttributes(record, inode: inode, generation: generation), cookie: next) else {
-                        inodes.forget(inode, lookups: 0)
+                        inodes.forget(inode, lookups: 1)
                         return
                     }
-                    inodes.addLookup(inode)
                     noteSource(of: inode, record)
                 } else {
                     let inode = inodes.existing(entry.name, in: folder) ?? ReplicaInodes.number(forPath: child)
@@ -65,12 +66,11 @@ extension ReplicaFileSystem {
                     reader.take()
                     continue
                 }
-                let (inode, generation) = inodes.inode(entry.name, in: folder, path: child, lookups: 0, seen: ReplicaInodes.Seen(status))
+                let (inode, generation) = inodes.inode(entry.name, in: folder, path: child, lookups: 1, seen: ReplicaInodes.Seen(status))
                 guard sink.add(name, told(inode, child, status, generation: generation), cookie: next) else {
-                    inodes.forget(inode, lookups: 0)
+                    inodes.forget(inode, lookups: 1)
                     return
                 }
-                inodes.addLookup(inode)
             } else {
                 // Not a lookup: the name and kind (from the stream), under the number a lookup
                 // would give (or the one the kernel holds).

@@ -83,10 +83,16 @@ final class ReplicaFolderReader: @unchecked Sendable {
     }
 
     private static func mix(_ hash: inout UInt64, _ name: [UInt8], _ type: Int32) {
-        for byte in name + [0, UInt8(truncatingIfNeeded: type), 0xff] {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01b3
-        }
+        // The name, then 0, the type's low byte and 0xff (no array made per entry).
+        for byte in name { mix(&hash, byte) }
+        mix(&hash, 0)
+        mix(&hash, UInt8(truncatingIfNeeded: type))
+        mix(&hash, 0xff)
+    }
+
+    private static func mix(_ hash: inout UInt64, _ byte: UInt8) {
+        hash ^= UInt64(byte)
+        hash = hash &* 0x0000_0100_0000_01b3
     }
 
     /// Moves to `cookie` (the number of entries already taken): nothing when the listing is
