@@ -21,8 +21,7 @@ final class FolderOpenNotifier: @unchecked Sendable {
     private let logger: Logger
     /// Each domain's replica path, resolved as `/proc/self/fd` names it.
     private let roots = Mutex<[String: String]>([:])
-    private let stopRequested = Mutex(false)
-    private let finished = Latch()
+    private let events = Mutex<FolderOpenEvents?>(nil)
 
     /// - Throws: `permissionDenied` without `CAP_SYS_ADMIN`; `localIOFailure` otherwise.
     init(thumbnails: FolderThumbnails, logger: Logger) throws(FileProviderError) {
@@ -45,33 +44,18 @@ final class FolderOpenNotifier: @unchecked Sendable {
 
     /// Starts the thread that reads events.
     func start() {
-        let thread = Thread { [self] in
-            ThreadName.setCurrent("fileprovider-opens")
-            loop()
-            group.close()
-            finished.open()
-        }
-        thread.name = "fileprovider-opens"
-        thread.start()
+        let reader = FolderOpenEvents(group: group, threadName: "fileprovider-opens") { [self] event in note(event) }
+        events.withLock { $0 = reader }
+        reader.start()
     }
 
     /// Stops the thread and closes the group; returns once it ended.
     func stop() async {
-        stopRequested.withLock { $0 = true }
-        group.wake()
-        await finished.wait()
-    }
-
-    private func loop() {
-        while true {
-            let stopping = stopRequested.withLock { $0 }
-            let (events, woken) = group.nextEvents(waiting: !stopping)
-            if !events.isEmpty {
-                for event in events { note(event) }
-                continue
-            }
-            if stopping || woken { return }
-        }
+        // Forgotten: the reader's handler holds this object.
+        await events.withLock { reader in
+            defer { reader = nil }
+            return reader
+        }?.stop()
     }
 
     private func note(_ event: FolderOpenGroup.Event) {

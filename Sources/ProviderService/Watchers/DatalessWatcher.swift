@@ -34,13 +34,12 @@ final class DatalessWatcher: @unchecked Sendable {
     /// Where programs reach each domain's folders, by domain: absolute paths, symlinks
     /// resolved as `/proc/self/fd` shows them (see ``watch(domain:root:seenAt:datalessFolders:)``).
     private let roots = Mutex<[String: [String]]>([:])
-    private let stopRequested = Mutex(false)
-    private let finished = Latch()
+    private let events = Mutex<FolderOpenEvents?>(nil)
 
     /// - Throws: `permissionDenied` without `CAP_SYS_ADMIN`; `localIOFailure` when fanotify
     ///   cannot be started otherwise.
     init(populate: @escaping Populate, logger: Logger) throws(FileProviderError) {
-        do { group = try FolderOpenGroup() } catch where error.message.hasPrefix("fanotify: ") {
+        do { group = try FolderOpenGroup() } catch  where error.message.hasPrefix("fanotify: ") {
             let denied = error.code == .permissionDenied
             throw FileProviderError(
                 error.code,
@@ -87,38 +86,23 @@ final class DatalessWatcher: @unchecked Sendable {
 
     /// Starts the thread that answers events.
     func start() {
-        let thread = Thread { [self] in
-            ThreadName.setCurrent("fileprovider-dataless")
-            loop()
-            // Closed here, off the cooperative pool: programs still waiting go on, marks go.
-            group.close()
-            finished.open()
-        }
-        thread.name = "fileprovider-dataless"
-        thread.start()
+        let reader = FolderOpenEvents(group: group, threadName: "fileprovider-dataless") { [self] event in answer(event) }
+        events.withLock { $0 = reader }
+        reader.start()
     }
 
     /// Stops the thread; returns once it ended, then closes the group: events still queued
-    /// or waiting for a population are allowed, and no folder is marked any more.
+    /// or waiting for a population are allowed, programs still waiting go on, and no folder is
+    /// marked any more.
     func stop() async {
-        stopRequested.withLock { $0 = true }
-        group.wake()
-        await finished.wait()
+        // Forgotten: the reader's handler holds this object.
+        await events.withLock { reader in
+            defer { reader = nil }
+            return reader
+        }?.stop()
     }
 
     // MARK: The thread
-
-    private func loop() {
-        while true {
-            let stopping = stopRequested.withLock { $0 }
-            let (events, woken) = group.nextEvents(waiting: !stopping)
-            if !events.isEmpty {
-                for event in events { answer(event) }
-                continue
-            }
-            if stopping || woken { return }
-        }
-    }
 
     /// Populates the folder an event is about (unless the engine itself opened it), then lets
     /// the program go on. Never blocks this thread (the engine's own opens must be answered
