@@ -213,13 +213,9 @@ public final class Server: Sendable {
         await task.value
         await onAccess.withLock { $0 }?.stop()
         await FUSEReplicaMount.unmountAll(fuseMounts.exchange([]))
-        thumbnails?.start()
-        var opened: FUSEReplicaMount.FolderOpened?
-        if let thumbnails {
-            opened = { domain, path, process, user in thumbnails.opened(domain: domain, path: path, process: process, user: user) }
-        }
-        let mounts = try await FUSEReplicaMount.mountAll(
-            records, manager: manager, feeds: feeds.withLock { $0 }, logger: logger, folderOpened: opened)
+        await keepFeeds(records)
+        await folderOpens.withLock { $0 }?.stop()
+        await thumbnails?.stop()
         await watcher?.stop()
         manager.newDatalessFolders.listen(nil)
         await datalessWatcher.withLock { $0 }?.stop()
