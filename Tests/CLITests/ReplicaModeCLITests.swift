@@ -46,8 +46,14 @@ import Testing
         #expect(shown["replica"] as? String == "\(home)/domains/d")
         #expect(shown["backing"] as? String == "\(home)/replicas/d")
         let text = try await cli.run(["domain", "show", "d"]).stdout
-        #expect(text.contains("\nreplica:      \(home)/domains/d\nmode:         dataless\nbacking:      \(home)/replicas/d\n"), "\(text)")
-        #expect(try await cli.run(["domain", "show", "p"]).stdout.contains("\nmode:         placeholder-files\ncreated:"))
+        #expect(
+            text.contains(
+                "\nreplica:      \(home)/domains/d\nmode:         dataless (asked for (--mode dataless))\nbacking:      \(home)/replicas/d\n"
+            ),
+            "\(text)")
+        let placeholders = try await cli.run(["domain", "show", "p"]).stdout
+        #expect(
+            placeholders.contains("\nmode:         placeholder-files (asked for (--mode placeholder-files))\ncreated:"), "\(placeholders)")
 
         let list = try await cli.run(["domain", "list"]).stdout.split(separator: "\n").map {
             $0.split(separator: "\t", omittingEmptySubsequences: false)
