@@ -56,12 +56,42 @@ final class ServerProcessGroup: @unchecked Sendable {
             guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
                 let end = stat.range(of: ") ", options: .backwards), stat[end.upperBound...].first != "Z"
             else { return false }
+            // The answer must come from this process: another server may have taken the port
+            // between the pick and this start (this one then fails to bind and exits).
             if let reply = MediaServer.rawRequest(port: port, "OPTIONS / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"),
-                reply.hasPrefix("HTTP/1.")
+                reply.hasPrefix("HTTP/1."), listens(pid: pid, port: port)
             {
                 return true
             }
             usleep(50_000)
+        }
+        return false
+    }
+
+    /// Whether the process `pid` holds a socket listening on TCP `port` (its descriptors'
+    /// `socket:[inode]` links against `/proc/net/tcp` and `tcp6`); `true` when its descriptors
+    /// cannot be read (nothing to tell by).
+    static func listens(pid: pid_t, port: Int) -> Bool {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd") else { return true }
+        var sockets: Set<Substring> = []
+        for name in names {
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(name)"),
+                target.hasPrefix("socket:[")
+            else { continue }
+            sockets.insert(Substring(target.dropFirst("socket:[".count).dropLast()))
+        }
+        let hexPort = String(format: "%04X", port)
+        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            // Read to its end: `String(contentsOfFile:)` stops after a /proc file's first 4 KiB.
+            guard let handle = FileHandle(forReadingAtPath: table), let data = try? handle.readToEnd() else { continue }
+            try? handle.close()
+            let text = String(decoding: data, as: UTF8.self)
+            for line in text.split(separator: "\n").dropFirst() {
+                // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+                let fields = line.split(separator: " ")
+                guard fields.count > 9, fields[3] == "0A", fields[1].hasSuffix(":" + hexPort) else { continue }
+                if sockets.contains(fields[9]) { return true }
+            }
         }
         return false
     }
