@@ -210,16 +210,7 @@ extension Downloader {
                 }
             }
         }
-        var streamed: [String?] = []
-        for (sink, outcome) in zip(sinks, fetched) {
-            if let item = try? outcome.get() {
-                streamed.append(await sink.finish(size: item.size))
-            } else {
-                sink.cancel()
-                streamed.append(nil)
-            }
-        }
-        let hashes = streamed
+        let hashes = await FastSHA256.finish(sinks, fetched)
         let outcomes = fetched
         let placing = staged
         // Placing finished downloads is never cut short: staging files would stay behind.

@@ -92,16 +92,7 @@ extension Downloader {
             () async -> [Result<Item, FileProviderError>] in
             await backend.fetchContents(requests, progress: nil)
         }
-        var streamed: [String?] = []
-        for (sink, outcome) in zip(sinks, fetched) {
-            if let item = try? outcome.get() {
-                streamed.append(await sink.finish(size: item.size))
-            } else {
-                sink.cancel()
-                streamed.append(nil)
-            }
-        }
-        let hashes = streamed
+        let hashes = await FastSHA256.finish(sinks, fetched)
         // 3. Checked, dated, marked as downloads and unmarked; or put back as they were.
         let finished = marked
         let placed: [Int: Result<ItemRecord, FileProviderError>]

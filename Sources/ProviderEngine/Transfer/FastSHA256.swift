@@ -37,4 +37,19 @@ struct FastSHA256: ContentDigest {
 
     /// A sink that hashes a file's bytes with SHA-256 as a backend writes or reads them.
     static func sink() -> ContentSink { ContentSink { FastSHA256() } }
+
+    /// The hashes the sinks of a batch of downloads streamed, by position: each fetched file's
+    /// (`nil` when its size was not the item's), `nil` for a failed one, whose sink is cancelled.
+    static func finish(_ sinks: [ContentSink], _ fetched: [Result<Item, FileProviderError>]) async -> [String?] {
+        var streamed: [String?] = []
+        for (sink, outcome) in zip(sinks, fetched) {
+            if let item = try? outcome.get() {
+                streamed.append(await sink.finish(size: item.size))
+            } else {
+                sink.cancel()
+                streamed.append(nil)
+            }
+        }
+        return streamed
+    }
 }
