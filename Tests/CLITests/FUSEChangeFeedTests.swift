@@ -143,6 +143,8 @@ struct FUSEChangeFeedTests {
         let recovered = await waitUntil(timeout: 60) { domain.stored("sub/killed.txt") == Data("killed\n".utf8) }
         #expect(recovered, "lost by the kill: \(domain.logs.suffix(2000))")
         #expect(domain.serve?.output.contains("the first sync compares the whole replica once") == true)
+        // The file is in the store while its sync still runs: its summary line comes at the end.
+        #expect(await waitUntil(timeout: 60) { !lines().isEmpty }, "no sync ended: \(domain.logs.suffix(2000))")
         let afterKill = try #require(lines().first)
         #expect(Self.compared(afterKill)?.whole == true, "\(afterKill)")
         // What a sync sent is compared once more by the next one: a poll now, until one sends nothing.
@@ -166,6 +168,7 @@ struct FUSEChangeFeedTests {
         try await domain.startServe()
         let sent = await waitUntil(timeout: 60) { domain.stored("sub/kept.txt") == Data("kept\n".utf8) }
         #expect(sent, "the change kept by the clean stop did not go up: \(domain.logs.suffix(2000))")
+        #expect(await waitUntil(timeout: 60) { !lines().isEmpty }, "no sync ended: \(domain.logs.suffix(2000))")
         let output = domain.serve?.output ?? ""
         #expect(output.contains("the first sync compares only the folders changed before the last stop"), "\(output.suffix(2000))")
         #expect(lines().allSatisfy { Self.compared($0)?.whole == false }, "\(lines())")
