@@ -63,8 +63,24 @@ struct FolderThumbnailTests {
         try FileManager.default.copyItem(atPath: "/bin/ls", toPath: indexer)
         let deniedListing = try await runProgram([indexer, domain.replica + "/denied"])
         #expect(deniedListing.succeeded, "\(deniedListing)")
-        let listed = try await runProgram(["ls", domain.replica + "/photos"])
-        #expect(String(decoding: listed.output, as: UTF8.self).contains("photo.png"), "\(listed)")
+        // As a file manager does, the program that lists the folder stays running: in the
+        // fanotify layout serve reads who opened it from /proc when it reads the notification,
+        // which on a loaded machine can come after a quick `ls` has exited.
+        let viewerOutput = temp.url.appendingPathComponent("viewer.out").path
+        let viewer = try ChildProcess.spawn(
+            "/usr/bin/python3",
+            [
+                "-c", "import os, sys, time; print('\\n'.join(os.listdir(sys.argv[1])), flush=True); time.sleep(300)",
+                domain.replica + "/photos",
+            ],
+            output: viewerOutput, error: viewerOutput, ownSession: true)
+        defer {
+            kill(viewer, SIGKILL)
+            var status: Int32 = 0
+            waitpid(viewer, &status, 0)
+        }
+        let listed = await waitUntil(timeout: 60) { (try? String(contentsOfFile: viewerOutput, encoding: .utf8))?.contains("photo.png") == true }
+        #expect(listed, "\((try? String(contentsOfFile: viewerOutput, encoding: .utf8)) ?? "")")
 
         let uri = "file://" + domain.replica + "/photos/photo.png"
         let normal = try await Self.cacheFile(of: uri, size: "normal", home: domain.cli.home)

@@ -73,11 +73,14 @@ public final class AccessGate: Sendable {
     }
 
     /// Whether some rule may limit the process `pid` in some domain: when not, a layout may
-    /// let a request of present bytes go on without finding out its domain. Blocking.
+    /// let a request of present bytes go on without finding out its domain. A process that
+    /// cannot be told (gone already: a notification read after it exited) may be limited.
+    /// Blocking.
     public func mayLimit(pid: Int32) -> Bool {
         let rules = currentRules()
         guard rules.limitsAnything else { return false }
         let program = identity(pid)
+        guard program.isKnown else { return true }
         return rules.rules.contains { $0.action != .fetch && AccessRules.matches($0, program) }
     }
 
