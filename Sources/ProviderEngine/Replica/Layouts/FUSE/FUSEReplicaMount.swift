@@ -265,10 +265,15 @@ public final class FUSEReplicaMount: Sendable {
     private static func tell(
         _ held: ReplicaInodes.Held, now: ReplicaInodes.Seen?, replaced: Bool, _ inodes: ReplicaInodes, _ session: FUSESession
     ) {
-        inodes.update(held.inode, seen: now, replaced: replaced)
         if replaced {
+            // The name gets a new inode number at its next lookup: the kernel keeps a cached
+            // file's size (writeback cache) for as long as it holds the inode, whatever its
+            // generation, and a program polling the file holds it (the old size stayed).
+            inodes.update(held.inode, seen: now, replaced: true)
+            inodes.detach(held.name, in: held.parent)
             try? session.invalidate(entry: FUSEName(bytes: held.name), in: held.parent)
         } else {
+            inodes.update(held.inode, seen: now, replaced: false)
             try? session.invalidate(inode: held.inode)
         }
     }

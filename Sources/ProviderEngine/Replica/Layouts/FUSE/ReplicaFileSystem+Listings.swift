@@ -66,7 +66,8 @@ extension ReplicaFileSystem {
                     reader.take()
                     continue
                 }
-                let (inode, generation) = inodes.inode(entry.name, in: folder, path: child, lookups: 1, seen: ReplicaInodes.Seen(status))
+                let seen = recordable(inodes.existing(entry.name, in: folder), status)
+                let (inode, generation) = inodes.inode(entry.name, in: folder, path: child, lookups: 1, seen: seen)
                 guard sink.add(name, told(inode, child, status, generation: generation), cookie: next) else {
                     inodes.forget(inode, lookups: 1)
                     return

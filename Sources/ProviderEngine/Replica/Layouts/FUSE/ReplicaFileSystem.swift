@@ -124,7 +124,22 @@ final class ReplicaFileSystem: FUSEFileSystem {
 
     /// The attributes of `inode` now, remembered as what the kernel was told.
     private func answer(_ inode: UInt64, _ status: stat) -> FUSEAttributes {
-        attributes(inode, status, generation: inodes.generation(of: inode, seen: ReplicaInodes.Seen(status)))
+        attributes(inode, status, generation: inodes.generation(of: inode, seen: recordable(inode, status)))
+    }
+
+    /// What a lookup or `getattr` of `inode` remembers as told to the kernel: the file as it is
+    /// now, unless its contents changed behind the kernel (a regular file of another size, date
+    /// or backing file, not written through the mount): that is left for
+    /// ``FUSEReplicaMount/refresh()`` to tell, or the kernel would keep the pages and (writeback
+    /// cache) the size it has, and the next refresh would find nothing to tell.
+    func recordable(_ inode: UInt64?, _ status: stat) -> ReplicaInodes.Seen? {
+        let now = ReplicaInodes.Seen(status)
+        guard let inode, status.st_mode & S_IFMT == S_IFREG, let old = inodes.seen(of: inode), old.isOnDisk, !isBeingWritten(inode)
+        else { return now }
+        let same =
+            old.size == now.size && old.backingInode == now.backingInode && old.modification.tv_sec == now.modification.tv_sec
+            && old.modification.tv_nsec == now.modification.tv_nsec
+        return same ? now : nil
     }
 
     /// Makes sure the folder `inode` at `path` holds its items on disk (populated, with the
@@ -182,7 +197,8 @@ final class ReplicaFileSystem: FUSEFileSystem {
             return storedAttributes(record, inode: inode, generation: generation)
         }
         let status = try status(path)
-        let (inode, generation) = inodes.inode(name.bytes, in: parent, path: path, lookups: 1, seen: ReplicaInodes.Seen(status))
+        let seen = recordable(inodes.existing(name.bytes, in: parent), status)
+        let (inode, generation) = inodes.inode(name.bytes, in: parent, path: path, lookups: 1, seen: seen)
         return told(inode, path, status, generation: generation)
     }
 
@@ -221,7 +237,7 @@ final class ReplicaFileSystem: FUSEFileSystem {
             return storedAttributes(record, inode: inode, generation: inodes.generation(of: inode, seen: nil))
         }
         let status = try status(place.path)
-        return told(inode, place.path, status, generation: inodes.generation(of: inode, seen: ReplicaInodes.Seen(status)))
+        return told(inode, place.path, status, generation: inodes.generation(of: inode, seen: recordable(inode, status)))
     }
 
     func setAttributes(_ changes: FUSEAttributeChanges, of inode: UInt64, descriptor: Int32?, by requester: FUSERequester)
