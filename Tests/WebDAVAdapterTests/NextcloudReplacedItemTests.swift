@@ -27,10 +27,7 @@ struct NextcloudReplacedItemTests {
 
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("webdav-nc-replaced-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: scratch) }
-        let home = scratch.appendingPathComponent("home")
-        let manager = try ProviderManager(home: home, registry: BackendRegistry([WebDAVBackend.descriptor]))
-        try await manager.addDomain(name: "nc", kind: "webdav", options: ["url": url, "vendor": "nextcloud"])
-        let controller = try await manager.controller(for: "nc")
+        let (manager, controller, home) = try await NextcloudTests.domain(url: url, in: scratch)
         _ = try await controller.sync()
         #expect(try controller.record(at: "a.txt").identifier == first.identifier)
 

@@ -34,6 +34,15 @@ struct NextcloudConformanceTests {
 
 @Suite("WebDAV --vendor nextcloud")
 struct NextcloudTests {
+    /// A `nextcloud` WebDAV domain named `nc` over `url`, its state in `scratch/home` (the
+    /// caller removes `scratch`): the manager, the domain's controller and the home.
+    static func domain(url: String, in scratch: URL) async throws -> (ProviderManager, DomainController, URL) {
+        let home = scratch.appendingPathComponent("home")
+        let manager = try ProviderManager(home: home, registry: BackendRegistry([WebDAVBackend.descriptor]))
+        try await manager.addDomain(name: "nc", kind: "webdav", options: ["url": url, "vendor": "nextcloud"])
+        return (manager, try await manager.controller(for: "nc"), home)
+    }
+
     static func upload(_ data: Data) throws -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("webdav-nc-\(UUID().uuidString)")
         try data.write(to: url)
@@ -125,10 +134,7 @@ struct NextcloudTests {
 
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("webdav-nc-engine-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: scratch) }
-        let home = scratch.appendingPathComponent("home")
-        let manager = try ProviderManager(home: home, registry: BackendRegistry([WebDAVBackend.descriptor]))
-        try await manager.addDomain(name: "nc", kind: "webdav", options: ["url": url, "vendor": "nextcloud"])
-        let controller = try await manager.controller(for: "nc")
+        let (manager, controller, home) = try await NextcloudTests.domain(url: url, in: scratch)
         _ = try await controller.sync()
         let outcomes = await controller.materialize(paths: ["docs/a.txt"], recursive: false)
         #expect(outcomes.allSatisfy { $0.error == nil })
@@ -235,10 +241,7 @@ struct NextcloudTests {
 
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("webdav-nc-sha256-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: scratch) }
-        let home = scratch.appendingPathComponent("home")
-        let manager = try ProviderManager(home: home, registry: BackendRegistry([WebDAVBackend.descriptor]))
-        try await manager.addDomain(name: "nc", kind: "webdav", options: ["url": url, "vendor": "nextcloud"])
-        let controller = try await manager.controller(for: "nc")
+        let (manager, controller, home) = try await NextcloudTests.domain(url: url, in: scratch)
         _ = try await controller.sync()
         let outcomes = await controller.materialize(paths: ["c.bin"], recursive: false)
         let error = try #require(outcomes.first?.error)
