@@ -312,7 +312,7 @@ BENCHMARKS = [
             Tool("find", lambda r: [["find", str(r.data)]]),
         ],
         reference="rclone lsjson -R",
-        target=at_most_times(1.5, "rclone lsjson"),
+        target=at_most_times(1.0, "rclone lsjson"),
         items=100_000,
     ),
     Benchmark(

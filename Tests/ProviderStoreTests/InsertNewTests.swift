@@ -50,4 +50,25 @@ import Testing
             #expect(try store.itemCount(domainID: id) == fresh.count + mixed.count)
         }
     }
+
+    /// A batch of new rows goes in without a foreign key check per row, its domain checked once:
+    /// a batch for a domain removed meanwhile (while its first sync ran) is refused as a checked
+    /// insert refuses it and writes nothing, and the connection checks foreign keys again for
+    /// the writes after it.
+    @Test func aBatchForARemovedDomainIsRefusedAndChecksStayOn() throws {
+        try withStore { store, _ in
+            let kept = try makeDomain(store, "kept")
+            let gone = try makeDomain(store, "gone")
+            try store.deleteDomain(id: gone)
+            expectCode(.localIOFailure) {
+                try store.insertNew(domainID: gone, records: (0..<40).map { record(gone, "f/\($0)") })
+            }
+            #expect(try store.item(domainID: gone, path: "f/0") == nil)
+            #expect(try store.item(domainID: gone, path: "f/39") == nil)
+            try store.insertNew(domainID: kept, records: (0..<40).map { record(kept, "f/\($0)") })
+            #expect(try store.itemCount(domainID: kept) == 40)
+            expectCode(.localIOFailure) { try store.save(record(gone, "after")) }
+            #expect(try store.item(domainID: gone, path: "after") == nil)
+        }
+    }
 }

@@ -20,4 +20,12 @@ static inline int fp_sqlite_enable_triggers(sqlite3 *db, int on) {
     int now = -1;
     return sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, on, &now);
 }
+
+/// Turns the foreign key checks of one connection on (`on` 1) or off (0), as
+/// `fp_sqlite_enable_triggers` does the triggers; unlike `PRAGMA foreign_keys`, this works
+/// inside a transaction. Returns SQLITE_OK or SQLite's error.
+static inline int fp_sqlite_enable_foreign_keys(sqlite3 *db, int on) {
+    int now = -1;
+    return sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_FKEY, on, &now);
+}
 #endif
