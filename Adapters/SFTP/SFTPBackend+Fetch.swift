@@ -64,7 +64,7 @@ extension SFTPBackend {
         }
     }
 
-    private func download(
+    func download(
         _ path: SFTPPath, version: ItemVersion?, to destination: String, offset: Int64, progress: ProgressHandler?,
         cancellation: CancellationFlag, sink: ContentSink?, on connection: SFTPConnection
     ) throws(FileProviderError) -> Item {

@@ -22,6 +22,97 @@ extension SFTPChannel {
         return ChannelFile(handle: try reply.string(expecting: Packet.handle, "open", path).get(), path: path)
     }
 
+    /// Creates a new file for writing with permissions `mode` (SSH_FXF_WRITE, CREAT, TRUNC and
+    /// EXCL): fails when something is at `path`.
+    ///
+    /// - Throws: the error of the SFTP status the server answered with, naming `path`
+    ///   (`filenameCollision` when something is there); `serverUnreachable` when the connection
+    ///   breaks or a reply is malformed.
+    func createExclusive(_ path: String, mode: UInt32 = 0o644, on connection: SFTPConnection) throws(FileProviderError)
+        -> ChannelFile
+    {
+        var packets = PacketWriter()
+        // SSH_FXP_OPEN: the path, WRITE | CREAT | TRUNC | EXCL, the permissions attribute.
+        let id = packets.append(
+            Packet.open, id: takeID(), [Array(path.utf8)],
+            trailing: PacketWriter.u32(0x3a) + PacketWriter.u32(0x4) + PacketWriter.u32(mode & 0o7777))
+        try send(packets.bytes, on: connection)
+        var reply = try replies(to: [id], on: connection)[0]
+        return ChannelFile(handle: try reply.string(expecting: Packet.handle, "create", path).get(), path: path)
+    }
+
+    /// Finishes a small new file in one round trip: WRITE of its `count` bytes (at most what one
+    /// write may carry), FSETSTAT of its dates when `times` are given, FSTAT when `describe`,
+    /// and CLOSE, sent together; the server handles requests on one handle in order. `fill`
+    /// copies the file's bytes into the part of the packet it is given before anything is sent.
+    /// The file is closed whatever happens (once the requests are sent, by their CLOSE).
+    ///
+    /// Returns the attributes FSTAT read (just before the close), or `nil` without `describe`.
+    /// - Throws: what `fill` throws; the error of the first SFTP status that is not OK (a full
+    ///   disk is a plain failure), naming the path; `serverUnreachable` when the connection
+    ///   breaks or a reply is malformed.
+    func writeAndClose(
+        _ file: ChannelFile, count: Int, times: (modification: Int64, access: Int64)?, describe: Bool,
+        on connection: SFTPConnection, fill: (UnsafeMutableRawBufferPointer) throws(FileProviderError) -> Void
+    ) throws(FileProviderError) -> RemoteAttributes? {
+        var packets = PacketWriter()
+        var ids: [UInt32] = []
+        if count > 0 {
+            ids.append(
+                packets.append(
+                    Packet.write, id: takeID(), [file.handle], trailing: PacketWriter.u64(0) + PacketWriter.u32(UInt32(count)),
+                    dataLength: count))
+        }
+        var bytes = packets.bytes
+        if count > 0 {
+            let start = bytes.count
+            bytes += repeatElement(0, count: count)
+            let failure = bytes.withUnsafeMutableBytes { buffer -> FileProviderError? in
+                do throws(FileProviderError) {
+                    try fill(UnsafeMutableRawBufferPointer(rebasing: buffer[start..<(start + count)]))
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            if let failure {
+                closeWithoutWaiting(file.handle, on: connection)
+                throw failure
+            }
+        }
+        var rest = PacketWriter()
+        if let times {
+            // ATTRS with SSH_FILEXFER_ATTR_ACMODTIME: the access, then the modification time.
+            ids.append(
+                rest.append(
+                    Packet.setFileStatus, id: takeID(), [file.handle],
+                    trailing: PacketWriter.u32(0x8) + PacketWriter.u32(UInt32(truncatingIfNeeded: times.access))
+                        + PacketWriter.u32(UInt32(truncatingIfNeeded: times.modification))))
+        }
+        let statusID = describe ? rest.append(Packet.fileStatus, id: takeID(), [file.handle]) : nil
+        if let statusID { ids.append(statusID) }
+        let closeID = rest.append(Packet.close, id: takeID(), [file.handle])
+        ids.append(closeID)
+        bytes += rest.bytes
+        try send(bytes, on: connection)
+        var attributes: RemoteAttributes?
+        var failure: FileProviderError?
+        for (id, var reply) in zip(ids, try replies(to: ids, on: connection)) {
+            let operation = id == statusID ? "stat" : id == closeID ? "close" : count > 0 && id == ids[0] ? "write" : "set the dates of"
+            switch reply.type {
+            case Packet.attributes where id == statusID:
+                attributes = try reply.reader.attributes()
+            case Packet.status:
+                let code = try reply.reader.u32()
+                if code != 0 && failure == nil { failure = SFTPStatus.error(UInt(code), operation: operation, path: file.path) }
+            default:
+                throw Reply.unexpected(reply.type, operation, file.path)
+            }
+        }
+        if let failure { throw failure }
+        return attributes
+    }
+
     /// Closes a file and waits for the answer: a server may report a failed write only then.
     ///
     /// - Throws: the error of the SFTP status the server answered with, naming the path;

@@ -84,6 +84,7 @@ final class SFTPChannel {
         static let write: UInt8 = 6
         static let linkStatus: UInt8 = 7
         static let fileStatus: UInt8 = 8
+        static let setFileStatus: UInt8 = 10
         static let openDirectory: UInt8 = 11
         static let readDirectory: UInt8 = 12
         static let realPath: UInt8 = 16
