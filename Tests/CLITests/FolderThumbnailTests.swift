@@ -79,7 +79,9 @@ struct FolderThumbnailTests {
             var status: Int32 = 0
             waitpid(viewer, &status, 0)
         }
-        let listed = await waitUntil(timeout: 60) { (try? String(contentsOfFile: viewerOutput, encoding: .utf8))?.contains("photo.png") == true }
+        let listed = await waitUntil(timeout: 60) {
+            (try? String(contentsOfFile: viewerOutput, encoding: .utf8))?.contains("photo.png") == true
+        }
         #expect(listed, "\((try? String(contentsOfFile: viewerOutput, encoding: .utf8)) ?? "")")
 
         let uri = "file://" + domain.replica + "/photos/photo.png"
@@ -111,5 +113,52 @@ struct FolderThumbnailTests {
         #expect(fileStatus(text) == nil)
         let denied = try await Self.cacheFile(of: "file://" + domain.replica + "/denied/other.png", size: "normal", home: domain.cli.home)
         #expect(fileStatus(denied) == nil, "a thumbnail was made for a folder a denied program opened")
+    }
+
+    /// `serve --no-thumbnails`: a program lists a folder of dataless images and no thumbnail is
+    /// made, and the store's preview endpoint is never asked (the media-server's own request
+    /// log). serve answers a read of a file of that folder after the listing: an open it would
+    /// have queued thumbnails for was handled by then (with thumbnails on, the same listing
+    /// gets them: the test above).
+    @Test(arguments: OnAccessLayout.allCases)
+    func withNoThumbnailsAnOpenedFolderOfDatalessImagesGetsNoneAndTheStoreIsNotAsked(layout: OnAccessLayout) async throws {
+        let temp = try TemporaryFolder()
+        let store = try await OnAccessTests.StoreUnderTest(.media, temp: temp, mediaArguments: ["--verbose"])
+        defer { store.media?.stop() }
+        let image = try await Self.png(width: 300, height: 200, in: temp)
+        let files = ["photos/a.png": image, "photos/b.png": image, "photos/notes.txt": Data("not an image\n".utf8)]
+        let domain = try await ServedDomain(
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: files, layout: layout)
+        try await domain.startServe(["--no-thumbnails"])
+        let serving = await waitUntil(timeout: 30) { domain.logs.contains("serving d") }
+        try #require(serving, "\(domain.logs)")
+
+        let viewerOutput = temp.url.appendingPathComponent("viewer.out").path
+        let viewer = try ChildProcess.spawn(
+            "/usr/bin/python3",
+            [
+                "-c", "import os, sys, time; print('\\n'.join(os.listdir(sys.argv[1])), flush=True); time.sleep(300)",
+                domain.replica + "/photos",
+            ],
+            output: viewerOutput, error: viewerOutput, ownSession: true)
+        defer {
+            kill(viewer, SIGKILL)
+            var status: Int32 = 0
+            waitpid(viewer, &status, 0)
+        }
+        let listed = await waitUntil(timeout: 60) {
+            (try? String(contentsOfFile: viewerOutput, encoding: .utf8))?.contains("a.png") == true
+        }
+        #expect(listed, "\((try? String(contentsOfFile: viewerOutput, encoding: .utf8)) ?? "")")
+        let read = try await runProgram(["cat", domain.replica + "/photos/notes.txt"])
+        #expect(read.succeeded && read.output == Data("not an image\n".utf8), "\(read)")
+
+        let media = try #require(store.media)
+        #expect(media.requestCount("GET /file") > 0, "the media-server logs no requests")
+        #expect(media.requestCount("GET /preview") == 0)
+        for name in ["a.png", "b.png"] {
+            let normal = try await Self.cacheFile(of: "file://" + domain.replica + "/photos/" + name, size: "normal", home: domain.cli.home)
+            #expect(fileStatus(normal) == nil, "a thumbnail of \(name) was made with --no-thumbnails")
+        }
     }
 }
