@@ -21,6 +21,22 @@ struct FolderStatusTests {
         return run.succeeded ? String(decoding: run.output, as: UTF8.self) : nil
     }
 
+    /// `pin` of DOMAIN:/sub: it and its subfolder `deeper` say `pinned` (the policy is
+    /// inherited), the root stays `downloaded`; `unpin`: both say `downloaded` (written, no
+    /// longer pinned).
+    static func pinAndUnpin(_ domain: String, replica: String, cli: CLIRunner) async throws {
+        let (sub, status) = (replica + "/sub", "user.fileprovider.status")
+        let pinned = try await cli.run(["pin", domain + ":/sub"])
+        #expect(pinned.status == 0, "\(pinned)")
+        #expect(try await attribute(status, of: sub) == "pinned")
+        #expect(try await attribute(status, of: sub + "/deeper") == "pinned")
+        #expect(try await attribute(status, of: replica) == "downloaded")
+        let unpinned = try await cli.run(["unpin", domain + ":/sub"])
+        #expect(unpinned.status == 0, "\(unpinned)")
+        #expect(try await attribute(status, of: sub) == "downloaded")
+        #expect(try await attribute(status, of: sub + "/deeper") == "downloaded")
+    }
+
     @Test func aFolderSaysWhetherItIsWrittenOrPinnedThroughItsTransitions() async throws {
         let temp = try TemporaryFolder()
         let store = temp.url.appendingPathComponent("store").path
@@ -48,17 +64,7 @@ struct FolderStatusTests {
         #expect(populated.status == 0, "\(populated)")
         #expect(try await Self.attribute(status, of: sub) == "downloaded")
 
-        // Pinned, and its subfolder with it (the policy is inherited).
-        let pinned = try await domain.cli.run(["pin", "d:/sub"])
-        #expect(pinned.status == 0, "\(pinned)")
-        #expect(try await Self.attribute(status, of: sub) == "pinned")
-        #expect(try await Self.attribute(status, of: sub + "/deeper") == "pinned")
-        #expect(try await Self.attribute(status, of: domain.replica) == "downloaded")
-
-        // Unpinned: written, no longer pinned.
-        let unpinned = try await domain.cli.run(["unpin", "d:/sub"])
-        #expect(unpinned.status == 0, "\(unpinned)")
-        #expect(try await Self.attribute(status, of: sub) == "downloaded")
+        try await Self.pinAndUnpin("d", replica: domain.replica, cli: domain.cli)
 
         // getfattr -d lists both on a folder; setting one is refused.
         let dumped = try await runProgram(["getfattr", "-d", sub])
@@ -108,15 +114,7 @@ struct FolderStatusTests {
         #expect(archived.succeeded && !archived.errorText.contains("changed as we read it"), "\(archived)")
         #expect(try await Self.attribute(status, of: sub + "/deeper") == "downloaded")
 
-        let pinned = try await domain.cli.run(["pin", "d:/sub"])
-        #expect(pinned.status == 0, "\(pinned)")
-        #expect(try await Self.attribute(status, of: sub) == "pinned")
-        #expect(try await Self.attribute(status, of: sub + "/deeper") == "pinned")
-        #expect(try await Self.attribute(status, of: domain.replica) == "downloaded")
-        let unpinned = try await domain.cli.run(["unpin", "d:/sub"])
-        #expect(unpinned.status == 0, "\(unpinned)")
-        #expect(try await Self.attribute(status, of: sub) == "downloaded")
-        #expect(try await Self.attribute(status, of: sub + "/deeper") == "downloaded")
+        try await Self.pinAndUnpin("d", replica: domain.replica, cli: domain.cli)
 
         // Made here: serve sends it, then it says so.
         try FileManager.default.createDirectory(atPath: domain.replica + "/made", withIntermediateDirectories: false)
@@ -149,11 +147,7 @@ struct FolderStatusTests {
         #expect(try await cli.run(["populate", "p:/sub"]).status == 0)
         #expect(try await Self.attribute(status, of: sub) == "downloaded")
         #expect(try await Self.attribute(status, of: sub + "/deeper") == "dataless")
-        #expect(try await cli.run(["pin", "p:/sub"]).status == 0)
-        #expect(try await Self.attribute(status, of: sub) == "pinned")
-        #expect(try await Self.attribute(status, of: sub + "/deeper") == "pinned")
-        #expect(try await cli.run(["unpin", "p:/sub"]).status == 0)
-        #expect(try await Self.attribute(status, of: sub + "/deeper") == "downloaded")
+        try await Self.pinAndUnpin("p", replica: replica, cli: cli)
 
         // Made here and sent.
         try FileManager.default.createDirectory(atPath: replica + "/made", withIntermediateDirectories: false)
