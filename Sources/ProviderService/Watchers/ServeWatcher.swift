@@ -264,6 +264,14 @@ final class ServeWatcher: @unchecked Sendable {
         // them is none to sync. The engine's own status writes (``FolderStatus``) are such
         // changes, and waking for them would make a population or a pin wake a sync.
         if event.isFolder && event.mask & ~UInt32(IN_ATTRIB | IN_ISDIR) == 0 { return }
+        // An attribute change of an entry that has no name there (any more): the engine's
+        // unnamed files (`O_TMPFILE`, which inotify names `#<inode>`), whose status it stamps
+        // before it names them; an entry a program changed and then removed or renamed has an
+        // event of its own for that.
+        if event.mask & ~UInt32(IN_ATTRIB) == 0 {
+            var info = stat()
+            if lstat(path, &info) != 0 && errno == ENOENT { return }
+        }
         if event.isFolder {
             if event.has(IN_MOVED_FROM) || event.has(IN_DELETE) { unwatchTree(path) }
             if event.has(IN_CREATE) || event.has(IN_MOVED_TO), !targets[index].ignore.ignores(name) {
