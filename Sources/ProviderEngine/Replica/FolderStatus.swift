@@ -50,6 +50,14 @@ enum FolderStatus {
         status.write(atPath: path, domain: domain)
     }
 
+    /// Writes `status` and the domain's name on the folder the engine just made at `relative`,
+    /// without reading them first (no program has seen it: two system calls fewer per folder of
+    /// a first sync), when the layout writes folders' status. Blocking.
+    static func stamp(_ status: ReplicaStatus, on relative: String, in replica: Replica, domain: String) {
+        guard replica.layout.writesFolderStatus else { return }
+        status.stamp(atPath: replica.path(relative), domain: domain)
+    }
+
     /// Writes the status of the folder `record` (its policy read along its path) on it, as
     /// ``write(_:on:in:domain:)``. Blocking.
     static func write(_ record: ItemRecord, in replica: Replica, domain: String, store: MetadataStore, domainID: Int64) {

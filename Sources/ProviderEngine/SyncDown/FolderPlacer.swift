@@ -197,7 +197,7 @@ struct FolderPlacer: Sendable {
             }
             if replica.layout.writesFolderStatus {
                 let written = statuses
-                try await executor.run { for (path, status) in written { FolderStatus.write(status, on: path, in: replica, domain: name) } }
+                try await executor.run { for (path, status) in written { FolderStatus.stamp(status, on: path, in: replica, domain: name) } }
             }
         }
         if !placeholders.isEmpty {

@@ -17,8 +17,9 @@ import ProviderSystem
 /// mounts and the notifier that tell them of opens), and records each part as it starts.
 /// ``stop()`` stops the parts started, in the reverse order, whatever failed: a part is started
 /// and stopped in one place, so none is stopped twice or forgotten (the feeds are kept for the
-/// next `serve` once the mounts are gone; the dataless folders' marks go last, so no program
-/// waits on a folder nobody fills).
+/// next `serve` last, once the mounts are gone; the dataless folders' marks go after the mounts
+/// and the on-access handler, so a program that opens a folder meanwhile is held until it is
+/// filled, and none waits on a folder nobody fills).
 final class DomainServices: Sendable {
     let manager: ProviderManager
     let logger: Logger
@@ -77,6 +78,7 @@ final class DomainServices: Sendable {
     /// Stops the parts started, the last one first; returns once all have stopped.
     func stop() async {
         while let part = parts.withLock({ $0.popLast() }) {
+            logger.debug("stopping the \(part.name)")
             await part.stop()
         }
     }
