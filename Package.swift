@@ -150,7 +150,7 @@ let package = Package(
             name: "ProviderEngineTests",
             dependencies: [
                 "ProviderEngine", "ProviderService", "ProviderStore", "ProviderCore", "ProviderSystem", "ProviderTesting", "LocalAdapter",
-                "SFTPAdapter",
+                "SFTPAdapter", "MediaAPIAdapter",
             ]
         ),
         // The service's logic through fakes: no root, no fanotify, no servers.

@@ -103,6 +103,14 @@ public final class MediaServer: @unchecked Sendable {
 
     deinit { stop() }
 
+    /// How many requests whose method and URI start with `prefix` (`GET /preview`) the server
+    /// logged: only a server started with `--verbose` logs them (a line each, before it
+    /// handles the request).
+    public func requestCount(_ prefix: String) -> Int {
+        let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").filter { $0.hasPrefix("request " + prefix) }.count
+    }
+
     /// Stops the server (SIGTERM to its pid, then waits) and removes a temporary root.
     public func stop() {
         let first: Bool = lock.withLock {

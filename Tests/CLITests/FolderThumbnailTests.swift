@@ -39,6 +39,27 @@ struct FolderThumbnailTests {
         return home.appendingPathComponent(".cache/thumbnails/\(size)/\(name).png").path
     }
 
+    /// A program that lists `folder` and stays running, as a file manager does (in the fanotify
+    /// layout serve reads who opened a folder from /proc when it reads the notification, which on
+    /// a loaded machine can come after a quick `ls` has exited); returns once it listed `name`.
+    static func viewer(listing folder: String, showing name: String, in temp: TemporaryFolder) async throws -> pid_t {
+        let output = temp.url.appendingPathComponent("viewer-\(UUID().uuidString).out").path
+        let viewer = try ChildProcess.spawn(
+            "/usr/bin/python3",
+            ["-c", "import os, sys, time; print('\\n'.join(os.listdir(sys.argv[1])), flush=True); time.sleep(300)", folder],
+            output: output, error: output, ownSession: true)
+        let listed = await waitUntil(timeout: 60) { (try? String(contentsOfFile: output, encoding: .utf8))?.contains(name) == true }
+        #expect(listed, "\((try? String(contentsOfFile: output, encoding: .utf8)) ?? "")")
+        return viewer
+    }
+
+    /// Kills and reaps a ``viewer(listing:showing:in:)``.
+    static func end(_ viewer: pid_t) {
+        kill(viewer, SIGKILL)
+        var status: Int32 = 0
+        waitpid(viewer, &status, 0)
+    }
+
     @Test(arguments: OnAccessLayout.allCases)
     func aDatalessImageInAFolderAProgramListsGetsThumbnailsWithoutItsContentsBeingFetched(layout: OnAccessLayout) async throws {
         let temp = try TemporaryFolder()
@@ -63,24 +84,9 @@ struct FolderThumbnailTests {
         try FileManager.default.copyItem(atPath: "/bin/ls", toPath: indexer)
         let deniedListing = try await runProgram([indexer, domain.replica + "/denied"])
         #expect(deniedListing.succeeded, "\(deniedListing)")
-        // As a file manager does, the program that lists the folder stays running: in the
-        // fanotify layout serve reads who opened it from /proc when it reads the notification,
-        // which on a loaded machine can come after a quick `ls` has exited.
-        let viewerOutput = temp.url.appendingPathComponent("viewer.out").path
-        let viewer = try ChildProcess.spawn(
-            "/usr/bin/python3",
-            [
-                "-c", "import os, sys, time; print('\\n'.join(os.listdir(sys.argv[1])), flush=True); time.sleep(300)",
-                domain.replica + "/photos",
-            ],
-            output: viewerOutput, error: viewerOutput, ownSession: true)
-        defer {
-            kill(viewer, SIGKILL)
-            var status: Int32 = 0
-            waitpid(viewer, &status, 0)
-        }
-        let listed = await waitUntil(timeout: 60) { (try? String(contentsOfFile: viewerOutput, encoding: .utf8))?.contains("photo.png") == true }
-        #expect(listed, "\((try? String(contentsOfFile: viewerOutput, encoding: .utf8)) ?? "")")
+        // As a file manager does, the program that lists the folder stays running.
+        let viewer = try await Self.viewer(listing: domain.replica + "/photos", showing: "photo.png", in: temp)
+        defer { Self.end(viewer) }
 
         let uri = "file://" + domain.replica + "/photos/photo.png"
         let normal = try await Self.cacheFile(of: uri, size: "normal", home: domain.cli.home)
@@ -111,5 +117,37 @@ struct FolderThumbnailTests {
         #expect(fileStatus(text) == nil)
         let denied = try await Self.cacheFile(of: "file://" + domain.replica + "/denied/other.png", size: "normal", home: domain.cli.home)
         #expect(fileStatus(denied) == nil, "a thumbnail was made for a folder a denied program opened")
+    }
+
+    /// `serve --no-thumbnails`: a program lists a folder of dataless images and no thumbnail is
+    /// made, and the store's preview endpoint is never asked (the media-server's own request
+    /// log). serve answers a read of a file of that folder after the listing: an open it would
+    /// have queued thumbnails for was handled by then (with thumbnails on, the same listing
+    /// gets them: the test above).
+    @Test(arguments: OnAccessLayout.allCases)
+    func withNoThumbnailsAnOpenedFolderOfDatalessImagesGetsNoneAndTheStoreIsNotAsked(layout: OnAccessLayout) async throws {
+        let temp = try TemporaryFolder()
+        let store = try await OnAccessTests.StoreUnderTest(.media, temp: temp, mediaArguments: ["--verbose"])
+        defer { store.media?.stop() }
+        let image = try await Self.png(width: 300, height: 200, in: temp)
+        let files = ["photos/a.png": image, "photos/b.png": image, "photos/notes.txt": Data("not an image\n".utf8)]
+        let domain = try await ServedDomain(
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: files, layout: layout)
+        try await domain.startServe(["--no-thumbnails"])
+        let serving = await waitUntil(timeout: 30) { domain.logs.contains("serving d") }
+        try #require(serving, "\(domain.logs)")
+
+        let viewer = try await Self.viewer(listing: domain.replica + "/photos", showing: "a.png", in: temp)
+        defer { Self.end(viewer) }
+        let read = try await runProgram(["cat", domain.replica + "/photos/notes.txt"])
+        #expect(read.succeeded && read.output == Data("not an image\n".utf8), "\(read)")
+
+        let media = try #require(store.media)
+        #expect(media.requestCount("GET /file") > 0, "the media-server logs no requests")
+        #expect(media.requestCount("GET /preview") == 0)
+        for name in ["a.png", "b.png"] {
+            let normal = try await Self.cacheFile(of: "file://" + domain.replica + "/photos/" + name, size: "normal", home: domain.cli.home)
+            #expect(fileStatus(normal) == nil, "a thumbnail of \(name) was made with --no-thumbnails")
+        }
     }
 }

@@ -18,7 +18,8 @@ struct OnAccessTests {
         let ssh: SSHServer?
         let media: MediaServer?
 
-        init(_ kind: ServedDomain.Store, temp: TemporaryFolder) async throws {
+        /// `mediaArguments`: more arguments for a media-server (`--verbose` logs its requests).
+        init(_ kind: ServedDomain.Store, temp: TemporaryFolder, mediaArguments: [String] = []) async throws {
             switch kind {
             case .local:
                 folder = temp.url.appendingPathComponent("store").path
@@ -30,7 +31,7 @@ struct OnAccessTests {
                 folder = root
                 (backend, options, ssh, media) = ("sftp", server.options(root: root), server, nil)
             case .media:
-                let server = try await offThePool { try MediaServer() }
+                let server = try await offThePool { try MediaServer(arguments: mediaArguments) }
                 let name = try server.makeFolder()
                 folder = server.root.appendingPathComponent(name).path
                 (backend, options, ssh, media) = ("media", ["url": server.url, "root": name], nil, server)

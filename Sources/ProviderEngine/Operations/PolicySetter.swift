@@ -106,7 +106,8 @@ struct PolicySetter: Sendable {
     }
 
     /// Writes the status attribute (``ReplicaStatus``) of the downloaded files at and below
-    /// `paths` whose policy changed: `pinned` or `downloaded`. A file whose status says it has
+    /// `paths` whose policy changed: `pinned` or `downloaded`; and of the folders there
+    /// (``FolderStatus``, where the layout writes them). A file whose status says it has
     /// changes not sent, or is a conflicted copy, keeps it. Pages of 500 records, each through
     /// the executor. Failures leave a status as it was (it is a convenience, not state).
     private func refreshStatus(of paths: [String]) async {
@@ -119,6 +120,9 @@ struct PolicySetter: Sendable {
                 let page: [ItemRecord]? = try? await executor.run { () throws(FileProviderError) -> [ItemRecord] in
                     var records = try store.descendants(domainID: domainID, of: path, after: start, limit: 500)
                     if withItself, let own = try store.item(domainID: domainID, path: path) { records.append(own) }
+                    for record in records where record.kind == .folder {
+                        FolderStatus.write(record, in: replica, domain: domain, store: store, domainID: domainID)
+                    }
                     for record in records where record.kind == .file && record.state == .materialized {
                         let current = ReplicaStatus.read(atPath: replica.path(record.path))
                         if current == .unsent || current == .conflict { continue }

@@ -202,9 +202,20 @@ struct Populator: Sendable {
         upserts += adopted
         folder.isDataless = false
         upserts.append(folder)
-        // The records and the name collisions, in one job on the engine's threads.
-        try await blocking { [upserts] () throws(FileProviderError) in
+        // The records and the name collisions, in one job on the engine's threads; then the
+        // status the folder and its subfolders show (before a program that opened the folder
+        // goes on, so its `fstat` after the open sees the change time the folder keeps).
+        let domainName = domain.name
+        try await blocking { [upserts, folder] () throws(FileProviderError) in
             try store.apply(domainID: domainID, upserts: upserts, deletions: [])
+            if replica.layout.writesFolderStatus {
+                let policies = try PolicyResolver.read(from: store, domainID: domainID, along: path)
+                for written in [folder] + folders {
+                    let policy = policies.effective(written.path, own: written.contentPolicy).policy
+                    FolderStatus.write(
+                        FolderStatus.of(dataless: written.isDataless, policy: policy), on: written.path, in: replica, domain: domainName)
+                }
+            }
             for (path, kept) in collisions {
                 try store.recordConflict(
                     ConflictRecord(

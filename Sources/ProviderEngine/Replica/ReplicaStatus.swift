@@ -13,9 +13,8 @@ import ProviderSystem
 /// attributes"); read-only by convention: the engine writes them as states change and a value
 /// a program writes is overwritten at the next change.
 ///
-/// Written on files only (a folder's change time tells the local scan that its entries
-/// changed; the FUSE layout's mount works a folder's status out from the database when a
-/// program asks: `ReplicaFileSystem+FolderStatus.swift`), on the file that stands for the item: the `.placeholder` file of
+/// A folder's status is ``FolderStatus``'s (`pinned`, `dataless`, `downloaded`). A file's is
+/// written on the file that stands for the item: the `.placeholder` file of
 /// `placeholder-files` mode, a partly fetched file, the downloaded file. Not on a dataless file
 /// of the `dataless` layout: beside its dataless mark an ext4 inode of 256 bytes has no room
 /// for them, and each would cost a 4 KiB attribute block; there an absent status means
@@ -79,8 +78,8 @@ public enum ReplicaStatus: String, Sendable, CaseIterable {
         ExtendedAttribute.set(Self.domainAttribute, to: Array(domain.utf8), atPath: path)
     }
 
-    /// ``write(atPath:domain:)`` when `path` is a regular file (not a folder, whose change time
-    /// the local scan reads, nor a symlink). Blocking.
+    /// ``write(atPath:domain:)`` when `path` is a regular file (not a folder, whose status is
+    /// ``FolderStatus``'s, nor a symlink). Blocking.
     public func writeIfFile(atPath path: String, domain: String) {
         var status = stat()
         guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return }

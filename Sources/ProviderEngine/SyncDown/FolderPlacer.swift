@@ -37,6 +37,7 @@ struct FolderPlacer: Sendable {
     {
         var folder = visit.record
         defer { visit.record = folder }
+        let wasPopulated = !folder.isDataless
         // A folder's deferred record goes with its own listing, once (below, unless a
         // population queues it first).
         var queuedFolder = false
@@ -173,6 +174,7 @@ struct FolderPlacer: Sendable {
                     })
                 return made
             }
+            var statuses: [(path: String, status: ReplicaStatus)] = []
             for (index, var record) in newFolders.enumerated() {
                 switch made[index] {
                 case .success(let inode):
@@ -183,6 +185,8 @@ struct FolderPlacer: Sendable {
                         record.isDataless = false
                         pass.budget -= 1
                     }
+                    statuses.append(
+                        (record.path, FolderStatus.of(dataless: record.isDataless, policy: pass.isPinned(record) ? .eager : nil)))
                     if !pass.defersFolderRecords { pass.upserts.append(record) }
                     subfolders.append(
                         FolderVisit(record: record, isOnDisk: true, isNew: true, recordPending: pass.defersFolderRecords))
@@ -190,6 +194,10 @@ struct FolderPlacer: Sendable {
                     report.added -= 1
                     report.skip(record.path, error.message, notice: "\(display(record.path)): \(error.message)")
                 }
+            }
+            if replica.layout.writesFolderStatus {
+                let written = statuses
+                try await executor.run { for (path, status) in written { FolderStatus.stamp(status, on: path, in: replica, domain: name) } }
             }
         }
         if !placeholders.isEmpty {
@@ -202,6 +210,12 @@ struct FolderPlacer: Sendable {
                     pass.upserts.append(record)
                 }
             }
+        }
+        // Populated now (or the root, whose status no population writes): it says so.
+        if populated && (!wasPopulated || folder.path.isEmpty) && replica.layout.writesFolderStatus {
+            let (replica, name, path) = (self.replica, domain.name, folder.path)
+            let status = FolderStatus.of(dataless: false, policy: pass.isPinned(folder) ? .eager : nil)
+            try await executor.run { FolderStatus.write(status, on: path, in: replica, domain: name) }
         }
         // Made dataless by this sync and marked then (``NewDatalessFolders``): populated now,
         // with its items on disk, so opening it need not wait any more.
@@ -314,13 +328,15 @@ struct FolderPlacer: Sendable {
             case .folder:
                 // Its items were not in the replica: it comes back dataless.
                 let (path, watchers, name) = (record.path, context.newDatalessFolders, domain.name)
+                record.isDataless = true
+                let (store, domainID, made) = (self.store, self.domainID, record)
                 let inode = try await executor.run { () throws -> Int64? in
                     try replica.makeFolder(path)
                     watchers.made(domain: name, paths: [path])
+                    FolderStatus.write(made, in: replica, domain: name, store: store, domainID: domainID)
                     return replica.fingerprint(atPath: replica.path(path))?.inode
                 }
                 record.localInode = inode
-                record.isDataless = true
             case .file, .symlink:
                 if record.state == .materialized { record.markPlaceholder() }
                 let metadata = PlaceholderMetadata(domain: name, record: record)

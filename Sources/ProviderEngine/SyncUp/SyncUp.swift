@@ -384,12 +384,17 @@ final class SyncUp: Sendable {
     }
 
     /// Writes the in-sync status (`downloaded` or `pinned`) on a file whose change the store
-    /// took.
+    /// took, and on a folder made or moved here (``FolderStatus``, where the layout writes them).
     private func markSent(_ change: LocalChange) async {
         if change.isDeletion { return }
         let (store, domainID, replica, domain, path) = (context.store, context.domainID, context.replica, context.domain.name, change.path)
         _ = try? await context.executor.run {
-            guard let record = try store.item(domainID: domainID, path: path), record.state == .materialized,
+            guard let record = try store.item(domainID: domainID, path: path) else { return }
+            if record.kind == .folder {
+                FolderStatus.write(record, in: replica, domain: domain, store: store, domainID: domainID)
+                return
+            }
+            guard record.state == .materialized,
                 ReplicaStatus.read(atPath: replica.path(path)) != .conflict
             else { return }
             ReplicaStatus.markDownloaded(record, in: replica, domain: domain, store: store, domainID: domainID)

@@ -29,13 +29,16 @@ public struct ServeOptions: Sendable {
     /// Where serve puts the freedesktop.org thumbnails of the dataless images and videos of the
     /// folders programs open (``FolderThumbnails``); `nil`: it makes none.
     public var thumbnailCache: URL?
+    /// The most thumbnails one folder open makes (``FolderThumbnails/perOpenLimit``).
+    public var thumbnailsPerOpen: Int
 
     public init(
         pollInterval: Double = 30, pollIntervals: [String: Double] = [:], settleSeconds: Double = 1, debounceSeconds: Double = 0.2,
         maximumDebounceSeconds: Double = 2, evictionInterval: Double = 5, fullScanInterval: Double = 3600,
-        populateInBackground: Bool = true, thumbnailCache: URL? = nil
+        populateInBackground: Bool = true, thumbnailCache: URL? = nil, thumbnailsPerOpen: Int = FolderThumbnails.defaultPerOpenLimit
     ) {
         self.thumbnailCache = thumbnailCache
+        self.thumbnailsPerOpen = thumbnailsPerOpen
         self.populateInBackground = populateInBackground
         self.fullScanInterval = fullScanInterval
         self.pollInterval = pollInterval
@@ -67,28 +70,15 @@ public final class Server: Sendable {
     private let wakeups: [String: Wakeup]
     /// The folders of each domain's replica that changed since its last sync (from inotify).
     private let changedFolders: [String: ChangedFolders]
-    /// The change feeds of the domains whose layout records every change
-    /// (``ReplicaLayout/recordsLocalChanges``: FUSE), by name: their syncs take the changed
-    /// folders from these, not from inotify, and no watcher looks at their backing folders.
-    private let feeds = Mutex<[String: ReplicaChangeFeed]>([:])
     private let stopping = Mutex(false)
     private let work = Mutex<Task<Void, Never>?>(nil)
     private let syncCount = Mutex(0)
-    /// Populates dataless folders when programs open them; `nil` without fanotify.
-    private let datalessWatcher = Mutex<DatalessWatcher?>(nil)
-    /// Fetches the files of dataless domains when programs access them; `nil` when no domain
-    /// is dataless.
-    private let onAccess = Mutex<OnAccessHandler?>(nil)
-    /// The FUSE domains' mounts (``FUSEReplicaMount``).
-    private let fuseMounts = Mutex<[FUSEReplicaMount]>([])
+    /// What runs for the domains beside their loops: feeds, watchers, mounts, thumbnails.
+    private let services: DomainServices
     /// Automatic eviction of the served domains (see ``Evictor``).
     private let eviction: EvictionLoop
     /// Which domains are syncing and how their last syncs ended (the D-Bus interface's states).
     public let activity = SyncActivity()
-    /// Thumbnails of the folders programs open; `nil` when turned off.
-    private let thumbnails: FolderThumbnails?
-    /// Tells ``thumbnails`` of the folders programs open in fanotify domains.
-    private let folderOpens = Mutex<FolderOpenNotifier?>(nil)
 
     /// A server for `domains` (names; each must exist).
     public init(manager: ProviderManager, domains: [String], options: ServeOptions = ServeOptions(), logger: Logger) {
@@ -99,7 +89,7 @@ public final class Server: Sendable {
         wakeups = Dictionary(uniqueKeysWithValues: domains.map { ($0, Wakeup()) })
         changedFolders = Dictionary(uniqueKeysWithValues: domains.map { ($0, ChangedFolders()) })
         eviction = EvictionLoop(manager: manager, domains: domains, interval: options.evictionInterval, logger: logger)
-        thumbnails = options.thumbnailCache.map { FolderThumbnails(manager: manager, cacheHome: $0, logger: logger) }
+        services = DomainServices(manager: manager, options: options, logger: logger)
     }
 
     /// How many syncs have run (finished or failed) since the server started.
@@ -126,73 +116,7 @@ public final class Server: Sendable {
         var locks: [DomainLock] = []
         for name in domains { locks.append(try DomainLock.acquire(home: manager.home, domain: name)) }
         defer { _ = locks }
-        await takeFeeds(records)
-
-        // A dataless domain's files are in its backing folder: the engine watches and writes
-        // there, never through the replica path (which the on-access handler marks).
-        var roots: [String: String] = [:]
-        for record in records { roots[record.name] = try manager.replicaRoot(of: record).standardizedFileURL.path }
-        // Dataless folders are marked before the replica is mounted: a program that opens one
-        // the moment the mount appears is held until it is filled, never shown it empty.
-        await startPopulatingOnOpen(records)
-        do {
-            try await startOnAccess(records)
-            thumbnails?.start()
-            var opened: FUSEReplicaMount.FolderOpened?
-            if let thumbnails {
-                opened = { domain, path, process, user in thumbnails.opened(domain: domain, path: path, process: process, user: user) }
-            }
-            let mounts = try await FUSEReplicaMount.mountAll(
-                records, manager: manager, feeds: feeds.withLock { $0 }, logger: logger, folderOpened: opened)
-            fuseMounts.withLock { $0 = mounts }
-            startFolderOpens(records)
-        } catch {
-            await folderOpens.withLock { $0 }?.stop()
-            await thumbnails?.stop()
-            await onAccess.withLock { $0 }?.stop()
-            manager.newDatalessFolders.listen(nil)
-            await datalessWatcher.withLock { $0 }?.stop()
-            throw error
-        }
-        // A domain whose layout records its changes (FUSE) is watched only to hear of what other
-        // processes' engines change in its backing folder (an eviction, a download, a sync by
-        // `fileproviderctl`): the sync that wakes tells the kernel through the mount
-        // (``FUSEReplicaMount/refresh()``). What its syncs compare comes from its feed alone, and
-        // its mount records the programs' opens and finished writes itself.
-        let fed = feeds.withLock { Set($0.keys) }
-        let targets = records.map { record in
-            let name = record.name
-            let id = record.id ?? 0
-            // A dataless domain's programs open its files through the replica path, which the
-            // on-access handler sees (FAN_OPEN); opens in its backing folder are the engine's
-            // own (a range flushed, an eviction's lease) and would make a file look recently used.
-            let opened: @Sendable (String) -> Void
-            if ReplicaLayouts.layout(of: record).isGuardedOnAccess || fed.contains(name) {
-                opened = { _ in }
-            } else {
-                opened = { [manager] path in manager.useRecorder.used(domainID: id, path: path) }
-            }
-            return ServeWatcher.Target(
-                domain: name, root: roots[name] ?? record.replicaPath,
-                ignore: IgnoreRules(extra: record.ignoreList), wakeup: wakeups[name]!,
-                writes: { path, modificationNanos in
-                    guard !fed.contains(name), let writes = manager.loadedController(for: name)?.finishedWrites else { return }
-                    if let modificationNanos { writes.finished(path, modificationNanos: modificationNanos) } else { writes.writing(path) }
-                },
-                isEngineWriting: { [onAccess, fuseMounts] path in
-                    onAccess.withLock { $0 }?.isFilling(domain: name, path: path) ?? false
-                        || fuseMounts.withLock { $0 }.contains { $0.domain == name && $0.isFilling(path) }
-                },
-                opened: opened, changes: fed.contains(name) ? ChangedFolders() : changedFolders[name] ?? ChangedFolders())
-        }
-        var watcher: ServeWatcher?
-        do {
-            watcher = try ServeWatcher(targets: targets, signalsFolder: manager.home.appendingPathComponent("signals").path, logger: logger)
-        } catch {
-            logger.warning("\(error.message); local changes are found by polling only")
-            for changes in changedFolders.values { changes.watchesIncomplete() }
-        }
-        await watcher?.start()
+        try await services.start(records, wakeups: wakeups, changedFolders: changedFolders)
         logger.info(
             "serving \(domains.joined(separator: ", ")): poll every \(Self.seconds(options.pollInterval)), settle \(Self.seconds(options.settleSeconds))"
         )
@@ -211,14 +135,7 @@ public final class Server: Sendable {
         }
         if alreadyStopping { signalStop() } else { ready() }
         await task.value
-        await onAccess.withLock { $0 }?.stop()
-        await FUSEReplicaMount.unmountAll(fuseMounts.exchange([]))
-        await keepFeeds(records)
-        await folderOpens.withLock { $0 }?.stop()
-        await thumbnails?.stop()
-        await watcher?.stop()
-        manager.newDatalessFolders.listen(nil)
-        await datalessWatcher.withLock { $0 }?.stop()
+        await services.stop()
         logger.info("stopped")
     }
 
@@ -237,47 +154,10 @@ public final class Server: Sendable {
 
     private var isStopping: Bool { stopping.withLock { $0 } }
 
-    // MARK: Change feeds
-
-    /// Takes the change feeds the last clean stop left for the domains whose layout records
-    /// every change (``ReplicaChangeFeed/restore(home:domain:domainID:)``: without one, the
-    /// first sync compares the whole replica), and wires each to its domain's loop (a change
-    /// wakes it) and to its controller's finished writes.
-    private func takeFeeds(_ records: [DomainRecord]) async {
-        let manager = self.manager
-        for record in records where ReplicaLayouts.layout(of: record).recordsLocalChanges {
-            guard let id = record.id, let wakeup = wakeups[record.name] else { continue }
-            let name = record.name
-            let feed =
-                (try? await manager.blocking { ReplicaChangeFeed.restore(home: manager.home, domain: name, domainID: id) })
-                ?? ReplicaChangeFeed()
-            feed.onChange { wakeup.signal(.local) }
-            feed.sendFinishedWrites { manager.loadedController(for: name)?.finishedWrites }
-            logger.info(
-                "\(name): local changes recorded as programs make them through the mount; \(feed.isTrusted ? "the first sync compares only the folders changed before the last stop" : "the first sync compares the whole replica once (no record of a clean stop)")"
-            )
-            feeds.withLock { $0[name] = feed }
-        }
-    }
-
-    /// Writes what each feed holds that was not sent, for the next `serve`: once its mount is
-    /// gone and no sync runs.
-    private func keepFeeds(_ records: [DomainRecord]) async {
-        let manager = self.manager
-        for (name, feed) in feeds.withLock({ $0 }) {
-            guard let id = records.first(where: { $0.name == name })?.id else { continue }
-            do {
-                try await manager.blocking { () throws(FileProviderError) in try feed.save(home: manager.home, domain: name, domainID: id) }
-            } catch {
-                logger.warning("\(error.message); the next serve compares the whole replica once")
-            }
-        }
-    }
-
     /// The record of the changes of a domain's replica its syncs take: its feed's, else what
     /// the watcher saw.
     private func changes(of name: String) -> ChangedFolders? {
-        feeds.withLock { $0[name] }?.changes ?? changedFolders[name]
+        services.changes(of: name, watched: changedFolders[name])
     }
 
     // MARK: One domain
@@ -314,7 +194,7 @@ public final class Server: Sendable {
         var state = DomainState()
         // A feed that records every change needs no periodic full comparison (its first sync
         // compares everything unless a clean stop left a record).
-        if feeds.withLock({ $0[name] }) != nil { state.nextFullScan = .distantFuture }
+        if services.hasFeed(name) { state.nextFullScan = .distantFuture }
         while !isStopping && !Task.isCancelled {
             let now = Date()
             let reasons = wakeup.take()
@@ -470,11 +350,11 @@ public final class Server: Sendable {
             let folders = (try? await manager.blocking { () throws(FileProviderError) in try store.summary(domainID: domainID) })
                 .map { [$0.folders, $0.datalessFolders] }
             if report.added + report.updated + report.moved + report.deleted > 0 || folders == nil || folders != state.markedFolders {
-                await watchDatalessFolders(of: controller.domain)
+                await services.watchDatalessFolders(of: controller.domain)
                 state.markedFolders = folders
             }
             for notice in report.notices { logger.warning("\(notice)") }
-            await fuseMounts.withLock { $0 }.first { $0.domain == name }?.refresh()
+            await services.refreshMount(of: name)
             state.populationDue = true
             if !report.pendingLocal.isEmpty {
                 state.settleRecheck = Date().addingTimeInterval(options.settleSeconds + 0.05)
@@ -482,7 +362,7 @@ public final class Server: Sendable {
                     "\(name): \(report.pendingLocal.count) files still being written; checking again in \(Self.seconds(options.settleSeconds))"
                 )
             }
-        } catch  where error.code == .backendNotAvailable {
+        } catch where error.code == .backendNotAvailable {
             // Not a failure of the store: said once, nothing recorded; looked for at every poll.
             outcome = SyncActivity.Outcome(code: error.code, message: error.message)
             if !state.backendMissing { logger.warning("\(name): not synced: \(error.message)") }
@@ -498,106 +378,6 @@ public final class Server: Sendable {
                     "; backing off until \(Self.clock(backoff.nextRetryAt)) after \(backoff.failureCount) failure\(backoff.failureCount == 1 ? "" : "s")"
             }
             logger.error("\(line)")
-        }
-    }
-
-    // MARK: On-access files
-
-    /// Mounts every dataless domain's files at its replica path and starts answering programs'
-    /// accesses (see ``OnAccessHandler``).
-    /// - Throws: why a dataless domain cannot be served (no CAP_SYS_ADMIN, a file system that
-    ///   refuses the marks, a replica folder that is not empty); mounts made before are taken
-    ///   away again.
-    private func startOnAccess(_ records: [DomainRecord]) async throws(FileProviderError) {
-        let dataless = records.filter { ReplicaLayouts.layout(of: $0).isGuardedOnAccess }
-        guard !dataless.isEmpty else { return }
-        let settle = options.settleSeconds
-        let handler = try OnAccessHandler.open(manager: manager, logger: logger) { [manager, logger, changedFolders] name, path in
-            do {
-                let controller = try await manager.controller(for: name)
-                // The engine's own writes there were not reported (a fill, a file completed
-                // around a program's write): the folder is compared whatever the watcher saw.
-                changedFolders[name]?.folderChanged(RelativePath(path).parent)
-                _ = try await controller.sync(upload: true, settleSeconds: settle, changes: changedFolders[name])
-            } catch {
-                logger.warning("\(name): sync for a moved file failed: \(FileProviderError.wrap(error).message)")
-            }
-        }
-        for record in dataless {
-            let ranged = (try? await manager.controller(for: record.name))?.backend.capabilities.supportsRangedReads ?? false
-            do { try handler.serve(record, ranged: ranged) } catch {
-                await handler.stop()
-                throw FileProviderError(error.code, "cannot serve \(record.name)'s files on access: \(error.message)")
-            }
-        }
-        handler.start()
-        onAccess.withLock { $0 = handler }
-    }
-
-    /// Starts telling ``thumbnails`` of the folders programs open in the fanotify domains'
-    /// replicas (the FUSE mounts tell it themselves); without `CAP_SYS_ADMIN` logs why not.
-    private func startFolderOpens(_ records: [DomainRecord]) {
-        let guarded = records.filter { ReplicaLayouts.layout(of: $0).isGuardedOnAccess }
-        guard let thumbnails, !guarded.isEmpty else { return }
-        do {
-            let notifier = try FolderOpenNotifier(thumbnails: thumbnails, logger: logger)
-            for record in guarded { notifier.watch(domain: record.name, replicaPath: record.replicaPath) }
-            notifier.start()
-            folderOpens.withLock { $0 = notifier }
-        } catch {
-            logger.notice("no thumbnails for the folders programs open: \(error.message)")
-        }
-    }
-
-    // MARK: Dataless folders
-
-    /// Starts populating dataless folders when they are opened (see ``DatalessWatcher``).
-    private func startPopulatingOnOpen(_ records: [DomainRecord]) async {
-        do {
-            let watcher = try DatalessWatcher(
-                populate: { [self] domain, path in
-                    guard let controller = try? await manager.controller(for: domain) else { return false }
-                    var worked = true
-                    for outcome in await controller.populate(paths: [path], recursive: false) {
-                        if let error = outcome.error {
-                            logger.warning("\(TerminalText.quoted(outcome.path)): not populated: \(error.message)")
-                            worked = false
-                        }
-                    }
-                    // Its subfolders are dataless: the population had them marked as it made
-                    // them (NewDatalessFolders), so opening one populates it in turn.
-                    return worked
-                }, logger: logger)
-            watcher.start()
-            datalessWatcher.withLock { $0 = watcher }
-            for record in records { await watchDatalessFolders(of: record) }
-            // The folders a sync makes dataless are marked as it makes them, not after it.
-            let listedFromDatabase = Set(records.filter { ReplicaLayouts.layout(of: $0).listsDatalessFoldersFromDatabase }.map(\.name))
-            manager.newDatalessFolders.listen { domain, paths, dataless in
-                guard !listedFromDatabase.contains(domain) else { return }
-                if dataless { watcher.mark(domain: domain, folders: paths) } else { watcher.unmark(domain: domain, folders: paths) }
-            }
-        } catch {
-            logger.notice("\(error.message)")
-        }
-    }
-
-    /// Marks a domain's dataless folders, so opening one populates it. Not a FUSE domain's: its
-    /// mount lists them from the database, and writes them only when a program needs their
-    /// entries (Docs/FUSE.md).
-    private func watchDatalessFolders(of domain: DomainRecord) async {
-        guard let watcher = datalessWatcher.withLock({ $0 }), let id = domain.id,
-            !ReplicaLayouts.layout(of: domain).listsDatalessFoldersFromDatabase
-        else { return }
-        do {
-            let store = manager.store
-            let folders = try await manager.blocking { () throws(FileProviderError) in try store.datalessFolderPaths(domainID: id) }
-            // Marked where the engine writes them; programs open them at the replica path,
-            // which is another path to the same folders when the replica is a mount of them.
-            let root = try manager.replicaRoot(of: domain).path
-            watcher.watch(domain: domain.name, root: root, seenAt: [domain.replicaPath], datalessFolders: folders)
-        } catch {
-            logger.warning("\(domain.name): \(error.message)")
         }
     }
 

@@ -21,13 +21,14 @@ final class FolderOpenNotifier: @unchecked Sendable {
     private let logger: Logger
     /// Each domain's replica path, resolved as `/proc/self/fd` names it.
     private let roots = Mutex<[String: String]>([:])
-    private let events = Mutex<FolderOpenEvents?>(nil)
+    private let events: FolderOpenEvents
 
     /// - Throws: `permissionDenied` without `CAP_SYS_ADMIN`; `localIOFailure` otherwise.
     init(thumbnails: FolderThumbnails, logger: Logger) throws(FileProviderError) {
         group = try FolderOpenGroup(notifications: true)
         self.thumbnails = thumbnails
         self.logger = logger
+        events = FolderOpenEvents(group: group, threadName: "fileprovider-opens")
     }
 
     /// Marks the mount at `replicaPath` (a fanotify domain's replica, mounted by the on-access
@@ -44,18 +45,12 @@ final class FolderOpenNotifier: @unchecked Sendable {
 
     /// Starts the thread that reads events.
     func start() {
-        let reader = FolderOpenEvents(group: group, threadName: "fileprovider-opens") { [self] event in note(event) }
-        events.withLock { $0 = reader }
-        reader.start()
+        events.start { [self] event in note(event) }
     }
 
     /// Stops the thread and closes the group; returns once it ended.
     func stop() async {
-        // Forgotten: the reader's handler holds this object.
-        await events.withLock { reader in
-            defer { reader = nil }
-            return reader
-        }?.stop()
+        await events.stop()
     }
 
     private func note(_ event: FolderOpenGroup.Event) {

@@ -19,7 +19,7 @@ import Thumbnails
 /// files' contents: nothing is downloaded for them.
 ///
 /// Bounded, so a folder of 10,000 images never floods the store: each folder open makes at
-/// most ``perOpenLimit`` thumbnails and looks at most at ``perOpenRows`` items (in name order;
+/// most ``perOpenLimit`` thumbnails (200 unless told: ``defaultPerOpenLimit``) and looks at most at ``perOpenRows`` items (in name order;
 /// opening the folder again goes on after the last one it looked at), at most
 /// ``queueLimit`` folders wait (further opens are dropped until one is done; the same folder is
 /// never queued twice), and one thumbnail is made at a time. Not for:
@@ -34,8 +34,8 @@ import Thumbnails
 /// The work runs in one task of its own; its database reads and cache writes go through the
 /// engine's executor (threads of its own), the store's thumbnails through the backend.
 public final class FolderThumbnails: Sendable {
-    /// The most thumbnails one folder open makes.
-    public static let perOpenLimit = 200
+    /// The most thumbnails one folder open makes, unless told otherwise.
+    public static let defaultPerOpenLimit = 200
     /// The most folders waiting.
     public static let queueLimit = 8
     /// The most items one folder open looks at (the next open goes on after them).
@@ -68,13 +68,17 @@ public final class FolderThumbnails: Sendable {
     /// The cache's root (`$XDG_CACHE_HOME`, else `~/.cache`).
     public let cacheHome: URL
     let logger: Logger
+    /// The most thumbnails one folder open makes.
+    public let perOpenLimit: Int
     private let gate: AccessGate
     private let state = Mutex(State())
     private let worker = Mutex<Task<Void, Never>?>(nil)
 
-    /// Thumbnails for `manager`'s domains in `cacheHome` (``FreedesktopThumbnail/cacheHome(environment:)``).
-    public init(manager: ProviderManager, cacheHome: URL, logger: Logger) {
+    /// Thumbnails for `manager`'s domains in `cacheHome` (``FreedesktopThumbnail/cacheHome(environment:)``),
+    /// at most `perOpenLimit` (at least 1) per folder open.
+    public init(manager: ProviderManager, cacheHome: URL, perOpenLimit: Int = defaultPerOpenLimit, logger: Logger) {
         self.manager = manager
+        self.perOpenLimit = max(1, perOpenLimit)
         self.cacheHome = cacheHome
         self.logger = logger
         gate = AccessGate(manager: manager)
@@ -163,7 +167,7 @@ public final class FolderThumbnails: Sendable {
         var after = state.withLock { $0.cursors.removeValue(forKey: folder) }
         var (made, looked) = (0, 0)
         pages: while !Task.isCancelled, !state.withLock({ $0.stopped }) {
-            if made >= Self.perOpenLimit || looked >= Self.perOpenRows {
+            if made >= perOpenLimit || looked >= Self.perOpenRows {
                 // Where the next open of the folder goes on.
                 state.withLock { $0.cursors[folder] = after }
                 break
@@ -185,7 +189,7 @@ public final class FolderThumbnails: Sendable {
                     candidates.filter { !Self.hasCurrentThumbnails($0, replicaPath: replicaPath, cacheHome: cacheHome) }
                 }) ?? []
             for record in due {
-                if made >= Self.perOpenLimit || Task.isCancelled || state.withLock({ $0.stopped }) {
+                if made >= perOpenLimit || Task.isCancelled || state.withLock({ $0.stopped }) {
                     state.withLock { $0.cursors[folder] = after }
                     break pages
                 }

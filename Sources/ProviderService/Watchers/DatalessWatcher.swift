@@ -34,12 +34,12 @@ final class DatalessWatcher: @unchecked Sendable {
     /// Where programs reach each domain's folders, by domain: absolute paths, symlinks
     /// resolved as `/proc/self/fd` shows them (see ``watch(domain:root:seenAt:datalessFolders:)``).
     private let roots = Mutex<[String: [String]]>([:])
-    private let events = Mutex<FolderOpenEvents?>(nil)
+    private let events: FolderOpenEvents
 
     /// - Throws: `permissionDenied` without `CAP_SYS_ADMIN`; `localIOFailure` when fanotify
     ///   cannot be started otherwise.
     init(populate: @escaping Populate, logger: Logger) throws(FileProviderError) {
-        do { group = try FolderOpenGroup() } catch  where error.message.hasPrefix("fanotify: ") {
+        do { group = try FolderOpenGroup() } catch where error.message.hasPrefix("fanotify: ") {
             let denied = error.code == .permissionDenied
             throw FileProviderError(
                 error.code,
@@ -48,6 +48,7 @@ final class DatalessWatcher: @unchecked Sendable {
         }
         self.populate = populate
         self.logger = logger
+        events = FolderOpenEvents(group: group, threadName: "fileprovider-dataless")
     }
 
     /// Marks the dataless folders of a domain (relative paths) under `root`, the folder the
@@ -86,20 +87,14 @@ final class DatalessWatcher: @unchecked Sendable {
 
     /// Starts the thread that answers events.
     func start() {
-        let reader = FolderOpenEvents(group: group, threadName: "fileprovider-dataless") { [self] event in answer(event) }
-        events.withLock { $0 = reader }
-        reader.start()
+        events.start { [self] event in answer(event) }
     }
 
     /// Stops the thread; returns once it ended, then closes the group: events still queued
     /// or waiting for a population are allowed, programs still waiting go on, and no folder is
     /// marked any more.
     func stop() async {
-        // Forgotten: the reader's handler holds this object.
-        await events.withLock { reader in
-            defer { reader = nil }
-            return reader
-        }?.stop()
+        await events.stop()
     }
 
     // MARK: The thread

@@ -238,8 +238,9 @@ final class ServeWatcher: @unchecked Sendable {
         guard let (index, folder) = watches[event.watch] else { return }
         guard let name = event.name else {
             // A watched folder opened itself (a listing, the sync's own scan among them)
-            // changes nothing; waking for it made every sync wake the next one.
-            if event.mask & ~UInt32(IN_OPEN | IN_ISDIR) == 0 { return }
+            // changes nothing; waking for it made every sync wake the next one. Nor does a
+            // change of its attributes (below).
+            if event.mask & ~UInt32(IN_OPEN | IN_ISDIR | IN_ATTRIB) == 0 { return }
             // The folder itself was deleted or moved: the parent's event covers it; the root's
             // own removal still deserves a scan.
             if folder == targets[index].root {
@@ -258,6 +259,18 @@ final class ServeWatcher: @unchecked Sendable {
                 targets[index].opened(String(path.dropFirst(targets[index].root.count + 1)))
             }
             if event.mask & ~UInt32(IN_OPEN | IN_ISDIR) == 0 { return }
+        }
+        // A folder's mode, dates and extended attributes are not sent to the store: a change of
+        // them is none to sync. The engine's own status writes (``FolderStatus``) are such
+        // changes, and waking for them would make a population or a pin wake a sync.
+        if event.isFolder && event.mask & ~UInt32(IN_ATTRIB | IN_ISDIR) == 0 { return }
+        // An attribute change of an entry that has no name there (any more): the engine's
+        // unnamed files (`O_TMPFILE`, which inotify names `#<inode>`), whose status it stamps
+        // before it names them; an entry a program changed and then removed or renamed has an
+        // event of its own for that.
+        if event.mask & ~UInt32(IN_ATTRIB) == 0 {
+            var info = stat()
+            if lstat(path, &info) != 0 && errno == ENOENT { return }
         }
         if event.isFolder {
             if event.has(IN_MOVED_FROM) || event.has(IN_DELETE) { unwatchTree(path) }

@@ -41,7 +41,7 @@ struct MediaServerCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Write this many sample images (PNG and JPEG) into the root and exit.", valueName: "count"))
     var writeSamples: Int?
 
-    @Flag(help: "Log every request.")
+    @Flag(help: "Log every request (a line 'request METHOD URI' on standard error).")
     var verbose = false
 
     @Flag(help: "Exit when standard input reaches its end (a test fixture holds a pipe to it, so the server dies with its parent).")
@@ -76,6 +76,7 @@ struct MediaServerCommand: AsyncParsableCommand {
         }
         let store = MediaStore(root: rootPath, compat: compat)
         let router = Router()
+        if verbose { router.add(middleware: RequestLines()) }
         MediaRoutes(store: store, token: token).register(on: router)
         var logger = Logger(label: "media-server")
         logger.logLevel = verbose ? .info : .warning

@@ -51,6 +51,11 @@ public protocol ReplicaLayout: Sendable {
     /// in the background, and a folder is written only when a program needs its entries.
     var listsDatalessFoldersFromDatabase: Bool { get }
 
+    /// Whether the engine writes a folder's status attributes (``FolderStatus``) on the folder
+    /// itself as its state changes; `false` when the layout answers them from the database
+    /// when a program asks (a FUSE mount), so nothing is written on its backing folders.
+    var writesFolderStatus: Bool { get }
+
     /// Whether the layout sees every change programs make in the replica as it happens and
     /// records it (``ReplicaChangeFeed``): the local change feed is exact, so `serve` takes the
     /// changed folders from it instead of a watcher, and sync up compares only those (the whole

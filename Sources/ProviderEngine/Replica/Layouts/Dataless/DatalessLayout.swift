@@ -22,6 +22,7 @@ public struct DatalessLayout: ReplicaLayout {
     public var isGuardedOnAccess: Bool { true }
     public var mountsThroughFUSE: Bool { false }
     public var listsDatalessFoldersFromDatabase: Bool { false }
+    public var writesFolderStatus: Bool { true }
     /// Programs change the backing folder directly (fanotify guards reads): `serve` watches it.
     public var recordsLocalChanges: Bool { false }
     /// Its files must be made by the engine, marked, in a backing folder of their own.

@@ -32,6 +32,8 @@ public struct FUSELayout: ReplicaLayout {
     public var mountsThroughFUSE: Bool { true }
     /// ``ReplicaFileSystem`` answers them from the database.
     public var listsDatalessFoldersFromDatabase: Bool { true }
+    /// ``ReplicaFileSystem+FolderStatus.swift`` answers them from the database.
+    public var writesFolderStatus: Bool { false }
     /// Every change goes through ``ReplicaFileSystem``, which records it (``ReplicaChangeFeed``).
     public var recordsLocalChanges: Bool { true }
     public var canAdoptReplicaFolder: Bool { false }

@@ -11,22 +11,16 @@ import ProviderSystem
 /// the database when a program asks, never written on the backing folder (whose change time
 /// tells the mount and the local scan that its entries changed).
 ///
-/// A folder's `user.fileprovider.status` is ``ReplicaStatus/pinned`` when its content policy
-/// (its own, else its folders') is `eager`, else ``ReplicaStatus/dataless`` while its items
-/// are not written to disk (``ItemRecord/isDataless``: listing it through the mount does not
-/// write them; opening one of its files or `populate` does), else
-/// ``ReplicaStatus/downloaded`` (its items are written; its files may be dataless or not: each
-/// says so itself). It describes the folder alone: it does not roll up what lies below it
-/// (`fileproviderctl status` and `pending` do). `user.fileprovider.domain` is the domain's name.
+/// The values are the other layouts' (``FolderStatus``): `pinned`, else `dataless` while the
+/// folder's items are not written to disk (listing it through the mount does not write them;
+/// opening one of its files or `populate` does), else `downloaded`. It describes the folder
+/// alone: it does not roll up what lies below it (`fileproviderctl status` and `pending` do). `user.fileprovider.domain` is the domain's name.
 /// Each read costs one database row and the policies along the folder's path; nothing else.
 extension ReplicaFileSystem {
     /// The status of the folder at `path` (relative; the root's is empty). Blocking.
     func folderStatus(_ path: [UInt8]) -> ReplicaStatus {
         let record = path.isEmpty ? nil : storedItem(path)
-        let status = ReplicaStatus.downloaded(
-            path: text(path), own: record?.contentPolicy, store: fetcher.manager.store, domainID: fetcher.domainID)
-        if status == .downloaded, record?.isDataless == true { return .dataless }
-        return status
+        return FolderStatus.of(text(path), record: record, store: fetcher.manager.store, domainID: fetcher.domainID)
     }
 
     /// The value of the status attribute `name` (``statusName`` or ``domainName``) of the folder

@@ -24,6 +24,7 @@ public struct PlaceholderFilesLayout: ReplicaLayout {
     public var isGuardedOnAccess: Bool { false }
     public var mountsThroughFUSE: Bool { false }
     public var listsDatalessFoldersFromDatabase: Bool { false }
+    public var writesFolderStatus: Bool { true }
     /// Programs change the replica folder directly: `serve` watches it, sync up compares it.
     public var recordsLocalChanges: Bool { false }
     public var canAdoptReplicaFolder: Bool { true }
