@@ -8,7 +8,8 @@ extension S3Backend {
     /// (``putMultipart(_:size:at:condition:)``), else with one `PutObject` that sends its
     /// `Content-MD5` and SHA-256 (`x-amz-checksum-sha256`: the server refuses bytes damaged on
     /// the way) and whose ETag, where it is an MD5, is checked against the bytes. Returns the
-    /// new ETag.
+    /// new ETag, with the version id the store answered with (`x-amz-version-id`) in a
+    /// versioned bucket.
     ///
     /// - Throws: `versionOutOfDate` when the condition does not hold (`412`);
     ///   `insufficientQuota` for a file over 5 TiB or when the store is full; `localIOFailure`
@@ -16,12 +17,18 @@ extension S3Backend {
     ///   other bytes; what ``S3ErrorMapping/check(_:bucket:)`` and
     ///   ``putMultipart(_:size:at:condition:)`` throw.
     func put(_ contents: URL, at path: ItemPath, condition: String?) async throws(FileProviderError) -> (
-        etag: String, size: Int64, date: Date?
+        version: S3ContentVersion, size: Int64, date: Date?
     ) {
         let size = try UploadFile.size(atPath: contents.path)
+        let what = "PUT \(path.display)"
         if size > multipart.threshold {
             let outcome = try await putMultipart(contents, size: size, at: path, condition: condition)
-            return (outcome.etag, size, outcome.date)
+            var versionID = outcome.versionID
+            if versioned && versionID == nil, let item = try await head(path), S3ContentVersion(item.version).etag == outcome.etag {
+                // A completion whose reply names no version: the object's, when it is still this upload.
+                versionID = S3ContentVersion(item.version).versionID
+            }
+            return (try S3ContentVersion(etag: outcome.etag, versionID: versioned ? versionID : nil, of: what), size, outcome.date)
         }
         let file = contents.path
         let digests = try await hashers.run { () throws -> FileDigests in try FileDigests.of(file: file, sha256: true) }
@@ -47,7 +54,8 @@ extension S3Backend {
                 "\(path.display) was stored as other bytes than those sent (its ETag is \(tag), the MD5 sent \(digests.md5Hex)); upload it again"
             )
         }
-        return (tag, size, reply.head["date"].flatMap(Self.httpDate))
+        let version = try S3ContentVersion(etag: tag, versionID: versioned ? reply.head["x-amz-version-id"] : nil, of: what)
+        return (version, size, reply.head["date"].flatMap(Self.httpDate))
     }
 
     /// Writes a folder's marker object (`name/`, empty).
@@ -126,10 +134,10 @@ extension S3Backend {
         }
     }
 
-    func uploadedItem(_ path: ItemPath, _ put: (etag: String, size: Int64, date: Date?)) -> Item {
+    func uploadedItem(_ path: ItemPath, _ put: (version: S3ContentVersion, size: Int64, date: Date?)) -> Item {
         Item(
             identifier: path.identifier, parentIdentifier: path.parent.identifier, filename: path.name, kind: .file,
-            size: put.size, contentModificationDate: put.date, version: ItemVersion(content: Data(put.etag.utf8), metadata: Data()))
+            size: put.size, contentModificationDate: put.date, version: put.version.itemVersion)
     }
 
     /// Changes an item: new contents (`PutObject` with `If-Match` on the base ETag), a rename
@@ -148,7 +156,7 @@ extension S3Backend {
         let path = try path(of: item.identifier)
         if path.isRoot { throw FileProviderError(.invalidArgument, "the root cannot be changed") }
         guard let current = try await self.item(at: path) else { throw .noSuchItem(item.identifier) }
-        if current.kind == .file && current.version.content != baseVersion.content {
+        if current.kind == .file && !S3ContentVersion(current.version).matches(S3ContentVersion(baseVersion)) {
             throw FileProviderError(.versionOutOfDate, "\(path.display) changed in the bucket since this change was made")
         }
         let moves = changedFields.contains(.filename) || changedFields.contains(.parentItemIdentifier)
@@ -239,7 +247,9 @@ extension S3Backend {
         let path = try path(of: identifier)
         if path.isRoot { throw FileProviderError(.deletionRejected, "the root cannot be deleted") }
         if let file = try await head(path) {
-            if let baseVersion, baseVersion != Self.folderVersion, file.version.content != baseVersion.content {
+            if let baseVersion, baseVersion != Self.folderVersion,
+                !S3ContentVersion(file.version).matches(S3ContentVersion(baseVersion))
+            {
                 throw FileProviderError(.versionOutOfDate, "\(path.display) changed in the bucket since it was deleted here")
             }
             try await deleteKey(key(path))
