@@ -197,6 +197,35 @@ extension S3Backend {
         return exists
     }
 
+    /// Whether the folder a new file goes into exists, and the names of the folders in it when
+    /// they are known: from ``knownFolders`` when it was seen a moment ago, else from one
+    /// `ListObjectsV2` page of it (up to 1,000 entries, with `delimiter=/`: the names are known
+    /// when the page holds them all), remembered for the files after it. The root always
+    /// exists.
+    ///
+    /// - Throws: what ``listPage(prefix:delimiter:token:maxKeys:versions:)`` throws.
+    func folderForNewFile(_ path: ItemPath) async throws(FileProviderError) -> (exists: Bool, subfolders: Set<String>?) {
+        let folderKey = key(path, folder: true)
+        if path.isRoot || knownFolders.contains(folderKey), let subfolders = knownFolders.subfolders(of: folderKey) {
+            return (true, subfolders)
+        }
+        if !path.isRoot && knownFolders.contains(folderKey) { return (true, nil) }
+        let listing = try await listPage(prefix: folderKey, delimiter: true, token: nil)
+        let exists = path.isRoot || !listing.objects.isEmpty || !listing.commonPrefixes.isEmpty
+        guard exists else { return (false, nil) }
+        var subfolders: Set<String>?
+        if !listing.isTruncated {
+            subfolders = Set(
+                listing.commonPrefixes.map { common in
+                    var name = String(common.utf8.dropFirst(folderKey.utf8.count)) ?? ""
+                    if name.hasSuffix("/") { name.removeLast() }
+                    return name
+                })
+        }
+        knownFolders.insert(folderKey, subfolders: subfolders)
+        return (true, subfolders)
+    }
+
     /// Whether the folder new items go into exists: answered from ``knownFolders`` when it was
     /// seen a moment ago, else ``folderExists(_:)``.
     func parentExists(_ path: ItemPath) async throws(FileProviderError) -> Bool {

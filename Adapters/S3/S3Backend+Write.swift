@@ -93,7 +93,9 @@ extension S3Backend {
     }
 
     /// Creates a file (`PutObject`, `If-None-Match: *` unless `mayAlreadyExist`) or a folder
-    /// (its marker object).
+    /// (its marker object). A new file's name is checked against the folders of its folder
+    /// seen a moment ago (``KnownFolders``: one listing of the folder per 5 seconds, not one
+    /// per file), else with a listing of its own.
     ///
     /// - Throws: `filenameCollision` when something is at the name (without
     ///   `mayAlreadyExist`; with it, a folder there is returned, and a file is replaced);
@@ -108,9 +110,9 @@ extension S3Backend {
             throw FileProviderError(.invalidFilename, "'\(template.filename)' cannot be a name in a bucket")
         }
         let path = parent.appending(template.filename)
-        guard try await parentExists(parent) else { throw .noSuchItem(template.parentIdentifier) }
         let mayExist = options.contains(.mayAlreadyExist)
         if template.kind == .folder {
+            guard try await parentExists(parent) else { throw .noSuchItem(template.parentIdentifier) }
             if try await head(path) != nil {
                 throw FileProviderError(.filenameCollision, "a file is at \(path.display)")
             }
@@ -119,11 +121,22 @@ extension S3Backend {
                 throw FileProviderError(.filenameCollision, "a folder is at \(path.display)")
             }
             try await putMarker(path)
-            knownFolders.insert(key(path, folder: true))
+            // Nothing was below it a moment ago: it holds no folders.
+            knownFolders.insert(key(path, folder: true), subfolders: [])
+            knownFolders.addSubfolder(path.name, in: key(parent, folder: true))
             return ItemResult(item: folderItem(path))
         }
         guard let contents else { throw FileProviderError(.invalidArgument, "no contents to upload for \(path.display)") }
-        if try await folderExists(path) {
+        // A folder of the file's name: from the folder's names seen a moment ago, else a listing.
+        let folder = try await folderForNewFile(parent)
+        guard folder.exists else { throw .noSuchItem(template.parentIdentifier) }
+        let folderThere: Bool
+        if let subfolders = folder.subfolders {
+            folderThere = subfolders.contains(path.name)
+        } else {
+            folderThere = try await folderExists(path)
+        }
+        if folderThere {
             throw FileProviderError(.filenameCollision, "a folder is at \(path.display)")
         }
         do {
@@ -205,6 +218,7 @@ extension S3Backend {
         let newPrefix = key(target, folder: true)
         knownFolders.forget(below: oldPrefix)
         try await putMarker(target)
+        knownFolders.addSubfolder(target.name, in: key(target.parent, folder: true))
         for object in objects where object.key != oldPrefix {
             let rest = String(object.key.utf8.dropFirst(oldPrefix.utf8.count)) ?? ""
             if rest.hasSuffix("/") {
