@@ -14,6 +14,14 @@ SeaweedFS cluster on 127.0.0.1.
   Target: faster.
 - s3-upload-10k: the 10,000 files copied into the replica and uploaded by `sync` into an empty
   bucket vs `rclone copy --transfers 16`. Target: faster.
+- s3-upload-5g-resumed: a 5 GiB file (mostly holes on disk, so the dataset costs little: 1 MiB of
+  seeded random bytes every 64 MiB, the store gets all 5 GiB) copied into the replica and
+  uploaded by `sync -vv` (multipart, 8 MiB parts, 4 at once), killed with SIGKILL once half the
+  parts are stored (counted from its request lines; untimed), then the timed `sync` that
+  resumes the upload (it lists the upload's parts, keeps those whose ETag is the MD5 of this
+  file's bytes and sends the rest) vs `rclone copy --transfers 4` of the whole file into an
+  empty bucket. Target: faster than rclone's whole upload (what was sent before the kill is not
+  sent again).
 - s3-resync-100k: a `sync` with nothing changed, after an untimed first sync, vs `rclone bisync`
   with nothing changed between the bucket and a hard-linked copy of the tree (`cp -al`, made
   known to bisync with an untimed `--resync`). bisync runs once, without warm-up, killed after
@@ -39,7 +47,7 @@ the 10,000 files (its --transfers 16).
 
 BENCH_S3_SCALE=small runs every row on small datasets (1,000 files in 10 folders instead of
 100,000, 1,000 files of 4 KiB instead of 10,000, a 100 MiB file instead of 1 GiB: still
-multipart), to try the rows quickly; the row names stay. BENCH_S3_TREE=small10k lists the
+multipart, and a 320 MiB file instead of 5 GiB), to try the rows quickly; the row names stay. BENCH_S3_TREE=small10k lists the
 10,000-file dataset in the 100k rows instead (where uploading 100,000 keys takes too long).
 """
 
@@ -276,6 +284,48 @@ def make_big100m(root: Path) -> None:
             f.write(rng.randbytes(1 << 20))
 
 
+def make_sparse(root: Path, size: int) -> None:
+    """One file of `size` bytes, holes but for 1 MiB of seeded random bytes every 64 MiB (the
+    store is sent every byte; the disk holds 1/64 of them)."""
+    rng = random.Random(size)
+    root.mkdir(parents=True)
+    with open(root / "big.bin", "wb") as f:
+        f.truncate(size)
+        for offset in range(0, size, 64 << 20):
+            f.seek(offset)
+            f.write(rng.randbytes(min(1 << 20, size - offset)))
+
+
+def make_big5g(root: Path) -> None:
+    """A 5 GiB file, mostly holes (s3-upload-5g-resumed)."""
+    make_sparse(root, 5 << 30)
+
+
+def make_big320m(root: Path) -> None:
+    """A 320 MiB file, mostly holes (s3-upload-5g-resumed with BENCH_S3_SCALE=small)."""
+    make_sparse(root, 320 << 20)
+
+
+def interrupted_upload(bench, command: list[str], parts: int) -> None:
+    """Runs our `sync -vv` until `parts` parts of a multipart upload are stored (its request
+    lines `PUT …?partNumber=N&uploadId=… -> 200`), then kills it with SIGKILL, as a crash
+    would. Untimed."""
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    stored = 0
+    assert process.stderr is not None
+    for line in process.stderr:
+        if "partNumber=" in line and " -> 200" in line:
+            stored += 1
+            if stored >= parts:
+                os.killpg(process.pid, signal.SIGKILL)
+                break
+    process.wait()
+    if stored < parts:
+        raise bench.CommandFailed(command, process.returncode, f"the upload ended after {stored} parts, before {parts} were stored")
+    print(f"  sync killed after {stored} parts stored", file=sys.stderr, flush=True)
+
+
 def register(bench) -> None:
     Tool, Benchmark, Target, ours, DOMAIN = bench.Tool, bench.Benchmark, bench.Target, bench.ours, bench.DOMAIN
     scale = os.environ.get("BENCH_S3_SCALE", "full")
@@ -285,10 +335,15 @@ def register(bench) -> None:
     if tree_choice not in ("tree100k", "small10k"):
         raise SystemExit(f"BENCH_S3_TREE must be tree100k or small10k, not {tree_choice!r}")
     if scale == "small":
-        for name, make in (("s3-tree1k", make_tree1k), ("s3-small1k", make_small1k), ("s3-big100m", make_big100m)):
+        for name, make in (
+            ("s3-tree1k", make_tree1k), ("s3-small1k", make_small1k), ("s3-big100m", make_big100m), ("s3-big320m", make_big320m)
+        ):
             bench.DATASETS[name] = bench.Dataset(name, 1, make)
         tree, small, big, tree_items, small_items = "s3-tree1k", "s3-small1k", "s3-big100m", 1_000, 1_000
+        huge, huge_size = "s3-big320m", 320 << 20
     else:
+        bench.DATASETS["s3-big5g"] = bench.Dataset("s3-big5g", 1, make_big5g)
+        huge, huge_size = "s3-big5g", 5 << 30
         tree, small, big = tree_choice, "small10k", "big1g"
         tree_items, small_items = (100_000 if tree_choice == "tree100k" else 10_000), 10_000
     bisync_timeout = float(os.environ.get("BENCH_BISYNC_TIMEOUT", "3600"))
@@ -346,6 +401,14 @@ def register(bench) -> None:
             setup=lambda r: filled(r) + make_dest(r),
         )
 
+    def interrupted(r) -> list[list[str]]:
+        """Untimed: the domain on an empty bucket, the file in the replica, a `sync` killed
+        once half its parts (8 MiB each: MultipartSettings) are stored."""
+        for command in (add(r, s3().empty_bucket(r), BIG_CONNECTIONS), r.fill_replica()):
+            bench.run_untimed(command)
+        interrupted_upload(bench, s3().env() + r.fpctl("sync", DOMAIN, "-vv"), huge_size // (8 << 20) // 2)
+        return []
+
     def bisync(r, *extra: str) -> list[str]:
         return s3().rclone("bisync", filled_remote(r), str(r.dest), "--workdir", str(r.work / "bisync"), *extra)
 
@@ -394,6 +457,17 @@ def register(bench) -> None:
             ],
             reference="rclone copy --transfers 4",
             target=bench.at_least_speed(0.9, "rclone copy"),
+            group=GROUP,
+        ),
+        Benchmark(
+            "s3-upload-5g-resumed",
+            huge,
+            [
+                ours("fileproviderctl sync (s3, resumed after kill -9 halfway)", lambda r: [sync(r)], setup=interrupted),
+                rclone_upload(4),
+            ],
+            reference="rclone copy --transfers 4",
+            target=bench.faster_than("rclone copy --transfers 4 (the whole file)"),
             group=GROUP,
         ),
         Benchmark(

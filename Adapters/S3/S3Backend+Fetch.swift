@@ -9,19 +9,32 @@ extension S3Backend {
             throw FileProviderError(.corruptData, "GET \(path.display): the reply gave no size")
         }
         return try fileItem(
-            path, size: String(size), etag: head["etag"], lastModified: head["last-modified"], dateFormat: .http)
+            path, size: String(size), etag: head["etag"], versionID: head["x-amz-version-id"], lastModified: head["last-modified"],
+            dateFormat: .http)
     }
 
     /// The ETag a version names, quoted for `If-Match`.
-    static func ifMatch(_ version: ItemVersion) -> String { "\"\(String(decoding: version.content, as: UTF8.self))\"" }
+    static func ifMatch(_ version: ItemVersion) -> String { "\"\(S3ContentVersion(version).etag)\"" }
 
-    /// What a failed `GET` means: `412` the version is gone; `404` of a folder's path
+    /// The endpoint of a `GET` of a path's object: of the version `version` names when it
+    /// names one (`?versionId=`: the bytes of one version, whatever is written meanwhile).
+    func objectEndpoint(_ path: ItemPath, version: ItemVersion?) -> String {
+        guard let id = version.flatMap({ S3ContentVersion($0).versionID }) else { return endpoint(key: key(path)) }
+        return endpoint(key: key(path), query: [("versionId", id)])
+    }
+
+    /// What a failed `GET` means: `412` the version is gone; `404` of a version (`NoSuchVersion`)
+    /// where an object still is, the version is gone; `404` of a folder's path
     /// `invalidArgument`, else `noSuchItem`.
-    private func checkDownload(_ reply: HTTPReply, of path: ItemPath) async throws(FileProviderError) {
+    private func checkDownload(_ reply: HTTPReply, of path: ItemPath, pinned: Bool) async throws(FileProviderError) {
         switch reply.status {
         case 412:
             throw FileProviderError(.versionNoLongerAvailable, "\(path.display) changed in the bucket; the requested version is gone")
         case 404:
+            if pinned, try await head(path) != nil {
+                throw FileProviderError(
+                    .versionNoLongerAvailable, "\(path.display): the requested version is no longer in the bucket (NoSuchVersion)")
+            }
             if try await folderExists(path) {
                 throw FileProviderError(.invalidArgument, "\(path.display) is a folder; it has no contents")
             }
@@ -30,15 +43,16 @@ extension S3Backend {
         }
     }
 
-    /// Streams an object into `destination` with `GET` (`If-Match` on the version's ETag),
-    /// resuming after `offset` bytes with `Range`; every attempt's ETag is checked against the
-    /// first. The whole file is checked against the object's SHA-256 when the server gives it
+    /// Streams an object into `destination` with `GET` (`If-Match` on the version's ETag, and
+    /// `?versionId=` of the version's id in a versioned bucket: then the bytes are that
+    /// version's even when the key is written meanwhile), resuming after `offset` bytes with
+    /// `Range`; every attempt's ETag and version id are checked against the first. The whole file is checked against the object's SHA-256 when the server gives it
     /// (`x-amz-checksum-sha256`, asked for with `x-amz-checksum-mode: ENABLED`), and against its
     /// ETag when that is the MD5 of its bytes (``verify(file:head:etag:of:)``).
     ///
     /// - Throws: `noSuchItem` when the object is gone; `versionNoLongerAvailable` when
-    ///   `version` is given and the bucket has another one, or the object changed during the
-    ///   transfer; `invalidArgument` for a folder; `corruptData` when the reply has no ETag,
+    ///   `version` is given and the bucket has another one (in a versioned bucket: when that
+    ///   version was deleted), or the object changed during the transfer; `invalidArgument` for a folder; `corruptData` when the reply has no ETag,
     ///   an impossible size, fewer bytes than it announced, or bytes that do not match its
     ///   checksum or MD5 ETag; `localIOFailure` when `destination` cannot be written; what
     ///   ``S3ErrorMapping/check(_:bucket:)`` throws.
@@ -50,14 +64,15 @@ extension S3Backend {
             throw FileProviderError(.invalidArgument, "\(path.display) is a folder; it has no contents")
         }
         let seen = FirstItem()
-        var request = HTTPRequest("GET", endpoint(key: key(path)))
+        let pinned = version.flatMap { S3ContentVersion($0).versionID } != nil
+        var request = HTTPRequest("GET", objectEndpoint(path, version: version))
         request.sink = .file(path: destination.path, offset: max(0, offset))
         request.progress = progress
         request.headers = ["x-amz-checksum-mode: ENABLED"]
         if let version { request.headers.append("If-Match: \(Self.ifMatch(version))") }
         request.validate = { [self] head throws(FileProviderError) in
             let item = try self.fileItem(path, from: head)
-            if let version, item.version.content != version.content {
+            if let version, !S3ContentVersion(item.version).matches(S3ContentVersion(version)) {
                 throw FileProviderError(.versionNoLongerAvailable, "\(path.display) changed in the bucket; the requested version is gone")
             }
             try seen.check(item)
@@ -68,13 +83,13 @@ extension S3Backend {
             request.sink = .file(path: destination.path, offset: 0)
             reply = try await send(request)
         }
-        try await checkDownload(reply, of: path)
+        try await checkDownload(reply, of: path, pinned: pinned)
         guard let item = seen.value else { throw FileProviderError(.corruptData, "GET \(path.display) gave no headers") }
         guard reply.fileLength == item.size else {
             throw FileProviderError(.corruptData, "the download of \(path.display) has \(reply.fileLength) of \(item.size) bytes")
         }
         try await verify(
-            file: destination.path, head: reply.head, etag: String(decoding: item.version.content, as: UTF8.self), of: path)
+            file: destination.path, head: reply.head, etag: S3ContentVersion(item.version).etag, of: path)
         return item
     }
 
@@ -117,7 +132,8 @@ extension S3Backend {
     }
 
     /// Writes bytes `range` of an object (clamped to its size) into `destination` at the same
-    /// offsets with a ranged `GET` (`If-Match` on the version's ETag); never truncates
+    /// offsets with a ranged `GET` (`If-Match` on the version's ETag, `?versionId=` of its id in
+    /// a versioned bucket); never truncates
     /// `destination` or writes outside the range. `416` is the empty range.
     ///
     /// - Throws: `invalidArgument` for a folder, an empty range or one starting below 0;
@@ -134,22 +150,22 @@ extension S3Backend {
             throw FileProviderError(.invalidArgument, "\(path.display) is a folder; it has no contents")
         }
         let seen = FirstItem()
-        var request = HTTPRequest("GET", endpoint(key: key(path)))
+        var request = HTTPRequest("GET", objectEndpoint(path, version: version))
         request.sink = .range(path: destination.path, range: range)
         request.headers = ["If-Match: \(Self.ifMatch(version))"]
         request.validate = { [self] head throws(FileProviderError) in
             let item = try self.fileItem(path, from: head)
-            if item.version.content != version.content {
+            if !S3ContentVersion(item.version).matches(S3ContentVersion(version)) {
                 throw FileProviderError(.versionNoLongerAvailable, "\(path.display) changed in the bucket; the requested version is gone")
             }
             try seen.check(item)
         }
         let reply = try await send(request)
         if reply.status == 416 {
-            guard let item = try await head(path) else { throw .noSuchItem(identifier) }
+            guard let item = try await head(path, version: version) else { throw .noSuchItem(identifier) }
             return try PartialContents.refused(range, of: item, version: version, path: path.display)
         }
-        try await checkDownload(reply, of: path)
+        try await checkDownload(reply, of: path, pinned: S3ContentVersion(version).versionID != nil)
         guard let item = seen.value else { throw FileProviderError(.corruptData, "GET \(path.display) gave no headers") }
         return PartialContents(item: item, range: PartialContents.clamp(range, toSize: item.size))
     }

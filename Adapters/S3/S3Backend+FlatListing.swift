@@ -12,7 +12,9 @@ extension S3Backend {
     /// a request (and a `HEAD`) per folder. Files come from objects; folders from marker
     /// objects and from the folders between the root and each key, so a folder shows on every
     /// page that holds keys below it (the caller merges them by identifier). Unsafe names, and
-    /// keys below them, go into `refused`.
+    /// keys below them, go into `refused`. In a versioned bucket the pages are
+    /// `ListObjectVersions` pages, of which the current objects are taken (with their version
+    /// ids; folders only from those).
     ///
     /// Keys are not checked to ascend from page to page (AWS, SeaweedFS 4.48 and moto 5.2.1
     /// list in byte order, `a-c` before `a/b`, but S3's clones over a file system need not). A
@@ -35,7 +37,7 @@ extension S3Backend {
                 "the flat listing of \(prefix.isEmpty ? "the bucket" : "'\(prefix)'") goes past \(Self.maximumFlatKeys) keys (a server that pages forever?); it was stopped"
             )
         }
-        let listing = try await listPage(prefix: prefix, delimiter: false, token: state.token)
+        let listing = try await listPage(prefix: prefix, delimiter: false, token: state.token, versions: versioned)
         let first = listing.objects.first.map { FlatPage.fingerprint($0.key) } ?? ""
         if state.number > 0, !first.isEmpty, first == state.previousFirst {
             throw FileProviderError(
@@ -49,7 +51,7 @@ extension S3Backend {
         func addFolder(_ path: ItemPath) {
             if !path.isRoot && folders.insert(path).inserted { items.append(folderItem(path)) }
         }
-        for object in listing.objects {
+        for object in listing.objects where object.isCurrentObject {
             let rest = String(object.key.utf8.dropFirst(prefix.utf8.count)) ?? ""
             if rest.isEmpty { continue }  // the root's own marker
             let isMarker = rest.hasSuffix("/")
@@ -75,7 +77,9 @@ extension S3Backend {
             }
             do throws(FileProviderError) {
                 items.append(
-                    try fileItem(path, size: object.size, etag: object.etag, lastModified: object.lastModified, dateFormat: .iso8601))
+                    try fileItem(
+                        path, size: object.size, etag: object.etag, versionID: object.versionID, lastModified: object.lastModified,
+                        dateFormat: .iso8601))
             } catch {
                 refused.append(RefusedItem(identifier: path.identifier, filename: path.name, reason: error.message))
             }

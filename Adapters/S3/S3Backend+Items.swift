@@ -3,22 +3,38 @@ import Foundation
 import ProviderCore
 
 extension S3Backend {
-    /// One `ListObjectsV2` page under `prefix`.
+    /// One `ListObjectsV2` page under `prefix`, or with `versions` one `ListObjectVersions`
+    /// page (`?versions`: every version and delete marker, with version ids; the caller takes
+    /// the current objects, ``S3Object/isCurrentObject``).
     ///
     /// - Parameters:
     ///   - delimiter: list one level (`delimiter=/`: common prefixes for folders) or every key
     ///     below.
-    ///   - token: the continuation token of the page before, or `nil` for the first.
-    /// - Throws: `corruptData` when the reply is not a complete `ListBucketResult`, is for
-    ///   another prefix, holds a key outside `prefix`, says it is truncated without a
-    ///   continuation token or with an empty page, or gives back the token it was asked with (a
-    ///   server that would list the same page forever); what ``S3ErrorMapping/check(_:bucket:)`` throws.
-    func listPage(prefix: String, delimiter: Bool, token: String?, maxKeys: Int = S3Backend.pageSize)
+    ///   - token: the continuation token of the page before, or `nil` for the first. For a
+    ///     listing of versions, the page before's `NextVersionIdMarker`, a space and its
+    ///     `NextKeyMarker` (``S3Listing/versionsToken``).
+    /// - Throws: `corruptData` when the reply is not a complete `ListBucketResult` (or
+    ///   `ListVersionsResult`), is for another prefix, holds a key outside `prefix`, says it is
+    ///   truncated without a continuation token (or key marker) or with an empty page, gives
+    ///   back the token it was asked with (a server that would list the same page forever), or,
+    ///   for versions, has an entry that does not say whether it is the latest or two latest
+    ///   versions of a key; what ``S3ErrorMapping/check(_:bucket:)`` throws.
+    func listPage(prefix: String, delimiter: Bool, token: String?, maxKeys: Int = S3Backend.pageSize, versions: Bool = false)
         async throws(FileProviderError) -> S3Listing
     {
-        var query: [(String, String)] = [("list-type", "2"), ("prefix", prefix), ("max-keys", String(maxKeys))]
+        var query: [(String, String)] = [("prefix", prefix), ("max-keys", String(maxKeys))]
+        query.append(versions ? ("versions", "") : ("list-type", "2"))
         if delimiter { query.append(("delimiter", "/")) }
-        if let token { query.append(("continuation-token", token)) }
+        if let token {
+            if versions {
+                let space = token.firstIndex(of: " ") ?? token.startIndex
+                let id = String(token[..<space])
+                query.append(("key-marker", String(token[token.index(after: space)...])))
+                if !id.isEmpty { query.append(("version-id-marker", id)) }
+            } else {
+                query.append(("continuation-token", token))
+            }
+        }
         // The bucket itself, without a trailing slash (path-style: `/BUCKET`, as the server signs it).
         var request = HTTPRequest("GET", HTTPClient.canonicalQuery(query))
         request.sink = .memory(limit: 16 << 20)
@@ -26,9 +42,9 @@ extension S3Backend {
         try check(reply)
         let body = reply.body
         let what = "the listing of \(prefix.isEmpty ? "the bucket" : "'\(prefix)'")"
-        let listing: S3Listing = try await worker.run { () throws -> S3Listing in
+        var listing: S3Listing = try await worker.run { () throws -> S3Listing in
             do throws(S3ListingError) {
-                return try S3Listing.parse(body, limit: maxKeys + maxKeys)
+                return try S3Listing.parse(body, limit: maxKeys + maxKeys, versions: versions)
             } catch {
                 throw FileProviderError(.corruptData, "\(what): \(error.reason)")
             }
@@ -38,6 +54,20 @@ extension S3Backend {
         }
         for key in listing.objects.map(\.key) + listing.commonPrefixes where !key.utf8.starts(with: prefix.utf8) {
             throw FileProviderError(.corruptData, "\(what): the server listed the key '\(key.prefix(200))', which is outside it")
+        }
+        if versions {
+            var latest = Set<String>()
+            for object in listing.objects {
+                guard let isLatest = object.isLatest else {
+                    throw FileProviderError(
+                        .corruptData, "\(what): the server did not say whether a version of '\(object.key.prefix(200))' is the latest")
+                }
+                if isLatest && !latest.insert(object.key).inserted {
+                    throw FileProviderError(.corruptData, "\(what): the server listed two latest versions of '\(object.key.prefix(200))'")
+                }
+            }
+            // Where the next page starts, in the form of a continuation token.
+            listing.nextContinuationToken = listing.versionsToken
         }
         if listing.isTruncated {
             guard let next = listing.nextContinuationToken, !next.isEmpty else {
@@ -74,13 +104,16 @@ extension S3Backend {
             version: Self.folderVersion)
     }
 
-    /// The file item of an object.
+    /// The file item of an object. Its content version is the ETag, and the version id in a
+    /// versioned bucket (``S3ContentVersion``; `versionID` is ignored in a bucket without
+    /// versions, so a listing and a `HEAD` always agree).
     ///
     /// - Throws: `corruptData` naming the key when its size is missing or impossible, its ETag
-    ///   missing or too long for a version, or its date impossible.
-    func fileItem(_ path: ItemPath, size: String?, etag: String?, lastModified: String?, dateFormat: DateForm)
-        throws(FileProviderError) -> Item
-    {
+    ///   missing, not a token or too long for a version (with the version id), its version id
+    ///   not a token, or its date impossible.
+    func fileItem(
+        _ path: ItemPath, size: String?, etag: String?, versionID: String? = nil, lastModified: String?, dateFormat: DateForm
+    ) throws(FileProviderError) -> Item {
         let what = "the object '\(key(path))'"
         guard let size, let bytes = Int64(size.trimmingCharacters(in: .whitespaces)), ItemBounds.problem(withSize: bytes) == nil
         else {
@@ -90,6 +123,7 @@ extension S3Backend {
         guard let tag = etag.map(Self.unquote), !tag.isEmpty, tag.utf8.count <= ItemVersion.maximumLength else {
             throw FileProviderError(.corruptData, "\(what) has no ETag, or one longer than \(ItemVersion.maximumLength) bytes")
         }
+        let version = try S3ContentVersion(etag: tag, versionID: versioned ? versionID : nil, of: what)
         var date: Date?
         if let lastModified {
             date = dateFormat == .iso8601 ? Self.isoDate(lastModified) : Self.httpDate(lastModified)
@@ -99,7 +133,7 @@ extension S3Backend {
         }
         return Item(
             identifier: path.identifier, parentIdentifier: path.parent.identifier, filename: path.name, kind: .file, size: bytes,
-            contentModificationDate: date, version: ItemVersion(content: Data(tag.utf8), metadata: Data()))
+            contentModificationDate: date, version: version.itemVersion)
     }
 
     enum DateForm { case iso8601, http }
@@ -139,16 +173,17 @@ extension S3Backend {
         return try await folderExists(path) ? folderItem(path) : nil
     }
 
-    /// The file at a path, from a `HEAD` of its key; `nil` when there is none.
-    func head(_ path: ItemPath) async throws(FileProviderError) -> Item? {
-        var request = HTTPRequest("HEAD", endpoint(key: key(path)))
+    /// The file at a path, from a `HEAD` of its key (of the version `version` names, where it
+    /// names one); `nil` when there is none.
+    func head(_ path: ItemPath, version: ItemVersion? = nil) async throws(FileProviderError) -> Item? {
+        var request = HTTPRequest("HEAD", objectEndpoint(path, version: version))
         request.finalStatuses = []
         let reply = try await send(request)
         if reply.status == 404 { return nil }
         try check(reply)
         return try fileItem(
-            path, size: reply.head["content-length"], etag: reply.head["etag"], lastModified: reply.head["last-modified"],
-            dateFormat: .http)
+            path, size: reply.head["content-length"], etag: reply.head["etag"], versionID: reply.head["x-amz-version-id"],
+            lastModified: reply.head["last-modified"], dateFormat: .http)
     }
 
     /// Whether a folder is at a path: its marker or any key below it. A folder found is
@@ -160,6 +195,35 @@ extension S3Backend {
         let exists = !listing.objects.isEmpty || !listing.commonPrefixes.isEmpty
         if exists { knownFolders.insert(prefix) }
         return exists
+    }
+
+    /// Whether the folder a new file goes into exists, and the names of the folders in it when
+    /// they are known: from ``knownFolders`` when it was seen a moment ago, else from one
+    /// `ListObjectsV2` page of it (up to 1,000 entries, with `delimiter=/`: the names are known
+    /// when the page holds them all), remembered for the files after it. The root always
+    /// exists.
+    ///
+    /// - Throws: what ``listPage(prefix:delimiter:token:maxKeys:versions:)`` throws.
+    func folderForNewFile(_ path: ItemPath) async throws(FileProviderError) -> (exists: Bool, subfolders: Set<String>?) {
+        let folderKey = key(path, folder: true)
+        if path.isRoot || knownFolders.contains(folderKey), let subfolders = knownFolders.subfolders(of: folderKey) {
+            return (true, subfolders)
+        }
+        if !path.isRoot && knownFolders.contains(folderKey) { return (true, nil) }
+        let listing = try await listPage(prefix: folderKey, delimiter: true, token: nil)
+        let exists = path.isRoot || !listing.objects.isEmpty || !listing.commonPrefixes.isEmpty
+        guard exists else { return (false, nil) }
+        var subfolders: Set<String>?
+        if !listing.isTruncated {
+            subfolders = Set(
+                listing.commonPrefixes.map { common in
+                    var name = String(common.utf8.dropFirst(folderKey.utf8.count)) ?? ""
+                    if name.hasSuffix("/") { name.removeLast() }
+                    return name
+                })
+        }
+        knownFolders.insert(folderKey, subfolders: subfolders)
+        return (true, subfolders)
     }
 
     /// Whether the folder new items go into exists: answered from ``knownFolders`` when it was
@@ -178,9 +242,46 @@ extension S3Backend {
         return item
     }
 
+    /// The common prefixes of a listing of versions that hold a key now (a `ListObjectsV2`
+    /// of one key below each, 8 at once, unless seen a moment ago: ``knownFolders``). A listing
+    /// of versions also names the folders whose keys were all deleted, which are gone.
+    ///
+    /// - Throws: what ``listPage(prefix:delimiter:token:maxKeys:versions:)`` throws.
+    func currentFolders(_ prefixes: [String]) async throws(FileProviderError) -> [String] {
+        var alive = [Bool](repeating: false, count: prefixes.count)
+        do {
+            try await withThrowingTaskGroup(of: (Int, Bool).self) { group in
+                var next = 0
+                func start() {
+                    let index = next
+                    let folder = prefixes[index]
+                    next += 1
+                    group.addTask { [self] in
+                        if knownFolders.contains(folder) { return (index, true) }
+                        let listing = try await listPage(prefix: folder, delimiter: true, token: nil, maxKeys: 1)
+                        let exists = !listing.objects.isEmpty || !listing.commonPrefixes.isEmpty
+                        if exists { knownFolders.insert(folder) }
+                        return (index, exists)
+                    }
+                }
+                while next < min(8, prefixes.count) { start() }
+                while let (index, exists) = try await group.next() {
+                    alive[index] = exists
+                    if next < prefixes.count { start() }
+                }
+            }
+        } catch {
+            throw FileProviderError.wrap(error)
+        }
+        return zip(prefixes, alive).filter(\.1).map(\.0)
+    }
+
     /// Returns one page of a folder: one `ListObjectsV2` request of up to 1,000 keys with
     /// `delimiter=/`, files from its objects and folders from its common prefixes (and marker
-    /// objects), sorted by name. The folder's own marker is not an item; a name that is not
+    /// objects), sorted by name. In a versioned bucket the request is `ListObjectVersions`, so
+    /// that files carry the version ids a `HEAD` gives (``S3ContentVersion``): the current
+    /// versions become files, and a common prefix becomes a folder only when a key is below it
+    /// now (``currentFolders(_:)``). The folder's own marker is not an item; a name that is not
     /// safe, and a file sharing its name with a folder, go into `refused`.
     ///
     /// - Throws: `noSuchItem` when the folder does not exist (nothing at or below its prefix,
@@ -198,14 +299,17 @@ extension S3Backend {
             throw FileProviderError(.invalidArgument, "\(path.display) is a file, not a folder")
         }
         let folderKey = key(path, folder: true)
-        let listing = try await listPage(prefix: folderKey, delimiter: true, token: token)
-        if token == nil, !path.isRoot, listing.objects.isEmpty, listing.commonPrefixes.isEmpty {
-            throw .noSuchItem(container)
+        let listing = try await listPage(prefix: folderKey, delimiter: true, token: token, versions: versioned)
+        if token == nil, !path.isRoot {
+            // A listing of versions holds deleted keys too: whether the folder is, asks ListObjectsV2.
+            let empty = versioned ? !(try await parentExists(path)) : listing.objects.isEmpty && listing.commonPrefixes.isEmpty
+            if empty { throw .noSuchItem(container) }
         }
         var items: [Item] = []
         var refused: [RefusedItem] = []
         var folders = Set<String>()
-        for common in listing.commonPrefixes {
+        let commonPrefixes = versioned ? try await currentFolders(listing.commonPrefixes) : listing.commonPrefixes
+        for common in commonPrefixes {
             var name = String(common.utf8.dropFirst(folderKey.utf8.count)) ?? ""
             if name.hasSuffix("/") { name.removeLast() }
             guard path.allowsChild(named: name, reservedPrefix: "\u{0}") else {
@@ -216,7 +320,7 @@ extension S3Backend {
             folders.insert(name)
             items.append(folderItem(path.appending(name)))
         }
-        for object in listing.objects {
+        for object in listing.objects where object.isCurrentObject {
             let name = String(object.key.utf8.dropFirst(folderKey.utf8.count)) ?? ""
             if name.isEmpty { continue }  // the folder's own marker
             guard path.allowsChild(named: name, reservedPrefix: "\u{0}") else {
@@ -231,8 +335,8 @@ extension S3Backend {
             do throws(FileProviderError) {
                 items.append(
                     try fileItem(
-                        path.appending(name), size: object.size, etag: object.etag, lastModified: object.lastModified,
-                        dateFormat: .iso8601))
+                        path.appending(name), size: object.size, etag: object.etag, versionID: object.versionID,
+                        lastModified: object.lastModified, dateFormat: .iso8601))
             } catch {
                 refused.append(RefusedItem(identifier: path.appending(name).identifier, filename: name, reason: error.message))
             }

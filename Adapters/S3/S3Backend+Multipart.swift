@@ -6,6 +6,8 @@ import ProviderCore
 struct MultipartOutcome: Sendable {
     var etag: String
     var date: Date?
+    /// The object's version id, where the completion's reply gave one (`x-amz-version-id`).
+    var versionID: String?
     /// The upload's id.
     var uploadID: String
     /// Parts sent by this call.
@@ -114,11 +116,12 @@ extension S3Backend {
             try? await abortUpload(key: objectKey, uploadID: id)
             throw FileProviderError(.versionOutOfDate, "\(path.display) changed in the bucket; the upload was not made")
         }
-        let (etag, date) = try await completeUpload(
+        let (etag, date, versionID) = try await completeUpload(
             key: objectKey, uploadID: id, partTags: digests.map(\.md5Hex),
             partChecksums: digests.map { Data($0.sha256 ?? []).base64EncodedString() }, expected: expected, condition: condition,
             of: path)
-        return MultipartOutcome(etag: etag, date: date, uploadID: id, partsSent: sent, partsKept: ranges.count - sent)
+        return MultipartOutcome(
+            etag: etag, date: date, versionID: versionID, uploadID: id, partsSent: sent, partsKept: ranges.count - sent)
     }
 
     /// Whether a write's condition holds now, by a `HEAD` of the key: `If-None-Match: *` that
@@ -128,7 +131,7 @@ extension S3Backend {
         if condition.lowercased().hasPrefix("if-none-match:") { return current == nil }
         guard condition.lowercased().hasPrefix("if-match:"), let colon = condition.firstIndex(of: ":") else { return true }
         let wanted = Self.unquote(String(condition[condition.index(after: colon)...]))
-        return current.map { String(decoding: $0.version.content, as: UTF8.self) == wanted } ?? false
+        return current.map { S3ContentVersion($0.version).etag == wanted } ?? false
     }
 
     /// `CreateMultipartUpload`: a new upload of a key, its parts checked with SHA-256
@@ -177,7 +180,8 @@ extension S3Backend {
 
     /// `CompleteMultipartUpload` of the parts with ETags `partTags` (unquoted, part 1 first)
     /// and, when given, SHA-256s `partChecksums` (base64), conditional on `condition`; returns
-    /// the object's ETag, checked against `expected` (the MD5 of the parts' MD5s and their
+    /// the object's ETag (and its date and version id where the reply gives them), checked
+    /// against `expected` (the MD5 of the parts' MD5s and their
     /// count) where it has that form, and the reply's composite checksum (`ChecksumSHA256`,
     /// the SHA-256 of the parts' SHA-256s, `-N`) against `partChecksums` where it gives one. A `412` aborts the upload. A retried request the store answers with
     /// `NoSuchUpload` (the first one completed, its reply was lost) is taken when the object
@@ -191,7 +195,7 @@ extension S3Backend {
     func completeUpload(
         key objectKey: String, uploadID: String, partTags: [String], partChecksums: [String]? = nil, expected: String?,
         condition: String?, of path: ItemPath
-    ) async throws(FileProviderError) -> (String, Date?) {
+    ) async throws(FileProviderError) -> (String, Date?, String?) {
         var xml = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
         for (index, tag) in partTags.enumerated() {
             xml += "<Part><PartNumber>\(index + 1)</PartNumber><ETag>\"\(tag)\"</ETag>"
@@ -210,9 +214,9 @@ extension S3Backend {
         }
         let body = S3Records.parse(reply.body)
         if reply.status == 404 && body?.fields["Code"] == "NoSuchUpload" && reply.attempts > 1,
-            let item = try await head(path), String(decoding: item.version.content, as: UTF8.self) == expected
+            let item = try await head(path), S3ContentVersion(item.version).etag == expected
         {
-            return (expected ?? "", nil)
+            return (expected ?? "", nil, S3ContentVersion(item.version).versionID)
         }
         try check(reply)
         if let body, body.root == "Error" {
@@ -238,7 +242,7 @@ extension S3Backend {
                 )
             }
         }
-        return (tag, reply.head["date"].flatMap(Self.httpDate))
+        return (tag, reply.head["date"].flatMap(Self.httpDate), reply.head["x-amz-version-id"])
     }
 
     /// `AbortMultipartUpload`; an upload that is gone already is no error.

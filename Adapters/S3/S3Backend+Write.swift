@@ -8,7 +8,8 @@ extension S3Backend {
     /// (``putMultipart(_:size:at:condition:)``), else with one `PutObject` that sends its
     /// `Content-MD5` and SHA-256 (`x-amz-checksum-sha256`: the server refuses bytes damaged on
     /// the way) and whose ETag, where it is an MD5, is checked against the bytes. Returns the
-    /// new ETag.
+    /// new ETag, with the version id the store answered with (`x-amz-version-id`) in a
+    /// versioned bucket.
     ///
     /// - Throws: `versionOutOfDate` when the condition does not hold (`412`);
     ///   `insufficientQuota` for a file over 5 TiB or when the store is full; `localIOFailure`
@@ -16,12 +17,18 @@ extension S3Backend {
     ///   other bytes; what ``S3ErrorMapping/check(_:bucket:)`` and
     ///   ``putMultipart(_:size:at:condition:)`` throw.
     func put(_ contents: URL, at path: ItemPath, condition: String?) async throws(FileProviderError) -> (
-        etag: String, size: Int64, date: Date?
+        version: S3ContentVersion, size: Int64, date: Date?
     ) {
         let size = try UploadFile.size(atPath: contents.path)
+        let what = "PUT \(path.display)"
         if size > multipart.threshold {
             let outcome = try await putMultipart(contents, size: size, at: path, condition: condition)
-            return (outcome.etag, size, outcome.date)
+            var versionID = outcome.versionID
+            if versioned && versionID == nil, let item = try await head(path), S3ContentVersion(item.version).etag == outcome.etag {
+                // A completion whose reply names no version: the object's, when it is still this upload.
+                versionID = S3ContentVersion(item.version).versionID
+            }
+            return (try S3ContentVersion(etag: outcome.etag, versionID: versioned ? versionID : nil, of: what), size, outcome.date)
         }
         let file = contents.path
         let digests = try await hashers.run { () throws -> FileDigests in try FileDigests.of(file: file, sha256: true) }
@@ -47,7 +54,8 @@ extension S3Backend {
                 "\(path.display) was stored as other bytes than those sent (its ETag is \(tag), the MD5 sent \(digests.md5Hex)); upload it again"
             )
         }
-        return (tag, size, reply.head["date"].flatMap(Self.httpDate))
+        let version = try S3ContentVersion(etag: tag, versionID: versioned ? reply.head["x-amz-version-id"] : nil, of: what)
+        return (version, size, reply.head["date"].flatMap(Self.httpDate))
     }
 
     /// Writes a folder's marker object (`name/`, empty).
@@ -85,7 +93,9 @@ extension S3Backend {
     }
 
     /// Creates a file (`PutObject`, `If-None-Match: *` unless `mayAlreadyExist`) or a folder
-    /// (its marker object).
+    /// (its marker object). A new file's name is checked against the folders of its folder
+    /// seen a moment ago (``KnownFolders``: one listing of the folder per 5 seconds, not one
+    /// per file), else with a listing of its own.
     ///
     /// - Throws: `filenameCollision` when something is at the name (without
     ///   `mayAlreadyExist`; with it, a folder there is returned, and a file is replaced);
@@ -100,9 +110,9 @@ extension S3Backend {
             throw FileProviderError(.invalidFilename, "'\(template.filename)' cannot be a name in a bucket")
         }
         let path = parent.appending(template.filename)
-        guard try await parentExists(parent) else { throw .noSuchItem(template.parentIdentifier) }
         let mayExist = options.contains(.mayAlreadyExist)
         if template.kind == .folder {
+            guard try await parentExists(parent) else { throw .noSuchItem(template.parentIdentifier) }
             if try await head(path) != nil {
                 throw FileProviderError(.filenameCollision, "a file is at \(path.display)")
             }
@@ -111,11 +121,22 @@ extension S3Backend {
                 throw FileProviderError(.filenameCollision, "a folder is at \(path.display)")
             }
             try await putMarker(path)
-            knownFolders.insert(key(path, folder: true))
+            // Nothing was below it a moment ago: it holds no folders.
+            knownFolders.insert(key(path, folder: true), subfolders: [])
+            knownFolders.addSubfolder(path.name, in: key(parent, folder: true))
             return ItemResult(item: folderItem(path))
         }
         guard let contents else { throw FileProviderError(.invalidArgument, "no contents to upload for \(path.display)") }
-        if try await folderExists(path) {
+        // A folder of the file's name: from the folder's names seen a moment ago, else a listing.
+        let folder = try await folderForNewFile(parent)
+        guard folder.exists else { throw .noSuchItem(template.parentIdentifier) }
+        let folderThere: Bool
+        if let subfolders = folder.subfolders {
+            folderThere = subfolders.contains(path.name)
+        } else {
+            folderThere = try await folderExists(path)
+        }
+        if folderThere {
             throw FileProviderError(.filenameCollision, "a folder is at \(path.display)")
         }
         do {
@@ -126,10 +147,10 @@ extension S3Backend {
         }
     }
 
-    func uploadedItem(_ path: ItemPath, _ put: (etag: String, size: Int64, date: Date?)) -> Item {
+    func uploadedItem(_ path: ItemPath, _ put: (version: S3ContentVersion, size: Int64, date: Date?)) -> Item {
         Item(
             identifier: path.identifier, parentIdentifier: path.parent.identifier, filename: path.name, kind: .file,
-            size: put.size, contentModificationDate: put.date, version: ItemVersion(content: Data(put.etag.utf8), metadata: Data()))
+            size: put.size, contentModificationDate: put.date, version: put.version.itemVersion)
     }
 
     /// Changes an item: new contents (`PutObject` with `If-Match` on the base ETag), a rename
@@ -148,7 +169,7 @@ extension S3Backend {
         let path = try path(of: item.identifier)
         if path.isRoot { throw FileProviderError(.invalidArgument, "the root cannot be changed") }
         guard let current = try await self.item(at: path) else { throw .noSuchItem(item.identifier) }
-        if current.kind == .file && current.version.content != baseVersion.content {
+        if current.kind == .file && !S3ContentVersion(current.version).matches(S3ContentVersion(baseVersion)) {
             throw FileProviderError(.versionOutOfDate, "\(path.display) changed in the bucket since this change was made")
         }
         let moves = changedFields.contains(.filename) || changedFields.contains(.parentItemIdentifier)
@@ -197,6 +218,7 @@ extension S3Backend {
         let newPrefix = key(target, folder: true)
         knownFolders.forget(below: oldPrefix)
         try await putMarker(target)
+        knownFolders.addSubfolder(target.name, in: key(target.parent, folder: true))
         for object in objects where object.key != oldPrefix {
             let rest = String(object.key.utf8.dropFirst(oldPrefix.utf8.count)) ?? ""
             if rest.hasSuffix("/") {
@@ -239,7 +261,9 @@ extension S3Backend {
         let path = try path(of: identifier)
         if path.isRoot { throw FileProviderError(.deletionRejected, "the root cannot be deleted") }
         if let file = try await head(path) {
-            if let baseVersion, baseVersion != Self.folderVersion, file.version.content != baseVersion.content {
+            if let baseVersion, baseVersion != Self.folderVersion,
+                !S3ContentVersion(file.version).matches(S3ContentVersion(baseVersion))
+            {
                 throw FileProviderError(.versionOutOfDate, "\(path.display) changed in the bucket since it was deleted here")
             }
             try await deleteKey(key(path))

@@ -8,7 +8,8 @@ import ProviderCore
 ///
 /// Identifiers are paths relative to the domain's root, `prefix` in the bucket (`docs/a.txt`
 /// is the key `PREFIX` + `docs/a.txt`). A folder is a common prefix of keys or a `name/`
-/// marker object; a folder created here is a marker. A file's content version is its ETag.
+/// marker object; a folder created here is a marker. A file's content version is its ETag, and
+/// its version id in a versioned bucket (``S3ContentVersion``).
 /// Listings are `ListObjectsV2` with `delimiter=/`, 1,000 keys a page, continuation tokens as
 /// ``ProviderCore/Page``. A rename or move is `CopyObject` of every key then `DeleteObject` of
 /// every old key (copies first: a crash leaves both, never neither). Every HTTP exchange runs
@@ -37,6 +38,10 @@ public final class S3Backend: FlatListing {
     /// rather than folder by folder (`flat-listing`; off by default: the pages come one after
     /// another, while the folder walk runs 8 listings at once).
     public let listsFlat: Bool
+    /// Whether the bucket keeps versions (`GetBucketVersioning` said `Enabled` or `Suspended`
+    /// when the backend connected): then listings are `ListObjectVersions`, content versions
+    /// carry version ids and downloads ask for the version they want (``S3ContentVersion``).
+    public let versioned: Bool
     /// The multipart uploads this backend is sending.
     let activeUploads = ActiveUploads()
     /// Folders seen a moment ago: the parent of each new file is listed once per batch.
@@ -130,6 +135,7 @@ public final class S3Backend: FlatListing {
         let conditional: Bool
         do {
             conditional = try await Self.probeConditionalWrites(client: client, prefix: self.prefix)
+            versioned = try await Self.probeVersioning(client: client)
         } catch {
             client.close()
             worker.shutDown()
@@ -184,6 +190,31 @@ public final class S3Backend: FlatListing {
         if reply.status == 404 { return S3ErrorBody.parse(reply.body).code == "NoSuchKey" }
         if reply.isSuccess { _ = try? await client.send(HTTPRequest("DELETE", endpoint), cancellation: CancellationFlag()) }
         return false
+    }
+
+    /// Whether the bucket keeps versions: `GetBucketVersioning` (`GET ?versioning`) says
+    /// `Enabled`, or `Suspended` (its objects may have versions still), in a
+    /// `VersioningConfiguration` (moto 5.2.1: `GetBucketVersioningResponse`). Any other answer, or a
+    /// refusal (keys that may not read the bucket's settings), says no: listings are then
+    /// `ListObjectsV2` and versions ETags alone, as in a bucket without versions.
+    ///
+    /// A store that answers the probe with an error after the kit's retries (`5xx`) is taken as
+    /// one without versions for the session, as the conditional-write probe does.
+    ///
+    /// - Throws: `serverUnreachable` when the server cannot be reached; `cancelled`.
+    static func probeVersioning(client: HTTPClient) async throws(FileProviderError) -> Bool {
+        var request = HTTPRequest("GET", HTTPClient.canonicalQuery([("versioning", "")]))
+        request.sink = .memory(limit: 64 << 10)
+        request.finalStatuses = []
+        let reply = try await client.send(request, cancellation: CancellationFlag())
+        // moto 5.2.1 names the reply GetBucketVersioningResponse.
+        guard reply.isSuccess, let records = S3Records.parse(reply.body),
+            ["VersioningConfiguration", "GetBucketVersioningResponse"].contains(records.root)
+        else {
+            return false
+        }
+        let status = records.fields["Status"]?.trimmingCharacters(in: .whitespaces)
+        return status == "Enabled" || status == "Suspended"
     }
 
     /// Whether S3 allows `name` as a bucket name: 3 to 63 characters, lower-case letters,

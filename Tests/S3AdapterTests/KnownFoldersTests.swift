@@ -2,6 +2,7 @@ import AdapterKit
 import Foundation
 import ProviderCore
 import ProviderTesting
+import Synchronization
 import Testing
 
 @testable import S3Adapter
@@ -55,6 +56,77 @@ struct KnownFoldersTests {
             #expect(error.code == .noSuchItem, "\(error)")
         }
         #expect(try await backend.item(at: ItemPath(components: ["c"])) == nil)
+    }
+
+    /// New files in one folder: one listing of the folder tells which names its folders have;
+    /// no listing per file. A folder made here is a name taken at once; one deleted here frees it.
+    @Test func newFilesAreCheckedAgainstTheFoldersOfOneListing() async throws {
+        let markers = Mutex<[String]>([])
+        let server = try FaultServer { request in
+            if request.method == "PUT" && request.path.hasSuffix("/") {
+                markers.withLock { $0.append(String(request.path.dropFirst("/bkt/".count))) }
+            }
+            let conditional = request.headers.keys.contains { $0.lowercased() == "if-match" }
+            if request.method == "PUT" && conditional && request.path.contains("fileprovider-probe") {
+                return .reply(status: 412, headers: [:], body: Data())
+            }
+            if request.path == "/bkt" && request.query["list-type"] == "2" {
+                let prefix = request.query["prefix"] ?? ""
+                if prefix.isEmpty {
+                    return HostileServerTests.ok(
+                        HostileServerTests.listing(
+                            prefix: "", contents: [("old.txt", "1")], prefixes: ["taken/"] + markers.withLock { $0 }))
+                }
+                return HostileServerTests.ok(HostileServerTests.listing(prefix: prefix))
+            }
+            if request.method == "PUT" || request.method == "DELETE" {
+                return .reply(status: request.method == "PUT" ? 200 : 204, headers: ["ETag": "\"e1\""], body: Data())
+            }
+            return .reply(status: 404, headers: [:], body: Data())
+        }
+        defer { server.stop() }
+        let backend = try await S3Backend(
+            endpoint: server.url, bucket: "bkt", pathStyle: true, credentials: ("key", "secret", nil), http: HTTPOptionsForTests.quick)
+        let scratch = try MultipartTests.Scratch()
+        let (contents, _) = try scratch.file("small", size: 10, seed: 1)
+        let before = server.requests.count
+        let started = ContinuousClock.now
+        for name in ["a.txt", "b.txt", "c.txt"] {
+            _ = try await backend.createItem(
+                basedOn: Self.file(name, in: .rootContainer, size: 10), fields: [.contents], contents: contents, options: [])
+        }
+        let taken = await #expect(throws: FileProviderError.self) {
+            try await backend.createItem(
+                basedOn: Self.file("taken", in: .rootContainer, size: 10), fields: [.contents], contents: contents, options: [])
+        }
+        #expect(taken?.code == .filenameCollision, "\(String(describing: taken))")
+        let listings = server.requests.dropFirst(before).filter { $0.query["list-type"] == "2" }
+        // (Folders are remembered for 5 s: on a machine so loaded that the four files took
+        // longer, the folder was listed again, and the count is not checked.)
+        let quick = ContinuousClock.now - started < KnownFolders.lifetime
+        if quick { #expect(listings.map { $0.query["prefix"] ?? "" } == [""], "one listing of the folder, none per file") }
+        #expect(!listings.contains { ($0.query["prefix"] ?? "").hasSuffix(".txt/") }, "no listing of a file's name as a folder")
+
+        // A folder made here takes its name at once; deleted here, the name is free again.
+        let made = try await backend.createItem(basedOn: Self.folder("new"), fields: [], contents: nil, options: [])
+        let clash = await #expect(throws: FileProviderError.self) {
+            try await backend.createItem(
+                basedOn: Self.file("new", in: .rootContainer, size: 10), fields: [.contents], contents: contents, options: [])
+        }
+        #expect(clash?.code == .filenameCollision, "\(String(describing: clash))")
+        _ = made
+
+        // The names a folder's entry holds, as folders are made and forgotten in it.
+        let known = KnownFolders()
+        known.insert("p/", subfolders: ["taken"])
+        known.addSubfolder("new", in: "p/")
+        #expect(known.subfolders(of: "p/") == ["taken", "new"])
+        known.forget(below: "p/new/")
+        #expect(known.subfolders(of: "p/") == ["taken"])
+        known.insert("p/")  // seen again by a listing of one key: the names are kept
+        #expect(known.subfolders(of: "p/") == ["taken"])
+        #expect(KnownFolders.parentAndName(of: "a/b/") == ("a/", "b"))
+        #expect(KnownFolders.parentAndName(of: "b/") == ("", "b"))
     }
 
     @Test func theBackendAsksForAsManyTransfersAsItHasConnections() async throws {
