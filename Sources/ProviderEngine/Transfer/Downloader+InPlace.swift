@@ -147,15 +147,7 @@ extension Downloader {
                 }
                 let sha256 = try self.checkHash(of: item, staged: target, path: record.path, streamed: streamed)
                 if let date = item.contentModificationDate { try replica.setModificationDate(date, atPath: target) }
-                guard let filled = replica.fingerprint(atPath: target) else {
-                    throw FileProviderError(.localIOFailure, "\(target) vanished while it was filled")
-                }
-                DownloadMark.write(atPath: target, identifier: item.identifier, contentVersion: item.version.content, fingerprint: filled)
-                ReplicaStatus.downloaded(path: record.path, own: record.contentPolicy, store: self.store, domainID: self.domainID)
-                    .write(atPath: target, domain: self.domainName)
-                // Last: from here on the file is contents.
-                try Self.clearDataless(atPath: target)
-                return (filled, sha256)
+                return (try self.markFilled(record, item), sha256)
             } catch {
                 try Self.restoreDataless(atPath: target, size: record.size)
                 throw error
@@ -244,17 +236,25 @@ extension Downloader {
                 try Self.restoreDataless(atPath: target, size: record.size)
                 throw error
             }
-            guard let filled = replica.fingerprint(atPath: target) else {
-                throw FileProviderError(.localIOFailure, "\(target) vanished while it was filled")
-            }
-            DownloadMark.write(atPath: target, identifier: item.identifier, contentVersion: item.version.content, fingerprint: filled)
-            ReplicaStatus.downloaded(path: record.path, own: record.contentPolicy, store: self.store, domainID: self.domainID)
-                .write(atPath: target, domain: self.domainName)
-            // Last: from here on the file is contents.
-            try Self.clearDataless(atPath: target)
-            return (filled, sha256)
+            return (try self.markFilled(record, item), sha256)
         }
         return try await recordFill(record, item, print: print, sha256: sha256)
+    }
+
+    /// Marks the complete, dated file of `record` as the download of `item` (fingerprint,
+    /// download mark, status) and removes its dataless mark, last: from then on the file is
+    /// contents. Returns its fingerprint. Blocking.
+    /// - Throws: `localIOFailure` when the file vanished or cannot be unmarked.
+    private func markFilled(_ record: ItemRecord, _ item: Item) throws(FileProviderError) -> FileFingerprint {
+        let target = replica.path(record.path)
+        guard let filled = replica.fingerprint(atPath: target) else {
+            throw FileProviderError(.localIOFailure, "\(target) vanished while it was filled")
+        }
+        DownloadMark.write(atPath: target, identifier: item.identifier, contentVersion: item.version.content, fingerprint: filled)
+        ReplicaStatus.downloaded(path: record.path, own: record.contentPolicy, store: store, domainID: domainID)
+            .write(atPath: target, domain: domainName)
+        try Self.clearDataless(atPath: target)
+        return filled
     }
 
     /// Puts a dataless file back as it was after a fill that failed: its size, no blocks (what
