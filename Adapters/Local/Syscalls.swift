@@ -377,11 +377,8 @@ struct Copier {
 
     /// Copies bytes `range` of `source` to the same offsets of `output`, in steps of at most
     /// 1 MiB, reporting the position after each; stops early at the end of `source`. Returns
-    /// the position reached. With a `sink` (the engine hashes the bytes) the kernel still
-    /// copies where the sink reads written bytes back from the destination
-    /// (``ContentSink/consumeWritten(_:at:)``: its hashing thread reads them from the page
-    /// cache, on the other core); otherwise every byte passes through the buffer and goes to
-    /// the sink too.
+    /// the position reached. With a `sink` (the engine hashes the bytes) every byte passes
+    /// through the buffer and goes to the sink too: the kernel's copy would not show them.
     /// - Throws: what reading `source` throws (as `POSIXError.error`); `fileWriteOutOfSpace`
     ///   when the disk holding `output` is full, `localIOFailure` when it cannot be written for
     ///   another reason; `cancelled` once `cancellation` is set.
@@ -390,12 +387,11 @@ struct Copier {
         cancellation: CancellationFlag, sink: ContentSink? = nil, progress: (Int64) -> Void
     ) throws(FileProviderError) -> Int64 {
         var offset = range.lowerBound
-        let hashesWritten = kernelCopies && Self.copyFileRange != nil && (sink?.readsWrittenBytes ?? false)
         while offset < range.upperBound {
             try cancellation.check()
             let wanted = Int(min(Int64(LocalBackend.chunkSize), range.upperBound - offset))
             var count = -1
-            if kernelCopies && (sink == nil || hashesWritten) {
+            if kernelCopies && sink == nil {
                 var from = off_t(offset)
                 var to = off_t(offset)
                 count = Self.copyFileRange.map { $0(source.fd, &from, output.fd, &to, wanted, 0) } ?? -1
@@ -410,8 +406,6 @@ struct Copier {
                     // Not between these files (other file systems, an old kernel) or another
                     // failure: plain reads and writes go on, and tell which side failed.
                     kernelCopies = false
-                } else if count > 0 {
-                    sink?.consumeWritten(count, at: offset)
                 }
             }
             if count < 0 {

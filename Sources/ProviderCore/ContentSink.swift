@@ -97,51 +97,7 @@ public final class ContentSink: @unchecked Sendable {
         if bytes.isEmpty { return }
         lock.lock()
         defer { lock.unlock() }
-        guard begin(at: offset) else { return }
-        if offset == next {
-            hasher.append(bytes)
-            next += Int64(bytes.count)
-            drainPending()
-        } else if offset > next, pending[offset] == nil, pending.count < Self.pendingPiecesLimit, readBackDescriptor() != nil {
-            pending[offset] = .inFile(bytes.count)
-        } else if offset > next, pending[offset] == nil, pendingBytes + bytes.count <= Self.pendingLimit {
-            pending[offset] = .bytes(Array(bytes.assumingMemoryBound(to: UInt8.self)))
-            pendingBytes += bytes.count
-        } else {
-            abandon()
-        }
-    }
-
-    /// Whether the sink can read written bytes back from its file (``consumeWritten(_:at:)``):
-    /// it was installed for a file that can be opened. Opens it. Thread-safe.
-    public var readsWrittenBytes: Bool { lock.withLock { readBackDescriptor() != nil } }
-
-    /// Takes bytes `offset..<offset + count` of the file, already written into it by a copy
-    /// that did not show them (`copy_file_range`): the hashing thread reads them back from the
-    /// file (the page cache the copy just filled) in their turn, on its own core, and nothing
-    /// is copied here. Waits while the hash is far behind (``HashingThread``). Only where
-    /// ``readsWrittenBytes``; elsewhere the file gets no hash. Thread-safe.
-    public func consumeWritten(_ count: Int, at offset: Int64) {
-        if count <= 0 { return }
-        lock.lock()
-        defer { lock.unlock() }
-        guard begin(at: offset) else { return }
-        guard let descriptor = readBackDescriptor() else { return abandon() }
-        if offset == next {
-            hasher.append(file: descriptor, offset: offset, count: count)
-            next += Int64(count)
-            drainPending()
-        } else if offset > next, pending[offset] == nil, pending.count < Self.pendingPiecesLimit {
-            pending[offset] = .inFile(count)
-        } else {
-            abandon()
-        }
-    }
-
-    /// Starts over for a piece at offset 0 after others (the lock held); `false` when the
-    /// piece is to be dropped (closed, or the hash was given up).
-    private func begin(at offset: Int64) -> Bool {
-        if closed { return false }
+        if closed { return }
         // (Not when only pieces ahead of a gap came before: the first piece is late, not again.)
         if offset == 0 && (next > 0 || abandoned) {
             hasher.restart()
@@ -150,31 +106,33 @@ public final class ContentSink: @unchecked Sendable {
             pendingBytes = 0
             abandoned = false
         }
-        return !abandoned
-    }
-
-    /// Queues the pieces that follow without a gap now (the lock held).
-    private func drainPending() {
-        while let piece = pending.removeValue(forKey: next) {
-            switch piece {
-            case .bytes(let held):
-                pendingBytes -= held.count
-                hasher.append(held)
-                next += Int64(held.count)
-            case .inFile(let count):
-                hasher.append(file: descriptor, offset: next, count: count)
-                next += Int64(count)
+        if abandoned { return }
+        if offset == next {
+            hasher.append(bytes)
+            next += Int64(bytes.count)
+            while let piece = pending.removeValue(forKey: next) {
+                switch piece {
+                case .bytes(let held):
+                    pendingBytes -= held.count
+                    hasher.append(held)
+                    next += Int64(held.count)
+                case .inFile(let count):
+                    hasher.append(file: descriptor, offset: next, count: count)
+                    next += Int64(count)
+                }
             }
+        } else if offset > next, pending[offset] == nil, pending.count < Self.pendingPiecesLimit, readBackDescriptor() != nil {
+            pending[offset] = .inFile(bytes.count)
+        } else if offset > next, pending[offset] == nil, pendingBytes + bytes.count <= Self.pendingLimit {
+            pending[offset] = .bytes(Array(bytes.assumingMemoryBound(to: UInt8.self)))
+            pendingBytes += bytes.count
+        } else {
+            // Bytes already hashed written again (they may differ), or too much ahead of a gap.
+            abandoned = true
+            pending = [:]
+            pendingBytes = 0
+            hasher.restart()
         }
-    }
-
-    /// Gives the hash up (the lock held): bytes already hashed written again (they may
-    /// differ), or too much ahead of a gap.
-    private func abandon() {
-        abandoned = true
-        pending = [:]
-        pendingBytes = 0
-        hasher.restart()
     }
 
     /// The digest as lowercase hex when the sink took exactly the first `size` bytes of the

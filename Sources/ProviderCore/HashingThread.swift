@@ -122,31 +122,19 @@ final class HashingThread: @unchecked Sendable {
         queued(bytes.count)
     }
 
-    /// How far the hash may fall behind on bytes to read back from a file before a writer waits
-    /// (64 MiB): what it reads back is then still in the page cache.
-    static let fileLagLimit = 64 << 20
-
     /// Queues bytes `offset..<offset + count` of the open file `descriptor` for the hash, after
     /// the pieces queued before: the thread reads them (`pread`, in blocks) when their turn
     /// comes. The bytes must be in the file already; the descriptor must stay open until the
-    /// thread ended. Nothing is held in memory for them; waits only while ``fileLagLimit``
-    /// bytes wait to be read back. A read that fails or comes back short gives the digest up
-    /// (``finish(_:)`` gets `nil`).
+    /// thread ended. Never waits: nothing is held in memory for them. A read that fails or
+    /// comes back short gives the digest up (``finish(_:)`` gets `nil`).
     func append(file descriptor: Int32, offset: Int64, count: Int) {
         if count <= 0 { return }
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
         if stopped || finishing != nil { return }
         if thread == nil && !start() { return }
-        while inFiles > 0 && inFiles + count > Self.fileLagLimit && !stopped {
-            writersWaiting += 1
-            if threadWaiting { pthread_cond_signal(&work) }
-            pthread_cond_wait(&room, &mutex)
-            writersWaiting -= 1
-        }
-        if stopped || finishing != nil { return }
         if queue.count > queueHead, let last = queue[queue.count - 1].file, queue[queue.count - 1].generation == generation,
-            last.descriptor == descriptor, last.offset + Int64(last.count) == offset, last.count + count <= Self.blockSize * 4
+            last.descriptor == descriptor, last.offset + Int64(last.count) == offset
         {
             queue[queue.count - 1].file = (descriptor, last.offset, last.count + count)
         } else {
@@ -306,7 +294,6 @@ final class HashingThread: @unchecked Sendable {
                 pthread_mutex_lock(&mutex)
                 inFiles -= file.count
                 if !complete { failedGeneration = piece.generation }
-                if writersWaiting > 0 { pthread_cond_broadcast(&room) }
                 continue
             }
             piece.bytes.withUnsafeBytes { digest.update($0) }
