@@ -128,7 +128,10 @@ public final class HTTPClient: Sendable {
         // The engine's sinks for the file downloaded into and the file uploaded from
         // (``ContentSink``), taken here: task-local values do not reach the connection's thread.
         var sinks = TransferSinks()
-        if case .file(let path, _) = request.sink { sinks.download = ContentSink.for(path: path) }
+        switch request.sink {
+        case .file(let path, _), .range(let path, _): sinks.download = ContentSink.for(path: path)
+        case .memory, .spool: break
+        }
         switch request.body {
         case .file(let path, _), .filePart(let path, _, _): sinks.upload = ContentSink.for(path: path)
         case .none, .form, .data: break

@@ -152,15 +152,18 @@ extension LocalBackend {
         let path = try LocalPath(identifier)
         if path.isRoot { throw FileProviderError(.invalidArgument, "the root is a folder; it has no contents") }
         let flag = CancellationFlag()
+        // Taken here: task-local values do not reach the I/O threads.
+        let sink = ContentSink.for(destination)
         return try await withCancellationFlag(flag) { () async throws(FileProviderError) -> PartialContents in
             try await self.io { () throws(FileProviderError) -> PartialContents in
-                try self.copyOut(path: path, version: version, range: range, to: destination.path, cancellation: flag)
+                try self.copyOut(path: path, version: version, range: range, to: destination.path, sink: sink, cancellation: flag)
             }
         }
     }
 
     private func copyOut(
-        path: LocalPath, version: ItemVersion, range: Range<Int64>, to destination: String, cancellation: CancellationFlag
+        path: LocalPath, version: ItemVersion, range: Range<Int64>, to destination: String, sink: ContentSink?,
+        cancellation: CancellationFlag
     ) throws(FileProviderError) -> PartialContents {
         let parent = try openFolder(path.parent)
         let source = try parent.openFileForReading(path.name, displayPath: path.display)
@@ -192,6 +195,7 @@ extension LocalBackend {
             try Self.writingDestination { () throws(FileProviderError) in
                 try output.writeAll(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), at: offset, displayPath: destination)
             }
+            sink?.consume(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), at: offset)
             offset += Int64(count)
         }
         let after = try source.stat()

@@ -114,7 +114,8 @@ extension SFTPBackend {
     /// stays open on that connection (up to 4 files per connection, closed after 5 s without a
     /// read), so the next read of the same file costs its data and one round trip for the
     /// check. Without the extension the read goes through libssh2, which asks for up to four
-    /// times a read ahead (the surplus past the range is dropped, never written).
+    /// times a read ahead (the surplus past the range is dropped, never written). Every piece
+    /// written also goes to the engine's ``ContentSink`` for `destination`, if there is one.
     /// - Throws: `invalidArgument` for a folder or a symlink, or an empty range or one starting
     ///   below 0; `noSuchItem` when the item is gone or reached through a symlink;
     ///   `versionNoLongerAvailable` when the file's content version is not `version.content`,
@@ -131,24 +132,27 @@ extension SFTPBackend {
         let path = try SFTPPath(identifier)
         if path.isRoot { throw FileProviderError(.invalidArgument, "the root is a folder; it has no contents") }
         let flag = CancellationFlag()
+        // The engine's hash of the bytes (a whole file filled in place), taken here: task-local
+        // values do not reach the connections' threads.
+        let sink = ContentSink.for(destination)
         defer { readHandleSweeper.noteActivity() }
         return try await withConnection(
             flag, operation: "READ \(range.lowerBound)-\(range.upperBound - 1)", path: path,
             moved: { Int64($0.range.count) }
         ) { connection throws(FileProviderError) -> PartialContents in
             try self.readPartial(
-                path, version: version, range: range, to: destination.path, cancellation: flag, on: connection)
+                path, version: version, range: range, to: destination.path, sink: sink, cancellation: flag, on: connection)
         }
     }
 
     private func readPartial(
-        _ path: SFTPPath, version: ItemVersion, range: Range<Int64>, to destination: String,
+        _ path: SFTPPath, version: ItemVersion, range: Range<Int64>, to destination: String, sink: ContentSink?,
         cancellation: CancellationFlag, on connection: SFTPConnection
     ) throws(FileProviderError) -> PartialContents {
         guard let channel = try connection.extensionChannel(), let chunk = try channel.transferLimits(on: connection)?.read
         else {
             return try readPartialThroughLibSSH2(
-                path, version: version, range: range, to: destination, cancellation: cancellation, on: connection)
+                path, version: version, range: range, to: destination, sink: sink, cancellation: cancellation, on: connection)
         }
         let remote = path.remote(under: connection.rootPath)
         let folder = path.components.count > 1 ? path.parent.remote(under: connection.rootPath) : nil
@@ -160,13 +164,13 @@ extension SFTPBackend {
             let streams = connectionsPerTransfer()
             if Int64(written.count) >= Self.rangedTransferThreshold && streams > 1 {
                 // Large: in ranges over this connection and free ones, then checked once more.
-                let output = try LocalFile.openForWritingInPlace(destination)
+                let output = try LocalFile.openForWritingInPlace(destination, sink: sink)
                 try readSharing(
                     written, over: streams, handle: handle, path, remote: remote, folder: folder, version: version,
                     chunk: chunk, to: output, cancellation: cancellation, on: channel, connection)
                 handle.attributes = try stillCurrent(path, remote: remote, folder: folder, version: version, on: channel, connection)
             } else if !written.isEmpty {
-                let output = try LocalFile.openForWritingInPlace(destination)
+                let output = try LocalFile.openForWritingInPlace(destination, sink: sink)
                 let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
                 defer { buffer.deallocate() }
                 // The check after the read goes out with the last reads: the path looked up
@@ -391,7 +395,7 @@ extension SFTPBackend {
     ///
     /// - Throws: what ``fetchPartialContents(for:version:range:into:)`` throws.
     private func readPartialThroughLibSSH2(
-        _ path: SFTPPath, version: ItemVersion, range: Range<Int64>, to destination: String,
+        _ path: SFTPPath, version: ItemVersion, range: Range<Int64>, to destination: String, sink: ContentSink?,
         cancellation: CancellationFlag, on connection: SFTPConnection
     ) throws(FileProviderError) -> PartialContents {
         let located = try locate(path, on: connection)
@@ -409,7 +413,7 @@ extension SFTPBackend {
         }
         let written = PartialContents.clamp(range, toSize: located.item.size)
         if !written.isEmpty {
-            let output = try LocalFile.openForWritingInPlace(destination)
+            let output = try LocalFile.openForWritingInPlace(destination, sink: sink)
             let buffer = UnsafeMutableRawBufferPointer.allocate(
                 byteCount: Int(min(Int64(Self.readSize), Int64(written.count))), alignment: 16)
             defer { buffer.deallocate() }

@@ -565,12 +565,15 @@ final class LocalFile: @unchecked Sendable {
     }
 
     /// Opens the engine's existing file for positioned writes, neither creating nor truncating
-    /// it (ranged reads write into it at their offsets).
+    /// it (ranged reads write into it at their offsets); every piece written also goes to
+    /// `sink`, if given.
     /// - Throws: `localIOFailure` naming the path.
-    static func openForWritingInPlace(_ path: String) throws(FileProviderError) -> LocalFile {
+    static func openForWritingInPlace(_ path: String, sink: ContentSink? = nil) throws(FileProviderError) -> LocalFile {
         let fd = Glibc.open(path, O_WRONLY | O_CLOEXEC)
         if fd == -1 { throw localError("open", path) }
-        return LocalFile(fd: fd, path: path)
+        let file = LocalFile(fd: fd, path: path)
+        file.sink = sink
+        return file
     }
 
     /// The size of the open file.

@@ -171,6 +171,7 @@ extension MemoryBackend {
             return (item, node.data)
         }
         let written = PartialContents.clamp(range, toSize: item.size)
+        let sink = ContentSink.for(destination)
         if !written.isEmpty {
             try await executor.run { () throws -> Void in
                 do {
@@ -179,6 +180,7 @@ extension MemoryBackend {
                     try handle.seek(toOffset: UInt64(written.lowerBound))
                     let start = data.startIndex + Int(written.lowerBound)
                     try handle.write(contentsOf: data[start..<(start + written.count)])
+                    data[start..<(start + written.count)].withUnsafeBytes { sink?.consume($0, at: written.lowerBound) }
                 } catch {
                     throw FileProviderError.wrap(error, as: .localIOFailure, context: "writing \(destination.path)")
                 }

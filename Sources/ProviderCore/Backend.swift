@@ -119,6 +119,8 @@ public protocol Backend: Sendable {
     /// (`size..<size`) when it starts at or past the end. Returns the item (its content version is
     /// `version.content`) and that range. After an error the bytes inside `range` are
     /// unspecified (a transfer may have stopped halfway); those outside it are untouched.
+    /// Hands every piece written to the engine's ``ContentSink`` for `destination`, if there is
+    /// one (the engine installs one when it fills a whole file this way, to hash it).
     /// - Throws: `notSupported` without `capabilities.supportsRangedReads` (the default
     ///   implementation); `invalidArgument` for a folder or a symlink, or a range that is empty
     ///   or starts below 0; `noSuchItem` when the item is gone; `versionNoLongerAvailable` when

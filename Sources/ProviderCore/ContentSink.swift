@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Where a backend hands the bytes of a file it transfers, besides the file itself: the engine
 /// hashes a download as it is written and an upload as it is read, and never reads a file a
 /// second time just to hash it (Docs/Reliability.md, "Content hashes").
@@ -12,9 +16,13 @@ import Foundation
 /// contents and sends, with the piece's offset in the file.
 ///
 /// Pieces may come from several threads at once and out of order (ranges over several
-/// connections): the sink hashes them in file order and holds at most ``pendingLimit`` bytes
-/// that arrived ahead of a gap. Past that limit, or when a piece overlaps bytes already hashed,
-/// it gives up and the file gets no hash. A piece at offset 0 once others were hashed starts again (a
+/// connections): the sink hashes them in file order. A piece is the bytes of the file at its
+/// offset, already written (a download) or just read (an upload), so a piece that arrives ahead
+/// of a gap is not copied: only its place is noted, and once the gap is filled the hashing
+/// thread reads it back from the file (from the page cache, where the write just put it) when
+/// its turn comes. Where the file cannot be opened, or the sink was made for no file, such
+/// pieces are held, at most ``pendingLimit`` bytes. Past that limit, or when a piece overlaps
+/// bytes already hashed, it gives up and the file gets no hash. A piece at offset 0 once others were hashed starts again (a
 /// backend that rewrites its destination from the first byte, an upload sent again). A backend
 /// that never takes its sink is still correct: its files have no hash.
 ///
@@ -26,27 +34,62 @@ import Foundation
 /// the first byte and ends with ``finish(size:)``, ``cancel()`` or the sink's release (a failed
 /// or cancelled transfer): none outlives its sink.
 public final class ContentSink: @unchecked Sendable {
-    /// The most bytes held that arrived ahead of a gap (32 MiB: four ranges of a ranged SFTP
-    /// transfer).
+    /// The most bytes held in memory that arrived ahead of a gap, when they cannot be read
+    /// back from the file (32 MiB: four ranges of a ranged SFTP transfer).
     public static let pendingLimit = 32 << 20
+    /// The most pieces ahead of a gap noted to be read back from the file.
+    static let pendingPiecesLimit = 1 << 16
     /// The most bytes queued for the hashing thread (or being hashed) before a writer waits
-    /// (8 MiB).
-    public static let queueLimit = 8 << 20
+    /// (4 MiB).
+    public static let queueLimit = 4 << 20
+
+    /// A piece that arrived ahead of a gap: its bytes, or only its length (in the file).
+    private enum Pending {
+        case bytes([UInt8])
+        case inFile(Int)
+    }
 
     private let hasher: HashingThread
     private let lock = NSLock()
     private var next: Int64 = 0
-    private var pending: [Int64: [UInt8]] = [:]
+    private var pending: [Int64: Pending] = [:]
     private var pendingBytes = 0
     private var abandoned = false
     private var closed = false
+    /// The file the pieces are the bytes of (``feeding(_:_:)`` sets it), and its descriptor
+    /// for reading pieces back, opened with the first piece ahead of a gap (-1: not yet; -2:
+    /// cannot).
+    private var file: String?
+    private var descriptor: Int32 = -1
 
     /// A sink hashing with the digest `makeDigest` makes (a new one when the file starts again).
     public init(_ makeDigest: @escaping @Sendable () -> any ContentDigest) {
         hasher = HashingThread(makeDigest, limit: Self.queueLimit)
     }
 
-    deinit { hasher.stop() }
+    deinit {
+        hasher.stop()
+        if descriptor >= 0 { close(descriptor) }
+    }
+
+    /// Names the file whose bytes the pieces are, so that pieces ahead of a gap are read back
+    /// from it instead of held. Before the first piece.
+    func readsBack(from path: String) {
+        lock.withLock { if file == nil { file = path } }
+    }
+
+    /// The descriptor to read pieces back through, opened on first use; `nil` when there is
+    /// no file or it cannot be opened (the lock held).
+    private func readBackDescriptor() -> Int32? {
+        if descriptor == -1 {
+            descriptor = -2
+            if let file {
+                let fd = open(file, O_RDONLY | O_CLOEXEC)
+                if fd >= 0 { descriptor = fd }
+            }
+        }
+        return descriptor >= 0 ? descriptor : nil
+    }
 
     /// Takes the bytes at `offset` of the file: a copy goes to the hashing thread's queue (this
     /// waits while it is full). Thread-safe.
@@ -68,12 +111,20 @@ public final class ContentSink: @unchecked Sendable {
             hasher.append(bytes)
             next += Int64(bytes.count)
             while let piece = pending.removeValue(forKey: next) {
-                pendingBytes -= piece.count
-                next += Int64(piece.count)
-                hasher.append(piece)
+                switch piece {
+                case .bytes(let held):
+                    pendingBytes -= held.count
+                    hasher.append(held)
+                    next += Int64(held.count)
+                case .inFile(let count):
+                    hasher.append(file: descriptor, offset: next, count: count)
+                    next += Int64(count)
+                }
             }
+        } else if offset > next, pending[offset] == nil, pending.count < Self.pendingPiecesLimit, readBackDescriptor() != nil {
+            pending[offset] = .inFile(bytes.count)
         } else if offset > next, pending[offset] == nil, pendingBytes + bytes.count <= Self.pendingLimit {
-            pending[offset] = Array(bytes.assumingMemoryBound(to: UInt8.self))
+            pending[offset] = .bytes(Array(bytes.assumingMemoryBound(to: UInt8.self)))
             pendingBytes += bytes.count
         } else {
             // Bytes already hashed written again (they may differ), or too much ahead of a gap.
@@ -149,7 +200,10 @@ public final class ContentSink: @unchecked Sendable {
     ) async throws(E) -> T {
         if hashingTurnedOff { return try await operation() }
         var merged = installed
-        for (file, sink) in sinks { merged[file.path] = sink }
+        for (file, sink) in sinks {
+            sink.readsBack(from: file.path)
+            merged[file.path] = sink
+        }
         let result: Result<T, E> = await $installed.withValue(merged) { () async -> Result<T, E> in
             do throws(E) {
                 return .success(try await operation())

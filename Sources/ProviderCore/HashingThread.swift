@@ -33,6 +33,8 @@ final class HashingThread: @unchecked Sendable {
         /// The ``generation`` it belongs to: pieces of an earlier one were queued before the file
         /// started over, and their digest is dropped.
         var generation: Int
+        /// Bytes to read from a file instead (``append(file:offset:count:)``); `bytes` is empty.
+        var file: (descriptor: Int32, offset: Int64, count: Int)?
     }
 
     private let makeDigest: @Sendable () -> any ContentDigest
@@ -48,6 +50,10 @@ final class HashingThread: @unchecked Sendable {
     private var queueHead = 0
     /// Bytes queued and being hashed.
     private var held = 0
+    /// Bytes queued to be read from a file (not in memory, not counted in ``held``).
+    private var inFiles = 0
+    /// A generation whose read of a file failed: its digest is not the file's.
+    private var failedGeneration: Int?
     private var generation = 0
     private var writersWaiting = 0
     private var threadWaiting = false
@@ -93,7 +99,7 @@ final class HashingThread: @unchecked Sendable {
         guard waitForRoom(bytes.count) else { return }
         // Typed, so that the append is one memcpy (a raw buffer is copied byte by byte).
         let typed = bytes.assumingMemoryBound(to: UInt8.self)
-        if queue.count > queueHead, queue[queue.count - 1].generation == generation,
+        if queue.count > queueHead, queue[queue.count - 1].generation == generation, queue[queue.count - 1].file == nil,
             queue[queue.count - 1].bytes.count + bytes.count <= Self.blockSize
         {
             queue[queue.count - 1].bytes.append(contentsOf: typed)
@@ -114,6 +120,28 @@ final class HashingThread: @unchecked Sendable {
         guard waitForRoom(bytes.count) else { return }
         queue.append(Piece(bytes: bytes, generation: generation))
         queued(bytes.count)
+    }
+
+    /// Queues bytes `offset..<offset + count` of the open file `descriptor` for the hash, after
+    /// the pieces queued before: the thread reads them (`pread`, in blocks) when their turn
+    /// comes. The bytes must be in the file already; the descriptor must stay open until the
+    /// thread ended. Never waits: nothing is held in memory for them. A read that fails or
+    /// comes back short gives the digest up (``finish(_:)`` gets `nil`).
+    func append(file descriptor: Int32, offset: Int64, count: Int) {
+        if count <= 0 { return }
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        if stopped || finishing != nil { return }
+        if thread == nil && !start() { return }
+        if queue.count > queueHead, let last = queue[queue.count - 1].file, queue[queue.count - 1].generation == generation,
+            last.descriptor == descriptor, last.offset + Int64(last.count) == offset
+        {
+            queue[queue.count - 1].file = (descriptor, last.offset, last.count + count)
+        } else {
+            queue.append(Piece(bytes: [], generation: generation, file: (descriptor, offset, count)))
+        }
+        inFiles += count
+        if threadWaiting && held + inFiles >= Self.blockSize { pthread_cond_signal(&work) }
     }
 
     /// Drops what is queued and starts a new digest with the next piece (the file starts over,
@@ -181,12 +209,15 @@ final class HashingThread: @unchecked Sendable {
     /// Counts `count` bytes just queued, and wakes the thread when a block's worth waits.
     private func queued(_ count: Int) {
         held += count
-        if threadWaiting && (held >= Self.blockSize || writersWaiting > 0) { pthread_cond_signal(&work) }
+        if threadWaiting && (held + inFiles >= Self.blockSize || writersWaiting > 0) { pthread_cond_signal(&work) }
     }
 
     /// Empties the queue (the lock held); the piece being hashed stays counted until it is done.
     private func dropQueue() {
-        for index in queueHead..<queue.count { held -= queue[index].bytes.count }
+        for index in queueHead..<queue.count {
+            held -= queue[index].bytes.count
+            inFiles -= queue[index].file?.count ?? 0
+        }
         queue.removeAll(keepingCapacity: true)
         queueHead = 0
     }
@@ -218,11 +249,16 @@ final class HashingThread: @unchecked Sendable {
         let id = Self.currentThreadID()
         var digest = makeDigest()
         var digestGeneration = 0
+        // Where pieces to read from a file are read into, made with the first one.
+        var readBuffer: UnsafeMutableRawBufferPointer?
+        defer { readBuffer?.deallocate() }
         pthread_mutex_lock(&mutex)
         threadID = id
         pthread_cond_broadcast(&room)
         while true {
-            while !stopped && finishing == nil && (queueHead == queue.count || (held < Self.blockSize && writersWaiting == 0)) {
+            while !stopped && finishing == nil
+                && (queueHead == queue.count || (held + inFiles < Self.blockSize && writersWaiting == 0))
+            {
                 threadWaiting = true
                 pthread_cond_wait(&work, &mutex)
                 threadWaiting = false
@@ -235,7 +271,7 @@ final class HashingThread: @unchecked Sendable {
                 finishing = nil
                 pthread_mutex_unlock(&mutex)
                 if digestGeneration != wanted { digest = makeDigest() }
-                done(digest.finish())
+                done(failedGeneration == wanted ? nil : digest.finish())
                 pthread_mutex_lock(&mutex)
                 break
             }
@@ -250,6 +286,15 @@ final class HashingThread: @unchecked Sendable {
             if piece.generation != digestGeneration {
                 digest = makeDigest()
                 digestGeneration = piece.generation
+            }
+            if let file = piece.file {
+                let buffer = readBuffer ?? UnsafeMutableRawBufferPointer.allocate(byteCount: Self.blockSize, alignment: 64)
+                readBuffer = buffer
+                let complete = Self.hash(file, into: buffer, with: &digest)
+                pthread_mutex_lock(&mutex)
+                inFiles -= file.count
+                if !complete { failedGeneration = piece.generation }
+                continue
             }
             piece.bytes.withUnsafeBytes { digest.update($0) }
             // Taken out of the piece, so that the block is this thread's only reference and
@@ -270,6 +315,24 @@ final class HashingThread: @unchecked Sendable {
         pthread_mutex_unlock(&mutex)
         // Stopped while a digest was wanted: it will never come.
         abandoned?(nil)
+    }
+
+    /// Reads bytes of a file in blocks through `buffer` and hashes them; `false` when a read
+    /// fails or the file ends first.
+    private static func hash(
+        _ file: (descriptor: Int32, offset: Int64, count: Int), into buffer: UnsafeMutableRawBufferPointer,
+        with digest: inout any ContentDigest
+    ) -> Bool {
+        var done = 0
+        while done < file.count {
+            let wanted = min(buffer.count, file.count - done)
+            let count = pread(file.descriptor, buffer.baseAddress, wanted, off_t(file.offset) + off_t(done))
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return false }
+            digest.update(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+            done += count
+        }
+        return true
     }
 
     /// The kernel's id of the calling thread, from `/proc/thread-self` (`PID/task/TID`).

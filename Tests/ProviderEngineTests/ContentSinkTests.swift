@@ -55,6 +55,47 @@ import Testing
         #expect(await Self.threadEnds(thread))
     }
 
+    /// Pieces ahead of a gap of a sink that knows its file (``ContentSink/feeding(_:_:)`` names
+    /// it) are read back from the file when the gap is filled, not held: 24 MiB from three
+    /// threads, as above, with in-order pieces after read-back ones, hash as the whole file's.
+    /// A file cut short before the gap is filled gets no hash, never a wrong one.
+    @Test func piecesAheadOfAGapAreReadBackFromTheFile() async throws {
+        let data = Self.bytes((24 << 20) + 5, seed: 11)
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-sink-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: url) }
+        try Data(data).write(to: url)
+        let sink = FastSHA256.sink()
+        let piece = 300_007
+        let starts = Array(stride(from: 0, to: data.count, by: piece))
+        try await ContentSink.feeding([url: sink]) {
+            try await offThePool {
+                DispatchQueue.concurrentPerform(iterations: 3) { lane in
+                    for (index, start) in starts.enumerated() where index % 3 == lane {
+                        data.withUnsafeBytes { all in
+                            sink.consume(UnsafeRawBufferPointer(rebasing: all[start..<min(start + piece, data.count)]), at: Int64(start))
+                        }
+                    }
+                }
+            }
+        }
+        #expect(await sink.finish(size: Int64(data.count)) == Self.sha256(data))
+
+        // The second half first (noted, not held), then the first half; the file loses its
+        // second half before the gap is filled.
+        let short = FastSHA256.sink()
+        let half = data.count / 2
+        try await ContentSink.feeding([url: short]) {
+            try await offThePool {
+                data.withUnsafeBytes { all in
+                    short.consume(UnsafeRawBufferPointer(rebasing: all[half...]), at: Int64(half))
+                    truncate(url.path, off_t(half + 10))
+                    short.consume(UnsafeRawBufferPointer(rebasing: all[..<half]), at: 0)
+                }
+            }
+        }
+        #expect(await short.finish(size: Int64(data.count)) == nil)
+    }
+
     /// The file written again from its first byte: the hash is the second writing's; a file
     /// that ends early or has a gap gets none; an empty file gets the hash of nothing.
     @Test func restartsGapsAndEmptyFiles() async throws {

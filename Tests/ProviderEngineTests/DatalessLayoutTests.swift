@@ -245,8 +245,9 @@ import Testing
 
     /// A fill for a program reading a dataless file writes the same inode: a program that had
     /// the file open reads the contents through its descriptor; the file is recorded, dated,
-    /// marked as a download and no longer dataless. A failed fill leaves it dataless, its size
-    /// intact, no blocks kept.
+    /// marked as a download and no longer dataless. The bytes are written once, by one ranged
+    /// read into the file itself: nothing is staged, no whole-file download is asked for. A
+    /// failed fill leaves it dataless, its size intact, no blocks kept.
     @Test func fillingInPlaceWritesTheSameInodeAndAFailureLeavesItDataless() async throws {
         try await Fixture.with { f in
             let contents = bytes(300_000, seed: 7)
@@ -267,7 +268,9 @@ import Testing
             // Two programs at once share one download: the first download is held until the
             // second caller has joined it.
             let (entered, released) = (Mutex(false), Mutex(false))
-            f.memory.setHook(for: .fetchContents) { _ in
+            let staged = Mutex<[String]?>(nil)
+            f.memory.setHook(for: .fetchPartialContents) { _ in
+                staged.withLock { $0 = (try? FileManager.default.contentsOfDirectory(atPath: replica.staging.path)) ?? ["?"] }
                 entered.withLock { $0 = true }
                 while !released.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(2)) }
             }
@@ -277,8 +280,12 @@ import Testing
             #expect(await eventually { downloader.joinedFills.withLock { $0 } == 1 })
             released.withLock { $0 = true }
             let (filled, again) = try await (first.value, second.value)
-            f.memory.setHook(for: .fetchContents, nil)
-            #expect(f.memory.callCount(.fetchContents) == 1)
+            f.memory.setHook(for: .fetchPartialContents, nil)
+            #expect(f.memory.callCount(.fetchPartialContents) == 1)
+            #expect(f.memory.callCount(.fetchContents) == 0)
+            #expect(f.memory.bytesServed(by: .fetchPartialContents) == Int64(contents.count), "every byte written once")
+            #expect(staged.withLock { $0 } == [], "nothing staged while the bytes came")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: replica.staging.path) == [])
             #expect(filled == again)
             #expect(try reader.readToEnd() == contents, "the open descriptor reads the contents")
             let print = try #require(replica.fingerprint(atPath: replica.path("a.bin")))
@@ -288,16 +295,38 @@ import Testing
             let recorded = try controller.record(at: "a.bin")
             #expect(recorded.state == .materialized && recorded.localInode == inode && !recorded.isOutdated)
 
-            f.memory.setFailure(FileProviderError(.serverUnreachable, "down"), for: .fetchContents)
+            f.memory.setFailure(FileProviderError(.serverUnreachable, "down"), for: .fetchPartialContents)
             await #expect(throws: FileProviderError.self) { _ = try await downloader.fillInPlace(b) }
             #expect(replica.placeholderExists("b.bin"), "still dataless")
             #expect(replica.fingerprint(atPath: replica.path("b.bin"))?.size == 3)
             #expect(blocks(replica.path("b.bin")) <= 8)
             #expect(try controller.record(at: "b.bin").state == .placeholder)
-            f.memory.setFailure(nil, for: .fetchContents)
+            f.memory.setFailure(nil, for: .fetchPartialContents)
             _ = try await downloader.fillInPlace(b)
             #expect(try Data(contentsOf: replica.url("b.bin")) == Data("bee".utf8))
         }
     }
 
+    /// An item that changed in the store since the last sync (another size): the ranged read
+    /// of the recorded version is refused, and the fill takes what the store has now from a
+    /// staged download, at its new size; nothing stays staged.
+    @Test func aFillOfAnItemChangedInTheStoreTakesItsNewContents() async throws {
+        try await Fixture.with { f in
+            _ = try f.memory.write(path: "a.bin", data: Data("old".utf8))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            let folder = try Folder()
+            let replica = folder.replica
+            let downloader = Self.downloader(f, controller, replica)
+            let a = try controller.record(at: "a.bin")
+            try replica.createPlaceholder(a.path, PlaceholderMetadata(domain: "mem", record: a))
+            _ = try f.memory.write(path: "a.bin", data: Data("newer bytes".utf8))
+            let filled = try await downloader.fillInPlace(a)
+            #expect(try Data(contentsOf: replica.url("a.bin")) == Data("newer bytes".utf8))
+            #expect(filled.size == 11 && filled.state == .materialized)
+            #expect(f.memory.callCount(.fetchContents) == 1)
+            #expect(!replica.placeholderExists("a.bin"))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: replica.staging.path) == [])
+        }
+    }
 }

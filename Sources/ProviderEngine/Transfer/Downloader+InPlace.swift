@@ -12,11 +12,21 @@ extension Downloader {
     /// program that is reading it: a download renamed over the file would leave that program
     /// reading the old, empty inode. Dataless layout only.
     ///
-    /// The file stays marked dataless until its contents are complete and dated and carry the
-    /// download mark, so a crash or a failure never leaves a file that looks downloaded but is
-    /// not: a failure gives the written blocks back and the file is as it was (the next access
-    /// tries again). The item is recorded as materialized once the file is complete.
-    /// Concurrent fills of one item share one download.
+    /// Where the store has ranged reads, the bytes are written once, into the file itself, as
+    /// progressive hydration writes its ranges (``Backend/fetchPartialContents(for:version:range:into:)``
+    /// of the whole file, of the record's content version: positioned writes that never
+    /// truncate, so the file keeps the item's size throughout), hashed as they are written.
+    /// Otherwise, or when the store has another version than the record's, the download is
+    /// staged and then written over the file.
+    ///
+    /// The file stays marked dataless (marked as being filled) until its contents are complete,
+    /// checked (size, the store's hash), dated and carry the download mark, so a crash or a
+    /// failure never leaves a file that looks downloaded but is not: a failure gives the
+    /// written blocks back and the file is as it was (the next access tries again); a crash
+    /// leaves it marked dataless with some blocks written, which nothing takes for contents (no
+    /// range of it is recorded as present) and the next fill writes over. The item is recorded
+    /// as materialized once the file is complete. Concurrent fills of one item share one
+    /// download.
     /// - Throws: `noSuchItem` when the file at the item's path is not its dataless file;
     ///   `fileWriteOutOfSpace` when it does not fit beside the reserve; what the backend
     ///   throws; `corruptData` when the store sent another size than it announced, or bytes that
@@ -58,13 +68,118 @@ extension Downloader {
         }
     }
 
+    /// Fills the file in place from a ranged read where the store has them (falling back to a
+    /// staged download when the store has another version, or refuses ranged reads after
+    /// all), else from a staged download.
     private func performFill(_ record: ItemRecord) async throws(FileProviderError) -> ItemRecord {
         let replica = self.replica
-        let target = replica.path(record.path)
         let isOurs = try await executor.run { replica.isPlaceholder(of: record.identifier, at: record.path) }
         guard isOurs else {
             throw FileProviderError(.noSuchItem, "\(display(record.path)) is no longer the item's dataless file; sync again")
         }
+        if backend.capabilities.supportsRangedReads && record.size > 0 {
+            do {
+                return try await performRangedFill(record)
+            } catch where error.code == .versionNoLongerAvailable || error.code == .notSupported {
+                // Changed in the store since the last sync (its size may differ): the staged
+                // download takes what the store has now.
+                context.logger.debug("\(display(record.path)): \(error.message); filled from a staged download instead")
+            }
+        }
+        return try await performStagedFill(record)
+    }
+
+    /// Writes the whole file into itself with one ranged read of the record's content version,
+    /// hashed as it is written (``ContentSink``), then checks, dates, marks and records it. A
+    /// failure punches out what was written and leaves the file dataless.
+    /// - Throws: what ``fillInPlace(_:)`` throws; `versionNoLongerAvailable` when the store has
+    ///   another version (nothing was written then, or it was given back).
+    private func performRangedFill(_ record: ItemRecord) async throws(FileProviderError) -> ItemRecord {
+        let replica = self.replica
+        let target = replica.path(record.path)
+        let space = self.space
+        // The bytes go into the item's own file; the promise is held under the name a staged
+        // fill would use (nothing is created there), so that the space is counted.
+        let promised = Self.batchStagingPath(replica, record)
+        let ticket = try await executor.run { () throws(FileProviderError) in
+            let ticket = try space.reserve(size: record.size, stagingFile: promised, folder: replica.staging.path, canResume: false)
+            do throws(FileProviderError) {
+                try Replica.markFilling(atPath: target)
+            } catch {
+                space.release(ticket)
+                throw error
+            }
+            return ticket
+        }
+        defer { space.release(ticket) }
+        let sink = FastSHA256.sink()
+        let destination = URL(fileURLWithPath: target)
+        let backend = self.backend
+        let written: PartialContents
+        do {
+            written = try await ContentSink.feeding([destination: sink]) { () async throws(FileProviderError) -> PartialContents in
+                try await backend.fetchPartialContents(
+                    for: record.identifier, version: record.version, range: 0..<record.size, into: destination)
+            }
+        } catch {
+            sink.cancel()
+            // Cut short (a reset connection, a short or lying reply, a full disk): what was
+            // written is given back, the file is dataless as before.
+            let full = try? await executor.run { () throws(FileProviderError) -> FileProviderError? in
+                try Self.restoreDataless(atPath: target, size: record.size)
+                return space.outOfSpace(
+                    error, size: record.size, stagingFile: promised, folder: replica.staging.path, ticket: ticket, canResume: false)?
+                    .error
+            }
+            throw full ?? error
+        }
+        let item = written.item
+        let streamed = await sink.finish(size: item.size)
+        let (print, sha256) = try await executor.runToCompletion { () throws -> (FileFingerprint, String?) in
+            do {
+                guard item.size == record.size, written.range == 0..<record.size,
+                    replica.fileSize(atPath: target) == record.size
+                else {
+                    throw FileProviderError(
+                        .corruptData,
+                        "the download of \(self.display(record.path)) wrote \(written.range.count) bytes of \(item.size), expected \(record.size); try again"
+                    )
+                }
+                let sha256 = try self.checkHash(of: item, staged: target, path: record.path, streamed: streamed)
+                if let date = item.contentModificationDate { try replica.setModificationDate(date, atPath: target) }
+                return (try self.markFilled(record, item), sha256)
+            } catch {
+                try Self.restoreDataless(atPath: target, size: record.size)
+                throw error
+            }
+        }
+        return try await recordFill(record, item, print: print, sha256: sha256)
+    }
+
+    /// Writes the record of a filled file: materialized at the item's content version, with
+    /// its fingerprint and hash.
+    /// - Throws: `localIOFailure` when the database cannot be written.
+    private func recordFill(_ record: ItemRecord, _ item: Item, print: FileFingerprint, sha256: String?)
+        async throws(FileProviderError) -> ItemRecord
+    {
+        var updated = record
+        updated.update(from: item, path: record.path)
+        updated.markMaterialized(contentVersion: item.version.content, fingerprint: print)
+        updated.recordSHA256(sha256, of: item.version.content)
+        updated.lastError = nil
+        let store = self.store
+        let domainID = self.domainID
+        let filled = updated
+        try await executor.run { try store.apply(domainID: domainID, upserts: [filled], deletions: []) }
+        return updated
+    }
+
+    /// Downloads the file into a staging file (hashed as it is written), then writes it over
+    /// the dataless file: for stores without ranged reads, and items that changed in the store
+    /// since the last sync (their size may differ).
+    private func performStagedFill(_ record: ItemRecord) async throws(FileProviderError) -> ItemRecord {
+        let replica = self.replica
+        let target = replica.path(record.path)
         let space = self.space
         // The download is staged under the promised name; the file being filled is the item's
         // own, and nothing may remove it to make room.
@@ -121,26 +236,25 @@ extension Downloader {
                 try Self.restoreDataless(atPath: target, size: record.size)
                 throw error
             }
-            guard let filled = replica.fingerprint(atPath: target) else {
-                throw FileProviderError(.localIOFailure, "\(target) vanished while it was filled")
-            }
-            DownloadMark.write(atPath: target, identifier: item.identifier, contentVersion: item.version.content, fingerprint: filled)
-            ReplicaStatus.downloaded(path: record.path, own: record.contentPolicy, store: self.store, domainID: self.domainID)
-                .write(atPath: target, domain: self.domainName)
-            // Last: from here on the file is contents.
-            try Self.clearDataless(atPath: target)
-            return (filled, sha256)
+            return (try self.markFilled(record, item), sha256)
         }
-        var updated = record
-        updated.update(from: item, path: record.path)
-        updated.markMaterialized(contentVersion: item.version.content, fingerprint: print)
-        updated.recordSHA256(sha256, of: item.version.content)
-        updated.lastError = nil
-        let store = self.store
-        let domainID = self.domainID
-        let filled = updated
-        try await executor.run { try store.apply(domainID: domainID, upserts: [filled], deletions: []) }
-        return updated
+        return try await recordFill(record, item, print: print, sha256: sha256)
+    }
+
+    /// Marks the complete, dated file of `record` as the download of `item` (fingerprint,
+    /// download mark, status) and removes its dataless mark, last: from then on the file is
+    /// contents. Returns its fingerprint. Blocking.
+    /// - Throws: `localIOFailure` when the file vanished or cannot be unmarked.
+    private func markFilled(_ record: ItemRecord, _ item: Item) throws(FileProviderError) -> FileFingerprint {
+        let target = replica.path(record.path)
+        guard let filled = replica.fingerprint(atPath: target) else {
+            throw FileProviderError(.localIOFailure, "\(target) vanished while it was filled")
+        }
+        DownloadMark.write(atPath: target, identifier: item.identifier, contentVersion: item.version.content, fingerprint: filled)
+        ReplicaStatus.downloaded(path: record.path, own: record.contentPolicy, store: store, domainID: domainID)
+            .write(atPath: target, domain: domainName)
+        try Self.clearDataless(atPath: target)
+        return filled
     }
 
     /// Puts a dataless file back as it was after a fill that failed: its size, no blocks (what
