@@ -133,6 +133,7 @@ struct FolderPlacer: Sendable {
                     continue
                 }
                 if changed { report.updated += 1 }
+                pass.noteMove(from: old, to: record)
                 if try await isUnkeptUpload(old, now: item) {
                     // Not downloaded over: the file counts as changed here, and the next sync
                     // sends it against the store's version (a conflict: both are kept).
