@@ -307,7 +307,19 @@ struct FolderPlacer: Sendable {
     {
         let replica = self.replica
         let name = domain.name
-        let oldCopy = try await executor.run { [self] in localCopyExists(old) }
+        let oldCopy = try await executor.run { [self, path = record.path] in
+            if localCopyExists(old) { return true }
+            // Below a folder whose move took it along (a walk lists the folder's stored
+            // children at their old paths): its file or folder is at its new path already, the
+            // same inode (``moveLocalCopy(of:to:)`` leaves it there). A placeholder is written
+            // anew below; anything else at the new path is not this item's copy.
+            guard old.path != path, old.state == .materialized || old.state == .folder, let inode = old.localInode,
+                replica.fingerprint(atPath: replica.path(path))?.inode == inode
+            else { return false }
+            var there = old
+            there.path = path
+            return localCopyExists(there)
+        }
         switch (oldCopy, populated) {
         case (true, true):
             if old.path != record.path {
