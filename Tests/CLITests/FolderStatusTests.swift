@@ -154,4 +154,38 @@ struct FolderStatusTests {
         #expect(try await cli.run(["sync", "p"]).status == 0)
         #expect(try await Self.attribute(status, of: replica + "/made") == "downloaded")
     }
+
+    /// A folder moved in the store into a pinned folder (`sync` moves its local copy): it and
+    /// its downloaded file say `pinned`; moved back out, `downloaded`. `placeholder-files` mode.
+    @Test func aFolderMovedInTheStoreAcrossAPinSaysSo() async throws {
+        let temp = try TemporaryFolder()
+        let store = temp.url.appendingPathComponent("store").path
+        let replica = temp.url.appendingPathComponent("replica").path
+        try FileManager.default.createDirectory(atPath: store + "/a/sub", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: store + "/p", withIntermediateDirectories: true)
+        try Data("alpha".utf8).write(to: URL(fileURLWithPath: store + "/a/sub/f.txt"))
+        let cli = CLIRunner(in: temp)
+        let added = try await cli.run([
+            "domain", "add", "--mode", "placeholder-files", "m", "--backend", "local", "--root", store, "--replica", replica,
+        ])
+        #expect(added.status == 0, "\(added)")
+        #expect(try await cli.run(["sync", "m"]).status == 0)
+        #expect(try await cli.run(["pin", "m:/p"]).status == 0)
+        #expect(try await cli.run(["materialize", "m:/a/sub/f.txt"]).status == 0)
+        let status = "user.fileprovider.status"
+        #expect(try await Self.attribute(status, of: replica + "/a/sub") == "downloaded")
+        #expect(try await Self.attribute(status, of: replica + "/a/sub/f.txt") == "downloaded")
+
+        try FileManager.default.moveItem(atPath: store + "/a/sub", toPath: store + "/p/sub")
+        let into = try await cli.run(["sync", "m"])
+        #expect(into.status == 0, "\(into)")
+        #expect(try await Self.attribute(status, of: replica + "/p/sub") == "pinned")
+        #expect(try await Self.attribute(status, of: replica + "/p/sub/f.txt") == "pinned")
+
+        try FileManager.default.moveItem(atPath: store + "/p/sub", toPath: store + "/a/sub")
+        let out = try await cli.run(["sync", "m"])
+        #expect(out.status == 0, "\(out)")
+        #expect(try await Self.attribute(status, of: replica + "/a/sub") == "downloaded")
+        #expect(try await Self.attribute(status, of: replica + "/a/sub/f.txt") == "downloaded")
+    }
 }

@@ -99,43 +99,10 @@ struct PolicySetter: Sendable {
             }
         }
         // The files already downloaded show their policy (pinned or not) to every program.
-        await refreshStatus(of: named.filter { $0.kind != .symlink }.map(\.path))
+        await StatusRefresher(context: context).refresh(subtreesAt: named.filter { $0.kind != .symlink }.map(\.path))
         if !download.isEmpty { outcomes += await materializer.materialize(paths: download, recursive: true, events: events) }
         if !evict.isEmpty { outcomes += await evictOnlineOnly(paths: evict) }
         return (changes, outcomes)
-    }
-
-    /// Writes the status attribute (``ReplicaStatus``) of the downloaded files at and below
-    /// `paths` whose policy changed: `pinned` or `downloaded`; and of the folders there
-    /// (``FolderStatus``, where the layout writes them). A file whose status says it has
-    /// changes not sent, or is a conflicted copy, keeps it. Pages of 500 records, each through
-    /// the executor. Failures leave a status as it was (it is a convenience, not state).
-    private func refreshStatus(of paths: [String]) async {
-        let (store, domainID, replica, domain) = (store, domainID, replica, context.domain.name)
-        for path in paths {
-            var after: String?
-            var first = true
-            while true {
-                let (start, withItself) = (after, first)
-                let page: [ItemRecord]? = try? await executor.run { () throws(FileProviderError) -> [ItemRecord] in
-                    var records = try store.descendants(domainID: domainID, of: path, after: start, limit: 500)
-                    if withItself, let own = try store.item(domainID: domainID, path: path) { records.append(own) }
-                    for record in records where record.kind == .folder {
-                        FolderStatus.write(record, in: replica, domain: domain, store: store, domainID: domainID)
-                    }
-                    for record in records where record.kind == .file && record.state == .materialized {
-                        let current = ReplicaStatus.read(atPath: replica.path(record.path))
-                        if current == .unsent || current == .conflict { continue }
-                        ReplicaStatus.markDownloaded(record, in: replica, domain: domain, store: store, domainID: domainID)
-                    }
-                    return records
-                }
-                first = false
-                let below = page?.filter { $0.path != path } ?? []
-                guard let last = below.last, below.count == 500 else { break }
-                after = last.path
-            }
-        }
     }
 
     /// Evicts the downloaded files at `paths` (a folder: every file below it) that are

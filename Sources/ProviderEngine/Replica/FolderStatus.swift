@@ -16,8 +16,9 @@ import ProviderStore
 ///
 /// Where the layout says so (``ReplicaLayout/writesFolderStatus``: `placeholder-files` and the
 /// fanotify layout) the engine writes them on the folder itself when its state changes: made
-/// (a sync down, a population), populated, pinned or unpinned (the folders below it too), made
-/// here and sent. Each value is written only when it differs, so a folder that keeps its state
+/// (a sync down, a population), populated, pinned or unpinned (the folders below it too), moved
+/// by the store into a pinned folder or out of one (the folders below it too: ``StatusRefresher``),
+/// made here and sent. Each value is written only when it differs, so a folder that keeps its state
 /// is not touched: a write moves the folder's change time, which `tar` compares and which the
 /// local scan reads (a folder changed during a scan that would delete makes it start again).
 /// The engine's own writes are no local change: `serve`'s watcher takes no attribute change of

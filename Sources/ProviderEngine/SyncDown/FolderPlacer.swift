@@ -133,6 +133,7 @@ struct FolderPlacer: Sendable {
                     continue
                 }
                 if changed { report.updated += 1 }
+                pass.noteMove(from: old, to: record)
                 if try await isUnkeptUpload(old, now: item) {
                     // Not downloaded over: the file counts as changed here, and the next sync
                     // sends it against the store's version (a conflict: both are kept).
@@ -306,7 +307,19 @@ struct FolderPlacer: Sendable {
     {
         let replica = self.replica
         let name = domain.name
-        let oldCopy = try await executor.run { [self] in localCopyExists(old) }
+        let oldCopy = try await executor.run { [self, path = record.path] in
+            if localCopyExists(old) { return true }
+            // Below a folder whose move took it along (a walk lists the folder's stored
+            // children at their old paths): its file or folder is at its new path already, the
+            // same inode (``moveLocalCopy(of:to:)`` leaves it there). A placeholder is written
+            // anew below; anything else at the new path is not this item's copy.
+            guard old.path != path, old.state == .materialized || old.state == .folder, let inode = old.localInode,
+                replica.fingerprint(atPath: replica.path(path))?.inode == inode
+            else { return false }
+            var there = old
+            there.path = path
+            return localCopyExists(there)
+        }
         switch (oldCopy, populated) {
         case (true, true):
             if old.path != record.path {

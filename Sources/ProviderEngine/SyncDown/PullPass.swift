@@ -65,6 +65,10 @@ struct PullPass {
     var newFolders = Set<ItemIdentifier>()
     var failedFolders: [String] = []
     var redownload: [ItemRecord] = []
+    /// New paths of items the store moved into a pinned folder or out of one
+    /// (``noteMove(from:to:)``): their statuses are refreshed once the pass has written the new
+    /// paths (``StatusRefresher``). Not what lies below one of them (refreshed with it).
+    var movedAcrossPins = Set<String>()
     /// The domain's content policies as the pass began.
     var policies: PolicyResolver
     /// Entries this sync may still write into folders it found new.
@@ -111,6 +115,19 @@ struct PullPass {
     /// ``ContentPolicy/eager``).
     func isPinned(_ record: ItemRecord) -> Bool {
         policies.policy(of: record) == .eager
+    }
+
+    /// Notes an item the store moved from `old` to `new` when its pinned-ness changed with its
+    /// path (``isPinned(_:)`` of both), unless a folder above it is noted already; an ordinary
+    /// move costs two policy look-ups.
+    mutating func noteMove(from old: ItemRecord, to new: ItemRecord) {
+        guard old.path != new.path, isPinned(old) != isPinned(new) else { return }
+        var parent = RelativePath(new.path).parent
+        while !parent.isEmpty {
+            if movedAcrossPins.contains(parent) { return }
+            parent = RelativePath(parent).parent
+        }
+        movedAcrossPins.insert(new.path)
     }
 
     /// Hands the waiting records to the database on the executor, so the walk goes on while

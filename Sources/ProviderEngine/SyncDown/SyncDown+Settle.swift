@@ -106,6 +106,7 @@ extension SyncDown {
                 }
                 do {
                     try await adoptLocalCopy(of: old, into: &record)
+                    pass.noteMove(from: old, to: record)
                     upserts.append(record)
                     deletions.append(old.identifier)
                     report.moved += 1

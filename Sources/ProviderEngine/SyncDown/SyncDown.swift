@@ -102,6 +102,7 @@ extension SyncDown {
                     feedPass.sweeps = false
                     let newAnchor = try await pullChanges(from: anchor, pass: &feedPass, report: &report, events: events)
                     try await settle(&feedPass, report: &report)
+                    await refreshMovedAcrossPins(&feedPass)
                     if newAnchor != anchor {
                         try await context.blocking { () throws(FileProviderError) in
                             try store.setSyncAnchor(newAnchor, domainID: domainID, container: .workingSet)
@@ -134,6 +135,7 @@ extension SyncDown {
         try await pass.flush(to: context, wait: true)
         report.phases.listing = listingSeconds
         try await settle(&pass, report: &report)
+        await refreshMovedAcrossPins(&pass)
         report.phases.database = pass.databaseSeconds
         report.phases.replica = Date().timeIntervalSince(started) - listingSeconds - pass.databaseSeconds
         if pass.failedFolders.isEmpty {
@@ -151,6 +153,17 @@ extension SyncDown {
         }
         try await downloadDue(&pass, report: &report, events: events)
         return true
+    }
+
+    /// Rewrites the statuses of the items this pass saw the store move into a pinned folder or
+    /// out of one (``PullPass/movedAcrossPins``), and of what lies below them: `pinned` or
+    /// `downloaded` now (``StatusRefresher``). After the pass has written and settled the new
+    /// paths, which the refresh reads; nothing when no move changed an item's pinned-ness.
+    private func refreshMovedAcrossPins(_ pass: inout PullPass) async {
+        if pass.movedAcrossPins.isEmpty { return }
+        let paths = StatusRefresher.tops(of: pass.movedAcrossPins.sorted())
+        pass.movedAcrossPins = []
+        await StatusRefresher(context: context).refresh(subtreesAt: paths)
     }
 
     /// Downloads what this pass found outdated or pinned, and what an earlier sync left undone
