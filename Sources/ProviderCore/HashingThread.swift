@@ -14,7 +14,8 @@ import Foundation
 /// Small pieces are gathered into blocks of ``blockSize`` and the thread is woken once a block's
 /// worth is queued (or the hash is wanted), not for every piece.
 ///
-/// The thread starts with the first piece and ends when the hash is finished (``finish(_:)``)
+/// The thread starts once more than ``inlineLimit`` bytes were queued (a smaller file is hashed
+/// by ``finish(_:)``, without a thread) and ends when the hash is finished (``finish(_:)``)
 /// or the hashing is stopped (``stop()``, also when the sink goes away): ``stop()`` returns once
 /// the thread has ended (`pthread_join`), whatever it was doing.
 ///
@@ -24,6 +25,10 @@ final class HashingThread: @unchecked Sendable {
     /// The size of the blocks small pieces are gathered into, and how much must be queued before
     /// an idle thread is woken (1 MiB).
     static let blockSize = 1 << 20
+    /// The most bytes hashed without a thread: a file no larger (most files of a tree of
+    /// small files) is queued until ``finish(_:)``, which hashes it on the caller's thread, in
+    /// about 30 µs at this size, instead of starting and joining a thread for it.
+    static let inlineLimit = 64 << 10
 
     /// The most bytes queued or being hashed before a writer waits.
     let limit: Int
@@ -165,9 +170,14 @@ final class HashingThread: @unchecked Sendable {
             return
         }
         guard thread != nil else {
+            // At most ``inlineLimit`` bytes, all in memory (pieces to read from a file start
+            // the thread), all of this generation (a restart drops the queue).
             stopped = true
+            let pieces = queue[queueHead...].map(\.bytes)
+            dropQueue()
             pthread_mutex_unlock(&mutex)
             var digest = makeDigest()
+            for bytes in pieces { bytes.withUnsafeBytes { digest.update($0) } }
             done(digest.finish())
             return
         }
@@ -191,11 +201,12 @@ final class HashingThread: @unchecked Sendable {
         if let running { pthread_join(running, nil) }
     }
 
-    /// Waits (the lock held) until `count` more bytes fit; starts the thread the first time.
-    /// Returns `false` when the pieces are to be dropped (stopped, or finishing).
+    /// Waits (the lock held) until `count` more bytes fit; starts the thread once more than
+    /// ``inlineLimit`` bytes were queued. Returns `false` when the pieces are to be dropped
+    /// (stopped, or finishing).
     private func waitForRoom(_ count: Int) -> Bool {
         if stopped || finishing != nil { return false }
-        if thread == nil && !start() { return false }
+        if thread == nil && held + count > Self.inlineLimit && !start() { return false }
         while held > 0 && held + count > limit && !stopped {
             writersWaiting += 1
             // The thread may be waiting for a block's worth: it is wanted now.

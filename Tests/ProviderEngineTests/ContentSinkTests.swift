@@ -55,6 +55,34 @@ import Testing
         #expect(await Self.threadEnds(thread))
     }
 
+    /// A file of at most 64 KiB is hashed without a thread of its own (a tree of small files
+    /// starts and joins none); one piece more and the thread starts; both hashes are right.
+    @Test func aSmallFileIsHashedWithoutAThread() async throws {
+        let data = Self.bytes(64 << 10, seed: 5)
+        let small = FastSHA256.sink()
+        try await offThePool {
+            data.withUnsafeBytes { all in
+                for start in stride(from: 0, to: all.count, by: 4096) {
+                    small.consume(UnsafeRawBufferPointer(rebasing: all[start..<start + 4096]), at: Int64(start))
+                }
+            }
+        }
+        #expect(small.hashingThreadID == nil)
+        #expect(await small.finish(size: Int64(data.count)) == Self.sha256(data))
+
+        let larger = Self.bytes((64 << 10) + 1, seed: 6)
+        let sink = FastSHA256.sink()
+        try await offThePool {
+            larger.withUnsafeBytes { all in
+                sink.consume(UnsafeRawBufferPointer(rebasing: all[..<(64 << 10)]), at: 0)
+                sink.consume(UnsafeRawBufferPointer(rebasing: all[(64 << 10)...]), at: 64 << 10)
+            }
+        }
+        let thread = try #require(sink.hashingThreadID)
+        #expect(await sink.finish(size: Int64(larger.count)) == Self.sha256(larger))
+        #expect(await Self.threadEnds(thread))
+    }
+
     /// Pieces ahead of a gap of a sink that knows its file (``ContentSink/feeding(_:_:)`` names
     /// it) are read back from the file when the gap is filled, not held: 24 MiB from three
     /// threads, as above, with in-order pieces after read-back ones, hash as the whole file's.
