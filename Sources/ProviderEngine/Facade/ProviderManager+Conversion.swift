@@ -100,7 +100,7 @@ extension ProviderManager {
             }
             do throws(FileProviderError) {
                 return try DomainLock.acquire(home: home, domain: name)
-            } catch  where error.code == .cannotSynchronize {
+            } catch where error.code == .cannotSynchronize {
                 let who = DomainLock.holder(home: home, domain: name).map { "process \($0)" } ?? "another process"
                 throw FileProviderError(
                     .cannotSynchronize,
