@@ -34,18 +34,27 @@ struct PartialReadTests {
         return data
     }
 
+    /// Two files `a.bin` and `b.bin` of the same `count` bytes in `folder`, a backend over one
+    /// connection that keeps a read file open for `idleTime` nanoseconds, and a destination of
+    /// `count` zero bytes.
+    static func twoFiles(
+        _ count: Int, in folder: String, of server: SSHServer, idleTime: UInt64
+    ) throws -> (contents: Data, backend: SFTPBackend, destination: URL) {
+        let contents = bytes(count, seed: 1)
+        try contents.write(to: URL(fileURLWithPath: folder).appendingPathComponent("a.bin"))
+        try contents.write(to: URL(fileURLWithPath: folder).appendingPathComponent("b.bin"))
+        let backend = try TestServer.backend(server, root: folder, extra: ["connections": "1"], readHandleIdleTime: idleTime)
+        let destination = try TestServer.scratch().appendingPathComponent("d")
+        try Data(count: count).write(to: destination)
+        return (contents, backend, destination)
+    }
+
     @Test func oneHandleServesTheReadsOfAFile() async throws {
         let server = try await TestServer.shared()
         let folder = try server.makeFolder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let contents = Self.bytes(300_000, seed: 1)
-        try contents.write(to: URL(fileURLWithPath: folder).appendingPathComponent("a.bin"))
-        try contents.write(to: URL(fileURLWithPath: folder).appendingPathComponent("b.bin"))
         // An idle time no machine's load reaches between two reads (an hour): the handle is kept.
-        let backend = try TestServer.backend(
-            server, root: folder, extra: ["connections": "1"], readHandleIdleTime: 3_600_000_000_000)
-        let destination = try TestServer.scratch().appendingPathComponent("d")
-        try Data(count: 300_000).write(to: destination)
+        let (contents, backend, destination) = try Self.twoFiles(300_000, in: folder, of: server, idleTime: 3_600_000_000_000)
 
         let a = try await backend.item(for: "a.bin")
         let b = try await backend.item(for: "b.bin")
@@ -67,13 +76,7 @@ struct PartialReadTests {
         let server = try await TestServer.shared()
         let folder = try server.makeFolder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let contents = Self.bytes(30_000, seed: 1)
-        try contents.write(to: URL(fileURLWithPath: folder).appendingPathComponent("a.bin"))
-        try contents.write(to: URL(fileURLWithPath: folder).appendingPathComponent("b.bin"))
-        let backend = try TestServer.backend(
-            server, root: folder, extra: ["connections": "1"], readHandleIdleTime: 200_000_000)
-        let destination = try TestServer.scratch().appendingPathComponent("d")
-        try Data(count: 30_000).write(to: destination)
+        let (contents, backend, destination) = try Self.twoFiles(30_000, in: folder, of: server, idleTime: 200_000_000)
         for name in ["a.bin", "b.bin"] {
             let item = try await backend.item(for: ItemIdentifier(name))
             _ = try await backend.fetchPartialContents(for: item.identifier, version: item.version, range: 0..<1000, into: destination)
