@@ -38,7 +38,7 @@ public final class HostileSFTPServer: @unchecked Sendable {
 
     deinit { stop() }
 
-    /// Makes keys and starts the script; returns once it sends an SSH banner.
+    /// Makes keys and starts the script; returns once it says it listens and sends an SSH banner.
     ///
     /// - Throws: ``SSHServerError`` when a key cannot be made or the server does not answer
     ///   within `timeout` seconds (the message holds its log: a missing paramiko shows there;
@@ -50,7 +50,7 @@ public final class HostileSFTPServer: @unchecked Sendable {
         let hostKey = directory.appendingPathComponent("host_ed25519")
         try SSHServer.generateKey(at: hostKey)
         try SSHServer.generateKey(at: directory.appendingPathComponent("id_ed25519"))
-        let port = try SSHServer.freePort()
+        let port = try FreePort.next()
         let hostPublic = try String(contentsOf: hostKey.appendingPathExtension("pub"), encoding: .utf8)
         let line = "[127.0.0.1]:\(port) " + hostPublic.split(separator: " ").prefix(2).joined(separator: " ")
         try (line + "\n").write(to: directory.appendingPathComponent("known_hosts"), atomically: true, encoding: .utf8)
@@ -60,7 +60,10 @@ public final class HostileSFTPServer: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if SSHServer.hasExited(pid) { break }
-            if SSHServer.answers(port: port) { return server }
+            // The script's own word that it holds the port, then a banner: a banner alone could
+            // come from another server on a port that this one failed to bind.
+            let said = (try? String(contentsOfFile: log, encoding: .utf8))?.contains("listening on \(port)") == true
+            if said && SSHServer.answers(port: port) { return server }
             usleep(20_000)  // polling a condition, bounded by the deadline
         }
         let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""

@@ -66,7 +66,7 @@ public final class MediaServer: @unchecked Sendable {
         var lastError = MediaServerError(message: "media-server did not start")
         var log = folder
         for _ in 0..<3 {
-            let port = try Self.freePort()
+            let port = try FreePort.next()
             let process = TestProcess()
             process.executableURL = binary
             process.arguments =
@@ -135,26 +135,6 @@ public final class MediaServer: @unchecked Sendable {
     }
 
     // MARK: Ports and readiness
-
-    /// A TCP port on 127.0.0.1 that was free a moment ago.
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw MediaServerError(message: "socket: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw -> Int32 in
-                guard bind(fd, raw, length) == 0 else { return -1 }
-                return getsockname(fd, raw, &length)
-            }
-        }
-        guard bound == 0 else { throw MediaServerError(message: "bind: \(String(cString: strerror(errno)))") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
 
     /// Polls `GET /` until it answers 200, the process exits, or 20 seconds pass.
     static func waitUntilReady(port: Int, process: TestProcess) -> Bool {

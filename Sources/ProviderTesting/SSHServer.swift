@@ -73,7 +73,7 @@ public final class SSHServer: @unchecked Sendable {
         try generateKey(at: hostKey)
         let userKey = directory.appendingPathComponent("id_ed25519")
         try generateKey(at: userKey)
-        let port = try freePort()
+        let port = try FreePort.next()
         let hostPublic = try String(contentsOf: hostKey.appendingPathExtension("pub"), encoding: .utf8)
         let keyFields = hostPublic.split(separator: " ").prefix(2).joined(separator: " ")
         let line = "[127.0.0.1]:\(port) \(keyFields)"
@@ -247,26 +247,6 @@ public final class SSHServer: @unchecked Sendable {
     static func hasExited(_ pid: pid_t) -> Bool {
         var status: Int32 = 0
         return waitpid(pid, &status, WNOHANG) == pid
-    }
-
-    /// A TCP port on 127.0.0.1 that was free a moment ago.
-    public static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw SSHServerError(message: "socket: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0 else { throw SSHServerError(message: "bind: \(String(cString: strerror(errno)))") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     /// Whether something on 127.0.0.1:port sends an SSH banner.

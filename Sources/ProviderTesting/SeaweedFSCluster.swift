@@ -74,7 +74,7 @@ public final class SeaweedFSCluster: @unchecked Sendable {
             "actions":["Admin","Read","List","Tagging","Write"]}]}
             """
         try Data(config.utf8).write(to: folder.appendingPathComponent("s3.json"))
-        func grpc(_ port: Int) -> Int { (try? MediaServer.freePort()) ?? port + 10000 }
+        func grpc(_ port: Int) -> Int { (try? FreePort.next()) ?? port + 10000 }
         func log(_ name: String) -> URL { folder.appendingPathComponent("\(name).log") }
         var started: [ServerProcessGroup] = []
         do {

@@ -29,7 +29,7 @@ final class ServerProcessGroup: @unchecked Sendable {
     ) throws -> (group: ServerProcessGroup, port: Int) {
         var lastError = MediaServerError(message: "\(name) did not start")
         for _ in 0..<3 {
-            let port = try MediaServer.freePort()
+            let port = try FreePort.next()
             try prepare(port)
             let pid = try ChildProcess.spawn(
                 binary, arguments(port), output: errorLog.path, error: errorLog.path, ownSession: true)

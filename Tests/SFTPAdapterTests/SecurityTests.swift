@@ -154,7 +154,7 @@ struct SecurityTests {
     @Test func nothingListeningIsServerUnreachable() async throws {
         let server = try await TestServer.shared()
         var options = server.options(root: "/")
-        options["port"] = String(try SSHServer.freePort())
+        options["port"] = String(try FreePort.next())
         options["timeout"] = "5"
         let backend = try SFTPBackend(configuration: try SFTPBackend.descriptor.validate(options))
         let error = await Self.expectError(.serverUnreachable) { () async throws(FileProviderError) in

@@ -320,6 +320,8 @@ def main():
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", port))
     listener.listen(64)
+    # What the test waits for: this process, not another, holds the port.
+    print(f"listening on {port}", flush=True)
     while True:
         client, _ = listener.accept()
         threading.Thread(target=serve, args=(client, host_key), daemon=True).start()
