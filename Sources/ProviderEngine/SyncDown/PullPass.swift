@@ -134,6 +134,13 @@ struct PullPass {
     /// SQLite writes. One batch is in flight at a time; with `wait`, returns once everything
     /// is written (before anything reads what this pass wrote).
     mutating func flush(to context: DomainContext, wait: Bool = false) async throws(FileProviderError) {
+        if defersFolderRecords && !upserts.isEmpty {
+            // In key order (the order of SQLite's BINARY collation for ASCII names; any order
+            // is correct, this one is cheap to insert). Sorted before waiting for the batch in
+            // flight, so the sort overlaps its writing instead of leaving the writer, the first
+            // sync's critical path, idle between two batches.
+            upserts.sort { $0.identifier.rawValue < $1.identifier.rawValue }
+        }
         if let inFlight = writing {
             writing = nil
             let waited = Date()
@@ -145,11 +152,6 @@ struct PullPass {
             }
         }
         if upserts.isEmpty && listings.isEmpty { return }
-        if defersFolderRecords {
-            // In key order (the order of SQLite's BINARY collation for ASCII names; any order
-            // is correct, this one is cheap to insert).
-            upserts.sort { $0.identifier.rawValue < $1.identifier.rawValue }
-        }
         var next = spareBatch.exchange([])
         // Room for a full backlog: growing an array of records copies every record again.
         next.reserveCapacity(Self.backlog + Self.batchSize)
