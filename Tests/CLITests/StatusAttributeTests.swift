@@ -119,6 +119,36 @@ struct StatusAttributeTests {
         for index in 0..<3 { #expect(try await Self.status("\(replica)/plain/f\(index).txt") == "pinned") }
     }
 
+    /// New files written into the replica and sent together (several at once, their results
+    /// recorded in batches) each say they are in the store once the sync returns: `pinned`
+    /// under a pinned folder (by inheritance), `downloaded` elsewhere; none stays `unsent`.
+    @Test func newFilesSentTogetherSayTheyAreInTheStore() async throws {
+        let temp = try TemporaryFolder()
+        let store = temp.url.appendingPathComponent("store").path
+        let replica = temp.url.appendingPathComponent("replica").path
+        for folder in ["kept", "plain"] {
+            try FileManager.default.createDirectory(atPath: store + "/" + folder, withIntermediateDirectories: true)
+        }
+        let cli = CLIRunner(in: temp)
+        #expect(
+            try await cli.run([
+                "domain", "add", "--mode", "placeholder-files", "p", "--backend", "local", "--root", store, "--replica", replica,
+            ]).status == 0)
+        #expect(try await cli.run(["sync", "p"]).status == 0)
+        #expect(try await cli.run(["pin", "p:/kept"]).status == 0)
+        try FileManager.default.createDirectory(atPath: replica + "/kept/deep", withIntermediateDirectories: true)
+        let kept = (0..<40).map { "kept/n\($0).txt" } + (0..<10).map { "kept/deep/n\($0).txt" }
+        let plain = (0..<40).map { "plain/n\($0).txt" }
+        for name in kept + plain { try Data(name.utf8).write(to: URL(fileURLWithPath: replica + "/" + name)) }
+        let synced = try await cli.run(["sync", "p"])
+        #expect(synced.status == 0, "\(synced)")
+        for name in kept + plain {
+            #expect(FileManager.default.contents(atPath: store + "/" + name) == Data(name.utf8), "\(name)")
+        }
+        for name in kept { #expect(try await Self.status(replica + "/" + name) == "pinned", "\(name)") }
+        for name in plain { #expect(try await Self.status(replica + "/" + name) == "downloaded", "\(name)") }
+    }
+
     @Test func aConflictedCopySaysSoAndTheStoresVersionIsDownloadedUnderTheName() async throws {
         let temp = try TemporaryFolder()
         let store = temp.url.appendingPathComponent("store").path
