@@ -127,12 +127,7 @@ extension Downloader {
                         DownloadMark.write(
                             atPath: target, identifier: item.identifier, contentVersion: item.version.content, fingerprint: print)
                         try Self.clearDataless(atPath: target)
-                        var updated = record
-                        updated.update(from: item, path: record.path)
-                        updated.markMaterialized(contentVersion: item.version.content, fingerprint: print)
-                        updated.recordSHA256(sha256, of: item.version.content)
-                        updated.lastError = nil
-                        placed[file.index] = .success(updated)
+                        placed[file.index] = .success(Self.downloaded(record, as: item, fingerprint: print, sha256: sha256))
                     } catch {
                         try? Self.restoreDataless(atPath: target, size: record.size)
                         placed[file.index] = .failure(error)
