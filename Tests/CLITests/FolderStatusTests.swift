@@ -17,8 +17,7 @@ import Testing
 struct FolderStatusTests {
     /// `getfattr -n NAME --only-values PATH`, or `nil` when it fails.
     static func attribute(_ name: String, of path: String) async throws -> String? {
-        let run = try await runProgram(["getfattr", "-n", name, "--only-values", path])
-        return run.succeeded ? String(decoding: run.output, as: UTF8.self) : nil
+        try await StatusAttributeTests.attribute(name, of: path)
     }
 
     /// `pin` of DOMAIN:/sub: it and its subfolder `deeper` say `pinned` (the policy is
@@ -127,18 +126,9 @@ struct FolderStatusTests {
     /// `placeholder-files` mode, without `serve`: the same values, written on the folders by
     /// `sync`, `populate`, `pin` and `unpin`.
     @Test func foldersCarryTheirStatusInPlaceholderFilesMode() async throws {
-        let temp = try TemporaryFolder()
-        let store = temp.url.appendingPathComponent("store").path
-        let replica = temp.url.appendingPathComponent("replica").path
-        try FileManager.default.createDirectory(atPath: store + "/sub/deeper", withIntermediateDirectories: true)
-        try Data("alpha".utf8).write(to: URL(fileURLWithPath: store + "/sub/a.txt"))
-        try Data("bravo".utf8).write(to: URL(fileURLWithPath: store + "/sub/deeper/b.txt"))
-        let cli = CLIRunner(in: temp)
-        let added = try await cli.run([
-            "domain", "add", "--mode", "placeholder-files", "p", "--backend", "local", "--root", store, "--replica", replica,
-        ])
-        #expect(added.status == 0, "\(added)")
-        #expect(try await cli.run(["sync", "p", "--populate-limit", "0"]).status == 0)
+        let domain = try await PlaceholderFilesDomain(
+            "p", files: ["sub/a.txt": Data("alpha".utf8), "sub/deeper/b.txt": Data("bravo".utf8)], syncArguments: ["--populate-limit", "0"])
+        let (cli, replica) = (domain.cli, domain.replica)
         let (sub, status) = (replica + "/sub", "user.fileprovider.status")
 
         #expect(try await Self.attribute(status, of: replica) == "downloaded")
@@ -158,18 +148,8 @@ struct FolderStatusTests {
     /// A folder moved in the store into a pinned folder (`sync` moves its local copy): it and
     /// its downloaded file say `pinned`; moved back out, `downloaded`. `placeholder-files` mode.
     @Test func aFolderMovedInTheStoreAcrossAPinSaysSo() async throws {
-        let temp = try TemporaryFolder()
-        let store = temp.url.appendingPathComponent("store").path
-        let replica = temp.url.appendingPathComponent("replica").path
-        try FileManager.default.createDirectory(atPath: store + "/a/sub", withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(atPath: store + "/p", withIntermediateDirectories: true)
-        try Data("alpha".utf8).write(to: URL(fileURLWithPath: store + "/a/sub/f.txt"))
-        let cli = CLIRunner(in: temp)
-        let added = try await cli.run([
-            "domain", "add", "--mode", "placeholder-files", "m", "--backend", "local", "--root", store, "--replica", replica,
-        ])
-        #expect(added.status == 0, "\(added)")
-        #expect(try await cli.run(["sync", "m"]).status == 0)
+        let domain = try await PlaceholderFilesDomain("m", files: ["a/sub/f.txt": Data("alpha".utf8)], folders: ["p"])
+        let (cli, store, replica) = (domain.cli, domain.store, domain.replica)
         #expect(try await cli.run(["pin", "m:/p"]).status == 0)
         #expect(try await cli.run(["materialize", "m:/a/sub/f.txt"]).status == 0)
         let status = "user.fileprovider.status"
