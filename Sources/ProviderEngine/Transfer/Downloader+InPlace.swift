@@ -203,12 +203,7 @@ extension Downloader {
         }
         let streamed = await sink.finish(size: item.size)
         let (print, sha256) = try await executor.runToCompletion { () throws -> (FileFingerprint, String?) in
-            guard let size = replica.fileSize(atPath: promised), size == item.size else {
-                throw FileProviderError(
-                    .corruptData,
-                    "the download of \(self.display(record.path)) was \(replica.fileSize(atPath: promised) ?? 0) bytes, expected \(item.size); try again"
-                )
-            }
+            try self.checkStagedSize(promised, of: record, expected: item.size)
             let sha256 = try self.checkHash(of: item, staged: promised, path: record.path, streamed: streamed)
             do {
                 try Replica.markFilling(atPath: target)
