@@ -15,16 +15,8 @@ import Testing
 /// under its real name, marked dataless, and nothing the engine does takes it for contents or
 /// deletes a file with contents in its place.
 @Suite struct DatalessLayoutTests {
-    final class Folder {
-        let url: URL
-        let replica: Replica
-        init() throws {
-            url = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-dataless-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: url.appendingPathComponent("staging"), withIntermediateDirectories: true)
-            replica = Replica(root: url, staging: url.appendingPathComponent("staging"), layout: .dataless)
-        }
-        deinit { try? FileManager.default.removeItem(at: url) }
-    }
+    /// A temporary replica folder in the dataless layout (``ReplicaLayoutTests/Folder``).
+    typealias Folder = ReplicaLayoutTests.Folder
 
     /// A downloader of `controller`'s domain into `replica` (a test's own dataless folder).
     static func downloader(_ f: Fixture, _ controller: DomainController, _ replica: Replica) -> Downloader {
