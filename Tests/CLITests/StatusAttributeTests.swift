@@ -105,18 +105,8 @@ struct StatusAttributeTests {
     /// recorded in batches) each say they are in the store once the sync returns: `pinned`
     /// under a pinned folder (by inheritance), `downloaded` elsewhere; none stays `unsent`.
     @Test func newFilesSentTogetherSayTheyAreInTheStore() async throws {
-        let temp = try TemporaryFolder()
-        let store = temp.url.appendingPathComponent("store").path
-        let replica = temp.url.appendingPathComponent("replica").path
-        for folder in ["kept", "plain"] {
-            try FileManager.default.createDirectory(atPath: store + "/" + folder, withIntermediateDirectories: true)
-        }
-        let cli = CLIRunner(in: temp)
-        #expect(
-            try await cli.run([
-                "domain", "add", "--mode", "placeholder-files", "p", "--backend", "local", "--root", store, "--replica", replica,
-            ]).status == 0)
-        #expect(try await cli.run(["sync", "p"]).status == 0)
+        let domain = try await PlaceholderFilesDomain("p", folders: ["kept", "plain"])
+        let (cli, store, replica) = (domain.cli, domain.store, domain.replica)
         #expect(try await cli.run(["pin", "p:/kept"]).status == 0)
         try FileManager.default.createDirectory(atPath: replica + "/kept/deep", withIntermediateDirectories: true)
         let kept = (0..<40).map { "kept/n\($0).txt" } + (0..<10).map { "kept/deep/n\($0).txt" }
