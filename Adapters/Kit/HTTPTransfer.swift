@@ -164,7 +164,13 @@ final class HTTPTransfer {
             }
             start = resumeAt
         }
-        if ftruncate(sinkFile, off_t(start)) != 0 || lseek(sinkFile, off_t(start), SEEK_SET) < 0 {
+        // Truncated only when longer than `start` (an earlier attempt's bytes, or a file the
+        // engine reuses): ext4 writes a file truncated to 0 out when it is closed
+        // (`auto_da_alloc`), a block write per downloaded file of a new, empty staging file.
+        let length = lseek(sinkFile, 0, SEEK_END)
+        if length != off_t(start)
+            && (length < 0 || ftruncate(sinkFile, off_t(start)) != 0 || lseek(sinkFile, off_t(start), SEEK_SET) < 0)
+        {
             failure = POSIXError.localWriteError("truncate", path: "the download file")
             return false
         }

@@ -5,13 +5,15 @@ import ProviderTesting
 import Testing
 
 /// A reply's head and body as the kit parses them byte by byte: header names lower-cased,
-/// values without the blanks around them, a line without a colon ignored; a body streamed
+/// values without the blanks around them; a body streamed
 /// into a file whole whether it is smaller or larger than the buffer the client keeps for it,
-/// or has no announced length.
+/// or has no announced length; a longer file already there cut to the reply.
 @Suite struct ReplyParsingTests {
-    static func download(_ server: FaultServer) async throws -> (HTTPReply, Data) {
+    /// Downloads `/file` into a file holding `before` (none when `nil`).
+    static func download(_ server: FaultServer, over before: Data? = nil) async throws -> (HTTPReply, Data) {
         let folder = try TemporaryFolder()
         let path = folder.url.appendingPathComponent("body").path
+        if let before { try before.write(to: URL(fileURLWithPath: path)) }
         let settings = HTTPOptions(connectTimeout: 5, timeout: 5, connections: 1, retries: 0).clientSettings(baseURL: server.url)
         let client = try HTTPClient(settings: settings)
         defer { client.close() }
@@ -61,5 +63,15 @@ import Testing
         let (reply, body) = try await Self.download(server)
         #expect(reply.fileLength == Int64(bytes.count))
         #expect(body == bytes)
+    }
+
+    /// A file the sink already holds is cut to the reply (a new, empty one is left as it is).
+    @Test(arguments: [0, 2, 10_000])
+    func aLongerFileIsCutToTheReply(_ lengthBefore: Int) async throws {
+        let server = try FaultServer { _ in .reply(status: 200, headers: [:], body: Data("abc".utf8)) }
+        defer { server.stop() }
+        let (reply, body) = try await Self.download(server, over: Data(repeating: 0x78, count: lengthBefore))
+        #expect(reply.fileLength == 3)
+        #expect(body == Data("abc".utf8))
     }
 }
