@@ -216,7 +216,9 @@ extension S3Backend {
         if path.isRoot || knownFolders.contains(folderKey), let subfolders = knownFolders.subfolders(of: folderKey) {
             return (true, subfolders)
         }
-        if !path.isRoot && knownFolders.contains(folderKey) { return (true, nil) }
+        // Seen a moment ago without all its folders' names (more entries than one page): the
+        // root too, which was listed again, a page of 1,000 keys, for every new file in it.
+        if knownFolders.contains(folderKey) { return (true, nil) }
         let listing = try await listPage(prefix: folderKey, delimiter: true, token: nil)
         let exists = path.isRoot || !listing.objects.isEmpty || !listing.commonPrefixes.isEmpty
         guard exists else { return (false, nil) }
