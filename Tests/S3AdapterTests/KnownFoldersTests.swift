@@ -19,6 +19,20 @@ struct KnownFoldersTests {
         Item.template(identifier: ItemIdentifier("tmp-\(name)"), parent: parent, filename: name, kind: .file, size: Int64(size))
     }
 
+    /// Creates `a.txt`, `b.txt` and `c.txt` in the root from `contents` (10 bytes). Returns how
+    /// many requests the server had seen before, and when they started.
+    static func createThreeFiles(from contents: URL, with backend: S3Backend, on server: FaultServer) async throws -> (
+        before: Int, started: ContinuousClock.Instant
+    ) {
+        let before = server.requests.count
+        let started = ContinuousClock.now
+        for name in ["a.txt", "b.txt", "c.txt"] {
+            _ = try await backend.createItem(
+                basedOn: Self.file(name, in: .rootContainer, size: 10), fields: [.contents], contents: contents, options: [])
+        }
+        return (before, started)
+    }
+
     @Test func aFolderDeletedOrMovedHereIsNoLongerTrustedForNewFiles() async throws {
         let backend = try await SharedSeaweedFS.backend()
         let scratch = try MultipartTests.Scratch()
@@ -89,12 +103,7 @@ struct KnownFoldersTests {
             endpoint: server.url, bucket: "bkt", pathStyle: true, credentials: ("key", "secret", nil), http: HTTPOptionsForTests.quick)
         let scratch = try MultipartTests.Scratch()
         let (contents, _) = try scratch.file("small", size: 10, seed: 1)
-        let before = server.requests.count
-        let started = ContinuousClock.now
-        for name in ["a.txt", "b.txt", "c.txt"] {
-            _ = try await backend.createItem(
-                basedOn: Self.file(name, in: .rootContainer, size: 10), fields: [.contents], contents: contents, options: [])
-        }
+        let (before, started) = try await Self.createThreeFiles(from: contents, with: backend, on: server)
         let taken = await #expect(throws: FileProviderError.self) {
             try await backend.createItem(
                 basedOn: Self.file("taken", in: .rootContainer, size: 10), fields: [.contents], contents: contents, options: [])
@@ -142,13 +151,8 @@ struct KnownFoldersTests {
             })
         defer { server.stop() }
         let scratch = try MultipartTests.Scratch()
-        let (contents, _) = try scratch.file("small", size: 10, seed: 2)
-        let before = server.requests.count
-        let started = ContinuousClock.now
-        for name in ["a.txt", "b.txt", "c.txt"] {
-            _ = try await backend.createItem(
-                basedOn: Self.file(name, in: .rootContainer, size: 10), fields: [.contents], contents: contents, options: [])
-        }
+        let (contents, _) = try scratch.file("small", size: 10, seed: 1)
+        let (before, started) = try await Self.createThreeFiles(from: contents, with: backend, on: server)
         let listings = server.requests.dropFirst(before).filter { $0.query["list-type"] == "2" }
         let pages = listings.filter { $0.query["max-keys"] != "1" }
         // (Folders are remembered for 5 s: on a machine so loaded that the three files took
