@@ -219,6 +219,7 @@ public final class HTTPClient: Sendable {
     public static func retryAfterSeconds(_ value: String) -> Double? {
         let text = value.trimmingCharacters(in: .whitespaces)
         if let seconds = Double(text) { return max(0, seconds) }
+        if let date = HTTPDate.rfc1123(text[...]) { return max(0, date.timeIntervalSinceNow) }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")

@@ -73,23 +73,15 @@ extension SFTPBackend {
         _ contents: URL?, at staging: String, in folder: String, modificationTime: Int64?, describe: Bool,
         sink: ContentSink?, on connection: SFTPConnection
     ) throws(FileProviderError) -> StagedFile? {
-        guard let channel = try connection.extensionChannel(), let chunk = try channel.transferLimits(on: connection)?.write
-        else { return nil }
+        guard let upload = try SmallFileUpload(on: connection) else { return nil }
         let input = try contents.map { url throws(FileProviderError) in try LocalFile.openForReading(url.path) }
         let size = try input?.size() ?? 0
-        guard size <= Int64(chunk) else { return nil }
+        guard size <= Int64(upload.writeLimit) else { return nil }
         input?.sink = sink
-        let file = try channel.createExclusive(staging, on: connection)
+        let file = try upload.createExclusive(staging)
         do throws(FileProviderError) {
-            let times = modificationTime.map { ($0, Int64(Date().timeIntervalSince1970.rounded(.down))) }
-            let attributes = try channel.writeAndClose(
-                file, count: Int(size), times: times, describe: describe, on: connection
-            ) { part throws(FileProviderError) in
-                guard let input, try input.read(into: part, at: 0) == part.count else {
-                    throw FileProviderError(
-                        .localIOFailure, "\(contents?.path ?? "") became shorter while it was uploaded; it is sent again later")
-                }
-            }
+            let attributes = try upload.write(
+                input, size: size, to: file, modificationTime: modificationTime, describe: describe)
             return StagedFile(path: staging, attributes: attributes)
         } catch {
             if connection.isDead { throw error }

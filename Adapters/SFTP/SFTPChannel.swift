@@ -2,9 +2,9 @@ import CLibSSH2
 import Foundation
 import ProviderCore
 
-// The third file of the libssh2 layer (with SSHSession.swift and SFTPHandle.swift): SFTP
-// version 3 spoken directly on a second channel of the session, where libssh2 1.10's SFTP API
-// falls short.
+// A file of the libssh2 layer (with SSHSession.swift, SFTPConnection.swift and SFTPFile.swift):
+// SFTP version 3 spoken directly on a second channel of the session, where libssh2 1.10's SFTP
+// API falls short.
 
 /// A second SFTP channel on the same session, spoken to directly, for what libssh2 1.10's SFTP
 /// API does not offer: the OpenSSH extensions (`posix-rename@openssh.com`,

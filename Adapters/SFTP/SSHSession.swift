@@ -7,8 +7,8 @@ import ProviderCore
     import Glibc
 #endif
 
-// Every libssh2 call of the adapter is in this file and in SFTPHandle.swift: the rest of the
-// adapter never sees a C pointer or a raw return code.
+// Every libssh2 call of the adapter is in this file, SFTPConnection.swift and SFTPFile.swift:
+// the rest of the adapter never sees a C pointer or a raw return code.
 
 /// Where and how to connect: a domain's options after OpenSSH's configuration was applied
 /// (``SSHResolver``).

@@ -409,7 +409,7 @@ extension WebDAVBackend {
 
     /// An HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`).
     static func httpDate(_ text: String) -> Date? {
-        if let date = DAVDate.rfc1123(text.trimmingCharacters(in: .whitespaces)[...]) { return date }
+        if let date = HTTPDate.rfc1123(text.trimmingCharacters(in: .whitespaces)[...]) { return date }
         // Another zone than GMT, or another form: the formatter (slow to make; seldom needed).
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
@@ -420,7 +420,7 @@ extension WebDAVBackend {
 
     /// An RFC 3339 date (`creationdate`).
     static func isoDate(_ text: String) -> Date? {
-        if let date = DAVDate.rfc3339(text[...]) { return date }
+        if let date = HTTPDate.rfc3339(text[...]) { return date }
         let formatter = ISO8601DateFormatter()
         if let date = formatter.date(from: text) { return date }
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]

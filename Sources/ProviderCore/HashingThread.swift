@@ -110,7 +110,11 @@ final class HashingThread: @unchecked Sendable {
             queue[queue.count - 1].bytes.append(contentsOf: typed)
         } else {
             var block = spare.popLast() ?? []
-            block.reserveCapacity(max(Self.blockSize, bytes.count))
+            // While the file may still be hashed inline, a new block is only as large as the
+            // inline limit: a 1 MiB allocation per small file was an mmap and a munmap per
+            // download (perf of s3-download-10k). Past it, blocks are whole (no growing copies).
+            let small = thread == nil && held + bytes.count <= Self.inlineLimit
+            block.reserveCapacity(max(small ? Self.inlineLimit : Self.blockSize, bytes.count))
             block.append(contentsOf: typed)
             queue.append(Piece(bytes: block, generation: generation))
         }

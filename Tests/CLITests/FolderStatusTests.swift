@@ -8,8 +8,8 @@ import Testing
 
 /// `user.fileprovider.status` on folders, read with `getfattr` (the real program) while a
 /// folder goes from never listed (`dataless`) to written (`downloaded`), pinned (`pinned`,
-/// inherited by its subfolders) and unpinned again; the root and `user.fileprovider.domain`
-/// too. In every layout: through a FUSE mount (worked out from the database), and written on
+/// inherited by its subfolders) and unpinned again, or is moved by another client into a
+/// pinned folder and out again; the root and `user.fileprovider.domain` too. In every layout: through a FUSE mount (worked out from the database), and written on
 /// the folders themselves in the fanotify layout (through the replica path `serve` mounts; as
 /// root on Linux ≥ 6.14, as the other on-access suites) and in `placeholder-files` mode. The
 /// FUSE mount runs in the second `swift test` process (Makefile).
@@ -17,8 +17,7 @@ import Testing
 struct FolderStatusTests {
     /// `getfattr -n NAME --only-values PATH`, or `nil` when it fails.
     static func attribute(_ name: String, of path: String) async throws -> String? {
-        let run = try await runProgram(["getfattr", "-n", name, "--only-values", path])
-        return run.succeeded ? String(decoding: run.output, as: UTF8.self) : nil
+        try await StatusAttributeTests.attribute(name, of: path)
     }
 
     /// `pin` of DOMAIN:/sub: it and its subfolder `deeper` say `pinned` (the policy is
@@ -127,18 +126,9 @@ struct FolderStatusTests {
     /// `placeholder-files` mode, without `serve`: the same values, written on the folders by
     /// `sync`, `populate`, `pin` and `unpin`.
     @Test func foldersCarryTheirStatusInPlaceholderFilesMode() async throws {
-        let temp = try TemporaryFolder()
-        let store = temp.url.appendingPathComponent("store").path
-        let replica = temp.url.appendingPathComponent("replica").path
-        try FileManager.default.createDirectory(atPath: store + "/sub/deeper", withIntermediateDirectories: true)
-        try Data("alpha".utf8).write(to: URL(fileURLWithPath: store + "/sub/a.txt"))
-        try Data("bravo".utf8).write(to: URL(fileURLWithPath: store + "/sub/deeper/b.txt"))
-        let cli = CLIRunner(in: temp)
-        let added = try await cli.run([
-            "domain", "add", "--mode", "placeholder-files", "p", "--backend", "local", "--root", store, "--replica", replica,
-        ])
-        #expect(added.status == 0, "\(added)")
-        #expect(try await cli.run(["sync", "p", "--populate-limit", "0"]).status == 0)
+        let domain = try await PlaceholderFilesDomain(
+            "p", files: ["sub/a.txt": Data("alpha".utf8), "sub/deeper/b.txt": Data("bravo".utf8)], syncArguments: ["--populate-limit", "0"])
+        let (cli, replica) = (domain.cli, domain.replica)
         let (sub, status) = (replica + "/sub", "user.fileprovider.status")
 
         #expect(try await Self.attribute(status, of: replica) == "downloaded")
@@ -155,21 +145,15 @@ struct FolderStatusTests {
         #expect(try await Self.attribute(status, of: replica + "/made") == "downloaded")
     }
 
-    /// A folder moved in the store into a pinned folder (`sync` moves its local copy): it and
-    /// its downloaded file say `pinned`; moved back out, `downloaded`. `placeholder-files` mode.
+    /// A folder moved in the store into a pinned folder: it and its downloaded file say
+    /// `pinned`; moved back out, `downloaded`. `placeholder-files` mode over the `local`
+    /// backend, whose identifiers are paths: the folder is a new item at its new place and the
+    /// downloaded file follows it as a move recognised by its content version (Sync.md);
+    /// ``aFolderMovedInTheStoreAcrossAPinSaysSoInEveryLayout(_:)`` has a store whose
+    /// identifiers stay with the items.
     @Test func aFolderMovedInTheStoreAcrossAPinSaysSo() async throws {
-        let temp = try TemporaryFolder()
-        let store = temp.url.appendingPathComponent("store").path
-        let replica = temp.url.appendingPathComponent("replica").path
-        try FileManager.default.createDirectory(atPath: store + "/a/sub", withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(atPath: store + "/p", withIntermediateDirectories: true)
-        try Data("alpha".utf8).write(to: URL(fileURLWithPath: store + "/a/sub/f.txt"))
-        let cli = CLIRunner(in: temp)
-        let added = try await cli.run([
-            "domain", "add", "--mode", "placeholder-files", "m", "--backend", "local", "--root", store, "--replica", replica,
-        ])
-        #expect(added.status == 0, "\(added)")
-        #expect(try await cli.run(["sync", "m"]).status == 0)
+        let domain = try await PlaceholderFilesDomain("m", files: ["a/sub/f.txt": Data("alpha".utf8)], folders: ["p"])
+        let (cli, store, replica) = (domain.cli, domain.store, domain.replica)
         #expect(try await cli.run(["pin", "m:/p"]).status == 0)
         #expect(try await cli.run(["materialize", "m:/a/sub/f.txt"]).status == 0)
         let status = "user.fileprovider.status"
@@ -187,5 +171,118 @@ struct FolderStatusTests {
         #expect(out.status == 0, "\(out)")
         #expect(try await Self.attribute(status, of: replica + "/a/sub") == "downloaded")
         #expect(try await Self.attribute(status, of: replica + "/a/sub/f.txt") == "downloaded")
+    }
+
+    /// How the moved folders of ``aFolderMovedInTheStoreAcrossAPinSaysSoInEveryLayout(_:)`` are
+    /// reached: a `placeholder-files` replica, or a dataless one through fanotify or a FUSE
+    /// mount (`serve` running).
+    enum MoveLayout: String, CaseIterable, CustomStringConvertible {
+        case placeholderFiles = "placeholder-files"
+        case fanotify, fuse
+        var description: String { rawValue }
+    }
+
+    /// Another client moves folders in the store (the Nextcloud emulation, whose identifiers
+    /// stay with an item across a `MOVE`, so sync sees a move, not a deletion and a new item)
+    /// into a pinned folder and back out: a written folder holding a downloaded file and one not
+    /// downloaded, and a folder never written (`dataless`). After the move and a sync, each
+    /// folder and each of their files says `pinned`, and the files' bytes are on disk (`cmp`
+    /// finds the store's bytes; in the dataless layouts nothing was fetched on access for it);
+    /// moved back out and synced, `downloaded`, the bytes still there. In every layout.
+    @Test(arguments: MoveLayout.allCases)
+    func aFolderMovedInTheStoreAcrossAPinSaysSoInEveryLayout(_ layout: MoveLayout) async throws {
+        let server = try await offThePool { try NextcloudDAVServer() }
+        defer { server.stop() }
+        let temp = try TemporaryFolder()
+        let storeName = "store-\(UUID().uuidString)"
+        let url = try server.makeFolder(storeName)
+        let store = server.root.appendingPathComponent(storeName).path
+        try FileManager.default.createDirectory(atPath: store + "/p", withIntermediateDirectories: true)
+        let files = ["a/sub/f.txt": "alpha", "a/sub/g.txt": "bravo"].mapValues { Data($0.utf8) }
+        let options = ["--url", url, "--vendor", "nextcloud"]
+        // `serve` runs for the dataless layouts (their replica path is its mount).
+        let served: ServedDomain?
+        let (cli, replica): (CLIRunner, String)
+        switch layout {
+        case .placeholderFiles:
+            served = nil
+            (cli, replica) = (CLIRunner(in: temp), temp.url.appendingPathComponent("replica").path)
+            for (path, contents) in files {
+                let file = URL(fileURLWithPath: store + "/" + path)
+                try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try contents.write(to: file)
+            }
+            let added = try await cli.run(
+                ["domain", "add", "--mode", "placeholder-files", "d", "--backend", "webdav", "--replica", replica] + options)
+            try #require(added.status == 0, "\(added)")
+            let synced = try await cli.run(["sync", "d"])
+            #expect(synced.status == 0, "\(synced)")
+        case .fanotify, .fuse:
+            let domain = try await ServedDomain(
+                temp: temp, storeFolder: store, backend: "webdav", options: ["url": url, "vendor": "nextcloud"], files: files,
+                layout: layout == .fuse ? .fuse : .fanotify)
+            (served, cli, replica) = (domain, domain.cli, domain.replica)
+        }
+        // Added to the store after the first sync, and not written by the next: dataless.
+        try FileManager.default.createDirectory(atPath: store + "/a/cold", withIntermediateDirectories: true)
+        try Data("charlie".utf8).write(to: URL(fileURLWithPath: store + "/a/cold/c.txt"))
+        let listed = try await cli.run(["sync", "d", "--populate-limit", "0"])
+        #expect(listed.status == 0, "\(listed)")
+        // Not populated behind the test's back.
+        try await served?.startServe(["--no-populate-in-background"])
+
+        func status(_ path: String) async throws -> String? { try await StatusAttributeTests.status(replica + "/" + path) }
+        // The store's bytes in the replica, and none of them fetched on access.
+        func present(_ path: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+            let compared = try await runProgram(["cmp", replica + "/" + path, store + "/" + path])
+            #expect(compared.succeeded, "\(path): \(compared)", sourceLocation: sourceLocation)
+            if let served {
+                #expect(
+                    served.fetches(of: path) == 0, "\(path) was not on disk: \(served.logs.suffix(1500))", sourceLocation: sourceLocation)
+            }
+        }
+        // The item's identifier, from `ls --json` of its folder.
+        func identifier(_ path: String) async throws -> String? {
+            let folder = (path as NSString).deletingLastPathComponent
+            let listed = try #require(try await cli.json(["ls", "d:/" + folder]) as? [[String: Any]])
+            return listed.first { ($0["path"] as? String) == "/" + path }?["identifier"] as? String
+        }
+        // A `MOVE` by another client (curl), then a sync.
+        func move(_ from: String, to: String) async throws {
+            let moved = try await runProgram([
+                "curl", "-sS", "--fail", "-X", "MOVE", "-H", "Destination: \(url)/\(to)", "-H", "Overwrite: F", "\(url)/\(from)",
+            ])
+            try #require(moved.succeeded, "MOVE \(from) \(to): \(moved)")
+            let synced = try await cli.run(["sync", "d"])
+            #expect(synced.status == 0, "\(synced)")
+        }
+
+        let populated = try await cli.run(["populate", "d:/a/sub"])
+        #expect(populated.status == 0, "\(populated)")
+        let materialized = try await cli.run(["materialize", "d:/a/sub/f.txt"])
+        #expect(materialized.status == 0, "\(materialized)")
+        let pinned = try await cli.run(["pin", "d:/p"])
+        #expect(pinned.status == 0, "\(pinned)")
+        #expect(try await status("p") == "pinned")
+        #expect(try await status("a/sub") == "downloaded")
+        #expect(try await status("a/sub/f.txt") == "downloaded")
+        #expect(try await status("a/cold") == "dataless")
+
+        let moving = try #require(try await identifier("a/sub"))
+        try await move("a/sub", to: "p/sub")
+        try await move("a/cold", to: "p/cold")
+        #expect(try await identifier("p/sub") == moving, "a move, not a new item")
+        for path in ["p/sub", "p/sub/f.txt", "p/sub/g.txt", "p/cold", "p/cold/c.txt"] {
+            #expect(try await status(path) == "pinned", "\(path)")
+        }
+        for path in ["p/sub/f.txt", "p/sub/g.txt", "p/cold/c.txt"] { try await present(path) }
+
+        try await move("p/sub", to: "a/sub")
+        try await move("p/cold", to: "a/cold")
+        for path in ["a/sub", "a/sub/f.txt", "a/sub/g.txt", "a/cold", "a/cold/c.txt"] {
+            #expect(try await status(path) == "downloaded", "\(path)")
+        }
+        for path in ["a/sub/f.txt", "a/sub/g.txt", "a/cold/c.txt"] { try await present(path) }
+        try await served?.stopServe()
     }
 }

@@ -119,8 +119,21 @@ final class ServedDomain {
         let log = temp.url.appendingPathComponent("serve-\(serveCount).log")
         let started = try ServeProcess(cli, [name, "--poll-interval", "60"] + extra, log: log)
         serve = started
-        let mounted = await waitUntil(timeout: 30) { isMountPoint(self.replica) || !started.process.isRunning }
+        // A FUSE mount must also answer: a dead one left by the serve killed before (FUSE.md)
+        // is a mount point too until the new serve detaches it and mounts again.
+        let mounted = await waitUntil(timeout: 30) {
+            guard started.process.isRunning else { return true }
+            return isMountPoint(self.replica) && (self.layout != .fuse || self.lookupError() == ENOENT)
+        }
         try #require(mounted && started.process.isRunning, "serve did not mount \(replica): \(started.output)")
+    }
+
+    /// The error of a lookup of a name never looked up in the replica's root: `ENOENT` from a
+    /// served mount, `ENOTCONN` or `ECONNABORTED` from a dead FUSE mount. (`access()` of the root
+    /// is answered from cached attributes even when no one serves the mount.)
+    private func lookupError() -> Int32 {
+        var status = stat()
+        return lstat(replica + "/.fpk-probe-\(UUID().uuidString)", &status) == 0 ? 0 : errno
     }
 
     /// kill -9 of `serve`, then waits until its guardian (fanotify) or `fusermount3` (FUSE's
@@ -134,12 +147,9 @@ final class ServedDomain {
         let detached = await waitUntil(timeout: 30) {
             guard isMountPoint(self.replica) else { return true }
             guard self.layout == .fuse else { return false }
-            // A name never looked up: the kernel must ask the file system (access() of the root
-            // is answered from cached attributes even when no one serves the mount).
-            var status = stat()
-            let failed = lstat(self.replica + "/.fpk-probe-\(UUID().uuidString)", &status) != 0 && errno != ENOENT
-            lastError = failed ? errno : 0
-            return failed && (lastError == ENOTCONN || lastError == ECONNABORTED)
+            let error = self.lookupError()
+            lastError = error == ENOENT ? 0 : error
+            return lastError == ENOTCONN || lastError == ECONNABORTED
         }
         try #require(
             detached, "\(replica) is still served after kill -9 (a lookup: \(lastError == 0 ? "answered" : String(cString: strerror(lastError))))")

@@ -26,17 +26,8 @@ struct StatusAttributeTests {
     }
 
     @Test func placeholderFilesShowTheirStatusFromPlaceholderToPinnedEditedSentAndEvicted() async throws {
-        let temp = try TemporaryFolder()
-        let store = temp.url.appendingPathComponent("store").path
-        let replica = temp.url.appendingPathComponent("replica").path
-        try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
-        try Data("first\n".utf8).write(to: URL(fileURLWithPath: store + "/a.txt"))
-        let cli = CLIRunner(in: temp)
-        let added = try await cli.run([
-            "domain", "add", "--mode", "placeholder-files", "p", "--backend", "local", "--root", store, "--replica", replica,
-        ])
-        #expect(added.status == 0, "\(added)")
-        #expect(try await cli.run(["sync", "p"]).status == 0)
+        let domain = try await PlaceholderFilesDomain("p", files: ["a.txt": Data("first\n".utf8)])
+        let (temp, cli, store, replica) = (domain.temp, domain.cli, domain.store, domain.replica)
 
         let file = replica + "/a.txt"
         #expect(try await Self.status(file + ".placeholder") == "dataless")
@@ -76,21 +67,12 @@ struct StatusAttributeTests {
     /// next sync in a batch and each is pinned by inheritance; a policy set later rewrites the
     /// statuses of the files it covers.
     @Test func filesDownloadedInABatchInheritTheirFoldersPolicy() async throws {
-        let temp = try TemporaryFolder()
-        let store = temp.url.appendingPathComponent("store").path
-        let replica = temp.url.appendingPathComponent("replica").path
+        var files: [String: Data] = [:]
         for folder in ["kept/deep", "kept/other", "plain"] {
-            try FileManager.default.createDirectory(atPath: store + "/" + folder, withIntermediateDirectories: true)
-            for index in 0..<3 {
-                try Data("\(folder) \(index)\n".utf8).write(to: URL(fileURLWithPath: "\(store)/\(folder)/f\(index).txt"))
-            }
+            for index in 0..<3 { files["\(folder)/f\(index).txt"] = Data("\(folder) \(index)\n".utf8) }
         }
-        let cli = CLIRunner(in: temp)
-        #expect(
-            try await cli.run([
-                "domain", "add", "--mode", "placeholder-files", "p", "--backend", "local", "--root", store, "--replica", replica,
-            ]).status == 0)
-        #expect(try await cli.run(["sync", "p"]).status == 0)
+        let domain = try await PlaceholderFilesDomain("p", files: files)
+        let (cli, store, replica) = (domain.cli, domain.store, domain.replica)
         let pinned = try await cli.run(["pin", "p:/kept"])
         #expect(pinned.status == 0, "\(pinned)")
         let materialized = try await cli.run(["materialize", "-R", "p:/plain"])
@@ -119,18 +101,29 @@ struct StatusAttributeTests {
         for index in 0..<3 { #expect(try await Self.status("\(replica)/plain/f\(index).txt") == "pinned") }
     }
 
+    /// New files written into the replica and sent together (several at once, their results
+    /// recorded in batches) each say they are in the store once the sync returns: `pinned`
+    /// under a pinned folder (by inheritance), `downloaded` elsewhere; none stays `unsent`.
+    @Test func newFilesSentTogetherSayTheyAreInTheStore() async throws {
+        let domain = try await PlaceholderFilesDomain("p", folders: ["kept", "plain"])
+        let (cli, store, replica) = (domain.cli, domain.store, domain.replica)
+        #expect(try await cli.run(["pin", "p:/kept"]).status == 0)
+        try FileManager.default.createDirectory(atPath: replica + "/kept/deep", withIntermediateDirectories: true)
+        let kept = (0..<40).map { "kept/n\($0).txt" } + (0..<10).map { "kept/deep/n\($0).txt" }
+        let plain = (0..<40).map { "plain/n\($0).txt" }
+        for name in kept + plain { try Data(name.utf8).write(to: URL(fileURLWithPath: replica + "/" + name)) }
+        let synced = try await cli.run(["sync", "p"])
+        #expect(synced.status == 0, "\(synced)")
+        for name in kept + plain {
+            #expect(FileManager.default.contents(atPath: store + "/" + name) == Data(name.utf8), "\(name)")
+        }
+        for name in kept { #expect(try await Self.status(replica + "/" + name) == "pinned", "\(name)") }
+        for name in plain { #expect(try await Self.status(replica + "/" + name) == "downloaded", "\(name)") }
+    }
+
     @Test func aConflictedCopySaysSoAndTheStoresVersionIsDownloadedUnderTheName() async throws {
-        let temp = try TemporaryFolder()
-        let store = temp.url.appendingPathComponent("store").path
-        let replica = temp.url.appendingPathComponent("replica").path
-        try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
-        try Data("base\n".utf8).write(to: URL(fileURLWithPath: store + "/both.txt"))
-        let cli = CLIRunner(in: temp)
-        #expect(
-            try await cli.run([
-                "domain", "add", "--mode", "placeholder-files", "c", "--backend", "local", "--root", store, "--replica", replica,
-            ]).status == 0)
-        #expect(try await cli.run(["sync", "c"]).status == 0)
+        let domain = try await PlaceholderFilesDomain("c", files: ["both.txt": Data("base\n".utf8)])
+        let (cli, store, replica) = (domain.cli, domain.store, domain.replica)
         #expect(try await cli.run(["materialize", "c:/both.txt"]).status == 0)
         // Edited on both sides: the local version is kept as a conflicted copy.
         try Data("local edit\n".utf8).write(to: URL(fileURLWithPath: replica + "/both.txt"))

@@ -15,16 +15,8 @@ import Testing
 /// under its real name, marked dataless, and nothing the engine does takes it for contents or
 /// deletes a file with contents in its place.
 @Suite struct DatalessLayoutTests {
-    final class Folder {
-        let url: URL
-        let replica: Replica
-        init() throws {
-            url = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-dataless-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: url.appendingPathComponent("staging"), withIntermediateDirectories: true)
-            replica = Replica(root: url, staging: url.appendingPathComponent("staging"), layout: .dataless)
-        }
-        deinit { try? FileManager.default.removeItem(at: url) }
-    }
+    /// A temporary replica folder in the dataless layout (``ReplicaLayoutTests/Folder``).
+    typealias Folder = ReplicaLayoutTests.Folder
 
     /// A downloader of `controller`'s domain into `replica` (a test's own dataless folder).
     static func downloader(_ f: Fixture, _ controller: DomainController, _ replica: Replica) -> Downloader {
@@ -33,6 +25,32 @@ import Testing
             domain: domain.domain, domainID: domain.domainID, backend: domain.backend, replica: replica, store: domain.store,
             executor: domain.executor, newDatalessFolders: domain.newDatalessFolders, logger: domain.logger)
         return Downloader(context: context, depth: 2, space: f.manager.spaceReservations)
+    }
+
+    /// Files of a memory store, synced, as dataless files of a replica folder of their own
+    /// (``Folder``), with a downloader into it: the setup the fill tests share.
+    struct DatalessFiles {
+        let controller: DomainController
+        let folder: Folder
+        let downloader: Downloader
+        /// The files' records, in the order the files were given.
+        let records: [ItemRecord]
+        var replica: Replica { folder.replica }
+
+        /// Writes `files` into `f`'s memory store, adds its domain and syncs it, then makes each
+        /// file a dataless file of a new ``Folder``.
+        init(_ f: Fixture, _ files: [(path: String, contents: Data)]) async throws {
+            for file in files { _ = try f.memory.write(path: file.path, data: file.contents) }
+            controller = try await f.addDomain()
+            try await controller.sync()
+            folder = try Folder()
+            downloader = DatalessLayoutTests.downloader(f, controller, folder.replica)
+            let controller = self.controller
+            records = try files.map { try controller.record(at: $0.path) }
+            for record in records {
+                try folder.replica.createPlaceholder(record.path, PlaceholderMetadata(domain: "mem", record: record))
+            }
+        }
     }
 
     /// `a.bin` of a synced memory store holding `contents`, as a dataless file of a replica of
@@ -46,13 +64,8 @@ import Testing
         var replica: Replica { folder.replica }
 
         init(_ f: Fixture, contents: Data) async throws {
-            _ = try f.memory.write(path: "a.bin", data: contents)
-            controller = try await f.addDomain()
-            try await controller.sync()
-            folder = try Folder()
-            downloader = DatalessLayoutTests.downloader(f, controller, folder.replica)
-            record = try controller.record(at: "a.bin")
-            try folder.replica.createPlaceholder(record.path, PlaceholderMetadata(domain: "mem", record: record))
+            let file = try await DatalessFiles(f, [("a.bin", contents)])
+            (controller, folder, downloader, record) = (file.controller, file.folder, file.downloader, file.records[0])
         }
 
         /// The file's identity and change time now, as an access's event gives them.
@@ -251,16 +264,9 @@ import Testing
     @Test func fillingInPlaceWritesTheSameInodeAndAFailureLeavesItDataless() async throws {
         try await Fixture.with { f in
             let contents = bytes(300_000, seed: 7)
-            _ = try f.memory.write(path: "a.bin", data: contents)
-            _ = try f.memory.write(path: "b.bin", data: Data("bee".utf8))
-            let controller = try await f.addDomain()
-            try await controller.sync()
-            let folder = try Folder()
-            let replica = folder.replica
-            let downloader = Self.downloader(f, controller, replica)
-            let a = try controller.record(at: "a.bin")
-            let b = try controller.record(at: "b.bin")
-            for record in [a, b] { try replica.createPlaceholder(record.path, PlaceholderMetadata(domain: "mem", record: record)) }
+            let files = try await DatalessFiles(f, [("a.bin", contents), ("b.bin", Data("bee".utf8))])
+            let (controller, replica, downloader) = (files.controller, files.replica, files.downloader)
+            let (a, b) = (files.records[0], files.records[1])
             let inode = try #require(replica.fingerprint(atPath: replica.path("a.bin"))).inode
             let reader = try FileHandle(forReadingFrom: replica.url("a.bin"))
             defer { try? reader.close() }
@@ -312,16 +318,10 @@ import Testing
     /// staged download, at its new size; nothing stays staged.
     @Test func aFillOfAnItemChangedInTheStoreTakesItsNewContents() async throws {
         try await Fixture.with { f in
-            _ = try f.memory.write(path: "a.bin", data: Data("old".utf8))
-            let controller = try await f.addDomain()
-            try await controller.sync()
-            let folder = try Folder()
-            let replica = folder.replica
-            let downloader = Self.downloader(f, controller, replica)
-            let a = try controller.record(at: "a.bin")
-            try replica.createPlaceholder(a.path, PlaceholderMetadata(domain: "mem", record: a))
+            let files = try await DatalessFiles(f, [("a.bin", Data("old".utf8))])
+            let (replica, a) = (files.replica, files.records[0])
             _ = try f.memory.write(path: "a.bin", data: Data("newer bytes".utf8))
-            let filled = try await downloader.fillInPlace(a)
+            let filled = try await files.downloader.fillInPlace(a)
             #expect(try Data(contentsOf: replica.url("a.bin")) == Data("newer bytes".utf8))
             #expect(filled.size == 11 && filled.state == .materialized)
             #expect(f.memory.callCount(.fetchContents) == 1)

@@ -29,68 +29,6 @@ private func run(_ command: String, in folder: String) throws -> Int32 {
     return process.terminationStatus
 }
 
-/// A store folder (served by the local backend, or by a real sshd over SFTP) and a manager
-/// with a domain on it.
-private struct LocalStoreFixture {
-    let folder: URL
-    let store: URL
-    let manager: ProviderManager
-    let kind: String
-    let options: [String: String]
-    let registry = BackendRegistry([LocalBackend.descriptor, SFTPBackend.descriptor])
-
-    init(sftp server: SSHServer? = nil) throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-modes-\(UUID().uuidString)")
-            .resolvingSymlinksInPath()
-        if let server {
-            store = URL(fileURLWithPath: try server.makeFolder("modes"))
-            kind = "sftp"
-            options = server.options(root: store.path)
-        } else {
-            store = folder.appendingPathComponent("store")
-            try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
-            kind = "local"
-            options = ["root": store.path]
-        }
-        manager = try ProviderManager(home: folder.appendingPathComponent("home"), registry: registry)
-    }
-
-    /// Another manager of the same home, as another command's: it has no controller, so it
-    /// knows the store's capabilities only from the backend's descriptor.
-    func otherManager() throws -> ProviderManager {
-        try ProviderManager(home: folder.appendingPathComponent("home"), registry: registry)
-    }
-
-    func addDomain(mode: ReplicaMode) async throws -> DomainController {
-        try await manager.addDomain(
-            name: "d", kind: kind, options: options, replicaPath: folder.appendingPathComponent("replica").path, mode: mode)
-        return try await manager.controller(for: "d")
-    }
-
-    func write(_ name: String, _ text: String, mode: mode_t) throws {
-        let path = store.appendingPathComponent(name).path
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-        #expect(chmod(path, mode) == 0)
-    }
-
-    func tearDown() async {
-        await manager.close()
-        try? FileManager.default.removeItem(at: folder)
-        if kind == "sftp" { try? FileManager.default.removeItem(at: store) }
-    }
-
-    static func with(sftp server: SSHServer? = nil, _ body: (LocalStoreFixture) async throws -> Void) async throws {
-        let fixture = try LocalStoreFixture(sftp: server)
-        do {
-            try await body(fixture)
-        } catch {
-            await fixture.tearDown()
-            throw error
-        }
-        await fixture.tearDown()
-    }
-}
-
 /// Modes (the executable bit, `Item.fileSystemFlags`) from the store reach the replica file
 /// and stay across eviction and re-download, in both replica modes.
 @Suite struct FileModeTests {
@@ -98,17 +36,17 @@ private struct LocalStoreFixture {
 
     @Test(arguments: [ReplicaMode.placeholderFiles, .dataless])
     func aStoreModeSurvivesMaterializeEvictionAndRedownload(mode replicaMode: ReplicaMode) async throws {
-        try await LocalStoreFixture.with { f in try await Self.storeModeSurvives(f, mode: replicaMode) }
+        try await StoreFolderFixture.with("modes") { f in try await Self.storeModeSurvives(f, mode: replicaMode) }
     }
 
     /// The same over SFTP (a real sshd on loopback): the permissions attribute.
     @Test(.enabled(if: SSHServer.isAvailable), arguments: [ReplicaMode.placeholderFiles, .dataless])
     func anSFTPStoreModeSurvivesMaterializeEvictionAndRedownload(mode replicaMode: ReplicaMode) async throws {
         let server = try await SSHServer.shared()
-        try await LocalStoreFixture.with(sftp: server) { f in try await Self.storeModeSurvives(f, mode: replicaMode) }
+        try await StoreFolderFixture.with("modes", sftp: server) { f in try await Self.storeModeSurvives(f, mode: replicaMode) }
     }
 
-    private static func storeModeSurvives(_ f: LocalStoreFixture, mode replicaMode: ReplicaMode) async throws {
+    private static func storeModeSurvives(_ f: StoreFolderFixture, mode replicaMode: ReplicaMode) async throws {
         try f.write("run.sh", Self.script, mode: 0o755)
         try f.write("plain.txt", "plain", mode: 0o644)
         try f.write("private.sh", Self.script, mode: 0o700)
@@ -146,7 +84,7 @@ private struct LocalStoreFixture {
     /// A `chmod` in the store is a metadata change: the next sync gives the downloaded file
     /// the new mode.
     @Test func aChmodInTheStoreReachesADownloadedFile() async throws {
-        try await LocalStoreFixture.with { f in
+        try await StoreFolderFixture.with("modes") { f in
             try f.write("tool", Self.script, mode: 0o644)
             let controller = try await f.addDomain(mode: .placeholderFiles)
             try await controller.sync()
@@ -163,7 +101,7 @@ private struct LocalStoreFixture {
     /// v17) of an executable file downloaded as 0644: the next sync records the store's bit
     /// and gives it to the file, with no change in the store's versions.
     @Test func rowsFromBeforeTheFlagsLearnThemAtTheNextSync() async throws {
-        try await LocalStoreFixture.with { f in
+        try await StoreFolderFixture.with("modes") { f in
             try f.write("run.sh", Self.script, mode: 0o755)
             let controller = try await f.addDomain(mode: .placeholderFiles)
             // One-shot syncs, as the CLI's (and the first of each process): listings, not the
@@ -185,7 +123,7 @@ private struct LocalStoreFixture {
     /// An `evict` right after a local chmod, before a sync sent it, is refused (`unsyncedEdits`)
     /// where the store keeps the bit: the eviction would undo it.
     @Test func anEvictionBeforeTheChmodWentUpIsRefused() async throws {
-        try await LocalStoreFixture.with { f in
+        try await StoreFolderFixture.with("modes") { f in
             try f.write("tool", Self.script, mode: 0o644)
             let controller = try await f.addDomain(mode: .placeholderFiles)
             try await controller.sync()
@@ -207,18 +145,18 @@ private struct LocalStoreFixture {
     /// `.fileSystemFlags`) and outlives an eviction; `chmod -x` goes up too.
     @Test(arguments: [ReplicaMode.placeholderFiles, .dataless])
     func aChmodInTheReplicaReachesALocalStore(mode replicaMode: ReplicaMode) async throws {
-        try await LocalStoreFixture.with { f in try await Self.chmodReachesTheStore(f, mode: replicaMode) }
+        try await StoreFolderFixture.with("modes") { f in try await Self.chmodReachesTheStore(f, mode: replicaMode) }
     }
 
     /// The same over SFTP (a real sshd on loopback): the permissions attribute.
     @Test(.enabled(if: SSHServer.isAvailable)) func aChmodInTheReplicaReachesAnSFTPStore() async throws {
         let server = try await SSHServer.shared()
-        try await LocalStoreFixture.with(sftp: server) { f in try await Self.chmodReachesTheStore(f) }
+        try await StoreFolderFixture.with("modes", sftp: server) { f in try await Self.chmodReachesTheStore(f) }
     }
 
     /// `pending` (``ProviderManager/unsentChanges(inDomain:)``) lists the chmod of `path`, in
     /// this manager and in another command's.
-    private static func expectUnsentChmod(_ f: LocalStoreFixture, _ path: String) async throws {
+    private static func expectUnsentChmod(_ f: StoreFolderFixture, _ path: String) async throws {
         let other = try f.otherManager()
         for manager in [f.manager, other] {
             let unsent = try await manager.unsentChanges(inDomain: "d")
@@ -231,20 +169,26 @@ private struct LocalStoreFixture {
     /// A `chmod` of a dataless file (never downloaded) goes up as a metadata change too, the
     /// item stays not downloaded, and its download has the mode.
     @Test func aChmodOfAFileNeverDownloadedReachesALocalStore() async throws {
-        try await LocalStoreFixture.with { f in try await Self.chmodOfADatalessFileReachesTheStore(f) }
+        try await StoreFolderFixture.with("modes") { f in try await Self.chmodOfADatalessFileReachesTheStore(f) }
     }
 
     /// The same over SFTP (a real sshd on loopback).
     @Test(.enabled(if: SSHServer.isAvailable)) func aChmodOfAFileNeverDownloadedReachesAnSFTPStore() async throws {
         let server = try await SSHServer.shared()
-        try await LocalStoreFixture.with(sftp: server) { f in try await Self.chmodOfADatalessFileReachesTheStore(f) }
+        try await StoreFolderFixture.with("modes", sftp: server) { f in try await Self.chmodOfADatalessFileReachesTheStore(f) }
     }
 
-    private static func chmodOfADatalessFileReachesTheStore(_ f: LocalStoreFixture) async throws {
+    /// The store's `tool` (mode 644) in a new domain `d` in `replicaMode`, downloaded first when
+    /// `download`; a local `chmod 755` of it, which `pending` lists, then a sync that sends it:
+    /// the store's file has the bit. Returns the controller, the local path and the store's.
+    private static func chmodTool(_ f: StoreFolderFixture, mode replicaMode: ReplicaMode, download: Bool) async throws -> (
+        DomainController, local: String, storePath: String
+    ) {
         try f.write("tool", script, mode: 0o644)
         let storePath = f.store.appendingPathComponent("tool").path
-        let controller = try await f.addDomain(mode: .dataless)
+        let controller = try await f.addDomain(mode: replicaMode)
         try await controller.sync()
+        if download { _ = await controller.materialize(paths: ["tool"], recursive: false) }
         let local = controller.replica.path("tool")
         #expect(mode(local) == 0o644)
         #expect(chmod(local, 0o755) == 0)
@@ -252,6 +196,11 @@ private struct LocalStoreFixture {
         let report = try await controller.sync()
         #expect(report.uploaded == 1, "\(report)")
         #expect(mode(storePath) == 0o755)
+        return (controller, local, storePath)
+    }
+
+    private static func chmodOfADatalessFileReachesTheStore(_ f: StoreFolderFixture) async throws {
+        let (controller, local, storePath) = try await chmodTool(f, mode: .dataless, download: false)
         let record = try #require(try f.manager.store.item(domainID: controller.domainID, path: "tool"))
         #expect(record.flags.contains(.userExecutable) && record.state == .placeholder)
         #expect(try await controller.sync().uploaded == 0)
@@ -274,7 +223,7 @@ private struct LocalStoreFixture {
     /// bit comes back with the next download.
     @Test(arguments: [ReplicaMode.placeholderFiles, .dataless])
     func automaticEvictionKeepsAFileWithAnUnsentChmod(mode replicaMode: ReplicaMode) async throws {
-        try await LocalStoreFixture.with { f in
+        try await StoreFolderFixture.with("modes") { f in
             try f.write("tool", Self.script, mode: 0o644)
             try f.write("plain.txt", "plain", mode: 0o644)
             let controller = try await f.addDomain(mode: replicaMode)
@@ -303,19 +252,8 @@ private struct LocalStoreFixture {
         }
     }
 
-    private static func chmodReachesTheStore(_ f: LocalStoreFixture, mode replicaMode: ReplicaMode = .placeholderFiles) async throws {
-        try f.write("tool", script, mode: 0o644)
-        let storePath = f.store.appendingPathComponent("tool").path
-        let controller = try await f.addDomain(mode: replicaMode)
-        try await controller.sync()
-        _ = await controller.materialize(paths: ["tool"], recursive: false)
-        let local = controller.replica.path("tool")
-        #expect(mode(local) == 0o644)
-        #expect(chmod(local, 0o755) == 0)
-        try await expectUnsentChmod(f, "tool")
-        let report = try await controller.sync()
-        #expect(report.uploaded == 1, "\(report)")
-        #expect(mode(storePath) == 0o755)
+    private static func chmodReachesTheStore(_ f: StoreFolderFixture, mode replicaMode: ReplicaMode = .placeholderFiles) async throws {
+        let (controller, local, storePath) = try await chmodTool(f, mode: replicaMode, download: true)
         #expect(try await f.manager.unsentChanges(inDomain: "d").isEmpty)
         let record = try #require(try f.manager.store.item(domainID: controller.domainID, path: "tool"))
         #expect(record.flags.contains(.userExecutable))

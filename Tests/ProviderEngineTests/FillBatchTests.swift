@@ -23,14 +23,8 @@ import Testing
         try await Fixture.with { f in
             var contents: [String: Data] = [:]
             for index in 0..<6 { contents["f\(index).bin"] = bytes(1000 + index * 4099, seed: UInt64(index + 1)) }
-            for (path, data) in contents { _ = try f.memory.write(path: path, data: data) }
-            let controller = try await f.addDomain()
-            try await controller.sync()
-            let folder = try DatalessLayoutTests.Folder()
-            let replica = folder.replica
-            let downloader = DatalessLayoutTests.downloader(f, controller, replica)
-            let records = try contents.keys.sorted().map { try controller.record(at: $0) }
-            for record in records { try replica.createPlaceholder(record.path, PlaceholderMetadata(domain: "mem", record: record)) }
+            let files = try await DatalessLayoutTests.DatalessFiles(f, contents.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+            let (controller, replica, downloader, records) = (files.controller, files.replica, files.downloader, files.records)
             // f4.bin: a program's own file stands at the name (not dataless); f5.bin: partly
             // present (progressive hydration): neither is touched.
             try Data("mine".utf8).write(to: replica.url("f4.bin"), options: .atomic)
@@ -64,14 +58,9 @@ import Testing
 
     @Test func aStoreThatFailsLeavesEveryFileDatalessAndUnrecorded() async throws {
         try await Fixture.with { f in
-            for index in 0..<3 { _ = try f.memory.write(path: "g\(index).bin", data: bytes(5000, seed: UInt64(index + 20))) }
-            let controller = try await f.addDomain()
-            try await controller.sync()
-            let folder = try DatalessLayoutTests.Folder()
-            let replica = folder.replica
-            let downloader = DatalessLayoutTests.downloader(f, controller, replica)
-            let records = try (0..<3).map { try controller.record(at: "g\($0).bin") }
-            for record in records { try replica.createPlaceholder(record.path, PlaceholderMetadata(domain: "mem", record: record)) }
+            let files = try await DatalessLayoutTests.DatalessFiles(
+                f, (0..<3).map { ("g\($0).bin", bytes(5000, seed: UInt64($0 + 20))) })
+            let (controller, replica, downloader, records) = (files.controller, files.replica, files.downloader, files.records)
             f.memory.setFailure(FileProviderError(.serverUnreachable, "down"), for: .fetchContents)
             let results = await downloader.fillInPlace(batch: records)
             for (record, result) in zip(records, results) {

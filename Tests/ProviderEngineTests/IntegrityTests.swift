@@ -12,60 +12,6 @@ import Testing
     import Glibc
 #endif
 
-/// A store folder (served by the local backend, or by a real sshd over SFTP) and a manager with
-/// a domain `d` on it, for the content hashes and `verify`.
-private struct HashFixture {
-    let folder: URL
-    let store: URL
-    let manager: ProviderManager
-    let kind: String
-    let options: [String: String]
-
-    init(sftp server: SSHServer?) throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-hashes-\(UUID().uuidString)")
-            .resolvingSymlinksInPath()
-        if let server {
-            store = URL(fileURLWithPath: try server.makeFolder("hashes-\(UUID().uuidString)"))
-            kind = "sftp"
-            options = server.options(root: store.path)
-        } else {
-            store = folder.appendingPathComponent("store")
-            try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
-            kind = "local"
-            options = ["root": store.path]
-        }
-        manager = try ProviderManager(
-            home: folder.appendingPathComponent("home"), registry: BackendRegistry([LocalBackend.descriptor, SFTPBackend.descriptor]))
-    }
-
-    func addDomain(_ name: String = "d") async throws -> DomainController {
-        try await manager.addDomain(
-            name: name, kind: kind, options: options, replicaPath: folder.appendingPathComponent("replica-\(name)").path)
-        return try await manager.controller(for: name)
-    }
-
-    func write(_ path: String, _ data: Data) throws {
-        let url = store.appendingPathComponent(path)
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try data.write(to: url)
-    }
-
-    static func with(sftp server: SSHServer? = nil, _ body: (HashFixture) async throws -> Void) async throws {
-        let fixture = try HashFixture(sftp: server)
-        defer {
-            try? FileManager.default.removeItem(at: fixture.folder)
-            if server != nil { try? FileManager.default.removeItem(at: fixture.store) }
-        }
-        do {
-            try await body(fixture)
-        } catch {
-            await fixture.manager.close()
-            throw error
-        }
-        await fixture.manager.close()
-    }
-}
-
 /// The SHA-256 of `data` by ProviderCore's own implementation (the engine hashes with
 /// swift-crypto's: two implementations that must agree).
 private func sha256(_ data: Data) -> String {
@@ -105,15 +51,15 @@ private func flipByte(atPath path: String, offset: Int64) throws {
     ]
 
     @Test func overALocalStore() async throws {
-        try await HashFixture.with { f in try await Self.hashesAndVerify(f) }
+        try await StoreFolderFixture.with("hashes") { f in try await Self.hashesAndVerify(f) }
     }
 
     @Test(.enabled(if: SSHServer.isAvailable)) func overAnSFTPStore() async throws {
         let server = try await SSHServer.shared()
-        try await HashFixture.with(sftp: server) { f in try await Self.hashesAndVerify(f) }
+        try await StoreFolderFixture.with("hashes", sftp: server) { f in try await Self.hashesAndVerify(f) }
     }
 
-    private static func hashesAndVerify(_ f: HashFixture) async throws {
+    private static func hashesAndVerify(_ f: StoreFolderFixture) async throws {
         for (path, data) in files { try f.write(path, data) }
         let controller = try await f.addDomain()
         try await controller.sync()
@@ -172,7 +118,7 @@ private func flipByte(atPath path: String, offset: Int64) throws {
     /// hashes them in file order all the same (checked against `sha256sum` of the store's file).
     @Test(.enabled(if: SSHServer.isAvailable)) func aRangedSFTPDownloadIsHashedInFileOrder() async throws {
         let server = try await SSHServer.shared()
-        try await HashFixture.with(sftp: server) { f in
+        try await StoreFolderFixture.with("hashes", sftp: server) { f in
             let path = f.store.appendingPathComponent("big.bin").path
             let expected = try await offThePool { () throws -> String in
                 var bytes = [UInt8](repeating: 0, count: (20 << 20) + 3)
@@ -209,7 +155,7 @@ private func flipByte(atPath path: String, offset: Int64) throws {
     /// of the hashing thread and waits for it): the recorded hash is `sha256sum` of the file
     /// placed in the replica.
     @Test func aLargeLocalDownloadIsHashedOnItsOwnThread() async throws {
-        try await HashFixture.with { f in
+        try await StoreFolderFixture.with("hashes") { f in
             let path = f.store.appendingPathComponent("big.bin").path
             try await offThePool { try Data(ContentSinkTests.bytes((40 << 20) + 11, seed: 41)).write(to: URL(fileURLWithPath: path)) }
             let controller = try await f.addDomain()
@@ -238,7 +184,7 @@ private func flipByte(atPath path: String, offset: Int64) throws {
     /// Two domains on one store: once both downloaded a file, `whereis` and `dupes` compare it
     /// by the recorded hash, not by size only.
     @Test func whereisComparesByTheRecordedHash() async throws {
-        try await HashFixture.with { f in
+        try await StoreFolderFixture.with("hashes") { f in
             try f.write("x.bin", Data(repeating: 0x41, count: 1000))
             try f.write("y.bin", Data(repeating: 0x42, count: 1000))
             let one = try await f.addDomain("one")

@@ -20,7 +20,9 @@ import Testing
 
     /// A domain with a downloaded file, a pinned one, one not downloaded, a downloaded one edited
     /// locally, and a subfolder holding one downloaded and one not downloaded file.
-    func prepare(_ f: Fixture) async throws -> DomainController {
+    /// The domain, its replica folder and the backing folder a conversion to dataless moves it
+    /// into.
+    func prepare(_ f: Fixture) async throws -> (old: DomainController, replica: URL, backing: URL) {
         try f.memory.write(path: "kept.txt", data: bytes(3000, seed: 1))
         try f.memory.write(path: "pinned.txt", data: bytes(2000, seed: 2))
         try f.memory.write(path: "cold.txt", data: bytes(5000, seed: 3), modificationDate: Date(timeIntervalSince1970: 1_600_000_000.5))
@@ -32,7 +34,7 @@ import Testing
         #expect(codes(await controller.materialize(paths: ["kept.txt", "edit.txt", "sub/warm.txt"], recursive: false)) == [nil, nil, nil])
         #expect(codes(await controller.pin(paths: ["pinned.txt"])) == [nil])
         try Self.edited.write(to: f.url(controller, "edit.txt"))
-        return controller
+        return (controller, URL(fileURLWithPath: controller.replica.root.path), f.home.appendingPathComponent("replicas/mem"))
     }
 
     /// What a folder holds: every path with its bytes ("" for folders), not following symlinks.
@@ -53,9 +55,7 @@ import Testing
 
     @Test func aDomainConvertsBothWaysAndBackKeepingEveryByteAndSyncSendsExactlyTheEdit() async throws {
         try await Fixture.with { f in
-            let old = try await prepare(f)
-            let replica = URL(fileURLWithPath: old.replica.root.path)
-            let backing = f.home.appendingPathComponent("replicas/mem")
+            let (old, replica, backing) = try await prepare(f)
             let before = try contents(replica)
             let storeItems = f.memory.allIdentifiers.count
             #expect(
@@ -142,9 +142,7 @@ import Testing
     /// both forms): the domain refuses engine work and removal, and a rerun finishes the job.
     @Test func anInterruptedConversionBlocksTheDomainAndARerunFinishesIt() async throws {
         try await Fixture.with { f in
-            let old = try await prepare(f)
-            let replica = URL(fileURLWithPath: old.replica.root.path)
-            let backing = f.home.appendingPathComponent("replicas/mem")
+            let (old, replica, backing) = try await prepare(f)
             let before = try contents(replica)
             let storeItems = f.memory.allIdentifiers.count
             let domain = try f.manager.domain(named: "mem")
@@ -201,9 +199,7 @@ import Testing
     /// forms; the rerun finishes, the backing folder goes.
     @Test func anInterruptedConversionToPlaceholderFilesFinishesOnRerun() async throws {
         try await Fixture.with { f in
-            let old = try await prepare(f)
-            let replica = URL(fileURLWithPath: old.replica.root.path)
-            let backing = f.home.appendingPathComponent("replicas/mem")
+            let (old, replica, backing) = try await prepare(f)
             let before = try contents(replica)
             _ = try await f.manager.convertDomain(named: "mem", to: .dataless)
 
@@ -232,9 +228,7 @@ import Testing
     /// where it belongs.
     @Test func aConversionStoppedAfterAnyNumberOfStepsIsFinishedByARerun() async throws {
         try await Fixture.with { f in
-            let old = try await prepare(f)
-            let replica = URL(fileURLWithPath: old.replica.root.path)
-            let backing = f.home.appendingPathComponent("replicas/mem")
+            let (old, replica, backing) = try await prepare(f)
             let before = try contents(replica)
             let marker = f.manager.conversionMarkerPath(forDomainNamed: "mem")
             for steps in [0, 1, 2, 4, 6, 9] {
@@ -281,7 +275,7 @@ import Testing
     /// While `serve` holds the domain, nothing is converted; the message says to stop it.
     @Test func aServedDomainIsNotConverted() async throws {
         try await Fixture.with { f in
-            let controller = try await prepare(f)
+            let controller = try await prepare(f).old
             let before = try contents(controller.replica.root)
             let lock = try DomainLock.acquire(home: f.home, domain: "mem")
             let refusal = await #expect(throws: FileProviderError.self) { try await f.manager.convertDomain(named: "mem", to: .dataless) }
@@ -298,7 +292,7 @@ import Testing
     /// once the lock is free; a cancelled wait converts nothing.
     @Test func aConversionWaitsForTheSyncLockAndSaysForWhom() async throws {
         try await Fixture.with { f in
-            let controller = try await prepare(f)
+            let controller = try await prepare(f).old
             let before = try contents(controller.replica.root)
             let path = DomainLock.syncPath(home: f.home, domain: "mem")
             var held: DomainLock? = try DomainLock.attempt(path)
@@ -330,9 +324,7 @@ import Testing
     /// moved by the user are all handled without losing anything.
     @Test func oddFilesAreKeptAndAMovedDatalessFileStaysAMovedPlaceholder() async throws {
         try await Fixture.with { f in
-            let old = try await prepare(f)
-            let replica = URL(fileURLWithPath: old.replica.root.path)
-            let backing = f.home.appendingPathComponent("replicas/mem")
+            let (_, replica, backing) = try await prepare(f)
             let mine = Data("{\"not\": \"a placeholder\"}".utf8)
             try mine.write(to: replica.appendingPathComponent("notes.placeholder"))
             _ = try await f.manager.convertDomain(named: "mem", to: .dataless)
@@ -357,9 +349,7 @@ import Testing
     /// `timespec` trapped).
     @Test func aPlaceholderWithAnImpossibleDateConvertsWithoutIt() async throws {
         try await Fixture.with { f in
-            let old = try await prepare(f)
-            let replica = URL(fileURLWithPath: old.replica.root.path)
-            let backing = f.home.appendingPathComponent("replicas/mem")
+            let (_, replica, backing) = try await prepare(f)
             let file = replica.appendingPathComponent("cold.txt.placeholder")
             var json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any])
             json["contentModificationDate"] = 1e300
@@ -375,9 +365,7 @@ import Testing
     /// time (pages of 1 here), not in a map of every item of the domain.
     @Test func datalessFilesMovedAwayFindTheirItemsAPageAtATime() async throws {
         try await Fixture.with { f in
-            let old = try await prepare(f)
-            let replica = URL(fileURLWithPath: old.replica.root.path)
-            let backing = f.home.appendingPathComponent("replicas/mem")
+            let (_, replica, backing) = try await prepare(f)
             _ = try await f.manager.convertDomain(named: "mem", to: .dataless)
             f.manager.conversionPage.withLock { $0 = 1 }
             try FileManager.default.createDirectory(at: backing.appendingPathComponent("elsewhere"), withIntermediateDirectories: true)

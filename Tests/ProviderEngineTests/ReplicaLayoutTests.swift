@@ -12,12 +12,12 @@ import Testing
 /// Each operation of the ``ReplicaLayout`` seam, on a temporary folder, for every layout the
 /// factory makes: what both must do alike (one check, run for each), and where they differ.
 @Suite struct ReplicaLayoutTests {
-    /// A temporary replica folder in one layout, removed at the end.
+    /// A temporary replica folder in one layout (dataless unless told), removed at the end.
     final class Folder {
         let url: URL
         let replica: Replica
         var layout: any ReplicaLayout { replica.layout }
-        init(_ mode: ReplicaMode) throws {
+        init(_ mode: ReplicaMode = .dataless) throws {
             url = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-layout-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: url.appendingPathComponent("staging"), withIntermediateDirectories: true)
             replica = Replica(root: url, staging: url.appendingPathComponent("staging"), layout: ReplicaLayouts.layout(for: mode))

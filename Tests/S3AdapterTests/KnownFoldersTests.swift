@@ -19,6 +19,20 @@ struct KnownFoldersTests {
         Item.template(identifier: ItemIdentifier("tmp-\(name)"), parent: parent, filename: name, kind: .file, size: Int64(size))
     }
 
+    /// Creates `a.txt`, `b.txt` and `c.txt` in the root from `contents` (10 bytes). Returns how
+    /// many requests the server had seen before, and when they started.
+    static func createThreeFiles(from contents: URL, with backend: S3Backend, on server: FaultServer) async throws -> (
+        before: Int, started: ContinuousClock.Instant
+    ) {
+        let before = server.requests.count
+        let started = ContinuousClock.now
+        for name in ["a.txt", "b.txt", "c.txt"] {
+            _ = try await backend.createItem(
+                basedOn: Self.file(name, in: .rootContainer, size: 10), fields: [.contents], contents: contents, options: [])
+        }
+        return (before, started)
+    }
+
     @Test func aFolderDeletedOrMovedHereIsNoLongerTrustedForNewFiles() async throws {
         let backend = try await SharedSeaweedFS.backend()
         let scratch = try MultipartTests.Scratch()
@@ -89,12 +103,7 @@ struct KnownFoldersTests {
             endpoint: server.url, bucket: "bkt", pathStyle: true, credentials: ("key", "secret", nil), http: HTTPOptionsForTests.quick)
         let scratch = try MultipartTests.Scratch()
         let (contents, _) = try scratch.file("small", size: 10, seed: 1)
-        let before = server.requests.count
-        let started = ContinuousClock.now
-        for name in ["a.txt", "b.txt", "c.txt"] {
-            _ = try await backend.createItem(
-                basedOn: Self.file(name, in: .rootContainer, size: 10), fields: [.contents], contents: contents, options: [])
-        }
+        let (before, started) = try await Self.createThreeFiles(from: contents, with: backend, on: server)
         let taken = await #expect(throws: FileProviderError.self) {
             try await backend.createItem(
                 basedOn: Self.file("taken", in: .rootContainer, size: 10), fields: [.contents], contents: contents, options: [])
@@ -127,6 +136,33 @@ struct KnownFoldersTests {
         #expect(known.subfolders(of: "p/") == ["taken"])
         #expect(KnownFolders.parentAndName(of: "a/b/") == ("a/", "b"))
         #expect(KnownFolders.parentAndName(of: "b/") == ("", "b"))
+    }
+
+    /// A folder with more entries than one listing page (here the root) is listed once, not
+    /// once per new file: each file's name is then checked with a listing of one key.
+    @Test func aFolderOfMoreThanAPageIsListedOnceForNewFiles() async throws {
+        let (backend, server) = try await HostileServerTests.backend(
+            root: { _ in HostileServerTests.ok(HostileServerTests.listing(prefix: "", contents: [("old.txt", "1")], next: "more")) },
+            other: { request in
+                if request.method == "PUT" && !request.path.contains("fileprovider-probe") {
+                    return .reply(status: 200, headers: ["ETag": "\"e1\""], body: Data())
+                }
+                return .reply(status: 404, headers: [:], body: Data())
+            })
+        defer { server.stop() }
+        let scratch = try MultipartTests.Scratch()
+        let (contents, _) = try scratch.file("small", size: 10, seed: 1)
+        let (before, started) = try await Self.createThreeFiles(from: contents, with: backend, on: server)
+        let listings = server.requests.dropFirst(before).filter { $0.query["list-type"] == "2" }
+        let pages = listings.filter { $0.query["max-keys"] != "1" }
+        // (Folders are remembered for 5 s: on a machine so loaded that the three files took
+        // longer, the root was listed again, and the count is not checked.)
+        if ContinuousClock.now - started < KnownFolders.lifetime {
+            #expect(pages.count == 1, "one page of the root, not one per file: \(pages.map(\.query))")
+        }
+        #expect(
+            listings.filter { $0.query["max-keys"] == "1" }.map { $0.query["prefix"] ?? "" } == ["a.txt/", "b.txt/", "c.txt/"],
+            "each name checked for a folder")
     }
 
     @Test func theBackendAsksForAsManyTransfersAsItHasConnections() async throws {

@@ -131,6 +131,9 @@ final class JournalBatch: Sendable {
         /// The records of the folders the operations go into, read when their entries opened.
         var folders: [String: ItemRecord?] = [:]
         var finished: [(entry: JournalEntry, record: ItemRecord)] = []
+        /// The paths whose results were handed to ``finish(_:saving:)``: ``afterWrite`` sees
+        /// them once written.
+        var recorded: Set<String> = []
         var isWriting = false
         var failure: FileProviderError?
 
@@ -144,10 +147,14 @@ final class JournalBatch: Sendable {
     private let store: MetadataStore
     private let executor: BlockingExecutor
     private let state = Mutex(State())
+    /// Called with the records of each write once it is committed, in the same job on the
+    /// executor (blocking); not called for a write that failed.
+    private let afterWrite: (@Sendable ([ItemRecord]) -> Void)?
 
-    init(store: MetadataStore, executor: BlockingExecutor) {
+    init(store: MetadataStore, executor: BlockingExecutor, afterWrite: (@Sendable ([ItemRecord]) -> Void)? = nil) {
         self.store = store
         self.executor = executor
+        self.afterWrite = afterWrite
     }
 
     /// Opens the entries of operations about to run, in one transaction, and reads the records
@@ -175,6 +182,13 @@ final class JournalBatch: Sendable {
         state.withLock { state in state.folders[path] }
     }
 
+    /// Whether the result of the operation on the item at `path` was handed to
+    /// ``finish(_:saving:)`` (written, being written, or failed to be), and so goes to
+    /// ``afterWrite`` once written; answered once per result.
+    func takeRecorded(_ path: String) -> Bool {
+        state.withLock { state in state.recorded.remove(path) != nil }
+    }
+
     /// The entry opened for the operation with `template`, handed out once.
     func take(_ template: String) -> (entry: JournalEntry, replay: Bool)? {
         state.withLock { state in state.opened.removeValue(forKey: template) }
@@ -187,16 +201,19 @@ final class JournalBatch: Sendable {
     func finish(_ entry: JournalEntry, saving record: ItemRecord) async {
         var batch = state.withLock { state -> [(entry: JournalEntry, record: ItemRecord)] in
             state.finished.append((entry, record))
+            state.recorded.insert(record.path)
             if state.isWriting { return [] }
             state.isWriting = true
             return state.takeFinished()
         }
         while !batch.isEmpty {
             let written = batch
-            let store = store
+            let (store, afterWrite) = (store, afterWrite)
             var failure: FileProviderError?
             do {
-                failure = try await executor.runToCompletion { () -> FileProviderError? in Self.write(written, to: store) }
+                failure = try await executor.runToCompletion { () -> FileProviderError? in
+                    Self.write(written, to: store, afterWrite: afterWrite)
+                }
             } catch {
                 failure = error
             }
@@ -218,11 +235,11 @@ final class JournalBatch: Sendable {
             defer { state.opened = [:] }
             return (state.takeFinished(), Array(state.opened.values))
         }
-        let store = store
+        let (store, afterWrite) = (store, afterWrite)
         var failure: FileProviderError?
         do {
             failure = try await executor.runToCompletion { () -> FileProviderError? in
-                let failure = Self.write(finished, to: store)
+                let failure = Self.write(finished, to: store, afterWrite: afterWrite)
                 do {
                     try store.withdrawJournalEntries(unused)
                 } catch {
@@ -237,11 +254,17 @@ final class JournalBatch: Sendable {
         if let failure = state.withLock({ $0.failure }) { throw failure }
     }
 
-    /// Writes results in one transaction; returns the failure, if any. Blocking.
-    private static func write(_ finished: [(entry: JournalEntry, record: ItemRecord)], to store: MetadataStore) -> FileProviderError? {
+    /// Writes results in one transaction, then gives their records to `afterWrite`; returns
+    /// the failure, if any. Blocking.
+    private static func write(
+        _ finished: [(entry: JournalEntry, record: ItemRecord)], to store: MetadataStore,
+        afterWrite: (@Sendable ([ItemRecord]) -> Void)?
+    ) -> FileProviderError? {
         if finished.isEmpty { return nil }
         do {
-            try store.save(finished.map(\.record), finishing: finished.map(\.entry))
+            let records = finished.map(\.record)
+            try store.save(records, finishing: finished.map(\.entry))
+            afterWrite?(records)
             return nil
         } catch {
             return FileProviderError.wrap(error)

@@ -90,6 +90,9 @@ struct OperationJournal: Sendable {
         _ = try? await context.executor.run { try store.pruneJournal(domainID: domainID) }
     }
 
-    /// A batch for operations sent together (``JournalBatch``).
-    func makeBatch() -> JournalBatch { JournalBatch(store: context.store, executor: context.executor) }
+    /// A batch for operations sent together (``JournalBatch``); `afterWrite` gets the records of
+    /// each of its writes once committed, on the executor.
+    func makeBatch(afterWrite: (@Sendable ([ItemRecord]) -> Void)? = nil) -> JournalBatch {
+        JournalBatch(store: context.store, executor: context.executor, afterWrite: afterWrite)
+    }
 }

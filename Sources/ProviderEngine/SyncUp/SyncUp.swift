@@ -326,7 +326,8 @@ final class SyncUp: Sendable {
             let sent = report.uploaded
             try await uploader.upload(change, report: &report)
             if report.uploaded > sent { context.logTransfer(change.path, sentText(change)) }
-            await markSent(change)
+            // A result its batch recorded gets its status when written (``SentStatus``).
+            if JournalBatch.current?.takeRecorded(change.path) != true { await markSent(change) }
             return true
         } catch where error.code.reaction == .backOffDomain || error.code == .cancelled {
             throw error
@@ -417,14 +418,16 @@ final class SyncUp: Sendable {
     }
 
     /// Sends independent changes ``uploadDepth`` at a time, their journal entries opened and
-    /// finished in batches (``JournalBatch``). The first failure that backs the domain off, or a
+    /// finished in batches (``JournalBatch``), the statuses of the files sent written with
+    /// their results (``SentStatus``). The first failure that backs the domain off, or a
     /// cancellation of the task, stops what has not started (its journal entries are given
     /// back) and is thrown once the running ones ended; `report.unsent` counts the changes of
     /// this batch that were not sent then.
     /// - Throws: that failure (`cancelled` for a cancellation); else `localIOFailure` when the
     ///   journal could not be written.
     private func sendTogether(_ changes: [LocalChange], report: inout SyncReport) async throws(FileProviderError) {
-        let batch = journal.makeBatch()
+        let statuses = SentStatus(context: context)
+        let batch = journal.makeBatch(afterWrite: { statuses.write($0) })
         let domainID = context.domainID
         let (outcomes, notStarted, stopped) = await JournalBatch.$current.withValue(batch) {
             await withTaskGroup(of: (SyncReport, FileProviderError?).self) { group in

@@ -108,12 +108,7 @@ extension Downloader {
                     defer { unlink(staged) }
                     do throws(FileProviderError) {
                         let item = try outcome.get()
-                        guard let size = replica.fileSize(atPath: staged), size == item.size else {
-                            throw FileProviderError(
-                                .corruptData,
-                                "the download of \(display(record.path)) was \(replica.fileSize(atPath: staged) ?? 0) bytes, expected \(item.size); try again"
-                            )
-                        }
+                        try checkStagedSize(staged, of: record, expected: item.size)
                         guard item.size == record.size, replica.fileSize(atPath: target) == record.size else {
                             throw FileProviderError(.cannotSynchronize, "\(display(record.path)) changed size in the store; sync again")
                         }
@@ -127,12 +122,7 @@ extension Downloader {
                         DownloadMark.write(
                             atPath: target, identifier: item.identifier, contentVersion: item.version.content, fingerprint: print)
                         try Self.clearDataless(atPath: target)
-                        var updated = record
-                        updated.update(from: item, path: record.path)
-                        updated.markMaterialized(contentVersion: item.version.content, fingerprint: print)
-                        updated.recordSHA256(sha256, of: item.version.content)
-                        updated.lastError = nil
-                        placed[file.index] = .success(updated)
+                        placed[file.index] = .success(Self.downloaded(record, as: item, fingerprint: print, sha256: sha256))
                     } catch {
                         try? Self.restoreDataless(atPath: target, size: record.size)
                         placed[file.index] = .failure(error)
@@ -162,6 +152,17 @@ extension Downloader {
     /// for a file of a batch wait for the batch.
     static func batchStagingPath(_ replica: Replica, _ record: ItemRecord) -> String {
         replica.staging.path + "/" + stagingName(for: record.identifier) + ".fill"
+    }
+
+    /// Checks that the staged download of `record` at `staged` is as large as the store said
+    /// when it sent it (`expected`). Blocking.
+    /// - Throws: `corruptData` naming both sizes when it is not (or is gone).
+    func checkStagedSize(_ staged: String, of record: ItemRecord, expected: Int64) throws(FileProviderError) {
+        let size = replica.fileSize(atPath: staged)
+        guard size == expected else {
+            throw FileProviderError(
+                .corruptData, "the download of \(display(record.path)) was \(size ?? 0) bytes, expected \(expected); try again")
+        }
     }
 
     /// Writes the staged bytes over the dataless file at `target` without truncating it: its size

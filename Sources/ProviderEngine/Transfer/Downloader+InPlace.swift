@@ -96,22 +96,11 @@ extension Downloader {
     ///   another version (nothing was written then, or it was given back).
     private func performRangedFill(_ record: ItemRecord) async throws(FileProviderError) -> ItemRecord {
         let replica = self.replica
-        let target = replica.path(record.path)
-        let space = self.space
         // The bytes go into the item's own file; the promise is held under the name a staged
         // fill would use (nothing is created there), so that the space is counted.
-        let promised = Self.batchStagingPath(replica, record)
-        let ticket = try await executor.run { () throws(FileProviderError) in
-            let ticket = try space.reserve(size: record.size, stagingFile: promised, folder: replica.staging.path, canResume: false)
-            do throws(FileProviderError) {
-                try Replica.markFilling(atPath: target)
-            } catch {
-                space.release(ticket)
-                throw error
-            }
-            return ticket
-        }
-        defer { space.release(ticket) }
+        let fill = try await reserveFill(record) { fill throws(FileProviderError) in try Replica.markFilling(atPath: fill.target) }
+        defer { fill.release() }
+        let target = fill.target
         let sink = FastSHA256.sink()
         let destination = URL(fileURLWithPath: target)
         let backend = self.backend
@@ -125,13 +114,11 @@ extension Downloader {
             sink.cancel()
             // Cut short (a reset connection, a short or lying reply, a full disk): what was
             // written is given back, the file is dataless as before.
-            let full = try? await executor.run { () throws(FileProviderError) -> FileProviderError? in
+            let reported = try? await executor.run { () throws(FileProviderError) -> FileProviderError in
                 try Self.restoreDataless(atPath: target, size: record.size)
-                return space.outOfSpace(
-                    error, size: record.size, stagingFile: promised, folder: replica.staging.path, ticket: ticket, canResume: false)?
-                    .error
+                return fill.reported(error)
             }
-            throw full ?? error
+            throw reported ?? error
         }
         let item = written.item
         let streamed = await sink.finish(size: item.size)
@@ -156,22 +143,29 @@ extension Downloader {
         return try await recordFill(record, item, print: print, sha256: sha256)
     }
 
+    /// Promises the space of filling `record`'s dataless file and runs `prepare`, in one job on
+    /// the executor (``FillSpace/reserve(for:in:space:prepare:)``): the start both fills share.
+    /// - Throws: `fileWriteOutOfSpace` when the file does not fit beside the reserve; what
+    ///   `prepare` throws (the space is given back then); `cancelled`.
+    private func reserveFill(
+        _ record: ItemRecord, prepare: @escaping @Sendable (FillSpace) throws(FileProviderError) -> Void
+    ) async throws(FileProviderError) -> FillSpace {
+        let (replica, space) = (self.replica, self.space)
+        return try await executor.run { () throws(FileProviderError) in
+            try FillSpace.reserve(for: record, in: replica, space: space, prepare: prepare)
+        }
+    }
+
     /// Writes the record of a filled file: materialized at the item's content version, with
     /// its fingerprint and hash.
     /// - Throws: `localIOFailure` when the database cannot be written.
     private func recordFill(_ record: ItemRecord, _ item: Item, print: FileFingerprint, sha256: String?)
         async throws(FileProviderError) -> ItemRecord
     {
-        var updated = record
-        updated.update(from: item, path: record.path)
-        updated.markMaterialized(contentVersion: item.version.content, fingerprint: print)
-        updated.recordSHA256(sha256, of: item.version.content)
-        updated.lastError = nil
-        let store = self.store
-        let domainID = self.domainID
-        let filled = updated
+        let filled = Self.downloaded(record, as: item, fingerprint: print, sha256: sha256)
+        let (store, domainID) = (self.store, self.domainID)
         try await executor.run { try store.apply(domainID: domainID, upserts: [filled], deletions: []) }
-        return updated
+        return filled
     }
 
     /// Downloads the file into a staging file (hashed as it is written), then writes it over
@@ -179,19 +173,15 @@ extension Downloader {
     /// since the last sync (their size may differ).
     private func performStagedFill(_ record: ItemRecord) async throws(FileProviderError) -> ItemRecord {
         let replica = self.replica
-        let target = replica.path(record.path)
-        let space = self.space
         // The download is staged under the promised name; the file being filled is the item's
         // own, and nothing may remove it to make room.
-        let promised = Self.batchStagingPath(replica, record)
-        let ticket = try await executor.run { () throws(FileProviderError) in
-            let ticket = try space.reserve(size: record.size, stagingFile: promised, folder: replica.staging.path, canResume: false)
+        let fill = try await reserveFill(record) { fill in
             // An empty staging file to write into, as the other download paths give.
-            let staged = open(promised, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            let staged = open(fill.promised, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
             if staged >= 0 { close(staged) }
-            return ticket
         }
-        defer { space.release(ticket) }
+        defer { fill.release() }
+        let (target, promised) = (fill.target, fill.promised)
         // The download goes to the promised staging file, never into the dataless file itself: a
         // backend truncates its destination before it writes, and a program that stats the file
         // meanwhile (tar and rsync stat before they open) would see it empty or short. The bytes
@@ -209,20 +199,11 @@ extension Downloader {
         } catch {
             // Its hashing thread ends now, not when the sink goes.
             sink.cancel()
-            let full = try? await executor.run {
-                space.outOfSpace(
-                    error, size: record.size, stagingFile: promised, folder: replica.staging.path, ticket: ticket, canResume: false)
-            }
-            throw full?.error ?? error
+            throw (try? await executor.run { fill.reported(error) }) ?? error
         }
         let streamed = await sink.finish(size: item.size)
         let (print, sha256) = try await executor.runToCompletion { () throws -> (FileFingerprint, String?) in
-            guard let size = replica.fileSize(atPath: promised), size == item.size else {
-                throw FileProviderError(
-                    .corruptData,
-                    "the download of \(self.display(record.path)) was \(replica.fileSize(atPath: promised) ?? 0) bytes, expected \(item.size); try again"
-                )
-            }
+            try self.checkStagedSize(promised, of: record, expected: item.size)
             let sha256 = try self.checkHash(of: item, staged: promised, path: record.path, streamed: streamed)
             do {
                 try Replica.markFilling(atPath: target)

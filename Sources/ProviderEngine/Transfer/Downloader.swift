@@ -446,6 +446,18 @@ final class Downloader: Sendable {
         throw HashMismatch.error(path: display(path), algorithm: hash.algorithm, found: found, expected: hash.hex)
     }
 
+    /// `record` as a complete download of `item` leaves it: the store's metadata at the
+    /// record's path, materialized at the item's content version with the file's fingerprint
+    /// `print` and the download's SHA-256, no last error.
+    static func downloaded(_ record: ItemRecord, as item: Item, fingerprint print: FileFingerprint, sha256: String?) -> ItemRecord {
+        var updated = record
+        updated.update(from: item, path: record.path)
+        updated.markMaterialized(contentVersion: item.version.content, fingerprint: print)
+        updated.recordSHA256(sha256, of: item.version.content)
+        updated.lastError = nil
+        return updated
+    }
+
     /// Places a complete download of `stored`'s item (`item`, as the store sent it) from
     /// `staging` into the replica: checked for size, dated, marked as the engine's download
     /// (``DownloadMark``), renamed to the item's name over its placeholder or an earlier
@@ -497,11 +509,7 @@ final class Downloader: Sendable {
                 ?? ReplicaStatus.downloaded(path: path, own: stored.contentPolicy, store: store, domainID: domainID)
             status.stamp(atPath: staging, domain: domainName)
         }
-        var updated = stored
-        updated.update(from: item, path: path)
-        updated.markMaterialized(contentVersion: item.version.content, fingerprint: staged)
-        updated.recordSHA256(sha256, of: item.version.content)
-        updated.lastError = nil
+        let updated = Self.downloaded(stored, as: item, fingerprint: staged, sha256: sha256)
         let target = replica.path(path)
         // The usual case first: nothing at the name (its `.placeholder` file stands beside
         // it, unless the caller knows there is none). The rename refuses to replace anything;

@@ -1,10 +1,10 @@
 import Foundation
 import Testing
 
-@testable import WebDAVAdapter
+@testable import AdapterKit
 
 /// The hand-made date parsers give what the formatters give, and nothing for anything else.
-@Suite struct DAVDateTests {
+@Suite struct HTTPDateTests {
     static func formatter1123(_ text: String) -> Date? {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
@@ -18,7 +18,7 @@ import Testing
         "Wed, 26 Nov 2026 14:05:00 GMT", "Fri, 31 Dec 9999 23:59:59 GMT", "Mon, 01 Mar 2100 12:00:00 GMT",
     ])
     func rfc1123MatchesTheFormatter(_ text: String) throws {
-        let parsed = try #require(DAVDate.rfc1123(text[...]))
+        let parsed = try #require(HTTPDate.rfc1123(text[...]))
         #expect(parsed == Self.formatter1123(text))
     }
 
@@ -28,7 +28,7 @@ import Testing
         ("2026-11-26T14:05:00.123456789Z", 1_795_701_900.123456789),
     ])
     func rfc3339GivesTheInstant(_ text: String, _ seconds: Double) throws {
-        let parsed = try #require(DAVDate.rfc3339(text[...]))
+        let parsed = try #require(HTTPDate.rfc3339(text[...]))
         #expect(abs(parsed.timeIntervalSince1970 - seconds) < 1e-6)
         if !text.contains(".") { #expect(parsed == ISO8601DateFormatter().date(from: text)) }
     }
@@ -41,7 +41,7 @@ import Testing
         "", "GMT", "Sun 06 Nov 1994 08:49:37 GMT",
     ])
     func badRFC1123IsNil(_ text: String) {
-        #expect(DAVDate.rfc1123(text[...]) == nil)
+        #expect(HTTPDate.rfc1123(text[...]) == nil)
     }
 
     @Test(arguments: [
@@ -50,6 +50,6 @@ import Testing
         "99999-11-06T08:49:37Z", "1994-11-06T08:49:37Zjunk", "",
     ])
     func badRFC3339IsNil(_ text: String) {
-        #expect(DAVDate.rfc3339(text[...]) == nil)
+        #expect(HTTPDate.rfc3339(text[...]) == nil)
     }
 }
