@@ -11,7 +11,10 @@
   (untimed), beside GNU `find TREE -name '*.pdf'` over the tree on disk and `plocate -d DB
   '*.pdf'` over a database `updatedb -U TREE -o DB` made of that tree only (untimed, in the run's
   work folder; plocate exits 1 when it finds nothing, so it runs under `sh -c`, which accepts 1).
-  Target: < 200 ms.
+  Target: < 200 ms. Since v24 the first name search of a database builds the `item_name` index
+  (Docs/Database.md): the setup runs one `find -name` after the sync, untimed, and
+- find-1m-first times that first one instead, the index's build included (no target; the ratio
+  to GNU `find` is reported).
 - dupes-2x100k: `fileproviderctl dupes` over two domains of 100,000 files each (dataset
   dupes2x100k: trees a and b, 10 × 100 × 100 files of 100-2000 bytes; every tenth file of b is a
   copy of a file of a under another name and folder), both synced and materialized (untimed), so
@@ -160,13 +163,33 @@ def register(bench) -> None:
             "find-1m",
             scale_dataset(),
             [
-                ours("fileproviderctl find t -name '*.pdf'", lambda r: [r.fpctl("find", DOMAIN, "-name", "*.pdf")], setup=local_add_and_sync),
+                ours(
+                    "fileproviderctl find t -name '*.pdf'",
+                    lambda r: [r.fpctl("find", DOMAIN, "-name", "*.pdf")],
+                    setup=lambda r: [*local_add_and_sync(r), r.fpctl("find", DOMAIN, "-name", "*.pdf")],
+                ),
                 Tool("find TREE -name '*.pdf'", lambda r: [["find", str(r.data), "-name", "*.pdf"]]),
                 Tool("plocate -d DB '*.pdf'", plocate, setup=updatedb),
             ],
             reference="find TREE -name '*.pdf'",
             target=bench.under_seconds(0.200),
             also=(("plocate -d DB '*.pdf'", bench.ratio_reported("plocate")),),
+            items=1_000_000,
+            group=GROUP,
+        ),
+        Benchmark(
+            "find-1m-first",
+            scale_dataset(),
+            [
+                ours(
+                    "fileproviderctl find t -name '*.pdf', the first (builds item_name)",
+                    lambda r: [r.fpctl("find", DOMAIN, "-name", "*.pdf")],
+                    setup=local_add_and_sync,
+                ),
+                Tool("find TREE -name '*.pdf'", lambda r: [["find", str(r.data), "-name", "*.pdf"]]),
+            ],
+            reference="find TREE -name '*.pdf'",
+            target=bench.ratio_reported("find"),
             items=1_000_000,
             group=GROUP,
         ),
