@@ -179,6 +179,39 @@ func waitUntil(timeout: Double = 10, _ condition: () async throws -> Bool) async
         #expect(await serve.stop(SIGTERM) == 0, "\(serve.output)")
     }
 
+    /// A first sync writes no index of names (v24); `serve` builds it once nothing else is due,
+    /// so the first `find -name` does not wait for it.
+    @Test func serveBuildsTheIndexOfNamesWhenIdle() async throws {
+        let temp = try TemporaryFolder()
+        let cli = CLIRunner(in: temp)
+        for index in 0..<20 { try temp.write("src/f\(index % 4)/file\(index).\(index % 2 == 0 ? "pdf" : "txt")", Data("\(index)".utf8)) }
+        try await cli.addLocalDomain("d", root: temp.url.appendingPathComponent("src"))
+        #expect(try await cli.run(["sync", "d"]).status == 0)
+        let database = cli.home.appendingPathComponent("metadata.sqlite").path
+        let indexQuery = "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'item_name';"
+        let before = try await runProgram(["sqlite3", database, indexQuery])
+        #expect(
+            before.succeeded && String(decoding: before.output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) == "0",
+            "\(before)")
+
+        let serve = try ServeProcess(cli, ["d", "--poll-interval", "3600"], log: temp.url.appendingPathComponent("serve.log"))
+        #expect(
+            await waitUntil(timeout: 30) { serve.output.contains("built the index of names for 'fileproviderctl find -name'") },
+            "\(serve.output)")
+        let after = try await runProgram(["sqlite3", database, indexQuery])
+        #expect(
+            after.succeeded && String(decoding: after.output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) == "1",
+            "\(after)")
+        let found = try await cli.run(["find", "d", "-name", "*.pdf"])
+        #expect(found.status == 0 && found.stdout.split(separator: "\n").count == 10, "\(found.stdout)")
+        #expect(await serve.stop(SIGTERM) == 0, "\(serve.output)")
+        // Once: a second serve finds it there and says nothing of it.
+        let again = try ServeProcess(cli, ["d", "--poll-interval", "3600"], log: temp.url.appendingPathComponent("serve2.log"))
+        #expect(await waitUntil(timeout: 30) { again.output.contains(" conflicts; ") }, "\(again.output)")
+        #expect(await again.stop(SIGTERM) == 0, "\(again.output)")
+        #expect(!again.output.contains("built the index of names"), "\(again.output)")
+    }
+
     @Test func serveRefusesBadOptions() async throws {
         let temp = try TemporaryFolder()
         let cli = CLIRunner(in: temp)

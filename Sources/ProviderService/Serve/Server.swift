@@ -73,6 +73,9 @@ public final class Server: Sendable {
     private let stopping = Mutex(false)
     private let work = Mutex<Task<Void, Never>?>(nil)
     private let syncCount = Mutex(0)
+    /// Whether the index of names that `find -name` reads is still to be built (once per
+    /// process, by the first domain with nothing else due after a sync).
+    private let nameIndexDue = Mutex(true)
     /// What runs for the domains beside their loops: feeds, watchers, mounts, thumbnails.
     private let services: DomainServices
     /// Automatic eviction of the served domains (see ``Evictor``).
@@ -270,12 +273,37 @@ public final class Server: Sendable {
                     deadline, last.addingTimeInterval(options.debounceSeconds),
                     first.addingTimeInterval(options.maximumDebounceSeconds))
             }
+            // Nothing else is due after a sync: the index the first `find -name` would build.
+            if state.populationDue,
+                nameIndexDue.withLock({ due in
+                    defer { due = false }
+                    return due
+                })
+            {
+                await prepareNameSearch()
+                continue
+            }
             // Nothing else is due: a few dataless folders, stopping as soon as something is.
             if options.populateInBackground && state.populationDue, let controller = state.controller {
                 await populateInBackground(controller, state: &state) { [deadline] in wakeup.isPending || Date() >= deadline }
                 continue
             }
             await wakeup.wait(until: deadline)
+        }
+    }
+
+    /// Builds the index of names that `find -name` reads, when the database lacks it
+    /// (``MetadataStore/prepareNameSearch()``); a failure is logged, the first search tries again.
+    private func prepareNameSearch() async {
+        let store = manager.store
+        let started = Date()
+        do {
+            if try await manager.blocking({ () throws(FileProviderError) in try store.prepareNameSearch() }) {
+                logger.info(
+                    "built the index of names for 'fileproviderctl find -name' in \(Self.seconds(Date().timeIntervalSince(started)))")
+            }
+        } catch {
+            logger.warning("could not build the index of names for 'fileproviderctl find -name': \(error.message)")
         }
     }
 
@@ -362,7 +390,7 @@ public final class Server: Sendable {
                     "\(name): \(report.pendingLocal.count) files still being written; checking again in \(Self.seconds(options.settleSeconds))"
                 )
             }
-        } catch where error.code == .backendNotAvailable {
+        } catch  where error.code == .backendNotAvailable {
             // Not a failure of the store: said once, nothing recorded; looked for at every poll.
             outcome = SyncActivity.Outcome(code: error.code, message: error.message)
             if !state.backendMissing { logger.warning("\(name): not synced: \(error.message)") }
