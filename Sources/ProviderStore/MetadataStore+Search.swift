@@ -109,12 +109,15 @@ extension MetadataStore {
     /// the first `find -name` after a first sync does not wait for it (about 0.5 s at a million
     /// items): `serve` calls it once when nothing else is due. One statement, its own
     /// transaction, as the first search would run it.
-    /// - Returns: whether it was built now (`false`: it was there already, or it could not be
-    ///   built, e.g. on a full disk; searches then read the names from the table, or try again).
-    /// - Throws: `localIOFailure` when the database cannot be read.
+    /// - Returns: whether it was built now (`false`: it was there already).
+    /// - Throws: `localIOFailure` when the database cannot be read, or the index cannot be built
+    ///   (a full disk: searches then read the names from the table, and the first one tries again).
     public func prepareNameSearch() throws(FileProviderError) -> Bool {
         if try hasNameIndex() { return false }
-        return try ensureNameIndex()
+        guard try ensureNameIndex() else {
+            throw FileProviderError(.localIOFailure, "SQLite could not build it (is the disk of the metadata database full?)")
+        }
+        return true
     }
 
     /// Whether the database holds the `item_name` index.
