@@ -106,7 +106,7 @@ public final class MediaBackend: Backend {
                 hasChangeFeed: false, supportsThumbnails: document.extensions.contains("preview-sizes"),
                 supportsRangedReads: true, supportsServerSideMove: true, supportsConditionalWrites: true,
                 supportsSymlinks: false, creatableKinds: [.file, .folder], maximumUploadSize: document.maxUploadSize,
-                identifiersArePathDerived: true, listsOnlySomeFiles: false)
+                identifiersArePathDerived: true, listsOnlySomeFiles: false, createsFetchDestinations: true)
         } else {
             dialect = .original
             maximumPreviewSize = Self.originalPreviewSize
@@ -114,7 +114,7 @@ public final class MediaBackend: Backend {
                 hasChangeFeed: false, supportsThumbnails: true, supportsRangedReads: true,
                 supportsServerSideMove: false, supportsConditionalWrites: false, supportsSymlinks: false,
                 creatableKinds: [.file, .folder], maximumUploadSize: Self.originalUploadLimit,
-                identifiersArePathDerived: true, listsOnlySomeFiles: true)
+                identifiersArePathDerived: true, listsOnlySomeFiles: true, createsFetchDestinations: true)
         }
     }
 

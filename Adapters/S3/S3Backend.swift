@@ -146,7 +146,7 @@ public final class S3Backend: FlatListing {
             hasChangeFeed: false, supportsThumbnails: false, supportsRangedReads: true, supportsServerSideMove: true,
             supportsConditionalWrites: conditional, supportsSymlinks: false, creatableKinds: [.file, .folder],
             maximumUploadSize: MultipartSettings.maximumObjectSize, identifiersArePathDerived: true, listsOnlySomeFiles: false,
-            concurrentTransfers: client.settings.connections)
+            createsFetchDestinations: true, concurrentTransfers: client.settings.connections)
         do {
             _ = try await listPage(prefix: self.prefix, delimiter: true, token: nil, maxKeys: 1)
         } catch {

@@ -37,6 +37,8 @@ public final class SFTPBackend: Backend {
         hasChangeFeed: false, supportsThumbnails: false, supportsRangedReads: true,
         supportsServerSideMove: true, supportsConditionalWrites: false, supportsSymlinks: true,
         creatableKinds: [.file, .folder, .symlink], identifiersArePathDerived: true,
+        // A fetch opens its destination with `O_CREAT` (``LocalFile/openDestination(_:keeping:)``).
+        createsFetchDestinations: true,
         // The executable bit: the permissions attribute.
         supportsFileSystemFlags: true)
 

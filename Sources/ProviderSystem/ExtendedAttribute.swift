@@ -21,6 +21,15 @@ package enum ExtendedAttribute {
         value.withUnsafeBytes { fp_set_xattr(path, name, $0.baseAddress, $0.count) }
     }
 
+    /// Sets attribute `name` of the file `file` in the folder open as `folder` (a descriptor;
+    /// `O_PATH` will do) to `value`, looking up only `file` in it (`setxattrat`, Linux 6.13;
+    /// on an older kernel `lsetxattr` of `path`, the same file's whole path): 0, or -1 with
+    /// errno.
+    @discardableResult
+    package static func set(_ name: String, to value: [UInt8], inFolder folder: Int32, file: String, path: String) -> Int32 {
+        value.withUnsafeBytes { fp_set_xattr_at(folder, file, path, name, $0.baseAddress, $0.count) }
+    }
+
     /// Sets attribute `name` of the open file `fd` to `value`: 0, or -1 with errno.
     @discardableResult
     package static func set(_ name: String, to value: [UInt8], of fd: Int32) -> Int32 {

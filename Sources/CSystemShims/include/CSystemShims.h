@@ -69,6 +69,12 @@ static inline int fp_set_xattr(const char *path, const char *name, const void *v
     return lsetxattr(path, name, value, size, 0);
 }
 
+/// Sets the extended attribute `name` of the file `file` in the folder `folder` (a descriptor,
+/// O_PATH will do), without following a final symlink: setxattrat (Linux 6.13), so the file's
+/// path is not walked again from the root; where the kernel has no setxattrat, lsetxattr of
+/// `path` (the same file by its whole path). 0, or -1 with errno.
+int fp_set_xattr_at(int folder, const char *file, const char *path, const char *name, const void *value, size_t size);
+
 /// Sets the extended attribute `name` of the open file `fd`; 0, or -1 with errno.
 static inline int fp_fset_xattr(int fd, const char *name, const void *value, size_t size) {
     return fsetxattr(fd, name, value, size, 0);

@@ -89,7 +89,14 @@ struct DownloadMark: Equatable {
     /// attributes, nothing is written: such a download, if never recorded, is later taken for
     /// a local file and kept as both versions, never lost.
     static func write(atPath path: String, identifier: ItemIdentifier, contentVersion: Data, fingerprint: FileFingerprint) {
-        DownloadMark(identifier: identifier, contentVersion: contentVersion, fingerprint: fingerprint).save(atPath: path)
+        write(to: StagedFile(path: path), identifier: identifier, contentVersion: contentVersion, fingerprint: fingerprint)
+    }
+
+    /// ``write(atPath:identifier:contentVersion:fingerprint:)`` of a staging file, through its
+    /// folder's descriptor when it has one. Blocking.
+    static func write(to file: StagedFile, identifier: ItemIdentifier, contentVersion: Data, fingerprint: FileFingerprint) {
+        file.setAttribute(
+            attribute, to: DownloadMark(identifier: identifier, contentVersion: contentVersion, fingerprint: fingerprint).bytes)
     }
 
     private func save(atPath path: String) {

@@ -74,8 +74,14 @@ public enum ReplicaStatus: String, Sendable, CaseIterable {
     /// first: for a staging file no program sees yet, whose change time nothing reads (two
     /// system calls fewer per download). Blocking.
     func stamp(atPath path: String, domain: String) {
-        ExtendedAttribute.set(Self.attribute, to: Array(rawValue.utf8), atPath: path)
-        ExtendedAttribute.set(Self.domainAttribute, to: Array(domain.utf8), atPath: path)
+        stamp(StagedFile(path: path), domain: domain)
+    }
+
+    /// ``stamp(atPath:domain:)`` of a staging file, through its folder's descriptor when it
+    /// has one. Blocking.
+    func stamp(_ file: StagedFile, domain: String) {
+        file.setAttribute(Self.attribute, to: Array(rawValue.utf8))
+        file.setAttribute(Self.domainAttribute, to: Array(domain.utf8))
     }
 
     /// ``write(atPath:domain:)`` when `path` is a regular file (not a folder, whose status is

@@ -38,10 +38,12 @@ extension Downloader {
     }
 
     /// Downloads a batch of small files (none with a checkpoint): items another request is
-    /// downloading already are waited for, the others share one task (``performBatch(_:report:placeholderFree:)``)
-    /// that later requests for them wait for. Returns each file's outcome.
+    /// downloading already are waited for, the others share one task (``performBatch(_:report:placeholderFree:policies:)``)
+    /// that later requests for them wait for. `policies`: the memo of inherited policies the
+    /// caller's batches share (`nil`: one for this batch). Returns each file's outcome.
     func downloadBatch(
-        _ records: [ItemRecord], report: @escaping @Sendable (Int64, TransferStep) -> Void, placeholderFree: Set<String> = []
+        _ records: [ItemRecord], report: @escaping @Sendable (Int64, TransferStep) -> Void, placeholderFree: Set<String> = [],
+        policies: InheritedPolicies? = nil
     ) async
         -> [(ItemRecord, Result<ItemRecord, FileProviderError>)]
     {
@@ -58,7 +60,9 @@ extension Downloader {
             }
             guard !mine.isEmpty else { return (mine, waits, nil) }
             let batch = mine
-            let task = Task { [self] in await self.performBatch(batch, report: report, placeholderFree: placeholderFree) }
+            let task = Task { [self] in
+                await self.performBatch(batch, report: report, placeholderFree: placeholderFree, policies: policies)
+            }
             for (index, record) in mine.enumerated() { map[record.identifier] = SharedDownload(task: task, index: index) }
             return (mine, waits, task)
         }
@@ -93,16 +97,18 @@ extension Downloader {
     /// (``failed(_:_:staging:ticket:)``). Failed items leave ``downloads``; placed ones stay
     /// until their batch is recorded. Returns an outcome per record, in order.
     func performBatch(
-        _ records: [ItemRecord], report: @escaping @Sendable (Int64, TransferStep) -> Void, placeholderFree: Set<String> = []
+        _ records: [ItemRecord], report: @escaping @Sendable (Int64, TransferStep) -> Void, placeholderFree: Set<String> = [],
+        policies: InheritedPolicies? = nil
     ) async
         -> [Result<ItemRecord, FileProviderError>]
     {
-        var results = await fetchAndPlace(records, report: report, placeholderFree: placeholderFree)
+        let policies = policies ?? InheritedPolicies(store: store, domainID: domainID)
+        var results = await fetchAndPlace(records, report: report, placeholderFree: placeholderFree, policies: policies)
         // Bytes that are not the store's are never placed: each such file is fetched once more.
         for (index, result) in results.enumerated() {
             guard case .failure(let error) = result, HashMismatch.isMismatch(error) else { continue }
             context.logger.warning("\(error.message); fetching it once more")
-            results[index] = await fetchAndPlace([records[index]], report: report, placeholderFree: placeholderFree)[0]
+            results[index] = await fetchAndPlace([records[index]], report: report, placeholderFree: placeholderFree, policies: policies)[0]
             if case .failure(let again) = results[index], HashMismatch.isMismatch(again) { await recordMismatch(again, of: records[index]) }
         }
         var failedItems: [ItemIdentifier] = []
@@ -128,7 +134,8 @@ extension Downloader {
     }
 
     private func fetchAndPlace(
-        _ records: [ItemRecord], report: @escaping @Sendable (Int64, TransferStep) -> Void, placeholderFree: Set<String>
+        _ records: [ItemRecord], report: @escaping @Sendable (Int64, TransferStep) -> Void, placeholderFree: Set<String>,
+        policies: InheritedPolicies
     ) async
         -> [Result<ItemRecord, FileProviderError>]
     {
@@ -221,7 +228,6 @@ extension Downloader {
                 // renamed by name, not by walking their whole paths three times each.
                 let folders = StagingFolders()
                 defer { folders.close() }
-                let policies = InheritedPolicies(store: store, domainID: domainID)
                 var results: [Result<ItemRecord, FileProviderError>] = prepared.map { step in
                     switch step {
                     case .done(let record): return .success(record)

@@ -4,7 +4,7 @@ import ProviderStore
 
 extension Downloader {
     /// Fills several items' dataless files where they stand, as ``fillInPlace(_:)`` does for
-    /// one, with the hand-offs of a batched download (``performBatch(_:report:placeholderFree:)``):
+    /// one, with the hand-offs of a batched download (``performBatch(_:report:placeholderFree:policies:)``):
     /// one job on the executor checks and marks them, the backend fetches them in one call
     /// (``Backend/fetchContents(_:progress:)``), one job checks, dates and unmarks them, and one
     /// transaction records them. In place, not renamed over: a program may open any of them

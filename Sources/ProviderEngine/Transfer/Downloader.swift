@@ -93,6 +93,8 @@ final class Downloader: Sendable {
         // Small files go in batches: one job on the executor stages a batch, the backend
         // fetches it in one call, one job places it. `depth` batches run at once.
         let batches = self.batches(of: pending, checkpoints: checkpoints)
+        // The policies the placed files inherit, read once per folder for all the batches.
+        let policies = InheritedPolicies(store: store, domainID: domainID)
         await withTaskGroup(of: [(ItemRecord, Result<ItemRecord, FileProviderError>)].self) { group in
             var iterator = batches.makeIterator()
             var running = 0
@@ -120,7 +122,7 @@ final class Downloader: Sendable {
                             return [(record, .failure(FileProviderError.wrap(error)))]
                         }
                     }
-                    return await self.downloadBatch(batch, report: report, placeholderFree: placeholderFree)
+                    return await self.downloadBatch(batch, report: report, placeholderFree: placeholderFree, policies: policies)
                 }
                 return true
             }
@@ -502,12 +504,12 @@ final class Downloader: Sendable {
         // Marked as ours before it gets its name: whoever finds it there before it is
         // recorded (a sync in another process, the next run after a kill) knows it is a
         // download, not a local edit.
-        DownloadMark.write(atPath: staging, identifier: item.identifier, contentVersion: item.version.content, fingerprint: staged)
+        DownloadMark.write(to: file, identifier: item.identifier, contentVersion: item.version.content, fingerprint: staged)
         if item.kind == .file {
             let status =
                 policies.map { ReplicaStatus.downloaded(policy: $0.policy(ofFileAt: path, own: stored.contentPolicy)) }
                 ?? ReplicaStatus.downloaded(path: path, own: stored.contentPolicy, store: store, domainID: domainID)
-            status.stamp(atPath: staging, domain: domainName)
+            status.stamp(file, domain: domainName)
         }
         let updated = Self.downloaded(stored, as: item, fingerprint: staged, sha256: sha256)
         let target = replica.path(path)

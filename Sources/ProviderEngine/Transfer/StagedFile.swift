@@ -27,6 +27,15 @@ struct StagedFile {
         self.folder = folder
         self.name = name
     }
+
+    /// Sets the extended attribute `attribute` of the file to `value`, through its folder's
+    /// descriptor when it has one (only its name is looked up: `setxattrat`, falling back to
+    /// the path on kernels before 6.13). Blocking. Returns 0, or -1 with errno.
+    @discardableResult
+    func setAttribute(_ attribute: String, to value: [UInt8]) -> Int32 {
+        guard let folder else { return ExtendedAttribute.set(attribute, to: value, atPath: path) }
+        return ExtendedAttribute.set(attribute, to: value, inFolder: folder, file: name, path: path)
+    }
 }
 
 /// The staging folders of one placing job, each opened once (`O_PATH`) for the files placed
