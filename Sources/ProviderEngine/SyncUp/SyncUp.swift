@@ -433,8 +433,9 @@ final class SyncUp: Sendable {
     private func sendTogether(_ changes: [LocalChange], report: inout SyncReport) async throws(FileProviderError) {
         let statuses = SentStatus(context: context)
         let depth = TransferDepths.depth(Self.uploadDepth, for: context.backend.capabilities)
-        // New files' results are written as many at a time as go to the store at once.
-        let batch = journal.makeBatch(gathered: depth, afterWrite: { statuses.write($0) })
+        // New files' results are written ``JournalBatch/creationsPerWrite`` at a time, or as
+        // many as go to the store at once when more do.
+        let batch = journal.makeBatch(gathered: max(depth, JournalBatch.creationsPerWrite), afterWrite: { statuses.write($0) })
         let domainID = context.domainID
         let (outcomes, notStarted, stopped) = await JournalBatch.$current.withValue(batch) {
             await withTaskGroup(of: (SyncReport, FileProviderError?).self) { group in
