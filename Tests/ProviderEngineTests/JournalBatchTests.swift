@@ -19,14 +19,18 @@ import Testing
         return ItemRecord(domainID: domainID, item: item, path: path)
     }
 
+    /// A database in `folder` with one domain, and the domain's id.
+    func storeWithDomain(in folder: TemporaryFolder) throws -> (MetadataStore, Int64) {
+        let store = try MetadataStore(url: folder.url("metadata.sqlite"))
+        let domain = try store.insertDomain(
+            DomainRecord(name: "d", backendKind: "test", configuration: ["root": "/x"], replicaPath: folder.path + "/r"))
+        return (store, try #require(domain.id))
+    }
+
     @Test func creationsAreWrittenGatheredAndOtherResultsAtOnce() async throws {
         let temp = try TemporaryFolder()
-        defer { try? FileManager.default.removeItem(at: temp.url) }
-        let store = try MetadataStore(url: temp.url.appendingPathComponent("metadata.sqlite"))
-        let domainID = try #require(
-            try store.insertDomain(
-                DomainRecord(name: "d", backendKind: "test", configuration: ["root": "/x"], replicaPath: temp.path + "/r")
-            ).id)
+        defer { temp.remove() }
+        let (store, domainID) = try storeWithDomain(in: temp)
         let executor = BlockingExecutor(name: "journal-batch-test", threads: 1)
         let writes = Mutex<[[String]]>([])
         let batch = JournalBatch(
@@ -64,12 +68,8 @@ import Testing
 
     @Test func aNewItemWhoseIdentifierAnotherHoldsIsRefusedInItsWrite() async throws {
         let temp = try TemporaryFolder()
-        defer { try? FileManager.default.removeItem(at: temp.url) }
-        let store = try MetadataStore(url: temp.url.appendingPathComponent("metadata.sqlite"))
-        let domainID = try #require(
-            try store.insertDomain(
-                DomainRecord(name: "d", backendKind: "test", configuration: ["root": "/x"], replicaPath: temp.path + "/r")
-            ).id)
+        defer { temp.remove() }
+        let (store, domainID) = try storeWithDomain(in: temp)
         try store.save(file(domainID, "b"))
         let batch = JournalBatch(store: store, executor: BlockingExecutor(name: "journal-batch-test", threads: 1), gathered: 2)
         try await batch.open(
