@@ -271,19 +271,55 @@ extension MetadataStore {
     /// Writes items and marks the journal entries of the operations that made them done, all in
     /// one transaction: after a crash, either all of it happened or none did.
     public func save(_ records: [ItemRecord], finishing entries: [JournalEntry]) throws(FileProviderError) {
-        guard let domainID = records.first?.domainID ?? entries.first?.domainID else { return }
+        _ = try save(records, finishing: entries, checkingNew: [], refusal: { _, _ in "" })
+    }
+
+    /// Writes new items and marks the journal entries of the operations that made them done,
+    /// as ``save(_:finishing:)`` does, in one transaction, unless another item of the domain
+    /// (at another path) holds a new item's identifier: that item is not written (it would take
+    /// the other's place) and its entry stays open, `pending` with `refusal(new, holder)` as its
+    /// last error, so the next attempt is a replay. `new[i]` says whether `records[i]` is a new
+    /// item to check; the others are written as they are. Returns the items not written, each
+    /// with the item that holds its identifier.
+    /// - Throws: `localIOFailure` when the database fails; nothing is written then.
+    public func save(
+        _ records: [ItemRecord], finishing entries: [JournalEntry], checkingNew new: [Bool],
+        refusal: (ItemRecord, ItemRecord) -> String
+    ) throws(FileProviderError) -> [(record: ItemRecord, holder: ItemRecord)] {
+        guard let domainID = records.first?.domainID ?? entries.first?.domainID else { return [] }
         let now = Date()
-        try write { db in
-            try Self.apply(domainID: domainID, upserts: records, deletions: [], in: db)
+        return try write { db in
+            let select = try db.cachedStatement(sql: Self.selectByIdentifier)
+            // Records past the entries are written without one (as `save(_:finishing:)` did).
+            var (saved, finished) = ([ItemRecord](), [JournalEntry]())
+            var refused: [(record: ItemRecord, holder: ItemRecord)] = []
+            for (index, record) in records.enumerated() {
+                if index < new.count, new[index], index < entries.count,
+                    let row = try Row.fetchOne(select, arguments: [domainID, record.identifier.rawValue]),
+                    case let holder = ItemRecord(row: row), holder.path != record.path
+                {
+                    var open = entries[index]
+                    open.state = .pending
+                    open.lastError = refusal(record, holder)
+                    open.updatedAt = now
+                    try Self.update(open, in: db)
+                    refused.append((record, holder))
+                    continue
+                }
+                saved.append(record)
+                if index < entries.count { finished.append(entries[index]) }
+            }
+            try Self.apply(domainID: domainID, upserts: saved, deletions: [], in: db)
             // The files the store took (created or changed): unconfirmed until it lists them.
-            let uploads = zip(records, entries).filter { $0.1.operation == "create" || $0.1.operation == "modify" }.map(\.0)
+            let uploads = zip(saved, finished).filter { $0.1.operation == "create" || $0.1.operation == "modify" }.map(\.0)
             try Self.noteUnconfirmed(uploads, now: now, in: db)
-            for var entry in entries {
+            for var entry in finished {
                 entry.state = .done
                 entry.lastError = nil
                 entry.updatedAt = now
                 try Self.update(entry, in: db)
             }
+            return refused
         }
     }
 

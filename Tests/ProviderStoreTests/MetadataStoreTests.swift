@@ -402,6 +402,32 @@ import Testing
         }
     }
 
+    /// New items are checked in the write that records them: one whose identifier another item
+    /// holds is not written and its entry stays open; the others of the write are recorded.
+    @Test func savingNewItemsRefusesOneWhoseIdentifierAnotherItemHolds() throws {
+        try withStore { store, _ in
+            let id = try makeDomain(store)
+            try store.save(record(id, "b.txt", size: 7))
+            let entries = try ["create:a.txt", "create:c.txt", "modify:b.txt"].map {
+                try openEntry(store, id, $0, state: .running, attempts: 1)
+            }
+            var lying = record(id, "a.txt", size: 1)
+            lying.identifier = ItemIdentifier("b.txt")  // the store answered a.txt's creation with b.txt's identifier
+            var edited = record(id, "b.txt", size: 8)
+            edited.identifier = ItemIdentifier("b.txt")
+            let refused = try store.save(
+                [lying, record(id, "c.txt", size: 3), edited], finishing: entries, checkingNew: [true, true, false],
+                refusal: { new, holder in "\(new.path) answered with \(holder.path)'s identifier" })
+            #expect(refused.map(\.record.path) == ["a.txt"] && refused.map(\.holder.path) == ["b.txt"])
+            #expect(try store.item(domainID: id, path: "a.txt") == nil)
+            #expect(try store.item(domainID: id, path: "b.txt")?.size == 8, "an item that is not new is written as it is")
+            #expect(try store.item(domainID: id, path: "c.txt")?.size == 3)
+            let left = try store.unfinishedOperations(domainID: id)
+            #expect(left.map(\.templateIdentifier) == ["create:a.txt"])
+            #expect(left.first?.state == .pending && left.first?.lastError == "a.txt answered with b.txt's identifier")
+        }
+    }
+
     @Test func openingEntriesTakesUnfinishedOnesAsReplaysAndWithdrawingGivesThemBack() throws {
         try withStore { store, _ in
             let id = try makeDomain(store)

@@ -90,9 +90,14 @@ struct OperationJournal: Sendable {
         _ = try? await context.executor.run { try store.pruneJournal(domainID: domainID) }
     }
 
-    /// A batch for operations sent together (``JournalBatch``); `afterWrite` gets the records of
-    /// each of its writes once committed, on the executor.
-    func makeBatch(afterWrite: (@Sendable ([ItemRecord]) -> Void)? = nil) -> JournalBatch {
-        JournalBatch(store: context.store, executor: context.executor, afterWrite: afterWrite)
+    /// A batch for operations sent together (``JournalBatch``), writing `gathered` creations'
+    /// results at a time; `afterWrite` gets the records of each of its writes once committed,
+    /// on the executor.
+    func makeBatch(gathered: Int = 1, afterWrite: (@Sendable ([ItemRecord]) -> Void)? = nil) -> JournalBatch {
+        let context = context
+        return JournalBatch(
+            store: context.store, executor: context.executor, gathered: gathered,
+            refusal: { new, holder in Uploader.identifierTaken(new.path, by: holder.path, context: context) },
+            afterWrite: afterWrite)
     }
 }

@@ -353,18 +353,23 @@ final class SyncUp: Sendable {
                     notice: "\(context.display(refused.path)): excluded from sync: \(refused.reason)")
                 return false
             }
-            report.notSend(
-                change.path, "not uploaded: \(error.message)", notice: "\(context.display(change.path)): not uploaded: \(error.message)")
-            let path = change.path
-            let (replica, domain) = (context.replica, context.domain.name)
-            _ = try? await context.executor.runToCompletion {
-                if var record = try? store.item(domainID: domainID, path: path) {
-                    record.lastError = error.message
-                    try? store.save(record)
-                }
-                if !change.isDeletion { ReplicaStatus.error.writeIfFile(atPath: replica.path(path), domain: domain) }
-            }
+            await noteNotSent(change.path, error, isDeletion: change.isDeletion, report: &report)
             return false
+        }
+    }
+
+    /// Notes a change the store did not take (or whose result was not recorded): in `report`,
+    /// on the item's record when it has one, and as the file's `error` status; the next sync
+    /// tries again.
+    private func noteNotSent(_ path: String, _ error: FileProviderError, isDeletion: Bool, report: inout SyncReport) async {
+        report.notSend(path, "not uploaded: \(error.message)", notice: "\(context.display(path)): not uploaded: \(error.message)")
+        let (store, domainID, replica, domain) = (context.store, context.domainID, context.replica, context.domain.name)
+        _ = try? await context.executor.runToCompletion {
+            if var record = try? store.item(domainID: domainID, path: path) {
+                record.lastError = error.message
+                try? store.save(record)
+            }
+            if !isDeletion { ReplicaStatus.error.writeIfFile(atPath: replica.path(path), domain: domain) }
         }
     }
 
@@ -427,7 +432,10 @@ final class SyncUp: Sendable {
     ///   journal could not be written.
     private func sendTogether(_ changes: [LocalChange], report: inout SyncReport) async throws(FileProviderError) {
         let statuses = SentStatus(context: context)
-        let batch = journal.makeBatch(afterWrite: { statuses.write($0) })
+        let depth = TransferDepths.depth(Self.uploadDepth, for: context.backend.capabilities)
+        // New files' results are written ``JournalBatch/creationsPerWrite`` at a time, or as
+        // many as go to the store at once when more do.
+        let batch = journal.makeBatch(gathered: max(depth, JournalBatch.creationsPerWrite), afterWrite: { statuses.write($0) })
         let domainID = context.domainID
         let (outcomes, notStarted, stopped) = await JournalBatch.$current.withValue(batch) {
             await withTaskGroup(of: (SyncReport, FileProviderError?).self) { group in
@@ -464,7 +472,6 @@ final class SyncUp: Sendable {
                     }
                     return true
                 }
-                let depth = TransferDepths.depth(Self.uploadDepth, for: context.backend.capabilities)
                 while running < depth, await startNext() { running += 1 }
                 var outcomes: [(SyncReport, FileProviderError?)] = []
                 while let outcome = await group.next() {
@@ -491,6 +498,11 @@ final class SyncUp: Sendable {
             try await batch.close()
         } catch {
             failure = failure ?? error
+        }
+        // New files the store answered with another item's identifier: not recorded.
+        for (path, error) in batch.refused() {
+            report.uploaded -= 1
+            await noteNotSent(path, error, isDeletion: false, report: &report)
         }
         if let failure { throw failure }
     }
