@@ -97,6 +97,10 @@ extension MetadataStore {
                     try db.execute(sql: "PRAGMA temp_store = FILE")
                     defer { try? db.execute(sql: "PRAGMA temp_store = MEMORY") }
                     try db.execute(sql: Self.createNameIndex)
+                    // The index's 35 MB (at a million items) into the database file and the
+                    // log emptied: a log left that long made the next process that opened the
+                    // database read it all back (the next `find` took 0.15 s instead of 0.08).
+                    _ = try? Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")
                 }
             }
             return true
