@@ -87,7 +87,7 @@ extension MetadataStore {
     /// built (a full disk, a read-only file) is searched without it, reading the names from the
     /// table: the same rows, more bytes read.
     /// - Throws: `localIOFailure` when the database cannot be read.
-    func ensureNameIndex() throws(FileProviderError) -> Bool {
+    func ensureNameIndex(emptyingTheLog: Bool = true) throws(FileProviderError) -> Bool {
         if try hasNameIndex() { return true }
         PoolCheck.note()
         do {
@@ -100,7 +100,9 @@ extension MetadataStore {
                     // The index's 35 MB (at a million items) into the database file and the
                     // log emptied: a log left that long made the next process that opened the
                     // database read it all back (the next `find` took 0.15 s instead of 0.08).
-                    _ = try? Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                    // (Not from `serve`, whose other connections may be reading: TRUNCATE
+                    // waits for them, and `serve`'s own next write empties the log.)
+                    if emptyingTheLog { _ = try? Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
                 }
             }
             return true
@@ -118,7 +120,7 @@ extension MetadataStore {
     ///   (a full disk: searches then read the names from the table, and the first one tries again).
     public func prepareNameSearch() throws(FileProviderError) -> Bool {
         if try hasNameIndex() { return false }
-        guard try ensureNameIndex() else {
+        guard try ensureNameIndex(emptyingTheLog: false) else {
             throw FileProviderError(.localIOFailure, "SQLite could not build it (is the disk of the metadata database full?)")
         }
         return true
