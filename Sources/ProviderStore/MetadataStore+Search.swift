@@ -87,8 +87,14 @@ extension MetadataStore {
     /// built (a full disk, a read-only file) is searched without it, reading the names from the
     /// table: the same rows, more bytes read.
     /// - Throws: `localIOFailure` when the database cannot be read.
-    func ensureNameIndex(emptyingTheLog: Bool = true) throws(FileProviderError) -> Bool {
-        if try hasNameIndex() { return true }
+    func ensureNameIndex() throws(FileProviderError) -> Bool {
+        try hasNameIndex() || buildNameIndex(emptyingTheLog: true)
+    }
+
+    /// Runs `CREATE INDEX IF NOT EXISTS item_name` (``ensureNameIndex()`` says why and how);
+    /// `emptyingTheLog` then checkpoints the log into the database file and truncates it.
+    /// - Returns: whether the index is there now (`false`: SQLite could not build it).
+    private func buildNameIndex(emptyingTheLog: Bool) -> Bool {
         PoolCheck.note()
         do {
             // One statement, its own transaction: the index is there whole or not at all.
@@ -120,7 +126,7 @@ extension MetadataStore {
     ///   (a full disk: searches then read the names from the table, and the first one tries again).
     public func prepareNameSearch() throws(FileProviderError) -> Bool {
         if try hasNameIndex() { return false }
-        guard try ensureNameIndex(emptyingTheLog: false) else {
+        guard buildNameIndex(emptyingTheLog: false) else {
             throw FileProviderError(.localIOFailure, "SQLite could not build it (is the disk of the metadata database full?)")
         }
         return true

@@ -9,12 +9,6 @@ import Testing
 /// every row of a first sync: a search finds the same rows before and after it is there, and
 /// writes keep it once it is.
 @Suite struct NameIndexTests {
-    static func hasNameIndex(_ store: MetadataStore) throws -> Bool {
-        try store.pool.read { db in
-            try Int.fetchOne(db, sql: "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'item_name'") != nil
-        }
-    }
-
     static func names(_ patterns: String...) -> ItemFilter {
         var filter = ItemFilter()
         filter.names = patterns.map { ItemFilter.Pattern($0) }
@@ -29,18 +23,18 @@ import Testing
             try store.insertNew(
                 domainID: id, records: [record(id, "", folder: true)] + paths.map { record(id, $0, folder: !$0.contains(".")) })
             try store.insertNew(domainID: other, records: [record(other, "", folder: true), record(other, "o.pdf")])
-            #expect(try !Self.hasNameIndex(store), "a first sync writes its rows without item_name")
+            #expect(try !store.hasNameIndex(), "a first sync writes its rows without item_name")
 
             // Searches without a name test read the table and build nothing.
             var bySize = ItemFilter()
             bySize.sizes = [.init(.greater, -1, unit: 1)]
             #expect(try store.searchPage(domainID: id, filter: bySize, after: nil, limit: 100).count == paths.count)
-            #expect(try !Self.hasNameIndex(store))
+            #expect(try !store.hasNameIndex())
 
             // The first name search builds it and finds what the table holds, in pages.
             let first = try store.searchPage(domainID: id, filter: Self.names("*.pdf"), after: nil, limit: 2)
             #expect(first.map(\.path) == ["a/x.pdf", "b/z.pdf"])
-            #expect(try Self.hasNameIndex(store))
+            #expect(try store.hasNameIndex())
             let rest = try store.searchPage(
                 domainID: id, filter: Self.names("*.pdf"), after: SearchCursor(first[1]), limit: 2)
             #expect(rest.map(\.path) == ["c.pdf"])
@@ -68,9 +62,9 @@ import Testing
             try store.pool.write { db in try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier LIKE 'v24:%'") }
         }
         let again = try MetadataStore(url: url)
-        #expect(try !Self.hasNameIndex(again), "v24 drops it")
+        #expect(try !again.hasNameIndex(), "v24 drops it")
         let id = try #require(try again.domains().first?.id)
         #expect(try again.searchPage(domainID: id, filter: Self.names("k.*"), after: nil, limit: 10).map(\.path) == ["k.pdf"])
-        #expect(try Self.hasNameIndex(again))
+        #expect(try again.hasNameIndex())
     }
 }

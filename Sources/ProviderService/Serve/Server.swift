@@ -390,7 +390,7 @@ public final class Server: Sendable {
                     "\(name): \(report.pendingLocal.count) files still being written; checking again in \(Self.seconds(options.settleSeconds))"
                 )
             }
-        } catch  where error.code == .backendNotAvailable {
+        } catch where error.code == .backendNotAvailable {
             // Not a failure of the store: said once, nothing recorded; looked for at every poll.
             outcome = SyncActivity.Outcome(code: error.code, message: error.message)
             if !state.backendMissing { logger.warning("\(name): not synced: \(error.message)") }
