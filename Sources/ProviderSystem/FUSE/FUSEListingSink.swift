@@ -46,6 +46,12 @@ public struct FUSEListingSink: ~Copyable {
         name.withCString { addEntry($0, attributes, cookie: cookie + cookieBase) }
     }
 
+    /// ``add(_:_:cookie:)`` of a name given as a NUL-terminated C string (1 to 255 bytes, no
+    /// `/`), as a listing read into a buffer of names has it: no copy of the name.
+    public mutating func add(cName name: UnsafePointer<CChar>, _ attributes: FUSEAttributes, cookie: UInt64) -> Bool {
+        addEntry(name, attributes, cookie: cookie + cookieBase)
+    }
+
     /// Adds `.` or `..` (which never count as lookups).
     mutating func addDot(_ name: String, folder: UInt64, cookie: UInt64) -> Bool {
         let attributes = FUSEAttributes(

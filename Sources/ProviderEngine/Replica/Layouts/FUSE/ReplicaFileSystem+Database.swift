@@ -54,27 +54,39 @@ extension ReplicaFileSystem {
     }
 
     /// The permission and type bits of `record`'s item.
-    func storedMode(_ record: ItemRecord) -> UInt32 {
-        switch record.kind {
+    func storedMode(_ record: ItemRecord) -> UInt32 { storedMode(record.kind, flags: record.fileSystemFlags) }
+
+    /// The permission and type bits of an item of `kind` with the file system flags `flags`.
+    func storedMode(_ kind: ItemKind, flags: Int) -> UInt32 {
+        switch kind {
         case .folder: return UInt32(S_IFDIR) | folderMode
         case .symlink: return UInt32(S_IFLNK) | 0o777
-        case .file: return UInt32(S_IFREG) | FileSystemFlags(rawValue: record.fileSystemFlags).applied(toMode: fileMode)
+        case .file: return UInt32(S_IFREG) | FileSystemFlags(rawValue: flags).applied(toMode: fileMode)
         }
     }
 
     /// The size `stat` shows of `record`'s item: a link's target's length.
     static func storedSize(_ record: ItemRecord) -> UInt64 {
-        switch record.kind {
-        case .symlink: return UInt64(record.symlinkTarget?.utf8.count ?? 0)
+        storedSize(record.kind, size: record.size, targetLength: record.symlinkTarget?.utf8.count ?? 0)
+    }
+
+    /// The size `stat` shows of an item of `kind` and `size`: a link's target's length.
+    static func storedSize(_ kind: ItemKind, size: Int64, targetLength: Int) -> UInt64 {
+        switch kind {
+        case .symlink: return UInt64(max(0, targetLength))
         case .folder: return 0
-        case .file: return UInt64(max(0, record.size))
+        case .file: return UInt64(max(0, size))
         }
     }
 
     /// The modification time of `record`'s item, as the engine sets it on a dataless file
     /// (``Replica`` rounds the seconds down and keeps the rest as nanoseconds).
     static func storedTime(_ record: ItemRecord) -> timespec {
-        let seconds = (record.modificationDate ?? record.creationDate)?.timeIntervalSince1970 ?? 0
+        storedTime(seconds: (record.modificationDate ?? record.creationDate)?.timeIntervalSince1970 ?? 0)
+    }
+
+    /// ``storedTime(_:)`` of a date `seconds` since 1970.
+    static func storedTime(seconds: Double) -> timespec {
         let whole = seconds.rounded(.down)
         return timespec(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1e9))
     }
@@ -86,11 +98,31 @@ extension ReplicaFileSystem {
 
     /// The attributes of `record`'s item under `inode`.
     func storedAttributes(_ record: ItemRecord, inode: UInt64, generation: UInt64) -> FUSEAttributes {
-        let time = FUSETimestamp(Self.storedTime(record))
+        storedAttributes(
+            inode: inode, generation: generation, mode: storedMode(record), size: Self.storedSize(record), time: Self.storedTime(record),
+            isNonEmptyFile: record.kind == .file && record.size > 0)
+    }
+
+    /// What the kernel is told about a listing's `entry` (``ReplicaInodes/Seen``), and its
+    /// attributes under an inode and generation still to be filled in.
+    func stored(_ entry: FolderEntryPage.Entry) -> (seen: ReplicaInodes.Seen, attributes: FUSEAttributes) {
+        let mode = storedMode(entry.kind, flags: entry.fileSystemFlags)
+        let size = Self.storedSize(entry.kind, size: entry.size, targetLength: entry.symlinkTargetLength)
+        // Through `Date`, as a record's date is read back, so that a listing and a lookup tell
+        // the kernel the same nanoseconds.
+        let time = Self.storedTime(seconds: Date(timeIntervalSince1970: entry.modificationSeconds).timeIntervalSince1970)
+        let attributes = storedAttributes(
+            inode: 0, generation: 0, mode: mode, size: size, time: time, isNonEmptyFile: entry.kind == .file && entry.size > 0)
+        return (ReplicaInodes.Seen(size: Int64(clamping: size), modification: time, mode: mode), attributes)
+    }
+
+    private func storedAttributes(inode: UInt64, generation: UInt64, mode: UInt32, size: UInt64, time: timespec, isNonEmptyFile: Bool)
+        -> FUSEAttributes
+    {
+        let time = FUSETimestamp(time)
         return FUSEAttributes(
-            inode: inode, mode: storedMode(record), size: Self.storedSize(record), linkCount: 1, owner: owner, group: group,
-            modificationTime: time, accessTime: time, changeTime: time,
-            allocatedSize: record.kind == .file && record.size > 0 ? UInt64(Replica.leadingBlock) : 0, generation: generation)
+            inode: inode, mode: mode, size: size, linkCount: 1, owner: owner, group: group, modificationTime: time, accessTime: time,
+            changeTime: time, allocatedSize: isNonEmptyFile ? UInt64(Replica.leadingBlock) : 0, generation: generation)
     }
 
     /// This process's umask (`Umask:` of `/proc/self/status`; `umask(2)` cannot be read without

@@ -42,25 +42,15 @@ extension ReplicaFileSystem {
         reader.lock.lock()
         defer { reader.lock.unlock() }
         try reader.seek(to: cookie)
+        if reader.fromDatabase {
+            try listStored(folder, reader, into: &sink)
+            return
+        }
         while let entry = try reader.peek() {
             let name = FUSEName(bytes: entry.name)
             let child = Self.join(reader.path, entry.name)
             let next = reader.position + 1
-            if let record = entry.record {
-                if sink.countsLookups {
-                    // Counted as a lookup at once (one lock per entry), given back when the
-                    // kernel's buffer is full.
-                    let (inode, generation) = inodes.inode(entry.name, in: folder, path: child, lookups: 1, seen: storedSeen(record))
-                    guard sink.add(name, storedAttributes(record, inode: inode, generation: generation), cookie: next) else {
-                        inodes.forget(inode, lookups: 1)
-                        return
-                    }
-                    noteSource(of: inode, record)
-                } else {
-                    let inode = inodes.existing(entry.name, in: folder) ?? ReplicaInodes.number(forPath: child)
-                    guard sink.add(name, storedAttributes(record, inode: inode, generation: 0), cookie: next) else { return }
-                }
-            } else if sink.countsLookups {
+            if sink.countsLookups {
                 guard let status = reader.status(of: entry.name) else {
                     // Gone meanwhile.
                     reader.take()
@@ -84,7 +74,44 @@ extension ReplicaFileSystem {
             }
             reader.take()
         }
-        if reader.fromDatabase, let digest = reader.digest { inodes.setListingDigest(folder, digest) }
+    }
+
+    /// The listing of the dataless folder `folder` from the database, from where `reader` is.
+    /// Each entry's name goes to the kernel from the page's buffer and its number is hashed
+    /// on from the folder's path (nothing joined, nothing allocated but a name new to the
+    /// inode table); a folder entry that is dataless is recorded as listing from the database
+    /// as its inode is made.
+    private func listStored(_ folder: UInt64, _ reader: ReplicaFolderReader, into sink: inout FUSEListingSink) throws(FUSEError) {
+        let folderHash = ReplicaInodes.pathHash(reader.path)
+        let root = reader.path.isEmpty
+        while let entry = try reader.peekStored() {
+            let next = reader.position + 1
+            let (seen, told) = stored(entry)
+            let countsLookups = sink.countsLookups
+            let added = reader.page.withName(of: entry) { name -> Bool in
+                var attributes = told
+                let number = ReplicaInodes.number(of: name, inFolderHashed: folderHash, root: root)
+                let cName = UnsafeRawPointer(name.baseAddress!).assumingMemoryBound(to: CChar.self)
+                if countsLookups {
+                    // Counted as a lookup at once (one lock per entry), given back when the
+                    // kernel's buffer is full.
+                    let source: ReplicaInodes.Source? = entry.kind == .folder && entry.isDataless ? .database : nil
+                    let (inode, generation) = inodes.inode(Array(name), in: folder, number: number, lookups: 1, seen: seen, source: source)
+                    attributes.inode = inode
+                    attributes.generation = generation
+                    guard sink.add(cName: cName, attributes, cookie: next) else {
+                        inodes.forget(inode, lookups: 1)
+                        return false
+                    }
+                    return true
+                }
+                attributes.inode = inodes.existing(Array(name), in: folder) ?? number
+                return sink.add(cName: cName, attributes, cookie: next)
+            }
+            guard added else { return }
+            reader.take()
+        }
+        if let digest = reader.digest { inodes.setListingDigest(folder, digest) }
     }
 
     /// A new reader of the folder `inode`'s listing, from where its items come from now.

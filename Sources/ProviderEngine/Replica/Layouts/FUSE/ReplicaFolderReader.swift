@@ -12,23 +12,23 @@ import ProviderSystem
 /// listing, one entry at a time, whatever number of requests the kernel splits it into.
 ///
 /// Its entries come from one place for the whole listing: the backing folder (a directory
-/// stream, names in the file system's order, types from the stream) or, for a folder the
-/// database calls dataless, the database (the items directly inside it, in path order, a page
-/// of ``pageSize`` records at a time). Cookies are positions: the entry after `cookie` is the
-/// listing's `cookie + 1`-th. A request for another position than the next (a program's
+/// stream, names in the file system's order, types from the stream: ``peek()``) or, for a
+/// folder the database calls dataless, the database (the items directly inside it, in path
+/// order, a page of ``pageSize`` entries at a time with only the columns a listing shows,
+/// ``FolderEntryPage``, filled again in place: ``peekStored()``). Cookies are positions: the
+/// entry after `cookie` is the listing's `cookie + 1`-th. A request for another position than the next (a program's
 /// `seekdir`, or two requests racing) starts the listing again and skips to it.
 ///
 /// Calls are serialized by the caller (``ReplicaFileSystem`` holds ``lock`` while listing).
 final class ReplicaFolderReader: @unchecked Sendable {
-    /// One entry: its name and kind, and its record when it comes from the database.
+    /// One entry of the backing folder: its name and kind.
     struct Entry {
         var name: [UInt8]
         /// `DT_DIR`, `DT_REG`, `DT_LNK`, … (`DT_UNKNOWN` where the file system does not say).
         var type: Int32
-        var record: ItemRecord?
     }
 
-    /// Records read from the database at once.
+    /// Entries read from the database at once.
     static let pageSize = 512
 
     /// The folder's inode and path relative to the backing folder.
@@ -44,14 +44,16 @@ final class ReplicaFolderReader: @unchecked Sendable {
     private let backing: [UInt8]
     /// The backing folder's stream, once opened.
     private var directory: OpaquePointer?
-    /// The database page being read, and the path of the last record read (where the next
-    /// page starts).
-    private var page: [ItemRecord] = []
+    /// The database page being read, and the name of its last entry (where the next page
+    /// starts).
+    private(set) var page = FolderEntryPage()
     private var pageIndex = 0
-    private var lastPath: String?
+    private var lastName: [UInt8]?
     private var pagesEnded = false
-    /// The entry at ``position``, read but not yet taken.
+    /// The entry at ``position``, read but not yet taken (from the backing folder, or from
+    /// the database: ``page``'s entry at `pageIndex`).
     private var current: Entry?
+    private var currentStored: FolderEntryPage.Entry?
     /// How many entries were taken since the start.
     private(set) var position: UInt64 = 0
     /// The digest of the names and kinds taken so far (FNV-1a), when the listing was read
@@ -82,7 +84,7 @@ final class ReplicaFolderReader: @unchecked Sendable {
         return hash
     }
 
-    private static func mix(_ hash: inout UInt64, _ name: [UInt8], _ type: Int32) {
+    private static func mix(_ hash: inout UInt64, _ name: some Sequence<UInt8>, _ type: Int32) {
         // The name, then 0, the type's low byte and 0xff (no array made per entry).
         for byte in name { mix(&hash, byte) }
         mix(&hash, 0)
@@ -102,34 +104,57 @@ final class ReplicaFolderReader: @unchecked Sendable {
         guard cookie != position else { return }
         try rewind()
         if cookie > 0 { sequential = false }
-        while position < cookie, try peek() != nil { take() }
+        if fromDatabase {
+            while position < cookie, try peekStored() != nil { take() }
+        } else {
+            while position < cookie, try peek() != nil { take() }
+        }
     }
 
-    /// The entry at ``position``, or nil at the end.
-    /// - Throws: `ioError` when the folder or the database cannot be read.
+    /// The entry at ``position`` of a listing of the backing folder, or nil at the end.
+    /// - Throws: `ioError` when the folder cannot be read.
     func peek() throws(FUSEError) -> Entry? {
+        precondition(!fromDatabase, "ReplicaFolderReader.peek() of a listing from the database")
         if let current { return current }
-        current = fromDatabase ? try nextRecord() : try nextOnDisk()
+        current = try nextOnDisk()
         if current == nil { ended = true }
         return current
     }
 
-    /// Takes the entry ``peek()`` gave.
+    /// The entry at ``position`` of a listing from the database (its name in ``page``), or
+    /// nil at the end.
+    /// - Throws: `ioError` when the database cannot be read.
+    func peekStored() throws(FUSEError) -> FolderEntryPage.Entry? {
+        precondition(fromDatabase, "ReplicaFolderReader.peekStored() of a listing of the backing folder")
+        if let currentStored { return currentStored }
+        currentStored = try nextStored()
+        if currentStored == nil { ended = true }
+        return currentStored
+    }
+
+    /// Takes the entry ``peek()`` or ``peekStored()`` gave.
     func take() {
-        guard let entry = current else { return }
-        Self.mix(&running, entry.name, entry.type)
+        if let entry = currentStored {
+            page.withName(of: entry) { Self.mix(&running, $0, Self.type(of: entry.kind)) }
+            currentStored = nil
+        } else if let entry = current {
+            Self.mix(&running, entry.name, entry.type)
+            current = nil
+        } else {
+            return
+        }
         position += 1
-        current = nil
     }
 
     private func rewind() throws(FUSEError) {
         position = 0
         current = nil
+        currentStored = nil
         running = 0xcbf2_9ce4_8422_2325
         ended = false
-        page = []
+        page = FolderEntryPage()
         pageIndex = 0
-        lastPath = nil
+        lastName = nil
         pagesEnded = false
         if let directory { rewinddir(directory) }
     }
@@ -162,28 +187,26 @@ final class ReplicaFolderReader: @unchecked Sendable {
         while let entry = readdir(directory) {
             let name = DirectoryEntry.nameBytes(of: entry)
             if name == [UInt8(ascii: ".")] || name == [UInt8(ascii: "."), UInt8(ascii: ".")] { continue }
-            return Entry(name: name, type: DirectoryEntry.type(of: entry), record: nil)
+            return Entry(name: name, type: DirectoryEntry.type(of: entry))
         }
         return nil
     }
 
-    private func nextRecord() throws(FUSEError) -> Entry? {
-        while pageIndex >= page.count {
+    private func nextStored() throws(FUSEError) -> FolderEntryPage.Entry? {
+        while pageIndex >= page.entries.count {
             if pagesEnded { return nil }
-            let folder = String(decoding: path, as: UTF8.self)
             do {
-                page = try store.children(domainID: domainID, inFolderAt: folder, after: lastPath, limit: Self.pageSize)
+                try store.folderEntries(domainID: domainID, inFolderAt: path, after: lastName, limit: Self.pageSize, into: &page)
             } catch {
                 throw .ioError
             }
             pageIndex = 0
-            if page.count < Self.pageSize { pagesEnded = true }
-            if let last = page.last { lastPath = last.path }
+            if page.isLast { pagesEnded = true }
+            if let last = page.entries.last { lastName = page.name(of: last) }
         }
-        let record = page[pageIndex]
+        let entry = page.entries[pageIndex]
         pageIndex += 1
-        let name = Array(record.path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).last ?? [])
-        return Entry(name: name, type: Self.type(of: record.kind), record: record)
+        return entry
     }
 
     /// `DT_DIR`, `DT_REG` and `DT_LNK` of <dirent.h>.
