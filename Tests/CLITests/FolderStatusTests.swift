@@ -173,6 +173,40 @@ struct FolderStatusTests {
         #expect(try await Self.attribute(status, of: replica + "/a/sub/f.txt") == "downloaded")
     }
 
+    /// Another process (`fileproviderctl materialize`) writes a folder a FUSE mount told the
+    /// kernel about from the database (dataless), while `serve` runs and before it hears of it:
+    /// through the mount, a file of it the kernel holds and one it never looked up say
+    /// `downloaded` at once and are read from disk (nothing fetched on access). The mount takes a
+    /// record that says an item is on disk as word that its folder is written.
+    @Test func filesAnotherProcessDownloadsInAFolderTheMountHeldAsDatalessSayDownloadedAtOnce() async throws {
+        let temp = try TemporaryFolder()
+        let store = try await OnAccessTests.StoreUnderTest(.local, temp: temp)
+        let domain = try await ServedDomain(
+            temp: temp, storeFolder: store.folder, backend: store.backend, options: store.options, files: [:], layout: .fuse)
+        let files = ["a/cold/held.txt": Data("held\n".utf8), "a/cold/fresh.txt": Data("fresh\n".utf8)]
+        for (path, contents) in files { try domain.write(path, contents) }
+        // Past the population budget: `a` is written empty, nothing below it.
+        let synced = try await domain.cli.run(["sync", domain.name, "--populate-limit", "0"])
+        #expect(synced.status == 0, "\(synced.stderr)")
+        #expect(fileStatus(domain.backing + "/a/cold") == nil, "a/cold was written by the sync")
+        try await domain.startServe(["--no-populate-in-background"])
+        let (held, fresh) = (domain.replica + "/a/cold/held.txt", domain.replica + "/a/cold/fresh.txt")
+        #expect(try await StatusAttributeTests.status(held) == "dataless")
+        #expect(try await StatusAttributeTests.status(domain.replica + "/a/cold") == "dataless")
+
+        let materialized = try await domain.cli.run(["materialize", "-R", "d:/a/cold"])
+        #expect(materialized.status == 0, "\(materialized)")
+        #expect(fileStatus(domain.backing + "/a/cold/fresh.txt")?.st_size == 6)
+        #expect(try await StatusAttributeTests.status(held) == "downloaded", "\(domain.logs.suffix(2000))")
+        #expect(try await StatusAttributeTests.status(fresh) == "downloaded", "\(domain.logs.suffix(2000))")
+        for (path, contents) in files {
+            let read = try await runProgram(["cat", domain.replica + "/" + path])
+            #expect(read.succeeded && read.output == contents, "\(path): \(read)")
+            #expect(domain.fetches(of: path) == 0, "\(path) was fetched on access: \(domain.logs.suffix(2000))")
+        }
+        try await domain.stopServe()
+    }
+
     /// How the moved folders of ``aFolderMovedInTheStoreAcrossAPinSaysSoInEveryLayout(_:)`` are
     /// reached: a `placeholder-files` replica, or a dataless one through fanotify or a FUSE
     /// mount (`serve` running).
@@ -247,14 +281,20 @@ struct FolderStatusTests {
             let listed = try #require(try await cli.json(["ls", "d:/" + folder]) as? [[String: Any]])
             return listed.first { ($0["path"] as? String) == "/" + path }?["identifier"] as? String
         }
+        // What each step printed and how long it took, said when a status is wrong.
+        var steps: [String] = []
+        let began = Date()
         // A `MOVE` by another client (curl), then a sync.
         func move(_ from: String, to: String) async throws {
             let moved = try await runProgram([
                 "curl", "-sS", "--fail", "-X", "MOVE", "-H", "Destination: \(url)/\(to)", "-H", "Overwrite: F", "\(url)/\(from)",
             ])
             try #require(moved.succeeded, "MOVE \(from) \(to): \(moved)")
-            let synced = try await cli.run(["sync", "d"])
+            let started = Date()
+            let synced = try await cli.run(["sync", "d", "--log-level", "info"])
             #expect(synced.status == 0, "\(synced)")
+            let (at, took) = (Int(started.timeIntervalSince(began)), Int(Date().timeIntervalSince(started) * 1000))
+            steps.append("\(at) s: MOVE \(from) \(to), sync in \(took) ms: \(synced.stdout)\(synced.stderr)")
         }
 
         let populated = try await cli.run(["populate", "d:/a/sub"])
@@ -281,7 +321,7 @@ struct FolderStatusTests {
         try await move("p/cold", to: "a/cold")
         for path in ["a/sub", "a/sub/f.txt", "a/sub/g.txt", "a/cold", "a/cold/c.txt"] {
             let now = try await status(path)
-            #expect(now == "downloaded", "\(path): \(now ?? "none"); \(served?.logs.suffix(3000) ?? "")")
+            #expect(now == "downloaded", "\(path): \(now ?? "none"); \(steps.joined(separator: "\n")); \(served?.logs.suffix(3000) ?? "")")
         }
         for path in ["a/sub/f.txt", "a/sub/g.txt", "a/cold/c.txt"] { try await present(path) }
         try await served?.stopServe()

@@ -46,6 +46,19 @@ extension ReplicaFileSystem {
         return source
     }
 
+    /// Whether `record`, an item of the folder `inode` that the mount answers from the database,
+    /// says the folder is written after all: a downloaded file, or a written folder, is only ever
+    /// in a written folder. Another process (a `sync`, `materialize` or `populate` of the command
+    /// line) wrote it behind the mount, which hears of that only at `serve`'s next sync
+    /// (``FUSEReplicaMount/refresh()``); until then the folder and those above it are taken as on
+    /// disk from here, so the item is answered from its backing file (its status, its bytes)
+    /// rather than as dataless.
+    func isWrittenBehind(_ record: ItemRecord, in inode: UInt64) -> Bool {
+        guard record.state == .materialized || (record.kind == .folder && !record.isDataless) else { return false }
+        inodes.setOnDisk(inode)
+        return true
+    }
+
     /// Records that the folder `inode`, answered from `record`, lists from the database when the
     /// record says it is dataless (and nothing else said otherwise yet).
     func noteSource(of inode: UInt64, _ record: ItemRecord) {

@@ -60,8 +60,13 @@ extension ReplicaFileSystem {
             }
             guard name.bytes == Self.statusName || name.bytes == Self.domainName else { throw .noAttribute }
             if isStoredFolder(inode, place.path) { return folderAttribute(name.bytes, place.path) }
-            guard try isStoredFile(inode, place.path) else { throw .noAttribute }
-            return name.bytes == Self.statusName ? Array(ReplicaStatus.dataless.rawValue.utf8) : Array(fetcher.domain.utf8)
+            // A file's row, read for its status: downloaded by another process, its backing
+            // file answers (below).
+            guard let record = storedItem(place.path) else { throw .noEntry }
+            guard record.kind == .file else { throw .noAttribute }
+            if !isWrittenBehind(record, in: place.parent) {
+                return name.bytes == Self.statusName ? Array(ReplicaStatus.dataless.rawValue.utf8) : Array(fetcher.domain.utf8)
+            }
         }
         let path = absolute(place.path)
         guard name.bytes.starts(with: Self.enginePrefix) else {

@@ -192,9 +192,11 @@ final class ReplicaFileSystem: FUSEFileSystem {
         let path = Self.join(folder, name.bytes)
         if source(ofFolder: parent, folder) == .database {
             guard let record = storedItem(path) else { throw .noEntry }
-            let (inode, generation) = inodes.inode(name.bytes, in: parent, path: path, lookups: 1, seen: storedSeen(record))
-            noteSource(of: inode, record)
-            return storedAttributes(record, inode: inode, generation: generation)
+            if !isWrittenBehind(record, in: parent) {
+                let (inode, generation) = inodes.inode(name.bytes, in: parent, path: path, lookups: 1, seen: storedSeen(record))
+                noteSource(of: inode, record)
+                return storedAttributes(record, inode: inode, generation: generation)
+            }
         }
         let status = try status(path)
         let seen = recordable(inodes.existing(name.bytes, in: parent), status)
