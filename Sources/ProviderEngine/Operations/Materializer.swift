@@ -170,7 +170,9 @@ struct Materializer: Sendable {
         var open = [path]  // folders whose items the pages have not passed yet
         var last: String?
         do {
-            try await reader.forEachSubtreePage(below: path) { page in
+            // The next page is read while this one downloads: a page changes only its own rows
+            // and those of folders before it (the folders it populates).
+            try await reader.forEachSubtreePage(below: path, readingAhead: true) { page in
                 if Task.isCancelled { return false }
                 guard let end = page.last?.path else { return false }
                 last = end
