@@ -153,10 +153,10 @@ extension MetadataStore {
     /// identifier, parent, name, path and kind (a download's usual case) is changed in place by
     /// one `UPDATE`: not deleted and inserted again, with every index entry and trigger that
     /// costs. The updates run with the connection's triggers off: the counters take the
-    /// difference the rows made, read before and after (``ItemCounts``), and the digests of
-    /// the rows' folders are dropped once per folder, as the triggers would row by row (with
-    /// them, the triggers' programs were half of this write). Any other row (moved or gone
-    /// meanwhile) is written as `apply` writes it.
+    /// difference the rows made (``ItemCounts``: what they counted for, read before, and what
+    /// they were written with), and the digests of the rows' folders are dropped once per
+    /// folder, as the triggers would row by row (with them, the triggers' programs were half of
+    /// this write). Any other row (moved or gone meanwhile) is written as `apply` writes it.
     /// - Throws: `localIOFailure` when the database fails.
     public func recordDownloads(domainID: Int64, records: [ItemRecord]) throws(FileProviderError) {
         if records.isEmpty { return }
@@ -173,8 +173,11 @@ extension MetadataStore {
                     if db.changesCount == 0 { rest.append(records[index]) } else { updated.append(records[index]) }
                 }
             }
-            let after = try ItemCounts(rowsOf: identifiers, domainID: domainID, in: db)
-            try after.subtracting(before).add(domainID: domainID, in: db)
+            // The updated rows count now for what they were written with (not read again); the
+            // others are as they were, so what they counted for before is taken out.
+            var earlier = before
+            if !rest.isEmpty { earlier = before.subtracting(try ItemCounts(rowsOf: rest.map(\.identifier), domainID: domainID, in: db)) }
+            try ItemCounts(updated).subtracting(earlier).add(domainID: domainID, in: db)
             try Self.dropListings(holding: updated, domainID: domainID, in: db)
             try Self.dropOwnListings(of: updated.filter { $0.kind == .folder }, domainID: domainID, in: db)
             try Self.apply(domainID: domainID, upserts: rest, deletions: [], in: db)
