@@ -31,7 +31,7 @@ struct ItemCounts {
 
     /// What the rows of `identifiers` count for now (rows that are not there count for nothing),
     /// read ``MetadataStore/materializedChunk`` identifiers per statement, bound and read
-    /// without GRDB's rows and arguments (this runs twice per batch of finished downloads).
+    /// without GRDB's rows and arguments (this runs once per batch of finished downloads).
     /// - Throws: `DatabaseError` when the database fails.
     init(rowsOf identifiers: [ItemIdentifier], domainID: Int64, in db: Database) throws {
         let arena = BindArena()

@@ -16,6 +16,12 @@ extension MetadataStore {
     // `item_parent` (a scan of the whole domain per folder): name the index.
     private static let selectChildren =
         "SELECT \(ItemRecord.columnList) FROM item INDEXED BY item_parent WHERE domainID = ? AND parentIdentifier = ? AND path <> '' ORDER BY filename"
+    private static let selectChildrenToPopulate = """
+        SELECT \(ItemRecord.columnList) FROM item INDEXED BY item_parent WHERE domainID = ? AND parentIdentifier = ? AND path <> '' \
+        AND (kind = 'folder' OR state <> 'materialized') ORDER BY filename
+        """
+    private static let selectChildPaths =
+        "SELECT path FROM item INDEXED BY item_parent WHERE domainID = ? AND parentIdentifier = ? AND path <> ''"
     private static let selectAll = "SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ?"
     private static let selectDescendants = """
         SELECT \(ItemRecord.columnList) FROM item WHERE domainID = ? AND path >= ? AND path < ? ORDER BY path
@@ -78,6 +84,26 @@ extension MetadataStore {
         try read { db in try Self.children(domainID: domainID, parent: parent, in: db) }
     }
 
+    /// The items directly inside a folder that populating it looks at, by name: its folders and
+    /// the items that are not materialized. The rows of materialized files are not read (a
+    /// folder whose files were all just downloaded decodes none).
+    /// - Throws: `localIOFailure` when the database fails.
+    public func childrenToPopulate(domainID: Int64, parent: ItemIdentifier) throws(FileProviderError) -> [ItemRecord] {
+        try read { db in
+            try Row.fetchCursor(db.cachedStatement(sql: Self.selectChildrenToPopulate), arguments: [domainID, parent.rawValue])
+                .map(ItemRecord.init(row:)).reduce(into: []) { $0.append($1) }
+        }
+    }
+
+    /// The paths of the items directly inside a folder, in no particular order.
+    /// - Throws: `localIOFailure` when the database fails.
+    public func childPaths(domainID: Int64, parent: ItemIdentifier) throws(FileProviderError) -> Set<String> {
+        try read { db in
+            try String.fetchCursor(db.cachedStatement(sql: Self.selectChildPaths), arguments: [domainID, parent.rawValue])
+                .reduce(into: Set<String>()) { $0.insert($1) }
+        }
+    }
+
     /// ``children(domainID:parent:)`` inside a transaction that is already open.
     static func children(domainID: Int64, parent: ItemIdentifier, in db: Database) throws -> [ItemRecord] {
         try Row.fetchCursor(db.cachedStatement(sql: Self.selectChildren), arguments: [domainID, parent.rawValue])
@@ -127,10 +153,10 @@ extension MetadataStore {
     /// identifier, parent, name, path and kind (a download's usual case) is changed in place by
     /// one `UPDATE`: not deleted and inserted again, with every index entry and trigger that
     /// costs. The updates run with the connection's triggers off: the counters take the
-    /// difference the rows made, read before and after (``ItemCounts``), and the digests of
-    /// the rows' folders are dropped once per folder, as the triggers would row by row (with
-    /// them, the triggers' programs were half of this write). Any other row (moved or gone
-    /// meanwhile) is written as `apply` writes it.
+    /// difference the rows made (``ItemCounts``: what they counted for, read before, and what
+    /// they were written with), and the digests of the rows' folders are dropped once per
+    /// folder, as the triggers would row by row (with them, the triggers' programs were half of
+    /// this write). Any other row (moved or gone meanwhile) is written as `apply` writes it.
     /// - Throws: `localIOFailure` when the database fails.
     public func recordDownloads(domainID: Int64, records: [ItemRecord]) throws(FileProviderError) {
         if records.isEmpty { return }
@@ -147,8 +173,11 @@ extension MetadataStore {
                     if db.changesCount == 0 { rest.append(records[index]) } else { updated.append(records[index]) }
                 }
             }
-            let after = try ItemCounts(rowsOf: identifiers, domainID: domainID, in: db)
-            try after.subtracting(before).add(domainID: domainID, in: db)
+            // The updated rows count now for what they were written with (not read again); the
+            // others are as they were, so what they counted for before is taken out.
+            var earlier = before
+            if !rest.isEmpty { earlier = before.subtracting(try ItemCounts(rowsOf: rest.map(\.identifier), domainID: domainID, in: db)) }
+            try ItemCounts(updated).subtracting(earlier).add(domainID: domainID, in: db)
             try Self.dropListings(holding: updated, domainID: domainID, in: db)
             try Self.dropOwnListings(of: updated.filter { $0.kind == .folder }, domainID: domainID, in: db)
             try Self.apply(domainID: domainID, upserts: rest, deletions: [], in: db)

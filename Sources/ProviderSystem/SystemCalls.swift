@@ -37,6 +37,15 @@ package enum SystemCalls {
         fp_rename_noreplace_at(folder, name, to)
     }
 
+    /// Renames `name` in the folder open as `folder` to `target` in the folder open as `into`,
+    /// failing instead of replacing an existing `target`: 0, or -1 with errno (`EEXIST` when
+    /// `target` exists). Only the two names are looked up.
+    package static func renameNoReplace(
+        inFolder folder: Int32, _ name: UnsafePointer<CChar>, toFolder into: Int32, _ target: UnsafePointer<CChar>
+    ) -> Int32 {
+        fp_rename_noreplace_between(folder, name, into, target)
+    }
+
     /// A descriptor of the folder `path` for `*at` calls only (`O_PATH | O_DIRECTORY`: nothing
     /// is read through it), or -1 with errno.
     package static func openFolderPath(_ path: String) -> Int32 {

@@ -22,6 +22,12 @@ static inline int fp_rename_noreplace_at(int folder, const char *name, const cha
     return renameat2(folder, name, AT_FDCWD, to, RENAME_NOREPLACE);
 }
 
+/// Renames `name` in the folder `folder` to `target` in the folder `into` (descriptors both),
+/// failing with EEXIST instead of replacing an existing `target`.
+static inline int fp_rename_noreplace_between(int folder, const char *name, int into, const char *target) {
+    return renameat2(folder, name, into, target, RENAME_NOREPLACE);
+}
+
 /// A descriptor of the folder `path` for `*at` calls only (O_PATH: nothing is read through
 /// it), or -1 with errno.
 static inline int fp_open_folder_path(const char *path) {

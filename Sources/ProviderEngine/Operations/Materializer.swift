@@ -160,17 +160,23 @@ struct Materializer: Sendable {
     /// the whole subtree. Each page's outcomes go to `report` before the next page is read.
     private func materializeSubtree(of path: String, events: EventHandler?, outcomes report: OutcomeHandler) async {
         let (store, domainID) = (self.store, self.domainID)
-        let totals: (count: Int, bytes: Int64)
-        do {
-            totals = try await executor.run { try store.filesToDownload(domainID: domainID, below: path) }
-        } catch {
-            return report([ItemOutcome(path: location(path), error: error)])
+        // The totals are read for a progress display only: without one, nothing reads every
+        // row of the subtree before the first download starts.
+        var totals: (count: Int, bytes: Int64) = (0, 0)
+        if events != nil {
+            do {
+                totals = try await executor.run { try store.filesToDownload(domainID: domainID, below: path) }
+            } catch {
+                return report([ItemOutcome(path: location(path), error: error)])
+            }
         }
         let progress = SubtreeProgress(totals: totals, events: events)
         var open = [path]  // folders whose items the pages have not passed yet
         var last: String?
         do {
-            try await reader.forEachSubtreePage(below: path) { page in
+            // The next page is read while this one downloads: a page changes only its own rows
+            // and those of folders before it (the folders it populates).
+            try await reader.forEachSubtreePage(below: path, readingAhead: true) { page in
                 if Task.isCancelled { return false }
                 guard let end = page.last?.path else { return false }
                 last = end

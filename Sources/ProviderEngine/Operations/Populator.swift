@@ -145,11 +145,15 @@ struct Populator: Sendable {
             try await populateFolder(RelativePath(path).parent, ancestors: true)
         }
         let parent = folder.identifier
-        let children = try await blocking { () throws(FileProviderError) in try store.children(domainID: domainID, parent: parent) }
+        // Only the rows it acts on: its folders and what is not materialized (materialized
+        // files are left as they are; a `materialize` of a whole folder reads none of them).
+        let children = try await blocking { () throws(FileProviderError) in
+            try store.childrenToPopulate(domainID: domainID, parent: parent)
+        }
         let replica = self.replica
         let folders = children.filter { $0.kind == .folder }
-        // Folders first, downloads adopted, and local files that are in the way moved aside.
-        let taken = Set(children.map(\.path))
+        // Folders first, downloads adopted, and local files that are in the way moved aside
+        // (to names no item of the folder has: read only when a file is in the way).
         let (watchers, name) = (context.newDatalessFolders, domain.name)
         let (inodes, collisions, adopted, edits) = try await executor.run {
             () throws -> ([Int64?], [(String, String)], [ItemRecord], Set<String>) in
@@ -157,6 +161,7 @@ struct Populator: Sendable {
             var collisions: [(String, String)] = []
             var adopted: [ItemRecord] = []
             var edits: Set<String> = []
+            var taken: Set<String>?
             for child in children where child.state != .materialized {
                 guard let print = replica.fingerprint(atPath: replica.path(child.path)) else { continue }
                 if child.kind == .folder && print.isDirectory { continue }
@@ -175,8 +180,9 @@ struct Populator: Sendable {
                     edits.insert(child.path)
                     continue
                 }
+                if taken == nil { taken = try store.childPaths(domainID: domainID, parent: parent) }
                 collisions.append(
-                    (child.path, try Self.moveAside(child.path, avoiding: taken, in: replica)))
+                    (child.path, try Self.moveAside(child.path, avoiding: taken ?? [], in: replica)))
             }
             var inodes: [Int64?] = []
             for child in folders {

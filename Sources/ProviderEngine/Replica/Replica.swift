@@ -293,11 +293,19 @@ public struct Replica: Sendable {
     /// has one.
     /// - Throws: `filenameCollision` when the target exists.
     func move(_ file: StagedFile, toPath target: String) throws(FileProviderError) {
+        try move(file, toPath: target, into: nil)
+    }
+
+    /// ``move(_:toPath:)`` with the target's folder open as `into.folder` (the target named
+    /// `into.name` in it): only the two names are looked up, not the target's whole path.
+    /// - Throws: `filenameCollision` when the target exists.
+    func move(_ file: StagedFile, toPath target: String, into: (folder: Int32, name: String)?) throws(FileProviderError) {
         guard let folder = file.folder else { return try move(fromPath: file.path, toPath: target) }
         PoolCheck.note()
-        if SystemCalls.renameNoReplace(inFolder: folder, file.name, to: target) != 0 {
-            throw POSIXError.error("cannot move \(file.path) to", path: target)
-        }
+        let done =
+            into.map { SystemCalls.renameNoReplace(inFolder: folder, file.name, toFolder: $0.folder, $0.name) }
+            ?? SystemCalls.renameNoReplace(inFolder: folder, file.name, to: target)
+        if done != 0 { throw POSIXError.error("cannot move \(file.path) to", path: target) }
     }
 
     /// The size of a file, or `nil` when it does not exist.

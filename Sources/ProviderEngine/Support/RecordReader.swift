@@ -65,24 +65,47 @@ struct RecordReader: Sendable {
     /// memory. In path order, or with `deepestFirst` in reverse path order (every item before
     /// the folder that holds it). The next page starts after (before) the last path of the one
     /// before, so `body` may change or remove the items' rows but not give them other paths.
+    /// With `readingAhead` the next page is read while `body` works on the one before (two
+    /// pages held at most): `body` must then not change the rows of later pages either.
     /// Stops early when `body` returns `false`.
     /// - Throws: `localIOFailure` when the database fails; what `body` throws.
     func forEachSubtreePage(
-        below path: String, deepestFirst: Bool = false, _ body: ([ItemRecord]) async throws(FileProviderError) -> Bool
+        below path: String, deepestFirst: Bool = false, readingAhead: Bool = false,
+        _ body: ([ItemRecord]) async throws(FileProviderError) -> Bool
     ) async throws(FileProviderError) {
-        let (store, domainID) = (context.store, context.domainID)
+        let (store, domainID, executor) = (context.store, context.domainID, context.executor)
         let pageSize = max(1, context.subtreePage.withLock { $0 })
-        var bound: String?
-        while true {
-            let from = bound
-            let page = try await context.executor.run {
+        let read = { @Sendable (from: String?) async throws(FileProviderError) -> [ItemRecord] in
+            try await executor.run {
                 deepestFirst
                     ? try store.descendants(domainID: domainID, of: path, before: from, limit: pageSize)
                     : try store.descendants(domainID: domainID, of: path, after: from, limit: pageSize)
             }
+        }
+        // The next page, read while `body` runs (`readingAhead`); cancelled when the loop ends
+        // without it.
+        var ahead: Task<Result<[ItemRecord], FileProviderError>, Never>?
+        defer { ahead?.cancel() }
+        var page = try await read(nil)
+        while true {
             guard let last = page.last?.path else { return }
-            bound = last
-            guard try await body(page), page.count == pageSize else { return }
+            let full = page.count == pageSize
+            if readingAhead && full {
+                ahead = Task { () async -> Result<[ItemRecord], FileProviderError> in
+                    do throws(FileProviderError) {
+                        return .success(try await read(last))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+            }
+            guard try await body(page), full else { return }
+            if let next = ahead {
+                ahead = nil
+                page = try await next.value.get()
+            } else {
+                page = try await read(last)
+            }
         }
     }
 }

@@ -6,8 +6,9 @@ import ProviderStore
 /// Records when programs use files (an on-access event, a local open, a download), for
 /// least-recently-used eviction (table `itemUse`). Calls never block: uses are collected in
 /// memory and written in one transaction about once a second (``interval``) through the
-/// engine's executor, and by ``flush()``. A use recorded twice before a flush is written once,
-/// with the later date.
+/// engine's executor, and by ``flush()``; sooner once ``earlyWriteCount`` uses are waiting (a
+/// `materialize` of thousands of files writes them while its downloads go on, not all at its
+/// end). A use recorded twice before a flush is written once, with the later date.
 ///
 /// Losing the last second of uses in a crash only makes those files look older to eviction;
 /// nothing else depends on them.
@@ -26,6 +27,10 @@ public final class UseRecorder: Sendable {
         var byPath: [Int64: [String: Date]] = [:]
         /// A write is scheduled.
         var scheduled = false
+        /// How many uses are held (distinct items and paths).
+        var count = 0
+        /// A write started because ``UseRecorder/earlyWriteCount`` uses were held, while it runs.
+        var early: Task<Void, Never>?
         var isEmpty: Bool { byIdentifier.isEmpty && byPath.isEmpty }
     }
 
@@ -41,6 +46,7 @@ public final class UseRecorder: Sendable {
     public func used(domainID: Int64, identifier: ItemIdentifier, at date: Date = Date()) {
         schedule { pending in
             let earlier = pending.byIdentifier[domainID]?[identifier]
+            if earlier == nil { pending.count += 1 }
             if earlier == nil || earlier! < date { pending.byIdentifier[domainID, default: [:]][identifier] = date }
         }
     }
@@ -51,14 +57,26 @@ public final class UseRecorder: Sendable {
     public func used(domainID: Int64, path: String, at date: Date = Date()) {
         schedule { pending in
             let earlier = pending.byPath[domainID]?[path]
+            if earlier == nil { pending.count += 1 }
             if earlier == nil || earlier! < date { pending.byPath[domainID, default: [:]][path] = date }
         }
     }
 
-    /// Adds a use and starts the timer of the next write when none runs.
+    /// How many uses held start a write at once, without waiting for the timer.
+    static let earlyWriteCount = 2_048
+
+    /// Adds a use and starts the timer of the next write when none runs, or a write at once
+    /// when ``earlyWriteCount`` uses are held and no such write runs.
     private func schedule(_ add: (inout Pending) -> Void) {
         let start = pending.withLock { pending -> Bool in
             add(&pending)
+            if pending.count >= Self.earlyWriteCount, pending.early == nil {
+                // Its end is recorded under the lock, so after this assignment.
+                pending.early = Task.detached { [self] in
+                    await write(rescheduling: false)
+                    self.pending.withLock { $0.early = nil }
+                }
+            }
             defer { pending.scheduled = true }
             return !pending.scheduled
         }
@@ -70,9 +88,13 @@ public final class UseRecorder: Sendable {
         }
     }
 
-    /// Writes every use collected so far. Failures are logged (the uses are dropped: they only
-    /// order evictions).
+    /// The early write under way (``earlyWriteCount``), if any: for tests.
+    var earlyWrite: Task<Void, Never>? { pending.withLock { $0.early } }
+
+    /// Writes every use collected so far, after an early write under way. Failures are logged
+    /// (the uses are dropped: they only order evictions).
     public func flush() async {
+        if let early = pending.withLock({ $0.early }) { await early.value }
         await write(rescheduling: false)
     }
 
@@ -81,6 +103,7 @@ public final class UseRecorder: Sendable {
             let taken = pending
             pending.byIdentifier = [:]
             pending.byPath = [:]
+            pending.count = 0
             if rescheduling { pending.scheduled = false }
             return taken
         }

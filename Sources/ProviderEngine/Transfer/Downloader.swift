@@ -87,7 +87,11 @@ final class Downloader: Sendable {
                 .transfer(
                     completedBytes: now.0, totalBytes: totalBytes, completedItems: now.1, totalItems: pending.count, resumedBytes: now.2))
         }
-        var outcomes: [ItemOutcome] = []
+        // Each outcome with the position of its file in `pending` (flush failures last): they are
+        // returned in that order, sorted by number, not by looking paths up per comparison.
+        var outcomes: [(position: Int, outcome: ItemOutcome)] = []
+        var positions = [ItemIdentifier: Int](minimumCapacity: pending.count)
+        for (index, record) in pending.enumerated() { positions[record.identifier] = index }
         var finished: [ItemRecord] = []
         var failedFetches: [(ItemRecord, FileProviderError)] = []
         // Small files go in batches: one job on the executor stages a batch, the backend
@@ -102,7 +106,11 @@ final class Downloader: Sendable {
                 if Task.isCancelled {
                     while let batch = iterator.next() {
                         for record in batch {
-                            outcomes.append(ItemOutcome(path: location(record.path), error: FileProviderError.notStarted))
+                            outcomes.append(
+                                (
+                                    positions[record.identifier] ?? .max,
+                                    ItemOutcome(path: location(record.path), error: FileProviderError.notStarted)
+                                ))
                         }
                     }
                     return false
@@ -134,29 +142,30 @@ final class Downloader: Sendable {
                     case .success(let updated):
                         finished.append(updated)
                         outcomes.append(
-                            ItemOutcome(
-                                path: location(record.path), error: nil, notice: Self.versionNotice(record, updated, display(record.path))))
+                            (
+                                positions[record.identifier] ?? .max,
+                                ItemOutcome(
+                                    path: location(record.path), error: nil,
+                                    notice: Self.versionNotice(record, updated, display(record.path)))
+                            ))
                     case .failure(let error):
-                        outcomes.append(ItemOutcome(path: location(record.path), error: error))
+                        outcomes.append((positions[record.identifier] ?? .max, ItemOutcome(path: location(record.path), error: error)))
                         if ReplicaStatus.marksFailedFetch(error.code) { failedFetches.append((record, error)) }
                     }
                 }
                 if finished.count >= 500 {
-                    if let error = await flush(&finished) { outcomes.append(ItemOutcome(path: location(""), error: error)) }
+                    if let error = await flush(&finished) { outcomes.append((.max, ItemOutcome(path: location(""), error: error))) }
                 }
                 if startNext() { running += 1 }
             }
         }
-        if let error = await flush(&finished) { outcomes.append(ItemOutcome(path: location(""), error: error)) }
+        if let error = await flush(&finished) { outcomes.append((.max, ItemOutcome(path: location(""), error: error))) }
         if !failedFetches.isEmpty { await recordFetchFailures(failedFetches) }
         // In the order the files were given, not the order the downloads ended: what a script
         // reads (`materialize --json`) is the same from run to run.
-        var order = [String: Int](minimumCapacity: pending.count)
-        for (index, record) in pending.enumerated() { order[location(record.path)] = index }
         return outcomes.enumerated().sorted { left, right in
-            let (a, b) = (order[left.element.path] ?? Int.max, order[right.element.path] ?? Int.max)
-            return a != b ? a < b : left.offset < right.offset
-        }.map(\.element)
+            (left.element.position, left.offset) < (right.element.position, right.offset)
+        }.map(\.element.outcome)
     }
 
     /// The notice of a download of another content version than the one the database had
@@ -516,7 +525,9 @@ final class Downloader: Sendable {
         // The usual case first: nothing at the name (its `.placeholder` file stands beside
         // it, unless the caller knows there is none). The rename refuses to replace anything;
         // when it fails, the checks below look at whatever is there.
-        if !replica.layout.placeholderTakesItemsName, (try? replica.move(file, toPath: target)) != nil {
+        if !replica.layout.placeholderTakesItemsName,
+            (try? replica.move(file, toPath: target, into: folders?.place(atPath: target))) != nil
+        {
             placed = true
             if !placeholderAbsent { try replica.removeFile(atPath: replica.placeholderPath(path)) }
             return updated

@@ -38,25 +38,34 @@ struct StagedFile {
     }
 }
 
-/// The staging folders of one placing job, each opened once (`O_PATH`) for the files placed
-/// from it; ``close()`` closes them. Used by one job on one thread. Blocking.
+/// The folders of one placing job, each opened once (`O_PATH`): the staging folders of the
+/// files placed from them, and the replica's folders they are renamed into; ``close()`` closes
+/// them. Used by one job on one thread. Blocking.
 final class StagingFolders {
     private var descriptors: [Substring: Int32] = [:]
 
     /// The staging file at `path`, with its folder's descriptor (`nil` when the folder cannot
     /// be opened: the file is then handled by its path).
     func file(atPath path: String) -> StagedFile {
-        guard let slash = path.lastIndex(of: "/") else { return StagedFile(path: path) }
+        guard let (folder, name) = place(atPath: path) else { return StagedFile(path: path) }
+        return StagedFile(path: path, folder: folder, name: name)
+    }
+
+    /// The descriptor of the folder of `path` (an absolute path), opened on first use, and
+    /// the last component of `path`; `nil` when the folder cannot be opened (or `path` has no
+    /// folder): then `path` is used.
+    func place(atPath path: String) -> (folder: Int32, name: String)? {
+        guard let slash = path.lastIndex(of: "/") else { return nil }
         let folderPath = path[..<slash]
         let descriptor: Int32
         if let known = descriptors[folderPath] {
             descriptor = known
         } else {
             descriptor = SystemCalls.openFolderPath(String(folderPath))
-            if descriptor < 0 { return StagedFile(path: path) }
+            if descriptor < 0 { return nil }
             descriptors[folderPath] = descriptor
         }
-        return StagedFile(path: path, folder: descriptor, name: String(path[path.index(after: slash)...]))
+        return (descriptor, String(path[path.index(after: slash)...]))
     }
 
     /// Closes the folders opened.
