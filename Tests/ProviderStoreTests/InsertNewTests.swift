@@ -51,6 +51,32 @@ import Testing
         }
     }
 
+    /// The inserts of a batch of new rows stop at a row that breaks a constraint and keep the
+    /// rows before it in their statement (`INSERT OR FAIL`, no statement journal): a batch whose
+    /// row in the middle of a 32-row statement is there already (its identifier, or another
+    /// identifier at its path) is written as `apply` writes it, each row once, the row that was
+    /// there replaced, and the counters say what a count of the rows says.
+    @Test func aRowThereAlreadyInTheMiddleOfAStatementLeavesNoHalfBatch() throws {
+        try withStore { store, _ in
+            let id = try makeDomain(store)
+            try store.insertNew(domainID: id, records: [record(id, "", folder: true), record(id, "f", folder: true)])
+            try store.insertNew(domainID: id, records: [record(id, "f/10.bin", size: 1), record(id, "f/60.bin", size: 1)])
+            // Rows 0...63 in two statements of 32: f/10.bin is the eleventh row of the first,
+            // and the second has another identifier at the path of f/60.bin.
+            var batch = (0..<64).map { record(id, "f/\($0).bin", size: 3) }
+            batch[10].size = 9
+            batch[60].identifier = ItemIdentifier("other-60")
+            try store.insertNew(domainID: id, records: batch)
+            let rows = try store.descendants(domainID: id, of: "f")
+            #expect(rows.count == 64)
+            #expect(Set(rows.map(\.path)).count == 64)
+            #expect(try store.item(domainID: id, path: "f/10.bin")?.size == 9)
+            #expect(try store.item(domainID: id, path: "f/60.bin")?.identifier == ItemIdentifier("other-60"))
+            #expect(try store.item(domainID: id, identifier: ItemIdentifier("f/60.bin")) == nil)
+            try ItemCountTests.expectCounted(store, [id], after: "a batch with rows there already")
+        }
+    }
+
     /// A batch of new rows goes in without a foreign key check per row, its domain checked once:
     /// a batch for a domain removed meanwhile (while its first sync ran) is refused as a checked
     /// insert refuses it and writes nothing, and the connection checks foreign keys again for

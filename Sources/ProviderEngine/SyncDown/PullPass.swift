@@ -43,10 +43,10 @@ struct PullPass {
     var writing: Task<Void, any Error>?
     /// Set by the writing task when it is done.
     var writerDone = Mutex(true)
-    /// The array the last batch was written from, emptied by the writer with its capacity
-    /// kept: the next batch is gathered in it. (A fresh array for 9,216 records is memory
-    /// the allocator maps anew and the kernel faults in page by page, every batch: 0.2
-    /// CPU-seconds of a first sync of 1,000,000 items.)
+    /// The array the last batch was written from, its records still in it: the walk empties
+    /// it, keeping its capacity, and gathers the next batch in it. (A fresh array for 9,216
+    /// records is memory the allocator maps anew and the kernel faults in page by page, every
+    /// batch: 0.2 CPU-seconds of a first sync of 1,000,000 items.)
     let spareBatch = Mutex<[ItemRecord]>([])
     var isWriterIdle: Bool { writerDone.withLock { $0 } }
     /// Stored items missing from their folder's listing; settled at the end.
@@ -151,13 +151,14 @@ struct PullPass {
                 throw FileProviderError.wrap(error)
             }
         }
-        if upserts.isEmpty && listings.isEmpty { return }
+        if upserts.isEmpty && listings.isEmpty {
+            spareBatch.withLock { $0.removeAll(keepingCapacity: true) }
+            return
+        }
         var next = spareBatch.exchange([])
-        // Room for a full backlog: growing an array of records copies every record again.
-        next.reserveCapacity(Self.backlog + Self.batchSize)
         swap(&upserts, &next)
-        // The writer takes the batch out of the box (the only reference: emptied in place,
-        // not copied) and puts it back empty.
+        // The writer takes the batch out of the box (the only reference: not copied) and puts
+        // it in `spareBatch` once written, records and all.
         let batch = Mutex(consume next)
         let kept = listings
         listings = []
@@ -170,16 +171,21 @@ struct PullPass {
         writing = Task {
             defer { done.withLock { $0 = true } }
             try await executor.run {
-                var records = batch.exchange([])
+                let records = batch.exchange([])
                 if isNew {
                     try store.insertNew(domainID: domainID, records: records, listings: kept)
                 } else {
                     try store.apply(domainID: domainID, upserts: records, deletions: [], listings: kept)
                 }
-                records.removeAll(keepingCapacity: true)
                 spare.withLock { $0 = records }
             }
         }
+        // The records of the batch written before go here, on the walk's thread, while the
+        // writer writes this one: releasing their strings and versions was 5% of the writer's
+        // thread, the first sync's critical path. Room for a full backlog: growing an array of
+        // records copies every record again.
+        upserts.removeAll(keepingCapacity: true)
+        upserts.reserveCapacity(Self.backlog + Self.batchSize)
         if wait { try await flush(to: context) }
     }
 }
