@@ -71,6 +71,14 @@ package final class ProgressiveHydrator: Sendable {
         func mayTrustChangeTime(_ changeTime: Int64) -> Bool {
             self.changeTime == changeTime || !fetching.isEmpty || completing != nil
         }
+
+        /// The bytes of the file an access of `range` reads: none past its end (a reader's last
+        /// read, which finds the end of the file).
+        func needed(_ range: Range<Int64>) -> Range<Int64> {
+            let size = max(0, record.size)
+            let lower = min(max(0, range.lowerBound), size)
+            return lower..<max(lower, min(range.upperBound, size))
+        }
     }
 
     /// A file this hydrator serves, with the downloader of its domain.
@@ -96,7 +104,7 @@ package final class ProgressiveHydrator: Sendable {
         guard let entry = files.withLock({ $0[key] }) else { return false }
         return entry.state.withLock { state in
             state.mayTrustChangeTime(changeTime) && state.validated && !state.modified
-                && ChunkPlan.contains(state.present, range)
+                && ChunkPlan.contains(state.present, state.needed(range))
                 && !state.plan.wantsPlan(read: range)
         }
     }
@@ -108,7 +116,7 @@ package final class ProgressiveHydrator: Sendable {
         guard let entry = files.withLock({ $0[key] }) else { return false }
         return entry.state.withLock { state in
             state.mayTrustChangeTime(changeTime) && state.validated && !state.modified
-                && ChunkPlan.contains(state.present, range)
+                && ChunkPlan.contains(state.present, state.needed(range))
         }
     }
 
@@ -132,14 +140,16 @@ package final class ProgressiveHydrator: Sendable {
     }
 
     /// Makes bytes `range` of the item's dataless file present (fetching what is missing), and
-    /// starts read-ahead. Once every byte is present the file is completed in the background
-    /// (an access never waits for that); a completion that fails is logged and tried again at
-    /// the next access, and a file open for writing is completed as an edit once the program
-    /// wrote (``modified(_:key:changeTime:downloader:)``). Returns `true` when the file is
-    /// complete already (an ordinary downloaded file: the caller may stop watching it), `false`
-    /// otherwise.
+    /// starts read-ahead. Once every byte is present the file is completed: an access of the
+    /// whole file (`range` covers it: an open that fills it) waits for that; any other access
+    /// does not, the file is completed in the background (a completion that fails is logged and
+    /// tried again at the next access). Returns `true` when the file is complete (an ordinary
+    /// downloaded file: the caller may stop watching it); `false` while bytes are missing or it
+    /// is being completed, and when every byte is present but a program has the file open for
+    /// writing (it is completed as an edit once the program wrote,
+    /// ``modified(_:key:changeTime:downloader:)``).
     /// - Throws: what ``Downloader/fetchRange(_:of:)`` throws; `versionNoLongerAvailable` when
-    ///   the item changed meanwhile.
+    ///   the item changed meanwhile; for an access of the whole file, what completing throws.
     func provide(
         _ record: ItemRecord, key: FileKey, changeTime: Int64, range: Range<Int64>, downloader: Downloader
     ) async throws(FileProviderError) -> Bool {
@@ -163,9 +173,7 @@ package final class ProgressiveHydrator: Sendable {
             }
             let (waits, present, retired) = entry.state.withLock { state -> ([Task<Void, any Error>], Bool, Bool) in
                 if state.retired { return ([], false, true) }
-                let lower = max(0, min(range.lowerBound, state.record.size))
-                let upper = max(lower, min(range.upperBound, state.record.size))
-                let needed = lower..<upper
+                let needed = state.needed(range)
                 var runs: [Range<Int64>] = []
                 if first {
                     // Planned even when present: the read moves the sequence on (read-ahead).
@@ -189,14 +197,26 @@ package final class ProgressiveHydrator: Sendable {
             }
             if present { break }
         }
-        // Every byte present: the file is completed in the background (flushed, marked,
-        // recorded; started by the fetch that brought the last bytes, or here). The access needs
-        // only its bytes: it does not wait for the disk.
         let (done, completing, completed) = entry.state.withLock {
             (ChunkPlan.missing(size: $0.record.size, covered: $0.present).isEmpty, $0.completing != nil, $0.completed)
         }
-        if done && !completing && !completed { completeInBackground(entry) }
-        return completed
+        guard done, !completed else { return completed }
+        // An access of the whole file (an open that fills it: tar, small files) returns once the
+        // file is complete, so that the change time the program sees first is the one the file
+        // keeps (tar compares the two). Any other access needs only its bytes: the file is
+        // completed in the background (started by the fetch that brought the last bytes, or
+        // here), and a sequential reader does not wait for the disk.
+        if range.lowerBound > 0 || range.upperBound < record.size {
+            if !completing { completeInBackground(entry) }
+            return false
+        }
+        do {
+            _ = try await self.complete(entry)
+            return true
+        } catch where error.code == .cannotSynchronize {
+            // Open for writing: the access may go on (its bytes are present).
+            return false
+        }
     }
 
     /// Handles a program's write into a partially present file: fetches the rest of it around
