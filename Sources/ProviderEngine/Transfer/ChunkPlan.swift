@@ -18,11 +18,8 @@ struct ChunkPlan: Sendable {
     /// The end of what the sequence asked for so far (read and read-ahead).
     private(set) var horizon: Int64 = 0
     /// A read that ends past this point should be planned even when its bytes are present: the
-    /// reader entered the last window asked for, and the next window should be on its way while
-    /// it reads this one (as the kernel's asynchronous read-ahead marker): two windows are in
-    /// flight. The fetches of a window run side by side and end about together, so a trigger
-    /// in its middle asked for the next window only once most of this one had arrived, and the
-    /// store's connections could run dry between windows.
+    /// reader has consumed half of the read-ahead, and the next window should be on its way
+    /// before the reader gets there (as the kernel's asynchronous read-ahead marker).
     private(set) var trigger: Int64 = .max
 
     init() {}
@@ -65,7 +62,7 @@ struct ChunkPlan: Sendable {
         let aheadEnd = Self.alignedUp(min(size, from + window), size: size)
         let ahead = from < aheadEnd ? Self.split(Self.gaps(in: end..<aheadEnd, excluding: covered + demand)) : []
         horizon = max(end, aheadEnd)
-        trigger = horizon >= size ? .max : horizon - window
+        trigger = horizon >= size ? .max : horizon - window / 2
         // The first window of a sequence is fetched with the read, in one call: a second call
         // at once may have to wait for a second connection to the store (an SSH handshake costs
         // more than the window's bytes), and the reader needs those bytes next anyway.
