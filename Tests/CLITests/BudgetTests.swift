@@ -219,7 +219,7 @@ struct DatalessBudgetTests {
         // Read again: fetched again (the store's bytes), the newest use; over the budget again,
         // the least recently used file that may go is d.
         try await read("a.bin")
-        #expect(domain.fetches(of: "a.bin") == 2, "\(domain.logs)")
+        #expect(await domain.fetches(of: "a.bin", reaching: 2) == 2, "\(domain.logs)")
         #expect(await waitUntil(timeout: 30) { isDataless("d.bin") }, "\(domain.logs)")
         #expect(!isDataless("a.bin") && !isDataless("b.bin") && !isDataless("pinned.bin"), "\(domain.logs)")
         try await domain.stopServe()

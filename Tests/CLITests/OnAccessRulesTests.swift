@@ -170,7 +170,7 @@ struct OnAccessRulesTests {
         let cat = try await runProgram(["cat", domain.replica + "/photo.bin"])
         #expect(cat.succeeded && cat.output == files["photo.bin"], "\(cat)")
         #expect(try await opens.sinceLastMark() == ["photo.bin"])
-        #expect(domain.fetches(of: "photo.bin") == 1)
+        #expect(await domain.fetches(of: "photo.bin", reaching: 1) == 1)
         // Downloaded now: the denied program reads it as any program (no rule guards a
         // complete file).
         let again = try await runProgram([indexer, domain.replica + "/photo.bin"])

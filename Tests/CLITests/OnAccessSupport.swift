@@ -152,7 +152,8 @@ final class ServedDomain {
             return lastError == ENOTCONN || lastError == ECONNABORTED
         }
         try #require(
-            detached, "\(replica) is still served after kill -9 (a lookup: \(lastError == 0 ? "answered" : String(cString: strerror(lastError))))")
+            detached,
+            "\(replica) is still served after kill -9 (a lookup: \(lastError == 0 ? "answered" : String(cString: strerror(lastError))))")
     }
 
     /// Stops `serve` cleanly (SIGTERM) and checks the mount is gone.
@@ -174,6 +175,14 @@ final class ServedDomain {
     /// How many times the log says `path` was fetched on access.
     func fetches(of path: String) -> Int {
         logs.components(separatedBy: "\n").filter { $0.contains(": \(path): fetched on access") }.count
+    }
+
+    /// ``fetches(of:)`` once it reached `expected` (or after 30 s): a progressive fill says it
+    /// fetched the file when it completes, which a read that found every byte it asked for
+    /// does not wait for.
+    func fetches(of path: String, reaching expected: Int) async -> Int {
+        _ = await waitUntil(timeout: 30) { self.fetches(of: path) >= expected }
+        return fetches(of: path)
     }
 
     deinit {

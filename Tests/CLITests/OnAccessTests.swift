@@ -119,7 +119,7 @@ struct OnAccessTests {
         #expect(empty.succeeded && empty.output.isEmpty, "\(empty)")
 
         // Each file was fetched once, and is recorded as downloaded.
-        for index in Self.readers.indices { #expect(domain.fetches(of: "r\(index).bin") == 1, "\(domain.logs)") }
+        for index in Self.readers.indices { #expect(await domain.fetches(of: "r\(index).bin", reaching: 1) == 1, "\(domain.logs)") }
         let listing = try #require(try await domain.cli.json(["ls", "-R", "d:/"]) as? [[String: Any]])
         let states = Dictionary(listing.compactMap { item in (item["path"] as? String).map { ($0, item["state"] as? String ?? "") } }) {
             a, _ in a
@@ -128,7 +128,7 @@ struct OnAccessTests {
         // The engine reads its backing folder: a second read needs no event round trip to fetch.
         let again = try await runProgram(["cat", domain.replica + "/r0.bin"])
         #expect(again.output == files["r0.bin"])
-        #expect(domain.fetches(of: "r0.bin") == 1)
+        #expect(await domain.fetches(of: "r0.bin", reaching: 1) == 1)
         try await domain.stopServe()
         await store.stop()
     }
@@ -333,7 +333,7 @@ struct OnAccessTests {
         #expect(refreshed, "\(domain.logs)")
         let second = try await runProgram(["cat", domain.replica + "/a.bin"])
         #expect(second.output == changed, "the second read got \(second.output.count) bytes that are not the store's new contents")
-        #expect(domain.fetches(of: "a.bin") == 2, "\(domain.logs)")
+        #expect(await domain.fetches(of: "a.bin", reaching: 2) == 2, "\(domain.logs)")
 
         // Pinned and edited files refuse.
         let pin = try await domain.cli.run(["pin", "d:/pinned.bin"])

@@ -179,7 +179,7 @@ struct DatalessPolicyCLITests {
             temp: temp, storeFolder: storeFolder, backend: "local", options: ["root": storeFolder], files: ["v/a.bin": first])
         try await domain.startServe()
         #expect(try await runProgram(["cat", domain.replica + "/v/a.bin"]).output == first)
-        #expect(domain.fetches(of: "v/a.bin") == 1, "\(domain.logs)")
+        #expect(await domain.fetches(of: "v/a.bin", reaching: 1) == 1, "\(domain.logs)")
         #expect(try await domain.cli.run(["policy", "d:/v", "evict-on-remote-update"]).status == 0)
 
         let changed = patterned(1_500_000, seed: 2)
@@ -196,7 +196,7 @@ struct DatalessPolicyCLITests {
         #expect(!domain.logs.contains("1 downloaded"), "\(domain.logs)")
         // The next read fetches the new contents.
         #expect(try await runProgram(["cat", domain.replica + "/v/a.bin"]).output == changed)
-        #expect(domain.fetches(of: "v/a.bin") == 2, "\(domain.logs)")
+        #expect(await domain.fetches(of: "v/a.bin", reaching: 2) == 2, "\(domain.logs)")
         try await domain.stopServe()
     }
 }
