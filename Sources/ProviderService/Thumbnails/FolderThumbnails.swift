@@ -210,7 +210,7 @@ public final class FolderThumbnails: Sendable {
                     made += 1
                     state.withLock { $0.made += 1 }
                     logger.debug("\(folder.domain): \(TerminalText.quoted(record.path)): thumbnails made from the store's")
-                } catch  where error.code == .notSupported || error.code == .noSuchItem || error.code == .corruptData {
+                } catch where error.code == .notSupported || error.code == .noSuchItem || error.code == .corruptData {
                     // The store has none for it at this version (or it is gone): not asked again.
                     declined(record)
                     logger.debug("\(folder.domain): \(TerminalText.quoted(record.path)): no thumbnail: \(error.message)")
