@@ -52,9 +52,12 @@ extension ReplicaFileSystem {
     /// line) wrote it behind the mount, which hears of that only at `serve`'s next sync
     /// (``FUSEReplicaMount/refresh()``); until then the folder and those above it are taken as on
     /// disk from here, so the item is answered from its backing file (its status, its bytes)
-    /// rather than as dataless.
-    func isWrittenBehind(_ record: ItemRecord, in inode: UInt64) -> Bool {
-        guard record.state == .materialized || (record.kind == .folder && !record.isDataless) else { return false }
+    /// rather than as dataless. Taken only when its backing entry, at `path` (relative), is there:
+    /// a row alone is not enough (an empty folder of the store need not be written).
+    func isWrittenBehind(_ record: ItemRecord, at path: [UInt8], in inode: UInt64) -> Bool {
+        guard record.state == .materialized || (record.kind == .folder && !record.isDataless), (try? status(path)) != nil else {
+            return false
+        }
         inodes.setOnDisk(inode)
         return true
     }

@@ -64,7 +64,7 @@ extension ReplicaFileSystem {
             // file answers (below).
             guard let record = storedItem(place.path) else { throw .noEntry }
             guard record.kind == .file else { throw .noAttribute }
-            if !isWrittenBehind(record, in: place.parent) {
+            if !isWrittenBehind(record, at: place.path, in: place.parent) {
                 return name.bytes == Self.statusName ? Array(ReplicaStatus.dataless.rawValue.utf8) : Array(fetcher.domain.utf8)
             }
         }

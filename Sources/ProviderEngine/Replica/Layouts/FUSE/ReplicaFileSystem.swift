@@ -192,7 +192,7 @@ final class ReplicaFileSystem: FUSEFileSystem {
         let path = Self.join(folder, name.bytes)
         if source(ofFolder: parent, folder) == .database {
             guard let record = storedItem(path) else { throw .noEntry }
-            if !isWrittenBehind(record, in: parent) {
+            if !isWrittenBehind(record, at: path, in: parent) {
                 let (inode, generation) = inodes.inode(name.bytes, in: parent, path: path, lookups: 1, seen: storedSeen(record))
                 noteSource(of: inode, record)
                 return storedAttributes(record, inode: inode, generation: generation)
