@@ -215,7 +215,7 @@ import Testing
     /// Every byte present while a program has the file open for writing: the access goes on,
     /// but the file is not recorded as the store's bytes (what the program writes would pass
     /// for them and never be sent); once nothing has it open for writing, the next access
-    /// completes it (in the background: an access never waits for the completion).
+    /// completes it.
     @Test func aFileOpenForWritingIsNotCompletedAsTheStoresBytes() async throws {
         try await Fixture.with { f in
             let contents = bytes(300_000, seed: 10)
@@ -227,61 +227,10 @@ import Testing
             #expect(Replica.datalessOwner(atPath: file.replica.path("a.bin")) != nil, "no longer dataless")
             #expect(try file.controller.record(at: "a.bin").state != .materialized)
             close(writer)
-            // An access: one completion. A completion tried while the writer was open may still
-            // be failing meanwhile; the next access tries again, as a program's next read would.
-            let completed = await eventually {
-                _ = try? await file.provide(0..<4096)
-                return (try? file.controller.record(at: "a.bin").state) == .materialized
-            }
-            #expect(completed, "not completed after the writer closed it")
+            let afterClose = try await file.provide(0..<4096)
+            #expect(afterClose)
             #expect(try Data(contentsOf: file.replica.url("a.bin")) == contents)
             #expect(try file.controller.record(at: "a.bin").state == .materialized)
-        }
-    }
-
-    /// A sequential reader finds no hole where one window of read-ahead ends and the next
-    /// begins. The next window is planned while the fetch before it is in flight and holds the
-    /// marker block after its end, so the window starts after that block; once the fetch wrote
-    /// the marker, the block is fetched at once. It was left for the reader, which stopped
-    /// there and waited for a fetch of 4 KiB (six times in a `cat` of 1 GiB).
-    @Test func readAheadLeavesNoHoleBetweenItsWindows() async throws {
-        try await Fixture.with { f in
-            let mib: Int64 = 1 << 20
-            let contents = bytes(8 << 20, seed: 11)
-            let file = try await PartialFile(f, contents: contents)
-            // The first read fetches 1.25 MiB (its chunk and the first window, in one call).
-            _ = try await file.provide(0..<(128 << 10))
-            let gate = Mutex(false)
-            f.memory.setHook(for: .fetchPartialContents) { _ in
-                while !gate.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(2)) }
-            }
-            // Past half of the window: the next one (1.25–3.25 MiB) is on its way, held.
-            _ = try await file.provide((768 << 10)..<(896 << 10))
-            // Past half of that one while it is in flight: the next (up to 7.25 MiB) is planned
-            // around the marker block its fetch holds after 3.25 MiB.
-            let (key, changeTime) = try file.access()
-            let (hydrator, record, downloader) = (file.hydrator, file.record, file.downloader)
-            let reader = Task {
-                try await hydrator.provide(
-                    record, key: key, changeTime: changeTime, range: (9 * mib / 4)..<(9 * mib / 4 + (128 << 10)), downloader: downloader)
-            }
-            #expect(await eventually { f.memory.callCount(.fetchPartialContents) == 3 })
-            gate.withLock { $0 = true }
-            _ = try await reader.value
-            let horizon = 29 * mib / 4
-            let whole = await eventually {
-                guard let (key, changeTime) = try? file.access() else { return false }
-                return file.hydrator.holds(key, range: 0..<horizon, changeTime: changeTime)
-            }
-            #expect(whole, "a hole was left between two windows of read-ahead")
-            f.memory.setHook(for: .fetchPartialContents, nil)
-            #expect(f.memory.bytesServed(by: .fetchPartialContents) == horizon, "each byte fetched once")
-            let fd = open(file.replica.path("a.bin"), O_RDONLY | O_CLOEXEC)
-            try #require(fd >= 0)
-            defer { close(fd) }
-            var read = Data(count: Int(horizon))
-            let count = read.withUnsafeMutableBytes { pread(fd, $0.baseAddress, Int(horizon), 0) }
-            #expect(count == Int(horizon) && read == contents.prefix(Int(horizon)))
         }
     }
 
@@ -294,13 +243,7 @@ import Testing
             let contents = bytes(700_000, seed: 9)
             let file = try await PartialFile(f, contents: contents)
             let (key, _) = try file.access()
-            _ = try await file.provide(0..<700_000)
-            // Completed in the background, its entry forgotten.
-            let domain = file.downloader.domainName
-            let complete = await eventually {
-                (try? file.controller.record(at: "a.bin").state) == .materialized
-                    && !file.hydrator.isFetching(domain: domain, path: "a.bin")
-            }
+            let complete = try await file.provide(0..<700_000)
             #expect(complete)
             #expect(try Data(contentsOf: file.replica.url("a.bin")) == contents)
             // The late access: of the record as the event's handler looked it up before.

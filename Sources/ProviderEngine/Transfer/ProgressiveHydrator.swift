@@ -47,8 +47,6 @@ package final class ProgressiveHydrator: Sendable {
         var changeTime: Int64
         var modified = false
         var completing: Task<ItemRecord, any Error>?
-        /// Whether ``completing`` finished: the file is an ordinary downloaded file.
-        var completed = false
         /// Whether ``completing`` records the file as a program's edit.
         var completingModified = false
         var flushing = false
@@ -60,25 +58,6 @@ package final class ProgressiveHydrator: Sendable {
         var retired = false
 
         var covered: [Range<Int64>] { present + fetching.values.map(\.range) }
-
-        /// Whether what is known may answer an access of the file whose change time is
-        /// `changeTime` now: the change time this hydrator last saw, or any while its own work
-        /// moves it. While fetches are in flight it moves with their writes, and while the file
-        /// is completed with its dates and marks: the reads of a sequential reader would each go
-        /// through the database then and wait for it (the last ones for the completion's flush).
-        /// A version change is still caught: the next fetch is of the old version, which the
-        /// store refuses, and the completion checks the file under a read lease.
-        func mayTrustChangeTime(_ changeTime: Int64) -> Bool {
-            self.changeTime == changeTime || !fetching.isEmpty || completing != nil
-        }
-
-        /// The bytes of the file an access of `range` reads: none past its end (a reader's last
-        /// read, which finds the end of the file).
-        func needed(_ range: Range<Int64>) -> Range<Int64> {
-            let size = max(0, record.size)
-            let lower = min(max(0, range.lowerBound), size)
-            return lower..<max(lower, min(range.upperBound, size))
-        }
     }
 
     /// A file this hydrator serves, with the downloader of its domain.
@@ -103,8 +82,12 @@ package final class ProgressiveHydrator: Sendable {
     func isPresent(_ key: FileKey, range: Range<Int64>, changeTime: Int64) -> Bool {
         guard let entry = files.withLock({ $0[key] }) else { return false }
         return entry.state.withLock { state in
-            state.mayTrustChangeTime(changeTime) && state.validated && !state.modified
-                && ChunkPlan.contains(state.present, state.needed(range))
+            // While fetches are in flight the change time moves with this hydrator's own writes:
+            // it does not send every read through the database then (a sequential reader's
+            // reads would each wait on it). A version change is still caught there: the next
+            // fetch is of the old version, which the store refuses.
+            (state.changeTime == changeTime || !state.fetching.isEmpty) && state.validated && !state.modified
+                && ChunkPlan.contains(state.present, range)
                 && !state.plan.wantsPlan(read: range)
         }
     }
@@ -115,8 +98,8 @@ package final class ProgressiveHydrator: Sendable {
     func holds(_ key: FileKey, range: Range<Int64>, changeTime: Int64) -> Bool {
         guard let entry = files.withLock({ $0[key] }) else { return false }
         return entry.state.withLock { state in
-            state.mayTrustChangeTime(changeTime) && state.validated && !state.modified
-                && ChunkPlan.contains(state.present, state.needed(range))
+            (state.changeTime == changeTime || !state.fetching.isEmpty) && state.validated && !state.modified
+                && ChunkPlan.contains(state.present, range)
         }
     }
 
@@ -140,16 +123,12 @@ package final class ProgressiveHydrator: Sendable {
     }
 
     /// Makes bytes `range` of the item's dataless file present (fetching what is missing), and
-    /// starts read-ahead. Once every byte is present the file is completed: an access of the
-    /// whole file (`range` covers it: an open that fills it) waits for that; any other access
-    /// does not, the file is completed in the background (a completion that fails is logged and
-    /// tried again at the next access). Returns `true` when the file is complete (an ordinary
-    /// downloaded file: the caller may stop watching it); `false` while bytes are missing or it
-    /// is being completed, and when every byte is present but a program has the file open for
-    /// writing (it is completed as an edit once the program wrote,
-    /// ``modified(_:key:changeTime:downloader:)``).
+    /// starts read-ahead. Returns `true` when the file is now complete (an ordinary downloaded
+    /// file: the caller may stop watching it); `false` while bytes are missing, and when every
+    /// byte is present but a program has the file open for writing (it is completed as an edit
+    /// once the program wrote, ``modified(_:key:changeTime:downloader:)``).
     /// - Throws: what ``Downloader/fetchRange(_:of:)`` throws; `versionNoLongerAvailable` when
-    ///   the item changed meanwhile; for an access of the whole file, what completing throws.
+    ///   the item changed meanwhile; what completing throws.
     func provide(
         _ record: ItemRecord, key: FileKey, changeTime: Int64, range: Range<Int64>, downloader: Downloader
     ) async throws(FileProviderError) -> Bool {
@@ -173,7 +152,9 @@ package final class ProgressiveHydrator: Sendable {
             }
             let (waits, present, retired) = entry.state.withLock { state -> ([Task<Void, any Error>], Bool, Bool) in
                 if state.retired { return ([], false, true) }
-                let needed = state.needed(range)
+                let lower = max(0, min(range.lowerBound, state.record.size))
+                let upper = max(lower, min(range.upperBound, state.record.size))
+                let needed = lower..<upper
                 var runs: [Range<Int64>] = []
                 if first {
                     // Planned even when present: the read moves the sequence on (read-ahead).
@@ -197,19 +178,8 @@ package final class ProgressiveHydrator: Sendable {
             }
             if present { break }
         }
-        let (done, completing, completed) = entry.state.withLock {
-            (ChunkPlan.missing(size: $0.record.size, covered: $0.present).isEmpty, $0.completing != nil, $0.completed)
-        }
-        guard done, !completed else { return completed }
-        // An access of the whole file (an open that fills it: tar, small files) returns once the
-        // file is complete, so that the change time the program sees first is the one the file
-        // keeps (tar compares the two). Any other access needs only its bytes: the file is
-        // completed in the background (started by the fetch that brought the last bytes, or
-        // here), and a sequential reader does not wait for the disk.
-        if range.lowerBound > 0 || range.upperBound < record.size {
-            if !completing { completeInBackground(entry) }
-            return false
-        }
+        let done = entry.state.withLock { ChunkPlan.missing(size: $0.record.size, covered: $0.present).isEmpty }
+        guard done else { return false }
         do {
             _ = try await self.complete(entry)
             return true
@@ -348,7 +318,6 @@ package final class ProgressiveHydrator: Sendable {
             do {
                 try await marker.value
                 let written = try await entry.downloader.fetchRange(run, of: record)
-                var marked: Range<Int64>?
                 if markerWanted, written.upperBound == run.upperBound {
                     // Up to what another fetch holds or has written since.
                     let end = entry.state.withLock { state in
@@ -356,10 +325,7 @@ package final class ProgressiveHydrator: Sendable {
                             min($0, markerEnd)
                         } ?? markerEnd
                     }
-                    if end > run.upperBound {
-                        try await entry.downloader.writeMarker(run.upperBound..<end, of: record)
-                        marked = run.upperBound..<end
-                    }
+                    if end > run.upperBound { try await entry.downloader.writeMarker(run.upperBound..<end, of: record) }
                 }
                 logger.debug(
                     "\(entry.downloader.domainName): \(TerminalText.quoted(record.path)): fetched bytes \(written.lowerBound)..<\(written.upperBound) (\(written.count) bytes)"
@@ -373,7 +339,6 @@ package final class ProgressiveHydrator: Sendable {
                     state.present = MetadataStore.merged(state.present + [written])
                     state.unrecorded.append(written)
                     if let changeTime, !state.modified { state.changeTime = max(state.changeTime, changeTime) }
-                    if let marked { fetchMarkerGap(marked, in: entry, state: &state) }
                 }
                 flush(entry)
                 // Read-ahead may fetch the last bytes with no read left to notice.
@@ -389,18 +354,6 @@ package final class ProgressiveHydrator: Sendable {
         }
         state.fetching[id] = (held, task)
         return marker
-    }
-
-    /// Fetches the marker block a fetch wrote after its run (`marker`) at once, under the
-    /// state's lock, when the read-ahead asked for those bytes and what follows them is present
-    /// or on its way: the next window was planned while the fetch held the block, around it,
-    /// and a sequential reader would otherwise stop there and wait for a fetch of 4 KiB.
-    private func fetchMarkerGap(_ marker: Range<Int64>, in entry: Entry, state: inout State) {
-        guard !state.retired, !state.modified, marker.upperBound <= state.plan.horizon,
-            ChunkPlan.gaps(in: marker, excluding: state.covered) == [marker],
-            marker.upperBound == state.record.size || ChunkPlan.contains(state.covered, marker.upperBound..<marker.upperBound + 1)
-        else { return }
-        start(marker, in: entry, state: &state)
     }
 
     /// How long fetched ranges wait to be recorded, so that one flush records many.
@@ -483,7 +436,6 @@ package final class ProgressiveHydrator: Sendable {
             state.completingModified = modified
             let task = Task { [self] () async throws -> ItemRecord in
                 let completed = try await entry.downloader.completePartial(record, modifiedLocally: modified, changeTime: changeTime)
-                entry.state.withLock { $0.completed = true }
                 files.withLock { files in if files[entry.key] === entry { files[entry.key] = nil } }
                 let edited = modified || completed.localSize == -1
                 logger.info(
