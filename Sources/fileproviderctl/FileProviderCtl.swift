@@ -2,6 +2,7 @@ import ArgumentParser
 import ExternalAdapter
 import Foundation
 import ProviderCore
+import ProviderEngine
 import ProviderSystem
 
 #if canImport(Glibc)
@@ -44,6 +45,7 @@ struct FileProviderCtl: AsyncParsableCommand {
     /// success, ``CommandPartial``), and 130 or 143
     /// after SIGINT or SIGTERM (see ``Interruption``).
     static func main() async {
+        CryptoLibrary.keepUntilExit()
         retainFreedMemory()
         Interruption.shared.install()
         Terminal.shared.install()
