@@ -6,7 +6,8 @@ import ProviderCore
     import Glibc
 #endif
 
-/// A local file the adapter reads uploads from or writes downloads to, closed in `deinit`.
+/// A local file the adapter reads uploads from or writes downloads to, closed by ``close()``
+/// or else in `deinit`.
 ///
 /// The positioned reads and writes (`pread`/`pwrite`) may be used by several threads at once.
 final class LocalFile: @unchecked Sendable {
@@ -15,13 +16,30 @@ final class LocalFile: @unchecked Sendable {
     /// Where the bytes written, and those read at an offset, also go (the engine's
     /// ``ContentSink``); set before the file is shared between threads.
     var sink: ContentSink?
+    /// Guards ``isClosed``.
+    private let lock = NSLock()
+    private var isClosed = false
 
     private init(fd: Int32, path: String) {
         self.fd = fd
         self.path = path
     }
 
-    deinit { Glibc.close(fd) }
+    deinit { close() }
+
+    /// Closes the file now (once; later calls do nothing). Call it when the operation is done
+    /// with an engine file written in place, before returning: helpers on other connections'
+    /// threads hold the file until their tasks are torn down, which may be after the operation
+    /// returned, and a descriptor open for writing then made the engine's completion of the file
+    /// fail (it takes a read lease, which any writer refuses) while a program waited for it.
+    /// Only once no thread writes to it any more.
+    func close() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !isClosed else { return }
+        isClosed = true
+        Glibc.close(fd)
+    }
 
     /// Opens a file for reading.
     /// - Throws: `localIOFailure` naming the path.

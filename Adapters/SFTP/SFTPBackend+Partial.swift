@@ -165,12 +165,15 @@ extension SFTPBackend {
             if Int64(written.count) >= Self.rangedTransferThreshold && streams > 1 {
                 // Large: in ranges over this connection and free ones, then checked once more.
                 let output = try LocalFile.openForWritingInPlace(destination, sink: sink)
+                // Closed here, once the helpers are done: not when their tasks let go of it.
+                defer { output.close() }
                 try readSharing(
                     written, over: streams, handle: handle, path, remote: remote, folder: folder, version: version,
                     chunk: chunk, to: output, cancellation: cancellation, on: channel, connection)
                 handle.attributes = try stillCurrent(path, remote: remote, folder: folder, version: version, on: channel, connection)
             } else if !written.isEmpty {
                 let output = try LocalFile.openForWritingInPlace(destination, sink: sink)
+                defer { output.close() }
                 let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
                 defer { buffer.deallocate() }
                 // The check after the read goes out with the last reads: the path looked up
@@ -414,6 +417,7 @@ extension SFTPBackend {
         let written = PartialContents.clamp(range, toSize: located.item.size)
         if !written.isEmpty {
             let output = try LocalFile.openForWritingInPlace(destination, sink: sink)
+            defer { output.close() }
             let buffer = UnsafeMutableRawBufferPointer.allocate(
                 byteCount: Int(min(Int64(Self.readSize), Int64(written.count))), alignment: 16)
             defer { buffer.deallocate() }

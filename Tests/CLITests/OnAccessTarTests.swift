@@ -23,11 +23,14 @@ struct OnAccessTarTests {
     }
 
     /// Runs `tar` with `arguments`, and once more when it said "file changed as we read it":
-    /// known, intermittent (SFTP store, under a loaded run): the change time of a file the
-    /// engine filled for tar moved while tar read it. One cause is fixed (`UnsentStatus`: a scan
-    /// that saw a fill half done wrote `unsent` on the finished download); another remains, not
-    /// found yet. Recorded as a known issue, with the end of `serve`'s log (`serveLog`) to find
-    /// it by; the second run's archive must be right.
+    /// intermittent (SFTP store, under a loaded run): the change time of a file the engine
+    /// filled for tar moved while tar read it. Two causes are fixed: a scan that saw a fill half
+    /// done wrote `unsent` on the finished download (`UnsentStatus`), and the SFTP adapter left
+    /// the file open for writing a moment after a ranged read returned, so completing it failed
+    /// and tar's open went on before it (`LocalFile.close()`; 0 in 62 loaded runs since, 2 in 19
+    /// before). Recorded as a known issue where a test still expects it, with the end of
+    /// `serve`'s log (`serveLog`) to find a third cause by; the second run's archive must be
+    /// right.
     static func tarRecordingTheKnownChangeTimeIssue(
         _ arguments: [String], timeout: Double = 120, serveLog: () -> String = { "" }
     ) async throws -> ProgramRun {
@@ -84,8 +87,7 @@ struct OnAccessTarTests {
         let tar = try await runProgram(["tar", "cf", archive, "-C", domain.replica, "big/large.bin"], timeout: 120)
         #expect(tar.succeeded, "tar c: \(tar)")
         let sparse = temp.url.appendingPathComponent("sparse.tar").path
-        let tarSparse = try await Self.tarRecordingTheKnownChangeTimeIssue(
-            ["tar", "--sparse", "-cf", sparse, "-C", domain.replica, "big/sparse.bin"], serveLog: { domain.serve?.output ?? "" })
+        let tarSparse = try await runProgram(["tar", "--sparse", "-cf", sparse, "-C", domain.replica, "big/sparse.bin"], timeout: 120)
         #expect(tarSparse.succeeded, "tar --sparse -c: \(tarSparse)")
         let out = try await Self.extract(archive, in: temp, as: "out")
         let sparseOut = try await Self.extract(sparse, in: temp, as: "sparse-out")

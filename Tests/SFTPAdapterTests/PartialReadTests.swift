@@ -72,6 +72,44 @@ struct PartialReadTests {
         await backend.close()
     }
 
+    /// The descriptors of this process open on `path`.
+    static func descriptors(on path: String) -> [Int32] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return names.compactMap { name -> Int32? in
+            guard let fd = Int32(name), let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name)
+            else { return nil }
+            return target == path ? fd : nil
+        }
+    }
+
+    /// A ranged read shared with helper connections leaves the engine's file closed when it
+    /// returns. The helpers' tasks held it and let go of it a moment later: a descriptor open for
+    /// writing that made the engine's completion of the file fail (its read lease is refused
+    /// while anything writes), so `tar`, whose open waited for the whole file, read it while it
+    /// was completed and said "file changed as we read it".
+    @Test func aRangedReadSharedWithHelpersLeavesTheFileClosedWhenItReturns() async throws {
+        let server = try await TestServer.shared()
+        let folder = try server.makeFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let size = Int(SFTPBackend.rangedTransferThreshold) + Int(SFTPBackend.rangeSize) * 2
+        let contents = Self.large(size, seed: 5)
+        try contents.write(to: URL(fileURLWithPath: folder).appendingPathComponent("big.bin"))
+        let backend = try TestServer.backend(server, root: folder, streamsPerTransfer: 4)
+        let item = try await backend.item(for: "big.bin")
+        for round in 0..<4 {
+            let destination = try TestServer.scratch().appendingPathComponent("big-\(round)")
+            try Data(count: size).write(to: destination)
+            let read = try await backend.fetchPartialContents(
+                for: item.identifier, version: item.version, range: 0..<Int64(size), into: destination)
+            let open = Self.descriptors(on: destination.path)
+            #expect(open.isEmpty, "round \(round): descriptors \(open) still open on the file")
+            #expect(read.range == 0..<Int64(size))
+            #expect(try Data(contentsOf: destination) == contents)
+            try? FileManager.default.removeItem(at: destination)
+        }
+        await backend.close()
+    }
+
     @Test func keptHandlesAreClosedOnceIdle() async throws {
         let server = try await TestServer.shared()
         let folder = try server.makeFolder()
