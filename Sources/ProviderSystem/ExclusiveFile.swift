@@ -38,6 +38,14 @@ package final class ExclusiveFile {
         case missing
     }
 
+    /// The pauses, in microseconds, between attempts at the lease while something has the file
+    /// open (about 0.15 s in all; the last entry is not waited). Opens that last a moment go
+    /// away meanwhile: `serve`'s on-access thread holds each file a program opened or read until
+    /// it handled the kernel's event, a file manager or an indexer reads a file just written,
+    /// and a download's descriptor is closed a moment after it returned. Without the retry an
+    /// eviction right after a program read the file failed now and then under load.
+    static let leaseRetryPauses: [UInt32] = [10_000, 20_000, 40_000, 80_000, 0]
+
     package let fd: Int32
     package let path: String
     private let leased: Bool
@@ -74,10 +82,14 @@ package final class ExclusiveFile {
             return .missing
         }
         if method == .lease {
-            if SystemCalls.takeWriteLease(fd) == 0 { return .held(ExclusiveFile(fd: fd, path: path, leased: true)) }
-            if errno == EAGAIN || errno == EWOULDBLOCK {
-                Glibc.close(fd)
-                return .inUse("a program has it open")
+            for (attempt, pause) in leaseRetryPauses.enumerated() {
+                if SystemCalls.takeWriteLease(fd) == 0 { return .held(ExclusiveFile(fd: fd, path: path, leased: true)) }
+                guard errno == EAGAIN || errno == EWOULDBLOCK else { break }
+                if attempt == leaseRetryPauses.count - 1 {
+                    Glibc.close(fd)
+                    return .inUse("a program has it open")
+                }
+                usleep(pause)
             }
         }
         if let holder = ProcessScan.holder(device: UInt64(status.st_dev), inode: UInt64(status.st_ino), except: fd) {

@@ -294,6 +294,36 @@ import Testing
         #expect(try ExclusiveFile.open(path + ".missing", writable: false).isMissing)
     }
 
+    /// A file open for a moment only (`serve`'s on-access thread holding a file a program just
+    /// read until it handled the event, an indexer) does not stop an eviction: the lease is
+    /// asked for again for about 0.15 s. An eviction right after a program read the file
+    /// failed now and then under load ("a program has it open").
+    @Test func aFileOpenForAMomentIsLeasedOnceItIsClosed() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fpk-lease-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("file").path
+        try bytes(4096, seed: 6).write(to: URL(fileURLWithPath: path))
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        try #require(fd >= 0)
+        // Closed 20 ms from now, on a thread of its own, while the lease is being asked for.
+        let closer = Thread {
+            usleep(20_000)
+            close(fd)
+        }
+        closer.start()
+        let outcome = try await offThePool { () throws(FileProviderError) -> String in
+            switch try ExclusiveFile.open(path, writable: true) {
+            case .held(let file):
+                file.release()
+                return "held"
+            case .inUse(let why): return why
+            case .missing: return "missing"
+            }
+        }
+        #expect(outcome == "held")
+    }
+
     @Test func usesAreWrittenInBatchesAndResolvedFromPaths() async throws {
         try await Fixture.with { f in
             _ = try f.memory.write(path: "dir/a", data: Data("a".utf8))
