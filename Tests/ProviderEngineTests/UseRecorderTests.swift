@@ -34,4 +34,36 @@ import Testing
         #expect(try store.lastUse(domainID: domainID, identifier: "last") == date)
         #expect(recorder.earlyWrite == nil)
     }
+
+    /// A flush waits for the timer's write that took the uses a moment before: eviction flushes
+    /// and then reads the uses, and a flush that returned while that write was still under way
+    /// let it evict the file a program had just read (`DatalessBudgetTests`, now and then).
+    @Test func aFlushWaitsForTheWriteUnderWay() async throws {
+        let temp = try TemporaryFolder()
+        defer { temp.remove() }
+        let store = try MetadataStore(url: temp.url("metadata.sqlite"))
+        let domain = try store.insertDomain(
+            DomainRecord(name: "d", backendKind: "test", configuration: ["root": "/x"], replicaPath: temp.path + "/r"))
+        let domainID = try #require(domain.id)
+        let executor = BlockingExecutor(name: "use-recorder-test", threads: 1)
+        let recorder = UseRecorder(store: store, executor: executor, logger: Logger(label: "test"), interval: 0.01)
+        // The executor's one thread is busy until `gate` opens: the timer's write waits for it.
+        let gate = DispatchSemaphore(value: 0)
+        let busy = Task { try await executor.run { gate.wait() } }
+        let date = Date(timeIntervalSince1970: 1_800_000_000)
+        recorder.used(domainID: domainID, identifier: "read", at: date)
+        // The timer fired and took the use: nothing is held any more.
+        #expect(await eventually(timeout: 10) { recorder.heldCount == 0 })
+        let flushed = Mutex(false)
+        let flush = Task {
+            await recorder.flush()
+            flushed.withLock { $0 = true }
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(!flushed.withLock { $0 }, "the flush returned before the use was written")
+        gate.signal()
+        await flush.value
+        #expect(try store.lastUse(domainID: domainID, identifier: "read") == date)
+        _ = try await busy.value
+    }
 }

@@ -31,6 +31,9 @@ public final class UseRecorder: Sendable {
         var count = 0
         /// A write started because ``UseRecorder/earlyWriteCount`` uses were held, while it runs.
         var early: Task<Void, Never>?
+        /// The last write started: each write waits for the one before it, so once it is done
+        /// every use taken before it is in the database.
+        var lastWrite: Task<Void, Never>?
         var isEmpty: Bool { byIdentifier.isEmpty && byPath.isEmpty }
     }
 
@@ -88,25 +91,44 @@ public final class UseRecorder: Sendable {
         }
     }
 
+    /// How many uses are held, not yet taken by a write: for tests.
+    var heldCount: Int { pending.withLock { $0.count } }
+
     /// The early write under way (``earlyWriteCount``), if any: for tests.
     var earlyWrite: Task<Void, Never>? { pending.withLock { $0.early } }
 
-    /// Writes every use collected so far, after an early write under way. Failures are logged
-    /// (the uses are dropped: they only order evictions).
+    /// Writes every use collected so far; returns once they are in the database, with those of
+    /// writes already under way (the timer's, an early one). Failures are logged (the uses are
+    /// dropped: they only order evictions).
+    ///
+    /// A flush used to return at once when the timer's write had just taken the uses and was
+    /// still writing them: eviction then chose by the older dates, and evicted the file a
+    /// program had read a moment before.
     public func flush() async {
-        if let early = pending.withLock({ $0.early }) { await early.value }
         await write(rescheduling: false)
     }
 
+    /// Takes the uses held and writes them after the write before it; returns once written.
     private func write(rescheduling: Bool) async {
-        let taken = pending.withLock { pending -> Pending in
-            let taken = pending
+        let task = pending.withLock { pending -> Task<Void, Never> in
+            let taken = Pending(byIdentifier: pending.byIdentifier, byPath: pending.byPath)
             pending.byIdentifier = [:]
             pending.byPath = [:]
             pending.count = 0
             if rescheduling { pending.scheduled = false }
-            return taken
+            let previous = pending.lastWrite
+            let task = Task.detached { [self] in
+                await previous?.value
+                await store(taken)
+            }
+            pending.lastWrite = task
+            return task
         }
+        await task.value
+    }
+
+    /// Writes uses taken from ``pending``.
+    private func store(_ taken: Pending) async {
         guard !taken.isEmpty else { return }
         let store = self.store
         do {
