@@ -234,6 +234,52 @@ import Testing
         }
     }
 
+    /// A sequential reader finds no hole where one window of read-ahead ends and the next
+    /// begins. The next window is planned while the fetch before it is in flight and holds the
+    /// marker block after its end, so the window starts after that block; once the fetch wrote
+    /// the marker, the block is fetched at once. It was left for the reader, which stopped
+    /// there and waited for a fetch of 4 KiB (six times in a `cat` of 1 GiB).
+    @Test func readAheadLeavesNoHoleBetweenItsWindows() async throws {
+        try await Fixture.with { f in
+            let mib: Int64 = 1 << 20
+            let contents = bytes(8 << 20, seed: 11)
+            let file = try await PartialFile(f, contents: contents)
+            // The first read fetches 1.25 MiB (its chunk and the first window, in one call).
+            _ = try await file.provide(0..<(128 << 10))
+            let gate = Mutex(false)
+            f.memory.setHook(for: .fetchPartialContents) { _ in
+                while !gate.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(2)) }
+            }
+            // Past half of the window: the next one (1.25-3.25 MiB) is on its way, held.
+            _ = try await file.provide((768 << 10)..<(896 << 10))
+            // Past half of that one while it is in flight: the next (up to 7.25 MiB) is planned
+            // around the marker block its fetch holds after 3.25 MiB.
+            let (key, changeTime) = try file.access()
+            let (hydrator, record, downloader) = (file.hydrator, file.record, file.downloader)
+            let reader = Task {
+                try await hydrator.provide(
+                    record, key: key, changeTime: changeTime, range: (9 * mib / 4)..<(9 * mib / 4 + (128 << 10)), downloader: downloader)
+            }
+            #expect(await eventually { f.memory.callCount(.fetchPartialContents) == 3 })
+            gate.withLock { $0 = true }
+            _ = try await reader.value
+            let horizon = 29 * mib / 4
+            let whole = await eventually {
+                guard let (key, changeTime) = try? file.access() else { return false }
+                return file.hydrator.holds(key, range: 0..<horizon, changeTime: changeTime)
+            }
+            #expect(whole, "a hole was left between two windows of read-ahead")
+            f.memory.setHook(for: .fetchPartialContents, nil)
+            #expect(f.memory.bytesServed(by: .fetchPartialContents) == horizon, "each byte fetched once")
+            let fd = open(file.replica.path("a.bin"), O_RDONLY | O_CLOEXEC)
+            try #require(fd >= 0)
+            defer { close(fd) }
+            var read = Data(count: Int(horizon))
+            let count = read.withUnsafeMutableBytes { pread(fd, $0.baseAddress, Int(horizon), 0) }
+            #expect(count == Int(horizon) && read == contents.prefix(Int(horizon)))
+        }
+    }
+
     /// An access seen while the file was partly present, handled after another access made it
     /// whole (its entry gone with the completion, its ranges forgotten): nothing is written into
     /// the file. It was: a new entry took every byte for missing and wrote a marker block of
