@@ -10,14 +10,18 @@ import Testing
 /// ``UseRecorder``: uses are held and written together, by the timer, by a flush, or at once
 /// when thousands are held.
 @Suite struct UseRecorderTests {
-    @Test func thousandsOfUsesAreWrittenWithoutWaitingForTheTimerOrAFlush() async throws {
-        let temp = try TemporaryFolder()
-        defer { temp.remove() }
+    /// A database in `temp` with one domain, its identifier, and an executor of one thread.
+    static func database(in temp: TemporaryFolder) throws -> (MetadataStore, Int64, BlockingExecutor) {
         let store = try MetadataStore(url: temp.url("metadata.sqlite"))
         let domain = try store.insertDomain(
             DomainRecord(name: "d", backendKind: "test", configuration: ["root": "/x"], replicaPath: temp.path + "/r"))
-        let domainID = try #require(domain.id)
-        let executor = BlockingExecutor(name: "use-recorder-test", threads: 1)
+        return (store, try #require(domain.id), BlockingExecutor(name: "use-recorder-test", threads: 1))
+    }
+
+    @Test func thousandsOfUsesAreWrittenWithoutWaitingForTheTimerOrAFlush() async throws {
+        let temp = try TemporaryFolder()
+        defer { temp.remove() }
+        let (store, domainID, executor) = try Self.database(in: temp)
         // A timer that does not fire while the test runs: only an early write writes.
         let recorder = UseRecorder(store: store, executor: executor, logger: Logger(label: "test"), interval: 3600)
         let date = Date(timeIntervalSince1970: 1_800_000_000)
@@ -41,11 +45,7 @@ import Testing
     @Test func aFlushWaitsForTheWriteUnderWay() async throws {
         let temp = try TemporaryFolder()
         defer { temp.remove() }
-        let store = try MetadataStore(url: temp.url("metadata.sqlite"))
-        let domain = try store.insertDomain(
-            DomainRecord(name: "d", backendKind: "test", configuration: ["root": "/x"], replicaPath: temp.path + "/r"))
-        let domainID = try #require(domain.id)
-        let executor = BlockingExecutor(name: "use-recorder-test", threads: 1)
+        let (store, domainID, executor) = try Self.database(in: temp)
         let recorder = UseRecorder(store: store, executor: executor, logger: Logger(label: "test"), interval: 0.01)
         // The executor's one thread is busy until `gate` opens: the timer's write waits for it.
         let gate = DispatchSemaphore(value: 0)
