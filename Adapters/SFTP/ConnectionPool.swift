@@ -98,10 +98,15 @@ final class ConnectionPool: @unchecked Sendable {
         let taken = pool.takeIdle(upTo: count)
         let group = HelperGroup(count: taken.count)
         let target = self.target
+        let job = HelperJob(body, helpers: taken.count)
         for slot in taken {
             Task.detached {
-                _ = try? await slot.executor.run { () throws in try Self.perform(body, in: slot, target: target) }
+                _ = try? await slot.executor.run { () throws in
+                    guard let body = job.body else { return }
+                    try Self.perform(body, in: slot, target: target)
+                }
                 self.pool.release(slot)
+                job.helperDone()
                 group.finished()
             }
         }
@@ -127,6 +132,36 @@ final class ConnectionPool: @unchecked Sendable {
             _ = try? await slot.executor.run { slot.connection = nil }
             slot.executor.shutDown()
         }
+    }
+}
+
+/// The closure ``ConnectionPool/lend(upTo:_:)`` runs on its helpers, let go of once the last
+/// helper is done and before the operation hears so: what it captured (the file a ranged read
+/// writes into) was released only when the helpers' tasks were torn down, after the operation
+/// returned, and a file still open for writing then made the engine's completion of the file
+/// fail.
+private final class HelperJob: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: (@Sendable (SFTPConnection) throws(FileProviderError) -> Void)?
+    private var running: Int
+
+    init(_ body: @escaping @Sendable (SFTPConnection) throws(FileProviderError) -> Void, helpers: Int) {
+        stored = body
+        running = helpers
+    }
+
+    /// The closure, or `nil` once every helper is done.
+    var body: (@Sendable (SFTPConnection) throws(FileProviderError) -> Void)? { lock.withLock { stored } }
+
+    /// One helper is done; the last one lets go of the closure.
+    func helperDone() {
+        let released = lock.withLock { () -> (@Sendable (SFTPConnection) throws(FileProviderError) -> Void)? in
+            running -= 1
+            guard running == 0 else { return nil }
+            defer { stored = nil }
+            return stored
+        }
+        _ = released  // released here, outside the lock
     }
 }
 
