@@ -106,7 +106,7 @@ struct FUSEReplicaTests {
                 #expect(
                     run.errorText.contains("Transport endpoint is not connected") || run.errorText.contains("Input/output error")
                         || run.errorText.contains("Software caused connection abort"),
-                    "round \(round): \(run.errorText)")
+                    "round \(round): \(run.errorText)\nserve: \(domain.logs.suffix(4000))")
             }
         }
         // A new serve mounts again (detaching a dead mount left by fusermount3), and serves.

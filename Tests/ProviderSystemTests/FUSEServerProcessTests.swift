@@ -145,6 +145,34 @@ import Testing
         try await lab.stop()
     }
 
+    /// The `fusermount3` of a mount whose process died looks at the mount, then unmounts the
+    /// path: a new mount made in between (a server started again at once) was the one it took
+    /// away, once in a loaded run (the folder was empty for the restarted `serve`). A stand-in
+    /// named `fusermount3` with libfuse's arguments, which unmounts the path after 2 s, plays
+    /// the late one: the next mount waits for it.
+    @Test func aNewMountWaitsForTheFusermountOfADeadOne() async throws {
+        let lab = try FUSELab()
+        try Data("served\n".utf8).write(to: URL(fileURLWithPath: lab.backing + "/file.txt"))
+        let dead = try await Self.startServer(lab, extra: ["--no-auto-unmount"])
+        kill(dead.pid, SIGKILL)
+        _ = try await Self.reap(dead.pid)
+        let folder = lab.folder.path + "/late"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let late = folder + "/fusermount3"
+        let unmount = "import ctypes, sys; ctypes.CDLL(None).umount2(sys.argv[1].encode(), 2)"
+        try Data("#!/bin/sh\nsleep 2\npython3 -c '\(unmount)' \"$4\"\n".utf8).write(to: URL(fileURLWithPath: late))
+        chmod(late, 0o755)
+        let latePID = try ChildProcess.spawn(late, ["-o", "rw,auto_unmount", "--", lab.mount], output: "/dev/null", error: "/dev/null")
+        let again = try await Self.startServer(lab)
+        _ = try await Self.reap(latePID)
+        #expect(lab.mountInfo != nil, "the new mount was taken away")
+        let read = try await lab.shell("cat mount/file.txt", expectSuccess: false)
+        #expect(String(decoding: read.output, as: UTF8.self) == "served\n", "\(read)")
+        kill(again.pid, SIGTERM)
+        #expect(try await Self.reap(again.pid) == 0)
+        try await lab.stop()
+    }
+
     @Test func anOrdinaryUserMountsThroughFusermount() async throws {
         let user = OrdinaryUser.name
         let uid = try await OrdinaryUser.ensure()

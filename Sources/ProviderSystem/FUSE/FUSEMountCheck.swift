@@ -20,9 +20,22 @@ public enum FUSEMountCheck {
     ///   folder, is not empty, or is a mount point already (a live one, or a dead one that is
     ///   not a FUSE mount of this subtype: a dead one of ours, whose process died before
     ///   `fusermount3` removed it, is detached).
+    /// A `fusermount3` left by a mount of the folder whose process died is waited for first
+    /// (``LeftoverUnmounter``): it would take the new mount away.
     static func check(_ mountPoint: String, options: FUSEMountOptions, device: String = "/dev/fuse") throws(FileProviderError) {
         try checkSystem(autoUnmount: options.autoUnmount, device: device)
+        if !isLiveMount(mountPoint) { _ = LeftoverUnmounter.waitUntilGone(mountPoint) }
         try checkMountPoint(mountPoint, options: options)
+    }
+
+    /// Whether a file system answers at `mountPoint`, a mount point (a live mount, whose own
+    /// `fusermount3` is not a leftover).
+    static func isLiveMount(_ mountPoint: String) -> Bool {
+        guard isMountPoint(mountPoint) else { return false }
+        let probe = open(mountPoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if probe < 0 { return false }
+        close(probe)
+        return true
     }
 
     /// Checks what any FUSE mount by this process needs, whatever the folder: libfuse 3, a
