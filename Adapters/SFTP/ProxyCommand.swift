@@ -16,6 +16,13 @@ struct ProxyCommand: Sendable, Hashable {
     /// What to check when the proxy fails, for messages.
     var hint: String
 
+    /// A program to run as it is (`arguments[0]` an absolute path).
+    init(arguments: [String], summary: String, hint: String) {
+        self.arguments = arguments
+        self.summary = summary
+        self.hint = hint
+    }
+
     /// A `ProxyCommand` (its tokens already expanded), run as `$SHELL -c "exec COMMAND"`.
     init(shellCommand: String, environment: [String: String]) {
         let shell = environment["SHELL"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/bin/sh"

@@ -1,6 +1,7 @@
 import CLibSSH2
 import Foundation
 import ProviderCore
+import Synchronization
 
 // A file of the libssh2 layer (with SSHSession.swift, SFTPConnection.swift and SFTPFile.swift):
 // SFTP version 3 spoken directly on a second channel of the session, where libssh2 1.10's SFTP
@@ -16,7 +17,20 @@ import ProviderCore
 /// request nobody waits for (closing a listed folder) is dropped when it arrives, while a later
 /// request waits for its own.
 final class SFTPChannel {
-    let channel: OpaquePointer
+    /// Where the channel's bytes go.
+    enum Transport {
+        /// A channel of the connection's libssh2 session.
+        case libssh2(OpaquePointer)
+        /// `ssh -s HOST sftp` (``OpenSSHSubsystem``), over a socket pair.
+        case openSSH(ProxyConnection)
+    }
+
+    private let transport: Transport
+    /// Seconds a reply may take (the connection's timeout).
+    private let timeout: Int
+    /// While the VERSION exchange runs: a failure of `ssh` then leaves the connection usable
+    /// (libssh2's channel is opened instead); later it ends the connection.
+    private var handshaking = true
     private var extensionNames: Set<String> = []
     private var nextID: UInt32 = 1
     /// Requests whose replies are dropped when they arrive.
@@ -34,19 +48,60 @@ final class SFTPChannel {
     static let firstReadDirBatch = 4
     static let maximumReadDirBatch = 32
 
-    /// Opens the channel, starts the `sftp` subsystem and reads the server's extensions.
+    /// The endpoints where `ssh` failed once: their connections use libssh2's channel.
+    private static let openSSHRefused = Mutex<Set<String>>([])
+
+    /// Whether the channel's bytes go through `ssh`.
+    var isOpenSSH: Bool {
+        if case .openSSH = transport { return true }
+        return false
+    }
+
+    /// Opens the connection's second channel: through `ssh` where ``OpenSSHSubsystem`` says so
+    /// (and `ssh` did not fail for this endpoint before), else (or when `ssh` fails) a channel
+    /// of the libssh2 session; starts the `sftp` subsystem and reads the server's extensions.
     ///
     /// - Throws: `serverUnreachable` when the channel cannot be opened or the server's VERSION
     ///   reply is malformed; what a failed libssh2 call maps to.
-    init(connection: SFTPConnection) throws(FileProviderError) {
+    static func open(on connection: SFTPConnection) throws(FileProviderError) -> SFTPChannel {
+        let settings = connection.session.settings
+        if !openSSHRefused.withLock({ $0.contains(settings.endpoint) }),
+            let command = OpenSSHSubsystem.command(settings, credential: connection.session.credential, ssh: SSHResolver.findSSH())
+        {
+            do throws(FileProviderError) {
+                let proxy = try ProxyConnection(command)
+                do throws(FileProviderError) {
+                    return try SFTPChannel(connection: connection, transport: .openSSH(proxy))
+                } catch {
+                    let why = proxy.diagnosis(waiting: 1)
+                    proxy.close()
+                    throw FileProviderError(error.code, "\(error.message); \(why)")
+                }
+            } catch {
+                openSSHRefused.withLock { _ = $0.insert(settings.endpoint) }
+                SFTPBackend.logger.notice(
+                    "\(settings.endpoint): the SFTP channel through ssh failed (\(error.message)); libssh2's channel serves instead")
+            }
+        }
         guard let channel = shim_libssh2_channel_open_session(connection.session.raw) else {
             throw connection.failure("open an SFTP channel", path: "")
         }
-        self.channel = channel
-        do throws(FileProviderError) {
-            if shim_libssh2_channel_subsystem(channel, "sftp") != 0 {
-                throw connection.failure("start the SFTP subsystem", path: "")
+        if shim_libssh2_channel_subsystem(channel, "sftp") != 0 {
+            let failure = connection.failure("start the SFTP subsystem", path: "")
+            if !connection.isDead {
+                libssh2_channel_close(channel)
+                libssh2_channel_free(channel)
             }
+            throw failure
+        }
+        return try SFTPChannel(connection: connection, transport: .libssh2(channel))
+    }
+
+    /// Sends INIT over `transport` (its subsystem started) and reads the VERSION reply.
+    private init(connection: SFTPConnection, transport: Transport) throws(FileProviderError) {
+        self.transport = transport
+        timeout = connection.session.settings.timeout
+        do throws(FileProviderError) {
             // SSH_FXP_INIT, version 3, has no request id.
             try send([0, 0, 0, 5, Packet.initialize, 0, 0, 0, 3], on: connection)
             var reply = try SFTPReader(receive(on: connection))
@@ -63,12 +118,18 @@ final class SFTPChannel {
             sessionIsDead = connection.isDead
             throw error
         }
+        handshaking = false
     }
 
     deinit {
-        if !sessionIsDead {
-            libssh2_channel_close(channel)
-            libssh2_channel_free(channel)
+        switch transport {
+        case .libssh2(let channel):
+            if !sessionIsDead {
+                libssh2_channel_close(channel)
+                libssh2_channel_free(channel)
+            }
+        case .openSSH(let proxy):
+            proxy.close()
         }
     }
 
@@ -234,10 +295,18 @@ final class SFTPChannel {
         connection.count()
         var done = 0
         while done < bytes.count {
-            let count = shim_libssh2_channel_write(
-                channel, bytes.baseAddress!.advanced(by: done).assumingMemoryBound(to: CChar.self), bytes.count - done)
-            if count < 0 { throw connection.failure("send an SFTP request", path: "") }
-            done += count
+            let start = bytes.baseAddress!.advanced(by: done)
+            switch transport {
+            case .libssh2(let channel):
+                let count = shim_libssh2_channel_write(channel, start.assumingMemoryBound(to: CChar.self), bytes.count - done)
+                if count < 0 { throw connection.failure("send an SFTP request", path: "") }
+                done += count
+            case .openSSH(let proxy):
+                let count = Glibc.send(proxy.socket, start, bytes.count - done, Int32(MSG_NOSIGNAL))
+                if count < 0 && errno == EINTR { continue }
+                if count < 0 { throw broken(proxy, "send an SFTP request (\(String(cString: strerror(errno))))", connection) }
+                done += count
+            }
         }
     }
 
@@ -263,12 +332,33 @@ final class SFTPChannel {
     {
         var done = 0
         while done < buffer.count {
-            let got = shim_libssh2_channel_read(
-                channel, buffer.baseAddress!.advanced(by: done).assumingMemoryBound(to: CChar.self), buffer.count - done)
-            if got < 0 { throw connection.failure("read an SFTP reply", path: "") }
-            if got == 0 { throw FileProviderError(.serverUnreachable, "the SFTP channel closed") }
-            done += got
+            let start = buffer.baseAddress!.advanced(by: done)
+            switch transport {
+            case .libssh2(let channel):
+                let got = shim_libssh2_channel_read(channel, start.assumingMemoryBound(to: CChar.self), buffer.count - done)
+                if got < 0 { throw connection.failure("read an SFTP reply", path: "") }
+                if got == 0 { throw FileProviderError(.serverUnreachable, "the SFTP channel closed") }
+                done += got
+            case .openSSH(let proxy):
+                var poller = pollfd(fd: proxy.socket, events: Int16(POLLIN), revents: 0)
+                let ready = poll(&poller, 1, Int32(clamping: timeout * 1000))
+                if ready < 0 && errno == EINTR { continue }
+                if ready == 0 { throw broken(proxy, "read an SFTP reply (none for \(timeout) s)", connection) }
+                let got = Glibc.recv(proxy.socket, start, buffer.count - done, 0)
+                if got < 0 && errno == EINTR { continue }
+                if got < 0 { throw broken(proxy, "read an SFTP reply (\(String(cString: strerror(errno))))", connection) }
+                if got == 0 { throw broken(proxy, "read an SFTP reply (the channel closed)", connection) }
+                done += got
+            }
         }
+    }
+
+    /// The error for `ssh` failing during `what`: once the channel is up, the connection is
+    /// given up with it (the pool opens a new one).
+    private func broken(_ proxy: ProxyConnection, _ what: String, _ connection: SFTPConnection) -> FileProviderError {
+        if !handshaking { connection.abandon() }
+        return FileProviderError(
+            .serverUnreachable, "\(what) on \(connection.session.settings.endpoint): \(proxy.diagnosis(waiting: handshaking ? 1 : 0))")
     }
 }
 

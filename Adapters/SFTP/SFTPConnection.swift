@@ -252,7 +252,7 @@ final class SFTPConnection: @unchecked Sendable {
         if let extensions { return extensions }
         if extensionsFailed { return nil }
         do throws(FileProviderError) {
-            extensions = try SFTPChannel(connection: self)
+            extensions = try SFTPChannel.open(on: self)
         } catch {
             if isDead { throw error }
             extensionsFailed = true

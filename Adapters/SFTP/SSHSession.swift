@@ -104,6 +104,15 @@ enum LibSSH2 {
     static var version: String { libssh2_version(0).map { String(cString: $0) } ?? "unknown" }
 }
 
+/// The credential an SSH server accepted.
+enum SSHCredential: Sendable, Equatable {
+    /// A key of the ssh-agent at `socket`.
+    case agent(socket: String)
+    /// The private key file at `path`, unlocked with a passphrase or not.
+    case key(path: String, passphrase: Bool)
+    case password
+}
+
 /// A connected, authenticated SSH session, freed (and its socket closed) in `deinit`.
 ///
 /// Used by one thread at a time: a connection of the pool lives on its own thread.
@@ -115,6 +124,8 @@ final class SSHSession: @unchecked Sendable {
     private let proxy: ProxyConnection?
     /// The server's version banner (`SSH-2.0-OpenSSH_9.6…`).
     let banner: String
+    /// What the server accepted (``OpenSSHSubsystem`` offers the same to `ssh`).
+    private(set) var credential: SSHCredential = .password
 
     /// Connects, checks the host key against known_hosts and authenticates.
     ///
@@ -311,7 +322,10 @@ final class SSHSession: @unchecked Sendable {
         let user = settings.user
         var tried: [String] = []
         if let socket = settings.agentSocket {
-            guard let note = try authenticateWithAgent(socket) else { return }
+            guard let note = try authenticateWithAgent(socket) else {
+                credential = .agent(socket: socket)
+                return
+            }
             tried.append(note)
         } else if settings.agentRequested {
             tried.append("ssh-agent (\(settings.noAgentReason))")
@@ -330,7 +344,10 @@ final class SSHSession: @unchecked Sendable {
                 continue
             }
             let rc = libssh2_userauth_publickey_fromfile_ex(raw, user, UInt32(user.utf8.count), nil, path, passphrase)
-            if rc == 0 { return }
+            if rc == 0 {
+                credential = .key(path: path, passphrase: passphrase != nil)
+                return
+            }
             if Self.isTransportError(rc) { throw transportError(rc, "authenticating to \(settings.endpoint)") }
             if rc == LIBSSH2_ERROR_FILE {
                 let hint = passphrase == nil ? "; is it protected by a passphrase? see --passphrase-env" : "; wrong passphrase?"
@@ -349,7 +366,10 @@ final class SSHSession: @unchecked Sendable {
             let password = found.password
             let rc = libssh2_userauth_password_ex(
                 raw, user, UInt32(user.utf8.count), password, UInt32(password.utf8.count), nil)
-            if rc == 0 { return }
+            if rc == 0 {
+                credential = .password
+                return
+            }
             if Self.isTransportError(rc) { throw transportError(rc, "authenticating to \(settings.endpoint)") }
             tried.append("the password from \(found.source)")
         }

@@ -1,0 +1,127 @@
+import Foundation
+import ProviderCore
+import ProviderTesting
+import Testing
+
+@testable import SFTPAdapter
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The connection's second channel through OpenSSH's `ssh` (``OpenSSHSubsystem``): used with
+/// the credential the server accepted, never where `ssh` could not log in alone, and a `ssh`
+/// that dies ends only its connection.
+@Suite("SFTP channel through ssh")
+struct OpenSSHChannelTests {
+    /// Whether the second channel of the backend's (only) connection goes through `ssh`.
+    static func usesSSH(_ backend: SFTPBackend) async throws -> Bool? {
+        try await backend.withConnection { connection throws(FileProviderError) -> Bool? in
+            try connection.extensionChannel()?.isOpenSSH
+        }
+    }
+
+    /// The `ssh` processes this process started for the server on `port`.
+    static func sshProcesses(port: Int) -> [Int32] {
+        let own = getpid()
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { entry -> Int32? in
+            guard let pid = Int32(entry),
+                let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { return nil }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 2, Int32(fields[1]) == own,
+                let command = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline")
+            else { return nil }
+            let arguments = command.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            guard arguments.first?.hasSuffix("/ssh") == true, arguments.last == "sftp",
+                let flag = arguments.firstIndex(of: "-p"), arguments.indices.contains(flag + 1), arguments[flag + 1] == String(port)
+            else { return nil }
+            return pid
+        }
+    }
+
+    @Test func aLargeReadGoesThroughSSHByteIdentical() async throws {
+        let server = try await TestServer.shared()
+        let folder = try server.makeFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let contents = PartialReadTests.large(20 << 20, seed: 7)
+        try contents.write(to: URL(fileURLWithPath: folder).appendingPathComponent("big.bin"))
+        let backend = try TestServer.backend(server, root: folder, extra: ["connections": "1"])
+        let destination = try TestServer.scratch().appendingPathComponent("big.bin")
+        try Data(count: contents.count).write(to: destination)
+        let item = try await backend.item(for: "big.bin")
+        _ = try await backend.fetchPartialContents(
+            for: item.identifier, version: item.version, range: 0..<Int64(contents.count), into: destination)
+        #expect(try Data(contentsOf: destination) == contents)
+        #expect(try await Self.usesSSH(backend) == true)
+        await backend.close()
+    }
+
+    @Test func aKilledSSHEndsItsConnectionAndTheNextReadReconnects() async throws {
+        try await SSHServer.withStarted { server in
+            let folder = try server.makeFolder()
+            let contents = PartialReadTests.large(4 << 20, seed: 9)
+            try contents.write(to: URL(fileURLWithPath: folder).appendingPathComponent("a.bin"))
+            let backend = try TestServer.backend(server, root: folder, extra: ["connections": "1"])
+            let destination = try TestServer.scratch().appendingPathComponent("a.bin")
+            try Data(count: contents.count).write(to: destination)
+            let item = try await backend.item(for: "a.bin")
+            let range: Range<Int64> = 0..<Int64(contents.count)
+            _ = try await backend.fetchPartialContents(for: item.identifier, version: item.version, range: range, into: destination)
+            let started = Self.sshProcesses(port: server.port)
+            #expect(!started.isEmpty, "no ssh for the second channel")
+            for pid in started { kill(pid, SIGKILL) }
+            try Data(count: contents.count).write(to: destination)
+            // The read that finds ssh gone may fail (serverUnreachable), never with wrong bytes;
+            // the one after it runs on a new connection.
+            do {
+                _ = try await backend.fetchPartialContents(for: item.identifier, version: item.version, range: range, into: destination)
+            } catch {
+                #expect((error as? FileProviderError)?.code == .serverUnreachable, "\(error)")
+                _ = try await backend.fetchPartialContents(for: item.identifier, version: item.version, range: range, into: destination)
+            }
+            #expect(try Data(contentsOf: destination) == contents)
+            #expect(try await Self.usesSSH(backend) == true)
+            #expect(started.allSatisfy { !Self.sshProcesses(port: server.port).contains($0) })
+            await backend.close()
+        }
+    }
+
+    @Test func onlyWhereSSHCanLogInAloneWithTheSameSettings() throws {
+        let settings = ConnectionSettings(
+            host: "files.example", port: 2222, user: "ann", identityFiles: ["/keys/id_ed25519"], knownHostsPath: "/kh/known_hosts",
+            timeout: 30)
+        let key = try #require(
+            OpenSSHSubsystem.command(
+                settings, credential: .key(path: "/keys/id_ed25519", passphrase: false), ssh: "/usr/bin/ssh", environment: [:]))
+        let arguments = key.arguments
+        #expect(arguments.first == "/usr/bin/ssh")
+        #expect(Array(arguments.suffix(3)) == ["--", "files.example", "sftp"])
+        for expected in ["BatchMode=yes", "StrictHostKeyChecking=yes", "UserKnownHostsFile=/kh/known_hosts", "IdentityAgent=none"] {
+            #expect(arguments.contains(expected), "\(expected) missing: \(arguments)")
+        }
+        #expect(arguments.contains("-i") && arguments.contains("/keys/id_ed25519"))
+        #expect(arguments.contains("2222") && arguments.contains("ann"))
+        let agent = OpenSSHSubsystem.command(settings, credential: .agent(socket: "/run/agent.sock"), ssh: "/usr/bin/ssh", environment: [:])
+        #expect(agent?.arguments.contains("IdentityAgent=/run/agent.sock") == true)
+        // libssh2's channel instead: a password, a key's passphrase, no ssh, a proxy, the switch,
+        // a known_hosts path ssh would split.
+        #expect(OpenSSHSubsystem.command(settings, credential: .password, ssh: "/usr/bin/ssh", environment: [:]) == nil)
+        #expect(
+            OpenSSHSubsystem.command(settings, credential: .key(path: "/k", passphrase: true), ssh: "/usr/bin/ssh", environment: [:])
+                == nil)
+        #expect(OpenSSHSubsystem.command(settings, credential: .agent(socket: "/a"), ssh: nil, environment: [:]) == nil)
+        var proxied = settings
+        proxied.proxy = ProxyCommand(shellCommand: "nc %h %p", environment: [:])
+        #expect(OpenSSHSubsystem.command(proxied, credential: .agent(socket: "/a"), ssh: "/usr/bin/ssh", environment: [:]) == nil)
+        #expect(
+            OpenSSHSubsystem.command(
+                settings, credential: .agent(socket: "/a"), ssh: "/usr/bin/ssh", environment: [OpenSSHSubsystem.switchVariable: "libssh2"])
+                == nil)
+        var spaced = settings
+        spaced.knownHostsPath = "/my files/known_hosts"
+        #expect(OpenSSHSubsystem.command(spaced, credential: .agent(socket: "/a"), ssh: "/usr/bin/ssh", environment: [:]) == nil)
+    }
+}
