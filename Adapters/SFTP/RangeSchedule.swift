@@ -20,6 +20,11 @@ final class RangeSchedule: @unchecked Sendable {
     /// The ranges handed out and not complete yet: start → (end, bytes written from the start).
     private var inFlight: [Int64: (end: Int64, written: Int64)] = [:]
     private var failure: FileProviderError?
+    /// The threads inside ``work(yielding:_:)`` now, and whether no more may start
+    /// (``closeAndWaitForWorkers()``); guarded by ``workersCondition``.
+    private var workers = 0
+    private var closed = false
+    private let workersCondition = NSCondition()
     /// Calls `onAdvance` in order, and never with a smaller prefix than before.
     private let reportLock = NSLock()
     private var reported: Int64
@@ -56,7 +61,20 @@ final class RangeSchedule: @unchecked Sendable {
 
     /// Runs `body` on ranges taken one after the other until none is left, the transfer failed
     /// or `yield` says to stop; the first error `body` throws ends the transfer.
+    /// Returns at once after ``closeAndWaitForWorkers()``.
     func work(yielding yield: () -> Bool, _ body: (Range<Int64>) throws(FileProviderError) -> Void) {
+        let entered = workersCondition.withLock { () -> Bool in
+            if closed { return false }
+            workers += 1
+            return true
+        }
+        guard entered else { return }
+        defer {
+            workersCondition.withLock {
+                workers -= 1
+                workersCondition.broadcast()
+            }
+        }
         while !yield(), let range = take() {
             do throws(FileProviderError) {
                 try body(range)
@@ -90,6 +108,16 @@ final class RangeSchedule: @unchecked Sendable {
 
     /// The written prefix; the lock is held.
     private var prefixLocked: Int64 { complete + (inFlight[complete]?.written ?? 0) }
+
+    /// Lets no thread start working any more, and waits until those working are done: every
+    /// range handed out is then written or failed. A helper still connecting when the
+    /// transfer's own thread ran out of ranges is not waited for (it finds nothing to do).
+    func closeAndWaitForWorkers() {
+        workersCondition.withLock {
+            closed = true
+            while workers > 0 { workersCondition.wait() }
+        }
+    }
 
     /// Ends the transfer: no more ranges are handed out. The first error is the one kept.
     func fail(_ error: FileProviderError) {

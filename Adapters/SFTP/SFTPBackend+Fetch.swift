@@ -123,7 +123,7 @@ extension SFTPBackend {
         }
         let remote = located.remote
         let overChannel = item.size - start >= Self.channelTransferThreshold
-        sharing(streams) { connection, yield throws(FileProviderError) in
+        sharing(streams, settledBy: schedule) { connection, yield throws(FileProviderError) in
             if overChannel,
                 try Self.readRangesOverChannel(
                     located, on: connection, schedule, to: output, helper: true, cancellation: cancellation,

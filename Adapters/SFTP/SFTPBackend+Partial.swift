@@ -260,7 +260,7 @@ extension SFTPBackend {
             }
             return !failed
         }
-        sharing(streams) { helper, yield throws(FileProviderError) in
+        sharing(streams, settledBy: schedule) { helper, yield throws(FileProviderError) in
             guard let channel = try helper.extensionChannel(), let chunk = try channel.transferLimits(on: helper)?.read else {
                 return
             }

@@ -21,37 +21,28 @@ struct OpenSSHChannelTests {
         }
     }
 
-    /// The `ssh` processes this process started for the server on `port`.
-    static func sshProcesses(port: Int) -> [Int32] {
-        let own = getpid()
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-        return entries.compactMap { entry -> Int32? in
-            guard let pid = Int32(entry),
-                let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                let close = stat.lastIndex(of: ")")
-            else { return nil }
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            guard fields.count > 2, Int32(fields[1]) == own,
-                let command = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline")
-            else { return nil }
-            let arguments = command.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-            guard arguments.first?.hasSuffix("/ssh") == true, arguments.last == "sftp",
-                let flag = arguments.firstIndex(of: "-p"), arguments.indices.contains(flag + 1), arguments[flag + 1] == String(port)
-            else { return nil }
-            return pid
-        }
+    /// The `ssh` processes this process started for `server`'s SFTP channels (zombies too).
+    static func sshProcesses(of server: SSHServer) -> [Int32] {
+        SSHResolutionTests.children(containing: "-p \(server.port) -l \(server.user) -x -a -T -s -- ")
+    }
+
+    /// `name` of `count` bytes in a new folder of `server`, a backend over one connection, and a
+    /// destination of `count` zero bytes.
+    static func file(_ name: String, _ count: Int, of server: SSHServer) async throws -> (
+        contents: Data, backend: SFTPBackend, item: Item, destination: URL
+    ) {
+        let folder = try server.makeFolder()
+        let contents = PartialReadTests.large(count, seed: UInt32(count % 1000))
+        try contents.write(to: URL(fileURLWithPath: folder).appendingPathComponent(name))
+        let backend = try TestServer.backend(server, root: folder, extra: ["connections": "1"])
+        let destination = try TestServer.scratch().appendingPathComponent(name)
+        try Data(count: count).write(to: destination)
+        return (contents, backend, try await backend.item(for: ItemIdentifier(name)), destination)
     }
 
     @Test func aLargeReadGoesThroughSSHByteIdentical() async throws {
         let server = try await TestServer.shared()
-        let folder = try server.makeFolder()
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let contents = PartialReadTests.large(20 << 20, seed: 7)
-        try contents.write(to: URL(fileURLWithPath: folder).appendingPathComponent("big.bin"))
-        let backend = try TestServer.backend(server, root: folder, extra: ["connections": "1"])
-        let destination = try TestServer.scratch().appendingPathComponent("big.bin")
-        try Data(count: contents.count).write(to: destination)
-        let item = try await backend.item(for: "big.bin")
+        let (contents, backend, item, destination) = try await Self.file("big.bin", 20 << 20, of: server)
         _ = try await backend.fetchPartialContents(
             for: item.identifier, version: item.version, range: 0..<Int64(contents.count), into: destination)
         #expect(try Data(contentsOf: destination) == contents)
@@ -61,16 +52,10 @@ struct OpenSSHChannelTests {
 
     @Test func aKilledSSHEndsItsConnectionAndTheNextReadReconnects() async throws {
         try await SSHServer.withStarted { server in
-            let folder = try server.makeFolder()
-            let contents = PartialReadTests.large(4 << 20, seed: 9)
-            try contents.write(to: URL(fileURLWithPath: folder).appendingPathComponent("a.bin"))
-            let backend = try TestServer.backend(server, root: folder, extra: ["connections": "1"])
-            let destination = try TestServer.scratch().appendingPathComponent("a.bin")
-            try Data(count: contents.count).write(to: destination)
-            let item = try await backend.item(for: "a.bin")
+            let (contents, backend, item, destination) = try await Self.file("a.bin", 4 << 20, of: server)
             let range: Range<Int64> = 0..<Int64(contents.count)
             _ = try await backend.fetchPartialContents(for: item.identifier, version: item.version, range: range, into: destination)
-            let started = Self.sshProcesses(port: server.port)
+            let started = Self.sshProcesses(of: server)
             #expect(!started.isEmpty, "no ssh for the second channel")
             for pid in started { kill(pid, SIGKILL) }
             try Data(count: contents.count).write(to: destination)
@@ -84,7 +69,7 @@ struct OpenSSHChannelTests {
             }
             #expect(try Data(contentsOf: destination) == contents)
             #expect(try await Self.usesSSH(backend) == true)
-            #expect(started.allSatisfy { !Self.sshProcesses(port: server.port).contains($0) })
+            #expect(started.allSatisfy { !Self.sshProcesses(of: server).contains($0) })
             await backend.close()
         }
     }

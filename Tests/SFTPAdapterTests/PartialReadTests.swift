@@ -72,6 +72,41 @@ struct PartialReadTests {
         await backend.close()
     }
 
+    /// A read large enough to share its ranges (16 MiB and more) lends the pool's free
+    /// connections; one still opening its connection when the read has no range left for it is
+    /// not waited for (a sequential reader waited about 0.3 s for the handshakes of one that
+    /// never helped). Here the helper's connection takes 10 s to open (its ProxyCommand waits
+    /// once the marker file exists): the read returns long before, with every byte.
+    @Test func aReadDoesNotWaitForAHelperStillConnecting() async throws {
+        let server = try await TestServer.shared()
+        let folder = try server.makeFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let contents = Self.large(32 << 20, seed: 5)
+        try contents.write(to: URL(fileURLWithPath: folder).appendingPathComponent("big.bin"))
+        let slow = try TestServer.scratch().appendingPathComponent("slow").path
+        let marker = "fpk-self-\(UUID().uuidString.prefix(8))"
+        let config = try SSHResolutionTests.configFile()
+        let text =
+            SSHResolutionTests.hostBlock(marker, server, "IdentityAgent none")
+            + SSHResolutionTests.hostBlock(
+                "fpk-slow", server, "IdentityAgent none",
+                "ProxyCommand sh -c 'if [ -e \(slow) ]; then sleep 10; fi; exec ssh -F \(config.path) -o BatchMode=yes -W %h:%p \(marker)'")
+        try Data(text.utf8).write(to: config)
+        let backend = try SSHResolutionTests.backend("fpk-slow", config: config, root: folder)
+        let item = try await backend.item(for: ItemIdentifier("big.bin"))
+        #expect(FileManager.default.createFile(atPath: slow, contents: nil))
+        let destination = try TestServer.scratch().appendingPathComponent("big.bin")
+        try Data(count: contents.count).write(to: destination)
+        let clock = ContinuousClock()
+        let started = clock.now
+        _ = try await backend.fetchPartialContents(
+            for: item.identifier, version: item.version, range: 0..<Int64(contents.count), into: destination)
+        let took = clock.now - started
+        #expect(took < .seconds(8), "the read waited \(took) for a helper that never helped")
+        #expect(try Data(contentsOf: destination) == contents)
+        await backend.close()
+    }
+
     /// The descriptors of this process open on `path`.
     static func descriptors(on path: String) -> [Int32] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
