@@ -10,7 +10,7 @@ struct ChunkPlan: Sendable {
     static let firstWindow: Int64 = 1 << 20
     static let largestWindow: Int64 = 64 << 20
     /// The most one backend call fetches; longer runs are split.
-    static let largestCall: Int64 = 16 << 20
+    static let largestCall: Int64 = 64 << 20
 
     /// Where the last read ended, and the read-ahead it earned.
     private(set) var expected: Int64 = -1
