@@ -73,9 +73,9 @@ final class SFTPChannel {
                 do throws(FileProviderError) {
                     return try SFTPChannel(connection: connection, transport: .openSSH(proxy))
                 } catch {
-                    let why = proxy.diagnosis(waiting: 1)
+                    // The error says how ssh ended and what it printed last.
                     proxy.close()
-                    throw FileProviderError(error.code, "\(error.message); \(why)")
+                    throw error
                 }
             } catch {
                 openSSHRefused.withLock { _ = $0.insert(settings.endpoint) }

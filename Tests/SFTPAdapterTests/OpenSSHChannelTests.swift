@@ -74,6 +74,30 @@ struct OpenSSHChannelTests {
         }
     }
 
+    /// `ssh` refuses a private key others may read (libssh2 takes it): its channel fails at
+    /// the start, and the connection uses libssh2's channel, byte-identical, for that server
+    /// from then on.
+    @Test func aSSHThatCannotLogInLeavesTheChannelToLibSSH2() async throws {
+        try await SSHServer.withStarted { server in
+            let key = try TestServer.scratch().appendingPathComponent("open-key")
+            try FileManager.default.copyItem(at: server.userKey, to: key)
+            #expect(chmod(key.path, 0o644) == 0)
+            let folder = try server.makeFolder()
+            let contents = PartialReadTests.large(4 << 20, seed: 11)
+            try contents.write(to: URL(fileURLWithPath: folder).appendingPathComponent("a.bin"))
+            let backend = try TestServer.backend(server, root: folder, extra: ["connections": "1", "identity": key.path])
+            let destination = try TestServer.scratch().appendingPathComponent("a.bin")
+            try Data(count: contents.count).write(to: destination)
+            let item = try await backend.item(for: ItemIdentifier("a.bin"))
+            _ = try await backend.fetchPartialContents(
+                for: item.identifier, version: item.version, range: 0..<Int64(contents.count), into: destination)
+            #expect(try Data(contentsOf: destination) == contents)
+            #expect(try await Self.usesSSH(backend) == false)
+            #expect(Self.sshProcesses(of: server).isEmpty, "a refused ssh outlived its attempt")
+            await backend.close()
+        }
+    }
+
     @Test func onlyWhereSSHCanLogInAloneWithTheSameSettings() throws {
         let settings = ConnectionSettings(
             host: "files.example", port: 2222, user: "ann", identityFiles: ["/keys/id_ed25519"], knownHostsPath: "/kh/known_hosts",
