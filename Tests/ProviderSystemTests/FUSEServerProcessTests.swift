@@ -118,13 +118,19 @@ import Testing
         try await lab.stop()
     }
 
-    @Test func aDeadMountIsDetachedByTheNextMount() async throws {
+    /// A lab whose backing folder holds `file.txt` ("served"), with the dead mount of a server
+    /// killed with `kill -9`: without auto_unmount nothing removes it.
+    static func labWithADeadMount() async throws -> FUSELab {
         let lab = try FUSELab()
         try Data("served\n".utf8).write(to: URL(fileURLWithPath: lab.backing + "/file.txt"))
-        // Without auto_unmount nothing removes the mount when the server dies.
-        let dead = try await Self.startServer(lab, extra: ["--no-auto-unmount"])
+        let dead = try await startServer(lab, extra: ["--no-auto-unmount"])
         kill(dead.pid, SIGKILL)
-        _ = try await Self.reap(dead.pid)
+        _ = try await reap(dead.pid)
+        return lab
+    }
+
+    @Test func aDeadMountIsDetachedByTheNextMount() async throws {
+        let lab = try await Self.labWithADeadMount()
         let failed = try await lab.shell("cat mount/file.txt", expectSuccess: false)
         #expect(String(decoding: failed.errorOutput, as: UTF8.self).contains("Transport endpoint is not connected"))
         #expect(lab.mountInfo != nil)
@@ -151,11 +157,7 @@ import Testing
     /// named `fusermount3` with libfuse's arguments, which unmounts the path after 2 s, plays
     /// the late one: the next mount waits for it.
     @Test func aNewMountWaitsForTheFusermountOfADeadOne() async throws {
-        let lab = try FUSELab()
-        try Data("served\n".utf8).write(to: URL(fileURLWithPath: lab.backing + "/file.txt"))
-        let dead = try await Self.startServer(lab, extra: ["--no-auto-unmount"])
-        kill(dead.pid, SIGKILL)
-        _ = try await Self.reap(dead.pid)
+        let lab = try await Self.labWithADeadMount()
         let folder = lab.folder.path + "/late"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let late = folder + "/fusermount3"
