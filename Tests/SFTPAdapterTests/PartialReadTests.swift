@@ -1,6 +1,7 @@
 import Foundation
 import ProviderCore
 import ProviderTesting
+import Synchronization
 import Testing
 
 @testable import SFTPAdapter
@@ -75,36 +76,49 @@ struct PartialReadTests {
     /// A read large enough to share its ranges (16 MiB and more) lends the pool's free
     /// connections; one still opening its connection when the read has no range left for it is
     /// not waited for (a sequential reader waited about 0.3 s for the handshakes of one that
-    /// never helped). Here the helper's connection takes 10 s to open (its ProxyCommand waits
-    /// once the marker file exists): the read returns long before, with every byte.
+    /// never helped). Here the helper's connection cannot open while a gate file exists (its
+    /// ProxyCommand waits for it to go; the timeout is 600 s): the read returns with every byte
+    /// while the gate is still there.
     @Test func aReadDoesNotWaitForAHelperStillConnecting() async throws {
         let server = try await TestServer.shared()
         let folder = try server.makeFolder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let contents = Self.large(32 << 20, seed: 5)
         try contents.write(to: URL(fileURLWithPath: folder).appendingPathComponent("big.bin"))
-        let slow = try TestServer.scratch().appendingPathComponent("slow").path
+        let gate = try TestServer.scratch().appendingPathComponent("gate").path
         let marker = "fpk-self-\(UUID().uuidString.prefix(8))"
         let config = try SSHResolutionTests.configFile()
         let text =
             SSHResolutionTests.hostBlock(marker, server, "IdentityAgent none")
             + SSHResolutionTests.hostBlock(
-                "fpk-slow", server, "IdentityAgent none",
-                "ProxyCommand sh -c 'if [ -e \(slow) ]; then sleep 10; fi; exec ssh -F \(config.path) -o BatchMode=yes -W %h:%p \(marker)'")
+                "fpk-gated", server, "IdentityAgent none",
+                "ProxyCommand sh -c 'while [ -e \(gate) ]; do sleep 0.05; done; exec ssh -F \(config.path) -o BatchMode=yes -W %h:%p \(marker)'"
+            )
         try Data(text.utf8).write(to: config)
-        let backend = try SSHResolutionTests.backend("fpk-slow", config: config, root: folder)
+        let backend = try SSHResolutionTests.backend("fpk-gated", config: config, root: folder, extra: ["timeout": "600"])
         let item = try await backend.item(for: ItemIdentifier("big.bin"))
-        #expect(FileManager.default.createFile(atPath: slow, contents: nil))
+        #expect(FileManager.default.createFile(atPath: gate, contents: nil))
         let destination = try TestServer.scratch().appendingPathComponent("big.bin")
         try Data(count: contents.count).write(to: destination)
-        let clock = ContinuousClock()
-        let started = clock.now
-        _ = try await backend.fetchPartialContents(
-            for: item.identifier, version: item.version, range: 0..<Int64(contents.count), into: destination)
-        let took = clock.now - started
-        #expect(took < .seconds(8), "the read waited \(took) for a helper that never helped")
+        let done = Flag()
+        let reader = Task {
+            defer { done.set() }
+            return try await backend.fetchPartialContents(
+                for: item.identifier, version: item.version, range: 0..<Int64(contents.count), into: destination)
+        }
+        let returned = await eventually(timeout: 60) { done.isSet }
+        #expect(returned, "the read waited for a helper that never helped")
+        try FileManager.default.removeItem(atPath: gate)
+        _ = try await reader.value
         #expect(try Data(contentsOf: destination) == contents)
         await backend.close()
+    }
+
+    /// A flag set once, read from any thread.
+    final class Flag: Sendable {
+        private let value = Mutex(false)
+        func set() { value.withLock { $0 = true } }
+        var isSet: Bool { value.withLock { $0 } }
     }
 
     /// The descriptors of this process open on `path`.
