@@ -2,14 +2,15 @@ import Foundation
 import ProviderCore
 
 /// The SFTP subsystem reached through OpenSSH's own client (`ssh -s HOST sftp`), as `sftp`,
-/// `sshfs` and `scp` reach it: the transport of a connection's second channel
-/// (``SFTPChannel``), where transfers, listings and the OpenSSH extensions go.
+/// `sshfs` and `scp` reach it: the transport of the channel a connection's large transfers and
+/// ranged reads go over (``SFTPConnection/transferChannel()``); listings, batches of small
+/// files and renames stay on libssh2's second channel, where a round trip costs less.
 ///
 /// Why: Debian 12's libssh2 1.10 offers only AES-CTR with HMAC-SHA2 and decrypts one 16-byte
 /// block per OpenSSL call, about 1.5 CPU-seconds per GiB in our process, which made every large
 /// transfer bound by that one core; `ssh` decrypts in bulk (AES-GCM or ChaCha20-Poly1305, on
-/// its own core). The connection itself (its first channel, libssh2's SFTP calls) stays
-/// libssh2's.
+/// its own core). The connection itself (its first channel, libssh2's SFTP calls, and its
+/// second) stays libssh2's.
 ///
 /// `ssh` gets exactly the settings libssh2 used, with no configuration file of its own
 /// (`-F /dev/null`): the resolved host, port and user, the credential the server accepted on

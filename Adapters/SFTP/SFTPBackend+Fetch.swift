@@ -188,7 +188,7 @@ extension SFTPBackend {
         _ located: LocatedItem, on connection: SFTPConnection, _ schedule: RangeSchedule, to output: LocalFile,
         helper: Bool, cancellation: CancellationFlag, yield: () -> Bool
     ) throws(FileProviderError) -> Bool {
-        guard let channel = try connection.extensionChannel(), let chunk = try channel.transferLimits(on: connection)?.read
+        guard let channel = try connection.transferChannel(), let chunk = try channel.transferLimits(on: connection)?.read
         else {
             return false
         }

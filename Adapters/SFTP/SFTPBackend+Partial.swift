@@ -84,7 +84,7 @@ final class IdleHandleSweeper: @unchecked Sendable {
         let now = DispatchTime.now().uptimeNanoseconds
         let cutoff = now > idleTime ? now - idleTime : 0
         pool.forEachConnection { connection in
-            guard let channel = connection.openExtensionChannel else { return }
+            guard let channel = connection.openTransferChannel else { return }
             for handle in channel.readHandles.takeIdle(before: cutoff) {
                 channel.closeWithoutWaiting(handle.file.handle, on: connection)
             }
@@ -149,7 +149,15 @@ extension SFTPBackend {
         _ path: SFTPPath, version: ItemVersion, range: Range<Int64>, to destination: String, sink: ContentSink?,
         cancellation: CancellationFlag, on connection: SFTPConnection
     ) throws(FileProviderError) -> PartialContents {
-        guard let channel = try connection.extensionChannel(), let chunk = try channel.transferLimits(on: connection)?.read
+        // A large range opens the channel through ssh; a small one takes it only when it is open
+        // already (its handshake would cost more than the read: `head -c 1M` of a dataless file).
+        let large = Int64(range.count) >= Self.channelTransferThreshold
+        let chosen: SFTPChannel? =
+            if large { try connection.transferChannel() } else if let open = connection.openTransferChannel { open } else {
+                try connection.extensionChannel()
+            }
+        guard let channel = chosen,
+            let chunk = try channel.transferLimits(on: connection)?.read
         else {
             return try readPartialThroughLibSSH2(
                 path, version: version, range: range, to: destination, sink: sink, cancellation: cancellation, on: connection)
@@ -261,7 +269,7 @@ extension SFTPBackend {
             return !failed
         }
         sharing(streams, settledBy: schedule) { helper, yield throws(FileProviderError) in
-            guard let channel = try helper.extensionChannel(), let chunk = try channel.transferLimits(on: helper)?.read else {
+            guard let channel = try helper.transferChannel(), let chunk = try channel.transferLimits(on: helper)?.read else {
                 return
             }
             let remote = path.remote(under: helper.rootPath)

@@ -154,7 +154,7 @@ extension SFTPBackend {
         from input: LocalFile, to staging: String, on connection: SFTPConnection, _ schedule: RangeSchedule,
         cancellation: CancellationFlag, yield: () -> Bool
     ) throws(FileProviderError) -> Bool {
-        guard let channel = try connection.extensionChannel(),
+        guard let channel = try connection.transferChannel(),
             let chunk = try channel.transferLimits(on: connection)?.write
         else {
             return false

@@ -57,32 +57,37 @@ final class SFTPChannel {
         return false
     }
 
-    /// Opens the connection's second channel: through `ssh` where ``OpenSSHSubsystem`` says so
-    /// (and `ssh` did not fail for this endpoint before), else (or when `ssh` fails) a channel
-    /// of the libssh2 session; starts the `sftp` subsystem and reads the server's extensions.
+    /// A channel through `ssh` for the connection's large transfers, where ``OpenSSHSubsystem``
+    /// says so and `ssh` did not fail for this endpoint before; `nil` otherwise, or when `ssh`
+    /// fails now (logged; the endpoint's transfers stay on libssh2's channel from then on).
+    static func openThroughSSH(on connection: SFTPConnection) -> SFTPChannel? {
+        let settings = connection.session.settings
+        guard !openSSHRefused.withLock({ $0.contains(settings.endpoint) }),
+            let command = OpenSSHSubsystem.command(settings, credential: connection.session.credential, ssh: SSHResolver.findSSH())
+        else { return nil }
+        do throws(FileProviderError) {
+            let proxy = try ProxyConnection(command)
+            do throws(FileProviderError) {
+                return try SFTPChannel(connection: connection, transport: .openSSH(proxy))
+            } catch {
+                // The error says how ssh ended and what it printed last.
+                proxy.close()
+                throw error
+            }
+        } catch {
+            openSSHRefused.withLock { _ = $0.insert(settings.endpoint) }
+            SFTPBackend.logger.notice(
+                "\(settings.endpoint): the SFTP channel through ssh failed (\(error.message)); libssh2's channel serves instead")
+            return nil
+        }
+    }
+
+    /// Opens a second channel of the connection's libssh2 session, starts the `sftp` subsystem
+    /// and reads the server's extensions.
     ///
     /// - Throws: `serverUnreachable` when the channel cannot be opened or the server's VERSION
     ///   reply is malformed; what a failed libssh2 call maps to.
     static func open(on connection: SFTPConnection) throws(FileProviderError) -> SFTPChannel {
-        let settings = connection.session.settings
-        if !openSSHRefused.withLock({ $0.contains(settings.endpoint) }),
-            let command = OpenSSHSubsystem.command(settings, credential: connection.session.credential, ssh: SSHResolver.findSSH())
-        {
-            do throws(FileProviderError) {
-                let proxy = try ProxyConnection(command)
-                do throws(FileProviderError) {
-                    return try SFTPChannel(connection: connection, transport: .openSSH(proxy))
-                } catch {
-                    // The error says how ssh ended and what it printed last.
-                    proxy.close()
-                    throw error
-                }
-            } catch {
-                openSSHRefused.withLock { _ = $0.insert(settings.endpoint) }
-                SFTPBackend.logger.notice(
-                    "\(settings.endpoint): the SFTP channel through ssh failed (\(error.message)); libssh2's channel serves instead")
-            }
-        }
         guard let channel = shim_libssh2_channel_open_session(connection.session.raw) else {
             throw connection.failure("open an SFTP channel", path: "")
         }

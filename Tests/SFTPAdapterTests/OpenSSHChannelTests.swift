@@ -17,7 +17,7 @@ struct OpenSSHChannelTests {
     /// Whether the second channel of the backend's (only) connection goes through `ssh`.
     static func usesSSH(_ backend: SFTPBackend) async throws -> Bool? {
         try await backend.withConnection { connection throws(FileProviderError) -> Bool? in
-            try connection.extensionChannel()?.isOpenSSH
+            try connection.transferChannel()?.isOpenSSH
         }
     }
 

@@ -13,7 +13,7 @@ struct PartialReadTests {
     /// The handles the backend's (only) connection keeps open for ranged reads.
     static func keptHandles(_ backend: SFTPBackend) async throws -> [ReadHandle] {
         try await backend.withConnection { connection throws(FileProviderError) -> [ReadHandle] in
-            connection.openExtensionChannel?.readHandles.handles ?? []
+            connection.openTransferChannel?.readHandles.handles ?? []
         }
     }
 
