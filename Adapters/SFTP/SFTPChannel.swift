@@ -12,6 +12,8 @@ import Synchronization
 /// `limits@openssh.com`), folder listings with several requests in flight, and transfers in
 /// large requests (SFTPChannel+Read.swift, SFTPChannel+Write.swift). Knows which extensions
 /// the server offers from its VERSION reply. Used by one thread at a time (its connection's).
+/// Its bytes go over a channel of the libssh2 session, or, for large transfers, through `ssh`
+/// (``openThroughSSH(on:)``, ``SFTPConnection/transferChannel()``).
 ///
 /// Replies are matched to requests by id, so a server may answer in any order. The reply to a
 /// request nobody waits for (closing a listed folder) is dropped when it arrives, while a later
