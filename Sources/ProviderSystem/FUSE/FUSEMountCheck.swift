@@ -31,11 +31,17 @@ public enum FUSEMountCheck {
     /// Whether a file system answers at `mountPoint`, a mount point (a live mount, whose own
     /// `fusermount3` is not a leftover).
     static func isLiveMount(_ mountPoint: String) -> Bool {
-        guard isMountPoint(mountPoint) else { return false }
-        let probe = open(mountPoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if probe < 0 { return false }
+        isMountPoint(mountPoint) && openingError(ofFolder: mountPoint) == 0
+    }
+
+    /// The error of opening the folder at `path` (`errno`: `ENOTCONN` for a FUSE mount whose
+    /// process died), or 0 when it opens. Opening always asks the file system, where `lstat`
+    /// may be answered from the kernel's cache of a dead mount's root (as `fusermount3` checks).
+    static func openingError(ofFolder path: String) -> Int32 {
+        let probe = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard probe >= 0 else { return errno }
         close(probe)
-        return true
+        return 0
     }
 
     /// Checks what any FUSE mount by this process needs, whatever the folder: libfuse 3, a
@@ -80,14 +86,11 @@ public enum FUSEMountCheck {
     /// times a dead mount is looked at after a detach.
     static func checkMountPoint(_ mountPoint: String, options: FUSEMountOptions, looks: Int = 2) throws(FileProviderError) {
         var status = stat()
-        // `lstat` of a dead mount may be answered from the kernel's cache of the root's
-        // attributes; opening the folder always asks the file system (as fusermount3 checks).
         var code: Int32 = 0
         if lstat(mountPoint, &status) != 0 {
             code = errno
-        } else if isMountPoint(mountPoint) {
-            let probe = open(mountPoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            if probe >= 0 { close(probe) } else if errno == ENOTCONN { code = ENOTCONN }
+        } else if isMountPoint(mountPoint), openingError(ofFolder: mountPoint) == ENOTCONN {
+            code = ENOTCONN
         }
         if code != 0 {
             if code == ENOTCONN {
@@ -140,12 +143,8 @@ public enum FUSEMountCheck {
     /// detached one. A live mount, a dead mount of another subtype and a plain folder are left
     /// alone. Blocking (may run `fusermount3`).
     public static func detachDeadMount(at path: String, subtype: String) -> Bool {
-        let probe = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if probe >= 0 {
-            close(probe)
-            return false
-        }
-        guard errno == ENOTCONN || errno == ECONNABORTED, let line = mountInfo(for: path), line.contains(" fuse.\(subtype) ")
+        let failure = openingError(ofFolder: path)
+        guard failure == ENOTCONN || failure == ECONNABORTED, let line = mountInfo(for: path), line.contains(" fuse.\(subtype) ")
         else { return false }
         return detachDeadMount(path)
     }
