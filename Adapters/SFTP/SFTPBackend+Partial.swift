@@ -2,7 +2,7 @@ import AdapterKit
 import Foundation
 import ProviderCore
 
-/// A file a connection keeps open on its second channel between ranged reads of it.
+/// A file a connection keeps open on one of its channels between ranged reads of it.
 struct ReadHandle {
     /// The absolute path on the server.
     var remote: String
@@ -48,7 +48,7 @@ struct ReadHandles {
 }
 
 /// Closes the files ranged reads keep open once none was used for ``idleTime``: armed by each
-/// read, it sweeps every connection of the pool once the reads stop.
+/// read, it sweeps every channel of every connection of the pool once the reads stop.
 final class IdleHandleSweeper: @unchecked Sendable {
     /// How long a file stays open after its last ranged read, in nanoseconds.
     let idleTime: UInt64
@@ -84,9 +84,12 @@ final class IdleHandleSweeper: @unchecked Sendable {
         let now = DispatchTime.now().uptimeNanoseconds
         let cutoff = now > idleTime ? now - idleTime : 0
         pool.forEachConnection { connection in
-            guard let channel = connection.openTransferChannel else { return }
-            for handle in channel.readHandles.takeIdle(before: cutoff) {
-                channel.closeWithoutWaiting(handle.file.handle, on: connection)
+            // Both channels: a small read keeps its file on the second channel while the
+            // channel through `ssh` is not open yet, a large one on that channel.
+            for channel in connection.openChannels {
+                for handle in channel.readHandles.takeIdle(before: cutoff) {
+                    channel.closeWithoutWaiting(handle.file.handle, on: connection)
+                }
             }
         }
         let next = lock.withLock { () -> UInt64? in

@@ -255,6 +255,10 @@ final class SFTPConnection: @unchecked Sendable {
     /// channel), without opening it.
     var openTransferChannel: SFTPChannel? { transfers ?? extensions }
 
+    /// Every channel of the connection open now (the second channel, the one through `ssh`),
+    /// without opening any: each keeps its own files open for ranged reads.
+    var openChannels: [SFTPChannel] { [extensions, transfers].compactMap { $0 } }
+
     /// The channel for large transfers and ranged reads: through `ssh`
     /// (``SFTPChannel/openThroughSSH(on:)``) where it can be had, opened on first use, else the
     /// second channel. Small requests (listings, batches of small files, renames) stay on the

@@ -10,10 +10,11 @@ import Testing
 /// open between reads of one file, closed once idle, and never used for another version.
 @Suite("SFTP ranged reads")
 struct PartialReadTests {
-    /// The handles the backend's (only) connection keeps open for ranged reads.
+    /// The handles the backend's (only) connection keeps open for ranged reads, on every
+    /// channel.
     static func keptHandles(_ backend: SFTPBackend) async throws -> [ReadHandle] {
         try await backend.withConnection { connection throws(FileProviderError) -> [ReadHandle] in
-            connection.openTransferChannel?.readHandles.handles ?? []
+            connection.openChannels.flatMap(\.readHandles.handles)
         }
     }
 
@@ -170,6 +171,33 @@ struct PartialReadTests {
         }
         #expect(try Data(contentsOf: destination)[0..<1000] == contents[0..<1000])
         // Nothing reads any more: every kept handle is closed after the idle time.
+        #expect(try await eventually(timeout: 40) { try await Self.keptHandles(backend).isEmpty })
+        await backend.close()
+    }
+
+    /// A small read keeps its file on the second channel while the channel through `ssh` is
+    /// not open; a large read then keeps its file on that channel. Once idle both are closed
+    /// (the sweep looked only at the channel through `ssh` once it was open).
+    @Test func keptHandlesOfBothChannelsAreClosedOnceIdle() async throws {
+        let server = try await TestServer.shared()
+        let folder = try server.makeFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let large = Self.large(3 << 20, seed: 6)
+        try large.write(to: URL(fileURLWithPath: folder).appendingPathComponent("large.bin"))
+        let (contents, backend, destination) = try Self.twoFiles(30_000, in: folder, of: server, idleTime: 3_000_000_000)
+        let small = try await backend.item(for: "a.bin")
+        _ = try await backend.fetchPartialContents(for: small.identifier, version: small.version, range: 0..<1000, into: destination)
+        let big = try await backend.item(for: "large.bin")
+        let bigDestination = try TestServer.scratch().appendingPathComponent("large")
+        try Data(count: large.count).write(to: bigDestination)
+        _ = try await backend.fetchPartialContents(
+            for: big.identifier, version: big.version, range: 0..<Int64(large.count), into: bigDestination)
+        #expect(try Data(contentsOf: destination)[0..<1000] == contents[0..<1000])
+        #expect(try Data(contentsOf: bigDestination) == large)
+        let kept = try await backend.withConnection { connection throws(FileProviderError) -> [Bool] in
+            connection.openChannels.map { !$0.readHandles.handles.isEmpty }
+        }
+        #expect(kept == [true, true], "a file kept on each channel (the second channel, the one through ssh)")
         #expect(try await eventually(timeout: 40) { try await Self.keptHandles(backend).isEmpty })
         await backend.close()
     }
