@@ -50,8 +50,8 @@ final class SFTPChannel {
     static let firstReadDirBatch = 4
     static let maximumReadDirBatch = 32
 
-    /// The endpoints where `ssh` failed once: their connections use libssh2's channel.
-    private static let openSSHRefused = Mutex<Set<String>>([])
+    /// The endpoints where `ssh` failed lately: their new connections use libssh2's channel.
+    private static let openSSHRefusals = Mutex(OpenSSHRefusals())
 
     /// Whether the channel's bytes go through `ssh`.
     var isOpenSSH: Bool {
@@ -60,11 +60,12 @@ final class SFTPChannel {
     }
 
     /// A channel through `ssh` for the connection's large transfers, where ``OpenSSHSubsystem``
-    /// says so and `ssh` did not fail for this endpoint before; `nil` otherwise, or when `ssh`
-    /// fails now (logged; the endpoint's transfers stay on libssh2's channel from then on).
+    /// says so and `ssh` did not fail for this endpoint lately (``OpenSSHRefusals``); `nil`
+    /// otherwise, or when `ssh` fails now (logged; the endpoint's new connections stay on
+    /// libssh2's channel for ``OpenSSHRefusals/retryInterval``).
     static func openThroughSSH(on connection: SFTPConnection) -> SFTPChannel? {
         let settings = connection.session.settings
-        guard !openSSHRefused.withLock({ $0.contains(settings.endpoint) }),
+        guard !openSSHRefusals.withLock({ $0.refuses(settings.endpoint, now: DispatchTime.now().uptimeNanoseconds) }),
             let command = OpenSSHSubsystem.command(settings, credential: connection.session.credential, ssh: SSHResolver.findSSH())
         else { return nil }
         do throws(FileProviderError) {
@@ -77,9 +78,10 @@ final class SFTPChannel {
                 throw error
             }
         } catch {
-            openSSHRefused.withLock { _ = $0.insert(settings.endpoint) }
+            openSSHRefusals.withLock { $0.record(settings.endpoint, now: DispatchTime.now().uptimeNanoseconds) }
             SFTPBackend.logger.notice(
-                "\(settings.endpoint): the SFTP channel through ssh failed (\(error.message)); libssh2's channel serves instead")
+                "\(settings.endpoint): the SFTP channel through ssh failed (\(error.message)); libssh2's channel serves instead (ssh is tried again in \(OpenSSHRefusals.retryInterval / 60_000_000_000) minutes)"
+            )
             return nil
         }
     }

@@ -76,7 +76,7 @@ struct OpenSSHChannelTests {
 
     /// `ssh` refuses a private key others may read (libssh2 takes it): its channel fails at
     /// the start, and the connection uses libssh2's channel, byte-identical, for that server
-    /// from then on.
+    /// from then on (its new connections for five minutes: below).
     @Test func aSSHThatCannotLogInLeavesTheChannelToLibSSH2() async throws {
         try await SSHServer.withStarted { server in
             let key = try TestServer.scratch().appendingPathComponent("open-key")
@@ -96,6 +96,22 @@ struct OpenSSHChannelTests {
             #expect(Self.sshProcesses(of: server).isEmpty, "a refused ssh outlived its attempt")
             await backend.close()
         }
+    }
+
+    /// A server where `ssh` failed is left to libssh2's channel for the retry interval, then
+    /// `ssh` is tried again; other servers are not affected.
+    @Test func aServerWhereSSHFailedIsTriedAgainLater() {
+        var refusals = OpenSSHRefusals()
+        let start: UInt64 = 1_000_000_000_000
+        #expect(!refusals.refuses("ann@files.example:22", now: start))
+        refusals.record("ann@files.example:22", now: start)
+        #expect(refusals.refuses("ann@files.example:22", now: start))
+        #expect(refusals.refuses("ann@files.example:22", now: start + OpenSSHRefusals.retryInterval - 1))
+        #expect(!refusals.refuses("ann@files.example:22", now: start + OpenSSHRefusals.retryInterval))
+        #expect(!refusals.refuses("bob@files.example:22", now: start + 1))
+        // A failure of the retry starts the interval again.
+        refusals.record("ann@files.example:22", now: start + OpenSSHRefusals.retryInterval)
+        #expect(refusals.refuses("ann@files.example:22", now: start + OpenSSHRefusals.retryInterval + 1))
     }
 
     @Test func onlyWhereSSHCanLogInAloneWithTheSameSettings() throws {
