@@ -38,7 +38,8 @@ python3's scripts folder, else `weed` on PATH.
 A download row's bucket is named after its dataset and filled once per cluster with `rclone copy
 --transfers 32` (untimed; a stamp in the cluster's folder says it is complete, so the rows after
 the first reuse it while the cluster lives). An upload row makes a new, empty bucket for each
-run (`rclone mkdir`, untimed). Our CLI gets the keys from AWS_ACCESS_KEY_ID and
+run (`rclone mkdir`, untimed) and removes the buckets of the runs before it (`rclone purge`,
+untimed: a SeaweedFS collection each, whose volumes and bytes would fill the cluster). Our CLI gets the keys from AWS_ACCESS_KEY_ID and
 AWS_SECRET_ACCESS_KEY (the timed command starts with `env`, which execs it); rclone gets an
 on-the-fly remote (`:s3,provider=SeaweedFS,endpoint=…,access_key_id=…,secret_access_key=…:bucket`),
 no configuration file. Our domains use as many connections as rclone works with at once: 8 for
@@ -100,6 +101,7 @@ class Cluster:
         bench.RUNS.mkdir(parents=True, exist_ok=True)
         self.dir = Path(tempfile.mkdtemp(prefix="seaweedfs-", dir=bench.RUNS))
         self.groups: list[subprocess.Popen] = []
+        self.upload_buckets: list[str] = []  # the upload runs' buckets not removed yet
         atexit.register(self.stop)
         self.access_key = "AK" + secrets.token_hex(9).upper()
         self.secret_key = secrets.token_urlsafe(30)
@@ -228,10 +230,17 @@ class Cluster:
         return bucket
 
     def empty_bucket(self, run) -> str:
-        """A new, empty bucket for one run of an upload row."""
+        """A new, empty bucket for one run of an upload row. The buckets of the runs before it
+        are removed first (their runs are over): each bucket is a SeaweedFS collection, which
+        takes volumes of its own on both servers (`-max` of them each) and keeps its bytes on
+        disk until it is deleted; a full run's upload rows ran out of both."""
+        for old in self.upload_buckets:
+            subprocess.run(self.rclone("purge", self.remote(old)), stdin=subprocess.DEVNULL, capture_output=True)
+        self.upload_buckets = []
         # Its own name (3-63 lower-case letters, digits and dashes, a letter or digit at each end).
         bucket = f"up-{secrets.token_hex(8)}"
         self.bench.run_untimed(self.rclone("mkdir", self.remote(bucket)))
+        self.upload_buckets.append(bucket)
         return bucket
 
 
