@@ -6,7 +6,8 @@
 
 Starts `serve` (every connected domain, default options: a poll of each store every 30 s),
 waits until each named domain has logged its first sync (and, when the database has no index of
-names yet, until serve has built it: one-time work after the first syncs), then measures the serve process
+names yet, until serve has built it, and until its background population has left no dataless
+folder: one-time work after the first syncs), then measures the serve process
 over a window of idle time (default 60 s): the CPU time it used (user + system, from
 /proc/PID/stat) and, at the end, its resident memory (VmRSS) and peak (VmHWM). Then it saves
 a 4 KiB file into the replica root of the first N domains (default 3), one after the other,
@@ -27,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from serve_latency import seconds_until_stored, stop, wait_for
+from serve_latency import no_dataless_folders, seconds_until_stored, stop, wait_for
 
 
 def cpu_seconds(pid: int) -> float:
@@ -73,7 +74,7 @@ def main() -> int:
         def started() -> bool:
             text = log_path.read_text(errors="replace")
             synced = all(f"{name}: " in text for name, _, _ in domains)
-            return synced and (not builds_index or "the index of names for " in text)
+            return synced and (not builds_index or "the index of names for " in text) and no_dataless_folders(args.home)
 
         if not wait_for(started, args.startup_timeout, 0.05):
             print(f"serve did not finish its first syncs:\n{log_path.read_text(errors='replace')}", file=sys.stderr)

@@ -5,7 +5,7 @@
         [--folder REL] [--startup-timeout SECONDS] [--clean]
 
 Starts `serve DOMAIN` (default options: 1 s settle time, 30 s poll interval), waits for its
-first sync, then saves N files of 4 KiB in the replica one after the other, half of them written
+first sync and its background population of dataless folders, then saves N files of 4 KiB in the replica one after the other, half of them written
 in place (open, write, close) and half the way editors save (a temporary file renamed into
 place). Each latency runs from the moment the save is complete (after close, or after the
 rename) until the file is in the store with all its bytes. Prints one JSON line:
@@ -25,6 +25,7 @@ import os
 import signal
 import statistics
 import subprocess
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -37,6 +38,17 @@ def wait_for(condition, timeout: float, interval: float = 0.001) -> bool:
             return True
         time.sleep(interval)
     return condition()
+
+
+def no_dataless_folders(home: str) -> bool:
+    """Whether serve's background population is over: the database holds no dataless folder
+    (a sync in placeholder-files mode leaves folders past its budget dataless, and serve
+    populates them once its first syncs are done: startup work, like the index of names)."""
+    try:
+        with sqlite3.connect(f"file:{Path(home) / 'metadata.sqlite'}?mode=ro", uri=True, timeout=5) as db:
+            return db.execute("SELECT count(*) FROM item WHERE isDataless AND kind = 'folder'").fetchone()[0] == 0
+    except sqlite3.Error:
+        return False
 
 
 def seconds_until_stored(landed: Path, size: int, since: float, what: str, log_path: Path) -> float | None:
@@ -95,6 +107,9 @@ def main() -> int:
         # The first sync logs one line per domain ("DOMAIN: N sent, ...").
         if not wait_for(lambda: f"{args.domain}: " in log_path.read_text(errors="replace"), args.startup_timeout, 0.01):
             print(f"serve did not finish its first sync:\n{log_path.read_text(errors='replace')}", file=sys.stderr)
+            return 1
+        if not wait_for(lambda: no_dataless_folders(args.home), args.startup_timeout, 0.2):
+            print(f"serve did not populate the dataless folders:\n{log_path.read_text(errors='replace')}", file=sys.stderr)
             return 1
         latencies = []
         payload = os.urandom(4096)
