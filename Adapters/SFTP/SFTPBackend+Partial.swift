@@ -80,8 +80,10 @@ final class IdleHandleSweeper: @unchecked Sendable {
         }
     }
 
-    private func sweep() {
-        let now = DispatchTime.now().uptimeNanoseconds
+    /// Closes the kept files last used more than ``idleTime`` before `now` (`DispatchTime`
+    /// nanoseconds; a test passes a later time to sweep at once), on every connection's own
+    /// thread: the closes run after this returns.
+    func sweep(now: UInt64 = DispatchTime.now().uptimeNanoseconds) {
         let cutoff = now > idleTime ? now - idleTime : 0
         pool.forEachConnection { connection in
             // Both channels: a small read keeps its file on the second channel while the

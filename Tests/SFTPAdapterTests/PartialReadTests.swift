@@ -176,15 +176,18 @@ struct PartialReadTests {
     }
 
     /// A small read keeps its file on the second channel while the channel through `ssh` is
-    /// not open; a large read then keeps its file on that channel. Once idle both are closed
-    /// (the sweep looked only at the channel through `ssh` once it was open).
+    /// not open; a large read then keeps its file on that channel. A sweep closes both (it
+    /// looked only at the channel through `ssh` once that was open). The idle time is an hour,
+    /// so nothing is swept before the test asks (a loaded machine took more than 3 s between
+    /// the reads and the check), and the sweep is asked for a moment past it.
     @Test func keptHandlesOfBothChannelsAreClosedOnceIdle() async throws {
         let server = try await TestServer.shared()
         let folder = try server.makeFolder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let large = Self.large(3 << 20, seed: 6)
         try large.write(to: URL(fileURLWithPath: folder).appendingPathComponent("large.bin"))
-        let (contents, backend, destination) = try Self.twoFiles(30_000, in: folder, of: server, idleTime: 3_000_000_000)
+        let idleTime: UInt64 = 3_600_000_000_000
+        let (contents, backend, destination) = try Self.twoFiles(30_000, in: folder, of: server, idleTime: idleTime)
         let small = try await backend.item(for: "a.bin")
         _ = try await backend.fetchPartialContents(for: small.identifier, version: small.version, range: 0..<1000, into: destination)
         let big = try await backend.item(for: "large.bin")
@@ -198,6 +201,7 @@ struct PartialReadTests {
             connection.openChannels.map { !$0.readHandles.handles.isEmpty }
         }
         #expect(kept == [true, true], "a file kept on each channel (the second channel, the one through ssh)")
+        backend.readHandleSweeper.sweep(now: DispatchTime.now().uptimeNanoseconds + idleTime + 1)
         #expect(try await eventually(timeout: 40) { try await Self.keptHandles(backend).isEmpty })
         await backend.close()
     }
