@@ -39,9 +39,9 @@ A download row's bucket is named after its dataset and filled once per cluster w
 --transfers 32` (untimed; a stamp in the cluster's folder says it is complete, so the rows after
 the first reuse it while the cluster lives). An upload row makes a new, empty bucket for each
 run (`rclone mkdir`, untimed) and removes the buckets of the runs before it (`rclone purge`,
-untimed: a SeaweedFS collection each, whose volumes and bytes would fill the cluster). Our CLI gets the keys from AWS_ACCESS_KEY_ID and
-AWS_SECRET_ACCESS_KEY (the timed command starts with `env`, which execs it); rclone gets an
-on-the-fly remote (`:s3,provider=SeaweedFS,endpoint=…,access_key_id=…,secret_access_key=…:bucket`),
+untimed: a SeaweedFS collection each, whose volumes and bytes would fill the cluster). Our CLI
+gets the keys from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (the timed command starts with
+`env`, which execs it); rclone gets an on-the-fly remote (`:s3,provider=SeaweedFS,endpoint=…,access_key_id=…,secret_access_key=…:bucket`),
 no configuration file. Our domains use as many connections as rclone works with at once: 8 for
 listings (rclone's checkers), 4 for the 1 GiB file (its streams and upload concurrency), 16 for
 the 10,000 files (its --transfers 16).

@@ -5,9 +5,9 @@
         [--folder REL] [--startup-timeout SECONDS] [--clean]
 
 Starts `serve DOMAIN` (default options: 1 s settle time, 30 s poll interval), waits for its
-first sync and its background population of dataless folders, then saves N files of 4 KiB in the replica one after the other, half of them written
-in place (open, write, close) and half the way editors save (a temporary file renamed into
-place). Each latency runs from the moment the save is complete (after close, or after the
+first sync and its background population of dataless folders, then saves N files of 4 KiB in
+the replica one after the other, half of them written in place (open, write, close) and half
+the way editors save (a temporary file renamed into place). Each latency runs from the moment the save is complete (after close, or after the
 rename) until the file is in the store with all its bytes. Prints one JSON line:
 {"seconds": median, "latencies": [...], "peak_mib": serve's peak RSS}.
 
@@ -23,9 +23,9 @@ import argparse
 import json
 import os
 import signal
+import sqlite3
 import statistics
 import subprocess
-import sqlite3
 import sys
 import time
 from pathlib import Path
