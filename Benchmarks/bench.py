@@ -11,6 +11,11 @@ file system as the data). The page cache is never dropped: all numbers are warm-
 
 Each tool is timed with time.perf_counter around its command(s); peak RSS and CPU time (user +
 system of the process and the children it waited for) come from the child's rusage (os.wait4).
+On a VM whose balloon reports free pages to the host (`/sys/module/page_reporting`), the run holds
+the reporting off and restores it at the end (--keep-page-reporting: leave it): the host takes
+back pages freed for 2 s, and the next program to fill 1 GiB of page cache then pays 1-2.5 s
+more for the host's page faults, whichever tool it is (Docs/Performance.md, "Method").
+
 The Markdown table is printed and, unless --no-doc, written into Docs/Performance.md between the
 bench markers.
 
@@ -24,6 +29,7 @@ To add a benchmark, add a Dataset to DATASETS if needed and a Benchmark to BENCH
 from __future__ import annotations
 
 import argparse
+import atexit
 import datetime
 import json
 import os
@@ -675,6 +681,40 @@ def machine_info() -> dict[str, str]:
     }
 
 
+PAGE_REPORTING_ORDER = Path("/sys/module/page_reporting/parameters/page_reporting_order")
+# Above the buddy allocator's largest block (order 10): no free block is ever large enough to
+# be reported, so the host never takes back the guest's free pages during the run.
+NO_REPORTING_ORDER = 11
+
+
+def hold_page_reporting_off() -> str | None:
+    """Stops the VM's free page reporting for the run (restored at exit); returns what the
+    header says about it, or None when the machine has none. Reported pages are discarded by
+    the host, and the next touch of each costs a fault there: filling 1 GiB of page cache took
+    2.6 s after the pages had been free for 10 s, 0.2 s right after (`dd bs=1M` on ext4,
+    2026-12-06), so without this a row's time depends on how long the memory it gets had
+    been free, not on the tool."""
+    try:
+        before = PAGE_REPORTING_ORDER.read_text().strip()
+    except OSError:
+        return None
+    if int(before) >= NO_REPORTING_ORDER:
+        return f"off (page_reporting_order {before} before the run)"
+    try:
+        PAGE_REPORTING_ORDER.write_text(f"{NO_REPORTING_ORDER}\n")
+    except OSError as e:
+        return f"on: could not hold it off ({e.strerror}); times of rows that fill much memory vary"
+
+    def restore() -> None:
+        try:
+            PAGE_REPORTING_ORDER.write_text(f"{before}\n")
+        except OSError as e:
+            print(f"could not restore {PAGE_REPORTING_ORDER} to {before}: {e.strerror}", file=sys.stderr)
+
+    atexit.register(restore)
+    return f"held off during the run (page_reporting_order {before} → {NO_REPORTING_ORDER}, restored at the end)"
+
+
 def report(table: str, info: dict[str, str], runs: int, warmup: int, notes: list[str] | None = None) -> str:
     facts = "\n".join(f"- {key}: {value}" for key, value in info.items())
     fetched = "\nBytes fetched from the store (where a tool counts them):\n\n" + "\n".join(notes) + "\n" if notes else ""
@@ -807,6 +847,10 @@ def parse_args() -> argparse.Namespace:
         help="another build of fileproviderctl (e.g. the commit before a refactor) run beside ours in every row, "
         "in the same rounds, as the tool '<name> @baseline' (no targets apply to it); never writes Performance.md",
     )
+    p.add_argument(
+        "--keep-page-reporting", action="store_true",
+        help="leave the VM's free page reporting as it is (by default the run holds it off; see the module's doc)",
+    )
     p.add_argument("--runs", type=int, default=5, help="timed runs per tool (default 5)")
     p.add_argument("--warmup", type=int, default=1, help="untimed runs per tool first (default 1)")
     p.add_argument(
@@ -849,6 +893,7 @@ def main() -> int:
     if args.baseline:
         selected = [with_baseline(b, str(Path(args.baseline).resolve())) for b in selected]
         args.doc = False
+    reporting = None if args.keep_page_reporting else hold_page_reporting_off()
     results: list[Result] = []
     rows: list[list[str]] = []
     for bench in selected:
@@ -859,6 +904,8 @@ def main() -> int:
     table = markdown_table(rows)
     notes = fetched_notes(results)
     info = machine_info()
+    if reporting or args.keep_page_reporting and PAGE_REPORTING_ORDER.exists():
+        info["free page reporting"] = reporting or "left on (--keep-page-reporting)"
     print(table)
     if notes:
         print("\n".join(["", "Bytes fetched from the store:", *notes]))
