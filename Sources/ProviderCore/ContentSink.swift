@@ -63,6 +63,8 @@ public final class ContentSink: @unchecked Sendable {
     /// cannot).
     private var file: String?
     private var descriptor: Int32 = -1
+    /// Told how many bytes from the first one the sink has taken without a gap, as that grows.
+    private var contiguousObserver: (@Sendable (Int64) -> Void)?
 
     /// A sink hashing with the digest `makeDigest` makes (a new one when the file starts again).
     public init(_ makeDigest: @escaping @Sendable () -> any ContentDigest) {
@@ -91,6 +93,14 @@ public final class ContentSink: @unchecked Sendable {
             }
         }
         return descriptor >= 0 ? descriptor : nil
+    }
+
+    /// Calls `observer` with the number of bytes from the file's first one the sink has taken
+    /// without a gap each time it grows (a download's pieces are taken once written: so many
+    /// bytes are in the file). It runs under the sink's lock, on the thread that hands the
+    /// piece: it must be short and must not call the sink. Before the first piece.
+    public func observeContiguous(_ observer: @escaping @Sendable (Int64) -> Void) {
+        lock.withLock { contiguousObserver = observer }
     }
 
     /// Takes the bytes at `offset` of the file: a copy goes to the hashing thread's queue (this
@@ -123,6 +133,7 @@ public final class ContentSink: @unchecked Sendable {
                     next += Int64(count)
                 }
             }
+            contiguousObserver?(next)
         } else if offset > next, pending[offset] == nil, pending.count < Self.pendingPiecesLimit, readBackDescriptor() != nil {
             pending[offset] = .inFile(bytes.count)
         } else if offset > next, pending[offset] == nil, pendingBytes + bytes.count <= Self.pendingLimit {

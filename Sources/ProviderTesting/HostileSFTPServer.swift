@@ -82,6 +82,12 @@ public final class HostileSFTPServer: @unchecked Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
+    /// Lets the reads of `/gated/gated.bin` past its first 4 MiB go on (they wait until then).
+    /// - Throws: when the gate file cannot be written.
+    public func openGate() throws {
+        try Data().write(to: directory.appendingPathComponent("open-gate"))
+    }
+
     /// The options of an `sftp` domain on this server. As the user `limits` the server offers
     /// `limits@openssh.com`, as OpenSSH does, so transfers go over the adapter's own channel.
     public func options(root: String = "/data", user: String = "hostile") -> [String: String] {

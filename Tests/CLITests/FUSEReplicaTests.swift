@@ -484,6 +484,36 @@ struct FUSEReplicaTests {
         try await OnAccessTests.aFileMovedAndReadIsFetched(.fuse)
     }
 
+    /// With `--hydration full` a read is answered once the whole-file fill has written its
+    /// bytes, not once the file is whole: `head` gets the first MiB of a file whose store stalls
+    /// past its first 4 MiB (the hostile SFTP server's `/gated/gated.bin`), and once the store
+    /// goes on `cat` reads every byte right and the file is downloaded.
+    @Test func aWholeFileFillAnswersReadsOfWhatItHasWrittenBeforeItEnds() async throws {
+        try await HostileSFTPServer.withStarted { server in
+            let temp = try TemporaryFolder()
+            let served = try await ServedDomain(
+                temp: temp, storeFolder: temp.url.appendingPathComponent("unused").path, backend: "sftp",
+                options: server.options(root: "/gated"), files: [:], addArguments: ["--hydration", "full"], layout: .fuse)
+            try await served.startServe()
+            let file = served.replica + "/gated.bin"
+            let expected = Data((0..<(8 << 20)).map { UInt8($0 % 251) })
+
+            let head = try await runProgram(["head", "-c", "1048576", file], timeout: 30)
+            #expect(head.succeeded, "head waited for the whole file, which the store holds back: \(head)\n\(served.logs.suffix(2000))")
+            #expect(head.output == expected.prefix(1 << 20), "head read \(head.output.count) bytes, not the file's first MiB")
+            #expect(served.fetches(of: "gated.bin") == 0, "the fill cannot have ended while the store holds the rest back")
+
+            try server.openGate()
+            let cat = try await runProgram(["cat", file], timeout: 60)
+            #expect(cat.succeeded, "\(cat)")
+            #expect(cat.output == expected, "cat read \(cat.output.count) bytes, not the file's")
+            #expect(await served.fetches(of: "gated.bin", reaching: 1) == 1, "\(served.logs.suffix(2000))")
+            let listed = try await served.cli.run(["ls", "d:/", "--json"])
+            #expect(listed.stdout.contains("\"materialized\""), "\(listed.stdout)")
+            try await served.stopServe()
+        }
+    }
+
     // The folder read-ahead, shared with fanotify (OnAccessReadAheadTests).
 
     @Test(arguments: ["full", "progressive"])

@@ -32,36 +32,48 @@ extension Downloader {
     ///   throws; `corruptData` when the store sent another size than it announced, or bytes that
     ///   do not match the content hash it sent (twice: a mismatch is fetched once more).
     func fillInPlace(_ record: ItemRecord) async throws(FileProviderError) -> ItemRecord {
-        let key = ItemIdentifier("fill:" + record.identifier.rawValue)
-        let task = fills.withLock { map -> Task<ItemRecord, any Error> in
-            if let running = map[key] {
-                joinedFills.withLock { $0 += 1 }
-                return running
-            }
-            let task = Task { [self] () async throws -> ItemRecord in
-                defer { _ = self.fills.withLock { $0.removeValue(forKey: key) } }
-                return try await self.performFillOnceMore(record)
-            }
-            map[key] = task
-            return task
-        }
         do {
-            return try await task.value
+            return try await startFill(record).task.value
         } catch {
             throw FileProviderError.wrap(error)
         }
     }
 
-    /// ``performFill(_:)``, and once more after a download that did not match the store's hash
-    /// (never placed), then recorded on the item.
-    private func performFillOnceMore(_ record: ItemRecord) async throws(FileProviderError) -> ItemRecord {
+    /// Starts the fill of `record`'s dataless file in place, or joins the one under way (as
+    /// ``fillInPlace(_:)``, which awaits its task): its task, which throws what
+    /// ``fillInPlace(_:)`` throws, and how far it has written the file, for a reader that may
+    /// read the bytes written before the fill ends (``FillWatermark``).
+    func startFill(_ record: ItemRecord) -> (task: Task<ItemRecord, any Error>, watermark: FillWatermark) {
+        let key = ItemIdentifier("fill:" + record.identifier.rawValue)
+        return fills.withLock { map in
+            if let running = map[key] {
+                joinedFills.withLock { $0 += 1 }
+                return running
+            }
+            let watermark = FillWatermark()
+            let task = Task { [self] () async throws -> ItemRecord in
+                defer {
+                    _ = self.fills.withLock { $0.removeValue(forKey: key) }
+                    watermark.end()
+                }
+                return try await self.performFillOnceMore(record, watermark: watermark)
+            }
+            map[key] = (task, watermark)
+            return (task, watermark)
+        }
+    }
+
+    /// ``performFill(_:watermark:)``, and once more after a download that did not match the
+    /// store's hash (never placed), then recorded on the item. Only the first try moves
+    /// `watermark`: the failed one revoked it.
+    private func performFillOnceMore(_ record: ItemRecord, watermark: FillWatermark) async throws(FileProviderError) -> ItemRecord {
         do {
-            return try await performFill(record)
-        } catch where HashMismatch.isMismatch(error) {
+            return try await performFill(record, watermark: watermark)
+        } catch  where HashMismatch.isMismatch(error) {
             context.logger.warning("\(error.message); fetching it once more")
             do {
-                return try await performFill(record)
-            } catch where HashMismatch.isMismatch(error) {
+                return try await performFill(record, watermark: nil)
+            } catch  where HashMismatch.isMismatch(error) {
                 await recordMismatch(error, of: record)
                 throw error
             }
@@ -71,7 +83,7 @@ extension Downloader {
     /// Fills the file in place from a ranged read where the store has them (falling back to a
     /// staged download when the store has another version, or refuses ranged reads after
     /// all), else from a staged download.
-    private func performFill(_ record: ItemRecord) async throws(FileProviderError) -> ItemRecord {
+    private func performFill(_ record: ItemRecord, watermark: FillWatermark?) async throws(FileProviderError) -> ItemRecord {
         let replica = self.replica
         let isOurs = try await executor.run { replica.isPlaceholder(of: record.identifier, at: record.path) }
         guard isOurs else {
@@ -79,8 +91,8 @@ extension Downloader {
         }
         if backend.capabilities.supportsRangedReads && record.size > 0 {
             do {
-                return try await performRangedFill(record)
-            } catch where error.code == .versionNoLongerAvailable || error.code == .notSupported {
+                return try await performRangedFill(record, watermark: watermark)
+            } catch  where error.code == .versionNoLongerAvailable || error.code == .notSupported {
                 // Changed in the store since the last sync (its size may differ): the staged
                 // download takes what the store has now.
                 context.logger.debug("\(display(record.path)): \(error.message); filled from a staged download instead")
@@ -91,10 +103,11 @@ extension Downloader {
 
     /// Writes the whole file into itself with one ranged read of the record's content version,
     /// hashed as it is written (``ContentSink``), then checks, dates, marks and records it. A
-    /// failure punches out what was written and leaves the file dataless.
+    /// failure punches out what was written and leaves the file dataless. `watermark` follows
+    /// the bytes written without a gap (the sink's), and is revoked before a failure punches.
     /// - Throws: what ``fillInPlace(_:)`` throws; `versionNoLongerAvailable` when the store has
     ///   another version (nothing was written then, or it was given back).
-    private func performRangedFill(_ record: ItemRecord) async throws(FileProviderError) -> ItemRecord {
+    private func performRangedFill(_ record: ItemRecord, watermark: FillWatermark?) async throws(FileProviderError) -> ItemRecord {
         let replica = self.replica
         // The bytes go into the item's own file; the promise is held under the name a staged
         // fill would use (nothing is created there), so that the space is counted.
@@ -102,6 +115,7 @@ extension Downloader {
         defer { fill.release() }
         let target = fill.target
         let sink = FastSHA256.sink()
+        if let watermark { sink.observeContiguous { watermark.advance(to: $0) } }
         let destination = URL(fileURLWithPath: target)
         let backend = self.backend
         let written: PartialContents
@@ -115,6 +129,7 @@ extension Downloader {
             // Cut short (a reset connection, a short or lying reply, a full disk): what was
             // written is given back, the file is dataless as before.
             let reported = try? await executor.run { () throws(FileProviderError) -> FileProviderError in
+                watermark?.revoke()
                 try Self.restoreDataless(atPath: target, size: record.size)
                 return fill.reported(error)
             }
@@ -136,6 +151,7 @@ extension Downloader {
                 if let date = item.contentModificationDate { try replica.setModificationDate(date, atPath: target) }
                 return (try self.markFilled(record, item), sha256)
             } catch {
+                watermark?.revoke()
                 try Self.restoreDataless(atPath: target, size: record.size)
                 throw error
             }

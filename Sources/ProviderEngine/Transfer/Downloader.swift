@@ -26,8 +26,9 @@ final class Downloader: Sendable {
     let space: SpaceReservations
     /// Downloads under way (and finished ones until their batch is recorded), by item.
     let downloads = Mutex<[ItemIdentifier: SharedDownload]>([:])
-    /// Fills of dataless files under way (``fillInPlace(_:)``), by item.
-    let fills = Mutex<[ItemIdentifier: Task<ItemRecord, any Error>]>([:])
+    /// Fills of dataless files under way (``fillInPlace(_:)``), by item, with how far each has
+    /// written its file.
+    let fills = Mutex<[ItemIdentifier: (task: Task<ItemRecord, any Error>, watermark: FillWatermark)]>([:])
     /// How many callers of ``fillInPlace(_:)`` joined a fill already running (diagnostics and
     /// tests).
     let joinedFills = Mutex(0)
@@ -221,12 +222,12 @@ final class Downloader: Sendable {
                     do throws(FileProviderError) {
                         do throws(FileProviderError) {
                             return [.success(try await self.performDownload(record, checkpoint: checkpoint, report: report))]
-                        } catch where HashMismatch.isMismatch(error) {
+                        } catch  where HashMismatch.isMismatch(error) {
                             // Bytes that are not the store's are never placed: fetched once more.
                             self.context.logger.warning("\(error.message); fetching it once more")
                             do throws(FileProviderError) {
                                 return [.success(try await self.performDownload(record, checkpoint: nil, report: report))]
-                            } catch where HashMismatch.isMismatch(error) {
+                            } catch  where HashMismatch.isMismatch(error) {
                                 await self.recordMismatch(error, of: record)
                                 throw error
                             }

@@ -73,10 +73,15 @@ public protocol FUSEFileSystem: Sendable {
 
     /// A program reads `count` bytes at `offset` of the open file `inode`: return once those
     /// bytes (up to the end of the file) are present in `descriptor` (fetching them first, the
-    /// progressive hydrator); the session then answers from `descriptor`.
+    /// progressive hydrator); the session then answers from `descriptor`. A file system whose
+    /// bytes could be taken away again (a fill that fails gives its blocks back) may instead
+    /// call `answer` (the session's answer from `descriptor`) while it holds them, at most once
+    /// and never after throwing; the session answers itself when it was not called.
     /// - Throws: `ioError` when the bytes cannot be fetched (the store is unreachable): the
     ///   program's read fails, it never reads bytes that are not the file's.
-    func read(_ inode: UInt64, descriptor: Int32, offset: UInt64, count: Int, by requester: FUSERequester) throws(FUSEError)
+    func read(
+        _ inode: UInt64, descriptor: Int32, offset: UInt64, count: Int, by requester: FUSERequester, answer: () -> Void
+    ) throws(FUSEError)
 
     /// Writes `bytes` at `offset` of the open file `inode` (to `descriptor`) and returns how
     /// many were written. With the writeback cache these come from the kernel's page cache,

@@ -148,10 +148,17 @@ enum FUSEOperations {
         operations.read = { request, inode, count, offset, file in
             let (session, requester) = FUSEOperations.context(request)
             guard let descriptor = FUSEOperations.descriptor(file), offset >= 0 else { return FUSEOperations.fail(request, .invalid) }
+            var answered = false
             do throws(FUSEError) {
-                try session.fileSystem.read(inode, descriptor: descriptor, offset: UInt64(offset), count: count, by: requester)
-                _ = fp_fuse_reply_fd(request, descriptor, count, offset)
-            } catch { FUSEOperations.fail(request, error) }
+                try session.fileSystem.read(inode, descriptor: descriptor, offset: UInt64(offset), count: count, by: requester) {
+                    guard !answered else { return }
+                    answered = true
+                    _ = fp_fuse_reply_fd(request, descriptor, count, offset)
+                }
+                if !answered { _ = fp_fuse_reply_fd(request, descriptor, count, offset) }
+            } catch {
+                if !answered { FUSEOperations.fail(request, error) }
+            }
         }
         operations.write = { request, inode, bytes, count, offset, file in
             let (session, requester) = FUSEOperations.context(request)

@@ -325,7 +325,9 @@ public final class FolderFileSystem: FUSEFileSystem {
         return FUSEOpenFile(descriptor: fd, isComplete: isComplete)
     }
 
-    public func read(_ inode: UInt64, descriptor: Int32, offset: UInt64, count: Int, by requester: FUSERequester) throws(FUSEError) {
+    public func read(
+        _ inode: UInt64, descriptor: Int32, offset: UInt64, count: Int, by requester: FUSERequester, answer: () -> Void
+    ) throws(FUSEError) {
         note(requester)
         table.withLock {
             $0.statistics.largestRead = max($0.statistics.largestRead, count)

@@ -27,12 +27,19 @@ client reads over its own SFTP channel instead of libssh2's. The tree, below any
 
 Below the root path /endless instead, the root folder's listing never ends: every READDIR is
 answered with the same 2,000 names again, never with EOF.
+
+Below the root path /gated, the tree is one file that stalls halfway:
+
+    gated.bin  8 MiB, byte i is i % 251; a read of bytes past its first 4 MiB waits until the
+               file "open-gate" exists in the folder of HOST_KEY (what the test creates to let
+               the rest come)
 """
 
 import os
 import socket
 import sys
 import threading
+import time
 
 import struct
 
@@ -63,6 +70,12 @@ FILES = {
     "loop": (FOLDER, 0, MTIME, b"", 0),
     "liar": (FOLDER, 0, MTIME, b"", 0),
 }
+GATED_SIZE = 8 << 20
+GATED_OPEN_AFTER = 4 << 20
+GATED = (FILE, GATED_SIZE, MTIME, bytes(i % 251 for i in range(GATED_SIZE)), 0)
+# Set by main(): the file whose existence lets reads past GATED_OPEN_AFTER go on.
+GATE_PATH = None
+
 # reset.bin is not listed (a sync would trip over it), only there when asked for.
 ROOT_NAMES = [n for n in sorted(FILES) if n not in ("leaf.txt", "reset.bin")]
 
@@ -93,6 +106,10 @@ def describe(path):
     parts = [p for p in path.split("/") if p and p != "."]
     if parts == ["endless"]:
         return (FOLDER, 0, MTIME, b"", 0), []
+    if parts == ["gated"]:
+        return (FOLDER, 0, MTIME, b"", 0), ["gated.bin"]
+    if parts == ["gated", "gated.bin"]:
+        return GATED, None
     if parts[:1] == ["data"]:
         parts = parts[1:]
     if not parts:
@@ -145,6 +162,10 @@ class Handle(paramiko.SFTPHandle):
         if self.name == "reset.bin" and offset + length > RESET_AFTER:
             self.ssh_server.reset()
             return paramiko.SFTP_FAILURE
+        if self.entry is GATED and offset + length > GATED_OPEN_AFTER:
+            # Polls a file the test creates: nothing else can signal this process.
+            while not os.path.exists(GATE_PATH):
+                time.sleep(0.05)
         if offset >= len(data):
             return SFTP_EOF
         return data[offset:offset + length] + b"x" * extra
@@ -176,7 +197,7 @@ class Interface(paramiko.SFTPServerInterface):
         entry, names = found
         if names is None:
             return paramiko.SFTP_FAILURE
-        return [attributes(n, FILES[n]) for n in names]
+        return [attributes(n, GATED if n == "gated.bin" else FILES[n]) for n in names]
 
     def open(self, path, flags, attr):
         found = self._lookup(path)
@@ -313,8 +334,10 @@ def exit_with_parent():
 
 
 def main():
+    global GATE_PATH
     threading.Thread(target=exit_with_parent, daemon=True).start()
     port = int(sys.argv[1])
+    GATE_PATH = os.path.join(os.path.dirname(os.path.abspath(sys.argv[2])), "open-gate")
     host_key = paramiko.Ed25519Key.from_private_key_file(sys.argv[2])
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

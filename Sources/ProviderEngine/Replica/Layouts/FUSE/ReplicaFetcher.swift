@@ -33,6 +33,9 @@ final class ReplicaFetcher: Sendable {
     let readAhead: FolderReadAhead
     /// The files (relative paths) being fetched now: their writes are the engine's.
     private let filling = Mutex<[String: Int]>([:])
+    /// Whole-file fills under way, by file: how far each has written, for the reads that come
+    /// while it runs.
+    private let streaming = Mutex<[ProgressiveHydrator.FileKey: FillWatermark]>([:])
     /// The longest a listing waits for its folder to be populated (then it lists what is on
     /// disk), as ``DatalessWatcher/holdLimit``.
     static let populateLimit = 30.0
@@ -65,14 +68,29 @@ final class ReplicaFetcher: Sendable {
     /// to the backing folder), are present: at once when they are, else after the batch of a
     /// folder read-ahead that is filling it, else after fetching them for the process
     /// `program` (an access, which may start a read-ahead of the folder).
+    ///
+    /// With `answer` (a program's read, which `answer` answers from `descriptor`), a read that
+    /// a whole-file fill covers (`--hydration full`, a store without ranged reads) does not wait
+    /// for the whole file: `answer` runs as soon as the fill has written the read's bytes, while
+    /// they cannot be given back (``FillWatermark``), and the fill goes on. Otherwise the caller
+    /// answers once this returns.
     /// - Throws: `noSuchItem` when the database knows no item at `path` for this file (moved
     ///   since the last sync); what the fetch throws (`serverUnreachable`, ...).
-    func provide(_ path: String, descriptor: Int32, range: Range<Int64>, program: Int32) throws(FileProviderError) {
+    func provide(
+        _ path: String, descriptor: Int32, range: Range<Int64>, program: Int32, answer: (() -> Void)? = nil
+    ) throws(FileProviderError) {
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw FileProviderError(.localIOFailure, "cannot read the state of \(path)") }
         let key = ProgressiveHydrator.FileKey(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
         let changeTime = ProgressiveHydrator.changeTime(status)
         if hydrator.isPresent(key, range: range, changeTime: changeTime) { return }
+        // The bytes a read needs: up to the end of the file (none past it).
+        let needed = min(range.upperBound, Int64(status.st_size))
+        if let answer, needed > range.lowerBound, let watermark = streaming.withLock({ $0[key] }),
+            watermark.answer(through: needed, answer)
+        {
+            return
+        }
         guard Replica.datalessKey(ofDescriptor: descriptor) != nil else { return }
         let record = try item(path, descriptor: descriptor)
         let (manager, hydrator, hydration, domain, domainID) = (self.manager, self.hydrator, self.hydration, self.domain, self.domainID)
@@ -89,31 +107,65 @@ final class ReplicaFetcher: Sendable {
                     _ = try await hydrator.provide(
                         record, key: key, changeTime: changeTime, range: range, downloader: controller.downloader)
                     return .range
-                } catch where error.code == .notSupported {
+                } catch  where error.code == .notSupported {
                     // The store turned out to have no ranged reads: the whole file.
                 }
             }
-            _ = try await controller.downloader.fillInPlace(record)
-            return .whole
+            let (task, watermark) = controller.downloader.startFill(record)
+            return .filling(task, watermark)
         }
         manager.useRecorder.used(domainID: domainID, path: path)
-        if fetched == .readAhead { return }
-        if fetched == .whole {
-            logger.info(
-                "\(domain): \(TerminalText.quoted(path)): fetched on access (\(record.size) bytes in \(String(format: "%.2f", Date().timeIntervalSince(started))) s)"
-            )
+        switch fetched {
+        case .readAhead: return
+        case .range: break
+        case .filling(let task, let watermark):
+            follow(task, watermark, key: key, path: path, size: record.size, started: started)
+            if let answer, needed > range.lowerBound, watermark.answer(through: needed, answer) { return }
+            // Bytes the fill has not written by its end (it failed, or staged the file): its outcome.
+            _ = try Self.wait { () async throws(FileProviderError) -> ItemRecord in
+                do { return try await task.value } catch { throw FileProviderError.wrap(error) }
+            }
         }
         manager.requestEviction()
     }
 
-    /// How ``provide(_:descriptor:range:program:)`` got the bytes.
+    /// How ``provide(_:descriptor:range:program:answer:)`` got the bytes.
     private enum Fetched: Sendable {
         /// A read-ahead batch filled the file.
         case readAhead
         /// The progressive hydrator fetched the range (the file may be whole now).
         case range
-        /// The file was filled whole.
-        case whole
+        /// A whole-file fill is under way (started or joined), with how far it has written.
+        case filling(Task<ItemRecord, any Error>, FillWatermark)
+    }
+
+    /// Makes the whole-file fill of the file `key` at `path` known to the reads that come while
+    /// it runs, once (the first reader that joins it): until it ends, the file counts as being
+    /// filled (``isFilling(_:)``) and reads are answered from its watermark; its end is logged.
+    private func follow(
+        _ task: Task<ItemRecord, any Error>, _ watermark: FillWatermark, key: ProgressiveHydrator.FileKey, path: String, size: Int64,
+        started: Date
+    ) {
+        let added = streaming.withLock { fills -> Bool in
+            guard fills[key] == nil else { return false }
+            fills[key] = watermark
+            return true
+        }
+        guard added else { return }
+        startFilling(path)
+        let (domain, logger, manager) = (self.domain, self.logger, self.manager)
+        Task { [self] in
+            let outcome = await task.result
+            streaming.withLock { fills in
+                if fills[key] === watermark { fills[key] = nil }
+            }
+            stopFilling(path)
+            guard case .success = outcome else { return }
+            logger.info(
+                "\(domain): \(TerminalText.quoted(path)): fetched on access (\(size) bytes in \(String(format: "%.2f", Date().timeIntervalSince(started))) s)"
+            )
+            manager.requestEviction()
+        }
     }
 
     /// Whether the file at `path` (relative) is being fetched now: what `serve`'s watcher sees

@@ -349,14 +349,21 @@ final class ReplicaFileSystem: FUSEFileSystem {
     /// Whether a program has the file `inode` open for writing through the mount.
     func isBeingWritten(_ inode: UInt64) -> Bool { writers.withLock { $0[inode] != nil } }
 
-    func read(_ inode: UInt64, descriptor: Int32, offset: UInt64, count: Int, by requester: FUSERequester) throws(FUSEError) {
+    func read(
+        _ inode: UInt64, descriptor: Int32, offset: UInt64, count: Int, by requester: FUSERequester, answer: () -> Void
+    ) throws(FUSEError) {
         guard Replica.datalessKey(ofDescriptor: descriptor) != nil else { return }
         let path = text(try relative(inode))
         let start = Int64(clamping: offset)
         let (end, overflow) = start.addingReportingOverflow(Int64(count))
         let wanted = start..<(overflow ? Int64.max : end)
         try admit(requester, to: path, present: fetcher.holds(descriptor: descriptor, range: wanted))
-        do { try fetcher.provide(path, descriptor: descriptor, range: wanted, program: requester.processIdentifier) } catch {
+        do {
+            // Not kept past the call: the fetcher runs it before it returns, or never.
+            try withoutActuallyEscaping(answer) { (answer) throws(FileProviderError) in
+                try fetcher.provide(path, descriptor: descriptor, range: wanted, program: requester.processIdentifier, answer: answer)
+            }
+        } catch {
             // Filled meanwhile by another request: the bytes are there.
             if Replica.datalessKey(ofDescriptor: descriptor) == nil { return }
             throw failure(error, path, requester)
