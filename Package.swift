@@ -50,7 +50,8 @@ let package = Package(
         .target(name: "CFUSE", linkerSettings: [.linkedLibrary("dl")]),
         // OpenSSL's libcrypto (already loaded by libcurl and libssh2), for the SHA-256 the engine
         // computes of every download and upload as the bytes stream (Docs/Reliability.md,
-        // "Content hashes"): with the CPU's SHA extensions, about 1.7 GB/s here.
+        // "Content hashes"): with the CPU's SHA extensions, about 1.7 GB/s here; and for the
+        // MD5 and SHA-256 adapters send with their uploads (AdapterKit's LibCryptoDigest).
         .systemLibrary(name: "CLibCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .target(
             name: "ProviderEngine",
@@ -91,7 +92,9 @@ let package = Package(
         // the CLI only for the Secret Service.
         .target(
             name: "AdapterKit",
-            dependencies: ["ProviderCore", "CCurl", "CSecret", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "ProviderCore", "CCurl", "CSecret", "CLibCrypto", .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Adapters/Kit"),
         // The Secret Service through libsecret, loaded with dlopen on first use (so the programs
         // start without libsecret or GLib installed); built without their headers.
