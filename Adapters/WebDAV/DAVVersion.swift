@@ -1,3 +1,4 @@
+import AdapterKit
 import Foundation
 import ProviderCore
 
@@ -34,7 +35,7 @@ struct EntityTag: Equatable, Sendable {
     /// `getetag`). The opaque tag must be RFC 9110's `etagc` (printable ASCII but `"` and space)
     /// and at most ``maximumLength`` bytes.
     static func parse(_ text: String?) -> Parsed {
-        guard var value = text?.trimmingCharacters(in: .whitespaces)[...], !value.isEmpty else { return .none }
+        guard var value = text.map({ HTTPText.trimmed($0) }), !value.isEmpty else { return .none }
         var weak = false
         if value.hasPrefix("W/") {
             weak = true

@@ -1,3 +1,4 @@
+import AdapterKit
 import Foundation
 
 #if canImport(FoundationXML)
@@ -122,7 +123,8 @@ final class MultistatusParser: NSObject, XMLParserDelegate {
     }
 
     func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?) {
-        let value = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        // Made only for the elements kept (a listing ends several elements per entry).
+        var value: String { String(HTTPText.trimmed(text)) }
         defer { text = "" }
         if namespaceURI == Self.owncloud, elementName == "fileid", inProp {
             pending.fileID = value

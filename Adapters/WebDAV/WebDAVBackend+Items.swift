@@ -83,15 +83,32 @@ extension WebDAVBackend {
     /// does not decode.
     func relativePath(of href: String) -> [String]? {
         var text = Substring(href)
-        if let scheme = text.range(of: "://") {
+        if let schemeEnd = Self.endOfScheme(in: text) {
             // An absolute URL: keep its path.
-            let rest = text[scheme.upperBound...]
+            let rest = text[schemeEnd...]
             text = rest.firstIndex(of: "/").map { rest[$0...] } ?? "/"
         }
         guard let names = Self.decodePath(text), names.count >= basePath.count,
             zip(names, basePath).allSatisfy({ $0.utf8.elementsEqual($1.utf8) })
         else { return nil }
         return Array(names.dropFirst(basePath.count))
+    }
+
+    /// Where the host of an absolute URL starts (after its first `://`), or `nil` for a path.
+    static func endOfScheme(in text: Substring) -> Substring.Index? {
+        let utf8 = text.utf8
+        var index = utf8.startIndex
+        while index < utf8.endIndex {
+            if utf8[index] == UInt8(ascii: ":") {
+                let first = utf8.index(after: index)
+                if first < utf8.endIndex, utf8[first] == UInt8(ascii: "/") {
+                    let second = utf8.index(after: first)
+                    if second < utf8.endIndex, utf8[second] == UInt8(ascii: "/") { return utf8.index(after: second) }
+                }
+            }
+            index = utf8.index(after: index)
+        }
+        return nil
     }
 
     /// What becomes of a response in a listing of `folder`.
@@ -409,7 +426,7 @@ extension WebDAVBackend {
 
     /// An HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`).
     static func httpDate(_ text: String) -> Date? {
-        if let date = HTTPDate.rfc1123(text.trimmingCharacters(in: .whitespaces)[...]) { return date }
+        if let date = HTTPDate.rfc1123(HTTPText.trimmed(text)) { return date }
         // Another zone than GMT, or another form: the formatter (slow to make; seldom needed).
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")

@@ -191,7 +191,7 @@ public final class WebDAVBackend: Backend {
     static func decodePath(_ path: some StringProtocol) -> [String]? {
         var names: [String] = []
         for part in path.split(separator: "/", omittingEmptySubsequences: true) {
-            guard let name = String(part).removingPercentEncoding else { return nil }
+            guard let name = HTTPText.percentDecoded(part) else { return nil }
             names.append(name)
         }
         return names
