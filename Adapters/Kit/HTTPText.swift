@@ -23,7 +23,7 @@ public enum HTTPText {
     /// `removingPercentEncoding` without its `NSString`, and stricter where that repairs bytes
     /// that are not UTF-8 with U+FFFD (on Linux it does for some, not all): such bytes never
     /// become a name.
-    public static func percentDecoded(_ text: some StringProtocol) -> String? {
+    public static func percentDecoded(_ text: Substring) -> String? {
         let utf8 = text.utf8
         guard utf8.contains(UInt8(ascii: "%")) else { return String(text) }
         var bytes: [UInt8] = []
@@ -44,6 +44,9 @@ public enum HTTPText {
         }
         return String(validating: bytes, as: UTF8.self)
     }
+
+    /// ``percentDecoded(_:)-(Substring)`` of a whole string.
+    public static func percentDecoded(_ text: String) -> String? { percentDecoded(text[...]) }
 
     private static func isWhitespace(_ byte: UInt8) -> Bool {
         byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D

@@ -92,7 +92,7 @@ public final class WebDAVBackend: Backend {
         guard chunkSize >= 4096 else {
             throw FileProviderError(.invalidArgument, "the chunk size must be at least 4096 bytes, not \(chunkSize)")
         }
-        guard let path = Self.decodePath(parsed.path(percentEncoded: true)) else {
+        guard let path = Self.decodePath(parsed.path(percentEncoded: true)[...]) else {
             throw FileProviderError(.invalidArgument, "--url has a path that cannot be decoded: '\(url)'")
         }
         var settings = http.clientSettings(baseURL: base)
@@ -188,13 +188,24 @@ public final class WebDAVBackend: Backend {
     func absoluteURL(_ path: ItemPath, collection: Bool = false) -> String { baseURL + endpoint(path, collection: collection) }
 
     /// The names of a percent-encoded URL path; `nil` when a name does not decode to UTF-8.
-    static func decodePath(_ path: some StringProtocol) -> [String]? {
+    static func decodePath(_ path: Substring) -> [String]? {
+        // One pass over the bytes (every entry of a listing comes here): a name ends at a `/`.
         var names: [String] = []
-        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
-            guard let name = HTTPText.percentDecoded(part) else { return nil }
-            names.append(name)
+        let utf8 = path.utf8
+        var start = utf8.startIndex
+        var index = start
+        while true {
+            let atEnd = index == utf8.endIndex
+            if atEnd || utf8[index] == UInt8(ascii: "/") {
+                if start < index {
+                    guard let name = HTTPText.percentDecoded(path[start..<index]) else { return nil }
+                    names.append(name)
+                }
+                if atEnd { return names }
+                start = utf8.index(after: index)
+            }
+            index = utf8.index(after: index)
         }
-        return names
     }
 }
 
