@@ -15,6 +15,7 @@ PACKAGES=(
     lighttpd             # loopback lighttpd for the WebDAV adapter tests' server matrix
     lighttpd-mod-webdav  # its mod_webdav
     libgd-dev            # Thumbnails via CGD (media-server, engine thumbnails)
+    libxml2-dev          # Adapters/WebDAV's multistatus parser via CXML2
     pkg-config           # system library targets
     openssh-server       # loopback sshd for the SFTP adapter tests
     rclone               # Debian's rclone 1.60: `rclone serve webdav`, the second server of the WebDAV adapter tests (the benchmarks' peer is rclone 1.75, below)

@@ -1,12 +1,12 @@
 import AdapterKit
 import Foundation
 
-#if canImport(FoundationXML)
-    import FoundationXML
+#if canImport(Glibc)
+    import Glibc
 #endif
 
 // The XML of WebDAV (RFC 4918) as it comes over the wire: the PROPFIND request body and the
-// `207 Multi-Status` reply, parsed with XMLParser's streaming (SAX) callbacks. Values are kept
+// `207 Multi-Status` reply, parsed with libxml2's streaming (SAX2) callbacks. Values are kept
 // as the server sent them; WebDAVBackend+Items.swift checks them where they become items.
 
 /// The PROPFIND body: the properties the adapter reads, nothing more (`allprop` would make
@@ -35,11 +35,10 @@ struct DAVResponse: Sendable {
     var fileID: String?
 }
 
-/// Parses a multistatus body into its responses.
-final class MultistatusParser: NSObject, XMLParserDelegate {
-    private static let dav = "DAV:"
-    private static let owncloud = "http://owncloud.org/ns"
-
+/// Parses a multistatus body into its responses, from libxml2's SAX2 callbacks
+/// (``MultistatusReader``): element names and namespaces are compared as bytes, and only the
+/// values kept become strings.
+final class MultistatusParser {
     /// The most responses one reply may hold (a folder of ``ProviderCore/ItemBounds/maximumEntriesPerFolder``
     /// entries and itself).
     let limit: Int
@@ -51,7 +50,10 @@ final class MultistatusParser: NSObject, XMLParserDelegate {
     /// The properties of the propstat being read, applied only when its status is 200.
     private var pending = DAVResponse()
     private var propstatStatus: String?
-    private var text = ""
+    /// The text of the element being read (a value longer than any real one is cut; the checks
+    /// refuse it later).
+    private var text: [UInt8] = []
+    private static let textLimit = 8192
     private var inProp = false
 
     init(limit: Int) { self.limit = limit }
@@ -61,87 +63,100 @@ final class MultistatusParser: NSObject, XMLParserDelegate {
     /// - Throws: `MultistatusError` when the body is not well-formed XML or holds more than
     ///   `limit` responses.
     static func parse(_ data: Data, limit: Int) throws -> [DAVResponse] {
-        try parse(XMLParser(data: data), limit: limit)
+        let parser = MultistatusParser(limit: limit)
+        var offset = 0
+        try MultistatusReader.read(into: parser) { buffer in
+            let count = min(buffer.count, data.count - offset)
+            if count > 0 { data.copyBytes(to: buffer.bindMemory(to: UInt8.self), from: offset..<offset + count) }
+            offset += count
+            return count
+        }
+        return try parser.result()
     }
 
-    /// The responses of a multistatus body in a file, read in chunks (swift-corelibs-foundation's
-    /// `XMLParser(stream:)` reads 128 KiB at a time into libxml2's push parser), so the body is
-    /// never in memory whole.
+    /// The responses of a multistatus body in a file, read in chunks of 128 KiB into libxml2's
+    /// push parser, so the body is never in memory whole.
     ///
     /// - Throws: `MultistatusError` when the file cannot be read, the body is not well-formed
     ///   XML or holds more than `limit` responses.
     static func parse(file path: String, limit: Int, reads: ReadCounter? = nil) throws -> [DAVResponse] {
-        guard let file = InputStream(fileAtPath: path) else {
-            throw MultistatusError(message: "the reply could not be read back")
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw MultistatusError(message: "the reply could not be read back") }
+        defer { close(descriptor) }
+        let parser = MultistatusParser(limit: limit)
+        try MultistatusReader.read(into: parser) { buffer in
+            while true {
+                let count = read(descriptor, buffer.baseAddress, buffer.count)
+                if count < 0 && errno == EINTR { continue }
+                guard count >= 0 else { throw MultistatusError(message: "the reply could not be read back") }
+                reads?.record(count)
+                return count
+            }
         }
-        return try parse(XMLParser(stream: reads.map { CountingInputStream(file, counter: $0) } ?? file), limit: limit)
+        return try parser.result()
     }
 
-    private static func parse(_ parser: XMLParser, limit: Int) throws -> [DAVResponse] {
-        let delegate = MultistatusParser(limit: limit)
-        parser.shouldProcessNamespaces = true
-        parser.shouldResolveExternalEntities = false
-        parser.delegate = delegate
-        let ok = parser.parse()
-        if delegate.tooMany { throw MultistatusError(message: "more than \(limit) entries") }
-        guard ok else {
-            let detail = parser.parserError.map { "\($0)" } ?? "unknown error"
-            throw MultistatusError(message: "the reply is not well-formed XML (\(detail.prefix(200)))")
-        }
-        guard delegate.complete else {
+    /// The responses once the body was read whole.
+    /// - Throws: `MultistatusError` when they were too many or the body ended early.
+    private func result() throws -> [DAVResponse] {
+        if tooMany { throw MultistatusError(message: "more than \(limit) entries") }
+        guard complete else {
             throw MultistatusError(message: "the reply is not a complete multistatus body (no </multistatus>)")
         }
-        return delegate.responses
+        return responses
     }
 
-    func parser(
-        _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName qName: String?,
-        attributes attributeDict: [String: String] = [:]
-    ) {
-        text = ""
-        guard namespaceURI == Self.dav else { return }
-        switch elementName {
-        case "response":
+    /// Whether the parser has seen enough (too many responses): the reader stops.
+    var isDone: Bool { tooMany }
+
+    /// An element starts: its local name and namespace, NUL-terminated bytes.
+    func start(_ name: UnsafePointer<UInt8>, namespace: UnsafePointer<UInt8>?) {
+        text.removeAll(keepingCapacity: true)
+        guard Self.equal(namespace, "DAV:") else { return }
+        if Self.equal(name, "response") {
             if responses.count >= limit {
                 tooMany = true
-                parser.abortParsing()
                 return
             }
             current = DAVResponse()
-        case "propstat":
+        } else if Self.equal(name, "propstat") {
             pending = DAVResponse()
             propstatStatus = nil
-        case "prop": inProp = true
-        case "collection" where inProp: pending.isCollection = true
-        default: break
+        } else if Self.equal(name, "prop") {
+            inProp = true
+        } else if inProp, Self.equal(name, "collection") {
+            pending.isCollection = true
         }
     }
 
-    func parser(_ parser: XMLParser, foundCharacters string: String) {
-        // A value longer than any real one is cut; the checks refuse it later.
-        if text.utf8.count < 8192 { text += string }
+    /// Text of the element being read (in pieces).
+    func characters(_ bytes: UnsafeBufferPointer<UInt8>) {
+        let room = Self.textLimit - text.count
+        if room > 0 { text.append(contentsOf: UnsafeBufferPointer(rebasing: bytes.prefix(room))) }
     }
 
-    func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?) {
-        // Made only for the elements kept (a listing ends several elements per entry).
-        var value: String { String(HTTPText.trimmed(text)) }
-        defer { text = "" }
-        if namespaceURI == Self.owncloud, elementName == "fileid", inProp {
-            pending.fileID = value
+    /// An element ends: its local name and namespace, NUL-terminated bytes.
+    func end(_ name: UnsafePointer<UInt8>, namespace: UnsafePointer<UInt8>?) {
+        defer { text.removeAll(keepingCapacity: true) }
+        // Made only for the elements kept (a listing ends several elements per entry). libxml2
+        // hands UTF-8 (it checked or converted the body's encoding).
+        var value: String { String(HTTPText.trimmed(String(decoding: text, as: UTF8.self))) }
+        if Self.equal(namespace, "http://owncloud.org/ns") {
+            if inProp, Self.equal(name, "fileid") { pending.fileID = value }
             return
         }
-        guard namespaceURI == Self.dav else { return }
-        switch elementName {
-        case "href" where !inProp: current?.href = value
-        case "status" where !inProp: propstatStatus = value
-        case "prop": inProp = false
-        case "getcontentlength" where inProp: pending.contentLength = value
-        case "getlastmodified" where inProp: pending.lastModified = value
-        case "creationdate" where inProp: pending.creationDate = value
-        case "getetag" where inProp: pending.etag = value
-        case "getcontenttype" where inProp: pending.contentType = value
-        case "quota-available-bytes" where inProp: pending.quotaAvailable = value
-        case "propstat":
+        guard Self.equal(namespace, "DAV:") else { return }
+        switch Self.davElement(name) {
+        case .href where !inProp: current?.href = value
+        case .status where !inProp: propstatStatus = value
+        case .prop: inProp = false
+        case .getcontentlength where inProp: pending.contentLength = value
+        case .getlastmodified where inProp: pending.lastModified = value
+        case .creationdate where inProp: pending.creationDate = value
+        case .getetag where inProp: pending.etag = value
+        case .getcontenttype where inProp: pending.contentType = value
+        case .quotaAvailableBytes where inProp: pending.quotaAvailable = value
+        case .propstat:
             // Only a propstat whose status is 200 holds values.
             if let status = propstatStatus, status.split(separator: " ").dropFirst().first == "200", var response = current {
                 response.isCollection = response.isCollection || pending.isCollection
@@ -154,12 +169,48 @@ final class MultistatusParser: NSObject, XMLParserDelegate {
                 response.fileID = pending.fileID ?? response.fileID
                 current = response
             }
-        case "response":
+        case .response:
             if let current { responses.append(current) }
             current = nil
-        case "multistatus": complete = true
+        case .multistatus: complete = true
         default: break
         }
+    }
+
+    /// The `DAV:` elements whose end matters.
+    private enum DAVElement: CaseIterable {
+        case href, status, prop, getcontentlength, getlastmodified, creationdate, getetag, getcontenttype
+        case quotaAvailableBytes, propstat, response, multistatus
+
+        var name: StaticString {
+            switch self {
+            case .href: "href"
+            case .status: "status"
+            case .prop: "prop"
+            case .getcontentlength: "getcontentlength"
+            case .getlastmodified: "getlastmodified"
+            case .creationdate: "creationdate"
+            case .getetag: "getetag"
+            case .getcontenttype: "getcontenttype"
+            case .quotaAvailableBytes: "quota-available-bytes"
+            case .propstat: "propstat"
+            case .response: "response"
+            case .multistatus: "multistatus"
+            }
+        }
+    }
+
+    private static func davElement(_ name: UnsafePointer<UInt8>) -> DAVElement? {
+        DAVElement.allCases.first { equal(name, $0.name) }
+    }
+
+    /// Whether the NUL-terminated bytes `bytes` are `expected`.
+    private static func equal(_ bytes: UnsafePointer<UInt8>?, _ expected: StaticString) -> Bool {
+        guard let bytes else { return false }
+        let count = expected.utf8CodeUnitCount
+        let wanted = expected.utf8Start
+        for index in 0..<count where bytes[index] != wanted[index] { return false }
+        return bytes[count] == 0
     }
 }
 
@@ -185,29 +236,5 @@ final class ReadCounter: @unchecked Sendable {
             _largest = max(_largest, count)
             _total += Int64(count)
         }
-    }
-}
-
-/// An input stream that passes reads on to another and counts them.
-final class CountingInputStream: InputStream {
-    private let base: InputStream
-    private let counter: ReadCounter
-
-    init(_ base: InputStream, counter: ReadCounter) {
-        self.base = base
-        self.counter = counter
-        super.init(data: Data())
-    }
-
-    override func open() { base.open() }
-    override func close() { base.close() }
-    override var hasBytesAvailable: Bool { base.hasBytesAvailable }
-    override var streamStatus: Stream.Status { base.streamStatus }
-    override var streamError: Error? { base.streamError }
-
-    override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength length: Int) -> Int {
-        let count = base.read(buffer, maxLength: length)
-        counter.record(count)
-        return count
     }
 }
