@@ -34,8 +34,9 @@ final class ReplicaFetcher: Sendable {
     /// The files (relative paths) being fetched now: their writes are the engine's.
     private let filling = Mutex<[String: Int]>([:])
     /// Whole-file fills under way, by file: how far each has written, for the reads that come
-    /// while it runs.
-    private let streaming = Mutex<[ProgressiveHydrator.FileKey: FillWatermark]>([:])
+    /// while it runs, and its end as this fetcher follows it (recorded and logged).
+    private let streaming = Mutex<[ProgressiveHydrator.FileKey: (watermark: FillWatermark, ended: Task<ItemRecord, any Error>)]>(
+        [:])
     /// The longest a listing waits for its folder to be populated (then it lists what is on
     /// disk), as ``DatalessWatcher/holdLimit``.
     static let populateLimit = 30.0
@@ -70,9 +71,11 @@ final class ReplicaFetcher: Sendable {
     /// `program` (an access, which may start a read-ahead of the folder).
     ///
     /// With `answer` (a program's read, which `answer` answers from `descriptor`), a read that
-    /// a whole-file fill covers (`--hydration full`, a store without ranged reads) does not wait
-    /// for the whole file: `answer` runs as soon as the fill has written the read's bytes, while
-    /// they cannot be given back (``FillWatermark``), and the fill goes on. Otherwise the caller
+    /// a whole-file fill covers (`--hydration full`, a store without ranged reads) and that ends
+    /// before the end of the file does not wait for the whole file: `answer` runs as soon as the
+    /// fill has written the read's bytes, while they cannot be given back (``FillWatermark``),
+    /// and the fill goes on. A read of the end of the file waits for the fill to end, as every
+    /// read did before (a small file's first read is a read of its end). Otherwise the caller
     /// answers once this returns.
     /// - Throws: `noSuchItem` when the database knows no item at `path` for this file (moved
     ///   since the last sync); what the fetch throws (`serverUnreachable`, ...).
@@ -86,9 +89,8 @@ final class ReplicaFetcher: Sendable {
         if hydrator.isPresent(key, range: range, changeTime: changeTime) { return }
         // The bytes a read needs: up to the end of the file (none past it).
         let needed = min(range.upperBound, Int64(status.st_size))
-        if let answer, needed > range.lowerBound, let watermark = streaming.withLock({ $0[key] }),
-            watermark.answer(through: needed, answer)
-        {
+        let streams = needed > range.lowerBound && needed < Int64(status.st_size)
+        if let answer, streams, let watermark = streaming.withLock({ $0[key]?.watermark }), watermark.answer(through: needed, answer) {
             return
         }
         guard Replica.datalessKey(ofDescriptor: descriptor) != nil else { return }
@@ -119,11 +121,12 @@ final class ReplicaFetcher: Sendable {
         case .readAhead: return
         case .range: break
         case .filling(let task, let watermark):
-            follow(task, watermark, key: key, path: path, size: record.size, started: started)
-            if let answer, needed > range.lowerBound, watermark.answer(through: needed, answer) { return }
-            // Bytes the fill has not written by its end (it failed, or staged the file): its outcome.
+            let ended = follow(task, watermark, key: key, path: path, size: record.size, started: started)
+            if let answer, streams, watermark.answer(through: needed, answer) { return }
+            // The end of the file, or bytes the fill has not written by its end (it failed, or
+            // staged the file): its outcome, once recorded and logged.
             _ = try Self.wait { () async throws(FileProviderError) -> ItemRecord in
-                do { return try await task.value } catch { throw FileProviderError.wrap(error) }
+                do { return try await ended.value } catch { throw FileProviderError.wrap(error) }
             }
         }
         manager.requestEviction()
@@ -141,30 +144,32 @@ final class ReplicaFetcher: Sendable {
 
     /// Makes the whole-file fill of the file `key` at `path` known to the reads that come while
     /// it runs, once (the first reader that joins it): until it ends, the file counts as being
-    /// filled (``isFilling(_:)``) and reads are answered from its watermark; its end is logged.
+    /// filled (``isFilling(_:)``) and reads are answered from its watermark. Returns the fill's
+    /// end as followed here: its outcome once it is forgotten here and, done, logged.
     private func follow(
         _ task: Task<ItemRecord, any Error>, _ watermark: FillWatermark, key: ProgressiveHydrator.FileKey, path: String, size: Int64,
         started: Date
-    ) {
-        let added = streaming.withLock { fills -> Bool in
-            guard fills[key] == nil else { return false }
-            fills[key] = watermark
-            return true
-        }
-        guard added else { return }
-        startFilling(path)
-        let (domain, logger, manager) = (self.domain, self.logger, self.manager)
-        Task { [self] in
-            let outcome = await task.result
-            streaming.withLock { fills in
-                if fills[key] === watermark { fills[key] = nil }
+    ) -> Task<ItemRecord, any Error> {
+        streaming.withLock { fills in
+            if let known = fills[key], known.watermark === watermark { return known.ended }
+            startFilling(path)
+            let (domain, logger, manager) = (self.domain, self.logger, self.manager)
+            let ended = Task { [self] () async throws -> ItemRecord in
+                let outcome = await task.result
+                streaming.withLock { fills in
+                    if fills[key]?.watermark === watermark { fills[key] = nil }
+                }
+                stopFilling(path)
+                if case .success = outcome {
+                    logger.info(
+                        "\(domain): \(TerminalText.quoted(path)): fetched on access (\(size) bytes in \(String(format: "%.2f", Date().timeIntervalSince(started))) s)"
+                    )
+                    manager.requestEviction()
+                }
+                return try outcome.get()
             }
-            stopFilling(path)
-            guard case .success = outcome else { return }
-            logger.info(
-                "\(domain): \(TerminalText.quoted(path)): fetched on access (\(size) bytes in \(String(format: "%.2f", Date().timeIntervalSince(started))) s)"
-            )
-            manager.requestEviction()
+            fills[key] = (watermark, ended)
+            return ended
         }
     }
 
