@@ -26,9 +26,9 @@ private final class DigestContext: @unchecked Sendable {
     }
 }
 
-/// SHA-256 from OpenSSL's libcrypto (already loaded by libcurl), as a ``ContentDigest``: with
+/// SHA-256 from OpenSSL's libcrypto (already loaded by libcurl), as a `ContentDigest`: with
 /// the CPU's SHA extensions 2.1 GB/s here (`openssl speed -evp sha256`). ProviderCore's
-/// ``SHA256Digest`` (Swift, a block at a time) is for small inputs: with its ``MD5Digest`` it
+/// `SHA256Digest` (Swift, a block at a time) is for small inputs: with its `MD5Digest` it
 /// cost an S3 upload of 1 GiB 5.5 CPU-s more than these two (Docs/Performance.md, S3). What
 /// adapters hash the bodies they send with (S3's `x-amz-checksum-sha256` of a file or a part).
 /// A copy shares its context: hash with one value, on one thread at a time.
@@ -43,7 +43,7 @@ public struct LibCryptoSHA256: ContentDigest {
     public mutating func finishBytes() -> [UInt8] { context.finish(count: 32) }
 }
 
-/// MD5 from OpenSSL's libcrypto, as a ``ContentDigest``: 0.88 GB/s here (`openssl speed -evp
+/// MD5 from OpenSSL's libcrypto, as a `ContentDigest`: 0.88 GB/s here (`openssl speed -evp
 /// md5`). What adapters compute `Content-MD5` and check ETags with. A copy shares its context:
 /// hash with one value, on one thread at a time.
 public struct LibCryptoMD5: ContentDigest {
