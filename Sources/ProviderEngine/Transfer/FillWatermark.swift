@@ -22,13 +22,6 @@ final class FillWatermark: @unchecked Sendable {
     /// Answers being sent from bytes below the mark (``answer(through:_:)``).
     private var answering = 0
 
-    /// The bytes from the first one that are in the file, as far as answers may use them.
-    var bytesWritten: Int64 {
-        condition.lock()
-        defer { condition.unlock() }
-        return revoked ? 0 : written
-    }
-
     /// The fill wrote every byte below `offset` (it never moves back).
     func advance(to offset: Int64) {
         condition.lock()

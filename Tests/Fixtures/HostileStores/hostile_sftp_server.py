@@ -72,7 +72,8 @@ FILES = {
 }
 GATED_SIZE = 8 << 20
 GATED_OPEN_AFTER = 4 << 20
-GATED = (FILE, GATED_SIZE, MTIME, bytes(i % 251 for i in range(GATED_SIZE)), 0)
+# Byte i is i % 251: 251 bytes repeated (a generator over 8 Mi bytes took 0.23 s at every start).
+GATED = (FILE, GATED_SIZE, MTIME, (bytes(range(251)) * (GATED_SIZE // 251 + 1))[:GATED_SIZE], 0)
 # Set by main(): the file whose existence lets reads past GATED_OPEN_AFTER go on.
 GATE_PATH = None
 

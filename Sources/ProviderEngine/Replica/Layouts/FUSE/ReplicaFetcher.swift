@@ -119,17 +119,16 @@ final class ReplicaFetcher: Sendable {
         manager.useRecorder.used(domainID: domainID, path: path)
         switch fetched {
         case .readAhead: return
-        case .range: break
+        case .range: manager.requestEviction()
         case .filling(let task, let watermark):
             let ended = follow(task, watermark, key: key, path: path, size: record.size, started: started)
             if let answer, streams, watermark.answer(through: needed, answer) { return }
             // The end of the file, or bytes the fill has not written by its end (it failed, or
-            // staged the file): its outcome, once recorded and logged.
+            // staged the file): its outcome, once recorded, logged and eviction asked for.
             _ = try Self.wait { () async throws(FileProviderError) -> ItemRecord in
                 do { return try await ended.value } catch { throw FileProviderError.wrap(error) }
             }
         }
-        manager.requestEviction()
     }
 
     /// How ``provide(_:descriptor:range:program:answer:)`` got the bytes.
