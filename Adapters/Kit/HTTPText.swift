@@ -24,25 +24,30 @@ public enum HTTPText {
     /// that are not UTF-8 with U+FFFD (on Linux it does for some, not all): such bytes never
     /// become a name.
     public static func percentDecoded(_ text: Substring) -> String? {
-        let utf8 = text.utf8
-        guard utf8.contains(UInt8(ascii: "%")) else { return String(text) }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(utf8.count)
-        var index = utf8.startIndex
-        while index < utf8.endIndex {
-            let byte = utf8[index]
-            index = utf8.index(after: index)
+        var text = text
+        return text.withUTF8 { percentDecoded($0) }
+    }
+
+    /// ``percentDecoded(_:)-(Substring)`` of UTF-8 bytes in place.
+    package static func percentDecoded(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        guard bytes.contains(UInt8(ascii: "%")) else { return String(validating: bytes, as: UTF8.self) }
+        var decoded: [UInt8] = []
+        decoded.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            index += 1
             guard byte == UInt8(ascii: "%") else {
-                bytes.append(byte)
+                decoded.append(byte)
                 continue
             }
-            guard index < utf8.endIndex, let high = hexValue(utf8[index]) else { return nil }
-            index = utf8.index(after: index)
-            guard index < utf8.endIndex, let low = hexValue(utf8[index]) else { return nil }
-            index = utf8.index(after: index)
-            bytes.append(high << 4 | low)
+            guard index + 1 < bytes.count, let high = hexValue(bytes[index]), let low = hexValue(bytes[index + 1]) else {
+                return nil
+            }
+            index += 2
+            decoded.append(high << 4 | low)
         }
-        return String(validating: bytes, as: UTF8.self)
+        return String(validating: decoded, as: UTF8.self)
     }
 
     /// ``percentDecoded(_:)-(Substring)`` of a whole string.

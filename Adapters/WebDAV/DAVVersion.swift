@@ -35,18 +35,23 @@ struct EntityTag: Equatable, Sendable {
     /// `getetag`). The opaque tag must be RFC 9110's `etagc` (printable ASCII but `"` and space)
     /// and at most ``maximumLength`` bytes.
     static func parse(_ text: String?) -> Parsed {
-        guard var value = text.map({ HTTPText.trimmed($0) }), !value.isEmpty else { return .none }
+        guard let text else { return .none }
+        // On the bytes: every file of a listing comes here.
+        var value = HTTPText.trimmed(text)
         var weak = false
-        if value.hasPrefix("W/") {
+        if value.utf8.starts(with: "W/".utf8) {
             weak = true
-            value = value.dropFirst(2)
+            value = value[value.utf8.index(value.startIndex, offsetBy: 2)...]
         }
-        if value.utf8.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = value.dropFirst().dropLast() }
-        if value.isEmpty { return .none }
-        guard value.utf8.count <= maximumLength, value.utf8.allSatisfy({ $0 == 0x21 || ($0 >= 0x23 && $0 < 0x7f) }) else {
+        let utf8 = value.utf8
+        let isQuoted = utf8.count >= 2 && utf8.first == UInt8(ascii: "\"") && utf8.last == UInt8(ascii: "\"")
+        let opaque = isQuoted ? value[utf8.index(after: utf8.startIndex)..<utf8.index(before: utf8.endIndex)] : value
+        if opaque.isEmpty { return .none }
+        guard opaque.utf8.count <= maximumLength, opaque.utf8.allSatisfy({ $0 == 0x21 || ($0 >= 0x23 && $0 < 0x7f) }) else {
             return .invalid("its ETag is longer than \(maximumLength) bytes or not printable ASCII")
         }
-        return .tag(EntityTag(quoted: "\"" + value + "\"", isWeak: weak))
+        // A tag in quotes, as most servers send it, is already in its form.
+        return .tag(EntityTag(quoted: isQuoted ? String(value) : "\"" + opaque + "\"", isWeak: weak))
     }
 }
 

@@ -49,7 +49,8 @@ final class MultistatusParser {
     private var current: DAVResponse?
     /// The properties of the propstat being read, applied only when its status is 200.
     private var pending = DAVResponse()
-    private var propstatStatus: String?
+    /// The status of the propstat being read is 200.
+    private var propstatIsOK = false
     /// The text of the element being read (a value longer than any real one is cut; the checks
     /// refuse it later).
     private var text: [UInt8] = []
@@ -121,7 +122,7 @@ final class MultistatusParser {
             current = DAVResponse()
         } else if Self.equal(name, "propstat") {
             pending = DAVResponse()
-            propstatStatus = nil
+            propstatIsOK = false
         } else if Self.equal(name, "prop") {
             inProp = true
         } else if inProp, Self.equal(name, "collection") {
@@ -138,9 +139,10 @@ final class MultistatusParser {
     /// An element ends: its local name and namespace, NUL-terminated bytes.
     func end(_ name: UnsafePointer<UInt8>, namespace: UnsafePointer<UInt8>?) {
         defer { text.removeAll(keepingCapacity: true) }
-        // Made only for the elements kept (a listing ends several elements per entry). libxml2
-        // hands UTF-8 (it checked or converted the body's encoding).
-        var value: String { String(HTTPText.trimmed(String(decoding: text, as: UTF8.self))) }
+        // Made only for the elements kept (a listing ends several elements per entry), trimmed
+        // as bytes: one string per value. libxml2 hands UTF-8 (it checked or converted the
+        // body's encoding).
+        var value: String { Self.trimmedString(text) }
         if Self.equal(namespace, "http://owncloud.org/ns") {
             if inProp, Self.equal(name, "fileid") { pending.fileID = value }
             return
@@ -148,7 +150,7 @@ final class MultistatusParser {
         guard Self.equal(namespace, "DAV:") else { return }
         switch Self.davElement(name) {
         case .href where !inProp: current?.href = value
-        case .status where !inProp: propstatStatus = value
+        case .status where !inProp: propstatIsOK = Self.isOK(status: text)
         case .prop: inProp = false
         case .getcontentlength where inProp: pending.contentLength = value
         case .getlastmodified where inProp: pending.lastModified = value
@@ -157,24 +159,58 @@ final class MultistatusParser {
         case .getcontenttype where inProp: pending.contentType = value
         case .quotaAvailableBytes where inProp: pending.quotaAvailable = value
         case .propstat:
-            // Only a propstat whose status is 200 holds values.
-            if let status = propstatStatus, status.split(separator: " ").dropFirst().first == "200", var response = current {
-                response.isCollection = response.isCollection || pending.isCollection
-                response.contentLength = pending.contentLength ?? response.contentLength
-                response.lastModified = pending.lastModified ?? response.lastModified
-                response.creationDate = pending.creationDate ?? response.creationDate
-                response.etag = pending.etag ?? response.etag
-                response.contentType = pending.contentType ?? response.contentType
-                response.quotaAvailable = pending.quotaAvailable ?? response.quotaAvailable
-                response.fileID = pending.fileID ?? response.fileID
-                current = response
-            }
+            // Only a propstat whose status is 200 holds values; merged into the response in
+            // place (a copy of the response and back was a copy of each of its strings).
+            guard propstatIsOK, current != nil else { break }
+            if pending.isCollection { current!.isCollection = true }
+            if let value = pending.contentLength { current!.contentLength = value }
+            if let value = pending.lastModified { current!.lastModified = value }
+            if let value = pending.creationDate { current!.creationDate = value }
+            if let value = pending.etag { current!.etag = value }
+            if let value = pending.contentType { current!.contentType = value }
+            if let value = pending.quotaAvailable { current!.quotaAvailable = value }
+            if let value = pending.fileID { current!.fileID = value }
         case .response:
             if let current { responses.append(current) }
             current = nil
         case .multistatus: complete = true
         default: break
         }
+    }
+
+    /// The bytes without XML's whitespace around them (``AdapterKit/HTTPText/trimmed(_:)-(Substring)``), as a string.
+    private static func trimmedString(_ bytes: [UInt8]) -> String {
+        var start = 0
+        var end = bytes.count
+        while start < end, isWhitespace(bytes[start]) { start += 1 }
+        while end > start, isWhitespace(bytes[end - 1]) { end -= 1 }
+        return String(decoding: bytes[start..<end], as: UTF8.self)
+    }
+
+    private static func isWhitespace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+
+    /// Whether a propstat's `status` (`HTTP/1.1 200 OK`) says 200: its second word, words
+    /// split at spaces, once trimmed.
+    static func isOK(status bytes: [UInt8]) -> Bool {
+        var index = 0
+        var word = 0
+        while index < bytes.count {
+            if bytes[index] == UInt8(ascii: " ") || (word == 0 && isWhitespace(bytes[index])) {
+                index += 1
+                continue
+            }
+            var end = index
+            while end < bytes.count, bytes[end] != UInt8(ascii: " ") { end += 1 }
+            if word == 1 {
+                // The second word, with trailing whitespace trimmed when it ends the text.
+                var last = end
+                if end == bytes.count { while last > index, isWhitespace(bytes[last - 1]) { last -= 1 } }
+                return bytes[index..<last].elementsEqual("200".utf8)
+            }
+            word += 1
+            index = end
+        }
+        return false
     }
 
     /// The `DAV:` elements whose end matters.

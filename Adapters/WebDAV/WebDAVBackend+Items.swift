@@ -88,6 +88,13 @@ extension WebDAVBackend {
             let rest = text[schemeEnd...]
             text = rest.firstIndex(of: "/").map { rest[$0...] } ?? "/"
         }
+        // Most hrefs start with the root's path as the requests spell it: only what follows is
+        // decoded (every entry of a listing comes here). Any other spelling is decoded whole.
+        let utf8 = text.utf8
+        if utf8.starts(with: encodedBasePath) {
+            let end = utf8.index(utf8.startIndex, offsetBy: encodedBasePath.count)
+            if end == utf8.endIndex || utf8[end] == UInt8(ascii: "/") { return Self.decodePath(text[end...]) }
+        }
         guard let names = Self.decodePath(text), names.count >= basePath.count,
             zip(names, basePath).allSatisfy({ $0.utf8.elementsEqual($1.utf8) })
         else { return nil }
@@ -121,8 +128,12 @@ extension WebDAVBackend {
 
     /// Checks a response's name and values and makes its item; an unsafe name or an
     /// impossible number refuses it.
-    func outcome(of response: DAVResponse, in folder: ItemPath, identifier folderIdentifier: ItemIdentifier) -> Outcome {
-        guard let names = relativePath(of: response.href) else {
+    /// `names`: the response's href's names inside the root (``relativePath(of:)``), read once
+    /// by the caller.
+    func outcome(
+        of response: DAVResponse, at names: [String]?, in folder: ItemPath, identifier folderIdentifier: ItemIdentifier
+    ) -> Outcome {
+        guard let names else {
             let shown = String(response.href.prefix(200))
             return .refused(
                 RefusedItem(identifier: nil, filename: shown, reason: "its href \(shown.debugDescription) is not inside \(baseURL)"))
@@ -390,7 +401,8 @@ extension WebDAVBackend {
         var seen = Set<ItemIdentifier>()
         var sawSelf = false
         for response in responses {
-            if let names = relativePath(of: response.href), names.count == folder.components.count,
+            let names = relativePath(of: response.href)
+            if let names, names.count == folder.components.count,
                 zip(names, folder.components).allSatisfy({ $0.utf8.elementsEqual($1.utf8) })
             {
                 sawSelf = true
@@ -403,7 +415,7 @@ extension WebDAVBackend {
                 if folder.isRoot, let quota = response.quotaAvailable { updateQuota(quota) }
                 continue
             }
-            switch outcome(of: response, in: folder, identifier: container) {
+            switch outcome(of: response, at: names, in: folder, identifier: container) {
             case .item(let item):
                 if seen.insert(item.identifier).inserted {
                     items.append(item)

@@ -25,6 +25,10 @@ public final class WebDAVBackend: Backend {
     public let baseURL: String
     /// The names of the root collection's path on the server (`["dav", "team"]`), to read hrefs.
     let basePath: [String]
+    /// ``basePath`` percent-encoded as requests send it (`/dav/team`; empty for the server's
+    /// root): an href that starts with these bytes has them decoded already
+    /// (``relativePath(of:)``).
+    let encodedBasePath: [UInt8]
     let client: HTTPClient
     /// The client for Nextcloud's chunked uploads (`…/remote.php/dav/uploads/<user>`), outside
     /// `url`; `nil` without `--vendor nextcloud` or when `url` is not `…/remote.php/dav/files/<user>/…`.
@@ -117,6 +121,7 @@ public final class WebDAVBackend: Backend {
         self.chunkSize = chunkSize
         baseURL = base
         basePath = path
+        encodedBasePath = Array(path.map { "/" + HTTPClient.percentEncode($0, keepSlash: false) }.joined().utf8)
         self.vendor = vendor
         capabilities = BackendCapabilities(
             hasChangeFeed: false, supportsThumbnails: false, supportsRangedReads: true, supportsServerSideMove: true,
@@ -189,22 +194,20 @@ public final class WebDAVBackend: Backend {
 
     /// The names of a percent-encoded URL path; `nil` when a name does not decode to UTF-8.
     static func decodePath(_ path: Substring) -> [String]? {
-        // One pass over the bytes (every entry of a listing comes here): a name ends at a `/`.
-        var names: [String] = []
-        let utf8 = path.utf8
-        var start = utf8.startIndex
-        var index = start
-        while true {
-            let atEnd = index == utf8.endIndex
-            if atEnd || utf8[index] == UInt8(ascii: "/") {
+        // One pass over the bytes in place (every entry of a listing comes here): a name ends
+        // at a `/`.
+        var path = path
+        return path.withUTF8 { bytes -> [String]? in
+            var names: [String] = []
+            var start = 0
+            for index in 0...bytes.count where index == bytes.count || bytes[index] == UInt8(ascii: "/") {
                 if start < index {
-                    guard let name = HTTPText.percentDecoded(path[start..<index]) else { return nil }
+                    guard let name = HTTPText.percentDecoded(UnsafeBufferPointer(rebasing: bytes[start..<index])) else { return nil }
                     names.append(name)
                 }
-                if atEnd { return names }
-                start = utf8.index(after: index)
+                start = index + 1
             }
-            index = utf8.index(after: index)
+            return names
         }
     }
 }

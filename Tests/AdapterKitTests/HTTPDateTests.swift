@@ -20,6 +20,9 @@ import Testing
     func rfc1123MatchesTheFormatter(_ text: String) throws {
         let parsed = try #require(HTTPDate.rfc1123(text[...]))
         #expect(parsed == Self.formatter1123(text))
+        // Part of a longer text (read in place), and with more spaces between the fields.
+        #expect(HTTPDate.rfc1123(("  " + text + " ").dropFirst(2).dropLast()) == parsed)
+        #expect(HTTPDate.rfc1123(text.replacingOccurrences(of: " ", with: "   ")[...]) == parsed)
     }
 
     @Test(arguments: [
@@ -29,6 +32,7 @@ import Testing
     ])
     func rfc3339GivesTheInstant(_ text: String, _ seconds: Double) throws {
         let parsed = try #require(HTTPDate.rfc3339(text[...]))
+        #expect(HTTPDate.rfc3339(("x" + text).dropFirst()) == parsed)
         #expect(abs(parsed.timeIntervalSince1970 - seconds) < 1e-6)
         if !text.contains(".") { #expect(parsed == ISO8601DateFormatter().date(from: text)) }
     }
@@ -38,7 +42,8 @@ import Testing
     @Test(arguments: [
         "Sun, 31 Feb 1994 08:49:37 GMT", "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Foo 1994 08:49:37 GMT",
         "Sun, -6 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 99999999999999999999 08:49:37 GMT", "Sun, 06 Nov 1994 08:49 GMT",
-        "", "GMT", "Sun 06 Nov 1994 08:49:37 GMT",
+        "", "GMT", "Sun 06 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 GMT extra", "Sun, 06 nov 1994 08:49:37 GMT",
+        "Sun, + Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 CET", "Sun, 06 Nov 1994 08:49:3x GMT",
     ])
     func badRFC1123IsNil(_ text: String) {
         #expect(HTTPDate.rfc1123(text[...]) == nil)

@@ -95,6 +95,25 @@ import Testing
         }
     }
 
+    /// A propstat's values count only when its status's second word is `200`, whatever the
+    /// blanks around the status (words split at spaces).
+    @Test(arguments: [
+        ("HTTP/1.1 200 OK", true), ("\n  HTTP/1.1 200 OK\n", true), ("HTTP/1.1  200", true), ("HTTP/1.1 200\r\n", true),
+        ("HTTP/1.1 404 Not Found", false), ("HTTP/1.1 2000 OK", false), ("HTTP/1.1\t200 OK", false), ("200", false),
+        ("HTTP/1.1 200\n OK", false), ("", false),
+    ])
+    func aPropstatCountsOnlyWithStatus200(_ status: String, _ counts: Bool) throws {
+        let body = """
+            <d:multistatus xmlns:d="DAV:"><d:response><d:href>/f</d:href><d:propstat><d:prop>
+            <d:getcontentlength>7</d:getcontentlength></d:prop><d:status>\(status)</d:status></d:propstat>
+            </d:response></d:multistatus>
+            """
+        #expect(MultistatusParser.isOK(status: Array(status.utf8)) == counts)
+        let responses = try MultistatusParser.parse(Data(body.utf8), limit: Self.limit)
+        #expect(responses.count == 1)
+        #expect(responses.first?.contentLength == (counts ? "7" : nil))
+    }
+
     @Test func moreResponsesThanTheLimitAreRefused() {
         let entries = (0...Self.limit).map { "<d:response><d:href>/f\($0)</d:href></d:response>" }.joined()
         let body = Data("<d:multistatus xmlns:d=\"DAV:\">\(entries)</d:multistatus>".utf8)
