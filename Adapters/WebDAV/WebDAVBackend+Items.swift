@@ -44,7 +44,8 @@ extension WebDAVBackend {
     func propfind(_ path: ItemPath, depth: Int) async throws(FileProviderError) -> [DAVResponse]? {
         var request = HTTPRequest("PROPFIND", endpoint(path, collection: depth > 0))
         request.headers = ["Depth: \(depth)"]
-        request.body = .data(propfindBody, contentType: "application/xml; charset=utf-8")
+        request.body = .data(
+            propfindBody(fileIDs: vendor.hasFileIDs, quota: path.isRoot), contentType: "application/xml; charset=utf-8")
         let spool = FileManager.default.temporaryDirectory.appendingPathComponent(".webdav-propfind-\(UUID().uuidString)").path
         let spooled = depth > 0
         defer { if spooled { try? FileManager.default.removeItem(atPath: spool) } }
@@ -430,8 +431,22 @@ extension WebDAVBackend {
         if !sawSelf, responses.count == 1, !(responses[0].isCollection) {
             throw FileProviderError(.invalidArgument, "\(folder.display) is not a folder")
         }
-        items.sort { $0.filename.utf8.lexicographicallyPrecedes($1.filename.utf8) }
+        items.sort { Self.precedes($0.filename, $1.filename) }
         return ItemPage(items: items, nextPage: nil, refused: refused)
+    }
+
+    /// Whether `left`'s UTF-8 bytes sort before `right`'s (`memcmp`, then the shorter first): the
+    /// order of a listing's items, compared in place (the generic comparison of two UTF-8 views
+    /// was 2% of a first sync's CPU).
+    static func precedes(_ left: String, _ right: String) -> Bool {
+        var (left, right) = (left, right)
+        return left.withUTF8 { a in
+            right.withUTF8 { b in
+                let common = min(a.count, b.count)
+                let order = common == 0 ? 0 : memcmp(a.baseAddress!, b.baseAddress!, common)
+                return order != 0 ? order < 0 : a.count < b.count
+            }
+        }
     }
 
     // MARK: Values

@@ -3,6 +3,10 @@ import Testing
 
 @testable import WebDAVAdapter
 
+#if canImport(FoundationXML)
+    import FoundationXML
+#endif
+
 /// The multistatus parser over libxml2's SAX2 callbacks: any namespace prefix (or none), text in
 /// pieces (entities, CDATA, a chunk boundary), only a 200 propstat's values, and bodies that
 /// are not well-formed, not complete, too long, or carry entities of their own refused.
@@ -112,6 +116,21 @@ import Testing
         let responses = try MultistatusParser.parse(Data(body.utf8), limit: Self.limit)
         #expect(responses.count == 1)
         #expect(responses.first?.contentLength == (counts ? "7" : nil))
+    }
+
+    /// The PROPFIND body asks for `oc:fileid` only where the server has it and for the quota
+    /// only of the root: Apache looks each property it lacks up in every entry's dead-property
+    /// database (twice the CPU per listing).
+    @Test(arguments: [(false, false), (true, false), (false, true), (true, true)])
+    func theBodyAsksForFileIDsAndQuotaOnlyWhereNeeded(_ fileIDs: Bool, _ quota: Bool) throws {
+        let body = String(decoding: propfindBody(fileIDs: fileIDs, quota: quota), as: UTF8.self)
+        for property in ["resourcetype", "getcontentlength", "getlastmodified", "creationdate", "getetag", "getcontenttype"] {
+            #expect(body.contains("<d:\(property)/>"))
+        }
+        #expect(body.contains("<oc:fileid/>") == fileIDs)
+        #expect(body.contains("<d:quota-available-bytes/>") == quota)
+        let document = try XMLDocument(data: Data(body.utf8))
+        #expect(document.rootElement()?.localName == "propfind")
     }
 
     @Test func moreResponsesThanTheLimitAreRefused() {
