@@ -66,6 +66,11 @@ public struct Replica: Sendable {
     /// The URL of an item at a relative path.
     public func url(_ relative: String) -> URL { URL(fileURLWithPath: path(relative)) }
 
+    /// The URL of a file at a relative path, made without a look at the disk
+    /// (`URL(fileURLWithPath:)` without `isDirectory` stats the path to learn whether it is a
+    /// folder: 4% of the cooperative threads' CPU of 10,000 uploads).
+    public func fileURL(_ relative: String) -> URL { URL(fileURLWithPath: path(relative), isDirectory: false) }
+
     /// The placeholder path of a relative path, as Apple's `placeholderURL(for:)`: the path
     /// with `.placeholder` added, or in its folder the shortened name of an item whose name is
     /// too long for that (``PlaceholderName``).

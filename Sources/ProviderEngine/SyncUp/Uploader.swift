@@ -80,7 +80,7 @@ struct Uploader: Sendable {
             template.fileSystemFlags.insert(.userExecutable)
             fields.insert(.fileSystemFlags)
         }
-        let contents = kind == .file ? replica.url(path) : nil
+        let contents = kind == .file ? replica.fileURL(path) : nil
         do {
             // The record is saved inside the journalled step: the entry is marked done only once
             // the database knows the item, so a crash in between replays with mayAlreadyExist
@@ -108,12 +108,12 @@ struct Uploader: Sendable {
                 }
                 try await step.finish(saving: record, isNew: true)
             }
-        } catch where error.code == .filenameCollision && kind == .folder && !adopting {
+        } catch  where error.code == .filenameCollision && kind == .folder && !adopting {
             // A folder of that name is in the store already (made elsewhere, or by this replica
             // before a crash): the two merge, and their items are synced one by one.
             try await uploadCreation(path: path, kind: kind, fingerprint: fingerprint, adopting: true, report: &report)
             return
-        } catch where error.code == .filenameCollision {
+        } catch  where error.code == .filenameCollision {
             // The name is taken in the store: the later item gets `name 2.ext`.
             let renamed = try await conflicts.renameAfterNameCollision(path, kind: kind, moved: false, report: &report)
             guard let print = try await context.executor.run({ replica.fingerprint(atPath: replica.path(renamed)) }) else { return }
@@ -162,7 +162,7 @@ struct Uploader: Sendable {
         var item = record.item
         item.size = fingerprint.size
         item.contentModificationDate = Date(timeIntervalSince1970: Double(fingerprint.modificationNanos) / 1e9)
-        let contents = context.replica.url(record.path)
+        let contents = context.replica.fileURL(record.path)
         let backend = context.backend
         // A chmod with the edit goes along where the store keeps the bit; otherwise the store
         // keeps its own bit with the new contents.
@@ -202,7 +202,7 @@ struct Uploader: Sendable {
                     fingerprint: fingerprint, pending: result.stillPendingFields, step: step,
                     sha256: await sink.finish(size: fingerprint.size))
             }
-        } catch where error.code == .versionOutOfDate {
+        } catch  where error.code == .versionOutOfDate {
             // A replay whose first attempt reached the store before the process died finds the
             // store already holding exactly these bytes: that is no conflict. Its entry stays
             // open until this is known (a process killed while comparing replays again).
@@ -221,7 +221,7 @@ struct Uploader: Sendable {
             }
             await conflicts.bringBack(kept.original, report: &report)
             return
-        } catch where error.code == .noSuchItem {
+        } catch  where error.code == .noSuchItem {
             // Edited here, deleted in the store: the edit wins and the item is created again.
             try await conflicts.editedAndDeleted(record, report: &report)
             try await uploadCreation(path: record.path, kind: .file, fingerprint: fingerprint, report: &report)
@@ -263,7 +263,7 @@ struct Uploader: Sendable {
                 updated.lastError = nil
                 try await step.finish(saving: updated)
             }
-        } catch where error.code == .versionOutOfDate || error.code == .noSuchItem {
+        } catch  where error.code == .versionOutOfDate || error.code == .noSuchItem {
             return
         }
         report.uploaded += 1
@@ -306,7 +306,7 @@ struct Uploader: Sendable {
         do {
             try await context.executor.run { try replica.prepareStagingFile(atPath: staging, truncate: true) }
             current = try await context.backend.fetchContents(
-                for: record.identifier, version: nil, to: URL(fileURLWithPath: staging), offset: 0, progress: nil)
+                for: record.identifier, version: nil, to: URL(fileURLWithPath: staging, isDirectory: false), offset: 0, progress: nil)
         } catch {
             // The staging file goes, on the executor.
             _ = try? await context.executor.runToCompletion { try? replica.removeFile(atPath: staging) }
@@ -364,7 +364,7 @@ struct Uploader: Sendable {
                 }
                 return result
             }
-        } catch where error.code == .filenameCollision {
+        } catch  where error.code == .filenameCollision {
             if let attempt, attempt.replay {
                 let adopted = try await moves.adoptReplayedMove(
                     record, to: path, name: name, parent: parent.identifier, fingerprint: fingerprint)
@@ -379,7 +379,7 @@ struct Uploader: Sendable {
                 path, kind: record.kind == .folder ? .folder : .file, moved: true, report: &report)
             try await uploadMove(record, to: renamed, fingerprint: fingerprint, report: &report)
             return
-        } catch where error.code == .versionOutOfDate {
+        } catch  where error.code == .versionOutOfDate {
             // Moved here, changed in the store: keep both. The store's version stays where it
             // is and comes back with this sync's listing; a moved local file is uploaded as a new
             // item at its new place, a moved placeholder (no contents of its own) is dropped.
@@ -388,7 +388,7 @@ struct Uploader: Sendable {
                     path: path, kind: record.kind == .folder ? .folder : .file, fingerprint: fingerprint, report: &report)
             }
             return
-        } catch where error.code == .noSuchItem {
+        } catch  where error.code == .noSuchItem {
             // The first attempt of a replayed move reached the store before the process died.
             let replayed = attempt?.replay == true
             if let attempt, replayed {
@@ -447,9 +447,9 @@ struct Uploader: Sendable {
                     try await backend.deleteItem(identifier: record.identifier, baseVersion: record.version, options: [])
                 }
             }
-        } catch where error.code == .noSuchItem {
+        } catch  where error.code == .noSuchItem {
             // Already gone from the store.
-        } catch where error.code == .versionOutOfDate {
+        } catch  where error.code == .versionOutOfDate {
             // Deleted here, edited in the store: the store's version comes back as a placeholder.
             try await conflicts.deletedAndEdited(record, report: &report)
             return
@@ -490,9 +490,9 @@ struct Uploader: Sendable {
                             identifier: item.identifier, baseVersion: item.kind == .folder ? nil : item.version, options: [])
                     }
                 }
-            } catch where error.code == .noSuchItem {
+            } catch  where error.code == .noSuchItem {
                 // Already gone from the store.
-            } catch where error.code == .versionOutOfDate || error.code == .directoryNotEmpty {
+            } catch  where error.code == .versionOutOfDate || error.code == .directoryNotEmpty {
                 kept = true
             }
         }

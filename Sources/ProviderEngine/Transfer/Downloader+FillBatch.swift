@@ -83,7 +83,7 @@ extension Downloader {
         let requests = marked.map {
             ContentRequest(
                 identifier: records[$0.index].identifier,
-                destination: URL(fileURLWithPath: Self.batchStagingPath(replica, records[$0.index])))
+                destination: URL(fileURLWithPath: Self.batchStagingPath(replica, records[$0.index]), isDirectory: false))
         }
         // Each file hashed as the backend writes it (``ContentSink``).
         let sinks = requests.map { _ in FastSHA256.sink() }

@@ -116,7 +116,7 @@ extension Downloader {
         let target = fill.target
         let sink = FastSHA256.sink()
         if let watermark { sink.observeContiguous { watermark.advance(to: $0) } }
-        let destination = URL(fileURLWithPath: target)
+        let destination = URL(fileURLWithPath: target, isDirectory: false)
         let backend = self.backend
         let written: PartialContents
         do {
@@ -206,7 +206,7 @@ extension Downloader {
         let item: Item
         // Hashed as the backend writes it (``ContentSink``).
         let sink = FastSHA256.sink()
-        let destination = URL(fileURLWithPath: promised)
+        let destination = URL(fileURLWithPath: promised, isDirectory: false)
         let backend = self.backend
         do {
             item = try await ContentSink.feeding([destination: sink]) { () async throws(FileProviderError) -> Item in

@@ -23,7 +23,7 @@ extension Downloader {
             throw FileProviderError(.noSuchItem, "\(display(record.path)) is no longer the item's dataless file; sync again")
         }
         let written = try await backend.fetchPartialContents(
-            for: record.identifier, version: record.version, range: range, into: URL(fileURLWithPath: target))
+            for: record.identifier, version: record.version, range: range, into: URL(fileURLWithPath: target, isDirectory: false))
         let domain = domainName
         try await executor.run {
             // Before the date: the hydrator takes the change time the date leaves as its own.
