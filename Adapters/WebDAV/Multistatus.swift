@@ -73,7 +73,8 @@ final class MultistatusParser {
     static func parse(_ data: Data, limit: Int) throws -> [DAVResponse] {
         let parser = MultistatusParser(limit: limit)
         var offset = 0
-        try MultistatusReader.read(into: parser) { buffer in
+        // A buffer the size of the body: it goes in one chunk.
+        try MultistatusReader.read(into: parser, bufferSize: data.count) { buffer in
             let count = min(buffer.count, data.count - offset)
             if count > 0 { data.copyBytes(to: buffer.bindMemory(to: UInt8.self), from: offset..<offset + count) }
             offset += count

@@ -23,8 +23,13 @@ enum MultistatusReader {
 
     /// Parses the body `next` gives (it fills the buffer and returns the bytes it put there, 0
     /// at the end) into `parser`, until the end or until the parser has seen enough.
+    /// `bufferSize`: at most ``chunkSize``; a body known to be smaller (a reply in memory) asks
+    /// for less, so that its buffer is not mapped and unmapped (glibc maps 128 KiB and more: per
+    /// `PROPFIND` of one item, a `munmap` whose TLB shootdown interrupted the other core too).
     /// - Throws: what `next` throws; `MultistatusError` when the body is not well-formed XML.
-    static func read(into parser: MultistatusParser, _ next: (UnsafeMutableRawBufferPointer) throws -> Int) throws {
+    static func read(
+        into parser: MultistatusParser, bufferSize: Int = chunkSize, _ next: (UnsafeMutableRawBufferPointer) throws -> Int
+    ) throws {
         let session = Session(parser)
         var handler = xmlSAXHandler()
         handler.initialized = fp_xml_sax2_magic
@@ -58,7 +63,7 @@ enum MultistatusReader {
         }
         defer { xmlFreeParserCtxt(parserContext) }
         _ = xmlCtxtUseOptions(parserContext, Int32(XML_PARSE_NONET.rawValue))
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, min(bufferSize, chunkSize)), alignment: 16)
         defer { buffer.deallocate() }
         var ended = false
         while !ended && !parser.isDone && session.error == nil {
