@@ -93,9 +93,12 @@ let package = Package(
         .target(
             name: "AdapterKit",
             dependencies: [
-                "ProviderCore", "CCurl", "CSecret", "CLibCrypto", .product(name: "Logging", package: "swift-log"),
+                "ProviderCore", "CCurl", "CSecret", "CLibCrypto", "CKitShims", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Adapters/Kit"),
+        // The kit's extended-attribute calls (a ranged download's prefix record), which Glibc's
+        // module does not offer.
+        .target(name: "CKitShims", path: "Adapters/CKitShims"),
         // The Secret Service through libsecret, loaded with dlopen on first use (so the programs
         // start without libsecret or GLib installed); built without their headers.
         .target(name: "CSecret", path: "Adapters/CSecret", linkerSettings: [.linkedLibrary("dl")]),

@@ -1,3 +1,4 @@
+import AdapterKit
 import CLibSSH2
 import Foundation
 import ProviderCore
@@ -122,29 +123,13 @@ final class LocalFile: @unchecked Sendable {
         if ftruncate(fd, off_t(size)) == -1 { throw Self.localError("truncate", path) }
     }
 
-    // MARK: The prefix a ranged download recorded
-
-    /// The extended attribute in which a download that writes ranges out of order records the
-    /// prefix it has written without a gap, while it runs.
-    static let prefixAttribute = "user.fileprovider.verified-prefix"
-
-    /// The prefix a ranged download recorded on the file at `path`, if one did (bytes past it
-    /// may have gaps: such a download was killed).
-    static func recordedPrefix(atPath path: String) -> Int64? {
-        var buffer = [UInt8](repeating: 0, count: 24)
-        let count = getxattr(path, prefixAttribute, &buffer, buffer.count)
-        guard count > 0 else { return nil }
-        return Int64(String(decoding: buffer.prefix(count), as: UTF8.self))
-    }
+    // MARK: The prefix a ranged download recorded (``PrefixRecord``)
 
     /// Records `prefix` on the file; `false` when the file system keeps no extended attributes.
-    func recordPrefix(_ prefix: Int64) -> Bool {
-        let value = Array(String(prefix).utf8)
-        return fsetxattr(fd, Self.prefixAttribute, value, value.count, 0) == 0
-    }
+    func recordPrefix(_ prefix: Int64) -> Bool { PrefixRecord.record(prefix, descriptor: fd) }
 
     /// Removes the recorded prefix (nothing happens when there is none).
-    func forgetPrefix() { _ = fremovexattr(fd, Self.prefixAttribute) }
+    func forgetPrefix() { PrefixRecord.forget(descriptor: fd) }
 
     /// Local failures are `localIOFailure` whatever the errno, the store is not at fault; but
     /// a full local disk is `fileWriteOutOfSpace`, so the engine can give space back.

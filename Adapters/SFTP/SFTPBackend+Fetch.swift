@@ -84,7 +84,7 @@ extension SFTPBackend {
         }
         var start = offset > 0 && offset <= item.size ? offset : 0
         // A ranged download that was killed may have written past the prefix it recorded.
-        if start > 0, let recorded = LocalFile.recordedPrefix(atPath: destination), recorded < start {
+        if start > 0, let recorded = PrefixRecord.recorded(atPath: destination), recorded < start {
             start = max(0, recorded)
         }
         let output = try LocalFile.openDestination(destination, keeping: start)

@@ -1,3 +1,4 @@
+import AdapterKit
 import Foundation
 import ProviderCore
 import ProviderTesting
@@ -5,83 +6,13 @@ import Testing
 
 @testable import SFTPAdapter
 
-/// Large files go in ranges over several connections: the schedule on its own, then downloads
-/// and uploads against the shared sshd.
+/// Large files go in ranges over several connections (the kit's `RangeSchedule`, tested in
+/// AdapterKitTests): downloads and uploads against the shared sshd.
 @Suite("SFTP ranged transfers")
 struct RangedTransferTests {
     /// Bytes that differ at every offset, so a range written at the wrong place shows.
     static func pattern(_ count: Int, seed: UInt32 = 0) -> Data {
         Data((0..<count).map { UInt8(truncatingIfNeeded: (UInt32(truncatingIfNeeded: $0) &+ seed) &* 2_654_435_761 >> 13) })
-    }
-
-    /// Runs `body` on a thread of its own (it blocks) and waits for it without blocking.
-    static func onThread(_ body: @escaping @Sendable () -> Void) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            Thread {
-                body()
-                continuation.resume()
-            }.start()
-        }
-    }
-
-    @Test func rangesAreHandedOutInOrderAndCoverTheTransfer() {
-        let schedule = RangeSchedule(from: 5, to: 30, rangeSize: 10)
-        var ranges: [Range<Int64>] = []
-        while let range = schedule.take() { ranges.append(range) }
-        #expect(ranges == [5..<15, 15..<25, 25..<30])
-        #expect(RangeSchedule(from: 7, to: 7, rangeSize: 10).take() == nil)
-    }
-
-    @Test func thePrefixGrowsOnlyWithoutGaps() {
-        let reports = Recorder<String>()
-        let schedule = RangeSchedule(from: 0, to: 30, rangeSize: 10) { prefix, rangesCompleted in
-            reports.add("\(prefix)\(rangesCompleted ? "|" : "")")
-        }
-        let first = schedule.take()!
-        let second = schedule.take()!
-        let third = schedule.take()!
-        // The later ranges finish first: nothing is reported until the first one has bytes.
-        schedule.wrote(10, in: second)
-        schedule.wrote(4, in: third)
-        #expect(schedule.writtenPrefix == 0)
-        schedule.wrote(3, in: first)
-        #expect(schedule.writtenPrefix == 3)
-        schedule.wrote(7, in: first)
-        #expect(schedule.writtenPrefix == 24)
-        schedule.wrote(6, in: third)
-        #expect(schedule.writtenPrefix == 30)
-        #expect(reports.values == ["3", "24|", "30|"])
-        #expect(schedule.take() == nil)
-    }
-
-    @Test func reportsComeInOrderFromManyThreads() async {
-        let reports = Recorder<Int64>()
-        let schedule = RangeSchedule(from: 0, to: 64 * 1000, rangeSize: 1000) { prefix, _ in reports.add(prefix) }
-        await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<4 {
-                group.addTask {
-                    await Self.onThread {
-                        while let range = schedule.take() {
-                            for _ in 0..<10 { schedule.wrote(100, in: range) }
-                        }
-                    }
-                }
-            }
-        }
-        #expect(schedule.writtenPrefix == 64 * 1000)
-        #expect(reports.values == reports.values.sorted() && Set(reports.values).count == reports.values.count)
-        #expect(reports.values.last == Int64(64 * 1000))
-    }
-
-    @Test func aFailureStopsTheHandOut() {
-        let schedule = RangeSchedule(from: 0, to: 40, rangeSize: 10)
-        let first = schedule.take()!
-        schedule.wrote(5, in: first)
-        schedule.fail(FileProviderError(.serverUnreachable, "gone"))
-        schedule.fail(FileProviderError(.cancelled, "later errors are not kept"))
-        #expect(schedule.take() == nil)
-        #expect(schedule.error?.code == .serverUnreachable)
-        #expect(schedule.writtenPrefix == 5)
     }
 
     @Test func connectionsPerTransferFollowTheProcessorsAndWhereTheServerIs() async throws {
@@ -116,7 +47,7 @@ struct RangedTransferTests {
         let item = try await backend.fetchContents(
             for: "big.bin", version: nil, to: staging, offset: 0,
             progress: { done, _ in
-                let recorded = LocalFile.recordedPrefix(atPath: path) ?? -1
+                let recorded = PrefixRecord.recorded(atPath: path) ?? -1
                 seen.add(recorded >= 0 && recorded <= done ? done : -done)
             })
         #expect(item.size == Int64(size))
@@ -125,7 +56,7 @@ struct RangedTransferTests {
         #expect(reports.allSatisfy { $0 >= 0 }, "recorded past the reported prefix, or not at all: \(reports.filter { $0 < 0 })")
         #expect(reports == reports.sorted())
         #expect(reports.last == Int64(size))
-        #expect(LocalFile.recordedPrefix(atPath: path) == nil, "the finished file keeps the record")
+        #expect(PrefixRecord.recorded(atPath: path) == nil, "the finished file keeps the record")
         await backend.close()
     }
 
@@ -161,7 +92,7 @@ struct RangedTransferTests {
         _ = try await backend.fetchContents(
             for: "big.bin", version: nil, to: staging, offset: Int64(nearlyDone.count), progress: nil)
         #expect(try Data(contentsOf: staging) == data)
-        #expect(LocalFile.recordedPrefix(atPath: staging.path) == nil)
+        #expect(PrefixRecord.recorded(atPath: staging.path) == nil)
         await backend.close()
     }
 

@@ -5,13 +5,14 @@ import ProviderCore
 /// far the bytes are written without a gap from the start (the prefix a download can resume
 /// from), however the ranges' writes interleave.
 ///
-/// Shared by the threads of the connections working on the transfer; every method is
-/// thread-safe.
-final class RangeSchedule: @unchecked Sendable {
+/// Shared by the threads (SFTP's connections) or tasks (``RangedDownload``'s requests) working
+/// on the transfer; every method is thread-safe. Memory does not grow with the transfer: it
+/// holds the ranges in flight only.
+public final class RangeSchedule: @unchecked Sendable {
     /// The end of the transfer (exclusive).
-    let end: Int64
+    public let end: Int64
     /// The size of every range but the last.
-    let rangeSize: Int64
+    public let rangeSize: Int64
     private let lock = NSLock()
     private var next: Int64
     /// Every byte below this is written; the range starting here (if any) is the oldest one
@@ -35,7 +36,7 @@ final class RangeSchedule: @unchecked Sendable {
     /// - Parameter onAdvance: called each time the prefix grows, with the new prefix and
     ///   whether whole ranges were completed by this step; in increasing order, one call at a
     ///   time.
-    init(
+    public init(
         from start: Int64, to end: Int64, rangeSize: Int64,
         onAdvance: (@Sendable (_ prefix: Int64, _ rangesCompleted: Bool) -> Void)? = nil
     ) {
@@ -49,7 +50,7 @@ final class RangeSchedule: @unchecked Sendable {
     }
 
     /// The next range to transfer; `nil` once every range was handed out or the transfer failed.
-    func take() -> Range<Int64>? {
+    public func take() -> Range<Int64>? {
         lock.withLock { () -> Range<Int64>? in
             guard failure == nil, next < end else { return nil }
             let range = next..<min(end, next + rangeSize)
@@ -62,7 +63,7 @@ final class RangeSchedule: @unchecked Sendable {
     /// Runs `body` on ranges taken one after the other until none is left, the transfer failed
     /// or `yield` says to stop; the first error `body` throws ends the transfer.
     /// Returns at once after ``closeAndWaitForWorkers()``.
-    func work(yielding yield: () -> Bool, _ body: (Range<Int64>) throws(FileProviderError) -> Void) {
+    public func work(yielding yield: () -> Bool, _ body: (Range<Int64>) throws(FileProviderError) -> Void) {
         let entered = workersCondition.withLock { () -> Bool in
             if closed { return false }
             workers += 1
@@ -87,10 +88,26 @@ final class RangeSchedule: @unchecked Sendable {
 
     /// Records that the next `count` bytes of `range` (taken with ``take()``) are written, in
     /// order within the range; reports the prefix if it grew.
-    func wrote(_ count: Int64, in range: Range<Int64>) {
+    public func wrote(_ count: Int64, in range: Range<Int64>) {
+        advance(range) { $0 += count }
+    }
+
+    /// Records that the bytes of `range` (taken with ``take()``) are written from its start up
+    /// to `offset` (a transfer that reports where it is, not how much it just wrote); a smaller
+    /// `offset` than before changes nothing. Reports the prefix if it grew.
+    public func wrote(upTo offset: Int64, in range: Range<Int64>) {
+        let written = min(offset, range.upperBound) - range.lowerBound
+        advance(range) { $0 = max($0, written) }
+    }
+
+    /// Updates the bytes written of `range` with `update`, then follows and reports the prefix.
+    private func advance(_ range: Range<Int64>, _ update: (inout Int64) -> Void) {
         let advanced = lock.withLock { () -> (Int64, Bool)? in
             let before = (prefix: prefixLocked, complete: complete)
-            inFlight[range.lowerBound]?.written += count
+            if var head = inFlight[range.lowerBound] {
+                update(&head.written)
+                inFlight[range.lowerBound] = head
+            }
             while let head = inFlight[complete], complete + head.written == head.end {
                 inFlight[complete] = nil
                 complete = head.end
@@ -112,7 +129,7 @@ final class RangeSchedule: @unchecked Sendable {
     /// Lets no thread start working any more, and waits until those working are done: every
     /// range handed out is then written or failed. A helper still connecting when the
     /// transfer's own thread ran out of ranges is not waited for (it finds nothing to do).
-    func closeAndWaitForWorkers() {
+    public func closeAndWaitForWorkers() {
         workersCondition.withLock {
             closed = true
             while workers > 0 { workersCondition.wait() }
@@ -120,15 +137,15 @@ final class RangeSchedule: @unchecked Sendable {
     }
 
     /// Ends the transfer: no more ranges are handed out. The first error is the one kept.
-    func fail(_ error: FileProviderError) {
+    public func fail(_ error: FileProviderError) {
         lock.withLock {
             if failure == nil { failure = error }
         }
     }
 
     /// Where the bytes written without a gap from the start end.
-    var writtenPrefix: Int64 { lock.withLock { prefixLocked } }
+    public var writtenPrefix: Int64 { lock.withLock { prefixLocked } }
 
     /// The error that ended the transfer, if one did.
-    var error: FileProviderError? { lock.withLock { failure } }
+    public var error: FileProviderError? { lock.withLock { failure } }
 }
