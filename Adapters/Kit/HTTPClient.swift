@@ -122,14 +122,14 @@ public final class HTTPClient: Sendable {
         var resumeAt: Int64 = 0
         switch request.sink {
         case .file(_, let offset): resumeAt = max(0, offset)
-        case .range(_, let range): resumeAt = range.lowerBound
+        case .range(_, let range), .firstRange(_, let range): resumeAt = range.lowerBound
         case .memory, .spool: break
         }
         // The engine's sinks for the file downloaded into and the file uploaded from
         // (``ContentSink``), taken here: task-local values do not reach the connection's thread.
         var sinks = TransferSinks()
         switch request.sink {
-        case .file(let path, _), .range(let path, _): sinks.download = ContentSink.for(path: path)
+        case .file(let path, _), .range(let path, _), .firstRange(let path, _): sinks.download = ContentSink.for(path: path)
         case .memory, .spool: break
         }
         switch request.body {
@@ -189,7 +189,7 @@ public final class HTTPClient: Sendable {
                 return reply
             case .failure(let error, let retryable, let stored):
                 switch request.sink {
-                case .file, .range: if stored > resumeAt { resumeAt = stored }
+                case .file, .range, .firstRange: if stored > resumeAt { resumeAt = stored }
                 case .memory, .spool: break
                 }
                 if retryable && retriesLeft {

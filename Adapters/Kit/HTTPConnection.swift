@@ -50,6 +50,9 @@ final class HTTPConnection: @unchecked Sendable {
         case .file: if resumeAt > 0 { add("Range: bytes=\(resumeAt)-") }
         case .spool: break
         case .range(_, let range): add("Range: bytes=\(resumeAt)-\(range.upperBound - 1)")
+        case .firstRange(_, let range):
+            // Past the range (an earlier attempt got the whole file with `200`): the rest of it.
+            add(resumeAt < range.upperBound ? "Range: bytes=\(resumeAt)-\(range.upperBound - 1)" : "Range: bytes=\(resumeAt)-")
         case .memory: break
         }
 

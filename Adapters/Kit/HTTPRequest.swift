@@ -32,6 +32,14 @@ public enum ReplySink: Sendable {
     /// are never written). A reply that completes with fewer bytes than the range holds up to
     /// the end of the resource is `corruptData`; one cut off is retried from where it stopped.
     case range(path: String, range: Range<Int64>)
+    /// The first range of a download that may go on in ranges (``RangedDownload``): like
+    /// `file`, the file is created if missing and cut at the range's start when a successful
+    /// reply begins, but the request asks for `range` only (`Range: bytes=a-b`). A `206` must
+    /// start where asked; its bytes past the range end the transfer, and it must hold the range
+    /// up to the end of the resource. A `200` (a server that ignores `Range`) rewrites the file
+    /// with the whole body, as `file` does. A file written from its first byte loses the
+    /// prefix a ranged download recorded on it (``PrefixRecord``).
+    case firstRange(path: String, range: Range<Int64>)
     /// Streamed into a file from its first byte (created if missing, truncated when a
     /// successful reply starts), refusing replies longer than `limit` bytes with
     /// `corruptData`. An attempt that breaks off starts again from the first byte, never with

@@ -57,7 +57,7 @@ final class HTTPTransfer {
 
     func openFiles() -> FileProviderError? {
         switch request.sink {
-        case .file(let path, _):
+        case .file(let path, _), .firstRange(let path, _):
             sinkFile = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
             if sinkFile < 0 { return POSIXError.localWriteError("open", path: path) }
         case .spool(let path, _):
@@ -157,13 +157,27 @@ final class HTTPTransfer {
             return true
         }
         var start: Int64 = 0
-        if head.status == 206, case .file = request.sink {
+        var firstRange: Range<Int64>?
+        var resumable = false
+        switch request.sink {
+        case .firstRange(_, let range):
+            firstRange = range
+            resumable = true
+        case .file: resumable = true
+        case .range, .memory, .spool: break
+        }
+        if head.status == 206 && resumable {
             guard head.rangeStart == resumeAt else {
                 failure = FileProviderError(.corruptData, "the server resumed at another byte than \(resumeAt)")
                 return false
             }
             start = resumeAt
+            // The range asked for; an attempt resumed past it (after a `200`) asked for the rest.
+            if let firstRange { rangeEnd = resumeAt < firstRange.upperBound ? firstRange.upperBound : .max }
         }
+        // A download started again from its first byte: a prefix recorded by an earlier,
+        // ranged one is no longer true.
+        if start == 0, firstRange != nil { PrefixRecord.forget(descriptor: sinkFile) }
         // Truncated only when longer than `start` (an earlier attempt's bytes, or a file the
         // engine reuses): ext4 writes a file truncated to 0 out when it is closed
         // (`auto_da_alloc`), a block write per downloaded file of a new, empty staging file.
@@ -212,7 +226,7 @@ final class HTTPTransfer {
             // libcurl hands over at most 16 KiB at a time; write in 1 MiB blocks.
             pending.append(contentsOf: bytes)
             if pending.count >= Self.blockSize && !flush() { return 0 }
-        case .range:
+        case .range, .firstRange:
             var start = 0
             if skip > 0 {
                 start = Int(min(skip, Int64(bytes.count)))
@@ -296,13 +310,19 @@ final class HTTPTransfer {
     func finish() -> FileProviderError? {
         guard accept() else { return failure }
         guard isSuccess, sinkFile >= 0 else { return nil }
-        if case .range(_, let range) = request.sink {
+        var end: Int64?
+        switch request.sink {
+        case .range(_, let range): end = range.upperBound
+        case .firstRange where head.status == 206: end = rangeEnd
+        default: break
+        }
+        if let end {
             // A complete reply (or one this sink ended past the range) must hold the range up to
             // the end of the resource.
             guard let total else {
                 return FileProviderError(.corruptData, "the reply to a ranged request gave no size")
             }
-            let expected = max(resumeAt, min(range.upperBound, total))
+            let expected = max(resumeAt, min(end, total))
             if storedLength != expected {
                 return FileProviderError(
                     .corruptData,
