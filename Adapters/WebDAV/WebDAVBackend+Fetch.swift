@@ -64,10 +64,12 @@ extension WebDAVBackend {
     }
 
     /// Streams a file into `destination` with `GET`, resuming after `offset` bytes with
-    /// `Range`.
+    /// `Range`; a large file in ranges over several connections at once (``RangedDownload``:
+    /// the first 16 MiB first, then, when more than 32 MiB are left, the rest in 16 MiB ranges).
     ///
     /// The reply's `ETag` is checked against `version` before a byte is stored, and every
-    /// attempt's against the first, so a transfer resumed after a break is the same file; the
+    /// attempt's and range's against the first (version and size), so a transfer resumed after
+    /// a break, or put together from ranges, is one file; the
     /// whole file against the reply's `OC-Checksum` when it has a `SHA1:` (read once more). A
     /// `SHA256:` there becomes the item's `contentHash` (`sha256:<hex>`), which the engine
     /// checks against the hash it computed as the bytes were written, and refuses to place a
@@ -77,7 +79,8 @@ extension WebDAVBackend {
     /// - Throws: `noSuchItem` when the file is gone; `versionNoLongerAvailable` when `version`
     ///   is given and the server has another one, or the file changed during the transfer;
     ///   `invalidArgument` for the root; `corruptData` when the reply has no ETag or an
-    ///   impossible size, fewer bytes than it announced, or bytes that do not match its
+    ///   impossible size, fewer bytes than it announced, a range other than the one asked for,
+    ///   another size for the same version, or bytes that do not match its
     ///   `OC-Checksum` (SHA-1); `fileWriteOutOfSpace` or
     ///   `localIOFailure` when `destination` cannot be written; `serverUnreachable` after the
     ///   retries; `cancelled`.
@@ -90,7 +93,6 @@ extension WebDAVBackend {
         let parent = try await parentIdentifier(of: path)
         let seen = FirstItem()
         var request = HTTPRequest("GET", endpoint(path))
-        request.sink = .file(path: destination.path, offset: max(0, offset))
         request.progress = progress
         if version == Self.folderVersion {
             throw FileProviderError(.invalidArgument, "\(path.display) is a folder; it has no contents")
@@ -103,7 +105,10 @@ extension WebDAVBackend {
             }
             try seen.check(item)
         }
-        let reply = try await request.sendResuming { request async throws(FileProviderError) in try await self.send(request) }
+        let download = RangedDownload(streams: client.settings.connections, files: hasher)
+        let reply = try await download.fetch(request, into: destination.path, from: offset) {
+            request async throws(FileProviderError) in try await self.send(request)
+        }
         try await checkDownload(reply, of: path)
         guard let item = seen.value else { throw FileProviderError(.corruptData, "GET \(path.display) gave no headers") }
         guard reply.fileLength == item.size else {

@@ -42,7 +42,8 @@ public final class WebDAVBackend: Backend {
     let places = IdentifierMap()
     /// Parses listings off the cooperative pool.
     let parser = BlockingExecutor(name: "webdav-xml", threads: 1)
-    /// Computes checksums of files off the cooperative pool.
+    /// Computes checksums of files, and does the file steps of ranged downloads
+    /// (``RangedDownload/files``), off the cooperative pool.
     let hasher = BlockingExecutor(name: "webdav-hash", threads: 1)
     /// The server's last `quota-available-bytes` for the root.
     let quota = QuotaBox()

@@ -17,6 +17,9 @@ public class LoggingDAVServer: LoopbackDAVServer, @unchecked Sendable {
         public var method: String
         /// The path as sent, percent-encoded.
         public var path: String
+        /// The status answered, where the log line gives it after the request line (Apache's
+        /// and nginx's logs do).
+        public var status: Int? = nil
     }
 
     /// The name of the file in the scratch folder the requests are logged to.
@@ -43,7 +46,10 @@ public class LoggingDAVServer: LoopbackDAVServer, @unchecked Sendable {
             guard let quote = line.firstIndex(of: "\"") else { return nil }
             let fields = line[line.index(after: quote)...].split(separator: " ", maxSplits: 2)
             guard fields.count >= 2, fields[0].allSatisfy({ $0.isUppercase }), fields[1].hasPrefix("/") else { return nil }
-            return Request(method: String(fields[0]), path: String(fields[1].prefix(while: { $0 != "\"" })))
+            // `"GET /a HTTP/1.1" 206 16777216`: the status follows the request line's closing quote.
+            let afterRequest = line[line.index(after: quote)...].split(separator: "\"", maxSplits: 1).dropFirst().first
+            let status = afterRequest?.split(separator: " ").first.flatMap { Int($0) }
+            return Request(method: String(fields[0]), path: String(fields[1].prefix(while: { $0 != "\"" })), status: status)
         }
     }
 
