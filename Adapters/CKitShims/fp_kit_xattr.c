@@ -5,6 +5,10 @@ ssize_t fp_kit_getxattr(const char *path, const char *name, void *value, size_t 
     return getxattr(path, name, value, size);
 }
 
+ssize_t fp_kit_fgetxattr(int fd, const char *name, void *value, size_t size) {
+    return fgetxattr(fd, name, value, size);
+}
+
 int fp_kit_setxattr(const char *path, const char *name, const void *value, size_t size) {
     return setxattr(path, name, value, size, 0);
 }

@@ -52,6 +52,9 @@ enum HTTPRequestLog {
             let received: Int64
             switch request.sink {
             case .memory: received = Int64(body.count)
+            case .range(_, let range) where (200..<300).contains(head.status), .firstRange(_, let range) where head.status == 206:
+                // `length` is where the range's bytes end in the file.
+                received = length - range.lowerBound
             default: received = (200..<300).contains(head.status) ? length : Int64(body.count)
             }
             text += " -> \(head.status), sent \(RequestLogText.bytes(sent)), received \(RequestLogText.bytes(received))"

@@ -41,8 +41,16 @@ public enum PrefixRecord {
     }
 
     /// Removes the record from the file at `path` (nothing happens when there is none).
-    public static func forget(atPath path: String) { _ = fp_kit_removexattr(path, attribute) }
+    ///
+    /// Looked for first: ext4 starts a journal transaction for a removal even when there is
+    /// nothing to remove, and every download forgets.
+    public static func forget(atPath path: String) {
+        if fp_kit_getxattr(path, attribute, nil, 0) >= 0 { _ = fp_kit_removexattr(path, attribute) }
+    }
 
-    /// Removes the record from the open file `descriptor` (nothing happens when there is none).
-    public static func forget(descriptor: Int32) { _ = fp_kit_fremovexattr(descriptor, attribute) }
+    /// Removes the record from the open file `descriptor` (nothing happens when there is none);
+    /// looked for first, as ``forget(atPath:)`` does.
+    public static func forget(descriptor: Int32) {
+        if fp_kit_fgetxattr(descriptor, attribute, nil, 0) >= 0 { _ = fp_kit_fremovexattr(descriptor, attribute) }
+    }
 }

@@ -10,6 +10,8 @@
 
 /// getxattr(2): the value's length, or -1 with errno.
 ssize_t fp_kit_getxattr(const char *path, const char *name, void *value, size_t size);
+/// fgetxattr(2): the value's length, or -1 with errno (ENODATA when there is none).
+ssize_t fp_kit_fgetxattr(int fd, const char *name, void *value, size_t size);
 /// setxattr(2): 0, or -1 with errno (ENOTSUP where the file system keeps none).
 int fp_kit_setxattr(const char *path, const char *name, const void *value, size_t size);
 /// fsetxattr(2): 0, or -1 with errno.
