@@ -65,7 +65,8 @@ extension WebDAVBackend {
 
     /// Streams a file into `destination` with `GET`, resuming after `offset` bytes with
     /// `Range`; a large file in ranges over several connections at once (``RangedDownload``:
-    /// the first 16 MiB first, then, when more than 32 MiB are left, the rest in 16 MiB ranges).
+    /// the first 16 MiB first, then, when more than 32 MiB are left, the rest in 16 MiB ranges,
+    /// ``streamsPerDownload`` at once).
     ///
     /// The reply's `ETag` is checked against `version` before a byte is stored, and every
     /// attempt's and range's against the first (version and size), so a transfer resumed after
@@ -105,7 +106,7 @@ extension WebDAVBackend {
             }
             try seen.check(item)
         }
-        let download = RangedDownload(streams: client.settings.connections, files: hasher)
+        let download = RangedDownload(streams: streamsPerDownload, files: hasher)
         let reply = try await download.fetch(request, into: destination.path, from: offset) {
             request async throws(FileProviderError) in try await self.send(request)
         }

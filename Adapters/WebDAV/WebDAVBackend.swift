@@ -35,6 +35,8 @@ public final class WebDAVBackend: Backend {
     let uploads: HTTPClient?
     /// Files larger than this go up in chunks of this size with ``uploads``.
     let chunkSize: Int64
+    /// How many ranged `GET`s a large download sends at once (``RangedDownload``).
+    let streamsPerDownload: Int
     /// The server's dialect: with `nextcloud` or `owncloud`, identifiers are the server's
     /// `oc:fileid` and contents carry `OC-Checksum`.
     public let vendor: WebDAVVendor
@@ -71,6 +73,9 @@ public final class WebDAVBackend: Backend {
     ///     (``ProbeMemory``), so that it runs once per `url` and `user`; `nil` probes at every open.
     ///   - authenticationHint: what a refusal of the credentials adds to its message (where the
     ///     password came from, or which sources had none); `nil`: a hint naming the options.
+    ///   - streamsPerDownload: how many ranged `GET`s a large download sends at once, at most
+    ///     `connections`; `nil`: what suits the processors and where the server is
+    ///     (``RangedDownload/streams(connections:url:processors:)``).
     /// - Throws: `invalidArgument` for a URL that is not http(s), a file that cannot be read,
     ///   out-of-range numbers, or a URL that is not a WebDAV collection; `serverUnreachable`
     ///   when the server cannot be reached; `notAuthenticated` when it refuses the credentials
@@ -79,7 +84,7 @@ public final class WebDAVBackend: Backend {
         url: String, user: String? = nil, password: String? = nil, netrcFile: String? = nil, caFile: String? = nil,
         connectTimeout: Double = 10, timeout: Double = 30, connections: Int = 4, retries: Int = 4,
         vendor: WebDAVVendor = .other, chunkSize: Int64 = 10 << 20, probeFolder: String? = nil,
-        authenticationHint: String? = nil
+        authenticationHint: String? = nil, streamsPerDownload: Int? = nil
     ) async throws(FileProviderError) {
         var base = url
         while base.hasSuffix("/") { base.removeLast() }
@@ -120,6 +125,8 @@ public final class WebDAVBackend: Backend {
             uploads = nil
         }
         self.chunkSize = chunkSize
+        self.streamsPerDownload = min(
+            connections, streamsPerDownload ?? RangedDownload.streams(connections: connections, url: base))
         baseURL = base
         basePath = path
         encodedBasePath = Array(path.map { "/" + HTTPClient.percentEncode($0, keepSlash: false) }.joined().utf8)

@@ -51,6 +51,21 @@ struct RangedDownloadTests {
         return (reply, try Data(contentsOf: URL(fileURLWithPath: path)))
     }
 
+    /// One stream per core for a server elsewhere (at least two), one per two cores for one on
+    /// this machine, at most the connections.
+    @Test func streamsFollowTheProcessorsAndWhereTheServerIs() {
+        #expect(RangedDownload.streams(connections: 8, url: "https://dav.example.com/files", processors: 2) == 2)
+        #expect(RangedDownload.streams(connections: 8, url: "https://dav.example.com/files", processors: 1) == 2)
+        #expect(RangedDownload.streams(connections: 8, url: "https://dav.example.com", processors: 16) == 8)
+        #expect(RangedDownload.streams(connections: 1, url: "https://dav.example.com", processors: 16) == 1)
+        #expect(RangedDownload.streams(connections: 8, url: "http://127.0.0.1:8080/dav", processors: 2) == 1)
+        #expect(RangedDownload.streams(connections: 8, url: "http://localhost/dav", processors: 8) == 4)
+        #expect(RangedDownload.streams(connections: 8, url: "http://[::1]:81/", processors: 1) == 1)
+        #expect(RangedDownload.isLoopback("http://127.3.4.5/"))
+        #expect(!RangedDownload.isLoopback("http://127.example.com/"))
+        #expect(!RangedDownload.isLoopback("http://10.0.0.1/"))
+    }
+
     @Test func aFileNoLargerThanTheFirstRangeComesInOneRequest() async throws {
         let server = try Self.server()
         defer { server.stop() }

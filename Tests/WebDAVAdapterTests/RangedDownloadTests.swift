@@ -9,7 +9,8 @@ import Testing
 
 /// Large downloads in ranges over several connections (`RangedDownload`): the first 16 MiB,
 /// then, with more than 32 MiB left, the rest in 16 MiB ranges at once. The files are just
-/// large enough for three ranges after the first.
+/// large enough for three ranges after the first; the backends send four at once (on this
+/// machine's two cores, with the servers on loopback, a download would use one).
 @Suite("WebDAV downloads in ranges")
 struct RangedDownloadTests {
     static let mib = 1 << 20
@@ -78,6 +79,11 @@ struct RangedDownloadTests {
         }
     }
 
+    /// A backend over `server`'s `/dav/` whose large downloads send four ranged `GET`s at once.
+    static func backend(_ server: FaultServer, timeout: Double = 2, retries: Int = 2) async throws -> WebDAVBackend {
+        try await WebDAVBackend(url: server.url + "/dav", timeout: timeout, retries: retries, streamsPerDownload: 4)
+    }
+
     static func gets(_ server: FaultServer) -> [FaultServer.Request] {
         server.requests.filter { $0.method == "GET" && $0.path == "/dav/big.bin" }
     }
@@ -94,7 +100,7 @@ struct RangedDownloadTests {
         try server.writeFile("\(name)/big.bin", data)
         try server.writeFile("\(name)/small.bin", Self.pattern(100_000, seed: 3))
         try server.writeFile("\(name)/empty.bin", Data())
-        let backend = try await WebDAVBackend(url: folder)
+        let backend = try await WebDAVBackend(url: folder, streamsPerDownload: 4)
         let staging = Self.staging()
         defer { try? FileManager.default.removeItem(at: staging) }
         // The engine's sink (libcrypto's SHA-256), as a materialize installs it.
@@ -153,7 +159,7 @@ struct RangedDownloadTests {
                 .reply(status: 200, headers: ["ETag": "\"e1\"", "Last-Modified": ScriptedDAV.date], body: data)
             })
         defer { server.stop() }
-        let backend = try await FaultTests.backend(server)
+        let backend = try await Self.backend(server)
         let staging = Self.staging()
         defer { try? FileManager.default.removeItem(at: staging) }
         let item = try await backend.fetchContents(
@@ -172,7 +178,7 @@ struct RangedDownloadTests {
         let data = Self.pattern(Self.size, seed: 2)
         let server = try Self.server(data, etag: { $0 == 32 * Self.mib ? "\"e2\"" : "\"e1\"" })
         defer { server.stop() }
-        let backend = try await FaultTests.backend(server)
+        let backend = try await Self.backend(server)
         let staging = Self.staging()
         defer { try? FileManager.default.removeItem(at: staging) }
         await FaultTests.expectCode(.versionNoLongerAvailable) {
@@ -199,7 +205,7 @@ struct RangedDownloadTests {
                 return .reply(status: 206, headers: lying, body: data.subdata(in: start..<(last + 1)))
             })
         defer { server.stop() }
-        let backend = try await FaultTests.backend(server)
+        let backend = try await Self.backend(server)
         let staging = Self.staging()
         defer { try? FileManager.default.removeItem(at: staging) }
         await FaultTests.expectCode(.corruptData) {
@@ -224,7 +230,7 @@ struct RangedDownloadTests {
                 return .truncate(body: data.subdata(in: start..<(last + 1)), sent: 1_000_000, status: 206, headers: headers)
             })
         defer { server.stop() }
-        let backend = try await FaultTests.backend(server)
+        let backend = try await Self.backend(server)
         let staging = Self.staging()
         defer { try? FileManager.default.removeItem(at: staging) }
         let item = try await backend.fetchContents(
@@ -244,7 +250,7 @@ struct RangedDownloadTests {
         let data = Self.pattern(Self.size, seed: 6)
         let server = try Self.server(data)
         defer { server.stop() }
-        let backend = try await FaultTests.backend(server)
+        let backend = try await Self.backend(server)
         let staging = Self.staging()
         defer { try? FileManager.default.removeItem(at: staging) }
         let prefix = 20 * Self.mib + 100
@@ -271,7 +277,7 @@ struct RangedDownloadTests {
         let data = Self.pattern(Self.size, seed: 7)
         let server = try Self.server(data, fault: { _, start, _, _ in start == 0 ? nil : .silence })
         defer { server.stop() }
-        let backend = try await WebDAVBackend(url: server.url + "/dav", timeout: 60, retries: 0)
+        let backend = try await Self.backend(server, timeout: 60, retries: 0)
         let staging = Self.staging()
         defer { try? FileManager.default.removeItem(at: staging) }
         let download = Task {
