@@ -33,9 +33,12 @@ public final class RangeSchedule: @unchecked Sendable {
 
     /// A schedule for the bytes `start..<end` in ranges of `rangeSize` bytes.
     ///
-    /// - Parameter onAdvance: called each time the prefix grows, with the new prefix and
-    ///   whether whole ranges were completed by this step; in increasing order, one call at a
-    ///   time.
+    /// - Parameters:
+    ///   - start: the first byte to transfer (the prefix before it is written).
+    ///   - end: the end of the transfer (exclusive), at least `start`.
+    ///   - rangeSize: the size of every range but the last, more than 0.
+    ///   - onAdvance: called each time the prefix grows, with the new prefix and whether whole
+    ///     ranges were completed by this step; in increasing order, one call at a time.
     public init(
         from start: Int64, to end: Int64, rangeSize: Int64,
         onAdvance: (@Sendable (_ prefix: Int64, _ rangesCompleted: Bool) -> Void)? = nil

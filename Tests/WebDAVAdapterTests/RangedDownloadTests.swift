@@ -84,6 +84,38 @@ struct RangedDownloadTests {
         try await WebDAVBackend(url: server.url + "/dav", timeout: timeout, retries: retries, streamsPerDownload: 4)
     }
 
+    /// Downloads `big.bin` from `server` and checks it is `data`.
+    static func expectWhole(_ data: Data, from server: FaultServer) async throws {
+        let backend = try await Self.backend(server)
+        let staging = Self.staging()
+        defer { try? FileManager.default.removeItem(at: staging) }
+        let item = try await backend.fetchContents(
+            for: ItemIdentifier("big.bin"), version: Self.version, to: staging, offset: 0, progress: nil)
+        #expect(item.size == Int64(data.count))
+        #expect(try Data(contentsOf: staging) == data)
+        await backend.close()
+    }
+
+    /// Downloads `big.bin` from `server`, which serves `data`, expecting it to fail with
+    /// `code`; the file then holds the first range and at most `limit` bytes, a prefix of
+    /// `data` (what was written without a gap), and no prefix record.
+    static func expectFailure(
+        _ code: FileProviderError.Code, from server: FaultServer, of data: Data, keepingAtMost limit: Int
+    ) async throws {
+        let backend = try await Self.backend(server)
+        let staging = Self.staging()
+        defer { try? FileManager.default.removeItem(at: staging) }
+        await FaultTests.expectCode(code) {
+            _ = try await backend.fetchContents(
+                for: ItemIdentifier("big.bin"), version: Self.version, to: staging, offset: 0, progress: nil)
+        }
+        let kept = Self.fileSize(staging)
+        #expect(kept >= 16 * Self.mib && kept <= limit, "\(kept) bytes kept")
+        #expect(try Data(contentsOf: staging) == data.prefix(kept))
+        #expect(PrefixRecord.recorded(atPath: staging.path) == nil)
+        await backend.close()
+    }
+
     static func gets(_ server: FaultServer) -> [FaultServer.Request] {
         server.requests.filter { $0.method == "GET" && $0.path == "/dav/big.bin" }
     }
@@ -159,16 +191,9 @@ struct RangedDownloadTests {
                 .reply(status: 200, headers: ["ETag": "\"e1\"", "Last-Modified": ScriptedDAV.date], body: data)
             })
         defer { server.stop() }
-        let backend = try await Self.backend(server)
-        let staging = Self.staging()
-        defer { try? FileManager.default.removeItem(at: staging) }
-        let item = try await backend.fetchContents(
-            for: ItemIdentifier("big.bin"), version: Self.version, to: staging, offset: 0, progress: nil)
-        #expect(item.size == Int64(Self.size))
-        #expect(try Data(contentsOf: staging) == data)
+        try await Self.expectWhole(data, from: server)
         #expect(Self.gets(server).count == 1)
         #expect(Self.gets(server).first?.headers["range"] == "bytes=0-\(16 * Self.mib - 1)")
-        await backend.close()
     }
 
     /// The range from 32 MiB comes with another ETag (the file changed between ranges): the
@@ -178,18 +203,7 @@ struct RangedDownloadTests {
         let data = Self.pattern(Self.size, seed: 2)
         let server = try Self.server(data, etag: { $0 == 32 * Self.mib ? "\"e2\"" : "\"e1\"" })
         defer { server.stop() }
-        let backend = try await Self.backend(server)
-        let staging = Self.staging()
-        defer { try? FileManager.default.removeItem(at: staging) }
-        await FaultTests.expectCode(.versionNoLongerAvailable) {
-            _ = try await backend.fetchContents(
-                for: ItemIdentifier("big.bin"), version: Self.version, to: staging, offset: 0, progress: nil)
-        }
-        let kept = Self.fileSize(staging)
-        #expect(kept >= 16 * Self.mib && kept <= 32 * Self.mib, "\(kept) bytes kept")
-        #expect(try Data(contentsOf: staging) == data.prefix(kept))
-        #expect(PrefixRecord.recorded(atPath: staging.path) == nil)
-        await backend.close()
+        try await Self.expectFailure(.versionNoLongerAvailable, from: server, of: data, keepingAtMost: 32 * Self.mib)
     }
 
     /// A range whose `Content-Range` gives another size for the same ETag is a server that
@@ -205,17 +219,7 @@ struct RangedDownloadTests {
                 return .reply(status: 206, headers: lying, body: data.subdata(in: start..<(last + 1)))
             })
         defer { server.stop() }
-        let backend = try await Self.backend(server)
-        let staging = Self.staging()
-        defer { try? FileManager.default.removeItem(at: staging) }
-        await FaultTests.expectCode(.corruptData) {
-            _ = try await backend.fetchContents(
-                for: ItemIdentifier("big.bin"), version: Self.version, to: staging, offset: 0, progress: nil)
-        }
-        let kept = Self.fileSize(staging)
-        #expect(kept >= 16 * Self.mib && kept <= 48 * Self.mib, "\(kept) bytes kept")
-        #expect(try Data(contentsOf: staging) == data.prefix(kept))
-        await backend.close()
+        try await Self.expectFailure(.corruptData, from: server, of: data, keepingAtMost: 48 * Self.mib)
     }
 
     /// A connection reset in the middle of the range from 32 MiB: the client asks for the rest
@@ -230,17 +234,10 @@ struct RangedDownloadTests {
                 return .truncate(body: data.subdata(in: start..<(last + 1)), sent: 1_000_000, status: 206, headers: headers)
             })
         defer { server.stop() }
-        let backend = try await Self.backend(server)
-        let staging = Self.staging()
-        defer { try? FileManager.default.removeItem(at: staging) }
-        let item = try await backend.fetchContents(
-            for: ItemIdentifier("big.bin"), version: Self.version, to: staging, offset: 0, progress: nil)
-        #expect(item.size == Int64(Self.size))
-        #expect(try Data(contentsOf: staging) == data)
+        try await Self.expectWhole(data, from: server)
         let ranges = Self.gets(server).compactMap { $0.headers["range"] }
         #expect(ranges.contains("bytes=\(32 * Self.mib + 1_000_000)-\(48 * Self.mib - 1)"), "\(ranges)")
         #expect(ranges.count == 5, "\(ranges)")
-        await backend.close()
     }
 
     /// What a killed ranged download leaves (a recorded prefix, then a gap and a range written
@@ -288,7 +285,9 @@ struct RangedDownloadTests {
         let cancelled = ContinuousClock.now
         download.cancel()
         await FaultTests.expectCode(.cancelled) { _ = try await download.value }
-        #expect(ContinuousClock.now - cancelled < .seconds(5))
+        // Not the 60 s stall timeout the silent ranges would run into (a second alone; up to
+        // 15 s seen with every adapter suite running at once on two cores).
+        #expect(ContinuousClock.now - cancelled < .seconds(30))
         #expect(Self.fileSize(staging) == 16 * Self.mib)
         #expect(PrefixRecord.recorded(atPath: staging.path) == nil)
         await backend.close()
