@@ -162,8 +162,7 @@ import Testing
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let late = folder + "/fusermount3"
         let unmount = "import ctypes, sys; ctypes.CDLL(None).umount2(sys.argv[1].encode(), 2)"
-        try Data("#!/bin/sh\nsleep 2\npython3 -c '\(unmount)' \"$4\"\n".utf8).write(to: URL(fileURLWithPath: late))
-        chmod(late, 0o755)
+        try ExecutableScript.write("#!/bin/sh\nsleep 2\npython3 -c '\(unmount)' \"$4\"\n", to: late)
         let latePID = try ChildProcess.spawn(late, ["-o", "rw,auto_unmount", "--", lab.mount], output: "/dev/null", error: "/dev/null")
         let again = try await Self.startServer(lab)
         _ = try await Self.reap(latePID)

@@ -273,16 +273,7 @@ struct SSHResolutionUnitTests {
     /// A stand-in for `ssh` that runs `script`.
     static func fakeSSH(_ script: String) throws -> String {
         let path = try TestServer.scratch().appendingPathComponent("ssh").path
-        // Written through a close-on-exec descriptor: a program another test starts meanwhile
-        // would otherwise keep it open for writing, and running the script would fail with
-        // "Text file busy".
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
-        try #require(fd >= 0)
-        let bytes = Array("#!/bin/sh\n\(script)\n".utf8)
-        let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        close(fd)
-        try #require(written == bytes.count)
-        chmod(path, 0o755)
+        try ExecutableScript.write("#!/bin/sh\n\(script)\n", to: path)
         return path
     }
 
