@@ -18,6 +18,14 @@ public enum HTTPText {
     /// ``trimmed(_:)-(Substring)`` of a whole string.
     public static func trimmed(_ text: String) -> Substring { trimmed(text[...]) }
 
+    /// ``trimmed(_:)-(Substring)`` of bytes.
+    package static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        var (start, end) = (bytes.startIndex, bytes.endIndex)
+        while start < end, isWhitespace(bytes[start]) { start += 1 }
+        while end > start, isWhitespace(bytes[end - 1]) { end -= 1 }
+        return bytes[start..<end]
+    }
+
     /// `text` with its `%XX` escapes decoded (any other byte kept as it is), or `nil` when an
     /// escape is not `%` and two hex digits, or the bytes decoded are not UTF-8: Foundation's
     /// `removingPercentEncoding` without its `NSString`, and stricter where that repairs bytes

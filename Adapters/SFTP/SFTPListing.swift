@@ -1,3 +1,4 @@
+import AdapterKit
 import Foundation
 import ProviderCore
 
@@ -14,7 +15,7 @@ enum SFTPListing {
     static func decode(_ raw: [(name: [UInt8], attributes: RemoteAttributes)], in folder: SFTPPath) -> [Entry] {
         // Sorted as raw bytes (one memcmp a comparison): the order of the decoded names, which
         // are UTF-8, is the same.
-        let order = raw.indices.sorted { precedes(raw[$0].name, raw[$1].name) }
+        let order = raw.indices.sorted { ByteOrder.precedes(raw[$0].name, raw[$1].name) }
         var entries: [Entry] = []
         entries.reserveCapacity(raw.count)
         for index in order {
@@ -44,17 +45,6 @@ enum SFTPListing {
             names.append(name)
         }
         return names
-    }
-
-    /// Whether `left` sorts before `right`, byte by byte.
-    static func precedes(_ left: [UInt8], _ right: [UInt8]) -> Bool {
-        let order = left.withUnsafeBufferPointer { l in
-            right.withUnsafeBufferPointer { r -> Int32 in
-                guard let a = l.baseAddress, let b = r.baseAddress else { return 0 }
-                return memcmp(a, b, min(l.count, r.count))
-            }
-        }
-        return order != 0 ? order < 0 : left.count < right.count
     }
 
     /// The index of the first entry sorted after `name`.

@@ -188,37 +188,16 @@ final class MultistatusParser {
 
     /// The bytes without XML's whitespace around them (``AdapterKit/HTTPText/trimmed(_:)-(Substring)``), as a string.
     private static func trimmedString(_ bytes: [UInt8]) -> String {
-        var start = 0
-        var end = bytes.count
-        while start < end, isWhitespace(bytes[start]) { start += 1 }
-        while end > start, isWhitespace(bytes[end - 1]) { end -= 1 }
-        return String(decoding: bytes[start..<end], as: UTF8.self)
+        String(decoding: HTTPText.trimmed(bytes[...]), as: UTF8.self)
     }
-
-    private static func isWhitespace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
 
     /// Whether a propstat's `status` (`HTTP/1.1 200 OK`) says 200: its second word, words
     /// split at spaces, once trimmed.
     static func isOK(status bytes: [UInt8]) -> Bool {
-        var index = 0
-        var word = 0
-        while index < bytes.count {
-            if bytes[index] == UInt8(ascii: " ") || (word == 0 && isWhitespace(bytes[index])) {
-                index += 1
-                continue
-            }
-            var end = index
-            while end < bytes.count, bytes[end] != UInt8(ascii: " ") { end += 1 }
-            if word == 1 {
-                // The second word, with trailing whitespace trimmed when it ends the text.
-                var last = end
-                if end == bytes.count { while last > index, isWhitespace(bytes[last - 1]) { last -= 1 } }
-                return bytes[index..<last].elementsEqual("200".utf8)
-            }
-            word += 1
-            index = end
-        }
-        return false
+        let text = HTTPText.trimmed(bytes[...])
+        guard let firstSpace = text.firstIndex(of: UInt8(ascii: " ")) else { return false }
+        let second = text[firstSpace...].drop { $0 == UInt8(ascii: " ") }.prefix { $0 != UInt8(ascii: " ") }
+        return second.elementsEqual("200".utf8)
     }
 
     /// The `DAV:` elements whose end matters.

@@ -436,22 +436,8 @@ extension WebDAVBackend {
         if !sawSelf, responses.count == 1, !(responses[0].isCollection) {
             throw FileProviderError(.invalidArgument, "\(folder.display) is not a folder")
         }
-        items.sort { Self.precedes($0.filename, $1.filename) }
+        items.sort { ByteOrder.precedes($0.filename, $1.filename) }
         return ItemPage(items: items, nextPage: nil, refused: refused)
-    }
-
-    /// Whether `left`'s UTF-8 bytes sort before `right`'s (`memcmp`, then the shorter first): the
-    /// order of a listing's items, compared in place (the generic comparison of two UTF-8 views
-    /// was 2% of a first sync's CPU).
-    static func precedes(_ left: String, _ right: String) -> Bool {
-        var (left, right) = (left, right)
-        return left.withUTF8 { a in
-            right.withUTF8 { b in
-                let common = min(a.count, b.count)
-                let order = common == 0 ? 0 : memcmp(a.baseAddress!, b.baseAddress!, common)
-                return order != 0 ? order < 0 : a.count < b.count
-            }
-        }
     }
 
     // MARK: Values
