@@ -134,7 +134,8 @@ public final class WebDAVBackend: Backend {
         capabilities = BackendCapabilities(
             hasChangeFeed: false, supportsThumbnails: false, supportsRangedReads: true, supportsServerSideMove: true,
             supportsConditionalWrites: false, supportsSymlinks: false, creatableKinds: [.file, .folder],
-            identifiersArePathDerived: !vendor.hasFileIDs, listsOnlySomeFiles: false, createsFetchDestinations: true)
+            identifiersArePathDerived: !vendor.hasFileIDs, listsOnlySomeFiles: false, createsFetchDestinations: true,
+            concurrentTransfers: connections)
         do {
             _ = try await rootItem()
             if try await checksConditions(memory: probeFolder.map(ProbeMemory.init(folder:)), user: user) { conditions.set() }
