@@ -56,6 +56,18 @@ package enum ExtendedAttribute {
         fp_fremove_xattr(fd, name)
     }
 
+    /// Whether the file at `path` has an attribute whose name starts with `prefix` (one
+    /// `llistxattr`, never following a final symlink): `false` only when its list was read and
+    /// holds none; `true` when one is there or the list could not be read in 1 KiB (errno).
+    package static func hasAny(withPrefix prefix: String, atPath path: String) -> Bool {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1024) { buffer in
+            let length = fp_list_xattr(path, buffer.baseAddress, buffer.count)
+            guard length >= 0 else { return true }
+            let names = UnsafeBufferPointer(rebasing: buffer[..<length])
+            return names.split(separator: 0).contains { $0.starts(with: prefix.utf8) }
+        }
+    }
+
     // MARK: By byte path, for a file system passing attributes through
 
     /// A failed attribute call: the errno it failed with (`ENODATA` when the file has no such

@@ -32,4 +32,20 @@ import Testing
         // Nothing went on the folder.
         #expect(ExtendedAttribute.get("user.test.at", atPath: folder.path, into: &buffer) == -1)
     }
+
+    /// One list of names tells whether a file has any attribute of a namespace: not for a file
+    /// with none or only another's, yes once one is there, and yes when the list cannot be read
+    /// (the caller then reads each attribute as before).
+    @Test func aListOfNamesTellsWhetherAFileHasAnAttributeOfANamespace() throws {
+        let folder = try TemporaryFolder("xattr-list")
+        let file = folder.path + "/file"
+        #expect(FileManager.default.createFile(atPath: file, contents: Data("x".utf8)))
+        #expect(!ExtendedAttribute.hasAny(withPrefix: "user.fileprovider.", atPath: file))
+        #expect(ExtendedAttribute.set("user.fileprovidery", to: Array("no".utf8), atPath: file) == 0)
+        #expect(ExtendedAttribute.set("user.other", to: Array("no".utf8), atPath: file) == 0)
+        #expect(!ExtendedAttribute.hasAny(withPrefix: "user.fileprovider.", atPath: file))
+        #expect(ExtendedAttribute.set("user.fileprovider.status", to: Array("unsent".utf8), atPath: file) == 0)
+        #expect(ExtendedAttribute.hasAny(withPrefix: "user.fileprovider.", atPath: file))
+        #expect(ExtendedAttribute.hasAny(withPrefix: "user.fileprovider.", atPath: folder.path + "/missing"))
+    }
 }

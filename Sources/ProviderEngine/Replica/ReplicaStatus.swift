@@ -46,6 +46,9 @@ public enum ReplicaStatus: String, Sendable, CaseIterable {
     public static let attribute = "user.fileprovider.status"
     /// The attribute holding the domain's name.
     public static let domainAttribute = "user.fileprovider.domain"
+    /// What the names of the engine's attributes start with (status, domain, the marks of
+    /// dataless files and downloads).
+    static let attributePrefix = "user.fileprovider."
 
     /// Writes the status and the domain's name on the file at `path` (never following a final
     /// symlink), each only when it differs. Blocking.
@@ -53,6 +56,18 @@ public enum ReplicaStatus: String, Sendable, CaseIterable {
         write(
             domain: domain, set: { ExtendedAttribute.set($0, to: $1, atPath: path) },
             read: { ExtendedAttribute.get($0, atPath: path, into: &$1) })
+    }
+
+    /// ``write(atPath:domain:)`` where the caller has just read the file's status (`current`,
+    /// `nil` for none): the status is not read again.
+    func write(atPath path: String, domain: String, replacing current: ReplicaStatus?) {
+        if current != self { ExtendedAttribute.set(Self.attribute, to: Array(rawValue.utf8), atPath: path) }
+        let value = Array(domain.utf8)
+        var buffer = [UInt8](repeating: 0, count: max(64, value.count + 1))
+        let length = ExtendedAttribute.get(Self.domainAttribute, atPath: path, into: &buffer)
+        if length != value.count || Array(buffer[..<length]) != value {
+            ExtendedAttribute.set(Self.domainAttribute, to: value, atPath: path)
+        }
     }
 
     /// Writes the status and the domain's name on the open file `fd`, each only when it differs.

@@ -33,9 +33,10 @@ final class SentStatus: Sendable {
     func write(_ records: [ItemRecord]) {
         for record in records where record.kind == .file && record.state == .materialized {
             let path = replica.path(record.path)
-            guard ReplicaStatus.read(atPath: path) != .conflict else { continue }
+            let current = ReplicaStatus.read(atPath: path)
+            guard current != .conflict else { continue }
             let status = ReplicaStatus.downloaded(policy: policies(along: RelativePath(record.path).parent)?.policy(of: record))
-            status.write(atPath: path, domain: domain)
+            status.write(atPath: path, domain: domain, replacing: current)
         }
     }
 

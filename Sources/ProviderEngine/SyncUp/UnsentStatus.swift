@@ -1,5 +1,6 @@
 import Foundation
 import ProviderCore
+import ProviderSystem
 
 /// Writes ``ReplicaStatus/unsent`` on the files a scan found changed, new or still being
 /// written (every program sees that they are not in the store yet), unless what the file is
@@ -21,8 +22,15 @@ enum UnsentStatus {
     static func write(on paths: [String], in replica: Replica, domain: String) {
         for path in paths {
             let target = replica.path(path)
-            guard let print = replica.fingerprint(atPath: target), print.isRegularFile,
-                Replica.datalessOwner(atPath: target) == nil,
+            guard let print = replica.fingerprint(atPath: target), print.isRegularFile else { continue }
+            // A new file (the many files of a first upload) carries none of the engine's
+            // attributes: one list of its attributes' names says so, instead of five reads. This
+            // runs before the first upload starts.
+            if !ExtendedAttribute.hasAny(withPrefix: ReplicaStatus.attributePrefix, atPath: target) {
+                ReplicaStatus.unsent.stamp(atPath: target, domain: domain)
+                continue
+            }
+            guard Replica.datalessOwner(atPath: target) == nil,
                 !DownloadMark.isUnchangedDownload(atPath: target, print),
                 ReplicaStatus.read(atPath: target) != .conflict
             else { continue }

@@ -34,7 +34,7 @@ import ProviderSystem
 ///   errors (ENOTSUP where it keeps none).
 extension ReplicaFileSystem {
     /// The namespace the engine owns.
-    static let enginePrefix = Array("user.fileprovider.".utf8)
+    static let enginePrefix = Array(ReplicaStatus.attributePrefix.utf8)
     static let statusName = Array(ReplicaStatus.attribute.utf8)
     static let domainName = Array(ReplicaStatus.domainAttribute.utf8)
     /// The namespaces the mount keeps nothing of.
@@ -53,7 +53,7 @@ extension ReplicaFileSystem {
             if !name.bytes.starts(with: Self.enginePrefix) {
                 do {
                     _ = try ExtendedAttribute.value(name.bytes, atPath: Array(backing.utf8))
-                } catch where error.code == ENOTSUP || error.code == EOPNOTSUPP {
+                } catch  where error.code == ENOTSUP || error.code == EOPNOTSUPP {
                     throw FUSEError(code: error.code)
                 } catch {}
                 throw .noAttribute
@@ -78,7 +78,7 @@ extension ReplicaFileSystem {
         if Self.isFolderOnDisk(path) { return folderAttribute(name.bytes, place.path) }
         do {
             return try ExtendedAttribute.value(name.bytes, atPath: path)
-        } catch where error.code == ENODATA {
+        } catch  where error.code == ENODATA {
             // None written: a dataless file (absent means dataless).
             guard isDataless(path) else { throw .noAttribute }
             return name.bytes == Self.statusName ? Array(ReplicaStatus.dataless.rawValue.utf8) : Array(fetcher.domain.utf8)
