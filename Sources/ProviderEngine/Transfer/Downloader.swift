@@ -511,16 +511,20 @@ final class Downloader: Sendable {
                 .corruptData, "the download of \(display(path)) was \(staged.size) bytes, expected \(expected); try again")
         }
         let sha256 = try checkHash(of: item, staged: staging, path: path, streamed: streamed)
-        // Marked as ours before it gets its name: whoever finds it there before it is
-        // recorded (a sync in another process, the next run after a kill) knows it is a
-        // download, not a local edit.
-        DownloadMark.write(to: file, identifier: item.identifier, contentVersion: item.version.content, fingerprint: staged)
+        // The status first, then the download mark: with the mark first, ext4 built the status
+        // in an attribute block shared with other files and copied it for the domain's name,
+        // freeing a block (and waiting for its discard where the disk is mounted with
+        // `discard`): 59 against 18 µs per file here.
         if item.kind == .file {
             let status =
                 policies.map { ReplicaStatus.downloaded(policy: $0.policy(ofFileAt: path, own: stored.contentPolicy)) }
                 ?? ReplicaStatus.downloaded(path: path, own: stored.contentPolicy, store: store, domainID: domainID)
             status.stamp(file, domain: domainName)
         }
+        // Marked as ours before it gets its name: whoever finds it there before it is
+        // recorded (a sync in another process, the next run after a kill) knows it is a
+        // download, not a local edit.
+        DownloadMark.write(to: file, identifier: item.identifier, contentVersion: item.version.content, fingerprint: staged)
         let updated = Self.downloaded(stored, as: item, fingerprint: staged, sha256: sha256)
         let target = replica.path(path)
         // The usual case first: nothing at the name (its `.placeholder` file stands beside
