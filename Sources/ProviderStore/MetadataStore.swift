@@ -106,7 +106,7 @@ public final class MetadataStore: Sendable {
         }
         defer { flock(fd, LOCK_UN) }
         let pool = try DatabasePool(path: path, configuration: configuration)
-        try Migrations.migrator.migrate(pool)
+        try Migrations.migrate(pool)
         return pool
     }
 

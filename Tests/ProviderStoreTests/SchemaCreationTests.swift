@@ -1,0 +1,54 @@
+import Foundation
+import GRDB
+import ProviderCore
+import Testing
+
+@testable import ProviderStore
+
+/// A new database gets its schema in one transaction (``Migrations/createSchema(in:)``); an
+/// existing one the migrations it has not had, one by one.
+@Suite struct SchemaCreationTests {
+    /// The schema, the migrations recorded and the rows the migrations write (the default access
+    /// rules), as `sqlite_master` and the tables hold them.
+    static func contents(of pool: DatabasePool) throws -> [[String]] {
+        try pool.read { db in
+            let schema = try Row.fetchAll(db, sql: "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name")
+                .map { row in ["type", "name", "tbl_name", "sql"].map { (row[$0] as String?) ?? "NULL" } }
+            let applied = try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier")
+            let rules = try Row.fetchAll(db, sql: "SELECT domainID, kind, value, action, isDefault FROM accessRule ORDER BY id")
+                .map { "\($0)" }
+            return schema + [applied, rules]
+        }
+    }
+
+    /// Every migration in one transaction gives what running them one by one gives: the same
+    /// tables, indexes and triggers (their SQL), the same migrations recorded as applied, the
+    /// same rows.
+    @Test func aNewDatabaseGetsTheSchemaTheMigrationsGiveOneByOne() throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let oneByOne = try DatabasePool(path: folder.path("one.sqlite").path)
+        try Migrations.migrator.migrate(oneByOne)
+        let together = try DatabasePool(path: folder.path("together.sqlite").path)
+        try Migrations.migrate(together)
+        let expected = try Self.contents(of: oneByOne)
+        #expect(try Self.contents(of: together) == expected)
+        #expect(try together.read { try Migrations.migrator.appliedMigrations($0) }.count == Migrations.list.steps.count)
+        #expect(try together.read { db in try Bool.fetchOne(db, sql: "PRAGMA foreign_keys") } == true)
+        // Opened again, nothing is left to run.
+        try Migrations.migrate(together)
+        #expect(try Self.contents(of: together) == expected)
+    }
+
+    /// A database some migrations behind gets the others one by one, and ends as a new one.
+    @Test func anOlderDatabaseGetsTheMigrationsItHasNotHad() throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let old = try DatabasePool(path: folder.path("old.sqlite").path)
+        try Migrations.migrator.migrate(old, upTo: "v7: replica modes")
+        try Migrations.migrate(old)
+        let new = try DatabasePool(path: folder.path("new.sqlite").path)
+        try Migrations.migrate(new)
+        #expect(try Self.contents(of: old) == Self.contents(of: new))
+    }
+}
