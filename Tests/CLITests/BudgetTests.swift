@@ -82,7 +82,7 @@ import Testing
         for index in 0..<8 { #expect(try await cli.run(["materialize", "d:/f\(index)"]).status == 0) }
         #expect(try await cli.run(["pin", "d:/f0"]).status == 0)
         try Data("edited".utf8).write(to: URL(fileURLWithPath: replica(cli, "f1")))
-        let open = try FileHandle(forReadingFrom: URL(fileURLWithPath: replica(cli, "f3")))
+        let open = try CloseOnExecFile.reading(URL(fileURLWithPath: replica(cli, "f3")))
         defer { try? open.close() }
         // 8 files of 64 KiB (f1's record still counts 64 KiB): 512 KiB; 3 must go.
         #expect(try await cli.run(["domain", "set", "d", "--cache-budget", "320K"]).status == 0)
@@ -146,7 +146,7 @@ import Testing
         #expect(FileManager.default.contents(atPath: replica(cli, "f0"))?.count == 64 << 10)
         #expect(await waitUntil { ((try? store.lastUse(domainID: domainID, identifier: "f0")) ?? before) > before }, "\(serve.output)")
         // And holds f1 open.
-        let open = try FileHandle(forReadingFrom: URL(fileURLWithPath: replica(cli, "f1")))
+        let open = try CloseOnExecFile.reading(URL(fileURLWithPath: replica(cli, "f1")))
         defer { try? open.close() }
 
         // 6 × 64 KiB = 384 KiB; 256 KiB: two files go, the oldest ones not open: f2 and f3.
@@ -201,7 +201,7 @@ struct DatalessBudgetTests {
         }
         for name in ["a.bin", "b.bin", "c.bin", "d.bin"] { try await read(name) }
         // A program holds b open.
-        let open = try FileHandle(forReadingFrom: URL(fileURLWithPath: domain.replica + "/b.bin"))
+        let open = try CloseOnExecFile.reading(URL(fileURLWithPath: domain.replica + "/b.bin"))
         defer { try? open.close() }
 
         // 5 files of 256 KiB downloaded; 768 KiB: a and c go (b is open; pinned.bin is pinned).

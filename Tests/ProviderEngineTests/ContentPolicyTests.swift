@@ -155,7 +155,7 @@ import Testing
             _ = await controller.materialize(paths: ["o"], recursive: true)
             let edited = Data("edited locally".utf8)
             try edited.write(to: f.url(controller, "o/edited.txt"))
-            let reader = try FileHandle(forReadingFrom: f.url(controller, "o/open.txt"))
+            let reader = try CloseOnExecFile.reading(f.url(controller, "o/open.txt"))
 
             let result = await controller.setPolicy(.onlineOnly, paths: ["o"])
             let byPath = Dictionary(uniqueKeysWithValues: result.outcomes.map { ($0.path, $0.error) })

@@ -152,7 +152,7 @@ import Testing
         let contents = Data(repeating: 0x41, count: 1 << 20)
         try contents.write(to: replica.url("a.bin"))
         let before = try #require(replica.fingerprint(atPath: replica.path("a.bin")))
-        let reader = try FileHandle(forReadingFrom: replica.url("a.bin"))
+        let reader = try CloseOnExecFile.reading(replica.url("a.bin"))
         defer { try? reader.close() }
         try replica.replaceWithPlaceholder("a.bin", metadata("a.bin", size: Int64(contents.count)))
         let after = try #require(replica.fingerprint(atPath: replica.path("a.bin")))
@@ -314,7 +314,7 @@ import Testing
             let (controller, replica, downloader) = (files.controller, files.replica, files.downloader)
             let (a, b) = (files.records[0], files.records[1])
             let inode = try #require(replica.fingerprint(atPath: replica.path("a.bin"))).inode
-            let reader = try FileHandle(forReadingFrom: replica.url("a.bin"))
+            let reader = try CloseOnExecFile.reading(replica.url("a.bin"))
             defer { try? reader.close() }
 
             // Two programs at once share one download: the first download is held until the

@@ -50,7 +50,7 @@ import Testing
             // f0 is pinned, f1 edited, f3 open, f4's upload not finished.
             #expect(codes(await controller.pin(paths: ["f0"])).allSatisfy { $0 == nil })
             try Data("edited locally".utf8).write(to: f.url(controller, "f1"))
-            let open = try FileHandle(forReadingFrom: f.url(controller, "f3"))
+            let open = try CloseOnExecFile.reading(f.url(controller, "f3"))
             _ = try f.manager.store.journal(JournalEntry(domainID: id, templateIdentifier: "modify:f4", operation: "modify", payload: "{}"))
             try f.manager.setCacheBudget(ofDomain: "mem", 6000)
 
@@ -127,7 +127,7 @@ import Testing
                 folder.contentPolicy = policy
                 try store.save(folder)
             }
-            let open = try FileHandle(forReadingFrom: f.url(controller, "o/y"))
+            let open = try CloseOnExecFile.reading(f.url(controller, "o/y"))
             let evictor = Evictor(manager: f.manager)
             let pass = try await evictor.run()
             #expect(pass.evicted.map(\.path) == ["/o/x"])
@@ -212,7 +212,7 @@ import Testing
             #expect(try f.manager.cacheUsage(of: controller.domain) == CacheUsage(materialized: 100_000, partial: 256 << 10))
 
             // Open: left.
-            let open = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+            let open = try CloseOnExecFile.reading(URL(fileURLWithPath: path))
             try f.manager.setCacheBudget(ofDomain: "mem", 0)
             let evictor = Evictor(manager: f.manager)
             let first = try await evictor.run()
@@ -238,7 +238,7 @@ import Testing
     @Test func withoutLeasesTheProcessScanKeepsOpenFiles() async throws {
         try await Fixture.with { f in
             let controller = try await domain(f, files: ["a", "b"])
-            let open = try FileHandle(forReadingFrom: f.url(controller, "a"))
+            let open = try CloseOnExecFile.reading(f.url(controller, "a"))
             defer { try? open.close() }
             try f.manager.setCacheBudget(ofDomain: "mem", 0)
             let evictor = Evictor(manager: f.manager, domains: nil, waitForLocks: true, method: .processScan, logger: nil)
@@ -270,7 +270,7 @@ import Testing
         #expect(try outcome(.lease) == "held")
         #expect(try outcome(.processScan) == "held")
 
-        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+        let handle = try CloseOnExecFile.reading(URL(fileURLWithPath: path))
         #expect(try outcome(.lease) == "a program has it open")
         #expect(try outcome(.processScan).hasSuffix("has it open"))
         try handle.close()

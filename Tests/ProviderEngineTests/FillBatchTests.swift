@@ -32,7 +32,7 @@ import Testing
             try f.manager.store.addPresentRange(
                 0..<100, domainID: controller.domainID, identifier: partial.identifier, contentVersion: partial.contentVersion)
             let inode = try #require(replica.fingerprint(atPath: replica.path("f0.bin"))).inode
-            let reader = try FileHandle(forReadingFrom: replica.url("f0.bin"))
+            let reader = try CloseOnExecFile.reading(replica.url("f0.bin"))
             defer { try? reader.close() }
 
             let results = await downloader.fillInPlace(batch: records)
