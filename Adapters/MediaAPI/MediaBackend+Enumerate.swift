@@ -113,7 +113,8 @@ extension MediaBackend {
         } catch {
             throw FileProviderError.wrap(error)
         }
-        let sorted = items.compactMap { $0 }.sorted { $0.filename.utf8.lexicographicallyPrecedes($1.filename.utf8) }
+        var sorted = items.compactMap { $0 }
+        sorted.sortMovingOnce { ByteOrder.precedes($0.filename, $1.filename) }
         return ItemPage(items: sorted, nextPage: nil, refused: refused)
     }
 }

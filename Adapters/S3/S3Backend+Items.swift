@@ -350,7 +350,7 @@ extension S3Backend {
                 refused.append(RefusedItem(identifier: path.appending(name).identifier, filename: name, reason: error.message))
             }
         }
-        items.sort { $0.filename.utf8.lexicographicallyPrecedes($1.filename.utf8) }
+        items.sortMovingOnce { ByteOrder.precedes($0.filename, $1.filename) }
         var next: Page?
         if listing.isTruncated, let token = listing.nextContinuationToken {
             let raw = Data(("t:" + token).utf8)

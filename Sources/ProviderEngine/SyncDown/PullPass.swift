@@ -135,11 +135,11 @@ struct PullPass {
     /// is written (before anything reads what this pass wrote).
     mutating func flush(to context: DomainContext, wait: Bool = false) async throws(FileProviderError) {
         if defersFolderRecords && !upserts.isEmpty {
-            // In key order (the order of SQLite's BINARY collation for ASCII names; any order
-            // is correct, this one is cheap to insert). Sorted before waiting for the batch in
-            // flight, so the sort overlaps its writing instead of leaving the writer, the first
-            // sync's critical path, idle between two batches.
-            upserts.sort { $0.identifier.rawValue < $1.identifier.rawValue }
+            // In key order (the bytes, SQLite's BINARY collation; any order is correct, this
+            // one is cheap to insert), each record moved once. Sorted before waiting for the
+            // batch in flight, so the sort overlaps its writing instead of leaving the writer,
+            // the first sync's critical path, idle between two batches.
+            upserts.sortMovingOnce { $0.identifier.precedes($1.identifier) }
         }
         if let inFlight = writing {
             writing = nil
