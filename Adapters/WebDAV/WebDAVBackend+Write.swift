@@ -467,12 +467,14 @@ extension WebDAVBackend {
         return item
     }
 
-    /// The item after an upload, checking the server kept every byte.
+    /// The item after an upload, checking the server kept every byte: read from a `HEAD` of
+    /// the file (``headItem(_:)``) where that can tell, else from a `PROPFIND`.
     ///
     /// - Throws: `corruptData` when the server kept another size; what ``writtenItem(_:)``
     ///   throws.
     func uploadedItem(_ path: ItemPath, size: Int64) async throws(FileProviderError) -> Item {
-        let item = try await writtenItem(path)
+        let item: Item
+        if let head = try await headItem(path) { item = head } else { item = try await writtenItem(path) }
         guard item.kind == .file, item.size == size else {
             throw FileProviderError(
                 .corruptData,
@@ -480,5 +482,21 @@ extension WebDAVBackend {
             )
         }
         return item
+    }
+
+    /// The file at `path` as a `HEAD` describes it, as a `GET`'s head does for a download
+    /// (``fileItem(_:_:parent:from:form:)``: size, `ETag` or date, in the form the server's
+    /// listings gave), or `nil` where it cannot tell: a server whose items have identifiers of
+    /// their own (`oc:fileid`), no listing read yet (the form is not known), any status but
+    /// `200`, a head without the size or the version. Cheaper than a `PROPFIND` for both sides
+    /// (no XML to write or read); what uploads check their result with.
+    ///
+    /// - Throws: `serverUnreachable` after the retries; `cancelled`.
+    func headItem(_ path: ItemPath) async throws(FileProviderError) -> Item? {
+        guard !vendor.hasFileIDs, !path.isRoot, let form = versionForms.current else { return nil }
+        let reply = try await send(HTTPRequest("HEAD", endpoint(path)))
+        guard reply.status == 200 else { return nil }
+        let parent: ItemIdentifier = path.parent.isRoot ? .rootContainer : path.parent.identifier
+        return try? fileItem(path, path.identifier, parent: parent, from: reply.head, form: form)
     }
 }
