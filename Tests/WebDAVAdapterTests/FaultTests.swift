@@ -236,6 +236,41 @@ struct FaultTests {
         await backend.close()
     }
 
+    /// After a listing, an upload's result is read from a `HEAD` of the file, not a `PROPFIND`;
+    /// a `HEAD` that says the server kept another size than was sent is `corruptData`, as a
+    /// `PROPFIND` saying so is.
+    @Test func anUploadsResultComesFromAHeadWhoseSizeIsChecked() async throws {
+        let server = try ScriptedDAV.server { request in
+            if request.method == "PUT" { return .reply(status: 201, headers: [:], body: Data()) }
+            if request.method == "HEAD", request.path == "/dav/new.txt" || request.path == "/dav/short.txt" {
+                let size = request.path == "/dav/new.txt" ? "3" : "2"
+                return .raw(
+                    status: 200, headers: [("Content-Length", size), ("ETag", "\"n1\""), ("Last-Modified", ScriptedDAV.date)],
+                    body: Data())
+            }
+            var dav = ScriptedDAV()
+            dav.entries = [ScriptedDAV.file("a.txt", size: 1)]
+            return dav.answer(request) ?? .reply(status: 404, headers: [:], body: Data())
+        }
+        defer { server.stop() }
+        let backend = try await Self.backend(server)
+        _ = try await backend.enumerateItems(in: .rootContainer, startingAt: .initialPageSortedByName)
+        let source = try Self.upload(3)
+        defer { try? FileManager.default.removeItem(at: source) }
+        let template = Item.template(
+            identifier: ItemIdentifier("new.txt"), parent: .rootContainer, filename: "new.txt", kind: .file, size: 3)
+        let result = try await backend.createItem(basedOn: template, fields: [.contents], contents: source, options: [])
+        #expect(result.item.version.content == Data("e\"n1\"".utf8))
+        #expect(result.item.size == 3 && result.item.filename == "new.txt")
+        #expect(!server.requests.contains { $0.method == "PROPFIND" && $0.path == "/dav/new.txt" })
+        let short = Item.template(
+            identifier: ItemIdentifier("short.txt"), parent: .rootContainer, filename: "short.txt", kind: .file, size: 3)
+        await Self.expectCode(.corruptData) {
+            _ = try await backend.createItem(basedOn: short, fields: [.contents], contents: source, options: [])
+        }
+        await backend.close()
+    }
+
     /// A `412` while the server's ETag has another value, weak or strong, is `versionOutOfDate`
     /// at once (nothing is sent again, nothing overwritten); one while it keeps the base
     /// version's value is sent again a bounded number of times, then is `versionOutOfDate` too.
