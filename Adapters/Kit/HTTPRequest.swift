@@ -66,12 +66,14 @@ public struct ReplyHead: Sendable {
     /// - Throws: `corruptData` naming `what` when the number is not a possible size: not a
     ///   number, negative, or over `ItemBounds.maximumSize`.
     public func resourceSize(of what: String) throws(FileProviderError) -> Int64? {
-        let text: String
+        // Trimmed as bytes: Foundation's trim bridges to `NSString` (5% of the cooperative
+        // threads' CPU of 10,000 uploads, each checked with a `HEAD`).
+        let text: Substring
         if let range = headers["content-range"], let slash = range.lastIndex(of: "/") {
-            text = range[range.index(after: slash)...].trimmingCharacters(in: .whitespaces)
+            text = HTTPText.trimmed(range[range.index(after: slash)...])
             if text == "*" { return nil }
         } else if let length = headers["content-length"] {
-            text = length.trimmingCharacters(in: .whitespaces)
+            text = HTTPText.trimmed(length)
         } else {
             return nil
         }
