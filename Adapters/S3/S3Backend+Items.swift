@@ -115,7 +115,7 @@ extension S3Backend {
         _ path: ItemPath, size: String?, etag: String?, versionID: String? = nil, lastModified: String?, dateFormat: DateForm
     ) throws(FileProviderError) -> Item {
         let what = "the object '\(key(path))'"
-        guard let size, let bytes = Int64(size.trimmingCharacters(in: .whitespaces)), ItemBounds.problem(withSize: bytes) == nil
+        guard let size, let bytes = Int64(HTTPText.trimmed(size)), ItemBounds.problem(withSize: bytes) == nil
         else {
             throw FileProviderError(
                 .corruptData, "\(what) has the size \(size?.prefix(40).debugDescription ?? "none"), which no file can have")
@@ -140,17 +140,19 @@ extension S3Backend {
 
     /// An ETag without its quotes (and without a weak `W/`).
     static func unquote(_ tag: String) -> String {
-        var text = tag.trimmingCharacters(in: .whitespaces)
-        if text.hasPrefix("W/") { text.removeFirst(2) }
-        if text.count >= 2 && text.hasPrefix("\"") && text.hasSuffix("\"") { text = String(text.dropFirst().dropLast()) }
-        return text
+        // On the bytes: every object of a listing and every download's head comes here.
+        var text = HTTPText.trimmed(tag)
+        if text.utf8.starts(with: "W/".utf8) { text = text.dropFirst(2) }
+        let utf8 = text.utf8
+        if utf8.count >= 2 && utf8.first == UInt8(ascii: "\"") && utf8.last == UInt8(ascii: "\"") { text = text.dropFirst().dropLast() }
+        return String(text)
     }
 
     /// A listing's `LastModified` (`2026-12-05T08:29:00.000Z`): parsed by hand
     /// (``AdapterKit/HTTPDate``), a formatter only for another form.
     static func isoDate(_ text: String) -> Date? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
-        if let date = HTTPDate.rfc3339(trimmed[...]) { return date }
+        if let date = HTTPDate.rfc3339(HTTPText.trimmed(text)) { return date }
+        let trimmed = String(HTTPText.trimmed(text))
         if let date = try? Date(trimmed, strategy: .iso8601) { return date }
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
@@ -161,7 +163,7 @@ extension S3Backend {
     /// (``AdapterKit/HTTPDate``; a `DateFormatter` made per reply was 13% of the CPU of a
     /// download of 4 KiB files), a formatter only for another zone or form.
     static func httpDate(_ text: String) -> Date? {
-        if let date = HTTPDate.rfc1123(text.trimmingCharacters(in: .whitespaces)[...]) { return date }
+        if let date = HTTPDate.rfc1123(HTTPText.trimmed(text)) { return date }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
