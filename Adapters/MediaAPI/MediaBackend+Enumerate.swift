@@ -114,7 +114,7 @@ extension MediaBackend {
             throw FileProviderError.wrap(error)
         }
         var sorted = items.compactMap { $0 }
-        sorted.sortMovingOnce { ByteOrder.precedes($0.filename, $1.filename) }
+        sorted.sortMovingOnce(by: \.filename, ByteOrder.precedes)
         return ItemPage(items: sorted, nextPage: nil, refused: refused)
     }
 }

@@ -352,7 +352,7 @@ extension S3Backend {
                 refused.append(RefusedItem(identifier: path.appending(name).identifier, filename: name, reason: error.message))
             }
         }
-        items.sortMovingOnce { ByteOrder.precedes($0.filename, $1.filename) }
+        items.sortMovingOnce(by: \.filename, ByteOrder.precedes)
         var next: Page?
         if listing.isTruncated, let token = listing.nextContinuationToken {
             let raw = Data(("t:" + token).utf8)

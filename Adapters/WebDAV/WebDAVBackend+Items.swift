@@ -455,7 +455,7 @@ extension WebDAVBackend {
     /// Sorts `items` by the bytes of their names, each moved once (a sorted copy raised a first
     /// sync's peak by 7 MiB; a sort of the items themselves moved them at every step).
     static func sortByName(_ items: inout [Item]) {
-        items.sortMovingOnce { ByteOrder.precedes($0.filename, $1.filename) }
+        items.sortMovingOnce(by: \.filename, ByteOrder.precedes)
     }
 
     // MARK: Values

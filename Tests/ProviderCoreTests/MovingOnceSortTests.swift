@@ -2,7 +2,7 @@ import Foundation
 import ProviderCore
 import Testing
 
-/// ``Swift/Array/sortMovingOnce(by:)`` and the byte order of identifiers.
+/// ``Swift/Array/sortMovingOnce(by:_:)`` and the byte order of identifiers.
 @Suite struct MovingOnceSortTests {
     /// Whatever the order in, the array ends as `sorted(by:)` gives it, every element once (with
     /// repeated keys, long cycles, an already sorted array, one element, none).
@@ -12,11 +12,11 @@ import Testing
             for _ in 0..<20 {
                 let values = (0..<count).map { index in (key: Int.random(in: 0..<(count / 2 + 1), using: &generator), tag: index) }
                 var moved = values
-                moved.sortMovingOnce { $0.key < $1.key }
+                moved.sortMovingOnce(by: \.key, <)
                 #expect(moved.map(\.key) == values.map(\.key).sorted())
                 #expect(Set(moved.map(\.tag)) == Set(values.map(\.tag)))
                 var sorted = moved
-                sorted.sortMovingOnce { $0.key < $1.key }
+                sorted.sortMovingOnce(by: \.key, <)
                 #expect(sorted.map(\.tag) == moved.map(\.tag), "a sorted array keeps its order")
             }
         }
