@@ -151,8 +151,9 @@ extension S3Backend {
     /// A listing's `LastModified` (`2026-12-05T08:29:00.000Z`): parsed by hand
     /// (``AdapterKit/HTTPDate``), a formatter only for another form.
     static func isoDate(_ text: String) -> Date? {
-        if let date = HTTPDate.rfc3339(HTTPText.trimmed(text)) { return date }
-        let trimmed = String(HTTPText.trimmed(text))
+        let bare = HTTPText.trimmed(text)
+        if let date = HTTPDate.rfc3339(bare) { return date }
+        let trimmed = String(bare)
         if let date = try? Date(trimmed, strategy: .iso8601) { return date }
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]

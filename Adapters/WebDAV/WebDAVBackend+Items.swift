@@ -452,8 +452,8 @@ extension WebDAVBackend {
         return ItemPage(items: items, nextPage: nil, refused: refused)
     }
 
-    /// Sorts `items` by the bytes of their names, each moved once (a sorted copy raised a first
-    /// sync's peak by 7 MiB; a sort of the items themselves moved them at every step).
+    /// Sorts `items` by the bytes of their names, each moved once (a sort of the items
+    /// themselves moved them at every step).
     static func sortByName(_ items: inout [Item]) {
         items.sortMovingOnce(by: \.filename, ByteOrder.precedes)
     }

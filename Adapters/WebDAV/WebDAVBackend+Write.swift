@@ -496,7 +496,7 @@ extension WebDAVBackend {
         guard !vendor.hasFileIDs, !path.isRoot, let form = versionForms.current else { return nil }
         let reply = try await send(HTTPRequest("HEAD", endpoint(path)))
         guard reply.status == 200 else { return nil }
-        let parent: ItemIdentifier = path.parent.isRoot ? .rootContainer : path.parent.identifier
+        let parent = try await parentIdentifier(of: path)
         return try? fileItem(path, path.identifier, parent: parent, from: reply.head, form: form)
     }
 }

@@ -42,18 +42,6 @@ public struct ItemIdentifier: RawRepresentable, Hashable, Comparable, Sendable, 
         }
     }
 
-    /// Whether this identifier's UTF-8 bytes sort before `other`'s (`memcmp`, then the shorter
-    /// first): SQLite's `BINARY` order, the order of the database's keys.
-    public func precedes(_ other: ItemIdentifier) -> Bool {
-        withBytes { a in
-            other.withBytes { b in
-                let common = Swift.min(a.count, b.count)
-                let order = common == 0 ? 0 : memcmp(a.baseAddress!, b.baseAddress!, common)
-                return order != 0 ? order < 0 : a.count < b.count
-            }
-        }
-    }
-
     public func hash(into hasher: inout Hasher) {
         // All bytes at once: a byte at a time made hashing a tenth of a re-sync's CPU.
         withBytes { hasher.combine(bytes: $0) }
@@ -69,8 +57,11 @@ public struct ItemIdentifier: RawRepresentable, Hashable, Comparable, Sendable, 
         return copy.utf8.withContiguousStorageIfAvailable { body(UnsafeRawBufferPointer($0)) }!
     }
 
-    /// Orders by UTF-8 bytes, as SQLite and the backends do.
+    /// Orders by UTF-8 bytes, as SQLite (`BINARY`) and the backends do (``ByteOrder``, one
+    /// `memcmp`).
     public static func < (lhs: ItemIdentifier, rhs: ItemIdentifier) -> Bool {
-        lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8)
+        lhs.withBytes { a in
+            rhs.withBytes { b in ByteOrder.precedes(a.assumingMemoryBound(to: UInt8.self), b.assumingMemoryBound(to: UInt8.self)) }
+        }
     }
 }

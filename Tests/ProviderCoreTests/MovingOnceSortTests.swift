@@ -27,8 +27,8 @@ import Testing
     @Test func identifiersCompareByTheirBytes() {
         let names = ["b", "a", "B", "ab", "a/b", "é", "e\u{301}", "", "z"]
         let expected = names.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
-        let sorted: [String] = names.map { ItemIdentifier($0) }.sorted { $0.precedes($1) }.map { $0.rawValue }
+        let sorted: [String] = names.map { ItemIdentifier($0) }.sorted().map { $0.rawValue }
         #expect(sorted == expected)
-        #expect(!ItemIdentifier("a").precedes(ItemIdentifier("a")))
+        #expect(!(ItemIdentifier("a") < ItemIdentifier("a")))
     }
 }

@@ -62,12 +62,9 @@ public enum ReplicaStatus: String, Sendable, CaseIterable {
     /// `nil` for none): the status is not read again.
     func write(atPath path: String, domain: String, replacing current: ReplicaStatus?) {
         if current != self { ExtendedAttribute.set(Self.attribute, to: Array(rawValue.utf8), atPath: path) }
-        let value = Array(domain.utf8)
-        var buffer = [UInt8](repeating: 0, count: max(64, value.count + 1))
-        let length = ExtendedAttribute.get(Self.domainAttribute, atPath: path, into: &buffer)
-        if length != value.count || Array(buffer[..<length]) != value {
-            ExtendedAttribute.set(Self.domainAttribute, to: value, atPath: path)
-        }
+        Self.setIfDifferent(
+            Self.domainAttribute, to: Array(domain.utf8), set: { ExtendedAttribute.set($0, to: $1, atPath: path) },
+            read: { ExtendedAttribute.get($0, atPath: path, into: &$1) })
     }
 
     /// Writes the status and the domain's name on the open file `fd`, each only when it differs.
@@ -77,12 +74,19 @@ public enum ReplicaStatus: String, Sendable, CaseIterable {
     }
 
     private func write(domain: String, set: (String, [UInt8]) -> Int32, read: (String, inout [UInt8]) -> Int) {
-        for (name, value) in [(Self.attribute, Array(rawValue.utf8)), (Self.domainAttribute, Array(domain.utf8))] {
-            var buffer = [UInt8](repeating: 0, count: max(64, value.count + 1))
-            let length = read(name, &buffer)
-            if length == value.count && Array(buffer[..<length]) == value { continue }
-            _ = set(name, value)
-        }
+        Self.setIfDifferent(Self.attribute, to: Array(rawValue.utf8), set: set, read: read)
+        Self.setIfDifferent(Self.domainAttribute, to: Array(domain.utf8), set: set, read: read)
+    }
+
+    /// Sets attribute `name` to `value` unless it holds that value already (a write moves the
+    /// file's change time).
+    private static func setIfDifferent(
+        _ name: String, to value: [UInt8], set: (String, [UInt8]) -> Int32, read: (String, inout [UInt8]) -> Int
+    ) {
+        var buffer = [UInt8](repeating: 0, count: max(64, value.count + 1))
+        let length = read(name, &buffer)
+        if length == value.count && Array(buffer[..<length]) == value { return }
+        _ = set(name, value)
     }
 
     /// Writes the status and the domain's name on the file at `path` without reading them

@@ -139,7 +139,7 @@ struct PullPass {
             // one is cheap to insert), each record moved once. Sorted before waiting for the
             // batch in flight, so the sort overlaps its writing instead of leaving the writer,
             // the first sync's critical path, idle between two batches.
-            upserts.sortMovingOnce(by: \.identifier) { $0.precedes($1) }
+            upserts.sortMovingOnce(by: \.identifier, <)
         }
         if let inFlight = writing {
             writing = nil
