@@ -85,7 +85,7 @@ struct OnAccessTarTests {
 
         let archive = temp.url.appendingPathComponent("large.tar").path
         let tar = try await runProgram(["tar", "cf", archive, "-C", domain.replica, "big/large.bin"], timeout: 120)
-        #expect(tar.succeeded, "tar c: \(tar)")
+        #expect(tar.succeeded, "tar c: \(tar)\nserve's log:\n\(tar.succeeded ? "" : String(domain.logs.suffix(4000)))")
         let sparse = temp.url.appendingPathComponent("sparse.tar").path
         let tarSparse = try await runProgram(["tar", "--sparse", "-cf", sparse, "-C", domain.replica, "big/sparse.bin"], timeout: 120)
         #expect(tarSparse.succeeded, "tar --sparse -c: \(tarSparse)")

@@ -22,15 +22,21 @@ enum UnsentStatus {
     static func write(on paths: [String], in replica: Replica, domain: String) {
         for path in paths {
             let target = replica.path(path)
-            guard let print = replica.fingerprint(atPath: target), print.isRegularFile else { continue }
             // A new file (the many files of a first upload) carries none of the engine's
             // attributes: one list of its attributes' names says so, instead of five reads. This
             // runs before the first upload starts.
             if !ExtendedAttribute.hasAny(withPrefix: ReplicaStatus.attributePrefix, atPath: target) {
+                guard let print = replica.fingerprint(atPath: target), print.isRegularFile else { continue }
                 ReplicaStatus.unsent.stamp(atPath: target, domain: domain)
                 continue
             }
+            // The dataless mark before the fingerprint: a completion clears the mark last, after
+            // dating the file and writing its download mark, so a file found unmarked here is
+            // done, and its fingerprint taken now matches the download mark. Taken first, the
+            // fingerprint of a file half completed (not dated yet) did not match it, and the
+            // finished download got `unsent` while tar read it.
             guard Replica.datalessOwner(atPath: target) == nil,
+                let print = replica.fingerprint(atPath: target), print.isRegularFile,
                 !DownloadMark.isUnchangedDownload(atPath: target, print),
                 ReplicaStatus.read(atPath: target) != .conflict
             else { continue }

@@ -184,7 +184,9 @@ package final class ProgressiveHydrator: Sendable {
             _ = try await self.complete(entry)
             return true
         } catch  where error.code == .cannotSynchronize {
-            // Open for writing: the access may go on (its bytes are present).
+            // Open for writing: the access may go on (its bytes are present). Said at info: a
+            // whole-file reader (tar) sees the change time move when the completion comes later.
+            logger.info("\(entry.downloader.domainName): \(TerminalText.quoted(record.path)): every byte present; \(error.message)")
             return false
         }
     }
