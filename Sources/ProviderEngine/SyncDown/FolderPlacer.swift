@@ -154,51 +154,39 @@ struct FolderPlacer: Sendable {
 
         // New folders, then new placeholders, written in parallel.
         if !newFolders.isEmpty {
-            let (replica, watchers, name) = (self.replica, context.newDatalessFolders, domain.name)
-            let paths = newFolders.map(\.path)
-            let made = try await executor.run { () -> [Result<Int64?, FileProviderError>] in
-                let made = paths.map { path -> Result<Int64?, FileProviderError> in
-                    do {
-                        try replica.makeFolder(path)
-                        return .success(replica.fingerprint(atPath: replica.path(path))?.inode)
-                    } catch {
-                        return .failure(FileProviderError.wrap(error))
-                    }
+            // A change feed names a new folder's items only if it has some: an empty one is
+            // never placed again, so it is populated (empty) now, within the budget.
+            if !complete {
+                for index in newFolders.indices where pass.budget > 0 {
+                    newFolders[index].isDataless = false
+                    pass.budget -= 1
                 }
-                // Dataless until visited (most stay so): a program opening one from now on
-                // waits for its items (serve's watcher).
-                watchers.made(
-                    domain: name,
-                    paths: zip(paths, made).compactMap { path, result in
-                        if case .success = result { return path }
-                        return nil
-                    })
-                return made
             }
-            var statuses: [(path: String, status: ReplicaStatus)] = []
-            for (index, var record) in newFolders.enumerated() {
-                switch made[index] {
-                case .success(let inode):
-                    record.localInode = inode
-                    // A change feed names a new folder's items only if it has some: an empty
-                    // one is never placed again, so it is populated (empty) now, within the budget.
-                    if !complete && pass.budget > 0 {
-                        record.isDataless = false
-                        pass.budget -= 1
-                    }
-                    statuses.append(
-                        (record.path, FolderStatus.of(dataless: record.isDataless, policy: pass.isPinned(record) ? .eager : nil)))
-                    if !pass.defersFolderRecords { pass.upserts.append(record) }
+            let statuses = newFolders.map { FolderStatus.of(dataless: $0.isDataless, policy: pass.isPinned($0) ? .eager : nil) }
+            let creation = FolderCreation.start(
+                newFolders.map(\.path), statuses: statuses, in: context, after: complete ? pass.creations.last : nil)
+            if complete {
+                // A walk lists the new folders while they are made, and waits for each when it
+                // places its items (``settle(_:pass:report:)``); their records go with them.
+                pass.creations.append(creation)
+                for (index, record) in newFolders.enumerated() {
                     subfolders.append(
-                        FolderVisit(record: record, isOnDisk: true, isNew: true, recordPending: pass.defersFolderRecords))
-                case .failure(let error):
-                    report.added -= 1
-                    report.skip(record.path, error.message, notice: "\(display(record.path)): \(error.message)")
+                        FolderVisit(record: record, isOnDisk: true, isNew: true, recordPending: true, creation: creation.slot(index)))
                 }
-            }
-            if replica.layout.writesFolderStatus {
-                let written = statuses
-                try await executor.run { for (path, status) in written { FolderStatus.stamp(status, on: path, in: replica, domain: name) } }
+            } else {
+                let made = await creation.task.value
+                for (index, var record) in newFolders.enumerated() {
+                    switch made[index] {
+                    case .success(let inode):
+                        record.localInode = inode
+                        if !pass.defersFolderRecords { pass.upserts.append(record) }
+                        subfolders.append(
+                            FolderVisit(record: record, isOnDisk: true, isNew: true, recordPending: pass.defersFolderRecords))
+                    case .failure(let error):
+                        report.added -= 1
+                        report.skip(record.path, error.message, notice: "\(display(record.path)): \(error.message)")
+                    }
+                }
             }
         }
         if !placeholders.isEmpty {
@@ -230,6 +218,26 @@ struct FolderPlacer: Sendable {
             try await pass.flush(to: context)
         }
         return subfolders
+    }
+
+    /// Waits for `visit`'s folder to be made in the replica when the walk listed it while it
+    /// was (``FolderVisit/creation``), and gives its record the folder's inode. Returns `false`
+    /// when it could not be made: reported as a skipped item, not recorded (its items neither),
+    /// and its parent's listing digest is dropped, since the parent's rows no longer match it.
+    func settle(_ visit: inout FolderVisit, pass: inout PullPass, report: inout SyncReport) async -> Bool {
+        guard let slot = visit.creation else { return true }
+        visit.creation = nil
+        switch await slot.result() {
+        case .success(let inode):
+            visit.record.localInode = inode
+            return true
+        case .failure(let error):
+            let record = visit.record
+            report.added -= 1
+            report.skip(record.path, error.message, notice: "\(display(record.path)): \(error.message)")
+            pass.digestsAwaitingSubfolders[record.parentIdentifier] = nil
+            return false
+        }
     }
 
     /// Pairs new entries (no stored record of their identifier) with stored items of the same

@@ -17,6 +17,9 @@ struct FolderVisit: Sendable {
     /// record goes to the database with its own listing, not its parent's
     /// (``PullPass/defersFolderRecords``).
     var recordPending = false
+    /// A new folder the walk lists while it is being made in the replica: the walk waits for it
+    /// before placing its items (``FolderPlacer/settle(_:pass:report:)``).
+    var creation: FolderCreation.Slot?
 }
 
 /// The state of one sync down while the walk goes on: what to write, what went away, what to
@@ -63,6 +66,9 @@ struct PullPass {
     var listedFolders = Set<ItemIdentifier>()
     /// Folders this pass found new (a change feed may bring their items in a later batch).
     var newFolders = Set<ItemIdentifier>()
+    /// The creations of new folders the walk started (``FolderCreation``): it waits for all of
+    /// them before it ends, so none outlives the sync.
+    var creations: [FolderCreation] = []
     var failedFolders: [String] = []
     var redownload: [ItemRecord] = []
     /// New paths of items the store moved into a pinned folder or out of one

@@ -22,6 +22,9 @@ struct StoreWalk: Sendable {
         var result: Result<ItemListing, FileProviderError>
         /// What the database had of the folder when it was listed.
         var stored: Result<StoredChildren, FileProviderError>
+        /// Whether it comes back from waiting for its folder to be made (it holds no listing's
+        /// place any more).
+        var waitedForFolder = false
 
         /// The listing, taken out (this value keeps an empty one), so that its items can be
         /// moved out of it rather than copied; `nil` when listing failed.
@@ -88,8 +91,20 @@ struct StoreWalk: Sendable {
                 let waitStarted = Date()
                 guard var listing = await group.next() else { break }
                 listingSeconds += Date().timeIntervalSince(waitStarted)
-                running -= 1
+                if listing.waitedForFolder { listing.waitedForFolder = false } else { running -= 1 }
                 if failure != nil { continue }
+                if let slot = listing.visit.creation, !slot.isDone {
+                    // Its folder is still being made: set aside until it is, without holding a
+                    // listing's place, while the walk goes on with the listings that are ready.
+                    let aside = listing
+                    group.addTask {
+                        _ = await slot.result()
+                        var ready = aside
+                        ready.waitedForFolder = true
+                        return ready
+                    }
+                    continue
+                }
                 foldersListed += 1
                 if let items = listing.takeListing() {
                     itemsSeen += items.items.count
@@ -103,6 +118,7 @@ struct StoreWalk: Sendable {
                         failure = error
                     }
                 } else if case .failure(let error) = listing.result {
+                    guard await placer.settle(&listing.visit, pass: &pass, report: &report) else { continue }
                     let path = listing.visit.record.path
                     // A new folder not listed is still recorded (dataless, as found).
                     if listing.visit.recordPending { pass.queuePendingFolder(listing.visit.record) }
@@ -116,6 +132,9 @@ struct StoreWalk: Sendable {
                 events?(.listing(folders: foldersListed, items: itemsSeen))
             }
         }
+        // The folders made while they were listed: none is left being made after the walk.
+        for creation in pass.creations { await creation.wait() }
+        pass.creations = []
         if let rootError { throw rootError }
         if let failure { throw failure }
         report.listedItems = itemsSeen
@@ -179,6 +198,8 @@ struct StoreWalk: Sendable {
     )
         async throws(FileProviderError) -> [FolderVisit]
     {
+        var visit = visit
+        guard await placer.settle(&visit, pass: &pass, report: &report) else { return [] }
         let folder = visit.record
         pass.listedFolders.insert(folder.identifier)
         let inRoot = folder.path.isEmpty
