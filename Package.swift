@@ -85,8 +85,9 @@ let package = Package(
         .target(
             name: "SFTPAdapter", dependencies: ["ProviderCore", "AdapterKit", "CLibSSH2", .product(name: "Logging", package: "swift-log")],
             path: "Adapters/SFTP"),
-        .systemLibrary(
-            name: "CCurl", path: "Adapters/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // libcurl, loaded with dlopen on first use (so the programs start without it and the
+        // libraries it needs); built with its header (libcurl4-openssl-dev).
+        .target(name: "CCurl", path: "Adapters/CCurl", linkerSettings: [.linkedLibrary("dl")]),
         // Shared adapter plumbing (Adapters/Kit): the libcurl HTTP client, session pools,
         // cancellation, password lookup. Adapters import it; the engine and store never need to,
         // the CLI only for the Secret Service.

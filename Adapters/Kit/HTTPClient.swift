@@ -64,13 +64,12 @@ public final class HTTPClient: Sendable {
     /// Holds every request back after a `429` or `503`.
     private let pacer = Pacer()
 
-    private static let globalInit: CURLcode = curl_global_init(Int(CURL_GLOBAL_ALL))
-
     /// The version of the libcurl this process loaded and its TLS library, from `curl_version()`
     /// (`libcurl/8.5.0 OpenSSL/3.0.13 zlib/…`): `8.5.0 (OpenSSL/3.0.13)`; `unknown` when it says
     /// nothing usable.
     public static var libraryVersion: String {
-        guard let text = curl_version().map({ String(cString: $0) }) else { return "unknown" }
+        if let failure = fp_curl_load_error() { return "not loaded: \(String(cString: failure))" }
+        guard let text = fp_curl_version().map({ String(cString: $0) }) else { return "unknown" }
         let words = text.split(separator: " ")
         guard let first = words.first, first.hasPrefix("libcurl/") else { return "unknown" }
         let version = String(first.dropFirst("libcurl/".count))
@@ -81,14 +80,18 @@ public final class HTTPClient: Sendable {
     }
 
     /// - Throws: `invalidArgument` when a number in `settings` is out of the range
-    ///   ``HTTPOptions/check()`` allows, or libcurl cannot be set up.
+    ///   ``HTTPOptions/check()`` allows, or libcurl cannot be loaded (`libcurl.so.4`, or the file
+    ///   `$FILEPROVIDER_LIBCURL` names) or set up.
     public init(settings: ClientSettings) throws(FileProviderError) {
         try HTTPOptions(
             connectTimeout: settings.connectTimeout, timeout: settings.stallTimeout, connections: settings.connections,
             retries: settings.retries
         ).check()
-        guard Self.globalInit == CURLE_OK else {
-            throw FileProviderError(.invalidArgument, "libcurl could not be initialized")
+        if let failure = fp_curl_load_error() {
+            throw FileProviderError(
+                .invalidArgument,
+                "libcurl cannot be loaded (\(String(cString: failure))): the HTTP stores (WebDAV, S3, media) need it; install libcurl4 (apt-get install libcurl4)"
+            )
         }
         self.settings = settings
         var connections: [HTTPConnection] = []

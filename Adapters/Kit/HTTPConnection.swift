@@ -14,7 +14,7 @@ final class HTTPConnection: @unchecked Sendable {
     private let errorBuffer: UnsafeMutablePointer<CChar>
 
     init?(name: String) {
-        guard let handle = curl_easy_init() else { return nil }
+        guard let handle = fp_curl_easy_init() else { return nil }
         self.handle = handle
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
@@ -22,7 +22,7 @@ final class HTTPConnection: @unchecked Sendable {
     }
 
     deinit {
-        curl_easy_cleanup(handle)
+        fp_curl_easy_cleanup(handle)
         errorBuffer.deallocate()
     }
 
@@ -36,11 +36,11 @@ final class HTTPConnection: @unchecked Sendable {
         defer { transfer.closeFiles() }
         if let error = transfer.openFiles() { return .failure(error, retryable: false, stored: resumeAt) }
 
-        curl_easy_reset(handle)  // keeps the live connection for keep-alive
+        fp_curl_easy_reset(handle)  // keeps the live connection for keep-alive
         errorBuffer[0] = 0
         var headers: UnsafeMutablePointer<curl_slist>?
-        defer { curl_slist_free_all(headers) }
-        func add(_ line: String) { headers = curl_slist_append(headers, line) }
+        defer { fp_curl_slist_free_all(headers) }
+        func add(_ line: String) { headers = fp_curl_slist_append(headers, line) }
         // libcurl 7.88 signs an `Expect:` line (which only removes the header) as a header it
         // never sends: AWS-signed requests keep libcurl's own `Expect: 100-continue`.
         if settings.awsSignature == nil { add("Expect:") }
@@ -163,12 +163,12 @@ final class HTTPConnection: @unchecked Sendable {
         set(fp_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, headers))
         if setup != CURLE_OK {
             return .failure(
-                FileProviderError(.invalidArgument, "libcurl refused an option: \(String(cString: curl_easy_strerror(setup)))"),
+                FileProviderError(.invalidArgument, "libcurl refused an option: \(String(cString: fp_curl_easy_strerror(setup)))"),
                 retryable: false, stored: resumeAt)
         }
 
         transfer.stallTimeout = settings.stallTimeout
-        var code = curl_easy_perform(handle)
+        var code = fp_curl_easy_perform(handle)
         transfer.flush()
         let stored = transfer.storedLength
         if let failure = transfer.failure { return .failure(failure, retryable: false, stored: stored) }
@@ -182,7 +182,7 @@ final class HTTPConnection: @unchecked Sendable {
         // A range sink ends the transfer itself once the range is written (the server sent more).
         if code == CURLE_WRITE_ERROR && transfer.rangeIsComplete { code = CURLE_OK }
         if code != CURLE_OK {
-            let detail = errorBuffer[0] != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
+            let detail = errorBuffer[0] != 0 ? String(cString: errorBuffer) : String(cString: fp_curl_easy_strerror(code))
             let (error, retryable) = Self.error(for: code, detail: detail, what: "\(request.method) \(LogRedaction.url(url))")
             return .failure(error, retryable: retryable, stored: stored)
         }
