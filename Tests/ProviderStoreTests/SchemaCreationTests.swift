@@ -15,9 +15,49 @@ import Testing
             let schema = try Row.fetchAll(db, sql: "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name")
                 .map { row in ["type", "name", "tbl_name", "sql"].map { (row[$0] as String?) ?? "NULL" } }
             let applied = try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier")
-            let rules = try Row.fetchAll(db, sql: "SELECT domainID, kind, value, action, isDefault FROM accessRule ORDER BY id")
+            let rules = try Row.fetchAll(db, sql: "SELECT id, domainID, kind, value, action, isDefault FROM accessRule ORDER BY id")
                 .map { "\($0)" }
-            return schema + [applied, rules]
+            let sequences = try Row.fetchAll(db, sql: "SELECT name, seq FROM sqlite_sequence ORDER BY name").map { "\($0)" }
+            return schema + [applied, rules, sequences]
+        }
+    }
+
+    /// The statements that make what the migrations make in `db` (an empty database they ran
+    /// on), as ``FreshSchema/sql`` holds them: its tables, indexes and triggers in the order they
+    /// were made, then the rows the migrations wrote, a `createdAt` as the time they run.
+    static func freshSchemaSQL(of db: Database) throws -> String {
+        var lines: [String] = []
+        for sql in try String.fetchAll(
+            db, sql: "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid")
+        {
+            lines.append(sql + ";")
+        }
+        let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY rowid")
+        for table in tables {
+            let columns = try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?) ORDER BY cid", arguments: [table])
+            let quoted = columns.map { "quote(\"\($0)\")" }.joined(separator: ", ")
+            for row in try Row.fetchAll(db, sql: "SELECT \(quoted) FROM \"\(table)\"") {
+                let values = columns.indices.map { index in
+                    columns[index] == "createdAt" ? "strftime('%Y-%m-%d %H:%M:%f', 'now')" : (row[index] as String? ?? "NULL")
+                }
+                lines.append("INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES (\(values.joined(separator: ", ")));")
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// ``FreshSchema/sql`` is what the migrations make: when a migration is added, this test
+    /// writes the statements to put there.
+    @Test func theFreshSchemaIsWhatTheMigrationsMake() throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let oneByOne = try DatabasePool(path: folder.path("one.sqlite").path)
+        try Migrations.migrator.migrate(oneByOne)
+        let expected = try oneByOne.read { try Self.freshSchemaSQL(of: $0) }
+        if FreshSchema.sql != expected {
+            let written = FileManager.default.temporaryDirectory.appendingPathComponent("FreshSchema.sql")
+            try? Data(expected.utf8).write(to: written)
+            Issue.record("FreshSchema.sql is not what the migrations make: put \(written.path) there")
         }
     }
 
