@@ -22,6 +22,27 @@ import Testing
         }
     }
 
+    /// Elements holding references are moved, never copied or lost: each object is in the
+    /// sorted array once, and none is left alive once the array is gone.
+    @Test func referencesAreMovedNeitherCopiedNorLost() {
+        final class Tag {}
+        var watched: [() -> Tag?] = []
+        do {
+            var elements = (0..<200).map { index in
+                (key: (index * 7919) % 200, tag: Tag(), name: "element \(index) " + String(repeating: "x", count: 40))
+            }
+            for element in elements {
+                weak let tag = element.tag
+                watched.append { tag }
+            }
+            elements.sortMovingOnce(by: \.key, <)
+            #expect(elements.map(\.key) == Array(0..<200))
+            #expect(Set(elements.map { ObjectIdentifier($0.tag) }).count == 200)
+            #expect(elements.allSatisfy { $0.name.hasPrefix("element ") && $0.name.hasSuffix("xx") })
+        }
+        #expect(watched.allSatisfy { $0() == nil }, "an element was copied and kept alive")
+    }
+
     /// Identifiers compare by their UTF-8 bytes, as SQLite's `BINARY` collation: a capital
     /// before a lowercase letter, a prefix first, NFC and NFD spellings apart.
     @Test func identifiersCompareByTheirBytes() {
