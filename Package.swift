@@ -47,7 +47,10 @@ let package = Package(
         // libfuse 3's low-level API for ProviderSystem's FUSE sessions, loaded with dlopen at the
         // first mount (so the programs start without libfuse); its headers come from apt's
         // libfuse3-dev.
-        .target(name: "CFUSE", linkerSettings: [.linkedLibrary("dl")]),
+        // Loading a shared library on first use, for the C shims that call one through function
+        // pointers (CCurl, CSecret, CGD, CDBus, CFUSE): a header.
+        .target(name: "CLibraryLoader"),
+        .target(name: "CFUSE", dependencies: ["CLibraryLoader"], linkerSettings: [.linkedLibrary("dl")]),
         // OpenSSL's libcrypto (already loaded by libcurl and libssh2), for the SHA-256 the engine
         // computes of every download and upload as the bytes stream (Docs/Reliability.md,
         // "Content hashes"): with the CPU's SHA extensions, about 1.7 GB/s here; and for the
@@ -71,7 +74,7 @@ let package = Package(
         ),
         // sd-bus (libsystemd) for serve's D-Bus interface, loaded with dlopen when serve starts
         // the interface (so the programs start without libsystemd); built without its headers.
-        .target(name: "CDBus", linkerSettings: [.linkedLibrary("dl")]),
+        .target(name: "CDBus", dependencies: ["CLibraryLoader"], linkerSettings: [.linkedLibrary("dl")]),
         // The conformance suite and MemoryBackend: what `fileproviderctl backend test` links.
         .target(name: "ProviderConformance", dependencies: ["ProviderCore"]),
         // Test support that starts real servers on loopback (tests and fixtures only; never the
@@ -87,7 +90,7 @@ let package = Package(
             path: "Adapters/SFTP"),
         // libcurl, loaded with dlopen on first use (so the programs start without it and the
         // libraries it needs); built with its header (libcurl4-openssl-dev).
-        .target(name: "CCurl", path: "Adapters/CCurl", linkerSettings: [.linkedLibrary("dl")]),
+        .target(name: "CCurl", dependencies: ["CLibraryLoader"], path: "Adapters/CCurl", linkerSettings: [.linkedLibrary("dl")]),
         // Shared adapter plumbing (Adapters/Kit): the libcurl HTTP client, session pools,
         // cancellation, password lookup. Adapters import it; the engine and store never need to,
         // the CLI only for the Secret Service.
@@ -102,7 +105,7 @@ let package = Package(
         .target(name: "CKitShims", path: "Adapters/CKitShims"),
         // The Secret Service through libsecret, loaded with dlopen on first use (so the programs
         // start without libsecret or GLib installed); built without their headers.
-        .target(name: "CSecret", path: "Adapters/CSecret", linkerSettings: [.linkedLibrary("dl")]),
+        .target(name: "CSecret", dependencies: ["CLibraryLoader"], path: "Adapters/CSecret", linkerSettings: [.linkedLibrary("dl")]),
         .target(name: "MediaAPIAdapter", dependencies: ["ProviderCore", "AdapterKit"], path: "Adapters/MediaAPI"),
         // libxml2's SAX2 parser for WebDAV's multistatus replies (FoundationXML's XMLParser made a
         // String of every element's name and text: a third of a first sync's CPU).
@@ -116,7 +119,7 @@ let package = Package(
             path: "Adapters/External"),
         // libgd is loaded with dlopen on first use (see Sources/CGD); its headers come from
         // apt's libgd-dev.
-        .target(name: "CGD", linkerSettings: [.linkedLibrary("dl")]),
+        .target(name: "CGD", dependencies: ["CLibraryLoader"], linkerSettings: [.linkedLibrary("dl")]),
         .target(name: "Thumbnails", dependencies: ["ProviderCore", "CGD"]),
         // media-server (the media API's reference server, on Hummingbird) is a package of its
         // own, Servers/media-server, so that linking the kit needs no server stack.

@@ -1,5 +1,7 @@
 #include "fp_curl.h"
 
+#include "fp_library.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -22,30 +24,17 @@ static struct {
 } curl;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static char loadError[512];
-static const char *failure = NULL;
+static fp_library_load loaded;
 
 static void *symbol(void *library, const char *name) {
-    void *found = dlsym(library, name);
-    if (found == NULL && failure == NULL) {
-        snprintf(loadError, sizeof loadError, "libcurl.so.4 has no %s", name);
-        failure = loadError;
-    }
-    return found;
+    return fp_library_symbol(&loaded, library, "libcurl.so.4", name, "");
 }
 
 static void load(void) {
     // FILEPROVIDER_LIBCURL names another file (a libcurl installed elsewhere; the tests name one
     // that does not exist to see what a machine without libcurl says).
-    const char *name = getenv("FILEPROVIDER_LIBCURL");
-    if (name == NULL || name[0] == 0) name = "libcurl.so.4";
-    void *library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (library == NULL) {
-        const char *reason = dlerror();
-        snprintf(loadError, sizeof loadError, "%s", reason ? reason : "libcurl.so.4 cannot be loaded");
-        failure = loadError;
-        return;
-    }
+    void *library = fp_library_open(&loaded, "FILEPROVIDER_LIBCURL", "libcurl.so.4");
+    if (library == NULL) return;
     curl.globalInit = (CURLcode(*)(long))symbol(library, "curl_global_init");
     curl.version = (char *(*)(void))symbol(library, "curl_version");
     curl.easyInit = (CURL * (*)(void)) symbol(library, "curl_easy_init");
@@ -57,18 +46,17 @@ static void load(void) {
     curl.easyGetinfo = (CURLcode(*)(CURL *, CURLINFO, ...))symbol(library, "curl_easy_getinfo");
     curl.slistAppend = (struct curl_slist * (*)(struct curl_slist *, const char *)) symbol(library, "curl_slist_append");
     curl.slistFreeAll = (void (*)(struct curl_slist *))symbol(library, "curl_slist_free_all");
-    if (failure != NULL) return;
+    if (loaded.failure != NULL) return;
     // Once, before any other thread uses libcurl (it is not thread-safe before 7.84).
     CURLcode code = curl.globalInit(CURL_GLOBAL_ALL);
     if (code != CURLE_OK) {
-        snprintf(loadError, sizeof loadError, "libcurl could not be initialized (%s)", curl.easyStrerror(code));
-        failure = loadError;
+        fp_library_fail(&loaded, "libcurl could not be initialized (%s)", curl.easyStrerror(code));
     }
 }
 
 const char *fp_curl_load_error(void) {
     pthread_once(&once, load);
-    return failure;
+    return loaded.failure;
 }
 
 const char *fp_curl_version(void) { return curl.version(); }

@@ -1,5 +1,7 @@
 #include "fp_secret.h"
 
+#include "fp_library.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -47,30 +49,17 @@ static struct {
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t calls = PTHREAD_MUTEX_INITIALIZER;
-static char loadError[512];
-static const char *failure = NULL;
+static fp_library_load loaded;
 
 static void *symbol(void *library, const char *name) {
-    void *found = dlsym(library, name);
-    if (found == NULL && failure == NULL) {
-        snprintf(loadError, sizeof loadError, "libsecret-1.so.0 has no %s", name);
-        failure = loadError;
-    }
-    return found;
+    return fp_library_symbol(&loaded, library, "libsecret-1.so.0", name, "");
 }
 
 static void load(void) {
     // FILEPROVIDER_LIBSECRET names another file (a libsecret installed elsewhere; the tests
     // name one that does not exist to see what a machine without libsecret says).
-    const char *name = getenv("FILEPROVIDER_LIBSECRET");
-    if (name == NULL || name[0] == 0) name = "libsecret-1.so.0";
-    void *library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (library == NULL) {
-        const char *reason = dlerror();
-        snprintf(loadError, sizeof loadError, "%s", reason ? reason : "libsecret-1.so.0 cannot be loaded");
-        failure = loadError;
-        return;
-    }
+    void *library = fp_library_open(&loaded, "FILEPROVIDER_LIBSECRET", "libsecret-1.so.0");
+    if (library == NULL) return;
     secret.lookup = (char *(*)(const FPSchema *, void *, FPGError **, ...))symbol(library, "secret_password_lookup_sync");
     secret.store = (int (*)(const FPSchema *, const char *, const char *, const char *, void *, FPGError **, ...))symbol(
         library, "secret_password_store_sync");
@@ -82,7 +71,7 @@ static void load(void) {
 
 const char *fp_secret_load_error(void) {
     pthread_once(&once, load);
-    return failure;
+    return loaded.failure;
 }
 
 static char *copy(const char *text) {
@@ -102,7 +91,7 @@ int fp_secret_lookup(const char *domain, char **password, char **error) {
     *password = NULL;
     *error = NULL;
     if (fp_secret_load_error() != NULL) {
-        *error = copy(failure);
+        *error = copy(loaded.failure);
         return -1;
     }
     FPGError *failed = NULL;
@@ -125,7 +114,7 @@ int fp_secret_store(
     char **error) {
     *error = NULL;
     if (fp_secret_load_error() != NULL) {
-        *error = copy(failure);
+        *error = copy(loaded.failure);
         return -1;
     }
     FPGError *failed = NULL;
@@ -154,7 +143,7 @@ int fp_secret_store(
 int fp_secret_clear(const char *domain, char **error) {
     *error = NULL;
     if (fp_secret_load_error() != NULL) {
-        *error = copy(failure);
+        *error = copy(loaded.failure);
         return -1;
     }
     FPGError *failed = NULL;

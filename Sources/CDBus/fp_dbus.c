@@ -1,5 +1,7 @@
 #include "fp_dbus.h"
 
+#include "fp_library.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
@@ -48,30 +50,17 @@ static struct {
 } sd;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static char loadError[512];
-static const char *failure = NULL;
+static fp_library_load loaded;
 
 static void *symbol(void *library, const char *name) {
-    void *found = dlsym(library, name);
-    if (found == NULL && failure == NULL) {
-        snprintf(loadError, sizeof loadError, "libsystemd.so.0 has no %s", name);
-        failure = loadError;
-    }
-    return found;
+    return fp_library_symbol(&loaded, library, "libsystemd.so.0", name, "");
 }
 
 static void load(void) {
     // FILEPROVIDER_LIBSYSTEMD names another file (the tests name one that does not exist to see
     // what a machine without libsystemd says).
-    const char *name = getenv("FILEPROVIDER_LIBSYSTEMD");
-    if (name == NULL || name[0] == 0) name = "libsystemd.so.0";
-    void *library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (library == NULL) {
-        const char *reason = dlerror();
-        snprintf(loadError, sizeof loadError, "%s", reason ? reason : "libsystemd.so.0 cannot be loaded");
-        failure = loadError;
-        return;
-    }
+    void *library = fp_library_open(&loaded, "FILEPROVIDER_LIBSYSTEMD", "libsystemd.so.0");
+    if (library == NULL) return;
     sd.open_user = (int (*)(sd_bus **))symbol(library, "sd_bus_open_user");
     sd.request_name = (int (*)(sd_bus *, const char *, uint64_t))symbol(library, "sd_bus_request_name");
     sd.add_object = (int (*)(sd_bus *, sd_bus_slot **, const char *, sd_bus_message_handler_t, void *))symbol(
@@ -98,7 +87,7 @@ static void load(void) {
 
 const char *fp_dbus_load_error(void) {
     pthread_once(&once, load);
-    return failure;
+    return loaded.failure;
 }
 
 static char *copy(const char *text) {
@@ -174,7 +163,7 @@ FPDBus *fp_dbus_open(
     void *context, char **error) {
     *error = NULL;
     if (fp_dbus_load_error() != NULL) {
-        *error = copy(failure);
+        *error = copy(loaded.failure);
         return NULL;
     }
     FPDBus *bus = calloc(1, sizeof *bus);

@@ -3,6 +3,8 @@
 #endif
 #include "CFUSE.h"
 
+#include "fp_library.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -62,8 +64,7 @@ static struct {
 } lib;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static char loadError[512];
-static const char *failure = NULL;
+static fp_library_load loaded;
 
 static pthread_mutex_t logLock = PTHREAD_MUTEX_INITIALIZER;
 static char lastLog[512];
@@ -80,33 +81,21 @@ static void logMessage(enum fuse_log_level level, const char *format, va_list ar
 }
 
 static void *symbol(void *library, const char *name) {
-    void *found = dlsym(library, name);
-    if (found == NULL && failure == NULL) {
-        snprintf(loadError, sizeof loadError, "libfuse3.so.3 has no %s (libfuse 3.12 or later is needed)", name);
-        failure = loadError;
-    }
-    return found;
+    return fp_library_symbol(&loaded, library, "libfuse3.so.3", name, " (libfuse 3.12 or later is needed)");
 }
 
 static void load(void) {
-    const char *name = getenv("FILEPROVIDER_LIBFUSE");
-    if (name == NULL || name[0] == 0) name = "libfuse3.so.3";
-    void *library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (library == NULL) {
-        const char *reason = dlerror();
-        snprintf(loadError, sizeof loadError, "%s", reason ? reason : "libfuse3.so.3 cannot be loaded");
-        failure = loadError;
-        return;
-    }
+    void *library = fp_library_open(&loaded, "FILEPROVIDER_LIBFUSE", "libfuse3.so.3");
+    if (library == NULL) return;
 #define FP_LOAD(name) lib.name = (__typeof__(name) *)symbol(library, #name);
     FP_FUSE_FUNCTIONS(FP_LOAD)
     lib.loop_mt = (int (*)(struct fuse_session *, struct fuse_loop_config *))symbol(library, "fuse_session_loop_mt_312");
-    if (failure == NULL) lib.fuse_set_log_func(logMessage);
+    if (loaded.failure == NULL) lib.fuse_set_log_func(logMessage);
 }
 
 const char *fp_fuse_load(void) {
     pthread_once(&once, load);
-    return failure;
+    return loaded.failure;
 }
 
 const char *fp_fuse_last_log(void) {

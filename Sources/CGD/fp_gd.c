@@ -1,5 +1,7 @@
 #include "fp_gd.h"
 
+#include "fp_library.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -21,26 +23,15 @@ static struct {
 } gd;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static char loadError[512];
-static const char *failure = NULL;
+static fp_library_load loaded;
 
 static void *symbol(void *library, const char *name) {
-    void *found = dlsym(library, name);
-    if (found == NULL && failure == NULL) {
-        snprintf(loadError, sizeof loadError, "libgd.so.3 has no %s", name);
-        failure = loadError;
-    }
-    return found;
+    return fp_library_symbol(&loaded, library, "libgd.so.3", name, "");
 }
 
 static void load(void) {
-    void *library = dlopen("libgd.so.3", RTLD_NOW | RTLD_LOCAL);
-    if (library == NULL) {
-        const char *reason = dlerror();
-        snprintf(loadError, sizeof loadError, "%s", reason ? reason : "libgd.so.3 cannot be loaded");
-        failure = loadError;
-        return;
-    }
+    void *library = fp_library_open(&loaded, NULL, "libgd.so.3");
+    if (library == NULL) return;
     gd.createTrueColor = (gdImagePtr(*)(int, int))symbol(library, "gdImageCreateTrueColor");
     gd.destroy = (void (*)(gdImagePtr))symbol(library, "gdImageDestroy");
     gd.filledRectangle = (void (*)(gdImagePtr, int, int, int, int, int))symbol(library, "gdImageFilledRectangle");
@@ -59,7 +50,7 @@ static void load(void) {
 
 const char *fp_gd_load_error(void) {
     pthread_once(&once, load);
-    return failure;
+    return loaded.failure;
 }
 
 gdImagePtr fp_gd_create_truecolor(int width, int height) { return gd.createTrueColor(width, height); }

@@ -1,0 +1,1 @@
+// Header only: see include/fp_library.h.
