@@ -55,9 +55,13 @@ import Testing
         try Migrations.migrator.migrate(oneByOne)
         let expected = try oneByOne.read { try Self.freshSchemaSQL(of: $0) }
         if FreshSchema.sql != expected {
+            // As the lines between `#"""` and `"""#` in FreshSchema.swift, indented as there.
+            let lines = expected.split(separator: "\n", omittingEmptySubsequences: false).map { $0.isEmpty ? "" : "        " + $0 }
             let written = FileManager.default.temporaryDirectory.appendingPathComponent("FreshSchema.sql")
-            try? Data(expected.utf8).write(to: written)
-            Issue.record("FreshSchema.sql is not what the migrations make: put \(written.path) there")
+            try? Data((lines.joined(separator: "\n") + "\n").utf8).write(to: written)
+            Issue.record(
+                "FreshSchema.sql is not what the migrations make: put the lines of \(written.path) between its #\"\"\" and \"\"\"# in Sources/ProviderStore/FreshSchema.swift"
+            )
         }
     }
 
