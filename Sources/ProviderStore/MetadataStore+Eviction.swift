@@ -209,7 +209,8 @@ extension MetadataStore {
     }
 
     /// Records when programs last used files, by domain and item, in one transaction (a later
-    /// date replaces an earlier one; an earlier one never replaces a later).
+    /// date replaces an earlier one; an earlier one never replaces a later). The uses of a domain
+    /// that is no longer there are dropped.
     /// - Throws: `localIOFailure` when the database fails.
     public func recordUses(_ uses: [Int64: [ItemIdentifier: Date]]) throws(FileProviderError) {
         if uses.values.allSatisfy(\.isEmpty) { return }
@@ -219,7 +220,11 @@ extension MetadataStore {
                     INSERT INTO itemUse (domainID, identifier, lastUsedAt) VALUES (?, ?, ?)
                     ON CONFLICT (domainID, identifier) DO UPDATE SET lastUsedAt = MAX(lastUsedAt, excluded.lastUsedAt)
                     """)
+            let exists = try db.cachedStatement(sql: "SELECT 1 FROM domain WHERE id = ?")
             for (domainID, byItem) in uses {
+                // A domain removed since its files were read: its uses go with it (they would
+                // break the foreign key, and the transaction with the other domains' uses).
+                guard try Int.fetchOne(exists, arguments: [domainID]) != nil else { continue }
                 for (identifier, date) in byItem {
                     try upsert.execute(arguments: [domainID, identifier.rawValue, date.timeIntervalSince1970])
                 }

@@ -88,6 +88,20 @@ import Testing
         }
     }
 
+    /// Uses of a domain removed meanwhile are dropped; the other domains' uses of the same batch
+    /// are kept (the foreign key failed the whole batch).
+    @Test func usesOfARemovedDomainDoNotLoseTheOthers() throws {
+        try withStore { store, _ in
+            let kept = try makeDomain(store)
+            let removed = try makeDomain(store, "removed")
+            try store.deleteDomain(id: removed)
+            let when = Date(timeIntervalSince1970: 1_800_000_100)
+            try store.recordUses([kept: ["a": when], removed: ["b": when]])
+            #expect(try store.lastUse(domainID: kept, identifier: "a") == when)
+            #expect(try store.lastUse(domainID: removed, identifier: "b") == nil)
+        }
+    }
+
     @Test func theEvictionLogKeepsTheNewestOfEachDomain() throws {
         try withStore { store, _ in
             let id = try makeDomain(store)
