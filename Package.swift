@@ -44,12 +44,12 @@ let package = Package(
         // Every kernel call the engine, the CLI and the fixtures make (fanotify, mounts, inotify,
         // leases, extended attributes, ...): the only Swift module that imports CSystemShims.
         .target(name: "ProviderSystem", dependencies: ["ProviderCore", "CSystemShims", "CFUSE"]),
-        // libfuse 3's low-level API for ProviderSystem's FUSE sessions, loaded with dlopen at the
-        // first mount (so the programs start without libfuse); its headers come from apt's
-        // libfuse3-dev.
         // Loading a shared library on first use, for the C shims that call one through function
         // pointers (CCurl, CSecret, CGD, CDBus, CFUSE): a header.
         .target(name: "CLibraryLoader"),
+        // libfuse 3's low-level API for ProviderSystem's FUSE sessions, loaded with dlopen at the
+        // first mount (so the programs start without libfuse); its headers come from apt's
+        // libfuse3-dev.
         .target(name: "CFUSE", dependencies: ["CLibraryLoader"], linkerSettings: [.linkedLibrary("dl")]),
         // OpenSSL's libcrypto (already loaded by libcurl and libssh2), for the SHA-256 the engine
         // computes of every download and upload as the bytes stream (Docs/Reliability.md,

@@ -2,10 +2,7 @@
 
 #include "fp_library.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
 
 // libcurl's functions, found in the library loaded on first use. setopt and getinfo are
 // variadic: called through pointers of their variadic type, as the header declares them.

@@ -2,10 +2,8 @@
 
 #include "fp_library.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -2,7 +2,6 @@
 
 #include "fp_library.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>

@@ -5,7 +5,6 @@
 
 #include "fp_library.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>

@@ -2,9 +2,7 @@
 
 #include "fp_library.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
-#include <stdio.h>
 
 static struct {
     gdImagePtr (*createTrueColor)(int, int);

@@ -164,11 +164,11 @@ struct FolderPlacer: Sendable {
             }
             let statuses = newFolders.map { FolderStatus.of(dataless: $0.isDataless, policy: pass.isPinned($0) ? .eager : nil) }
             let creation = FolderCreation.start(
-                newFolders.map(\.path), statuses: statuses, in: context, after: complete ? pass.creations.last : nil)
+                newFolders.map(\.path), statuses: statuses, in: context, after: complete ? pass.lastCreation : nil)
             if complete {
                 // A walk lists the new folders while they are made, and waits for each when it
                 // places its items (``settle(_:pass:report:)``); their records go with them.
-                pass.creations.append(creation)
+                pass.lastCreation = creation
                 for (index, record) in newFolders.enumerated() {
                     subfolders.append(
                         FolderVisit(record: record, isOnDisk: true, isNew: true, recordPending: true, creation: creation.slot(index)))
@@ -183,8 +183,7 @@ struct FolderPlacer: Sendable {
                         subfolders.append(
                             FolderVisit(record: record, isOnDisk: true, isNew: true, recordPending: pass.defersFolderRecords))
                     case .failure(let error):
-                        report.added -= 1
-                        report.skip(record.path, error.message, notice: "\(display(record.path)): \(error.message)")
+                        skipUnmade(record, error, report: &report)
                     }
                 }
             }
@@ -232,12 +231,16 @@ struct FolderPlacer: Sendable {
             visit.record.localInode = inode
             return true
         case .failure(let error):
-            let record = visit.record
-            report.added -= 1
-            report.skip(record.path, error.message, notice: "\(display(record.path)): \(error.message)")
-            pass.digestsAwaitingSubfolders[record.parentIdentifier] = nil
+            skipUnmade(visit.record, error, report: &report)
+            pass.digestsAwaitingSubfolders[visit.record.parentIdentifier] = nil
             return false
         }
+    }
+
+    /// Reports a new folder the replica could not make as skipped, and not added.
+    private func skipUnmade(_ record: ItemRecord, _ error: FileProviderError, report: inout SyncReport) {
+        report.added -= 1
+        report.skip(record.path, error.message, notice: "\(display(record.path)): \(error.message)")
     }
 
     /// Pairs new entries (no stored record of their identifier) with stored items of the same

@@ -66,9 +66,9 @@ struct PullPass {
     var listedFolders = Set<ItemIdentifier>()
     /// Folders this pass found new (a change feed may bring their items in a later batch).
     var newFolders = Set<ItemIdentifier>()
-    /// The creations of new folders the walk started (``FolderCreation``): it waits for all of
-    /// them before it ends, so none outlives the sync.
-    var creations: [FolderCreation] = []
+    /// The last creation of new folders the walk started (``FolderCreation``): each waits for
+    /// the one before, so the walk waits for this one before it ends, and none outlives the sync.
+    var lastCreation: FolderCreation?
     var failedFolders: [String] = []
     var redownload: [ItemRecord] = []
     /// New paths of items the store moved into a pinned folder or out of one

@@ -133,8 +133,8 @@ struct StoreWalk: Sendable {
             }
         }
         // The folders made while they were listed: none is left being made after the walk.
-        for creation in pass.creations { await creation.wait() }
-        pass.creations = []
+        await pass.lastCreation?.wait()
+        pass.lastCreation = nil
         if let rootError { throw rootError }
         if let failure { throw failure }
         report.listedItems = itemsSeen
