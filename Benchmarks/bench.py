@@ -898,6 +898,11 @@ def parse_args() -> argparse.Namespace:
         "--keep-page-reporting", action="store_true",
         help="leave the VM's free page reporting as it is (by default the run holds it off; see the module's doc)",
     )
+    p.add_argument(
+        "--skip-once", action="store_true",
+        help="leave out the tools that run once (rclone's paced WebDAV lines, minutes each), for a quick run "
+        "against the other peers; never writes Performance.md",
+    )
     p.add_argument("--runs", type=int, default=5, help="timed runs per tool (default 5)")
     p.add_argument("--warmup", type=int, default=1, help="untimed runs per tool first (default 1)")
     p.add_argument(
@@ -940,6 +945,11 @@ def main() -> int:
     selected = [b for b in BENCHMARKS if (not args.only or selects(args.only, b)) and not selects(args.skip, b)]
     if args.baseline:
         selected = [with_baseline(b, str(Path(args.baseline).resolve())) for b in selected]
+        args.doc = False
+    if args.skip_once:
+        import dataclasses
+
+        selected = [dataclasses.replace(b, tools=[t for t in b.tools if t.runs != 1]) for b in selected]
         args.doc = False
     reporting = None if args.keep_page_reporting else hold_page_reporting_off()
     results: list[Result] = []
