@@ -14,6 +14,14 @@ public enum RequestBody: Sendable {
     /// Bytes `offset ..< offset + length` of a file, streamed from disk like `file`: one part
     /// of a multipart upload, never held in memory.
     case filePart(path: String, offset: Int64, length: Int64)
+
+    /// Whether the body is read from a file.
+    var isFile: Bool {
+        switch self {
+        case .file, .filePart: true
+        case .none, .form, .data: false
+        }
+    }
 }
 
 /// Where the body of a successful (2xx) reply goes. Bodies of other replies are kept in memory
@@ -46,6 +54,12 @@ public enum ReplySink: Sendable {
     /// `Range`: for replies that are read afterwards rather than resumed, such as a
     /// `PROPFIND`'s multistatus, so that a large one is never held in memory.
     case spool(path: String, limit: Int64)
+
+    /// Whether the reply is kept in memory.
+    var isMemory: Bool {
+        if case .memory = self { return true }
+        return false
+    }
 }
 
 /// The status line and headers of a reply; header names in lower case.

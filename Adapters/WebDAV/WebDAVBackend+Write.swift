@@ -51,14 +51,14 @@ extension WebDAVBackend {
                 if let existing = try? await item(at: path), existing.kind != .file { throw collision(path) }
                 headers = []
             }
-            let reply = try await put(path, from: source, size: size, headers: headers)
+            let (reply, head) = try await put(path, from: source, size: size, headers: headers, then: headRequest(path))
             switch reply.status {
             case 412: throw collision(path)
             case 405: throw collision(path)
             case 404, 409: throw .noSuchItem(parent.identifier)
             default: try reply.check()
             }
-            return ItemResult(item: try await uploadedItem(path, size: size))
+            return ItemResult(item: try await uploadedItem(path, size: size, head: head))
         }
     }
 
@@ -89,8 +89,8 @@ extension WebDAVBackend {
             let source = contents?.path ?? "/dev/null"
             let size = try UploadFile.size(atPath: source)
             let headers = tag.map { ["If-Match: \($0)"] } ?? []
-            let reply = try await sendIfMatch(path, tag: tag) { () throws(FileProviderError) in
-                try await put(path, from: source, size: size, headers: headers, expecting: stamp)
+            let (reply, head) = try await sendIfMatch(path, tag: tag) { () throws(FileProviderError) in
+                try await put(path, from: source, size: size, headers: headers, expecting: stamp, then: headRequest(path))
             }
             switch reply.status {
             case 404: throw .noSuchItem(item.identifier)
@@ -98,7 +98,7 @@ extension WebDAVBackend {
             case 412: throw try await preconditionFailed(path)
             default: try reply.check()
             }
-            let uploaded = try await uploadedItem(path, size: size)
+            let uploaded = try await uploadedItem(path, size: size, head: head)
             current = uploaded
             tag = Self.etag(of: uploaded.version)
             stamp = Self.isStamp(uploaded.version) ? uploaded.version : nil
@@ -152,7 +152,7 @@ extension WebDAVBackend {
             request.headers = ["If-Match: \(tag)"]
             ifMatch = tag
         }
-        let reply = try await sendIfMatch(path, tag: ifMatch) { () throws(FileProviderError) in try await send(request) }
+        let reply = try await sendIfMatch(path, tag: ifMatch) { () throws(FileProviderError) in try await send(request) }.reply
         switch reply.status {
         case 404: throw .noSuchItem(identifier)
         case 412: throw try await preconditionFailed(path)
@@ -190,16 +190,24 @@ extension WebDAVBackend {
     /// version as `versionOutOfDate`.)
     private func sendIfMatch(
         _ path: ItemPath, tag: String?, _ send: () async throws(FileProviderError) -> HTTPReply
-    ) async throws(FileProviderError) -> HTTPReply {
+    ) async throws(FileProviderError) -> (reply: HTTPReply, head: HTTPReply?) {
+        try await sendIfMatch(path, tag: tag) { () throws(FileProviderError) in (try await send(), nil) }
+    }
+
+    /// ``sendIfMatch(_:tag:_:)`` for a write sent with the `HEAD` that reads it back (``put(_:from:size:headers:expecting:then:)``).
+    private func sendIfMatch(
+        _ path: ItemPath, tag: String?, _ send: () async throws(FileProviderError) -> (reply: HTTPReply, head: HTTPReply?)
+    ) async throws(FileProviderError) -> (reply: HTTPReply, head: HTTPReply?) {
         var retries = 0
         while true {
-            let reply = try await send()
-            guard let tag, reply.status == 412, retries < Self.weakTagRetries else { return reply }
+            let sent = try await send()
+            let reply = sent.reply
+            guard let tag, reply.status == 412, retries < Self.weakTagRetries else { return sent }
             retries += 1
             // The same value, weak (or strong by now, when it turned strong after the 412).
             guard let responses = try await propfind(path, depth: 0), case .tag(let current) = EntityTag.parse(responses.first?.etag),
                 current.quoted == tag
-            else { return reply }
+            else { return sent }
             if current.isWeak {
                 do {
                     try await Task.sleep(for: Self.weakTagPause)
@@ -239,7 +247,7 @@ extension WebDAVBackend {
                     .filenameCollision, "an item named \(target.name.debugDescription) already exists in \(target.parent.display)")
             }
             return reply
-        }
+        }.reply
         switch reply.status {
         case 404: throw FileProviderError(.noSuchItem, "\(source.display) is gone")
         case 409: throw .noSuchItem(target.parent.identifier)
@@ -266,9 +274,17 @@ extension WebDAVBackend {
     ///   match the checksum (``DAVError/isChecksumRefusal(status:body:)``: ownCloud's and
     ///   ownCloud Infinite Scale's `400` with Sabre's `BadRequest` error body); `localIOFailure` when `source` cannot be read; what
     ///   ``checkConditions(_:headers:)`` throws.
-    func put(_ path: ItemPath, from source: String, size: Int64, headers: [String], expecting stamp: ItemVersion? = nil)
+    ///
+    /// With `next` (the `HEAD` that reads the file back, ``headRequest(_:)``), that request goes
+    /// right after a successful `PUT` on the same connection (``HTTPClient/send(_:then:cancellation:)``),
+    /// and its reply comes back with the `PUT`'s; `nil` when it was not sent or needs sending
+    /// again alone.
+    func put(
+        _ path: ItemPath, from source: String, size: Int64, headers: [String], expecting stamp: ItemVersion? = nil,
+        then next: HTTPRequest? = nil
+    )
         async throws(FileProviderError)
-        -> HTTPReply
+        -> (reply: HTTPReply, head: HTTPReply?)
     {
         if let available = availableBytes, size > available {
             throw FileProviderError(
@@ -279,6 +295,7 @@ extension WebDAVBackend {
         var headers = headers
         if let checksum = try await uploadChecksum(of: source) { headers.append("OC-Checksum: \(checksum)") }
         let reply: HTTPReply
+        var head: HTTPReply?
         if let uploads, size > chunkSize {
             reply = try await putInChunks(path, from: source, size: size, headers: headers, uploads: uploads)
         } else {
@@ -287,7 +304,8 @@ extension WebDAVBackend {
             request.headers = headers
             // nginx answers 500 to a PUT into a folder that does not exist: not worth retrying.
             request.finalStatuses = [500]
-            let first = try await send(request)
+            let first: HTTPReply
+            if let next { (first, head) = try await send(request, then: next) } else { first = try await send(request) }
             if first.status == 500 {
                 if !path.parent.isRoot, try await propfind(path.parent, depth: 0) == nil {
                     throw FileProviderError(.noSuchItem, "the folder \(path.parent.display) is gone")
@@ -301,7 +319,7 @@ extension WebDAVBackend {
         if vendor.hasFileIDs, DAVError.isChecksumRefusal(status: reply.status, body: reply.body) {
             throw FileProviderError(.corruptData, "the server received other bytes for \(path.display) than were sent (OC-Checksum)")
         }
-        return reply
+        return (reply, head)
     }
 
     /// The `OC-Checksum` an upload of `source` carries, computed in one read of the file before
@@ -472,9 +490,11 @@ extension WebDAVBackend {
     ///
     /// - Throws: `corruptData` when the server kept another size; what ``writtenItem(_:)``
     ///   throws.
-    func uploadedItem(_ path: ItemPath, size: Int64) async throws(FileProviderError) -> Item {
+    /// - Parameter head: the reply to the `HEAD` sent with the upload, if it was; else it is
+    ///   sent now.
+    func uploadedItem(_ path: ItemPath, size: Int64, head: HTTPReply? = nil) async throws(FileProviderError) -> Item {
         let item: Item
-        if let head = try await headItem(path) { item = head } else { item = try await writtenItem(path) }
+        if let head = try await headItem(path, reply: head) { item = head } else { item = try await writtenItem(path) }
         guard item.kind == .file, item.size == size else {
             throw FileProviderError(
                 .corruptData,
@@ -492,11 +512,19 @@ extension WebDAVBackend {
     /// (no XML to write or read); what uploads check their result with.
     ///
     /// - Throws: `serverUnreachable` after the retries; `cancelled`.
-    func headItem(_ path: ItemPath) async throws(FileProviderError) -> Item? {
-        guard !vendor.hasFileIDs, !path.isRoot, let form = versionForms.current else { return nil }
-        let reply = try await send(HTTPRequest("HEAD", endpoint(path)))
+    /// - Parameter reply: the reply to ``headRequest(_:)`` when it was sent already.
+    func headItem(_ path: ItemPath, reply sent: HTTPReply? = nil) async throws(FileProviderError) -> Item? {
+        guard let request = headRequest(path), let form = versionForms.current else { return nil }
+        let reply = if let sent { sent } else { try await send(request) }
         guard reply.status == 200 else { return nil }
         let parent = try await parentIdentifier(of: path)
         return try? fileItem(path, path.identifier, parent: parent, from: reply.head, form: form)
+    }
+
+    /// The `HEAD` ``headItem(_:reply:)`` reads a file at `path` with; `nil` where a head cannot
+    /// tell (a server whose items have identifiers of their own, the root, no listing read yet).
+    func headRequest(_ path: ItemPath) -> HTTPRequest? {
+        guard !vendor.hasFileIDs, !path.isRoot, versionForms.current != nil else { return nil }
+        return HTTPRequest("HEAD", endpoint(path))
     }
 }

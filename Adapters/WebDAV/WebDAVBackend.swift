@@ -175,6 +175,17 @@ public final class WebDAVBackend: Backend {
         }
     }
 
+    /// Sends `request`, then `next` on the same connection when the first succeeded
+    /// (``HTTPClient/send(_:then:cancellation:)``); the reply to `next` is `nil` when it was not
+    /// sent or needs sending again alone. Task cancellation aborts the transfer.
+    func send(_ request: HTTPRequest, then next: HTTPRequest) async throws(FileProviderError) -> (HTTPReply, HTTPReply?) {
+        let flag = CancellationFlag()
+        return try await withCancellationFlag(flag) { () async throws(FileProviderError) in
+            let sent = try await client.send(request, then: next, cancellation: flag)
+            return (sent.reply, sent.next)
+        }
+    }
+
     /// The uploads collection of Nextcloud's chunked upload for a URL under
     /// `…/remote.php/dav/files/<user>`: `…/remote.php/dav/uploads/<user>`; `nil` for any other URL.
     static func uploadsURL(of url: URL) -> String? {

@@ -14,6 +14,8 @@ public final class FaultServer: @unchecked Sendable {
         public var path: String
         public var query: [String: String]
         public var headers: [String: String]
+        /// The connection it came on: 1 for the first accepted, 2 for the next, …
+        public var connection: Int = 0
     }
 
     public enum Action {
@@ -89,15 +91,18 @@ public final class FaultServer: @unchecked Sendable {
     public func setHandler(_ handler: @escaping (Request) -> Action) { lock.withLock { self.handler = handler } }
 
     private func acceptLoop() {
+        var accepted = 0
         while true {
             let client = accept(listener, nil, nil)
             if client < 0 { return }
-            let worker = Thread { [self] in self.serve(client) }
+            accepted += 1
+            let connection = accepted
+            let worker = Thread { [self] in self.serve(client, connection: connection) }
             worker.start()
         }
     }
 
-    private func serve(_ client: Int32) {
+    private func serve(_ client: Int32, connection: Int) {
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
@@ -147,7 +152,8 @@ public final class FaultServer: @unchecked Sendable {
                 }
             }
             let request = Request(
-                method: parts.first.map(String.init) ?? "", path: String(pathPart[0]), query: query, headers: headers)
+                method: parts.first.map(String.init) ?? "", path: String(pathPart[0]), query: query, headers: headers,
+                connection: connection)
             let action: Action = lock.withLock {
                 log.append(request)
                 return handler(request)

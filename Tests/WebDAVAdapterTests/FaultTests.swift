@@ -271,6 +271,60 @@ struct FaultTests {
         await backend.close()
     }
 
+    /// The `HEAD` that reads an upload back goes right after its `PUT` on the same connection
+    /// (no second wait for a connection, no second hand-off between threads), also with uploads
+    /// running side by side on every connection; one the server answers `503` is sent again
+    /// alone, and the upload still gets its version.
+    @Test func anUploadsHeadFollowsItsPutOnTheSameConnection() async throws {
+        // The handler runs under the server's lock, one request at a time.
+        var busyOnce: Set = ["/dav/f3.txt", "/dav/f7.txt"]
+        let server = try ScriptedDAV.server { request in
+            if request.method == "PUT" { return .reply(status: 201, headers: [:], body: Data()) }
+            if request.method == "HEAD", request.path.hasPrefix("/dav/f") {
+                if busyOnce.remove(request.path) != nil { return .reply(status: 503, headers: [:], body: Data()) }
+                return .raw(
+                    status: 200, headers: [("Content-Length", "3"), ("ETag", "\"n1\""), ("Last-Modified", ScriptedDAV.date)],
+                    body: Data())
+            }
+            // A listing with a file first: it tells the form of the versions a HEAD is read in.
+            var dav = ScriptedDAV()
+            dav.entries = [ScriptedDAV.file("a.txt", size: 1)]
+            return dav.answer(request) ?? .reply(status: 404, headers: [:], body: Data())
+        }
+        defer { server.stop() }
+        let backend = try await Self.backend(server)
+        _ = try await backend.enumerateItems(in: .rootContainer, startingAt: .initialPageSortedByName)
+        let source = try Self.upload(3)
+        defer { try? FileManager.default.removeItem(at: source) }
+        let names = (0..<16).map { "f\($0).txt" }
+        let versions = try await withThrowingTaskGroup(of: Data.self) { group in
+            for name in names {
+                group.addTask {
+                    let template = Item.template(
+                        identifier: ItemIdentifier(name), parent: .rootContainer, filename: name, kind: .file, size: 3)
+                    return try await backend.createItem(basedOn: template, fields: [.contents], contents: source, options: [])
+                        .item.version.content
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(versions.count == 16 && versions.allSatisfy { $0 == Data("e\"n1\"".utf8) })
+        let requests = server.requests.filter { $0.path.hasPrefix("/dav/f") }
+        #expect(Set(requests.map(\.connection)).count > 1, "the uploads ran on one connection only")
+        for name in names {
+            let path = "/dav/\(name)"
+            guard let put = requests.firstIndex(where: { $0.method == "PUT" && $0.path == path }) else {
+                Issue.record("no PUT of \(name)")
+                continue
+            }
+            let next = requests[(put + 1)...].first { $0.connection == requests[put].connection }
+            #expect(
+                next?.method == "HEAD" && next?.path == path, "after the PUT of \(name) its connection sent \(String(describing: next))")
+        }
+        #expect(requests.filter { $0.method == "HEAD" && $0.path == "/dav/f3.txt" }.count == 2)
+        await backend.close()
+    }
+
     /// A `412` while the server's ETag has another value, weak or strong, is `versionOutOfDate`
     /// at once (nothing is sent again, nothing overwritten); one while it keeps the base
     /// version's value is sent again a bounded number of times, then is `versionOutOfDate` too.
