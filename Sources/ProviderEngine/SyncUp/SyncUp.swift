@@ -196,7 +196,7 @@ final class SyncUp: Sendable {
                 if end > index {
                     do {
                         try await sendTogether(Self.spreadOverFolders(ordered[index..<end]), report: &report)
-                    } catch where error.code == .cancelled {
+                    } catch  where error.code == .cancelled {
                         report.unsent += ordered.endIndex - end
                         throw error
                     }
@@ -214,7 +214,7 @@ final class SyncUp: Sendable {
                     } else {
                         try await send(change, report: &report)
                     }
-                } catch where error.code == .cancelled {
+                } catch  where error.code == .cancelled {
                     report.unsent += ordered.endIndex - index + 1
                     throw error
                 }
@@ -329,7 +329,7 @@ final class SyncUp: Sendable {
             // A result its batch recorded gets its status when written (``SentStatus``).
             if JournalBatch.current?.takeRecorded(change.path) != true { await markSent(change) }
             return true
-        } catch where error.code.reaction == .backOffDomain || error.code == .cancelled {
+        } catch  where error.code.reaction == .backOffDomain || error.code == .cancelled {
             throw error
         } catch {
             let (store, domainID) = (context.store, context.domainID)
@@ -384,10 +384,20 @@ final class SyncUp: Sendable {
             }
         }
         guard !paths.isEmpty else { return }
-        let (replica, domain) = (context.replica, context.domain.name)
-        let marked = paths
-        _ = try? await context.executor.run { UnsentStatus.write(on: marked, in: replica, domain: domain) }
+        let (replica, domain, executor) = (context.replica, context.domain.name, context.executor)
+        // Four attribute calls a new file, 10,000 new files before the first upload starts: in
+        // parts on every thread of the executor, as the files are independent.
+        let part = max(Self.unsentMarksPerJob, (paths.count + executor.threadCount - 1) / max(1, executor.threadCount))
+        let parts = stride(from: 0, to: paths.count, by: part).map { Array(paths[$0..<min($0 + part, paths.count)]) }
+        await withTaskGroup(of: Void.self) { group in
+            for marked in parts {
+                group.addTask { _ = try? await executor.run { UnsentStatus.write(on: marked, in: replica, domain: domain) } }
+            }
+        }
     }
+
+    /// The fewest files ``markUnsent(_:)`` gives one job of the executor.
+    static let unsentMarksPerJob = 512
 
     /// Writes the in-sync status (`downloaded` or `pinned`) on a file whose change the store
     /// took, and on a folder made or moved here (``FolderStatus``, where the layout writes them).
