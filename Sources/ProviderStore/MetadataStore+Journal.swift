@@ -96,7 +96,8 @@ extension MetadataStore {
                 """
         ).execute(arguments: [
             entry.domainID, entry.templateIdentifier, entry.operation, entry.payload, entry.state.rawValue, entry.attempts,
-            entry.lastError, entry.nextAttemptAt, entry.createdAt, entry.updatedAt,
+            entry.lastError, StoredDate.value(entry.nextAttemptAt), StoredDate.value(entry.createdAt),
+            StoredDate.value(entry.updatedAt),
         ])
         entry.id = db.lastInsertedRowID
         return entry
@@ -106,7 +107,10 @@ extension MetadataStore {
     static func update(_ entry: JournalEntry, in db: Database) throws {
         try db.cachedStatement(
             sql: "UPDATE journal SET state = ?, attempts = ?, lastError = ?, nextAttemptAt = ?, updatedAt = ? WHERE id = ?"
-        ).execute(arguments: [entry.state.rawValue, entry.attempts, entry.lastError, entry.nextAttemptAt, entry.updatedAt, entry.id])
+        ).execute(arguments: [
+            entry.state.rawValue, entry.attempts, entry.lastError, StoredDate.value(entry.nextAttemptAt),
+            StoredDate.value(entry.updatedAt), entry.id,
+        ])
     }
 
     /// The operations of a domain that are not done, oldest first.
