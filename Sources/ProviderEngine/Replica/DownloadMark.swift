@@ -19,9 +19,10 @@ import ProviderSystem
 /// save by rename or a copy makes a new inode) breaks the match, so a local edit is never taken
 /// for a download.
 ///
-/// The value is 41 bytes, small enough to stay inside an ext4 inode of 256 bytes (no extra
-/// block per file): a format byte, then hashes of the identifier and of the content version and
-/// the fingerprint, little-endian.
+/// The value is 41 bytes: a format byte, then hashes of the identifier and of the content
+/// version and the fingerprint, little-endian. Alone it fits in an ext4 inode of 256 bytes, but
+/// not beside the status and the domain's name: ext4 then gives the file an attribute block of
+/// 4 KiB (Docs/Performance.md, "An attribute block per downloaded file").
 struct DownloadMark: Equatable {
     static let attribute = "user.fileprovider.download"
     private static let format: UInt8 = 1
