@@ -55,6 +55,19 @@ struct ScriptedDAV {
         }
     }
 
+    /// A `HEAD`'s reply for a file of `size` bytes, ETag `"n1"`.
+    static func head(size: Int) -> FaultServer.Action {
+        .raw(status: 200, headers: [("Content-Length", String(size)), ("ETag", "\"n1\""), ("Last-Modified", date)], body: Data())
+    }
+
+    /// The root's listing with one file (`a.txt`, which tells the form of the versions a `HEAD`
+    /// is read in), `404` for anything else.
+    static func oneFileListing(_ request: FaultServer.Request) -> FaultServer.Action {
+        var dav = ScriptedDAV()
+        dav.entries = [file("a.txt", size: 1)]
+        return dav.answer(request) ?? .reply(status: 404, headers: [:], body: Data())
+    }
+
     static func propfindOf(_ entry: Entry) -> FaultServer.Action {
         .reply(status: 207, headers: ["Content-Type": "application/xml"], body: multistatus([entry]))
     }
@@ -75,6 +88,21 @@ struct FaultTests {
         } catch {
             Issue.record("unexpected \(error)")
         }
+    }
+
+    /// A server that takes every `PUT` (`201`), answers what `answer` answers (`nil`: the root's
+    /// listing with one file, `404` for the rest), a backend that has listed the root (so that it
+    /// knows the form of the versions), and a file of 3 bytes to upload.
+    static func uploading(
+        _ answer: @escaping (FaultServer.Request) -> FaultServer.Action?
+    ) async throws -> (FaultServer, WebDAVBackend, URL) {
+        let server = try ScriptedDAV.server { request in
+            if request.method == "PUT" { return .reply(status: 201, headers: [:], body: Data()) }
+            return answer(request) ?? ScriptedDAV.oneFileListing(request)
+        }
+        let backend = try await backend(server)
+        _ = try await backend.enumerateItems(in: .rootContainer, startingAt: .initialPageSortedByName)
+        return (server, backend, try upload(3))
     }
 
     static func upload(_ bytes: Int) throws -> URL {
@@ -240,23 +268,14 @@ struct FaultTests {
     /// a `HEAD` that says the server kept another size than was sent is `corruptData`, as a
     /// `PROPFIND` saying so is.
     @Test func anUploadsResultComesFromAHeadWhoseSizeIsChecked() async throws {
-        let server = try ScriptedDAV.server { request in
-            if request.method == "PUT" { return .reply(status: 201, headers: [:], body: Data()) }
-            if request.method == "HEAD", request.path == "/dav/new.txt" || request.path == "/dav/short.txt" {
-                let size = request.path == "/dav/new.txt" ? "3" : "2"
-                return .raw(
-                    status: 200, headers: [("Content-Length", size), ("ETag", "\"n1\""), ("Last-Modified", ScriptedDAV.date)],
-                    body: Data())
-            }
-            var dav = ScriptedDAV()
-            dav.entries = [ScriptedDAV.file("a.txt", size: 1)]
-            return dav.answer(request) ?? .reply(status: 404, headers: [:], body: Data())
+        let (server, backend, source) = try await Self.uploading { request in
+            guard request.method == "HEAD", request.path == "/dav/new.txt" || request.path == "/dav/short.txt" else { return nil }
+            return ScriptedDAV.head(size: request.path == "/dav/new.txt" ? 3 : 2)
         }
-        defer { server.stop() }
-        let backend = try await Self.backend(server)
-        _ = try await backend.enumerateItems(in: .rootContainer, startingAt: .initialPageSortedByName)
-        let source = try Self.upload(3)
-        defer { try? FileManager.default.removeItem(at: source) }
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: source)
+        }
         let template = Item.template(
             identifier: ItemIdentifier("new.txt"), parent: .rootContainer, filename: "new.txt", kind: .file, size: 3)
         let result = try await backend.createItem(basedOn: template, fields: [.contents], contents: source, options: [])
@@ -278,24 +297,15 @@ struct FaultTests {
     @Test func anUploadsHeadFollowsItsPutOnTheSameConnection() async throws {
         // The handler runs under the server's lock, one request at a time.
         var busyOnce: Set = ["/dav/f3.txt", "/dav/f7.txt"]
-        let server = try ScriptedDAV.server { request in
-            if request.method == "PUT" { return .reply(status: 201, headers: [:], body: Data()) }
-            if request.method == "HEAD", request.path.hasPrefix("/dav/f") {
-                if busyOnce.remove(request.path) != nil { return .reply(status: 503, headers: [:], body: Data()) }
-                return .raw(
-                    status: 200, headers: [("Content-Length", "3"), ("ETag", "\"n1\""), ("Last-Modified", ScriptedDAV.date)],
-                    body: Data())
-            }
-            // A listing with a file first: it tells the form of the versions a HEAD is read in.
-            var dav = ScriptedDAV()
-            dav.entries = [ScriptedDAV.file("a.txt", size: 1)]
-            return dav.answer(request) ?? .reply(status: 404, headers: [:], body: Data())
+        let (server, backend, source) = try await Self.uploading { request in
+            guard request.method == "HEAD", request.path.hasPrefix("/dav/f") else { return nil }
+            if busyOnce.remove(request.path) != nil { return .reply(status: 503, headers: [:], body: Data()) }
+            return ScriptedDAV.head(size: 3)
         }
-        defer { server.stop() }
-        let backend = try await Self.backend(server)
-        _ = try await backend.enumerateItems(in: .rootContainer, startingAt: .initialPageSortedByName)
-        let source = try Self.upload(3)
-        defer { try? FileManager.default.removeItem(at: source) }
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: source)
+        }
         let names = (0..<16).map { "f\($0).txt" }
         let versions = try await withThrowingTaskGroup(of: Data.self) { group in
             for name in names {
