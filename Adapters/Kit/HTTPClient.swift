@@ -60,9 +60,9 @@ public struct ClientSettings: Sendable {
 /// on a thread of its own, never on Swift's cooperative pool.
 public final class HTTPClient: Sendable {
     public let settings: ClientSettings
-    private let pool: SessionPool<HTTPConnection>
+    let pool: SessionPool<HTTPConnection>
     /// Holds every request back after a `429` or `503`.
-    private let pacer = Pacer()
+    let pacer = Pacer()
 
     /// The version of the libcurl this process loaded and its TLS library, from `curl_version()`
     /// (`libcurl/8.5.0 OpenSSL/3.0.13 zlib/…`): `8.5.0 (OpenSSL/3.0.13)`; `unknown` when it says
@@ -147,24 +147,8 @@ public final class HTTPClient: Sendable {
         let url = settings.baseURL + request.endpoint + Self.encodeQuery(request.query)
         let nextURL = next.map { settings.baseURL + $0.endpoint + Self.encodeQuery($0.query) }
         let what = "\(request.method) \(request.endpoint)"
-        var resumeAt: Int64 = 0
-        switch request.sink {
-        case .file(_, let offset): resumeAt = max(0, offset)
-        case .range(_, let range), .firstRange(_, let range): resumeAt = range.lowerBound
-        case .memory, .spool: break
-        }
-        // The engine's sinks for the file downloaded into and the file uploaded from
-        // (``ContentSink``), taken here: task-local values do not reach the connection's thread.
-        var sinks = TransferSinks()
-        switch request.sink {
-        case .file(let path, _), .range(let path, _), .firstRange(let path, _): sinks.download = ContentSink.for(path: path)
-        case .memory, .spool: break
-        }
-        switch request.body {
-        case .file(let path, _), .filePart(let path, _, _): sinks.upload = ContentSink.for(path: path)
-        case .none, .form, .data: break
-        }
-        let transferSinks = sinks
+        var resumeAt = request.sink.resumeOffset
+        let transferSinks = TransferSinks(for: request)
         var attempt = 0
         while true {
             attempt += 1
@@ -254,13 +238,13 @@ public final class HTTPClient: Sendable {
 
     /// Whether a reply with `status` is sent again (after a pause): `429` and `5xx` but `507`
     /// (insufficient storage, which waiting does not cure).
-    private static func isRetryable(_ status: Int) -> Bool {
+    static func isRetryable(_ status: Int) -> Bool {
         status == 429 || (500...599).contains(status) && status != 507
     }
 
     /// The wait before the next attempt: `Retry-After` when the server gave one, else an
     /// exponential backoff with jitter; never longer than `maximumDelay`.
-    private func backoffDelay(attempt: Int, retryAfter: String?) -> Double {
+    func backoffDelay(attempt: Int, retryAfter: String?) -> Double {
         var delay = settings.backoff * pow(2, Double(attempt - 1))
         delay *= Double.random(in: 0.5...1.5)
         if let retryAfter, let seconds = Self.retryAfterSeconds(retryAfter) { delay = max(delay, seconds) }

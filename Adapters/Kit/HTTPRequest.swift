@@ -55,6 +55,16 @@ public enum ReplySink: Sendable {
     /// `PROPFIND`'s multistatus, so that a large one is never held in memory.
     case spool(path: String, limit: Int64)
 
+    /// Where a transfer into this sink starts: the offset of a resumed `file`, a range's first
+    /// byte; 0 for the others.
+    var resumeOffset: Int64 {
+        switch self {
+        case .file(_, let offset): max(0, offset)
+        case .range(_, let range), .firstRange(_, let range): range.lowerBound
+        case .memory, .spool: 0
+        }
+    }
+
     /// Whether the reply is kept in memory.
     var isMemory: Bool {
         if case .memory = self { return true }

@@ -12,6 +12,22 @@ import ProviderCore
 struct TransferSinks: Sendable {
     var download: ContentSink?
     var upload: ContentSink?
+
+    init() {}
+
+    /// The engine's sinks for the file `request` downloads into and the file it uploads from
+    /// (``ContentSink``), taken in the calling task: task-local values do not reach the
+    /// connection's thread.
+    init(for request: HTTPRequest) {
+        switch request.sink {
+        case .file(let path, _), .range(let path, _), .firstRange(let path, _): download = ContentSink.for(path: path)
+        case .memory, .spool: break
+        }
+        switch request.body {
+        case .file(let path, _), .filePart(let path, _, _): upload = ContentSink.for(path: path)
+        case .none, .form, .data: break
+        }
+    }
 }
 
 /// The state of one attempt, reached from libcurl's callbacks through their user data pointer.

@@ -20,6 +20,66 @@ extension MediaBackend {
     ) async throws(FileProviderError) -> Item {
         let path = try MediaPath(identifier)
         if path.isRoot { throw FileProviderError(.invalidArgument, "the root is a folder; it has no contents") }
+        let (request, seen) = fetchRequest(path, version: version, to: destination, offset: offset, progress: progress)
+        let reply = try await request.sendResuming { request async throws(FileProviderError) in try await self.send(request) }
+        return try await fetched(reply, of: path, identifier: identifier, seen: seen)
+    }
+
+    /// Streams several files, each into its destination, as ``fetchContents(for:version:to:offset:progress:)``
+    /// does for one: the `GET`s of those not resumed go one after another on one connection
+    /// (``HTTPClient/sendSequence(_:cancellation:)``: no hand-off between threads per file);
+    /// a file whose request needs more than one answer (a retry after a failed connection, a
+    /// `429` or `5xx`, a resumed or restarted transfer) is fetched alone afterwards. Returns
+    /// each file's outcome in the order of `requests`.
+    public func fetchContents(_ requests: [ContentRequest], progress: BatchProgressHandler?) async -> [Result<Item, FileProviderError>] {
+        var results = [Result<Item, FileProviderError>?](repeating: nil, count: requests.count)
+        var sequence: [(index: Int, request: HTTPRequest, path: MediaPath, seen: FirstItem)] = []
+        for (index, wanted) in requests.enumerated() where wanted.offset <= 0 {
+            guard let path = try? MediaPath(wanted.identifier), !path.isRoot else { continue }
+            var fileProgress: ProgressHandler?
+            if let progress { fileProgress = { completed, total in progress(index, completed, total) } }
+            let (request, seen) = fetchRequest(path, version: wanted.version, to: wanted.destination, offset: 0, progress: fileProgress)
+            sequence.append((index, request, path, seen))
+        }
+        let flag = CancellationFlag()
+        let sent = sequence.map(\.request)
+        let replies = (try? await withCancellationFlag(flag) { await client.sendSequence(sent, cancellation: flag) }) ?? []
+        for (entry, reply) in zip(sequence, replies) {
+            // 416: the file is shorter than the destination held; fetched alone, from byte 0.
+            guard let reply, reply.status != 416 else { continue }
+            do throws(FileProviderError) {
+                results[entry.index] = .success(
+                    try await fetched(reply, of: entry.path, identifier: requests[entry.index].identifier, seen: entry.seen))
+            } catch {
+                results[entry.index] = .failure(error)
+            }
+        }
+        for (index, wanted) in requests.enumerated() where results[index] == nil {
+            if Task.isCancelled {
+                results[index] = .failure(FileProviderError(.cancelled, "cancelled"))
+                continue
+            }
+            var fileProgress: ProgressHandler?
+            if let progress { fileProgress = { completed, total in progress(index, completed, total) } }
+            do throws(FileProviderError) {
+                results[index] = .success(
+                    try await fetchContents(
+                        for: wanted.identifier, version: wanted.version, to: wanted.destination, offset: wanted.offset,
+                        progress: fileProgress))
+            } catch {
+                results[index] = .failure(error)
+            }
+        }
+        return results.map { $0 ?? .failure(FileProviderError(.cancelled, "cancelled")) }
+    }
+
+    /// The `GET /file` of a file into `destination` after its first `offset` bytes, and what
+    /// its head says the file is once it came (``FirstItem``): the head is checked against
+    /// `version` before a byte is written (with an extended server, the server checks it too,
+    /// `If-Match`).
+    private func fetchRequest(
+        _ path: MediaPath, version: ItemVersion?, to destination: URL, offset: Int64, progress: ProgressHandler?
+    ) -> (HTTPRequest, FirstItem) {
         let seen = FirstItem()
         var request = HTTPRequest("GET", "/file", query: itemQuery(path))
         request.sink = .file(path: destination.path, offset: max(0, offset))
@@ -35,7 +95,15 @@ extension MediaBackend {
             }
             try seen.check(item)
         }
-        let reply = try await request.sendResuming { request async throws(FileProviderError) in try await self.send(request) }
+        return (request, seen)
+    }
+
+    /// The file a reply to ``fetchRequest(_:version:to:offset:progress:)`` brought.
+    /// - Throws: what ``fetchContents(for:version:to:offset:progress:)`` throws for the reply.
+    private func fetched(_ reply: HTTPReply, of path: MediaPath, identifier: ItemIdentifier, seen: FirstItem)
+        async throws(FileProviderError)
+        -> Item
+    {
         try await checkRefusal(reply, of: path, identifier: identifier)
         try reply.check()
         guard let item = seen.value else { throw FileProviderError(.corruptData, "GET /file of \(path.display) gave no headers") }

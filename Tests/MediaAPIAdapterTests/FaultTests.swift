@@ -41,6 +41,62 @@ struct FaultTests {
         }
     }
 
+    /// A batch's downloads go one after another on one connection, without a hand-off per file;
+    /// from a file the server answers `503` on, the rest of the batch is fetched alone (retried,
+    /// resumed after a cut body), and a file the server does not have fails alone. Every file
+    /// that came holds its bytes.
+    @Test func aBatchGoesOnOneConnectionAndWhatFailsInItIsFetchedAlone() async throws {
+        let names = ["a.png", "b.png", "c.png", "d.png", "e.png", "f.png"]
+        var files: [String: Data] = [:]
+        for (index, name) in names.enumerated() where name != "e.png" {
+            files[name] = Data((0..<(1_000 + index * 10_000)).map { UInt8(truncatingIfNeeded: $0 &* (index + 3)) })
+        }
+        let api = OriginalAPI(files: files)
+        // The handler runs under the server's lock, one request at a time.
+        var faults: [String: FaultServer.Action] = [
+            "c.png": .reply(status: 503, headers: [:], body: Data()),
+            "d.png": .truncate(body: files["d.png"]!, sent: 5_000, headers: ["Last-Modified": OriginalAPI.lastModified]),
+        ]
+        let server = try FaultServer { request in
+            if request.path == "/file", request.headers["range"] == nil, let fault = faults.removeValue(forKey: request.query["id"] ?? "") {
+                return fault
+            }
+            return api.answer(request) ?? api.full(request)
+        }
+        defer { server.stop() }
+        let backend = try await MediaBackend(url: server.url, token: nil, timeout: 30, connections: 2, retries: 3)
+        let scratch = try Scratch()
+        let wanted = try names.map { name in
+            ContentRequest(identifier: ItemIdentifier(name), destination: try scratch.write(name + ".part", Data()))
+        }
+        let results = await backend.fetchContents(wanted, progress: nil)
+        // The missing file fails as it does fetched alone.
+        var alone: FileProviderError?
+        do {
+            _ = try await backend.fetchContents(
+                for: "e.png", version: nil, to: try scratch.write("alone.part", Data()), offset: 0, progress: nil)
+        } catch {
+            alone = error as? FileProviderError
+        }
+        let expected = try #require(alone)
+        for (name, (request, result)) in zip(names, zip(wanted, results)) {
+            if name == "e.png" {
+                #expect({ if case .failure(let error) = result { error.code == expected.code } else { false } }(), "\(result)")
+                continue
+            }
+            #expect((try? result.get())?.size == Int64(files[name]!.count), "\(name): \(result)")
+            #expect(try Data(contentsOf: request.destination) == files[name], "\(name)")
+        }
+        let downloads = server.requests.filter { $0.path == "/file" && $0.headers["range"] != "bytes=0-0" && $0.query["id"] != "e.png" }
+        // The sequence: a, b, then c answered 503, on one connection, one after another.
+        let first = try #require(downloads.first)
+        #expect(downloads.prefix(3).map { $0.query["id"] } == ["a.png", "b.png", "c.png"])
+        #expect(downloads.prefix(3).allSatisfy { $0.connection == first.connection })
+        #expect(downloads.filter { $0.query["id"] == "c.png" }.count == 2, "c.png was sent again alone")
+        #expect(downloads.last { $0.query["id"] == "d.png" }?.headers["range"] == "bytes=5000-", "d.png resumed after its cut body")
+        await backend.close()
+    }
+
     @Test func a500IsRetried() async throws {
         let server = try Self.server([.reply(status: 500, headers: [:], body: Data("boom".utf8)), nil])
         let backend = try await Self.backend(server)
