@@ -26,51 +26,23 @@ extension MediaBackend {
     }
 
     /// Streams several files, each into its destination, as ``fetchContents(for:version:to:offset:progress:)``
-    /// does for one: the `GET`s of those not resumed go one after another on one connection
-    /// (``HTTPClient/sendSequence(_:cancellation:)``: no hand-off between threads per file);
-    /// a file whose request needs more than one answer (a retry after a failed connection, a
-    /// `429` or `5xx`, a resumed or restarted transfer) is fetched alone afterwards. Returns
-    /// each file's outcome in the order of `requests`.
+    /// does for one, their `GET`s as one sequence on one connection (``SequencedFetch``).
+    /// Returns each file's outcome in the order of `requests`.
     public func fetchContents(_ requests: [ContentRequest], progress: BatchProgressHandler?) async -> [Result<Item, FileProviderError>] {
-        var results = [Result<Item, FileProviderError>?](repeating: nil, count: requests.count)
-        var sequence: [(index: Int, request: HTTPRequest, path: MediaPath, seen: FirstItem)] = []
-        for (index, wanted) in requests.enumerated() where wanted.offset <= 0 {
-            guard let path = try? MediaPath(wanted.identifier), !path.isRoot else { continue }
-            var fileProgress: ProgressHandler?
-            if let progress { fileProgress = { completed, total in progress(index, completed, total) } }
-            let (request, seen) = fetchRequest(path, version: wanted.version, to: wanted.destination, offset: 0, progress: fileProgress)
-            sequence.append((index, request, path, seen))
-        }
-        let flag = CancellationFlag()
-        let sent = sequence.map(\.request)
-        let replies = (try? await withCancellationFlag(flag) { await client.sendSequence(sent, cancellation: flag) }) ?? []
-        for (entry, reply) in zip(sequence, replies) {
-            // 416: the file is shorter than the destination held; fetched alone, from byte 0.
-            guard let reply, reply.status != 416 else { continue }
-            do throws(FileProviderError) {
-                results[entry.index] = .success(
-                    try await fetched(reply, of: entry.path, identifier: requests[entry.index].identifier, seen: entry.seen))
-            } catch {
-                results[entry.index] = .failure(error)
-            }
-        }
-        for (index, wanted) in requests.enumerated() where results[index] == nil {
-            if Task.isCancelled {
-                results[index] = .failure(FileProviderError(.cancelled, "cancelled"))
-                continue
-            }
-            var fileProgress: ProgressHandler?
-            if let progress { fileProgress = { completed, total in progress(index, completed, total) } }
-            do throws(FileProviderError) {
-                results[index] = .success(
-                    try await fetchContents(
-                        for: wanted.identifier, version: wanted.version, to: wanted.destination, offset: wanted.offset,
-                        progress: fileProgress))
-            } catch {
-                results[index] = .failure(error)
-            }
-        }
-        return results.map { $0 ?? .failure(FileProviderError(.cancelled, "cancelled")) }
+        await SequencedFetch.fetch(
+            requests, progress: progress, client: client,
+            prepare: { (wanted, progress) -> (HTTPRequest, (MediaPath, FirstItem))? in
+                guard let path = try? MediaPath(wanted.identifier), !path.isRoot else { return nil }
+                let (request, seen) = fetchRequest(path, version: wanted.version, to: wanted.destination, offset: 0, progress: progress)
+                return (request, (path, seen))
+            },
+            finish: { (reply, context: (MediaPath, FirstItem), wanted) async throws(FileProviderError) in
+                try await fetched(reply, of: context.0, identifier: wanted.identifier, seen: context.1)
+            },
+            alone: { wanted, progress async throws(FileProviderError) in
+                try await fetchContents(
+                    for: wanted.identifier, version: wanted.version, to: wanted.destination, offset: wanted.offset, progress: progress)
+            })
     }
 
     /// The `GET /file` of a file into `destination` after its first `offset` bytes, and what

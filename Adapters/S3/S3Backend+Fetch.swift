@@ -63,8 +63,43 @@ extension S3Backend {
         if path.isRoot || version == Self.folderVersion {
             throw FileProviderError(.invalidArgument, "\(path.display) is a folder; it has no contents")
         }
+        var (request, seen) = fetchRequest(path, version: version, to: destination, offset: offset, progress: progress)
+        var reply = try await send(request)
+        if reply.status == 416 {
+            // The offset is past the end: the object is shorter now; fetch it all.
+            request.sink = .file(path: destination.path, offset: 0)
+            reply = try await send(request)
+        }
+        return try await fetched(reply, of: path, version: version, into: destination, seen: seen)
+    }
+
+    /// Streams several objects, each into its destination, as ``fetchContents(for:version:to:offset:progress:)``
+    /// does for one, their `GET`s as one sequence on one connection (``SequencedFetch``).
+    /// Returns each file's outcome in the order of `requests`.
+    public func fetchContents(_ requests: [ContentRequest], progress: BatchProgressHandler?) async -> [Result<Item, FileProviderError>] {
+        await SequencedFetch.fetch(
+            requests, progress: progress, client: client,
+            prepare: { (wanted, progress) -> (HTTPRequest, (ItemPath, FirstItem))? in
+                guard let path = try? path(of: wanted.identifier), !path.isRoot, wanted.version != Self.folderVersion else { return nil }
+                let (request, seen) = fetchRequest(path, version: wanted.version, to: wanted.destination, offset: 0, progress: progress)
+                return (request, (path, seen))
+            },
+            finish: { (reply, context: (ItemPath, FirstItem), wanted) async throws(FileProviderError) in
+                try await fetched(reply, of: context.0, version: wanted.version, into: wanted.destination, seen: context.1)
+            },
+            alone: { wanted, progress async throws(FileProviderError) in
+                try await fetchContents(
+                    for: wanted.identifier, version: wanted.version, to: wanted.destination, offset: wanted.offset, progress: progress)
+            })
+    }
+
+    /// The `GET` of an object (of `version`'s bytes where it names a version) into
+    /// `destination` after its first `offset` bytes, and what its head says the object is once
+    /// it came (``FirstItem``): the head is checked against `version` before a byte is written.
+    private func fetchRequest(
+        _ path: ItemPath, version: ItemVersion?, to destination: URL, offset: Int64, progress: ProgressHandler?
+    ) -> (HTTPRequest, FirstItem) {
         let seen = FirstItem()
-        let pinned = version.flatMap { S3ContentVersion($0).versionID } != nil
         var request = HTTPRequest("GET", objectEndpoint(path, version: version))
         request.sink = .file(path: destination.path, offset: max(0, offset))
         request.progress = progress
@@ -77,19 +112,21 @@ extension S3Backend {
             }
             try seen.check(item)
         }
-        var reply = try await send(request)
-        if reply.status == 416 {
-            // The offset is past the end: the object is shorter now; fetch it all.
-            request.sink = .file(path: destination.path, offset: 0)
-            reply = try await send(request)
-        }
-        try await checkDownload(reply, of: path, pinned: pinned)
+        return (request, seen)
+    }
+
+    /// The object a reply to ``fetchRequest(_:version:to:offset:progress:)`` brought, its bytes
+    /// checked (``verify(file:head:etag:of:)``).
+    /// - Throws: what ``fetchContents(for:version:to:offset:progress:)`` throws for the reply.
+    private func fetched(_ reply: HTTPReply, of path: ItemPath, version: ItemVersion?, into destination: URL, seen: FirstItem)
+        async throws(FileProviderError) -> Item
+    {
+        try await checkDownload(reply, of: path, pinned: version.flatMap { S3ContentVersion($0).versionID } != nil)
         guard let item = seen.value else { throw FileProviderError(.corruptData, "GET \(path.display) gave no headers") }
         guard reply.fileLength == item.size else {
             throw FileProviderError(.corruptData, "the download of \(path.display) has \(reply.fileLength) of \(item.size) bytes")
         }
-        try await verify(
-            file: destination.path, head: reply.head, etag: S3ContentVersion(item.version).etag, of: path)
+        try await verify(file: destination.path, head: reply.head, etag: S3ContentVersion(item.version).etag, of: path)
         return item
     }
 

@@ -93,6 +93,48 @@ struct ContentCheckTests {
 }
 
 extension ContentCheckTests {
+    /// A batch download (``S3Backend/fetchContents(_:progress:)``) sends its `GET`s one after
+    /// another on one connection and checks every object as a single download does: the one
+    /// whose bytes do not match its MD5 ETag fails alone, the missing one fails as it does
+    /// alone, the others come whole.
+    @Test func aBatchDownloadGoesOnOneConnectionAndChecksEveryObject() async throws {
+        let (backend, server) = try await HostileServerTests.backend(
+            root: { _ in HostileServerTests.ok(HostileServerTests.listing(prefix: "")) },
+            other: { request in
+                switch request.path {
+                case "/bkt/good.txt", "/bkt/also.txt": return .reply(status: 200, headers: ["ETag": "\"\(Self.md5)\""], body: Self.contents)
+                case "/bkt/damaged.txt": return .reply(status: 200, headers: ["ETag": "\"\(Self.otherMD5)\""], body: Self.contents)
+                default: return .reply(status: 404, headers: [:], body: Data())
+                }
+            })
+        defer { server.stop() }
+        let folder = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let names = ["good.txt", "damaged.txt", "missing.txt", "also.txt"]
+        let wanted = names.map { name in
+            let destination = folder.appendingPathComponent(name)
+            _ = FileManager.default.createFile(atPath: destination.path, contents: nil)
+            return ContentRequest(identifier: ItemIdentifier(name), destination: destination)
+        }
+        let results = await backend.fetchContents(wanted, progress: nil)
+        let alone = await #expect(throws: FileProviderError.self) {
+            _ = try await backend.fetchContents(
+                for: "missing.txt", version: nil, to: folder.appendingPathComponent("alone"), offset: 0, progress: nil)
+        }
+        func code(_ result: Result<Item, FileProviderError>) -> FileProviderError.Code? {
+            if case .failure(let error) = result { return error.code }
+            return nil
+        }
+        #expect((try? results[0].get())?.size == Int64(Self.contents.count))
+        #expect(try Data(contentsOf: wanted[0].destination) == Self.contents)
+        #expect(code(results[1]) == .corruptData, "\(results[1])")
+        #expect(code(results[2]) == alone?.code, "\(results[2])")
+        #expect(try Data(contentsOf: wanted[3].destination) == Self.contents && (try? results[3].get()) != nil)
+        let gets = server.requests.filter { $0.method == "GET" && names.map { "/bkt/" + $0 }.contains($0.path) }.prefix(4)
+        #expect(gets.map(\.path) == names.map { "/bkt/" + $0 })
+        #expect(Set(gets.map(\.connection)).count == 1, "\(gets.map(\.connection))")
+    }
+
     /// A scripted multipart exchange: no upload in progress, a new upload id, every part's ETag
     /// from `partETag` (given the `Content-MD5` the part was sent with), and `complete` as the
     /// object's ETag.
