@@ -14,12 +14,12 @@ package enum SequencedFetch {
     ///     `nil` for a file to fetch alone.
     ///   - finish: the file a final reply brought, or the error it means (as the single
     ///     download would have thrown it).
-    ///   - alone: the single download of a file.
+    ///   - backend: whose single download (``Backend/fetchContents(for:version:to:offset:progress:)``)
+    ///     fetches a file alone.
     package static func fetch<Context>(
-        _ requests: [ContentRequest], progress: BatchProgressHandler?, client: HTTPClient,
+        _ requests: [ContentRequest], progress: BatchProgressHandler?, client: HTTPClient, backend: some Backend,
         prepare: (ContentRequest, ProgressHandler?) -> (HTTPRequest, Context)?,
-        finish: (HTTPReply, Context, ContentRequest) async throws(FileProviderError) -> Item,
-        alone: (ContentRequest, ProgressHandler?) async throws(FileProviderError) -> Item
+        finish: (HTTPReply, Context, ContentRequest) async throws(FileProviderError) -> Item
     ) async -> [Result<Item, FileProviderError>] {
         func fileProgress(_ index: Int) -> ProgressHandler? {
             guard let progress else { return nil }
@@ -47,7 +47,10 @@ package enum SequencedFetch {
                 continue
             }
             do throws(FileProviderError) {
-                results[index] = .success(try await alone(wanted, fileProgress(index)))
+                results[index] = .success(
+                    try await backend.fetchContents(
+                        for: wanted.identifier, version: wanted.version, to: wanted.destination, offset: wanted.offset,
+                        progress: fileProgress(index)))
             } catch {
                 results[index] = .failure(error)
             }

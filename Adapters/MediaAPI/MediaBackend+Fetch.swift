@@ -30,7 +30,7 @@ extension MediaBackend {
     /// Returns each file's outcome in the order of `requests`.
     public func fetchContents(_ requests: [ContentRequest], progress: BatchProgressHandler?) async -> [Result<Item, FileProviderError>] {
         await SequencedFetch.fetch(
-            requests, progress: progress, client: client,
+            requests, progress: progress, client: client, backend: self,
             prepare: { (wanted, progress) -> (HTTPRequest, (MediaPath, FirstItem))? in
                 guard let path = try? MediaPath(wanted.identifier), !path.isRoot else { return nil }
                 let (request, seen) = fetchRequest(path, version: wanted.version, to: wanted.destination, offset: 0, progress: progress)
@@ -38,10 +38,6 @@ extension MediaBackend {
             },
             finish: { (reply, context: (MediaPath, FirstItem), wanted) async throws(FileProviderError) in
                 try await fetched(reply, of: context.0, identifier: wanted.identifier, seen: context.1)
-            },
-            alone: { wanted, progress async throws(FileProviderError) in
-                try await fetchContents(
-                    for: wanted.identifier, version: wanted.version, to: wanted.destination, offset: wanted.offset, progress: progress)
             })
     }
 

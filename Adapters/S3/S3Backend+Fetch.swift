@@ -78,7 +78,7 @@ extension S3Backend {
     /// Returns each file's outcome in the order of `requests`.
     public func fetchContents(_ requests: [ContentRequest], progress: BatchProgressHandler?) async -> [Result<Item, FileProviderError>] {
         await SequencedFetch.fetch(
-            requests, progress: progress, client: client,
+            requests, progress: progress, client: client, backend: self,
             prepare: { (wanted, progress) -> (HTTPRequest, (ItemPath, FirstItem))? in
                 guard let path = try? path(of: wanted.identifier), !path.isRoot, wanted.version != Self.folderVersion else { return nil }
                 let (request, seen) = fetchRequest(path, version: wanted.version, to: wanted.destination, offset: 0, progress: progress)
@@ -86,10 +86,6 @@ extension S3Backend {
             },
             finish: { (reply, context: (ItemPath, FirstItem), wanted) async throws(FileProviderError) in
                 try await fetched(reply, of: context.0, version: wanted.version, into: wanted.destination, seen: context.1)
-            },
-            alone: { wanted, progress async throws(FileProviderError) in
-                try await fetchContents(
-                    for: wanted.identifier, version: wanted.version, to: wanted.destination, offset: wanted.offset, progress: progress)
             })
     }
 
