@@ -18,7 +18,7 @@ package enum SequencedFetch {
     ///     fetches a file alone.
     package static func fetch<Context>(
         _ requests: [ContentRequest], progress: BatchProgressHandler?, client: HTTPClient, backend: some Backend,
-        prepare: (ContentRequest, ProgressHandler?) -> (HTTPRequest, Context)?,
+        prepare: (ContentRequest, ProgressHandler?) async -> (HTTPRequest, Context)?,
         finish: (HTTPReply, Context, ContentRequest) async throws(FileProviderError) -> Item
     ) async -> [Result<Item, FileProviderError>] {
         func fileProgress(_ index: Int) -> ProgressHandler? {
@@ -28,7 +28,7 @@ package enum SequencedFetch {
         var results = [Result<Item, FileProviderError>?](repeating: nil, count: requests.count)
         var sequence: [(index: Int, request: HTTPRequest, context: Context)] = []
         for (index, wanted) in requests.enumerated() where wanted.offset <= 0 {
-            if let (request, context) = prepare(wanted, fileProgress(index)) { sequence.append((index, request, context)) }
+            if let (request, context) = await prepare(wanted, fileProgress(index)) { sequence.append((index, request, context)) }
         }
         let flag = CancellationFlag()
         let sent = sequence.map(\.request)

@@ -89,6 +89,41 @@ extension WebDAVBackend {
         for identifier: ItemIdentifier, version: ItemVersion?, to destination: URL, offset: Int64,
         progress: ProgressHandler?
     ) async throws(FileProviderError) -> Item {
+        let (path, request, seen) = try await fetchRequest(for: identifier, version: version, progress: progress)
+        let download = RangedDownload(streams: streamsPerDownload, files: hasher)
+        let reply = try await download.fetch(request, into: destination.path, from: offset) {
+            request async throws(FileProviderError) in try await self.send(request)
+        }
+        return try await fetched(reply, of: path, into: destination, seen: seen)
+    }
+
+    /// Streams several files, each into its destination, as ``fetchContents(for:version:to:offset:progress:)``
+    /// does for one, their `GET`s as one sequence on one connection (``SequencedFetch``): the
+    /// engine's batches hold files under 1 MiB, each one plain `GET` (as one stream of a ranged
+    /// download would ask for it, whole). Returns each file's outcome in the order of `requests`.
+    public func fetchContents(_ requests: [ContentRequest], progress: BatchProgressHandler?) async -> [Result<Item, FileProviderError>] {
+        await SequencedFetch.fetch(
+            requests, progress: progress, client: client, backend: self,
+            prepare: { (wanted, progress) async -> (HTTPRequest, (ItemPath, FirstItem))? in
+                guard
+                    let (path, request, seen) = try? await fetchRequest(for: wanted.identifier, version: wanted.version, progress: progress)
+                else { return nil }
+                var whole = request
+                whole.sink = .file(path: wanted.destination.path, offset: 0)
+                return (whole, (path, seen))
+            },
+            finish: { (reply, context: (ItemPath, FirstItem), wanted) async throws(FileProviderError) in
+                try await fetched(reply, of: context.0, into: wanted.destination, seen: context.1)
+            })
+    }
+
+    /// The `GET` of the file `identifier` names (its sink for the caller to set), and what its
+    /// head says the file is once it came (``FirstItem``): the head is checked against `version`
+    /// before a byte is stored.
+    /// - Throws: `invalidArgument` for the root or a folder's version; what ``versionForm(asking:at:)`` throws.
+    private func fetchRequest(for identifier: ItemIdentifier, version: ItemVersion?, progress: ProgressHandler?)
+        async throws(FileProviderError) -> (ItemPath, HTTPRequest, FirstItem)
+    {
         let path = try await resolve(identifier)
         if path.isRoot { throw FileProviderError(.invalidArgument, "the root is a folder; it has no contents") }
         let parent = try await parentIdentifier(of: path)
@@ -106,10 +141,15 @@ extension WebDAVBackend {
             }
             try seen.check(item)
         }
-        let download = RangedDownload(streams: streamsPerDownload, files: hasher)
-        let reply = try await download.fetch(request, into: destination.path, from: offset) {
-            request async throws(FileProviderError) in try await self.send(request)
-        }
+        return (path, request, seen)
+    }
+
+    /// The file a reply to ``fetchRequest(for:version:progress:)`` brought into `destination`,
+    /// checked against the reply's `OC-Checksum`.
+    /// - Throws: what ``fetchContents(for:version:to:offset:progress:)`` throws for the reply.
+    private func fetched(_ reply: HTTPReply, of path: ItemPath, into destination: URL, seen: FirstItem) async throws(FileProviderError)
+        -> Item
+    {
         try await checkDownload(reply, of: path)
         guard let item = seen.value else { throw FileProviderError(.corruptData, "GET \(path.display) gave no headers") }
         guard reply.fileLength == item.size else {
