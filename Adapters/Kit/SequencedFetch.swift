@@ -6,7 +6,7 @@ import ProviderCore
 /// hand-off between threads per file. A file whose request needs more than one answer (a retry
 /// after a failed connection, a `429` or `5xx`, a resumed transfer, a `416` of a destination that
 /// held more than the file has now) is fetched alone afterwards, as a single download is.
-/// MediaAPI and S3 share it.
+/// The MediaAPI, S3 and WebDAV adapters share it.
 package enum SequencedFetch {
     /// Fetches `requests` and returns each file's outcome in their order.
     /// - Parameters:
