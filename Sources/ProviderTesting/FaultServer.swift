@@ -73,8 +73,11 @@ public final class FaultServer: @unchecked Sendable {
 
     public var url: String { "http://127.0.0.1:\(port)" }
 
-    /// Stops accepting connections. Only the first call closes the listening socket: a second
-    /// `close` of the number would close whatever another thread has opened under it since.
+    /// Stops accepting connections: wakes the accept loop, which closes the listening socket
+    /// itself. Closed here, the socket's number could be reused (another test's server) before
+    /// the loop's next `accept`, which would then take that server's connections and answer
+    /// them with this server's handler; a second `close` of the number would close whatever
+    /// another thread has opened under it since.
     public func stop() {
         let first: Bool = lock.withLock {
             defer { stopped = true }
@@ -82,7 +85,6 @@ public final class FaultServer: @unchecked Sendable {
         }
         guard first else { return }
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
     }
 
     /// The requests seen so far.
@@ -92,9 +94,15 @@ public final class FaultServer: @unchecked Sendable {
 
     private func acceptLoop() {
         var accepted = 0
+        defer { close(listener) }
         while true {
+            // After `stop()` the shut-down socket refuses to accept.
             let client = accept(listener, nil, nil)
             if client < 0 { return }
+            if lock.withLock({ stopped }) {
+                close(client)
+                return
+            }
             accepted += 1
             let connection = accepted
             let worker = Thread { [self] in self.serve(client, connection: connection) }
