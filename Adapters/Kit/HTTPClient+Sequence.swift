@@ -45,17 +45,23 @@ extension HTTPClient {
             }) ?? []
         pool.release(connection)
         for (index, (outcome, seconds)) in outcomes.enumerated() {
-            let (request, url) = (prepared[index].request, prepared[index].url)
-            HTTPRequestLog.log(request, url: url, settings: settings, outcome: outcome, seconds: seconds, attempt: 1)
-            guard case .reply(let head, let body, let length) = outcome else { continue }
-            if head.status == 429 || head.status == 503 {
-                pacer.hold(seconds: backoffDelay(attempt: 1, retryAfter: head["retry-after"]))
-            }
-            guard !Self.isRetryable(head.status) else { continue }
-            var reply = HTTPReply(head: head, body: body, fileLength: length, attempts: 1, what: "\(request.method) \(request.endpoint)")
-            reply.authenticationHint = settings.authenticationHint
-            replies[index] = reply
+            replies[index] = finalReply(outcome, of: prepared[index].request, url: prepared[index].url, seconds: seconds)
         }
         return replies
+    }
+
+    /// The reply to a request sent in one job with others, on its only attempt: logged, and a
+    /// `429` or `503` holds the client's other requests back; `nil` when it needs a retry (its
+    /// connection failed, `429`, a `5xx` but `507`), which a send of its own makes.
+    func finalReply(_ outcome: Attempt, of request: HTTPRequest, url: String, seconds: Double) -> HTTPReply? {
+        HTTPRequestLog.log(request, url: url, settings: settings, outcome: outcome, seconds: seconds, attempt: 1)
+        guard case .reply(let head, let body, let length) = outcome else { return nil }
+        if head.status == 429 || head.status == 503 {
+            pacer.hold(seconds: backoffDelay(attempt: 1, retryAfter: head["retry-after"]))
+        }
+        guard !Self.isRetryable(head.status) else { return nil }
+        var reply = HTTPReply(head: head, body: body, fileLength: length, attempts: 1, what: "\(request.method) \(request.endpoint)")
+        reply.authenticationHint = settings.authenticationHint
+        return reply
     }
 }

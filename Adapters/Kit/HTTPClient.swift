@@ -195,16 +195,7 @@ public final class HTTPClient: Sendable {
             // The reply to `next`, unless it needs a retry (sent again alone, by the caller).
             var nextReply: HTTPReply?
             if let next, let nextURL, let following {
-                if case .reply(let head, _, _) = following.outcome, head.status == 429 || head.status == 503 {
-                    pacer.hold(seconds: backoffDelay(attempt: 1, retryAfter: head["retry-after"]))
-                }
-                HTTPRequestLog.log(
-                    next, url: nextURL, settings: settings, outcome: following.outcome, seconds: following.seconds, attempt: 1)
-                if case .reply(let head, let body, let length) = following.outcome, !Self.isRetryable(head.status) {
-                    nextReply = HTTPReply(
-                        head: head, body: body, fileLength: length, attempts: 1, what: "\(next.method) \(next.endpoint)")
-                    nextReply?.authenticationHint = settings.authenticationHint
-                }
+                nextReply = finalReply(following.outcome, of: next, url: nextURL, seconds: following.seconds)
             }
             pool.release(connection)
             HTTPRequestLog.log(
