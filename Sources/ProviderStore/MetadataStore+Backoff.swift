@@ -11,7 +11,7 @@ extension MetadataStore {
         try write { db in
             try db.execute(
                 sql: "UPDATE domain SET lastSyncAt = ?, lastError = NULL, failureCount = 0, nextRetryAt = NULL WHERE id = ?",
-                arguments: [date, id])
+                arguments: [StoredDate.value(date), id])
         }
     }
 
@@ -26,7 +26,8 @@ extension MetadataStore {
         -> DomainRecord?
     {
         try write { db in
-            guard var record = try DomainRecord.fetchOne(db, key: id) else { return nil }
+            guard var record = try DomainRecord.fetchOne(db.cachedStatement(sql: DomainRecord.selectAll + " WHERE id = ?"), arguments: [id])
+            else { return nil }
             record.lastError = message
             if let nextRetry {
                 record.failureCount += 1
@@ -34,7 +35,7 @@ extension MetadataStore {
             }
             try db.execute(
                 sql: "UPDATE domain SET lastError = ?, failureCount = ?, nextRetryAt = ? WHERE id = ?",
-                arguments: [record.lastError, record.failureCount, record.nextRetryAt, id])
+                arguments: [record.lastError, record.failureCount, StoredDate.value(record.nextRetryAt), id])
             return record
         }
     }
@@ -42,6 +43,6 @@ extension MetadataStore {
     /// The domain with that id, or `nil`.
     /// - Throws: `localIOFailure` when the database fails.
     public func domain(id: Int64) throws(FileProviderError) -> DomainRecord? {
-        try read { db in try DomainRecord.fetchOne(db, key: id) }
+        try read { db in try DomainRecord.fetchOne(db.cachedStatement(sql: DomainRecord.selectAll + " WHERE id = ?"), arguments: [id]) }
     }
 }

@@ -8,7 +8,14 @@ extension MetadataStore {
     public func insertDomain(_ record: DomainRecord) throws(FileProviderError) -> DomainRecord {
         var record = record
         do {
-            try pool.write { db in try record.insert(db) }
+            try pool.write { db in
+                // Without GRDB's persistence methods, which build the statement at each call.
+                try db.execute(
+                    sql:
+                        "INSERT INTO domain (\(DomainRecord.columns.joined(separator: ", "))) VALUES (\(DomainRecord.columns.map { _ in "?" }.joined(separator: ", ")))",
+                    arguments: StatementArguments(record.values))
+                record.id = db.lastInsertedRowID
+            }
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
             throw FileProviderError(.filenameCollision, "a domain named '\(record.name)' exists already")
         } catch {
@@ -19,12 +26,12 @@ extension MetadataStore {
 
     /// The domain of that name, or `nil`.
     public func domain(named name: String) throws(FileProviderError) -> DomainRecord? {
-        try read { db in try DomainRecord.filter(DomainRecord.Columns.name == name).fetchOne(db) }
+        try read { db in try DomainRecord.fetchOne(db.cachedStatement(sql: DomainRecord.selectAll + " WHERE name = ?"), arguments: [name]) }
     }
 
     /// Every domain, by name.
     public func domains() throws(FileProviderError) -> [DomainRecord] {
-        try read { db in try DomainRecord.order(DomainRecord.Columns.name).fetchAll(db) }
+        try read { db in try DomainRecord.fetchAll(db.cachedStatement(sql: DomainRecord.selectAll + " ORDER BY name")) }
     }
 
     /// Saves changed fields of a domain.

@@ -75,6 +75,38 @@ import Testing
         }
     }
 
+    /// Every column of a domain, written and read column by column (``DomainRecord/values``,
+    /// ``DomainRecord/init(row:)``), comes back as it was, through an insert and an update.
+    @Test func aDomainRoundTripsEveryField() throws {
+        try withStore { store, _ in
+            var domain = DomainRecord(
+                name: "every", backendKind: "webdav", configuration: ["url": "http://127.0.0.1:1/dav"], replicaPath: "/r/every",
+                createdAt: Date(timeIntervalSince1970: 1_765_000_000.125))
+            domain.replicaMode = .dataless
+            domain.hydration = .progressive
+            domain.onAccess = .fuse
+            domain.onAccessReason = "asked for"
+            domain.modeReason = "the default"
+            domain.cacheBudget = 1 << 40
+            domain.ignorePatterns = "*.tmp\n~*"
+            var inserted = try store.insertDomain(domain)
+            #expect(inserted.id != nil)
+            #expect(try store.domain(named: "every") == inserted)
+            inserted.isConnected = false
+            inserted.lastSyncAt = Date(timeIntervalSince1970: 1_765_000_100.5)
+            inserted.lastError = "unreachable"
+            inserted.failureCount = 3
+            inserted.nextRetryAt = Date(timeIntervalSince1970: 1_765_000_200.75)
+            try store.updateDomain(inserted)
+            #expect(try store.domains() == [inserted])
+            let id = try #require(inserted.id)
+            let failed = try #require(
+                try store.recordDomainFailure(id: id, message: "again", nextRetry: { _ in Date(timeIntervalSince1970: 1_765_000_300) }))
+            #expect(failed.failureCount == 4)
+            #expect(try store.domain(named: "every")?.nextRetryAt == Date(timeIntervalSince1970: 1_765_000_300))
+        }
+    }
+
     @Test func duplicateNameIsFilenameCollision() throws {
         try withStore { store, _ in
             _ = try makeDomain(store, "same")
