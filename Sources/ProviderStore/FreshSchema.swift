@@ -123,6 +123,7 @@ enum FreshSchema {
         CREATE TABLE "accessRule" ("id" INTEGER PRIMARY KEY AUTOINCREMENT, "domainID" INTEGER REFERENCES "domain"("id") ON DELETE CASCADE, "kind" TEXT NOT NULL CHECK (kind IN ('program', 'executable', 'unit')), "value" TEXT NOT NULL CHECK (length(value) > 0), "action" TEXT NOT NULL CHECK (action IN ('fetch', 'deny', 'present-only')), "isDefault" BOOLEAN NOT NULL DEFAULT 0, "createdAt" DATETIME NOT NULL);
         CREATE UNIQUE INDEX accessRule_scope ON accessRule(IFNULL(domainID, 0), kind, value);
         CREATE TABLE "accessRefusal" ("domainID" INTEGER NOT NULL REFERENCES "domain"("id") ON DELETE CASCADE, "path" TEXT NOT NULL, "program" TEXT NOT NULL, "executable" TEXT, "unit" TEXT, "pid" INTEGER NOT NULL, "rule" TEXT NOT NULL, "count" INTEGER NOT NULL, "at" DATETIME NOT NULL, PRIMARY KEY ("domainID", "path")) WITHOUT ROWID;
+        CREATE TABLE placedDownload (domainID INTEGER NOT NULL REFERENCES domain(id) ON DELETE CASCADE, identifier TEXT NOT NULL, inode INTEGER NOT NULL, size INTEGER NOT NULL, modificationNanos INTEGER NOT NULL, contentVersion BLOB, PRIMARY KEY (domainID, identifier, inode)) WITHOUT ROWID;
         INSERT INTO grdb_migrations (identifier) VALUES ('v1: domains, items, anchors, journal, checkpoints, thumbnails');
         INSERT INTO grdb_migrations (identifier) VALUES ('v2: conflicts, ignore patterns');
         INSERT INTO grdb_migrations (identifier) VALUES ('v3: domain backoff');
@@ -147,6 +148,7 @@ enum FreshSchema {
         INSERT INTO grdb_migrations (identifier) VALUES ('v22: mode reason');
         INSERT INTO grdb_migrations (identifier) VALUES ('v23: names indexed for search');
         INSERT INTO grdb_migrations (identifier) VALUES ('v24: names indexed on first search');
+        INSERT INTO grdb_migrations (identifier) VALUES ('v25: downloads placed before their rows');
         INSERT INTO sqlite_sequence (name, seq) VALUES ('accessRule', 6);
         INSERT INTO accessRule (id, domainID, kind, value, action, isDefault, createdAt) VALUES (1, NULL, 'program', 'localsearch-3', 'deny', 1, strftime('%Y-%m-%d %H:%M:%f', 'now'));
         INSERT INTO accessRule (id, domainID, kind, value, action, isDefault, createdAt) VALUES (2, NULL, 'program', 'localsearch-extractor-3', 'deny', 1, strftime('%Y-%m-%d %H:%M:%f', 'now'));

@@ -198,6 +198,7 @@ extension MetadataStore {
                     download.identifier.rawValue,
                 ])
             }
+            try Self.dropEarlierPlacedDownloads(domainID: domainID, downloads.lazy.map { ($0.identifier, $0.inode) }, in: db)
         }
     }
 }

@@ -155,6 +155,7 @@ extension MetadataStore {
             try Self.dropListings(holding: updated, domainID: domainID, in: db)
             try Self.dropOwnListings(of: updated.filter { $0.kind == .folder }, domainID: domainID, in: db)
             try Self.apply(domainID: domainID, upserts: rest, deletions: [], in: db)
+            try Self.dropEarlierPlacedDownloads(domainID: domainID, updated.lazy.map { ($0.identifier, $0.localInode) }, in: db)
         }
     }
 
@@ -178,12 +179,16 @@ extension MetadataStore {
         if !deletions.isEmpty {
             let delete = try db.cachedStatement(sql: Self.deleteOne)
             let ranges = try db.cachedStatement(sql: "DELETE FROM presentRange WHERE domainID = ? AND identifier = ?")
+            let notes = try db.cachedStatement(sql: "DELETE FROM placedDownload WHERE domainID = ? AND identifier = ?")
             for identifier in deletions {
                 try delete.execute(arguments: [domainID, identifier.rawValue])
                 try ranges.execute(arguments: [domainID, identifier.rawValue])
+                try notes.execute(arguments: [domainID, identifier.rawValue])
             }
         }
         try write(upserts, insert: false, in: db)
+        try dropEarlierPlacedDownloads(
+            domainID: domainID, upserts.lazy.filter { $0.state == .materialized }.map { ($0.identifier, $0.localInode) }, in: db)
     }
 
     /// Writes rows: replacing rows of the same identifier or path, or (`insert`) failing with

@@ -477,6 +477,18 @@ enum Migrations {
             // it from then on.
             try db.execute(sql: "DROP INDEX IF EXISTS item_name")
         }
+        migrator.registerMigration("v25: downloads placed before their rows", foreignKeyChecks: .immediate) { db in
+            // What the extended attribute `user.fileprovider.download` said on every downloaded
+            // file, for the files a download placed and has not recorded yet
+            // (MetadataStore+PlacedDownloads.swift): beside the status and the domain's name, the
+            // attribute gave each file a 4 KiB block of its own on ext4.
+            try db.execute(
+                sql: """
+                    CREATE TABLE placedDownload (domainID INTEGER NOT NULL REFERENCES domain(id) ON DELETE CASCADE, \
+                    identifier TEXT NOT NULL, inode INTEGER NOT NULL, size INTEGER NOT NULL, modificationNanos INTEGER NOT NULL, \
+                    contentVersion BLOB, PRIMARY KEY (domainID, identifier, inode)) WITHOUT ROWID
+                    """)
+        }
         return migrator
     }()
 

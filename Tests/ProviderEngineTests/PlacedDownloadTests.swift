@@ -1,9 +1,12 @@
 import Foundation
+import GRDB
 import ProviderCore
 import ProviderEngine
-import ProviderStore
+import ProviderSystem
 import ProviderTesting
 import Testing
+
+@testable import ProviderStore
 
 #if canImport(Glibc)
     import Glibc
@@ -14,15 +17,36 @@ import Testing
 /// while a sync scans), and marking downloads never hides a real edit.
 @Suite struct PlacedDownloadTests {
     /// What a process killed right after renaming a download into place leaves: the file, maybe
-    /// still its placeholder beside it, and the row as it was before (a placeholder).
+    /// still its placeholder beside it, the row as it was before (a placeholder), and the
+    /// database's note of the download, written before the rename.
     func forgetDownload(_ f: Fixture, _ controller: DomainController, _ path: String, keepPlaceholder: Bool) throws {
         var record = try controller.record(at: path)
+        try noteDownload(f, controller, record)
         record.markPlaceholderForTest()
         try f.manager.store.save(record)
         if keepPlaceholder {
             try Data(PlaceholderMetadata(domain: controller.domain.name, record: record).encoded).write(
                 to: f.placeholderURL(controller, path))
         }
+    }
+
+    /// The note a download of `record`'s item leaves before its rename: of the file as `record`
+    /// records it, or as `print` describes it.
+    func noteDownload(_ f: Fixture, _ controller: DomainController, _ record: ItemRecord, _ print: FileFingerprint? = nil) throws {
+        try f.manager.store.notePlacedDownloads(
+            domainID: controller.domainID,
+            [
+                PlacedDownload(
+                    identifier: record.identifier, contentVersion: record.contentVersion,
+                    size: try #require(print?.size ?? record.localSize),
+                    modificationNanos: try #require(print?.modificationNanos ?? record.localModificationNanos),
+                    inode: try #require(print?.inode ?? record.localInode))
+            ])
+    }
+
+    /// How many downloads the database has notes of.
+    func placedNotes(_ f: Fixture) throws -> Int {
+        try f.manager.store.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM placedDownload") ?? 0 }
     }
 
     @Test(arguments: [false, true])
@@ -92,18 +116,54 @@ import Testing
             _ = await controller.evict(paths: ["a.bin"], recursive: false)
             _ = await controller.materialize(paths: ["a.bin"], recursive: false)
             let now = try #require(controller.replica.fingerprint(atPath: controller.replica.path("a.bin")))
-            // The row this process read before: the earlier download, another inode.
+            // The row this process read before: the earlier download, another inode; the other
+            // process noted its download and has not written its row yet.
             var stale = try controller.record(at: "a.bin")
             stale.localInode = now.inode + 1
             try f.manager.store.save(stale)
+            try noteDownload(f, controller, stale, now)
             // Its fingerprint differs from the stale row; evicting it is still allowed.
             let report = try await controller.sync()
             #expect(report.uploaded == 0)
             #expect(f.memory.callCount(.modifyItem) == 0)
             #expect(try controller.record(at: "a.bin").localInode == now.inode)
+            #expect(try placedNotes(f) == 1, "the note of the file the row records, the earlier one dropped")
             try f.manager.store.save(stale)
+            try noteDownload(f, controller, stale, now)
             #expect(
                 codes(await controller.evict(paths: ["a.bin"], recursive: false)) == [nil], "the engine's own file is not an unsynced edit")
+        }
+    }
+
+    /// A downloaded file carries the status and the domain's name, and nothing else of the
+    /// engine's: the download's note is in the database (an attribute beside those two did not
+    /// fit in an ext4 inode and cost each file a block of its own). A
+    /// batch of small files and a single one alike; each takes the blocks of a plain file of the
+    /// same size with the same two attributes, on the same file system.
+    @Test func aDownloadedFileHasTheStatusAndTheDomainOnly() async throws {
+        try await Fixture.with { f in
+            for index in 0..<20 { _ = try f.memory.write(path: "d/f\(index).bin", data: bytes(4096, seed: UInt64(index))) }
+            _ = try f.memory.write(path: "one.bin", data: bytes(4096, seed: 99))
+            let controller = try await f.addDomain()
+            try await controller.sync()
+            #expect(codes(await controller.materialize(paths: ["d"], recursive: true)).allSatisfy { $0 == nil })
+            #expect(codes(await controller.materialize(paths: ["one.bin"], recursive: false)) == [nil])
+            #expect(try placedNotes(f) == 21, "a note a file")
+            let plain = f.url(controller, "plain.bin").path
+            try bytes(4096, seed: 7).write(to: URL(fileURLWithPath: plain))
+            ReplicaStatus.downloaded.write(atPath: plain, domain: controller.domain.name)
+            var plainInfo = stat()
+            #expect(stat(plain, &plainInfo) == 0)
+            for path in ["one.bin"] + (0..<20).map({ "d/f\($0).bin" }) {
+                let full = f.url(controller, path).path
+                let names = try ExtendedAttribute.names(atPath: Array(full.utf8)).map { String(decoding: $0, as: UTF8.self) }
+                #expect(Set(names) == [ReplicaStatus.attribute, ReplicaStatus.domainAttribute], "\(path): \(names)")
+                #expect(ReplicaStatus.read(atPath: full) == .downloaded)
+                var info = stat()
+                #expect(stat(full, &info) == 0)
+                #expect(info.st_blocks == plainInfo.st_blocks, "\(path) takes \(info.st_blocks) blocks of 512 bytes")
+            }
+            try FileManager.default.removeItem(atPath: plain)
         }
     }
 

@@ -14,7 +14,7 @@ import Testing
         "v14: staged records of a moved folder", "v15: policies indexed by value and on folders",
         "v16: uploads no listing has confirmed", "v17: file system flags", "v18: problems of the last sync",
         "v19: on-access mechanism", "v20: access rules", "v21: content hashes", "v22: mode reason",
-        "v23: names indexed for search", "v24: names indexed on first search",
+        "v23: names indexed for search", "v24: names indexed on first search", "v25: downloads placed before their rows",
     ]
 
     @Test func migrationsApplyAndAreListedByName() throws {

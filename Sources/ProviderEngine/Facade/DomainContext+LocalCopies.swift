@@ -57,7 +57,7 @@ extension DomainContext {
             if replica.fingerprint(atPath: source) == nil, replica.fingerprint(atPath: target) != nil {
                 return
             }
-            if old.state == .materialized { DownloadMark.carry(atPath: source, from: old.identifier, to: new.identifier) }
+            if old.state == .materialized { DownloadMark.carry(old, atPath: old.path, to: new.identifier, in: replica) }
             try replica.move(fromPath: source, toPath: target)
         case .placeholder, .symlink:
             try replica.writePlaceholder(new.path, PlaceholderMetadata(domain: domain.name, record: new))

@@ -27,6 +27,22 @@ struct DomainContext: Sendable {
     /// The engine's logger: a line per item transferred at `debug` level (``logTransfer(_:_:)``).
     var logger = Logger(label: "fileprovider.engine")
 
+    /// A context of `domain` (its id `domainID`), whose replica gets the database's notes of
+    /// the domain's downloads (``DownloadNotes``).
+    init(
+        domain: DomainRecord, domainID: Int64, backend: any Backend, replica: Replica, store: MetadataStore,
+        executor: BlockingExecutor, newDatalessFolders: NewDatalessFolders, logger: Logger = Logger(label: "fileprovider.engine")
+    ) {
+        self.domain = domain
+        self.domainID = domainID
+        self.backend = backend
+        self.replica = replica.noting(downloadsOf: domainID, in: store)
+        self.store = store
+        self.executor = executor
+        self.newDatalessFolders = newDatalessFolders
+        self.logger = logger
+    }
+
     /// Logs what was done to one item, at `debug` level (`-v`): `photos:/a.jpg: downloaded`.
     func logTransfer(_ path: String, _ what: @autoclosure () -> String) {
         guard logger.logLevel <= .debug else { return }
@@ -82,7 +98,7 @@ struct DomainContext: Sendable {
         do {
             _ = try await backend.item(for: identifier)
             return true
-        } catch where error.code == .noSuchItem {
+        } catch  where error.code == .noSuchItem {
             return false
         }
     }

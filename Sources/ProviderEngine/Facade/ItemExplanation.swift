@@ -96,7 +96,8 @@ extension ProviderManager {
         let display = TerminalText.quoted("\(domain.name):/\(path)")
         let replica = Replica(
             root: try replicaRoot(of: domain), staging: home.appendingPathComponent("staging/\(domainID)"),
-            layout: ReplicaLayouts.layout(of: domain))
+            layout: ReplicaLayouts.layout(of: domain)
+        ).noting(downloadsOf: domainID, in: store)
         let record = try store.item(domainID: domainID, path: path)
         let onDisk = replica.fingerprint(atPath: replica.path(path))
         let placeholderOnDisk = replica.placeholderExists(path)
@@ -171,7 +172,7 @@ extension ProviderManager {
                     if onDisk.size != record.localSize || onDisk.modificationNanos != record.localModificationNanos
                         || onDisk.inode != record.localInode
                     {
-                        if DownloadMark.recognize(atPath: replica.path(path), onDisk, as: record) != nil {
+                        if DownloadMark.recognize(record, onDisk, in: replica) != nil {
                             reasons.append(
                                 "downloaded again, not recorded yet (another process, or one that was killed); the next sync records it")
                         } else {
@@ -187,7 +188,7 @@ extension ProviderManager {
                 if let onDisk, onDisk.isRegularFile, record.state == .placeholder,
                     replica.placeholderUnderItsName(path)?.isOwned(by: record.identifier) != true
                 {
-                    if DownloadMark.recognize(atPath: replica.path(path), onDisk, as: record) != nil {
+                    if DownloadMark.recognize(record, onDisk, in: replica) != nil {
                         reasons.append("downloaded, not recorded yet (another process, or one that was killed); the next sync records it")
                     } else if replica.writesAtAnItemsNameEditIt {
                         explanation.localChange = "edited"

@@ -11,7 +11,7 @@ extension DownloadMark {
     /// without extended attributes) counts when it has the item's size and exactly its date.
     /// Anything else is a local file in the way. Blocking.
     static func downloadedVersion(of record: ItemRecord, _ print: FileFingerprint, in replica: Replica) -> Data?? {
-        if let download = DownloadMark.recognize(atPath: replica.path(record.path), print, as: record) {
+        if let download = DownloadMark.recognize(record, print, in: replica) {
             return .some(download.contentVersion)
         }
         // A dataless file has the item's size and date too, and nothing of its contents.

@@ -114,6 +114,31 @@ struct DownloadMark: Equatable {
         return DownloadMark(bytes: Array(buffer[..<length]))
     }
 
+    /// Hands the engine's download of `old` at `path` (relative to the replica) to item `new`,
+    /// before the file moves and `new`'s row is written: a store whose identifiers come from
+    /// paths gives a moved item a new identifier, and its downloaded file follows it. The
+    /// database notes the file as `new`'s download when it is `old`'s, unchanged (as its row
+    /// records it, or noted); a mark the file has is carried too. Nothing happens to a file
+    /// that is neither. Blocking.
+    static func carry(_ old: ItemRecord, atPath path: String, to new: ItemIdentifier, in replica: Replica) {
+        guard old.identifier != new else { return }
+        let full = replica.path(path)
+        if let notes = replica.downloadNotes, let print = replica.fingerprint(atPath: full), print.isRegularFile {
+            let recorded =
+                old.state == .materialized && print.size == old.localSize && print.modificationNanos == old.localModificationNanos
+                && print.inode == old.localInode
+            let noted = recorded ? nil : notes.download(of: old.identifier, print)
+            if recorded || noted != nil {
+                try? notes.note([
+                    PlacedDownload(
+                        identifier: new, contentVersion: recorded ? old.localContentVersion : noted?.contentVersion, size: print.size,
+                        modificationNanos: print.modificationNanos, inode: print.inode)
+                ])
+            }
+        }
+        carry(atPath: full, from: old.identifier, to: new)
+    }
+
     /// Hands the mark of the engine's download at `path` from item `old` to item `new`: a store
     /// whose identifiers come from paths gives a moved item a new identifier, and its
     /// downloaded file follows it. Nothing happens when the file has no mark of `old` that
@@ -132,6 +157,20 @@ struct DownloadMark: Equatable {
         /// The content version the file holds: the record's when the mark names it, `nil` when
         /// it is an older one (the next sync downloads the newer).
         var contentVersion: Data?
+    }
+
+    /// Whether the file of `record`'s item in `replica` (with fingerprint `print`) is the
+    /// engine's own unchanged download of the item, and of which version: the database's note
+    /// of it or the item's row as it is now (``DownloadNotes``), else the file's mark (a file
+    /// placed by an earlier version, or by a path that still marks its files). A file neither
+    /// describes is never taken for a download here (an uploaded file has the item's size and
+    /// date too). Blocking.
+    static func recognize(_ record: ItemRecord, _ print: FileFingerprint, in replica: Replica) -> Download? {
+        guard record.kind == .file, print.isRegularFile else { return nil }
+        if let placed = replica.downloadNotes?.download(of: record.identifier, print) {
+            return Download(contentVersion: placed.contentVersion == record.contentVersion ? record.contentVersion : nil)
+        }
+        return recognize(atPath: replica.path(record.path), print, as: record)
     }
 
     /// Whether the file at `path` (with fingerprint `print`) is the engine's own unchanged
@@ -158,15 +197,16 @@ enum FNV1a {
 extension Replica {
     /// Whether a materialized file (at the record's path, with fingerprint `print`) differs
     /// from what the engine wrote: its fingerprint is not the recorded one, and it is not a
-    /// download the engine placed but has not recorded yet (its ``DownloadMark``; another
-    /// process downloading the item again, or one killed before its database write). Blocking
-    /// when the fingerprints differ (it reads the mark).
+    /// download the engine placed but has not recorded yet (its note, ``DownloadNotes``, or its
+    /// ``DownloadMark``; another process downloading the item again, or one killed before its
+    /// database write). Blocking when the fingerprints differ (it asks the database and reads
+    /// the mark).
     public func hasLocalChanges(_ record: ItemRecord, _ print: FileFingerprint) -> Bool {
         if print.size == record.localSize && print.modificationNanos == record.localModificationNanos && print.inode == record.localInode {
             return false
         }
         // Evicted by another process, not recorded yet: the item's dataless file is no edit.
         if placeholderUnderItsName(record.path)?.isOwned(by: record.identifier) == true { return false }
-        return DownloadMark.recognize(atPath: path(record.path), print, as: record) == nil
+        return DownloadMark.recognize(record, print, in: self) == nil
     }
 }

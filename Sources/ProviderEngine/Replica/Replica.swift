@@ -44,6 +44,10 @@ public struct Replica: Sendable {
     /// small files).
     private let rootPath: String
     private let stagingFolder: String
+    /// The database's notes of the domain's downloads (``DownloadNotes``): where the engine
+    /// notes a download before it renames it into place, and what tells its downloads from
+    /// local edits. `nil` in a replica made without them; set by ``noting(downloadsOf:in:)``.
+    public internal(set) var downloadNotes: DownloadNotes?
 
     public init(root: URL, staging: URL, layout: any ReplicaLayout = PlaceholderFilesLayout()) {
         self.root = root

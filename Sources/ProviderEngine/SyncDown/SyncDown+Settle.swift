@@ -202,7 +202,7 @@ extension SyncDown {
         let identifier = record.identifier
         try await executor.run {
             // The file is the new item's download now, should a crash come before its row.
-            DownloadMark.carry(atPath: replica.path(old.path), from: old.identifier, to: identifier)
+            DownloadMark.carry(old, atPath: old.path, to: identifier, in: replica)
             try replica.placeFile(fromPath: replica.path(old.path), at: target)
         }
         record.state = .materialized

@@ -306,7 +306,7 @@ struct LocalScanner {
 
     /// The engine's own download of the item, unchanged since it was placed.
     private func placedDownload(_ record: ItemRecord, _ print: FileFingerprint) -> PlacedFile? {
-        DownloadMark.recognize(atPath: replica.path(record.path), print, as: record).map { download in
+        DownloadMark.recognize(record, print, in: replica).map { download in
             PlacedFile(
                 record: record,
                 download: PlacedDownload(

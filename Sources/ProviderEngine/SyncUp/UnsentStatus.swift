@@ -13,8 +13,9 @@ import ProviderSystem
 /// open with the one after reading ("file changed as we read it", exit 1). So a file is left
 /// alone when it is:
 /// - still marked dataless: the engine is filling it (its writes are no edit);
-/// - the engine's download, unchanged since it was placed (its ``DownloadMark`` describes it
-///   as it stands; any edit breaks that);
+/// - the engine's download, unchanged since it was placed (the database's note of it,
+///   ``DownloadNotes``, or its ``DownloadMark`` describes it as it stands; any edit breaks
+///   that);
 /// - a conflicted copy, which keeps saying so until it is replaced.
 enum UnsentStatus {
     /// Writes `unsent` on each of `paths` (relative to `replica`) that is a regular file and
@@ -37,7 +38,7 @@ enum UnsentStatus {
             // finished download got `unsent` while tar read it.
             guard Replica.datalessOwner(atPath: target) == nil,
                 let print = replica.fingerprint(atPath: target), print.isRegularFile,
-                !DownloadMark.isUnchangedDownload(atPath: target, print),
+                replica.downloadNotes?.download(atPath: path, print) == nil, !DownloadMark.isUnchangedDownload(atPath: target, print),
                 ReplicaStatus.read(atPath: target) != .conflict
             else { continue }
             ReplicaStatus.unsent.write(atPath: target, domain: domain)

@@ -93,7 +93,8 @@ extension Downloader {
     /// for a backend that creates its destinations,
     /// ``BackendCapabilities/createsFetchDestinations``); the backend fetches
     /// the rest in one call (``Backend/fetchContents(_:progress:)``); one job places them
-    /// (``place(_:_:staging:placeholderAbsent:)``, never cut short) or cleans up after each failure
+    /// (checked and stamped each, noted together in one transaction, then renamed: ``place(_:_:staging:placeholderAbsent:folders:sha256:policies:)``'s
+    /// steps; never cut short) or cleans up after each failure
     /// (``failed(_:_:staging:ticket:)``). Failed items leave ``downloads``; placed ones stay
     /// until their batch is recorded. Returns an outcome per record, in order.
     func performBatch(
@@ -235,6 +236,9 @@ extension Downloader {
                     case .staged: return .failure(FileProviderError.notStarted)
                     }
                 }
+                // Each file checked, dated and stamped; then all noted in one transaction; then
+                // each renamed into place.
+                var staged: [(index: Int, download: StagedDownload)] = []
                 for (position, file) in placing.enumerated() {
                     let record = records[file.index]
                     let outcome = position < outcomes.count ? outcomes[position] : .failure(FileProviderError.notStarted)
@@ -242,17 +246,28 @@ extension Downloader {
                     case .success(let item):
                         space.release(file.ticket)
                         do throws(FileProviderError) {
-                            let absent = !placeholderFree.isEmpty && placeholderFree.contains(record.path)
-                            results[file.index] = .success(
-                                try place(
-                                    record, item, staging: file.path, placeholderAbsent: absent, folders: folders,
-                                    sha256: position < hashes.count ? hashes[position] : nil, policies: policies))
+                            staged.append(
+                                (
+                                    file.index,
+                                    try stage(
+                                        record, item, staging: file.path, folders: folders,
+                                        sha256: position < hashes.count ? hashes[position] : nil, policies: policies)
+                                ))
                         } catch {
                             results[file.index] = .failure(error)
                         }
                     case .failure(let error):
                         results[file.index] = .failure(failed(record, error, staging: file.path, ticket: file.ticket))
                         space.release(file.ticket)
+                    }
+                }
+                note(staged.map(\.download))
+                for (index, download) in staged {
+                    let absent = !placeholderFree.isEmpty && placeholderFree.contains(download.stored.path)
+                    do throws(FileProviderError) {
+                        results[index] = .success(try settle(download, placeholderAbsent: absent, folders: folders))
+                    } catch {
+                        results[index] = .failure(error)
                     }
                 }
                 return results

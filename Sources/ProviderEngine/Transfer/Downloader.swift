@@ -470,9 +470,30 @@ final class Downloader: Sendable {
         return updated
     }
 
+    /// A finished download checked, dated and stamped in its staging file (``stage(_:_:staging:folders:sha256:policies:)``),
+    /// to be noted (``note(_:)``) and renamed into place (``settle(_:placeholderAbsent:folders:)``).
+    struct StagedDownload {
+        var stored: ItemRecord
+        var item: Item
+        var staging: String
+        var file: StagedFile
+        /// The staging file's fingerprint, which the rename keeps: the placed file's.
+        var fingerprint: FileFingerprint
+        /// The record to write once the file is in place.
+        var updated: ItemRecord
+
+        /// What the database notes of it before the rename.
+        var note: PlacedDownload {
+            PlacedDownload(
+                identifier: item.identifier, contentVersion: item.version.content, size: fingerprint.size,
+                modificationNanos: fingerprint.modificationNanos, inode: fingerprint.inode)
+        }
+    }
+
     /// Places a complete download of `stored`'s item (`item`, as the store sent it) from
-    /// `staging` into the replica: checked for size, dated, marked as the engine's download
-    /// (``DownloadMark``), renamed to the item's name over its placeholder or an earlier
+    /// `staging` into the replica: checked for size, dated, noted as the engine's download
+    /// (``DownloadNotes``, or a ``DownloadMark`` where the replica has no notes or the database
+    /// cannot be written), renamed to the item's name over its placeholder or an earlier
     /// download of it. Returns the record to write. Whatever fails, the staging file does not
     /// stay behind. Blocking.
     ///
@@ -489,43 +510,88 @@ final class Downloader: Sendable {
         _ stored: ItemRecord, _ item: Item, staging: String, placeholderAbsent: Bool = false, folders: StagingFolders? = nil,
         sha256 streamed: String? = nil, policies: InheritedPolicies? = nil
     ) throws(FileProviderError) -> ItemRecord {
+        let staged = try stage(stored, item, staging: staging, folders: folders, sha256: streamed, policies: policies)
+        note([staged])
+        return try settle(staged, placeholderAbsent: placeholderAbsent, folders: folders)
+    }
+
+    /// The first half of ``place(_:_:staging:placeholderAbsent:folders:sha256:policies:)``:
+    /// the staging file dated, given the store's executable bit, checked (size, content hash)
+    /// and stamped with its status. On a failure the staging file is removed. Blocking.
+    /// - Throws: as ``place(_:_:staging:placeholderAbsent:folders:sha256:policies:)``.
+    func stage(
+        _ stored: ItemRecord, _ item: Item, staging: String, folders: StagingFolders?, sha256 streamed: String?,
+        policies: InheritedPolicies?
+    ) throws(FileProviderError) -> StagedDownload {
         let path = stored.path
         let expected = item.size
-        // From here on, whatever fails, the staging file does not stay behind.
-        var placed = false
-        defer { if !placed { try? replica.removeFile(atPath: staging) } }
+        var staged = false
+        defer { if !staged { try? replica.removeFile(atPath: staging) } }
         let file = folders?.file(atPath: staging) ?? StagedFile(path: staging)
         if let date = item.contentModificationDate { try replica.setModificationDate(date, of: file) }
         // Dated first, so one look gives the size to check and the fingerprint. A rename keeps
         // size, date and inode: this is the placed file's fingerprint too.
-        guard var staged = replica.fingerprint(of: file) else {
+        guard var print = replica.fingerprint(of: file) else {
             throw FileProviderError(.localIOFailure, "\(staging) vanished right after it was written")
         }
         // The store's executable bit, before the file has its name (a chmod keeps the fingerprint).
-        if item.kind == .file, item.fileSystemFlags.contains(.userExecutable) != staged.isExecutable {
-            try replica.applyFlags(item.fileSystemFlags, toPath: staging, current: staged.permissions)
-            staged.permissions = item.fileSystemFlags.applied(toMode: staged.permissions)
+        if item.kind == .file, item.fileSystemFlags.contains(.userExecutable) != print.isExecutable {
+            try replica.applyFlags(item.fileSystemFlags, toPath: staging, current: print.permissions)
+            print.permissions = item.fileSystemFlags.applied(toMode: print.permissions)
         }
-        guard staged.isRegularFile, staged.size == expected else {
+        guard print.isRegularFile, print.size == expected else {
             throw FileProviderError(
-                .corruptData, "the download of \(display(path)) was \(staged.size) bytes, expected \(expected); try again")
+                .corruptData, "the download of \(display(path)) was \(print.size) bytes, expected \(expected); try again")
         }
         let sha256 = try checkHash(of: item, staged: staging, path: path, streamed: streamed)
-        // The status first, then the download mark: with the mark first, ext4 built the status
-        // in an attribute block shared with other files and copied it for the domain's name,
-        // freeing a block (and waiting for its discard where the disk is mounted with
-        // `discard`): 59 against 18 µs per file here.
         if item.kind == .file {
             let status =
                 policies.map { ReplicaStatus.downloaded(policy: $0.policy(ofFileAt: path, own: stored.contentPolicy)) }
                 ?? ReplicaStatus.downloaded(path: path, own: stored.contentPolicy, store: store, domainID: domainID)
             status.stamp(file, domain: domainName)
         }
-        // Marked as ours before it gets its name: whoever finds it there before it is
-        // recorded (a sync in another process, the next run after a kill) knows it is a
-        // download, not a local edit.
-        DownloadMark.write(to: file, identifier: item.identifier, contentVersion: item.version.content, fingerprint: staged)
-        let updated = Self.downloaded(stored, as: item, fingerprint: staged, sha256: sha256)
+        staged = true
+        return StagedDownload(
+            stored: stored, item: item, staging: staging, file: file, fingerprint: print,
+            updated: Self.downloaded(stored, as: item, fingerprint: print, sha256: sha256))
+    }
+
+    /// Notes staged downloads as the engine's, before they get their names: whoever finds one
+    /// there before it is recorded (a sync in another process, the next run after a kill)
+    /// knows it is a download, not a local edit. One transaction for all of them
+    /// (``DownloadNotes``); where the replica has no notes, or the database cannot be written,
+    /// each file gets its ``DownloadMark`` instead. Blocking.
+    func note(_ staged: [StagedDownload]) {
+        if staged.isEmpty { return }
+        if let notes = replica.downloadNotes, (try? notes.note(staged.map(\.note))) != nil { return }
+        // The status first, then the download mark: with the mark first, ext4 built the status
+        // in an attribute block shared with other files and copied it for the domain's name,
+        // freeing a block (and waiting for its discard where the disk is mounted with
+        // `discard`): 59 against 18 µs per file here.
+        for download in staged {
+            DownloadMark.write(
+                to: download.file, identifier: download.item.identifier, contentVersion: download.item.version.content,
+                fingerprint: download.fingerprint)
+        }
+    }
+
+    /// The second half of ``place(_:_:staging:placeholderAbsent:folders:sha256:policies:)``:
+    /// the noted staging file renamed into place. Returns the record to write. On a failure
+    /// the staging file is removed, and its note forgotten. Blocking.
+    /// - Throws: as ``place(_:_:staging:placeholderAbsent:folders:sha256:policies:)``.
+    func settle(_ download: StagedDownload, placeholderAbsent: Bool, folders: StagingFolders?) throws(FileProviderError) -> ItemRecord {
+        let (stored, item, staging, file, staged, updated) = (
+            download.stored, download.item, download.staging, download.file, download.fingerprint, download.updated
+        )
+        let path = stored.path
+        let expected = item.size
+        var placed = false
+        defer {
+            if !placed {
+                try? replica.removeFile(atPath: staging)
+                replica.downloadNotes?.forget(item.identifier, inode: staged.inode)
+            }
+        }
         let target = replica.path(path)
         // The usual case first: nothing at the name (its `.placeholder` file stands beside
         // it, unless the caller knows there is none). The rename refuses to replace anything;
@@ -540,10 +606,10 @@ final class Downloader: Sendable {
         if let existing = replica.fingerprint(atPath: target), replica.placeholderUnderItsName(path) == nil {
             let ours = stored.state == .materialized && !replica.hasLocalChanges(stored, existing)
             // A download renamed into place by a process that died before recording it: its
-            // mark says so; without marks, the same size and exactly the date this download
-            // just gave its staging file.
+            // note or mark says so; without either, the same size and exactly the date this
+            // download just gave its staging file.
             let sameAsDownload =
-                DownloadMark.recognize(atPath: target, existing, as: stored) != nil
+                DownloadMark.recognize(stored, existing, in: replica) != nil
                 || (existing.isRegularFile && existing.size == expected && item.contentModificationDate != nil
                     && staged.modificationNanos == existing.modificationNanos)
             guard ours || sameAsDownload else {

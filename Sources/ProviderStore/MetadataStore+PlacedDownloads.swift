@@ -1,0 +1,114 @@
+import Foundation
+import GRDB
+import ProviderCore
+
+/// The engine's downloads in a replica, as they were placed (`placedDownload`, migration v25).
+///
+/// A download is renamed into place and recorded afterwards, in batches. Between the two, a
+/// process killed, or a sync in another process scanning meanwhile, finds a file the item's row
+/// does not describe: without a note it would take the download for a local edit and upload it.
+/// So the engine notes each download (item, content version, and the size, modification time
+/// and inode the file keeps through its rename), a batch in one transaction before it renames
+/// the files. A file that matches its item's note is the engine's own download, unchanged
+/// since: any edit changes its size or time, a save by rename or a copy its inode. The note
+/// stays after the row is written, as long as the file is the item's latest download, because
+/// a process holding an older copy of the row must still tell the download from an edit; and
+/// a row alone cannot say it: an uploaded file's row describes it just as well, and its bytes
+/// may be the only copy. An item keeps the note of the download its row records, and of any
+/// placed since; the row's write drops the others, and the item's deletion its notes.
+///
+/// The note replaces an extended attribute the engine wrote on each file
+/// (`user.fileprovider.download`): beside the status and the domain's name it did not fit in an
+/// ext4 inode of 256 bytes, and cost every downloaded file a 4 KiB attribute block
+/// (Docs/Performance.md, "An attribute block per downloaded file"). Files placed by earlier
+/// versions keep theirs and are still recognized by it.
+extension MetadataStore {
+    /// Notes downloads about to be renamed into place, in one transaction.
+    /// - Throws: `localIOFailure` when the database cannot be written.
+    public func notePlacedDownloads(domainID: Int64, _ downloads: [PlacedDownload]) throws(FileProviderError) {
+        if downloads.isEmpty { return }
+        try write { db in
+            let statement = try db.cachedStatement(
+                sql: """
+                    INSERT OR REPLACE INTO placedDownload (domainID, identifier, inode, size, modificationNanos, contentVersion) \
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    """)
+            for download in downloads {
+                try statement.execute(arguments: [
+                    domainID, download.identifier.rawValue, download.inode, download.size, download.modificationNanos,
+                    download.contentVersion,
+                ])
+            }
+        }
+    }
+
+    /// Drops the notes of earlier downloads of items whose rows now record a file (the item's
+    /// identifier and the inode its row records), in the caller's transaction: that file's note
+    /// stays.
+    static func dropEarlierPlacedDownloads(
+        domainID: Int64, _ recorded: some Sequence<(identifier: ItemIdentifier, inode: Int64?)>, in db: Database
+    ) throws {
+        let statement = try db.cachedStatement(sql: "DELETE FROM placedDownload WHERE domainID = ? AND identifier = ? AND inode <> ?")
+        for (identifier, inode) in recorded {
+            guard let inode else { continue }
+            try statement.execute(arguments: [domainID, identifier.rawValue, inode])
+        }
+    }
+
+    /// Forgets the note of a download that was not placed after all (its rename failed).
+    /// - Throws: `localIOFailure` when the database cannot be written.
+    public func forgetPlacedDownload(domainID: Int64, identifier: ItemIdentifier, inode: Int64) throws(FileProviderError) {
+        try write { db in
+            try db.cachedStatement(sql: "DELETE FROM placedDownload WHERE domainID = ? AND identifier = ? AND inode = ?")
+                .execute(arguments: [domainID, identifier.rawValue, inode])
+        }
+    }
+
+    /// The engine's download of `identifier` that a file with this size, modification time
+    /// and inode is, unchanged since it was placed (its note); `nil` when no note describes the
+    /// file. The result's ``PlacedDownload/contentVersion`` is the version the file holds.
+    /// - Throws: `localIOFailure` when the database fails.
+    public func placedDownload(
+        domainID: Int64, identifier: ItemIdentifier, size: Int64, modificationNanos: Int64, inode: Int64
+    ) throws(FileProviderError) -> PlacedDownload? {
+        try read { db in
+            try Self.placedDownload(
+                domainID: domainID, identifier: identifier, size: size, modificationNanos: modificationNanos, inode: inode, in: db)
+        }
+    }
+
+    /// ``placedDownload(domainID:identifier:size:modificationNanos:inode:)`` of the item at
+    /// `path` (relative to the replica root), whichever it is.
+    /// - Throws: `localIOFailure` when the database fails.
+    public func placedDownload(
+        domainID: Int64, path: String, size: Int64, modificationNanos: Int64, inode: Int64
+    ) throws(FileProviderError) -> PlacedDownload? {
+        try read { db in
+            guard
+                let identifier = try String.fetchOne(
+                    db.cachedStatement(sql: "SELECT identifier FROM item INDEXED BY item_path WHERE domainID = ? AND path = ?"),
+                    arguments: [domainID, path])
+            else { return nil }
+            return try Self.placedDownload(
+                domainID: domainID, identifier: ItemIdentifier(identifier), size: size, modificationNanos: modificationNanos,
+                inode: inode, in: db)
+        }
+    }
+
+    private static func placedDownload(
+        domainID: Int64, identifier: ItemIdentifier, size: Int64, modificationNanos: Int64, inode: Int64, in db: Database
+    ) throws -> PlacedDownload? {
+        let noted = try Row.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT contentVersion FROM placedDownload
+                    WHERE domainID = ? AND identifier = ? AND inode = ? AND size = ? AND modificationNanos = ?
+                    """),
+            arguments: [domainID, identifier.rawValue, inode, size, modificationNanos])
+        guard let noted else { return nil }
+        let version: Data? = noted[0]
+        return PlacedDownload(
+            identifier: identifier, contentVersion: version, size: size,
+            modificationNanos: modificationNanos, inode: inode)
+    }
+}
