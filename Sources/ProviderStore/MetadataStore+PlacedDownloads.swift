@@ -28,16 +28,24 @@ extension MetadataStore {
     public func notePlacedDownloads(domainID: Int64, _ downloads: [PlacedDownload]) throws(FileProviderError) {
         if downloads.isEmpty { return }
         try write { db in
-            let statement = try db.cachedStatement(
-                sql: """
-                    INSERT OR REPLACE INTO placedDownload (domainID, identifier, inode, size, modificationNanos, contentVersion) \
-                    VALUES (?, ?, ?, ?, ?, ?)
-                    """)
-            for download in downloads {
-                try statement.execute(arguments: [
-                    domainID, download.identifier.rawValue, download.inode, download.size, download.modificationNanos,
-                    download.contentVersion,
-                ])
+            // 64 rows to a statement, as a batch of downloads has at most 64 files.
+            for start in stride(from: 0, to: downloads.count, by: 64) {
+                let part = downloads[start..<min(start + 64, downloads.count)]
+                var values: [(any DatabaseValueConvertible)?] = []
+                values.reserveCapacity(part.count * 6)
+                for download in part {
+                    values += [
+                        domainID, download.identifier.rawValue, download.inode, download.size, download.modificationNanos,
+                        download.contentVersion,
+                    ]
+                }
+                let rows = Array(repeating: "(?, ?, ?, ?, ?, ?)", count: part.count).joined(separator: ", ")
+                try db.cachedStatement(
+                    sql: """
+                        INSERT OR REPLACE INTO placedDownload (domainID, identifier, inode, size, modificationNanos, contentVersion) \
+                        VALUES \(rows)
+                        """
+                ).execute(arguments: StatementArguments(values))
             }
         }
     }
@@ -48,11 +56,32 @@ extension MetadataStore {
     static func dropEarlierPlacedDownloads(
         domainID: Int64, _ recorded: some Sequence<(identifier: ItemIdentifier, inode: Int64?)>, in db: Database
     ) throws {
-        let statement = try db.cachedStatement(sql: "DELETE FROM placedDownload WHERE domainID = ? AND identifier = ? AND inode <> ?")
+        // 64 to a statement: one statement per row was 3% of the CPU of `materialize -R` of
+        // 10,000 small files.
+        var part: [(String, Int64)] = []
+        func drop() throws {
+            if part.isEmpty { return }
+            let list = Array(repeating: "?", count: part.count).joined(separator: ", ")
+            let pairs = Array(repeating: "(?, ?)", count: part.count).joined(separator: ", ")
+            var values: [(any DatabaseValueConvertible)?] = [domainID]
+            values.reserveCapacity(1 + part.count * 3)
+            for (identifier, _) in part { values.append(identifier) }
+            for (identifier, inode) in part {
+                values.append(identifier)
+                values.append(inode)
+            }
+            try db.cachedStatement(
+                sql:
+                    "DELETE FROM placedDownload WHERE domainID = ? AND identifier IN (\(list)) AND (identifier, inode) NOT IN (VALUES \(pairs))"
+            ).execute(arguments: StatementArguments(values))
+            part.removeAll(keepingCapacity: true)
+        }
         for (identifier, inode) in recorded {
             guard let inode else { continue }
-            try statement.execute(arguments: [domainID, identifier.rawValue, inode])
+            part.append((identifier.rawValue, inode))
+            if part.count == 64 { try drop() }
         }
+        try drop()
     }
 
     /// Forgets the note of a download that was not placed after all (its rename failed).

@@ -472,15 +472,26 @@ final class Downloader: Sendable {
 
     /// A finished download checked, dated and stamped in its staging file (``stage(_:_:staging:folders:sha256:policies:)``),
     /// to be noted (``note(_:)``) and renamed into place (``settle(_:placeholderAbsent:folders:)``).
-    struct StagedDownload {
-        var stored: ItemRecord
-        var item: Item
-        var staging: String
-        var file: StagedFile
+    /// A class: a batch's files pass through arrays and tuples, and a struct of two records and
+    /// an item was copied, with a retain and a release of each of their strings, at each step.
+    final class StagedDownload {
+        let stored: ItemRecord
+        let item: Item
+        let staging: String
+        let file: StagedFile
         /// The staging file's fingerprint, which the rename keeps: the placed file's.
-        var fingerprint: FileFingerprint
+        let fingerprint: FileFingerprint
         /// The record to write once the file is in place.
-        var updated: ItemRecord
+        let updated: ItemRecord
+
+        init(stored: ItemRecord, item: Item, staging: String, file: StagedFile, fingerprint: FileFingerprint, updated: ItemRecord) {
+            self.stored = stored
+            self.item = item
+            self.staging = staging
+            self.file = file
+            self.fingerprint = fingerprint
+            self.updated = updated
+        }
 
         /// What the database notes of it before the rename.
         var note: PlacedDownload {
@@ -580,16 +591,15 @@ final class Downloader: Sendable {
     /// the staging file is removed, and its note forgotten. Blocking.
     /// - Throws: as ``place(_:_:staging:placeholderAbsent:folders:sha256:policies:)``.
     func settle(_ download: StagedDownload, placeholderAbsent: Bool, folders: StagingFolders?) throws(FileProviderError) -> ItemRecord {
-        let (stored, item, staging, file, staged, updated) = (
-            download.stored, download.item, download.staging, download.file, download.fingerprint, download.updated
-        )
+        let stored = download.stored
+        let (staging, file, staged) = (download.staging, download.file, download.fingerprint)
         let path = stored.path
-        let expected = item.size
+        let expected = download.item.size
         var placed = false
         defer {
             if !placed {
                 try? replica.removeFile(atPath: staging)
-                replica.downloadNotes?.forget(item.identifier, inode: staged.inode)
+                replica.downloadNotes?.forget(download.item.identifier, inode: staged.inode)
             }
         }
         let target = replica.path(path)
@@ -601,7 +611,7 @@ final class Downloader: Sendable {
         {
             placed = true
             if !placeholderAbsent { try replica.removeFile(atPath: replica.placeholderPath(path)) }
-            return updated
+            return download.updated
         }
         if let existing = replica.fingerprint(atPath: target), replica.placeholderUnderItsName(path) == nil {
             let ours = stored.state == .materialized && !replica.hasLocalChanges(stored, existing)
@@ -610,7 +620,7 @@ final class Downloader: Sendable {
             // download just gave its staging file.
             let sameAsDownload =
                 DownloadMark.recognize(stored, existing, in: replica) != nil
-                || (existing.isRegularFile && existing.size == expected && item.contentModificationDate != nil
+                || (existing.isRegularFile && existing.size == expected && download.item.contentModificationDate != nil
                     && staged.modificationNanos == existing.modificationNanos)
             guard ours || sameAsDownload else {
                 if stored.state == .materialized {
@@ -631,6 +641,6 @@ final class Downloader: Sendable {
             try replica.placeFile(fromPath: staging, at: path)
             placed = true
         }
-        return updated
+        return download.updated
     }
 }
