@@ -17,7 +17,7 @@ extension DomainRecord {
     static let selectAll = "SELECT \(columns.joined(separator: ", ")) FROM domain"
 
     /// Decodes a row of ``selectAll`` (or `SELECT *`), by column name.
-    /// - Throws: `localIOFailure` for a replica mode or on-access mechanism this version does not
+    /// - Throws: `localIOFailure` for a replica mode, hydration or on-access mechanism this version does not
     ///   know (a database a newer version wrote: never guessed as another), GRDB's decoding
     ///   error for a missing column or a value of the wrong type.
     public init(row: Row) throws {
@@ -33,31 +33,25 @@ extension DomainRecord {
         ignorePatterns = try row.decode(forColumn: "ignorePatterns")
         failureCount = try row.decode(forColumn: "failureCount")
         nextRetryAt = try StoredDate.decodeIfPresent(row, "nextRetryAt")
-        let mode: String = try row.decode(forColumn: "replicaMode")
-        guard let replicaMode = ReplicaMode(rawValue: mode) else {
-            throw FileProviderError(
-                .localIOFailure,
-                "unknown replica mode '\(mode)' (written by a newer version of FileProviderKit?); use that version for this database")
-        }
-        self.replicaMode = replicaMode
-        let hydration: String = try row.decode(forColumn: "hydration")
-        guard let known = Hydration(rawValue: hydration) else {
-            throw FileProviderError(
-                .localIOFailure,
-                "unknown hydration '\(hydration)' (written by a newer version of FileProviderKit?); use that version for this database")
-        }
-        self.hydration = known
+        replicaMode = try Self.known(row, "replicaMode", "replica mode")
+        hydration = try Self.known(row, "hydration", "hydration")
         cacheBudget = try row.decode(forColumn: "cacheBudget")
-        let mechanism: String = try row.decode(forColumn: "onAccess")
-        guard let onAccess = OnAccessMechanism(rawValue: mechanism) else {
-            throw FileProviderError(
-                .localIOFailure,
-                "unknown on-access mechanism '\(mechanism)' (written by a newer version of FileProviderKit?); use that version for this database"
-            )
-        }
-        self.onAccess = onAccess
+        onAccess = try Self.known(row, "onAccess", "on-access mechanism")
         onAccessReason = try row.decode(forColumn: "onAccessReason")
         modeReason = try row.decode(forColumn: "modeReason")
+    }
+
+    /// The value of `column`, one of `Value`'s raw values.
+    /// - Throws: `localIOFailure` for another (a database a newer version wrote: never guessed
+    ///   as a known one), GRDB's decoding error for a missing column or a value that is no text.
+    private static func known<Value: RawRepresentable<String>>(_ row: Row, _ column: String, _ what: String) throws -> Value {
+        let raw: String = try row.decode(forColumn: column)
+        guard let value = Value(rawValue: raw) else {
+            throw FileProviderError(
+                .localIOFailure,
+                "unknown \(what) '\(raw)' (written by a newer version of FileProviderKit?); use that version for this database")
+        }
+        return value
     }
 
     /// The row's values, dates as GRDB's text (``StoredDate``).
