@@ -18,9 +18,10 @@ import ProviderCore
 /// placed since; the row's write drops the others, and the item's deletion its notes.
 ///
 /// The note replaces an extended attribute the engine wrote on each file
-/// (`user.fileprovider.download`): beside the status and the domain's name it did not fit in an
-/// ext4 inode of 256 bytes, and cost every downloaded file a 4 KiB attribute block
-/// (Docs/Performance.md, "An attribute block per downloaded file"). Files placed by earlier
+/// (`user.fileprovider.download`): different on every file, it gave every downloaded file a
+/// 4 KiB ext4 attribute block of its own, where the status and the domain's name fit in the
+/// inode or share a block between files (Docs/Performance.md, "An attribute block per
+/// downloaded file"). Files placed by earlier
 /// versions keep theirs and are still recognized by it.
 extension MetadataStore {
     /// Notes downloads about to be renamed into place, in one transaction.

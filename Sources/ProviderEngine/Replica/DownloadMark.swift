@@ -7,9 +7,11 @@ import ProviderSystem
     import Glibc
 #endif
 
-/// What the engine writes on every file it downloads, as an extended attribute
-/// (`user.fileprovider.download`): which item and content version the file holds, and the
-/// size, modification time and inode the file had when the engine placed it.
+/// What the engine writes, as an extended attribute (`user.fileprovider.download`), on a file an
+/// on-access fill or a partial download completes, and on a download where the database's
+/// note (``DownloadNotes``, what a download gets instead) cannot be written; earlier versions
+/// wrote it on every download, and those files keep it: which item and content version the
+/// file holds, and the size, modification time and inode the file had when the engine placed it.
 ///
 /// The database records the same fingerprint, but only once the download is recorded: a process
 /// killed between the rename and its database write, or a sync in another process scanning
@@ -20,9 +22,9 @@ import ProviderSystem
 /// for a download.
 ///
 /// The value is 41 bytes: a format byte, then hashes of the identifier and of the content
-/// version and the fingerprint, little-endian. Alone it fits in an ext4 inode of 256 bytes, but
-/// not beside the status and the domain's name: ext4 then gives the file an attribute block of
-/// 4 KiB (Docs/Performance.md, "An attribute block per downloaded file").
+/// version and the fingerprint, little-endian. Different on every file, it gives each file an
+/// ext4 attribute block of 4 KiB of its own beside the status and the domain's name
+/// (Docs/Performance.md, "An attribute block per downloaded file").
 struct DownloadMark: Equatable {
     static let attribute = "user.fileprovider.download"
     private static let format: UInt8 = 1
