@@ -296,13 +296,18 @@ struct FUSEReplicaTests {
         #expect(piece.succeeded && piece.output == big.subdata(in: 4_096_000..<4_100_096), "\(piece)")
         #expect(try await StatusAttributeTests.status(domain.replica + "/big.bin") == "partial")
 
-        // Read: downloaded; the download mark stays the engine's.
+        // Read: downloaded, noted as the engine's download in the database (no mark on the file).
+        // A download mark an earlier version wrote on the backing file stays the engine's.
         let read = try await runProgram(["cat", file])
         #expect(read.succeeded && read.output == contents, "\(read)")
         let downloaded = try await waitUntil(timeout: 30) { try await status() == "downloaded" }
         let afterRead = try await status() ?? "none"
         #expect(downloaded, "after cat: \(afterRead)")
-        #expect(try await StatusAttributeTests.attribute("user.fileprovider.download", of: domain.backing + "/a.bin") != nil)
+        #expect(try await StatusAttributeTests.attribute("user.fileprovider.download", of: domain.backing + "/a.bin") == nil)
+        let legacyMark = try await runProgram([
+            "setfattr", "-n", "user.fileprovider.download", "-v", "0x" + String(repeating: "07", count: 41), domain.backing + "/a.bin",
+        ])
+        #expect(legacyMark.succeeded, "\(legacyMark)")
         #expect(try await StatusAttributeTests.attribute("user.fileprovider.download", of: file) == nil)
         let names = try await runProgram(["getfattr", "-d", "-m", "-", "--absolute-names", file])
         #expect(!String(decoding: names.output, as: UTF8.self).contains("user.fileprovider.download"), "\(names)")
@@ -352,6 +357,7 @@ struct FUSEReplicaTests {
         }
         #expect(try await status() == "pinned")
         #expect(try await StatusAttributeTests.attribute("user.fileprovider.download", of: domain.backing + "/a.bin") != nil)
+        #expect(try await StatusAttributeTests.attribute("user.fileprovider.download", of: file) == nil)
 
         // Edited and kept open (not settled): unsent; closed, it is sent and pinned again.
         let fd = try await offThePool { () -> Int32 in

@@ -343,7 +343,7 @@ import Testing
             let print = try #require(replica.fingerprint(atPath: replica.path("a.bin")))
             #expect(print.inode == inode)
             #expect(!replica.placeholderExists("a.bin"))
-            #expect(DownloadMark.recognize(atPath: replica.path("a.bin"), print, as: a) != nil)
+            #expect(DownloadMark.recognize(a, print, in: replica.noting(downloadsOf: controller.domainID, in: f.manager.store)) != nil)
             let recorded = try controller.record(at: "a.bin")
             #expect(recorded.state == .materialized && recorded.localInode == inode && !recorded.isOutdated)
 

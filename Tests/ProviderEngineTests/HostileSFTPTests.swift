@@ -126,7 +126,7 @@ struct HostileSFTPTests {
                 #expect(print.size == 1 << 20)
                 var info = stat()
                 #expect(lstat(path, &info) == 0 && info.st_blocks <= 8, "the bytes written were given back")
-                #expect(DownloadMark.recognize(atPath: path, print, as: record) == nil)
+                #expect(DownloadMark.recognize(record, print, in: context.replica) == nil)
                 #expect(try FileManager.default.contentsOfDirectory(atPath: replica.staging.path) == [])
                 #expect(try manager.store.item(domainID: controller.domainID, identifier: record.identifier)?.state != .materialized)
             }

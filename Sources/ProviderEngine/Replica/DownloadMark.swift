@@ -7,11 +7,11 @@ import ProviderSystem
     import Glibc
 #endif
 
-/// What the engine writes, as an extended attribute (`user.fileprovider.download`), on a file an
-/// on-access fill or a partial download completes, and on a download where the database's
-/// note (``DownloadNotes``, what a download gets instead) cannot be written; earlier versions
-/// wrote it on every download, and those files keep it: which item and content version the
-/// file holds, and the size, modification time and inode the file had when the engine placed it.
+/// What the engine writes, as an extended attribute (`user.fileprovider.download`), on a
+/// download (placed or filled in place) where the database's note (``DownloadNotes``, what a
+/// download gets instead) cannot be written; earlier versions wrote it on every download, and
+/// those files keep it: which item and content version the file holds, and the size,
+/// modification time and inode the file had when the engine placed it.
 ///
 /// The database records the same fingerprint, but only once the download is recorded: a process
 /// killed between the rename and its database write, or a sync in another process scanning

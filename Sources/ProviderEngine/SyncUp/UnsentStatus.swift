@@ -32,8 +32,8 @@ enum UnsentStatus {
                 continue
             }
             // The dataless mark before the fingerprint: a completion clears the mark last, after
-            // dating the file and writing its download mark, so a file found unmarked here is
-            // done, and its fingerprint taken now matches the download mark. Taken first, the
+            // dating the file and noting the download, so a file found unmarked here is done, and
+            // its fingerprint taken now matches the note. Taken first, the
             // fingerprint of a file half completed (not dated yet) did not match it, and the
             // finished download got `unsent` while tar read it.
             guard Replica.datalessOwner(atPath: target) == nil,

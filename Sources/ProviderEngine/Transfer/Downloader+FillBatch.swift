@@ -99,6 +99,8 @@ extension Downloader {
         do {
             placed = try await executor.runToCompletion { [self] () -> [Int: Result<ItemRecord, FileProviderError>] in
                 var placed: [Int: Result<ItemRecord, FileProviderError>] = [:]
+                // Filled and dated each; then noted as downloads together; then unmarked each.
+                var filled: [(index: Int, target: String, item: Item, print: FileFingerprint, record: ItemRecord)] = []
                 for (position, file) in finished.enumerated() {
                     defer { space.release(file.ticket) }
                     let record = records[file.index]
@@ -119,12 +121,20 @@ extension Downloader {
                         guard let print = replica.fingerprint(atPath: target) else {
                             throw FileProviderError(.localIOFailure, "\(target) vanished while it was filled")
                         }
-                        DownloadMark.write(
-                            atPath: target, identifier: item.identifier, contentVersion: item.version.content, fingerprint: print)
-                        try Self.clearDataless(atPath: target)
-                        placed[file.index] = .success(Self.downloaded(record, as: item, fingerprint: print, sha256: sha256))
+                        filled.append(
+                            (file.index, target, item, print, Self.downloaded(record, as: item, fingerprint: print, sha256: sha256)))
                     } catch {
                         try? Self.restoreDataless(atPath: target, size: record.size)
+                        placed[file.index] = .failure(error)
+                    }
+                }
+                noteFilled(filled.map { ($0.target, $0.item, $0.print) })
+                for file in filled {
+                    do throws(FileProviderError) {
+                        try Self.clearDataless(atPath: file.target)
+                        placed[file.index] = .success(file.record)
+                    } catch {
+                        try? Self.restoreDataless(atPath: file.target, size: file.record.size)
                         placed[file.index] = .failure(error)
                     }
                 }

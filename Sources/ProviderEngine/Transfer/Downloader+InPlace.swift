@@ -20,7 +20,7 @@ extension Downloader {
     /// staged and then written over the file.
     ///
     /// The file stays marked dataless (marked as being filled) until its contents are complete,
-    /// checked (size, the store's hash), dated and carry the download mark, so a crash or a
+    /// checked (size, the store's hash), dated and noted as the engine's download, so a crash or a
     /// failure never leaves a file that looks downloaded but is not: a failure gives the
     /// written blocks back and the file is as it was (the next access tries again); a crash
     /// leaves it marked dataless with some blocks written, which nothing takes for contents (no
@@ -238,8 +238,8 @@ extension Downloader {
         return try await recordFill(record, item, print: print, sha256: sha256)
     }
 
-    /// Marks the complete, dated file of `record` as the download of `item` (fingerprint,
-    /// download mark, status) and removes its dataless mark, last: from then on the file is
+    /// Marks the complete, dated file of `record` as the download of `item` (fingerprint, the
+    /// database's note, status) and removes its dataless mark, last: from then on the file is
     /// contents. Returns its fingerprint. Blocking.
     /// - Throws: `localIOFailure` when the file vanished or cannot be unmarked.
     private func markFilled(_ record: ItemRecord, _ item: Item) throws(FileProviderError) -> FileFingerprint {
@@ -247,7 +247,7 @@ extension Downloader {
         guard let filled = replica.fingerprint(atPath: target) else {
             throw FileProviderError(.localIOFailure, "\(target) vanished while it was filled")
         }
-        DownloadMark.write(atPath: target, identifier: item.identifier, contentVersion: item.version.content, fingerprint: filled)
+        noteFilled([(target, item, filled)])
         ReplicaStatus.downloaded(path: record.path, own: record.contentPolicy, store: store, domainID: domainID)
             .write(atPath: target, domain: domainName)
         try Self.clearDataless(atPath: target)

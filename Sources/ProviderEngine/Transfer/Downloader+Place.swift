@@ -133,6 +133,23 @@ extension Downloader {
         }
     }
 
+    /// ``note(_:)`` of files filled in place (`target`: the file's path, `item` as the store
+    /// sent it, `print` the dated file's fingerprint), before their dataless marks go: one
+    /// transaction, or each file's ``DownloadMark`` where there are no notes. Blocking.
+    func noteFilled(_ files: [(target: String, item: Item, print: FileFingerprint)]) {
+        if files.isEmpty { return }
+        let notes = files.map {
+            PlacedDownload(
+                identifier: $0.item.identifier, contentVersion: $0.item.version.content, size: $0.print.size,
+                modificationNanos: $0.print.modificationNanos, inode: $0.print.inode)
+        }
+        if let downloadNotes = replica.downloadNotes, (try? downloadNotes.note(notes)) != nil { return }
+        for file in files {
+            DownloadMark.write(
+                atPath: file.target, identifier: file.item.identifier, contentVersion: file.item.version.content, fingerprint: file.print)
+        }
+    }
+
     /// The second half of ``place(_:_:staging:placeholderAbsent:folders:sha256:policies:)``:
     /// the noted staging file renamed into place. Returns the record to write. On a failure
     /// the staging file is removed, and its note forgotten. Blocking.

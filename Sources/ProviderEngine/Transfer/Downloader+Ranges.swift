@@ -139,9 +139,7 @@ extension Downloader {
             guard let print = replica.fingerprint(atPath: target) else {
                 throw FileProviderError(.localIOFailure, "\(target) vanished while it was completed")
             }
-            if !modifiedLocally {
-                DownloadMark.write(atPath: target, identifier: record.identifier, contentVersion: record.contentVersion, fingerprint: print)
-            }
+            if !modifiedLocally { self.noteFilled([(target, record.item, print)]) }
             let status =
                 modifiedLocally
                 ? ReplicaStatus.unsent
