@@ -8,13 +8,16 @@ import ProviderCore
 /// a `DateFormatter` to write, each made on first use) cost about 2 ms of each command's
 /// start-up, a few percent of a first sync's two commands (Docs/Performance.md).
 extension DomainRecord {
-    /// The table's columns, in the order ``insertSQL`` binds them.
+    /// The table's columns, in the order of ``values``.
     static let columns = [
         "id", "name", "backendKind", "configuration", "replicaPath", "createdAt", "isConnected", "lastSyncAt", "lastError",
         "ignorePatterns", "failureCount", "nextRetryAt", "replicaMode", "hydration", "cacheBudget", "onAccess", "onAccessReason",
         "modeReason",
     ]
     static let selectAll = "SELECT \(columns.joined(separator: ", ")) FROM domain"
+    /// The insert of a row's ``values``.
+    static let insert =
+        "INSERT INTO domain (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
 
     /// Decodes a row of ``selectAll`` (or `SELECT *`), by column name.
     /// - Throws: `localIOFailure` for a replica mode, hydration or on-access mechanism this version does not

@@ -10,10 +10,7 @@ extension MetadataStore {
         do {
             try pool.write { db in
                 // Without GRDB's persistence methods, which build the statement at each call.
-                try db.execute(
-                    sql:
-                        "INSERT INTO domain (\(DomainRecord.columns.joined(separator: ", "))) VALUES (\(DomainRecord.columns.map { _ in "?" }.joined(separator: ", ")))",
-                    arguments: StatementArguments(record.values))
+                try db.execute(sql: DomainRecord.insert, arguments: StatementArguments(record.values))
                 record.id = db.lastInsertedRowID
             }
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {

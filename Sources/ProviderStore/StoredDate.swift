@@ -60,8 +60,7 @@ extension StoredDate {
     /// text of the form ``text(_:)`` writes (``date(_:)``); GRDB reads any other value.
     /// - Throws: GRDB's decoding error for `NULL`, a missing column or a value that is no date.
     static func decode(_ row: Row, _ column: String) throws -> Date {
-        let value: DatabaseValue = try row.decode(forColumn: column)
-        if case .string(let text) = value.storage, let date = date(text) { return date }
+        if let date = try decodeIfPresent(row, column) { return date }
         return try row.decode(Date.self, forColumn: column)
     }
 

@@ -78,10 +78,12 @@ struct DownloadMark: Equatable {
         print.isRegularFile && print.size == size && print.modificationNanos == modificationNanos && print.inode == inode
     }
 
-    /// Whether the file at `path` is, as it stands now, a download the engine placed and nobody
-    /// changed since (its mark describes it), whichever item it is of. Blocking.
-    static func isUnchangedDownload(atPath path: String, _ print: FileFingerprint) -> Bool {
-        read(atPath: path)?.describes(print) ?? false
+    /// Whether the file at `path` (relative to `replica`) is, as it stands now, a download the
+    /// engine placed and nobody changed since (the note of whichever item is at the path, else
+    /// the file's mark, describes it). Blocking.
+    static func isUnchangedDownload(_ path: String, _ print: FileFingerprint, in replica: Replica) -> Bool {
+        if replica.downloadNotes?.download(atPath: path, print) != nil { return true }
+        return read(atPath: replica.path(path))?.describes(print) ?? false
     }
 
     /// Whether the file holds `contentVersion` (as far as the hash can tell).
@@ -126,15 +128,12 @@ struct DownloadMark: Equatable {
         guard old.identifier != new else { return }
         let full = replica.path(path)
         if let notes = replica.downloadNotes, let print = replica.fingerprint(atPath: full), print.isRegularFile {
-            let recorded =
-                old.state == .materialized && print.size == old.localSize && print.modificationNanos == old.localModificationNanos
-                && print.inode == old.localInode
+            let recorded = old.state == .materialized && old.recordsFile(print)
             let noted = recorded ? nil : notes.download(of: old.identifier, print)
             if recorded || noted != nil {
                 try? notes.note([
                     PlacedDownload(
-                        identifier: new, contentVersion: recorded ? old.localContentVersion : noted?.contentVersion, size: print.size,
-                        modificationNanos: print.modificationNanos, inode: print.inode)
+                        identifier: new, contentVersion: recorded ? old.localContentVersion : noted?.contentVersion, fingerprint: print)
                 ])
             }
         }
@@ -163,8 +162,8 @@ struct DownloadMark: Equatable {
 
     /// Whether the file of `record`'s item in `replica` (with fingerprint `print`) is the
     /// engine's own unchanged download of the item, and of which version: the database's note
-    /// of it or the item's row as it is now (``DownloadNotes``), else the file's mark (a file
-    /// placed by an earlier version, or by a path that still marks its files). A file neither
+    /// of it (``DownloadNotes``), else the file's mark (a file placed by an earlier version, or
+    /// where the note could not be written). A file neither
     /// describes is never taken for a download here (an uploaded file has the item's size and
     /// date too). Blocking.
     static func recognize(_ record: ItemRecord, _ print: FileFingerprint, in replica: Replica) -> Download? {
@@ -204,9 +203,7 @@ extension Replica {
     /// database write). Blocking when the fingerprints differ (it asks the database and reads
     /// the mark).
     public func hasLocalChanges(_ record: ItemRecord, _ print: FileFingerprint) -> Bool {
-        if print.size == record.localSize && print.modificationNanos == record.localModificationNanos && print.inode == record.localInode {
-            return false
-        }
+        if record.recordsFile(print) { return false }
         // Evicted by another process, not recorded yet: the item's dataless file is no edit.
         if placeholderUnderItsName(record.path)?.isOwned(by: record.identifier) == true { return false }
         return DownloadMark.recognize(record, print, in: self) == nil

@@ -41,6 +41,15 @@ public struct DownloadNotes: Sendable {
     }
 }
 
+extension PlacedDownload {
+    /// A download of `identifier` at `contentVersion` whose file has fingerprint `print`.
+    init(identifier: ItemIdentifier, contentVersion: Data?, fingerprint print: FileFingerprint) {
+        self.init(
+            identifier: identifier, contentVersion: contentVersion, size: print.size, modificationNanos: print.modificationNanos,
+            inode: print.inode)
+    }
+}
+
 extension Replica {
     /// This replica, with the database's notes of `domainID`'s downloads (``downloadNotes``).
     func noting(downloadsOf domainID: Int64, in store: MetadataStore) -> Replica {

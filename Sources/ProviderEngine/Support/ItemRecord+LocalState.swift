@@ -12,6 +12,12 @@ extension ItemRecord {
         localInode = fingerprint.inode
     }
 
+    /// Whether `print` is the fingerprint this row records of its file (size, modification
+    /// time, inode), whatever its state.
+    func recordsFile(_ print: FileFingerprint) -> Bool {
+        print.size == localSize && print.modificationNanos == localModificationNanos && print.inode == localInode
+    }
+
     /// Whether the store's contents changed since the version the local file was downloaded (or
     /// uploaded) as. Sync down records the store's new version even when it keeps the local file
     /// (it never downloads over local edits, and a download can fail), so `contentVersion` is then

@@ -309,17 +309,14 @@ struct LocalScanner {
         DownloadMark.recognize(record, print, in: replica).map { download in
             PlacedFile(
                 record: record,
-                download: PlacedDownload(
-                    identifier: record.identifier, contentVersion: download.contentVersion, size: print.size,
-                    modificationNanos: print.modificationNanos, inode: print.inode))
+                download: PlacedDownload(identifier: record.identifier, contentVersion: download.contentVersion, fingerprint: print))
         }
     }
 
     /// Whether a file is a materialized item's file exactly as recorded.
     private static func isUnchangedDownload(_ print: FileFingerprint, _ record: ItemRecord?) -> Bool {
         guard let record, record.state == .materialized else { return false }
-        return print.size == record.localSize && print.modificationNanos == record.localModificationNanos
-            && print.inode == record.localInode
+        return record.recordsFile(print)
     }
 
     /// The identifier key of the item a placeholder stands for now.

@@ -38,7 +38,7 @@ enum UnsentStatus {
             // finished download got `unsent` while tar read it.
             guard Replica.datalessOwner(atPath: target) == nil,
                 let print = replica.fingerprint(atPath: target), print.isRegularFile,
-                replica.downloadNotes?.download(atPath: path, print) == nil, !DownloadMark.isUnchangedDownload(atPath: target, print),
+                !DownloadMark.isUnchangedDownload(path, print, in: replica),
                 ReplicaStatus.read(atPath: target) != .conflict
             else { continue }
             ReplicaStatus.unsent.write(atPath: target, domain: domain)

@@ -261,7 +261,7 @@ extension Downloader {
                         space.release(file.ticket)
                     }
                 }
-                note(staged.map(\.download))
+                note(staged.map(\.download.noted))
                 for (index, download) in staged {
                     let absent = !placeholderFree.isEmpty && placeholderFree.contains(download.stored.path)
                     do throws(FileProviderError) {

@@ -128,7 +128,7 @@ extension Downloader {
                         placed[file.index] = .failure(error)
                     }
                 }
-                noteFilled(filled.map { ($0.target, $0.item, $0.print) })
+                note(filled.map { (StagedFile(path: $0.target), $0.item, $0.print) })
                 for file in filled {
                     do throws(FileProviderError) {
                         try Self.clearDataless(atPath: file.target)

@@ -247,7 +247,7 @@ extension Downloader {
         guard let filled = replica.fingerprint(atPath: target) else {
             throw FileProviderError(.localIOFailure, "\(target) vanished while it was filled")
         }
-        noteFilled([(target, item, filled)])
+        note([(StagedFile(path: target), item, filled)])
         ReplicaStatus.downloaded(path: record.path, own: record.contentPolicy, store: store, domainID: domainID)
             .write(atPath: target, domain: domainName)
         try Self.clearDataless(atPath: target)

@@ -31,6 +31,9 @@ extension Downloader {
         /// The record to write once the file is in place.
         let updated: ItemRecord
 
+        /// What ``note(_:)`` takes of it.
+        var noted: (file: StagedFile, item: Item, print: FileFingerprint) { (file, item, fingerprint) }
+
         init(stored: ItemRecord, item: Item, staging: String, file: StagedFile, fingerprint: FileFingerprint, updated: ItemRecord) {
             self.stored = stored
             self.item = item
@@ -38,13 +41,6 @@ extension Downloader {
             self.file = file
             self.fingerprint = fingerprint
             self.updated = updated
-        }
-
-        /// What the database notes of it before the rename.
-        var note: PlacedDownload {
-            PlacedDownload(
-                identifier: item.identifier, contentVersion: item.version.content, size: fingerprint.size,
-                modificationNanos: fingerprint.modificationNanos, inode: fingerprint.inode)
         }
     }
 
@@ -69,7 +65,7 @@ extension Downloader {
         sha256 streamed: String? = nil, policies: InheritedPolicies? = nil
     ) throws(FileProviderError) -> ItemRecord {
         let staged = try stage(stored, item, staging: staging, folders: folders, sha256: streamed, policies: policies)
-        note([staged])
+        note([staged.noted])
         return try settle(staged, placeholderAbsent: placeholderAbsent, folders: folders)
     }
 
@@ -114,39 +110,26 @@ extension Downloader {
             updated: Self.downloaded(stored, as: item, fingerprint: print, sha256: sha256))
     }
 
-    /// Notes staged downloads as the engine's, before they get their names: whoever finds one
-    /// there before it is recorded (a sync in another process, the next run after a kill)
-    /// knows it is a download, not a local edit. One transaction for all of them
-    /// (``DownloadNotes``); where the replica has no notes, or the database cannot be written,
-    /// each file gets its ``DownloadMark`` instead. Blocking.
-    func note(_ staged: [StagedDownload]) {
-        if staged.isEmpty { return }
-        if let notes = replica.downloadNotes, (try? notes.note(staged.map(\.note))) != nil { return }
-        // The status first, then the download mark: with the mark first, ext4 built the status
-        // in an attribute block shared with other files and copied it for the domain's name,
-        // freeing a block (and waiting for its discard where the disk is mounted with
-        // `discard`): 59 against 18 µs per file here.
-        for download in staged {
-            DownloadMark.write(
-                to: download.file, identifier: download.item.identifier, contentVersion: download.item.version.content,
-                fingerprint: download.fingerprint)
-        }
-    }
-
-    /// ``note(_:)`` of files filled in place (`target`: the file's path, `item` as the store
-    /// sent it, `print` the dated file's fingerprint), before their dataless marks go: one
-    /// transaction, or each file's ``DownloadMark`` where there are no notes. Blocking.
-    func noteFilled(_ files: [(target: String, item: Item, print: FileFingerprint)]) {
+    /// Notes finished downloads as the engine's (`file`: the staging file, or the file filled
+    /// in place; `item` as the store sent it; `print` the dated file's fingerprint), before a
+    /// staging file gets its name or a filled file loses its dataless mark: whoever finds one
+    /// before it is recorded (a sync in another process, the next run after a kill) knows it is
+    /// a download, not a local edit. One transaction for all of them (``DownloadNotes``); where
+    /// the replica has no notes, or the database cannot be written, each file gets its
+    /// ``DownloadMark`` instead. Blocking.
+    func note(_ files: [(file: StagedFile, item: Item, print: FileFingerprint)]) {
         if files.isEmpty { return }
-        let notes = files.map {
-            PlacedDownload(
-                identifier: $0.item.identifier, contentVersion: $0.item.version.content, size: $0.print.size,
-                modificationNanos: $0.print.modificationNanos, inode: $0.print.inode)
+        let downloads = files.map {
+            PlacedDownload(identifier: $0.item.identifier, contentVersion: $0.item.version.content, fingerprint: $0.print)
         }
-        if let downloadNotes = replica.downloadNotes, (try? downloadNotes.note(notes)) != nil { return }
+        if let notes = replica.downloadNotes, (try? notes.note(downloads)) != nil { return }
+        // After the status: with the mark first, ext4 built the status in an attribute block
+        // shared with other files and copied it for the domain's name, freeing a block (and
+        // waiting for its discard where the disk is mounted with `discard`): 59 against 18 µs
+        // per file here.
         for file in files {
             DownloadMark.write(
-                atPath: file.target, identifier: file.item.identifier, contentVersion: file.item.version.content, fingerprint: file.print)
+                to: file.file, identifier: file.item.identifier, contentVersion: file.item.version.content, fingerprint: file.print)
         }
     }
 

@@ -139,7 +139,7 @@ extension Downloader {
             guard let print = replica.fingerprint(atPath: target) else {
                 throw FileProviderError(.localIOFailure, "\(target) vanished while it was completed")
             }
-            if !modifiedLocally { self.noteFilled([(target, record.item, print)]) }
+            if !modifiedLocally { self.note([(StagedFile(path: target), record.item, print)]) }
             let status =
                 modifiedLocally
                 ? ReplicaStatus.unsent
