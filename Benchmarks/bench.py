@@ -200,6 +200,14 @@ class Run:
             self.fpctl("sync", DOMAIN),
         ]
 
+    def add_syncing(self) -> list[list[str]]:
+        """`domain add --sync`: the domain added and synced by one process."""
+        return [
+            self.fpctl(
+                "domain", "add", DOMAIN, "--mode", "placeholder-files", "--backend", "local", "--root", str(self.data), "--sync"
+            ),
+        ]
+
 
 Commands = Callable[[Run], list[list[str]]]
 
@@ -313,7 +321,8 @@ BENCHMARKS = [
         "first-sync-100k",
         "tree100k",
         [
-            ours("fileproviderctl domain add + sync", Run.add_and_sync),
+            ours("fileproviderctl domain add --sync", Run.add_syncing),
+            Tool("fileproviderctl domain add, then sync (two processes)", Run.add_and_sync),
             Tool("rclone lsjson -R", lambda r: [r.rclone("lsjson", "-R", str(r.data))]),
             Tool("find", lambda r: [["find", str(r.data)]]),
         ],

@@ -211,8 +211,8 @@ public enum ExternalBackends {
     /// a program's option of one of these names could never be given, so a description that
     /// declares one is refused.
     public static let reservedOptionNames: Set<String> = [
-        "backend", "replica", "ignore", "mode", "on-access", "cache-budget", "hydration", "adopt-replica", "home", "verbose",
-        "quiet", "log-level", "log-file", "json", "help", "version",
+        "backend", "replica", "ignore", "mode", "on-access", "cache-budget", "hydration", "adopt-replica", "sync", "progress",
+        "no-progress", "home", "verbose", "quiet", "log-level", "log-file", "json", "help", "version",
     ]
 
     /// Text from a program for one line of output: line breaks and tabs become spaces (a

@@ -46,14 +46,21 @@ struct DomainAddCommand: AsyncParsableCommand {
             terminal, 'domain add' asks for the password (not echoed) and stores it in the \
             Secret Service; 'domain set NAME --password' changes it and 'domain remove' deletes it.
 
+            With --sync the new domain's first sync runs right away, in this process and on the \
+            connection that checked the store, as 'fileproviderctl sync NAME' would run it (the \
+            store's items recorded, the replica's first folders populated). When that sync fails \
+            the domain stays added: 'fileproviderctl sync NAME' tries again.
+
             Examples:
               fileproviderctl domain add photos --backend local --root ~/Pictures
+              fileproviderctl domain add music --backend local --root ~/Music --sync
               fileproviderctl domain add backup --mode placeholder-files --backend sftp --host nas --root /srv
             """
     )
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
+    @OptionGroup var progress: ProgressOptions
 
     @Argument(help: "The domain's name: up to 64 characters; no '/', ':', spaces or control characters; not starting with '.' or '-'.")
     var name: String
@@ -104,6 +111,12 @@ struct DomainAddCommand: AsyncParsableCommand {
     )
     var adoptReplica = false
 
+    @Flag(
+        help:
+            "Sync the new domain right away, in this process (as 'fileproviderctl sync NAME' does); the domain stays added when that sync fails."
+    )
+    var sync = false
+
     @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Backend options (--root DIR, ...).", visibility: .hidden))
     var backendOptions: [String] = []
 
@@ -123,7 +136,8 @@ struct DomainAddCommand: AsyncParsableCommand {
     static let ownOptions: [String: Bool] = [
         "backend": true, "replica": true, "ignore": true, "mode": true, "on-access": true, "cache-budget": true, "hydration": true,
         "home": true, "log-level": true, "log-file": true,
-        "adopt-replica": false, "json": false, "verbose": false, "quiet": false, "help": false,
+        "adopt-replica": false, "sync": false, "progress": false, "no-progress": false, "json": false, "verbose": false,
+        "quiet": false, "help": false,
     ]
 
     /// `arguments` (a whole command line, after ``GlobalArguments/reorder(_:root:)``) with the
@@ -256,12 +270,17 @@ struct DomainAddCommand: AsyncParsableCommand {
             }
             let record = try await manager.addDomain(
                 name: name, kind: backend, options: options, replicaPath: replicaPath, ignorePatterns: ignore, mode: mode,
-                cacheBudget: budget, hydration: hydration, onAccess: (onAccess ?? .auto).mechanism, modeReason: modeReason)
+                cacheBudget: budget, hydration: hydration, onAccess: (onAccess ?? .auto).mechanism, modeReason: modeReason,
+                keepsConnection: sync)
             return (record, nil)
         }
         let (record, adopted, storedPassword) = try await addAskingForPassword(options: options, add)
-        var shown = try DomainJSON(record, summary: nil, manager: manager)
+        let synced = sync ? await firstSync(manager) : nil
+        // After a sync the record has its date and outcome.
+        let current = synced == nil ? record : (try? manager.domain(named: name)) ?? record
+        var shown = try DomainJSON(current, summary: nil, manager: manager)
         shown.adopted = adopted
+        if case .success(let report) = synced { shown.sync = report }
         await manager.close()
         if let storedPassword {
             // On standard error in JSON mode: standard output holds the JSON alone.
@@ -280,7 +299,7 @@ struct DomainAddCommand: AsyncParsableCommand {
                     "; \(adopted.differing) file\(adopted.differing == 1 ? " differs" : "s differ") from the store's: the first sync keeps both (yours under a new name)"
             }
             print(line)
-            print("next: fileproviderctl sync \(record.name)")
+            if synced == nil { print("next: fileproviderctl sync \(record.name)") }
         } else if let backing = shown.backing {
             print(
                 "added domain '\(record.name)' (\(record.backendKind), \(shown.mode)); replica: \(record.replicaPath); files kept in: \(backing)"
@@ -288,7 +307,7 @@ struct DomainAddCommand: AsyncParsableCommand {
             print("on access: \(record.onAccess.rawValue): \(record.onAccessReason ?? "")")
             if record.onAccess == .fanotify { print(Self.datalessLimit(record.name)) }
             print(Self.serveNeeded(asRoot: geteuid() == 0))
-            print("next: fileproviderctl sync \(record.name)")
+            if synced == nil { print("next: fileproviderctl sync \(record.name)") }
         } else {
             print("added domain '\(record.name)' (\(record.backendKind)); replica: \(record.replicaPath)")
             if self.mode == nil && !adoptReplica {
@@ -296,7 +315,53 @@ struct DomainAddCommand: AsyncParsableCommand {
                     "placeholder-files mode, as \(modeReason); once one of them works, 'fileproviderctl domain convert \(record.name) --mode dataless' makes its files dataless"
                 )
             }
-            print("next: fileproviderctl sync \(record.name)")
+            if synced == nil { print("next: fileproviderctl sync \(record.name)") }
+        }
+        if let synced { try finish(synced) }
+    }
+
+    /// Whether the first sync (`--sync`) ran to its end, and how it ended: the report, or the
+    /// error (the domain stays added either way).
+    typealias FirstSync = Result<SyncReport, FileProviderError>
+
+    /// Runs the new domain's first sync with the backend `domain add` connected
+    /// (``ProviderManager/addDomain(name:kind:options:replicaPath:ignorePatterns:mode:cacheBudget:hydration:onAccess:modeReason:keepsConnection:)``),
+    /// drawing progress as `sync` does.
+    private func firstSync(_ manager: ProviderManager) async -> FirstSync {
+        let bar = ProgressBar(label: name, options: progress)
+        defer { bar.finish() }
+        do {
+            let controller = try await manager.controller(for: name)
+            return .success(
+                try await controller.sync(
+                    events: SyncCommand.events(of: name, drawingOn: bar), upload: true,
+                    populationBudget: DomainController.defaultPopulationBudget, followChanges: false))
+        } catch {
+            return .failure(FileProviderError.wrap(error))
+        }
+    }
+
+    /// Says how the first sync (`--sync`) ended, after the lines about the domain, and throws
+    /// what makes the exit status say it: nothing for a full sync; ``CommandPartial`` (exit 3)
+    /// after the line that counts what was left; ``CommandFailure`` (exit 1) when the store
+    /// stopped answering or the sync failed; ``CommandInterrupted`` after SIGINT or SIGTERM.
+    private func finish(_ synced: FirstSync) throws {
+        switch synced {
+        case .success(let report):
+            if !output.json { SyncCommand.show(report) }
+            if report.unreachable != nil { throw CommandFailure() }
+            if let line = SyncCommand.partialSummary([report]) {
+                FileHandle.standardError.write(Data((TerminalText.escaped(line) + "\n").utf8))
+                throw CommandPartial()
+            }
+        case .failure(let error):
+            let again = "the domain is added; 'fileproviderctl sync \(name)' syncs it"
+            if error.code == .cancelled && Interruption.shared.signal != nil {
+                FileHandle.standardError.write(
+                    Data("interrupted: \(name): the first sync stopped before it finished; \(again)\n".utf8))
+                throw CommandInterrupted()
+            }
+            throw CommandFailure(message: "\(name): the first sync failed: \(error.message); \(again)")
         }
     }
 

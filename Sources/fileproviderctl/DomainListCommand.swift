@@ -86,6 +86,9 @@ struct DomainJSON: Encodable {
     var accessRefusals: AccessRefusalsJSON
     /// Only from `domain add --adopt-replica`: what it took over.
     var adopted: AdoptionSummary?
+    /// Only from `domain add --sync`: what its first sync did (as one of `sync --json`'s
+    /// `reports`); left out when that sync failed.
+    var sync: SyncReport?
 
     /// - Throws: `invalidArgument` when a dataless domain's name is not valid (a damaged database).
     init(_ record: DomainRecord, summary: ItemSummary?, manager: ProviderManager) throws(FileProviderError) {

@@ -77,14 +77,7 @@ struct SyncCommand: AsyncParsableCommand {
         var incomplete = false
         for (index, name) in domains.enumerated() {
             let bar = ProgressBar(label: name, options: progress)
-            let draw = bar.handler
-            let events: EventHandler = { event in
-                if case .waitingForSync(let process, let serving) = event {
-                    bar.finish()
-                    FileHandle.standardError.write(Data("\(name): \(Self.waiting(process, serving))\n".utf8))
-                }
-                draw?(event)
-            }
+            let events = Self.events(of: name, drawingOn: bar)
             do {
                 let controller = try await manager.controller(for: name)
                 // One sync and the process ends: a feed that lives in this process is not started.
@@ -92,24 +85,8 @@ struct SyncCommand: AsyncParsableCommand {
                     events: events, upload: !downloadOnly, populationBudget: populateLimit, followChanges: false)
                 bar.finish()
                 reports.append(report)
-                if !output.json {
-                    print(
-                        "\(name): \(report.uploaded) local changes sent, \(report.conflicts) conflicts; \(report.listedItems) items listed, "
-                            + "\(report.added) added, \(report.updated) updated, \(report.moved) moved, \(report.deleted) deleted, "
-                            + "\(report.downloaded) downloaded"
-                            + (report.evictedOnUpdate > 0 ? ", \(report.evictedOnUpdate) evicted (changed in the store)" : "")
-                            + " in \(String(format: "%.2f", report.seconds)) s")
-                    for notice in report.notices { Output.warning(notice) }
-                }
-                if let unreachable = report.unreachable {
-                    // Synced as far as the store answered: an error, and the domain backs off.
-                    incomplete = true
-                    if !output.json {
-                        Output.error(
-                            "\(name): the store stopped answering during the sync (\(unreachable)); what it listed was synced, the rest is kept as it was and synced once it answers"
-                        )
-                    }
-                }
+                if !output.json { Self.show(report) }
+                if report.unreachable != nil { incomplete = true }
             } catch {
                 bar.finish()
                 let wrapped = FileProviderError.wrap(error)
@@ -164,6 +141,38 @@ extension SyncCommand {
 }
 
 extension SyncCommand {
+    /// What a sync of the domain `name` reports as it goes: drawn on `bar`; when it waits for
+    /// another process's sync of the domain, the bar ends and a line on standard error says so.
+    static func events(of name: String, drawingOn bar: ProgressBar) -> EventHandler {
+        let draw = bar.handler
+        return { event in
+            if case .waitingForSync(let process, let serving) = event {
+                bar.finish()
+                FileHandle.standardError.write(Data("\(name): \(Self.waiting(process, serving))\n".utf8))
+            }
+            draw?(event)
+        }
+    }
+
+    /// Prints what a sync of a domain did (a line on standard output), its notices and, when
+    /// the store stopped answering during it, an error line (the sync then fails: synced as far
+    /// as the store answered, and the domain backs off).
+    static func show(_ report: SyncReport) {
+        let name = report.domain
+        print(
+            "\(name): \(report.uploaded) local changes sent, \(report.conflicts) conflicts; \(report.listedItems) items listed, "
+                + "\(report.added) added, \(report.updated) updated, \(report.moved) moved, \(report.deleted) deleted, "
+                + "\(report.downloaded) downloaded"
+                + (report.evictedOnUpdate > 0 ? ", \(report.evictedOnUpdate) evicted (changed in the store)" : "")
+                + " in \(String(format: "%.2f", report.seconds)) s")
+        for notice in report.notices { Output.warning(notice) }
+        if let unreachable = report.unreachable {
+            Output.error(
+                "\(name): the store stopped answering during the sync (\(unreachable)); what it listed was synced, the rest is kept as it was and synced once it answers"
+            )
+        }
+    }
+
     /// What a sync waits for, in words.
     static func waiting(_ process: Int32?, _ serving: Bool) -> String {
         switch (process, serving) {

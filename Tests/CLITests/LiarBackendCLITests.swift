@@ -122,14 +122,15 @@ import Testing
         let section = try #require(help.stdout.components(separatedBy: "OPTIONS:").last)
         var names: Set<String> = []
         for line in section.split(separator: "\n") where line.trimmingCharacters(in: .whitespaces).hasPrefix("-") {
-            for word in line.split(separator: " ").prefix(3) where word.hasPrefix("--") {
+            // `--[no-]progress` is `--progress/--no-progress` in --help.
+            for word in line.split(separator: " ").prefix(3).flatMap({ $0.split(separator: "/") }) where word.hasPrefix("--") {
                 names.insert(String(word.dropFirst(2)).trimmingCharacters(in: CharacterSet(charactersIn: ",<>")))
             }
         }
-        #expect(names.contains("mode"), "\(help.stdout)")
+        #expect(names.contains("mode") && names.contains("no-progress"), "\(help.stdout)")
         let reserved: Set<String> = [
-            "backend", "replica", "ignore", "mode", "on-access", "cache-budget", "hydration", "adopt-replica", "home", "verbose",
-            "quiet", "log-level", "log-file", "json", "help", "version",
+            "backend", "replica", "ignore", "mode", "on-access", "cache-budget", "hydration", "adopt-replica", "sync", "progress",
+            "no-progress", "home", "verbose", "quiet", "log-level", "log-file", "json", "help", "version",
         ]
         #expect(names.isSubset(of: reserved), "not reserved: \(names.subtracting(reserved).sorted())")
     }

@@ -111,15 +111,20 @@ public final class ProviderManager: Sendable {
     /// dataless domain's files (`nil`: fanotify where it can work, else FUSE; see
     /// ``chooseOnAccess(_:backing:)``, whose refusals this throws too); `modeReason` why the
     /// domain has its mode, kept for `domain show` (``DomainRecord/modeReason``).
+    ///
+    /// With `keepsConnection` the backend that answered stays open as the new domain's
+    /// controller (``controller(for:)`` returns it), for a sync right after that does not
+    /// connect to the store again (`domain add --sync`); else it is closed.
     @discardableResult
     public func addDomain(
         name: String, kind: String, options: [String: String], replicaPath: String? = nil, ignorePatterns: [String] = [],
         mode: ReplicaMode = .placeholderFiles, cacheBudget: Int64? = nil, hydration: Hydration? = nil,
-        onAccess: OnAccessMechanism? = .fanotify, modeReason: String? = nil
+        onAccess: OnAccessMechanism? = .fanotify, modeReason: String? = nil, keepsConnection: Bool = false
     ) async throws(FileProviderError) -> DomainRecord {
         try await add(
             name: name, kind: kind, options: options, replicaPath: replicaPath, ignorePatterns: ignorePatterns, mode: mode,
-            cacheBudget: cacheBudget, hydration: hydration, onAccess: onAccess, modeReason: modeReason, adopting: false
+            cacheBudget: cacheBudget, hydration: hydration, onAccess: onAccess, modeReason: modeReason, adopting: false,
+            keepsConnection: keepsConnection
         ).record
     }
 
@@ -140,27 +145,28 @@ public final class ProviderManager: Sendable {
         let added = try await add(
             name: name, kind: kind, options: options, replicaPath: replicaPath, ignorePatterns: ignorePatterns,
             mode: .placeholderFiles, cacheBudget: cacheBudget, hydration: hydration, onAccess: nil, modeReason: modeReason,
-            adopting: true)
+            adopting: true, keepsConnection: false)
         return (added.record, added.adopted ?? AdoptionSummary())
     }
 
     private func add(
         name: String, kind: String, options: [String: String], replicaPath: String?, ignorePatterns: [String],
         mode: ReplicaMode, cacheBudget: Int64?, hydration: Hydration?, onAccess: OnAccessMechanism?, modeReason: String?,
-        adopting: Bool
+        adopting: Bool, keepsConnection: Bool
     ) async throws(FileProviderError) -> (record: DomainRecord, adopted: AdoptionSummary?) {
         try await PoolCheck.during("domain add") {
             () async throws(FileProviderError) -> (record: DomainRecord, adopted: AdoptionSummary?) in
             try await adding(
                 name: name, kind: kind, options: options, replicaPath: replicaPath, ignorePatterns: ignorePatterns, mode: mode,
-                cacheBudget: cacheBudget, hydration: hydration, onAccess: onAccess, modeReason: modeReason, adopting: adopting)
+                cacheBudget: cacheBudget, hydration: hydration, onAccess: onAccess, modeReason: modeReason, adopting: adopting,
+                keepsConnection: keepsConnection)
         }
     }
 
     private func adding(
         name: String, kind: String, options: [String: String], replicaPath: String?, ignorePatterns: [String],
         mode: ReplicaMode, cacheBudget: Int64?, hydration: Hydration?, onAccess: OnAccessMechanism?, modeReason: String?,
-        adopting: Bool
+        adopting: Bool, keepsConnection: Bool
     ) async throws(FileProviderError) -> (record: DomainRecord, adopted: AdoptionSummary?) {
         try Self.validateDomainName(name)
         try Self.validateIgnorePatterns(ignorePatterns)
@@ -207,7 +213,8 @@ public final class ProviderManager: Sendable {
             await backend.close()
             throw FileProviderError(error.code, "cannot reach the store of '\(name)': \(error.message)")
         }
-        if !adopting { await backend.close() }
+        let keepsBackend = adopting || keepsConnection
+        if !keepsBackend { await backend.close() }
 
         do throws(FileProviderError) {
             try await blocking { [self] () throws(FileProviderError) in try makeFolders(replica: replica, backing: backing, domain: name) }
@@ -243,8 +250,17 @@ public final class ProviderManager: Sendable {
             guard let id = record.id else { throw FileProviderError(.localIOFailure, "the domain was not saved") }
             domainID = id
         } catch {
-            if adopting { await backend.close() }
+            if keepsBackend { await backend.close() }
             throw error
+        }
+        if keepsConnection && !adopting {
+            do throws(FileProviderError) {
+                try await keep(backend, asControllerOf: record)
+            } catch {
+                // The domain is added; a later sync connects again.
+                await backend.close()
+            }
+            return (record, nil)
         }
         guard adopting else { return (record, nil) }
         let adoption = ReplicaAdoption(
@@ -458,6 +474,21 @@ public final class ProviderManager: Sendable {
             map[name] = controller
             return controller
         }
+    }
+
+    /// Makes the controller of a domain just added around the backend that answered, so that
+    /// ``controller(for:)`` returns it without connecting again.
+    /// - Throws: what ``DomainController`` throws when its folders cannot be made.
+    private func keep(_ backend: any Backend, asControllerOf domain: DomainRecord) async throws(FileProviderError) {
+        let controller = try await blocking { [self] () throws(FileProviderError) in
+            try DomainController(domain: domain, backend: backend, manager: self)
+        }
+        let kept = controllers.withLock { map in
+            guard map[domain.name] == nil else { return false }
+            map[domain.name] = controller
+            return true
+        }
+        if !kept { await controller.close() }
     }
 
     /// Runs a short blocking step (database, folders) on the engine's executor, never on the
