@@ -299,7 +299,6 @@ struct DomainAddCommand: AsyncParsableCommand {
                     "; \(adopted.differing) file\(adopted.differing == 1 ? " differs" : "s differ") from the store's: the first sync keeps both (yours under a new name)"
             }
             print(line)
-            if synced == nil { print("next: fileproviderctl sync \(record.name)") }
         } else if let backing = shown.backing {
             print(
                 "added domain '\(record.name)' (\(record.backendKind), \(shown.mode)); replica: \(record.replicaPath); files kept in: \(backing)"
@@ -307,7 +306,6 @@ struct DomainAddCommand: AsyncParsableCommand {
             print("on access: \(record.onAccess.rawValue): \(record.onAccessReason ?? "")")
             if record.onAccess == .fanotify { print(Self.datalessLimit(record.name)) }
             print(Self.serveNeeded(asRoot: geteuid() == 0))
-            if synced == nil { print("next: fileproviderctl sync \(record.name)") }
         } else {
             print("added domain '\(record.name)' (\(record.backendKind)); replica: \(record.replicaPath)")
             if self.mode == nil && !adoptReplica {
@@ -315,8 +313,8 @@ struct DomainAddCommand: AsyncParsableCommand {
                     "placeholder-files mode, as \(modeReason); once one of them works, 'fileproviderctl domain convert \(record.name) --mode dataless' makes its files dataless"
                 )
             }
-            if synced == nil { print("next: fileproviderctl sync \(record.name)") }
         }
+        if !output.json && synced == nil { print("next: fileproviderctl sync \(record.name)") }
         if let synced { try finish(synced) }
     }
 
@@ -350,10 +348,7 @@ struct DomainAddCommand: AsyncParsableCommand {
         case .success(let report):
             if !output.json { SyncCommand.show(report) }
             if report.unreachable != nil { throw CommandFailure() }
-            if let line = SyncCommand.partialSummary([report]) {
-                FileHandle.standardError.write(Data((TerminalText.escaped(line) + "\n").utf8))
-                throw CommandPartial()
-            }
+            try SyncCommand.endIfPartial([report])
         case .failure(let error):
             let again = "the domain is added; 'fileproviderctl sync \(name)' syncs it"
             if error.code == .cancelled && Interruption.shared.signal != nil {

@@ -112,10 +112,7 @@ struct SyncCommand: AsyncParsableCommand {
             throw CommandInterrupted()
         }
         if !failures.isEmpty || incomplete { throw CommandFailure() }
-        if let line = Self.partialSummary(reports) {
-            FileHandle.standardError.write(Data((TerminalText.escaped(line) + "\n").utf8))
-            throw CommandPartial()
-        }
+        try Self.endIfPartial(reports)
     }
 }
 
@@ -137,6 +134,15 @@ extension SyncCommand {
         if notSent > 0 { line += ", 'fileproviderctl pending \(domain)' for the changes not sent" }
         line += ", 'fileproviderctl why \(domain):/PATH' for one item"
         return line
+    }
+
+    /// Ends a command whose syncs left something undone: the line of ``partialSummary(_:)`` on
+    /// standard error, then ``CommandPartial`` (exit 3). Returns when every sync was whole.
+    /// - Throws: ``CommandPartial`` when a report is partial.
+    static func endIfPartial(_ reports: [SyncReport]) throws {
+        guard let line = partialSummary(reports) else { return }
+        FileHandle.standardError.write(Data((TerminalText.escaped(line) + "\n").utf8))
+        throw CommandPartial()
     }
 }
 

@@ -253,7 +253,7 @@ public final class ProviderManager: Sendable {
             if keepsBackend { await backend.close() }
             throw error
         }
-        if keepsConnection && !adopting {
+        if keepsConnection {
             do throws(FileProviderError) {
                 try await keep(backend, asControllerOf: record)
             } catch {
