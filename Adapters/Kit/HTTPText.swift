@@ -26,6 +26,18 @@ public enum HTTPText {
         return bytes[start..<end]
     }
 
+    /// An entity tag without its quotes and without a weak `W/` (`W/"abc"`, `"abc"` and `abc`
+    /// are all `abc`), trimmed as ``trimmed(_:)-(Substring)`` does: one pair of quotes is
+    /// removed, and only when the tag both starts and ends with one. Read on the bytes: every
+    /// download's head and every object of an S3 listing comes here.
+    public static func unquotedETag(_ tag: String) -> String {
+        var text = trimmed(tag)
+        if text.utf8.starts(with: "W/".utf8) { text = text.dropFirst(2) }
+        let utf8 = text.utf8
+        if utf8.count >= 2 && utf8.first == UInt8(ascii: "\"") && utf8.last == UInt8(ascii: "\"") { text = text.dropFirst().dropLast() }
+        return String(text)
+    }
+
     /// `text` with its `%XX` escapes decoded (any other byte kept as it is), or `nil` when an
     /// escape is not `%` and two hex digits, or the bytes decoded are not UTF-8: Foundation's
     /// `removingPercentEncoding` without its `NSString`, and stricter where that repairs bytes

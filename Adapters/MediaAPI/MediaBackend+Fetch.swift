@@ -182,9 +182,8 @@ extension MediaBackend {
         }
         switch dialect {
         case .extended:
-            guard var etag = head["etag"] else { throw FileProviderError(.corruptData, "the server gave no ETag for \(path.display)") }
-            if etag.hasPrefix("W/") { etag.removeFirst(2) }
-            etag = etag.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+            guard let tag = head["etag"] else { throw FileProviderError(.corruptData, "the server gave no ETag for \(path.display)") }
+            let etag = HTTPText.unquotedETag(tag)
             var modified: Int64?
             if let text = head["x-media-modified"] {
                 guard let value = Int64(text), ItemBounds.problem(withNanoseconds: value, "") == nil else {

@@ -57,7 +57,7 @@ extension S3Backend {
         }
         let reply = try await send(HTTPRequest("HEAD", endpoint(key: source)))
         try check(reply)
-        let sourceTag = reply.head["etag"].map(Self.unquote) ?? ""
+        let sourceTag = reply.head["etag"].map(HTTPText.unquotedETag) ?? ""
         let ranges = multipart.parts(for: size)
         let id = try await createUpload(key: targetKey, display: "'\(targetKey)'", checksummed: false)
         activeUploads.insert(id)
@@ -103,7 +103,7 @@ extension S3Backend {
         // Stores that ignore `x-amz-copy-source-if-match` (moto 5): the source is looked at again.
         let after = try await send(HTTPRequest("HEAD", endpoint(key: source)))
         try check(after)
-        if after.head["etag"].map(Self.unquote) ?? "" != sourceTag {
+        if after.head["etag"].map(HTTPText.unquotedETag) ?? "" != sourceTag {
             try? await deleteKey(targetKey)
             throw FileProviderError(.versionOutOfDate, "'\(source)' changed in the bucket while it was copied")
         }
@@ -137,7 +137,7 @@ extension S3Backend {
                 .serverUnreachable,
                 "copying part \(number) of '\(source)' failed: \(body.fields["Code"] ?? ""): \(body.fields["Message"] ?? "")")
         }
-        guard let tag = body?.fields["ETag"].map(Self.unquote), !tag.isEmpty, tag.utf8.count <= ItemVersion.maximumLength else {
+        guard let tag = body?.fields["ETag"].map(HTTPText.unquotedETag), !tag.isEmpty, tag.utf8.count <= ItemVersion.maximumLength else {
             throw FileProviderError(.corruptData, "copying part \(number) of '\(source)': the reply gave no ETag")
         }
         return tag

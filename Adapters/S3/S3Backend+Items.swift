@@ -120,7 +120,7 @@ extension S3Backend {
             throw FileProviderError(
                 .corruptData, "\(what) has the size \(size?.prefix(40).debugDescription ?? "none"), which no file can have")
         }
-        guard let tag = etag.map(Self.unquote), !tag.isEmpty, tag.utf8.count <= ItemVersion.maximumLength else {
+        guard let tag = etag.map(HTTPText.unquotedETag), !tag.isEmpty, tag.utf8.count <= ItemVersion.maximumLength else {
             throw FileProviderError(.corruptData, "\(what) has no ETag, or one longer than \(ItemVersion.maximumLength) bytes")
         }
         let version = try S3ContentVersion(etag: tag, versionID: versioned ? versionID : nil, of: what)
@@ -137,16 +137,6 @@ extension S3Backend {
     }
 
     enum DateForm { case iso8601, http }
-
-    /// An ETag without its quotes (and without a weak `W/`).
-    static func unquote(_ tag: String) -> String {
-        // On the bytes: every object of a listing and every download's head comes here.
-        var text = HTTPText.trimmed(tag)
-        if text.utf8.starts(with: "W/".utf8) { text = text.dropFirst(2) }
-        let utf8 = text.utf8
-        if utf8.count >= 2 && utf8.first == UInt8(ascii: "\"") && utf8.last == UInt8(ascii: "\"") { text = text.dropFirst().dropLast() }
-        return String(text)
-    }
 
     /// A listing's `LastModified` (`2026-12-05T08:29:00.000Z`): parsed by hand
     /// (``AdapterKit/HTTPDate``), a formatter only for another form.

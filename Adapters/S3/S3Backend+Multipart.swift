@@ -130,7 +130,7 @@ extension S3Backend {
         let current = try await head(path)
         if condition.lowercased().hasPrefix("if-none-match:") { return current == nil }
         guard condition.lowercased().hasPrefix("if-match:"), let colon = condition.firstIndex(of: ":") else { return true }
-        let wanted = Self.unquote(String(condition[condition.index(after: colon)...]))
+        let wanted = HTTPText.unquotedETag(String(condition[condition.index(after: colon)...]))
         return current.map { S3ContentVersion($0.version).etag == wanted } ?? false
     }
 
@@ -171,7 +171,7 @@ extension S3Backend {
         if let sha256 = md5.sha256 { request.headers.append("x-amz-checksum-sha256: \(Data(sha256).base64EncodedString())") }
         let reply = try await send(request)
         try check(reply)
-        let tag = reply.head["etag"].map(Self.unquote) ?? ""
+        let tag = reply.head["etag"].map(HTTPText.unquotedETag) ?? ""
         if Self.isPlainMD5(tag), Self.etagIsMD5(reply.head), tag.lowercased() != md5.md5Hex {
             throw FileProviderError(
                 .corruptData, "part \(number) of \(path.display) was stored as other bytes (ETag \(tag), MD5 sent \(md5.md5Hex))")
@@ -224,7 +224,7 @@ extension S3Backend {
                 .serverUnreachable,
                 "completing the upload of \(path.display) failed: \(body.fields["Code"] ?? ""): \(body.fields["Message"] ?? "")")
         }
-        guard let tag = body?.fields["ETag"].map(Self.unquote) ?? reply.head["etag"].map(Self.unquote), !tag.isEmpty,
+        guard let tag = body?.fields["ETag"].map(HTTPText.unquotedETag) ?? reply.head["etag"].map(HTTPText.unquotedETag), !tag.isEmpty,
             tag.utf8.count <= ItemVersion.maximumLength
         else {
             throw FileProviderError(.corruptData, "completing the upload of \(path.display): the reply gave no ETag")
@@ -313,7 +313,7 @@ extension S3Backend {
                 guard let number = record["PartNumber"].flatMap({ Int($0) }), let size = record["Size"].flatMap({ Int64($0) }) else {
                     throw FileProviderError(.corruptData, "the parts of the upload of '\(objectKey)' hold one without a number or size")
                 }
-                parts.append((number, Self.unquote(record["ETag"] ?? "").lowercased(), size))
+                parts.append((number, HTTPText.unquotedETag(record["ETag"] ?? "").lowercased(), size))
             }
             guard page.fields["IsTruncated"]?.lowercased() == "true" else { return parts }
             guard let next = page.fields["NextPartNumberMarker"], !next.isEmpty, next != marker else {

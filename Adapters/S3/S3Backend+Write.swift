@@ -45,7 +45,7 @@ extension S3Backend {
             throw FileProviderError(.versionOutOfDate, "\(path.display) changed in the bucket; the upload was not made")
         }
         try check(reply)
-        guard let tag = reply.head["etag"].map(Self.unquote), !tag.isEmpty, tag.utf8.count <= ItemVersion.maximumLength else {
+        guard let tag = reply.head["etag"].map(HTTPText.unquotedETag), !tag.isEmpty, tag.utf8.count <= ItemVersion.maximumLength else {
             throw FileProviderError(.corruptData, "PUT \(path.display): the reply gave no ETag")
         }
         if Self.isPlainMD5(tag), Self.etagIsMD5(reply.head), tag.lowercased() != digests.md5Hex {

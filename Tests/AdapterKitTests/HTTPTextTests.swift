@@ -44,4 +44,12 @@ import Testing
         #expect(HTTPText.trimmed(text) == expected[...])
         #expect(HTTPText.trimmed(text.dropFirst(0)) == expected[...])
     }
+
+    @Test(arguments: [
+        ("\"abc\"", "abc"), ("W/\"abc\"", "abc"), ("abc", "abc"), (" \"abc\"\t", "abc"), ("W/abc", "abc"), ("\"\"", ""),
+        ("\"", "\""), ("\"\"abc\"\"", "\"abc\""), ("\"a\"b\"", "a\"b"), ("\"abc", "\"abc"), ("w/\"abc\"", "w/\"abc\""), ("", ""),
+    ])
+    func anETagLosesOnePairOfQuotesAndItsWeakMark(_ tag: String, _ expected: String) {
+        #expect(HTTPText.unquotedETag(tag) == expected)
+    }
 }
