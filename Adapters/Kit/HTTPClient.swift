@@ -265,22 +265,53 @@ public final class HTTPClient: Sendable {
     }
 
     public static func percentEncode(_ text: String, keepSlash: Bool = true) -> String {
-        let digits = Array("0123456789ABCDEF".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(text.utf8.count)
+        String(unsafeUninitializedCapacity: text.utf8.count * 3) { out in
+            var count = 0
+            appendEncoded(text, keepSlash: keepSlash, to: out, at: &count)
+            return count
+        }
+    }
+
+    /// `names` percent-encoded (as ``percentEncode(_:keepSlash:)``) and joined with `/`, in one
+    /// pass into one string: the URL path of every request comes here.
+    public static func percentEncode(_ names: [String], keepSlash: Bool = true) -> String {
+        var capacity = max(0, names.count - 1)
+        for name in names { capacity += name.utf8.count * 3 }
+        return String(unsafeUninitializedCapacity: capacity) { out in
+            var count = 0
+            for (index, name) in names.enumerated() {
+                if index > 0 {
+                    out[count] = UInt8(ascii: "/")
+                    count += 1
+                }
+                appendEncoded(name, keepSlash: keepSlash, to: out, at: &count)
+            }
+            return count
+        }
+    }
+
+    /// Writes `text` percent-encoded into `out` from `count` on (room for three bytes a byte).
+    private static func appendEncoded(_ text: String, keepSlash: Bool, to out: UnsafeMutableBufferPointer<UInt8>, at count: inout Int) {
         for byte in text.utf8 {
             switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                UInt8(ascii: "~"):
-                out.append(byte)
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out[count] = byte
+                count += 1
             case UInt8(ascii: "/") where keepSlash:
-                out.append(byte)
+                out[count] = byte
+                count += 1
             default:
-                out += [UInt8(ascii: "%"), digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]]
+                out[count] = UInt8(ascii: "%")
+                out[count + 1] = hexDigit(byte >> 4)
+                out[count + 2] = hexDigit(byte & 0x0F)
+                count += 3
             }
         }
-        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static func hexDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "A") + value - 10
     }
 }
 

@@ -24,13 +24,7 @@ extension MediaBackend {
     static func extendedVersion(etag: String, modified: Int64?, kind: ItemKind) -> ItemVersion {
         var metadata = VersionBytes(tag: kind == .folder ? UInt8(ascii: "d") : UInt8(ascii: "m"))
         if kind != .folder, let modified { metadata = metadata.appending(modified) }
-        // One allocation: `Data("e".utf8) + Data(etag.utf8)` made three, for every listed
-        // entry and every download's head.
-        var content = Data(capacity: etag.utf8.count + 1)
-        content.append(UInt8(ascii: "e"))
-        var etag = etag
-        etag.withUTF8 { content.append($0) }
-        return ItemVersion(content: content, metadata: metadata.data)
+        return ItemVersion(content: Data(utf8: etag, tag: UInt8(ascii: "e")), metadata: metadata.data)
     }
 
     /// The version of a file of the original API: size and `Last-Modified` (seconds).

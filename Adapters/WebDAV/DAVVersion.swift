@@ -67,7 +67,7 @@ enum DAVVersion: Equatable {
     /// The version's bytes.
     var content: Data {
         switch self {
-        case .etag(let quoted): Data(("e" + quoted).utf8)
+        case .etag(let quoted): Data(utf8: quoted, tag: UInt8(ascii: "e"))
         case .stamp(let seconds, let size): Data("m\(seconds)-\(size)".utf8)
         }
     }

@@ -255,7 +255,7 @@ extension WebDAVBackend {
             Item(
                 identifier: identifier, parentIdentifier: parent, filename: name, kind: .file, contentType: contentType,
                 size: size, creationDate: created, contentModificationDate: modified,
-                version: ItemVersion(content: version.content, metadata: Data((response.lastModified ?? "").utf8.prefix(64)))))
+                version: ItemVersion(content: version.content, metadata: Data(utf8: response.lastModified ?? "", limit: 64))))
     }
 
     /// The root collection.

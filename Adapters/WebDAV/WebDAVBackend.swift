@@ -204,9 +204,8 @@ public final class WebDAVBackend: Backend {
 
     /// The endpoint of a path, percent-encoded; a collection's ends in `/`.
     func endpoint(_ path: ItemPath, collection: Bool = false) -> String {
-        let encoded = path.components.map { HTTPClient.percentEncode($0, keepSlash: false) }.joined(separator: "/")
         if path.isRoot { return "/" }
-        return "/" + encoded + (collection ? "/" : "")
+        return "/" + HTTPClient.percentEncode(path.components, keepSlash: false) + (collection ? "/" : "")
     }
 
     /// The full URL of a path, for `Destination`.

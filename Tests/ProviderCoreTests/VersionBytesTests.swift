@@ -20,4 +20,16 @@ import Testing
         #expect(full.data.count == 32)
         #expect(full.data.first == 1 && full.data.dropFirst().allSatisfy { $0 == 0xFF })
     }
+
+    /// ETag and date versions made with `Data(utf8:tag:limit:)` are the bytes the earlier
+    /// `Data("e".utf8) + Data(text.utf8)` and `Data(text.utf8.prefix(n))` made.
+    @Test(arguments: ["", "\"5f3a-1\"", "Sun, 06 Nov 1994 08:49:37 GMT", "é日本\u{1F600}", String(repeating: "x", count: 200)])
+    func versionsOfTextAreItsUTF8Bytes(_ text: String) {
+        #expect(Data(utf8: text) == Data(text.utf8))
+        #expect(Data(utf8: text, tag: UInt8(ascii: "e")) == Data("e".utf8) + Data(text.utf8))
+        for limit in [0, 1, 64] {
+            #expect(Data(utf8: text, limit: limit) == Data(text.utf8.prefix(limit)))
+            #expect(Data(utf8: text, tag: 1, limit: limit) == Data([1]) + Data(text.utf8.prefix(limit)))
+        }
+    }
 }
