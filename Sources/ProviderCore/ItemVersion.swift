@@ -47,13 +47,16 @@ extension Data {
 
     /// The bytes as lowercase hexadecimal.
     public var hexString: String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(count * 2)
-        for byte in self {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
+        // Written in place: every download's and upload's content hash comes here.
+        func digit(_ value: UInt8) -> UInt8 { value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10 }
+        return withUnsafeBytes { bytes in
+            String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+                for (index, byte) in bytes.enumerated() {
+                    out[2 * index] = digit(byte >> 4)
+                    out[2 * index + 1] = digit(byte & 0x0f)
+                }
+                return bytes.count * 2
+            }
         }
-        return String(decoding: out, as: UTF8.self)
     }
 }

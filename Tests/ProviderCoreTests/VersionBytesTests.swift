@@ -32,4 +32,12 @@ import Testing
             #expect(Data(utf8: text, tag: 1, limit: limit) == Data([1]) + Data(text.utf8.prefix(limit)))
         }
     }
+
+    @Test func hexIsTwoLowercaseDigitsAByte() {
+        #expect(Data().hexString == "")
+        #expect(Data([0x00, 0x0f, 0xa5, 0xff, 0x10]).hexString == "000fa5ff10")
+        let all = Data((0...255).map { UInt8($0) })
+        #expect(all.hexString == all.map { String(format: "%02x", $0) }.joined())
+        #expect(all.dropFirst(7).hexString == all.dropFirst(7).map { String(format: "%02x", $0) }.joined())
+    }
 }
