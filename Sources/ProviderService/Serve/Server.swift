@@ -363,6 +363,9 @@ public final class Server: Sendable {
                         logger.notice("\(name): waiting for \(process.map { "process \($0)" } ?? "another process") to finish its sync")
                     }
                 }, upload: true, settleSeconds: options.settleSeconds, changes: changes)
+            // Each notice before the pass's summary, which counts them: a reader (or a test)
+            // that finds the summary finds its details above it.
+            for notice in report.notices { logger.warning("\(notice)") }
             if report.isPartial {
                 outcome = SyncActivity.Outcome(message: report.problemSummary, partial: true)
                 // Synced in part: said at warning level, as `sync` exits 3 (`status` keeps it).
@@ -381,7 +384,6 @@ public final class Server: Sendable {
                 await services.watchDatalessFolders(of: controller.domain)
                 state.markedFolders = folders
             }
-            for notice in report.notices { logger.warning("\(notice)") }
             await services.refreshMount(of: name)
             state.populationDue = true
             if !report.pendingLocal.isEmpty {
