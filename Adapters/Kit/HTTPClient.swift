@@ -272,9 +272,9 @@ public final class HTTPClient: Sendable {
         }
     }
 
-    /// `names` percent-encoded (as ``percentEncode(_:keepSlash:)``) and joined with `/`, in one
-    /// pass into one string: the URL path of every request comes here.
-    public static func percentEncode(_ names: [String], keepSlash: Bool = true) -> String {
+    /// `names` percent-encoded (as ``percentEncode(_:keepSlash:)``, a `/` in a name too) and
+    /// joined with `/`, in one pass into one string: the URL path of every request comes here.
+    public static func percentEncodedPath(_ names: [String]) -> String {
         var capacity = max(0, names.count - 1)
         for name in names { capacity += name.utf8.count * 3 }
         return String(unsafeUninitializedCapacity: capacity) { out in
@@ -284,7 +284,7 @@ public final class HTTPClient: Sendable {
                     out[count] = UInt8(ascii: "/")
                     count += 1
                 }
-                appendEncoded(name, keepSlash: keepSlash, to: out, at: &count)
+                appendEncoded(name, keepSlash: false, to: out, at: &count)
             }
             return count
         }

@@ -205,7 +205,7 @@ public final class WebDAVBackend: Backend {
     /// The endpoint of a path, percent-encoded; a collection's ends in `/`.
     func endpoint(_ path: ItemPath, collection: Bool = false) -> String {
         if path.isRoot { return "/" }
-        return "/" + HTTPClient.percentEncode(path.components, keepSlash: false) + (collection ? "/" : "")
+        return "/" + HTTPClient.percentEncodedPath(path.components) + (collection ? "/" : "")
     }
 
     /// The full URL of a path, for `Destination`.

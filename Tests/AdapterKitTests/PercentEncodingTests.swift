@@ -21,10 +21,10 @@ import Testing
     }
 
     @Test func namesAreEncodedAndJoinedWithSlashes() {
-        #expect(HTTPClient.percentEncode([], keepSlash: false) == "")
-        #expect(HTTPClient.percentEncode(["a b", "c/d", "é"], keepSlash: false) == "a%20b/c%2Fd/%C3%A9")
-        #expect(HTTPClient.percentEncode(["", "x"], keepSlash: false) == "/x")
+        #expect(HTTPClient.percentEncodedPath([]) == "")
+        #expect(HTTPClient.percentEncodedPath(["a b", "c/d", "é"]) == "a%20b/c%2Fd/%C3%A9")
+        #expect(HTTPClient.percentEncodedPath(["", "x"]) == "/x")
         let names = ["Ab 1", "日本", "100%", "~x"]
-        #expect(HTTPClient.percentEncode(names, keepSlash: false) == names.map { HTTPClient.percentEncode($0, keepSlash: false) }.joined(separator: "/"))
+        #expect(HTTPClient.percentEncodedPath(names) == names.map { HTTPClient.percentEncode($0, keepSlash: false) }.joined(separator: "/"))
     }
 }
