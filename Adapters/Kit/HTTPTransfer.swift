@@ -130,9 +130,7 @@ final class HTTPTransfer {
         while lower < upper && isBlank(all[lower]) { lower += 1 }
         while upper > lower && isBlank(all[upper - 1]) { upper -= 1 }
         let line = UnsafeBufferPointer(rebasing: all[lower..<upper])
-        if line.count >= 5 && line[0] == UInt8(ascii: "H") && line[1] == UInt8(ascii: "T") && line[2] == UInt8(ascii: "T")
-            && line[3] == UInt8(ascii: "P") && line[4] == UInt8(ascii: "/")
-        {
+        if line.starts(with: "HTTP/".utf8) {
             // `HTTP/1.1 200 OK`: the second word is the status (0 when it is not a number).
             var start = 5
             while start < line.count && line[start] != UInt8(ascii: " ") { start += 1 }

@@ -20,10 +20,7 @@ struct FileDigests: Sendable {
     var md5Hex: String { Self.hex(md5) }
 
     /// Bytes as lower-case hex digits.
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        return String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0F)]] }, as: UTF8.self)
-    }
+    static func hex(_ bytes: [UInt8]) -> String { Data(bytes).hexString }
 
     /// The bytes of hex digits (either case); `nil` for anything else or an odd count.
     static func bytes(hex: String) -> [UInt8]? {
