@@ -214,8 +214,9 @@ public final class ContentSink: @unchecked Sendable {
         if hashingTurnedOff { return try await operation() }
         var merged = installed
         for (file, sink) in sinks {
-            sink.readsBack(from: file.path)
-            merged[file.path] = sink
+            let path = file.path
+            sink.readsBack(from: path)
+            merged[path] = sink
         }
         let result: Result<T, E> = await $installed.withValue(merged) { () async -> Result<T, E> in
             do throws(E) {

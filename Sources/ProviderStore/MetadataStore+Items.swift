@@ -297,15 +297,21 @@ extension MetadataStore {
         guard let domainID = records.first?.domainID ?? entries.first?.domainID else { return [] }
         let now = Date()
         return try write { db in
-            let select = try db.cachedStatement(sql: Self.selectByIdentifier)
+            let select = try db.cachedStatement(sql: "SELECT path FROM item WHERE domainID = ? AND identifier = ?")
+            let fetch = try db.cachedStatement(sql: Self.selectByIdentifier)
             // Records past the entries are written without one (as `save(_:finishing:)` did).
             var (saved, finished) = ([ItemRecord](), [JournalEntry]())
             var refused: [(record: ItemRecord, holder: ItemRecord)] = []
             for (index, record) in records.enumerated() {
+                // A new item's identifier is nearly always free: its holder's path is asked first
+                // without a row made (``StatementProbe``), its row only when the path differs.
                 if index < new.count, new[index], index < entries.count,
-                    let row = try Row.fetchOne(select, arguments: [domainID, record.identifier.rawValue]),
-                    case let holder = ItemRecord(row: row), holder.path != record.path
+                    let path = try StatementProbe.first(
+                        select, domainID, record.identifier.rawValue, in: db, { StatementProbe.text($0, 0) }),
+                    path != record.path,
+                    let row = try Row.fetchOne(fetch, arguments: [domainID, record.identifier.rawValue])
                 {
+                    let holder = ItemRecord(row: row)
                     var open = entries[index]
                     open.state = .pending
                     open.lastError = refusal(record, holder)

@@ -45,9 +45,13 @@ extension MetadataStore {
         if entries.isEmpty { return [] }
         let now = Date()
         return try write { db in
+            let probe = try db.cachedStatement(sql: Self.probeUnfinishedByTemplate)
             let find = try db.cachedStatement(sql: Self.selectUnfinishedByTemplate)
             return try entries.map { entry in
-                if var earlier = try JournalEntry.fetchOne(find, arguments: [entry.domainID, entry.templateIdentifier]) {
+                // Nearly always none: asked first without a row made (``StatementProbe``).
+                if try StatementProbe.first(probe, entry.domainID, entry.templateIdentifier, in: db, { _ in () }) != nil,
+                    var earlier = try JournalEntry.fetchOne(find, arguments: [entry.domainID, entry.templateIdentifier])
+                {
                     let replay = earlier.state != .failed
                     earlier.state = .running
                     earlier.attempts += 1
@@ -85,6 +89,8 @@ extension MetadataStore {
 
     static let selectUnfinishedByTemplate =
         "SELECT * FROM journal WHERE domainID = ? AND templateIdentifier = ? AND state <> 'done' LIMIT 1"
+    private static let probeUnfinishedByTemplate =
+        "SELECT 1 FROM journal WHERE domainID = ? AND templateIdentifier = ? AND state <> 'done' LIMIT 1"
 
     /// Inserts `entry` in an open transaction; returns it with its id.
     static func insert(_ entry: JournalEntry, in db: Database) throws -> JournalEntry {
@@ -104,7 +110,13 @@ extension MetadataStore {
     }
 
     /// Writes the state of `entry` (which has an id) in an open transaction.
+    /// Saves `entry`'s new state in an open transaction; an entry that is `done` is deleted
+    /// instead (nothing reads a finished operation: the journal keeps what may still need a
+    /// replay).
     static func update(_ entry: JournalEntry, in db: Database) throws {
+        if entry.state == .done, let id = entry.id {
+            return try StatementProbe.execute(db.cachedStatement(sql: "DELETE FROM journal WHERE id = ?"), id, in: db)
+        }
         try db.cachedStatement(
             sql: "UPDATE journal SET state = ?, attempts = ?, lastError = ?, nextAttemptAt = ?, updatedAt = ? WHERE id = ?"
         ).execute(arguments: [

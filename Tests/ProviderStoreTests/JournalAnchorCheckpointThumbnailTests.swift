@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import ProviderCore
 import ProviderStore
 import Testing
@@ -90,6 +91,31 @@ import Testing
 
     /// New items are checked in the write that records them: one whose identifier another item
     /// holds is not written and its entry stays open; the others of the write are recorded.
+    /// Nothing reads a finished operation: its entry is deleted in the write that finishes it,
+    /// not kept `done` until the end of the push.
+    @Test func aFinishedEntryLeavesNoRow() throws {
+        try withStore { store, folder in
+            let id = try makeDomain(store)
+            let opened = try store.openJournalEntries(
+                ["create:a.txt", "create:b.txt", "modify:c"].map {
+                    JournalEntry(domainID: id, templateIdentifier: $0, operation: "create", payload: "{}")
+                })
+            try store.save([record(id, "a.txt", size: 1)], finishing: [opened[0].entry])
+            var done = opened[2].entry
+            done.state = .done
+            try store.updateJournal(done)
+            let queue = try DatabaseQueue(path: folder.path("metadata.sqlite").path)
+            let rows = try queue.read { db in try String.fetchAll(db, sql: "SELECT templateIdentifier FROM journal") }
+            #expect(rows == ["create:b.txt"])
+            // Opened again, the finished operations are new ones, not replays.
+            let again = try store.openJournalEntries(
+                ["create:a.txt", "create:b.txt"].map {
+                    JournalEntry(domainID: id, templateIdentifier: $0, operation: "create", payload: "{}")
+                })
+            #expect(again.map(\.replay) == [false, true])
+        }
+    }
+
     @Test func savingNewItemsRefusesOneWhoseIdentifierAnotherItemHolds() throws {
         try withStore { store, _ in
             let id = try makeDomain(store)
