@@ -40,6 +40,9 @@ final class HTTPConnection: @unchecked Sendable {
         errorBuffer[0] = 0
         var headers: UnsafeMutablePointer<curl_slist>?
         defer { fp_curl_slist_free_all(headers) }
+        // A small upload's body, read before the request (libcurl reads it during the transfer).
+        var smallBody: UnsafeMutableRawBufferPointer?
+        defer { smallBody?.deallocate() }
         func add(_ line: String) { headers = fp_curl_slist_append(headers, line) }
         // libcurl 7.88 signs an `Expect:` line (which only removes the header) as a header it
         // never sends: AWS-signed requests keep libcurl's own `Expect: 100-continue`.
@@ -147,6 +150,24 @@ final class HTTPConnection: @unchecked Sendable {
             set(fp_curl_setopt_long(handle, CURLOPT_POST, 1))
             set(fp_curl_setopt_long(handle, CURLOPT_POSTFIELDSIZE, text.utf8.count))
             set(fp_curl_setopt_string(handle, CURLOPT_COPYPOSTFIELDS, text))
+        case .file(_, let size) where request.method == "PUT" && size > 0 && size < Self.sentWithHead && settings.awsSignature == nil:
+            // A small file goes in memory (`POSTFIELDS`, the method still `PUT`): libcurl then
+            // sends it in the same `send` as the request's head, where a body it reads from the
+            // file goes in a second one. One system call and one TCP segment fewer a file on
+            // both sides (the server reads it with the head). Not AWS-signed requests: libcurl
+            // 7.88 would sign a hash of the body instead of their `UNSIGNED-PAYLOAD`.
+            add("Content-Type: application/octet-stream")
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(size), alignment: 1)
+            smallBody = buffer
+            guard transfer.readWholeUpload(into: buffer) else {
+                return .failure(
+                    transfer.failure ?? FileProviderError(.localIOFailure, "the file to upload could not be read"), retryable: false,
+                    stored: resumeAt)
+            }
+            set(fp_curl_setopt_long(handle, CURLOPT_POST, 1))
+            set(fp_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(size)))
+            set(fp_curl_setopt_pointer(handle, CURLOPT_POSTFIELDS, buffer.baseAddress))
+            set(fp_curl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method))
         case .file(_, let size), .filePart(_, _, let size):
             add("Content-Type: application/octet-stream")
             if request.method == "PUT" {
@@ -194,6 +215,10 @@ final class HTTPConnection: @unchecked Sendable {
         }
         return .reply(transfer.head, transfer.body, transfer.storedLength)
     }
+
+    /// Files smaller than this are uploaded from memory, in one `send` with the request's head
+    /// (libcurl 7.88 adds a body to the head below 64 KiB, its `MAX_INITIAL_POST_SIZE`).
+    static let sentWithHead: Int64 = 64 * 1024
 
     /// libcurl's receive buffer.
     static let downloadBufferSize = 64 * 1024

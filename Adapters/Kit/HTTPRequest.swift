@@ -9,7 +9,9 @@ public enum RequestBody: Sendable {
     /// Bytes from memory with their content type (a PROPFIND's XML).
     case data(Data, contentType: String)
     /// A file streamed from disk (constant memory), as `application/octet-stream`: the body of
-    /// a `PUT`, or of a `POST` for any other method.
+    /// a `PUT`, or of a `POST` for any other method. A `PUT` of a file under 64 KiB (not
+    /// AWS-signed) reads it whole first and sends it with the request's head; a file that
+    /// turns out shorter than `size` fails the request with `localIOFailure` before a byte goes.
     case file(path: String, size: Int64)
     /// Bytes `offset ..< offset + length` of a file, streamed from disk like `file`: one part
     /// of a multipart upload, never held in memory.

@@ -335,6 +335,27 @@ final class HTTPTransfer {
         }
     }
 
+    /// Reads the whole body of a `.file` upload into `buffer` (its size) before the request
+    /// goes, through ``send(into:)`` (so the engine's sink sees the bytes as before). Returns
+    /// `false`, with ``failure`` set, when the file cannot be read or ends before `buffer` is
+    /// full (it shrank since its size was taken).
+    func readWholeUpload(into buffer: UnsafeMutableRawBufferPointer) -> Bool {
+        var filled = 0
+        while filled < buffer.count {
+            let count = send(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]))
+            if failure != nil { return false }
+            if count <= 0 {
+                failure = FileProviderError(
+                    .localIOFailure,
+                    "the file to upload could not be read: it ended after \(filled) of its \(buffer.count) bytes (it changed while it was sent)"
+                )
+                return false
+            }
+            filled += count
+        }
+        return true
+    }
+
     /// After a complete reply: checks an empty success body and that a file holds the whole
     /// resource.
     func finish() -> FileProviderError? {

@@ -7,7 +7,7 @@ import Foundation
 /// A tiny HTTP/1.1 server on 127.0.0.1 whose every reply a test scripts: the protocol's normal
 /// answers where it wants them (the media API, WebDAV), and faults: a status, a body cut short,
 /// a connection reset, a stall, silence. It runs on threads of its own (blocking POSIX sockets), one
-/// per connection. Request bodies are read and dropped.
+/// per connection. Request bodies are read; their first MiB is kept with the request.
 public final class FaultServer: @unchecked Sendable {
     public struct Request: Sendable {
         public var method: String
@@ -16,7 +16,12 @@ public final class FaultServer: @unchecked Sendable {
         public var headers: [String: String]
         /// The connection it came on: 1 for the first accepted, 2 for the next, …
         public var connection: Int = 0
+        /// Its body's first ``bodyKept`` bytes (the rest is read and dropped).
+        public var body = Data()
     }
+
+    /// How many bytes of each request's body ``Request/body`` keeps.
+    public static let bodyKept = 1 << 20
 
     public enum Action {
         /// A full reply.
@@ -138,15 +143,21 @@ public final class FaultServer: @unchecked Sendable {
                 headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
             }
             var bodyLength = Int(headers["content-length"] ?? "0") ?? 0
+            var body = Data()
+            func keep(_ bytes: ArraySlice<UInt8>) {
+                if body.count < Self.bodyKept { body.append(contentsOf: bytes.prefix(Self.bodyKept - body.count)) }
+            }
             while bodyLength > 0 {
                 if !buffer.isEmpty {
                     let take = min(bodyLength, buffer.count)
+                    keep(buffer[0..<take])
                     buffer.removeFirst(take)
                     bodyLength -= take
                     continue
                 }
                 let count = recv(client, &chunk, min(chunk.count, bodyLength), 0)
                 if count <= 0 { break }
+                keep(chunk[0..<count])
                 bodyLength -= count
             }
             let target = parts.count > 1 ? String(parts[1]) : "/"
@@ -161,7 +172,7 @@ public final class FaultServer: @unchecked Sendable {
             }
             let request = Request(
                 method: parts.first.map(String.init) ?? "", path: String(pathPart[0]), query: query, headers: headers,
-                connection: connection)
+                connection: connection, body: body)
             let action: Action = lock.withLock {
                 log.append(request)
                 return handler(request)
