@@ -89,9 +89,9 @@ public struct ReplyHead: Sendable {
     /// The whole size of the resource: the total of `Content-Range`, else `Content-Length`;
     /// `nil` when neither gives one (or `Content-Range` says `*`, unknown).
     ///
-    /// - Throws: `corruptData` naming `what` when the number is not a possible size: not a
+    /// - Throws: `corruptData` naming `what` (made only then) when the number is not a possible size: not a
     ///   number, negative, or over `ItemBounds.maximumSize`.
-    public func resourceSize(of what: String) throws(FileProviderError) -> Int64? {
+    public func resourceSize(of what: @autoclosure () -> String) throws(FileProviderError) -> Int64? {
         // Trimmed as bytes: Foundation's trim bridges to `NSString` (5% of the cooperative
         // threads' CPU of 10,000 uploads, each checked with a `HEAD`).
         let text: Substring
@@ -105,7 +105,7 @@ public struct ReplyHead: Sendable {
         }
         guard let size = Int64(text), ItemBounds.problem(withSize: size) == nil else {
             throw FileProviderError(
-                .corruptData, "\(what): the server announced a size of \(announcedSize) bytes, which no file can have")
+                .corruptData, "\(what()): the server announced a size of \(announcedSize) bytes, which no file can have")
         }
         return size
     }
