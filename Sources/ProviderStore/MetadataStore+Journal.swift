@@ -115,7 +115,9 @@ extension MetadataStore {
     /// replay).
     static func update(_ entry: JournalEntry, in db: Database) throws {
         if entry.state == .done, let id = entry.id {
-            return try StatementProbe.execute(db.cachedStatement(sql: "DELETE FROM journal WHERE id = ?"), id, in: db)
+            var delete = ParameterBinder(try db.cachedStatement(sql: "DELETE FROM journal WHERE id = ?"), reserving: 0)
+            delete.bind(id)
+            return try delete.execute(in: db)
         }
         try db.cachedStatement(
             sql: "UPDATE journal SET state = ?, attempts = ?, lastError = ?, nextAttemptAt = ?, updatedAt = ? WHERE id = ?"

@@ -29,27 +29,36 @@ extension MetadataStore {
     public func notePlacedDownloads(domainID: Int64, _ downloads: [PlacedDownload]) throws(FileProviderError) {
         if downloads.isEmpty { return }
         try write { db in
-            // 64 rows to a statement, as a batch of downloads has at most 64 files.
+            // 64 rows to a statement, as a batch of downloads has at most 64 files; bound without
+            // `StatementArguments` (``ParameterBinder``).
             for start in stride(from: 0, to: downloads.count, by: 64) {
                 let part = downloads[start..<min(start + 64, downloads.count)]
-                var values: [(any DatabaseValueConvertible)?] = []
-                values.reserveCapacity(part.count * 6)
+                let statement =
+                    part.count == 64
+                    ? try db.cachedStatement(sql: Self.noteSixtyFour) : try db.cachedStatement(sql: Self.noteSQL(rows: part.count))
+                var binder = ParameterBinder(
+                    statement,
+                    reserving: part.reduce(0) { $0 + $1.identifier.rawValue.utf8.count + ($1.contentVersion?.count ?? 0) })
                 for download in part {
-                    values += [
-                        domainID, download.identifier.rawValue, download.inode, download.size, download.modificationNanos,
-                        download.contentVersion,
-                    ]
+                    binder.bind(domainID)
+                    binder.bind(download.identifier.rawValue)
+                    binder.bind(download.inode)
+                    binder.bind(download.size)
+                    binder.bind(download.modificationNanos)
+                    binder.bind(download.contentVersion)
                 }
-                let rows = Array(repeating: "(?, ?, ?, ?, ?, ?)", count: part.count).joined(separator: ", ")
-                try db.cachedStatement(
-                    sql: """
-                        INSERT OR REPLACE INTO placedDownload (domainID, identifier, inode, size, modificationNanos, contentVersion) \
-                        VALUES \(rows)
-                        """
-                ).execute(arguments: StatementArguments(values))
+                try binder.execute(in: db)
             }
         }
     }
+
+    /// The insert of `rows` notes.
+    private static func noteSQL(rows: Int) -> String {
+        let values = Array(repeating: "(?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", ")
+        return
+            "INSERT OR REPLACE INTO placedDownload (domainID, identifier, inode, size, modificationNanos, contentVersion) VALUES \(values)"
+    }
+    private static let noteSixtyFour = noteSQL(rows: 64)
 
     /// Drops the notes of earlier downloads of items whose rows now record a file (the item's
     /// identifier and the inode its row records), in the caller's transaction: that file's note
@@ -58,23 +67,20 @@ extension MetadataStore {
         domainID: Int64, _ recorded: some Sequence<(identifier: ItemIdentifier, inode: Int64?)>, in db: Database
     ) throws {
         // 64 to a statement: one statement per row was 3% of the CPU of `materialize -R` of
-        // 10,000 small files.
+        // 10,000 small files. Bound without `StatementArguments` (``ParameterBinder``).
         var part: [(String, Int64)] = []
         func drop() throws {
             if part.isEmpty { return }
-            let list = Array(repeating: "?", count: part.count).joined(separator: ", ")
-            let pairs = Array(repeating: "(?, ?)", count: part.count).joined(separator: ", ")
-            var values: [(any DatabaseValueConvertible)?] = [domainID]
-            values.reserveCapacity(1 + part.count * 3)
-            for (identifier, _) in part { values.append(identifier) }
+            let statement =
+                part.count == 64 ? try db.cachedStatement(sql: dropSixtyFour) : try db.cachedStatement(sql: dropSQL(rows: part.count))
+            var binder = ParameterBinder(statement, reserving: 2 * part.reduce(0) { $0 + $1.0.utf8.count })
+            binder.bind(domainID)
+            for (identifier, _) in part { binder.bind(identifier) }
             for (identifier, inode) in part {
-                values.append(identifier)
-                values.append(inode)
+                binder.bind(identifier)
+                binder.bind(inode)
             }
-            try db.cachedStatement(
-                sql:
-                    "DELETE FROM placedDownload WHERE domainID = ? AND identifier IN (\(list)) AND (identifier, inode) NOT IN (VALUES \(pairs))"
-            ).execute(arguments: StatementArguments(values))
+            try binder.execute(in: db)
             part.removeAll(keepingCapacity: true)
         }
         for (identifier, inode) in recorded {
@@ -84,6 +90,14 @@ extension MetadataStore {
         }
         try drop()
     }
+
+    /// The delete of ``dropEarlierPlacedDownloads(domainID:_:in:)`` for `rows` items.
+    private static func dropSQL(rows: Int) -> String {
+        let list = Array(repeating: "?", count: rows).joined(separator: ", ")
+        let pairs = Array(repeating: "(?, ?)", count: rows).joined(separator: ", ")
+        return "DELETE FROM placedDownload WHERE domainID = ? AND identifier IN (\(list)) AND (identifier, inode) NOT IN (VALUES \(pairs))"
+    }
+    private static let dropSixtyFour = dropSQL(rows: 64)
 
     /// Forgets the note of a download that was not placed after all (its rename failed).
     /// - Throws: `localIOFailure` when the database cannot be written.

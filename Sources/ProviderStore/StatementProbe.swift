@@ -47,19 +47,4 @@ enum StatementProbe {
             start: sqlite3_column_text(statement, column), count: Int(sqlite3_column_bytes(statement, column)))
         return String(decoding: bytes, as: UTF8.self)
     }
-
-    /// Runs `statement`, which changes rows, with `value` bound to its only parameter.
-    /// - Throws: `DatabaseError` when SQLite fails.
-    static func execute(_ statement: Statement, _ value: Int64, in db: Database) throws {
-        let raw = statement.sqliteStatement
-        sqlite3_reset(raw)
-        var code = sqlite3_bind_int64(raw, 1, value)
-        if code == SQLITE_OK { code = sqlite3_step(raw) }
-        let message = code == SQLITE_DONE ? nil : String(cString: sqlite3_errmsg(db.sqliteConnection))
-        sqlite3_reset(raw)
-        sqlite3_clear_bindings(raw)
-        if code != SQLITE_DONE {
-            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: statement.sql)
-        }
-    }
 }
