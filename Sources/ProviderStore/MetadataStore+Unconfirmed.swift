@@ -16,13 +16,20 @@ extension MetadataStore {
 
     /// Notes uploads the store answered (files only), in the caller's transaction.
     static func noteUnconfirmed(_ records: [ItemRecord], now: Date, in db: Database) throws {
-        let statement = try db.cachedStatement(
-            sql: "INSERT OR REPLACE INTO unconfirmedUpload (domainID, identifier, contentVersion, createdAt) VALUES (?, ?, ?, ?)")
+        // Bound through SQLite's calls (``ParameterBinder``): a row per uploaded file.
+        var insert = ParameterBinder(
+            try db.cachedStatement(
+                sql: "INSERT OR REPLACE INTO unconfirmedUpload (domainID, identifier, contentVersion, createdAt) VALUES (?, ?, ?, ?)"),
+            reserving: 0)
         for record in records where record.kind == .file {
             // Contents the store changed on its side (shouldFetchContent) are downloaded again.
             guard let version = record.localContentVersion, !version.isEmpty else { continue }
-            try statement.execute(
-                arguments: [record.domainID, record.identifier.rawValue, version, now.timeIntervalSince1970])
+            insert.reserve(record.identifier.rawValue.utf8.count + version.count)
+            insert.bind(record.domainID)
+            insert.bind(record.identifier.rawValue)
+            insert.bind(version)
+            insert.bind(now.timeIntervalSince1970)
+            try insert.execute(in: db)
         }
     }
 
@@ -43,8 +50,14 @@ extension MetadataStore {
     public func confirmUploads(domainID: Int64, _ identifiers: [ItemIdentifier]) throws(FileProviderError) {
         if identifiers.isEmpty { return }
         try write { db in
-            let statement = try db.cachedStatement(sql: "DELETE FROM unconfirmedUpload WHERE domainID = ? AND identifier = ?")
-            for identifier in identifiers { try statement.execute(arguments: [domainID, identifier.rawValue]) }
+            var delete = ParameterBinder(
+                try db.cachedStatement(sql: "DELETE FROM unconfirmedUpload WHERE domainID = ? AND identifier = ?"), reserving: 0)
+            for identifier in identifiers {
+                delete.reserve(identifier.rawValue.utf8.count)
+                delete.bind(domainID)
+                delete.bind(identifier.rawValue)
+                try delete.execute(in: db)
+            }
         }
     }
 

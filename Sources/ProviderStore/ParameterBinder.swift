@@ -7,8 +7,9 @@ import GRDBSQLite
 /// download, the notes an item's new row drops). GRDB's `StatementArguments` boxes every value
 /// in an existential and checks it: a third of the cost of those statements.
 ///
-/// Text and blobs are copied into ``BindArena``, whose room the caller reserves first
-/// (``reserve(_:)``), and bound from there without another copy.
+/// Text and blobs are copied into ``BindArena``, whose room the caller reserves first (at
+/// ``init(_:reserving:)``, and with ``reserve(_:)`` before each further run of the statement),
+/// and bound from there without another copy.
 struct ParameterBinder {
     private let statement: Statement
     private let raw: OpaquePointer
@@ -26,8 +27,17 @@ struct ParameterBinder {
         arena.reset(reserving: bytes)
     }
 
+    /// Makes room for `bytes` bytes of text and blobs for the next run's values (those bound
+    /// before are gone: after ``execute(in:)`` only).
+    func reserve(_ bytes: Int) { arena.reset(reserving: bytes) }
+
     mutating func bind(_ value: Int64) {
         if code == SQLITE_OK { code = sqlite3_bind_int64(raw, next, value) }
+        next += 1
+    }
+
+    mutating func bind(_ value: Double) {
+        if code == SQLITE_OK { code = sqlite3_bind_double(raw, next, value) }
         next += 1
     }
 
@@ -61,7 +71,7 @@ struct ParameterBinder {
     }
 
     /// Runs the statement with what was bound (it changes rows: its result rows, if any, are
-    /// not read), and clears the bindings.
+    /// not read), and clears the bindings: the next value bound is the first parameter's again.
     /// - Throws: `DatabaseError` with SQLite's message when binding or running fails.
     mutating func execute(in db: Database) throws {
         if code == SQLITE_OK {
@@ -71,8 +81,10 @@ struct ParameterBinder {
         let message = code == SQLITE_OK ? nil : String(cString: sqlite3_errmsg(db.sqliteConnection))
         sqlite3_reset(raw)
         sqlite3_clear_bindings(raw)
-        if code != SQLITE_OK {
-            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: statement.sql)
+        let failed = code
+        (next, code) = (1, SQLITE_OK)
+        if failed != SQLITE_OK {
+            throw DatabaseError(resultCode: ResultCode(rawValue: failed), message: message, sql: statement.sql)
         }
     }
 }
