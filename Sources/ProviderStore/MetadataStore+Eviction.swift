@@ -215,18 +215,25 @@ extension MetadataStore {
     public func recordUses(_ uses: [Int64: [ItemIdentifier: Date]]) throws(FileProviderError) {
         if uses.values.allSatisfy(\.isEmpty) { return }
         try write { db in
-            let upsert = try db.cachedStatement(
-                sql: """
-                    INSERT INTO itemUse (domainID, identifier, lastUsedAt) VALUES (?, ?, ?)
-                    ON CONFLICT (domainID, identifier) DO UPDATE SET lastUsedAt = MAX(lastUsedAt, excluded.lastUsedAt)
-                    """)
+            // A row per file read or downloaded: bound through SQLite's calls (``ParameterBinder``).
+            var upsert = ParameterBinder(
+                try db.cachedStatement(
+                    sql: """
+                        INSERT INTO itemUse (domainID, identifier, lastUsedAt) VALUES (?, ?, ?)
+                        ON CONFLICT (domainID, identifier) DO UPDATE SET lastUsedAt = MAX(lastUsedAt, excluded.lastUsedAt)
+                        """),
+                reserving: 0)
             let exists = try db.cachedStatement(sql: "SELECT 1 FROM domain WHERE id = ?")
             for (domainID, byItem) in uses {
                 // A domain removed since its files were read: its uses go with it (they would
                 // break the foreign key, and the transaction with the other domains' uses).
                 guard try Int.fetchOne(exists, arguments: [domainID]) != nil else { continue }
                 for (identifier, date) in byItem {
-                    try upsert.execute(arguments: [domainID, identifier.rawValue, date.timeIntervalSince1970])
+                    upsert.reserve(identifier.rawValue.utf8.count)
+                    upsert.bind(domainID)
+                    upsert.bind(identifier.rawValue)
+                    upsert.bind(date.timeIntervalSince1970)
+                    try upsert.execute(in: db)
                 }
             }
         }

@@ -95,12 +95,33 @@ extension MetadataStore {
     /// Inserts `entry` in an open transaction; returns it with its id.
     static func insert(_ entry: JournalEntry, in db: Database) throws -> JournalEntry {
         var entry = entry
-        try db.cachedStatement(
+        let statement = try db.cachedStatement(
             sql: """
                 INSERT INTO journal (domainID, templateIdentifier, operation, payload, state, attempts, lastError, \
                 nextAttemptAt, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """
-        ).execute(arguments: [
+                """)
+        // A new entry (one per file sent): bound through SQLite's calls (``ParameterBinder``),
+        // its dates as the text GRDB writes.
+        if entry.nextAttemptAt == nil, let created = StoredDate.text(entry.createdAt), let updated = StoredDate.text(entry.updatedAt) {
+            let bytes =
+                entry.templateIdentifier.utf8.count + entry.operation.utf8.count + entry.payload.utf8.count
+                + entry.state.rawValue.utf8.count + (entry.lastError?.utf8.count ?? 0) + created.utf8.count + updated.utf8.count
+            var insert = ParameterBinder(statement, reserving: bytes)
+            insert.bind(entry.domainID)
+            insert.bind(entry.templateIdentifier)
+            insert.bind(entry.operation)
+            insert.bind(entry.payload)
+            insert.bind(entry.state.rawValue)
+            insert.bind(Int64(entry.attempts))
+            insert.bind(entry.lastError)
+            insert.bind(nil as String?)
+            insert.bind(created)
+            insert.bind(updated)
+            try insert.execute(in: db)
+            entry.id = db.lastInsertedRowID
+            return entry
+        }
+        try statement.execute(arguments: [
             entry.domainID, entry.templateIdentifier, entry.operation, entry.payload, entry.state.rawValue, entry.attempts,
             entry.lastError, StoredDate.value(entry.nextAttemptAt), StoredDate.value(entry.createdAt),
             StoredDate.value(entry.updatedAt),

@@ -55,6 +55,16 @@ struct ParameterBinder {
         next += 1
     }
 
+    /// A text, or `NULL` for `nil`.
+    mutating func bind(_ value: String?) {
+        guard let value else {
+            if code == SQLITE_OK { code = sqlite3_bind_null(raw, next) }
+            next += 1
+            return
+        }
+        bind(value)
+    }
+
     /// A blob, or `NULL` for `nil`; an empty blob stays a blob (`zeroblob(0)`).
     mutating func bind(_ value: Data?) {
         if code == SQLITE_OK {
