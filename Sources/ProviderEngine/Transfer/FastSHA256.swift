@@ -15,6 +15,8 @@ struct FastSHA256: ContentDigest {
             self.pointer = pointer
             EVP_DigestInit_ex(pointer, Algorithm.sha256.pointer, nil)
         }
+
+        deinit { EVP_MD_CTX_free(pointer) }
     }
 
     /// SHA-256's implementation, fetched from libcrypto's provider once: with `EVP_sha256()`
@@ -24,8 +26,6 @@ struct FastSHA256: ContentDigest {
         static let sha256 = Algorithm()
         let pointer: OpaquePointer?
         private init() { pointer = EVP_MD_fetch(nil, "SHA256", nil) ?? EVP_sha256() }
-
-        deinit { EVP_MD_CTX_free(pointer) }
     }
 
     private let context = Context()
