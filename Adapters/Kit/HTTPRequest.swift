@@ -89,8 +89,8 @@ public struct ReplyHead: Sendable {
     /// The whole size of the resource: the total of `Content-Range`, else `Content-Length`;
     /// `nil` when neither gives one (or `Content-Range` says `*`, unknown).
     ///
-    /// - Throws: `corruptData` naming `what` (made only then) when the number is not a possible size: not a
-    ///   number, negative, or over `ItemBounds.maximumSize`.
+    /// - Throws: `corruptData` naming `what` (made only then) when the number is not a possible
+    ///   size: not a number, negative, or over `ItemBounds.maximumSize`.
     public func resourceSize(of what: @autoclosure () -> String) throws(FileProviderError) -> Int64? {
         // Trimmed as bytes: Foundation's trim bridges to `NSString` (5% of the cooperative
         // threads' CPU of 10,000 uploads, each checked with a `HEAD`).

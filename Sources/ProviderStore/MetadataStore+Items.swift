@@ -297,17 +297,18 @@ extension MetadataStore {
         guard let domainID = records.first?.domainID ?? entries.first?.domainID else { return [] }
         let now = Date()
         return try write { db in
-            let select = try db.cachedStatement(sql: "SELECT path FROM item WHERE domainID = ? AND identifier = ?")
+            var holderPath = ParameterBinder(
+                try db.cachedStatement(sql: "SELECT path FROM item WHERE domainID = ? AND identifier = ?"), reserving: 0)
             let fetch = try db.cachedStatement(sql: Self.selectByIdentifier)
             // Records past the entries are written without one (as `save(_:finishing:)` did).
             var (saved, finished) = ([ItemRecord](), [JournalEntry]())
             var refused: [(record: ItemRecord, holder: ItemRecord)] = []
             for (index, record) in records.enumerated() {
                 // A new item's identifier is nearly always free: its holder's path is asked first
-                // without a row made (``StatementProbe``), its row only when the path differs.
+                // without a row made (``ParameterBinder``), its row only when the path differs.
                 if index < new.count, new[index], index < entries.count,
-                    let path = try StatementProbe.first(
-                        select, domainID, record.identifier.rawValue, in: db, { StatementProbe.text($0, 0) }),
+                    let path = try holderPath.first(
+                        in: db, binding: domainID, record.identifier.rawValue, { ParameterBinder.text($0, 0) }),
                     path != record.path,
                     let row = try Row.fetchOne(fetch, arguments: [domainID, record.identifier.rawValue])
                 {

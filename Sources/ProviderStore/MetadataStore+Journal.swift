@@ -45,11 +45,11 @@ extension MetadataStore {
         if entries.isEmpty { return [] }
         let now = Date()
         return try write { db in
-            let probe = try db.cachedStatement(sql: Self.probeUnfinishedByTemplate)
+            var probe = ParameterBinder(try db.cachedStatement(sql: Self.probeUnfinishedByTemplate), reserving: 0)
             let find = try db.cachedStatement(sql: Self.selectUnfinishedByTemplate)
             return try entries.map { entry in
-                // Nearly always none: asked first without a row made (``StatementProbe``).
-                if try StatementProbe.first(probe, entry.domainID, entry.templateIdentifier, in: db, { _ in () }) != nil,
+                // Nearly always none: asked first without a row made (``ParameterBinder``).
+                if try probe.first(in: db, binding: entry.domainID, entry.templateIdentifier, { _ in () }) != nil,
                     var earlier = try JournalEntry.fetchOne(find, arguments: [entry.domainID, entry.templateIdentifier])
                 {
                     let replay = earlier.state != .failed
@@ -130,8 +130,7 @@ extension MetadataStore {
         return entry
     }
 
-    /// Writes the state of `entry` (which has an id) in an open transaction.
-    /// Saves `entry`'s new state in an open transaction; an entry that is `done` is deleted
+    /// Saves `entry`'s new state (it has an id) in an open transaction; an entry that is `done` is deleted
     /// instead (nothing reads a finished operation: the journal keeps what may still need a
     /// replay).
     static func update(_ entry: JournalEntry, in db: Database) throws {
